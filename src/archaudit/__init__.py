@@ -1,0 +1,3 @@
+"""archaudit: prove a GPU wheel carries device code for every GPU it claims."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,95 @@
+"""The inventory of device code: what a library carries, as plain frozen data.
+
+Readers (ELF, fatbin, cubin, PTX, HIP bundles) produce these; the audit rule and the
+renderers only consume them. Nothing here reads files or knows a claim.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# Entry kinds.
+SASS = "sass"  # NVIDIA machine code (an ELF cubin), runs natively
+PTX = "ptx"  # NVIDIA virtual ISA text, JIT-compiled by the driver
+LTO = "lto"  # NVVM IR for link-time optimisation; never loadable on its own
+CODE_OBJECT = "code-object"  # AMD HSA code object (an amdgcn ELF)
+
+# Container roles: how the runtime treats the container.
+EXECUTABLE = "executable"  # registered and loaded by the runtime (.nv_fatbin)
+DEVICE_LINK = "device-link"  # the nvlink container every nvcc link adds (wrapper version 2)
+RELOCATABLE = "relocatable"  # -rdc objects in __nv_relfatbin: listed, never loadable coverage
+EMBEDDED = "embedded"  # found in another section; the library loads it itself
+STANDALONE = "standalone"  # a bare .fatbin/.cubin/.ptx/.hsaco file
+HIP = "hip"  # an AMD clang offload bundle
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """Something a reader could not verify. Every problem fails the audit closed."""
+
+    code: str  # a finding code from archaudit.findings
+    message: str
+    offset: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One piece of device code inside a container."""
+
+    vendor: str  # "nvidia" | "amd"
+    kind: str  # SASS | PTX | LTO | CODE_OBJECT
+    target: str  # "sm_90a", "sm_100f", "gfx90a:xnack-"
+    code_version: tuple[int, int] = (0, 0)  # cubin ELF ABI, PTX ISA version, ...
+    compression: str = "none"  # "none" | "zstd" | "lz4" | "zlib" | "opaque"
+    stored_size: int = 0  # bytes as stored (compressed size when compressed)
+    size: int = 0  # bytes once decoded
+    offset: int = 0  # entry offset in the library file
+    identifier: str = ""
+    debug: bool = False
+    kernels: tuple[str, ...] | None = None  # mangled names; None = not read
+    toolkit: tuple[int, int] | None = None  # CUDA toolkit that built a cubin, if recorded
+    decoded: bool = False  # payload decoded to its declared size and parsed
+
+
+@dataclass(frozen=True, slots=True)
+class Container:
+    """One unit the runtime registers on its own: a fatbin container or a HIP bundle."""
+
+    vendor: str
+    role: str  # EXECUTABLE | DEVICE_LINK | RELOCATABLE | EMBEDDED | STANDALONE | HIP
+    section: str  # ELF section holding it ("" for standalone files)
+    offset: int  # byte offset of the container in the library file
+    size: int  # bytes of the container, header included
+    entries: tuple[Entry, ...] = ()
+
+    @property
+    def loadable(self) -> bool:
+        return self.role not in (RELOCATABLE,)
+
+
+@dataclass(frozen=True, slots=True)
+class Library:
+    """One file that may carry device code: a shared library, or a bare device-code file."""
+
+    path: str  # display path: the wheel member, or the file relative to its target
+    size: int
+    format: str  # "elf" | "cubin" | "ptx" | "fatbin" | "hsaco" | "other"
+    containers: tuple[Container, ...] = ()
+    needed: tuple[str, ...] = ()  # DT_NEEDED
+    runpath: tuple[str, ...] = ()  # DT_RUNPATH or DT_RPATH entries
+    embedded_claims: tuple[str, ...] = ()  # arch lists the binary carries about itself
+    problems: tuple[Problem, ...] = ()
+    notes: tuple[str, ...] = field(default=())  # verbose-only remarks (e.g. a second pass)
+
+    @property
+    def entries(self) -> tuple[Entry, ...]:
+        return tuple(e for c in self.containers for e in c.entries)
+
+    @property
+    def has_device_code(self) -> bool:
+        return any(c.entries for c in self.containers)
+
+    @property
+    def links_gpu_runtime(self) -> bool:
+        gpu = ("libcudart", "libcuda.", "libamdhip64", "libhiprtc", "libnvrtc")
+        return any(n.startswith(gpu) for n in self.needed)
