@@ -1,0 +1,262 @@
+"""AMD GPU targets: parsing, compatibility, and a catalog of real GPUs.
+
+A target ID (LLVM AMDGPUUsage, "Target ID") is a processor followed by optional
+target features, each ``name+`` (on) or ``name-`` (off)::
+
+    gfx90a   gfx90a:xnack-   gfx942:sramecc+:xnack-   gfx11-generic
+
+Only ``xnack`` and ``sramecc`` are target-ID features, and only on processors that
+support them. The canonical spelling lists features in alphabetical order.
+
+The data (processors, their EF_AMDGPU_MACH values and features, the generic
+families, the GPU catalog) lives in ``data/amd.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+FEATURES = ("sramecc", "xnack")  # alphabetical: the canonical order
+
+
+@dataclass(frozen=True, slots=True)
+class Processor:
+    name: str
+    mach: int  # EF_AMDGPU_MACH value in a code object's e_flags
+    xnack: bool  # supports the xnack target feature
+    sramecc: bool  # supports the sramecc target feature
+    family: tuple[str, ...] = ()  # for gfx*-generic: the processors it runs on
+
+    @property
+    def generic(self) -> bool:
+        return self.name.endswith("-generic")
+
+    def supports(self, feature: str) -> bool:
+        return bool(getattr(self, feature))
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A parsed target ID. ``features`` maps a feature to True (+) / False (-);
+    a feature left out is unspecified ("any")."""
+
+    processor: str
+    features: tuple[tuple[str, bool], ...] = ()
+
+    def feature(self, name: str) -> bool | None:
+        for n, v in self.features:
+            if n == name:
+                return v
+        return None
+
+    def __str__(self) -> str:
+        return self.processor + "".join(f":{n}{'+' if v else '-'}" for n, v in self.features)
+
+
+@dataclass(frozen=True, slots=True)
+class GPU:
+    name: str  # marketing name, e.g. "Instinct MI300X"
+    target: str  # processor, e.g. "gfx942"
+
+
+@lru_cache(maxsize=1)
+def _data() -> dict:
+    text = resources.files("archaudit").joinpath("data/amd.json").read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+@lru_cache(maxsize=1)
+def processors() -> dict[str, Processor]:
+    d = _data()
+    fam = d["generic_families"]
+    out = {}
+    for name, v in d["processors"].items():
+        out[name] = Processor(name, int(v["mach"], 16), v["xnack"], v["sramecc"], tuple(fam.get(name, ())))
+    for g, members in fam.items():
+        if g not in out or any(m not in out for m in members):
+            raise RuntimeError(f"amd.json: generic family {g} names an unknown processor")
+    return out
+
+
+@lru_cache(maxsize=1)
+def processor_by_mach() -> dict[int, Processor]:
+    return {p.mach: p for p in processors().values()}
+
+
+@lru_cache(maxsize=1)
+def gpus() -> tuple[GPU, ...]:
+    return tuple(GPU(g["name"], g["target"]) for g in _data()["gpus"])
+
+
+def gpu(name: str) -> GPU:
+    """Look a catalog GPU up by name, case- and space-insensitively ("mi300x" finds
+    "Instinct MI300X"); ValueError if none or several match."""
+    key = re.sub(r"[\s_-]+", "", name).lower()
+    exact = [g for g in gpus() if re.sub(r"[\s_-]+", "", g.name).lower() == key]
+    if exact:
+        return exact[0]
+    hits = [g for g in gpus() if re.sub(r"[\s_-]+", "", g.name).lower().endswith(key)]
+    if len(hits) == 1:
+        return hits[0]
+    if not hits:
+        raise ValueError(f"unknown AMD GPU {name!r}")
+    raise ValueError(f"ambiguous AMD GPU {name!r}: " + ", ".join(g.name for g in hits))
+
+
+_FEATURE_RE = re.compile(r"^([a-z0-9]+)([+-])$")
+
+
+def parse_target(text: str) -> Target:
+    """Parse a target ID such as ``gfx942:sramecc+:xnack-``. ValueError on an unknown
+    processor, an unknown or repeated feature, or a feature the processor lacks."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("empty AMD target")
+    parts = text.strip().split(":")
+    name = parts[0].lower()
+    proc = processors().get(name)
+    if proc is None:
+        raise ValueError(f"unknown AMD processor {parts[0]!r} in target {text!r}")
+    feats: dict[str, bool] = {}
+    for p in parts[1:]:
+        m = _FEATURE_RE.match(p.strip().lower())
+        if not m or m.group(1) not in FEATURES:
+            raise ValueError(f"bad target feature {p!r} in {text!r} (expected xnack+/- or sramecc+/-)")
+        f = m.group(1)
+        if f in feats:
+            raise ValueError(f"feature {f} given twice in {text!r}")
+        if not proc.supports(f):
+            raise ValueError(f"{name} does not support the {f} feature ({text!r})")
+        feats[f] = m.group(2) == "+"
+    return Target(name, tuple(sorted(feats.items())))
+
+
+def normalise(text: str) -> str:
+    """The canonical spelling of a target ID."""
+    return str(parse_target(text))
+
+
+def is_generic(target: str) -> bool:
+    return parse_target(target).processor.endswith("-generic")
+
+
+def family(target: str) -> tuple[str, ...]:
+    """The processors a target's code runs on by processor alone: itself, or for a
+    gfx*-generic target its listed family."""
+    p = processors()[parse_target(target).processor]
+    return p.family if p.generic else (p.name,)
+
+
+def runs_on(code_target: str, gpu: str) -> bool:
+    """Whether code built for ``code_target`` runs on a GPU described by ``gpu``
+    (a processor, optionally with the GPU's feature settings, e.g. ``gfx90a:xnack+``).
+
+    - the processor must match exactly, or the code is gfx*-generic and the GPU's
+      processor is in that generic family;
+    - a feature the code leaves unspecified runs with either setting;
+    - a feature the code specifies must equal the GPU's setting when the GPU's
+      setting is given (an unspecified GPU setting does not exclude it).
+    """
+    code = parse_target(code_target)
+    dev = parse_target(gpu)
+    if processors()[dev.processor].generic:
+        raise ValueError(f"{gpu!r} is a generic target, not a GPU")
+    if dev.processor not in family(code.processor):
+        return False
+    for name, want in code.features:
+        have = dev.feature(name)
+        if have is not None and have != want:
+            return False
+    return True
+
+
+# --- claims in AMD spellings -------------------------------------------------
+
+_ENV_NAMES = (
+    "PYTORCH_ROCM_ARCH",
+    "AMDGPU_TARGETS",
+    "GPU_TARGETS",
+    "HIP_ARCHITECTURES",
+    "CMAKE_HIP_ARCHITECTURES",
+    "GPU_ARCHS",
+)
+_FLAG_RE = re.compile(r"^--?(offload-arch|amdgpu-target|cuda-gpu-arch)(?:=(.*))?$")
+
+
+def parse_amd_claim(text: str) -> list[str]:
+    """Parse a claimed AMD target list into canonical target IDs, in order, without
+    duplicates. Accepts:
+
+    - ``PYTORCH_ROCM_ARCH`` style: ``gfx90a;gfx942``
+    - ``AMDGPU_TARGETS`` / ``GPU_TARGETS``: ``gfx90a;gfx1100`` or ``gfx90a,gfx1100``
+      (optionally written as ``NAME=value``, quoted)
+    - compiler flags: ``--offload-arch=gfx90a:xnack- --offload-arch=gfx942`` (also
+      ``--offload-arch gfx90a``, comma lists, and the older ``--amdgpu-target=``)
+
+    Raises ValueError with a clear message on anything else (an unknown processor, a
+    bad feature, ``native``, an empty list).
+    """
+    if not isinstance(text, str):
+        raise ValueError("AMD target claim must be a string")
+    s = text.strip()
+    if not s:
+        raise ValueError("empty AMD target claim")
+    tokens = s.split()
+    items: list[str] = []
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i].strip("'\"")
+        m = _FLAG_RE.match(tok)
+        if m:
+            val = m.group(2)
+            if val is None:
+                if i + 1 >= len(tokens):
+                    raise ValueError(f"{tok} without a value in {text!r}")
+                i += 1
+                val = tokens[i]
+            if not val.strip("'\""):
+                raise ValueError(f"{tok.split('=')[0]} with an empty value in {text!r}")
+            items.extend(_split_list(val.strip("'\""), text))
+        elif tok.startswith("-") and not tok.startswith("-D"):
+            raise ValueError(f"unexpected flag {tok!r} in AMD target claim {text!r}")
+        else:
+            if tok.startswith("-D") and "=" not in tok:
+                raise ValueError(f"unexpected flag {tok!r} in AMD target claim {text!r}")
+            if "=" in tok:
+                name, _, val = tok.partition("=")
+                name = name.strip().removeprefix("-D").split(":")[0]
+                if name.upper() not in _ENV_NAMES:
+                    raise ValueError(f"unknown setting {name!r} in AMD target claim {text!r}")
+                tok = val.strip("'\"")
+                if not tok:
+                    raise ValueError(f"{name} is empty in {text!r}")
+            items.extend(_split_list(tok, text))
+        i += 1
+    out: list[str] = []
+    for it in items:
+        low = it.lower()
+        if low in ("native", "all", "default"):
+            raise ValueError(
+                f"{it!r} in {text!r} names no fixed target list; claim the gfx targets explicitly"
+            )
+        try:
+            t = normalise(it)
+        except ValueError as e:
+            raise ValueError(f"AMD target claim {text!r}: {e}") from None
+        if t not in out:
+            out.append(t)
+    if not out:
+        raise ValueError(f"no AMD targets in claim {text!r}")
+    return out
+
+
+def _split_list(value: str, text: str) -> list[str]:
+    parts = [p.strip() for p in re.split(r"[;,]", value)]
+    if len(parts) > 1 and not parts[-1]:
+        parts.pop()  # a trailing separator, as CMake lists sometimes have
+    if any(not p for p in parts):
+        raise ValueError(f"empty entry in AMD target list {value!r} ({text!r})")
+    return parts

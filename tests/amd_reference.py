@@ -1,0 +1,158 @@
+"""Independent reference readings of HIP device code, for the AMD tests.
+
+Uses LLVM's own tools where installed: ``clang-offload-bundler`` (lists and unbundles
+offload bundles; clang 19 reads uncompressed bundles and CCOB versions 1 and 2),
+``llvm-readelf`` (decodes AMDGPU e_flags and symbol tables) and the ``zstd`` command
+(decodes CCOB version 3 payloads, which clang 19's bundler cannot). None of this
+uses archaudit's parser.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shutil
+import struct
+import subprocess
+import tempfile
+from dataclasses import dataclass
+
+
+def _tool(name: str, env: str) -> str | None:
+    """The tool named by ``env``, else the newest Debian-versioned LLVM's (an older
+    unversioned one on PATH may not know recent AMDGPU processors), else PATH's."""
+    if os.environ.get(env):
+        return os.environ[env]
+
+    def version(p: str) -> int:
+        m = re.search(r"llvm-(\d+)", p)
+        return int(m.group(1)) if m else 0
+
+    cands = sorted(glob.glob(f"/usr/lib/llvm-*/bin/{name}"), key=version)
+    return cands[-1] if cands else shutil.which(name)
+
+
+BUNDLER = _tool("clang-offload-bundler", "ARCHAUDIT_CLANG_OFFLOAD_BUNDLER")
+READELF = _tool("llvm-readelf", "ARCHAUDIT_LLVM_READELF")
+ZSTD = shutil.which("zstd")
+
+
+def elf_sections(data: bytes) -> dict[str, tuple[int, int, int]]:
+    """name -> (file offset, size, sh_type) of an ELF64 little-endian file."""
+    assert data[:4] == b"\x7fELF" and data[4] == 2 and data[5] == 1
+    (shoff,) = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+    hdrs = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    stroff = hdrs[shstrndx][4]
+    out = {}
+    for h in hdrs:
+        name = data[stroff + h[0] : data.index(b"\0", stroff + h[0])].decode()
+        out[name] = (h[4], h[5], h[1])
+    return out
+
+
+def split_section(data: bytes, start: int, size: int) -> list[tuple[int, bytes]]:
+    """Cut a .hip_fatbin section at each bundle magic, the way clang-offload-bundler
+    walks several bundles: (file offset, bytes up to the next magic or the end)."""
+    sec = data[start : start + size]
+    hits = sorted(
+        m.start() for m in re.finditer(rb"__CLANG_OFFLOAD_BUNDLE__|CCOB", sec)
+    )
+    # a magic inside an earlier uncompressed bundle's entries would be a code object
+    # byte pattern; real sections have none, and the tests check the counts agree.
+    out = []
+    for i, h in enumerate(hits):
+        piece = sec[h : (hits[i + 1] if i + 1 < len(hits) else len(sec))]
+        if piece[:4] == b"CCOB":
+            # cut the alignment padding off at the declared total size: clang 19's
+            # bundler decodes everything after the header and fails on padding
+            version = struct.unpack_from("<H", piece, 4)[0]
+            if version == 2:
+                piece = piece[: struct.unpack_from("<I", piece, 8)[0]]
+            elif version == 3:
+                piece = piece[: struct.unpack_from("<Q", piece, 8)[0]]
+        out.append((start + h, piece))
+    return out
+
+
+def ccob_v3_decode(piece: bytes, tmpdir: str) -> tuple[bytes, int]:
+    """Decode a CCOB version-3 bundle with the zstd command: (bundle bytes, declared
+    uncompressed size)."""
+    version, method = struct.unpack_from("<HH", piece, 4)
+    assert version == 3 and method == 1, (version, method)
+    total, usize = struct.unpack_from("<QQ", piece, 8)
+    src = os.path.join(tmpdir, "payload.zst")
+    with open(src, "wb") as f:
+        f.write(piece[32:total])
+    out = subprocess.run([ZSTD, "-d", "-c", "-q", src], check=True, capture_output=True).stdout
+    return out, usize
+
+
+@dataclass
+class RefEntry:
+    ident: str
+    size: int
+    sha: str
+    target: str | None  # from llvm-readelf, when available
+    kernels: frozenset[str] | None
+
+
+def reference_bundle(piece: bytes, with_entries: bool = True) -> list[RefEntry] | list[str]:
+    """Device entries of one bundle by clang-offload-bundler: ids (list) and, with
+    ``with_entries``, each unbundled code object's size, sha256, llvm-readelf target and
+    kernel descriptors. CCOB v3 pieces are first decoded with the zstd command."""
+    import hashlib
+
+    with tempfile.TemporaryDirectory() as tmp:
+        if piece[:4] == b"CCOB" and struct.unpack_from("<H", piece, 4)[0] == 3:
+            piece, usize = ccob_v3_decode(piece, tmp)
+            assert len(piece) == usize
+        inp = os.path.join(tmp, "bundle")
+        with open(inp, "wb") as f:
+            f.write(piece)
+        listed = subprocess.run(
+            [BUNDLER, "--list", "--type=o", f"--input={inp}"], check=True, capture_output=True, text=True
+        ).stdout.split()
+        ids = [i for i in listed if not i.startswith("host-")]
+        if not with_entries:
+            return ids
+        outs = [os.path.join(tmp, f"co{i}") for i in range(len(ids))]
+        subprocess.run(
+            [BUNDLER, "--unbundle", "--type=o", f"--input={inp}", "--targets=" + ",".join(ids),
+             *(f"--output={o}" for o in outs)],
+            check=True, capture_output=True,
+        )
+        os.unlink(inp)
+        res = []
+        for ident, path in zip(ids, outs):
+            with open(path, "rb") as f:
+                co = f.read()
+            target = kernels = None
+            if READELF:
+                target, kernels = readelf_code_object(path)
+            res.append(RefEntry(ident, len(co), hashlib.sha256(co).hexdigest(), target, kernels))
+            os.unlink(path)
+        return res
+
+
+_FEAT = re.compile(r"^(xnack|sramecc)([+-])$")
+
+
+def readelf_code_object(path: str) -> tuple[str, frozenset[str]]:
+    """(target ID, kernel names) of an AMDGPU code object by llvm-readelf: the
+    processor and the xnack/sramecc settings it prints for e_flags (a bare feature
+    name means "any" and is left out), and the symbols named ``*.kd``."""
+    hdr = subprocess.run([READELF, "-h", path], check=True, capture_output=True, text=True).stdout
+    flags = next(line for line in hdr.splitlines() if line.strip().startswith("Flags:"))
+    words = [w.strip() for w in flags.split(":", 1)[1].split(",")][1:]
+    proc = words[0]
+    feats = sorted(w for w in words[1:] if _FEAT.match(w))
+    target = ":".join([proc] + feats)
+    syms = subprocess.run([READELF, "-W", "--syms", path], check=True, capture_output=True, text=True).stdout
+    kds = set()
+    for line in syms.splitlines():
+        cols = line.split()
+        if len(cols) >= 8 and cols[3] == "OBJECT" and cols[7].endswith(".kd"):
+            kds.add(cols[7][:-3])
+    return target, frozenset(kds)
