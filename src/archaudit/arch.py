@@ -1,0 +1,343 @@
+"""NVIDIA GPU architectures and CUDA's rules for which code runs where.
+
+The rules and tables live in ``data/cuda.json`` and ``data/gpus.json`` so a new GPU or
+CUDA release is a data change, not a code change. Everything here is pure: no file of
+the wheel under audit is read.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any, Iterable
+
+CC = tuple[int, int]
+
+_SUFFIXES = ("", "a", "f")
+
+
+@lru_cache(maxsize=None)
+def _data(name: str) -> dict[str, Any]:
+    return json.loads(resources.files("archaudit").joinpath("data", name).read_text("utf-8"))
+
+
+def cuda_data() -> dict[str, Any]:
+    """The parsed ``data/cuda.json`` (shared, do not mutate)."""
+    return _data("cuda.json")
+
+
+def _cc(text: str) -> CC:
+    major, _, minor = text.partition(".")
+    return int(major), int(minor)
+
+
+@dataclass(frozen=True, order=True)
+class CudaTarget:
+    """One NVIDIA target: compute capability plus the ``a`` (arch-specific) or ``f`` (family) suffix."""
+
+    major: int
+    minor: int
+    suffix: str = ""
+
+    def __post_init__(self) -> None:
+        if self.suffix not in _SUFFIXES:
+            raise ValueError(f"CUDA target suffix must be '', 'a' or 'f', not {self.suffix!r}")
+        if not (0 < self.major and 0 <= self.minor <= 9):
+            raise ValueError(f"not a compute capability: {self.major}.{self.minor}")
+
+    @property
+    def cc(self) -> CC:
+        return (self.major, self.minor)
+
+    @property
+    def number(self) -> int:
+        return self.major * 10 + self.minor
+
+    @property
+    def label(self) -> str:
+        return f"{self.number}{self.suffix}"
+
+    @property
+    def sm(self) -> str:
+        return f"sm_{self.label}"
+
+    @property
+    def compute(self) -> str:
+        return f"compute_{self.label}"
+
+    def __str__(self) -> str:
+        return self.sm
+
+    @classmethod
+    def from_number(cls, arch: int, suffix: str = "") -> CudaTarget:
+        """From the number fatbin headers and nvcc use (90, 100, 121): the last digit is the minor."""
+        if arch < 10:
+            raise ValueError(f"not an architecture number: {arch}")
+        return cls(arch // 10, arch % 10, suffix)
+
+    @classmethod
+    def parse(cls, text: str) -> CudaTarget:
+        """Parse ``sm_90a``, ``compute_90``, ``lto_80``, ``90a``, ``9.0a``, ``100f`` or ``12.1``.
+
+        The prefix only names the kind of code; callers that care read it themselves.
+        """
+        m = _TARGET_RE.fullmatch(text.strip())
+        if not m:
+            raise ValueError(f"not a CUDA architecture: {text!r}")
+        major, minor, number, suffix = m.group("major", "minor", "number", "suffix")
+        suffix = (suffix or "").lower()
+        if number is not None:
+            return cls.from_number(int(number), suffix)
+        return cls(int(major), int(minor), suffix)
+
+
+# "90", "sm_90a", "compute_100f", "lto_80" (number: last digit is the minor) or "9.0a", "12.1" (dotted).
+_TARGET_RE = re.compile(
+    r"(?:(?:sm|compute|lto)_)?(?:(?P<number>[1-9]\d{1,2})|(?P<major>[1-9]\d?)\.(?P<minor>\d))(?P<suffix>[afAF])?",
+    re.IGNORECASE,
+)
+
+
+def _load_ccs() -> tuple[tuple[CC, ...], frozenset[CC], dict[CC, CC]]:
+    table = _data("cuda.json")["compute_capabilities"]
+    known = tuple(sorted(_cc(c) for c in table["known"]))
+    tegra = frozenset(_cc(c) for c in table["tegra"])
+    aliases = {_cc(k): _cc(v["canonical"]) for k, v in table["aliases"].items()}
+    return known, tegra, aliases
+
+
+KNOWN_CCS, TEGRA_CCS, CC_ALIASES = _load_ccs()
+
+
+def canonical_cc(cc: CC) -> CC:
+    """The name CUDA 13 uses for a GPU that older toolkits called otherwise (Thor: 10.1 -> 11.0)."""
+    return CC_ALIASES.get(tuple(cc), tuple(cc))  # type: ignore[return-value]
+
+
+def is_tegra(cc: CC) -> bool:
+    """Tegra (Jetson/DRIVE) parts, where SASS is only binary compatible with its exact CC."""
+    return canonical_cc(cc) in TEGRA_CCS
+
+
+def sass_runs_on(code: CudaTarget, gpu: CC) -> bool:
+    """Whether a cubin for ``code`` loads natively on a GPU of compute capability ``gpu``.
+
+    Plain SASS runs on the same major with an equal or higher minor (desktop only); Tegra
+    SASS and any SASS on a Tegra GPU need an exact match; ``a`` needs an exact match;
+    ``f`` runs within its family (same major, minor at least its own).
+    """
+    want = canonical_cc(code.cc)
+    have = canonical_cc(gpu)
+    if want == have:
+        return True
+    if code.suffix == "a" or is_tegra(want) or is_tegra(have):
+        return False
+    return have[0] == want[0] and have[1] >= want[1]
+
+
+def ptx_runs_on(code: CudaTarget, gpu: CC) -> bool:
+    """Whether PTX for ``code`` can be JIT-compiled by the driver for a GPU of ``gpu``.
+
+    Plain PTX runs on any equal or newer CC, across majors and on Tegra; ``a`` PTX only on
+    its exact CC; ``f`` PTX within its family.
+    """
+    want = canonical_cc(code.cc)
+    have = canonical_cc(gpu)
+    if code.suffix == "a":
+        return have == want
+    if code.suffix == "f":
+        return have[0] == want[0] and have[1] >= want[1]
+    return have >= want
+
+
+def runs_on(kind: str, code: CudaTarget, gpu: CC) -> str | None:
+    """``"native"`` (SASS loads as is), ``"jit"`` (PTX compiled at first load) or None.
+
+    LTO IR and relocatable code are never loaded by the runtime, so they never run.
+    """
+    if kind == "sass":
+        return "native" if sass_runs_on(code, gpu) else None
+    if kind == "ptx":
+        return "jit" if ptx_runs_on(code, gpu) else None
+    if kind in ("lto", "relocatable"):
+        return None
+    raise ValueError(f"unknown device code kind {kind!r}: expected 'sass', 'ptx', 'lto' or 'relocatable'")
+
+
+def _entry_parts(entry: Any) -> tuple[str, CudaTarget] | None:
+    if isinstance(entry, tuple):
+        kind, target = entry
+    else:
+        if getattr(entry, "vendor", "nvidia") != "nvidia":
+            return None
+        kind, target = entry.kind, entry.target
+    if not isinstance(target, CudaTarget):
+        target = CudaTarget.parse(target)
+    return kind, target
+
+
+def coverage(entries: Iterable[Any], ccs: Iterable[CC] | None = None) -> dict[CC, str]:
+    """For each real GPU CC some entry runs on, the best way it runs: "native" beats "jit".
+
+    ``entries`` are ``(kind, target)`` pairs or inventory entries with ``.kind``/``.target``
+    (AMD entries are skipped). Only loadable code counts; callers drop relocatable containers.
+    """
+    found: dict[CC, str] = {}
+    parts = [p for p in (_entry_parts(e) for e in entries) if p is not None]
+    for cc in KNOWN_CCS if ccs is None else ccs:
+        for kind, target in parts:
+            how = runs_on(kind, target, cc) if kind in ("sass", "ptx", "lto", "relocatable") else None
+            if how == "native":
+                found[cc] = how
+                break
+            if how == "jit":
+                found[cc] = how
+    return found
+
+
+def served_ccs(entries: Iterable[Any]) -> list[CC]:
+    """The existing compute capabilities on which this device code runs, natively or by JIT."""
+    return sorted(coverage(entries))
+
+
+# ---- driver floor ---------------------------------------------------------------------
+
+
+def _release(release: CC | str) -> CC:
+    if isinstance(release, str):
+        return _cc(release)
+    return int(release[0]), int(release[1])
+
+
+def cuda_release_for_ptx_isa(isa: CC | str) -> CC:
+    """The CUDA release that introduced a PTX ISA version; its driver is the first to JIT that PTX.
+
+    Raises LookupError for an ISA newer than the table (fail closed: the floor is unknown).
+    """
+    major, minor = _release(isa)
+    table = _data("cuda.json")["ptx_isa"]["introduced_in"]
+    try:
+        return _cc(table[f"{major}.{minor}"])
+    except KeyError:
+        raise LookupError(f"PTX ISA {major}.{minor} is not in archaudit's table; its minimum driver is unknown") from None
+
+
+def min_driver(cuda_release: CC | str, os: str = "linux", kind: str = "toolkit") -> str:
+    """The minimum NVIDIA driver for code built by a CUDA release.
+
+    ``kind="toolkit"``: the driver of that release (Table 3), which PTX of the release's ISA
+    needs. ``kind="minor"``: the floor of the release's major family under minor version
+    compatibility (Table 2), enough for SASS but not for PTX. A release missing from Table 3
+    (12.7 was never shipped) takes the next listed release of its major, which only asks
+    for more. Raises LookupError where NVIDIA lists no driver (Windows from CUDA 13).
+    """
+    major, minor = _release(cuda_release)
+    if os not in ("linux", "windows"):
+        raise ValueError(f"os must be 'linux' or 'windows', not {os!r}")
+    drivers = _data("cuda.json")["drivers"]
+    if kind == "minor":
+        row = drivers["minor"]["families"].get(str(major))
+        label = f"CUDA {major}.x"
+    elif kind == "toolkit":
+        releases = drivers["toolkit"]["releases"]
+        later = sorted(
+            (_cc(r), r) for r in releases if _cc(r)[0] == major and _cc(r) >= (major, minor)
+        )
+        row = releases[later[0][1]] if later else None
+        label = f"CUDA {major}.{minor}"
+    else:
+        raise ValueError(f"kind must be 'toolkit' or 'minor', not {kind!r}")
+    value = row.get(os) if row else None
+    if not value:
+        raise LookupError(f"no minimum {os} driver is known for {label}")
+    return value
+
+
+def _driver_parts(version: str) -> tuple[int, ...]:
+    if not re.fullmatch(r"\d+(\.\d+)*", version.strip()):
+        raise ValueError(f"not a driver version: {version!r}")
+    return tuple(int(p) for p in version.strip().split("."))
+
+
+def driver_at_least(have: str, need: str) -> bool:
+    """Compare dotted driver versions numerically ("580.65.06" >= "580.65.6", "575.57.08" < "580")."""
+    a, b = _driver_parts(have), _driver_parts(need)
+    width = max(len(a), len(b))
+    return a + (0,) * (width - len(a)) >= b + (0,) * (width - len(b))
+
+
+# ---- GPU catalog ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """A real GPU: what users name, and what the driver reports."""
+
+    name: str
+    aliases: tuple[str, ...]
+    cc: CC
+    integrated: bool
+
+    @property
+    def target(self) -> CudaTarget:
+        return CudaTarget(*self.cc)
+
+    @property
+    def tegra(self) -> bool:
+        return is_tegra(self.cc)
+
+
+_VENDOR_WORDS = ("nvidia", "geforce", "tesla")
+
+
+def _tokens(name: str) -> tuple[str, ...]:
+    words = [w for w in re.split(r"[\s_\-]+", name.lower()) if w]
+    while len(words) > 1 and words[0] in _VENDOR_WORDS:
+        words.pop(0)
+    return tuple(words)
+
+
+def _norm(name: str) -> str:
+    return "".join(_tokens(name))
+
+
+@lru_cache(maxsize=None)
+def gpu_catalog() -> tuple[Gpu, ...]:
+    """Every GPU in ``data/gpus.json``, in file order (roughly by generation)."""
+    return tuple(
+        Gpu(g["name"], tuple(g["aliases"]), _cc(g["cc"]), bool(g["integrated"]))
+        for g in _data("gpus.json")["gpus"]
+    )
+
+
+def lookup_gpu(name_or_target: str) -> list[Gpu]:
+    """GPUs matching a catalog name or alias (case, spaces and dashes ignored; an NVML name such as
+    "NVIDIA A100-SXM4-80GB" matches by its longest catalog prefix) or a target (``sm_90``,
+    ``9.0``, ``90``: every catalog GPU of that CC). Empty when nothing matches.
+    """
+    text = name_or_target.strip()
+    try:
+        target = CudaTarget.parse(text)
+    except ValueError:
+        target = None
+    if target is not None:
+        cc = canonical_cc(target.cc)
+        return [g for g in gpu_catalog() if g.cc == cc]
+    key = _norm(text)
+    if not key:
+        return []
+    names = {g: {_norm(n) for n in (g.name, *g.aliases)} for g in gpu_catalog()}
+    exact = [g for g, keys in names.items() if key in keys]
+    if exact:
+        return exact
+    words = _tokens(text)
+    best: tuple[int, Gpu] | None = None
+    for g in gpu_catalog():
+        for n in (g.name, *g.aliases):
+            t = _tokens(n)
+            if len(t) < len(words) and words[: len(t)] == t and (best is None or len(t) > best[0]):
+                best = (len(t), g)
+    return [best[1]] if best else []

@@ -1,0 +1,414 @@
+"""Claims: every spelling of an architecture list, and the lists PyTorch bakes into its libraries."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from archaudit.arch import CudaTarget
+from archaudit.claims import (
+    Claim,
+    ClaimedArch,
+    embedded_claim_markers,
+    guess_style,
+    parse_claim,
+    parse_embedded,
+)
+
+T = CudaTarget.parse
+
+
+def flags(claim: Claim) -> dict[str, tuple[bool, bool]]:
+    """label -> (sass, ptx), the shape the assertions read best in."""
+    return {a.target.label: (a.sass, a.ptx) for a in claim.archs}
+
+
+SP = (True, True)
+S = (True, False)
+P = (False, True)
+
+
+# ---- CMake -------------------------------------------------------------------------------------
+
+
+def test_cmake_real_virtual_and_bare():
+    c = parse_claim("80;90-real;100a-virtual", "--arch")
+    assert flags(c) == {"80": SP, "90": S, "100a": P}
+    assert c.gpus == ((8, 0), (9, 0), (10, 0))
+    assert c.source == "--arch" and c.raw == "80;90-real;100a-virtual"
+    assert guess_style("80;90-real;100a-virtual") == "cmake"
+
+
+def test_cmake_all_cuda_13():
+    c = parse_claim("all", "pyproject.toml [tool.archaudit] cuda-archs", cuda_version=(13, 0))
+    assert c.sass_targets == tuple(T(x) for x in ["75", "80", "86", "87", "88", "89", "90", "100", "103", "110", "120", "121"])
+    assert c.ptx_targets == (T("120"),)
+
+
+def test_cmake_all_major_cuda_13():
+    c = parse_claim("all-major", "--arch")
+    assert c.sass_targets == tuple(T(x) for x in ["75", "80", "90", "100", "110", "120"])
+    assert c.ptx_targets == (T("120"),)
+
+
+@pytest.mark.parametrize(
+    "version, first, last, ptx, count",
+    [((12, 6), "50", "90", "90", 14), ((12, 8), "50", "120", "120", 17), ((12, 9), "50", "121", "120", 19)],
+)
+def test_cmake_all_older_releases(version, first, last, ptx, count):
+    c = parse_claim("all", "--arch", cuda_version=version)
+    assert c.sass_targets[0] == T(first) and c.sass_targets[-1] == T(last)
+    assert len(c.sass_targets) == count
+    assert c.ptx_targets == (T(ptx),)
+    major = parse_claim("all-major", "--arch", cuda_version=version)
+    assert all(t.minor == 0 for t in major.sass_targets)
+
+
+def test_cmake_all_unknown_release():
+    with pytest.raises(ValueError, match="11.2"):
+        parse_claim("all", "--arch", cuda_version=(11, 2))
+
+
+@pytest.mark.parametrize("text", ["native", "80;native", "-arch=native", "TORCH native"])
+def test_native_cannot_be_audited(text):
+    with pytest.raises(ValueError, match="build machine"):
+        parse_claim(text, "--arch")
+
+
+def test_cmake_off():
+    with pytest.raises(ValueError, match="OFF"):
+        parse_claim("OFF", "--arch", style="cmake")
+
+
+def test_cmake_bad_token():
+    with pytest.raises(ValueError, match="'90-fast'"):
+        parse_claim("80;90-fast", "--arch")
+
+
+# ---- TORCH_CUDA_ARCH_LIST ------------------------------------------------------------------------
+
+
+def test_torch_list():
+    c = parse_claim("7.5 8.0;8.6+PTX 9.0a", "environment TORCH_CUDA_ARCH_LIST")
+    assert flags(c) == {"75": S, "80": S, "86": SP, "90a": S}
+    assert guess_style("7.5 8.0;8.6+PTX 9.0a") == "torch"
+
+
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("Kepler", {"35": SP}),
+        ("Maxwell", {"50": S, "52": SP}),
+        ("Maxwell+Tegra", {"53": S}),
+        ("Pascal", {"60": S, "61": SP}),
+        ("Volta", {"70": SP}),
+        ("Volta+Tegra", {"72": S}),
+        ("Turing", {"75": SP}),
+        ("Ampere", {"80": S, "86": SP}),
+        ("Ampere+Tegra", {"87": S}),
+        ("Ada", {"89": SP}),
+        ("Hopper", {"90": SP}),
+        ("Blackwell", {"100": S, "103": S, "120": S, "121": SP}),
+        ("Blackwell+Tegra", {"110": S}),
+    ],
+)
+def test_torch_named_generations(name, expected):
+    assert flags(parse_claim(name, "environment TORCH_CUDA_ARCH_LIST")) == expected
+
+
+def test_torch_mixed_names_and_numbers():
+    c = parse_claim("Ampere;9.0+PTX 10.0a", "env", style="torch")
+    assert flags(c) == {"80": S, "86": SP, "90": SP, "100a": S}
+
+
+def test_torch_bad_entry():
+    with pytest.raises(ValueError, match="'Lovelace'"):
+        parse_claim("8.0 Lovelace", "env", style="torch")
+    with pytest.raises(ValueError, match="'80'"):
+        parse_claim("8.0 80", "env", style="torch")
+
+
+# ---- nvcc ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("-gencode arch=compute_80,code=sm_80", {"80": S}),
+        ("-gencode=arch=compute_90,code=[sm_90,compute_90]", {"90": SP}),
+        ("--generate-code arch=compute_90,code=sm_90", {"90": S}),
+        ("--generate-code=arch=compute_100a,code=[sm_100a]", {"100a": S}),
+        ('-gencode "arch=compute_80,code=[sm_80,compute_80]"', {"80": SP}),
+        ("-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=compute_90", {"80": S, "90": P}),
+        ("-arch=sm_90", {"90": SP}),
+        ("-arch sm_80", {"80": SP}),
+        ("-arch=compute_90", {"90": P}),
+        ("-arch=compute_90 -code=sm_90,compute_90", {"90": SP}),
+        ("-arch=compute_80 -code=sm_80,sm_86", {"80": S, "86": S}),
+        ("--gpu-architecture=compute_80 --gpu-code=sm_80", {"80": S}),
+        # nvcc 13.0 also embeds plain compute_XY PTX for -arch=sm_XYa / sm_XYf (measured).
+        ("--gpu-architecture=sm_100f", {"100": P, "100f": SP}),
+        ("-arch=sm_90a", {"90": P, "90a": SP}),
+    ],
+)
+def test_nvcc_flags(text, expected):
+    assert guess_style(text) == "nvcc"
+    assert flags(parse_claim(text, "--arch")) == expected
+
+
+def test_nvcc_arch_all():
+    assert parse_claim("-arch=all", "--arch").gpus == parse_claim("all", "--arch").gpus
+    assert parse_claim("-arch=all-major", "--arch").archs == parse_claim("all-major", "--arch").archs
+    with pytest.raises(ValueError, match="-code"):
+        parse_claim("-arch=all -code=sm_90", "--arch")
+
+
+def test_nvcc_cmake_list_form():
+    c = parse_claim("-gencode;arch=compute_75,code=sm_75;-gencode;arch=compute_120,code=compute_120", "x")
+    assert flags(c) == {"75": S, "120": P}
+
+
+@pytest.mark.parametrize(
+    "text, named",
+    [
+        ("-gencode arch=compute_80", "needs both"),
+        ("-gencode arch=compute_80,code=sm_80,compute_80", "'compute_80'"),
+        ("-gencode arch=compute_80,code=sm_8x", "'sm_8x'"),
+        ("-gencode arch=compute_80,code=lto_80", "'lto_80'"),
+        ("-gencode arch=compute_80,cod=sm_80", "'cod'"),
+        ("-arch=sm_90 -O3", "'-O3'"),
+        ("-code=sm_90", "without -arch"),
+        ("-arch", "needs a value"),
+    ],
+)
+def test_nvcc_errors_name_the_token(text, named):
+    with pytest.raises(ValueError) as err:
+        parse_claim(text, "--arch", style="nvcc")
+    assert named in str(err.value)
+
+
+# ---- plain lists -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("80,90", {"80": S, "90": S}),
+        ("80 90", {"80": S, "90": S}),
+        ("sm_80 sm_90a", {"80": S, "90a": S}),
+        ("sm_80,compute_90", {"80": S, "90": P}),
+        ("compute_90", {"90": P}),
+        ("8.0", {"80": S}),
+        ("100f, 121", {"100f": S, "121": S}),
+    ],
+)
+def test_plain_lists(text, expected):
+    assert flags(parse_claim(text, "--arch")) == expected
+
+
+def test_explicit_list_style_rejects_cmake_suffix():
+    with pytest.raises(ValueError, match="'80-real'"):
+        parse_claim("80-real", "--arch", style="list")
+
+
+def test_duplicates_merge():
+    c = parse_claim("sm_80 compute_80 sm_80", "--arch")
+    assert c.archs == (ClaimedArch(T("80"), True, True),)
+
+
+@pytest.mark.parametrize("text", ["", "   ", ";", ",,"])
+def test_empty_claim(text):
+    with pytest.raises(ValueError):
+        parse_claim(text, "--arch")
+
+
+def test_unknown_style():
+    with pytest.raises(ValueError, match="yaml"):
+        parse_claim("80", "--arch", style="yaml")
+
+
+def test_bad_list_token_named():
+    with pytest.raises(ValueError, match="'hopper9'"):
+        parse_claim("80,hopper9", "--arch")
+
+
+def test_claim_gpus_sorted_unique():
+    c = parse_claim("sm_90a,sm_80,compute_90,sm_90", "--arch")
+    assert c.gpus == ((8, 0), (9, 0))
+    assert len(c.archs) == 3
+
+
+# ---- round trips --------------------------------------------------------------------------------------
+
+_targets = st.builds(
+    CudaTarget,
+    major=st.integers(5, 12),
+    minor=st.integers(0, 9),
+    suffix=st.sampled_from(["", "a", "f"]),
+)
+_archs = st.lists(
+    st.tuples(_targets, st.sampled_from([S, P, SP])), min_size=1, max_size=8, unique_by=lambda t: t[0]
+)
+
+
+def _cmake(archs):
+    kinds = {S: "-real", P: "-virtual", SP: ""}
+    return ";".join(f"{t.label}{kinds[k]}" for t, k in archs)
+
+
+def _nvcc(archs):
+    codes = {S: "[sm_{0}]", P: "[compute_{0}]", SP: "[sm_{0},compute_{0}]"}
+    return " ".join(f"-gencode=arch=compute_{t.label},code={codes[k].format(t.label)}" for t, k in archs)
+
+
+def _torch(archs):
+    return " ".join(f"{t.major}.{t.minor}{t.suffix}" + ("+PTX" if k == SP else "") for t, k in archs)
+
+
+@given(_archs)
+def test_round_trip_cmake_and_nvcc(archs):
+    expected = tuple(ClaimedArch(t, *k) for t, k in sorted(archs))
+    assert parse_claim(_cmake(archs), "x", style="cmake").archs == expected
+    assert parse_claim(_nvcc(archs), "x").archs == expected
+
+
+@given(_archs)
+def test_round_trip_torch(archs):
+    archs = [(t, k) for t, k in archs if k != P]  # torch cannot spell PTX without SASS
+    if not archs:
+        return
+    expected = tuple(ClaimedArch(t, *k) for t, k in sorted(archs))
+    assert parse_claim(_torch(archs), "x", style="torch").archs == expected
+
+
+# ---- embedded claims ------------------------------------------------------------------------------
+
+TORCH_NVCC = b"-gencode;arch=compute_75,code=sm_75;-gencode;arch=compute_90,code=compute_90"
+
+
+def _window(blob: bytes, marker: bytes) -> bytes:
+    i = blob.find(marker)
+    assert i >= 0
+    return blob[i : i + 4096]
+
+
+def test_markers_are_specific():
+    markers = embedded_claim_markers()
+    assert markers and all(isinstance(m, bytes) and len(m) >= 4 for m in markers)
+    assert all(m.startswith(b"\x00") for m in markers)
+
+
+def test_parse_embedded_gencode_string():
+    blob = b"report a bug to PyTorch. \x00\x00" + TORCH_NVCC + b"\x00\x00\x00hasPrimaryContext"
+    found = parse_embedded(_window(blob, embedded_claim_markers()[0]))
+    assert found == [TORCH_NVCC.decode()]
+    assert flags(parse_claim(found[0], "embedded in libtorch_cuda.so")) == {"75": S, "90": P}
+
+
+def test_parse_embedded_arch_list_string():
+    blob = b"abi_1\x00\x00\x00sm_75 sm_80 sm_90a compute_120\x00\x00/x.cpp"
+    found = parse_embedded(_window(blob, b"\x00sm_"))
+    assert found == ["sm_75 sm_80 sm_90a compute_120"]
+    assert flags(parse_claim(found[0], "embedded")) == {"75": S, "80": S, "90a": S, "120": P}
+
+
+@pytest.mark.parametrize(
+    "blob",
+    [
+        b"\x00sm_90\x00sm_89\x00sm_86\x00--gpu-architecture=\x00",  # torch's NVRTC arch table
+        b"\x00sm_90 is not supported\x00",
+        b"\x00-gencode;arch=compute_75,code=sm_75;junk\x00",
+        b"\x00-gencode;arch=compute_75,code=sm_75",  # cut off by the window: not trusted
+        b"\x00sm_75 sm_80",
+        b"",
+    ],
+)
+def test_parse_embedded_rejects(blob):
+    assert parse_embedded(blob) == []
+
+
+# ---- real wheels (slow) --------------------------------------------------------------------------
+
+WINDOW = 4096
+
+
+def _cache() -> Path:
+    return Path(os.environ.get("ARCHAUDIT_WHEEL_CACHE") or Path.home() / ".cache" / "archaudit" / "wheels")
+
+
+def _wheel(requirement: str, filename: str) -> Path:
+    """Download a pinned wheel once into the cache (pip's own client), for this exact platform tag."""
+    cache = _cache()
+    path = cache / filename
+    if not path.exists():
+        cache.mkdir(parents=True, exist_ok=True)
+        cmd = [
+            sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+            "--python-version", "3.11", "--platform", "manylinux_2_28_x86_64", "-d", str(cache), requirement,
+        ]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=580)
+        assert done.returncode == 0, done.stdout + done.stderr
+    assert path.exists(), f"pip did not produce {filename}"
+    return path
+
+
+def _scan_member(whl: Path, member: str, chunk: int = 8 << 20) -> tuple[list[str], int]:
+    """Claims found in one zip member, read in bounded chunks (never extracted): (claims, marker hits)."""
+    markers = embedded_claim_markers()
+    keep = WINDOW + max(map(len, markers))
+    found: list[str] = []
+    seen: set[int] = set()
+    buf, base = b"", 0
+    with zipfile.ZipFile(whl) as zf, zf.open(member) as f:
+        while True:
+            data = f.read(chunk)
+            buf += data
+            for marker in markers:
+                i = buf.find(marker)
+                while i >= 0:
+                    if base + i not in seen and (not data or i + WINDOW <= len(buf)):
+                        seen.add(base + i)
+                        found.extend(parse_embedded(buf[i : i + WINDOW]))
+                    i = buf.find(marker, i + 1)
+            if not data:
+                return found, len(seen)
+            drop = max(0, len(buf) - keep)
+            buf, base = buf[drop:], base + drop
+
+
+@pytest.mark.slow
+def test_torch_2_14_1_embedded_claim():
+    whl = _wheel("torch==2.14.1", "torch-2.14.1-cp311-cp311-manylinux_2_28_x86_64.whl")
+    found, hits = _scan_member(whl, "torch/lib/libtorch_cuda.so")
+    assert hits >= 1
+    assert found == [
+        "-gencode;arch=compute_75,code=sm_75;-gencode;arch=compute_80,code=sm_80;"
+        "-gencode;arch=compute_86,code=sm_86;-gencode;arch=compute_90,code=sm_90;"
+        "-gencode;arch=compute_100,code=sm_100;-gencode;arch=compute_120,code=sm_120"
+    ]
+    claim = parse_claim(found[0], "embedded in libtorch_cuda.so")
+    assert claim.gpus == ((7, 5), (8, 0), (8, 6), (9, 0), (10, 0), (12, 0))
+    assert all(a.sass and not a.ptx for a in claim.archs)
+
+    # What torch.cuda.get_arch_list() returns: CUDA_ARCH_FLAGS in libtorch_python.so.
+    listed, _ = _scan_member(whl, "torch/lib/libtorch_python.so")
+    assert listed == ["sm_75 sm_80 sm_86 sm_90 sm_100 sm_120"]
+    assert parse_claim(listed[0], "embedded in libtorch_python.so").archs == claim.archs
+
+
+@pytest.mark.slow
+def test_no_embedded_claim_in_cublas():
+    whl = _wheel("nvidia-cublas==13.1.1.3", "nvidia_cublas-13.1.1.3-py3-none-manylinux_2_27_x86_64.whl")
+    with zipfile.ZipFile(whl) as zf:
+        libs = [n for n in zf.namelist() if ".so" in n.rsplit("/", 1)[-1]]
+    assert libs
+    for member in libs:
+        found, _ = _scan_member(whl, member)
+        assert found == [], member
