@@ -1,0 +1,251 @@
+"""Targets into libraries: wheels (read in place), directories, files, installed distributions.
+
+Every library is scanned in one forward pass; libraries are scanned in parallel, the
+largest first, each worker with its own file handle. Nothing is written anywhere.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from . import zipread
+from .model import Library, Problem
+from .scan import DEFAULT_MAX_PAYLOAD, scan_stream
+
+LIBRARY_SUFFIXES = (".so", ".cubin", ".fatbin", ".ptx", ".hsaco", ".pyd", ".dll", ".dylib")
+
+
+def is_library_name(name: str) -> bool:
+    base = name.rsplit("/", 1)[-1].lower()
+    if base.endswith(LIBRARY_SUFFIXES):
+        return True
+    return ".so." in base and base.split(".so.", 1)[1].replace(".", "").isdigit()
+
+
+@dataclass(frozen=True, slots=True)
+class TargetInventory:
+    """What one target carries: its libraries and the problems of the target as a whole."""
+
+    target: str
+    kind: str  # "wheel" | "directory" | "file" | "distribution"
+    libraries: tuple[Library, ...]
+    problems: tuple[Problem, ...] = ()
+    unusable: bool = False  # the target itself could not be read (exit 2)
+    bytes_read: int = 0
+    seconds: float = 0.0
+    distribution: str = ""  # name-version, when known
+
+
+@dataclass
+class Progress:
+    """Counters for a progress display; updated by workers, read by a display thread."""
+
+    total_bytes: int = 0
+    done_bytes: int = 0
+    total_libraries: int = 0
+    done_libraries: int = 0
+    lock: threading.Lock = threading.Lock()
+
+    def add(self, nbytes: int = 0, libraries: int = 0) -> None:
+        with self.lock:
+            self.done_bytes += nbytes
+            self.done_libraries += libraries
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    display: str
+    size: int
+    chunks: Callable[[], Iterator[bytes]]
+
+
+def inventory(target: str, *, jobs: int | None = None, decode: bool = True,
+              max_payload: int = DEFAULT_MAX_PAYLOAD, progress: Progress | None = None) -> TargetInventory:
+    """Inventory one target: a wheel, a directory, a device-code or library file, or a
+    distribution name."""
+    start = time.perf_counter()
+    if os.path.isdir(target):
+        kind, jobs_list, problems = "directory", *_directory_jobs(target)
+        dist = ""
+    elif os.path.exists(target) and target.lower().endswith(".whl"):
+        try:
+            jobs_list, problems = _wheel_jobs(target)
+        except zipread.ZipError as e:
+            return TargetInventory(target, "wheel", (), (Problem("E002", f"malformed archive: {e}"),),
+                                   unusable=True)
+        kind, dist = "wheel", _wheel_dist(target)
+    elif os.path.exists(target) or os.path.sep in target or target.endswith(LIBRARY_SUFFIXES):
+        if not os.path.isfile(target):
+            return TargetInventory(target, "file", (), (Problem("E001", "cannot read: no such file"),),
+                                   unusable=True)
+        kind, dist = "file", ""
+        jobs_list, problems = [_file_job(target, os.path.basename(target))], []
+    else:
+        found = _distribution_jobs(target)
+        if found is None:
+            return TargetInventory(target, "distribution", (), (Problem(
+                "E001", f"cannot read: '{target}' is not a file, a directory or an installed "
+                        f"distribution"),), unusable=True)
+        kind, (jobs_list, problems, dist) = "distribution", found
+    if progress is not None:
+        progress.total_bytes += sum(j.size for j in jobs_list)
+        progress.total_libraries += len(jobs_list)
+    libraries = _run(jobs_list, jobs, decode, max_payload, progress)
+    problems_t = tuple(problems)
+    unusable = kind == "directory" and not jobs_list and not problems_t
+    if unusable:
+        problems_t += (Problem("E001", "directory holds no files to audit"),)
+    return TargetInventory(target, kind, libraries, problems_t, unusable,
+                           sum(j.size for j in jobs_list), time.perf_counter() - start, dist)
+
+
+def _run(jobs_list: list[_Job], jobs: int | None, decode: bool, max_payload: int,
+         progress: Progress | None) -> tuple[Library, ...]:
+    order = sorted(range(len(jobs_list)), key=lambda i: -jobs_list[i].size)
+    workers = max(1, min(jobs or os.cpu_count() or 1, len(jobs_list) or 1))
+
+    def one(i: int) -> Library:
+        j = jobs_list[i]
+        chunks = j.chunks
+        if progress is not None:
+            def chunks(base=j.chunks):
+                for block in base():
+                    progress.add(len(block))
+                    yield block
+        try:
+            lib = scan_stream(j.display, j.size, chunks, decode=decode, max_payload=max_payload)
+        except MemoryError:
+            lib = Library(j.display, j.size, "other",
+                          problems=(Problem("E012", "ran out of memory while verifying"),))
+        if progress is not None:
+            progress.add(libraries=1)
+        return lib
+
+    if workers == 1:
+        results = {i: one(i) for i in order}
+    else:
+        with ThreadPoolExecutor(workers) as pool:
+            results = dict(zip(order, pool.map(one, order)))
+    return tuple(sorted((results[i] for i in range(len(jobs_list))), key=lambda lib: lib.path))
+
+
+def _file_job(path: str, display: str, size: int | None = None) -> _Job:
+    def chunks() -> Iterator[bytes]:
+        with open(path, "rb") as f:
+            while True:
+                block = f.read(zipread.CHUNK)
+                if not block:
+                    return
+                yield block
+    return _Job(display, os.path.getsize(path) if size is None else size, chunks)
+
+
+def _wheel_jobs(path: str) -> tuple[list[_Job], list[Problem]]:
+    members, hazards = zipread.read_directory(path)
+    problems = [Problem(code, f"{name}: {msg}") for code, name, msg in hazards]
+    jobs_list = []
+    for m in members:
+        if m.is_dir or not is_library_name(m.name):
+            continue
+        def chunks(m=m) -> Iterator[bytes]:
+            with open(path, "rb") as f:
+                yield from zipread.iter_member(f, m)
+        jobs_list.append(_Job(m.name, m.size, chunks))
+    return jobs_list, problems
+
+
+def _wheel_dist(path: str) -> str:
+    parts = os.path.basename(path).split("-")
+    return f"{parts[0]}-{parts[1]}" if len(parts) >= 2 else ""
+
+
+def _directory_jobs(root: str) -> tuple[list[_Job], list[Problem]]:
+    jobs_list: list[_Job] = []
+    problems: list[Problem] = []
+    real_root = os.path.realpath(root)
+    seen: set[tuple[int, int]] = set()
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames.sort()
+        for name in sorted(filenames) + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
+            full = os.path.join(dirpath, name)
+            rel = os.path.relpath(full, root).replace(os.sep, "/")
+            if not is_library_name(name):
+                continue
+            try:
+                st = os.stat(full)  # follows links: a link to a library is that library
+            except OSError as e:
+                problems.append(Problem("E003", f"{rel}: unreadable or a broken/looping link ({e.strerror})"))
+                continue
+            if os.path.islink(full):
+                target = os.path.realpath(full)
+                if not (target == real_root or target.startswith(real_root + os.sep)):
+                    problems.append(Problem("E003", f"{rel}: symbolic link points outside the target"))
+                    continue
+            if not stat.S_ISREG(st.st_mode):
+                problems.append(Problem("E003", f"{rel}: not a regular file"))
+                continue
+            key = (st.st_dev, st.st_ino)
+            if key in seen:  # libfoo.so -> libfoo.so.1: audit the file once
+                continue
+            seen.add(key)
+            jobs_list.append(_file_job(full, rel, st.st_size))
+    return jobs_list, problems
+
+
+def _distribution_jobs(name: str):
+    from importlib import metadata
+
+    try:
+        dist = metadata.distribution(name)
+    except metadata.PackageNotFoundError:
+        return None
+    problems: list[Problem] = []
+    jobs_list: list[_Job] = []
+    seen: set[str] = set()
+    for f in dist.files or ():
+        if not is_library_name(str(f)):
+            continue
+        full = str(f.locate())
+        real = os.path.realpath(full)
+        if real in seen:
+            continue
+        seen.add(real)
+        if not os.path.isfile(full):
+            problems.append(Problem("E001", f"{f}: listed in RECORD but missing"))
+            continue
+        jobs_list.append(_file_job(full, str(f)))
+    label = f"{dist.metadata['Name']}-{dist.version}"
+    return jobs_list, problems, label
+
+
+def progress_display(progress: Progress, stream=sys.stderr) -> Callable[[], None]:
+    """Start a one-line progress display on a terminal; returns the function that stops it."""
+    stop = threading.Event()
+    began = time.perf_counter()
+
+    def loop() -> None:
+        while not stop.wait(0.2):
+            el = max(time.perf_counter() - began, 1e-6)
+            with progress.lock:
+                done, total = progress.done_bytes, max(progress.total_bytes, 1)
+                libs, nlibs = progress.done_libraries, progress.total_libraries
+            stream.write(f"\r{done / 1e6:8.0f}/{total / 1e6:.0f} MB  {libs}/{nlibs} libraries  "
+                         f"{done / el / 1e6:6.0f} MB/s ")
+            stream.flush()
+        stream.write("\r" + " " * 70 + "\r")
+        stream.flush()
+
+    t = threading.Thread(target=loop, daemon=True)
+    t.start()
+
+    def finish() -> None:
+        stop.set()
+        t.join()
+    return finish

@@ -1,0 +1,85 @@
+"""[tool.archaudit] in pyproject.toml, found upward from the working directory.
+
+Command-line flags override the file; the file overrides the defaults.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+KEYS = {
+    "cuda-archs", "cuda-archs-style", "amd-archs", "cuda-version", "exact", "require-ptx", "strict",
+    "strict-kernels", "driver", "driver-os", "gpus", "select", "ignore", "ignore-library",
+    "require-device-code", "detail", "format",
+}
+
+
+class ConfigError(Exception):
+    """The configuration file is unreadable or has a wrong key or value (exit 2)."""
+
+
+@dataclass(frozen=True)
+class Config:
+    path: str | None = None
+    values: dict = field(default_factory=dict)
+
+    def get(self, key: str, default=None):
+        return self.values.get(key, default)
+
+
+def find_pyproject(start: str | None = None) -> str | None:
+    """The nearest pyproject.toml with a [tool.archaudit] table, from `start` upward."""
+    here = os.path.abspath(start or os.getcwd())
+    while True:
+        candidate = os.path.join(here, "pyproject.toml")
+        if os.path.isfile(candidate):
+            try:
+                with open(candidate, "rb") as f:
+                    data = tomllib.load(f)
+            except (OSError, tomllib.TOMLDecodeError):
+                data = {}
+            if "archaudit" in data.get("tool", {}):
+                return candidate
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+
+
+def load(path: str | None = None, *, discover: bool = True) -> Config:
+    if path is None and discover:
+        path = find_pyproject()
+    if path is None:
+        return Config()
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not valid TOML: {e}") from None
+    table = data.get("tool", {}).get("archaudit", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.archaudit] must be a table")
+    unknown = sorted(set(table) - KEYS)
+    if unknown:
+        raise ConfigError(f"{path}: unknown key(s) in [tool.archaudit]: {', '.join(unknown)}")
+    for key in ("exact", "strict", "strict-kernels"):
+        if key in table and not isinstance(table[key], bool):
+            raise ConfigError(f"{path}: {key} must be true or false")
+    for key in ("select", "ignore", "require-device-code", "gpus", "amd-archs"):
+        if key in table and not (isinstance(table[key], list) and all(isinstance(x, str) for x in table[key])):
+            raise ConfigError(f"{path}: {key} must be a list of strings")
+    if "cuda-archs" in table and not isinstance(table["cuda-archs"], (str, list)):
+        raise ConfigError(f"{path}: cuda-archs must be a string or a list of strings")
+    for rule in table.get("ignore-library", []):
+        if not isinstance(rule, dict) or not {"code", "library"} <= set(rule) \
+                or not set(rule) <= {"code", "library", "reason"}:
+            raise ConfigError(f"{path}: each ignore-library entry needs code and library (and a reason)")
+    return Config(path, table)

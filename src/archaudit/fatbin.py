@@ -1,0 +1,271 @@
+"""The CUDA fatbin container and entry format, and what an entry's payload says.
+
+Layout as verified in shared/fatbin-format.md: a 16-byte container header (magic
+0xBA55ED50), then entries back to back, each with a variable-size header whose fields
+name kind, architecture, flags and (for compressed payloads) both sizes.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+import lz4.block
+import zstandard
+
+from . import elf
+from .model import LTO, PTX, SASS
+
+MAGIC = b"\x50\xed\x55\xba"
+WRAPPER_MAGIC = b"\xb1\x43\x62\x46"  # .nvFatBinSegment record, not a container
+CONTAINER_HEADER = struct.Struct("<IHHQ")
+ENTRY_HEADER = struct.Struct("<HHIQIIHHIIIQQQ")  # 64 bytes
+WRAPPER = struct.Struct("<IIQQ")
+KINDS = {1: PTX, 2: SASS, 8: LTO}
+OLD_CUBIN_KIND = 4  # listed by the public header, never produced by current nvcc
+
+FLAG_DEBUG = 0x2
+FLAG_LZ4 = 0x2000
+FLAG_ZSTD = 0x8000
+FLAG_OPAQUE_LTO = 0x10000
+FLAG_ARCH_SPECIFIC = 0x100000
+FLAG_FAMILY = 0x200000
+MAX_ENTRY_HEADER = 4096
+DEFAULT_MAX_PAYLOAD = 1 << 30
+
+
+class FatbinError(Exception):
+    """A malformed container or entry; code is an E0xx finding code."""
+
+    def __init__(self, code: str, message: str, offset: int | None = None):
+        super().__init__(message)
+        self.code = code
+        self.offset = offset
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerHeader:
+    version: int
+    header_size: int
+    fat_size: int
+
+    @property
+    def total(self) -> int:
+        return self.header_size + self.fat_size
+
+
+def parse_container_header(data: bytes | memoryview, offset: int = 0) -> ContainerHeader | None:
+    """The header at `offset`, or None if these bytes are not a container start."""
+    if len(data) - offset < CONTAINER_HEADER.size:
+        return None
+    magic, version, header_size, fat_size = CONTAINER_HEADER.unpack_from(data, offset)
+    if magic != 0xBA55ED50 or version != 1 or header_size != 16:
+        return None
+    return ContainerHeader(version, header_size, fat_size)
+
+
+@dataclass(frozen=True, slots=True)
+class EntryHeader:
+    kind_code: int
+    header_size: int
+    payload_size: int
+    compressed_size: int
+    options_offset: int
+    version: tuple[int, int]
+    arch: int
+    identifier_offset: int
+    identifier_length: int
+    flags: int
+    uncompressed_size: int
+
+    @property
+    def kind(self) -> str | None:
+        return KINDS.get(self.kind_code)
+
+    @property
+    def suffix(self) -> str:
+        if self.flags & FLAG_ARCH_SPECIFIC:
+            return "a"
+        if self.flags & FLAG_FAMILY:
+            return "f"
+        return ""
+
+    @property
+    def target(self) -> str:
+        return f"sm_{self.arch}{self.suffix}"
+
+    @property
+    def compression(self) -> str:
+        if self.kind_code == 8 and self.flags & FLAG_OPAQUE_LTO:
+            return "opaque"
+        if self.flags & FLAG_ZSTD and self.compressed_size:
+            return "zstd"
+        if self.flags & FLAG_LZ4 and self.compressed_size:
+            return "lz4"
+        return "none"
+
+    @property
+    def stored_size(self) -> int:
+        return self.compressed_size if self.compression != "none" else self.payload_size
+
+    @property
+    def size(self) -> int:
+        return self.uncompressed_size if self.compression != "none" else self.payload_size
+
+    @property
+    def total(self) -> int:
+        return self.header_size + self.payload_size
+
+
+def parse_entry_header(data: bytes | memoryview, offset: int, room: int, where: int) -> EntryHeader:
+    """Parse and validate the entry at `offset`; `room` = bytes left in its container."""
+    if room < ENTRY_HEADER.size:
+        raise FatbinError("E011", f"{room} bytes left in the container, too few for an entry", where)
+    (kind, ever, hsize, psize, csize, opt, vminor, vmajor, arch, id_off, id_len, flags, _,
+     usize) = ENTRY_HEADER.unpack_from(data, offset)
+    if kind not in KINDS and kind != OLD_CUBIN_KIND:
+        raise FatbinError("E013", f"entry kind {kind} is unknown", where)
+    if ever != 0x0101:
+        raise FatbinError("E011", f"entry version 0x{ever:04x}, expected 0x0101", where)
+    if hsize < ENTRY_HEADER.size or hsize > MAX_ENTRY_HEADER or hsize % 8:
+        raise FatbinError("E011", f"entry header size {hsize} is impossible", where)
+    if hsize + psize > room:
+        raise FatbinError("E011", "entry overruns its container", where)
+    h = EntryHeader(kind, hsize, psize, csize, opt, (vmajor, vminor), arch, id_off, id_len, flags,
+                    usize)
+    if kind == OLD_CUBIN_KIND:
+        raise FatbinError("E013", "entry kind 4 (pre-ELF cubin) cannot be verified", where)
+    if h.compression in ("zstd", "lz4"):
+        if csize > psize:
+            raise FatbinError("E011", f"compressed size {csize} exceeds the payload area {psize}", where)
+        if usize == 0:
+            raise FatbinError("E011", "compressed entry declares no uncompressed size", where)
+    if not 10 <= arch <= 999:
+        raise FatbinError("E011", f"architecture {arch} is impossible", where)
+    if id_len and (id_off < ENTRY_HEADER.size or id_off + id_len > hsize):
+        raise FatbinError("E011", "identifier lies outside the entry header", where)
+    return h
+
+
+def identifier(header_bytes: bytes | memoryview, h: EntryHeader) -> str:
+    if not h.identifier_length:
+        return ""
+    raw = bytes(header_bytes[h.identifier_offset:h.identifier_offset + h.identifier_length])
+    return raw.decode("utf-8", errors="replace").strip()
+
+
+def decode_payload(h: EntryHeader, payload: bytes | memoryview, where: int,
+                   max_payload: int = DEFAULT_MAX_PAYLOAD) -> bytes:
+    """The entry's payload, decompressed and checked against its declared size."""
+    comp = h.compression
+    if comp == "none" or comp == "opaque":
+        return bytes(payload)
+    if h.uncompressed_size > max_payload:
+        raise FatbinError("E012", f"{h.target} payload declares {h.uncompressed_size} bytes, "
+                                  f"more than the {max_payload}-byte verification bound", where)
+    data = bytes(payload[:h.compressed_size])
+    try:
+        if comp == "zstd":
+            out = _zstd_bounded(data, h.uncompressed_size)
+        else:
+            out = lz4.block.decompress(data, uncompressed_size=h.uncompressed_size)
+    except Exception as e:  # noqa: BLE001 - any decoder failure is a corrupt payload
+        raise FatbinError("E012", f"{h.target} {comp} payload does not decode: {e}", where) from None
+    if len(out) != h.uncompressed_size:
+        raise FatbinError("E012", f"{h.target} {comp} payload decodes to {len(out)} bytes, "
+                                  f"header says {h.uncompressed_size}", where)
+    return out
+
+
+def _zstd_bounded(data: bytes, declared: int) -> bytes:
+    """Decode a zstd frame without ever producing more than declared + 1 bytes."""
+    content = zstandard.get_frame_parameters(data).content_size
+    if content not in (zstandard.CONTENTSIZE_UNKNOWN, declared):
+        raise ValueError(f"frame says {content} bytes")
+    parts, total = [], 0
+    with zstandard.ZstdDecompressor().stream_reader(data, read_across_frames=True) as reader:
+        while total <= declared:
+            block = reader.read(declared + 1 - total)
+            if not block:
+                break
+            parts.append(block)
+            total += len(block)
+    return b"".join(parts)
+
+
+def parse_wrapper(data: bytes | memoryview, offset: int) -> tuple[int, int] | None:
+    """(version, container address) of a .nvFatBinSegment record, or None."""
+    if len(data) - offset < WRAPPER.size:
+        return None
+    magic, version, addr, _ = WRAPPER.unpack_from(data, offset)
+    if magic != 0x466243B1 or version not in (1, 2):
+        return None
+    return version, addr
+
+
+# ---- payloads ----
+
+def cubin_facts(data: bytes) -> tuple[str, tuple[str, ...], tuple[int, int] | None]:
+    """(target from e_flags, kernel names, toolkit version) of a CUDA cubin."""
+    small = elf.parse_small(data)
+    h = small.header
+    if h.machine != elf.EM_CUDA:
+        raise FatbinError("E014", f"not a CUDA ELF (e_machine {h.machine})")
+    arch = (h.flags >> 8) & 0xFF if h.abiversion >= 8 else h.flags & 0xFF
+    kernels = []
+    for name, info, other, _, sec in small.symbols():
+        # Kernels are global functions in their own .text.<name> section, marked as entries.
+        if info & 0xF == 2 and info >> 4 in (1, 2) and sec is not None \
+                and sec.name.startswith(".text.") and other & 0x10:
+            kernels.append(name)
+    suffix = "a" if _compat_arch_specific(small) else ""
+    return f"sm_{arch}{suffix}", tuple(sorted(set(kernels))), _toolkit(small)
+
+
+def _compat_arch_specific(small: elf.SmallElf) -> bool:
+    sec = small.section(".nv.compat")
+    if sec is None:
+        return False
+    raw = small.section_bytes(sec)
+    for i in range(0, len(raw) - 3, 4):
+        if raw[i + 1] == 0x09:
+            return raw[i + 2] == 1
+    return False
+
+
+def _toolkit(small: elf.SmallElf) -> tuple[int, int] | None:
+    sec = small.section(".note.nv.tkinfo")
+    if sec is None:
+        return None
+    text = small.section_bytes(sec)
+    at = text.find(b"release ")
+    if at < 0:
+        return None
+    tail = text[at + 8:at + 16].split(b",")[0].split(b".")
+    try:
+        return int(tail[0]), int(tail[1])
+    except (ValueError, IndexError):
+        return None
+
+
+def ptx_facts(text: bytes) -> tuple[str | None, tuple[int, int] | None, tuple[str, ...]]:
+    """(.target, .version, .entry names) of PTX text."""
+    target = version = None
+    entries = []
+    for raw in text.split(b"\n"):
+        line = raw.strip()
+        if target is None and line.startswith(b".target"):
+            tok = line[7:].replace(b",", b" ").split()
+            target = tok[0].decode("ascii", "replace") if tok else ""
+        elif version is None and line.startswith(b".version"):
+            try:
+                major, minor = line[8:].strip().split(b".")[:2]
+                version = (int(major), int(minor))
+            except ValueError:
+                version = None
+        elif b".entry" in line:
+            at = line.find(b".entry")
+            name = line[at + 6:].strip().split(b"(")[0].strip()
+            if name:
+                entries.append(name.decode("ascii", "replace"))
+    return target, version, tuple(entries)

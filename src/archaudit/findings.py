@@ -1,0 +1,185 @@
+"""Finding codes: one stable code per cause, each with a documented cause and fix.
+
+Codes never change meaning. E = could not verify (always fails closed), C = claims,
+G = coverage per library, K = coverage per container and kernel, D = driver, X = config.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ERROR = "error"  # fails the check
+WARNING = "warning"  # reported; fails only under the switch that asks for it
+INFO = "info"  # reported, never fails
+
+
+@dataclass(frozen=True, slots=True)
+class Code:
+    code: str
+    severity: str
+    title: str
+    cause: str
+    fix: str
+    example: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One verdict about one subject (a target, a library, a container)."""
+
+    code: str
+    severity: str
+    subject: str  # the library path, or the target for wheel-wide findings
+    message: str
+    data: tuple[tuple[str, object], ...] = ()  # machine-readable details for JSON
+
+    def get(self, key: str, default: object = None) -> object:
+        return dict(self.data).get(key, default)
+
+
+_CODES = [
+    Code("E001", ERROR, "target unreadable",
+         "The file, directory or distribution could not be opened or read.",
+         "Check the path and permissions; for a distribution name, that it is installed.",
+         "dist/x.whl: cannot read: [Errno 2] No such file or directory"),
+    Code("E002", ERROR, "malformed archive",
+         "The wheel is not a valid zip archive: truncated, bad central directory, a member "
+         "whose data does not match its header or CRC.",
+         "Rebuild or re-download the wheel; a truncated upload is the usual cause.",
+         "x.whl: malformed archive: central directory not found (truncated?)"),
+    Code("E003", ERROR, "archive hazard",
+         "A member is a zip bomb (absurd declared or actual size or ratio), is listed twice, has an "
+         "absolute or '..' path, or is a symlink/special file where a library was expected.",
+         "Rebuild the wheel with a standard tool (pip wheel, build); never ship such members.",
+         "x.whl: torch/lib/libx.so: member listed twice"),
+    Code("E010", ERROR, "malformed ELF",
+         "A library is not a well-formed ELF file (bad header, section table outside the file, "
+         "non-ELF file named .so).",
+         "Check the build; a text or linker-script file named .so is not loadable.",
+         "lib/libfoo.so: malformed ELF: not an ELF file"),
+    Code("E011", ERROR, "malformed fatbin",
+         "A CUDA fatbin container or entry is inconsistent: sizes overrun the container or file, "
+         "a bad header, an entry chain that does not end where the container does.",
+         "Rebuild the library; if it is from a vendor, report it with the offset given.",
+         "libfoo.so: malformed fatbin container at 0x4a0: entry overruns its container"),
+    Code("E012", ERROR, "undecodable payload",
+         "A compressed device-code payload does not decode to its declared size, or is too large "
+         "to verify within archaudit's memory bound.",
+         "Rebuild; a payload that does not decode will not load on the GPU either.",
+         "libfoo.so: sm_90 entry at 0x1c40: zstd payload decodes to 812 bytes, header says 1024"),
+    Code("E013", ERROR, "unknown entry kind",
+         "A fatbin entry has a kind archaudit does not know, so its target cannot be verified.",
+         "Report it upstream with the library; until then the library cannot be verified.",
+         "libfoo.so: entry kind 16 at 0x2000 is unknown"),
+    Code("E014", ERROR, "malformed device code",
+         "A cubin, PTX or code object inside a container (or as a file) is not what its header "
+         "says: not an ELF for the GPU, architecture disagreeing with the header, no .target.",
+         "Rebuild the library or file.",
+         "kern.cubin: not a CUDA ELF (e_machine 62)"),
+    Code("E020", ERROR, "unsupported ELF",
+         "The library is an ELF archaic or foreign to this tool (32-bit or big-endian).",
+         "Only 64-bit little-endian libraries are audited.",
+         "lib32/libfoo.so: 32-bit ELF is not supported"),
+    Code("E030", ERROR, "malformed HIP bundle",
+         "A clang offload bundle (HIP device code) has an impossible header or entry table.",
+         "Rebuild the library with a supported ROCm toolchain.",
+         "libhip.so: malformed HIP bundle at 0x1000: entry overruns the bundle"),
+    Code("E031", ERROR, "undecodable HIP payload",
+         "A compressed offload bundle (CCOB) does not decode to its declared size.",
+         "Rebuild; the HIP runtime will not load it either.",
+         "libhip.so: CCOB at 0x1000 decodes to 10 bytes, header says 400"),
+    Code("E032", ERROR, "HIP payload too large to verify",
+         "A compressed offload bundle declares more bytes than archaudit verifies in memory.",
+         "Raise --max-payload if the size is genuine.",
+         "libhip.so: CCOB at 0x1000 declares 4 GiB"),
+    Code("C001", ERROR, "no claim",
+         "The wheel carries GPU device code (or links a GPU runtime) but no claimed architecture "
+         "list reached the check, so coverage cannot be verified.",
+         "Pass --arch, --arch-from-env VAR, set cuda-archs in [tool.archaudit], or ship a binary "
+         "that embeds its arch list.",
+         "x.whl: GPU wheel but no claimed architectures reached the check"),
+    Code("C002", ERROR, "unparseable claim",
+         "A claimed architecture list could not be parsed.",
+         "Use one of the spellings in the README (CMake, TORCH_CUDA_ARCH_LIST, -gencode, plain).",
+         "--arch: 'sm_8x' is not a CUDA architecture"),
+    Code("C003", WARNING, "embedded claim disagrees",
+         "A binary embeds an architecture list different from the claim the check was given.",
+         "Make the build's arch list and the release's claim the same list.",
+         "libtorch_cuda.so embeds 8.0 9.0 but --arch says 80;90;100"),
+    Code("G001", ERROR, "claimed architecture not covered",
+         "A library carries device code, but none of it runs on a claimed GPU architecture: a "
+         "model using it fails there with 'no kernel image is available for execution'.",
+         "Add the architecture to the library's build (-gencode / CMAKE_CUDA_ARCHITECTURES / "
+         "TORCH_CUDA_ARCH_LIST), or stop claiming it.",
+         "libshim.so claims GPU architectures ['80', '90'] but only carries device code for "
+         "['80']; a model would fail on hardware needing ['90']"),
+    Code("G002", INFO, "covered only through PTX JIT",
+         "A claimed architecture has no native code (SASS) in the library; the driver JIT-compiles "
+         "PTX on first use, which costs seconds to minutes at start-up.",
+         "Add real (SASS) code for the architecture, e.g. '90-real' or code=sm_90.",
+         "libfoo.so runs on ['120'] only through PTX JIT (compute_90)"),
+    Code("G003", ERROR, "architecture carried but not claimed (--exact)",
+         "With --exact, a library carrying code for an unclaimed architecture means the release's "
+         "list never reached the build.",
+         "Make the build use the release's list, or claim the architecture.",
+         "libfoo.so carries ['75'] which the claim does not list"),
+    Code("G004", ERROR, "no PTX for the newest architecture (--require-ptx newest)",
+         "No PTX for the newest claimed architecture, so future GPUs cannot JIT this library.",
+         "Add PTX for it (e.g. '120' or '120-virtual', or '12.0+PTX').",
+         "libfoo.so carries no PTX for compute_120"),
+    Code("G005", INFO, "specialised library",
+         "All of the library's device code is arch-specific ('a') or family ('f') code: it serves "
+         "only those GPUs, by design (a runtime dispatch picks it). Under --strict it is judged "
+         "like any other library.",
+         "Nothing, if the library is loaded only on those GPUs.",
+         "libhopper.so is specialised: serves only 9.0 (sm_90a)"),
+    Code("G006", ERROR, "GPU wheel without device code",
+         "The wheel links a GPU runtime or was given a claim, yet no library carries device code.",
+         "Check the build actually compiled device code (a CUDA language not enabled, a wrong "
+         "option) or that the expected library is shipped.",
+         "x.whl: GPU wheel but no library carries device code"),
+    Code("G007", INFO, "relocatable device code only",
+         "Device code found only in __nv_relfatbin (from -rdc objects); it is not loaded on its "
+         "own and does not count as coverage.",
+         "Nothing, if the executable fatbin covers the claim.",
+         "libfoo.so: 2 relocatable entries are not loadable coverage"),
+    Code("G008", INFO, "GPU coverage for a GPU",
+         "The answer to --gpu: how the library runs on the named GPU.",
+         "Nothing; for 'not at all', build for the GPU's architecture.",
+         "libfoo.so on H100 (9.0): native"),
+    Code("G009", ERROR, "does not run on the requested GPU",
+         "With --gpu, a library carries device code but none runs on that GPU.",
+         "Build for that GPU's architecture (or PTX of an older one).",
+         "libfoo.so on RTX 5090 (12.0): not at all"),
+    Code("K001", ERROR, "kernels miss a claimed architecture",
+         "One container (one translation unit, which the runtime registers on its own) lacks code "
+         "for a claimed architecture that the library as a whole has: its kernels fail there "
+         "with 'no kernel image'. A library-wide union hides this.",
+         "Build every object of the library with the same architecture list.",
+         "libfoo.so: 1 kernel (mul) carries code only for sm_80; fails on sm_90 (claimed)"),
+    Code("K002", INFO, "specialised kernels",
+         "A container carries only arch-specific ('a') or family ('f') code: its kernels serve only "
+         "those GPUs, by design. Under --strict-kernels it is judged like any other.",
+         "Nothing, if its kernels are dispatched only on those GPUs.",
+         "libfoo.so: 3 kernels are specialised for sm_90a"),
+    Code("D001", ERROR, "needs a newer driver",
+         "With --driver, the wheel carries PTX or cubins from a CUDA release whose minimum driver "
+         "is newer than the one given: 'the provided PTX was compiled with an unsupported "
+         "toolchain'.",
+         "Build with an older toolkit (or lower PTX ISA), or require a newer driver.",
+         "libfoo.so needs driver >= 580.65.06 (PTX ISA 9.0, CUDA 13.0); 550.54 given"),
+    Code("D002", INFO, "driver floor",
+         "The minimum NVIDIA driver the device code needs, from PTX ISA and cubin toolkit versions.",
+         "Nothing; publish it with the release.",
+         "wheel needs driver >= 580.65.06 on Linux (CUDA 13.0)"),
+    Code("X001", WARNING, "stale ignore entry",
+         "An ignore entry in [tool.archaudit] no longer matches any finding.",
+         "Delete the entry.",
+         "ignore entry G001 for libold.so matches nothing"),
+]
+
+CODES: dict[str, Code] = {c.code: c for c in _CODES}
+
+
+def severity(code: str) -> str:
+    return CODES[code].severity

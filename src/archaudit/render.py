@@ -1,0 +1,194 @@
+"""Rendering a Report: text for people, versioned JSON for machines. No judgement here."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+from .audit import Report, TargetReport, _label
+from .findings import ERROR, INFO, WARNING, Finding
+
+MARK = {ERROR: "✗", WARNING: "!", INFO: "·"}
+QUIET_INFO = {"D002"}  # summarised once per target instead of per library
+
+
+def _claim_text(t: TargetReport) -> str:
+    if t.claim is None:
+        return "no claim"
+    return f"claim {', '.join(_label(c) for c in t.claim.gpus)} (from {t.claim.source})"
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n / 1e3:.1f} KB"
+
+
+def render_text(report: Report, *, detail: str = "libraries", verbose: bool = False, ascii_only: bool = False) -> str:
+    lines: list[str] = []
+    for t in report.targets:
+        lines.extend(_target_text(t, detail, verbose))
+        lines.append("")
+    if len(report.targets) > 1:
+        bad = sum(1 for t in report.targets if any(f.severity == ERROR for f in t.findings) or t.unusable)
+        lines.append(f"{MARK[ERROR] if bad else '✓'} {len(report.targets) - bad} of {len(report.targets)} "
+                     f"targets pass")
+    text = "\n".join(lines).rstrip() + "\n"
+    if ascii_only:
+        text = text.replace("✓", "OK").replace("✗", "X").replace("·", "-").replace("…", "...")
+    return text
+
+
+def _target_text(t: TargetReport, detail: str, verbose: bool) -> list[str]:
+    name = t.distribution or t.target
+    device = [v for v in t.libraries if v.carried or v.relocatable or v.status in ("unverified",)]
+    head = (f"{name} ({t.kind}): {len(t.libraries)} librar{'y' if len(t.libraries) == 1 else 'ies'}, "
+            f"{sum(1 for v in t.libraries if v.carried)} with device code; {_claim_text(t)}; "
+            f"{_mb(t.bytes_read)} in {t.seconds:.2f} s")
+    out = [head]
+    if device:
+        width = min(max(len(v.path) for v in device), 60)
+        cwidth = min(max(len(" ".join(v.carried)) for v in device), 60)
+        out.append(f"  {'LIBRARY':<{width}}  {'CARRIES':<{cwidth}}  VERDICT")
+        for v in device:
+            carried = " ".join(v.carried) or "(relocatable only)"
+            out.append(f"  {v.path:<{width}}  {carried:<{cwidth}}  {_verdict(v)}")
+            if detail in ("containers", "kernels"):
+                out.extend(_containers_text(t, v.path, detail))
+    shown = [f for f in t.findings if f.code not in QUIET_INFO or verbose]
+    for f in shown:
+        out.append(f"{MARK[f.severity]} {f.code} {f.message}")
+    floors = [f for f in t.findings if f.code == "D002"]
+    if floors and not verbose:
+        top = max(floors, key=lambda f: _driver_key(str(f.get("driver"))))
+        out.append(f"· D002 driver floor: >= {top.get('driver')} on Linux (CUDA {top.get('cuda')}, "
+                   f"from {top.subject})")
+    if t.inventory is not None and verbose:
+        for lib in t.inventory.libraries:
+            for note in lib.notes:
+                out.append(f"  note: {lib.path}: {note}")
+    out.append(_summary(t))
+    return out
+
+
+def _driver_key(v: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(p) for p in v.split("."))
+    except ValueError:
+        return (0,)
+
+
+def _verdict(v) -> str:
+    if v.status == "pass":
+        cov = [lbl for lbl, how in v.coverage]
+        jit = [lbl for lbl, how in v.coverage if how == "jit"]
+        s = f"✓ {' '.join(cov)}" if cov else "✓"
+        return s + (f" (JIT: {' '.join(jit)})" if jit else "")
+    if v.status == "specialised":
+        return "specialised"
+    if v.status == "fail":
+        miss = [lbl for lbl, how in v.coverage if how == "none"]
+        return f"✗ misses {' '.join(miss)}" if miss else "✗"
+    return v.status
+
+
+def _summary(t: TargetReport) -> str:
+    errors = [f for f in t.findings if f.severity == ERROR]
+    if t.unusable:
+        return f"✗ {t.target}: unusable input"
+    if not t.gpu_wheel and not errors:
+        return "✓ CPU wheel: no device code to verify"
+    if errors:
+        by = Counter(f.code for f in errors)
+        return f"✗ {len(errors)} finding{'s' * (len(errors) != 1)} ({', '.join(f'{c} x{n}' for c, n in sorted(by.items()))})"
+    libs = [v for v in t.libraries if v.carried]
+    if t.claim is not None:
+        return (f"✓ device code covers every claimed GPU architecture {[_label(c) for c in t.claim.gpus]} "
+                f"in {len(libs)} librar{'y' if len(libs) == 1 else 'ies'}")
+    return f"✓ device code verified in {len(libs)} librar{'y' if len(libs) == 1 else 'ies'}"
+
+
+def _containers_text(t: TargetReport, path: str, detail: str) -> list[str]:
+    lib = next((lib for lib in t.inventory.libraries if lib.path == path), None) if t.inventory else None
+    if lib is None:
+        return []
+    groups: dict[tuple[str, tuple[str, ...]], list] = {}
+    for c in lib.containers:
+        key = (c.role, tuple(sorted({f"{e.kind}:{e.target}" for e in c.entries})))
+        groups.setdefault(key, []).append(c)
+    out = []
+    for (role, targets), cs in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        label = " ".join(t.replace("sass:", "").replace("ptx:sm_", "compute_").replace("code-object:", "")
+                         .replace("lto:sm_", "lto_") for t in targets) or "(empty)"
+        line = f"      {len(cs):>5} {role} container{'s' * (len(cs) != 1)} in {cs[0].section or '(file)'}: {label}"
+        if detail == "kernels":
+            names = sorted({k for c in cs for e in c.entries for k in (e.kernels or ())})
+            from .audit import demangle
+            shown = ", ".join(sorted({demangle(n) for n in names})[:5])
+            line += f"  [{len(names)} kernels{': ' + shown if shown else ''}{', ...' if len(names) > 5 else ''}]"
+        out.append(line)
+    return out
+
+
+# ---- JSON ----
+
+def _finding_json(f: Finding) -> dict:
+    return {"code": f.code, "severity": f.severity, "subject": f.subject, "message": f.message,
+            "data": {k: v for k, v in f.data}}
+
+
+def to_dict(report: Report, *, detail: str = "libraries") -> dict:
+    return {
+        "schema": "archaudit-report",
+        "schema_version": report.schema_version,
+        "tool_version": report.tool_version,
+        "exit_code": report.exit_code,
+        "passed": report.passed,
+        "targets": [_target_json(t, detail) for t in report.targets],
+        "suppressed": [_finding_json(f) for f in report.suppressed],
+    }
+
+
+def _target_json(t: TargetReport, detail: str) -> dict:
+    libs = []
+    inv = {lib.path: lib for lib in t.inventory.libraries} if t.inventory else {}
+    for v in t.libraries:
+        d = {
+            "path": v.path, "status": v.status, "carries": list(v.carried),
+            "relocatable": list(v.relocatable),
+            "coverage": {lbl: how for lbl, how in v.coverage},
+            "containers": v.containers, "kernels": v.kernels,
+            "driver_floor": {"cuda": v.driver_floor[0], "driver": v.driver_floor[1]} if v.driver_floor else None,
+            "bytes_by_target": [{"target": k, "stored": s, "decoded": d_} for k, s, d_ in v.bytes_by_target],
+        }
+        lib = inv.get(v.path)
+        if lib is not None:
+            d["size"] = lib.size
+            d["format"] = lib.format
+            d["needed"] = list(lib.needed)
+            if detail in ("containers", "kernels"):
+                d["container_list"] = [{
+                    "role": c.role, "section": c.section, "offset": c.offset, "size": c.size,
+                    "entries": [{
+                        "vendor": e.vendor, "kind": e.kind, "target": e.target,
+                        "code_version": list(e.code_version), "compression": e.compression,
+                        "stored_size": e.stored_size, "size": e.size, "offset": e.offset,
+                        "identifier": e.identifier, "debug": e.debug,
+                        **({"kernels": list(e.kernels) if e.kernels is not None else None}
+                           if detail == "kernels" else {}),
+                    } for e in c.entries],
+                } for c in lib.containers]
+        libs.append(d)
+    return {
+        "target": t.target, "kind": t.kind, "distribution": t.distribution, "gpu_wheel": t.gpu_wheel,
+        "unusable": t.unusable,
+        "claim": None if t.claim is None else {
+            "source": t.claim.source, "raw": t.claim.raw,
+            "archs": [{"target": a.target.label, "sass": a.sass, "ptx": a.ptx} for a in t.claim.archs],
+            "gpus": [_label(c) for c in t.claim.gpus]},
+        "bytes_read": t.bytes_read, "seconds": round(t.seconds, 3),
+        "libraries": libs,
+        "findings": [_finding_json(f) for f in t.findings],
+    }
+
+
+def render_json(report: Report, *, detail: str = "libraries") -> str:
+    return json.dumps(to_dict(report, detail=detail), indent=2, sort_keys=False) + "\n"

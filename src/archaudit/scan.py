@@ -1,0 +1,524 @@
+"""One forward pass over a library's bytes: find every device-code container in it.
+
+Wheels hold libraries of hundreds of megabytes that are only available as an inflating
+stream, and an ELF's section table sits at its end. So the scanner does not wait for
+the table: it searches the stream for container magics, validates and walks each
+container as it passes, captures the few small ranges it needs later (headers, the
+section table, the dynamic segment), and attributes containers to sections at the end.
+This also finds containers in sections cuobjdump never reads (.rodata, .cask_resource).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+
+from . import elf, fatbin
+from .model import (
+    CODE_OBJECT, DEVICE_LINK, EMBEDDED, EXECUTABLE, HIP, PTX, RELOCATABLE, SASS, STANDALONE,
+    Container, Entry, Library, Problem,
+)
+
+try:
+    from . import hip as _hip
+except ImportError:  # pragma: no cover - the AMD reader is optional at import time
+    _hip = None  # type: ignore[assignment]
+try:
+    from .claims import embedded_claim_markers, parse_embedded
+except ImportError:  # pragma: no cover
+    embedded_claim_markers = None  # type: ignore[assignment]
+    parse_embedded = None  # type: ignore[assignment]
+
+HEAD = 4 << 20  # always kept: ELF header, program headers, usually .dynstr
+SHSTR_WINDOW = 1 << 20  # bytes before the section table kept in the hope .shstrtab is there
+CLAIM_WINDOW = 4096
+DEFAULT_MAX_PAYLOAD = 256 << 20  # one entry decoded at a time, never more than this
+DEVICE_SUFFIXES = (".cubin", ".fatbin", ".ptx", ".hsaco")
+
+Chunks = Callable[[], Iterable[bytes]]
+
+
+class _Capture:
+    __slots__ = ("want", "stop", "out")
+
+    def __init__(self, want: int, stop: int, out: bytearray):
+        self.want, self.stop, self.out = want, stop, out
+
+
+class Source:
+    """A forward-only window over a byte stream, with ranges captured as they pass."""
+
+    def __init__(self, chunks: Iterable[bytes], size: int):
+        self._it: Iterator[bytes] = iter(chunks)
+        self.size = size
+        self.buf = bytearray()
+        self.base = 0  # file offset of buf[0]
+        self.read = 0  # bytes pulled from the stream
+        self._captures: list[tuple[int, int, bytearray]] = []
+
+    @property
+    def end(self) -> int:
+        return self.base + len(self.buf)
+
+    def capture(self, start: int, stop: int) -> bytearray:
+        """Bytes [start, stop), filled in as they pass. Register before they pass: what has
+        already been released is not there, and the result is then shorter than asked."""
+        start, stop = max(0, start), min(self.size, stop)
+        out = bytearray()
+        if start >= stop or start < self.base:
+            return out
+        if start < self.end:
+            out += self.buf[start - self.base:min(stop, self.end) - self.base]
+        if start + len(out) < stop:
+            self._captures.append(_Capture(start + len(out), stop, out))
+        return out
+
+    def _pull(self) -> bool:
+        try:
+            chunk = next(self._it)
+        except StopIteration:
+            return False
+        lo = self.read
+        hi = self.read = lo + len(chunk)
+        if self._captures:
+            for cap in self._captures:
+                if lo <= cap.want < hi:
+                    take = chunk[cap.want - lo:min(cap.stop, hi) - lo]
+                    cap.out += take
+                    cap.want += len(take)
+            self._captures = [c for c in self._captures if c.want < c.stop and c.want >= hi]
+        self.buf += chunk
+        return True
+
+    def ensure(self, stop: int) -> bool:
+        while self.end < stop:
+            if not self._pull():
+                return False
+        return True
+
+    def release(self, upto: int) -> None:
+        cut = min(upto, self.end) - self.base
+        if cut > 0:
+            del self.buf[:cut]
+            self.base += cut
+
+    def skip_to(self, pos: int) -> bool:
+        """Move the window start to `pos` without holding the bytes in between."""
+        if pos <= self.end:
+            self.release(pos)
+            return True
+        self.release(self.end)
+        while self.end < pos:
+            self.base = self.end
+            self.buf = bytearray()
+            if not self._pull():
+                return False
+            if self.end > pos:
+                self.release(pos)
+        return True
+
+    def drain(self) -> None:
+        """Pull the rest of the stream (for captures and the verification of its end)."""
+        while self._pull():
+            self.release(self.end)
+
+
+class _Scan:
+    def __init__(self, path: str, size: int, decode: bool, max_payload: int):
+        self.path = path
+        self.size = size
+        self.decode = decode
+        self.max_payload = max_payload
+        self.found: list[tuple[int, int, tuple[Entry, ...]]] = []  # (offset, size, entries)
+        self.bundles: list[Container] = []
+        self.wrappers: list[tuple[int, int, int]] = []  # (record offset, version, address)
+        self.problems: list[Problem] = []
+        self.claims: list[str] = []
+
+    def problem(self, code: str, message: str, offset: int | None = None) -> None:
+        self.problems.append(Problem(code, message, offset))
+
+    # -- the pass --
+    def run(self, src: Source, want_wrappers: bool) -> None:
+        patterns: list[bytes] = [fatbin.MAGIC]
+        if want_wrappers:
+            patterns.append(fatbin.WRAPPER_MAGIC)
+        if _hip is not None:
+            patterns.extend(_hip.MAGICS)
+        markers = embedded_claim_markers() if embedded_claim_markers else ()
+        patterns.extend(markers)
+        longest = max(len(p) for p in patterns)
+        # per pattern: next occurrence at or after the cursor (-1: none up to `upto`)
+        nxt = {p: -1 for p in patterns}
+        upto = {p: 0 for p in patterns}
+        cursor = 0
+        while True:
+            best, best_pat = -1, b""
+            for p in patterns:
+                at = nxt[p]
+                if at < cursor and (at >= 0 or upto[p] < src.end):
+                    frm = max(cursor, upto[p] - len(p) + 1) if at < 0 else cursor
+                    found = src.buf.find(p, frm - src.base)
+                    at = nxt[p] = (found + src.base) if found >= 0 else -1
+                    upto[p] = src.end
+                if at >= 0 and (best < 0 or at < best):
+                    best, best_pat = at, p
+            if best < 0:
+                keep = max(cursor, src.end - longest + 1)
+                src.release(keep)
+                cursor = keep
+                if not src._pull():
+                    break
+                continue
+            if best_pat == fatbin.MAGIC:
+                cursor = self._container(src, best)
+            elif best_pat == fatbin.WRAPPER_MAGIC:
+                cursor = self._wrapper(src, best)
+            elif best_pat in markers:
+                cursor = self._claim(src, best)
+            else:
+                cursor = self._bundle(src, best)
+            src.release(cursor)
+        src.drain()
+        if src.read != self.size:
+            self.problem("E002", f"stream ended after {src.read} of {self.size} bytes")
+
+    def _wrapper(self, src: Source, at: int) -> int:
+        if at % 8 == 0 and src.ensure(at + fatbin.WRAPPER.size):
+            rec = fatbin.parse_wrapper(src.buf, at - src.base)
+            if rec:
+                self.wrappers.append((at, rec[0], rec[1]))
+                return at + fatbin.WRAPPER.size
+        return at + 1
+
+    def _claim(self, src: Source, at: int) -> int:
+        src.ensure(at + CLAIM_WINDOW)
+        window = bytes(src.buf[at - src.base:at - src.base + CLAIM_WINDOW])
+        found = parse_embedded(window) if parse_embedded else []
+        self.claims.extend(c for c in found if c not in self.claims)
+        return at + 1
+
+    def _bundle(self, src: Source, at: int) -> int:
+        head_need = 4096
+        src.ensure(at + head_need)
+        try:
+            total = _hip.extent(bytes(src.buf[at - src.base:at - src.base + head_need]))
+            if total is None:
+                return at + 1
+            if at + total > self.size:
+                raise _hip.Malformed("E030", "bundle overruns the file")
+            if total > self.max_payload * 4:
+                raise _hip.Malformed("E032", f"bundle of {total} bytes is too large to verify")
+            if not src.ensure(at + total):
+                raise _hip.Malformed("E030", "bundle is truncated")
+            blob = bytes(src.buf[at - src.base:at - src.base + total])
+            self.bundles.append(_hip.parse(blob, at, "", max_decoded=self.max_payload))
+            return at + total
+        except _hip.Malformed as e:
+            self.problem(e.code, f"HIP bundle at 0x{at:x}: {e}", at)
+            return at + 1
+
+    def _container(self, src: Source, at: int) -> int:
+        if not src.ensure(at + fatbin.CONTAINER_HEADER.size):
+            return at + 1
+        head = fatbin.parse_container_header(src.buf, at - src.base)
+        if head is None:
+            return at + 1
+        end = at + head.total
+        if end > self.size:
+            self.problem("E011", f"fatbin container at 0x{at:x} declares {head.fat_size} bytes, "
+                                 f"past the end of the file", at)
+            return at + 1
+        entries: list[Entry] = []
+        pos = at + head.header_size
+        try:
+            while pos < end:
+                if not src.ensure(pos + fatbin.ENTRY_HEADER.size):
+                    raise fatbin.FatbinError("E011", "file ends inside an entry header", pos)
+                eh = fatbin.parse_entry_header(src.buf, pos - src.base, end - pos, pos)
+                if not src.ensure(pos + eh.header_size):
+                    raise fatbin.FatbinError("E011", "file ends inside an entry header", pos)
+                ident = fatbin.identifier(src.buf[pos - src.base:pos - src.base + eh.header_size], eh)
+                entries.append(self._entry(src, pos, eh, ident))
+                pos += eh.total
+                src.release(pos)
+        except fatbin.FatbinError as e:
+            self.problem(e.code, f"fatbin container at 0x{at:x}: {e}", e.offset)
+            self.found.append((at, head.total, ()))
+            return end
+        self.found.append((at, head.total, tuple(entries)))
+        return end
+
+    def _entry(self, src: Source, pos: int, eh: fatbin.EntryHeader, ident: str) -> Entry:
+        kind = eh.kind
+        payload_at = pos + eh.header_size
+        entry = dict(vendor="nvidia", kind=kind, target=eh.target, code_version=eh.version,
+                     compression=eh.compression, stored_size=eh.stored_size, size=eh.size,
+                     offset=pos, identifier=ident, debug=bool(eh.flags & fatbin.FLAG_DEBUG))
+        if not self.decode or kind == "lto":
+            src.skip_to(payload_at + eh.payload_size)
+            return Entry(**entry)
+        if eh.payload_size > self.max_payload or eh.size > self.max_payload:
+            raise fatbin.FatbinError("E012", f"{eh.target} entry of {max(eh.payload_size, eh.size)} "
+                                             f"bytes exceeds the {self.max_payload}-byte bound", pos)
+        if not src.ensure(payload_at + eh.payload_size):
+            raise fatbin.FatbinError("E011", "file ends inside an entry payload", pos)
+        raw = src.buf[payload_at - src.base:payload_at - src.base + eh.payload_size]
+        data = fatbin.decode_payload(eh, raw, pos, self.max_payload)
+        if kind == SASS:
+            try:
+                target, kernels, toolkit = fatbin.cubin_facts(data)
+            except elf.ElfError as e:
+                raise fatbin.FatbinError("E014", f"{eh.target} cubin: {e}", pos) from None
+            if target.rstrip("a") != f"sm_{eh.arch}":
+                raise fatbin.FatbinError("E014", f"cubin says {target}, entry header says {eh.target}", pos)
+            return Entry(**entry, kernels=kernels, toolkit=toolkit, decoded=True)
+        target, version, kernels = fatbin.ptx_facts(data)
+        if target is None:
+            raise fatbin.FatbinError("E014", f"{eh.target} PTX has no .target directive", pos)
+        if target.replace("compute_", "sm_") != eh.target:
+            raise fatbin.FatbinError("E014", f"PTX says .target {target}, entry header says {eh.target}", pos)
+        return Entry(**entry, kernels=kernels, decoded=True)
+
+
+def scan_stream(path: str, size: int, chunks: Chunks, *, decode: bool = True,
+                max_payload: int = DEFAULT_MAX_PAYLOAD) -> Library:
+    """Inventory one file from a factory of its byte chunks (called again only if needed)."""
+    try:
+        return _scan(path, size, chunks, decode, max_payload)
+    except _ReadFailed as e:
+        return Library(path, size, "other", problems=(Problem(e.code, str(e)),))
+
+
+class _ReadFailed(Exception):
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+def _scan(path: str, size: int, chunks: Chunks, decode: bool, max_payload: int) -> Library:
+    src = Source(_guard(chunks()), size)
+    src.ensure(64)
+    head = bytes(src.buf[:64])
+    lower = path.lower()
+    if elf.is_elf(head):
+        try:
+            h = elf.parse_header(head, size)
+        except elf.ElfError as e:
+            return Library(path, size, "elf", problems=(Problem(e.code, f"malformed ELF: {e}"),))
+        if h.machine in (elf.EM_CUDA, elf.EM_AMDGPU):
+            return _device_elf(path, size, src, h, max_payload)
+        return _host_elf(path, size, src, h, chunks, decode, max_payload)
+    if head.startswith(fatbin.MAGIC) or (_hip and head.startswith(_hip.MAGICS)):
+        scan = _Scan(path, size, decode, max_payload)
+        scan.run(src, want_wrappers=False)
+        containers = [Container("nvidia", STANDALONE, "", o, n, e) for o, n, e in scan.found]
+        containers += [_with(c, role=STANDALONE) for c in scan.bundles]
+        containers.sort(key=lambda c: c.offset)
+        if not containers and not scan.problems:
+            scan.problem("E011", "not a valid fatbin container")
+        return Library(path, size, "fatbin", tuple(containers), problems=tuple(scan.problems))
+    if lower.endswith(".ptx"):
+        return _ptx_file(path, size, src, max_payload)
+    if lower.endswith(DEVICE_SUFFIXES):
+        return Library(path, size, "other",
+                       problems=(Problem("E014", "not a cubin, fatbin, PTX or code object"),))
+    return Library(path, size, "other", problems=(Problem("E010", "malformed ELF: not an ELF file"),))
+
+
+def _guard(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """Turn reader failures (zip member errors, I/O) into a read failure of this file."""
+    try:
+        yield from chunks
+    except OSError as e:
+        raise _ReadFailed("E001", f"cannot read: {e}") from None
+    except Exception as e:  # noqa: BLE001 - zipread.MemberError and friends carry a code
+        raise _ReadFailed(getattr(e, "code", "E002"), str(e)) from None
+
+
+def _read_all(src: Source, size: int, max_payload: int) -> bytes:
+    if size > max_payload:
+        raise _ReadFailed("E012", f"{size} bytes exceed the {max_payload}-byte verification bound")
+    src.ensure(size + 1)
+    if src.end != size:
+        raise _ReadFailed("E002", f"file has {src.end} bytes, expected {size}")
+    return bytes(src.buf)
+
+
+def _ptx_file(path: str, size: int, src: Source, max_payload: int) -> Library:
+    data = _read_all(src, size, max_payload)
+    target, version, kernels = fatbin.ptx_facts(data)
+    if not target or not target.startswith("sm_") and not target.startswith("compute_"):
+        return Library(path, size, "ptx", problems=(Problem("E014", "PTX has no .target sm_XX directive"),))
+    target = target.replace("compute_", "sm_")
+    entry = Entry("nvidia", PTX, target, version or (0, 0), "none", size, size, 0,
+                  kernels=kernels, decoded=True)
+    return Library(path, size, "ptx", (Container("nvidia", STANDALONE, "", 0, size, (entry,)),))
+
+
+def _device_elf(path: str, size: int, src: Source, h: elf.Header, max_payload: int) -> Library:
+    data = _read_all(src, size, max_payload)
+    try:
+        if h.machine == elf.EM_CUDA:
+            target, kernels, toolkit = fatbin.cubin_facts(data)
+            entry = Entry("nvidia", SASS, target, (1, h.abiversion), "none", size, size, 0,
+                          kernels=kernels, toolkit=toolkit, decoded=True)
+            fmt = "cubin"
+        else:
+            if _hip is None:
+                raise _ReadFailed("E014", "AMD code objects cannot be read (reader missing)")
+            small = elf.parse_small(data)
+            target = _hip.target_from_elf(h.flags)
+            kernels = tuple(sorted({n[:-3] for n, *_ in small.symbols() if n.endswith(".kd")}))
+            entry = Entry("amd", CODE_OBJECT, target, (0, 0), "none", size, size, 0,
+                          kernels=kernels, decoded=True)
+            fmt = "hsaco"
+    except (elf.ElfError, fatbin.FatbinError, ValueError) as e:
+        return Library(path, size, "cubin", problems=(Problem(getattr(e, "code", "E014"), str(e)),))
+    vendor = entry.vendor
+    return Library(path, size, fmt, (Container(vendor, STANDALONE, "", 0, size, (entry,)),))
+
+
+def _with(c: Container, **kw) -> Container:
+    fields = {k: getattr(c, k) for k in Container.__slots__}
+    fields.update(kw)
+    return Container(**fields)
+
+
+def _host_elf(path: str, size: int, src: Source, h: elf.Header, chunks: Chunks, decode: bool,
+              max_payload: int) -> Library:
+    notes: list[str] = []
+    ph_stop = h.phoff + h.phnum * elf.PROGRAM_HEADER_SIZE
+    src.ensure(min(size, max(ph_stop, 64)))
+    head_capture = src.capture(0, min(size, HEAD))
+    segments: tuple[elf.Segment, ...] = ()
+    if h.phnum and ph_stop <= HEAD:
+        try:
+            segments = elf.parse_segments(bytes(src.buf[h.phoff:ph_stop]), h.phnum, size)
+        except elf.ElfError as e:
+            return Library(path, size, "elf", problems=(Problem(e.code, f"malformed ELF: {e}"),))
+    sh_start = h.shoff
+    sh_stop = h.shoff + h.shnum * elf.SECTION_HEADER_SIZE
+    table = src.capture(sh_start, sh_stop)
+    names_window = src.capture(sh_start - SHSTR_WINDOW, sh_start)
+    dyn = next((s for s in segments if s.type == elf.PT_DYNAMIC), None)
+    dyn_capture = src.capture(dyn.offset, dyn.offset + dyn.filesz) if dyn else bytearray()
+    scan = _Scan(path, size, decode, max_payload)
+    scan.run(src, want_wrappers=True)
+    problems = scan.problems
+    sections: list[elf.Section] = []
+    if h.shnum:
+        try:
+            sections = elf.parse_sections(bytes(table), h.shnum, size)
+            names = sections[h.shstrndx]
+            lo = sh_start - SHSTR_WINDOW
+            if names.offset >= max(lo, 0) and names.file_end <= sh_start and len(names_window) == sh_start - max(lo, 0):
+                blob = bytes(names_window[names.offset - max(lo, 0):names.file_end - max(lo, 0)])
+            elif names.file_end <= HEAD:
+                blob = bytes(head_capture[names.offset:names.file_end])
+            else:
+                notes.append("second pass: the section name table lies away from the section table")
+                blob = _fetch(chunks, names.offset, names.file_end, size)
+            sections = elf.name_sections(sections, blob)
+        except elf.ElfError as e:
+            problems.append(Problem(e.code, f"malformed ELF: {e}"))
+            sections = []
+    needed, runpath = _dynamic(bytes(dyn_capture), segments, bytes(head_capture), notes)
+    containers = _attribute(scan, sections, segments, problems)
+    return Library(path, size, "elf", tuple(containers), needed, runpath, tuple(scan.claims),
+                   tuple(problems), tuple(notes))
+
+
+def _fetch(chunks: Chunks, start: int, stop: int, size: int) -> bytes:
+    src = Source(_guard(chunks()), size)
+    if not src.skip_to(start) or not src.ensure(stop):
+        raise elf.ElfError("range lies past the end of the file")
+    return bytes(src.buf[:stop - start])
+
+
+def _dynamic(dyn: bytes, segments, head: bytes, notes: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    if not dyn:
+        return (), ()
+    entries = elf.dynamic_entries(dyn)
+    strtab = next((v for t, v in entries if t == elf.DT_STRTAB), None)
+    base = elf.vaddr_to_offset(segments, strtab) if strtab is not None else None
+    if base is None:
+        return (), ()
+    needed, runpath = [], []
+    for tag, val in entries:
+        if tag not in (elf.DT_NEEDED, elf.DT_RPATH, elf.DT_RUNPATH):
+            continue
+        if base + val >= len(head):
+            notes.append("NEEDED/RUNPATH names lie beyond the captured head; not listed")
+            return (), ()
+        text = elf.cstring(head, base + val)
+        (needed if tag == elf.DT_NEEDED else runpath).extend(
+            [text] if tag == elf.DT_NEEDED else [p for p in text.split(":") if p])
+    return tuple(needed), tuple(runpath)
+
+
+ALIGN_SLACK = 8
+
+
+def _attribute(scan: _Scan, sections: list[elf.Section], segments, problems: list[Problem]) -> list[Container]:
+    """Name each container's section and role; check fatbin sections are fully accounted for."""
+    dlink = set()
+    seg_sections = [s for s in sections if s.name == ".nvFatBinSegment"]
+    for rec_at, version, addr in scan.wrappers:
+        if version == 2 and any(s.offset <= rec_at < s.file_end for s in seg_sections):
+            off = elf.vaddr_to_offset(segments, addr)
+            if off is not None:
+                dlink.add(off)
+    out: list[Container] = []
+    by_section: dict[str, int] = {}
+    for offset, size, entries in scan.found:
+        sec = next((s for s in sections if s.type != elf.SHT_NOBITS and s.offset <= offset < s.file_end
+                    and s.type != 0), None)
+        name = sec.name if sec else ""
+        if sec and offset + size > sec.file_end:
+            problems.append(Problem("E011", f"fatbin container at 0x{offset:x} overruns section {name}", offset))
+        if name == ".nv_fatbin":
+            role = DEVICE_LINK if offset in dlink else EXECUTABLE
+        elif name == "__nv_relfatbin":
+            role = RELOCATABLE
+        else:
+            role = EMBEDDED
+        by_section[name] = by_section.get(name, 0) + size
+        out.append(Container("nvidia", role, name, offset, size, entries))
+    for b in scan.bundles:
+        sec = next((s for s in sections if s.offset <= b.offset < s.file_end and s.type not in (0, elf.SHT_NOBITS)), None)
+        out.append(_with(b, section=sec.name if sec else ""))
+    for s in sections:
+        if s.name in (".nv_fatbin", "__nv_relfatbin") and s.size:
+            covered = by_section.get(s.name, 0)
+            if s.size - covered >= ALIGN_SLACK or covered > s.size:
+                problems.append(Problem(
+                    "E011", f"{s.name}: {s.size - covered} of its {s.size} bytes are not a valid "
+                            f"fatbin container", s.offset))
+    out.sort(key=lambda c: c.offset)
+    return out
+
+
+def library_from_bytes(path: str, data: bytes, **kw) -> Library:
+    """Inventory a file already in memory (tests, small members)."""
+    def chunks() -> Iterator[bytes]:
+        for i in range(0, len(data), 1 << 20):
+            yield data[i:i + (1 << 20)]
+    return scan_stream(path, len(data), chunks, **kw)
+
+
+def scan_file(path: str, display: str | None = None, **kw) -> Library:
+    """Inventory a file on disk, read in chunks."""
+    import os
+
+    def chunks() -> Iterator[bytes]:
+        with open(path, "rb") as f:
+            while True:
+                block = f.read(1 << 20)
+                if not block:
+                    return
+                yield block
+    try:
+        size = os.path.getsize(path)
+    except OSError as e:
+        return Library(display or path, 0, "other", problems=(Problem("E001", f"cannot read: {e}"),))
+    return scan_stream(display or path, size, chunks, **kw)
