@@ -150,50 +150,60 @@ def _specialised(pairs) -> bool:
 def _judged_containers(lib: Library) -> list[Container]:
     """Containers that hold kernels of their own: device-link containers only when they
     carry kernels (an -rdc build), or when kernels were not read."""
+    loadable = _loadable(lib)
+    others = any(c.role != DEVICE_LINK and c.entries for c in loadable)
     out = []
-    for c in _loadable(lib):
+    for c in loadable:
         if not c.entries:
             continue
         if c.role == DEVICE_LINK:
-            known = [e.kernels for e in c.entries if e.kind == SASS]
-            if known and all(k is not None and not k for k in known):
+            kernels = [e.kernels for e in c.entries if e.kind == SASS]
+            if any(k is None for k in kernels):
+                if others:  # unread: an -rdc build has no other executable containers
+                    continue
+            elif not any(kernels):
                 continue
         out.append(c)
     return out
 
 
-def _kernel_names(entries) -> list[str]:
+def _kernel_names(entries) -> list[str] | None:
+    """Every kernel named by the entries, or None when the payloads were not read."""
     names: set[str] = set()
     for e in entries:
-        if e.kernels:
-            names.update(e.kernels)
+        if e.kernels is None:
+            return None
+        names.update(e.kernels)
     return sorted(names)
 
 
 def demangle(name: str) -> str:
-    """A short readable name for an Itanium-mangled kernel: its unqualified identifier
-    (`_Z4axpyfPKfPfi` -> `axpy`, `_ZN2ns5scaleIfEEvPT_S1_i` -> `scale`)."""
+    """A short readable name for an Itanium-mangled kernel: its qualified name without
+    parameters (`_Z4axpyfPKfPfi` -> `axpy`, `_ZN2ns5scaleIfEEvPT_S1_i` -> `ns::scale`)."""
     if not name.startswith("_Z"):
         return name
     nested = name.startswith("_ZN")
     i = 3 if nested else 2
     while nested and i < len(name) and name[i] in "rVK":
         i += 1
-    last = ""
+    parts: list[str] = []
     while i < len(name) and name[i].isdigit():
         j = i
         while j < len(name) and name[j].isdigit():
             j += 1
         n = int(name[i:j])
-        last, i = name[j:j + n], j + n
+        parts.append(name[j:j + n])
+        i = j + n
         if not nested or (i < len(name) and name[i] == "I"):
             break
-    return last or name
+    return "::".join(p for p in parts if p) or name
 
 
-def _kernels_phrase(names: list[str], containers: int) -> str:
+def _kernels_phrase(names: list[str] | None, containers: int) -> str:
+    if names is None:
+        return f"{containers} container{'s' * (containers != 1)} (kernel names not read; --detail kernels)"
     if not names:
-        return f"{containers} container{'s' * (containers != 1)} (kernel names not read)"
+        return f"{containers} container{'s' * (containers != 1)} without kernels"
     shown = sorted({demangle(n) for n in names})
     more = len(shown) - KERNELS_SHOWN
     listed = ", ".join(shown[:KERNELS_SHOWN]) + (", ..." if more > 0 else "")
@@ -201,25 +211,27 @@ def _kernels_phrase(names: list[str], containers: int) -> str:
 
 
 def _driver_floor(pairs, os_name: str) -> tuple[tuple[int, int], str] | None:
-    """The newest CUDA release any entry needs, and its minimum driver."""
-    need: tuple[int, int] | None = None
+    """The minimum driver the entries need, and the CUDA release that sets it.
+
+    PTX needs the driver of the release that introduced its ISA (the JIT must know the ISA);
+    a cubin only needs its major release's floor (minor version compatibility)."""
+    best: tuple[tuple[int, ...], tuple[int, int], str] | None = None
     for e, _ in pairs:
-        rel = None
         try:
             if e.kind == PTX and e.code_version != (0, 0):
                 rel = arch.cuda_release_for_ptx_isa(e.code_version)
+                need = arch.min_driver(rel, os_name)
             elif e.kind == SASS and e.toolkit:
                 rel = e.toolkit
+                need = arch.min_driver(rel, os_name, kind="minor")
+            else:
+                continue
         except LookupError:
-            rel = None
-        if rel and (need is None or rel > need):
-            need = rel
-    if need is None:
-        return None
-    try:
-        return need, arch.min_driver(need, os_name)
-    except LookupError:
-        return need, "unknown"
+            rel, need = (e.code_version if e.kind == PTX else e.toolkit), "unknown"
+        key = (1 << 30,) if need == "unknown" else tuple(int(p) for p in need.split("."))
+        if best is None or key > best[0]:
+            best = (key, rel, need)
+    return None if best is None else (best[1], best[2])
 
 
 def _judge_library(lib: Library, claim: Claim | None, policy: Policy) -> LibraryVerdict:
@@ -275,7 +287,11 @@ def _judge_library(lib: Library, claim: Claim | None, policy: Policy) -> Library
             findings.append(_f("D002", lib.path, f"{lib.path} needs driver >= {floor[1]} "
                                                  f"({policy.driver_os}, CUDA {floor[0][0]}.{floor[0][1]})",
                                cuda=f"{floor[0][0]}.{floor[0][1]}", driver=floor[1]))
-            if policy.driver and floor[1] != "unknown" and not arch.driver_at_least(policy.driver, floor[1]):
+            if policy.driver and floor[1] == "unknown":
+                findings.append(_f("D001", lib.path, f"{lib.path} needs a driver archaudit cannot name (CUDA "
+                                                     f"{floor[0][0]}.{floor[0][1]} is newer than its table); "
+                                                     f"{policy.driver} cannot be verified"))
+            elif policy.driver and not arch.driver_at_least(policy.driver, floor[1]):
                 findings.append(_f("D001", lib.path, _driver_message(lib, pairs, policy, floor)))
         for name, cc in policy.gpus:
             how = _best(pairs, cc)
@@ -301,7 +317,7 @@ def _driver_message(lib: Library, pairs, policy: Policy, floor) -> str:
                        + (f" (PTX ISA {e.code_version[0]}.{e.code_version[1]})" if e.kind == PTX else "")
                        for e, t in pairs
                        if (e.kind == PTX and e.code_version != (0, 0) and _safe_rel(e.code_version) == rel)
-                       or (e.kind == SASS and e.toolkit == rel)})
+                       or (e.kind == SASS and e.toolkit == rel)} or {"its device code"})
     return (f"{lib.path} needs driver >= {need} (CUDA {rel[0]}.{rel[1]}); {policy.driver} given: "
             f"'the provided PTX was compiled with an unsupported toolchain' from "
             f"{', '.join(culprits[:4])}{' ...' if len(culprits) > 4 else ''}")
@@ -376,11 +392,12 @@ def _container_rules(lib: Library, claimed, policy: Policy, findings: list[Findi
         findings.append(_f("K001", lib.path,
                            f"{lib.path}: {_kernels_phrase(names, len(cs))} carry code only for "
                            f"{', '.join(carried)}; they fail on {', '.join('sm_' + f for f in fails)} (claimed)",
-                           kernels=names, containers=len(cs), carried=list(carried), fails=list(fails)))
+                           kernels=names or [], containers=len(cs), carried=list(carried), fails=list(fails)))
     for carried, cs in special.items():
         names = _kernel_names(e for c in cs for e in c.entries)
         findings.append(_f("K002", lib.path, f"{lib.path}: {_kernels_phrase(names, len(cs))} are specialised "
-                                             f"for {', '.join(carried)}", kernels=names, carried=list(carried)))
+                                             f"for {', '.join(carried)}", kernels=names or [],
+                                             carried=list(carried)))
 
 
 def _amd_rules(lib, amd, policy: Policy, coverage, findings) -> None:

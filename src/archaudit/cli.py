@@ -66,8 +66,9 @@ def _check_parser(sub) -> None:
     g.add_argument("-v", "--verbose", action="store_true")
     g = p.add_argument_group("reading")
     g.add_argument("-j", "--jobs", type=int, default=None, metavar="N", help="libraries read in parallel (default: cores)")
-    g.add_argument("--headers-only", action="store_true",
-                   help="read entry headers only: no payload decoding, no kernel names (faster, less verified)")
+    g.add_argument("--decode", action="store_true",
+                   help="decode and verify every device-code payload and read kernel names "
+                        "(implied by --detail kernels)")
     g.add_argument("--max-payload", type=int, default=256 << 20, metavar="BYTES",
                    help="largest single device-code payload verified in memory (default 256 MiB)")
 
@@ -241,7 +242,7 @@ def cmd_check(args) -> int:
     progress = Progress() if show else None
     stop = progress_display(progress) if progress is not None else None
     try:
-        inventories = [inventory(t, jobs=args.jobs, decode=not args.headers_only,
+        inventories = [inventory(t, jobs=args.jobs, decode=args.decode or detail == "kernels",
                                  max_payload=args.max_payload, progress=progress) for t in targets]
     finally:
         if stop is not None:

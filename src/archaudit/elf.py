@@ -55,6 +55,15 @@ class Segment:
     offset: int
     vaddr: int
     filesz: int
+    flags: int = 0
+
+    @property
+    def executable(self) -> bool:
+        return bool(self.flags & 0x1)
+
+    @property
+    def writable(self) -> bool:
+        return bool(self.flags & 0x2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +80,10 @@ class Section:
     @property
     def file_end(self) -> int:
         return self.offset + (0 if self.type == SHT_NOBITS else self.size)
+
+    @property
+    def executable(self) -> bool:
+        return bool(self.flags & 0x4)
 
 
 def is_elf(head: bytes) -> bool:
@@ -106,10 +119,10 @@ def parse_segments(table: bytes, count: int, file_size: int) -> tuple[Segment, .
         raise ElfError("program header table is truncated")
     out = []
     for i in range(count):
-        ptype, _, offset, vaddr, _, filesz, _, _ = _PHDR.unpack_from(table, i * _PHDR.size)
+        ptype, flags, offset, vaddr, _, filesz, _, _ = _PHDR.unpack_from(table, i * _PHDR.size)
         if ptype in (PT_LOAD, PT_DYNAMIC) and offset + filesz > file_size:
             raise ElfError(f"segment {i} lies outside the file")
-        out.append(Segment(ptype, offset, vaddr, filesz))
+        out.append(Segment(ptype, offset, vaddr, filesz, flags))
     return tuple(out)
 
 
@@ -119,7 +132,8 @@ def parse_sections(table: bytes, count: int, file_size: int) -> list[Section]:
     out = []
     for i in range(count):
         name, stype, flags, addr, offset, size, link, _, _, _ = _SHDR.unpack_from(table, i * _SHDR.size)
-        if stype != SHT_NOBITS and stype != 0 and offset + size > file_size:
+        # Processor-specific types (CUDA's .nv.global is 0x7000000a) may hold no file bytes.
+        if stype not in (0, SHT_NOBITS) and stype < 0x70000000 and offset + size > file_size:
             raise ElfError(f"section {i} lies outside the file")
         out.append(Section(name, stype, flags, addr, offset, size, link))
     return out

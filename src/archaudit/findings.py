@@ -92,6 +92,11 @@ _CODES = [
          "A compressed offload bundle declares more bytes than archaudit verifies in memory.",
          "Raise --max-payload if the size is genuine.",
          "libhip.so: CCOB at 0x1000 declares 4 GiB"),
+    Code("E099", ERROR, "internal error",
+         "archaudit met input it did not expect and could not verify the library. The check "
+         "fails closed rather than passing it.",
+         "Report it to archaudit with the file; the library stays unverified until then.",
+         "libfoo.so: could not be verified: internal error ValueError: ..."),
     Code("C001", ERROR, "no claim",
          "The wheel carries GPU device code (or links a GPU runtime) but no claimed architecture "
          "list reached the check, so coverage cannot be verified.",

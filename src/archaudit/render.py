@@ -6,10 +6,12 @@ import json
 from collections import Counter
 
 from .audit import Report, TargetReport, _label
-from .findings import ERROR, INFO, WARNING, Finding
+from .findings import CODES, ERROR, INFO, WARNING, Finding
 
 MARK = {ERROR: "✗", WARNING: "!", INFO: "·"}
 QUIET_INFO = {"D002"}  # summarised once per target instead of per library
+GROUPED = {"K001", "K002"}  # one line per group of containers; long libraries are cut at
+GROUP_LINES = 5
 
 
 def _claim_text(t: TargetReport) -> str:
@@ -54,8 +56,17 @@ def _target_text(t: TargetReport, detail: str, verbose: bool) -> list[str]:
             if detail in ("containers", "kernels"):
                 out.extend(_containers_text(t, v.path, detail))
     shown = [f for f in t.findings if f.code not in QUIET_INFO or verbose]
+    per_group: Counter = Counter()
     for f in shown:
+        key = (f.code, f.subject)
+        per_group[key] += 1
+        if f.code in GROUPED and per_group[key] > GROUP_LINES and not verbose:
+            continue
         out.append(f"{MARK[f.severity]} {f.code} {f.message}")
+    for (code, subject), n in per_group.items():
+        if code in GROUPED and n > GROUP_LINES and not verbose:
+            out.append(f"{MARK[CODES[code].severity]} {code} {subject}: {n - GROUP_LINES} more groups "
+                       f"(-v or --format json lists them)")
     floors = [f for f in t.findings if f.code == "D002"]
     if floors and not verbose:
         top = max(floors, key=lambda f: _driver_key(str(f.get("driver"))))

@@ -32,16 +32,17 @@ HEAD = 4 << 20  # always kept: ELF header, program headers, usually .dynstr
 SHSTR_WINDOW = 1 << 20  # bytes before the section table kept in the hope .shstrtab is there
 CLAIM_WINDOW = 4096
 DEFAULT_MAX_PAYLOAD = 256 << 20  # one entry decoded at a time, never more than this
+CHUNK_GUESS = 1 << 21  # a chunk is never larger than this; chunks ending before a skip target are not kept
 DEVICE_SUFFIXES = (".cubin", ".fatbin", ".ptx", ".hsaco")
 
 Chunks = Callable[[], Iterable[bytes]]
 
 
 class _Capture:
-    __slots__ = ("want", "stop", "out")
+    __slots__ = ("want", "stop", "out", "done")
 
-    def __init__(self, want: int, stop: int, out: bytearray):
-        self.want, self.stop, self.out = want, stop, out
+    def __init__(self, want: int, stop: int, out: bytearray, done):
+        self.want, self.stop, self.out, self.done = want, stop, out, done
 
 
 class Source:
@@ -59,9 +60,10 @@ class Source:
     def end(self) -> int:
         return self.base + len(self.buf)
 
-    def capture(self, start: int, stop: int) -> bytearray:
-        """Bytes [start, stop), filled in as they pass. Register before they pass: what has
-        already been released is not there, and the result is then shorter than asked."""
+    def capture(self, start: int, stop: int, done: Callable[[bytearray], None] | None = None) -> bytearray:
+        """Bytes [start, stop), filled in as they pass; `done` is called once they are all in.
+        Register before they pass: what has already been released is not there, and the
+        result is then shorter than asked (and `done` is not called)."""
         start, stop = max(0, start), min(self.size, stop)
         out = bytearray()
         if start >= stop or start < self.base:
@@ -69,24 +71,37 @@ class Source:
         if start < self.end:
             out += self.buf[start - self.base:min(stop, self.end) - self.base]
         if start + len(out) < stop:
-            self._captures.append(_Capture(start + len(out), stop, out))
+            self._captures.append(_Capture(start + len(out), stop, out, done))
+        elif done is not None:
+            done(out)
         return out
 
-    def _pull(self) -> bool:
+    def _pull(self, keep: bool = True) -> bool:
+        """Append the next chunk to the window (or, with keep=False, let it pass: the window
+        must be empty then)."""
         try:
             chunk = next(self._it)
         except StopIteration:
             return False
         lo = self.read
         hi = self.read = lo + len(chunk)
+        if keep:
+            self.buf += chunk
+        else:
+            del self.buf[:]
+            self.base = hi
         if self._captures:
+            finished = []
             for cap in self._captures:
                 if lo <= cap.want < hi:
                     take = chunk[cap.want - lo:min(cap.stop, hi) - lo]
                     cap.out += take
                     cap.want += len(take)
+                    if cap.want >= cap.stop and cap.done is not None:
+                        finished.append(cap)
             self._captures = [c for c in self._captures if c.want < c.stop and c.want >= hi]
-        self.buf += chunk
+            for cap in finished:
+                cap.done(cap.out)
         return True
 
     def ensure(self, stop: int) -> bool:
@@ -108,18 +123,16 @@ class Source:
             return True
         self.release(self.end)
         while self.end < pos:
-            self.base = self.end
-            self.buf = bytearray()
-            if not self._pull():
+            if not self._pull(keep=self.read + CHUNK_GUESS > pos):
                 return False
-            if self.end > pos:
-                self.release(pos)
+        self.release(pos)
         return True
 
     def drain(self) -> None:
         """Pull the rest of the stream (for captures and the verification of its end)."""
-        while self._pull():
-            self.release(self.end)
+        self.release(self.end)
+        while self._pull(keep=False):
+            pass
 
 
 class _Scan:
@@ -133,41 +146,58 @@ class _Scan:
         self.wrappers: list[tuple[int, int, int]] = []  # (record offset, version, address)
         self.problems: list[Problem] = []
         self.claims: list[str] = []
+        # Short markers cost a slow search over every library; the long one finds PyTorch's
+        # gencode string in libtorch_cuda.so, which every CUDA torch wheel ships.
+        self.markers: tuple[bytes, ...] = tuple(
+            m for m in (embedded_claim_markers() if embedded_claim_markers else ()) if len(m) >= 16)
 
     def problem(self, code: str, message: str, offset: int | None = None) -> None:
         self.problems.append(Problem(code, message, offset))
 
     # -- the pass --
-    def run(self, src: Source, want_wrappers: bool) -> None:
-        patterns: list[bytes] = [fatbin.MAGIC]
-        if want_wrappers:
-            patterns.append(fatbin.WRAPPER_MAGIC)
-        if _hip is not None:
-            patterns.extend(_hip.MAGICS)
-        markers = embedded_claim_markers() if embedded_claim_markers else ()
-        patterns.extend(markers)
-        longest = max(len(p) for p in patterns)
-        # per pattern: next occurrence at or after the cursor (-1: none up to `upto`)
-        nxt = {p: -1 for p in patterns}
-        upto = {p: 0 for p in patterns}
+    def run(self, src: Source, zones: list[tuple[int, int, tuple[bytes, ...]]]) -> None:
+        """Walk the stream zone by zone, searching each zone only for the patterns that can
+        occur there (see _zones)."""
         cursor = 0
+        for start, stop, patterns in zones:
+            if cursor >= stop:
+                continue
+            cursor = max(cursor, start)
+            if not patterns:
+                src.skip_to(stop)
+                cursor = stop
+                continue
+            cursor = self._zone(src, cursor, stop, patterns)
+        src.drain()
+        if src.read != self.size:
+            self.problem("E002", f"stream ended after {src.read} of {self.size} bytes")
+
+    def _zone(self, src: Source, cursor: int, stop: int, patterns: tuple[bytes, ...]) -> int:
+        markers = self.markers
+        nxt = {p: -1 for p in patterns}  # next occurrence at or after the cursor; -1: none up to upto[p]
+        upto = {p: cursor for p in patterns}
         while True:
             best, best_pat = -1, b""
-            for p in patterns:
+            for p in patterns:  # fatbin magic first; later patterns only up to the best so far
                 at = nxt[p]
-                if at < cursor and (at >= 0 or upto[p] < src.end):
+                limit = min(src.end, stop + len(p) - 1)
+                if best >= 0:
+                    limit = min(limit, best + len(p) - 1)
+                if at < cursor and (at >= 0 or upto[p] < limit):
                     frm = max(cursor, upto[p] - len(p) + 1) if at < 0 else cursor
-                    found = src.buf.find(p, frm - src.base)
+                    found = src.buf.find(p, frm - src.base, limit - src.base)
                     at = nxt[p] = (found + src.base) if found >= 0 else -1
-                    upto[p] = src.end
+                    upto[p] = limit
                 if at >= 0 and (best < 0 or at < best):
                     best, best_pat = at, p
             if best < 0:
-                keep = max(cursor, src.end - longest + 1)
+                if src.end >= stop + 64 or src.end >= self.size:
+                    return max(cursor, stop)
+                keep = max(cursor, src.end - 64)
                 src.release(keep)
                 cursor = keep
                 if not src._pull():
-                    break
+                    return max(cursor, stop)
                 continue
             if best_pat == fatbin.MAGIC:
                 cursor = self._container(src, best)
@@ -178,9 +208,6 @@ class _Scan:
             else:
                 cursor = self._bundle(src, best)
             src.release(cursor)
-        src.drain()
-        if src.read != self.size:
-            self.problem("E002", f"stream ended after {src.read} of {self.size} bytes")
 
     def _wrapper(self, src: Source, at: int) -> int:
         if at % 8 == 0 and src.ensure(at + fatbin.WRAPPER.size):
@@ -287,6 +314,11 @@ def scan_stream(path: str, size: int, chunks: Chunks, *, decode: bool = True,
         return _scan(path, size, chunks, decode, max_payload)
     except _ReadFailed as e:
         return Library(path, size, "other", problems=(Problem(e.code, str(e)),))
+    except MemoryError:
+        return Library(path, size, "other", problems=(Problem("E012", "ran out of memory while verifying"),))
+    except Exception as e:  # noqa: BLE001 - fail closed: an input we could not handle is unverified
+        return Library(path, size, "other", problems=(Problem(
+            "E099", f"could not be verified: internal error {type(e).__name__}: {e}"),))
 
 
 class _ReadFailed(Exception):
@@ -310,7 +342,7 @@ def _scan(path: str, size: int, chunks: Chunks, decode: bool, max_payload: int) 
         return _host_elf(path, size, src, h, chunks, decode, max_payload)
     if head.startswith(fatbin.MAGIC) or (_hip and head.startswith(_hip.MAGICS)):
         scan = _Scan(path, size, decode, max_payload)
-        scan.run(src, want_wrappers=False)
+        scan.run(src, [(0, size, _patterns(scan, code=True, data=False))])
         containers = [Container("nvidia", STANDALONE, "", o, n, e) for o, n, e in scan.found]
         containers += [_with(c, role=STANDALONE) for c in scan.bundles]
         containers.sort(key=lambda c: c.offset)
@@ -401,9 +433,27 @@ def _host_elf(path: str, size: int, src: Source, h: elf.Header, chunks: Chunks, 
     table = src.capture(sh_start, sh_stop)
     names_window = src.capture(sh_start - SHSTR_WINDOW, sh_start)
     dyn = next((s for s in segments if s.type == elf.PT_DYNAMIC), None)
-    dyn_capture = src.capture(dyn.offset, dyn.offset + dyn.filesz) if dyn else bytearray()
+    dyn_names: dict[str, object] = {}
+
+    def on_dynamic(raw: bytearray) -> None:
+        # .dynstr usually precedes .dynamic, but patchelf moves it to the end of the file.
+        entries = elf.dynamic_entries(bytes(raw))
+        strtab = next((v for t, v in entries if t == elf.DT_STRTAB), None)
+        base = elf.vaddr_to_offset(segments, strtab) if strtab is not None else None
+        offs = [v for t, v in entries if t in (elf.DT_NEEDED, elf.DT_RPATH, elf.DT_RUNPATH)]
+        if base is None or not offs:
+            return
+        lo, hi = base + min(offs), min(size, base + max(offs) + 4096)
+        dyn_names.update(entries=entries, base=base, lo=lo)
+        if lo >= src.base:
+            dyn_names["strings"] = src.capture(lo, hi)
+        elif hi <= len(head_capture):
+            dyn_names["strings"] = head_capture[lo:hi]
+
+    if dyn:
+        src.capture(dyn.offset, dyn.offset + dyn.filesz, on_dynamic)
     scan = _Scan(path, size, decode, max_payload)
-    scan.run(src, want_wrappers=True)
+    scan.run(src, _zones(scan, size, segments))
     problems = scan.problems
     sections: list[elf.Section] = []
     if h.shnum:
@@ -422,10 +472,56 @@ def _host_elf(path: str, size: int, src: Source, h: elf.Header, chunks: Chunks, 
         except elf.ElfError as e:
             problems.append(Problem(e.code, f"malformed ELF: {e}"))
             sections = []
-    needed, runpath = _dynamic(bytes(dyn_capture), segments, bytes(head_capture), notes)
+    needed, runpath = _dynamic(dyn_names, notes)
     containers = _attribute(scan, sections, segments, problems)
     return Library(path, size, "elf", tuple(containers), needed, runpath, tuple(scan.claims),
                    tuple(problems), tuple(notes))
+
+
+def _patterns(scan: _Scan, *, code: bool, data: bool, strings: bool = True) -> tuple[bytes, ...]:
+    out = [fatbin.MAGIC]
+    if data:
+        out.append(fatbin.WRAPPER_MAGIC)
+    if _hip is not None:
+        out.extend(_hip.MAGICS if code else [m for m in _hip.MAGICS if len(m) >= 16])
+    if strings:
+        out.extend(scan.markers)
+    return tuple(out)
+
+
+def _zones(scan: _Scan, size: int, segments) -> list[tuple[int, int, tuple[bytes, ...]]]:
+    """Which patterns to search where, from the program headers. With separate code segments (ld -z separate-code, the
+    default since binutils 2.31) an executable segment holds only machine code and is skipped;
+    in older layouts, where .rodata and .nv_fatbin share the executable segment, nothing is."""
+    loads = sorted((s for s in segments if s.type == elf.PT_LOAD and s.filesz), key=lambda s: s.offset)
+    everything = _patterns(scan, code=True, data=True)
+    if not loads:
+        return [(0, size, everything)]
+    # Separate-code layouts map the ELF header (offset 0) read-only and start machine code on a
+    # page of its own; older ones map header, .text, .rodata and .nv_fatbin in one R+X segment.
+    separate = not loads[0].executable and loads[0].offset == 0
+    # Bytes outside every loaded segment (.symtab, .strtab, .comment) never reach memory, so the
+    # runtime cannot register device code there: nothing to search.
+    unloaded: tuple[bytes, ...] = ()
+    zones: list[tuple[int, int, tuple[bytes, ...]]] = []
+    pos = 0
+    for seg in loads:
+        start, stop = max(seg.offset, pos), seg.offset + seg.filesz
+        if start > pos:
+            zones.append((pos, start, unloaded))
+        if stop <= start:
+            continue
+        if seg.executable:
+            pats = () if separate else everything
+        elif seg.writable:
+            pats = _patterns(scan, code=True, data=True, strings=False)
+        else:
+            pats = _patterns(scan, code=True, data=False)
+        zones.append((start, stop, pats))
+        pos = stop
+    if pos < size:
+        zones.append((pos, size, unloaded))
+    return zones
 
 
 def _fetch(chunks: Chunks, start: int, stop: int, size: int) -> bytes:
@@ -435,24 +531,20 @@ def _fetch(chunks: Chunks, start: int, stop: int, size: int) -> bytes:
     return bytes(src.buf[:stop - start])
 
 
-def _dynamic(dyn: bytes, segments, head: bytes, notes: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    if not dyn:
+def _dynamic(names: dict, notes: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    if "entries" not in names:
         return (), ()
-    entries = elf.dynamic_entries(dyn)
-    strtab = next((v for t, v in entries if t == elf.DT_STRTAB), None)
-    base = elf.vaddr_to_offset(segments, strtab) if strtab is not None else None
-    if base is None:
+    if "strings" not in names:
+        notes.append("NEEDED/RUNPATH names passed before they could be captured; not listed")
         return (), ()
-    needed, runpath = [], []
-    for tag, val in entries:
-        if tag not in (elf.DT_NEEDED, elf.DT_RPATH, elf.DT_RUNPATH):
-            continue
-        if base + val >= len(head):
-            notes.append("NEEDED/RUNPATH names lie beyond the captured head; not listed")
-            return (), ()
-        text = elf.cstring(head, base + val)
-        (needed if tag == elf.DT_NEEDED else runpath).extend(
-            [text] if tag == elf.DT_NEEDED else [p for p in text.split(":") if p])
+    strings, base, lo = bytes(names["strings"]), names["base"], names["lo"]
+    needed: list[str] = []
+    runpath: list[str] = []
+    for tag, val in names["entries"]:
+        if tag == elf.DT_NEEDED:
+            needed.append(elf.cstring(strings, base + val - lo))
+        elif tag in (elf.DT_RPATH, elf.DT_RUNPATH):
+            runpath.extend(p for p in elf.cstring(strings, base + val - lo).split(":") if p)
     return tuple(needed), tuple(runpath)
 
 

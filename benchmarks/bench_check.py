@@ -1,0 +1,106 @@
+"""Time `archaudit check` against the inflate floor, in one process, on public wheels.
+
+The floor: inflating every library member of the wheel once, in parallel across members,
+with the fastest inflater archaudit depends on (ISA-L). Nothing can be faster, since every
+deflated byte must be inflated once. The script prints each figure and the ratios; run it
+as `python benchmarks/bench_check.py WHEEL... [--rounds N] [--baseline-cuobjdump]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from archaudit import zipread
+from archaudit.artifacts import inventory, is_library_name
+from archaudit.audit import Policy, audit
+
+
+def inflate_floor(path: str, jobs: int) -> float:
+    members, _ = zipread.read_directory(path)
+    libs = sorted((m for m in members if is_library_name(m.name)), key=lambda m: -m.size)
+
+    def one(m):
+        with open(path, "rb") as f:
+            for _ in zipread.iter_member(f, m):
+                pass
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(jobs) as pool:
+        list(pool.map(one, libs))
+    return time.perf_counter() - start
+
+
+def check(path: str, jobs: int, decode: bool) -> float:
+    start = time.perf_counter()
+    audit([inventory(path, jobs=jobs, decode=decode)], None, Policy())
+    return time.perf_counter() - start
+
+
+def cuobjdump_baseline(path: str) -> float | None:
+    """The status quo: unzip the wheel, run cuobjdump -lelf -lptx on every library."""
+    tool = shutil.which("cuobjdump")
+    if tool is None:
+        try:
+            import nvidia
+            cand = os.path.join(list(nvidia.__path__)[0], "cu13", "bin", "cuobjdump")
+            tool = cand if os.path.exists(cand) else None
+        except ImportError:
+            tool = None
+    if tool is None:
+        return None
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run(["unzip", "-q", "-o", path, "-d", tmp], check=True)
+        for root, _, files in os.walk(tmp):
+            for name in files:
+                if is_library_name(name):
+                    subprocess.run([tool, "-lelf", "-lptx", os.path.join(root, name)],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("wheels", nargs="+")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--kernels", action="store_true", help="also time the per-kernel (decoding) audit")
+    ap.add_argument("--baseline-cuobjdump", action="store_true", help="also time unzip + cuobjdump once")
+    args = ap.parse_args()
+    print(f"python {sys.version.split()[0]}, inflater {zipread.INFLATER}, jobs {args.jobs}, "
+          f"cpus {os.cpu_count()}, rounds {args.rounds}")
+    for path in args.wheels:
+        floors, checks, kernels = [], [], []
+        for _ in range(args.rounds):  # interleaved, so drift hits every figure alike
+            floors.append(inflate_floor(path, args.jobs))
+            checks.append(check(path, args.jobs, decode=False))
+            if args.kernels:
+                kernels.append(check(path, args.jobs, decode=True))
+        f, c = statistics.median(floors), statistics.median(checks)
+        line = (f"{os.path.basename(path)}: floor {f:.2f} s, check {c:.2f} s, "
+                f"check/floor {statistics.median(a / b for a, b in zip(checks, floors)):.2f}")
+        if kernels:
+            k = statistics.median(kernels)
+            line += (f", kernels {k:.2f} s, kernels/check "
+                     f"{statistics.median(a / b for a, b in zip(kernels, checks)):.2f}")
+        if args.baseline_cuobjdump:
+            base = cuobjdump_baseline(path)
+            if base is not None:
+                line += f", unzip+cuobjdump {base:.2f} s, speed-up {base / c:.1f}x"
+        print(line, flush=True)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"peak RSS of this process: {peak:.0f} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
