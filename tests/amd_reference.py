@@ -92,8 +92,8 @@ def ccob_v3_decode(piece: bytes, tmpdir: str) -> tuple[bytes, int]:
 @dataclass
 class RefEntry:
     ident: str
-    size: int
-    sha: str
+    size: int | None  # None: the bundler listed the entry but could not extract it
+    sha: str | None
     target: str | None  # from llvm-readelf, when available
     kernels: frozenset[str] | None
 
@@ -118,14 +118,19 @@ def reference_bundle(piece: bytes, with_entries: bool = True) -> list[RefEntry] 
         if not with_entries:
             return ids
         outs = [os.path.join(tmp, f"co{i}") for i in range(len(ids))]
+        # --allow-missing-bundles: a bundler older than a processor (clang 19 and
+        # gfx950) does not recognise its entry; that entry comes back as None
         subprocess.run(
-            [BUNDLER, "--unbundle", "--type=o", f"--input={inp}", "--targets=" + ",".join(ids),
-             *(f"--output={o}" for o in outs)],
+            [BUNDLER, "--unbundle", "--allow-missing-bundles", "--type=o", f"--input={inp}",
+             "--targets=" + ",".join(ids), *(f"--output={o}" for o in outs)],
             check=True, capture_output=True,
         )
         os.unlink(inp)
         res = []
         for ident, path in zip(ids, outs):
+            if not os.path.exists(path) or os.path.getsize(path) == 0:
+                res.append(RefEntry(ident, None, None, None, None))
+                continue
             with open(path, "rb") as f:
                 co = f.read()
             target = kernels = None

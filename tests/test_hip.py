@@ -109,6 +109,7 @@ def test_fixture_agrees_with_reference(path):
         assert sorted(mine) == sorted(r.ident for r in refs)
         for r in refs:
             e = mine[r.ident]
+            assert r.size is not None, f"the reference bundler could not extract {r.ident}"
             assert e.size == r.size
             if e.compression == "none":
                 assert hashlib.sha256(data[e.offset : e.offset + e.size]).hexdigest() == r.sha
