@@ -153,6 +153,8 @@ def test_real_wheel_hip_code_read_fully(name, version):
     assert libs > 0, f"{name}: no library with .hip_fatbin"
     if ref.BUNDLER is None:
         pytest.skip("read fully; clang-offload-bundler not installed for the entry-by-entry comparison")
+    if compared == 0 and ref.ZSTD is None:
+        pytest.skip("read fully; the zstd command (for CCOB v3) not installed for the comparison")
     assert compared > 0
 
 
