@@ -170,32 +170,34 @@ def _directory_jobs(root: str) -> tuple[list[_Job], list[Problem]]:
     jobs_list: list[_Job] = []
     problems: list[Problem] = []
     real_root = os.path.realpath(root)
-    seen: set[tuple[int, int]] = set()
+    candidates: list[tuple[bool, str, str]] = []  # (is a link, relative path, full path)
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         dirnames.sort()
-        for name in sorted(filenames) + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
-            full = os.path.join(dirpath, name)
-            rel = os.path.relpath(full, root).replace(os.sep, "/")
-            if not is_library_name(name):
+        for name in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
+            if is_library_name(name):
+                full = os.path.join(dirpath, name)
+                rel = os.path.relpath(full, root).replace(os.sep, "/")
+                candidates.append((os.path.islink(full), rel, full))
+    seen: set[tuple[int, int]] = set()
+    for is_link, rel, full in sorted(candidates):  # real files first: a link names its target
+        try:
+            st = os.stat(full)  # follows links: a link to a library is that library
+        except OSError as e:
+            problems.append(Problem("E003", f"{rel}: unreadable or a broken/looping link ({e.strerror})"))
+            continue
+        if is_link:
+            target = os.path.realpath(full)
+            if not (target == real_root or target.startswith(real_root + os.sep)):
+                problems.append(Problem("E003", f"{rel}: symbolic link points outside the target"))
                 continue
-            try:
-                st = os.stat(full)  # follows links: a link to a library is that library
-            except OSError as e:
-                problems.append(Problem("E003", f"{rel}: unreadable or a broken/looping link ({e.strerror})"))
-                continue
-            if os.path.islink(full):
-                target = os.path.realpath(full)
-                if not (target == real_root or target.startswith(real_root + os.sep)):
-                    problems.append(Problem("E003", f"{rel}: symbolic link points outside the target"))
-                    continue
-            if not stat.S_ISREG(st.st_mode):
-                problems.append(Problem("E003", f"{rel}: not a regular file"))
-                continue
-            key = (st.st_dev, st.st_ino)
-            if key in seen:  # libfoo.so -> libfoo.so.1: audit the file once
-                continue
-            seen.add(key)
-            jobs_list.append(_file_job(full, rel, st.st_size))
+        if not stat.S_ISREG(st.st_mode):
+            problems.append(Problem("E003", f"{rel}: not a regular file"))
+            continue
+        key = (st.st_dev, st.st_ino)
+        if key in seen:  # libfoo.so -> libfoo.so.1: audit the file once
+            continue
+        seen.add(key)
+        jobs_list.append(_file_job(full, rel, st.st_size))
     return jobs_list, problems
 
 

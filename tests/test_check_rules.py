@@ -1,0 +1,266 @@
+"""The audit rule, end to end through the CLI, on nvcc-built fixtures."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import zipfile
+
+import pytest
+
+import oracle
+from archaudit.cli import example_wheel, main
+
+BIN = oracle.FIXTURES
+
+
+def run(capsys, *args: str) -> tuple[int, dict]:
+    rc = main(["check", "-q", "--format", "json", "--no-config", *args])
+    out = capsys.readouterr().out
+    return rc, json.loads(out)
+
+
+def codes(report: dict) -> list[str]:
+    return [f["code"] for t in report["targets"] for f in t["findings"]]
+
+
+def findings(report: dict, code: str) -> list[dict]:
+    return [f for t in report["targets"] for f in t["findings"] if f["code"] == code]
+
+
+def lib(name: str) -> str:
+    return str(BIN / name)
+
+
+def test_example_wheel_shows_the_pass_line_and_the_failure_line(capsys):
+    rc = main(["check", "-q", "--no-config", "--example", "--arch", "80;90"])
+    text = capsys.readouterr().out
+    assert rc == 1
+    assert "gpu_example/libkernels.so" in text and "✓ 80 90" in text
+    assert ("✗ G001 gpu_example/libshim.so claims GPU architectures ['80', '90'] but only carries "
+            "device code for ['80']; a model would fail on hardware needing ['90']") in text
+
+
+def test_example_wheel_passes_when_the_claim_is_what_it_carries(capsys):
+    rc, rep = run(capsys, example_wheel(), "--arch", "80")
+    assert rc == 0 and rep["passed"]
+    assert [lib["status"] for lib in rep["targets"][0]["libraries"]] == ["pass", "pass"]
+
+
+def test_library_union_passes_but_a_kernel_fails(capsys):
+    """kern.o has sm_80/sm_90/compute_90, mul.o only sm_80: union covers 90, `mul` does not."""
+    rc, rep = run(capsys, lib("lib_multiobj.so"), "--arch", "80,90", "--detail", "kernels")
+    assert rc == 1
+    assert "G001" not in codes(rep)  # the library as a whole carries sm_90
+    (k,) = findings(rep, "K001")
+    assert [n[:6] for n in k["data"]["kernels"]] == ["_Z3mul"] and k["data"]["fails"] == ["90"]
+    assert "1 kernel (mul) carry code only for sm_80; they fail on sm_90 (claimed)" in k["message"]
+
+
+def test_rdc_library_fails_per_kernel_too(capsys):
+    rc, rep = run(capsys, lib("lib_multiobj_rdc.so"), "--arch", "80,90", "--detail", "kernels")
+    assert rc == 1
+    ks = findings(rep, "K001")
+    assert any(n.startswith("_Z3mul") for k in ks for n in k["data"]["kernels"])
+
+
+def test_per_container_rule_without_decoding_still_finds_the_gap(capsys):
+    rc, rep = run(capsys, lib("lib_multiobj.so"), "--arch", "80,90")
+    assert rc == 1 and codes(rep).count("K001") == 1
+
+
+def test_hopper_only_library_is_specialised_not_a_gap(capsys):
+    rc, rep = run(capsys, lib("lib_hopper_only.so"), "--arch", "80,90")
+    assert rc == 0
+    (g,) = findings(rep, "G005")
+    assert g["data"]["serves"] == ["9.0"]
+    rc, rep = run(capsys, lib("lib_hopper_only.so"), "--arch", "80,90", "--strict")
+    assert rc == 1 and findings(rep, "G001")[0]["data"]["missing"] == ["80"]
+
+
+def test_hopper_only_container_is_specialised_unless_strict_kernels(capsys):
+    rc, rep = run(capsys, lib("lib_mixed_specialised.so"), "--arch", "80,90", "--detail", "kernels")
+    assert rc == 0
+    (k,) = findings(rep, "K002")
+    assert k["data"]["kernels"] == ["_Z11hopper_onlyPfi"]
+    rc, rep = run(capsys, lib("lib_mixed_specialised.so"), "--arch", "80,90", "--strict-kernels")
+    assert rc == 1 and findings(rep, "K001")[0]["data"]["fails"] == ["80"]
+
+
+@pytest.mark.parametrize("claim,rc,code", [
+    ("90", 0, "G002"),       # compute_90 PTX JITs on 9.0
+    ("90;100;120", 0, "G002"),  # ... and on every newer GPU
+    ("80,90", 1, "G001"),    # never downward
+])
+def test_ptx_runs_on_equal_or_newer_only(capsys, claim, rc, code):
+    got, rep = run(capsys, lib("lib_ptx90.so"), "--arch", claim)
+    assert got == rc and code in codes(rep)
+
+
+def test_arch_specific_ptx_runs_only_on_its_architecture(capsys):
+    rc, rep = run(capsys, lib("lib_ptx90a.so"), "--arch", "90,100", "--strict")
+    assert rc == 1 and findings(rep, "G001")[0]["data"]["missing"] == ["100"]
+
+
+def test_sass_runs_on_newer_minor_but_not_on_tegra_or_a_new_major(capsys):
+    assert run(capsys, lib("lib_sm80.so"), "--arch", "8.6 8.9")[0] == 0
+    rc, rep = run(capsys, lib("lib_sm80.so"), "--arch", "8.0 8.7 9.0")
+    assert rc == 1 and findings(rep, "G001")[0]["data"]["missing"] == ["87", "90"]
+
+
+def test_family_code_runs_within_its_family(capsys):
+    assert run(capsys, lib("lib_sm100f.so"), "--arch", "100;103", "--strict")[0] == 0
+    rc, rep = run(capsys, lib("lib_sm100f.so"), "--arch", "100;110;120", "--strict")
+    assert findings(rep, "G001")[0]["data"]["missing"] == ["110", "120"]
+
+
+def test_relocatable_code_never_counts_as_coverage(capsys):
+    rc, rep = run(capsys, lib("lib_rdc.so"), "--arch", "80,90")
+    assert rc == 1 and findings(rep, "G001")[0]["data"]["missing"] == ["90"]
+    assert "G007" in codes(rep)
+
+
+def test_exact_fails_on_architectures_carried_but_not_claimed(capsys):
+    rc, rep = run(capsys, lib("lib_multi.so"), "--arch", "75;80;86;89;90;100", "--exact")
+    assert rc == 1 and findings(rep, "G003")[0]["data"]["extra"] == ["120"]
+    # the kernel-less sm_75 device-link cubin of lib_multiobj is not "carried" code
+    rc, rep = run(capsys, lib("lib_multiobj.so"), "--arch", "80,90", "--exact", "--detail", "kernels")
+    assert "G003" not in codes(rep)
+
+
+def test_require_ptx_newest(capsys):
+    assert run(capsys, lib("lib_multi.so"), "--arch", "75;80;90;120", "--require-ptx", "newest")[0] == 0
+    rc, rep = run(capsys, lib("lib_sm80.so"), "--arch", "80", "--require-ptx", "newest")
+    assert rc == 1 and findings(rep, "G004")[0]["data"]["newest"] == "80"
+
+
+def test_driver_floor_and_driver_check(capsys):
+    rc, rep = run(capsys, lib("lib_ptx90.so"), "--arch", "90")
+    (floor,) = findings(rep, "D002")
+    assert floor["data"]["cuda"] == "13.0"  # PTX ISA 9.0 came with CUDA 13.0
+    rc, rep = run(capsys, lib("lib_ptx90.so"), "--arch", "90", "--driver", "550.54.15")
+    assert rc == 1
+    (d,) = findings(rep, "D001")
+    assert "unsupported toolchain" in d["message"] and "compute_90 (PTX ISA 9.0)" in d["message"]
+    assert run(capsys, lib("lib_ptx90.so"), "--arch", "90", "--driver", floor["data"]["driver"])[0] == 0
+
+
+def test_gpu_answers_per_library(capsys):
+    rc, rep = run(capsys, example_wheel(), "--arch", "80", "--gpu", "H100")
+    runs = {f["subject"]: f["data"]["runs"] for f in findings(rep, "G008") + findings(rep, "G009")}
+    assert runs == {"gpu_example/libkernels.so": "native", "gpu_example/libshim.so": "none"}
+    assert rc == 1
+    rc, rep = run(capsys, lib("lib_ptx90.so"), "--arch", "90", "--gpu", "sm_100")
+    assert {f["data"]["runs"] for f in findings(rep, "G008")} == {"jit"}
+
+
+def test_cpu_library_passes_without_a_claim(capsys):
+    rc = main(["check", "-q", "--no-config", lib("lib_host.so")])
+    assert rc == 0 and "CPU wheel: no device code to verify" in capsys.readouterr().out
+
+
+def test_gpu_library_without_a_claim_fails_closed(capsys):
+    rc, rep = run(capsys, lib("lib_sm80.so"))
+    assert rc == 1 and codes(rep) == ["C001", "D002"] or "C001" in codes(rep)
+
+
+def test_claim_given_but_no_device_code_fails_closed(capsys):
+    rc, rep = run(capsys, lib("lib_host.so"), "--arch", "80")
+    assert rc == 1 and "G006" in codes(rep)
+
+
+def test_claim_from_environment(capsys, monkeypatch):
+    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "8.0 9.0+PTX")
+    rc, rep = run(capsys, lib("lib_sm80.so"), "--arch-from-env", "TORCH_CUDA_ARCH_LIST")
+    assert rc == 1 and rep["targets"][0]["claim"]["source"] == "environment TORCH_CUDA_ARCH_LIST"
+    rc = main(["check", "-q", "--no-config", lib("lib_sm80.so"), "--arch-from-env", "UNSET_VARIABLE_X"])
+    assert rc == 2
+
+
+def test_claim_from_pyproject(capsys, tmp_path, monkeypatch):
+    (tmp_path / "pyproject.toml").write_text('[tool.archaudit]\ncuda-archs = "80;90"\n')
+    sub = tmp_path / "a" / "b"
+    sub.mkdir(parents=True)
+    monkeypatch.chdir(sub)  # found upward, like other pypa tools
+    rc = main(["check", "-q", "--format", "json", lib("lib_sm80.so")])
+    rep = json.loads(capsys.readouterr().out)
+    assert rc == 1 and "[tool.archaudit] cuda-archs" in rep["targets"][0]["claim"]["source"]
+    assert findings(rep, "G001")[0]["data"]["missing"] == ["90"]
+    rc = main(["check", "-q", "--format", "json", lib("lib_sm80.so"), "--arch", "80"])  # flag overrides
+    assert rc == 0
+
+
+def test_unparseable_claim_is_a_usage_error(capsys):
+    rc = main(["check", "-q", "--no-config", lib("lib_sm80.so"), "--arch", "sm_8x"])
+    assert rc == 2 and "C002" in capsys.readouterr().err
+
+
+def test_directory_target_and_symlinked_libraries(capsys, tmp_path):
+    shutil.copy(BIN / "lib_sm80.so", tmp_path / "libfoo.so.1")
+    os.symlink("libfoo.so.1", tmp_path / "libfoo.so")
+    rc, rep = run(capsys, str(tmp_path), "--arch", "80")
+    assert rc == 0 and [x["path"] for x in rep["targets"][0]["libraries"]] == ["libfoo.so.1"]
+
+
+def test_installed_distribution_target(capsys):
+    """archaudit itself is installed: a CPU distribution with one GPU example wheel as data."""
+    rc = main(["check", "-q", "--no-config", "archaudit"])
+    assert rc == 0 and "CPU wheel" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("make,code,want_rc", [
+    ("truncated_wheel", "E002", 2),
+    ("not_elf_so", "E010", 1),
+    ("corrupted_fatbin_size", "E011", 1),
+    ("empty_dir", "E001", 2),
+    ("missing", "E001", 2),
+])
+def test_bad_input_is_a_clear_finding_not_a_traceback(capsys, tmp_path, make, code, want_rc):
+    if make == "truncated_wheel":
+        data = open(example_wheel(), "rb").read()
+        target = tmp_path / "x-1.0-py3-none-any.whl"
+        target.write_bytes(data[: len(data) // 2])
+    elif make == "not_elf_so":
+        target = tmp_path / "libfake.so"
+        target.write_text("INPUT(-lfoo)\n")  # a linker script named .so
+    elif make == "corrupted_fatbin_size":
+        data = bytearray((BIN / "lib_sm80.so").read_bytes())
+        at = data.find(b"\x50\xed\x55\xba")
+        data[at + 8:at + 16] = (2**40).to_bytes(8, "little")
+        target = tmp_path / "libbad.so"
+        target.write_bytes(bytes(data))
+    elif make == "empty_dir":
+        target = tmp_path / "empty"
+        target.mkdir()
+    else:
+        target = tmp_path / "nope.whl"
+    rc = main(["check", "-q", "--no-config", "--format", "json", str(target), "--arch", "80"])
+    captured = capsys.readouterr()
+    assert rc == want_rc and "Traceback" not in captured.err
+    assert code in [f["code"] for t in json.loads(captured.out)["targets"] for f in t["findings"]]
+
+
+def test_wheel_members_are_read_in_place(capsys, tmp_path, monkeypatch):
+    """check writes nothing: no extraction, not even to a temporary directory."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    before = sorted(os.listdir(tmp_path))
+    run(capsys, example_wheel(), "--arch", "80,90")
+    assert sorted(os.listdir(tmp_path)) == before
+
+
+def test_cuda_fixtures_in_a_wheel_match_the_same_files_on_disk(capsys, tmp_path):
+    """The streaming wheel path and the plain file path give the same libraries."""
+    names = ["lib_multi.so", "lib_rdc.so", "lib_multiobj.so", "lib_cmp_speed_all.so", "lib_host.so"]
+    whl = tmp_path / "fx-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(whl, "w", zipfile.ZIP_DEFLATED) as z:
+        for n in names:
+            z.write(BIN / n, f"fx/{n}")
+    d = tmp_path / "tree" / "fx"
+    d.mkdir(parents=True)
+    for n in names:
+        shutil.copy(BIN / n, d / n)
+    a = run(capsys, str(whl), "--arch", "80", "--detail", "kernels")[1]["targets"][0]["libraries"]
+    b = run(capsys, str(tmp_path / "tree"), "--arch", "80", "--detail", "kernels")[1]["targets"][0]["libraries"]
+    assert a == b
