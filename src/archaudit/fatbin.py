@@ -214,9 +214,9 @@ def cubin_facts(data: bytes) -> tuple[str, tuple[str, ...], tuple[int, int] | No
     arch = (h.flags >> 8) & 0xFF if h.abiversion >= 8 else h.flags & 0xFF
     kernels = []
     for name, info, other, _, sec in small.symbols():
-        # Kernels are global functions in their own .text.<name> section, marked as entries.
-        if info & 0xF == 2 and info >> 4 in (1, 2) and sec is not None \
-                and sec.name.startswith(".text.") and other & 0x10:
+        # Kernels are functions (of any binding: static kernels are local) in their own
+        # .text.<name> section, marked as entries (STO_CUDA_ENTRY).
+        if info & 0xF == 2 and sec is not None and sec.name.startswith(".text.") and other & 0x10:
             kernels.append(name)
     suffix = "a" if _compat_arch_specific(small) else ""
     return f"sm_{arch}{suffix}", tuple(sorted(set(kernels))), _toolkit(small)
