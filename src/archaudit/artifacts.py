@@ -66,7 +66,7 @@ class _Job:
     chunks: Callable[[], Iterator[bytes]]
 
 
-def inventory(target: str, *, jobs: int | None = None, decode: bool = True,
+def inventory(target: str, *, jobs: int | None = None, decode: bool = False,
               max_payload: int = DEFAULT_MAX_PAYLOAD, progress: Progress | None = None) -> TargetInventory:
     """Inventory one target: a wheel, a directory, a device-code or library file, or a
     distribution name."""

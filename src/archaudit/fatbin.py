@@ -177,6 +177,31 @@ def decode_payload(h: EntryHeader, payload: bytes | memoryview, where: int,
     return out
 
 
+def check_payload_start(h: EntryHeader, first: bytes, where: int) -> None:
+    """Cheap checks on a payload's first (up to 64) bytes, for audits that do not decode."""
+    comp = h.compression
+    if comp == "none" and h.kind == SASS:
+        if len(first) < 52 or first[:4] != b"\x7fELF":
+            raise FatbinError("E014", f"{h.target} payload is not an ELF cubin", where)
+        machine = struct.unpack_from("<H", first, 18)[0]
+        if machine != elf.EM_CUDA:
+            raise FatbinError("E014", f"{h.target} payload is not a CUDA ELF (e_machine {machine})", where)
+        flags = struct.unpack_from("<I", first, 48)[0]
+        arch = (flags >> 8) & 0xFF if first[8] >= 8 else flags & 0xFF
+        if arch != h.arch:
+            raise FatbinError("E014", f"cubin says sm_{arch}, entry header says {h.target}", where)
+    elif comp == "zstd":
+        if first[:4] != b"\x28\xb5\x2f\xfd":
+            raise FatbinError("E012", f"{h.target} zstd payload does not start with a zstd frame", where)
+        try:
+            content = zstandard.get_frame_parameters(first).content_size
+        except zstandard.ZstdError:
+            raise FatbinError("E012", f"{h.target} zstd frame header is corrupt", where) from None
+        if content not in (zstandard.CONTENTSIZE_UNKNOWN, h.uncompressed_size):
+            raise FatbinError("E012", f"{h.target} zstd frame declares {content} bytes, header says "
+                                      f"{h.uncompressed_size}", where)
+
+
 def _zstd_bounded(data: bytes, declared: int) -> bytes:
     """Decode a zstd frame without ever producing more than declared + 1 bytes."""
     content = zstandard.get_frame_parameters(data).content_size

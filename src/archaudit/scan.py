@@ -275,6 +275,15 @@ class _Scan:
         self.found.append((at, head.total, tuple(entries)))
         return end
 
+    def _frame_check(self, src: Source, pos: int, payload_at: int, eh: fatbin.EntryHeader) -> None:
+        """Without decoding, still check what the payload's first bytes promise: a raw cubin is
+        a CUDA ELF for the header's architecture; a zstd frame declares the header's size."""
+        head = min(eh.payload_size, 64)
+        if not src.ensure(payload_at + head):
+            raise fatbin.FatbinError("E011", "file ends inside an entry payload", pos)
+        first = bytes(src.buf[payload_at - src.base:payload_at - src.base + head])
+        fatbin.check_payload_start(eh, first, pos)
+
     def _entry(self, src: Source, pos: int, eh: fatbin.EntryHeader, ident: str) -> Entry:
         kind = eh.kind
         payload_at = pos + eh.header_size
@@ -282,6 +291,8 @@ class _Scan:
                      compression=eh.compression, stored_size=eh.stored_size, size=eh.size,
                      offset=pos, identifier=ident, debug=bool(eh.flags & fatbin.FLAG_DEBUG))
         if not self.decode or kind == "lto":
+            if kind != "lto":
+                self._frame_check(src, pos, payload_at, eh)
             src.skip_to(payload_at + eh.payload_size)
             return Entry(**entry)
         if eh.payload_size > self.max_payload or eh.size > self.max_payload:
@@ -307,7 +318,7 @@ class _Scan:
         return Entry(**entry, kernels=kernels, decoded=True)
 
 
-def scan_stream(path: str, size: int, chunks: Chunks, *, decode: bool = True,
+def scan_stream(path: str, size: int, chunks: Chunks, *, decode: bool = False,
                 max_payload: int = DEFAULT_MAX_PAYLOAD) -> Library:
     """Inventory one file from a factory of its byte chunks (called again only if needed)."""
     try:
