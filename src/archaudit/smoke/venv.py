@@ -1,0 +1,124 @@
+"""A throwaway virtual environment with the wheel under test installed in it.
+
+uv when it is on PATH, else the standard library's venv and that environment's pip. The
+environment lives in a fresh temporary directory that is removed on every way out: success,
+a failed install, an exception, Ctrl-C or SIGTERM (main_smoke turns SIGTERM into an
+exception so the removal runs).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+
+INSTALL_TIMEOUT = 1800.0
+WHEEL_NAME = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)(-\d[^-]*)?-[^-]+-[^-]+-[^-]+\.whl$")
+
+
+class InstallError(Exception):
+    """The target could not be installed: unusable input (exit status 2)."""
+
+
+@dataclass(frozen=True)
+class Environment:
+    python: str  # the interpreter every probe child runs
+    description: str  # "fresh venv (uv)", "installed environment", ...
+    root: str | None  # the temporary directory, removed by close(); None for the current env
+
+
+def wheel_distribution(path: str) -> tuple[str, str]:
+    """(distribution name, version) from a wheel's file name (PEP 427)."""
+    m = WHEEL_NAME.match(os.path.basename(path))
+    if not m:
+        raise InstallError(f"{os.path.basename(path)} is not a wheel file name "
+                           "(name-version[-build]-python-abi-platform.whl)")
+    return m["name"], m["version"]
+
+
+def _run(cmd: list[str], what: str, env: dict | None = None) -> None:
+    try:
+        proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              timeout=INSTALL_TIMEOUT, env=env)
+    except subprocess.TimeoutExpired:
+        raise InstallError(f"{what} did not finish in {INSTALL_TIMEOUT:g} s") from None
+    except OSError as exc:
+        raise InstallError(f"{what} could not start: {exc}") from None
+    if proc.returncode != 0:
+        out = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
+        tail = "\n".join(out[-15:])
+        raise InstallError(f"{what} failed (exit status {proc.returncode}):\n{tail}")
+
+
+def _pip_can_target(python: str, env: dict) -> bool:
+    """True when python's pip has --python (pip 22.3 and later)."""
+    try:
+        out = subprocess.run([python, "-m", "pip", "--version"], capture_output=True, text=True,
+                             timeout=120, env=env, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    m = re.match(r"pip (\d+)\.(\d+)", out.stdout)
+    return out.returncode == 0 and bool(m) and (int(m[1]), int(m[2])) >= (22, 3)
+
+
+def create(wheel: str, *, system_site_packages: bool, base_python: str | None = None) -> Environment:
+    """A fresh environment with wheel installed; the caller must close() it."""
+    if not os.path.isfile(wheel):
+        raise InstallError(f"{wheel}: no such file")
+    wheel = os.path.abspath(wheel)
+    wheel_distribution(wheel)
+    base_python = base_python or sys.executable
+    root = tempfile.mkdtemp(prefix="archaudit-smoke-env-")
+    try:
+        envdir = os.path.join(root, "venv")
+        python = os.path.join(envdir, "bin", "python")
+        uv = shutil.which("uv")
+        env = dict(os.environ)
+        env.pop("VIRTUAL_ENV", None)
+        env.pop("PYTHONPATH", None)
+        if uv:
+            cmd = [uv, "venv", "--quiet", "--python", base_python]
+            if system_site_packages:
+                cmd.append("--system-site-packages")
+            _run(cmd + [envdir], "uv venv", env)
+            pip = [uv, "pip", "install", "--quiet", "--python", python]
+            tool = "uv"
+        else:
+            cmd = [base_python, "-m", "venv"]
+            if system_site_packages:
+                cmd.append("--system-site-packages")
+            if _pip_can_target(base_python, env):
+                # no ensurepip (slow, and missing from some system Pythons): this
+                # interpreter's own pip installs into the new environment
+                _run(cmd + ["--without-pip", envdir], "python -m venv", env)
+                pip = [base_python, "-m", "pip", "--python", python, "install", "--quiet",
+                       "--disable-pip-version-check", "--no-input"]
+            else:
+                _run(cmd + [envdir], "python -m venv", env)
+                pip = [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                       "--no-input"]
+            tool = "venv + pip"
+        # The wheel itself always goes into the new environment, even where the system
+        # site-packages already hold the same version; then its dependencies, which a
+        # --system-site-packages environment may already satisfy without an index.
+        reinstall = ["--reinstall"] if uv else ["--ignore-installed"]
+        _run(pip + ["--no-deps"] + reinstall + [wheel], f"installing {os.path.basename(wheel)}", env)
+        _run(pip + [wheel], f"installing the dependencies of {os.path.basename(wheel)}", env)
+        desc = f"fresh venv ({tool}{', system site-packages' if system_site_packages else ''})"
+        return Environment(python=python, description=desc, root=root)
+    except BaseException:
+        shutil.rmtree(root, ignore_errors=True)
+        raise
+
+
+def current() -> Environment:
+    return Environment(python=sys.executable, description="installed (current environment)", root=None)
+
+
+def close(env: Environment) -> None:
+    if env.root:
+        shutil.rmtree(env.root, ignore_errors=True)
