@@ -20,6 +20,14 @@ KEYS = {
 }
 
 
+# Keys whose value is one string (of these choices, when listed).
+_SCALARS = {
+    "cuda-archs-style": ("auto", "cmake", "torch", "nvcc", "list"), "driver": (),
+    "require-ptx": ("newest",), "driver-os": ("linux", "windows"),
+    "detail": ("libraries", "containers", "kernels"), "format": (),
+}
+
+
 class ConfigError(Exception):
     """The configuration file is unreadable or has a wrong key or value (exit 2)."""
 
@@ -42,9 +50,10 @@ def find_pyproject(start: str | None = None) -> str | None:
             try:
                 with open(candidate, "rb") as f:
                     data = tomllib.load(f)
-            except (OSError, tomllib.TOMLDecodeError):
+            except (OSError, ValueError):  # TOMLDecodeError and UnicodeDecodeError are ValueErrors
                 data = {}
-            if "archaudit" in data.get("tool", {}):
+            tool = data.get("tool", {})
+            if isinstance(tool, dict) and "archaudit" in tool:
                 return candidate
         parent = os.path.dirname(here)
         if parent == here:
@@ -62,9 +71,10 @@ def load(path: str | None = None, *, discover: bool = True) -> Config:
             data = tomllib.load(f)
     except OSError as e:
         raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
-    except tomllib.TOMLDecodeError as e:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise ConfigError(f"{path}: not valid TOML: {e}") from None
-    table = data.get("tool", {}).get("archaudit", {})
+    tool = data.get("tool", {})
+    table = tool.get("archaudit", {}) if isinstance(tool, dict) else None
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [tool.archaudit] must be a table")
     unknown = sorted(set(table) - KEYS)
@@ -76,10 +86,20 @@ def load(path: str | None = None, *, discover: bool = True) -> Config:
     for key in ("select", "ignore", "require-device-code", "gpus", "amd-archs"):
         if key in table and not (isinstance(table[key], list) and all(isinstance(x, str) for x in table[key])):
             raise ConfigError(f"{path}: {key} must be a list of strings")
-    if "cuda-archs" in table and not isinstance(table["cuda-archs"], (str, list)):
+    if "cuda-archs" in table and not (isinstance(table["cuda-archs"], str) or (
+            isinstance(table["cuda-archs"], list) and all(isinstance(x, str) for x in table["cuda-archs"]))):
         raise ConfigError(f"{path}: cuda-archs must be a string or a list of strings")
+    for key, choices in _SCALARS.items():
+        if key in table and not (isinstance(table[key], str) and (not choices or table[key] in choices)):
+            raise ConfigError(f"{path}: {key} must be " + (f"one of {', '.join(choices)}" if choices else "a string"))
+    if "cuda-version" in table and (isinstance(table["cuda-version"], bool)
+                                    or not isinstance(table["cuda-version"], (str, int, float))):
+        raise ConfigError(f"{path}: cuda-version must be a string such as \"13.0\"")
+    if not isinstance(table.get("ignore-library", []), list):
+        raise ConfigError(f"{path}: ignore-library must be a list of tables")
     for rule in table.get("ignore-library", []):
         if not isinstance(rule, dict) or not {"code", "library"} <= set(rule) \
-                or not set(rule) <= {"code", "library", "reason"}:
+                or not set(rule) <= {"code", "library", "reason"} \
+                or not all(isinstance(v, str) for v in rule.values()):
             raise ConfigError(f"{path}: each ignore-library entry needs code and library (and a reason)")
     return Config(path, table)
