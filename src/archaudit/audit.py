@@ -408,7 +408,7 @@ def _amd_rules(lib, amd, policy: Policy, coverage, findings) -> None:
         return
     missing = []
     for want in policy.amd_claim:
-        ok = any(_gfx.runs_on(t, want) for t in targets) if _gfx else False
+        ok = _amd_runs(targets, want) if _gfx else False
         coverage.append((want, "native" if ok else "none"))
         if not ok:
             missing.append(want)
@@ -421,6 +421,19 @@ def _amd_rules(lib, amd, policy: Policy, coverage, findings) -> None:
         ok = any(_gfx.runs_on(t, gfx_target) for t in targets) if _gfx else False
         findings.append(_f("G008" if ok else "G009", lib.path,
                            f"{lib.path} on {name} ({gfx_target}): {'native' if ok else 'not at all'}"))
+
+
+def _amd_runs(targets, want: str) -> bool:
+    """Whether code for one of `targets` runs on the claimed `want`; a generic claim (such as
+    gfx11-generic) stands for every GPU of its family."""
+    if not _gfx.is_generic(want):
+        return any(_gfx.runs_on(t, want) for t in targets)
+    features = _gfx.parse_target(want).features
+    for proc in _gfx.family(want):
+        gpu = proc + "".join(f":{n}{'+' if v else '-'}" for n, v in features if _gfx.processors()[proc].supports(n))
+        if not any(_gfx.runs_on(t, gpu) for t in targets):
+            return False
+    return True
 
 
 def _embedded_claim(inv: TargetInventory) -> tuple[Claim | None, list[Finding]]:
