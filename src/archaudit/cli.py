@@ -147,7 +147,14 @@ def _gpus(names: list[str]) -> tuple[tuple[tuple[str, tuple[int, int]], ...], tu
             amd.append((name, amd_found[0].target if hasattr(amd_found[0], "target") else str(amd_found[0])))
             continue
         if name.lower().startswith("gfx"):
-            amd.append((name, name.lower()))
+            from . import gfx
+            try:
+                target = gfx.normalise(name)
+            except ValueError as e:
+                raise UsageError(f"--gpu {name!r}: {e}") from None
+            if gfx.is_generic(target):
+                raise UsageError(f"--gpu {name!r} is a generic code target, not a GPU")
+            amd.append((name, target))
             continue
         raise UsageError(f"--gpu {name!r}: not in the GPU catalog (see 'archaudit gpus') and not sm_XX")
     return tuple(nvidia), tuple(amd)
