@@ -387,12 +387,23 @@ def _read_all(src: Source, size: int, max_payload: int) -> bytes:
     return bytes(src.buf)
 
 
+def _cuda_target(target: str) -> bool:
+    from .arch import CudaTarget
+    try:
+        CudaTarget.parse(target)
+    except ValueError:
+        return False
+    return True
+
+
 def _ptx_file(path: str, size: int, src: Source, max_payload: int) -> Library:
     data = _read_all(src, size, max_payload)
     target, version, kernels = fatbin.ptx_facts(data)
     if not target or not target.startswith("sm_") and not target.startswith("compute_"):
         return Library(path, size, "ptx", problems=(Problem("E014", "PTX has no .target sm_XX directive"),))
     target = target.replace("compute_", "sm_")
+    if not _cuda_target(target):
+        return Library(path, size, "ptx", problems=(Problem("E014", f"PTX .target {target!r} is not a CUDA architecture"),))
     entry = Entry("nvidia", PTX, target, version or (0, 0), "none", size, size, 0,
                   kernels=kernels, decoded=True)
     return Library(path, size, "ptx", (Container("nvidia", STANDALONE, "", 0, size, (entry,)),))
@@ -403,6 +414,8 @@ def _device_elf(path: str, size: int, src: Source, h: elf.Header, max_payload: i
     try:
         if h.machine == elf.EM_CUDA:
             target, kernels, toolkit = fatbin.cubin_facts(data)
+            if not _cuda_target(target):
+                raise fatbin.FatbinError("E014", f"cubin e_flags name no CUDA architecture ({target})")
             entry = Entry("nvidia", SASS, target, (1, h.abiversion), "none", size, size, 0,
                           kernels=kernels, toolkit=toolkit, decoded=True)
             fmt = "cubin"
