@@ -86,7 +86,10 @@ class ProbeContext:
             if path not in self._scans:
                 from archaudit.inventory import scan_file
 
-                self._scans[path] = scan_file(path)
+                try:  # kernel names need decoded payloads, where the inventory offers that
+                    self._scans[path] = scan_file(path, decode=True)
+                except TypeError:
+                    self._scans[path] = scan_file(path)
             return self._scans[path]
 
     # -- children ----------------------------------------------------------------------
@@ -188,8 +191,10 @@ class DeviceLoadProbe(Probe):
                 rows.append(Row(self.name, ctx.display(path), FAIL,
                                 f"could not read its device code: {type(exc).__name__}: {exc}"))
                 continue
+            # An empty container (no entries: nvcc's device-link container for a PTX-only
+            # build) has nothing to load; the driver would refuse it for that alone.
             loadable = [(k, c) for k, c in enumerate(lib.containers)
-                        if c.vendor == "nvidia" and c.role in LOADABLE_ROLES and c.size > 0]
+                        if c.vendor == "nvidia" and c.role in LOADABLE_ROLES and c.entries]
             if loadable:
                 plan.append((path, loadable))
         if not plan:
@@ -247,7 +252,7 @@ class DeviceLoadProbe(Probe):
                         kernels = _kernels(c)
                         shown = ", ".join(kernels[:8]) + (f" and {len(kernels) - 8} more" if len(kernels) > 8 else "")
                         msg += (f": no code this GPU can run; kernels that would fail with "
-                                f"'no kernel image is available': {shown or 'names not read'}")
+                                f"'no kernel image is available': {shown or 'names not read by the inventory'}")
                     else:
                         msg += f": {d['text']}"
                     failures.append(msg)
@@ -371,7 +376,15 @@ class ExecuTorchCudaProbe(Probe):
             # executorch is absent and nothing asked for it: one row says so, not seven.
             return rows[:1]
         run2 = ctx.run_task("executorch", ["no-data"], {"workdir": work, "blocked": blocked})
-        rows.append(ctx.row(self.name, subjects["no-data"], run2.outcomes[0]))
+        out = run2.outcomes[0]
+        if out is not None and out.died and out.signal and out.signal != "SIGKILL":
+            # Killed by a signal (say, an abort after an illegal memory access): the weighted
+            # program did not run without its data file, which is what the control asks.
+            rows.append(Row(self.name, subjects["no-data"], PASS,
+                            f"without aoti_cuda_blob.ptd the weighted program did not run: {out.reason}",
+                            out.duration, out.signal, out.stderr_tail))
+        else:
+            rows.append(ctx.row(self.name, subjects["no-data"], out))
         rows += ctx.death_rows(self.name, run2, "executorch child")
         return rows
 

@@ -453,9 +453,15 @@ def _executorch_step(i, step, work, st, blocked) -> None:
         except Exception as exc:
             result(i, "SKIP", f"executorch is not importable here: {_exc(exc)}", importable=False)
             raise _Blocked("executorch is not importable", False)
-        result(i, "PASS", f"executorch {st['version']} imported CudaPartitioner, "
-               f"to_edge_transform_and_lower and the pybindings; registered backends: "
-               f"{', '.join(st['backends']) or 'none'}", backends=st["backends"])
+        if st["pybindings_error"]:
+            result(i, "PASS", f"executorch {st['version']} imported CudaPartitioner and "
+                   f"to_edge_transform_and_lower (export can run); its pybindings did not import, so "
+                   f"nothing can run: {st['pybindings_error']}", backends=[],
+                   pybindings_error=st["pybindings_error"])
+        else:
+            result(i, "PASS", f"executorch {st['version']} imported CudaPartitioner, "
+                   f"to_edge_transform_and_lower and the pybindings; registered backends: "
+                   f"{', '.join(st['backends']) or 'none'}", backends=st["backends"])
         return
     if blocked:
         result(i, "SKIP", f"not run: {blocked[0]}", gpu=blocked[1])
@@ -465,6 +471,9 @@ def _executorch_step(i, step, work, st, blocked) -> None:
     import torch
 
     needs_runtime = step in ("run-add", "run-linear", "no-data")
+    if needs_runtime and st["pybindings_error"]:
+        result(i, "FAIL", f"executorch's pybindings do not import: {st['pybindings_error']}")
+        return
     if needs_runtime and "CudaBackend" not in st["backends"]:
         result(i, "SKIP", f"executorch {st['version']} registers no CudaBackend (registered: "
                f"{', '.join(st['backends']) or 'none'}): a CPU build, so the delegate cannot run here",
@@ -575,20 +584,27 @@ def _executorch_step(i, step, work, st, blocked) -> None:
 
 
 def _executorch_import(st: dict) -> None:
+    """Import what export needs; the pybindings (what running needs) may fail on their own."""
     import importlib.metadata as md
 
     import executorch
-    import torch  # noqa: F401  # noqa: F401
+    import torch  # noqa: F401
     from executorch.backends.cuda.cuda_partitioner import CudaPartitioner  # noqa: F401
     from executorch.exir import to_edge_transform_and_lower  # noqa: F401
-    from executorch.extension.pybindings import portable_lib
 
     try:
         version = md.version("executorch")
     except md.PackageNotFoundError:
         version = getattr(executorch, "__version__", "?")
     st["version"] = version
-    st["backends"] = sorted(portable_lib._get_registered_backend_names())
+    try:
+        from executorch.extension.pybindings import portable_lib
+
+        st["backends"] = sorted(portable_lib._get_registered_backend_names())
+        st["pybindings_error"] = None
+    except Exception as exc:
+        st["backends"] = []
+        st["pybindings_error"] = _exc(exc)
     st["ok"] = True
 
 
