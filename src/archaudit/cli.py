@@ -62,6 +62,11 @@ def _check_parser(sub) -> None:
     g.add_argument("--format", choices=FORMATS, default=None)
     g.add_argument("--detail", choices=("libraries", "containers", "kernels"), default=None)
     g.add_argument("-o", "--output", metavar="FILE", help="write the report here instead of standard output")
+    g.add_argument("--costs", action="store_true", default=None,
+                   help="show the device-code bytes of each target (sm_XX, compute_XX), wheel-wide and per "
+                        "library: what dropping an architecture saves")
+    g.add_argument("--no-timings", action="store_true",
+                   help="leave out elapsed seconds, so the same input gives byte-identical output")
     g.add_argument("-q", "--quiet", action="store_true", help="no progress display")
     g.add_argument("-v", "--verbose", action="store_true")
     g = p.add_argument_group("reading")
@@ -221,14 +226,18 @@ def _policy(args, cfg) -> Policy:
     )
 
 
-def render(report, fmt: str, detail: str, verbose: bool, stream) -> str:
+def render(report, fmt: str, detail: str, verbose: bool, stream, *, costs: bool = False,
+           timings: bool = True) -> str:
     if fmt == "json":
-        return render_json(report, detail=detail)
+        return render_json(report, detail=detail, timings=timings)
     if fmt in ("markdown", "github", "junit"):
         from . import formats
+        if fmt == "markdown":
+            return formats.render_markdown(report, detail=detail, costs=costs, verbose=verbose)
         return getattr(formats, f"render_{fmt}")(report)
     ascii_only = not (getattr(stream, "encoding", "") or "").lower().startswith("utf")
-    return render_text(report, detail=detail, verbose=verbose, ascii_only=ascii_only)
+    return render_text(report, detail=detail, verbose=verbose, ascii_only=ascii_only, costs=costs,
+                       timings=timings)
 
 
 def cmd_check(args) -> int:
@@ -257,7 +266,9 @@ def cmd_check(args) -> int:
     report = audit(inventories, claim, policy)
     out_stream = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
     try:
-        out_stream.write(render(report, fmt, detail, args.verbose, out_stream))
+        costs = bool(args.costs if args.costs is not None else cfg.get("costs", False))
+        out_stream.write(render(report, fmt, detail, args.verbose, out_stream, costs=costs,
+                                timings=not args.no_timings))
     finally:
         if args.output:
             out_stream.close()

@@ -16,7 +16,7 @@ except ImportError:  # Python 3.10
 KEYS = {
     "cuda-archs", "cuda-archs-style", "amd-archs", "cuda-version", "exact", "require-ptx", "strict",
     "strict-kernels", "driver", "driver-os", "gpus", "select", "ignore", "ignore-library",
-    "require-device-code", "detail", "format",
+    "require-device-code", "detail", "format", "costs", "allow-loss",
 }
 
 
@@ -80,7 +80,7 @@ def load(path: str | None = None, *, discover: bool = True) -> Config:
     unknown = sorted(set(table) - KEYS)
     if unknown:
         raise ConfigError(f"{path}: unknown key(s) in [tool.archaudit]: {', '.join(unknown)}")
-    for key in ("exact", "strict", "strict-kernels"):
+    for key in ("exact", "strict", "strict-kernels", "costs", "allow-loss"):
         if key in table and not isinstance(table[key], bool):
             raise ConfigError(f"{path}: {key} must be true or false")
     for key in ("select", "ignore", "require-device-code", "gpus", "amd-archs"):

@@ -24,10 +24,11 @@ def _mb(n: int) -> str:
     return f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n / 1e3:.1f} KB"
 
 
-def render_text(report: Report, *, detail: str = "libraries", verbose: bool = False, ascii_only: bool = False) -> str:
+def render_text(report: Report, *, detail: str = "libraries", verbose: bool = False, ascii_only: bool = False,
+                costs: bool = False, timings: bool = True) -> str:
     lines: list[str] = []
     for t in report.targets:
-        lines.extend(_target_text(t, detail, verbose))
+        lines.extend(_target_text(t, detail, verbose, costs=costs, timings=timings))
         lines.append("")
     if len(report.targets) > 1:
         bad = sum(1 for t in report.targets if any(f.severity == ERROR for f in t.findings) or t.unusable)
@@ -39,12 +40,13 @@ def render_text(report: Report, *, detail: str = "libraries", verbose: bool = Fa
     return text
 
 
-def _target_text(t: TargetReport, detail: str, verbose: bool) -> list[str]:
+def _target_text(t: TargetReport, detail: str, verbose: bool, *, costs: bool = False,
+                 timings: bool = True) -> list[str]:
     name = t.distribution or t.target
     device = [v for v in t.libraries if v.carried or v.relocatable or v.status in ("unverified",)]
     head = (f"{name} ({t.kind}): {len(t.libraries)} librar{'y' if len(t.libraries) == 1 else 'ies'}, "
             f"{sum(1 for v in t.libraries if v.carried)} with device code; {_claim_text(t)}; "
-            f"{_mb(t.bytes_read)} in {t.seconds:.2f} s")
+            f"{_mb(t.bytes_read)}" + (f" in {t.seconds:.2f} s" if timings else ""))
     out = [head]
     if device:
         width = min(max(len(v.path) for v in device), 60)
@@ -76,7 +78,54 @@ def _target_text(t: TargetReport, detail: str, verbose: bool) -> list[str]:
         for lib in t.inventory.libraries:
             for note in lib.notes:
                 out.append(f"  note: {lib.path}: {note}")
+    if costs:
+        out.extend(_costs_text(t))
     out.append(_summary(t))
+    return out
+
+
+# ---- device-code bytes per target (--costs) ----
+
+def _target_order(label: str) -> tuple[int, int, str]:
+    kind = 0 if label.startswith("sm_") else 1 if label.startswith("compute_") else 2
+    digits = "".join(ch for ch in label.split("_", 1)[-1] if ch.isdigit())
+    return kind, int(digits or 0), label
+
+
+def device_code_bytes(t: TargetReport) -> list[dict]:
+    """The target's loadable device-code bytes per code target (sm_90, compute_90, gfx90a),
+    summed over its libraries: what dropping that target from every library saves."""
+    acc: dict[str, list[int]] = {}
+    for v in t.libraries:
+        for label, stored, decoded in v.bytes_by_target:
+            row = acc.setdefault(label, [0, 0, 0])
+            row[0] += stored
+            row[1] += decoded
+            row[2] += 1
+    return [{"target": k, "stored": v[0], "decoded": v[1], "libraries": v[2]}
+            for k, v in sorted(acc.items(), key=lambda kv: _target_order(kv[0]))]
+
+
+def _costs_text(t: TargetReport) -> list[str]:
+    rows = device_code_bytes(t)
+    if not rows:
+        return ["  device code by target: none"]
+    total_s = sum(r["stored"] for r in rows)
+    total_d = sum(r["decoded"] for r in rows)
+    width = max(len("total"), *(len(r["target"]) for r in rows))
+    out = [f"  {'DEVICE CODE BY TARGET':<{max(width, 21)}}  {'STORED':>10}  {'DECODED':>10}  {'SHARE':>5}  LIBRARIES"]
+    width = max(width, 21)
+    for r in rows:
+        share = f"{100 * r['stored'] / total_s:.0f}%" if total_s else "-"
+        out.append(f"  {r['target']:<{width}}  {_mb(r['stored']):>10}  {_mb(r['decoded']):>10}  {share:>5}  "
+                   f"{r['libraries']}")
+    out.append(f"  {'total':<{width}}  {_mb(total_s):>10}  {_mb(total_d):>10}")
+    libs = [v for v in t.libraries if v.bytes_by_target]
+    if len(libs) > 1:
+        for v in libs:
+            parts = ", ".join(f"{k} {_mb(s)}" + (f" ({_mb(d)} decoded)" if d != s else "")
+                              for k, s, d in sorted(v.bytes_by_target, key=lambda r: _target_order(r[0])))
+            out.append(f"    {v.path}: {parts}")
     return out
 
 
@@ -146,19 +195,19 @@ def _finding_json(f: Finding) -> dict:
             "data": {k: v for k, v in f.data}}
 
 
-def to_dict(report: Report, *, detail: str = "libraries") -> dict:
+def to_dict(report: Report, *, detail: str = "libraries", timings: bool = True) -> dict:
     return {
         "schema": "archaudit-report",
         "schema_version": report.schema_version,
         "tool_version": report.tool_version,
         "exit_code": report.exit_code,
         "passed": report.passed,
-        "targets": [_target_json(t, detail) for t in report.targets],
+        "targets": [_target_json(t, detail, timings) for t in report.targets],
         "suppressed": [_finding_json(f) for f in report.suppressed],
     }
 
 
-def _target_json(t: TargetReport, detail: str) -> dict:
+def _target_json(t: TargetReport, detail: str, timings: bool = True) -> dict:
     libs = []
     inv = {lib.path: lib for lib in t.inventory.libraries} if t.inventory else {}
     for v in t.libraries:
@@ -188,7 +237,7 @@ def _target_json(t: TargetReport, detail: str) -> dict:
                     } for e in c.entries],
                 } for c in lib.containers]
         libs.append(d)
-    return {
+    out = {
         "target": t.target, "kind": t.kind, "distribution": t.distribution, "gpu_wheel": t.gpu_wheel,
         "unusable": t.unusable,
         "claim": None if t.claim is None else {
@@ -198,8 +247,12 @@ def _target_json(t: TargetReport, detail: str) -> dict:
         "bytes_read": t.bytes_read, "seconds": round(t.seconds, 3),
         "libraries": libs,
         "findings": [_finding_json(f) for f in t.findings],
+        "device_code_bytes": device_code_bytes(t),
     }
+    if not timings:
+        del out["seconds"]
+    return out
 
 
-def render_json(report: Report, *, detail: str = "libraries") -> str:
-    return json.dumps(to_dict(report, detail=detail), indent=2, sort_keys=False) + "\n"
+def render_json(report: Report, *, detail: str = "libraries", timings: bool = True) -> str:
+    return json.dumps(to_dict(report, detail=detail, timings=timings), indent=2, sort_keys=False) + "\n"

@@ -1,0 +1,276 @@
+"""CI renderings of a Report: Markdown (PR comments, $GITHUB_STEP_SUMMARY), GitHub workflow
+annotations and JUnit XML. Like archaudit.render, no judgement here: only presentation.
+
+Every function is deterministic for a given report: no clock, no machine paths beyond the
+targets as they were given (timings are shown only in text and JSON, and only on request).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from xml.etree import ElementTree as ET
+
+from .audit import Report, TargetReport, _label
+from .findings import CODES, ERROR, INFO, WARNING, Finding
+from .render import QUIET_INFO, _driver_key, _mb, _target_order, _verdict, device_code_bytes
+
+ICON = {ERROR: "❌", WARNING: "⚠️", INFO: "ℹ️"}
+STATUS_ICON = {"pass": "✅", "fail": "❌", "specialised": "🎯", "unverified": "❓", "host": "➖"}
+
+
+def _failed(t: TargetReport) -> bool:
+    return t.unusable or any(f.severity == ERROR for f in t.findings)
+
+
+def _claim_words(t: TargetReport) -> str:
+    if t.claim is None:
+        return "no claim"
+    return f"{', '.join(_label(c) for c in t.claim.gpus)} (from {t.claim.source})"
+
+
+def _driver_floor(t: TargetReport) -> Finding | None:
+    floors = [f for f in t.findings if f.code == "D002"]
+    return max(floors, key=lambda f: _driver_key(str(f.get("driver")))) if floors else None
+
+
+# ---- Markdown ----
+
+def _md(text: object) -> str:
+    """Text safe inside a Markdown table cell."""
+    return (str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+            .replace("<", "&lt;").replace(">", "&gt;"))
+
+
+def _code(text: str) -> str:
+    """A code span inside a table cell: GitHub needs its '|' escaped too."""
+    return "`" + text.replace("`", "'").replace("|", "\\|").replace("\n", " ") + "`"
+
+
+def render_markdown(report: Report, *, detail: str = "libraries", costs: bool = False,
+                    verbose: bool = False) -> str:
+    """A report for a pull-request comment or $GITHUB_STEP_SUMMARY (GitHub-flavoured Markdown)."""
+    bad = sum(1 for t in report.targets if _failed(t))
+    n = len(report.targets)
+    if bad:
+        head = f"## ❌ archaudit: {bad} of {n} target{'s' * (n != 1)} fail{'s' * (bad == 1)}"
+    else:
+        head = f"## ✅ archaudit: {n} target{'s' * (n != 1)} pass{'' if n != 1 else 'es'}"
+    out = [head, ""]
+    for t in report.targets:
+        out.extend(_target_md(t, costs, verbose))
+    if report.suppressed:
+        by = Counter(f.code for f in report.suppressed)
+        out.append(f"<sub>Suppressed by --select/--ignore or [tool.archaudit]: "
+                   f"{', '.join(f'{c} ×{k}' for c, k in sorted(by.items()))}</sub>")
+        out.append("")
+    out.append(f"<sub>archaudit {report.tool_version} · `archaudit explain CODE` gives the cause and "
+               f"fix of each finding</sub>")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _target_md(t: TargetReport, costs: bool, verbose: bool) -> list[str]:
+    name = t.distribution or t.target
+    icon = "❌" if _failed(t) else "✅"
+    device = [v for v in t.libraries if v.carried or v.relocatable or v.status == "unverified"]
+    out = [f"### {icon} {_md(name)} ({t.kind})", ""]
+    out.append(f"**Claim:** {_md(_claim_words(t))} · **Libraries:** {len(t.libraries)}, "
+               f"{sum(1 for v in t.libraries if v.carried)} with device code · **Read:** {_mb(t.bytes_read)}")
+    out.append("")
+    if device:
+        out.append("| Library | Carries | Verdict |")
+        out.append("|---|---|---|")
+        for v in device:
+            carried = " ".join(v.carried) or "(relocatable only)"
+            out.append(f"| {_code(v.path)} | {_md(carried)} | {STATUS_ICON.get(v.status, '')} "
+                       f"{_md(_verdict(v).lstrip('✓✗ ') or v.status)} |")
+        out.append("")
+    shown = [f for f in t.findings if f.code not in QUIET_INFO or verbose]
+    if shown:
+        out.append("| | Code | Finding |")
+        out.append("|---|---|---|")
+        for f in shown:
+            title = CODES[f.code].title if f.code in CODES else ""
+            out.append(f"| {ICON[f.severity]} | **{f.code}** {_md(title)} | {_md(f.message)} |")
+        out.append("")
+    floor = _driver_floor(t)
+    if floor is not None and not verbose:
+        out.append(f"Driver floor: NVIDIA driver >= **{_md(floor.get('driver'))}** "
+                   f"(CUDA {_md(floor.get('cuda'))}, from {_code(floor.subject)}).")
+        out.append("")
+    if costs:
+        out.extend(_costs_md(t))
+    out.append(f"**Result:** {_md(_summary_md(t))}")
+    out.append("")
+    return out
+
+
+def _summary_md(t: TargetReport) -> str:
+    errors = [f for f in t.findings if f.severity == ERROR]
+    if t.unusable:
+        return "unusable input"
+    if errors:
+        by = Counter(f.code for f in errors)
+        return (f"{len(errors)} error{'s' * (len(errors) != 1)} "
+                f"({', '.join(f'{c} ×{n}' for c, n in sorted(by.items()))})")
+    if not t.gpu_wheel:
+        return "CPU wheel: no device code to verify"
+    if t.claim is not None:
+        return f"device code covers every claimed GPU architecture ({', '.join(_label(c) for c in t.claim.gpus)})"
+    return "device code verified"
+
+
+def _costs_md(t: TargetReport) -> list[str]:
+    rows = device_code_bytes(t)
+    if not rows:
+        return []
+    total = sum(r["stored"] for r in rows)
+    out = ["<details><summary>Device code by target (what dropping each one saves)</summary>", "",
+           "| Target | Stored | Decoded | Share | Libraries |", "|---|---:|---:|---:|---:|"]
+    for r in rows:
+        share = f"{100 * r['stored'] / total:.0f}%" if total else "-"
+        out.append(f"| {r['target']} | {_mb(r['stored'])} | {_mb(r['decoded'])} | {share} | {r['libraries']} |")
+    out.append(f"| **total** | {_mb(total)} | {_mb(sum(r['decoded'] for r in rows))} | | |")
+    libs = [v for v in t.libraries if v.bytes_by_target]
+    if len(libs) > 1:
+        out.append("")
+        out.append("| Library | Bytes per target (stored) |")
+        out.append("|---|---|")
+        for v in libs:
+            parts = ", ".join(f"{k} {_mb(s)}" for k, s, _ in sorted(v.bytes_by_target,
+                                                                    key=lambda r: _target_order(r[0])))
+            out.append(f"| {_code(v.path)} | {_md(parts)} |")
+    out.extend(["", "</details>", ""])
+    return out
+
+
+# ---- GitHub workflow commands ----
+
+def escape_data(text: str) -> str:
+    """A workflow-command message: %, CR and LF are percent-encoded (actions/toolkit escapeData)."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """A workflow-command property value: as a message, plus ':' and ',' (escapeProperty)."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+COMMAND = {ERROR: "error", WARNING: "warning", INFO: "notice"}
+
+
+def _annotation_file(t: TargetReport) -> str | None:
+    if t.kind == "distribution":
+        return None
+    path = t.target
+    if os.path.isabs(path):
+        try:
+            rel = os.path.relpath(path)
+        except ValueError:  # another drive on Windows
+            return path.replace(os.sep, "/")
+        if not rel.startswith(".."):
+            path = rel
+    return path.replace(os.sep, "/")
+
+
+def annotation(level: str, message: str, *, file: str | None = None, title: str | None = None) -> str:
+    props = []
+    if file:
+        props.append(f"file={escape_property(file)}")
+    if title:
+        props.append(f"title={escape_property(title)}")
+    return f"::{level}{' ' + ','.join(props) if props else ''}::{escape_data(message)}"
+
+
+def render_github(report: Report, **_: object) -> str:
+    """GitHub Actions annotations, one per finding (errors, warnings; information as notices),
+    then a one-line summary for the log."""
+    out = []
+    for t in report.targets:
+        file = _annotation_file(t)
+        for f in t.findings:
+            if f.code in QUIET_INFO:
+                continue
+            title = f"archaudit {f.code}: {CODES[f.code].title}" if f.code in CODES else f"archaudit {f.code}"
+            out.append(annotation(COMMAND[f.severity], f.message, file=file, title=title))
+        floor = _driver_floor(t)
+        if floor is not None:
+            out.append(annotation("notice", f"{t.distribution or t.target} needs NVIDIA driver >= "
+                                            f"{floor.get('driver')} on Linux (CUDA {floor.get('cuda')}, "
+                                            f"from {floor.subject})",
+                                  file=file, title="archaudit D002: driver floor"))
+    bad = sum(1 for t in report.targets if _failed(t))
+    errors = sum(1 for f in report.findings if f.severity == ERROR)
+    out.append(f"archaudit: {len(report.targets) - bad} of {len(report.targets)} target"
+               f"{'s' * (len(report.targets) != 1)} pass; {errors} error{'s' * (errors != 1)}")
+    return "\n".join(out) + "\n"
+
+
+# ---- JUnit XML ----
+
+_XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def _x(text: object) -> str:
+    """Text XML 1.0 can carry: control characters (other than tab, CR, LF) become U+FFFD."""
+    return _XML_BAD.sub("\ufffd", str(text))
+
+
+def _line(f: Finding) -> str:
+    return _x(f"{f.severity} {f.code} {f.message}")
+
+
+def render_junit(report: Report, **_: object) -> str:
+    """JUnit XML: one <testsuite> per target, one <testcase> per library (plus one for the
+    target as a whole), a <failure> per testcase that has error findings. No timings."""
+    root = ET.Element("testsuites", name="archaudit")
+    total = fails = 0
+    for t in report.targets:
+        suite_name = _x(t.distribution or t.target)
+        suite = ET.SubElement(root, "testsuite", name=suite_name)
+        props = ET.SubElement(suite, "properties")
+        ET.SubElement(props, "property", name="target", value=_x(t.target))
+        ET.SubElement(props, "property", name="kind", value=t.kind)
+        ET.SubElement(props, "property", name="claim", value=_x(_claim_words(t)))
+        by_subject: dict[str, list[Finding]] = {}
+        for f in t.findings:
+            by_subject.setdefault(f.subject, []).append(f)
+        paths = {v.path for v in t.libraries}
+        cases: list[tuple[str, list[Finding], str]] = [
+            (f"({t.kind})", [f for s, fs in by_subject.items() if s not in paths for f in fs],
+             "unusable input" if t.unusable else "")]
+        for v in t.libraries:
+            carried = " ".join(v.carried)
+            cases.append((v.path, by_subject.get(v.path, []), f"{v.status}: {carried}" if carried else v.status))
+        s_fail = 0
+        for name, findings, note in cases:
+            case = ET.SubElement(suite, "testcase", classname=suite_name, name=_x(name))
+            errors = [f for f in findings if f.severity == ERROR]
+            if errors or (t.unusable and name == f"({t.kind})"):
+                s_fail += 1
+                first = errors[0] if errors else None
+                failure = ET.SubElement(
+                    case, "failure",
+                    message=_x(first.message) if first else _x(f"{t.target}: unusable input"),
+                    type=",".join(sorted({f.code for f in errors})) or "E001")
+                failure.text = "\n".join(_line(f) for f in errors) + "\n" if errors else note + "\n"
+            others = [f for f in findings if f.severity != ERROR]
+            text = "\n".join(([_x(note)] if note and name != f"({t.kind})" else []) + [_line(f) for f in others])
+            if text:
+                ET.SubElement(case, "system-out").text = text + "\n"
+        suite.set("tests", str(len(cases)))
+        suite.set("failures", str(s_fail))
+        suite.set("errors", "0")
+        suite.set("skipped", "0")
+        total += len(cases)
+        fails += s_fail
+    root.set("tests", str(total))
+    root.set("failures", str(fails))
+    root.set("errors", "0")
+    ET.indent(root, space="  ")
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+__all__ = ["render_markdown", "render_github", "render_junit", "annotation", "escape_data",
+           "escape_property"]

@@ -1,0 +1,161 @@
+"""[tool.archaudit] in pyproject.toml: discovered upward from the working directory, overridden
+by flags, validated, and stale ignore entries reported (X001)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from archaudit.cli import example_wheel, main
+from archaudit.config import ConfigError, find_pyproject, load
+
+EXAMPLE = "gpu_example-1.0-py3-none-linux_x86_64.whl"
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """tmp/proj/pyproject.toml (written by each test) with the example wheel in tmp/proj/dist;
+    the working directory is tmp/proj/src/deep."""
+    proj = tmp_path / "proj"
+    (proj / "dist").mkdir(parents=True)
+    (proj / "src" / "deep").mkdir(parents=True)
+    shutil.copy(example_wheel(), proj / "dist" / EXAMPLE)
+    monkeypatch.chdir(proj / "src" / "deep")
+    return proj
+
+
+WHEEL = f"../../dist/{EXAMPLE}"
+
+
+def write(proj: Path, body: str, name: str = "pyproject.toml") -> Path:
+    path = proj / name
+    path.write_text(body, encoding="utf-8")
+    return path
+
+
+def check_json(*args: str) -> tuple[int, dict]:
+    rc = main(["check", "-q", "--format", "json", "-o", "out.json", *args])
+    return rc, json.loads(Path("out.json").read_text(encoding="utf-8"))
+
+
+def test_discovered_upward(project):
+    write(project, '[project]\nname = "x"\n\n[tool.archaudit]\ncuda-archs = "80;90"\n')
+    assert find_pyproject() == str(project / "pyproject.toml")
+    rc, doc = check_json(WHEEL)
+    assert rc == 1
+    claim = doc["targets"][0]["claim"]
+    assert claim["gpus"] == ["80", "90"] and "[tool.archaudit] cuda-archs" in claim["source"]
+    assert [f["code"] for f in doc["targets"][0]["findings"] if f["severity"] == "error"] == ["G001"]
+
+
+def test_nearest_table_wins_and_tables_without_archaudit_are_skipped(project):
+    write(project, '[tool.archaudit]\ncuda-archs = "80;90"\n')
+    write(project / "src", '[project]\nname = "inner"\n')  # a pyproject without our table
+    assert find_pyproject() == str(project / "pyproject.toml")
+    write(project / "src", '[tool.archaudit]\ncuda-archs = ["80"]\n')  # list spelling, nearer
+    assert find_pyproject() == str(project / "src" / "pyproject.toml")
+    rc, doc = check_json(WHEEL)
+    assert rc == 0 and doc["targets"][0]["claim"]["gpus"] == ["80"]
+
+
+def test_flags_override_the_file(project):
+    write(project, '[tool.archaudit]\ncuda-archs = "80;90"\nformat = "markdown"\nignore = ["G001"]\n')
+    rc = main(["check", "-q", "-o", "o.md", WHEEL])
+    assert rc == 0  # G001 ignored by the file
+    assert Path("o.md").read_text().startswith("## ")  # format from the file
+    rc, doc = check_json("--arch", "80", WHEEL)  # flag claim and flag format win
+    assert doc["targets"][0]["claim"]["source"] == "--arch"
+    rc, doc = check_json("--ignore", "D", WHEEL)  # --ignore replaces the file's ignore list
+    assert rc == 1 and {f["code"] for f in doc["suppressed"]} == {"D002"}
+
+
+def test_no_config_and_explicit_config(project, tmp_path):
+    write(project, '[tool.archaudit]\ncuda-archs = "80;90"\n')
+    rc, doc = check_json("--no-config", WHEEL)
+    assert rc == 1 and doc["targets"][0]["claim"] is None
+    assert "C001" in {f["code"] for f in doc["targets"][0]["findings"]}
+    other = write(tmp_path, '[tool.archaudit]\ncuda-archs = "80"\n', "other.toml")
+    rc, doc = check_json("--config", str(other), WHEEL)
+    assert rc == 0 and doc["targets"][0]["claim"]["gpus"] == ["80"]
+
+
+def test_ignore_library_rule_and_stale_entry(project):
+    write(project, """
+[tool.archaudit]
+cuda-archs = "80;90"
+
+[[tool.archaudit.ignore-library]]
+code = "G001"
+library = "libshim.so"
+reason = "shim only ever loaded on A100"
+
+[[tool.archaudit.ignore-library]]
+code = "K"
+library = "*/libold.so"
+reason = "libold was removed in 0.9"
+""")
+    rc, doc = check_json(WHEEL)
+    assert rc == 0  # G001 on libshim ignored; the stale entry is only a warning
+    assert [f["code"] for f in doc["suppressed"]] == ["G001"]
+    stale = [f for f in doc["targets"][0]["findings"] if f["code"] == "X001"]
+    assert len(stale) == 1 and stale[0]["severity"] == "warning"
+    assert "K for */libold.so matches nothing" in stale[0]["message"]
+    assert "libold was removed in 0.9" in stale[0]["message"]
+    main(["check", "-q", "-o", "out.txt", WHEEL])
+    assert "! X001 ignore entry K for */libold.so matches nothing" in Path("out.txt").read_text()
+
+
+def test_select_and_ignore_from_file(project):
+    write(project, '[tool.archaudit]\ncuda-archs = "80;90"\nselect = ["D"]\n')
+    rc, doc = check_json(WHEEL)
+    assert rc == 0 and {f["code"] for f in doc["targets"][0]["findings"]} == {"D002"}
+    rc, doc = check_json("--select", "G00", WHEEL)  # the flag replaces the file's select
+    assert rc == 1 and {f["code"] for f in doc["targets"][0]["findings"]} == {"G001"}
+
+
+def test_policy_keys(project):
+    write(project, '[tool.archaudit]\ncuda-archs = "80"\nexact = true\nrequire-ptx = "newest"\n'
+                   'require-device-code = ["libmissing*.so"]\ngpus = ["H100"]\ncosts = true\n')
+    rc, doc = check_json(WHEEL)
+    codes = {f["code"] for f in doc["targets"][0]["findings"]}
+    assert {"G003", "G004", "G006", "G009"} <= codes  # sm_90 carried but unclaimed; no compute_80 PTX
+    assert rc == 1
+    main(["check", "-q", "-o", "out.txt", WHEEL])
+    assert "DEVICE CODE BY TARGET" in Path("out.txt").read_text()  # costs = true
+
+
+@pytest.mark.parametrize("body, message", [
+    ('[tool.archaudit]\ncuda-arch = "80"\n', "unknown key(s) in [tool.archaudit]: cuda-arch"),
+    ('[tool.archaudit]\nexact = "yes"\n', "exact must be true or false"),
+    ('[tool.archaudit]\nallow-loss = 1\n', "allow-loss must be true or false"),
+    ('[tool.archaudit]\nignore = "G001"\n', "ignore must be a list of strings"),
+    ('[tool.archaudit]\ncuda-archs = 80\n', "cuda-archs must be a string or a list"),
+    ('[[tool.archaudit.ignore-library]]\ncode = "G001"\n', "needs code and library"),
+    ('[tool.archaudit\n', "not valid TOML"),
+])
+def test_bad_config_exits_2(project, capsys, body, message):
+    write(project, body)
+    if "not valid TOML" in message:  # an unparseable file is not discovered; name it
+        rc = main(["check", "-q", "--config", str(project / "pyproject.toml"), WHEEL])
+    else:
+        rc = main(["check", "-q", WHEEL])
+    assert rc == 2
+    assert message in capsys.readouterr().err
+
+
+def test_bad_claim_in_file_exits_2(project, capsys):
+    write(project, '[tool.archaudit]\ncuda-archs = "sm_8x"\n')
+    assert main(["check", "-q", WHEEL]) == 2
+    assert "C002 unparseable claim from" in capsys.readouterr().err
+
+
+def test_load_api(tmp_path):
+    path = write(tmp_path, '[tool.archaudit]\ncuda-archs = ["80", "90"]\n')
+    cfg = load(str(path))
+    assert cfg.path == str(path) and cfg.get("cuda-archs") == ["80", "90"] and cfg.get("missing", 3) == 3
+    assert load(None, discover=False).values == {}
+    with pytest.raises(ConfigError):
+        load(str(tmp_path / "absent.toml"))
