@@ -7,6 +7,7 @@ name kind, architecture, flags and (for compressed payloads) both sizes.
 
 from __future__ import annotations
 
+import re
 import struct
 from dataclasses import dataclass
 
@@ -230,39 +231,71 @@ def parse_wrapper(data: bytes | memoryview, offset: int) -> tuple[int, int] | No
 
 # ---- payloads ----
 
+_SHDR = struct.Struct("<IIQQQQIIQQ")
+_SYM = struct.Struct("<IBBHQQ")
+_PTX_TARGET = re.compile(rb"^[ \t]*\.target[ \t]+([A-Za-z0-9_]+)", re.M)
+_PTX_VERSION = re.compile(rb"^[ \t]*\.version[ \t]+(\d+)\.(\d+)", re.M)
+_PTX_ENTRY = re.compile(rb"\.entry[ \t\r\n]+([A-Za-z0-9_$.]+)")
+
+
 def cubin_facts(data: bytes) -> tuple[str, tuple[str, ...], tuple[int, int] | None]:
-    """(target from e_flags, kernel names, toolkit version) of a CUDA cubin."""
-    small = elf.parse_small(data)
-    h = small.header
+    """(target from e_flags, kernel names, toolkit version) of a CUDA cubin.
+
+    Written for speed (a wheel holds tens of thousands of cubins): section and symbol
+    tables are unpacked in bulk, and only kernel symbols have their names decoded."""
+    h = elf.parse_header(data, len(data))
     if h.machine != elf.EM_CUDA:
         raise FatbinError("E014", f"not a CUDA ELF (e_machine {h.machine})")
     arch = (h.flags >> 8) & 0xFF if h.abiversion >= 8 else h.flags & 0xFF
+    if not h.shnum:
+        raise FatbinError("E014", "cubin has no section table")
+    table = data[h.shoff:h.shoff + h.shnum * _SHDR.size]
+    if len(table) != h.shnum * _SHDR.size:
+        raise FatbinError("E014", "cubin section table is truncated")
+    secs = list(_SHDR.iter_unpack(table))  # (name, type, flags, addr, offset, size, link, ...)
+    names_sec = secs[h.shstrndx]
+    names = data[names_sec[4]:names_sec[4] + names_sec[5]]
+
+    def named(n: bytes):
+        at = names.find(b"\0" + n + b"\0")
+        if at < 0 and names.startswith(n + b"\0"):
+            at = -1
+        elif at < 0:
+            return None
+        off = at + 1
+        return next((sec for sec in secs if sec[0] == off), None)
+
     kernels = []
-    for name, info, other, _, sec in small.symbols():
-        # Kernels are functions (of any binding: static kernels are local) in their own
-        # .text.<name> section, marked as entries (STO_CUDA_ENTRY).
-        if info & 0xF == 2 and sec is not None and sec.name.startswith(".text.") and other & 0x10:
-            kernels.append(name)
-    suffix = "a" if _compat_arch_specific(small) else ""
-    return f"sm_{arch}{suffix}", tuple(sorted(set(kernels))), _toolkit(small)
+    for sec in secs:
+        if sec[1] != elf.SHT_SYMTAB:
+            continue
+        if sec[6] >= len(secs):
+            raise FatbinError("E014", "cubin symbol table links a missing string table")
+        strs_sec = secs[sec[6]]
+        strs = data[strs_sec[4]:strs_sec[4] + strs_sec[5]]
+        raw = data[sec[4]:sec[4] + sec[5]]
+        usable = len(raw) - len(raw) % _SYM.size
+        for name, info, other, shndx, _, _ in _SYM.iter_unpack(raw[:usable]):
+            # Kernels are functions (static ones are local) marked as entries (STO_CUDA_ENTRY)
+            # in their own .text.<name> section.
+            if info & 0xF == 2 and other & 0x10 and 0 < shndx < len(secs) \
+                    and names.startswith(b".text.", secs[shndx][0]):
+                kernels.append(elf.cstring(strs, name))
+    compat = named(b".nv.compat")
+    suffix = "a" if compat is not None and _compat_arch_specific(data[compat[4]:compat[4] + compat[5]]) else ""
+    tk = named(b".note.nv.tkinfo")
+    toolkit = _toolkit(data[tk[4]:tk[4] + tk[5]]) if tk is not None else None
+    return f"sm_{arch}{suffix}", tuple(sorted(set(kernels))), toolkit
 
 
-def _compat_arch_specific(small: elf.SmallElf) -> bool:
-    sec = small.section(".nv.compat")
-    if sec is None:
-        return False
-    raw = small.section_bytes(sec)
+def _compat_arch_specific(raw: bytes) -> bool:
     for i in range(0, len(raw) - 3, 4):
         if raw[i + 1] == 0x09:
             return raw[i + 2] == 1
     return False
 
 
-def _toolkit(small: elf.SmallElf) -> tuple[int, int] | None:
-    sec = small.section(".note.nv.tkinfo")
-    if sec is None:
-        return None
-    text = small.section_bytes(sec)
+def _toolkit(text: bytes) -> tuple[int, int] | None:
     at = text.find(b"release ")
     if at < 0:
         return None
@@ -275,22 +308,8 @@ def _toolkit(small: elf.SmallElf) -> tuple[int, int] | None:
 
 def ptx_facts(text: bytes) -> tuple[str | None, tuple[int, int] | None, tuple[str, ...]]:
     """(.target, .version, .entry names) of PTX text."""
-    target = version = None
-    entries = []
-    for raw in text.split(b"\n"):
-        line = raw.strip()
-        if target is None and line.startswith(b".target"):
-            tok = line[7:].replace(b",", b" ").split()
-            target = tok[0].decode("ascii", "replace") if tok else ""
-        elif version is None and line.startswith(b".version"):
-            try:
-                major, minor = line[8:].strip().split(b".")[:2]
-                version = (int(major), int(minor))
-            except ValueError:
-                version = None
-        elif b".entry" in line:
-            at = line.find(b".entry")
-            name = line[at + 6:].strip().split(b"(")[0].strip()
-            if name:
-                entries.append(name.decode("ascii", "replace"))
-    return target, version, tuple(entries)
+    t = _PTX_TARGET.search(text)
+    v = _PTX_VERSION.search(text)
+    entries = tuple(m.decode("ascii", "replace") for m in _PTX_ENTRY.findall(text))
+    return (t.group(1).decode("ascii", "replace") if t else None,
+            (int(v.group(1)), int(v.group(2))) if v else None, entries)

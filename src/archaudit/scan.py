@@ -10,7 +10,12 @@ This also finds containers in sections cuobjdump never reads (.rodata, .cask_res
 
 from __future__ import annotations
 
+import os
+import struct
+import threading
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from . import elf, fatbin
 from .model import (
@@ -146,6 +151,8 @@ class _Scan:
         self.wrappers: list[tuple[int, int, int]] = []  # (record offset, version, address)
         self.problems: list[Problem] = []
         self.claims: list[str] = []
+        self.pending: deque = deque()
+        self.pending_bytes = 0
         # Short markers cost a slow search over every library; the long one finds PyTorch's
         # gencode string in libtorch_cuda.so, which every CUDA torch wheel ships.
         self.markers: tuple[bytes, ...] = tuple(
@@ -169,6 +176,7 @@ class _Scan:
                 continue
             cursor = self._zone(src, cursor, stop, patterns)
         src.drain()
+        self.resolve()
         if src.read != self.size:
             self.problem("E002", f"stream ended after {src.read} of {self.size} bytes")
 
@@ -300,22 +308,63 @@ class _Scan:
                                              f"bytes exceeds the {self.max_payload}-byte bound", pos)
         if not src.ensure(payload_at + eh.payload_size):
             raise fatbin.FatbinError("E011", "file ends inside an entry payload", pos)
-        raw = src.buf[payload_at - src.base:payload_at - src.base + eh.payload_size]
-        data = fatbin.decode_payload(eh, raw, pos, self.max_payload)
-        if kind == SASS:
+        raw = bytes(src.buf[payload_at - src.base:payload_at - src.base + eh.payload_size])
+        # Decoding (zstd/LZ4, GIL-free) runs beside the inflating reader; results are collected
+        # in order at the end, with the bytes in flight bounded.
+        fut = _decoder().submit(_decode_entry, eh, raw, pos, self.max_payload, entry)
+        self.pending.append((fut, len(raw) + eh.size))
+        self.pending_bytes += len(raw) + eh.size
+        while self.pending_bytes > MAX_IN_FLIGHT and len(self.pending) > 1:
+            done, nbytes = self.pending.popleft()
+            done.exception()  # wait; the result is read when the container is resolved
+            self.pending_bytes -= nbytes
+        return fut  # type: ignore[return-value]
+
+    def resolve(self) -> None:
+        """Replace decode futures by their entries; a failed decode fails its container."""
+        resolved = []
+        for at, total, entries in self.found:
+            out = []
             try:
-                target, kernels, toolkit = fatbin.cubin_facts(data)
-            except elf.ElfError as e:
-                raise fatbin.FatbinError("E014", f"{eh.target} cubin: {e}", pos) from None
-            if target.rstrip("a") != f"sm_{eh.arch}":
-                raise fatbin.FatbinError("E014", f"cubin says {target}, entry header says {eh.target}", pos)
-            return Entry(**entry, kernels=kernels, toolkit=toolkit, decoded=True)
-        target, version, kernels = fatbin.ptx_facts(data)
-        if target is None:
-            raise fatbin.FatbinError("E014", f"{eh.target} PTX has no .target directive", pos)
-        if target.replace("compute_", "sm_") != eh.target:
-            raise fatbin.FatbinError("E014", f"PTX says .target {target}, entry header says {eh.target}", pos)
-        return Entry(**entry, kernels=kernels, decoded=True)
+                for e in entries:
+                    out.append(e.result() if isinstance(e, Future) else e)
+            except fatbin.FatbinError as err:
+                self.problem(err.code, f"fatbin container at 0x{at:x}: {err}", err.offset)
+                out = []
+            resolved.append((at, total, tuple(out)))
+        self.found = resolved
+        self.pending.clear()
+
+
+def _decode_entry(eh: fatbin.EntryHeader, raw: bytes, pos: int, max_payload: int, entry: dict) -> Entry:
+    data = fatbin.decode_payload(eh, raw, pos, max_payload)
+    if eh.kind == SASS:
+        try:
+            target, kernels, toolkit = fatbin.cubin_facts(data)
+        except (elf.ElfError, struct.error, IndexError) as e:
+            raise fatbin.FatbinError("E014", f"{eh.target} cubin: {e}", pos) from None
+        if target.rstrip("a") != f"sm_{eh.arch}":
+            raise fatbin.FatbinError("E014", f"cubin says {target}, entry header says {eh.target}", pos)
+        return Entry(**entry, kernels=kernels, toolkit=toolkit, decoded=True)
+    target, version, kernels = fatbin.ptx_facts(data)
+    if target is None:
+        raise fatbin.FatbinError("E014", f"{eh.target} PTX has no .target directive", pos)
+    if target.replace("compute_", "sm_") != eh.target:
+        raise fatbin.FatbinError("E014", f"PTX says .target {target}, entry header says {eh.target}", pos)
+    return Entry(**entry, kernels=kernels, decoded=True)
+
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+MAX_IN_FLIGHT = 64 << 20
+
+
+def _decoder() -> ThreadPoolExecutor:
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max(1, os.cpu_count() or 1), thread_name_prefix="archaudit-decode")
+        return _POOL
 
 
 def scan_stream(path: str, size: int, chunks: Chunks, *, decode: bool = False,
@@ -535,8 +584,8 @@ def _zones(scan: _Scan, size: int, segments) -> list[tuple[int, int, tuple[bytes
             zones.append((pos, start, unloaded))
         if stop <= start:
             continue
-        if seg.executable:
-            pats = () if separate else everything
+        if seg.executable:  # old layouts: .rodata and .nv_fatbin may be here, writable data is not
+            pats = () if separate else _patterns(scan, code=False, data=False)
         elif seg.writable:
             pats = _patterns(scan, code=True, data=True, strings=False)
         else:
