@@ -39,6 +39,7 @@ CLAIM_WINDOW = 4096
 DEFAULT_MAX_PAYLOAD = 256 << 20  # one entry decoded at a time, never more than this
 CHUNK_GUESS = 1 << 21  # a chunk is never larger than this; chunks ending before a skip target are not kept
 DEVICE_SUFFIXES = (".cubin", ".fatbin", ".ptx", ".hsaco")
+HIP_WRAPPER_MAGIC = b"FPIH"  # 0x48495046, the __hip_fatbin_wrapper record in .hipFatBinSegment
 
 Chunks = Callable[[], Iterable[bytes]]
 
@@ -149,6 +150,7 @@ class _Scan:
         self.found: list[tuple[int, int, tuple[Entry, ...]]] = []  # (offset, size, entries)
         self.bundles: list[Container] = []
         self.wrappers: list[tuple[int, int, int]] = []  # (record offset, version, address)
+        self.hip_wrappers: list[tuple[int, int]] = []  # (record offset, bundle address)
         self.problems: list[Problem] = []
         self.claims: list[str] = []
         self.pending: deque = deque()
@@ -211,6 +213,8 @@ class _Scan:
                 cursor = self._container(src, best)
             elif best_pat == fatbin.WRAPPER_MAGIC:
                 cursor = self._wrapper(src, best)
+            elif best_pat == HIP_WRAPPER_MAGIC:
+                cursor = self._hip_wrapper(src, best)
             elif best_pat in markers:
                 cursor = self._claim(src, best)
             else:
@@ -223,6 +227,16 @@ class _Scan:
             if rec:
                 self.wrappers.append((at, rec[0], rec[1]))
                 return at + fatbin.WRAPPER.size
+        return at + 1
+
+    def _hip_wrapper(self, src: Source, at: int) -> int:
+        # __hip_fatbin_wrapper {u32 magic "HIPF", u32 version 1, void *bundle, void *unused}
+        if at % 8 == 0 and src.ensure(at + 24):
+            version = int.from_bytes(src.buf[at - src.base + 4:at - src.base + 8], "little")
+            if version == 1:
+                addr = int.from_bytes(src.buf[at - src.base + 8:at - src.base + 16], "little")
+                self.hip_wrappers.append((at, addr))
+                return at + 24
         return at + 1
 
     def _claim(self, src: Source, at: int) -> int:
@@ -555,6 +569,8 @@ def _patterns(scan: _Scan, *, code: bool, data: bool, strings: bool = True) -> t
     out = [fatbin.MAGIC]
     if data:
         out.append(fatbin.WRAPPER_MAGIC)
+        if _hip is not None:
+            out.append(HIP_WRAPPER_MAGIC)
     if _hip is not None:
         out.extend(_hip.MAGICS if code else [m for m in _hip.MAGICS if len(m) >= 16])
     if strings:
@@ -649,6 +665,16 @@ def _attribute(scan: _Scan, sections: list[elf.Section], segments, problems: lis
             role = EMBEDDED
         by_section[name] = by_section.get(name, 0) + size
         out.append(Container("nvidia", role, name, offset, size, entries))
+    # The HIP runtime registers what .hipFatBinSegment's wrappers point at: each must be a
+    # bundle that was found and verified (a bundle whose magic is damaged is not found at all).
+    hip_segs = [s for s in sections if s.name == ".hipFatBinSegment"]
+    bundle_at = {b.offset for b in scan.bundles}
+    for rec_at, addr in scan.hip_wrappers:
+        if any(s.offset <= rec_at < s.file_end for s in hip_segs):
+            off = elf.vaddr_to_offset(segments, addr)
+            if off is not None and off not in bundle_at:
+                problems.append(Problem("E030", f"HIP wrapper at 0x{rec_at:x} registers 0x{off:x}, where no "
+                                                f"valid offload bundle was found", off))
     for b in scan.bundles:
         sec = next((s for s in sections if s.offset <= b.offset < s.file_end and s.type not in (0, elf.SHT_NOBITS)), None)
         out.append(_with(b, section=sec.name if sec else ""))
