@@ -556,6 +556,11 @@ def _host_elf(path: str, size: int, src: Source, h: elf.Header, chunks: Chunks, 
                 notes.append("second pass: the section name table lies away from the section table")
                 blob = _fetch(chunks, names.offset, names.file_end, size)
             sections = elf.name_sections(sections, blob)
+            # Roles follow section names (__nv_relfatbin is never loadable coverage): a section
+            # whose name is lost (sh_name 0 or outside .shstrtab) cannot be given one.
+            unnamed = next((i for i, s in enumerate(sections) if i and s.type and not s.name), None)
+            if unnamed is not None:
+                raise elf.ElfError(f"section {unnamed} has no name")
         except elf.ElfError as e:
             problems.append(Problem(e.code, f"malformed ELF: {e}"))
             sections = []
