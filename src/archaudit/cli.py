@@ -79,7 +79,9 @@ def _check_parser(sub) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="archaudit", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="archaudit",
+        description="Prove a GPU wheel carries device code for every GPU it claims, and runs there.")
     parser.add_argument("--version", action="version", version=f"archaudit {__version__}")
     sub = parser.add_subparsers(dest="command")
     _check_parser(sub)

@@ -12,6 +12,7 @@ MARK = {ERROR: "✗", WARNING: "!", INFO: "·"}
 QUIET_INFO = {"D002"}  # summarised once per target instead of per library
 GROUPED = {"K001", "K002"}  # one line per group of containers; long libraries are cut at
 GROUP_LINES = 5
+PASS_LINES = 20  # more passing libraries than this are counted, not listed
 
 
 def _claim_text(t: TargetReport) -> str:
@@ -57,6 +58,14 @@ def _target_text(t: TargetReport, detail: str, verbose: bool, *, costs: bool = F
             out.append(f"  {v.path:<{width}}  {carried:<{cwidth}}  {_verdict(v)}")
             if detail in ("containers", "kernels"):
                 out.extend(_containers_text(t, v.path, detail))
+    passing = [v for v in t.libraries if v.status == "pass" and v.carried and v.coverage]
+    if t.claim is not None and passing:
+        if len(passing) <= PASS_LINES or verbose:
+            for v in passing:
+                out.append(f"✓ {v.path} covers every claimed GPU architecture "
+                           f"{[lbl for lbl, _ in v.coverage]}")
+        else:
+            out.append(f"✓ {len(passing)} libraries cover every claimed GPU architecture")
     shown = [f for f in t.findings if f.code not in QUIET_INFO or verbose]
     per_group: Counter = Counter()
     for f in shown:
