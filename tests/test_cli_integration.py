@@ -164,6 +164,12 @@ def test_gpu_local_finds_the_gpu(scratch):
     answers = [f for t in doc["targets"] for f in t["findings"] if f["code"] in ("G008", "G009")]
     assert answers and all(f["data"]["gpu"].startswith("GPU 0 ") for f in answers[:2])
     print("\n".join(f["message"] for f in answers))
+    # the NVML name (e.g. "NVIDIA H200") is a GPU of the catalog, with the capability NVML reports
+    from archaudit import arch
+    nvml_name = answers[0]["data"]["gpu"].split(" ", 2)[2]
+    found = arch.lookup_gpu(nvml_name)
+    assert found, f"{nvml_name!r} is not in the GPU catalog"
+    assert f"({found[0].cc[0]}.{found[0].cc[1]})" in answers[0]["message"]
 
 
 def test_gpus_catalog(capsys):
@@ -372,3 +378,34 @@ def test_cibuildwheel_test_command(tmp_path):
         (project / "pyproject.toml").read_text(encoding="utf-8").replace('cuda-archs = "80;90"', 'cuda-archs = "80"'))
     proc = run(fixed)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# ---- documentation ----
+
+def test_docs_commands_parse():
+    """Every `archaudit ...` command in docs/integrations.md is accepted by the parser, and
+    the action snippet uses only real inputs."""
+    doc = (REPO / "docs" / "integrations.md").read_text(encoding="utf-8")
+    parser = build_parser()
+    commands = []
+    for block in re.findall(r"```(?:sh|toml|yaml)\n(.*?)```", doc, re.S):
+        for line in block.splitlines():
+            line = re.sub(r"\s+#.*$", "", line).strip()
+            if line.startswith("archaudit "):
+                commands.append(line)
+            m = re.search(r"(?:entry: |test-command = \")(archaudit [^\"]*)", line)
+            if m:
+                commands.append(m.group(1))
+    assert len(commands) >= 12
+    for command in commands:
+        args = shlex.split(command)[1:]
+        if args[:1] == ["check"] and not any(not a.startswith("-") for a in args[1:]):
+            args.append("x.whl")
+        parser.parse_args(args)
+    action = load_yaml(REPO / "action.yml")
+    snippet = re.search(r"```yaml\n(- uses: .*?)```", doc, re.S).group(1)
+    import yaml
+    assert set(yaml.safe_load(snippet)[0]["with"]) <= set(action["inputs"])
+    config = re.search(r"```toml\n(\[tool\.archaudit\].*?)```", doc, re.S).group(1)
+    from archaudit.config import KEYS
+    assert set(tomllib.loads(config)["tool"]["archaudit"]) == KEYS  # every key is documented
