@@ -233,8 +233,11 @@ def parse_wrapper(data: bytes | memoryview, offset: int) -> tuple[int, int] | No
 
 _SHDR = struct.Struct("<IIQQQQIIQQ")
 _SYM = struct.Struct("<IBBHQQ")
-_PTX_TARGET = re.compile(rb"^[ \t]*\.target[ \t]+([A-Za-z0-9_]+)", re.M)
-_PTX_VERSION = re.compile(rb"^[ \t]*\.version[ \t]+(\d+)\.(\d+)", re.M)
+# The first .target directive counts, and it must be well formed: a malformed one is not
+# skipped in favour of a later one (ptxas would reject the text).
+_PTX_TARGET = re.compile(rb"^[ \t]*\.target\b[ \t]*([^\n]*)", re.M)
+_PTX_TARGET_NAME = re.compile(rb"([A-Za-z0-9_]+)[ \t]*(?:,|\r?$|[ \t]//)")
+_PTX_VERSION = re.compile(rb"^[ \t]*\.version[ \t]+(\d{1,9})\.(\d{1,9})\b", re.M)
 _PTX_ENTRY = re.compile(rb"\.entry[ \t\r\n]+([A-Za-z0-9_$.]+)")
 
 
@@ -309,7 +312,8 @@ def _toolkit(text: bytes) -> tuple[int, int] | None:
 def ptx_facts(text: bytes) -> tuple[str | None, tuple[int, int] | None, tuple[str, ...]]:
     """(.target, .version, .entry names) of PTX text."""
     t = _PTX_TARGET.search(text)
+    name = _PTX_TARGET_NAME.match(t.group(1)) if t else None
     v = _PTX_VERSION.search(text)
     entries = tuple(m.decode("ascii", "replace") for m in _PTX_ENTRY.findall(text))
-    return (t.group(1).decode("ascii", "replace") if t else None,
+    return ((name.group(1).decode("ascii") if name else "") if t else None,
             (int(v.group(1)), int(v.group(2))) if v else None, entries)
