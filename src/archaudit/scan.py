@@ -154,6 +154,8 @@ class _Scan:
         self.problems: list[Problem] = []
         self.claims: list[str] = []
         self.pending: deque = deque()
+        # Header-level rejects: real problems inside device-code sections, coincidences elsewhere.
+        self.soft: list[Problem] = []
         self.pending_bytes = 0
         # Short markers cost a slow search over every library; the long one finds PyTorch's
         # gencode string in libtorch_cuda.so, which every CUDA torch wheel ships.
@@ -255,6 +257,10 @@ class _Scan:
                 return at + 1
             if at + total > self.size:
                 raise _hip.Malformed("E030", "bundle overruns the file")
+        except _hip.Malformed as e:  # an impossible header: a coincidence unless in .hip_fatbin
+            self.soft.append(Problem(e.code, f"HIP bundle at 0x{at:x}: {e}", at))
+            return at + 1
+        try:
             if total > self.max_payload * 4:
                 raise _hip.Malformed("E032", f"bundle of {total} bytes is too large to verify")
             if not src.ensure(at + total):
@@ -273,9 +279,9 @@ class _Scan:
         if head is None:
             return at + 1
         end = at + head.total
-        if end > self.size:
-            self.problem("E011", f"fatbin container at 0x{at:x} declares {head.fat_size} bytes, "
-                                 f"past the end of the file", at)
+        if end > self.size:  # a coincidental magic unless it lies in a fatbin section
+            self.soft.append(Problem("E011", f"fatbin container at 0x{at:x} declares {head.fat_size} bytes, "
+                                             f"past the end of the file", at))
             return at + 1
         entries: list[Entry] = []
         pos = at + head.header_size
@@ -420,6 +426,7 @@ def _scan(path: str, size: int, chunks: Chunks, decode: bool, max_payload: int) 
         containers = [Container("nvidia", STANDALONE, "", o, n, e) for o, n, e in scan.found]
         containers += [_with(c, role=STANDALONE) for c in scan.bundles]
         containers.sort(key=lambda c: c.offset)
+        scan.problems.extend(scan.soft)  # a bare fatbin file is all device code
         if not containers and not scan.problems:
             scan.problem("E011", "not a valid fatbin container")
         return Library(path, size, "fatbin", tuple(containers), problems=tuple(scan.problems))
@@ -643,6 +650,7 @@ def _dynamic(names: dict, notes: list[str]) -> tuple[tuple[str, ...], tuple[str,
 
 
 ALIGN_SLACK = 8
+HIP_ALIGN = 4096
 
 
 def _attribute(scan: _Scan, sections: list[elf.Section], segments, problems: list[Problem]) -> list[Container]:
@@ -654,6 +662,10 @@ def _attribute(scan: _Scan, sections: list[elf.Section], segments, problems: lis
             off = elf.vaddr_to_offset(segments, addr)
             if off is not None:
                 dlink.add(off)
+    device_sections = [s for s in sections if s.name in (".nv_fatbin", "__nv_relfatbin", ".hip_fatbin")]
+    for p in scan.soft:
+        if not sections or any(s.offset <= (p.offset or 0) < s.file_end for s in device_sections):
+            problems.append(p)
     out: list[Container] = []
     by_section: dict[str, int] = {}
     for offset, size, entries in scan.found:
@@ -675,7 +687,8 @@ def _attribute(scan: _Scan, sections: list[elf.Section], segments, problems: lis
     hip_segs = [s for s in sections if s.name == ".hipFatBinSegment"]
     bundle_at = {b.offset for b in scan.bundles}
     for rec_at, addr in scan.hip_wrappers:
-        if any(s.offset <= rec_at < s.file_end for s in hip_segs):
+        # Position-independent libraries leave the address 0 for a relocation to fill at load.
+        if addr and any(s.offset <= rec_at < s.file_end for s in hip_segs):
             off = elf.vaddr_to_offset(segments, addr)
             if off is not None and off not in bundle_at:
                 problems.append(Problem("E030", f"HIP wrapper at 0x{rec_at:x} registers 0x{off:x}, where no "
@@ -684,6 +697,13 @@ def _attribute(scan: _Scan, sections: list[elf.Section], segments, problems: lis
         sec = next((s for s in sections if s.offset <= b.offset < s.file_end and s.type not in (0, elf.SHT_NOBITS)), None)
         out.append(_with(b, section=sec.name if sec else ""))
     for s in sections:
+        if s.name == ".hip_fatbin" and s.size and s.type != elf.SHT_NOBITS:
+            inside = [b for b in scan.bundles if s.offset <= b.offset < s.file_end]
+            covered = sum(b.size for b in inside)
+            # bundles are page-aligned in the section: a gap of less than a page may follow each
+            if s.size - covered >= HIP_ALIGN * (len(inside) + 1):
+                problems.append(Problem("E030", f".hip_fatbin: {s.size - covered} of its {s.size} bytes are "
+                                                f"not a valid offload bundle", s.offset))
         if s.name in (".nv_fatbin", "__nv_relfatbin") and s.size:
             covered = by_section.get(s.name, 0)
             if s.size - covered >= ALIGN_SLACK or covered > s.size:
