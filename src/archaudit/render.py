@@ -15,10 +15,30 @@ GROUP_LINES = 5
 PASS_LINES = 20  # more passing libraries than this are counted, not listed
 
 
-def _claim_text(t: TargetReport) -> str:
-    if t.claim is None:
-        return "no claim"
-    return f"claim {', '.join(_label(c) for c in t.claim.gpus)} (from {t.claim.source})"
+def _claimed(t: TargetReport, amd: tuple[str, ...]) -> list[str]:
+    """Every claimed architecture: CUDA compute capabilities, then AMD gfx targets."""
+    return ([_label(c) for c in t.claim.gpus] if t.claim is not None else []) + list(amd)
+
+
+def _claim_text(t: TargetReport, amd: tuple[str, ...] = (), amd_source: str = "") -> str:
+    parts = []
+    if t.claim is not None:
+        parts.append(f"claim {', '.join(_label(c) for c in t.claim.gpus)} (from {t.claim.source})")
+    if amd:
+        parts.append(f"AMD claim {', '.join(amd)} (from {amd_source or '--amd-arch'})")
+    return "; ".join(parts) or "no claim"
+
+
+def _fit(words: list[str], width: int) -> str:
+    """Space-joined words cut to `width`, saying how many were left out (JSON has them all)."""
+    text = " ".join(words)
+    if len(text) <= width:
+        return text
+    for keep in range(len(words) - 1, 0, -1):
+        text = " ".join(words[:keep]) + f" +{len(words) - keep}"
+        if len(text) <= width:
+            return text
+    return f"+{len(words)}"
 
 
 def _mb(n: int) -> str:
@@ -29,7 +49,8 @@ def render_text(report: Report, *, detail: str = "libraries", verbose: bool = Fa
                 costs: bool = False, timings: bool = True) -> str:
     lines: list[str] = []
     for t in report.targets:
-        lines.extend(_target_text(t, detail, verbose, costs=costs, timings=timings))
+        lines.extend(_target_text(t, detail, verbose, costs=costs, timings=timings,
+                                  amd=report.policy.amd_claim, amd_source=report.policy.amd_claim_source))
         lines.append("")
     if len(report.targets) > 1:
         bad = sum(1 for t in report.targets if any(f.severity == ERROR for f in t.findings) or t.unusable)
@@ -42,11 +63,11 @@ def render_text(report: Report, *, detail: str = "libraries", verbose: bool = Fa
 
 
 def _target_text(t: TargetReport, detail: str, verbose: bool, *, costs: bool = False,
-                 timings: bool = True) -> list[str]:
+                 timings: bool = True, amd: tuple[str, ...] = (), amd_source: str = "") -> list[str]:
     name = t.distribution or t.target
     device = [v for v in t.libraries if v.carried or v.relocatable or v.status in ("unverified",)]
     head = (f"{name} ({t.kind}): {len(t.libraries)} librar{'y' if len(t.libraries) == 1 else 'ies'}, "
-            f"{sum(1 for v in t.libraries if v.carried)} with device code; {_claim_text(t)}; "
+            f"{sum(1 for v in t.libraries if v.carried)} with device code; {_claim_text(t, amd, amd_source)}; "
             f"{_mb(t.bytes_read)}" + (f" in {t.seconds:.2f} s" if timings else ""))
     out = [head]
     if device:
@@ -54,12 +75,12 @@ def _target_text(t: TargetReport, detail: str, verbose: bool, *, costs: bool = F
         cwidth = min(max(len(" ".join(v.carried)) for v in device), 60)
         out.append(f"  {'LIBRARY':<{width}}  {'CARRIES':<{cwidth}}  VERDICT")
         for v in device:
-            carried = " ".join(v.carried) or "(relocatable only)"
+            carried = _fit(list(v.carried), cwidth) or "(relocatable only)"
             out.append(f"  {v.path:<{width}}  {carried:<{cwidth}}  {_verdict(v)}")
             if detail in ("containers", "kernels"):
                 out.extend(_containers_text(t, v.path, detail))
     passing = [v for v in t.libraries if v.status == "pass" and v.carried and v.coverage]
-    if t.claim is not None and passing:
+    if (t.claim is not None or amd) and passing:
         if len(passing) <= PASS_LINES or verbose:
             for v in passing:
                 out.append(f"✓ {v.path} covers every claimed GPU architecture "
@@ -89,7 +110,7 @@ def _target_text(t: TargetReport, detail: str, verbose: bool, *, costs: bool = F
                 out.append(f"  note: {lib.path}: {note}")
     if costs:
         out.extend(_costs_text(t))
-    out.append(_summary(t))
+    out.append(_summary(t, amd))
     return out
 
 
@@ -159,7 +180,7 @@ def _verdict(v) -> str:
     return v.status
 
 
-def _summary(t: TargetReport) -> str:
+def _summary(t: TargetReport, amd: tuple[str, ...] = ()) -> str:
     errors = [f for f in t.findings if f.severity == ERROR]
     if t.unusable:
         return f"✗ {t.target}: unusable input"
@@ -169,8 +190,8 @@ def _summary(t: TargetReport) -> str:
         by = Counter(f.code for f in errors)
         return f"✗ {len(errors)} finding{'s' * (len(errors) != 1)} ({', '.join(f'{c} x{n}' for c, n in sorted(by.items()))})"
     libs = [v for v in t.libraries if v.carried]
-    if t.claim is not None:
-        return (f"✓ device code covers every claimed GPU architecture {[_label(c) for c in t.claim.gpus]} "
+    if t.claim is not None or amd:
+        return (f"✓ device code covers every claimed GPU architecture {_claimed(t, amd)} "
                 f"in {len(libs)} librar{'y' if len(libs) == 1 else 'ies'}")
     return f"✓ device code verified in {len(libs)} librar{'y' if len(libs) == 1 else 'ies'}"
 
