@@ -174,10 +174,16 @@ def _directory_jobs(root: str) -> tuple[list[_Job], list[Problem]]:
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         dirnames.sort()
         for name in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
+            full = os.path.join(dirpath, name)
             if is_library_name(name):
-                full = os.path.join(dirpath, name)
                 rel = os.path.relpath(full, root).replace(os.sep, "/")
                 candidates.append((os.path.islink(full), rel, full))
+            elif name in dirnames:  # a link to a directory is not walked: its files must lie inside
+                target = os.path.realpath(full)
+                if not (target == real_root or target.startswith(real_root + os.sep)):
+                    rel = os.path.relpath(full, root).replace(os.sep, "/")
+                    problems.append(Problem("E003", f"{rel}: symbolic link to a directory outside the "
+                                                    f"target (its files are not audited)"))
     seen: set[tuple[int, int]] = set()
     for is_link, rel, full in sorted(candidates):  # real files first: a link names its target
         try:
