@@ -70,44 +70,82 @@ def inventory(target: str, *, jobs: int | None = None, decode: bool = False,
               max_payload: int = DEFAULT_MAX_PAYLOAD, progress: Progress | None = None) -> TargetInventory:
     """Inventory one target: a wheel, a directory, a device-code or library file, or a
     distribution name."""
+    return inventories([target], jobs=jobs, decode=decode, max_payload=max_payload, progress=progress)[0]
+
+
+def inventories(targets: list[str], *, jobs: int | None = None, decode: bool = False,
+                max_payload: int = DEFAULT_MAX_PAYLOAD, progress: Progress | None = None) -> list[TargetInventory]:
+    """Inventory several targets with one pool of workers: the libraries of every target are
+    read in parallel, largest first, so many small wheels keep every core busy too."""
     start = time.perf_counter()
+    plans = [_plan(t) for t in targets]
+    everything = [j for p in plans if isinstance(p, tuple) for j in p[1]]
+    if progress is not None:
+        progress.total_bytes += sum(j.size for j in everything)
+        progress.total_libraries += len(everything)
+    libraries = iter(_run(everything, jobs, decode, max_payload, progress, keep_order=True))
+    out = []
+    for target, plan in zip(targets, plans):
+        if isinstance(plan, TargetInventory):
+            out.append(plan)
+            continue
+        kind, jobs_list, problems, dist = plan
+        libs = tuple(sorted((next(libraries) for _ in jobs_list), key=lambda lib: lib.path))
+        problems_t = tuple(problems)
+        unusable = kind == "directory" and not jobs_list and not problems_t
+        if unusable:
+            problems_t += (Problem("E001", "directory holds no files to audit"),)
+        out.append(TargetInventory(target, kind, libs, problems_t, unusable,
+                                   sum(j.size for j in jobs_list), time.perf_counter() - start, dist))
+    return out
+
+
+def rescan(inv: TargetInventory, paths: set[str], *, jobs: int | None = None,
+           max_payload: int = DEFAULT_MAX_PAYLOAD) -> TargetInventory:
+    """The same inventory with the named libraries read again, decoding every payload: a
+    second read, made only for libraries whose findings need kernel names."""
+    plan = _plan(inv.target)
+    if isinstance(plan, TargetInventory) or not paths:
+        return inv
+    wanted = [j for j in plan[1] if j.display in paths]
+    fresh = {lib.path: lib for lib in _run(wanted, jobs, True, max_payload, None)}
+    note = "second pass: payloads decoded to name the kernels behind a finding"
+    libs = tuple(
+        Library(**{**{k: getattr(fresh[lib.path], k) for k in Library.__dataclass_fields__},
+                   "notes": fresh[lib.path].notes + (note,)}) if lib.path in fresh else lib
+        for lib in inv.libraries)
+    return TargetInventory(inv.target, inv.kind, libs, inv.problems, inv.unusable, inv.bytes_read,
+                           inv.seconds, inv.distribution)
+
+
+def _plan(target: str):
+    """(kind, jobs, problems, distribution) for a target, or an unusable TargetInventory."""
     if os.path.isdir(target):
-        kind, jobs_list, problems = "directory", *_directory_jobs(target)
-        dist = ""
-    elif os.path.exists(target) and target.lower().endswith(".whl"):
+        jobs_list, problems = _directory_jobs(target)
+        return "directory", jobs_list, problems, ""
+    if os.path.exists(target) and target.lower().endswith(".whl"):
         try:
             jobs_list, problems = _wheel_jobs(target)
         except zipread.ZipError as e:
             return TargetInventory(target, "wheel", (), (Problem("E002", f"malformed archive: {e}"),),
                                    unusable=True)
-        kind, dist = "wheel", _wheel_dist(target)
-    elif os.path.exists(target) or os.path.sep in target or target.endswith(LIBRARY_SUFFIXES):
+        return "wheel", jobs_list, problems, _wheel_dist(target)
+    if os.path.exists(target) or os.path.sep in target or target.endswith(LIBRARY_SUFFIXES):
         if not os.path.isfile(target):
             return TargetInventory(target, "file", (), (Problem("E001", "cannot read: no such file"),),
                                    unusable=True)
-        kind, dist = "file", ""
-        jobs_list, problems = [_file_job(target, os.path.basename(target))], []
-    else:
-        found = _distribution_jobs(target)
-        if found is None:
-            return TargetInventory(target, "distribution", (), (Problem(
-                "E001", f"cannot read: '{target}' is not a file, a directory or an installed "
-                        f"distribution"),), unusable=True)
-        kind, (jobs_list, problems, dist) = "distribution", found
-    if progress is not None:
-        progress.total_bytes += sum(j.size for j in jobs_list)
-        progress.total_libraries += len(jobs_list)
-    libraries = _run(jobs_list, jobs, decode, max_payload, progress)
-    problems_t = tuple(problems)
-    unusable = kind == "directory" and not jobs_list and not problems_t
-    if unusable:
-        problems_t += (Problem("E001", "directory holds no files to audit"),)
-    return TargetInventory(target, kind, libraries, problems_t, unusable,
-                           sum(j.size for j in jobs_list), time.perf_counter() - start, dist)
+        return "file", [_file_job(target, os.path.basename(target))], [], ""
+    found = _distribution_jobs(target)
+    if found is None:
+        return TargetInventory(target, "distribution", (), (Problem(
+            "E001", f"cannot read: '{target}' is not a file, a directory or an installed "
+                    f"distribution"),), unusable=True)
+    jobs_list, problems, dist = found
+    return "distribution", jobs_list, problems, dist
 
 
 def _run(jobs_list: list[_Job], jobs: int | None, decode: bool, max_payload: int,
-         progress: Progress | None) -> tuple[Library, ...]:
+         progress: Progress | None, keep_order: bool = False) -> tuple[Library, ...]:
     order = sorted(range(len(jobs_list)), key=lambda i: -jobs_list[i].size)
     workers = max(1, min(jobs or os.cpu_count() or 1, len(jobs_list) or 1))
 
@@ -133,7 +171,8 @@ def _run(jobs_list: list[_Job], jobs: int | None, decode: bool, max_payload: int
     else:
         with ThreadPoolExecutor(workers) as pool:
             results = dict(zip(order, pool.map(one, order)))
-    return tuple(sorted((results[i] for i in range(len(jobs_list))), key=lambda lib: lib.path))
+    ordered = tuple(results[i] for i in range(len(jobs_list)))
+    return ordered if keep_order else tuple(sorted(ordered, key=lambda lib: lib.path))
 
 
 def _file_job(path: str, display: str, size: int | None = None) -> _Job:

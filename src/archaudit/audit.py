@@ -260,6 +260,12 @@ def _judge_library(lib: Library, claim: Claim | None, policy: Policy) -> Library
     if not lib.has_device_code:
         status = "unverified" if lib.problems else "host"
         return LibraryVerdict(lib.path, status, (), (), (), 0, None, None, tuple(findings))
+    if kernels == 0 and not lib.problems:
+        # Every payload was read and none defines a kernel (nvlink's stubs in a host-side
+        # library): nothing can fail with "no kernel image", so there is nothing to judge.
+        findings.append(_f("G010", lib.path, f"{lib.path} carries device code without kernels "
+                                             f"({' '.join(carried) or 'relocatable only'})"))
+        return LibraryVerdict(lib.path, "host", carried, reloc_labels, (), 0, 0, None, tuple(findings))
     if not pairs and not amd:
         if reloc:
             findings.append(_f("G007", lib.path, f"{lib.path}: {len(reloc)} relocatable entries "
@@ -374,12 +380,21 @@ def _label_key(label: str) -> tuple[int, str]:
 
 
 def _container_rules(lib: Library, claimed, policy: Policy, findings: list[Finding], lib_missing) -> None:
+    """Per kernel when kernel names are known, else per container.
+
+    A kernel is launched from the container that registered it, so its code must cover the
+    claim there. Libraries that dispatch by architecture compile the same kernel into several
+    single-target containers and pick one at run time; a kernel whose containers together cover
+    the claim is that pattern, and passes unless --strict-kernels judges every container alone."""
+    judged = [c for c in _judged_containers(lib) if _nv(c.entries)]
+    named = all(e.kernels is not None for c in judged for e in c.entries)
+    if named and not policy.strict_kernels:
+        _kernel_rules(lib, judged, claimed, findings, lib_missing)
+        return
     groups: dict[tuple[tuple[str, ...], tuple[str, ...]], list[Container]] = defaultdict(list)
     special: dict[tuple[str, ...], list[Container]] = defaultdict(list)
-    for c in _judged_containers(lib):
+    for c in judged:
         pairs = _nv(c.entries)
-        if not pairs:
-            continue
         carried = _carried_labels(pairs)
         if _specialised(pairs) and not policy.strict_kernels:
             special[carried].append(c)
@@ -389,15 +404,47 @@ def _container_rules(lib: Library, claimed, policy: Policy, findings: list[Findi
             groups[(carried, fails)].append(c)
     for (carried, fails), cs in sorted(groups.items(), key=lambda kv: -len(kv[1])):
         names = _kernel_names(e for c in cs for e in c.entries)
-        findings.append(_f("K001", lib.path,
-                           f"{lib.path}: {_kernels_phrase(names, len(cs))} carry code only for "
-                           f"{', '.join(carried)}; they fail on {', '.join('sm_' + f for f in fails)} (claimed)",
-                           kernels=names or [], containers=len(cs), carried=list(carried), fails=list(fails)))
+        _k001(lib, findings, names, len(cs), carried, fails)
     for carried, cs in special.items():
         names = _kernel_names(e for c in cs for e in c.entries)
-        findings.append(_f("K002", lib.path, f"{lib.path}: {_kernels_phrase(names, len(cs))} are specialised "
-                                             f"for {', '.join(carried)}", kernels=names or [],
-                                             carried=list(carried)))
+        _k002(lib, findings, names, len(cs), carried)
+
+
+def _kernel_rules(lib: Library, judged: list[Container], claimed, findings: list[Finding], lib_missing) -> None:
+    code: dict[str, list] = defaultdict(list)  # kernel name -> every (entry, target) carrying it
+    homes: dict[str, set[int]] = defaultdict(set)
+    for i, c in enumerate(judged):
+        for e, t in _nv(c.entries):
+            for k in e.kernels or ():
+                code[k].append((e, t))
+                homes[k].add(i)
+    groups: dict[tuple[tuple[str, ...], tuple[str, ...]], list[str]] = defaultdict(list)
+    special: dict[tuple[str, ...], list[str]] = defaultdict(list)
+    for k, pairs in code.items():
+        carried = _carried_labels(pairs)
+        if _specialised(pairs):
+            special[carried].append(k)
+            continue
+        fails = tuple(_label(cc) for cc in claimed if _best(pairs, cc) == "none" and _label(cc) not in lib_missing)
+        if fails:
+            groups[(carried, fails)].append(k)
+    for (carried, fails), ks in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        _k001(lib, findings, sorted(ks), len({i for k in ks for i in homes[k]}), carried, fails)
+    for carried, ks in special.items():
+        _k002(lib, findings, sorted(ks), len({i for k in ks for i in homes[k]}), carried)
+
+
+def _k001(lib, findings, names, containers: int, carried, fails) -> None:
+    findings.append(_f("K001", lib.path,
+                       f"{lib.path}: {_kernels_phrase(names, containers)} carry code only for "
+                       f"{', '.join(carried)}; they fail on {', '.join('sm_' + f for f in fails)} (claimed)",
+                       kernels=names or [], containers=containers, carried=list(carried), fails=list(fails)))
+
+
+def _k002(lib, findings, names, containers: int, carried) -> None:
+    findings.append(_f("K002", lib.path, f"{lib.path}: {_kernels_phrase(names, containers)} are specialised "
+                                         f"for {', '.join(carried)}", kernels=names or [],
+                       carried=list(carried)))
 
 
 def _amd_rules(lib, amd, policy: Policy, coverage, findings) -> None:

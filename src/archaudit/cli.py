@@ -11,7 +11,7 @@ import sys
 from importlib import resources
 
 from . import __version__, arch
-from .artifacts import Progress, inventory, progress_display
+from .artifacts import Progress, inventories, progress_display, rescan
 from .audit import IgnoreRule, Policy, audit
 from .claims import Claim, parse_claim
 from .config import ConfigError, load
@@ -260,12 +260,14 @@ def cmd_check(args) -> int:
     progress = Progress() if show else None
     stop = progress_display(progress) if progress is not None else None
     try:
-        inventories = [inventory(t, jobs=args.jobs, decode=args.decode or detail == "kernels",
-                                 max_payload=args.max_payload, progress=progress) for t in targets]
+        found = inventories(targets, jobs=args.jobs, decode=args.decode or detail == "kernels",
+                            max_payload=args.max_payload, progress=progress)
     finally:
         if stop is not None:
             stop()
-    report = audit(inventories, claim, policy)
+    report = audit(found, claim, policy)
+    if not (args.decode or detail == "kernels"):
+        report = _name_kernels(report, found, claim, policy, args)
     out_stream = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
     try:
         costs = bool(args.costs if args.costs is not None else cfg.get("costs", False))
@@ -275,6 +277,21 @@ def cmd_check(args) -> int:
         if args.output:
             out_stream.close()
     return report.exit_code
+
+
+REFINE = ("G001", "G003", "G004", "K001", "K002")
+
+
+def _name_kernels(report, found, claim, policy, args):
+    """Read again, decoding, the libraries with coverage findings: their kernels get named, and
+    kernel-less device code (nvlink's stubs) stops counting. Passing libraries are never re-read."""
+    again = []
+    for inv, t in zip(found, report.targets):
+        paths = {f.subject for f in t.findings if f.code in REFINE}
+        again.append(rescan(inv, paths, jobs=args.jobs, max_payload=args.max_payload) if paths else inv)
+    if all(a is b for a, b in zip(again, found)):
+        return report
+    return audit(again, claim, policy)
 
 
 def cmd_explain(args) -> int:

@@ -156,6 +156,12 @@ _CODES = [
          "With --gpu, a library carries device code but none runs on that GPU.",
          "Build for that GPU's architecture (or PTX of an older one).",
          "libfoo.so on RTX 5090 (12.0): not at all"),
+    Code("G010", INFO, "device code without kernels",
+         "Every payload of the library was decoded and none defines a kernel (nvlink's per-link "
+         "stubs in a library with no device code of its own): nothing in it can be launched, so "
+         "there is no coverage to judge.",
+         "Nothing; a build that needs no device link can drop it.",
+         "libcufftw.so.12 carries device code without kernels (sm_75)"),
     Code("K001", ERROR, "kernels miss a claimed architecture",
          "One container (one translation unit, which the runtime registers on its own) lacks code "
          "for a claimed architecture that the library as a whole has: its kernels fail there "
