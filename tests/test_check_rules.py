@@ -65,6 +65,22 @@ def test_rdc_library_fails_per_kernel_too(capsys):
     assert any(n.startswith("_Z3mul") for k in ks for n in k["data"]["kernels"])
 
 
+def test_architecture_dispatch_is_covered_by_kernel_name(capsys):
+    """One kernel compiled into an sm_80-only and an sm_90-only container: together they cover."""
+    rc, rep = run(capsys, lib("lib_dispatch.so"), "--arch", "80,90")
+    assert rc == 0 and "K001" not in codes(rep)
+    rc, rep = run(capsys, lib("lib_dispatch.so"), "--arch", "80,90", "--strict-kernels")
+    assert rc == 1 and sorted(f["data"]["fails"] for f in findings(rep, "K001")) == [["80"], ["90"]]
+
+
+def test_failing_libraries_are_read_again_to_name_their_kernels(capsys):
+    """Without --detail kernels, a library with a per-container finding is decoded once more."""
+    rc = main(["check", "-q", "--no-config", "-v", lib("lib_multiobj.so"), "--arch", "80,90"])
+    out = capsys.readouterr().out
+    assert rc == 1 and "1 kernel (mul) carry code only for sm_80" in out
+    assert "second pass: payloads decoded" in out
+
+
 def test_per_container_rule_without_decoding_still_finds_the_gap(capsys):
     rc, rep = run(capsys, lib("lib_multiobj.so"), "--arch", "80,90")
     assert rc == 1 and codes(rep).count("K001") == 1
