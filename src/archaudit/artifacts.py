@@ -278,7 +278,7 @@ def progress_display(progress: Progress, stream=sys.stderr) -> Callable[[], None
     began = time.perf_counter()
 
     def loop() -> None:
-        while not stop.wait(0.2):
+        while True:
             el = max(time.perf_counter() - began, 1e-6)
             with progress.lock:
                 done, total = progress.done_bytes, max(progress.total_bytes, 1)
@@ -286,6 +286,8 @@ def progress_display(progress: Progress, stream=sys.stderr) -> Callable[[], None
             stream.write(f"\r{done / 1e6:8.0f}/{total / 1e6:.0f} MB  {libs}/{nlibs} libraries  "
                          f"{done / el / 1e6:6.0f} MB/s ")
             stream.flush()
+            if stop.wait(0.2):
+                break
         stream.write("\r" + " " * 70 + "\r")
         stream.flush()
 
