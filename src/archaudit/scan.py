@@ -674,6 +674,8 @@ def _attribute(scan: _Scan, sections: list[elf.Section], segments, problems: lis
         name = sec.name if sec else ""
         if sec and offset + size > sec.file_end:
             problems.append(Problem("E011", f"fatbin container at 0x{offset:x} overruns section {name}", offset))
+        if sections and sec is None:  # every byte a linker places is in a section
+            problems.append(Problem("E011", f"fatbin container at 0x{offset:x} lies in no section", offset))
         if name == ".nv_fatbin":
             role = DEVICE_LINK if offset in dlink else EXECUTABLE
         elif name == "__nv_relfatbin":
@@ -682,6 +684,15 @@ def _attribute(scan: _Scan, sections: list[elf.Section], segments, problems: lis
             role = EMBEDDED
         by_section[name] = by_section.get(name, 0) + size
         out.append(Container("nvidia", role, name, offset, size, entries))
+    # The CUDA runtime registers what .nvFatBinSegment's wrappers point at: each must be a
+    # container that was found (one whose magic is damaged is not found at all).
+    found_at = {o for o, _, _ in scan.found}
+    for rec_at, _, addr in scan.wrappers:
+        if addr and any(s.offset <= rec_at < s.file_end for s in seg_sections):
+            off = elf.vaddr_to_offset(segments, addr)
+            if off is not None and off not in found_at:
+                problems.append(Problem("E011", f"fatbin wrapper at 0x{rec_at:x} registers 0x{off:x}, where no "
+                                                f"fatbin container was found", off))
     # The HIP runtime registers what .hipFatBinSegment's wrappers point at: each must be a
     # bundle that was found and verified (a bundle whose magic is damaged is not found at all).
     hip_segs = [s for s in sections if s.name == ".hipFatBinSegment"]
@@ -704,6 +715,9 @@ def _attribute(scan: _Scan, sections: list[elf.Section], segments, problems: lis
             if s.size - covered >= HIP_ALIGN * (len(inside) + 1):
                 problems.append(Problem("E030", f".hip_fatbin: {s.size - covered} of its {s.size} bytes are "
                                                 f"not a valid offload bundle", s.offset))
+        if s.name in (".nv_fatbin", "__nv_relfatbin") and not s.size:
+            problems.append(Problem("E011", f"{s.name} is empty (nvcc never writes an empty fatbin section)",
+                                    s.offset))
         if s.name in (".nv_fatbin", "__nv_relfatbin") and s.size:
             covered = by_section.get(s.name, 0)
             if s.size - covered >= ALIGN_SLACK or covered > s.size:
