@@ -258,6 +258,8 @@ def cubin_facts(data: bytes) -> tuple[str, tuple[str, ...], tuple[int, int] | No
     secs = list(_SHDR.iter_unpack(table))  # (name, type, flags, addr, offset, size, link, ...)
     names_sec = secs[h.shstrndx]
     names = data[names_sec[4]:names_sec[4] + names_sec[5]]
+    if not h.shstrndx or not names:  # .nv.compat (the 'a' suffix) is found by name
+        raise FatbinError("E014", "cubin has no section name table")
 
     def named(n: bytes):
         at = names.find(b"\0" + n + b"\0")
