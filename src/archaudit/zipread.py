@@ -92,7 +92,31 @@ def read_directory(path: str) -> tuple[list[Member], list[tuple[str, str, str]]]
     except OSError as e:
         raise ZipError(f"cannot read: {e}") from e
     members, hazards = _parse_directory(directory, count, cd_offset, size)
-    return members, hazards
+    return _check_local_names(path, members, hazards)
+
+
+def _check_local_names(path: str, members: list[Member], hazards: list[tuple[str, str, str]]):
+    """Each member's local header must repeat its central-directory name, as zipfile (and so
+    pip) requires: otherwise the name that decided whether it is audited is not the name it is
+    installed under."""
+    kept = []
+    try:
+        with open(path, "rb") as f:
+            for m in members:
+                f.seek(m.header_offset)
+                head = f.read(_LOCAL.size)
+                if len(head) < _LOCAL.size or head[:4] != b"PK\x03\x04":
+                    hazards.append(("E002", m.name, "local header missing (archive truncated or corrupt)"))
+                    continue
+                flags, nlen = _LOCAL.unpack(head)[2], _LOCAL.unpack(head)[-2]
+                local = f.read(nlen).decode("utf-8" if flags & 0x800 else "cp437", errors="replace")
+                if local != m.name:
+                    hazards.append(("E002", m.name, f"local header names it {local!r}"))
+                    continue
+                kept.append(m)
+    except OSError as e:
+        raise ZipError(f"cannot read: {e}") from e
+    return kept, hazards
 
 
 def _zip64_directory(f, eocd_pos: int, size: int) -> tuple[int, int, int]:
