@@ -383,9 +383,9 @@ def test_cibuildwheel_test_command(tmp_path):
 # ---- documentation ----
 
 def test_docs_commands_parse():
-    """Every `archaudit ...` command in docs/integrations.md is accepted by the parser, and
+    """Every `archaudit ...` command in the README is accepted by the parser, and
     the action snippet uses only real inputs."""
-    doc = (REPO / "docs" / "integrations.md").read_text(encoding="utf-8")
+    doc = (REPO / "README.md").read_text(encoding="utf-8")
     parser = build_parser()
     commands = []
     for block in re.findall(r"```(?:sh|toml|yaml)\n(.*?)```", doc, re.S):
