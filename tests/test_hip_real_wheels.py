@@ -11,15 +11,14 @@ import hashlib
 import os
 import re
 import struct
-import subprocess
 import sys
 import zipfile
-from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import amd_reference as ref  # noqa: E402
+from wheels import fetch  # noqa: E402
 
 from archaudit import gfx, hip, model  # noqa: E402
 
@@ -32,29 +31,6 @@ WHEELS = [
 ]
 MAGIC_RE = re.compile(b"|".join(re.escape(m) for m in hip.MAGICS))
 HIP_WRAPPER = 24  # one __hip_fatbin_wrapper (magic, version, pointer, unused) per bundle
-
-
-def cache_dir() -> Path:
-    d = Path(os.environ.get("ARCHAUDIT_WHEEL_CACHE") or Path.home() / ".cache" / "archaudit" / "wheels")
-    d.mkdir(parents=True, exist_ok=True)
-    return d
-
-
-def fetch(name: str, version: str) -> Path:
-    d = cache_dir()
-    stem = name.replace("-", "_") + "-" + version + "-"
-    have = [p for p in d.glob(stem + "*.whl")]
-    if not have:
-        r = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--dest", str(d),
-             f"{name}=={version}"],
-            capture_output=True, text=True,
-        )
-        if r.returncode != 0:
-            pytest.skip(f"cannot download {name}=={version}: {r.stderr.strip().splitlines()[-1:]}")
-        have = [p for p in d.glob(stem + "*.whl")]
-    assert have, f"pip did not leave a {name} wheel in {d}"
-    return sorted(have)[-1]
 
 
 def read_library(data: bytes) -> tuple[dict, list[model.Container]]:
