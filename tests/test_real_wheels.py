@@ -87,7 +87,7 @@ def test_cpu_torch_is_a_cpu_wheel(capsys):
 
 
 def test_torch_claims_its_own_architectures(capsys):
-    rc = main(["check", "-q", "--no-config", "--format", "json", str(fetch("torch", "2.14.1"))])
+    main(["check", "-q", "--no-config", "--format", "json", str(fetch("torch", "2.14.1"))])
     rep = json.loads(capsys.readouterr().out)
     claim = rep["targets"][0]["claim"]
     assert claim["source"] == "embedded in libtorch_cuda.so"

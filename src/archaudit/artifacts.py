@@ -151,12 +151,11 @@ def _run(jobs_list: list[_Job], jobs: int | None, decode: bool, max_payload: int
 
     def one(i: int) -> Library:
         j = jobs_list[i]
-        chunks = j.chunks
-        if progress is not None:
-            def chunks(base=j.chunks):
-                for block in base():
-                    progress.add(len(block))
-                    yield block
+        def counted(base=j.chunks):
+            for block in base():
+                progress.add(len(block))
+                yield block
+        chunks = j.chunks if progress is None else counted
         try:
             lib = scan_stream(j.display, j.size, chunks, decode=decode, max_payload=max_payload)
         except MemoryError:

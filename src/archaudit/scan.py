@@ -19,7 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from . import elf, fatbin
 from .model import (
-    CODE_OBJECT, DEVICE_LINK, EMBEDDED, EXECUTABLE, HIP, PTX, RELOCATABLE, SASS, STANDALONE,
+    CODE_OBJECT, DEVICE_LINK, EMBEDDED, EXECUTABLE, PTX, RELOCATABLE, SASS, STANDALONE,
     Container, Entry, Library, Problem,
 )
 
