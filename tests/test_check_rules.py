@@ -230,6 +230,7 @@ def test_installed_distribution_target(capsys):
     ("not_elf_so", "E010", 1),
     ("corrupted_fatbin_size", "E011", 1),
     ("empty_dir", "E001", 2),
+    ("windows_pyd", "E020", 1),
     ("missing", "E001", 2),
 ])
 def test_bad_input_is_a_clear_finding_not_a_traceback(capsys, tmp_path, make, code, want_rc):
@@ -246,6 +247,9 @@ def test_bad_input_is_a_clear_finding_not_a_traceback(capsys, tmp_path, make, co
         data[at + 8:at + 16] = (2**40).to_bytes(8, "little")
         target = tmp_path / "libbad.so"
         target.write_bytes(bytes(data))
+    elif make == "windows_pyd":
+        target = tmp_path / "kernels.pyd"
+        target.write_bytes(b"MZ\x90\x00" + bytes(60))
     elif make == "empty_dir":
         target = tmp_path / "empty"
         target.mkdir()

@@ -76,9 +76,10 @@ _CODES = [
          "says: not an ELF for the GPU, architecture disagreeing with the header, no .target.",
          "Rebuild the library or file.",
          "kern.cubin: not a CUDA ELF (e_machine 62)"),
-    Code("E020", ERROR, "unsupported ELF",
-         "The library is an ELF archaic or foreign to this tool (32-bit or big-endian).",
-         "Only 64-bit little-endian libraries are audited.",
+    Code("E020", ERROR, "unsupported library format",
+         "The library is a format archaudit does not read: a 32-bit or big-endian ELF, a Windows "
+         "PE (.pyd/.dll) or a Mach-O (.dylib) library. Its device code cannot be verified.",
+         "Only 64-bit little-endian ELF libraries (Linux wheels) are audited today.",
          "lib32/libfoo.so: 32-bit ELF is not supported"),
     Code("E030", ERROR, "malformed HIP bundle",
          "A clang offload bundle (HIP device code) has an impossible header or entry table.",

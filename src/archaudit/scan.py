@@ -435,6 +435,10 @@ def _scan(path: str, size: int, chunks: Chunks, decode: bool, max_payload: int) 
     if lower.endswith(DEVICE_SUFFIXES):
         return Library(path, size, "other",
                        problems=(Problem("E014", "not a cubin, fatbin, PTX or code object"),))
+    if head[:2] == b"MZ" or head[:4] in (b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe"):
+        kind = "a Windows PE" if head[:2] == b"MZ" else "a Mach-O"
+        return Library(path, size, "other", problems=(Problem(
+            "E020", f"{kind} library: only ELF libraries are audited, so its device code is unverified"),))
     return Library(path, size, "other", problems=(Problem("E010", "malformed ELF: not an ELF file"),))
 
 
