@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import struct
+import threading
 from dataclasses import dataclass
 
 import lz4.block
@@ -203,13 +204,23 @@ def check_payload_start(h: EntryHeader, first: bytes, where: int) -> None:
                                       f"{h.uncompressed_size}", where)
 
 
+_LOCAL = threading.local()
+
+
 def _zstd_bounded(data: bytes, declared: int) -> bytes:
-    """Decode a zstd frame without ever producing more than declared + 1 bytes."""
+    """Decode zstd without ever producing more than `declared` bytes (checked against the
+    verification bound before this is called): one call, and the output buffer is the
+    declared size, so a frame that expands further is an error, not an allocation."""
     content = zstandard.get_frame_parameters(data).content_size
     if content not in (zstandard.CONTENTSIZE_UNKNOWN, declared):
         raise ValueError(f"frame says {content} bytes")
+    dctx = getattr(_LOCAL, "zstd", None)
+    if dctx is None:
+        dctx = _LOCAL.zstd = zstandard.ZstdDecompressor()
+    if content == declared:  # one frame whose size is known: a single bounded call
+        return dctx.decompress(data, max_output_size=declared)
     parts, total = [], 0
-    with zstandard.ZstdDecompressor().stream_reader(data, read_across_frames=True) as reader:
+    with dctx.stream_reader(data, read_across_frames=True) as reader:
         while total <= declared:
             block = reader.read(declared + 1 - total)
             if not block:
