@@ -349,7 +349,6 @@ def _weights_from_file(torch, make, path: str):
 
 def task_torch(spec: dict) -> None:
     work = spec["params"]["workdir"]
-    state = {}
     for i in range(spec["start"], len(spec["items"])):
         step = spec["items"][i]
         emit(ev="begin", i=i)
@@ -386,6 +385,8 @@ def task_torch(spec: dict) -> None:
                 result(i, "PASS", f"nn.Conv2d(3, 8, 3) with weights loaded from a {size}-byte file ran on "
                        f"{where} and matched CPU: {_compare(torch, got.cpu(), want)}", torch=torch.__version__)
             elif step == "aoti-compile":
+                import torch._inductor
+
                 torch.manual_seed(1234)
                 model = torch.nn.Linear(64, 32).to("cuda").eval()
                 x = torch.randn(16, 64, generator=torch.Generator().manual_seed(7)).to("cuda")
@@ -403,6 +404,8 @@ def task_torch(spec: dict) -> None:
                 if not os.path.exists(pkg):
                     result(i, "SKIP", "not run: there is no compiled package (aoti-compile did not pass)")
                     continue
+                import torch._inductor
+
                 io = torch.load(os.path.join(work, "aoti_io.pt"), weights_only=True)
                 runner = torch._inductor.aoti_load_package(pkg)
                 with torch.no_grad():
@@ -414,7 +417,6 @@ def task_torch(spec: dict) -> None:
                 result(i, "FAIL", f"unknown torch step {step!r}")
         except Exception as exc:
             result(i, "FAIL", _exc(exc), traceback=traceback.format_exc()[-3000:])
-    del state
 
 
 # ---------------------------------------------------------------------------------------
