@@ -20,15 +20,24 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from archaudit import zipread
-from archaudit.artifacts import inventory, is_library_name
+from archaudit.artifacts import inventories, is_library_name
 from archaudit.audit import Policy, audit
 
 
-def inflate_floor(path: str, jobs: int) -> float:
-    members, _ = zipread.read_directory(path)
-    libs = sorted((m for m in members if is_library_name(m.name)), key=lambda m: -m.size)
+def library_members(paths: list[str]) -> list[tuple[str, zipread.Member]]:
+    out = []
+    for path in paths:
+        members, _ = zipread.read_directory(path)
+        out += [(path, m) for m in members if is_library_name(m.name)]
+    return sorted(out, key=lambda pm: -pm[1].size)
 
-    def one(m):
+
+def inflate_floor(paths: list[str], jobs: int) -> float:
+    """Inflate every library member once, in parallel across members: the least any reader can do."""
+    libs = library_members(paths)
+
+    def one(pm):
+        path, m = pm
         with open(path, "rb") as f:
             for _ in zipread.iter_member(f, m):
                 pass
@@ -39,9 +48,9 @@ def inflate_floor(path: str, jobs: int) -> float:
     return time.perf_counter() - start
 
 
-def check(path: str, jobs: int, decode: bool) -> float:
+def check(paths: list[str], jobs: int, decode: bool) -> float:
     start = time.perf_counter()
-    audit([inventory(path, jobs=jobs, decode=decode)], None, Policy())
+    audit(inventories(paths, jobs=jobs, decode=decode), None, Policy())
     return time.perf_counter() - start
 
 
@@ -75,16 +84,33 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--kernels", action="store_true", help="also time the per-kernel (decoding) audit")
     ap.add_argument("--baseline-cuobjdump", action="store_true", help="also time unzip + cuobjdump once")
+    ap.add_argument("--scaling", action="store_true",
+                    help="instead: audit the first 1, 2 and all wheels in one call each, with MB/s")
     args = ap.parse_args()
     print(f"python {sys.version.split()[0]}, inflater {zipread.INFLATER}, jobs {args.jobs}, "
           f"cpus {os.cpu_count()}, rounds {args.rounds}")
+    if args.scaling:
+        sizes = sorted({1, min(2, len(args.wheels)), len(args.wheels)})
+        for n in sizes:
+            paths = args.wheels[:n]
+            nbytes = sum(m.size for _, m in library_members(paths))
+            floors, checks = [], []
+            for _ in range(args.rounds):
+                floors.append(inflate_floor(paths, args.jobs))
+                checks.append(check(paths, args.jobs, decode=False))
+            f, c = statistics.median(floors), statistics.median(checks)
+            print(f"{n:>3} wheel(s), {nbytes / 1e6:7.0f} MB of libraries: floor {f:.2f} s, check {c:.2f} s "
+                  f"({nbytes / 1e6 / c:.0f} MB/s), check/floor "
+                  f"{statistics.median(a / b for a, b in zip(checks, floors)):.2f}", flush=True)
+        print(f"peak RSS of this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+        return 0
     for path in args.wheels:
         floors, checks, kernels = [], [], []
         for _ in range(args.rounds):  # interleaved, so drift hits every figure alike
-            floors.append(inflate_floor(path, args.jobs))
-            checks.append(check(path, args.jobs, decode=False))
+            floors.append(inflate_floor([path], args.jobs))
+            checks.append(check([path], args.jobs, decode=False))
             if args.kernels:
-                kernels.append(check(path, args.jobs, decode=True))
+                kernels.append(check([path], args.jobs, decode=True))
         f, c = statistics.median(floors), statistics.median(checks)
         line = (f"{os.path.basename(path)}: floor {f:.2f} s, check {c:.2f} s, "
                 f"check/floor {statistics.median(a / b for a, b in zip(checks, floors)):.2f}")
