@@ -163,6 +163,8 @@ def _parse_directory(data: bytes, count: int, cd_offset: int, archive_size: int)
             hazards.append(("E003", name, problem))
             continue
         members.append(member)
+    if pos != len(data):  # a lowered count would hide members
+        raise ZipError(f"central directory holds more than the {count} members its end record counts")
     return members, hazards
 
 
