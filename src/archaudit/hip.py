@@ -322,7 +322,15 @@ def parse(blob: bytes, offset: int, section: str, max_decoded: int = 1 << 30) ->
 
 
 def _entries(b, base: int | None, bundle_offset: int, compression: str, stored: int | None) -> list[model.Entry]:
-    end, _, raw = _read_header(b)
+    end, header_end, raw = _read_header(b)
+    # Bytes of the bundle that no entry covers are padding and must be zero: a lowered entry
+    # count leaves the dropped entries' table records there.
+    covered = sorted((off, off + size) for off, size, _ in raw if size)
+    pos = header_end
+    for lo, hi in covered + [(end, end)]:
+        if lo > pos and any(bytes(b[pos:lo])):
+            raise Malformed(MALFORMED, f"bundle bytes {pos}..{lo} belong to no entry")
+        pos = max(pos, hi)
     seen: set[str] = set()
     out = []
     for off, size, ident in raw:
@@ -408,6 +416,9 @@ def target_from_elf(e_flags: int, abi_version: int | None = None) -> str:
             feats["sramecc"] = s
         if x is not None:
             feats["xnack"] = x
+        for name in feats:  # a setting for a feature the processor lacks names no target
+            if not getattr(proc, name):
+                raise ValueError(f"e_flags set {name} for {proc.name}, which has no {name} feature")
     else:
         raise ValueError(f"code object ABI version {abi_version} predates target IDs")
     return proc.name + "".join(f":{k}{'+' if v else '-'}" for k, v in sorted(feats.items()))
