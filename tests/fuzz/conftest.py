@@ -11,8 +11,8 @@ FILE (JSON) at the end of the session; docs/fuzzing.md records those numbers.
 
 from __future__ import annotations
 
-import json
 import os
+import signal
 import sys
 
 from hypothesis import HealthCheck, Phase, settings
@@ -35,8 +35,12 @@ settings.register_profile("long", max_examples=int(_n or 100_000), derandomize=F
 settings.load_profile("long" if os.environ.get("ARCHAUDIT_FUZZ") == "long" else "ci")
 
 
+def _stop(signum, frame):  # `timeout` sends SIGTERM: stop like Ctrl-C, counts are written
+    raise KeyboardInterrupt
+
+
+signal.signal(signal.SIGTERM, _stop)
+
+
 def pytest_sessionfinish(session, exitstatus):
-    out = os.environ.get("ARCHAUDIT_FUZZ_COUNTS")
-    if out:
-        with open(out, "w") as f:
-            json.dump(dict(sorted(fuzzlib.COUNTS.items())), f, indent=1)
+    fuzzlib.write_counts()

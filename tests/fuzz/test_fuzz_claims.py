@@ -49,7 +49,7 @@ def _claim_outcome(text, style, cuda):
 @given(text=cuda_claim(), style=st.sampled_from(claims.STYLES),
        cuda=st.sampled_from([(13, 0), (12, 8), (11, 8), (0, 0), (99, 99)]))
 def test_parse_claim(text, style, cuda):
-    fz.COUNTS["claims-cuda"] += 1
+    fz.tally("claims-cuda")
     _claim_outcome(text, style, cuda)
 
 
@@ -76,7 +76,7 @@ def amd_claim(draw):
 
 @given(text=amd_claim())
 def test_parse_amd_claim(text):
-    fz.COUNTS["claims-amd"] += 1
+    fz.tally("claims-amd")
     try:
         out = gfx.parse_amd_claim(text)
     except ValueError:
@@ -89,7 +89,7 @@ def test_parse_amd_claim(text):
 @given(text=cuda_claim(), amd=amd_claim() | st.none(), style=st.sampled_from(claims.STYLES))
 def test_claims_through_cli(text, amd, style):
     """Through the CLI: a bad claim is exit 2 with the reason on stderr, never a traceback."""
-    fz.COUNTS["claims-cli"] += 1
+    fz.tally("claims-cli")
     if text.startswith("-") or (amd or "").startswith("-"):
         text = " " + text  # argparse would read a leading '-' as an option
     argv = ["check", "--no-config", "-q", "--format", "json", str(fz.CUDA / "lib_sm80.so"), "--arch", text,

@@ -48,7 +48,7 @@ def pyproject(draw):
 
 @given(raw=pyproject())
 def test_config_load(raw):
-    fz.COUNTS["config"] += 1
+    fz.tally("config")
     path = fz.scratch("pyproject.toml")
     with open(path, "wb") as f:
         f.write(raw)
@@ -60,7 +60,7 @@ def test_config_load(raw):
 
 @given(raw=pyproject())
 def test_config_through_cli(raw):
-    fz.COUNTS["config-cli"] += 1
+    fz.tally("config-cli")
     path = fz.scratch("pyproject.toml")
     with open(path, "wb") as f:
         f.write(raw)

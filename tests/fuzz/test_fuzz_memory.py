@@ -35,7 +35,7 @@ FIXTURES = ["tests/fixtures/cuda/bin/lib_cmp_size_all.so", "tests/fixtures/cuda/
 @settings(max_examples=min(settings().max_examples, 200))
 @given(rel=st.sampled_from(FIXTURES), value=HUGE, decode=st.booleans(), data=st.data())
 def test_huge_size_fields_do_not_allocate(rel, value, decode, data):
-    fz.COUNTS["memory"] += 1
+    fz.tally("memory")
     lay = fz.layout(rel)
     f = data.draw(st.sampled_from([x for x in lay.fields if x.name.endswith(SIZE_FIELDS)]))
     mutant = fz.put(fz.load(rel), f, value)
@@ -54,7 +54,7 @@ def test_huge_size_fields_do_not_allocate(rel, value, decode, data):
 def test_payload_declaring_4gib(data):
     """A compressed entry that declares 4 GiB uncompressed (and a frame that really expands to
     64 MiB): decoded with --decode, bounded by --max-payload, never allocated."""
-    fz.COUNTS["memory"] += 1
+    fz.tally("memory")
     rel = data.draw(st.sampled_from(["tests/fixtures/cuda/bin/lib_cmp_size_all.so",
                                      "tests/fixtures/cuda/bin/lib_cmp_speed_all.so"]))
     entry, eh = data.draw(st.sampled_from([(o, h) for o, h in fz.layout(rel).payloads if h.compression != "none"]))

@@ -26,7 +26,7 @@ def test_compressed_payload_bytes(rel, data):
     lay = fz.layout(rel)
     regions = [r for r in lay.regions if r.name.startswith("compressed@")]
     mutant, note = data.draw(fz.mutated(fz.load(rel), [], regions, max_steps=2), label="mutation")
-    fz.check_mutant(rel, mutant, note, True, "payload-compressed")
+    fz.check_mutant(rel, mutant, note, True, "payload-compressed-bytes")
 
 
 @given(rel=st.sampled_from(RAW_CUBIN), data=st.data())
