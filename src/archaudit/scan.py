@@ -365,6 +365,9 @@ def _decode_entry(eh: fatbin.EntryHeader, raw: bytes, pos: int, max_payload: int
             raise fatbin.FatbinError("E014", f"{eh.target} cubin: {e}", pos) from None
         if target.rstrip("a") != f"sm_{eh.arch}":
             raise fatbin.FatbinError("E014", f"cubin says {target}, entry header says {eh.target}", pos)
+        # From sm_90 on a cubin records the arch-specific 'a' in .nv.compat: it must agree.
+        if eh.arch >= 90 and target.endswith("a") != (eh.suffix == "a"):
+            raise fatbin.FatbinError("E014", f"cubin says {target}, entry header says {eh.target}", pos)
         return Entry(**entry, kernels=kernels, toolkit=toolkit, decoded=True)
     target, version, kernels = fatbin.ptx_facts(data)
     if target is None:
