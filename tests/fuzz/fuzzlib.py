@@ -102,8 +102,8 @@ class Layout:
     # (offset, bit mask): bits an input states only once, taken on trust in some modes
     trusted_header_mode: list[tuple[int, int]]
     trusted_decode_mode: list[tuple[int, int]]
-    # payloads of SASS entries in device-link containers: their kernel symbols decide (in decode
-    # mode) whether the container is judged at all
+    # payloads of SASS entries: their kernel symbols decide (in decode mode) whether a
+    # device-link container is judged at all
     dlink_payloads: list[tuple[int, int]] = dataclasses.field(default_factory=list)
 
 
@@ -167,6 +167,13 @@ def layout(rel: str) -> Layout:
             th += [(x.offset + i, 0xFF) for i in range(x.width)]
         if shstr is not None:
             th += [(i, 0xFF) for i in range(shstr.offset, shstr.file_end)]
+        # A standalone cubin or code object states its target once: e_flags (and a cubin's 'a'
+        # in .nv.compat). Inside a fatbin or bundle the entry header or bundle id repeats it.
+        if struct.unpack_from("<H", data, 18)[0] in (elf.EM_CUDA, elf.EM_AMDGPU):
+            th += [(48 + i, 0xFF) for i in range(4)]
+            compat = sections.get(".nv.compat")
+            if compat is not None:
+                th += [(i, 0xFF) for i in range(compat.offset, compat.file_end)]
         td += th
         seg = sections.get(".nvFatBinSegment")
         if seg is not None:
@@ -202,11 +209,13 @@ def layout(rel: str) -> Layout:
                     # decode mode: a cubin records no 'f' (family) suffix at all, and 'a' only
                     # from sm_90 on (.nv.compat attribute 9)
                     td.append((e.offset + 42, 0x20 | (0x10 if eh.arch < 90 else 0)))
+                # decode mode: kind 8 (LTO IR) is opaque and never decoded: turning an entry
+                # into one is not detectable (it then counts as no coverage at all)
+                td.append((e.offset, 0x08))
         elif c.vendor == "amd" and c.role == "hip":
             regions.append(Region(f"bundle@{c.offset:x}", c.offset, c.offset + c.size))
             fields += hip_fields(data, c.offset)
-    dlink_entries = {e.offset for c in lib.containers if c.role == "device-link" for e in c.entries if e.kind == "sass"}
-    dl = [(o + eh.header_size, o + eh.header_size + eh.payload_size) for o, eh in payloads if o in dlink_entries]
+    dl = [(o + eh.header_size, o + eh.header_size + eh.payload_size) for o, eh in payloads if eh.kind_code == 2]
     return Layout(fields, regions, payloads, th, td, dl)
 
 
@@ -535,9 +544,12 @@ def check_mutant(rel: str, mutant: bytes, note: str, decode: bool, test: str,
     cubin entry and its arch-specific ('a') bit below sm_90 (a cubin records 'f' nowhere and
     'a' only in the .nv.compat of sm_90 and newer); section names (e_shstrndx, sh_name,
     .shstrtab), from which container roles follow, when changed into other valid names; and,
-    in --decode mode, the "original passes too" half for mutations confined to the cubins of
-    a device-link container: its kernel symbols (each stated once) decide whether it is judged,
-    so hiding a kernel there can hide a K001 (the projection must still be equal).
+    in --decode mode, the "original passes too" half for mutations confined to cubin payloads:
+    kernel symbols (each stated once) decide whether a device-link container is judged, so
+    hiding a kernel there can hide a K001 (the projection must still be equal); in --decode
+    mode, an entry's kind turned into 8 (LTO IR: opaque, never decoded, never coverage); and
+    the target of a standalone cubin or code object (e_flags, a cubin's .nv.compat), which no
+    other byte repeats.
     """
     tally(test)
     path = scratch(name or os.path.basename(rel))
