@@ -30,7 +30,7 @@ def record(name: str, report) -> None:
 def smoke(target=None, **kw):
     kw.setdefault("installed", None)
     kw.setdefault("require_gpu", True)
-    kw.setdefault("timeout", 300.0)
+    kw.setdefault("timeout", 240.0)
     kw.setdefault("system_site_packages", False)
     kw.setdefault("probes", None)
     return runner.run_smoke(target, **kw)
