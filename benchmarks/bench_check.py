@@ -33,8 +33,8 @@ def library_members(paths: list[str]) -> list[tuple[str, zipread.Member]]:
 
 
 def inflate_floor(paths: list[str], jobs: int) -> float:
-    """Inflate every library member once, in parallel across members: the least any reader can do."""
-    libs = library_members(paths)
+    """Read each wheel's directory and inflate every library member once, in parallel across
+    members: the least any reader of the wheels can do."""
 
     def one(pm):
         path, m = pm
@@ -43,6 +43,7 @@ def inflate_floor(paths: list[str], jobs: int) -> float:
                 pass
 
     start = time.perf_counter()
+    libs = library_members(paths)
     with ThreadPoolExecutor(jobs) as pool:
         list(pool.map(one, libs))
     return time.perf_counter() - start

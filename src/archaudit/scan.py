@@ -37,6 +37,7 @@ HEAD = 4 << 20  # always kept: ELF header, program headers, usually .dynstr
 SHSTR_WINDOW = 1 << 20  # bytes before the section table kept in the hope .shstrtab is there
 CLAIM_WINDOW = 4096
 DEFAULT_MAX_PAYLOAD = 256 << 20  # one entry decoded at a time, never more than this
+SEAM = 64  # longer than any pattern: what a window keeps between chunks
 CHUNK_GUESS = 1 << 21  # a chunk is never larger than this; chunks ending before a skip target are not kept
 DEVICE_SUFFIXES = (".cubin", ".fatbin", ".ptx", ".hsaco")
 HIP_WRAPPER_MAGIC = b"FPIH"  # 0x48495046, the __hip_fatbin_wrapper record in .hipFatBinSegment
@@ -97,18 +98,42 @@ class Source:
             del self.buf[:]
             self.base = hi
         if self._captures:
-            finished = []
-            for cap in self._captures:
-                if lo <= cap.want < hi:
-                    take = chunk[cap.want - lo:min(cap.stop, hi) - lo]
-                    cap.out += take
-                    cap.want += len(take)
-                    if cap.want >= cap.stop and cap.done is not None:
-                        finished.append(cap)
-            self._captures = [c for c in self._captures if c.want < c.stop and c.want >= hi]
-            for cap in finished:
-                cap.done(cap.out)
+            self._feed(chunk, lo, hi)
         return True
+
+    def skim(self, patterns: tuple[bytes, ...], stop: int) -> bool:
+        """Pull the next chunk like _pull, but when it ends before `stop` and holds none of the
+        patterns (also across the seam with the window's short tail) keep only its last
+        SEAM bytes instead of copying it into the window: most of a library is such chunks."""
+        try:
+            chunk = next(self._it)
+        except StopIteration:
+            return False
+        lo = self.read
+        hi = self.read = lo + len(chunk)
+        if self._captures:
+            self._feed(chunk, lo, hi)
+        if hi <= stop and len(self.buf) <= SEAM < len(chunk):
+            seam = bytes(self.buf) + chunk[:SEAM]
+            if not any(p in seam or p in chunk for p in patterns):
+                self.buf = bytearray(chunk[-SEAM:])
+                self.base = hi - SEAM
+                return True
+        self.buf += chunk
+        return True
+
+    def _feed(self, chunk: bytes, lo: int, hi: int) -> None:
+        finished = []
+        for cap in self._captures:
+            if lo <= cap.want < hi:
+                take = chunk[cap.want - lo:min(cap.stop, hi) - lo]
+                cap.out += take
+                cap.want += len(take)
+                if cap.want >= cap.stop and cap.done is not None:
+                    finished.append(cap)
+        self._captures = [c for c in self._captures if c.want < c.stop and c.want >= hi]
+        for cap in finished:
+            cap.done(cap.out)
 
     def ensure(self, stop: int) -> bool:
         while self.end < stop:
@@ -203,13 +228,15 @@ class _Scan:
                 if at >= 0 and (best < 0 or at < best):
                     best, best_pat = at, p
             if best < 0:
-                if src.end >= stop + 64 or src.end >= self.size:
+                if src.end >= stop + SEAM or src.end >= self.size:
                     return max(cursor, stop)
-                keep = max(cursor, src.end - 64)
+                keep = max(cursor, src.end - SEAM)
                 src.release(keep)
-                cursor = keep
-                if not src._pull():
-                    return max(cursor, stop)
+                if not src.skim(patterns, stop):
+                    return max(keep, stop)
+                cursor = max(keep, src.base)
+                for p in patterns:
+                    upto[p] = max(upto[p], src.base)
                 continue
             if best_pat == fatbin.MAGIC:
                 cursor = self._container(src, best)
