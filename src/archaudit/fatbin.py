@@ -269,8 +269,10 @@ def cubin_facts(data: bytes) -> tuple[str, tuple[str, ...], tuple[int, int] | No
     secs = list(_SHDR.iter_unpack(table))  # (name, type, flags, addr, offset, size, link, ...)
     names_sec = secs[h.shstrndx]
     names = data[names_sec[4]:names_sec[4] + names_sec[5]]
-    if not h.shstrndx or not names:  # .nv.compat (the 'a' suffix) is found by name
-        raise FatbinError("E014", "cubin has no section name table")
+    # .nv.compat (the 'a' suffix) is found by name: the name table must be a string table
+    # (type SHT_STRTAB, first and last byte NUL), not whatever its header points at
+    if not h.shstrndx or names_sec[1] != elf.SHT_STRTAB or names[:1] != b"\0" or names[-1:] != b"\0":
+        raise FatbinError("E014", "cubin has no valid section name table")
 
     def named(n: bytes):
         at = names.find(b"\0" + n + b"\0")
