@@ -158,10 +158,12 @@ def layout(rel: str) -> Layout:
         f, r, sections = elf_layout(data)
         fields += f
         regions += r
-        # Section names are stated once (e_shstrndx, sh_name into .shstrtab); a container's role
+        # Section names are stated once (e_shstrndx, sh_name into .shstrtab, and where .shstrtab
+        # lies); a container's role
         # and a cubin's .nv.compat follow them. archaudit rejects unnamed sections and a missing
         # name table, but a name changed into another valid name is taken on trust.
-        names = [x for x in f if x.name.endswith((".sh_name", ".e_shstrndx")) and x.name.startswith("elf.")]
+        names = [x for x in f if x.name.startswith("elf.") and (x.name.endswith((".sh_name", ".e_shstrndx"))
+                 or x.name.endswith((":.shstrtab].sh_offset", ":.shstrtab].sh_size")))]
         shstr = sections.get(".shstrtab")
         for x in names:
             th += [(x.offset + i, 0xFF) for i in range(x.width)]
