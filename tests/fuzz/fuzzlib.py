@@ -201,6 +201,16 @@ def layout(rel: str) -> Layout:
                         f, r, _ = elf_layout(data[:at + eh.payload_size], at, f"cubin@{e.offset:x}")
                         fields += f
                         regions += r
+                        # decode mode: the cubin's 'a' lives in .nv.compat, found by section name;
+                        # changing both it and the header flag agrees with itself
+                        for x in f:
+                            if x.name.endswith((".sh_name", ".e_shstrndx", ":.shstrtab].sh_offset",
+                                                ":.shstrtab].sh_size", ":.nv.compat].sh_offset",
+                                                ":.nv.compat].sh_size")):
+                                td += [(x.offset + i, 0xFF) for i in range(x.width)]
+                        for x in r:
+                            if x.name.endswith((".section:.nv.compat", ".section:.shstrtab")):
+                                td += [(i, 0xFF) for i in range(x.start, x.stop)]
                     except elf.ElfError:
                         pass
                 # header mode takes kind, arch and flags on trust: they are stated only there
@@ -544,8 +554,10 @@ def check_mutant(rel: str, mutant: bytes, note: str, decode: bool, test: str,
     fields of an entry header in header-only mode (``--decode`` cross-checks them against
     the cubin's e_flags and the PTX .target), and in --decode mode the family ('f') bit of a
     cubin entry and its arch-specific ('a') bit below sm_90 (a cubin records 'f' nowhere and
-    'a' only in the .nv.compat of sm_90 and newer); section names (e_shstrndx, sh_name,
-    .shstrtab), from which container roles follow, when changed into other valid names; and,
+    'a' only in the .nv.compat of sm_90 and newer), and the bytes that locate and hold that
+    .nv.compat inside an entry's cubin (changing them together with the header's flag agrees
+    with itself); section names (e_shstrndx, sh_name, .shstrtab and where it lies), from which
+    container roles follow, when changed into other valid names; and,
     in --decode mode, the "original passes too" half for mutations confined to cubin payloads:
     kernel symbols (each stated once) decide whether a device-link container is judged, so
     hiding a kernel there can hide a K001 (the projection must still be equal); in --decode
