@@ -80,15 +80,12 @@ class ProbeContext:
                    f"(--probe {probe} runs it anyway)")
 
     def scan(self, path: str):
-        """The inventory (archaudit.inventory.scan_file) of one file, computed once."""
+        """The inventory of one file (payloads decoded, so kernels are named), computed once."""
         with self._lock:
             if path not in self._scans:
-                from archaudit.inventory import scan_file
+                from archaudit.scan import scan_file
 
-                try:  # kernel names need decoded payloads, where the inventory offers that
-                    self._scans[path] = scan_file(path, decode=True)
-                except TypeError:
-                    self._scans[path] = scan_file(path)
+                self._scans[path] = scan_file(path, decode=True)
             return self._scans[path]
 
     # -- children ----------------------------------------------------------------------
