@@ -247,8 +247,10 @@ class DeviceLoadProbe(Probe):
                     if d["code"] == 209:
                         kernels = _kernels(c)
                         shown = ", ".join(kernels[:8]) + (f" and {len(kernels) - 8} more" if len(kernels) > 8 else "")
+                        read = all(e.kernels is not None for e in c.entries)
                         msg += (f": no code this GPU can run; kernels that would fail with "
-                                f"'no kernel image is available': {shown or 'names not read by the inventory'}")
+                                f"'no kernel image is available': "
+                                f"{shown or ('none (a kernel-less device-link stub)' if read else 'names not read')}")
                     else:
                         msg += f": {d['text']}"
                     failures.append(msg)
