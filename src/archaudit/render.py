@@ -196,13 +196,20 @@ def _summary(t: TargetReport, amd: tuple[str, ...] = ()) -> str:
     return f"✓ device code verified in {len(libs)} librar{'y' if len(libs) == 1 else 'ies'}"
 
 
+def _target_order(kind_target: str) -> tuple[int, int, str]:
+    """SASS before PTX before the rest, then by architecture number: sm_75 before sm_100."""
+    kind, _, target = kind_target.partition(":")
+    digits = "".join(ch for ch in target if ch.isdigit())
+    return ({"sass": 0, "ptx": 1}.get(kind, 2), int(digits or 0), target)
+
+
 def _containers_text(t: TargetReport, path: str, detail: str) -> list[str]:
     lib = next((lib for lib in t.inventory.libraries if lib.path == path), None) if t.inventory else None
     if lib is None:
         return []
     groups: dict[tuple[str, tuple[str, ...]], list] = {}
     for c in lib.containers:
-        key = (c.role, tuple(sorted({f"{e.kind}:{e.target}" for e in c.entries})))
+        key = (c.role, tuple(sorted({f"{e.kind}:{e.target}" for e in c.entries}, key=_target_order)))
         groups.setdefault(key, []).append(c)
     out = []
     for (role, targets), cs in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
