@@ -196,8 +196,8 @@ def _summary(t: TargetReport, amd: tuple[str, ...] = ()) -> str:
     return f"✓ device code verified in {len(libs)} librar{'y' if len(libs) == 1 else 'ies'}"
 
 
-def _target_order(kind_target: str) -> tuple[int, int, str]:
-    """SASS before PTX before the rest, then by architecture number: sm_75 before sm_100."""
+def _entry_order(kind_target: str) -> tuple[int, int, str]:
+    """"kind:target" keys: SASS before PTX before the rest, then by number (sm_75 before sm_100)."""
     kind, _, target = kind_target.partition(":")
     digits = "".join(ch for ch in target if ch.isdigit())
     return ({"sass": 0, "ptx": 1}.get(kind, 2), int(digits or 0), target)
@@ -209,7 +209,7 @@ def _containers_text(t: TargetReport, path: str, detail: str) -> list[str]:
         return []
     groups: dict[tuple[str, tuple[str, ...]], list] = {}
     for c in lib.containers:
-        key = (c.role, tuple(sorted({f"{e.kind}:{e.target}" for e in c.entries}, key=_target_order)))
+        key = (c.role, tuple(sorted({f"{e.kind}:{e.target}" for e in c.entries}, key=_entry_order)))
         groups.setdefault(key, []).append(c)
     out = []
     for (role, targets), cs in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
