@@ -6,7 +6,7 @@
   ``ARCHAUDIT_FUZZ_EXAMPLES=N`` overrides the count of either profile.
 
 With ``ARCHAUDIT_FUZZ_COUNTS=FILE`` the number of inputs each test actually ran is written to
-FILE (JSON) at the end of the session; docs/fuzzing.md records those numbers.
+FILE (JSON) at the end of the session; the README ("Hostile input") records those numbers.
 """
 
 from __future__ import annotations
