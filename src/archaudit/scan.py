@@ -383,6 +383,13 @@ class _Scan:
         self.pending.clear()
 
 
+_NAMES: dict[str, str] = {}  # one copy of each kernel name: the same kernel recurs once per target
+
+
+def _interned(names: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(_NAMES.setdefault(n, n) for n in names)
+
+
 def _decode_entry(eh: fatbin.EntryHeader, raw: bytes, pos: int, max_payload: int, entry: dict) -> Entry:
     data = fatbin.decode_payload(eh, raw, pos, max_payload)
     if eh.kind == SASS:
@@ -395,13 +402,13 @@ def _decode_entry(eh: fatbin.EntryHeader, raw: bytes, pos: int, max_payload: int
         # From sm_90 on a cubin records the arch-specific 'a' in .nv.compat: it must agree.
         if eh.arch >= 90 and target.endswith("a") != (eh.suffix == "a"):
             raise fatbin.FatbinError("E014", f"cubin says {target}, entry header says {eh.target}", pos)
-        return Entry(**entry, kernels=kernels, toolkit=toolkit, decoded=True)
+        return Entry(**entry, kernels=_interned(kernels), toolkit=toolkit, decoded=True)
     target, version, kernels = fatbin.ptx_facts(data)
     if target is None:
         raise fatbin.FatbinError("E014", f"{eh.target} PTX has no .target directive", pos)
     if target.replace("compute_", "sm_") != eh.target:
         raise fatbin.FatbinError("E014", f"PTX says .target {target}, entry header says {eh.target}", pos)
-    return Entry(**entry, kernels=kernels, decoded=True)
+    return Entry(**entry, kernels=_interned(kernels), decoded=True)
 
 
 _POOL: ThreadPoolExecutor | None = None
