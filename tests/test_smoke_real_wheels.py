@@ -6,47 +6,17 @@ Wheels are downloaded with pip into $ARCHAUDIT_WHEEL_CACHE (default
 
 from __future__ import annotations
 
-import ctypes
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
 from archaudit.smoke import runner
 from archaudit.smoke.report import FAIL, PASS, SKIP
 
 
-def have_cuda_driver() -> bool:
-    try:
-        ctypes.CDLL("libcuda.so.1")
-        return True
-    except OSError:
-        return False
+from test_smoke import have_cuda_driver  # noqa: E402
+from wheels import fetch  # noqa: E402
 
 
 pytestmark = pytest.mark.skipif(have_cuda_driver(), reason="a CUDA driver is present: see test_smoke_gpu.py")
-
-
-def cache_dir() -> Path:
-    d = Path(os.environ.get("ARCHAUDIT_WHEEL_CACHE") or Path.home() / ".cache" / "archaudit" / "wheels")
-    d.mkdir(parents=True, exist_ok=True)
-    return d
-
-
-def fetch(name: str, version: str) -> Path:
-    d = cache_dir()
-    stem = name.replace("-", "_") + "-" + version + "-"
-    have = sorted(d.glob(stem + "*.whl"))
-    if not have:
-        r = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-                            "--dest", str(d), f"{name}=={version}"], capture_output=True, text=True)
-        if r.returncode != 0:
-            pytest.skip(f"cannot download {name}=={version}: {r.stderr.strip().splitlines()[-1:]}")
-        have = sorted(d.glob(stem + "*.whl"))
-    assert have, f"pip did not leave a {name} wheel in {d}"
-    return have[-1]
 
 
 def smoke(target, **kw):
@@ -72,13 +42,12 @@ def test_nvidia_curand_loads_and_its_device_code_waits_for_a_gpu():
 
 @pytest.mark.slow
 def test_a_cpu_torch_wheel_skips_the_gpu_model_steps_and_fails_them_under_require_gpu():
-    # A CPU build of torch from the wheel cache (PyPI's torch is the CUDA build): the model
-    # probes run in the child, import torch, and find no device.
-    tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
-    have = sorted(cache_dir().glob(f"torch-*+cpu-{tag}-{tag}-*.whl"))
-    if not have:
-        pytest.skip(f"no CPU torch wheel for {tag} in {cache_dir()}")
-    report = smoke(have[-1], probes=["model-torch", "model-executorch"], require_gpu=True)
+    # A CPU build of torch (torch==2.13.0 is one here; PyPI's default torch is the CUDA build):
+    # the model probes run in the child, import torch, and find no device.
+    whl = fetch("torch", "2.13.0")
+    if "+cpu" not in whl.name:
+        pytest.skip(f"{whl.name} is not a CPU build of torch")
+    report = smoke(whl, probes=["model-torch", "model-executorch"], require_gpu=True)
     rows = {r.subject: r for r in report.rows}
     for subject in ("torch nn.Linear(64, 32), weights from a file", "torch nn.Conv2d(3, 8, 3), weights from a file"):
         assert rows[subject].status == FAIL

@@ -83,36 +83,40 @@ class Source:
             done(out)
         return out
 
-    def _pull(self, keep: bool = True) -> bool:
-        """Append the next chunk to the window (or, with keep=False, let it pass: the window
-        must be empty then)."""
+    def _next(self) -> tuple[bytes, int, int] | None:
+        """The next chunk and its [lo, hi) file range, captures fed; None at the end."""
         try:
             chunk = next(self._it)
         except StopIteration:
-            return False
+            return None
         lo = self.read
         hi = self.read = lo + len(chunk)
+        if self._captures:
+            self._feed(chunk, lo, hi)
+        return chunk, lo, hi
+
+    def _pull(self, keep: bool = True) -> bool:
+        """Append the next chunk to the window (or, with keep=False, let it pass: the window
+        must be empty then)."""
+        got = self._next()
+        if got is None:
+            return False
+        chunk, lo, hi = got
         if keep:
             self.buf += chunk
         else:
             del self.buf[:]
             self.base = hi
-        if self._captures:
-            self._feed(chunk, lo, hi)
         return True
 
     def skim(self, patterns: tuple[bytes, ...], stop: int) -> bool:
         """Pull the next chunk like _pull, but when it ends before `stop` and holds none of the
         patterns (also across the seam with the window's short tail) keep only its last
         SEAM bytes instead of copying it into the window: most of a library is such chunks."""
-        try:
-            chunk = next(self._it)
-        except StopIteration:
+        got = self._next()
+        if got is None:
             return False
-        lo = self.read
-        hi = self.read = lo + len(chunk)
-        if self._captures:
-            self._feed(chunk, lo, hi)
+        chunk, lo, hi = got
         if hi <= stop and len(self.buf) <= SEAM < len(chunk):
             seam = bytes(self.buf) + chunk[:SEAM]
             if not any(p in seam or p in chunk for p in patterns):
