@@ -261,6 +261,13 @@ def test_bad_input_is_a_clear_finding_not_a_traceback(capsys, tmp_path, make, co
     assert code in [f["code"] for t in json.loads(captured.out)["targets"] for f in t["findings"]]
 
 
+def test_a_fatbin_section_cut_below_one_container_fails_closed(capsys):
+    """Found by the fuzzer: size 1 and a zeroed magic hid all of an object's device code."""
+    path = BIN.parent.parent.parent / "fuzz" / "regressions" / "lto-relfatbin-size1-magic0.o"
+    rc, rep = run(capsys, str(path), "--arch", "80")
+    assert rc == 1 and "E011" in codes(rep)
+
+
 def test_wheel_members_are_read_in_place(capsys, tmp_path, monkeypatch):
     """check writes nothing: no extraction, not even to a temporary directory."""
     monkeypatch.setenv("TMPDIR", str(tmp_path))

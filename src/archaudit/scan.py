@@ -765,7 +765,9 @@ def _attribute(scan: _Scan, sections: list[elf.Section], segments, problems: lis
                                     s.offset))
         if s.name in (".nv_fatbin", "__nv_relfatbin") and s.size:
             covered = by_section.get(s.name, 0)
-            if s.size - covered >= ALIGN_SLACK or covered > s.size:
+            # alignment padding may follow a container, but a section holding no container at
+            # all (a header damaged, its size cut below one container) hides its code
+            if not covered or s.size - covered >= ALIGN_SLACK or covered > s.size:
                 problems.append(Problem(
                     "E011", f"{s.name}: {s.size - covered} of its {s.size} bytes are not a valid "
                             f"fatbin container", s.offset))
