@@ -21,14 +21,35 @@ def cache_dir() -> Path:
     return d
 
 
-def fetch(name: str, version: str) -> Path:
+LINUX = "linux"  # any manylinux/musllinux/linux tag of this machine's kind, or a pure wheel
+
+
+def _platform_tag(wheel: Path) -> str:
+    return wheel.name[:-len(".whl")].rsplit("-", 1)[-1]
+
+
+def _fits(wheel: Path, platform: str) -> bool:
+    tag = _platform_tag(wheel)
+    if platform == LINUX:
+        return tag == "any" or "linux" in tag
+    return platform in tag.split(".") or tag == "any"
+
+
+def fetch(name: str, version: str, platform: str = LINUX) -> Path:
+    """The cached wheel of name==version for `platform` (a Linux one by default, or a pip
+    platform tag such as "win_amd64"), downloaded first if the cache lacks it."""
     d = cache_dir()
     stem = name.replace("-", "_") + "-" + version
-    have = sorted(p for p in d.glob(stem + "*.whl") if p.name[len(stem)] in "-+")
+
+    def cached() -> list[Path]:
+        return sorted(p for p in d.glob(stem + "*.whl") if p.name[len(stem)] in "-+" and _fits(p, platform))
+
+    have = cached()
     if not have:
+        where = [] if platform == LINUX else ["--platform", platform, "--python-version", "3.12"]
         r = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-                            "--dest", str(d), f"{name}=={version}"], capture_output=True, text=True)
-        have = sorted(p for p in d.glob(stem + "*.whl") if p.name[len(stem)] in "-+")
+                            *where, "--dest", str(d), f"{name}=={version}"], capture_output=True, text=True)
+        have = cached()
         if r.returncode != 0 or not have:
             msg = f"cannot download {name}=={version}: {r.stderr.strip().splitlines()[-1:]}"
             if os.environ.get("ARCHAUDIT_OFFLINE"):
