@@ -9,19 +9,22 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from importlib import resources
-from typing import Any, Iterable
+from typing import Any
 
 CC = tuple[int, int]
 
 _SUFFIXES = ("", "a", "f")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _data(name: str) -> dict[str, Any]:
-    return json.loads(resources.files("archaudit").joinpath("data", name).read_text("utf-8"))
+    data: dict[str, Any] = json.loads(resources.files("archaudit").joinpath("data").joinpath(name)
+                                      .read_text("utf-8"))
+    return data
 
 
 def cuda_data() -> dict[str, Any]:
@@ -114,7 +117,8 @@ KNOWN_CCS, TEGRA_CCS, CC_ALIASES = _load_ccs()
 
 def canonical_cc(cc: CC) -> CC:
     """The name CUDA 13 uses for a GPU that older toolkits called otherwise (Thor: 10.1 -> 11.0)."""
-    return CC_ALIASES.get(tuple(cc), tuple(cc))  # type: ignore[return-value]
+    key = (cc[0], cc[1])
+    return CC_ALIASES.get(key, key)
 
 
 def is_tegra(cc: CC) -> bool:
@@ -222,7 +226,8 @@ def cuda_release_for_ptx_isa(isa: CC | str) -> CC:
     try:
         return _cc(table[f"{major}.{minor}"])
     except KeyError:
-        raise LookupError(f"PTX ISA {major}.{minor} is not in archaudit's table; its minimum driver is unknown") from None
+        raise LookupError(f"PTX ISA {major}.{minor} is not in archaudit's table; "
+                          f"its minimum driver is unknown") from None
 
 
 def min_driver(cuda_release: CC | str, os: str = "linux", kind: str = "toolkit") -> str:
@@ -253,7 +258,7 @@ def min_driver(cuda_release: CC | str, os: str = "linux", kind: str = "toolkit")
     value = row.get(os) if row else None
     if not value:
         raise LookupError(f"no minimum {os} driver is known for {label}")
-    return value
+    return str(value)
 
 
 def _driver_parts(version: str) -> tuple[int, ...]:
@@ -304,7 +309,7 @@ def _norm(name: str) -> str:
     return "".join(_tokens(name))
 
 
-@lru_cache(maxsize=None)
+@cache
 def gpu_catalog() -> tuple[Gpu, ...]:
     """Every GPU in ``data/gpus.json``, in file order (roughly by generation)."""
     return tuple(

@@ -16,9 +16,7 @@ from . import __version__, arch
 from .artifacts import TargetInventory
 from .claims import Claim, parse_claim
 from .findings import ERROR, INFO, WARNING, Finding, severity
-from .model import (
-    CODE_OBJECT, DEVICE_LINK, PTX, RELOCATABLE, SASS, Container, Entry, Library,
-)
+from .model import CODE_OBJECT, DEVICE_LINK, PTX, RELOCATABLE, SASS, Container, Entry, Library
 
 try:
     from . import gfx as _gfx

@@ -45,9 +45,12 @@ def _check_parser(sub) -> None:
                                                       "GPU_TARGETS or --offload-arch spellings)")
     g.add_argument("--cuda-version", metavar="X.Y", help="CUDA release that expands 'all'/'all-major' (default 13.0)")
     g = p.add_argument_group("policy")
-    g.add_argument("--exact", action="store_true", default=None, help="also fail on architectures carried but not claimed")
-    g.add_argument("--require-ptx", choices=("newest",), default=None, help="require PTX for the newest claimed architecture")
-    g.add_argument("--strict", action="store_true", default=None, help="judge arch-specific-only libraries like any other")
+    g.add_argument("--exact", action="store_true", default=None,
+                   help="also fail on architectures carried but not claimed")
+    g.add_argument("--require-ptx", choices=("newest",), default=None,
+                   help="require PTX for the newest claimed architecture")
+    g.add_argument("--strict", action="store_true", default=None,
+                   help="judge arch-specific-only libraries like any other")
     g.add_argument("--strict-kernels", action="store_true", default=None,
                    help="judge arch-specific-only containers like any other")
     g.add_argument("--driver", metavar="VERSION", help="fail when the device code needs a newer NVIDIA driver")
@@ -70,7 +73,8 @@ def _check_parser(sub) -> None:
     g.add_argument("-q", "--quiet", action="store_true", help="no progress display")
     g.add_argument("-v", "--verbose", action="store_true")
     g = p.add_argument_group("reading")
-    g.add_argument("-j", "--jobs", type=int, default=None, metavar="N", help="libraries read in parallel (default: cores)")
+    g.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
+                   help="libraries read in parallel (default: cores)")
     g.add_argument("--decode", action="store_true",
                    help="decode and verify every device-code payload and read kernel names "
                         "(implied by --detail kernels)")

@@ -6,12 +6,14 @@ Command-line flags override the file; the file overrides the defaults.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
+from typing import Any
 
-try:
+if sys.version_info >= (3, 11):
     import tomllib
-except ImportError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
+else:  # Python 3.10
+    import tomli as tomllib
 
 KEYS = {
     "cuda-archs", "cuda-archs-style", "amd-archs", "cuda-version", "exact", "require-ptx", "strict",
@@ -35,9 +37,9 @@ class ConfigError(Exception):
 @dataclass(frozen=True)
 class Config:
     path: str | None = None
-    values: dict = field(default_factory=dict)
+    values: dict[str, Any] = field(default_factory=dict)
 
-    def get(self, key: str, default=None):
+    def get(self, key: str, default: Any = None) -> Any:
         return self.values.get(key, default)
 
 

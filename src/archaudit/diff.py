@@ -342,7 +342,8 @@ def render_markdown(r: DiffReport, *, verbose: bool = False) -> str:
     if rows:
         out += ["| Library | Change | Lost | Gained | Device code |", "|---|---|---|---|---:|"]
         for d in rows:
-            where = _code(d.path) if d.matched_by != "name" else f"{_code(d.old_path or '')} → {_code(d.new_path or '')}"
+            where = (_code(d.path) if d.matched_by != "name"
+                     else f"{_code(d.old_path or '')} → {_code(d.new_path or '')}")
             lost = "<br>".join(_md(part) for part in _lost_list(d, "\n").split("\n") if part)
             if d.problems:
                 lost += ("<br>" if lost else "") + "<br>".join(f"❌ {_md(p)}" for p in d.problems)

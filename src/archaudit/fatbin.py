@@ -274,7 +274,7 @@ def cubin_facts(data: bytes) -> tuple[str, tuple[str, ...], tuple[int, int] | No
     if not h.shstrndx or names_sec[1] != elf.SHT_STRTAB or names[:1] != b"\0" or names[-1:] != b"\0":
         raise FatbinError("E014", "cubin has no valid section name table")
 
-    def named(n: bytes):
+    def named(n: bytes) -> tuple[int, ...] | None:
         at = names.find(b"\0" + n + b"\0")
         if at < 0 and names.startswith(n + b"\0"):
             at = -1

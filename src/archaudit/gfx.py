@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from typing import Any
 
 FEATURES = ("sramecc", "xnack")  # alphabetical: the canonical order
 
@@ -64,9 +65,10 @@ class GPU:
 
 
 @lru_cache(maxsize=1)
-def _data() -> dict:
+def _data() -> dict[str, Any]:
     text = resources.files("archaudit").joinpath("data/amd.json").read_text(encoding="utf-8")
-    return json.loads(text)
+    data: dict[str, Any] = json.loads(text)
+    return data
 
 
 @lru_cache(maxsize=1)

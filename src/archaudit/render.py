@@ -188,7 +188,8 @@ def _summary(t: TargetReport, amd: tuple[str, ...] = ()) -> str:
         return "✓ CPU wheel: no device code to verify"
     if errors:
         by = Counter(f.code for f in errors)
-        return f"✗ {len(errors)} finding{'s' * (len(errors) != 1)} ({', '.join(f'{c} x{n}' for c, n in sorted(by.items()))})"
+        counts = ", ".join(f"{c} x{n}" for c, n in sorted(by.items()))
+        return f"✗ {len(errors)} finding{'s' * (len(errors) != 1)} ({counts})"
     libs = [v for v in t.libraries if v.carried]
     if t.claim is not None or amd:
         return (f"✓ device code covers every claimed GPU architecture {_claimed(t, amd)} "

@@ -19,8 +19,18 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from . import elf, fatbin
 from .model import (
-    CODE_OBJECT, DEVICE_LINK, EMBEDDED, EXECUTABLE, PTX, RELOCATABLE, SASS, STANDALONE,
-    Container, Entry, Library, Problem,
+    CODE_OBJECT,
+    DEVICE_LINK,
+    EMBEDDED,
+    EXECUTABLE,
+    PTX,
+    RELOCATABLE,
+    SASS,
+    STANDALONE,
+    Container,
+    Entry,
+    Library,
+    Problem,
 )
 
 try:
@@ -518,7 +528,8 @@ def _ptx_file(path: str, size: int, src: Source, max_payload: int) -> Library:
         return Library(path, size, "ptx", problems=(Problem("E014", "PTX has no .target sm_XX directive"),))
     target = target.replace("compute_", "sm_")
     if not _cuda_target(target):
-        return Library(path, size, "ptx", problems=(Problem("E014", f"PTX .target {target!r} is not a CUDA architecture"),))
+        return Library(path, size, "ptx",
+                       problems=(Problem("E014", f"PTX .target {target!r} is not a CUDA architecture"),))
     entry = Entry("nvidia", PTX, target, version or (0, 0), "none", size, size, 0,
                   kernels=kernels, decoded=True)
     return Library(path, size, "ptx", (Container("nvidia", STANDALONE, "", 0, size, (entry,)),))
@@ -750,7 +761,8 @@ def _attribute(scan: _Scan, sections: list[elf.Section], segments, problems: lis
                 problems.append(Problem("E030", f"HIP wrapper at 0x{rec_at:x} registers 0x{off:x}, where no "
                                                 f"valid offload bundle was found", off))
     for b in scan.bundles:
-        sec = next((s for s in sections if s.offset <= b.offset < s.file_end and s.type not in (0, elf.SHT_NOBITS)), None)
+        sec = next((s for s in sections
+                    if s.offset <= b.offset < s.file_end and s.type not in (0, elf.SHT_NOBITS)), None)
         out.append(_with(b, section=sec.name if sec else ""))
     for s in sections:
         if s.name == ".hip_fatbin" and s.size and s.type != elf.SHT_NOBITS:

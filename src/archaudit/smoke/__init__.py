@@ -8,7 +8,7 @@ cuda_driver.py by path, and importing this package imports nothing else.
 __all__ = ["run_smoke", "render_text", "to_json", "add_smoke_arguments", "main_smoke"]
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> object:
     if name in ("run_smoke", "add_smoke_arguments", "main_smoke", "SmokeInputError"):
         from . import runner
 

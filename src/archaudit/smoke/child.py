@@ -218,7 +218,7 @@ def run_task(python: str, task: str, items: list, params: dict | None = None, *,
     while True:
         current: dict = {"i": None, "t": None}
 
-        def on_event(event: dict) -> None:
+        def on_event(event: dict, current: dict = current) -> None:
             ev = event.get("ev")
             if ev == "begin":
                 current["i"], current["t"] = event["i"], time.monotonic()

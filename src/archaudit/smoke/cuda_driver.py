@@ -118,7 +118,7 @@ class Driver:
             out.append(v.value)
         return out[0], out[1]
 
-    def devices(self) -> list[dict]:
+    def devices(self) -> list[dict[str, object]]:
         result = []
         for i in range(self.device_count()):
             dev = self.device(i)

@@ -206,7 +206,7 @@ class DeviceLoadProbe(Probe):
             return rows
         items = []
         for path, loadable in plan:
-            for k, c in loadable:
+            for _k, c in loadable:
                 items.append({"file": path, "offset": c.offset, "size": c.size,
                               "text": c.role == "standalone" and path.endswith(".ptx")})
         base = {"CUDA_CACHE_DISABLE": "1", "CUDA_MODULE_LOADING": "EAGER"}

@@ -35,7 +35,7 @@ def render_text(report: SmokeReport) -> str:
     return "\n".join(lines)
 
 
-def to_dict(report: SmokeReport) -> dict:
+def to_dict(report: SmokeReport) -> dict[str, object]:
     d = asdict(report)
     d["rows"] = []
     for r in report.rows:

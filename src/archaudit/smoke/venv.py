@@ -40,7 +40,7 @@ def wheel_distribution(path: str) -> tuple[str, str]:
     return m["name"], m["version"]
 
 
-def _run(cmd: list[str], what: str, env: dict | None = None) -> None:
+def _run(cmd: list[str], what: str, env: dict[str, str] | None = None) -> None:
     try:
         proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
                               timeout=INSTALL_TIMEOUT, env=env)
@@ -54,7 +54,7 @@ def _run(cmd: list[str], what: str, env: dict | None = None) -> None:
         raise InstallError(f"{what} failed (exit status {proc.returncode}):\n{tail}")
 
 
-def _pip_can_target(python: str, env: dict) -> bool:
+def _pip_can_target(python: str, env: dict[str, str]) -> bool:
     """True when python's pip has --python (pip 22.3 and later)."""
     try:
         out = subprocess.run([python, "-m", "pip", "--version"], capture_output=True, text=True,
@@ -62,7 +62,7 @@ def _pip_can_target(python: str, env: dict) -> bool:
     except (OSError, subprocess.TimeoutExpired):
         return False
     m = re.match(r"pip (\d+)\.(\d+)", out.stdout)
-    return out.returncode == 0 and bool(m) and (int(m[1]), int(m[2])) >= (22, 3)
+    return out.returncode == 0 and m is not None and (int(m[1]), int(m[2])) >= (22, 3)
 
 
 def create(wheel: str, *, system_site_packages: bool, base_python: str | None = None) -> Environment:

@@ -454,7 +454,7 @@ def _executorch_step(i, step, work, st, blocked) -> None:
             _executorch_import(st)
         except Exception as exc:
             result(i, "SKIP", f"executorch is not importable here: {_exc(exc)}", importable=False)
-            raise _Blocked("executorch is not importable", False)
+            raise _Blocked("executorch is not importable", False) from None
         if st["pybindings_error"]:
             result(i, "PASS", f"executorch {st['version']} imported CudaPartitioner and "
                    f"to_edge_transform_and_lower (export can run); its pybindings did not import, so "
@@ -509,7 +509,7 @@ def _executorch_step(i, step, work, st, blocked) -> None:
             if not torch.cuda.is_available():
                 result(i, "SKIP", f"export through CudaPartitioner needs a CUDA device here and failed: "
                        f"{_exc(exc)}", gpu=True)
-                raise _Blocked(f"{step} could not run without a GPU", True)
+                raise _Blocked(f"{step} could not run without a GPU", True) from None
             raise
         if b"CudaBackend" not in prog.buffer:
             result(i, "FAIL", "the exported program carries no CudaBackend delegate: the partitioner "

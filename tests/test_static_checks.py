@@ -1,0 +1,33 @@
+"""The code is type-checked (mypy --strict on src/) and linted (ruff), with the configuration in
+pyproject.toml, as part of the test command: a change that breaks either fails CI like a bug."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=600, check=False)
+
+
+def test_mypy_strict_is_clean():
+    pytest.importorskip("mypy", reason="mypy is a test dependency: pip install -e '.[test]'")
+    result = _run("mypy")  # files and strictness come from [tool.mypy] in pyproject.toml
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_ruff_is_clean():
+    pytest.importorskip("ruff", reason="ruff is a test dependency: pip install -e '.[test]'")
+    result = _run("ruff", "check", "src")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_package_is_marked_typed():
+    assert (REPO / "src" / "archaudit" / "py.typed").is_file()
