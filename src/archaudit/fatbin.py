@@ -7,12 +7,13 @@ name kind, architecture, flags and (for compressed payloads) both sizes.
 
 from __future__ import annotations
 
+import bisect
 import re
 import struct
 import threading
 from dataclasses import dataclass
 
-import lz4.block
+import lz4.block  # type: ignore[import-untyped]
 import zstandard
 
 from . import elf
@@ -244,12 +245,23 @@ def parse_wrapper(data: bytes | memoryview, offset: int) -> tuple[int, int] | No
 
 _SHDR = struct.Struct("<IIQQQQIIQQ")
 _SYM = struct.Struct("<IBBHQQ")
-# The first .target directive counts, and it must be well formed: a malformed one is not
-# skipped in favour of a later one (ptxas would reject the text).
-_PTX_TARGET = re.compile(rb"^[ \t]*\.target\b[ \t]*([^\n]*)", re.M)
-_PTX_TARGET_NAME = re.compile(rb"([A-Za-z0-9_]+)[ \t]*(?:,|\r?$|[ \t]//)")
-_PTX_VERSION = re.compile(rb"^[ \t]*\.version[ \t]+(\d{1,9})\.(\d{1,9})\b", re.M)
-_PTX_ENTRY = re.compile(rb"\.entry[ \t\r\n]+([A-Za-z0-9_$.]+)")
+# PTX directives as ptxas reads them: comments (`//` to the end of the line, `/* ... */`) may
+# stand wherever white space may, so `.entry /*x*/ name` is a kernel and a `.target` inside a
+# comment is not the directive. The first real .target counts, and it must be well formed: a
+# malformed one is not skipped in favour of a later one (ptxas would reject the text).
+_PTX_GAP = rb"(?:[ \t\r\n]|//[^\n]*|/\*.*?\*/)"
+_PTX_HEAD = re.compile(rb"//[^\n]*|/\*.*?\*/|(\.version|\.target)\b", re.DOTALL)
+_PTX_TARGET_NAME = re.compile(_PTX_GAP + rb"*([A-Za-z0-9_]+)" + _PTX_GAP + rb"*(?:,|$|\.|\n)", re.DOTALL)
+_PTX_VERSION = re.compile(_PTX_GAP + rb"+(\d{1,9})\.(\d{1,9})\b", re.DOTALL)
+_PTX_ENTRY = re.compile(rb"\.entry" + _PTX_GAP + rb"+([A-Za-z_$%][A-Za-z0-9_$]*)", re.DOTALL)
+_PTX_BLOCK = re.compile(rb"/\*.*?\*/", re.DOTALL)
+
+
+# The `a` (arch-specific) marker of a cubin: CUDA 12.x sets an e_flags bit (0x800 in ELF ABI 7,
+# 0x8 in ABI 8); CUDA 13 leaves it clear and writes .nv.compat attribute 0x09 = 1 instead.
+EF_CUDA_ACCELERATORS_V7 = 0x800
+EF_CUDA_ACCELERATORS_V8 = 0x8
+_BANK = b".nv.constant0."
 
 
 def cubin_facts(data: bytes) -> tuple[str, tuple[str, ...], tuple[int, int] | None]:
@@ -283,6 +295,11 @@ def cubin_facts(data: bytes) -> tuple[str, tuple[str, ...], tuple[int, int] | No
         off = at + 1
         return next((sec for sec in secs if sec[0] == off), None)
 
+    # A kernel's parameters live in its own constant bank, section .nv.constant0.<kernel>:
+    # device functions have none. With the entry flag (STO_CUDA_ENTRY) cleared, the driver still
+    # launches the kernel, so either mark names it.
+    banks = {names[sec[0] + len(_BANK):names.find(b"\0", sec[0])] for sec in secs
+             if names.startswith(_BANK, sec[0])}
     kernels = []
     for sec in secs:
         if sec[1] != elf.SHT_SYMTAB:
@@ -296,11 +313,18 @@ def cubin_facts(data: bytes) -> tuple[str, tuple[str, ...], tuple[int, int] | No
         for name, info, other, shndx, _, _ in _SYM.iter_unpack(raw[:usable]):
             # Kernels are functions (static ones are local) marked as entries (STO_CUDA_ENTRY)
             # in their own .text.<name> section.
-            if info & 0xF == 2 and other & 0x10 and 0 < shndx < len(secs) \
+            if info & 0xF == 2 and 0 < shndx < len(secs) \
                     and names.startswith(b".text.", secs[shndx][0]):
-                kernels.append(elf.cstring(strs, name))
+                if other & 0x10:
+                    kernels.append(elf.cstring(strs, name))
+                elif banks:
+                    text = names[secs[shndx][0] + 6:names.find(b"\0", secs[shndx][0])]
+                    if text in banks and strs.startswith(text + b"\0", name):
+                        kernels.append(elf.cstring(strs, name))
     compat = named(b".nv.compat")
-    suffix = "a" if compat is not None and _compat_arch_specific(data[compat[4]:compat[4] + compat[5]]) else ""
+    accelerated = h.flags & (EF_CUDA_ACCELERATORS_V8 if h.abiversion >= 8 else EF_CUDA_ACCELERATORS_V7)
+    marked = compat is not None and _compat_arch_specific(data[compat[4]:compat[4] + compat[5]])
+    suffix = "a" if accelerated or marked else ""
     tk = named(b".note.nv.tkinfo")
     toolkit = _toolkit(data[tk[4]:tk[4] + tk[5]]) if tk is not None else None
     return f"sm_{arch}{suffix}", tuple(sorted(set(kernels))), toolkit
@@ -325,10 +349,38 @@ def _toolkit(text: bytes) -> tuple[int, int] | None:
 
 
 def ptx_facts(text: bytes) -> tuple[str | None, tuple[int, int] | None, tuple[str, ...]]:
-    """(.target, .version, .entry names) of PTX text."""
-    t = _PTX_TARGET.search(text)
-    name = _PTX_TARGET_NAME.match(t.group(1)) if t else None
-    v = _PTX_VERSION.search(text)
-    entries = tuple(m.decode("ascii", "replace") for m in _PTX_ENTRY.findall(text))
-    return ((name.group(1).decode("ascii") if name else "") if t else None,
-            (int(v.group(1)), int(v.group(2))) if v else None, entries)
+    """(first .target name as written, .version, .entry names) of PTX text.
+
+    The target is None when there is no .target directive, "" when it names nothing."""
+    target: str | None = None
+    version: tuple[int, int] | None = None
+    for m in _PTX_HEAD.finditer(text):  # the header: up to the first real .target
+        if m.group(1) == b".version" and version is None:
+            v = _PTX_VERSION.match(text, m.end())
+            version = (int(v.group(1)), int(v.group(2))) if v else None
+        elif m.group(1) == b".target":
+            name = _PTX_TARGET_NAME.match(text, m.end())
+            target = name.group(1).decode("ascii") if name else ""
+            break
+    return target, version, _ptx_entries(text)
+
+
+def _ptx_entries(text: bytes) -> tuple[str, ...]:
+    """Names of the .entry directives outside comments, in order."""
+    found = [(m.start(), m.group(1)) for m in _PTX_ENTRY.finditer(text)]
+    if not found:
+        return ()
+    if b"/*" in text or b"//" in text:
+        blocks = [(m.start(), m.end()) for m in _PTX_BLOCK.finditer(text)] if b"/*" in text else []
+        found = [(at, n) for at, n in found if not _commented(text, at, blocks)]
+    return tuple(n.decode("ascii", "replace") for _, n in found)
+
+
+def _commented(text: bytes, at: int, blocks: list[tuple[int, int]]) -> bool:
+    def in_block(pos: int) -> bool:
+        i = bisect.bisect_right(blocks, (pos, 1 << 62)) - 1
+        return i >= 0 and blocks[i][0] <= pos < blocks[i][1]
+
+    line = text.rfind(b"\n", 0, at) + 1
+    slash = text.find(b"//", line, at)
+    return (slash >= 0 and not in_block(slash)) or in_block(at)

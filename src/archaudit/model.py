@@ -49,6 +49,9 @@ class Entry:
     kernels: tuple[str, ...] | None = None  # mangled names; None = not read
     toolkit: tuple[int, int] | None = None  # CUDA toolkit that built a cubin, if recorded
     decoded: bool = False  # payload decoded to its declared size and parsed
+    # A decoded PTX entry's first `.target` name as written ("sm_90a"), which the driver's JIT
+    # obeys whatever the entry header says; None when not PTX or not decoded.
+    ptx_target: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -420,9 +420,13 @@ def _decode_entry(eh: fatbin.EntryHeader, raw: bytes, pos: int, max_payload: int
     target, version, kernels = fatbin.ptx_facts(data)
     if target is None:
         raise fatbin.FatbinError("E014", f"{eh.target} PTX has no .target directive", pos)
-    if target.replace("compute_", "sm_") != eh.target:
+    written = target.replace("compute_", "sm_")
+    # The driver JIT-compiles for the text's .target: a suffix the header lacks (TensorFlow's
+    # compute_90 entries whose text says sm_90a) is recorded for the rules to judge, while a
+    # different architecture number is not the entry the header describes.
+    if not _cuda_target(written) or written.rstrip("af") != eh.target.rstrip("af"):
         raise fatbin.FatbinError("E014", f"PTX says .target {target}, entry header says {eh.target}", pos)
-    return Entry(**entry, kernels=_interned(kernels), decoded=True)
+    return Entry(**entry, kernels=_interned(kernels), decoded=True, ptx_target=written)
 
 
 _POOL: ThreadPoolExecutor | None = None
@@ -531,7 +535,7 @@ def _ptx_file(path: str, size: int, src: Source, max_payload: int) -> Library:
         return Library(path, size, "ptx",
                        problems=(Problem("E014", f"PTX .target {target!r} is not a CUDA architecture"),))
     entry = Entry("nvidia", PTX, target, version or (0, 0), "none", size, size, 0,
-                  kernels=kernels, decoded=True)
+                  kernels=kernels, decoded=True, ptx_target=target)
     return Library(path, size, "ptx", (Container("nvidia", STANDALONE, "", 0, size, (entry,)),))
 
 
