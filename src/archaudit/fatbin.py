@@ -13,7 +13,7 @@ import struct
 import threading
 from dataclasses import dataclass
 
-import lz4.block  # type: ignore[import-untyped]
+import lz4.block
 import zstandard
 
 from . import elf
