@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -192,6 +193,72 @@ def test_nvcc_errors_name_the_token(text, named):
     with pytest.raises(ValueError) as err:
         parse_claim(text, "--arch", style="nvcc")
     assert named in str(err.value)
+
+
+NVCC = shutil.which("nvcc")
+
+
+def _nvcc_accepts(flags_: str, tmp: Path) -> bool:
+    """Whether nvcc (13.0 on the developer machines and CI) accepts these flags (--dryrun: no build),
+    split on whitespace only, so quotes reach nvcc as a claim string holds them."""
+    src = tmp / "k.cu"
+    src.write_text("__global__ void k() {}\n")
+    done = subprocess.run([NVCC, "--dryrun", *flags_.split(), "-c", str(src), "-o", str(tmp / "k.o")],
+                          capture_output=True, text=True, timeout=120)
+    return done.returncode == 0 and "fatal" not in done.stderr
+
+
+# Forms nvcc 13.0 rejects, each of which a claim parser could read as a narrower or different claim.
+NVCC_REJECTS = [
+    ("-gencode arch=compute_80,code=sm_80,code=sm_90", "code= twice"),  # was read as {90}
+    ("-gencode arch=compute_80,arch=compute_90,code=sm_90", "arch= twice"),
+    ("-gencode arch=compute_90,code=sm_80", "cannot be generated"),
+    ("-gencode arch=compute_80,code=compute_90", "cannot be generated"),
+    ("-gencode arch=compute_90a,code=sm_90", "cannot be generated"),
+    ("-gencode arch=compute_100a,code=sm_100f", "cannot be generated"),
+    ("-gencode arch=compute_100f,code=sm_110", "cannot be generated"),
+    ("-gencode arch=compute_100f,code=compute_100", "cannot be generated"),
+    ("-gencode arch=sm_80,code=sm_80", "virtual architecture"),
+    ("-gencode arch=compute_80,code=[sm_80,]", "empty code"),
+    ("-gencode arch=compute_80,code=[sm_80", "unbalanced"),
+    ("-arch=compute_90 -code=sm_80", "cannot be generated"),
+    ("-arch=sm_80 -code=sm_80", "virtual architecture"),
+]
+
+# Forms nvcc 13.0 accepts that look close to the rejected ones.
+NVCC_ACCEPTS = [
+    ('-gencode arch=compute_80,code="sm_80,sm_90"', {"80": S, "90": S}),
+    ("-gencode arch=compute_80,code=sm_86", {"86": S}),
+    ("-gencode arch=compute_90,code=sm_90a", {"90a": S}),
+    ("-gencode arch=compute_100f,code=sm_103", {"103": S}),
+    ("-gencode arch=compute_100f,code=sm_100a", {"100a": S}),
+    ("-arch=compute_80 -code=sm_80 -code=sm_90", {"80": S, "90": S}),  # every -code counts
+]
+
+
+@pytest.mark.parametrize("text, named", NVCC_REJECTS)
+def test_nvcc_rejected_forms_are_rejected(text, named, tmp_path):
+    with pytest.raises(ValueError, match=named):
+        parse_claim(text, "--arch")
+    if NVCC:
+        assert not _nvcc_accepts(text, tmp_path), f"nvcc accepts {text!r}: the parser must too"
+
+
+@pytest.mark.parametrize("text, expected", NVCC_ACCEPTS)
+def test_nvcc_accepted_forms_parse_whole(text, expected, tmp_path):
+    assert flags(parse_claim(text, "--arch")) == expected
+    if NVCC:
+        assert _nvcc_accepts(text, tmp_path), f"nvcc rejects {text!r}: the parser must too"
+
+
+@pytest.mark.parametrize("text", ["8\u0660", "sm_8\u0660", "8.\u0660", "-arch=sm_\u0668\u0660",
+                                  "\uff18\uff10", "80;9\u0660"])
+def test_non_ascii_digits_are_rejected(text):
+    """Python's int() and \\d read Arabic-Indic and full-width digits; no build tool does."""
+    with pytest.raises(ValueError, match="non-ASCII"):
+        parse_claim(text, "--arch")
+    with pytest.raises(ValueError):
+        CudaTarget.parse(text.replace("-arch=", ""))
 
 
 # ---- plain lists -----------------------------------------------------------------------------------

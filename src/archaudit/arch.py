@@ -100,7 +100,7 @@ class CudaTarget:
 # "90", "sm_90a", "compute_100f", "lto_80" (number: last digit is the minor) or "9.0a", "12.1" (dotted).
 _TARGET_RE = re.compile(
     r"(?:(?:sm|compute|lto)_)?(?:(?P<number>[1-9]\d{1,2})|(?P<major>[1-9]\d?)\.(?P<minor>\d))(?P<suffix>[afAF])?",
-    re.IGNORECASE,
+    re.IGNORECASE | re.ASCII,
 )
 
 
@@ -262,7 +262,7 @@ def min_driver(cuda_release: CC | str, os: str = "linux", kind: str = "toolkit")
 
 
 def _driver_parts(version: str) -> tuple[int, ...]:
-    if not re.fullmatch(r"\d+(\.\d+)*", version.strip()):
+    if not re.fullmatch(r"[0-9]+(\.[0-9]+)*", version.strip()):
         raise ValueError(f"not a driver version: {version!r}")
     return tuple(int(p) for p in version.strip().split("."))
 

@@ -171,43 +171,88 @@ def _code_target(token: str, text: str) -> tuple[CudaTarget, bool, bool]:
     raise ValueError(f"bad nvcc code {token!r} in claim {text!r}: expected sm_XY or compute_XY")
 
 
+def _virtual_arch(arch: str, text: str) -> CudaTarget:
+    """The value of arch= / -arch= when codes are given: nvcc requires a virtual architecture."""
+    if not arch.lower().startswith("compute_"):
+        raise ValueError(f"arch {arch!r} in claim {text!r} must be a virtual architecture (compute_XY) "
+                         f"when codes are given, as nvcc requires")
+    return _target(arch, text)
+
+
+def _compatible(arch: CudaTarget, code: CudaTarget, sass: bool) -> bool:
+    """Whether nvcc 13.0 accepts code= for arch= (else "Incompatible code generation requested").
+
+    PTX must be the virtual architecture itself. SASS must be at least the architecture; an
+    'a' architecture yields only its own 'a' SASS; an 'f' one only SASS of its family (same major).
+    """
+    if not sass:
+        return code == arch
+    if arch.suffix == "a":
+        return code.cc == arch.cc and code.suffix == "a"
+    if arch.suffix == "f":
+        return code.major == arch.major and code.cc >= arch.cc
+    return code.cc >= arch.cc
+
+
+def _codes(arch: CudaTarget, value: str, text: str, b: _Builder) -> None:
+    """A code list ("sm_80", "[sm_80,compute_80]", "sm_80,sm_90"), each checked as nvcc does."""
+    items = _unquote(value)
+    if items.startswith("["):
+        if not items.endswith("]"):
+            raise ValueError(f"unbalanced '[' in code list {value!r} of claim {text!r}")
+        items = items[1:-1]
+    for item in items.split(","):
+        if not item.strip():
+            raise ValueError(f"empty code in code list {value!r} of claim {text!r}")
+        target, sass, ptx = _code_target(item.strip(), text)
+        if not _compatible(arch, target, sass):
+            raise ValueError(f"code {item.strip()!r} cannot be generated from arch {arch.compute!r} in claim "
+                             f"{text!r} (nvcc: incompatible code generation)")
+        b.add(target, sass=sass, ptx=ptx)
+
+
+_GENCODE_PAIR = r"(\w+)=(\[[^\]]*\]|\"[^\"]*\"|[^,]*)"  # key=value, key=[a,b] or key="a,b"
+
+
+def _unquote(value: str) -> str:
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        return value[1:-1]
+    return value
+
+
 def _gencode(spec: str, text: str, b: _Builder) -> None:
-    spec = spec.strip().strip("\"'")
-    arch = code = None
-    for key, value in re.findall(r"(\w+)=(\[[^\]]*\]|[^,]*)", spec):
-        if key == "arch":
-            arch = value
-        elif key == "code":
-            code = value
-        else:
+    spec = _unquote(spec)
+    values: dict[str, str] = {}
+    for key, value in re.findall(_GENCODE_PAIR, spec):
+        if key not in ("arch", "code"):
             raise ValueError(f"bad -gencode key {key!r} in claim {text!r}")
-    leftover = re.sub(r"(\w+)=(\[[^\]]*\]|[^,]*)", "", spec).strip(", ")
+        if key in values:  # nvcc: "redefinition of keyword 'code'"
+            raise ValueError(f"-gencode {spec!r} in claim {text!r} gives {key}= twice (nvcc rejects it; "
+                             f"several codes are written code=[a,b])")
+        values[key] = value
+    leftover = re.sub(_GENCODE_PAIR, "", spec).strip(", ")
     if leftover:
         raise ValueError(f"bad -gencode value {leftover!r} in claim {text!r} (several codes need code=[a,b])")
-    if not arch or not code:
+    if "arch" not in values or "code" not in values:
         raise ValueError(f"-gencode {spec!r} in claim {text!r} needs both arch= and code=")
-    _target(arch, text)  # the virtual arch only has to be valid; the codes say what is embedded
-    for item in code.strip("[]").split(","):
-        if item.strip():
-            target, sass, ptx = _code_target(item.strip(), text)
-            b.add(target, sass=sass, ptx=ptx)
+    _codes(_virtual_arch(values["arch"], text), values["code"], text, b)
 
 
-def _arch_code(arch: str, codes: str | None, text: str, cuda_version: tuple[int, int], b: _Builder) -> None:
+def _arch_code(arch: str, codes: list[str], text: str, cuda_version: tuple[int, int], b: _Builder) -> None:
     low = arch.lower()
     if low in ("all", "all-major"):
-        if codes is not None:
+        if codes:
             raise ValueError(f"-arch={arch} cannot be combined with -code in claim {text!r}")
         _all_expansion(low, cuda_version, b)
         return
     if low == "native":
         raise _native_error(arch)
     target = _target(arch, text)
-    if codes is not None:
-        for item in codes.strip("[]\"'").split(","):
-            if item.strip():
-                t, sass, ptx = _code_target(item.strip(), text)
-                b.add(t, sass=sass, ptx=ptx)
+    if codes:
+        virtual = _virtual_arch(arch, text)
+        for value in codes:  # nvcc: every -code of one -arch counts
+            _codes(virtual, value, text, b)
         return
     if low.startswith("compute_"):
         b.add(target, ptx=True)  # nvcc: -arch=compute_XY alone embeds only that PTX
@@ -222,7 +267,7 @@ def _arch_code(arch: str, codes: str | None, text: str, cuda_version: tuple[int,
 def _parse_nvcc(text: str, cuda_version: tuple[int, int], b: _Builder) -> None:
     tokens = [t for t in re.split(r"[\s;]+", text.strip()) if t]
     pending_arch: str | None = None
-    pending_code: str | None = None
+    pending_code: list[str] = []
     i = 0
     while i < len(tokens):
         token = tokens[i]
@@ -241,12 +286,12 @@ def _parse_nvcc(text: str, cuda_version: tuple[int, int], b: _Builder) -> None:
         elif opt == "arch":
             if pending_arch is not None:
                 _arch_code(pending_arch, pending_code, text, cuda_version, b)
-                pending_code = None
+                pending_code = []
             pending_arch = value
         else:
-            pending_code = value
+            pending_code.append(value)
         i += 1
-    if pending_code is not None and pending_arch is None:
+    if pending_code and pending_arch is None:
         raise ValueError(f"-code without -arch in claim {text!r}")
     if pending_arch is not None:
         _arch_code(pending_arch, pending_code, text, cuda_version, b)
@@ -307,6 +352,10 @@ def parse_claim(text: str, source: str, style: str = "auto", cuda_version: tuple
         raise ValueError(f"unknown claim style {style!r}: expected one of {', '.join(STYLES)}")
     if not text or not text.strip():
         raise ValueError(f"empty GPU architecture claim from {source}")
+    odd = next((ch for ch in text if not ch.isascii()), None)
+    if odd is not None:  # "8\u0660" would read as 80 through Unicode digits; no tool writes that
+        raise ValueError(f"claim {text!r} from {source} holds the non-ASCII character {odd!r} "
+                         f"(U+{ord(odd):04X}); architectures are written in ASCII")
     for token in re.split(r"[\s;,=]+", text.strip()):
         if token.lower() == "native":
             raise _native_error(token)
