@@ -230,7 +230,7 @@ def test_installed_distribution_target(capsys):
     ("not_elf_so", "E010", 1),
     ("corrupted_fatbin_size", "E011", 1),
     ("empty_dir", "E001", 2),
-    ("windows_pyd", "E020", 1),
+    ("windows_pyd", "E021", 1),
     ("missing", "E001", 2),
 ])
 def test_bad_input_is_a_clear_finding_not_a_traceback(capsys, tmp_path, make, code, want_rc):

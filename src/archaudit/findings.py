@@ -77,10 +77,18 @@ _CODES = [
          "Rebuild the library or file.",
          "kern.cubin: not a CUDA ELF (e_machine 62)"),
     Code("E020", ERROR, "unsupported library format",
-         "The library is a format archaudit does not read: a 32-bit or big-endian ELF, a Windows "
-         "PE (.pyd/.dll) or a Mach-O (.dylib) library. Its device code cannot be verified.",
-         "Only 64-bit little-endian ELF libraries (Linux wheels) are audited today.",
+         "The library is a format archaudit does not read: a 32-bit or big-endian ELF. Its device "
+         "code cannot be verified.",
+         "Only 64-bit little-endian ELF, PE (Windows) and Mach-O (macOS) libraries are audited.",
          "lib32/libfoo.so: 32-bit ELF is not supported"),
+    Code("E021", ERROR, "malformed PE",
+         "A Windows library (.dll/.pyd) is not a well-formed PE image: no PE signature (an MS-DOS "
+         "program), headers or section table outside the file, a section's data past the end, an "
+         "import directory or long section name that points nowhere. Its device code cannot be "
+         "located, so it is unverified.",
+         "Rebuild the library; a truncated download or a file that is not a DLL renamed .pyd is the "
+         "usual cause.",
+         "pkg/_ext.pyd: malformed PE: section 3 (.nv_fatb) lies outside the file"),
     Code("E030", ERROR, "malformed HIP bundle",
          "A clang offload bundle (HIP device code) has an impossible header or entry table.",
          "Rebuild the library with a supported ROCm toolchain.",

@@ -76,9 +76,9 @@ class Library:
 
     path: str  # display path: the wheel member, or the file relative to its target
     size: int
-    format: str  # "elf" | "cubin" | "ptx" | "fatbin" | "hsaco" | "other"
+    format: str  # "elf" | "pe" | "macho" | "cubin" | "ptx" | "fatbin" | "hsaco" | "other"
     containers: tuple[Container, ...] = ()
-    needed: tuple[str, ...] = ()  # DT_NEEDED
+    needed: tuple[str, ...] = ()  # DT_NEEDED; for a PE image its imported and delay-loaded DLLs
     runpath: tuple[str, ...] = ()  # DT_RUNPATH or DT_RPATH entries
     embedded_claims: tuple[str, ...] = ()  # arch lists the binary carries about itself
     problems: tuple[Problem, ...] = ()
@@ -94,5 +94,6 @@ class Library:
 
     @property
     def links_gpu_runtime(self) -> bool:
-        gpu = ("libcudart", "libcuda.", "libamdhip64", "libhiprtc", "libnvrtc")
-        return any(n.startswith(gpu) for n in self.needed)
+        gpu = ("libcudart", "libcuda.", "libamdhip64", "libhiprtc", "libnvrtc",
+               "cudart64_", "nvcuda.dll", "amdhip64", "hiprtc", "nvrtc64_")  # Windows DLL names
+        return any(n.lower().startswith(gpu) for n in self.needed)

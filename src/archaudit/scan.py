@@ -490,10 +490,11 @@ def _scan(path: str, size: int, chunks: Chunks, decode: bool, max_payload: int) 
     if lower.endswith(DEVICE_SUFFIXES):
         return Library(path, size, "other",
                        problems=(Problem("E014", "not a cubin, fatbin, PTX or code object"),))
-    if head[:2] == b"MZ" or head[:4] in (b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe"):
-        kind = "a Windows PE" if head[:2] == b"MZ" else "a Mach-O"
-        return Library(path, size, "other", problems=(Problem(
-            "E020", f"{kind} library: only ELF libraries are audited, so its device code is unverified"),))
+    from . import macho, pe  # Windows and macOS libraries, read with this module's scanner
+    if pe.is_pe(head):
+        return pe.read(path, size, src, chunks, decode, max_payload)
+    if macho.is_macho(head):
+        return macho.read(path, size, src, decode, max_payload)
     return Library(path, size, "other", problems=(Problem("E010", "malformed ELF: not an ELF file"),))
 
 
@@ -713,8 +714,10 @@ ALIGN_SLACK = 8
 HIP_ALIGN = 4096
 
 
-def _attribute(scan: _Scan, sections: list[elf.Section], segments, problems: list[Problem]) -> list[Container]:
-    """Name each container's section and role; check fatbin sections are fully accounted for."""
+def _attribute(scan: _Scan, sections: list[elf.Section], segments, problems: list[Problem],
+               alignment: int = ALIGN_SLACK) -> list[Container]:
+    """Name each container's section and role; check fatbin sections are fully accounted for
+    (a gap between containers, or at either end, must be shorter than `alignment`)."""
     dlink = set()
     seg_sections = [s for s in sections if s.name == ".nvFatBinSegment"]
     for rec_at, version, addr in scan.wrappers:
@@ -781,9 +784,12 @@ def _attribute(scan: _Scan, sections: list[elf.Section], segments, problems: lis
                                     s.offset))
         if s.name in (".nv_fatbin", "__nv_relfatbin") and s.size:
             covered = by_section.get(s.name, 0)
-            # alignment padding may follow a container, but a section holding no container at
+            inside = sorted((o, n) for o, n, _ in scan.found if s.offset <= o < s.file_end)
+            ends = [s.offset] + [o + n for o, n in inside]
+            gaps = [o - e for (o, _), e in zip(inside, ends)] + [s.file_end - ends[-1]]
+            # alignment padding may precede a container, but a section holding no container at
             # all (a header damaged, its size cut below one container) hides its code
-            if not covered or s.size - covered >= ALIGN_SLACK or covered > s.size:
+            if not inside or max(gaps) >= alignment or covered > s.size:
                 problems.append(Problem(
                     "E011", f"{s.name}: {s.size - covered} of its {s.size} bytes are not a valid "
                             f"fatbin container", s.offset))

@@ -1,0 +1,43 @@
+"""macOS libraries (Mach-O .dylib and .so): CUDA left macOS with 10.2 and ROCm never came.
+
+A Mach-O library is a host library unless it carries device code, so it is searched,
+whole, for fatbin containers and HIP bundles by the same forward scan as every other
+library; a wheel whose Mach-O libraries carry none is a CPU wheel. Found device code is
+walked, verified and judged like any other (role "embedded": Mach-O sections are not
+read, so the runtime's registration cannot be told apart from any other copy).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from .model import Library
+
+MAGICS = (
+    b"\xcf\xfa\xed\xfe",  # MH_MAGIC_64, little-endian (x86_64, arm64)
+    b"\xce\xfa\xed\xfe",  # MH_MAGIC, 32-bit
+    b"\xca\xfe\xba\xbe",  # FAT_MAGIC: a universal binary holding several
+    b"\xca\xfe\xba\xbf",  # FAT_MAGIC_64
+)
+NO_CUDA = "Mach-O library: no CUDA or ROCm runs on macOS, and it carries no device code"
+
+Chunks = Callable[[], Iterable[bytes]]
+
+
+def is_macho(head: bytes) -> bool:
+    return head[:4] in MAGICS
+
+
+def read(path: str, size: int, src: object, decode: bool, max_payload: int) -> Library:
+    """Inventory one Mach-O file from the scanner's window over its stream (scan.Source)."""
+    from . import scan
+
+    assert isinstance(src, scan.Source)
+    state = scan._Scan(path, size, decode, max_payload)
+    state.run(src, [(0, size, scan._patterns(state, code=True, data=True))])
+    containers = [scan.Container("nvidia", scan.EMBEDDED, "", o, n, e) for o, n, e in state.found]
+    containers += state.bundles
+    containers.sort(key=lambda c: c.offset)
+    notes = () if containers else (NO_CUDA,)
+    return Library(path, size, "macho", tuple(containers), (), (), tuple(state.claims),
+                   tuple(state.problems), notes)

@@ -1,0 +1,375 @@
+"""Windows libraries (PE/COFF DLLs and .pyd modules), read in place like ELF.
+
+A PE image names its sections in a table near its start, so the section table, the
+import directory and the data directories are known before the first section passes.
+The device code itself is found by the same forward scan as in ELF libraries (scan.py):
+containers anywhere in the loaded sections, walked and verified as they pass. Sections
+are then handed to the ELF path's attribution under the names it knows (linkers cut
+PE section names to 8 characters: `.nv_fatb` is `.nv_fatbin`, `.nvFatBi` holds the
+`.nvFatBinSegment` wrapper records), so roles, accounting and wrapper checks are the
+same. Imports are the DLL counterpart of DT_NEEDED (cudart64_13.dll, nvcuda.dll).
+
+Layout from the PE/COFF specification; every offset and count is checked before use,
+and a malformed image raises PeError (finding E021).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+
+from . import elf
+from .model import Container, Library, Problem
+
+MALFORMED = "E021"
+DOS_MAGIC = b"MZ"
+PE_SIGNATURE = b"PE\x00\x00"
+PE32, PE32_PLUS = 0x10B, 0x20B
+MACHINES = {0x14C: "x86", 0x8664: "x86-64", 0xAA64: "arm64", 0xA641: "arm64ec", 0x1C4: "arm"}
+HEADERS_MAX = 4 << 20  # DOS stub, PE header and section table must lie in the first 4 MiB
+MAX_SECTIONS = 0xFFFF
+DIR_IMPORT, DIR_DELAY_IMPORT = 1, 13
+SCN_EXECUTE, SCN_READ, SCN_WRITE = 0x20000000, 0x40000000, 0x80000000
+NAMES_WINDOW = 64 << 10  # bytes after an import table kept in the hope its DLL names are there
+MAX_IMPORTS = 4096
+SYMBOL_SIZE = 18  # a COFF symbol record; the string table follows the symbols
+CONTAINER_ALIGN = 16  # MSVC places each fatbin container in .nv_fatb on a 16-byte boundary
+
+_COFF = struct.Struct("<HHIIIHH")
+_SECTION = struct.Struct("<8sIIIIIIHHI")
+_IMPORT = struct.Struct("<IIIII")  # OriginalFirstThunk, TimeDateStamp, ForwarderChain, Name, FirstThunk
+_DELAY = struct.Struct("<IIIIIIII")  # Attributes, DllName, ModuleHandle, IAT, INT, BoundIAT, UnloadIAT, Time
+
+# The names nvcc, MSVC and clang give device-code sections in ELF, as PE linkers cut them.
+CANONICAL = {
+    ".nv_fatb": ".nv_fatbin",
+    ".nvFatBi": ".nvFatBinSegment",
+    "__nv_rel": "__nv_relfatbin",
+    ".hip_fat": ".hip_fatbin",
+    ".hipFatB": ".hipFatBinSegment",
+}
+
+
+class PeError(Exception):
+    """A malformed PE image: its device code cannot be located, so it is unverified."""
+
+    def __init__(self, message: str, code: str = MALFORMED):
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    name: str  # as the image names it: ".nv_fatb", or a long name from the string table
+    virtual_size: int
+    rva: int
+    raw_size: int
+    raw_offset: int
+    characteristics: int
+
+    @property
+    def loaded_size(self) -> int:
+        """File bytes the loader maps: the raw data, cut to the virtual size when that is smaller
+        (the rest of the raw data is file-alignment padding)."""
+        if self.virtual_size and self.virtual_size < self.raw_size:
+            return self.virtual_size
+        return self.raw_size
+
+    @property
+    def elf_flags(self) -> int:
+        """The section's access as ELF segment flags (PF_X 1, PF_W 2, PF_R 4)."""
+        c = self.characteristics
+        return (1 if c & SCN_EXECUTE else 0) | (2 if c & SCN_WRITE else 0) | (4 if c & SCN_READ else 0)
+
+
+@dataclass(frozen=True, slots=True)
+class Headers:
+    machine: int
+    optional_magic: int
+    image_base: int
+    size_of_headers: int
+    directories: tuple[tuple[int, int], ...]  # (rva, size) per data directory
+    sections: tuple[Section, ...]
+    string_table: int  # file offset of the COFF string table (long section names); 0: none
+
+    @property
+    def machine_name(self) -> str:
+        return MACHINES.get(self.machine, f"machine 0x{self.machine:x}")
+
+    def directory(self, index: int) -> tuple[int, int]:
+        return self.directories[index] if index < len(self.directories) else (0, 0)
+
+    def rva_to_offset(self, rva: int) -> int | None:
+        """The file offset holding the byte the loader maps at `rva`, or None (zero fill, or no
+        section there)."""
+        if 0 <= rva < self.size_of_headers:
+            return rva
+        for s in self.sections:
+            if s.rva <= rva < s.rva + s.loaded_size:
+                return s.raw_offset + (rva - s.rva)
+        return None
+
+
+def is_pe(head: bytes) -> bool:
+    return head[:2] == DOS_MAGIC
+
+
+def headers_extent(head: bytes) -> int:
+    """How many bytes from the file start parse_headers needs, from the first 64 bytes and
+    (once they are there) the COFF header. Call again with more bytes until it stops growing."""
+    if len(head) < 64:
+        return 64
+    lfanew = int.from_bytes(head[0x3C:0x40], "little")
+    need = lfanew + 4 + _COFF.size
+    if len(head) < need:
+        return need
+    nsections = int.from_bytes(head[lfanew + 6:lfanew + 8], "little")
+    opt_size = int.from_bytes(head[lfanew + 20:lfanew + 22], "little")
+    return need + opt_size + nsections * _SECTION.size
+
+
+def parse_headers(data: bytes, file_size: int) -> Headers:
+    """The PE headers and section table from the file's first bytes (headers_extent of them)."""
+    if len(data) < 64 or not is_pe(data):
+        raise PeError("not a PE image (no MZ header)")
+    lfanew = int.from_bytes(data[0x3C:0x40], "little")
+    if lfanew < 4 or lfanew + 4 + _COFF.size > min(file_size, HEADERS_MAX):
+        raise PeError(f"PE header offset 0x{lfanew:x} lies outside the file's headers")
+    if len(data) < lfanew + 4 + _COFF.size:
+        raise PeError("PE header is truncated")
+    if data[lfanew:lfanew + 4] != PE_SIGNATURE:
+        raise PeError("no PE signature: an MS-DOS program, not a Windows library")
+    machine, nsections, _, symtab, nsymbols, opt_size, _ = _COFF.unpack_from(data, lfanew + 4)
+    opt = lfanew + 4 + _COFF.size
+    table = opt + opt_size
+    if table + nsections * _SECTION.size > min(file_size, HEADERS_MAX):
+        raise PeError("section table lies outside the file's headers")
+    if len(data) < table + nsections * _SECTION.size:
+        raise PeError("section table is truncated")
+    if opt_size < 2:
+        raise PeError("no optional header: an object file, not an image")
+    magic = int.from_bytes(data[opt:opt + 2], "little")
+    if magic == PE32_PLUS:
+        base_at, count_at, dirs_at, base_size = 24, 108, 112, 8
+    elif magic == PE32:
+        base_at, count_at, dirs_at, base_size = 28, 92, 96, 4
+    else:
+        raise PeError(f"optional header magic 0x{magic:x} is neither PE32 nor PE32+")
+    if opt_size < dirs_at:
+        raise PeError(f"optional header of {opt_size} bytes is too short for its magic")
+    image_base = int.from_bytes(data[opt + base_at:opt + base_at + base_size], "little")
+    size_of_headers = int.from_bytes(data[opt + 60:opt + 64], "little")
+    declared = int.from_bytes(data[opt + count_at:opt + count_at + 4], "little")
+    # The loader reads at most 16 directories, and only those the optional header holds.
+    count = min(declared, 16, (opt_size - dirs_at) // 8)
+    directories = tuple(struct.unpack_from("<II", data, opt + dirs_at + 8 * i) for i in range(count))
+    sections = []
+    for i in range(nsections):
+        raw_name, vsize, rva, raw_size, raw_offset, _, _, _, _, chars = _SECTION.unpack_from(
+            data, table + i * _SECTION.size)
+        if raw_size and raw_offset + raw_size > file_size:
+            raise PeError(f"section {i} ({_short_name(raw_name)}) lies outside the file")
+        sections.append(Section(_short_name(raw_name), vsize, rva, raw_size if raw_offset else 0,
+                                raw_offset, chars))
+    strings = symtab + nsymbols * SYMBOL_SIZE if symtab else 0
+    if any(s.name.startswith("/") for s in sections) and (not strings or strings + 4 > file_size):
+        raise PeError("a long section name points into a string table the file does not have")
+    return Headers(machine, magic, image_base, min(size_of_headers, file_size), directories,
+                   tuple(sections), strings)
+
+
+def _short_name(raw: bytes) -> str:
+    return raw.split(b"\x00", 1)[0].decode("utf-8", errors="replace")
+
+
+def long_name_span(h: Headers) -> tuple[int, int] | None:
+    """The file range of the string table holding the sections' long names ("/123"), if any."""
+    offsets = [_long_offset(s.name) for s in h.sections if s.name.startswith("/")]
+    if not offsets:
+        return None
+    return h.string_table, h.string_table + max(offsets) + 256
+
+
+def _long_offset(name: str) -> int:
+    digits = name[1:]
+    if not digits.isdigit() or not digits.isascii():
+        raise PeError(f"section name {name!r} is neither a name nor a string-table offset")
+    return int(digits)
+
+
+def name_sections(h: Headers, strings: bytes) -> Headers:
+    """The sections with long names resolved from the string table bytes (from its start)."""
+    out = []
+    for i, s in enumerate(h.sections):
+        name = s.name
+        if name.startswith("/"):
+            at = _long_offset(name)
+            if at < 4 or at >= len(strings):
+                raise PeError(f"section {i}: long name {name!r} lies outside the string table")
+            name = elf.cstring(strings, at)
+        if not name:
+            raise PeError(f"section {i} has no name")
+        out.append(replace(s, name=name))
+    return replace(h, sections=tuple(out))
+
+
+def import_name_rvas(table: bytes, delay: bool, image_base: int) -> list[int]:
+    """RVAs of the DLL names an import (or delay-import) directory lists, up to its terminator."""
+    rec = _DELAY if delay else _IMPORT
+    out: list[int] = []
+    for at in range(0, len(table) - rec.size + 1, rec.size):
+        fields = rec.unpack_from(table, at)
+        if not any(fields):
+            return out
+        if len(out) >= MAX_IMPORTS:
+            raise PeError(f"import directory lists more than {MAX_IMPORTS} DLLs")
+        if delay:
+            attributes, name = fields[0], fields[1]
+            # Version-1 delay descriptors (attribute bit 0 clear) hold virtual addresses.
+            out.append(name if attributes & 1 else name - image_base)
+        else:
+            out.append(fields[3])
+    raise PeError(("delay-" if delay else "") + "import directory has no terminating entry")
+
+
+# ---- the library: headers, the shared forward scan, attribution ----
+
+Chunks = Callable[[], Iterable[bytes]]
+
+
+def read(path: str, size: int, src: object, chunks: Chunks, decode: bool, max_payload: int) -> Library:
+    """Inventory one PE image from the scanner's window over its stream (scan.Source)."""
+    from . import scan
+
+    assert isinstance(src, scan.Source)
+    try:
+        need = 64
+        while True:
+            src.ensure(min(size, need))
+            grown = headers_extent(bytes(src.buf[:min(size, need, HEADERS_MAX)]))
+            if grown <= need or grown > HEADERS_MAX or need >= size:
+                break
+            need = grown
+        h = parse_headers(bytes(src.buf[:min(size, need, HEADERS_MAX)]), size)
+        span = long_name_span(h)
+    except PeError as e:
+        return Library(path, size, "pe", problems=(Problem(e.code, f"malformed PE: {e}"),))
+    strings = src.capture(*span) if span else bytearray()
+    tables: list[tuple[bool, int, bytearray]] = []  # (delay, file offset, captured bytes)
+    for index, delay in ((DIR_IMPORT, False), (DIR_DELAY_IMPORT, True)):
+        rva, dir_size = h.directory(index)
+        if not rva:
+            continue
+        at = h.rva_to_offset(rva)
+        if at is None:
+            return Library(path, size, "pe", problems=(Problem(
+                MALFORMED, f"malformed PE: {'delay-' * delay}import directory at RVA 0x{rva:x} is in no section"),))
+        tables.append((delay, at, src.capture(at, at + dir_size + NAMES_WINDOW)))
+
+    segments = tuple(elf.Segment(elf.PT_LOAD, s.raw_offset, h.image_base + s.rva, s.loaded_size, s.elf_flags)
+                     for s in h.sections if s.loaded_size)
+    state = scan._Scan(path, size, decode, max_payload)
+    state.run(src, _zones(state, h, size))
+    problems = state.problems
+    notes: list[str] = []
+    try:
+        if span:
+            if len(strings) < span[1] - span[0]:
+                strings = bytearray(scan._fetch(chunks, span[0], min(size, span[1]), size))
+            h = name_sections(h, bytes(strings))
+        else:
+            h = name_sections(h, b"")
+        needed = _imports(h, tables, chunks, size, notes)
+    except (PeError, elf.ElfError) as e:
+        problems.append(Problem(MALFORMED, f"malformed PE: {e}"))
+        h = replace(h, sections=())
+        needed = ()
+    sections = [elf.Section(0, 1 if s.loaded_size else elf.SHT_NOBITS, 0, h.image_base + s.rva, s.raw_offset,
+                            s.loaded_size, 0, CANONICAL.get(s.name, s.name)) for s in h.sections]
+    containers = scan._attribute(state, sections, segments, problems, alignment=CONTAINER_ALIGN)
+    pe_name = {c: p for p, c in CANONICAL.items()}
+    containers = [_in_section(c, h) for c in containers]
+    problems = [_pe_names(p, pe_name, h) for p in problems]
+    return Library(path, size, "pe", tuple(containers), needed, (), tuple(state.claims), tuple(problems),
+                   tuple(notes))
+
+
+def _zones(state: object, h: Headers, size: int) -> list[tuple[int, int, tuple[bytes, ...]]]:
+    """Which patterns to search where. Every loaded byte is searched: code sections for
+    containers, every other section also for wrapper records, which the loader relocates in
+    read-only sections too (MSVC's .nvFatBi is read-only). Bytes no section maps (headers
+    padding, an Authenticode certificate, debug data) are never registered, so not searched."""
+    from . import scan
+
+    assert isinstance(state, scan._Scan)
+    code = scan._patterns(state, code=False, data=False)
+    data = scan._patterns(state, code=True, data=True)
+    spans = sorted((s.raw_offset, s.raw_offset + s.loaded_size, s.characteristics & SCN_EXECUTE)
+                   for s in h.sections if s.loaded_size)
+    zones: list[tuple[int, int, tuple[bytes, ...]]] = []
+    pos = 0
+    for start, stop, executable in spans:
+        start = max(start, pos)
+        if stop <= start:
+            continue
+        if start > pos:
+            zones.append((pos, start, ()))
+        zones.append((start, stop, code if executable else data))
+        pos = stop
+    if pos < size:
+        zones.append((pos, size, ()))
+    return zones
+
+
+def _in_section(c: Container, h: Headers) -> Container:
+    """The container with the section name the image itself uses."""
+    if not c.section:
+        return c
+    for s in h.sections:
+        if s.raw_offset <= c.offset < s.raw_offset + s.loaded_size:
+            return replace(c, section=s.name)
+    return c
+
+
+def _pe_names(p: Problem, pe_name: dict[str, str], h: Headers) -> Problem:
+    """Messages of the shared attribution speak of ELF names; say the image's own."""
+    present = {s.name for s in h.sections}
+    message = p.message
+    for canonical, short in pe_name.items():
+        if short in present and canonical + ":" in message:
+            message = message.replace(canonical + ":", short + ":")
+        if short in present and f"section {canonical}" in message:
+            message = message.replace(f"section {canonical}", f"section {short}")
+    return p if message == p.message else replace(p, message=message)
+
+
+def _imports(h: Headers, tables: list[tuple[bool, int, bytearray]], chunks: Chunks, size: int,
+             notes: list[str]) -> tuple[str, ...]:
+    from . import scan
+
+    needed: list[str] = []
+    for delay, at, blob in tables:
+        rvas = import_name_rvas(bytes(blob), delay, h.image_base)
+        offsets = []
+        for rva in rvas:
+            off = h.rva_to_offset(rva)
+            if off is None:
+                raise PeError(f"imported DLL name at RVA 0x{rva:x} is in no section")
+            offsets.append(off)
+        if not offsets:
+            continue
+        lo, hi = min(offsets), min(size, max(offsets) + 256)
+        if at <= lo and hi <= at + len(blob):
+            window, base = bytes(blob), at
+        elif hi - lo <= NAMES_WINDOW * 16:
+            notes.append("second pass: imported DLL names lie away from the import directory")
+            window, base = scan._fetch(chunks, lo, hi, size), lo
+        else:
+            raise PeError("imported DLL names are scattered over more than 1 MiB")
+        for off in offsets:
+            name = elf.cstring(window, off - base, 256)
+            if not name:
+                raise PeError(f"imported DLL name at 0x{off:x} is empty")
+            needed.append(name)
+    return tuple(needed)
