@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from .model import Library
+from .model import EMBEDDED, Container, Library
 
 MAGICS = (
     b"\xcf\xfa\xed\xfe",  # MH_MAGIC_64, little-endian (x86_64, arm64)
@@ -35,7 +35,7 @@ def read(path: str, size: int, src: object, decode: bool, max_payload: int) -> L
     assert isinstance(src, scan.Source)
     state = scan._Scan(path, size, decode, max_payload)
     state.run(src, [(0, size, scan._patterns(state, code=True, data=True))])
-    containers = [scan.Container("nvidia", scan.EMBEDDED, "", o, n, e) for o, n, e in state.found]
+    containers = [Container("nvidia", EMBEDDED, "", o, n, e) for o, n, e in state.found]
     containers += state.bundles
     containers.sort(key=lambda c: c.offset)
     notes = () if containers else (NO_CUDA,)
