@@ -34,7 +34,20 @@ def _tool(name: str, env: str) -> str | None:
 
 
 BUNDLER = _tool("clang-offload-bundler", "ARCHAUDIT_CLANG_OFFLOAD_BUNDLER")
-READELF = _tool("llvm-readelf", "ARCHAUDIT_LLVM_READELF")
+def _names_processors(readelf: str | None) -> str | None:
+    """``readelf`` if it names the AMDGPU processor in e_flags (LLVM 16 prints only ``Flags: 0x4E``
+    for these code objects, which is no reference at all), else None."""
+    if readelf is None:
+        return None
+    probe = os.path.join(os.path.dirname(__file__), "fixtures", "amd", "bin", "gfx1201.hsaco")
+    try:
+        out = subprocess.run([readelf, "-h", probe], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return readelf if re.search(r"Flags:.*\bgfx1201\b", out) else None
+
+
+READELF = _names_processors(_tool("llvm-readelf", "ARCHAUDIT_LLVM_READELF"))
 ZSTD = shutil.which("zstd")
 
 

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -14,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from archaudit.arch import CudaTarget
+from wheels import fetch
 from archaudit.claims import (
     Claim,
     ClaimedArch,
@@ -406,24 +405,10 @@ def test_parse_embedded_rejects(blob):
 WINDOW = 4096
 
 
-def _cache() -> Path:
-    return Path(os.environ.get("ARCHAUDIT_WHEEL_CACHE") or Path.home() / ".cache" / "archaudit" / "wheels")
-
-
 def _wheel(requirement: str, filename: str) -> Path:
-    """Download a pinned wheel once into the cache (pip's own client), for this exact platform tag."""
-    cache = _cache()
-    path = cache / filename
-    if not path.exists():
-        cache.mkdir(parents=True, exist_ok=True)
-        cmd = [
-            sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-            "--python-version", "3.11", "--platform", "manylinux_2_28_x86_64", "-d", str(cache), requirement,
-        ]
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=580)
-        assert done.returncode == 0, done.stdout + done.stderr
-    assert path.exists(), f"pip did not produce {filename}"
-    return path
+    """A pinned wheel, downloaded once into the cache for this exact file's own tags."""
+    name, version = requirement.split("==")
+    return fetch(name, version, filename=filename)
 
 
 def _scan_member(whl: Path, member: str, chunk: int = 8 << 20) -> tuple[list[str], int]:

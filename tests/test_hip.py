@@ -18,6 +18,7 @@ import zlib
 from pathlib import Path
 
 import pytest
+from reference_tools import needs_tool
 import zstandard
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -29,8 +30,8 @@ BIN = Path(__file__).parent / "fixtures" / "amd" / "bin"
 SOS = sorted(BIN.glob("*.so"))
 HSACOS = sorted(BIN.glob("*.hsaco"))
 
-needs_bundler = pytest.mark.skipif(ref.BUNDLER is None, reason="clang-offload-bundler not installed")
-needs_readelf = pytest.mark.skipif(ref.READELF is None, reason="llvm-readelf not installed")
+needs_bundler = needs_tool("clang-offload-bundler", ref.BUNDLER)
+needs_readelf = needs_tool("llvm-readelf (one that names AMDGPU processors)", ref.READELF)
 
 
 def parse_section(path: Path) -> tuple[bytes, list[model.Container]]:
@@ -157,7 +158,7 @@ def _llvm_elf_headers():
     return sorted({p for pat in pats for p in glob.glob(pat)})
 
 
-@pytest.mark.skipif(not _llvm_elf_headers(), reason="LLVM headers not installed")
+@needs_tool("LLVM headers (llvm-19-dev)", _llvm_elf_headers())
 def test_mach_table_matches_llvm_header():
     checked = 0
     for header in _llvm_elf_headers():

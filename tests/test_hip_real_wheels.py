@@ -15,6 +15,7 @@ import sys
 import zipfile
 
 import pytest
+from reference_tools import missing_tool
 
 sys.path.insert(0, os.path.dirname(__file__))
 import amd_reference as ref  # noqa: E402
@@ -128,9 +129,9 @@ def test_real_wheel_hip_code_read_fully(name, version):
                 compared += check_against_reference(data, secs, cs)
     assert libs > 0, f"{name}: no library with .hip_fatbin"
     if ref.BUNDLER is None:
-        pytest.skip("read fully; clang-offload-bundler not installed for the entry-by-entry comparison")
+        missing_tool("clang-offload-bundler", "not installed, for the entry-by-entry comparison")
     if compared == 0 and ref.ZSTD is None:
-        pytest.skip("read fully; the zstd command (for CCOB v3) not installed for the comparison")
+        missing_tool("zstd", "not installed, for the CCOB v3 comparison")
     assert compared > 0
 
 

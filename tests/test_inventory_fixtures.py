@@ -7,6 +7,7 @@ import shutil
 import subprocess
 
 import pytest
+from reference_tools import needs_tool
 
 import oracle
 from archaudit.model import DEVICE_LINK, EXECUTABLE, LTO, PTX, RELOCATABLE, SASS, STANDALONE
@@ -17,7 +18,7 @@ ELF_LIKE = sorted(p.name for p in BIN.iterdir() if p.suffix in (".so", ".o", ".f
 CUBINS = sorted(p.name for p in BIN.glob("*.cubin"))
 PTXS = sorted(p.name for p in BIN.glob("*.ptx"))
 
-needs_cuobjdump = pytest.mark.skipif(oracle.find_cuobjdump() is None, reason="cuobjdump not installed")
+needs_cuobjdump = needs_tool("cuobjdump", oracle.find_cuobjdump())
 
 
 def _walk(lib, all_sections: bool):
@@ -136,7 +137,7 @@ def _readelf_needed(path) -> list[str]:
     return re.findall(r"\(NEEDED\)\s+Shared library: \[(.*?)\]", out)
 
 
-@pytest.mark.skipif(shutil.which("readelf") is None, reason="binutils readelf not installed")
+@needs_tool("binutils readelf", shutil.which("readelf"))
 @pytest.mark.parametrize("name", [n for n in ELF_LIKE if n.endswith(".so")])
 def test_needed_libraries_match_readelf(name):
     lib = scan_file(str(BIN / name))

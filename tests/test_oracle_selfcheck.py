@@ -15,13 +15,14 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from reference_tools import needs_tool
 
 try:
     import oracle
 except ImportError:  # tests/ imported as a package
     from tests import oracle
 
-needs_cuobjdump = pytest.mark.skipif(oracle.find_cuobjdump() is None, reason="cuobjdump not found")
+needs_cuobjdump = needs_tool("cuobjdump", oracle.find_cuobjdump())
 
 F = oracle.fixture
 AXPY = "_Z4axpyfPKfPfi"

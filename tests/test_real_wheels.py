@@ -15,6 +15,7 @@ import sys
 import zipfile
 
 import pytest
+from reference_tools import needs_tool
 
 import oracle
 from archaudit.artifacts import inventory
@@ -23,7 +24,7 @@ from archaudit.model import DEVICE_LINK, EXECUTABLE, LTO, PTX, RELOCATABLE, SASS
 from wheels import extract_member, fetch
 
 pytestmark = pytest.mark.slow
-needs_cuobjdump = pytest.mark.skipif(oracle.find_cuobjdump() is None, reason="cuobjdump not installed")
+needs_cuobjdump = needs_tool("cuobjdump", oracle.find_cuobjdump())
 
 CUDA_WHEELS = [("nvidia-curand", "10.4.0.35"), ("nvidia-cublas", "13.1.1.3"), ("torch", "2.14.1")]
 

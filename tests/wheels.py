@@ -1,18 +1,29 @@
 """Real wheels for tests: downloaded once with pip into a cache, reused from there.
 
-The cache is $ARCHAUDIT_WHEEL_CACHE, default ~/.cache/archaudit/wheels. A wheel that pip
-cannot fetch fails the test that needs it (set ARCHAUDIT_OFFLINE=1 to skip instead).
+The cache is $ARCHAUDIT_WHEEL_CACHE, default ~/.cache/archaudit/wheels. A wheel is named by
+its exact version (a local build such as ``2.13.0+cpu`` included) and, where the test needs
+one particular file, by its file name: pip is then asked for that file's own tags
+(``manylinux_2_27`` is not ``manylinux_2_28``), never for whatever the machine would pick.
+Downloads are retried; a wheel pip still cannot fetch fails the test that needs it (set
+ARCHAUDIT_OFFLINE=1 to skip instead).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
 import pytest
+from packaging.tags import Tag, sys_tags
+from packaging.utils import canonicalize_name, parse_wheel_filename
+from packaging.version import Version
+
+ATTEMPTS = 3
 
 
 def cache_dir() -> Path:
@@ -21,41 +32,87 @@ def cache_dir() -> Path:
     return d
 
 
-LINUX = "linux"  # any manylinux/musllinux/linux tag of this machine's kind, or a pure wheel
+HERE = LINUX = "here"  # a wheel this interpreter can install (the default)
 
 
-def _platform_tag(wheel: Path) -> str:
-    return wheel.name[:-len(".whl")].rsplit("-", 1)[-1]
+def _fits(tags: frozenset[Tag], platform: str) -> bool:
+    if platform == HERE:
+        return bool(tags & _installable())
+    return any(t.platform == platform or t.platform == "any" for t in tags)
 
 
-def _fits(wheel: Path, platform: str) -> bool:
-    tag = _platform_tag(wheel)
-    if platform == LINUX:
-        return tag == "any" or "linux" in tag
-    return platform in tag.split(".") or tag == "any"
+@functools.lru_cache(maxsize=1)
+def _installable() -> frozenset[Tag]:
+    return frozenset(sys_tags())
 
 
-def fetch(name: str, version: str, platform: str = LINUX) -> Path:
-    """The cached wheel of name==version for `platform` (a Linux one by default, or a pip
-    platform tag such as "win_amd64"), downloaded first if the cache lacks it."""
-    d = cache_dir()
-    stem = name.replace("-", "_") + "-" + version
+def _cached(name: str, version: str, platform: str = HERE) -> list[Path]:
+    """Cached wheels of exactly this project and version (``2.13.0`` is not ``2.13.0+cpu``) for
+    ``platform``: one this interpreter installs by default, or a pip platform tag ("win_amd64")."""
+    want_name, want_version = canonicalize_name(name), Version(version)
+    out = []
+    for p in cache_dir().glob("*.whl"):
+        try:
+            got_name, got_version, _, tags = parse_wheel_filename(p.name)
+        except ValueError:
+            continue
+        if got_name == want_name and got_version == want_version and _fits(tags, platform):
+            out.append(p)
+    return sorted(out)
 
-    def cached() -> list[Path]:
-        return sorted(p for p in d.glob(stem + "*.whl") if p.name[len(stem)] in "-+" and _fits(p, platform))
 
-    have = cached()
-    if not have:
-        where = [] if platform == LINUX else ["--platform", platform, "--python-version", "3.12"]
-        r = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-                            *where, "--dest", str(d), f"{name}=={version}"], capture_output=True, text=True)
-        have = cached()
-        if r.returncode != 0 or not have:
-            msg = f"cannot download {name}=={version}: {r.stderr.strip().splitlines()[-1:]}"
-            if os.environ.get("ARCHAUDIT_OFFLINE"):
-                pytest.skip(msg)
-            pytest.fail(msg)
-    return have[-1]
+def _tag_options(filename: str) -> list[str]:
+    """pip options that ask for exactly this wheel file's tags."""
+    _, _, _, tags = parse_wheel_filename(filename)
+    platforms = sorted({t.platform for t in tags})
+    abis = sorted({t.abi for t in tags} - {"none"})
+    pythons = sorted({t.interpreter[2:] for t in tags if t.interpreter[:2] == "cp" and t.interpreter[2:].isdigit()})
+    opts = [o for p in platforms for o in ("--platform", p)]
+    if pythons:
+        digits = pythons[0]
+        opts += ["--python-version", f"{digits[0]}.{digits[1:]}", "--implementation", "cp"]
+    else:  # a py3 wheel: pip still needs a Python version beside --platform
+        opts += ["--python-version", f"{sys.version_info.major}.{sys.version_info.minor}"]
+    return opts + [o for a in abis for o in ("--abi", a)]
+
+
+def _download(requirement: str, options: list[str]) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+           "--disable-pip-version-check", "--retries", "5", "--timeout", "60",
+           "--dest", str(cache_dir()), *options, requirement]
+    return subprocess.run(cmd, capture_output=True, text=True)
+
+
+def _fail(msg: str) -> None:
+    if os.environ.get("ARCHAUDIT_OFFLINE"):
+        pytest.skip(msg)
+    pytest.fail(msg)
+
+
+def fetch(name: str, version: str, platform: str = HERE, *, filename: str | None = None) -> Path:
+    """The cached wheel ``name==version`` for ``platform`` (exactly ``filename`` when given),
+    downloading it if needed."""
+    if filename is not None:
+        path = cache_dir() / filename
+        if path.exists():
+            return path
+        options = _tag_options(filename)
+    else:
+        have = _cached(name, version, platform)
+        if have:
+            return have[-1]
+        options = [] if platform == HERE else [
+            "--platform", platform, "--python-version", f"{sys.version_info.major}.{sys.version_info.minor}"]
+    last = ""
+    for attempt in range(ATTEMPTS):
+        done = _download(f"{name}=={version}", options)
+        found = [cache_dir() / filename] if filename else _cached(name, version, platform)
+        if done.returncode == 0 and found and found[-1].exists():
+            return found[-1]
+        last = (done.stderr.strip().splitlines() or [""])[-1]
+        time.sleep(2 * (attempt + 1))
+    _fail(f"cannot download {name}=={version}{' as ' + filename if filename else ''}: {last}")
+    raise AssertionError("unreachable")
 
 
 def extract_member(wheel: Path, member: str, dest: Path) -> Path:

@@ -1,0 +1,29 @@
+"""Reference tools the tests compare against (cuobjdump, llvm-readelf, clang-offload-bundler, ...).
+
+A test that needs one carries ``@needs_tool(name, present)``. On a developer machine a missing or
+unusable tool skips the test with the reason; in CI (``CI`` set, as ``.ci/run`` runs) it fails,
+so a cross-check can never vanish because an install step failed.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
+
+
+def needs_tool(tool: str, present: bool | str | None) -> pytest.MarkDecorator:
+    """Mark a test as needing ``tool``; ``present`` is truthy when the tool is there and usable."""
+    return pytest.mark.reference_tool(tool=tool, present=bool(present))
+
+
+def missing_tool(tool: str, why: str = "not installed") -> None:
+    """Inside a test: the reference tool is missing or unusable (skip here, fail in CI)."""
+    message = f"reference tool {tool}: {why}"
+    if in_ci():
+        pytest.fail(message + " (CI must install it: see .ci/run)")
+    pytest.skip(message)
