@@ -83,7 +83,7 @@ def test_cuda11_targets_cuobjdump_refuses_are_read(tmp_path):
 
 
 def test_cpu_torch_is_a_cpu_wheel(capsys):
-    rc = main(["check", "-q", "--no-config", str(fetch("torch", "2.13.0"))])
+    rc = main(["check", "-q", "--no-config", str(fetch("torch", "2.13.0+cpu"))])
     assert rc == 0 and "CPU wheel: no device code to verify" in capsys.readouterr().out
 
 

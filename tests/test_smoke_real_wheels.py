@@ -44,7 +44,7 @@ def test_nvidia_curand_loads_and_its_device_code_waits_for_a_gpu():
 def test_a_cpu_torch_wheel_skips_the_gpu_model_steps_and_fails_them_under_require_gpu():
     # A CPU build of torch (torch==2.13.0 is one here; PyPI's default torch is the CUDA build):
     # the model probes run in the child, import torch, and find no device.
-    whl = fetch("torch", "2.13.0")
+    whl = fetch("torch", "2.13.0+cpu")
     if "+cpu" not in whl.name:
         pytest.skip(f"{whl.name} is not a CPU build of torch")
     report = smoke(whl, probes=["model-torch", "model-executorch"], require_gpu=True)
