@@ -482,3 +482,33 @@ def test_parse_amd_claim_nonsense(bad):
     with pytest.raises(ValueError) as ei:
         gfx.parse_amd_claim(bad)
     assert str(ei.value)
+
+
+# --- host triples -------------------------------------------------------------------
+
+
+def bundle_of(entries: list[tuple[str, bytes]]) -> bytes:
+    """An uncompressed offload bundle holding these (id, payload) entries, as clang lays it out."""
+    header = 32 + sum(24 + len(ident) for ident, _ in entries)
+    table, blobs, at = b"", b"", header
+    for ident, payload in entries:
+        table += struct.pack("<QQQ", at, len(payload), len(ident)) + ident.encode()
+        blobs += payload
+        at += len(payload)
+    return hip.UNCOMPRESSED_MAGIC + struct.pack("<Q", len(entries)) + table + blobs
+
+
+@pytest.mark.parametrize("host", ["host-x86_64-unknown-linux", "host-x86_64-unknown-linux-gnu-",
+                                  "host-aarch64-unknown-linux-gnu"])
+def test_host_triples_of_every_rocm_release(host):
+    """ROCm 5 (cupy-rocm-5-0 13.3.0) writes the host triple without its environment part."""
+    co = (BIN / "gfx90a_xnack_on.hsaco").read_bytes()
+    c = hip.parse(bundle_of([(host, b""), ("hipv4-amdgcn-amd-amdhsa--gfx90a:xnack+", co)]), 0, "")
+    assert [e.target for e in c.entries] == ["gfx90a:xnack+"]
+
+
+@pytest.mark.parametrize("ident", ["host-", "host--", "hostx-x86_64-unknown-linux", "host-x86_64"])
+def test_malformed_host_ids_still_fail(ident):
+    co = (BIN / "gfx90a_xnack_on.hsaco").read_bytes()
+    raises("E030", lambda: hip.parse(bundle_of([(ident, b""), ("hipv4-amdgcn-amd-amdhsa--gfx90a:xnack+", co)]),
+                                     0, ""))

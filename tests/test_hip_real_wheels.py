@@ -145,3 +145,20 @@ def _parses(data: bytes, at: int) -> bool:
         return True
     except hip.Malformed:
         return False
+
+
+def test_rocm5_bundles_with_the_short_host_triple():
+    """cupy-rocm-5-0 13.3.0: ROCm 5 names its host entry `host-x86_64-unknown-linux`; each of the
+    three extension modules carries one bundle of nine code objects, gfx801 to gfx1012."""
+    from archaudit.artifacts import inventory
+
+    inv = inventory(str(fetch("cupy-rocm-5-0", "13.3.0")))
+    device = [lib for lib in inv.libraries if lib.containers]
+    assert len(device) == 3
+    for lib in device:
+        assert lib.problems == (), lib.path
+        (bundle,) = lib.containers
+        assert bundle.section == ".hip_fatbin"
+        assert sorted(e.target for e in bundle.entries) == sorted(
+            ["gfx801", "gfx802", "gfx803", "gfx900", "gfx906", "gfx908", "gfx1010", "gfx1011", "gfx1012"])
+        assert all(e.kernels for e in bundle.entries)

@@ -365,11 +365,14 @@ def _split_id(ident: str) -> tuple[str, str]:
     """(kind, target id) of a bundle entry id; raise Malformed for ids that are not
     host or AMDGPU device entries."""
     parts = ident.split("-", 5)
+    # Host entries carry the host triple, with or without its environment part (ROCm 5 writes
+    # `host-x86_64-unknown-linux`, later releases `host-x86_64-unknown-linux-gnu-`); their code
+    # is the host's, never judged.
+    if parts[0] == "host" and len(parts) >= 4 and all(parts[1:3]):
+        return "host", ""
     if len(parts) < 5:
         raise Malformed(MALFORMED, f"bundle id {ident!r} is not <kind>-<triple>-<target>")
     kind = parts[0]
-    if kind == "host":
-        return kind, ""
     if kind not in DEVICE_KINDS:
         raise Malformed(MALFORMED, f"bundle id {ident!r} has an unknown offload kind {kind!r}")
     if parts[1] != "amdgcn" or parts[2] != "amd" or parts[3] != "amdhsa":
