@@ -1,131 +1,250 @@
-"""Time `archaudit check` against the inflate floor, in one process, on public wheels.
+"""Time `archaudit check` against its floor, as ratios measured in one run, on public wheels.
 
-The floor: inflating every library member of the wheel once, in parallel across members,
-with the fastest inflater archaudit depends on (ISA-L). Nothing can be faster, since every
-deflated byte must be inflated once. The script prints each figure and the ratios; run it
-as `python benchmarks/bench_check.py WHEEL... [--rounds N] [--baseline-cuobjdump]`.
+The floor is the work no reader of a wheel can skip: inflating every library member once
+and decoding every compressed device-code payload once, each spread over the machine's
+cores (ISA-L inflate, zstd/LZ4 decode; the payloads are located beforehand, untimed). The
+check is the whole `archaudit check` process, interpreter start included, with its peak RSS.
+Figures are medians over interleaved rounds, so drift on a shared machine hits both alike.
+
+    python benchmarks/bench_check.py WHEEL... [--rounds N] [--detail kernels]
+    python benchmarks/bench_check.py --stages WHEEL...     # share of time per stage
+    python benchmarks/bench_check.py --scaling WHEEL...    # one check per wheel, then all at once
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import resource
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
+import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
-from archaudit import zipread
+import lz4.block
+import zstandard
+
+from archaudit import audit as audit_module, decode, fatbin, render, scan, zipread
 from archaudit.artifacts import inventories, is_library_name
-from archaudit.audit import Policy, audit
+from archaudit.audit import Policy
 
 
-def library_members(paths: list[str]) -> list[tuple[str, zipread.Member]]:
-    out = []
-    for path in paths:
-        members, _ = zipread.read_directory(path)
-        out += [(path, m) for m in members if is_library_name(m.name)]
-    return sorted(out, key=lambda pm: -pm[1].size)
+def library_members(path: str) -> list[zipread.Member]:
+    members, _ = zipread.read_directory(path)
+    return sorted((m for m in members if not m.is_dir and is_library_name(m.name)), key=lambda m: -m.size)
 
 
-def inflate_floor(paths: list[str], jobs: int) -> float:
-    """Read each wheel's directory and inflate every library member once, in parallel across
-    members: the least any reader of the wheels can do."""
+def _inflate(path: str, m: zipread.Member) -> Iterator[bytes]:
+    with open(path, "rb") as f:
+        yield from zipread.iter_member(f, m)
 
-    def one(pm):
-        path, m = pm
-        with open(path, "rb") as f:
-            for _ in zipread.iter_member(f, m):
-                pass
 
+@dataclass(frozen=True)
+class Payload:
+    compression: str
+    data: bytes
+    size: int
+
+
+def compressed_payloads(path: str) -> list[Payload]:
+    """Every zstd/LZ4 payload of the wheel's libraries, cut out of the inflated members (untimed
+    preparation: where the payloads are comes from a headers-only inventory)."""
+    (inv,) = inventories([path], decode=False)
+    out: list[Payload] = []
+    by_name = {m.name: m for m in library_members(path)}
+    for lib in inv.libraries:
+        wanted = sorted(e.offset for e in lib.entries if e.compression in ("zstd", "lz4"))
+        if not wanted:
+            continue
+        data = b"".join(_inflate(path, by_name[lib.path]))
+        for at in wanted:
+            eh = fatbin.parse_entry_header(data, at, len(data) - at, at)
+            start = at + eh.header_size
+            out.append(Payload(eh.compression, data[start:start + eh.compressed_size], eh.uncompressed_size))
+        del data
+    return out
+
+
+def inflate_floor(path: str, jobs: int) -> float:
+    members = library_members(path)
     start = time.perf_counter()
-    libs = library_members(paths)
     with ThreadPoolExecutor(jobs) as pool:
-        list(pool.map(one, libs))
+        list(pool.map(lambda m: sum(len(b) for b in _inflate(path, m)), members))
     return time.perf_counter() - start
 
 
-def check(paths: list[str], jobs: int, decode: bool) -> float:
+def decode_floor(payloads: list[Payload], jobs: int) -> float:
+    local = threading.local()
+
+    def one(p: Payload) -> int:
+        if p.compression == "lz4":
+            return len(lz4.block.decompress(p.data, uncompressed_size=p.size))
+        dctx = getattr(local, "d", None) or zstandard.ZstdDecompressor()
+        local.d = dctx
+        return len(dctx.decompress(p.data, max_output_size=p.size))
+
     start = time.perf_counter()
-    audit(inventories(paths, jobs=jobs, decode=decode), None, Policy())
+    with ThreadPoolExecutor(jobs) as pool:
+        list(pool.map(one, payloads, chunksize=16))
     return time.perf_counter() - start
 
 
-def cuobjdump_baseline(path: str) -> float | None:
-    """The status quo: unzip the wheel, run cuobjdump -lelf -lptx on every library."""
-    tool = shutil.which("cuobjdump")
-    if tool is None:
+def check_process(paths: list[str], extra: list[str]) -> tuple[float, float]:
+    """(seconds, peak RSS in MB) of one whole `archaudit check` process."""
+    cmd = [sys.executable, "-m", "archaudit", "check", "-q", "--no-config", *extra, *paths]
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return seconds, usage.ru_maxrss / 1024
+
+
+def decoded_bytes(path: str) -> int:
+    (inv,) = inventories([path], decode=False)
+    return sum(e.size for lib in inv.libraries for e in lib.entries)
+
+
+def ratios(paths: list[str], rounds: int, jobs: int, extra: list[str]) -> None:
+    for path in paths:
+        payloads = compressed_payloads(path)
+        floors, checks, rss = [], [], []
+        for _ in range(rounds):
+            floors.append(inflate_floor(path, jobs) + decode_floor(payloads, jobs))
+            seconds, peak = check_process([path], extra)
+            checks.append(seconds)
+            rss.append(peak)
+        ratio = statistics.median(c / f for c, f in zip(checks, floors))
+        print(f"{os.path.basename(path)} {' '.join(extra)}: floor {statistics.median(floors):.2f} s "
+              f"(inflate + decode of {sum(p.size for p in payloads) / 1e9:.2f} GB), check "
+              f"{statistics.median(checks):.2f} s, check/floor {ratio:.2f} "
+              f"(rounds: {', '.join(f'{c / f:.2f}' for c, f in zip(checks, floors))}), "
+              f"peak RSS {statistics.median(rss):.0f} MB (max {max(rss):.0f})", flush=True)
+        del payloads
+
+
+class StageClock:
+    """CPU time per stage, summed over threads (time.thread_time around each stage's calls)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {"inflate": 0.0, "scan": 0.0, "decode": 0.0, "judge": 0.0,
+                                          "render": 0.0}
+        self.lock = threading.Lock()
+
+    def add(self, stage: str, seconds: float) -> None:
+        with self.lock:
+            self.seconds[stage] += seconds
+
+
+def stages(paths: list[str], jobs: int) -> None:
+    """Instrument one in-process check: inflate = inside the member inflater, decode = inside
+    payload decoding and its facts, scan = the rest of the reading threads, judge = audit(),
+    render = the text report."""
+    for path in paths:
+        _stages_of(path, jobs)
+
+
+def _stages_of(path: str, jobs: int) -> None:
+    clock = StageClock()
+    real_iter, real_decode, real_scan = zipread.iter_member, decode.decode_entry, scan.scan_stream
+
+    def timed_iter(f: object, m: zipread.Member) -> Iterator[bytes]:
+        it = real_iter(f, m)  # type: ignore[arg-type]
+        while True:
+            t = time.thread_time()
+            try:
+                block = next(it)
+            except StopIteration:
+                clock.add("inflate", time.thread_time() - t)
+                return
+            clock.add("inflate", time.thread_time() - t)
+            yield block
+
+    inline = [0.0]  # decode time inside a reader's scan (raw cubins), counted in scan too
+
+    def timed_decode(*a: object) -> object:
+        t = time.thread_time()
         try:
-            import nvidia
-            cand = os.path.join(list(nvidia.__path__)[0], "cu13", "bin", "cuobjdump")
-            tool = cand if os.path.exists(cand) else None
-        except ImportError:
-            tool = None
-    if tool is None:
-        return None
-    start = time.perf_counter()
-    with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run(["unzip", "-q", "-o", path, "-d", tmp], check=True)
-        for root, _, files in os.walk(tmp):
-            for name in files:
-                if is_library_name(name):
-                    subprocess.run([tool, "-lelf", "-lptx", os.path.join(root, name)],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - start
+            return real_decode(*a)  # type: ignore[arg-type]
+        finally:
+            spent = time.thread_time() - t
+            clock.add("decode", spent)
+            if not threading.current_thread().name.startswith("archaudit-decode"):
+                with clock.lock:
+                    inline[0] += spent
+
+    def timed_scan(*a: object, **kw: object) -> object:
+        t = time.thread_time()
+        try:
+            return real_scan(*a, **kw)  # type: ignore[arg-type]
+        finally:
+            clock.add("scan", time.thread_time() - t)
+
+    zipread.iter_member = timed_iter  # type: ignore[assignment]
+    decode.decode_entry = timed_decode  # type: ignore[assignment]
+    import archaudit.artifacts as artifacts
+    artifacts.scan_stream = timed_scan  # type: ignore[assignment]
+    try:
+        wall = time.perf_counter()
+        found = inventories([path], jobs=jobs)
+        read_wall = time.perf_counter() - wall
+        t = time.thread_time()
+        report = audit_module.audit(found, None, Policy())
+        clock.add("judge", time.thread_time() - t)
+        t = time.thread_time()
+        render.render_text(report, detail="libraries", verbose=False, ascii_only=False, costs=False,
+                           timings=False)
+        clock.add("render", time.thread_time() - t)
+    finally:
+        zipread.iter_member, decode.decode_entry = real_iter, real_decode  # type: ignore[assignment]
+        artifacts.scan_stream = real_scan  # type: ignore[assignment]
+    # scan_stream's time includes the inflating and the entries decoded in its own thread
+    clock.seconds["scan"] -= clock.seconds["inflate"] + inline[0]
+    total = sum(clock.seconds.values())
+    shares = ", ".join(f"{k} {v:.2f} s ({100 * v / total:.0f}%)" for k, v in clock.seconds.items())
+    print(f"{os.path.basename(path)}: read {read_wall:.2f} s wall; CPU by stage: {shares}", flush=True)
+
+
+
+
+def scaling(paths: list[str], rounds: int) -> None:
+    rows = []
+    for path in paths:
+        nbytes = decoded_bytes(path)
+        runs = [check_process([path], []) for _ in range(rounds)]
+        seconds = statistics.median(r[0] for r in runs)
+        rss = statistics.median(r[1] for r in runs)
+        rows.append((path, nbytes, seconds, rss))
+        print(f"{os.path.basename(path)}: {nbytes / 1e9:.2f} GB decoded device code, check {seconds:.2f} s "
+              f"({nbytes / 1e6 / seconds:.0f} MB/s decoded), peak RSS {rss:.0f} MB", flush=True)
+    together = [check_process(paths, []) for _ in range(rounds)]
+    seconds = statistics.median(r[0] for r in together)
+    print(f"all {len(paths)} wheels in one call (one shared pool): {seconds:.2f} s (sum of single calls "
+          f"{sum(r[2] for r in rows):.2f} s), peak RSS {statistics.median(r[1] for r in together):.0f} MB")
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("wheels", nargs="+")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
-    ap.add_argument("--kernels", action="store_true", help="also time the per-kernel (decoding) audit")
-    ap.add_argument("--baseline-cuobjdump", action="store_true", help="also time unzip + cuobjdump once")
-    ap.add_argument("--scaling", action="store_true",
-                    help="instead: audit the first 1, 2 and all wheels in one call each, with MB/s")
+    ap.add_argument("--detail", choices=("libraries", "containers", "kernels"), default=None)
+    ap.add_argument("--fast", action="store_true", help="time `check --fast` (headers only) instead")
+    ap.add_argument("--stages", action="store_true", help="CPU time per stage, in process")
+    ap.add_argument("--scaling", action="store_true", help="one check per wheel, then all at once")
     args = ap.parse_args()
     print(f"python {sys.version.split()[0]}, inflater {zipread.INFLATER}, jobs {args.jobs}, "
-          f"cpus {os.cpu_count()}, rounds {args.rounds}")
-    if args.scaling:
-        sizes = sorted({1, min(2, len(args.wheels)), len(args.wheels)})
-        for n in sizes:
-            paths = args.wheels[:n]
-            nbytes = sum(m.size for _, m in library_members(paths))
-            floors, checks = [], []
-            for _ in range(args.rounds):
-                floors.append(inflate_floor(paths, args.jobs))
-                checks.append(check(paths, args.jobs, decode=False))
-            f, c = statistics.median(floors), statistics.median(checks)
-            print(f"{n:>3} wheel(s), {nbytes / 1e6:7.0f} MB of libraries: floor {f:.2f} s, check {c:.2f} s "
-                  f"({nbytes / 1e6 / c:.0f} MB/s), check/floor "
-                  f"{statistics.median(a / b for a, b in zip(checks, floors)):.2f}", flush=True)
-        print(f"peak RSS of this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
-        return 0
-    for path in args.wheels:
-        floors, checks, kernels = [], [], []
-        for _ in range(args.rounds):  # interleaved, so drift hits every figure alike
-            floors.append(inflate_floor([path], args.jobs))
-            checks.append(check([path], args.jobs, decode=False))
-            if args.kernels:
-                kernels.append(check([path], args.jobs, decode=True))
-        f, c = statistics.median(floors), statistics.median(checks)
-        line = (f"{os.path.basename(path)}: floor {f:.2f} s, check {c:.2f} s, "
-                f"check/floor {statistics.median(a / b for a, b in zip(checks, floors)):.2f}")
-        if kernels:
-            k = statistics.median(kernels)
-            line += (f", kernels {k:.2f} s, kernels/check "
-                     f"{statistics.median(a / b for a, b in zip(kernels, checks)):.2f}")
-        if args.baseline_cuobjdump:
-            base = cuobjdump_baseline(path)
-            if base is not None:
-                line += f", unzip+cuobjdump {base:.2f} s, speed-up {base / c:.1f}x"
-        print(line, flush=True)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"peak RSS of this process: {peak:.0f} MB")
+          f"cpus {os.cpu_count()}, rounds {args.rounds}", flush=True)
+    if args.stages:
+        stages(args.wheels, args.jobs)
+    elif args.scaling:
+        scaling(args.wheels, args.rounds)
+    else:
+        extra = (["--detail", args.detail] if args.detail else []) + (["--fast"] if args.fast else [])
+        ratios(args.wheels, args.rounds, args.jobs, extra)
     return 0
 
 

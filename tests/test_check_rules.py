@@ -73,12 +73,27 @@ def test_architecture_dispatch_is_covered_by_kernel_name(capsys):
     assert rc == 1 and sorted(f["data"]["fails"] for f in findings(rep, "K001")) == [["80"], ["90"]]
 
 
-def test_failing_libraries_are_read_again_to_name_their_kernels(capsys):
-    """Without --detail kernels, a library with a per-container finding is decoded once more."""
+def test_kernels_are_named_in_the_one_pass(capsys):
+    """The default mode decodes every payload while reading: kernels are named without a second
+    read, and the same facts give the same verdict under every --detail."""
     rc = main(["check", "-q", "--no-config", "-v", lib("lib_multiobj.so"), "--arch", "80,90"])
     out = capsys.readouterr().out
     assert rc == 1 and "1 kernel (mul) carry code only for sm_80" in out
-    assert "second pass: payloads decoded" in out
+    assert "second pass" not in out
+    for detail in ("libraries", "containers", "kernels"):
+        assert main(["check", "-q", "--no-config", "--detail", detail, lib("lib_multiobj.so"),
+                     "--arch", "80,90"]) == 1
+        capsys.readouterr()
+
+
+def test_fast_mode_never_passes_what_it_did_not_decode(capsys):
+    """--fast reads entry headers only: a library it would otherwise pass fails with E015."""
+    assert main(["check", "-q", "--no-config", lib("lib_sm80.so"), "--arch", "80"]) == 0
+    capsys.readouterr()
+    rc, rep = run(capsys, lib("lib_sm80.so"), "--arch", "80", "--fast")
+    assert rc == 1 and codes(rep).count("E015") == 1
+    rc, rep = run(capsys, lib("lib_sm80.so"), "--arch", "80,90", "--fast")  # a failure stays one
+    assert rc == 1 and {"E015", "G001"} <= set(codes(rep))
 
 
 def test_per_container_rule_without_decoding_still_finds_the_gap(capsys):

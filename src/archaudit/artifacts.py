@@ -13,10 +13,11 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from . import zipread
-from .model import Library, Problem
+from .decode import DecodePool
+from .model import LTO, Library, Problem
 from .scan import DEFAULT_MAX_PAYLOAD, scan_stream
 
 LIBRARY_SUFFIXES = (".so", ".cubin", ".fatbin", ".ptx", ".hsaco", ".pyd", ".dll", ".dylib")
@@ -66,17 +67,19 @@ class _Job:
     chunks: Callable[[], Iterator[bytes]]
 
 
-def inventory(target: str, *, jobs: int | None = None, decode: bool = False,
+def inventory(target: str, *, jobs: int | None = None, decode: bool = True,
               max_payload: int = DEFAULT_MAX_PAYLOAD, progress: Progress | None = None) -> TargetInventory:
     """Inventory one target: a wheel, a directory, a device-code or library file, or a
-    distribution name."""
+    distribution name. Every payload is decoded; `decode=False` reads entry headers only
+    (--fast), and each library whose payloads were not decoded then carries an E015."""
     return inventories([target], jobs=jobs, decode=decode, max_payload=max_payload, progress=progress)[0]
 
 
-def inventories(targets: list[str], *, jobs: int | None = None, decode: bool = False,
+def inventories(targets: list[str], *, jobs: int | None = None, decode: bool = True,
                 max_payload: int = DEFAULT_MAX_PAYLOAD, progress: Progress | None = None) -> list[TargetInventory]:
-    """Inventory several targets with one pool of workers: the libraries of every target are
-    read in parallel, largest first, so many small wheels keep every core busy too."""
+    """Inventory several targets with one pool of readers and one of decoders: the libraries of
+    every target are read in parallel, largest first, so many small wheels keep every core busy
+    too, and each library is read once."""
     start = time.perf_counter()
     plans = [_plan(t) for t in targets]
     everything = [j for p in plans if isinstance(p, tuple) for j in p[1]]
@@ -98,24 +101,6 @@ def inventories(targets: list[str], *, jobs: int | None = None, decode: bool = F
         out.append(TargetInventory(target, kind, libs, problems_t, unusable,
                                    sum(j.size for j in jobs_list), time.perf_counter() - start, dist))
     return out
-
-
-def rescan(inv: TargetInventory, paths: set[str], *, jobs: int | None = None,
-           max_payload: int = DEFAULT_MAX_PAYLOAD) -> TargetInventory:
-    """The same inventory with the named libraries read again, decoding every payload: a
-    second read, made only for libraries whose findings need kernel names."""
-    plan = _plan(inv.target)
-    if isinstance(plan, TargetInventory) or not paths:
-        return inv
-    wanted = [j for j in plan[1] if j.display in paths]
-    fresh = {lib.path: lib for lib in _run(wanted, jobs, True, max_payload, None)}
-    note = "second pass: payloads decoded to name the kernels behind a finding"
-    libs = tuple(
-        Library(**{**{k: getattr(fresh[lib.path], k) for k in Library.__dataclass_fields__},
-                   "notes": fresh[lib.path].notes + (note,)}) if lib.path in fresh else lib
-        for lib in inv.libraries)
-    return TargetInventory(inv.target, inv.kind, libs, inv.problems, inv.unusable, inv.bytes_read,
-                           inv.seconds, inv.distribution)
 
 
 def _plan(target: str):
@@ -146,32 +131,52 @@ def _plan(target: str):
 
 def _run(jobs_list: list[_Job], jobs: int | None, decode: bool, max_payload: int,
          progress: Progress | None, keep_order: bool = False) -> tuple[Library, ...]:
+    """Read every library once: `jobs` readers (inflating and scanning, largest library first)
+    feed one shared pool of as many decoders."""
     order = sorted(range(len(jobs_list)), key=lambda i: -jobs_list[i].size)
-    workers = max(1, min(jobs or os.cpu_count() or 1, len(jobs_list) or 1))
+    cores = jobs or os.cpu_count() or 1
+    workers = max(1, min(cores, len(jobs_list) or 1))
+    with DecodePool(cores) as pool:
 
-    def one(i: int) -> Library:
-        j = jobs_list[i]
-        def counted(base=j.chunks):
-            for block in base():
-                progress.add(len(block))
-                yield block
-        chunks = j.chunks if progress is None else counted
-        try:
-            lib = scan_stream(j.display, j.size, chunks, decode=decode, max_payload=max_payload)
-        except MemoryError:
-            lib = Library(j.display, j.size, "other",
-                          problems=(Problem("E012", "ran out of memory while verifying"),))
-        if progress is not None:
-            progress.add(libraries=1)
-        return lib
+        def one(i: int) -> Library:
+            j = jobs_list[i]
+            chunks = j.chunks if progress is None else _counted(j.chunks, progress)
+            try:
+                lib = scan_stream(j.display, j.size, chunks, decode=decode, max_payload=max_payload,
+                                  pool=pool)
+            except MemoryError:
+                lib = Library(j.display, j.size, "other",
+                              problems=(Problem("E012", "ran out of memory while verifying"),))
+            if progress is not None:
+                progress.add(libraries=1)
+            return lib if decode else _unverified(lib)
 
-    if workers == 1:
-        results = {i: one(i) for i in order}
-    else:
-        with ThreadPoolExecutor(workers) as pool:
-            results = dict(zip(order, pool.map(one, order)))
+        if workers == 1:
+            results = {i: one(i) for i in order}
+        else:
+            with ThreadPoolExecutor(workers, thread_name_prefix="archaudit-read") as readers:
+                results = dict(zip(order, readers.map(one, order)))
     ordered = tuple(results[i] for i in range(len(jobs_list)))
     return ordered if keep_order else tuple(sorted(ordered, key=lambda lib: lib.path))
+
+
+def _counted(chunks: Callable[[], Iterator[bytes]], progress: Progress) -> Callable[[], Iterator[bytes]]:
+    def counted() -> Iterator[bytes]:
+        for block in chunks():
+            progress.add(len(block))
+            yield block
+    return counted
+
+
+def _unverified(lib: Library) -> Library:
+    """--fast: a library whose payloads were not decoded cannot pass on facts they hold."""
+    skipped = [e for e in lib.entries if not e.decoded and e.kind != LTO]
+    if not skipped:
+        return lib
+    problem = Problem("E015", f"{len(skipped)} of {len(lib.entries)} device-code entries not decoded "
+                              f"(--fast): kernels, cubin flags, PTX .target and payload integrity "
+                              f"unverified")
+    return replace(lib, problems=lib.problems + (problem,))
 
 
 def _file_job(path: str, display: str, size: int | None = None) -> _Job:

@@ -11,7 +11,7 @@ import sys
 from importlib import resources
 
 from . import __version__, arch
-from .artifacts import Progress, inventories, progress_display, rescan
+from .artifacts import Progress, inventories, progress_display
 from .audit import IgnoreRule, Policy, audit
 from .claims import Claim, parse_claim
 from .config import ConfigError, load
@@ -76,8 +76,11 @@ def _check_parser(sub) -> None:
     g.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
                    help="libraries read in parallel (default: cores)")
     g.add_argument("--decode", action="store_true",
-                   help="decode and verify every device-code payload and read kernel names "
-                        "(implied by --detail kernels)")
+                   help="(the default: every device-code payload is decoded and verified in one pass)")
+    g.add_argument("--fast", action="store_true",
+                   help="read entry headers only, without decoding payloads: quicker, but every library "
+                        "with device code then fails with E015 (its kernels, cubin flags and PTX .target "
+                        "are not verified), so --fast can find failures but never pass")
     g.add_argument("--max-payload", type=int, default=256 << 20, metavar="BYTES",
                    help="largest single device-code payload verified in memory (default 256 MiB)")
 
@@ -264,14 +267,12 @@ def cmd_check(args) -> int:
     progress = Progress() if show else None
     stop = progress_display(progress) if progress is not None else None
     try:
-        found = inventories(targets, jobs=args.jobs, decode=args.decode or detail == "kernels",
+        found = inventories(targets, jobs=args.jobs, decode=not args.fast,
                             max_payload=args.max_payload, progress=progress)
     finally:
         if stop is not None:
             stop()
     report = audit(found, claim, policy)
-    if not (args.decode or detail == "kernels"):
-        report = _name_kernels(report, found, claim, policy, args)
     out_stream = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
     try:
         costs = bool(args.costs if args.costs is not None else cfg.get("costs", False))
@@ -281,21 +282,6 @@ def cmd_check(args) -> int:
         if args.output:
             out_stream.close()
     return report.exit_code
-
-
-REFINE = ("G001", "G003", "G004", "K001", "K002")
-
-
-def _name_kernels(report, found, claim, policy, args):
-    """Read again, decoding, the libraries with coverage findings: their kernels get named, and
-    kernel-less device code (nvlink's stubs) stops counting. Passing libraries are never re-read."""
-    again = []
-    for inv, t in zip(found, report.targets):
-        paths = {f.subject for f in t.findings if f.code in REFINE}
-        again.append(rescan(inv, paths, jobs=args.jobs, max_payload=args.max_payload) if paths else inv)
-    if all(a is b for a, b in zip(again, found)):
-        return report
-    return audit(again, claim, policy)
 
 
 def cmd_explain(args) -> int:

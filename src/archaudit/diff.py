@@ -384,8 +384,8 @@ def main_diff(args) -> int:
         return 2
     allow = bool(args.allow_loss if args.allow_loss is not None else cfg.get("allow-loss", False))
     fmt = args.format or (cfg.get("format") if cfg.get("format") in ("text", "json", "markdown") else "text")
-    old = inventory(args.old, jobs=args.jobs, decode=False)
-    new = inventory(args.new, jobs=args.jobs, decode=False)
+    old = inventory(args.old, jobs=args.jobs)
+    new = inventory(args.new, jobs=args.jobs)
     report = compare(old, new, allow_loss=allow)
     text = {"json": render_json, "markdown": lambda r: render_markdown(r, verbose=args.verbose),
             "text": lambda r: render_text(r, verbose=args.verbose)}[fmt](report)

@@ -8,7 +8,7 @@ Every offset and count read here is checked before use; bad input raises ElfErro
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 EM_CUDA = 190
 EM_AMDGPU = 224
@@ -76,6 +76,7 @@ class Section:
     size: int
     link: int
     name: str = ""
+    addralign: int = 0
 
     @property
     def file_end(self) -> int:
@@ -131,20 +132,16 @@ def parse_sections(table: bytes, count: int, file_size: int) -> list[Section]:
         raise ElfError("section header table is truncated")
     out = []
     for i in range(count):
-        name, stype, flags, addr, offset, size, link, _, _, _ = _SHDR.unpack_from(table, i * _SHDR.size)
+        name, stype, flags, addr, offset, size, link, _, align, _ = _SHDR.unpack_from(table, i * _SHDR.size)
         # Processor-specific types (CUDA's .nv.global is 0x7000000a) may hold no file bytes.
         if stype not in (0, SHT_NOBITS) and stype < 0x70000000 and offset + size > file_size:
             raise ElfError(f"section {i} lies outside the file")
-        out.append(Section(name, stype, flags, addr, offset, size, link))
+        out.append(Section(name, stype, flags, addr, offset, size, link, addralign=align))
     return out
 
 
 def name_sections(sections: list[Section], names: bytes) -> list[Section]:
-    return [
-        Section(s.name_offset, s.type, s.flags, s.addr, s.offset, s.size, s.link,
-                cstring(names, s.name_offset))
-        for s in sections
-    ]
+    return [replace(s, name=cstring(names, s.name_offset)) for s in sections]
 
 
 def cstring(data: bytes, offset: int, limit: int = 4096) -> str:

@@ -57,7 +57,7 @@ class ContainerHeader:
         return self.header_size + self.fat_size
 
 
-def parse_container_header(data: bytes | memoryview, offset: int = 0) -> ContainerHeader | None:
+def parse_container_header(data: bytes | bytearray | memoryview, offset: int = 0) -> ContainerHeader | None:
     """The header at `offset`, or None if these bytes are not a container start."""
     if len(data) - offset < CONTAINER_HEADER.size:
         return None
@@ -120,7 +120,7 @@ class EntryHeader:
         return self.header_size + self.payload_size
 
 
-def parse_entry_header(data: bytes | memoryview, offset: int, room: int, where: int) -> EntryHeader:
+def parse_entry_header(data: bytes | bytearray | memoryview, offset: int, room: int, where: int) -> EntryHeader:
     """Parse and validate the entry at `offset`; `room` = bytes left in its container."""
     if room < ENTRY_HEADER.size:
         raise FatbinError("E011", f"{room} bytes left in the container, too few for an entry", where)
@@ -150,7 +150,7 @@ def parse_entry_header(data: bytes | memoryview, offset: int, room: int, where: 
     return h
 
 
-def identifier(header_bytes: bytes | memoryview, h: EntryHeader) -> str:
+def identifier(header_bytes: bytes | bytearray | memoryview, h: EntryHeader) -> str:
     if not h.identifier_length:
         return ""
     raw = bytes(header_bytes[h.identifier_offset:h.identifier_offset + h.identifier_length])
@@ -178,6 +178,54 @@ def decode_payload(h: EntryHeader, payload: bytes | memoryview, where: int,
         raise FatbinError("E012", f"{h.target} {comp} payload decodes to {len(out)} bytes, "
                                   f"header says {h.uncompressed_size}", where)
     return out
+
+
+_BUFFER_KEEP = 64 << 20  # a worker keeps its decode buffer up to this size between entries
+
+
+def decode_view(h: EntryHeader, payload: bytes, where: int,
+                max_payload: int = DEFAULT_MAX_PAYLOAD) -> memoryview:
+    """The entry's payload, decompressed and checked against its declared size, as a view that
+    stays valid only until this thread's next call: zstd decodes into one buffer per thread, so
+    tens of thousands of entries cost no allocation (and no fragmentation) each."""
+    comp = h.compression
+    if comp != "zstd":
+        return memoryview(decode_payload(h, payload, where, max_payload))
+    declared = h.uncompressed_size
+    if declared > max_payload:
+        raise FatbinError("E012", f"{h.target} payload declares {declared} bytes, "
+                                  f"more than the {max_payload}-byte verification bound", where)
+    data = memoryview(payload)[:h.compressed_size]
+    buf: bytearray | None = getattr(_LOCAL, "buffer", None)
+    if buf is None or len(buf) < declared + 1:
+        buf = bytearray(max(declared + 1, 4 << 20))
+    try:
+        content = zstandard.get_frame_parameters(data).content_size
+        if content not in (zstandard.CONTENTSIZE_UNKNOWN, declared):
+            raise ValueError(f"frame says {content} bytes")
+        view = memoryview(buf)
+        got = 0
+        with _zstd().stream_reader(data, read_across_frames=True) as reader:
+            while got <= declared:  # one byte more than declared, to see a longer stream
+                n = reader.readinto(view[got:declared + 1])
+                if not n:
+                    break
+                got += n
+    except Exception as e:  # noqa: BLE001 - any decoder failure is a corrupt payload
+        raise FatbinError("E012", f"{h.target} zstd payload does not decode: {e}", where) from None
+    finally:
+        _LOCAL.buffer = buf if len(buf) <= _BUFFER_KEEP else None
+    if got != declared:
+        raise FatbinError("E012", f"{h.target} zstd payload decodes to {got} bytes, "
+                                  f"header says {declared}", where)
+    return memoryview(buf)[:declared]
+
+
+def _zstd() -> zstandard.ZstdDecompressor:
+    dctx = getattr(_LOCAL, "zstd", None)
+    if dctx is None:
+        dctx = _LOCAL.zstd = zstandard.ZstdDecompressor()
+    return dctx
 
 
 def check_payload_start(h: EntryHeader, first: bytes, where: int) -> None:
@@ -215,9 +263,7 @@ def _zstd_bounded(data: bytes, declared: int) -> bytes:
     content = zstandard.get_frame_parameters(data).content_size
     if content not in (zstandard.CONTENTSIZE_UNKNOWN, declared):
         raise ValueError(f"frame says {content} bytes")
-    dctx = getattr(_LOCAL, "zstd", None)
-    if dctx is None:
-        dctx = _LOCAL.zstd = zstandard.ZstdDecompressor()
+    dctx = _zstd()
     if content == declared:  # one frame whose size is known: a single bounded call
         return dctx.decompress(data, max_output_size=declared)
     parts, total = [], 0
@@ -231,7 +277,7 @@ def _zstd_bounded(data: bytes, declared: int) -> bytes:
     return b"".join(parts)
 
 
-def parse_wrapper(data: bytes | memoryview, offset: int) -> tuple[int, int] | None:
+def parse_wrapper(data: bytes | bytearray | memoryview, offset: int) -> tuple[int, int] | None:
     """(version, container address) of a .nvFatBinSegment record, or None."""
     if len(data) - offset < WRAPPER.size:
         return None
@@ -264,12 +310,12 @@ EF_CUDA_ACCELERATORS_V8 = 0x8
 _BANK = b".nv.constant0."
 
 
-def cubin_facts(data: bytes) -> tuple[str, tuple[str, ...], tuple[int, int] | None]:
+def cubin_facts(data: bytes | memoryview) -> tuple[str, tuple[str, ...], tuple[int, int] | None]:
     """(target from e_flags, kernel names, toolkit version) of a CUDA cubin.
 
     Written for speed (a wheel holds tens of thousands of cubins): section and symbol
     tables are unpacked in bulk, and only kernel symbols have their names decoded."""
-    h = elf.parse_header(data, len(data))
+    h = elf.parse_header(bytes(data[:elf.HEADER_SIZE]), len(data))
     if h.machine != elf.EM_CUDA:
         raise FatbinError("E014", f"not a CUDA ELF (e_machine {h.machine})")
     arch = (h.flags >> 8) & 0xFF if h.abiversion >= 8 else h.flags & 0xFF
@@ -280,7 +326,7 @@ def cubin_facts(data: bytes) -> tuple[str, tuple[str, ...], tuple[int, int] | No
         raise FatbinError("E014", "cubin section table is truncated")
     secs = list(_SHDR.iter_unpack(table))  # (name, type, flags, addr, offset, size, link, ...)
     names_sec = secs[h.shstrndx]
-    names = data[names_sec[4]:names_sec[4] + names_sec[5]]
+    names = bytes(data[names_sec[4]:names_sec[4] + names_sec[5]])
     # .nv.compat (the 'a' suffix) is found by name: the name table must be a string table
     # (type SHT_STRTAB, first and last byte NUL), not whatever its header points at
     if not h.shstrndx or names_sec[1] != elf.SHT_STRTAB or names[:1] != b"\0" or names[-1:] != b"\0":
@@ -307,7 +353,7 @@ def cubin_facts(data: bytes) -> tuple[str, tuple[str, ...], tuple[int, int] | No
         if sec[6] >= len(secs):
             raise FatbinError("E014", "cubin symbol table links a missing string table")
         strs_sec = secs[sec[6]]
-        strs = data[strs_sec[4]:strs_sec[4] + strs_sec[5]]
+        strs = bytes(data[strs_sec[4]:strs_sec[4] + strs_sec[5]])
         raw = data[sec[4]:sec[4] + sec[5]]
         usable = len(raw) - len(raw) % _SYM.size
         for name, info, other, shndx, _, _ in _SYM.iter_unpack(raw[:usable]):
@@ -323,10 +369,10 @@ def cubin_facts(data: bytes) -> tuple[str, tuple[str, ...], tuple[int, int] | No
                         kernels.append(elf.cstring(strs, name))
     compat = named(b".nv.compat")
     accelerated = h.flags & (EF_CUDA_ACCELERATORS_V8 if h.abiversion >= 8 else EF_CUDA_ACCELERATORS_V7)
-    marked = compat is not None and _compat_arch_specific(data[compat[4]:compat[4] + compat[5]])
+    marked = compat is not None and _compat_arch_specific(bytes(data[compat[4]:compat[4] + compat[5]]))
     suffix = "a" if accelerated or marked else ""
     tk = named(b".note.nv.tkinfo")
-    toolkit = _toolkit(data[tk[4]:tk[4] + tk[5]]) if tk is not None else None
+    toolkit = _toolkit(bytes(data[tk[4]:tk[4] + tk[5]])) if tk is not None else None
     return f"sm_{arch}{suffix}", tuple(sorted(set(kernels))), toolkit
 
 

@@ -76,6 +76,13 @@ _CODES = [
          "says: not an ELF for the GPU, architecture disagreeing with the header, no .target.",
          "Rebuild the library or file.",
          "kern.cubin: not a CUDA ELF (e_machine 62)"),
+    Code("E015", ERROR, "payloads not verified (--fast)",
+         "--fast read entry headers only: the library's compressed payloads were not decoded, so "
+         "its kernel names, the cubins' own target flags, each PTX text's .target and the "
+         "payloads' integrity are unchecked. A verdict that rests on them cannot pass.",
+         "Run without --fast: every payload is decoded in the same single pass.",
+         "lib/libk.so: 12 of 14 device-code entries not decoded (--fast): kernels, cubin flags and "
+         "PTX .target unverified"),
     Code("E020", ERROR, "unsupported library format",
          "The library is a format archaudit does not read: a 32-bit or big-endian ELF. Its device "
          "code cannot be verified.",

@@ -38,6 +38,8 @@ import zstandard
 
 from . import gfx, model
 
+Buffer = bytes | bytearray | memoryview
+
 UNCOMPRESSED_MAGIC = b"__CLANG_OFFLOAD_BUNDLE__"
 COMPRESSED_MAGIC = b"CCOB"
 MAGICS: tuple[bytes, ...] = (UNCOMPRESSED_MAGIC, COMPRESSED_MAGIC)
@@ -80,14 +82,14 @@ class Malformed(Exception):
         self.message = message
 
 
-def _u64(b, off: int) -> int:
+def _u64(b: Buffer, off: int) -> int:
     return int.from_bytes(b[off : off + 8], "little")
 
 
 # --- extent ------------------------------------------------------------------
 
 
-def extent(head: bytes) -> int | None:
+def extent(head: Buffer) -> int | None:
     """Total bytes the bundle starting at ``head[0]`` occupies, or None if ``head`` is
     too short to know yet.
 
@@ -101,7 +103,7 @@ def extent(head: bytes) -> int | None:
     Raises Malformed("E030", ...) for an impossible header. The result may exceed
     what is actually available; the caller must check it against the file.
     """
-    head = memoryview(head)
+    head = memoryview(head) if not isinstance(head, memoryview) else head
     if len(head) < 4:
         return None
     if bytes(head[:4]) == COMPRESSED_MAGIC:
@@ -115,7 +117,7 @@ def extent(head: bytes) -> int | None:
     return hdr[0]
 
 
-def _read_header(b) -> tuple[int, int, list[tuple[int, int, str]]] | None:
+def _read_header(b: Buffer) -> tuple[int, int, list[tuple[int, int, str]]] | None:
     """(extent, header length, [(offset, size, id)]) of an uncompressed bundle, or
     None if ``b`` is too short."""
     if len(b) < 32:
@@ -154,7 +156,7 @@ def _read_header(b) -> tuple[int, int, list[tuple[int, int, str]]] | None:
     return end, pos, raw
 
 
-def _ccob_fields(b) -> tuple[int, str, int | None, int, int, int] | None:
+def _ccob_fields(b: Buffer) -> tuple[int, str, int | None, int, int, int] | None:
     """(version, method, total or None, uncompressed, hash, header size)."""
     if len(b) < 8:
         return None
@@ -181,7 +183,7 @@ def _ccob_fields(b) -> tuple[int, str, int | None, int, int, int] | None:
     return version, _METHODS[method], total, usize, digest, hsize
 
 
-def _ccob_extent(b) -> int | None:
+def _ccob_extent(b: Buffer) -> int | None:
     f = _ccob_fields(b)
     if f is None:
         return None
@@ -192,7 +194,7 @@ def _ccob_extent(b) -> int | None:
     return None if n is None else hsize + n
 
 
-def _stream_length(data, method: str, limit: int) -> int | None:
+def _stream_length(data: Buffer, method: str, limit: int) -> int | None:
     """Bytes the compressed stream at ``data`` spans (version 1 only), None if it
     does not end within ``data``."""
     if method == "zstd":
@@ -216,7 +218,7 @@ def _stream_length(data, method: str, limit: int) -> int | None:
     return pos - len(d.unused_data)
 
 
-def _zstd_frame_length(b) -> int | None:
+def _zstd_frame_length(b: Buffer) -> int | None:
     """Length of the zstd frame at ``b[0]`` from its headers alone (RFC 8878)."""
     if len(b) < 6:
         return None
@@ -241,7 +243,7 @@ def _zstd_frame_length(b) -> int | None:
 # --- decoding ----------------------------------------------------------------
 
 
-def _decompress(payload, method: str, usize: int) -> bytes:
+def _decompress(payload: Buffer, method: str, usize: int) -> bytes:
     """Decode ``payload`` to exactly ``usize`` bytes, never holding more than
     ``usize`` + one chunk."""
     out = io.BytesIO()
@@ -302,7 +304,9 @@ def parse(blob: bytes, offset: int, section: str, max_decoded: int = 1 << 30) ->
     if size is None or size > len(mv):
         raise Malformed(MALFORMED, f"offload bundle is truncated ({len(mv)} bytes)")
     if bytes(mv[:4]) == COMPRESSED_MAGIC:
-        version, method, total, usize, digest, hsize = _ccob_fields(mv)
+        fields = _ccob_fields(mv)
+        assert fields is not None  # extent() above read them
+        version, method, total, usize, digest, hsize = fields
         if usize > max_decoded:
             raise Malformed(TOO_LARGE, f"compressed bundle declares {usize} bytes, above the {max_decoded}-byte limit")
         inner = _decompress(mv[hsize:size], method, usize)
@@ -321,8 +325,12 @@ def parse(blob: bytes, offset: int, section: str, max_decoded: int = 1 << 30) ->
     )
 
 
-def _entries(b, base: int | None, bundle_offset: int, compression: str, stored: int | None) -> list[model.Entry]:
-    end, header_end, raw = _read_header(b)
+def _entries(b: Buffer, base: int | None, bundle_offset: int, compression: str,
+             stored: int | None) -> list[model.Entry]:
+    header = _read_header(b)
+    if header is None:
+        raise Malformed(MALFORMED, "offload bundle header is truncated")
+    end, header_end, raw = header
     # Bytes of the bundle that no entry covers are padding and must be zero: a lowered entry
     # count leaves the dropped entries' table records there.
     covered = sorted((off, off + size) for off, size, _ in raw if size)
@@ -427,7 +435,7 @@ def target_from_elf(e_flags: int, abi_version: int | None = None) -> str:
     return proc.name + "".join(f":{k}{'+' if v else '-'}" for k, v in sorted(feats.items()))
 
 
-def read_code_object(co) -> tuple[str, int, tuple[str, ...]]:
+def read_code_object(co: Buffer) -> tuple[str, int, tuple[str, ...]]:
     """(target, code object version, kernel names) of an AMDGPU code object (an
     ELF64 with e_machine EM_AMDGPU). Kernels are the symbols with a ``.kd`` kernel
     descriptor, read from .symtab (else .dynsym). Raises Malformed("E030") for

@@ -28,16 +28,16 @@ def is_macho(head: bytes) -> bool:
     return head[:4] in MAGICS
 
 
-def read(path: str, size: int, src: object, decode: bool, max_payload: int) -> Library:
+def read(path: str, size: int, src: object, settings: object) -> Library:
     """Inventory one Mach-O file from the scanner's window over its stream (scan.Source)."""
     from . import scan
 
-    assert isinstance(src, scan.Source)
-    state = scan._Scan(path, size, decode, max_payload)
-    state.run(src, [(0, size, scan._patterns(state, code=True, data=True))])
-    containers = [Container("nvidia", EMBEDDED, "", o, n, e) for o, n, e in state.found]
-    containers += state.bundles
+    assert isinstance(src, scan.Source) and isinstance(settings, scan.ScanSettings)
+    state = scan.LibraryScan(path, size, settings)
+    found = state.run(src, [scan.Zone(0, size, state.patterns(code=True, data=True))])
+    containers = [Container("nvidia", EMBEDDED, "", c.offset, c.size, c.entries) for c in found.containers]
+    containers += found.bundles
     containers.sort(key=lambda c: c.offset)
     notes = () if containers else (NO_CUDA,)
-    return Library(path, size, "macho", tuple(containers), (), (), tuple(state.claims),
-                   tuple(state.problems), notes)
+    return Library(path, size, "macho", tuple(containers), (), (), tuple(found.claims),
+                   tuple(found.problems), notes)

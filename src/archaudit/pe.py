@@ -18,9 +18,13 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from . import elf
 from .model import Container, Library, Problem
+
+if TYPE_CHECKING:
+    from .scan import Zone
 
 MALFORMED = "E021"
 DOS_MAGIC = b"MZ"
@@ -238,11 +242,11 @@ def import_name_rvas(table: bytes, delay: bool, image_base: int) -> list[int]:
 Chunks = Callable[[], Iterable[bytes]]
 
 
-def read(path: str, size: int, src: object, chunks: Chunks, decode: bool, max_payload: int) -> Library:
+def read(path: str, size: int, src: object, chunks: Chunks, settings: object) -> Library:
     """Inventory one PE image from the scanner's window over its stream (scan.Source)."""
     from . import scan
 
-    assert isinstance(src, scan.Source)
+    assert isinstance(src, scan.Source) and isinstance(settings, scan.ScanSettings)
     try:
         need = 64
         while True:
@@ -269,14 +273,13 @@ def read(path: str, size: int, src: object, chunks: Chunks, decode: bool, max_pa
 
     segments = tuple(elf.Segment(elf.PT_LOAD, s.raw_offset, h.image_base + s.rva, s.loaded_size, s.elf_flags)
                      for s in h.sections if s.loaded_size)
-    state = scan._Scan(path, size, decode, max_payload)
-    state.run(src, _zones(state, h, size))
+    state = scan.LibraryScan(path, size, settings).run(src, _zones(h, size))
     problems = state.problems
     notes: list[str] = []
     try:
         if span:
             if len(strings) < span[1] - span[0]:
-                strings = bytearray(scan._fetch(chunks, span[0], min(size, span[1]), size))
+                strings = bytearray(scan.fetch(chunks, span[0], min(size, span[1]), size))
             h = name_sections(h, bytes(strings))
         else:
             h = name_sections(h, b"")
@@ -287,7 +290,7 @@ def read(path: str, size: int, src: object, chunks: Chunks, decode: bool, max_pa
         needed = ()
     sections = [elf.Section(0, 1 if s.loaded_size else elf.SHT_NOBITS, 0, h.image_base + s.rva, s.raw_offset,
                             s.loaded_size, 0, CANONICAL.get(s.name, s.name)) for s in h.sections]
-    containers = scan._attribute(state, sections, segments, problems, alignment=CONTAINER_ALIGN)
+    containers = scan.attribute(state, sections, segments, problems, alignment=CONTAINER_ALIGN)
     pe_name = {c: p for p, c in CANONICAL.items()}
     containers = [_in_section(c, h) for c in containers]
     problems = [_pe_names(p, pe_name, h) for p in problems]
@@ -295,30 +298,29 @@ def read(path: str, size: int, src: object, chunks: Chunks, decode: bool, max_pa
                    tuple(notes))
 
 
-def _zones(state: object, h: Headers, size: int) -> list[tuple[int, int, tuple[bytes, ...]]]:
+def _zones(h: Headers, size: int) -> list[Zone]:
     """Which patterns to search where. Every loaded byte is searched: code sections for
     containers, every other section also for wrapper records, which the loader relocates in
     read-only sections too (MSVC's .nvFatBi is read-only). Bytes no section maps (headers
     padding, an Authenticode certificate, debug data) are never registered, so not searched."""
     from . import scan
 
-    assert isinstance(state, scan._Scan)
-    code = scan._patterns(state, code=False, data=False)
-    data = scan._patterns(state, code=True, data=True)
+    code = scan.LibraryScan.patterns(code=True)
+    data = scan.LibraryScan.patterns(code=True, data=True)
     spans = sorted((s.raw_offset, s.raw_offset + s.loaded_size, s.characteristics & SCN_EXECUTE)
                    for s in h.sections if s.loaded_size)
-    zones: list[tuple[int, int, tuple[bytes, ...]]] = []
+    zones: list[Zone] = []
     pos = 0
     for start, stop, executable in spans:
         start = max(start, pos)
         if stop <= start:
             continue
         if start > pos:
-            zones.append((pos, start, ()))
-        zones.append((start, stop, code if executable else data))
+            zones.append(scan.Zone(pos, start, ()))
+        zones.append(scan.Zone(start, stop, code if executable else data))
         pos = stop
     if pos < size:
-        zones.append((pos, size, ()))
+        zones.append(scan.Zone(pos, size, ()))
     return zones
 
 
@@ -364,7 +366,7 @@ def _imports(h: Headers, tables: list[tuple[bool, int, bytearray]], chunks: Chun
             window, base = bytes(blob), at
         elif hi - lo <= NAMES_WINDOW * 16:
             notes.append("second pass: imported DLL names lie away from the import directory")
-            window, base = scan._fetch(chunks, lo, hi, size), lo
+            window, base = scan.fetch(chunks, lo, hi, size), lo
         else:
             raise PeError("imported DLL names are scattered over more than 1 MiB")
         for off in offsets:

@@ -5,24 +5,36 @@ stream, and an ELF's section table sits at its end. So the scanner does not wait
 the table: it searches the stream for container magics, validates and walks each
 container as it passes, captures the few small ranges it needs later (headers, the
 section table, the dynamic segment), and attributes containers to sections at the end.
-This also finds containers in sections cuobjdump never reads (.rodata, .cask_resource).
+Every byte is searched for containers, whatever its section or segment (a fatbin may sit
+in .text, in a segment without section headers, or after the ELF's end), and every payload
+is decoded in the same pass (decode.py), unless the caller asks for headers only.
+
+The parts, in the order data flows through them:
+- Source: the forward-only window over the stream, with captured ranges;
+- Pattern / Search: the multi-pattern search, zone by zone, dispatching each hit;
+- Records: the record parsers (fatbin container, .nvFatBinSegment wrapper, HIP wrapper,
+  embedded claim, offload bundle), one method each, registered by magic;
+- LibraryScan: one library's pass, ties the three together and resolves decode results;
+- the format readers (host ELF, device ELF, container files, PTX; PE and Mach-O in their
+  own modules) and attribution of containers to sections.
 """
 
 from __future__ import annotations
 
-import os
-import struct
-import threading
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
+from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
-from . import elf, fatbin
+from . import elf, fatbin, hip
+from .claims import embedded_claim_markers, parse_embedded
+from .decode import DecodePool, Decoding, is_cuda_target, result
 from .model import (
     CODE_OBJECT,
     DEVICE_LINK,
     EMBEDDED,
     EXECUTABLE,
+    LTO,
     PTX,
     RELOCATABLE,
     SASS,
@@ -33,33 +45,38 @@ from .model import (
     Problem,
 )
 
-try:
-    from . import hip as _hip
-except ImportError:  # pragma: no cover - the AMD reader is optional at import time
-    _hip = None  # type: ignore[assignment]
-try:
-    from .claims import embedded_claim_markers, parse_embedded
-except ImportError:  # pragma: no cover
-    embedded_claim_markers = None  # type: ignore[assignment]
-    parse_embedded = None  # type: ignore[assignment]
-
 HEAD = 4 << 20  # always kept: ELF header, program headers, usually .dynstr
 SHSTR_WINDOW = 1 << 20  # bytes before the section table kept in the hope .shstrtab is there
 CLAIM_WINDOW = 4096
 DEFAULT_MAX_PAYLOAD = 256 << 20  # one entry decoded at a time, never more than this
 SEAM = 64  # longer than any pattern: what a window keeps between chunks
 CHUNK_GUESS = 1 << 21  # a chunk is never larger than this; chunks ending before a skip target are not kept
+PAD_WINDOW = 4096  # bytes kept after each container: alignment padding there must be zeros
+BUNDLE_HEAD = 4096  # first look at an offload bundle; grown until its extent is known
 DEVICE_SUFFIXES = (".cubin", ".fatbin", ".ptx", ".hsaco")
 HIP_WRAPPER_MAGIC = b"FPIH"  # 0x48495046, the __hip_fatbin_wrapper record in .hipFatBinSegment
+ALIGN_SLACK = 8
+HIP_ALIGN = 4096
 
 Chunks = Callable[[], Iterable[bytes]]
 
 
-class _Capture:
-    __slots__ = ("want", "stop", "out", "done")
+class ReadFailed(Exception):
+    """The file itself could not be read to its end (I/O, a zip member error)."""
 
-    def __init__(self, want: int, stop: int, out: bytearray, done):
-        self.want, self.stop, self.out, self.done = want, stop, out, done
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+# ---- the window over the stream ----
+
+@dataclass(slots=True)
+class _Capture:
+    want: int  # next file offset to fill
+    stop: int
+    out: bytearray
+    done: Callable[[bytearray], None] | None
 
 
 class Source:
@@ -71,7 +88,7 @@ class Source:
         self.buf = bytearray()
         self.base = 0  # file offset of buf[0]
         self.read = 0  # bytes pulled from the stream
-        self._captures: list[tuple[int, int, bytearray]] = []
+        self._captures: list[_Capture] = []
 
     @property
     def end(self) -> int:
@@ -111,7 +128,7 @@ class Source:
         got = self._next()
         if got is None:
             return False
-        chunk, lo, hi = got
+        chunk, _, hi = got
         if keep:
             self.buf += chunk
         else:
@@ -119,17 +136,16 @@ class Source:
             self.base = hi
         return True
 
-    def skim(self, patterns: tuple[bytes, ...], stop: int) -> bool:
-        """Pull the next chunk like _pull, but when it ends before `stop` and holds none of the
-        patterns (also across the seam with the window's short tail) keep only its last
+    def skim(self, holds: Callable[[bytes], bool], stop: int) -> bool:
+        """Pull the next chunk like _pull, but when it ends before `stop` and `holds` finds no
+        pattern in it (nor across the seam with the window's short tail) keep only its last
         SEAM bytes instead of copying it into the window: most of a library is such chunks."""
         got = self._next()
         if got is None:
             return False
-        chunk, lo, hi = got
+        chunk, _, hi = got
         if hi <= stop and len(self.buf) <= SEAM < len(chunk):
-            seam = bytes(self.buf) + chunk[:SEAM]
-            if not any(p in seam or p in chunk for p in patterns):
+            if not holds(bytes(self.buf) + chunk[:SEAM]) and not holds(chunk):
                 self.buf = bytearray(chunk[-SEAM:])
                 self.base = hi - SEAM
                 return True
@@ -147,6 +163,7 @@ class Source:
                     finished.append(cap)
         self._captures = [c for c in self._captures if c.want < c.stop and c.want >= hi]
         for cap in finished:
+            assert cap.done is not None
             cap.done(cap.out)
 
     def ensure(self, stop: int) -> bool:
@@ -180,34 +197,69 @@ class Source:
             pass
 
 
-class _Scan:
-    def __init__(self, path: str, size: int, decode: bool, max_payload: int):
-        self.path = path
+# ---- the multi-pattern search ----
+
+# The byte of each magic that is rarest in machine code and data: memchr finds it at memory
+# speed, where a plain search for a short needle crawls (1 GB/s). 0xED is `in eax, dx`.
+_ANCHORS = {fatbin.MAGIC: 1, fatbin.WRAPPER_MAGIC: 0, HIP_WRAPPER_MAGIC: 2,
+            hip.COMPRESSED_MAGIC: 2, hip.UNCOMPRESSED_MAGIC: 6}
+
+
+@dataclass(frozen=True, slots=True)
+class Pattern:
+    """A magic the search looks for, found through its rarest byte."""
+
+    magic: bytes
+    anchor: int  # index in magic of the byte memchr looks for
+
+    @classmethod
+    def of(cls, magic: bytes) -> Pattern:
+        default = max(range(len(magic)), key=lambda i: (0x80 <= magic[i] < 0xFF, magic[i] in b";=-#@", i))
+        return cls(magic, _ANCHORS.get(magic, default))
+
+    def find(self, buf: bytes | bytearray, start: int, stop: int) -> int:
+        """Offset of the first occurrence lying wholly in buf[start:stop], or -1. Falls back
+        to a plain search where the anchor byte is too common to pay off."""
+        magic, k = self.magic, self.anchor
+        byte = magic[k:k + 1]
+        last = stop - len(magic) + k + 1  # the anchor of an occurrence lies before this
+        pos, misses, budget = start + k, 0, 32 + ((stop - start) >> 8)
+        while True:
+            i = buf.find(byte, pos, last)
+            if i < 0:
+                return -1
+            if buf.startswith(magic, i - k):
+                return i - k
+            misses += 1
+            if misses > budget:
+                return buf.find(magic, i - k + 1, stop)
+            pos = i + 1
+
+    def within(self, data: bytes) -> bool:
+        return self.find(data, 0, len(data)) >= 0
+
+
+class Zone(NamedTuple):
+    """A range of the file and the patterns that can start a record there."""
+
+    start: int
+    stop: int
+    patterns: tuple[Pattern, ...]
+
+
+Handler = Callable[[Source, int], int]  # parses the record at an offset; returns where to go on
+
+
+class Search:
+    """The multi-pattern search. Owns the walk over the stream zone by zone, finding the next
+    occurrence of any pattern, and hands each hit to the handler registered for its magic
+    (which returns the offset to continue from). Knows nothing of what the records mean."""
+
+    def __init__(self, handlers: dict[bytes, Handler], size: int):
+        self.handlers = handlers
         self.size = size
-        self.decode = decode
-        self.max_payload = max_payload
-        self.found: list[tuple[int, int, tuple[Entry, ...]]] = []  # (offset, size, entries)
-        self.bundles: list[Container] = []
-        self.wrappers: list[tuple[int, int, int]] = []  # (record offset, version, address)
-        self.hip_wrappers: list[tuple[int, int]] = []  # (record offset, bundle address)
-        self.problems: list[Problem] = []
-        self.claims: list[str] = []
-        self.pending: deque = deque()
-        # Header-level rejects: real problems inside device-code sections, coincidences elsewhere.
-        self.soft: list[Problem] = []
-        self.pending_bytes = 0
-        # Short markers cost a slow search over every library; the long one finds PyTorch's
-        # gencode string in libtorch_cuda.so, which every CUDA torch wheel ships.
-        self.markers: tuple[bytes, ...] = tuple(
-            m for m in (embedded_claim_markers() if embedded_claim_markers else ()) if len(m) >= 16)
 
-    def problem(self, code: str, message: str, offset: int | None = None) -> None:
-        self.problems.append(Problem(code, message, offset))
-
-    # -- the pass --
-    def run(self, src: Source, zones: list[tuple[int, int, tuple[bytes, ...]]]) -> None:
-        """Walk the stream zone by zone, searching each zone only for the patterns that can
-        occur there (see _zones)."""
+    def run(self, src: Source, zones: Iterable[Zone]) -> None:
         cursor = 0
         for start, stop, patterns in zones:
             if cursor >= stop:
@@ -219,24 +271,25 @@ class _Scan:
                 continue
             cursor = self._zone(src, cursor, stop, patterns)
         src.drain()
-        self.resolve()
-        if src.read != self.size:
-            self.problem("E002", f"stream ended after {src.read} of {self.size} bytes")
 
-    def _zone(self, src: Source, cursor: int, stop: int, patterns: tuple[bytes, ...]) -> int:
-        markers = self.markers
+    def _zone(self, src: Source, cursor: int, stop: int, patterns: tuple[Pattern, ...]) -> int:
         nxt = {p: -1 for p in patterns}  # next occurrence at or after the cursor; -1: none up to upto[p]
         upto = {p: cursor for p in patterns}
+
+        def holds(data: bytes) -> bool:
+            return any(p.within(data) for p in patterns)
+
         while True:
-            best, best_pat = -1, b""
-            for p in patterns:  # fatbin magic first; later patterns only up to the best so far
+            best, best_pat = -1, patterns[0]
+            for p in patterns:  # earlier patterns first; later ones only up to the best so far
+                n = len(p.magic)
                 at = nxt[p]
-                limit = min(src.end, stop + len(p) - 1)
+                limit = min(src.end, stop + n - 1)
                 if best >= 0:
-                    limit = min(limit, best + len(p) - 1)
+                    limit = min(limit, best + n - 1)
                 if at < cursor and (at >= 0 or upto[p] < limit):
-                    frm = max(cursor, upto[p] - len(p) + 1) if at < 0 else cursor
-                    found = src.buf.find(p, frm - src.base, limit - src.base)
+                    frm = max(cursor, upto[p] - n + 1) if at < 0 else cursor
+                    found = p.find(src.buf, frm - src.base, limit - src.base)
                     at = nxt[p] = (found + src.base) if found >= 0 else -1
                     upto[p] = limit
                 if at >= 0 and (best < 0 or at < best):
@@ -246,74 +299,175 @@ class _Scan:
                     return max(cursor, stop)
                 keep = max(cursor, src.end - SEAM)
                 src.release(keep)
-                if not src.skim(patterns, stop):
+                if not src.skim(holds, stop):
                     return max(keep, stop)
                 cursor = max(keep, src.base)
                 for p in patterns:
                     upto[p] = max(upto[p], src.base)
                 continue
-            if best_pat == fatbin.MAGIC:
-                cursor = self._container(src, best)
-            elif best_pat == fatbin.WRAPPER_MAGIC:
-                cursor = self._wrapper(src, best)
-            elif best_pat == HIP_WRAPPER_MAGIC:
-                cursor = self._hip_wrapper(src, best)
-            elif best_pat in markers:
-                cursor = self._claim(src, best)
-            else:
-                cursor = self._bundle(src, best)
+            cursor = self.handlers[best_pat.magic](src, best)
             src.release(cursor)
 
-    def _wrapper(self, src: Source, at: int) -> int:
+
+# ---- what the record parsers found ----
+
+@dataclass(frozen=True, slots=True)
+class FatbinWrapper:
+    """A .nvFatBinSegment record: the CUDA runtime registers the container at `address`."""
+
+    offset: int
+    version: int  # 2 = the nvlink (device-link) container
+    address: int
+
+
+@dataclass(frozen=True, slots=True)
+class HipWrapper:
+    """A .hipFatBinSegment record: the HIP runtime registers the bundle at `address`."""
+
+    offset: int
+    address: int
+
+
+@dataclass(slots=True)
+class WalkedContainer:
+    """A fatbin container as walked, its entries possibly still decoding."""
+
+    offset: int
+    size: int
+    entries: list[Entry | Future[Entry]]
+    trailing: bytearray = field(default_factory=bytearray)  # the bytes after it (padding)
+
+
+@dataclass(frozen=True, slots=True)
+class FoundContainer:
+    """A fatbin container the pass found, entries decoded (empty when it failed)."""
+
+    offset: int
+    size: int
+    entries: tuple[Entry, ...]
+    trailing: bytes = b""
+
+
+@dataclass
+class ScanResult:
+    """Everything one library's pass found, for attribution to sections."""
+
+    containers: list[FoundContainer] = field(default_factory=list)
+    bundles: list[Container] = field(default_factory=list)
+    wrappers: list[FatbinWrapper] = field(default_factory=list)
+    hip_wrappers: list[HipWrapper] = field(default_factory=list)
+    claims: list[str] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    # Header-level rejects: real problems inside device-code sections, coincidences elsewhere.
+    soft: list[Problem] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class ScanSettings:
+    """How a library is read: decoding every payload (the default) or headers only (--fast),
+    the largest payload verified in memory, and the decode pool shared by the run."""
+
+    decode: bool = True
+    max_payload: int = DEFAULT_MAX_PAYLOAD
+    pool: DecodePool | None = None
+
+
+# ---- the record parsers ----
+
+class Records:
+    """The record parsers, one per magic: each validates the record at an offset, notes what it
+    found, and returns the offset to continue from. Owns the lists of walked containers,
+    wrappers, bundles and claims of one library; payloads go to its Decoding."""
+
+    def __init__(self, size: int, settings: ScanSettings):
+        self.size = size
+        self.settings = settings
+        self.decoding = Decoding(settings.pool, settings.max_payload)
+        self.walked: list[WalkedContainer] = []
+        self.found = ScanResult()
+
+    def handlers(self) -> dict[bytes, Handler]:
+        table: dict[bytes, Handler] = {
+            fatbin.MAGIC: self.container,
+            fatbin.WRAPPER_MAGIC: self.wrapper,
+            HIP_WRAPPER_MAGIC: self.hip_wrapper,
+        }
+        for magic in hip.MAGICS:
+            table[magic] = self.bundle
+        for marker in MARKERS:
+            table[marker] = self.claim
+        return table
+
+    def problem(self, code: str, message: str, offset: int | None = None) -> None:
+        self.found.problems.append(Problem(code, message, offset))
+
+    def wrapper(self, src: Source, at: int) -> int:
         if at % 8 == 0 and src.ensure(at + fatbin.WRAPPER.size):
             rec = fatbin.parse_wrapper(src.buf, at - src.base)
             if rec:
-                self.wrappers.append((at, rec[0], rec[1]))
+                self.found.wrappers.append(FatbinWrapper(at, rec[0], rec[1]))
                 return at + fatbin.WRAPPER.size
         return at + 1
 
-    def _hip_wrapper(self, src: Source, at: int) -> int:
+    def hip_wrapper(self, src: Source, at: int) -> int:
         # __hip_fatbin_wrapper {u32 magic "HIPF", u32 version 1, void *bundle, void *unused}
         if at % 8 == 0 and src.ensure(at + 24):
             version = int.from_bytes(src.buf[at - src.base + 4:at - src.base + 8], "little")
             if version == 1:
                 addr = int.from_bytes(src.buf[at - src.base + 8:at - src.base + 16], "little")
-                self.hip_wrappers.append((at, addr))
+                self.found.hip_wrappers.append(HipWrapper(at, addr))
                 return at + 24
         return at + 1
 
-    def _claim(self, src: Source, at: int) -> int:
+    def claim(self, src: Source, at: int) -> int:
         src.ensure(at + CLAIM_WINDOW)
         window = bytes(src.buf[at - src.base:at - src.base + CLAIM_WINDOW])
-        found = parse_embedded(window) if parse_embedded else []
-        self.claims.extend(c for c in found if c not in self.claims)
+        claims = self.found.claims
+        claims.extend(c for c in parse_embedded(window) if c not in claims)
         return at + 1
 
-    def _bundle(self, src: Source, at: int) -> int:
-        head_need = 4096
-        src.ensure(at + head_need)
-        try:
-            total = _hip.extent(bytes(src.buf[at - src.base:at - src.base + head_need]))
-            if total is None:
-                return at + 1
-            if at + total > self.size:
-                raise _hip.Malformed("E030", "bundle overruns the file")
-        except _hip.Malformed as e:  # an impossible header: a coincidence unless in .hip_fatbin
-            self.soft.append(Problem(e.code, f"HIP bundle at 0x{at:x}: {e}", at))
+    def bundle(self, src: Source, at: int) -> int:
+        total = self._bundle_extent(src, at)
+        if total is None:
             return at + 1
         try:
-            if total > self.max_payload * 4:
-                raise _hip.Malformed("E032", f"bundle of {total} bytes is too large to verify")
+            if total > self.settings.max_payload * 4:
+                raise hip.Malformed("E032", f"bundle of {total} bytes is too large to verify")
             if not src.ensure(at + total):
-                raise _hip.Malformed("E030", "bundle is truncated")
+                raise hip.Malformed("E030", "bundle is truncated")
             blob = bytes(src.buf[at - src.base:at - src.base + total])
-            self.bundles.append(_hip.parse(blob, at, "", max_decoded=self.max_payload))
+            self.found.bundles.append(hip.parse(blob, at, "", max_decoded=self.settings.max_payload))
             return at + total
-        except _hip.Malformed as e:
+        except hip.Malformed as e:
             self.problem(e.code, f"HIP bundle at 0x{at:x}: {e}", at)
             return at + 1
 
-    def _container(self, src: Source, at: int) -> int:
+    def _bundle_extent(self, src: Source, at: int) -> int | None:
+        """The bundle's size, reading as much of it as its header needs (a version-1 compressed
+        bundle states no size: its whole stream must be walked); None for an impossible header,
+        noted as a soft problem (a coincidence unless it lies in .hip_fatbin)."""
+        need = BUNDLE_HEAD
+        limit = max(hip.MAX_HEADER, self.settings.max_payload * 4)
+        try:
+            while True:
+                src.ensure(at + need)
+                have = min(src.end, self.size) - at
+                total = hip.extent(bytes(src.buf[at - src.base:at - src.base + min(need, have)]))
+                if total is not None:
+                    break
+                if have < need:
+                    raise hip.Malformed("E030", "bundle is truncated")
+                if need >= limit:
+                    raise hip.Malformed("E032", f"bundle header is not complete within {limit} bytes")
+                need = min(need * 4, limit)
+            if at + total > self.size:
+                raise hip.Malformed("E030", "bundle overruns the file")
+        except hip.Malformed as e:
+            self.found.soft.append(Problem(e.code, f"HIP bundle at 0x{at:x}: {e}", at))
+            return None
+        return total
+
+    def container(self, src: Source, at: int) -> int:
         if not src.ensure(at + fatbin.CONTAINER_HEADER.size):
             return at + 1
         head = fatbin.parse_container_header(src.buf, at - src.base)
@@ -321,10 +475,10 @@ class _Scan:
             return at + 1
         end = at + head.total
         if end > self.size:  # a coincidental magic unless it lies in a fatbin section
-            self.soft.append(Problem("E011", f"fatbin container at 0x{at:x} declares {head.fat_size} bytes, "
-                                             f"past the end of the file", at))
+            self.found.soft.append(Problem("E011", f"fatbin container at 0x{at:x} declares {head.fat_size} "
+                                                   f"bytes, past the end of the file", at))
             return at + 1
-        entries: list[Entry] = []
+        entries: list[Entry | Future[Entry]] = []
         pos = at + head.header_size
         try:
             while pos < end:
@@ -339,10 +493,30 @@ class _Scan:
                 src.release(pos)
         except fatbin.FatbinError as e:
             self.problem(e.code, f"fatbin container at 0x{at:x}: {e}", e.offset)
-            self.found.append((at, head.total, ()))
+            self.walked.append(WalkedContainer(at, head.total, []))
             return end
-        self.found.append((at, head.total, tuple(entries)))
+        self.walked.append(WalkedContainer(at, head.total, entries, src.capture(end, end + PAD_WINDOW)))
         return end
+
+    def _entry(self, src: Source, pos: int, eh: fatbin.EntryHeader, ident: str) -> Entry | Future[Entry]:
+        kind = eh.kind
+        assert kind is not None  # parse_entry_header rejects unknown kinds
+        payload_at = pos + eh.header_size
+        entry = Entry("nvidia", kind, eh.target, eh.version, eh.compression, eh.stored_size, eh.size,
+                      pos, ident, bool(eh.flags & fatbin.FLAG_DEBUG))
+        if not self.settings.decode or kind == LTO:
+            if kind != LTO:
+                self._frame_check(src, pos, payload_at, eh)
+            src.skip_to(payload_at + eh.payload_size)
+            return entry
+        max_payload = self.settings.max_payload
+        if eh.payload_size > max_payload or eh.size > max_payload:
+            raise fatbin.FatbinError("E012", f"{eh.target} entry of {max(eh.payload_size, eh.size)} "
+                                             f"bytes exceeds the {max_payload}-byte bound", pos)
+        if not src.ensure(payload_at + eh.payload_size):
+            raise fatbin.FatbinError("E011", "file ends inside an entry payload", pos)
+        raw = bytes(src.buf[payload_at - src.base:payload_at - src.base + eh.payload_size])
+        return self.decoding.entry(eh, raw, pos, entry)
 
     def _frame_check(self, src: Source, pos: int, payload_at: int, eh: fatbin.EntryHeader) -> None:
         """Without decoding, still check what the payload's first bytes promise: a raw cubin is
@@ -353,101 +527,68 @@ class _Scan:
         first = bytes(src.buf[payload_at - src.base:payload_at - src.base + head])
         fatbin.check_payload_start(eh, first, pos)
 
-    def _entry(self, src: Source, pos: int, eh: fatbin.EntryHeader, ident: str) -> Entry:
-        kind = eh.kind
-        payload_at = pos + eh.header_size
-        entry = dict(vendor="nvidia", kind=kind, target=eh.target, code_version=eh.version,
-                     compression=eh.compression, stored_size=eh.stored_size, size=eh.size,
-                     offset=pos, identifier=ident, debug=bool(eh.flags & fatbin.FLAG_DEBUG))
-        if not self.decode or kind == "lto":
-            if kind != "lto":
-                self._frame_check(src, pos, payload_at, eh)
-            src.skip_to(payload_at + eh.payload_size)
-            return Entry(**entry)
-        if eh.payload_size > self.max_payload or eh.size > self.max_payload:
-            raise fatbin.FatbinError("E012", f"{eh.target} entry of {max(eh.payload_size, eh.size)} "
-                                             f"bytes exceeds the {self.max_payload}-byte bound", pos)
-        if not src.ensure(payload_at + eh.payload_size):
-            raise fatbin.FatbinError("E011", "file ends inside an entry payload", pos)
-        raw = bytes(src.buf[payload_at - src.base:payload_at - src.base + eh.payload_size])
-        # Decoding (zstd/LZ4, GIL-free) runs beside the inflating reader; results are collected
-        # in order at the end, with the bytes in flight bounded.
-        fut = _decoder().submit(_decode_entry, eh, raw, pos, self.max_payload, entry)
-        self.pending.append((fut, len(raw) + eh.size))
-        self.pending_bytes += len(raw) + eh.size
-        while self.pending_bytes > MAX_IN_FLIGHT and len(self.pending) > 1:
-            done, nbytes = self.pending.popleft()
-            done.exception()  # wait; the result is read when the container is resolved
-            self.pending_bytes -= nbytes
-        return fut  # type: ignore[return-value]
-
-    def resolve(self) -> None:
-        """Replace decode futures by their entries; a failed decode fails its container."""
-        resolved = []
-        for at, total, entries in self.found:
-            out = []
+    def resolve(self) -> ScanResult:
+        """Wait for the decodes, in stream order; a failed decode fails its container."""
+        for w in self.walked:
             try:
-                for e in entries:
-                    out.append(e.result() if isinstance(e, Future) else e)
+                entries = tuple(result(e) for e in w.entries)
             except fatbin.FatbinError as err:
-                self.problem(err.code, f"fatbin container at 0x{at:x}: {err}", err.offset)
-                out = []
-            resolved.append((at, total, tuple(out)))
-        self.found = resolved
-        self.pending.clear()
+                self.problem(err.code, f"fatbin container at 0x{w.offset:x}: {err}", err.offset)
+                entries = ()
+            self.found.containers.append(FoundContainer(w.offset, w.size, entries, bytes(w.trailing)))
+        self.walked.clear()
+        return self.found
 
 
-_NAMES: dict[str, str] = {}  # one copy of each kernel name: the same kernel recurs once per target
+# Short markers cost a slow search over every library; the long one finds PyTorch's gencode
+# string in libtorch_cuda.so, which every CUDA torch wheel ships.
+MARKERS: tuple[bytes, ...] = tuple(m for m in embedded_claim_markers() if len(m) >= 16)
+_PATTERNS = {m: Pattern.of(m) for m in (fatbin.MAGIC, fatbin.WRAPPER_MAGIC, HIP_WRAPPER_MAGIC,
+                                        *hip.MAGICS, *MARKERS)}
 
 
-def _interned(names: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(_NAMES.setdefault(n, n) for n in names)
+class LibraryScan:
+    """One library's pass: the search over its zones, dispatching to the record parsers, then
+    the decode results collected. Format readers (ELF here, PE and Mach-O in their modules)
+    choose the zones and attribute what it found."""
+
+    def __init__(self, path: str, size: int, settings: ScanSettings):
+        self.path = path
+        self.size = size
+        self.records = Records(size, settings)
+
+    @staticmethod
+    def patterns(*, code: bool = True, data: bool = False, strings: bool = True) -> tuple[Pattern, ...]:
+        """Containers (fatbin, offload bundles) can start anywhere; with `data`, the wrapper
+        records the runtimes register (writable data); with `strings`, embedded claims."""
+        out = [fatbin.MAGIC]
+        if data:
+            out += [fatbin.WRAPPER_MAGIC, HIP_WRAPPER_MAGIC]
+        if code:
+            out += hip.MAGICS
+        if strings:
+            out += MARKERS
+        return tuple(_PATTERNS[m] for m in out)
+
+    def run(self, src: Source, zones: Iterable[Zone]) -> ScanResult:
+        Search(self.records.handlers(), self.size).run(src, zones)
+        found = self.records.resolve()
+        if src.read != self.size:
+            found.problems.append(Problem("E002", f"stream ended after {src.read} of {self.size} bytes"))
+        return found
 
 
-def _decode_entry(eh: fatbin.EntryHeader, raw: bytes, pos: int, max_payload: int, entry: dict) -> Entry:
-    data = fatbin.decode_payload(eh, raw, pos, max_payload)
-    if eh.kind == SASS:
-        try:
-            target, kernels, toolkit = fatbin.cubin_facts(data)
-        except (elf.ElfError, struct.error, IndexError) as e:
-            raise fatbin.FatbinError("E014", f"{eh.target} cubin: {e}", pos) from None
-        if target.rstrip("a") != f"sm_{eh.arch}":
-            raise fatbin.FatbinError("E014", f"cubin says {target}, entry header says {eh.target}", pos)
-        # From sm_90 on a cubin records the arch-specific 'a' in .nv.compat: it must agree.
-        if eh.arch >= 90 and target.endswith("a") != (eh.suffix == "a"):
-            raise fatbin.FatbinError("E014", f"cubin says {target}, entry header says {eh.target}", pos)
-        return Entry(**entry, kernels=_interned(kernels), toolkit=toolkit, decoded=True)
-    target, version, kernels = fatbin.ptx_facts(data)
-    if target is None:
-        raise fatbin.FatbinError("E014", f"{eh.target} PTX has no .target directive", pos)
-    written = target.replace("compute_", "sm_")
-    # The driver JIT-compiles for the text's .target: a suffix the header lacks (TensorFlow's
-    # compute_90 entries whose text says sm_90a) is recorded for the rules to judge, while a
-    # different architecture number is not the entry the header describes.
-    if not _cuda_target(written) or written.rstrip("af") != eh.target.rstrip("af"):
-        raise fatbin.FatbinError("E014", f"PTX says .target {target}, entry header says {eh.target}", pos)
-    return Entry(**entry, kernels=_interned(kernels), decoded=True, ptx_target=written)
+# ---- entry points ----
 
-
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
-MAX_IN_FLIGHT = 64 << 20
-
-
-def _decoder() -> ThreadPoolExecutor:
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(max(1, os.cpu_count() or 1), thread_name_prefix="archaudit-decode")
-        return _POOL
-
-
-def scan_stream(path: str, size: int, chunks: Chunks, *, decode: bool = False,
-                max_payload: int = DEFAULT_MAX_PAYLOAD) -> Library:
-    """Inventory one file from a factory of its byte chunks (called again only if needed)."""
+def scan_stream(path: str, size: int, chunks: Chunks, *, decode: bool = True,
+                max_payload: int = DEFAULT_MAX_PAYLOAD, pool: DecodePool | None = None) -> Library:
+    """Inventory one file from a factory of its byte chunks (called again only if needed).
+    Every payload is decoded unless `decode` is False (headers only); `pool` decodes beside
+    the reader (without one, decoding happens in this thread)."""
+    settings = ScanSettings(decode, max_payload, pool)
     try:
-        return _scan(path, size, chunks, decode, max_payload)
-    except _ReadFailed as e:
+        return _read(path, size, chunks, settings)
+    except ReadFailed as e:
         return Library(path, size, "other", problems=(Problem(e.code, str(e)),))
     except MemoryError:
         return Library(path, size, "other", problems=(Problem("E012", "ran out of memory while verifying"),))
@@ -456,45 +597,69 @@ def scan_stream(path: str, size: int, chunks: Chunks, *, decode: bool = False,
             "E099", f"could not be verified: internal error {type(e).__name__}: {e}"),))
 
 
-class _ReadFailed(Exception):
-    def __init__(self, code: str, message: str):
-        super().__init__(message)
-        self.code = code
+def library_from_bytes(path: str, data: bytes, *, decode: bool = True,
+                       max_payload: int = DEFAULT_MAX_PAYLOAD) -> Library:
+    """Inventory a file already in memory (tests, small members)."""
+    def chunks() -> Iterator[bytes]:
+        for i in range(0, len(data), 1 << 20):
+            yield data[i:i + (1 << 20)]
+    return scan_stream(path, len(data), chunks, decode=decode, max_payload=max_payload)
 
 
-def _scan(path: str, size: int, chunks: Chunks, decode: bool, max_payload: int) -> Library:
+def scan_file(path: str, display: str | None = None, *, decode: bool = True,
+              max_payload: int = DEFAULT_MAX_PAYLOAD) -> Library:
+    """Inventory a file on disk, read in chunks."""
+    import os
+
+    def chunks() -> Iterator[bytes]:
+        with open(path, "rb") as f:
+            while True:
+                block = f.read(1 << 20)
+                if not block:
+                    return
+                yield block
+    try:
+        size = os.path.getsize(path)
+    except OSError as e:
+        return Library(display or path, 0, "other", problems=(Problem("E001", f"cannot read: {e}"),))
+    return scan_stream(display or path, size, chunks, decode=decode, max_payload=max_payload)
+
+
+@dataclass(frozen=True, slots=True)
+class OpenFile:
+    """A file being read: its first bytes decide which reader takes it."""
+
+    path: str
+    size: int
+    src: Source
+    chunks: Chunks
+    settings: ScanSettings
+    head: bytes
+
+
+FileReader = Callable[[OpenFile], Library]
+
+
+def _readers() -> tuple[tuple[Callable[[OpenFile], bool], FileReader], ...]:
+    """Which reader takes a file, tried in order: the first whose test accepts it."""
+    from . import macho, pe  # Windows and macOS libraries, read with this module's scanner
+    return (
+        (lambda f: elf.is_elf(f.head), _elf),
+        (lambda f: f.head.startswith((fatbin.MAGIC, *hip.MAGICS)), _container_file),
+        (lambda f: f.path.lower().endswith(".ptx"), _ptx_file),
+        (lambda f: f.path.lower().endswith(DEVICE_SUFFIXES), _not_device_code),
+        (lambda f: pe.is_pe(f.head), lambda f: pe.read(f.path, f.size, f.src, f.chunks, f.settings)),
+        (lambda f: macho.is_macho(f.head), lambda f: macho.read(f.path, f.size, f.src, f.settings)),
+    )
+
+
+def _read(path: str, size: int, chunks: Chunks, settings: ScanSettings) -> Library:
     src = Source(_guard(chunks()), size)
     src.ensure(64)
-    head = bytes(src.buf[:64])
-    lower = path.lower()
-    if elf.is_elf(head):
-        try:
-            h = elf.parse_header(head, size)
-        except elf.ElfError as e:
-            return Library(path, size, "elf", problems=(Problem(e.code, f"malformed ELF: {e}"),))
-        if h.machine in (elf.EM_CUDA, elf.EM_AMDGPU):
-            return _device_elf(path, size, src, h, max_payload)
-        return _host_elf(path, size, src, h, chunks, decode, max_payload)
-    if head.startswith(fatbin.MAGIC) or (_hip and head.startswith(_hip.MAGICS)):
-        scan = _Scan(path, size, decode, max_payload)
-        scan.run(src, [(0, size, _patterns(scan, code=True, data=False))])
-        containers = [Container("nvidia", STANDALONE, "", o, n, e) for o, n, e in scan.found]
-        containers += [_with(c, role=STANDALONE) for c in scan.bundles]
-        containers.sort(key=lambda c: c.offset)
-        scan.problems.extend(scan.soft)  # a bare fatbin file is all device code
-        if not containers and not scan.problems:
-            scan.problem("E011", "not a valid fatbin container")
-        return Library(path, size, "fatbin", tuple(containers), problems=tuple(scan.problems))
-    if lower.endswith(".ptx"):
-        return _ptx_file(path, size, src, max_payload)
-    if lower.endswith(DEVICE_SUFFIXES):
-        return Library(path, size, "other",
-                       problems=(Problem("E014", "not a cubin, fatbin, PTX or code object"),))
-    from . import macho, pe  # Windows and macOS libraries, read with this module's scanner
-    if pe.is_pe(head):
-        return pe.read(path, size, src, chunks, decode, max_payload)
-    if macho.is_macho(head):
-        return macho.read(path, size, src, decode, max_payload)
+    f = OpenFile(path, size, src, chunks, settings, bytes(src.buf[:64]))
+    for accepts, reader in _readers():
+        if accepts(f):
+            return reader(f)
     return Library(path, size, "other", problems=(Problem("E010", "malformed ELF: not an ELF file"),))
 
 
@@ -503,76 +668,104 @@ def _guard(chunks: Iterable[bytes]) -> Iterator[bytes]:
     try:
         yield from chunks
     except OSError as e:
-        raise _ReadFailed("E001", f"cannot read: {e}") from None
+        raise ReadFailed("E001", f"cannot read: {e}") from None
     except Exception as e:  # noqa: BLE001 - zipread.MemberError and friends carry a code
-        raise _ReadFailed(getattr(e, "code", "E002"), str(e)) from None
+        raise ReadFailed(getattr(e, "code", "E002"), str(e)) from None
 
 
 def _read_all(src: Source, size: int, max_payload: int) -> bytes:
     if size > max_payload:
-        raise _ReadFailed("E012", f"{size} bytes exceed the {max_payload}-byte verification bound")
+        raise ReadFailed("E012", f"{size} bytes exceed the {max_payload}-byte verification bound")
     src.ensure(size + 1)
     if src.end != size:
-        raise _ReadFailed("E002", f"file has {src.end} bytes, expected {size}")
+        raise ReadFailed("E002", f"file has {src.end} bytes, expected {size}")
     return bytes(src.buf)
 
 
-def _cuda_target(target: str) -> bool:
-    from .arch import CudaTarget
-    try:
-        CudaTarget.parse(target)
-    except ValueError:
-        return False
-    return True
+def _not_device_code(f: OpenFile) -> Library:
+    return Library(f.path, f.size, "other", problems=(Problem("E014", "not a cubin, fatbin, PTX or code object"),))
 
 
-def _ptx_file(path: str, size: int, src: Source, max_payload: int) -> Library:
-    data = _read_all(src, size, max_payload)
+def _container_file(f: OpenFile) -> Library:
+    """A bare .fatbin or offload bundle file: all of it is device code."""
+    scan = LibraryScan(f.path, f.size, f.settings)
+    found = scan.run(f.src, [Zone(0, f.size, scan.patterns(code=True, strings=False))])
+    containers = [Container("nvidia", STANDALONE, "", c.offset, c.size, c.entries) for c in found.containers]
+    containers += [replace(c, role=STANDALONE) for c in found.bundles]
+    containers.sort(key=lambda c: c.offset)
+    problems = found.problems + found.soft
+    if not containers and not problems:
+        problems.append(Problem("E011", "not a valid fatbin container"))
+    return Library(f.path, f.size, "fatbin", tuple(containers), problems=tuple(problems))
+
+
+def _ptx_file(f: OpenFile) -> Library:
+    path, size = f.path, f.size
+    data = _read_all(f.src, size, f.settings.max_payload)
     target, version, kernels = fatbin.ptx_facts(data)
     if not target or not target.startswith("sm_") and not target.startswith("compute_"):
         return Library(path, size, "ptx", problems=(Problem("E014", "PTX has no .target sm_XX directive"),))
     target = target.replace("compute_", "sm_")
-    if not _cuda_target(target):
-        return Library(path, size, "ptx",
-                       problems=(Problem("E014", f"PTX .target {target!r} is not a CUDA architecture"),))
+    if not is_cuda_target(target):
+        return Library(path, size, "ptx", problems=(Problem(
+            "E014", f"PTX .target {target!r} is not a CUDA architecture"),))
     entry = Entry("nvidia", PTX, target, version or (0, 0), "none", size, size, 0,
                   kernels=kernels, decoded=True, ptx_target=target)
     return Library(path, size, "ptx", (Container("nvidia", STANDALONE, "", 0, size, (entry,)),))
 
 
-def _device_elf(path: str, size: int, src: Source, h: elf.Header, max_payload: int) -> Library:
-    data = _read_all(src, size, max_payload)
+def _elf(f: OpenFile) -> Library:
+    try:
+        h = elf.parse_header(f.head, f.size)
+    except elf.ElfError as e:
+        return Library(f.path, f.size, "elf", problems=(Problem(e.code, f"malformed ELF: {e}"),))
+    if h.machine in (elf.EM_CUDA, elf.EM_AMDGPU):
+        return _device_elf(f, h)
+    return _host_elf(f, h)
+
+
+def _device_elf(f: OpenFile, h: elf.Header) -> Library:
+    path, size = f.path, f.size
+    data = _read_all(f.src, size, f.settings.max_payload)
     try:
         if h.machine == elf.EM_CUDA:
             target, kernels, toolkit = fatbin.cubin_facts(data)
-            if not _cuda_target(target):
+            if not is_cuda_target(target):
                 raise fatbin.FatbinError("E014", f"cubin e_flags name no CUDA architecture ({target})")
             entry = Entry("nvidia", SASS, target, (1, h.abiversion), "none", size, size, 0,
                           kernels=kernels, toolkit=toolkit, decoded=True)
             fmt = "cubin"
         else:
-            if _hip is None:
-                raise _ReadFailed("E014", "AMD code objects cannot be read (reader missing)")
             small = elf.parse_small(data)
-            target = _hip.target_from_elf(h.flags)
+            target = hip.target_from_elf(h.flags)
             kernels = tuple(sorted({n[:-3] for n, *_ in small.symbols() if n.endswith(".kd")}))
             entry = Entry("amd", CODE_OBJECT, target, (0, 0), "none", size, size, 0,
                           kernels=kernels, decoded=True)
             fmt = "hsaco"
-    except (elf.ElfError, fatbin.FatbinError, ValueError) as e:
-        return Library(path, size, "cubin", problems=(Problem(getattr(e, "code", "E014"), str(e)),))
-    vendor = entry.vendor
-    return Library(path, size, fmt, (Container(vendor, STANDALONE, "", 0, size, (entry,)),))
+    except elf.ElfError as e:
+        return Library(path, size, "cubin", problems=(Problem(e.code, str(e)),))
+    except fatbin.FatbinError as e:
+        return Library(path, size, "cubin", problems=(Problem(e.code, str(e)),))
+    except ValueError as e:
+        return Library(path, size, "cubin", problems=(Problem("E014", str(e)),))
+    return Library(path, size, fmt, (Container(entry.vendor, STANDALONE, "", 0, size, (entry,)),))
 
 
-def _with(c: Container, **kw) -> Container:
-    fields = {k: getattr(c, k) for k in Container.__slots__}
-    fields.update(kw)
-    return Container(**fields)
+# ---- host ELF libraries ----
+
+@dataclass
+class _DynamicNames:
+    """DT_NEEDED/DT_RUNPATH, gathered as the dynamic segment and its strings pass."""
+
+    entries: list[tuple[int, int]] = field(default_factory=list)
+    base: int = 0  # file offset of the dynamic string table
+    lo: int = 0  # file offset of `strings`
+    strings: bytearray | None = None
+    seen: bool = False
 
 
-def _host_elf(path: str, size: int, src: Source, h: elf.Header, chunks: Chunks, decode: bool,
-              max_payload: int) -> Library:
+def _host_elf(f: OpenFile, h: elf.Header) -> Library:
+    path, size, src = f.path, f.size, f.src
     notes: list[str] = []
     ph_stop = h.phoff + h.phnum * elf.PROGRAM_HEADER_SIZE
     src.ensure(min(size, max(ph_stop, 64)))
@@ -588,7 +781,7 @@ def _host_elf(path: str, size: int, src: Source, h: elf.Header, chunks: Chunks, 
     table = src.capture(sh_start, sh_stop)
     names_window = src.capture(sh_start - SHSTR_WINDOW, sh_start)
     dyn = next((s for s in segments if s.type == elf.PT_DYNAMIC), None)
-    dyn_names: dict[str, object] = {}
+    dyn_names = _DynamicNames()
 
     def on_dynamic(raw: bytearray) -> None:
         # .dynstr usually precedes .dynamic, but patchelf moves it to the end of the file.
@@ -599,30 +792,31 @@ def _host_elf(path: str, size: int, src: Source, h: elf.Header, chunks: Chunks, 
         if base is None or not offs:
             return
         lo, hi = base + min(offs), min(size, base + max(offs) + 4096)
-        dyn_names.update(entries=entries, base=base, lo=lo)
+        dyn_names.entries, dyn_names.base, dyn_names.lo, dyn_names.seen = entries, base, lo, True
         if lo >= src.base:
-            dyn_names["strings"] = src.capture(lo, hi)
+            dyn_names.strings = src.capture(lo, hi)
         elif hi <= len(head_capture):
-            dyn_names["strings"] = head_capture[lo:hi]
+            dyn_names.strings = head_capture[lo:hi]
 
     if dyn:
         src.capture(dyn.offset, dyn.offset + dyn.filesz, on_dynamic)
-    scan = _Scan(path, size, decode, max_payload)
-    scan.run(src, _zones(scan, size, segments))
-    problems = scan.problems
+    scan = LibraryScan(path, size, f.settings)
+    found = scan.run(src, _zones(size, segments))
+    problems = found.problems
     sections: list[elf.Section] = []
     if h.shnum:
         try:
             sections = elf.parse_sections(bytes(table), h.shnum, size)
             names = sections[h.shstrndx]
             lo = sh_start - SHSTR_WINDOW
-            if names.offset >= max(lo, 0) and names.file_end <= sh_start and len(names_window) == sh_start - max(lo, 0):
+            if (names.offset >= max(lo, 0) and names.file_end <= sh_start
+                    and len(names_window) == sh_start - max(lo, 0)):
                 blob = bytes(names_window[names.offset - max(lo, 0):names.file_end - max(lo, 0)])
             elif names.file_end <= HEAD:
                 blob = bytes(head_capture[names.offset:names.file_end])
             else:
                 notes.append("second pass: the section name table lies away from the section table")
-                blob = _fetch(chunks, names.offset, names.file_end, size)
+                blob = fetch(f.chunks, names.offset, names.file_end, size)
             sections = elf.name_sections(sections, blob)
             # Roles follow section names (__nv_relfatbin is never loadable coverage): a section
             # whose name is lost (sh_name 0 or outside .shstrtab) cannot be given one.
@@ -633,76 +827,64 @@ def _host_elf(path: str, size: int, src: Source, h: elf.Header, chunks: Chunks, 
             problems.append(Problem(e.code, f"malformed ELF: {e}"))
             sections = []
     needed, runpath = _dynamic(dyn_names, notes)
-    containers = _attribute(scan, sections, segments, problems)
-    return Library(path, size, "elf", tuple(containers), needed, runpath, tuple(scan.claims),
+    containers = attribute(found, sections, segments, problems)
+    return Library(path, size, "elf", tuple(containers), needed, runpath, tuple(found.claims),
                    tuple(problems), tuple(notes))
 
 
-def _patterns(scan: _Scan, *, code: bool, data: bool, strings: bool = True) -> tuple[bytes, ...]:
-    out = [fatbin.MAGIC]
-    if data:
-        out.append(fatbin.WRAPPER_MAGIC)
-        if _hip is not None:
-            out.append(HIP_WRAPPER_MAGIC)
-    if _hip is not None:
-        out.extend(_hip.MAGICS if code else [m for m in _hip.MAGICS if len(m) >= 16])
-    if strings:
-        out.extend(scan.markers)
-    return tuple(out)
-
-
-def _zones(scan: _Scan, size: int, segments) -> list[tuple[int, int, tuple[bytes, ...]]]:
-    """Which patterns to search where, from the program headers. With separate code segments (ld -z separate-code, the
-    default since binutils 2.31) an executable segment holds only machine code and is skipped;
-    in older layouts, where .rodata and .nv_fatbin share the executable segment, nothing is."""
+def _zones(size: int, segments: tuple[elf.Segment, ...]) -> list[Zone]:
+    """Which patterns to search where, from the program headers. Containers are searched for in
+    every byte: a library may load device code from its own .text or from bytes no segment maps
+    (cuModuleLoadData on an image it reads itself). Wrapper records only matter in writable
+    data, embedded claims in read-only data (or, in older layouts where .rodata shares the
+    executable segment, there too)."""
     loads = sorted((s for s in segments if s.type == elf.PT_LOAD and s.filesz), key=lambda s: s.offset)
-    everything = _patterns(scan, code=True, data=True)
+    containers = LibraryScan.patterns(code=True, strings=False)
     if not loads:
-        return [(0, size, everything)]
+        return [Zone(0, size, LibraryScan.patterns(code=True, data=True))]
     # Separate-code layouts map the ELF header (offset 0) read-only and start machine code on a
     # page of its own; older ones map header, .text, .rodata and .nv_fatbin in one R+X segment.
     separate = not loads[0].executable and loads[0].offset == 0
-    # Bytes outside every loaded segment (.symtab, .strtab, .comment) never reach memory, so the
-    # runtime cannot register device code there: nothing to search.
-    unloaded: tuple[bytes, ...] = ()
-    zones: list[tuple[int, int, tuple[bytes, ...]]] = []
+    zones: list[Zone] = []
     pos = 0
     for seg in loads:
         start, stop = max(seg.offset, pos), seg.offset + seg.filesz
         if start > pos:
-            zones.append((pos, start, unloaded))
+            zones.append(Zone(pos, start, containers))
         if stop <= start:
             continue
-        if seg.executable:  # old layouts: .rodata and .nv_fatbin may be here, writable data is not
-            pats = () if separate else _patterns(scan, code=False, data=False)
+        if seg.executable:
+            pats = containers if separate else LibraryScan.patterns(code=True)
         elif seg.writable:
-            pats = _patterns(scan, code=True, data=True, strings=False)
+            pats = LibraryScan.patterns(code=True, data=True, strings=False)
         else:
-            pats = _patterns(scan, code=True, data=False)
-        zones.append((start, stop, pats))
+            pats = LibraryScan.patterns(code=True)
+        zones.append(Zone(start, stop, pats))
         pos = stop
     if pos < size:
-        zones.append((pos, size, unloaded))
+        zones.append(Zone(pos, size, containers))
     return zones
 
 
-def _fetch(chunks: Chunks, start: int, stop: int, size: int) -> bytes:
+def fetch(chunks: Chunks, start: int, stop: int, size: int) -> bytes:
+    """Bytes [start, stop) of the file, read again from its start: a second pass, used only
+    for the rare table that lies where the first could not keep it."""
     src = Source(_guard(chunks()), size)
     if not src.skip_to(start) or not src.ensure(stop):
         raise elf.ElfError("range lies past the end of the file")
     return bytes(src.buf[:stop - start])
 
 
-def _dynamic(names: dict, notes: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    if "entries" not in names:
+def _dynamic(names: _DynamicNames, notes: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    if not names.seen:
         return (), ()
-    if "strings" not in names:
+    if names.strings is None:
         notes.append("NEEDED/RUNPATH names passed before they could be captured; not listed")
         return (), ()
-    strings, base, lo = bytes(names["strings"]), names["base"], names["lo"]
+    strings, base, lo = bytes(names.strings), names.base, names.lo
     needed: list[str] = []
     runpath: list[str] = []
-    for tag, val in names["entries"]:
+    for tag, val in names.entries:
         if tag == elf.DT_NEEDED:
             needed.append(elf.cstring(strings, base + val - lo))
         elif tag in (elf.DT_RPATH, elf.DT_RUNPATH):
@@ -710,114 +892,104 @@ def _dynamic(names: dict, notes: list[str]) -> tuple[tuple[str, ...], tuple[str,
     return tuple(needed), tuple(runpath)
 
 
-ALIGN_SLACK = 8
-HIP_ALIGN = 4096
+# ---- attribution ----
+
+FATBIN_SECTIONS = (".nv_fatbin", "__nv_relfatbin")
 
 
-def _attribute(scan: _Scan, sections: list[elf.Section], segments, problems: list[Problem],
-               alignment: int = ALIGN_SLACK) -> list[Container]:
-    """Name each container's section and role; check fatbin sections are fully accounted for
-    (a gap between containers, or at either end, must be shorter than `alignment`)."""
-    dlink = set()
+def attribute(found: ScanResult, sections: list[elf.Section], segments: tuple[elf.Segment, ...],
+              problems: list[Problem], alignment: int = ALIGN_SLACK) -> list[Container]:
+    """Name each container's section and role; check fatbin sections are fully accounted for.
+    A gap before the first container must be shorter than `alignment`; a gap after a container
+    (before the next or the section's end) may reach the section's own alignment (aarch64
+    libraries align containers to 256 bytes), and must be zeros."""
     seg_sections = [s for s in sections if s.name == ".nvFatBinSegment"]
-    for rec_at, version, addr in scan.wrappers:
-        if version == 2 and any(s.offset <= rec_at < s.file_end for s in seg_sections):
-            off = elf.vaddr_to_offset(segments, addr)
+    dlink = set()
+    for w in found.wrappers:
+        if w.version == 2 and any(s.offset <= w.offset < s.file_end for s in seg_sections):
+            off = elf.vaddr_to_offset(segments, w.address)
             if off is not None:
                 dlink.add(off)
-    device_sections = [s for s in sections if s.name in (".nv_fatbin", "__nv_relfatbin", ".hip_fatbin")]
-    for p in scan.soft:
+    device_sections = [s for s in sections if s.name in (*FATBIN_SECTIONS, ".hip_fatbin")]
+    for p in found.soft:
         if not sections or any(s.offset <= (p.offset or 0) < s.file_end for s in device_sections):
             problems.append(p)
     out: list[Container] = []
-    by_section: dict[str, int] = {}
-    for offset, size, entries in scan.found:
-        sec = next((s for s in sections if s.type != elf.SHT_NOBITS and s.offset <= offset < s.file_end
-                    and s.type != 0), None)
+    for c in found.containers:
+        sec = next((s for s in sections if s.type not in (0, elf.SHT_NOBITS) and s.offset <= c.offset < s.file_end),
+                   None)
         name = sec.name if sec else ""
-        if sec and offset + size > sec.file_end:
-            problems.append(Problem("E011", f"fatbin container at 0x{offset:x} overruns section {name}", offset))
+        if sec and c.offset + c.size > sec.file_end:
+            problems.append(Problem("E011", f"fatbin container at 0x{c.offset:x} overruns section {name}",
+                                    c.offset))
         if sections and sec is None:  # every byte a linker places is in a section
-            problems.append(Problem("E011", f"fatbin container at 0x{offset:x} lies in no section", offset))
+            problems.append(Problem("E011", f"fatbin container at 0x{c.offset:x} lies in no section", c.offset))
         if name == ".nv_fatbin":
-            role = DEVICE_LINK if offset in dlink else EXECUTABLE
+            role = DEVICE_LINK if c.offset in dlink else EXECUTABLE
         elif name == "__nv_relfatbin":
             role = RELOCATABLE
         else:
             role = EMBEDDED
-        by_section[name] = by_section.get(name, 0) + size
-        out.append(Container("nvidia", role, name, offset, size, entries))
+        out.append(Container("nvidia", role, name, c.offset, c.size, c.entries))
     # The CUDA runtime registers what .nvFatBinSegment's wrappers point at: each must be a
     # container that was found (one whose magic is damaged is not found at all).
-    found_at = {o for o, _, _ in scan.found}
-    for rec_at, _, addr in scan.wrappers:
-        if addr and any(s.offset <= rec_at < s.file_end for s in seg_sections):
-            off = elf.vaddr_to_offset(segments, addr)
+    found_at = {c.offset for c in found.containers}
+    for w in found.wrappers:
+        if w.address and any(s.offset <= w.offset < s.file_end for s in seg_sections):
+            off = elf.vaddr_to_offset(segments, w.address)
             if off is not None and off not in found_at:
-                problems.append(Problem("E011", f"fatbin wrapper at 0x{rec_at:x} registers 0x{off:x}, where no "
-                                                f"fatbin container was found", off))
+                problems.append(Problem("E011", f"fatbin wrapper at 0x{w.offset:x} registers 0x{off:x}, where "
+                                                f"no fatbin container was found", off))
     # The HIP runtime registers what .hipFatBinSegment's wrappers point at: each must be a
     # bundle that was found and verified (a bundle whose magic is damaged is not found at all).
     hip_segs = [s for s in sections if s.name == ".hipFatBinSegment"]
-    bundle_at = {b.offset for b in scan.bundles}
-    for rec_at, addr in scan.hip_wrappers:
+    bundle_at = {b.offset for b in found.bundles}
+    for hw in found.hip_wrappers:
         # Position-independent libraries leave the address 0 for a relocation to fill at load.
-        if addr and any(s.offset <= rec_at < s.file_end for s in hip_segs):
-            off = elf.vaddr_to_offset(segments, addr)
+        if hw.address and any(s.offset <= hw.offset < s.file_end for s in hip_segs):
+            off = elf.vaddr_to_offset(segments, hw.address)
             if off is not None and off not in bundle_at:
-                problems.append(Problem("E030", f"HIP wrapper at 0x{rec_at:x} registers 0x{off:x}, where no "
+                problems.append(Problem("E030", f"HIP wrapper at 0x{hw.offset:x} registers 0x{off:x}, where no "
                                                 f"valid offload bundle was found", off))
-    for b in scan.bundles:
-        sec = next((s for s in sections
-                    if s.offset <= b.offset < s.file_end and s.type not in (0, elf.SHT_NOBITS)), None)
-        out.append(_with(b, section=sec.name if sec else ""))
+    for b in found.bundles:
+        sec = next((s for s in sections if s.offset <= b.offset < s.file_end and s.type not in (0, elf.SHT_NOBITS)),
+                   None)
+        out.append(replace(b, section=sec.name if sec else ""))
     for s in sections:
         if s.name == ".hip_fatbin" and s.size and s.type != elf.SHT_NOBITS:
-            inside = [b for b in scan.bundles if s.offset <= b.offset < s.file_end]
-            covered = sum(b.size for b in inside)
+            inside_b = [b for b in found.bundles if s.offset <= b.offset < s.file_end]
+            covered = sum(b.size for b in inside_b)
             # bundles are page-aligned in the section: a gap of less than a page may follow each
-            if s.size - covered >= HIP_ALIGN * (len(inside) + 1):
+            if s.size - covered >= HIP_ALIGN * (len(inside_b) + 1):
                 problems.append(Problem("E030", f".hip_fatbin: {s.size - covered} of its {s.size} bytes are "
                                                 f"not a valid offload bundle", s.offset))
-        if s.name in (".nv_fatbin", "__nv_relfatbin") and not s.size:
+        if s.name in FATBIN_SECTIONS and not s.size:
             problems.append(Problem("E011", f"{s.name} is empty (nvcc never writes an empty fatbin section)",
                                     s.offset))
-        if s.name in (".nv_fatbin", "__nv_relfatbin") and s.size:
-            covered = by_section.get(s.name, 0)
-            inside = sorted((o, n) for o, n, _ in scan.found if s.offset <= o < s.file_end)
-            ends = [s.offset] + [o + n for o, n in inside]
-            gaps = [o - e for (o, _), e in zip(inside, ends)] + [s.file_end - ends[-1]]
-            # alignment padding may precede a container, but a section holding no container at
-            # all (a header damaged, its size cut below one container) hides its code
-            if not inside or max(gaps) >= alignment or covered > s.size:
-                problems.append(Problem(
-                    "E011", f"{s.name}: {s.size - covered} of its {s.size} bytes are not a valid "
-                            f"fatbin container", s.offset))
+        if s.name in FATBIN_SECTIONS and s.size and not _accounted(s, found.containers, alignment):
+            covered = sum(c.size for c in found.containers if s.offset <= c.offset < s.file_end)
+            problems.append(Problem(
+                "E011", f"{s.name}: {s.size - covered} of its {s.size} bytes are not a valid "
+                        f"fatbin container", s.offset))
     out.sort(key=lambda c: c.offset)
     return out
 
 
-def library_from_bytes(path: str, data: bytes, **kw) -> Library:
-    """Inventory a file already in memory (tests, small members)."""
-    def chunks() -> Iterator[bytes]:
-        for i in range(0, len(data), 1 << 20):
-            yield data[i:i + (1 << 20)]
-    return scan_stream(path, len(data), chunks, **kw)
-
-
-def scan_file(path: str, display: str | None = None, **kw) -> Library:
-    """Inventory a file on disk, read in chunks."""
-    import os
-
-    def chunks() -> Iterator[bytes]:
-        with open(path, "rb") as f:
-            while True:
-                block = f.read(1 << 20)
-                if not block:
-                    return
-                yield block
-    try:
-        size = os.path.getsize(path)
-    except OSError as e:
-        return Library(display or path, 0, "other", problems=(Problem("E001", f"cannot read: {e}"),))
-    return scan_stream(display or path, size, chunks, **kw)
+def _accounted(s: elf.Section, containers: list[FoundContainer], alignment: int) -> bool:
+    """Whether a fatbin section holds containers and nothing else but alignment padding: a
+    section holding no container at all (a header damaged, its size cut below one container)
+    hides its code, and so would non-zero bytes between containers."""
+    inside = sorted((c for c in containers if s.offset <= c.offset < s.file_end), key=lambda c: c.offset)
+    if not inside or inside[0].offset - s.offset >= alignment:
+        return False
+    pad = max(alignment, min(s.addralign, PAD_WINDOW))
+    for c, nxt in zip(inside, inside[1:] + [None]):
+        stop = nxt.offset if nxt is not None else s.file_end
+        gap = stop - (c.offset + c.size)
+        if gap < 0:
+            return False
+        if gap >= alignment and (gap >= pad or (stop - s.offset) % pad and nxt is not None):
+            return False
+        if gap and (len(c.trailing) < gap or any(c.trailing[:gap])):
+            return False
+    return True

@@ -1,0 +1,125 @@
+"""Decoding device-code payloads: what a cubin or PTX text says, once it is decompressed.
+
+Every compressed entry the scanner meets is decoded (zstd/LZ4 release the GIL, so decoding
+runs on a pool beside the inflating readers). One pool serves every library of an inventory
+run, and the compressed bytes waiting for it are bounded, so memory stays flat however large
+the libraries are; each worker decodes into one reusable buffer instead of allocating a new
+one per entry. Results are read back in stream order when a library's scan ends.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+
+from . import elf, fatbin
+from .arch import CudaTarget
+from .model import SASS, Entry
+
+MAX_IN_FLIGHT = 48 << 20  # compressed bytes queued for the pool, all libraries together
+
+
+class DecodePool:
+    """Worker threads shared by every library of one run, with back-pressure: a reader that
+    would queue more than MAX_IN_FLIGHT compressed bytes waits for the workers."""
+
+    def __init__(self, workers: int | None = None, max_in_flight: int = MAX_IN_FLIGHT):
+        self.workers = max(1, workers or os.cpu_count() or 1)
+        self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="archaudit-decode")
+        self._max = max_in_flight
+        self._in_flight = 0
+        self._cond = threading.Condition()
+
+    def submit(self, nbytes: int, fn: Callable[[], Entry]) -> Future[Entry]:
+        with self._cond:
+            while self._in_flight and self._in_flight + nbytes > self._max:
+                self._cond.wait()
+            self._in_flight += nbytes
+        fut = self._pool.submit(fn)
+        fut.add_done_callback(lambda _: self._release(nbytes))
+        return fut
+
+    def _release(self, nbytes: int) -> None:
+        with self._cond:
+            self._in_flight -= nbytes
+            self._cond.notify_all()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+
+    def __enter__(self) -> DecodePool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclass
+class Decoding:
+    """One library's decode jobs: handed to the pool when there is one (else decoded at once,
+    in the scanning thread), and collected in stream order by `result`."""
+
+    pool: DecodePool | None
+    max_payload: int
+    jobs: int = field(default=0)
+
+    def entry(self, eh: fatbin.EntryHeader, raw: bytes, pos: int, base: Entry) -> Entry | Future[Entry]:
+        """The decoded entry, or its future. A decode failure raises FatbinError (at once, or
+        from the future's result)."""
+        if self.pool is None or eh.compression == "none":  # a raw cubin: parsing holds the GIL anyway
+            return decode_entry(eh, raw, pos, self.max_payload, base)
+        self.jobs += 1
+        max_payload = self.max_payload
+        return self.pool.submit(len(raw), lambda: decode_entry(eh, raw, pos, max_payload, base))
+
+
+def result(e: Entry | Future[Entry]) -> Entry:
+    return e.result() if isinstance(e, Future) else e
+
+
+_NAMES: dict[str, str] = {}  # one copy of each kernel name: the same kernel recurs once per target
+_NAMES_LOCK = threading.Lock()
+
+
+def _interned(names: tuple[str, ...]) -> tuple[str, ...]:
+    with _NAMES_LOCK:
+        return tuple(_NAMES.setdefault(n, n) for n in names)
+
+
+def decode_entry(eh: fatbin.EntryHeader, raw: bytes, pos: int, max_payload: int, base: Entry) -> Entry:
+    """`base` completed with what the payload says: kernel names, the cubin's toolkit, the PTX
+    text's .target; the payload must agree with its entry header."""
+    data = fatbin.decode_view(eh, raw, pos, max_payload)
+    if eh.kind == SASS:
+        try:
+            target, kernels, toolkit = fatbin.cubin_facts(data)
+        except (elf.ElfError, struct.error, IndexError) as e:
+            raise fatbin.FatbinError("E014", f"{eh.target} cubin: {e}", pos) from None
+        if target.rstrip("a") != f"sm_{eh.arch}":
+            raise fatbin.FatbinError("E014", f"cubin says {target}, entry header says {eh.target}", pos)
+        # From sm_90 on a cubin marks the arch-specific 'a' (e_flags or .nv.compat): it must agree.
+        if eh.arch >= 90 and target.endswith("a") != (eh.suffix == "a"):
+            raise fatbin.FatbinError("E014", f"cubin says {target}, entry header says {eh.target}", pos)
+        return replace(base, kernels=_interned(kernels), toolkit=toolkit, decoded=True)
+    written, _, kernels = fatbin.ptx_facts(bytes(data))
+    if written is None:
+        raise fatbin.FatbinError("E014", f"{eh.target} PTX has no .target directive", pos)
+    target = written.replace("compute_", "sm_")
+    # The driver JIT-compiles for the text's .target: a suffix the header lacks (TensorFlow's
+    # compute_90 entries whose text says sm_90a) is recorded for the rules to judge, while a
+    # different architecture number is not the entry the header describes.
+    if not is_cuda_target(target) or target.rstrip("af") != eh.target.rstrip("af"):
+        raise fatbin.FatbinError("E014", f"PTX says .target {written}, entry header says {eh.target}", pos)
+    return replace(base, kernels=_interned(kernels), decoded=True, ptx_target=target)
+
+
+def is_cuda_target(target: str) -> bool:
+    try:
+        CudaTarget.parse(target)
+    except ValueError:
+        return False
+    return True
