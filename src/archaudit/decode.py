@@ -3,12 +3,12 @@
 Every compressed entry the scanner meets is decoded (zstd/LZ4 release the GIL, so decoding
 runs on a pool beside the inflating readers). One pool serves every library of an inventory
 run, and the compressed bytes waiting for it are bounded, so memory stays flat however large
-the libraries are; each worker decodes into one reusable buffer instead of allocating a new
-one per entry. Results are read back in stream order when a library's scan ends.
+the libraries are. Results are read back in stream order when a library's scan ends.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import struct
 import threading
@@ -20,7 +20,8 @@ from . import elf, fatbin
 from .arch import CudaTarget
 from .model import SASS, Entry
 
-MAX_IN_FLIGHT = 48 << 20  # compressed bytes queued for the pool, all libraries together
+MAX_IN_FLIGHT = 16 << 20  # compressed bytes queued for the pool, all libraries together
+TRIM_AFTER = 4 << 20  # decoded size after which a worker returns freed memory to the system
 
 
 class DecodePool:
@@ -34,12 +35,21 @@ class DecodePool:
         self._in_flight = 0
         self._cond = threading.Condition()
 
-    def submit(self, nbytes: int, fn: Callable[[], Entry]) -> Future[Entry]:
+    def submit(self, nbytes: int, decoded: int, fn: Callable[[], Entry]) -> Future[Entry]:
+        """Run `fn` (decoding `nbytes` into `decoded` bytes) on a worker; after a large payload
+        the worker returns the freed memory to the system."""
         with self._cond:
             while self._in_flight and self._in_flight + nbytes > self._max:
                 self._cond.wait()
             self._in_flight += nbytes
-        fut = self._pool.submit(fn)
+        job = fn
+        if decoded > TRIM_AFTER:
+            def job() -> Entry:
+                try:
+                    return fn()
+                finally:
+                    return_free_memory()
+        fut = self._pool.submit(job)
         fut.add_done_callback(lambda _: self._release(nbytes))
         return fut
 
@@ -74,7 +84,28 @@ class Decoding:
             return decode_entry(eh, raw, pos, self.max_payload, base)
         self.jobs += 1
         max_payload = self.max_payload
-        return self.pool.submit(len(raw), lambda: decode_entry(eh, raw, pos, max_payload, base))
+        return self.pool.submit(len(raw), eh.size, lambda: decode_entry(eh, raw, pos, max_payload, base))
+
+
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's malloc_trim, where there is one (elsewhere freed memory is left to the allocator)."""
+    try:
+        libc = ctypes.CDLL(None)
+        trim: Callable[[int], int] = libc.malloc_trim
+    except (OSError, AttributeError):
+        return None
+    return trim
+
+
+_TRIM = _malloc_trim()
+
+
+def return_free_memory() -> None:
+    """Give freed heap pages back to the system. Each worker thread's allocator arena keeps
+    the pages of the multi-megabyte payloads it decoded, so without this the peak RSS grows
+    with the number of workers (torch 2.14.1: 220 MB instead of 160 MB)."""
+    if _TRIM is not None:
+        _TRIM(0)
 
 
 def result(e: Entry | Future[Entry]) -> Entry:
@@ -93,10 +124,9 @@ def _interned(names: tuple[str, ...]) -> tuple[str, ...]:
 def decode_entry(eh: fatbin.EntryHeader, raw: bytes, pos: int, max_payload: int, base: Entry) -> Entry:
     """`base` completed with what the payload says: kernel names, the cubin's toolkit, the PTX
     text's .target; the payload must agree with its entry header."""
-    data = fatbin.decode_view(eh, raw, pos, max_payload)
     if eh.kind == SASS:
         try:
-            target, kernels, toolkit = fatbin.cubin_facts(data)
+            target, kernels, toolkit = fatbin.payload_cubin_facts(eh, raw, pos, max_payload)
         except (elf.ElfError, struct.error, IndexError) as e:
             raise fatbin.FatbinError("E014", f"{eh.target} cubin: {e}", pos) from None
         if target.rstrip("a") != f"sm_{eh.arch}":
@@ -105,7 +135,7 @@ def decode_entry(eh: fatbin.EntryHeader, raw: bytes, pos: int, max_payload: int,
         if eh.arch >= 90 and target.endswith("a") != (eh.suffix == "a"):
             raise fatbin.FatbinError("E014", f"cubin says {target}, entry header says {eh.target}", pos)
         return replace(base, kernels=_interned(kernels), toolkit=toolkit, decoded=True)
-    written, _, kernels = fatbin.ptx_facts(bytes(data))
+    written, _, kernels = fatbin.ptx_facts(fatbin.decode_payload(eh, raw, pos, max_payload))
     if written is None:
         raise fatbin.FatbinError("E014", f"{eh.target} PTX has no .target directive", pos)
     target = written.replace("compute_", "sm_")

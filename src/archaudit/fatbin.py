@@ -180,47 +180,6 @@ def decode_payload(h: EntryHeader, payload: bytes | memoryview, where: int,
     return out
 
 
-_BUFFER_KEEP = 64 << 20  # a worker keeps its decode buffer up to this size between entries
-
-
-def decode_view(h: EntryHeader, payload: bytes, where: int,
-                max_payload: int = DEFAULT_MAX_PAYLOAD) -> memoryview:
-    """The entry's payload, decompressed and checked against its declared size, as a view that
-    stays valid only until this thread's next call: zstd decodes into one buffer per thread, so
-    tens of thousands of entries cost no allocation (and no fragmentation) each."""
-    comp = h.compression
-    if comp != "zstd":
-        return memoryview(decode_payload(h, payload, where, max_payload))
-    declared = h.uncompressed_size
-    if declared > max_payload:
-        raise FatbinError("E012", f"{h.target} payload declares {declared} bytes, "
-                                  f"more than the {max_payload}-byte verification bound", where)
-    data = memoryview(payload)[:h.compressed_size]
-    buf: bytearray | None = getattr(_LOCAL, "buffer", None)
-    if buf is None or len(buf) < declared + 1:
-        buf = bytearray(max(declared + 1, 4 << 20))
-    try:
-        content = zstandard.get_frame_parameters(data).content_size
-        if content not in (zstandard.CONTENTSIZE_UNKNOWN, declared):
-            raise ValueError(f"frame says {content} bytes")
-        view = memoryview(buf)
-        got = 0
-        with _zstd().stream_reader(data, read_across_frames=True) as reader:
-            while got <= declared:  # one byte more than declared, to see a longer stream
-                n = reader.readinto(view[got:declared + 1])
-                if not n:
-                    break
-                got += n
-    except Exception as e:  # noqa: BLE001 - any decoder failure is a corrupt payload
-        raise FatbinError("E012", f"{h.target} zstd payload does not decode: {e}", where) from None
-    finally:
-        _LOCAL.buffer = buf if len(buf) <= _BUFFER_KEEP else None
-    if got != declared:
-        raise FatbinError("E012", f"{h.target} zstd payload decodes to {got} bytes, "
-                                  f"header says {declared}", where)
-    return memoryview(buf)[:declared]
-
-
 def _zstd() -> zstandard.ZstdDecompressor:
     dctx = getattr(_LOCAL, "zstd", None)
     if dctx is None:
@@ -310,12 +269,19 @@ EF_CUDA_ACCELERATORS_V8 = 0x8
 _BANK = b".nv.constant0."
 
 
-def cubin_facts(data: bytes | memoryview) -> tuple[str, tuple[str, ...], tuple[int, int] | None]:
+def payload_cubin_facts(h: EntryHeader, payload: bytes, where: int,
+                        max_payload: int = DEFAULT_MAX_PAYLOAD) -> tuple[str, tuple[str, ...],
+                                                                      tuple[int, int] | None]:
+    """cubin_facts of an entry's payload, decoded to its declared size and checked."""
+    return cubin_facts(decode_payload(h, payload, where, max_payload))
+
+
+def cubin_facts(data: bytes) -> tuple[str, tuple[str, ...], tuple[int, int] | None]:
     """(target from e_flags, kernel names, toolkit version) of a CUDA cubin.
 
     Written for speed (a wheel holds tens of thousands of cubins): section and symbol
     tables are unpacked in bulk, and only kernel symbols have their names decoded."""
-    h = elf.parse_header(bytes(data[:elf.HEADER_SIZE]), len(data))
+    h = elf.parse_header(data, len(data))
     if h.machine != elf.EM_CUDA:
         raise FatbinError("E014", f"not a CUDA ELF (e_machine {h.machine})")
     arch = (h.flags >> 8) & 0xFF if h.abiversion >= 8 else h.flags & 0xFF
@@ -326,7 +292,7 @@ def cubin_facts(data: bytes | memoryview) -> tuple[str, tuple[str, ...], tuple[i
         raise FatbinError("E014", "cubin section table is truncated")
     secs = list(_SHDR.iter_unpack(table))  # (name, type, flags, addr, offset, size, link, ...)
     names_sec = secs[h.shstrndx]
-    names = bytes(data[names_sec[4]:names_sec[4] + names_sec[5]])
+    names = data[names_sec[4]:names_sec[4] + names_sec[5]]
     # .nv.compat (the 'a' suffix) is found by name: the name table must be a string table
     # (type SHT_STRTAB, first and last byte NUL), not whatever its header points at
     if not h.shstrndx or names_sec[1] != elf.SHT_STRTAB or names[:1] != b"\0" or names[-1:] != b"\0":
@@ -353,7 +319,7 @@ def cubin_facts(data: bytes | memoryview) -> tuple[str, tuple[str, ...], tuple[i
         if sec[6] >= len(secs):
             raise FatbinError("E014", "cubin symbol table links a missing string table")
         strs_sec = secs[sec[6]]
-        strs = bytes(data[strs_sec[4]:strs_sec[4] + strs_sec[5]])
+        strs = data[strs_sec[4]:strs_sec[4] + strs_sec[5]]
         raw = data[sec[4]:sec[4] + sec[5]]
         usable = len(raw) - len(raw) % _SYM.size
         for name, info, other, shndx, _, _ in _SYM.iter_unpack(raw[:usable]):
@@ -369,10 +335,10 @@ def cubin_facts(data: bytes | memoryview) -> tuple[str, tuple[str, ...], tuple[i
                         kernels.append(elf.cstring(strs, name))
     compat = named(b".nv.compat")
     accelerated = h.flags & (EF_CUDA_ACCELERATORS_V8 if h.abiversion >= 8 else EF_CUDA_ACCELERATORS_V7)
-    marked = compat is not None and _compat_arch_specific(bytes(data[compat[4]:compat[4] + compat[5]]))
+    marked = compat is not None and _compat_arch_specific(data[compat[4]:compat[4] + compat[5]])
     suffix = "a" if accelerated or marked else ""
     tk = named(b".note.nv.tkinfo")
-    toolkit = _toolkit(bytes(data[tk[4]:tk[4] + tk[5]])) if tk is not None else None
+    toolkit = _toolkit(data[tk[4]:tk[4] + tk[5]]) if tk is not None else None
     return f"sm_{arch}{suffix}", tuple(sorted(set(kernels))), toolkit
 
 

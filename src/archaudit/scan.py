@@ -199,31 +199,35 @@ class Source:
 
 # ---- the multi-pattern search ----
 
-# The byte of each magic that is rarest in machine code and data: memchr finds it at memory
-# speed, where a plain search for a short needle crawls (1 GB/s). 0xED is `in eax, dx`.
-_ANCHORS = {fatbin.MAGIC: 1, fatbin.WRAPPER_MAGIC: 0, HIP_WRAPPER_MAGIC: 2,
-            hip.COMPRESSED_MAGIC: 2, hip.UNCOMPRESSED_MAGIC: 6}
+# How each record's first bytes are searched for. CPython's bytes.find skips ahead by the
+# needle's length unless the next byte may occur in the needle (a 64-bit Bloom filter of its
+# bytes' low six bits): a needle holding 0x00, which fills binaries, crawls. So the needles
+# hold no NUL: embedded-claim markers are searched without their leading NUL, which the claim
+# parser then checks. A needle may be found through its rarest byte instead (memchr); that pays
+# only where the byte is rare, so no needle uses it by default.
+_ANCHORS: dict[bytes, int] = {}
 
 
 @dataclass(frozen=True, slots=True)
 class Pattern:
-    """A magic the search looks for, found through its rarest byte."""
+    """A byte string that starts a record, and how it is searched for."""
 
     magic: bytes
-    anchor: int  # index in magic of the byte memchr looks for
+    anchor: int = -1  # index in magic of the byte memchr looks for; -1: a plain search
 
     @classmethod
     def of(cls, magic: bytes) -> Pattern:
-        default = max(range(len(magic)), key=lambda i: (0x80 <= magic[i] < 0xFF, magic[i] in b";=-#@", i))
-        return cls(magic, _ANCHORS.get(magic, default))
+        return cls(magic, _ANCHORS.get(magic, -1))
 
     def find(self, buf: bytes | bytearray, start: int, stop: int) -> int:
-        """Offset of the first occurrence lying wholly in buf[start:stop], or -1. Falls back
-        to a plain search where the anchor byte is too common to pay off."""
+        """Offset of the first occurrence lying wholly in buf[start:stop], or -1. An anchored
+        search falls back to a plain one where its byte is too common to pay off."""
         magic, k = self.magic, self.anchor
+        if k < 0:
+            return buf.find(magic, start, stop)
         byte = magic[k:k + 1]
         last = stop - len(magic) + k + 1  # the anchor of an occurrence lies before this
-        pos, misses, budget = start + k, 0, 32 + ((stop - start) >> 8)
+        pos, misses, budget = start + k, 0, 16 + ((stop - start) >> 11)
         while True:
             i = buf.find(byte, pos, last)
             if i < 0:
@@ -394,8 +398,8 @@ class Records:
         }
         for magic in hip.MAGICS:
             table[magic] = self.bundle
-        for marker in MARKERS:
-            table[marker] = self.claim
+        for needle in MARKERS:
+            table[needle] = self.claim
         return table
 
     def problem(self, code: str, message: str, offset: int | None = None) -> None:
@@ -420,8 +424,11 @@ class Records:
         return at + 1
 
     def claim(self, src: Source, at: int) -> int:
+        # the needle is the marker without its leading NUL, which must precede it
+        if at == 0 or at - 1 < src.base or src.buf[at - 1 - src.base] != 0:
+            return at + 1
         src.ensure(at + CLAIM_WINDOW)
-        window = bytes(src.buf[at - src.base:at - src.base + CLAIM_WINDOW])
+        window = bytes(src.buf[at - 1 - src.base:at - 1 - src.base + CLAIM_WINDOW])
         claims = self.found.claims
         claims.extend(c for c in parse_embedded(window) if c not in claims)
         return at + 1
@@ -542,7 +549,7 @@ class Records:
 
 # Short markers cost a slow search over every library; the long one finds PyTorch's gencode
 # string in libtorch_cuda.so, which every CUDA torch wheel ships.
-MARKERS: tuple[bytes, ...] = tuple(m for m in embedded_claim_markers() if len(m) >= 16)
+MARKERS: tuple[bytes, ...] = tuple(m.lstrip(b"\0") for m in embedded_claim_markers() if len(m) >= 16)
 _PATTERNS = {m: Pattern.of(m) for m in (fatbin.MAGIC, fatbin.WRAPPER_MAGIC, HIP_WRAPPER_MAGIC,
                                         *hip.MAGICS, *MARKERS)}
 
