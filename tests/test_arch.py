@@ -272,7 +272,7 @@ def test_driver_table_covers_releases():
     versions = [tuple(int(p) for p in releases[r]["linux"].split(".")) for r in wanted]
     assert versions == sorted(versions)  # newer toolkits never need an older driver
     isa = data["ptx_isa"]["introduced_in"]
-    pairs = sorted((tuple(map(int, k.split("."))), tuple(map(int, v.split(".")))) for k, v in isa.items())
+    pairs = sorted((tuple(map(int, k.split("."))), tuple(map(int, v["cuda"].split(".")))) for k, v in isa.items())
     assert [p[1] for p in pairs] == sorted(p[1] for p in pairs)
 
 
@@ -342,5 +342,5 @@ def test_catalog_lookup_nvml_names_and_misses():
     assert lookup_gpu("Quadro T4000") == []  # not a T4
     assert lookup_gpu("Voodoo 3") == []
     assert lookup_gpu("") == []
-    assert [g.name for g in lookup_gpu("sm_101")] == ["Jetson Thor"]
+    assert [g.name for g in lookup_gpu("sm_101")] == ["Jetson Thor", "Jetson T4000"]
     assert lookup_gpu("sm_88") == []

@@ -224,10 +224,58 @@ def cuda_release_for_ptx_isa(isa: CC | str) -> CC:
     major, minor = _release(isa)
     table = _data("cuda.json")["ptx_isa"]["introduced_in"]
     try:
-        return _cc(table[f"{major}.{minor}"])
+        return _cc(table[f"{major}.{minor}"]["cuda"])
     except KeyError:
         raise LookupError(f"PTX ISA {major}.{minor} is not in archaudit's table; "
                           f"its minimum driver is unknown") from None
+
+
+def newest_ptx_isa(cuda_release: CC | str) -> CC:
+    """The newest PTX ISA a CUDA release knows: what its driver's JIT compiles at most.
+
+    Raises LookupError for a release older than the table.
+    """
+    release = _release(cuda_release)
+    table = _data("cuda.json")["ptx_isa"]["introduced_in"]
+    known = [_cc(isa) for isa, row in table.items() if _cc(row["cuda"]) <= release]
+    if not known:
+        raise LookupError(f"no PTX ISA of CUDA {release[0]}.{release[1]} is in archaudit's table")
+    return max(known)
+
+
+@dataclass(frozen=True)
+class LastDriver:
+    """The newest driver branch that supports a GPU generation, and what its JIT can compile.
+
+    GPUs of ``ccs`` never get a driver newer than ``branch``: PTX of an ISA newer than
+    ``ptx_isa`` (the ISA of CUDA ``cuda``, the newest release the branch supports) cannot run
+    there on any driver.
+    """
+
+    generation: str
+    ccs: tuple[CC, ...]
+    branch: str
+    cuda: CC
+    ptx_isa: CC
+    sources: tuple[str, ...]  # keys of the file's 'sources'
+
+
+@cache
+def last_drivers() -> tuple[LastDriver, ...]:
+    """Every row of ``last_driver`` in ``data/cuda.json``: generations whose support has ended."""
+    rows = _data("cuda.json")["last_driver"]["generations"]
+    return tuple(
+        LastDriver(name, tuple(_cc(c) for c in row["ccs"]), row["branch"], _cc(row["cuda"]),
+                   _cc(row["ptx_isa"]), tuple(row["source"]) if isinstance(row["source"], list) else (row["source"],))
+        for name, row in rows.items()
+    )
+
+
+def last_driver(cc: CC) -> LastDriver | None:
+    """The last driver branch of a GPU's generation, or None while current drivers support it
+    (and for Tegra GPUs, whose driver comes with JetPack rather than a desktop branch)."""
+    cc = canonical_cc(cc)
+    return next((row for row in last_drivers() if cc in row.ccs), None)
 
 
 def min_driver(cuda_release: CC | str, os: str = "linux", kind: str = "toolkit") -> str:

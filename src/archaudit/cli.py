@@ -151,7 +151,7 @@ def _gpus(names: list[str]) -> tuple[tuple[tuple[str, tuple[int, int]], ...], tu
             continue
         try:
             from . import gfx
-            amd_found = gfx.lookup_gpu(name) if hasattr(gfx, "lookup_gpu") else []
+            amd_found = gfx.lookup_gpu(name)
         except ImportError:
             amd_found = []
         if amd_found:
@@ -313,13 +313,18 @@ def cmd_explain(args) -> int:
 
 
 def cmd_gpus(args) -> int:
+    from . import gfx
     rows = [(g.name, f"{g.cc[0]}.{g.cc[1]}", "integrated" if g.integrated else "discrete", ", ".join(g.aliases))
             for g in arch.gpu_catalog()]
+    amd = [(g.name, g.target, "amd", ", ".join(g.aliases)) for g in gfx.gpus()]
     if args.format == "json":
         import json
-        print(json.dumps([{"name": n, "cc": cc, "kind": k, "aliases": a.split(", ") if a else []}
-                          for n, cc, k, a in rows], indent=2))
+        print(json.dumps([{"name": n, "vendor": "nvidia", "cc": cc, "kind": k, "aliases": a.split(", ") if a else []}
+                          for n, cc, k, a in rows]
+                         + [{"name": n, "vendor": "amd", "target": t, "aliases": a.split(", ") if a else []}
+                            for n, t, _, a in amd], indent=2))
         return 0
+    rows += amd
     width = max(len(r[0]) for r in rows)
     for n, cc, k, a in rows:
         print(f"{n:<{width}}  {cc:>5}  {k:<10}  {a}")
