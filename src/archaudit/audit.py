@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import fnmatch
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from . import __version__, arch
 from .artifacts import TargetInventory
 from .claims import Claim, parse_claim
+from .filters import IgnoreRule, Suppression, apply, stale_rules
 from .findings import ERROR, INFO, WARNING, Finding, severity
 from .model import CODE_OBJECT, DEVICE_LINK, PTX, RELOCATABLE, SASS, Container, Entry, Library
 
@@ -25,13 +26,6 @@ except ImportError:  # pragma: no cover
 
 SCHEMA_VERSION = 1
 KERNELS_SHOWN = 3
-
-
-@dataclass(frozen=True, slots=True)
-class IgnoreRule:
-    code: str  # a code or prefix
-    library: str = "*"  # a glob over library paths
-    reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +79,7 @@ class TargetReport:
 class Report:
     targets: tuple[TargetReport, ...]
     policy: Policy
-    suppressed: tuple[Finding, ...] = ()
+    suppressed: tuple[Suppression, ...] = ()  # findings a filter hid, with the rule that hid each
     tool_version: str = __version__
     schema_version: int = SCHEMA_VERSION
 
@@ -447,7 +441,7 @@ def _k002(lib, findings, names, containers: int, carried) -> None:
 
 def _amd_rules(lib, amd, policy: Policy, coverage, findings) -> None:
     targets = sorted({e.target for e in amd})
-    if not policy.amd_claim:
+    if not policy.amd_claim and not policy.amd_gpus:  # a --gpu question needs no claim
         findings.append(_f("C001", lib.path, f"{lib.path} carries AMD device code ({', '.join(targets)}) but no "
                                              f"claimed gfx targets reached the check (--amd-arch)"))
         return
@@ -509,7 +503,8 @@ def judge(inv: TargetInventory, claim: Claim | None, policy: Policy) -> TargetRe
         findings.extend(v.findings)
     has_nvidia = any(e.vendor == "nvidia" for lib in inv.libraries for e in lib.entries)
     if gpu_wheel and not inv.unusable:
-        if claim is None and (has_nvidia or (links and not policy.amd_claim)):
+        asked = bool(policy.gpus or policy.amd_gpus)  # a --gpu question needs no claim: G008/G009 answer it
+        if claim is None and not asked and (has_nvidia or (links and not policy.amd_claim)):
             findings.append(_f("C001", inv.target, f"{inv.target}: GPU wheel but no claimed architectures "
                                                    f"reached the check"))
         loadable = any(_loadable(lib) and any(c.entries for c in _loadable(lib)) for lib in inv.libraries)
@@ -527,45 +522,21 @@ def judge(inv: TargetInventory, claim: Claim | None, policy: Policy) -> TargetRe
                         tuple(findings), inv.unusable, inv.bytes_read, inv.seconds, inv)
 
 
-def _matches(code: str, patterns) -> bool:
-    return any(code.startswith(p) for p in patterns)
-
-
 def apply_filters(report: Report) -> Report:
     """Apply --select/--ignore and [tool.archaudit] ignore rules; stale rules become X001."""
     policy = report.policy
     used: set[IgnoreRule] = set()
-    suppressed: list[Finding] = []
+    suppressed: list[Suppression] = []
     targets = []
     for t in report.targets:
-        kept = []
-        for f in t.findings:
-            if policy.select and not _matches(f.code, policy.select):
-                suppressed.append(f)
-                continue
-            if _matches(f.code, policy.ignore):
-                suppressed.append(f)
-                continue
-            rule = next((r for r in policy.ignore_rules if f.code.startswith(r.code)
-                         and (fnmatch.fnmatch(f.subject, r.library)
-                              or fnmatch.fnmatch(f.subject.rsplit("/", 1)[-1], r.library))), None)
-            if rule is not None:
-                used.add(rule)
-                suppressed.append(f)
-                continue
-            kept.append(f)
-        targets.append(TargetReport(t.target, t.kind, t.distribution, t.gpu_wheel, t.claim, t.libraries,
-                                    tuple(kept), t.unusable, t.bytes_read, t.seconds, t.inventory))
-    stale = [r for r in policy.ignore_rules if r not in used]
-    if stale and targets:
-        first = targets[0]
-        extra = tuple(_f("X001", first.target, f"ignore entry {r.code} for {r.library} matches nothing"
-                                               + (f" (reason was: {r.reason})" if r.reason else ""))
-                      for r in stale)
-        targets[0] = TargetReport(first.target, first.kind, first.distribution, first.gpu_wheel, first.claim,
-                                  first.libraries, first.findings + extra, first.unusable, first.bytes_read,
-                                  first.seconds, first.inventory)
-    return Report(tuple(targets), policy, tuple(suppressed), report.tool_version, report.schema_version)
+        result = apply(t.findings, policy.select, policy.ignore, policy.ignore_rules, t.target)
+        used |= result.used
+        suppressed += result.suppressed
+        targets.append(replace(t, findings=result.kept))
+    stale = stale_rules(policy.ignore_rules, frozenset(used), targets[0].target) if targets else ()
+    if stale:
+        targets[0] = replace(targets[0], findings=targets[0].findings + stale)
+    return replace(report, targets=tuple(targets), suppressed=tuple(suppressed))
 
 
 def audit(inventories: list[TargetInventory], claim: Claim | None, policy: Policy) -> Report:

@@ -203,3 +203,8 @@ CODES: dict[str, Code] = {c.code: c for c in _CODES}
 
 def severity(code: str) -> str:
     return CODES[code].severity
+
+
+def make_finding(code: str, subject: str, message: str, **data: object) -> Finding:
+    """A finding of a registered code, its severity from the code table."""
+    return Finding(code, severity(code), subject, message, tuple(data.items()))
