@@ -130,8 +130,9 @@ def test_ptx_isa_9_4_and_9_5_are_cuda_13_4_and_13_5():
     assert arch.cuda_release_for_ptx_isa("9.4") == (13, 4)
     assert arch.cuda_release_for_ptx_isa("9.5") == (13, 5)
     assert arch.min_driver((13, 4)) == "615.71.09"
-    with pytest.raises(LookupError, match="13.5"):
-        arch.min_driver((13, 5))
+    assert arch.min_driver((13, 5)) == "620.10.01"
+    with pytest.raises(LookupError, match="windows"):  # NVIDIA lists no Windows toolkit driver from 13.0
+        arch.min_driver((13, 5), "windows")
 
 
 def test_driver_rows_well_formed_and_monotonic():
@@ -160,14 +161,19 @@ def test_last_driver_rows_agree_with_the_driver_and_isa_tables():
     seen: set[tuple[int, int]] = set()
     for name, row in CUDA["last_driver"]["generations"].items():
         ccs = {cc(c) for c in row["ccs"]}
-        assert ccs <= set(arch.KNOWN_CCS) and not ccs & tegra and not ccs & seen, name
+        assert ccs <= set(arch.KNOWN_CCS) and not ccs & seen, name
         seen |= ccs
-        branch = int(re.fullmatch(r"R(\d{3})", row["branch"]).group(1))
         release = cc(row["cuda"])
-        # the branch's own toolkit is the newest it supports: the next release needs a newer branch
-        assert releases[row["cuda"]]["linux"].startswith(f"{branch}."), name
-        nxt = min((r for r in releases if cc(r) > release and releases[r]["linux"]), key=cc)
-        assert int(releases[nxt]["linux"].split(".")[0]) > branch, name
+        assert row["cuda"] in releases, name
+        if ccs <= tegra:  # the last JetPack, not a desktop driver branch
+            assert re.fullmatch(r"JetPack \d+\.\d+ \(L4T R\d+\.\d+\)", row["branch"]), name
+        else:
+            assert not ccs & tegra, name
+            branch = int(re.fullmatch(r"R(\d{3})", row["branch"]).group(1))
+            # the branch's own toolkit is the newest it supports: the next release needs a newer branch
+            assert releases[row["cuda"]]["linux"].startswith(f"{branch}."), name
+            nxt = min((r for r in releases if cc(r) > release and releases[r]["linux"]), key=cc)
+            assert int(releases[nxt]["linux"].split(".")[0]) > branch, name
         assert cc(row["ptx_isa"]) == arch.newest_ptx_isa(release), name
         for c in ccs:
             assert arch.last_driver(c).ptx_isa == cc(row["ptx_isa"])
@@ -181,6 +187,7 @@ def test_kepler_stops_at_ptx_isa_7_4():
     for old in ((5, 2), (6, 1), (7, 0)):
         assert arch.last_driver(old).ptx_isa == (9, 0)
     assert arch.last_driver((7, 5)) is None and arch.last_driver((8, 7)) is None
+    assert arch.last_driver((5, 3)).ptx_isa == (6, 5)  # Jetson Nano: JetPack 4.6, CUDA 10.2
 
 
 def test_cmake_all_lists_sorted_and_real():

@@ -247,9 +247,9 @@ def newest_ptx_isa(cuda_release: CC | str) -> CC:
 class LastDriver:
     """The newest driver branch that supports a GPU generation, and what its JIT can compile.
 
-    GPUs of ``ccs`` never get a driver newer than ``branch``: PTX of an ISA newer than
-    ``ptx_isa`` (the ISA of CUDA ``cuda``, the newest release the branch supports) cannot run
-    there on any driver.
+    GPUs of ``ccs`` never get a driver newer than ``branch`` ("R470"; for Tegra GPUs the last
+    JetPack, "JetPack 4.6 (L4T R32.7)"): PTX of an ISA newer than ``ptx_isa`` (the ISA of CUDA
+    ``cuda``, the newest release the branch supports) cannot run there on any driver.
     """
 
     generation: str
@@ -272,8 +272,8 @@ def last_drivers() -> tuple[LastDriver, ...]:
 
 
 def last_driver(cc: CC) -> LastDriver | None:
-    """The last driver branch of a GPU's generation, or None while current drivers support it
-    (and for Tegra GPUs, whose driver comes with JetPack rather than a desktop branch)."""
+    """The last driver branch (or, for Tegra, JetPack) of a GPU's generation; None while
+    current drivers support it."""
     cc = canonical_cc(cc)
     return next((row for row in last_drivers() if cc in row.ccs), None)
 
