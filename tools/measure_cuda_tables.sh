@@ -8,10 +8,10 @@
 # Usage: tools/measure_cuda_tables.sh [VERSION ...]   (default: the releases the table lists)
 set -euo pipefail
 versions=("$@")
-[ ${#versions[@]} -gt 0 ] || versions=(12.0.140 12.1.105 12.2.140 12.3.107 12.4.131 12.5.82
+[ ${#versions[@]} -gt 0 ] || versions=(12.0.140 12.1.105 12.2.140 12.3.107 12.4.131 12.5.82 12.6.85 12.8.93 12.9.86
                                        13.0.88 13.1.115 13.2.86 13.3.73 13.4.92 13.5.37)
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-platforms=(--platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux1_x86_64
+platforms=(--platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux1_x86_64 --platform manylinux2010_x86_64 --platform manylinux_2_12_x86_64 --platform manylinux_2_5_x86_64
            --platform manylinux_2_27_x86_64 --platform manylinux_2_28_x86_64)
 ptx() { printf '.version %s\n.target sm_75\n.address_size 64\n.visible .entry k()\n{\n ret;\n}\n' "$1"; }
 for v in "${versions[@]}"; do
