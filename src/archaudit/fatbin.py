@@ -330,6 +330,35 @@ def cubin_facts(data: bytes) -> tuple[str, tuple[str, ...], tuple[int, int] | No
     return f"sm_{arch}{suffix}", tuple(sorted(set(kernels))), toolkit
 
 
+# Undefined symbols every relocatable cubin has: nvlink's unified function and data tables
+# and the reserved shared memory base. The driver supplies them when it loads the object alone.
+_LINKER_SYMBOLS = re.compile(r"__U[FD]T(_OFFSET|_CANONICAL|_END)?|\.nv\.reservedSmem\..*")
+
+
+def cubin_unresolved(data: bytes) -> tuple[str, ...]:
+    """The undefined symbols of a relocatable cubin (ELF type ET_REL) that only a link supplies.
+
+    Empty for an executable cubin: nvlink resolved everything. A relocatable one that calls
+    code it does not carry (cuSPARSE's user operators, NCCL's device library) names that code."""
+    if len(data) < 64 or data[16:18] != b"\x01\x00":
+        return ()
+    h = elf.parse_header(data, len(data))
+    table = data[h.shoff:h.shoff + h.shnum * _SHDR.size]
+    secs = list(_SHDR.iter_unpack(table[:len(table) - len(table) % _SHDR.size]))
+    out: list[str] = []
+    for sec in secs:
+        if sec[1] != elf.SHT_SYMTAB or sec[6] >= len(secs):
+            continue
+        strs = data[secs[sec[6]][4]:secs[sec[6]][4] + secs[sec[6]][5]]
+        raw = data[sec[4]:sec[4] + sec[5]]
+        for name, info, _other, shndx, _value, _size in _SYM.iter_unpack(raw[:len(raw) - len(raw) % _SYM.size]):
+            if shndx == 0 and name and info >> 4 in (1, 2):  # undefined, global or weak
+                symbol = elf.cstring(strs, name)
+                if not _LINKER_SYMBOLS.fullmatch(symbol) and symbol not in out:
+                    out.append(symbol)
+    return tuple(out)
+
+
 def _compat_arch_specific(raw: bytes) -> bool:
     for i in range(0, len(raw) - 3, 4):
         if raw[i + 1] == 0x09:

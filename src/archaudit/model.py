@@ -52,6 +52,9 @@ class Entry:
     # A decoded PTX entry's first `.target` name as written ("sm_90a"), which the driver's JIT
     # obeys whatever the entry header says; None when not PTX or not decoded.
     ptx_target: str | None = None
+    # A relocatable cubin's (-rdc) undefined symbols beyond the linker's own tables: code it
+    # calls but does not carry, so the driver loads it only once linked with that code.
+    unresolved: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

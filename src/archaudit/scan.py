@@ -416,7 +416,8 @@ def _decode_entry(eh: fatbin.EntryHeader, raw: bytes, pos: int, max_payload: int
         # From sm_90 on a cubin records the arch-specific 'a' in .nv.compat: it must agree.
         if eh.arch >= 90 and target.endswith("a") != (eh.suffix == "a"):
             raise fatbin.FatbinError("E014", f"cubin says {target}, entry header says {eh.target}", pos)
-        return Entry(**entry, kernels=_interned(kernels), toolkit=toolkit, decoded=True)
+        return Entry(**entry, kernels=_interned(kernels), toolkit=toolkit, decoded=True,
+                     unresolved=fatbin.cubin_unresolved(data))
     target, version, kernels = fatbin.ptx_facts(data)
     if target is None:
         raise fatbin.FatbinError("E014", f"{eh.target} PTX has no .target directive", pos)
