@@ -44,12 +44,16 @@ _CODES = [
          "dist/x.whl: cannot read: [Errno 2] No such file or directory"),
     Code("E002", ERROR, "malformed archive",
          "The wheel is not a valid zip archive: truncated, bad central directory, a member "
-         "whose data does not match its header or CRC.",
+         "whose data does not match its header or CRC; or the places a zip records its members "
+         "(end record, zip64 records, central directory, local headers) disagree, so the members "
+         "read might not be the ones pip installs.",
          "Rebuild or re-download the wheel; a truncated upload is the usual cause.",
          "x.whl: malformed archive: central directory not found (truncated?)"),
     Code("E003", ERROR, "archive hazard",
-         "A member is a zip bomb (absurd declared or actual size or ratio), is listed twice, has an "
-         "absolute or '..' path, or is a symlink/special file where a library was expected.",
+         "A member is a zip bomb (absurd declared or actual size or ratio, data shared with another "
+         "member, more inflated bytes than the wheel's size can justify, more libraries than any real "
+         "wheel), is listed twice, has an absolute or '..' path, or is a symlink/special file where a "
+         "library was expected.",
          "Rebuild the wheel with a standard tool (pip wheel, build); never ship such members.",
          "x.whl: torch/lib/libx.so: member listed twice"),
     Code("E010", ERROR, "malformed ELF",
