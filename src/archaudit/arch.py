@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, Literal
 
 CC = tuple[int, int]
 
@@ -157,7 +157,7 @@ def ptx_runs_on(code: CudaTarget, gpu: CC) -> bool:
     return have >= want
 
 
-def runs_on(kind: str, code: CudaTarget, gpu: CC) -> str | None:
+def runs_on(kind: str, code: CudaTarget, gpu: CC) -> Literal["native", "jit"] | None:
     """``"native"`` (SASS loads as is), ``"jit"`` (PTX compiled at first load) or None.
 
     LTO IR and relocatable code are never loaded by the runtime, so they never run.

@@ -17,7 +17,7 @@ from .artifacts import TargetInventory
 from .claims import Claim, parse_claim
 from .filters import IgnoreRule, Suppression, apply, stale_rules
 from .findings import ERROR, INFO, WARNING, Finding, severity
-from .model import CODE_OBJECT, DEVICE_LINK, PTX, RELOCATABLE, SASS, Container, Entry, Library
+from .model import CODE_OBJECT, DEVICE_LINK, PTX, RELOCATABLE, SASS, Container, Coverage, Entry, Library, Status
 
 try:
     from . import gfx as _gfx
@@ -49,10 +49,10 @@ class Policy:
 @dataclass(frozen=True, slots=True)
 class LibraryVerdict:
     path: str
-    status: str  # "pass" | "fail" | "specialised" | "host" | "unverified"
+    status: Status
     carried: tuple[str, ...]  # "sm_80", "compute_90", "gfx90a:xnack-" (loadable only)
     relocatable: tuple[str, ...]
-    coverage: tuple[tuple[str, str], ...]  # (claimed label, "native" | "jit" | "none")
+    coverage: tuple[tuple[str, Coverage], ...]  # (claimed label, how it runs there)
     containers: int
     kernels: int | None
     driver_floor: tuple[str, str] | None  # (CUDA release, minimum driver)

@@ -7,16 +7,18 @@ G = coverage per library, K = coverage per container and kernel, D = driver, X =
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final, Literal
 
-ERROR = "error"  # fails the check
-WARNING = "warning"  # reported; fails only under the switch that asks for it
-INFO = "info"  # reported, never fails
+Severity = Literal["error", "warning", "info"]
+ERROR: Final = "error"  # fails the check
+WARNING: Final = "warning"  # reported; fails only under the switch that asks for it
+INFO: Final = "info"  # reported, never fails
 
 
 @dataclass(frozen=True, slots=True)
 class Code:
     code: str
-    severity: str
+    severity: Severity
     title: str
     cause: str
     fix: str
@@ -28,7 +30,7 @@ class Finding:
     """One verdict about one subject (a target, a library, a container)."""
 
     code: str
-    severity: str
+    severity: Severity
     subject: str  # the library path, or the target for wheel-wide findings
     message: str
     data: tuple[tuple[str, object], ...] = ()  # machine-readable details for JSON
@@ -205,7 +207,7 @@ _CODES = [
 CODES: dict[str, Code] = {c.code: c for c in _CODES}
 
 
-def severity(code: str) -> str:
+def severity(code: str) -> Severity:
     return CODES[code].severity
 
 

@@ -15,12 +15,12 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from ..model import LOADABLE_ROLES
 from . import child
 from .report import FAIL, PASS, SKIP, Row
 
 LIBRARY_NAME = re.compile(r"\.so(\.[0-9A-Za-z_]+)*$")
 DEVICE_FILE_SUFFIXES = (".cubin", ".fatbin", ".ptx")
-LOADABLE_ROLES = ("executable", "device-link", "embedded", "standalone")
 
 
 @dataclass
