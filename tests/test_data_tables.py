@@ -291,6 +291,8 @@ def test_amd_catalog_rows_well_formed():
     ("RX 9060 XT", "gfx1200"), ("Radeon RX 9060", "gfx1200"), ("RX 9070 GRE", "gfx1201"),
     ("RX 7700", "gfx1101"), ("RX 7900 XT", "gfx1100"), ("AMD Radeon RX 7900 XTX", "gfx1100"),
     ("R9700", "gfx1201"), ("MI355X", "gfx950"),
+    ("AMD Radeon PRO W7900 Dual Slot", "gfx1100"), ("AMD Instinct MI300X VF", "gfx942"),
+    ("AMD Radeon RX 7900 XT 20GB", "gfx1100"),
 ])
 def test_amd_lookup_by_name(name, target):
     found = gfx.lookup_gpu(name)
@@ -303,3 +305,15 @@ def test_amd_lookup_processor_and_misses():
     assert gfx.lookup_gpu("MI999") == [] and gfx.lookup_gpu("") == [] and gfx.lookup_gpu("   ") == []
     assert gfx.lookup_gpu("H100") == []  # NVIDIA names stay NVIDIA's
     assert [g.name for g in gfx.lookup_gpu("RX 7900 XT")] == ["Radeon RX 7900 XT"]  # not the XTX
+    assert [g.name for g in gfx.lookup_gpu("AMD Radeon RX 7900 XTX 24GB")] == ["Radeon RX 7900 XTX"]
+    assert gfx.lookup_gpu("AMD Radeon Graphics") == []  # an APU's generic name says nothing
+
+
+@pytest.mark.parametrize("name, want", [
+    ("Orin (nvgpu)", "Jetson Orin"), ("NVIDIA Tegra X1", "Jetson Nano"), ("Xavier", "Jetson Xavier"),
+    ("NVIDIA Thor", "Jetson Thor"), ("Tesla V100-SXM2-32GB", "Tesla V100"), ("NVIDIA H100 80GB HBM3", "H100"),
+    ("NVIDIA GeForce RTX 4090 Laptop GPU", "GeForce RTX 4090"), ("NVIDIA A10G", "A10"),
+])
+def test_device_names_as_drivers_report_them(name, want):
+    """deviceQuery/NVML names (Jetson ones differ from the product names) find the catalog GPU."""
+    assert [g.name for g in arch.lookup_gpu(name)] == [want]

@@ -111,8 +111,10 @@ def lookup_gpu(name: str) -> list[GPU]:
 
     Case, spaces, dashes and a leading "AMD" are ignored. A name matches a GPU's name or
     alias exactly, else as its trailing words ("MI300X" finds "Instinct MI300X", "RX 7900 XT"
-    finds "Radeon RX 7900 XT" and not "... XTX"). A bare processor ("gfx942") gives every
-    catalog GPU built on it; a target ID with features, or anything unknown, gives [].
+    finds "Radeon RX 7900 XT" and not "... XTX"), else by the longest catalog name the query
+    starts with (a ROCm marketing name such as "AMD Radeon PRO W7900 Dual Slot"). A bare
+    processor ("gfx942") gives every catalog GPU built on it; a target ID with features, or
+    anything unknown, gives [].
     """
     words = _tokens(name)
     if not words:
@@ -124,8 +126,14 @@ def lookup_gpu(name: str) -> list[GPU]:
     exact = [g for g, spellings in names.items() if any("".join(t) == key for t in spellings)]
     if exact:
         return exact
-    return [g for g, spellings in names.items()
+    tail = [g for g, spellings in names.items()
             if any(len(t) > len(words) and t[-len(words):] == words for t in spellings)]
+    if tail:
+        return tail
+    heads = [(len(t), g) for g, spellings in names.items() for t in spellings
+             if len(t) < len(words) and words[: len(t)] == t]
+    longest = max((n for n, _ in heads), default=0)
+    return list(dict.fromkeys(g for n, g in heads if n == longest))
 
 
 def gpu(name: str) -> GPU:
