@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 from .errors import UsageError
 
@@ -16,6 +16,12 @@ if sys.version_info >= (3, 11):
     import tomllib
 else:  # Python 3.10
     import tomli as tomllib
+
+# The report formats and detail levels, for the config's keys and the flags alike.
+Format = Literal["text", "json", "markdown", "github", "junit"]
+Detail = Literal["libraries", "containers", "kernels"]
+FORMATS: tuple[Format, ...] = get_args(Format)
+DETAILS: tuple[Detail, ...] = get_args(Detail)
 
 KEYS = {
     "cuda-archs", "cuda-archs-style", "amd-archs", "cuda-version", "exact", "require-ptx", "strict",
@@ -28,7 +34,7 @@ KEYS = {
 _SCALARS = {
     "cuda-archs-style": ("auto", "cmake", "torch", "nvcc", "list"), "driver": (),
     "require-ptx": ("newest",), "driver-os": ("linux", "windows"),
-    "detail": ("libraries", "containers", "kernels"), "format": ("text", "json", "markdown", "github", "junit"),
+    "detail": DETAILS, "format": FORMATS,
 }
 
 

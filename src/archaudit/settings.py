@@ -12,20 +12,15 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, cast, get_args
+from typing import Any, cast
 
 from . import arch, gfx
 from .audit import Policy
 from .claims import Claim, parse_claim
-from .config import Config
+from .config import DETAILS, FORMATS, Config, Detail, Format
 from .errors import UsageError
 from .filters import IgnoreRule, parse_patterns
 from .scan import DEFAULT_MAX_PAYLOAD
-
-Format = Literal["text", "json", "markdown", "github", "junit"]
-Detail = Literal["libraries", "containers", "kernels"]
-FORMATS: tuple[Format, ...] = get_args(Format)
-DETAILS: tuple[Detail, ...] = get_args(Detail)
 
 
 @dataclass(frozen=True, slots=True)
