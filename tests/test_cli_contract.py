@@ -247,3 +247,36 @@ def test_cut_target_lists_keep_ptx_visible():
     cut = _fit(words, 50)
     assert cut.endswith("compute_90 compute_120") and " sm " in f"{cut} " and len(cut) <= 50
     assert all(code in CODES for code in ("G001", "C001"))
+
+
+# ---- diff through the shared output options ----
+
+def _lossy_release(path: Path) -> Path:
+    """The example wheel whose libkernels.so is rebuilt from libshim.so's bytes (sm_80 only)."""
+    with zipfile.ZipFile(core.example_wheel()) as src, zipfile.ZipFile(path, "w") as out:
+        shim = src.read("gpu_example/libshim.so")
+        for info in src.infolist():
+            data = shim if info.filename == "gpu_example/libkernels.so" else src.read(info)
+            out.writestr(info.filename, data)
+    return path
+
+
+def test_diff_writes_every_shared_format(scratch):
+    new = _lossy_release(scratch / "gpu_example-1.1-py3-none-linux_x86_64.whl").name
+    for fmt in ("text", "json", "markdown", "github", "junit"):
+        rc = main(["diff", "--no-config", "--format", fmt, "-o", f"d.{fmt}", EXAMPLE, new])
+        assert rc == 1, fmt
+    github = Path("d.github").read_text(encoding="utf-8")
+    assert github.startswith("::error title=archaudit diff%3A GPU architectures lost::gpu_example/libkernels.so: lost")
+    junit = Path("d.junit").read_text(encoding="utf-8")
+    assert 'failures="1"' in junit and 'type="lost"' in junit and "sm_90" in junit
+    assert json.loads(Path("d.json").read_text(encoding="utf-8"))["lost"] == ["sm_90", "compute_90"]
+    assert "lost sm_90 (no longer runs" in Path("d.text").read_text(encoding="utf-8")
+    rc = main(["diff", "--no-config", "--allow-loss", "--format", "github", "-o", "d2", EXAMPLE, new])
+    assert rc == 0 and Path("d2").read_text(encoding="utf-8").startswith("::warning ")
+
+
+def test_diff_unwritable_output_is_exit_2(scratch, capsys):
+    rc = main(["diff", "--no-config", "-o", "/nonexistent/dir/d.txt", EXAMPLE, EXAMPLE])
+    err = capsys.readouterr().err
+    assert rc == 2 and "cannot write the report" in err and "Traceback" not in err

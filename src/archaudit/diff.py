@@ -13,7 +13,7 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 from xml.etree import ElementTree as ET
 
 from . import __version__, arch, formats
@@ -22,7 +22,7 @@ from .audit import LibraryVerdict, Policy, TargetReport, judge
 from .findings import ERROR
 from .formats import code_span as _code, md_text as _md
 from .model import PTX, RELOCATABLE, SASS, Library
-from .render import target_order
+from .render import size_text, target_order
 
 DIFF_SCHEMA_VERSION = 1
 GPU_EXAMPLES = 3
@@ -105,11 +105,19 @@ def library_key(path: str) -> str:
     return _AUDITWHEEL_HASH.sub("", base)
 
 
-def match_libraries(old: list[str], new: list[str]) -> list[tuple[str | None, str | None, str]]:
+class Match(NamedTuple):
+    """One old library and its new counterpart; None on the side where it is absent."""
+
+    old: str | None
+    new: str | None
+    how: str  # "path" | "name" | "" (added or removed)
+
+
+def match_libraries(old: list[str], new: list[str]) -> list[Match]:
     """Pairs (old path, new path, how) covering both lists: by path first, then by library_key
     where that key is unique among the leftovers on each side; the rest are added or removed."""
     new_set = set(new)
-    pairs: list[tuple[str | None, str | None, str]] = [(p, p, "path") for p in old if p in new_set]
+    pairs = [Match(p, p, "path") for p in old if p in new_set]
     matched = {p for p, _, _ in pairs}
     left_old = [p for p in old if p not in matched]
     left_new = [p for p in new if p not in matched]
@@ -124,11 +132,11 @@ def match_libraries(old: list[str], new: list[str]) -> list[tuple[str | None, st
     for key, olds in ko.items():
         news = kn.get(key, [])
         if len(olds) == 1 and len(news) == 1:
-            pairs.append((olds[0], news[0], "name"))
+            pairs.append(Match(olds[0], news[0], "name"))
     matched_old = {o for o, _, _ in pairs}
     matched_new = {n for _, n, _ in pairs}
-    pairs += [(p, None, "") for p in old if p not in matched_old]
-    pairs += [(None, p, "") for p in new if p not in matched_new]
+    pairs += [Match(p, None, "") for p in old if p not in matched_old]
+    pairs += [Match(None, p, "") for p in new if p not in matched_new]
     return pairs
 
 
@@ -222,9 +230,7 @@ def _name(s: Side) -> str:
 
 
 def _bytes(n: int) -> str:
-    if n == 0:
-        return "0"
-    return f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n / 1e3:.1f} KB"
+    return "0" if n == 0 else size_text(n)
 
 
 def _lost_list(d: LibraryDiff, sep: str) -> str:
@@ -400,5 +406,5 @@ def render(r: DiffReport, fmt: str, *, verbose: bool = False) -> str:
     return render_text(r, verbose=verbose)
 
 
-__all__ = ["compare", "match_libraries", "library_key", "DiffReport", "LibraryDiff", "Lost", "render",
+__all__ = ["compare", "match_libraries", "Match", "library_key", "DiffReport", "LibraryDiff", "Lost", "render",
            "render_text", "render_json", "render_markdown", "render_github", "render_junit", "to_dict"]

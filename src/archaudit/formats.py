@@ -18,9 +18,9 @@ from .findings import CODES, ERROR, INFO, WARNING, Finding
 from .render import (
     QUIET_INFO,
     _driver_key,
-    _mb,
     _verdict,
     device_code_bytes,
+    size_text,
     suppressed_errors,
     suppressed_in,
     suppression_groups,
@@ -87,7 +87,7 @@ def _target_md(t: TargetReport, costs: bool, verbose: bool, hidden: tuple[Suppre
     device = [v for v in t.libraries if v.carried or v.relocatable or v.status == "unverified"]
     out = [f"### {icon} {md_text(name)} ({t.kind})", ""]
     out.append(f"**Claim:** {md_text(_claim_words(t))} · **Libraries:** {len(t.libraries)}, "
-               f"{sum(1 for v in t.libraries if v.carried)} with device code · **Read:** {_mb(t.bytes_read)}")
+               f"{sum(1 for v in t.libraries if v.carried)} with device code · **Read:** {size_text(t.bytes_read)}")
     out.append("")
     if device:
         out.append("| Library | Carries | Verdict |")
@@ -143,15 +143,16 @@ def _costs_md(t: TargetReport) -> list[str]:
            "| Target | Stored | Decoded | Share | Libraries |", "|---|---:|---:|---:|---:|"]
     for r in rows:
         share = f"{100 * r['stored'] / total:.0f}%" if total else "-"
-        out.append(f"| {r['target']} | {_mb(r['stored'])} | {_mb(r['decoded'])} | {share} | {r['libraries']} |")
-    out.append(f"| **total** | {_mb(total)} | {_mb(sum(r['decoded'] for r in rows))} | | |")
+        out.append(f"| {r['target']} | {size_text(r['stored'])} | {size_text(r['decoded'])} | {share} "
+                   f"| {r['libraries']} |")
+    out.append(f"| **total** | {size_text(total)} | {size_text(sum(r['decoded'] for r in rows))} | | |")
     libs = [v for v in t.libraries if v.bytes_by_target]
     if len(libs) > 1:
         out.append("")
         out.append("| Library | Bytes per target (stored) |")
         out.append("|---|---|")
         for v in libs:
-            parts = ", ".join(f"{k} {_mb(s)}" for k, s, _ in sorted(v.bytes_by_target,
+            parts = ", ".join(f"{k} {size_text(s)}" for k, s, _ in sorted(v.bytes_by_target,
                                                                     key=lambda r: target_order(r[0])))
             out.append(f"| {code_span(v.path)} | {md_text(parts)} |")
     out.extend(["", "</details>", ""])

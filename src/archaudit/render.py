@@ -51,7 +51,7 @@ def _fit(words: list[str], width: int) -> str:
     return f"+{len(sass)} sm +{len(ptx)} compute".replace(" +0 compute", "")
 
 
-def _mb(n: int) -> str:
+def size_text(n: int) -> str:
     return f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n / 1e3:.1f} KB"
 
 
@@ -107,7 +107,7 @@ def _target_text(t: TargetReport, detail: str, verbose: bool, *, costs: bool = F
     device = [v for v in t.libraries if v.carried or v.relocatable or v.status in ("unverified",)]
     head = (f"{name} ({t.kind}): {len(t.libraries)} librar{'y' if len(t.libraries) == 1 else 'ies'}, "
             f"{sum(1 for v in t.libraries if v.carried)} with device code; {_claim_text(t, amd, amd_source)}; "
-            f"{_mb(t.bytes_read)}" + (f" in {t.seconds:.2f} s" if timings else ""))
+            f"{size_text(t.bytes_read)}" + (f" in {t.seconds:.2f} s" if timings else ""))
     out = [head]
     if device:
         width = min(max(len(v.path) for v in device), 60)
@@ -187,13 +187,13 @@ def _costs_text(t: TargetReport) -> list[str]:
     width = max(width, 21)
     for r in rows:
         share = f"{100 * r['stored'] / total_s:.0f}%" if total_s else "-"
-        out.append(f"  {r['target']:<{width}}  {_mb(r['stored']):>10}  {_mb(r['decoded']):>10}  {share:>5}  "
-                   f"{r['libraries']}")
-    out.append(f"  {'total':<{width}}  {_mb(total_s):>10}  {_mb(total_d):>10}")
+        out.append(f"  {r['target']:<{width}}  {size_text(r['stored']):>10}  {size_text(r['decoded']):>10}  "
+                   f"{share:>5}  {r['libraries']}")
+    out.append(f"  {'total':<{width}}  {size_text(total_s):>10}  {size_text(total_d):>10}")
     libs = [v for v in t.libraries if v.bytes_by_target]
     if len(libs) > 1:
         for v in libs:
-            parts = ", ".join(f"{k} {_mb(s)}" + (f" ({_mb(d)} decoded)" if d != s else "")
+            parts = ", ".join(f"{k} {size_text(s)}" + (f" ({size_text(d)} decoded)" if d != s else "")
                               for k, s, d in sorted(v.bytes_by_target, key=lambda r: target_order(r[0])))
             out.append(f"    {v.path}: {parts}")
     return out
