@@ -214,13 +214,17 @@ def name_sections(h: Headers, strings: bytes) -> Headers:
     return replace(h, sections=tuple(out))
 
 
-def import_name_rvas(table: bytes, delay: bool, image_base: int) -> list[int]:
-    """RVAs of the DLL names an import (or delay-import) directory lists, up to its terminator."""
+def import_name_rvas(table: bytes, delay: bool, image_base: int, declared: int) -> list[int]:
+    """RVAs of the DLL names an import (or delay-import) directory lists, up to its terminator.
+    A directory declaring room for records but listing none is damaged (a linker omits the
+    directory of a DLL that imports nothing): its imports would be lost unseen."""
     rec = _DELAY if delay else _IMPORT
     out: list[int] = []
     for at in range(0, len(table) - rec.size + 1, rec.size):
         fields = rec.unpack_from(table, at)
         if not any(fields):
+            if not out and declared >= 2 * rec.size:
+                raise PeError(f"{'delay-' * delay}import directory of {declared} bytes lists no DLL")
             return out
         if len(out) >= MAX_IMPORTS:
             raise PeError(f"import directory lists more than {MAX_IMPORTS} DLLs")
@@ -256,7 +260,7 @@ def read(path: str, size: int, src: object, chunks: Chunks, decode: bool, max_pa
     except PeError as e:
         return Library(path, size, "pe", problems=(Problem(e.code, f"malformed PE: {e}"),))
     strings = src.capture(*span) if span else bytearray()
-    tables: list[tuple[bool, int, bytearray]] = []  # (delay, file offset, captured bytes)
+    tables: list[tuple[bool, int, int, bytearray]] = []  # (delay, file offset, declared size, bytes)
     for index, delay in ((DIR_IMPORT, False), (DIR_DELAY_IMPORT, True)):
         rva, dir_size = h.directory(index)
         if not rva:
@@ -265,7 +269,7 @@ def read(path: str, size: int, src: object, chunks: Chunks, decode: bool, max_pa
         if at is None:
             return Library(path, size, "pe", problems=(Problem(
                 MALFORMED, f"malformed PE: {'delay-' * delay}import directory at RVA 0x{rva:x} is in no section"),))
-        tables.append((delay, at, src.capture(at, at + dir_size + NAMES_WINDOW)))
+        tables.append((delay, at, dir_size, src.capture(at, at + dir_size + NAMES_WINDOW)))
 
     segments = tuple(elf.Segment(elf.PT_LOAD, s.raw_offset, h.image_base + s.rva, s.loaded_size, s.elf_flags)
                      for s in h.sections if s.loaded_size)
@@ -344,13 +348,13 @@ def _pe_names(p: Problem, pe_name: dict[str, str], h: Headers) -> Problem:
     return p if message == p.message else replace(p, message=message)
 
 
-def _imports(h: Headers, tables: list[tuple[bool, int, bytearray]], chunks: Chunks, size: int,
+def _imports(h: Headers, tables: list[tuple[bool, int, int, bytearray]], chunks: Chunks, size: int,
              notes: list[str]) -> tuple[str, ...]:
     from . import scan
 
     needed: list[str] = []
-    for delay, at, blob in tables:
-        rvas = import_name_rvas(bytes(blob), delay, h.image_base)
+    for delay, at, declared, blob in tables:
+        rvas = import_name_rvas(bytes(blob), delay, h.image_base, declared)
         offsets = []
         for rva in rvas:
             off = h.rva_to_offset(rva)
@@ -369,7 +373,7 @@ def _imports(h: Headers, tables: list[tuple[bool, int, bytearray]], chunks: Chun
             raise PeError("imported DLL names are scattered over more than 1 MiB")
         for off in offsets:
             name = elf.cstring(window, off - base, 256)
-            if not name:
-                raise PeError(f"imported DLL name at 0x{off:x} is empty")
+            if not name or not name.isprintable() or "\ufffd" in name:
+                raise PeError(f"imported DLL name at 0x{off:x} is {'empty' if not name else 'not text'}")
             needed.append(name)
     return tuple(needed)
