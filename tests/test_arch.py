@@ -125,7 +125,8 @@ def test_ordering_is_by_cc_then_suffix():
         ("sm_120f", (12, 1), True),
         ("sm_121", (12, 0), False),
         ("sm_110", (11, 0), True),
-        ("sm_101", (11, 0), True),  # Thor's old name
+        ("sm_101", (11, 0), False),  # Thor renamed by CUDA 13: not known to load, fail closed
+        ("sm_101", (10, 1), True),  # ... but Thor under its old name, with a CUDA 12.9 driver
         ("sm_100", (11, 0), False),
     ],
 )

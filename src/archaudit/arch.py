@@ -121,6 +121,15 @@ def canonical_cc(cc: CC) -> CC:
     return CC_ALIASES.get(key, key)
 
 
+def renamed(code: CC, gpu: CC) -> bool:
+    """Whether code and GPU name one GPU by two names (sm_101 and 11.0, Thor before and after
+    CUDA 13). Machine code for one name is not known to load under the other: CUDA 13 dropped
+    sm_101 ("SM101 is no longer valid", CUTLASS 4.2) and no source says its driver loads an
+    sm_101 cubin on 11.0, so such SASS is judged not to run (fail closed)."""
+    a, b = (code[0], code[1]), (gpu[0], gpu[1])
+    return a != b and canonical_cc(a) == canonical_cc(b)
+
+
 def is_tegra(cc: CC) -> bool:
     """Tegra (Jetson/DRIVE) parts, where SASS is only binary compatible with its exact CC."""
     return canonical_cc(cc) in TEGRA_CCS
@@ -133,6 +142,8 @@ def sass_runs_on(code: CudaTarget, gpu: CC) -> bool:
     SASS and any SASS on a Tegra GPU need an exact match; ``a`` needs an exact match;
     ``f`` runs within its family (same major, minor at least its own).
     """
+    if renamed(code.cc, gpu):
+        return False
     want = canonical_cc(code.cc)
     have = canonical_cc(gpu)
     if want == have:
@@ -151,7 +162,7 @@ def ptx_runs_on(code: CudaTarget, gpu: CC) -> bool:
     want = canonical_cc(code.cc)
     have = canonical_cc(gpu)
     if code.suffix == "a":
-        return have == want
+        return have == want and not renamed(code.cc, gpu)
     if code.suffix == "f":
         return have[0] == want[0] and have[1] >= want[1]
     return have >= want
@@ -394,3 +405,28 @@ def lookup_gpu(name_or_target: str) -> list[Gpu]:
             if len(t) < len(words) and words[: len(t)] == t and (best is None or len(t) > best[0]):
                 best = (len(t), g)
     return [best[1]] if best else []
+
+
+# ---- what a GPU generation's last driver can run ---------------------------------------
+
+
+@lru_cache(maxsize=None)
+def _last_cuda() -> dict[CC, CC]:
+    rows = _data("cuda.json")["last_driver"]["generations"].values()
+    return {_cc(cc): _cc(row["cuda"]) for row in rows for cc in row["ccs"]}
+
+
+def last_cuda(gpu: CC) -> CC | None:
+    """The newest CUDA release any driver for this GPU supports (its generation's last driver
+    branch), or None while its generation is still supported."""
+    return _last_cuda().get(canonical_cc(gpu))
+
+
+def runtime_major(soname: str) -> int | None:
+    """The CUDA major a NEEDED library name proves the library was built by
+    (``libcudart.so.12`` -> 12), or None for a name that says nothing about it."""
+    for row in _data("cuda.json")["runtime_sonames"]["patterns"]:
+        m = re.match(row["pattern"], soname)
+        if m:
+            return int(m.group("major"))
+    return None

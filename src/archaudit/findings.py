@@ -172,11 +172,25 @@ _CODES = [
          "Build for that GPU's architecture (or PTX of an older one).",
          "libfoo.so on RTX 5090 (12.0): not at all"),
     Code("G010", INFO, "device code without kernels",
-         "Every payload of the library was decoded and none defines a kernel (nvlink's per-link "
-         "stubs in a library with no device code of its own): nothing in it can be launched, so "
-         "there is no coverage to judge.",
+         "The library's only device code is nvlink's kernel-less device-link stubs (a library with "
+         "no device code of its own): nothing in it can be launched, so there is no coverage to "
+         "judge. Any other container is judged by its targets, kernels identified or not.",
          "Nothing; a build that needs no device link can drop it.",
          "libcufftw.so.12 carries device code without kernels (sm_75)"),
+    Code("G011", ERROR, "claimed vendor without device code",
+         "Architectures were claimed for a GPU vendor (CUDA through --arch, AMD through --amd-arch) "
+         "but no library of the target carries loadable device code of that vendor: nothing runs on "
+         "the GPUs claimed.",
+         "Ship the vendor's build, or stop claiming its architectures.",
+         "x.whl: claims AMD targets ['gfx942'] (--amd-arch) but no library carries AMD device code"),
+    Code("G012", ERROR, "code no driver can run on a claimed GPU",
+         "A claimed GPU is covered only by code that needs a newer CUDA release than the last driver "
+         "of the GPU's generation supports (Kepler's R470 stops at CUDA 11.4, PTX ISA 7.4; Maxwell to "
+         "Volta end with R580, CUDA 13.0): no driver that still runs the GPU can run the code.",
+         "Build that GPU's code with a toolkit its last driver supports (or lower the PTX ISA), or "
+         "stop claiming the GPU.",
+         "libcatboost.so on 3.5 (claimed) has only code no driver can run there: compute_35 (PTX ISA "
+         "7.8); the last driver for 3.5 GPUs supports CUDA 11.4"),
     Code("K001", ERROR, "kernels miss a claimed architecture",
          "One container (one translation unit, which the runtime registers on its own) lacks code "
          "for a claimed architecture that the library as a whole has: its kernels fail there "
@@ -188,14 +202,28 @@ _CODES = [
          "those GPUs, by design. Under --strict-kernels it is judged like any other.",
          "Nothing, if its kernels are dispatched only on those GPUs.",
          "libfoo.so: 3 kernels are specialised for sm_90a"),
+    Code("K003", INFO, "kernels dispatched by architecture",
+         "Kernels a claimed GPU cannot launch, where the binary shows it is by design: the kernel's "
+         "name says the architecture it is for (sm80_xmma_*, volta_*, cutlass_80_*), or the kernel "
+         "was compiled out of its own container's code for that GPU (the same translation unit was "
+         "built for it, so the source left the kernel out there, as a __CUDA_ARCH__ guard does). "
+         "The library's host code must not launch them there; archaudit cannot see host code. "
+         "Under --strict-kernels containers are judged whole instead.",
+         "Nothing, if the library picks its kernels by architecture at run time.",
+         "libcudnn_cnn.so.9: 212 kernels (sm80_xmma_fprop, ...) are named for another architecture "
+         "sm_90 (dispatched by architecture at run time)"),
     Code("D001", ERROR, "needs a newer driver",
-         "With --driver, the wheel carries PTX or cubins from a CUDA release whose minimum driver "
-         "is newer than the one given: 'the provided PTX was compiled with an unsupported "
-         "toolchain'.",
+         "With --driver, some claimed (or --gpu) GPU would run PTX or cubins from a CUDA release "
+         "whose minimum driver is newer than the one given ('the provided PTX was compiled with an "
+         "unsupported toolchain'), or archaudit cannot name that floor (no toolkit note, no linked "
+         "CUDA library, an ISA newer than its tables): fail closed.",
          "Build with an older toolkit (or lower PTX ISA), or require a newer driver.",
          "libfoo.so needs driver >= 580.65.06 (PTX ISA 9.0, CUDA 13.0); 550.54 given"),
     Code("D002", INFO, "driver floor",
-         "The minimum NVIDIA driver the device code needs, from PTX ISA and cubin toolkit versions.",
+         "The minimum NVIDIA driver for the code the claimed (or --gpu) GPUs would run: per GPU, the "
+         "driver of the PTX ISA it JIT-compiles, or its cubin's CUDA major under minor version "
+         "compatibility (from the cubin's toolkit note, else the CUDA libraries it links, such as "
+         "libcudart.so.12). Without any of these the floor is unknown.",
          "Nothing; publish it with the release.",
          "wheel needs driver >= 580.65.06 on Linux (CUDA 13.0)"),
     Code("X001", WARNING, "stale ignore entry",
