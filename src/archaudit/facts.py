@@ -66,7 +66,7 @@ class Unit:
     index: int  # position in Library.containers
     container: Container
     codes: tuple[NvCode, ...]
-    identified: bool  # every code entry was read and names its kernels
+    identified: bool  # every code entry was read, so its kernels (perhaps none) are known
 
     @cached_property
     def specialised(self) -> bool:
@@ -190,7 +190,7 @@ def _dead(code: NvCode, runtime: Floor | None, last: CC) -> bool:
     return False
 
 
-Verdict = Literal["fails", "specialised", "named", "compiled-out"]
+Verdict = Literal["fails", "specialised", "named", "compiled-out", "dispatch"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,7 +213,10 @@ def _kernel_gaps(f: LibraryFacts) -> tuple[KernelGap, ...]:
     own unit gives that GPU code in which the kernel was compiled out (the same translation
     unit was built for the GPU, so the source left it out there: "compiled-out"). Otherwise
     the kernel's object was built for fewer architectures than the claim: "fails".
-    Units whose kernels cannot be identified are judged whole, by their targets.
+    In a library whose binary shows it picks code by architecture at run time
+    (``dispatch_evidence``), a kernel's gap on a GPU the library covers is "dispatch".
+    Units whose kernels were not read are judged whole, by their targets; a unit read whole
+    that defines no kernel launches nothing (it still counts for library coverage, G001).
     Under --strict-kernels every unit is judged whole, with no design exemption."""
     judged = [cc for cc in f.claimed if cc not in f.missing]
     if not judged or f.specialised:
@@ -221,8 +224,8 @@ def _kernel_gaps(f: LibraryFacts) -> tuple[KernelGap, ...]:
     gaps: list[KernelGap] = []
     strict = f.policy.strict_kernels
     for i, u in enumerate(f.units):
-        if u.identified and not strict:
-            continue
+        if u.identified and (not strict or not u.kernels):
+            continue  # judged per kernel below; a unit read whole that defines none launches nothing
         fails = tuple(label(cc) for cc in judged if f.paths[cc].choices[i].runs == "none")
         if fails:
             verdict: Verdict = "specialised" if u.specialised and not strict else "fails"
@@ -252,10 +255,12 @@ def _kernel_gaps(f: LibraryFacts) -> tuple[KernelGap, ...]:
         named = named_architectures(name)
         by: dict[Verdict, list[str]] = defaultdict(list)
         for cc in missing:
-            if named and arch.canonical_cc(cc) not in named:
+            if named:
                 by["named"].append(label(cc))
             elif any(f.paths[cc].choices[i].runs != "none" for i in homes):
                 by["compiled-out"].append(label(cc))
+            elif f.dispatch_evidence is not None:
+                by["dispatch"].append(label(cc))
             else:
                 by["fails"].append(label(cc))
         for verdict, gpus in by.items():
@@ -341,6 +346,28 @@ class LibraryFacts:
         return len({k for e in entries for k in e.kernels or ()})
 
     @cached_property
+    def dispatch_evidence(self) -> str | None:
+        """What in the binary shows the library picks its code by architecture at run time,
+        or None. Code for one arch-specific or family target only (a unit of sm_90a alone) can
+        load on no other GPU, so the library must check the GPU before using it; a kernel named
+        for an architecture (sm80_xmma_*, turing_*) is chosen by the GPU too; so is one kernel
+        compiled into single-architecture units for different architectures."""
+        special = [u for u in self.units if u.specialised and u.kernels]
+        if special:
+            targets = sorted({c.label for u in special for c in u.codes})
+            return (f"{len(special)} container{'s' * (len(special) != 1)} of arch-specific or family code "
+                    f"only ({', '.join(targets[:4])}{', ...' if len(targets) > 4 else ''})")
+        named = sorted(k for k in self.kernel_homes if named_architectures(k))
+        if named:
+            return f"{len(named)} kernel{'s' * (len(named) != 1)} named for an architecture ({named[0]}, ...)"
+        for k, homes in self.kernel_homes.items():
+            singles = {self.units[i].codes[0].target for i in homes
+                       if len({c.target for c in self.units[i].codes}) == 1}
+            if len(singles) > 1:
+                return f"{k} compiled into single-architecture containers for {', '.join(sorted(t.sm for t in singles))}"
+        return None
+
+    @cached_property
     def kernel_gaps(self) -> tuple[KernelGap, ...]:
         """Every kernel (or unnamed unit) some claimed GPU cannot launch, and why."""
         return _kernel_gaps(self)
@@ -370,7 +397,7 @@ def library_facts(lib: Library, claim: Claim | None, policy: Policy) -> LibraryF
         codes = nv_codes(c.entries)
         if not codes:
             continue
-        identified = all(x.entry.kernels for x in codes)
+        identified = all(x.entry.kernels is not None for x in codes)
         units.append(Unit(i, c, codes, identified))
     loadable = [e for c in lib.containers if c.role != RELOCATABLE for e in c.entries]
     amd = tuple(e for e in loadable if e.kind == CODE_OBJECT)

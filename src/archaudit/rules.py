@@ -287,18 +287,21 @@ def rule_k002(f: LibraryFacts) -> list[Finding]:
 
 
 def rule_k003(f: LibraryFacts) -> list[Finding]:
-    """K003: kernels a claimed GPU cannot launch by design, as the binary shows: named for
-    another architecture, or compiled out of their own container's code for that GPU."""
+    """K003: kernels a claimed GPU cannot launch by design, as the binary shows: named for an
+    architecture, compiled out of their own container's code for that GPU, or in a library
+    whose binary shows it picks code by architecture (see LibraryFacts.dispatch_evidence)."""
     out = []
-    for why in ("named", "compiled-out"):
+    for why in ("named", "compiled-out", "dispatch"):
         gaps = [(g.carried, g.fails, g.name, g.units) for g in f.kernel_gaps if g.verdict == why]
         for g in _groups(gaps):
-            reason = ("are named for another architecture" if why == "named" else
-                      "are compiled out of their own container's code for")
-            out.append(finding("K003", f.path, f"{f.path}: {_kernels_phrase(g.names, g.containers)} {reason} "
-                                               f"{', '.join('sm_' + x for x in g.fails)} (dispatched by "
-                                               f"architecture at run time)",
-                               kernels=list(g.names or ()), fails=list(g.fails), reason=why))
+            reason = {"named": "their names say the architecture they are for",
+                      "compiled-out": "their own containers' code for these GPUs leaves them out",
+                      "dispatch": f"the library picks code by architecture ({f.dispatch_evidence})"}[why]
+            out.append(finding("K003", f.path, f"{f.path}: {_kernels_phrase(g.names, g.containers)} carry code only "
+                                               f"for {', '.join(g.carried)}, not for "
+                                               f"{', '.join('sm_' + x for x in g.fails)}: {reason}",
+                               kernels=list(g.names or ()), carried=list(g.carried), fails=list(g.fails),
+                               reason=why))
     return out
 
 
