@@ -49,6 +49,7 @@ def rows(doc: dict[str, Any]) -> Iterator[tuple[str, Any]]:
             "last_driver.generations": t["last_driver"]["generations"],
             "cmake_all.releases": t["cmake_all"]["releases"],
             "torch_named_arches.names": t["torch_named_arches"]["names"],
+            "runtime_sonames.patterns": t["runtime_sonames"]["patterns"],
         }
     elif doc is AMD:
         tables = {"processors": AMD["processors"], "generic_families": AMD["generic_families"],

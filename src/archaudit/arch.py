@@ -410,7 +410,7 @@ def lookup_gpu(name_or_target: str) -> list[Gpu]:
 # ---- what a GPU generation's last driver can run ---------------------------------------
 
 
-@lru_cache(maxsize=None)
+@cache
 def _last_cuda() -> dict[CC, CC]:
     rows = _data("cuda.json")["last_driver"]["generations"].values()
     return {_cc(cc): _cc(row["cuda"]) for row in rows for cc in row["ccs"]}
@@ -425,7 +425,7 @@ def last_cuda(gpu: CC) -> CC | None:
 def runtime_major(soname: str) -> int | None:
     """The CUDA major a NEEDED library name proves the library was built by
     (``libcudart.so.12`` -> 12), or None for a name that says nothing about it."""
-    for row in _data("cuda.json")["runtime_sonames"]["patterns"]:
+    for row in _data("cuda.json")["runtime_sonames"]["patterns"].values():
         m = re.match(row["pattern"], soname)
         if m:
             return int(m.group("major"))

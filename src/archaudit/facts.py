@@ -266,7 +266,6 @@ def _kernel_gaps(f: LibraryFacts) -> tuple[KernelGap, ...]:
         for verdict, gpus in by.items():
             gaps.append(KernelGap(verdict, carried, tuple(gpus), name, units))
     return tuple(gaps)
-    return gaps
 
 
 def labels_of(codes: Iterable[NvCode]) -> tuple[str, ...]:
@@ -364,7 +363,8 @@ class LibraryFacts:
             singles = {self.units[i].codes[0].target for i in homes
                        if len({c.target for c in self.units[i].codes}) == 1}
             if len(singles) > 1:
-                return f"{k} compiled into single-architecture containers for {', '.join(sorted(t.sm for t in singles))}"
+                archs = ", ".join(sorted(t.sm for t in singles))
+                return f"{k} compiled into single-architecture containers for {archs}"
         return None
 
     @cached_property
