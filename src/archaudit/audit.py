@@ -8,7 +8,6 @@ Whatever could not be read fails closed.
 
 from __future__ import annotations
 
-import fnmatch
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
