@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+
 from . import arch
 from .model import PTX, SASS, Coverage, Entry
 
