@@ -90,6 +90,14 @@ def test_sources_are_checkable_and_all_used(name):
         assert key in used, f"{name} source {key!r} is cited by no row (stale)"
 
 
+@pytest.mark.parametrize("name", sorted(DOCS))
+def test_every_table_is_checked(name):
+    """A table added to a data file without a line in rows() would escape the source check."""
+    doc = DOCS[name]
+    checked = {where.split("[", 1)[0].split(".", 1)[0] for where, _ in rows(doc)}
+    assert set(doc) - {"schema", "about", "sources"} == checked
+
+
 def test_no_machine_paths_in_tables():
     for name in DOCS:
         text = resources.files("archaudit").joinpath("data", name).read_text("utf-8")
