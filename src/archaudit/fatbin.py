@@ -17,6 +17,7 @@ import lz4.block
 import zstandard
 
 from . import elf
+from .errors import ArchauditError
 from .model import LTO, PTX, SASS
 
 MAGIC = b"\x50\xed\x55\xba"
@@ -37,13 +38,11 @@ MAX_ENTRY_HEADER = 4096
 DEFAULT_MAX_PAYLOAD = 1 << 30
 
 
-class FatbinError(Exception):
+class FatbinError(ArchauditError):
     """A malformed container or entry; code is an E0xx finding code."""
 
     def __init__(self, code: str, message: str, offset: int | None = None):
-        super().__init__(message)
-        self.code = code
-        self.offset = offset
+        super().__init__(message, code=code, offset=offset)
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from . import elf
+from .errors import ArchauditError
 from .model import Container, Library, Problem
 
 MALFORMED = "E021"
@@ -51,12 +52,11 @@ CANONICAL = {
 }
 
 
-class PeError(Exception):
+class PeError(ArchauditError):
     """A malformed PE image: its device code cannot be located, so it is unverified."""
 
     def __init__(self, message: str, code: str = MALFORMED):
-        super().__init__(message)
-        self.code = code
+        super().__init__(message, code=code)
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from . import elf, fatbin
+from .errors import ArchauditError
 from .model import (
     CODE_OBJECT,
     DEVICE_LINK,
@@ -457,10 +458,11 @@ def scan_stream(path: str, size: int, chunks: Chunks, *, decode: bool = False,
             "E099", f"could not be verified: internal error {type(e).__name__}: {e}"),))
 
 
-class _ReadFailed(Exception):
+class _ReadFailed(ArchauditError):
+    """A library that cannot be read to its end: the code of the finding it becomes."""
+
     def __init__(self, code: str, message: str):
-        super().__init__(message)
-        self.code = code
+        super().__init__(message, code=code)
 
 
 def _scan(path: str, size: int, chunks: Chunks, decode: bool, max_payload: int) -> Library:

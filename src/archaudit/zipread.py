@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import IO
 
+from .errors import ArchauditError
+
 _inflater: ModuleType
 try:  # ISA-L inflates the same deflate streams about twice as fast as zlib.
     from isal import isal_zlib as _inflater
@@ -45,16 +47,17 @@ Hazard = tuple[str, str, str]  # (code, member name, message)
 ReadAt = Callable[[int, int], bytes]  # (offset, length) -> at most length bytes
 
 
-class ZipError(Exception):
+class ZipError(ArchauditError):
     """The archive as a whole cannot be read (finding E002)."""
 
+    default_code = "E002"
 
-class MemberError(Exception):
+
+class MemberError(ArchauditError):
     """One member cannot be read or is hazardous; code is E002 or E003."""
 
     def __init__(self, code: str, message: str):
-        super().__init__(message)
-        self.code = code
+        super().__init__(message, code=code)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ import sys
 import tempfile
 import time
 
+from ..errors import ArchauditError
 from . import child, probes as probes_mod, venv
 from .report import FAIL, Row, SmokeReport
 
@@ -23,7 +24,7 @@ DEFAULT_TIMEOUT = 300.0
 INFO_TIMEOUT = 120.0
 
 
-class SmokeInputError(Exception):
+class SmokeInputError(ArchauditError):
     """The target cannot be smoke-tested: exit status 2."""
 
 
