@@ -98,12 +98,12 @@ def _bytes_by_target(lib: Library) -> tuple[tuple[str, int, int], ...]:
 def _verdict(f: LibraryFacts, findings: list[Finding]) -> LibraryVerdict:
     lib = f.library
     if not lib.has_device_code:
-        status = "unverified" if lib.problems else "host"
-        return LibraryVerdict(lib.path, status, (), (), (), 0, None, None, tuple(findings))
+        bare: Status = "unverified" if lib.problems else "host"
+        return LibraryVerdict(lib.path, bare, (), (), (), 0, None, None, tuple(findings))
     reloc = tuple(sorted({f"{e.kind}:{e.target}" for e in f.relocatable}))
     if f.stubs_only and not lib.problems:
         return LibraryVerdict(lib.path, "host", f.carried, reloc, (), 0, 0, None, tuple(findings))
-    status = "pass"
+    status: Status = "pass"
     if any(x.severity == ERROR for x in findings):
         status = "fail"
     elif any(x.code == "G005" for x in findings):
