@@ -224,7 +224,10 @@ def _verdict_words(v: LibraryVerdict) -> str:
         return "specialised"
     if v.status == "fail":
         miss = [lbl for lbl, how in v.coverage if how == "none"]
-        return f"✗ misses {' '.join(miss)}" if miss else "✗"
+        if miss:
+            return f"✗ misses {' '.join(miss)}"
+        codes = sorted({f.code for f in v.findings if f.severity == ERROR})
+        return f"✗ {' '.join(codes)}" if codes else "✗"  # which rule failed it, when no claim is missed
     return v.status
 
 
