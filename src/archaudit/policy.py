@@ -4,20 +4,35 @@ filters. Plain frozen data, built by the CLI (or a caller of the core) and read 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, NamedTuple
 
 from .filters import IgnoreRule
+
+
+class NvidiaGpu(NamedTuple):
+    """A --gpu question about an NVIDIA GPU."""
+
+    name: str  # as displayed: the catalog name, or what the user typed
+    cc: tuple[int, int]  # compute capability
+
+
+class AmdGpu(NamedTuple):
+    """A --gpu question about an AMD GPU."""
+
+    name: str
+    target: str  # gfx target ID
 
 
 @dataclass(frozen=True, slots=True)
 class Policy:
     exact: bool = False
-    require_ptx: str | None = None  # None | "newest"
+    require_ptx: Literal["newest"] | None = None
     strict: bool = False
     strict_kernels: bool = False
     driver: str | None = None
-    driver_os: str = "linux"
-    gpus: tuple[tuple[str, tuple[int, int]], ...] = ()  # (display name, compute capability)
-    amd_gpus: tuple[tuple[str, str], ...] = ()  # (display name, gfx target)
+    driver_os: Literal["linux", "windows"] = "linux"
+    gpus: tuple[NvidiaGpu, ...] = ()
+    amd_gpus: tuple[AmdGpu, ...] = ()
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     ignore_rules: tuple[IgnoreRule, ...] = ()

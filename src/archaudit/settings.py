@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from . import arch, gfx
-from .audit import Policy
 from .claims import Claim, parse_claim
 from .config import DETAILS, FORMATS, Config, Detail, Format
 from .errors import UsageError
 from .filters import IgnoreRule, parse_patterns
+from .policy import AmdGpu, NvidiaGpu, Policy
 from .scan import DEFAULT_MAX_PAYLOAD
 
 
@@ -136,14 +136,10 @@ def claim(args: argparse.Namespace, cfg: Config) -> tuple[Claim | None, tuple[st
 
 # ---- GPUs ----
 
-NvidiaGpus = tuple[tuple[str, tuple[int, int]], ...]
-AmdGpus = tuple[tuple[str, str], ...]
-
-
-def gpus(names: Sequence[str]) -> tuple[NvidiaGpus, AmdGpus]:
+def gpus(names: Sequence[str]) -> tuple[tuple[NvidiaGpu, ...], tuple[AmdGpu, ...]]:
     """--gpu names: catalog names or aliases, sm_XX, gfx targets, AMD catalog names, or 'local'."""
-    nvidia: list[tuple[str, tuple[int, int]]] = []
-    amd: list[tuple[str, str]] = []
+    nvidia: list[NvidiaGpu] = []
+    amd: list[AmdGpu] = []
     for name in names:
         if name == "local":
             nvidia.extend(_local_gpus())
@@ -151,11 +147,11 @@ def gpus(names: Sequence[str]) -> tuple[NvidiaGpus, AmdGpus]:
         found = arch.lookup_gpu(name)
         if found:
             g = found[0]
-            nvidia.append((g.name if len(found) == 1 else name, g.cc))
+            nvidia.append(NvidiaGpu(g.name if len(found) == 1 else name, g.cc))
             continue
         amd_found = gfx.lookup_gpu(name)
         if amd_found:
-            amd.append((name, amd_found[0].target))
+            amd.append(AmdGpu(name, amd_found[0].target))
             continue
         if _is_gfx(name):
             try:
@@ -164,13 +160,13 @@ def gpus(names: Sequence[str]) -> tuple[NvidiaGpus, AmdGpus]:
                 raise UsageError(f"--gpu {name!r}: {e}") from None
             if gfx.is_generic(target):
                 raise UsageError(f"--gpu {name!r} is a generic code target, not a GPU")
-            amd.append((name, target))
+            amd.append(AmdGpu(name, target))
             continue
         raise UsageError(f"--gpu {name!r}: not in the GPU catalog (see 'archaudit gpus') and not sm_XX")
     return tuple(nvidia), tuple(amd)
 
 
-def _local_gpus() -> list[tuple[str, tuple[int, int]]]:
+def _local_gpus() -> list[NvidiaGpu]:
     try:
         import pynvml
     except ImportError:
@@ -180,13 +176,13 @@ def _local_gpus() -> list[tuple[str, tuple[int, int]]]:
     except Exception as e:  # NVML raises its own error types
         raise UsageError(f"--gpu local: no NVIDIA GPU or driver on this machine ({e})") from None
     try:
-        out: list[tuple[str, tuple[int, int]]] = []
+        out: list[NvidiaGpu] = []
         for i in range(pynvml.nvmlDeviceGetCount()):
             h = pynvml.nvmlDeviceGetHandleByIndex(i)
             name = pynvml.nvmlDeviceGetName(h)
             name = name.decode() if isinstance(name, bytes) else str(name)
             major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(h)
-            out.append((f"GPU {i} {name}", (int(major), int(minor))))
+            out.append(NvidiaGpu(f"GPU {i} {name}", (int(major), int(minor))))
         if not out:
             raise UsageError("--gpu local: NVML sees no GPU on this machine")
         return out
