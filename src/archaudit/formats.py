@@ -19,12 +19,11 @@ from .render import (
     QUIET_INFO,
     _driver_key,
     _verdict,
-    device_code_bytes,
+    cost_table,
     size_text,
     suppressed_errors,
     suppressed_in,
     suppression_groups,
-    target_order,
 )
 
 ICON = {ERROR: "❌", WARNING: "⚠️", INFO: "ℹ️"}
@@ -135,26 +134,18 @@ def _summary_md(t: TargetReport, hidden: tuple[Suppression, ...] = ()) -> str:
 
 
 def _costs_md(t: TargetReport) -> list[str]:
-    rows = device_code_bytes(t)
-    if not rows:
+    c = cost_table(t)
+    if not c.rows:
         return []
-    total = sum(r["stored"] for r in rows)
     out = ["<details><summary>Device code by target (what dropping each one saves)</summary>", "",
            "| Target | Stored | Decoded | Share | Libraries |", "|---|---:|---:|---:|---:|"]
-    for r in rows:
-        share = f"{100 * r['stored'] / total:.0f}%" if total else "-"
-        out.append(f"| {r['target']} | {size_text(r['stored'])} | {size_text(r['decoded'])} | {share} "
-                   f"| {r['libraries']} |")
-    out.append(f"| **total** | {size_text(total)} | {size_text(sum(r['decoded'] for r in rows))} | | |")
-    libs = [v for v in t.libraries if v.bytes_by_target]
-    if len(libs) > 1:
-        out.append("")
-        out.append("| Library | Bytes per target (stored) |")
-        out.append("|---|---|")
-        for v in libs:
-            parts = ", ".join(f"{k} {size_text(s)}" for k, s, _ in sorted(v.bytes_by_target,
-                                                                    key=lambda r: target_order(r[0])))
-            out.append(f"| {code_span(v.path)} | {md_text(parts)} |")
+    out += [f"| {r.target} | {r.stored} | {r.decoded} | {r.share} | {r.libraries} |" for r in c.rows]
+    out.append(f"| **total** | {c.stored} | {c.decoded} | | |")
+    if c.per_library:
+        out += ["", "| Library | Bytes per target (stored) |", "|---|---|"]
+        for path, by_target in c.per_library:
+            parts = ", ".join(f"{k} {size_text(s)}" for k, s, _ in by_target)
+            out.append(f"| {code_span(path)} | {md_text(parts)} |")
     out.extend(["", "</details>", ""])
     return out
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 from .audit import LibraryVerdict, Report, TargetReport, _label
@@ -176,26 +177,52 @@ def device_code_bytes(t: TargetReport) -> list[dict[str, Any]]:
             for k, v in sorted(acc.items(), key=lambda kv: target_order(kv[0]))]
 
 
-def _costs_text(t: TargetReport) -> list[str]:
+@dataclass(frozen=True, slots=True)
+class CostRow:
+    """One line of the --costs table, its sizes already written for people."""
+
+    target: str
+    stored: str
+    decoded: str
+    share: str  # of all stored device code
+    libraries: int
+
+
+@dataclass(frozen=True, slots=True)
+class Costs:
+    """The --costs table of a target, shared by the text and Markdown renderings."""
+
+    rows: tuple[CostRow, ...]
+    stored: str  # totals
+    decoded: str
+    per_library: tuple[tuple[str, tuple[tuple[str, int, int], ...]], ...]  # when more than one library
+
+
+def cost_table(t: TargetReport) -> Costs:
     rows = device_code_bytes(t)
-    if not rows:
-        return ["  device code by target: none"]
     total_s = sum(r["stored"] for r in rows)
     total_d = sum(r["decoded"] for r in rows)
-    width = max(len("total"), *(len(r["target"]) for r in rows))
-    out = [f"  {'DEVICE CODE BY TARGET':<{max(width, 21)}}  {'STORED':>10}  {'DECODED':>10}  {'SHARE':>5}  LIBRARIES"]
-    width = max(width, 21)
-    for r in rows:
-        share = f"{100 * r['stored'] / total_s:.0f}%" if total_s else "-"
-        out.append(f"  {r['target']:<{width}}  {size_text(r['stored']):>10}  {size_text(r['decoded']):>10}  "
-                   f"{share:>5}  {r['libraries']}")
-    out.append(f"  {'total':<{width}}  {size_text(total_s):>10}  {size_text(total_d):>10}")
     libs = [v for v in t.libraries if v.bytes_by_target]
-    if len(libs) > 1:
-        for v in libs:
-            parts = ", ".join(f"{k} {size_text(s)}" + (f" ({size_text(d)} decoded)" if d != s else "")
-                              for k, s, d in sorted(v.bytes_by_target, key=lambda r: target_order(r[0])))
-            out.append(f"    {v.path}: {parts}")
+    return Costs(
+        tuple(CostRow(r["target"], size_text(r["stored"]), size_text(r["decoded"]),
+                      f"{100 * r['stored'] / total_s:.0f}%" if total_s else "-", r["libraries"]) for r in rows),
+        size_text(total_s), size_text(total_d),
+        tuple((v.path, tuple(sorted(v.bytes_by_target, key=lambda r: target_order(r[0])))) for v in libs)
+        if len(libs) > 1 else ())
+
+
+def _costs_text(t: TargetReport) -> list[str]:
+    c = cost_table(t)
+    if not c.rows:
+        return ["  device code by target: none"]
+    width = max(21, *(len(r.target) for r in c.rows))
+    out = [f"  {'DEVICE CODE BY TARGET':<{width}}  {'STORED':>10}  {'DECODED':>10}  {'SHARE':>5}  LIBRARIES"]
+    out += [f"  {r.target:<{width}}  {r.stored:>10}  {r.decoded:>10}  {r.share:>5}  {r.libraries}" for r in c.rows]
+    out.append(f"  {'total':<{width}}  {c.stored:>10}  {c.decoded:>10}")
+    for path, by_target in c.per_library:
+        parts = ", ".join(f"{k} {size_text(s)}" + (f" ({size_text(d)} decoded)" if d != s else "")
+                          for k, s, d in by_target)
+        out.append(f"    {path}: {parts}")
     return out
 
 
