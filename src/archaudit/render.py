@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .audit import LibraryVerdict, Report, TargetReport, _label
 from .filters import Suppression
@@ -79,12 +79,22 @@ def suppressed_in(report: Report, t: TargetReport) -> tuple[Suppression, ...]:
     return tuple(s for s in report.suppressed if s.target == t.target)
 
 
-def suppression_groups(hidden: tuple[Suppression, ...]) -> list[tuple[str, str, int, list[str]]]:
-    """(rule, code, count, subjects) per rule and code, in order of first appearance."""
+class SuppressionGroup(NamedTuple):
+    """The findings of one code one rule hid."""
+
+    rule: str
+    code: str
+    hits: int
+    subjects: list[str]  # sorted, unique
+
+
+def suppression_groups(hidden: tuple[Suppression, ...]) -> list[SuppressionGroup]:
+    """Per rule and code, in order of first appearance."""
     groups: dict[tuple[str, str], list[str]] = {}
     for s in hidden:
         groups.setdefault((s.rule, s.finding.code), []).append(s.finding.subject)
-    return [(rule, code, len(subjects), sorted(set(subjects))) for (rule, code), subjects in groups.items()]
+    return [SuppressionGroup(rule, code, len(subjects), sorted(set(subjects)))
+            for (rule, code), subjects in groups.items()]
 
 
 def suppressed_errors(hidden: tuple[Suppression, ...]) -> str:
@@ -188,6 +198,11 @@ class CostRow:
     libraries: int
 
 
+class LibraryCosts(NamedTuple):
+    path: str
+    by_target: tuple[tuple[str, int, int], ...]  # (target, stored, decoded) in target order
+
+
 @dataclass(frozen=True, slots=True)
 class Costs:
     """The --costs table of a target, shared by the text and Markdown renderings."""
@@ -195,7 +210,7 @@ class Costs:
     rows: tuple[CostRow, ...]
     stored: str  # totals
     decoded: str
-    per_library: tuple[tuple[str, tuple[tuple[str, int, int], ...]], ...]  # when more than one library
+    per_library: tuple[LibraryCosts, ...]  # when more than one library
 
 
 def cost_table(t: TargetReport) -> Costs:
@@ -207,7 +222,8 @@ def cost_table(t: TargetReport) -> Costs:
         tuple(CostRow(r["target"], size_text(r["stored"]), size_text(r["decoded"]),
                       f"{100 * r['stored'] / total_s:.0f}%" if total_s else "-", r["libraries"]) for r in rows),
         size_text(total_s), size_text(total_d),
-        tuple((v.path, tuple(sorted(v.bytes_by_target, key=lambda r: target_order(r[0])))) for v in libs)
+        tuple(LibraryCosts(v.path, tuple(sorted(v.bytes_by_target, key=lambda r: target_order(r[0]))))
+              for v in libs)
         if len(libs) > 1 else ())
 
 
