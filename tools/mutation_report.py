@@ -55,11 +55,21 @@ def diff_of(name: str) -> str:
     return subprocess.run([sys.executable, "-m", "mutmut", "show", name], capture_output=True, text=True).stdout
 
 
+_RAISE = re.compile(r"^\s*raise (\w+)\(")
+
+
+def _same_raise(a: str, b: str) -> bool:
+    """Both lines raise the same exception class: only what it says differs."""
+    ma, mb = _RAISE.match(a), _RAISE.match(b)
+    return bool(ma and mb and ma.group(1) == mb.group(1))
+
+
 def classify(diff: str) -> str:
     minus = [ln[1:] for ln in diff.splitlines() if ln.startswith("-") and not ln.startswith("---")]
     plus = [ln[1:] for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
     if minus and len(minus) == len(plus) and all(
-            _code_without_strings(a) == _code_without_strings(b) for a, b in zip(minus, plus)):
+            _code_without_strings(a) == _code_without_strings(b) or _same_raise(a, b)
+            for a, b in zip(minus, plus)):
         return "message"
     return "behaviour"
 
