@@ -120,24 +120,38 @@ def named_architectures(kernel: str) -> tuple[CC, ...]:
 
 
 def _judged_containers(lib: Library) -> list[tuple[int, Container]]:
-    """Containers that hold kernels of their own: device-link containers only when they
-    carry kernels (an -rdc build), or when kernels were not read and nothing else holds code."""
-    loadable = [(i, c) for i, c in enumerate(lib.containers) if c.role != RELOCATABLE and c.entries]
-    others = any(c.role != DEVICE_LINK for _, c in loadable)
+    """Containers that may hold kernels of their own: all but relocatable ones and nvlink's
+    device-link containers read whole and found to define no kernel (its per-link stubs). A
+    device-link container whose kernels were not read is judged (an -rdc build keeps its
+    kernels there): fail closed until it is read."""
     out = []
-    for i, c in loadable:
+    for i, c in enumerate(lib.containers):
+        if c.role == RELOCATABLE or not c.entries:
+            continue
         if c.role == DEVICE_LINK:
             kernels = [e.kernels for e in c.entries if e.kind == SASS]
-            if any(k is None for k in kernels):
-                if others:
-                    continue
-            elif not any(kernels):
+            if all(k is not None for k in kernels) and not any(kernels):
                 continue
         out.append((i, c))
     return out
 
 
-def _code_floor(code: NvCode, runtime: Floor | None, os_name: str) -> Floor:
+def _unit_release(codes: tuple[NvCode, ...]) -> CC | None:
+    """The CUDA release whose nvcc built a unit, as its PTX shows: one container is one nvcc
+    compilation, so its cubins come from the toolkit of its PTX's ISA (or a later one)."""
+    releases = []
+    for c in codes:
+        if c.kind == PTX and c.entry.code_version != (0, 0):
+            try:
+                releases.append(arch.cuda_release_for_ptx_isa(c.entry.code_version))
+            except LookupError:
+                continue
+    return max(releases) if releases else None
+
+
+def _code_floor(code: NvCode, runtime: Floor | None, os_name: str, built: CC | None = None) -> Floor:
+    """The driver floor of one entry: PTX by its ISA; a cubin by the CUDA major that built it
+    (its toolkit note, else its container's PTX, else the CUDA libraries linked)."""
     e = code.entry
     try:
         if e.kind == PTX:
@@ -149,6 +163,9 @@ def _code_floor(code: NvCode, runtime: Floor | None, os_name: str) -> Floor:
         if e.toolkit:
             return Floor(e.toolkit, arch.min_driver(e.toolkit, os_name, kind="minor"),
                          f"{code.label} (built by CUDA {e.toolkit[0]}.{e.toolkit[1]})")
+        if built is not None:
+            return Floor(built, arch.min_driver(built, os_name, kind="minor"),
+                         f"{code.label} (built with PTX of CUDA {built[0]}.{built[1]} in its container)")
     except LookupError as err:
         return Floor(None, None, f"{code.label}: {err}")
     if runtime is not None:
@@ -204,7 +221,7 @@ class KernelGap:
     units: frozenset[int]
 
 
-def _kernel_gaps(f: LibraryFacts) -> tuple[KernelGap, ...]:
+def _kernel_gaps(f: LibraryFacts, gpus: tuple[CC, ...]) -> tuple[KernelGap, ...]:
     """Every kernel some claimed GPU cannot launch, with what the binary says about it.
 
     A kernel runs on a GPU when some unit defining it gives that GPU code that defines it.
@@ -218,7 +235,7 @@ def _kernel_gaps(f: LibraryFacts) -> tuple[KernelGap, ...]:
     Units whose kernels were not read are judged whole, by their targets; a unit read whole
     that defines no kernel launches nothing (it still counts for library coverage, G001).
     Under --strict-kernels every unit is judged whole, with no design exemption."""
-    judged = [cc for cc in f.claimed if cc not in f.missing]
+    judged = list(gpus)
     if not judged or f.specialised:
         return ()
     gaps: list[KernelGap] = []
@@ -369,8 +386,13 @@ class LibraryFacts:
 
     @cached_property
     def kernel_gaps(self) -> tuple[KernelGap, ...]:
-        """Every kernel (or unnamed unit) some claimed GPU cannot launch, and why."""
-        return _kernel_gaps(self)
+        """Every kernel (or unnamed unit) some claimed GPU cannot launch, and why (claimed GPUs
+        the library does not run on at all are G001's, not the kernels')."""
+        return _kernel_gaps(self, tuple(cc for cc in self.claimed if cc not in self.missing))
+
+    def kernel_gaps_on(self, gpu: CC) -> tuple[KernelGap, ...]:
+        """The same question for one GPU (a --gpu question)."""
+        return _kernel_gaps(self, (gpu,)) if gpu in self.paths and self.paths[gpu].runs != "none" else ()
 
     @cached_property
     def floor_gpus(self) -> tuple[CC, ...]:
@@ -383,7 +405,8 @@ class LibraryFacts:
         with neither, of all its code."""
         if self.floor_gpus:
             return highest([p.floor for cc in self.floor_gpus if (p := self.paths[cc]).floor is not None])
-        floors = [_code_floor(c, self.runtime, self.policy.driver_os) for c in self.codes]
+        floors = [_code_floor(c, self.runtime, self.policy.driver_os, _unit_release(u.codes))
+                  for u in self.units for c in u.codes]
         if self.runtime is not None and floors:
             floors.append(self.runtime)
         return highest(floors)
@@ -429,7 +452,7 @@ def _gpu_path(gpu: CC, units: list[Unit], runtime: Floor | None, os_name: str) -
             choice = NOTHING
         choices.append(choice)
         if choice.runs != "none" and choice.code is not None:
-            floors.append(_code_floor(choice.code, runtime, os_name))
+            floors.append(_code_floor(choice.code, runtime, os_name, _unit_release(u.codes)))
             if choice.runs == "native" or runs == "none":
                 runs = choice.runs
     if floors and runtime is not None:

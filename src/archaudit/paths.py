@@ -100,7 +100,8 @@ class Choice:
 
     @property
     def kernels(self) -> tuple[str, ...] | None:
-        return None if self.code is None else self.code.entry.kernels
+        """The kernels this GPU gets from the container: none when nothing loads."""
+        return None if self.code is None or self.runs == "none" else self.code.entry.kernels
 
 
 NOTHING = Choice("none", None)

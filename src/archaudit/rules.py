@@ -358,7 +358,8 @@ def rule_g008(f: LibraryFacts) -> list[Finding]:
 
 
 def rule_g009(f: LibraryFacts) -> list[Finding]:
-    """G009: with --gpu, a library carrying device code of which none runs on that GPU."""
+    """G009: with --gpu, a library carrying device code of which none runs on that GPU, or
+    with kernels that cannot run there while nothing in the binary says it is by design."""
     return [x for x in _named_gpus(f) if x.code == "G009"]
 
 
@@ -370,7 +371,14 @@ def _named_gpus(f: LibraryFacts) -> list[Finding]:
             word = {"native": "native", "jit": "only through PTX JIT", "none": "not at all"}[p.runs]
             if p.runs == "none" and p.dead:
                 word += " (its code needs a newer driver than any for this GPU)"
-            out.append(finding("G009" if p.runs == "none" else "G008", f.path,
+            failing = [g for g in f.kernel_gaps_on(cc) if g.verdict == "fails"]
+            if failing:
+                n = len({g.name for g in failing if g.name is not None})
+                units = len({i for g in failing for i in g.units})
+                word = (f"{word} for part of it; {n} kernel{'s' * (n != 1)} in {units} container"
+                        f"{'s' * (units != 1)} cannot run there (they carry only "
+                        f"{', '.join(sorted({t for g in failing for t in g.carried})[:6])})")
+            out.append(finding("G009" if p.runs == "none" or failing else "G008", f.path,
                                f"{f.path} on {name} ({cc[0]}.{cc[1]}): {word}", gpu=name, runs=p.runs))
     if f.amd:
         targets = sorted({e.target for e in f.amd})
