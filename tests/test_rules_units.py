@@ -14,9 +14,20 @@ from archaudit.audit import Report, judge
 from archaudit.claims import parse_claim
 from archaudit.facts import library_facts
 from archaudit.findings import CODES, ERROR, Finding
-from archaudit.model import CODE_OBJECT, DEVICE_LINK, EXECUTABLE, HIP, PTX, RELOCATABLE, SASS, Container, Entry, Library, Problem
+from archaudit.model import (
+    CODE_OBJECT,
+    DEVICE_LINK,
+    EXECUTABLE,
+    HIP,
+    PTX,
+    RELOCATABLE,
+    SASS,
+    Container,
+    Entry,
+    Library,
+    Problem,
+)
 from archaudit.policy import Policy
-
 
 # ---- hand-built inputs -------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from .claims import Claim, parse_claim
 from .facts import LibraryFacts, label, library_facts
 from .filters import IgnoreRule, Suppression, apply, stale_rules
 from .findings import ERROR, INFO, WARNING, Finding
-from .model import PTX, RELOCATABLE, SASS, Coverage, Library, Status
+from .model import DEVICE_LINK, PTX, RELOCATABLE, SASS, Coverage, Library, Status
 from .policy import Policy
 from .rules import TargetFacts, amd_covers, demangle, finding, judge_library_rules, judge_target_rules
 
@@ -114,7 +114,8 @@ def _verdict(f: LibraryFacts, findings: list[Finding]) -> LibraryVerdict:
         coverage += [(want, "native" if amd_covers(targets, want) else "none") for want in f.policy.amd_claim]
     floor = f.floor if f.codes else None
     floor_out = (floor.cuda_text, floor.driver or "unknown") if floor is not None else None
-    return LibraryVerdict(lib.path, status, f.carried, reloc, tuple(coverage), len(f.units), f.kernel_count,
+    own = sum(1 for u in f.units if u.container.role != DEVICE_LINK or u.kernels)  # unread dlinks: not shown
+    return LibraryVerdict(lib.path, status, f.carried, reloc, tuple(coverage), own, f.kernel_count,
                           floor_out, tuple(findings), _bytes_by_target(lib))
 
 

@@ -280,8 +280,8 @@ def _kernel_gaps(f: LibraryFacts, gpus: tuple[CC, ...]) -> tuple[KernelGap, ...]
                 by["dispatch"].append(label(cc))
             else:
                 by["fails"].append(label(cc))
-        for verdict, gpus in by.items():
-            gaps.append(KernelGap(verdict, carried, tuple(gpus), name, units))
+        for verdict, where in by.items():
+            gaps.append(KernelGap(verdict, carried, tuple(where), name, units))
     return tuple(gaps)
 
 
