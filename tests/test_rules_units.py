@@ -466,3 +466,22 @@ def test_g009_a_named_gpu_on_which_some_kernels_cannot_run():
     assert {f.get("gpu"): f.code for f in rep.findings if f.code in ("G008", "G009")} == {
         "RTX 5090": "G009", "H100": "G008"}
     assert "1 kernel in 1 container cannot run there" in found(rep, "G009")[0].message
+
+
+def test_k001_ptx_the_driver_picks_and_cannot_compile_is_never_by_design():
+    """TensorFlow 2.20's XLA kernels: compute_90 PTX whose text says sm_90a, in a library that
+    otherwise shows architecture dispatch (cuDNN-style names). On 10.0 the driver picks that PTX
+    and fails with CUDA_ERROR_INVALID_PTX, as users of RTX 50xx GPUs report."""
+    tf = lib(box(sass("sm_80", "sm80_xmma_gemm"), ptx("compute_90", "sm80_xmma_gemm")),
+             box(sass("sm_80", "Abs_GPU_kernel"), ptx("compute_90", "Abs_GPU_kernel", text="sm_90a")))
+    rep = report(tf, arch="80;90;100")
+    (k,) = found(rep, "K001")
+    assert k.get("kernels") == ["Abs_GPU_kernel"] and k.get("fails") == ["100"] and rep.exit_code == 1
+
+
+def test_a_clean_library_under_every_switch_produces_no_warning_or_error():
+    """sm_80, sm_90 and compute_90 for a claim of 80;90, with --exact, --require-ptx newest,
+    --driver and --gpu: every rule runs and none but the informational answers speaks."""
+    rep = report(CLEAN, exact=True, require_ptx="newest", driver="999.1", strict=True, strict_kernels=True,
+                 gpus=(("H100", (9, 0)),))
+    assert set(codes(rep)) == {"D002", "G008"} and rep.exit_code == 0

@@ -228,7 +228,9 @@ def _kernel_gaps(f: LibraryFacts, gpus: tuple[CC, ...]) -> tuple[KernelGap, ...]
     A gap is by design when the binary shows it: all the kernel's code is arch-specific or
     family code ("specialised"); its name says the architecture it is for ("named"); or its
     own unit gives that GPU code in which the kernel was compiled out (the same translation
-    unit was built for the GPU, so the source left it out there: "compiled-out"). Otherwise
+    unit was built for the GPU, so the source left it out there: "compiled-out"). A unit whose
+    code the driver picks for the GPU and cannot compile (PTX whose text targets sm_90a, on
+    10.0: CUDA_ERROR_INVALID_PTX) is never by design: its kernels "fail". Otherwise
     the kernel's object was built for fewer architectures than the claim: "fails".
     In a library whose binary shows it picks code by architecture at run time
     (``dispatch_evidence``), a kernel's gap on a GPU the library covers is "dispatch".
@@ -272,7 +274,10 @@ def _kernel_gaps(f: LibraryFacts, gpus: tuple[CC, ...]) -> tuple[KernelGap, ...]
         named = named_architectures(name)
         by: dict[Verdict, list[str]] = defaultdict(list)
         for cc in missing:
-            if named:
+            picked = [f.paths[cc].choices[i] for i in homes]
+            if any(c.runs == "none" and c.code is not None for c in picked):
+                by["fails"].append(label(cc))  # the driver picks its PTX and cannot compile it
+            elif named:
                 by["named"].append(label(cc))
             elif any(f.paths[cc].choices[i].runs != "none" for i in homes):
                 by["compiled-out"].append(label(cc))
