@@ -219,6 +219,15 @@ def test_malformed_pe_is_e021(kind, tmp_path, capsys):
     assert rc == 1 and "E021" in codes, codes
 
 
+def test_32_bit_pe_is_unsupported_like_32_bit_elf(tmp_path, capsys):
+    data = (PE / "sm80.dll").read_bytes()
+    path = tmp_path / "x86.dll"
+    path.write_bytes(_put(data, _header_offsets(data)[1], "<H", pe.PE32))
+    rc = main(["check", "-q", "--no-config", "--format", "json", str(path), "--arch", "80"])
+    codes = [f["code"] for t in json.loads(capsys.readouterr().out)["targets"] for f in t["findings"]]
+    assert rc == 1 and "E020" in codes and "E021" not in codes
+
+
 def test_damaged_device_code_in_a_dll_is_judged_like_elf():
     """A damaged container magic in .nv_fatb leaves bytes unaccounted for; a wrapper in
     .nvFatBi then registers nothing: both E011, as in ELF."""

@@ -24,6 +24,7 @@ from .errors import ArchauditError
 from .model import Container, Library, Problem
 
 MALFORMED = "E021"
+UNSUPPORTED = "E020"
 DOS_MAGIC = b"MZ"
 PE_SIGNATURE = b"PE\x00\x00"
 PE32, PE32_PLUS = 0x10B, 0x20B
@@ -53,7 +54,8 @@ CANONICAL = {
 
 
 class PeError(ArchauditError):
-    """A malformed PE image: its device code cannot be located, so it is unverified."""
+    """A malformed (E021) or unsupported (E020: 32-bit) PE image: its device code cannot be
+    located, so it is unverified."""
 
     def __init__(self, message: str, code: str = MALFORMED):
         super().__init__(message, code=code)
@@ -150,12 +152,11 @@ def parse_headers(data: bytes, file_size: int) -> Headers:
     if opt_size < 2:
         raise PeError("no optional header: an object file, not an image")
     magic = int.from_bytes(data[opt:opt + 2], "little")
-    if magic == PE32_PLUS:
-        base_at, count_at, dirs_at, base_size = 24, 108, 112, 8
-    elif magic == PE32:
-        base_at, count_at, dirs_at, base_size = 28, 92, 96, 4
-    else:
+    if magic == PE32:  # as 32-bit ELF: no CUDA toolkit of the last years builds for it
+        raise PeError("32-bit PE (PE32) is not supported", UNSUPPORTED)
+    if magic != PE32_PLUS:
         raise PeError(f"optional header magic 0x{magic:x} is neither PE32 nor PE32+")
+    base_at, count_at, dirs_at, base_size = 24, 108, 112, 8
     if opt_size < dirs_at:
         raise PeError(f"optional header of {opt_size} bytes is too short for its magic")
     image_base = int.from_bytes(data[opt + base_at:opt + base_at + base_size], "little")
@@ -258,7 +259,8 @@ def read(path: str, size: int, src: object, chunks: Chunks, decode: bool, max_pa
         h = parse_headers(bytes(src.buf[:min(size, need, HEADERS_MAX)]), size)
         span = long_name_span(h)
     except PeError as e:
-        return Library(path, size, "pe", problems=(Problem(e.code, f"malformed PE: {e}"),))
+        what = "malformed PE: " if e.code == MALFORMED else ""
+        return Library(path, size, "pe", problems=(Problem(e.code, f"{what}{e}"),))
     strings = src.capture(*span) if span else bytearray()
     tables: list[tuple[bool, int, int, bytearray]] = []  # (delay, file offset, declared size, bytes)
     for index, delay in ((DIR_IMPORT, False), (DIR_DELAY_IMPORT, True)):

@@ -5,9 +5,9 @@ spliced, then audited through the CLI with every property of fuzzlib.check_mutan
 
 What a PE states only once is taken on trust, as ELF section names are: a section's
 name (the 8 bytes in its header, or the string-table bytes a "/N" name points at), from
-which a container's role follows, and the name of an imported DLL (a GPU runtime import
-makes a library without device code a GPU library; "budart64_13.dll" is just another
-DLL). A mutant touching those bytes must still exit cleanly (no traceback, no internal
+which a container's role follows; and what a DLL imports: the name of an imported DLL (a
+GPU runtime import makes a library without device code a GPU library; "budart64_13.dll" is
+just another DLL), the import directories' entries and the count of data directories. A mutant touching those bytes must still exit cleanly (no traceback, no internal
 error, in time) but may change the verdict.
 """
 
@@ -60,6 +60,11 @@ def pe_layout(rel: str) -> tuple[list[fz.Field], list[fz.Region], list[tuple[int
             trusted += [(start + k, 0xFF) for k in range(len(s.name) + 1)]
         if s.loaded_size:
             regions.append(fz.Region(f"section:{s.name}", s.raw_offset, s.raw_offset + s.loaded_size))
+    # Whether the image imports at all is stated once too: the number of data directories and
+    # the import directories' entries (zeroed, the loader sees a DLL that imports nothing).
+    trusted += [(opt + 108 + k, 0xFF) for k in range(4)]
+    for index in (pe.DIR_IMPORT, pe.DIR_DELAY_IMPORT):
+        trusted += [(opt + 112 + 8 * index + k, 0xFF) for k in range(8)]
     for index, delay in ((pe.DIR_IMPORT, False), (pe.DIR_DELAY_IMPORT, True)):
         rva, size = h.directory(index)
         at = h.rva_to_offset(rva) if rva else None
