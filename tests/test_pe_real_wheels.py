@@ -91,7 +91,7 @@ def _kernels_by_target(lib: Library) -> dict[tuple[str, str], Counter]:
     return out
 
 
-# (project, version, slow) -> {library key: {(kind, target): Windows count minus Linux count}}
+# (project, version, slow: a multi-hundred-MB pair)
 PAIRS = [
     ("nvidia-curand", "10.4.0.35", False),
     ("nvidia-cublas", "13.1.1.3", True),
