@@ -16,7 +16,7 @@ from ..settings import FORMATS
 def add_output_options(parser: argparse.ArgumentParser, formats: Sequence[str] = FORMATS) -> None:
     g = parser.add_argument_group("output")
     g.add_argument("--format", choices=tuple(formats), default=None,
-                   help=f"report format (default text; config: format): {', '.join(formats)}")
+                   help="report format (default: text, or format in [tool.archaudit])")
     g.add_argument("-o", "--output", metavar="FILE", help="write the report here instead of standard output")
 
 
