@@ -38,6 +38,7 @@ CHUNK = 1 << 20  # bytes of output per inflate step
 MAX_MEMBER = 16 << 30  # larger declared members are treated as bombs
 MAX_RATIO = 1000  # deflate tops out near 1032:1; beyond this the header lies
 HEAD = 512  # bytes of each member's start read to know what it is
+_QUICK = 64  # bytes of a member's start that say what it is, PE aside
 _PREFETCH = 1024  # compressed bytes read with each local header (when heads are wanted)
 HEAD_INPUT = 64 << 10  # compressed bytes a member may take to yield its first HEAD bytes
 WHOLE = 4096  # members this small are inflated whole (and verified) when their head is read
@@ -148,7 +149,6 @@ def _end_records(read_at: ReadAt, size: int) -> tuple[int, int, int, int]:
                        "(bytes after the archive, or a second end record)")
     if disk != 0 or cd_disk != 0:
         raise ZipError("multi-disk archives are not wheels")
-    saturated = 0xFFFF in (disk_count, count) or 0xFFFFFFFF in (cd_size, cd_offset)
     dir_end = eocd_pos
     loc_pos = eocd_pos - _EOCD64_LOCATOR.size
     locator = read_at(loc_pos, _EOCD64_LOCATOR.size) if loc_pos >= 0 else b""
@@ -177,8 +177,6 @@ def _end_records(read_at: ReadAt, size: int) -> tuple[int, int, int, int]:
                 raise ZipError(f"the end record and the zip64 record disagree on the {name} "
                                f"({small} and {big})")
         count, cd_size, cd_offset, dir_end = count64, cd_size64, cd_offset64, rec_pos
-    elif saturated:
-        raise ZipError("zip64 locator missing")
     elif disk_count != count:
         raise ZipError("multi-disk archives are not wheels")
     if cd_offset + cd_size != dir_end:
@@ -333,14 +331,17 @@ def _check_local_headers(read_at: ReadAt, members: list[Member], hazards: list[H
         whole = None
         if select is not None and name[-1:] != "/":
             first = head[_LOCAL.size + nlen + xlen:] if nlen == raw_len else b""
-            try:
-                start, whole = member_head(read_at, m, HEAD, first[:m.compressed_size], data_offset)
+            first = first[:m.compressed_size]
+            try:  # 64 bytes say what a file is; an MS-DOS stub points further, to its PE header
+                start, _ = member_head(read_at, m, _QUICK, first, data_offset, whole=False)
+                if start[:2] == b"MZ":
+                    start, _ = member_head(read_at, m, HEAD, first, data_offset, whole=False)
+                tag = select(name, start)
+                if tag and m.size <= WHOLE:
+                    _, whole = member_head(read_at, m, HEAD, first, data_offset)
             except MemberError as e:
                 hazards.append((e.code, name, str(e)))
                 continue
-            tag = select(name, start)
-            if not tag:
-                whole = None
         m = Member(name, m.method, m.flags, m.crc, m.compressed_size, m.size, m.header_offset, m.mode,
                    data_offset, tag, whole)
         kept.append(m)
@@ -366,24 +367,24 @@ def _check_overlaps(members: list[Member], hazards: list[Hazard], cd_offset: int
     return [m for m in members if id(m) not in bad] if bad else members
 
 
-def member_head(read_at: ReadAt, m: Member, n: int = HEAD, first: bytes = b"",
-                data_offset: int = -1) -> tuple[bytes, bytes | None]:
-    """The member's first n bytes (fewer if it is shorter), without inflating the rest; and the
-    whole member, verified, when it is at most WHOLE bytes. `first`: the start of its data,
-    when the caller has it already. Raises MemberError."""
+def member_head(read_at: ReadAt, m: Member, n: int = HEAD, first: bytes = b"", data_offset: int = -1,
+                whole: bool = True) -> tuple[bytes, bytes | None]:
+    """The member's first n bytes (fewer if it is shorter), without inflating the rest; and (if
+    `whole`) the whole member, verified, when it is at most WHOLE bytes. `first`: the start of
+    its data, when the caller has it already. Raises MemberError."""
     _readable(m)
     at = m.data_offset if data_offset < 0 else data_offset
     if m.method == 0:
         if m.compressed_size != m.size:
             raise MemberError("E002", "stored member's sizes disagree")
-        if m.size <= WHOLE:
+        if whole and m.size <= WHOLE:
             data = first if len(first) >= m.size else read_at(at, m.size)
             _verify(m, data[:m.size])
             return data[:n], data[:m.size]
         return (first if len(first) >= n else read_at(at, min(n, m.size)))[:n], None
-    whole = m.size <= WHOLE
+    whole = whole and m.size <= WHOLE
     want = m.size if whole else min(n, m.size)
-    inflater = _inflater.decompressobj(-15)
+    inflater = zlib.decompressobj(-15)  # for a few bytes, zlib starts faster than ISA-L
     out = b""
     taken = 0
     step = min(m.compressed_size, 1024)
