@@ -44,7 +44,7 @@ def test_library_named_like_data_is_read(tmp_path, name):
     assert any(c == "G001" and name in m for c, m in findings(rep)), findings(rep)
     jobs, _ = artifacts._wheel_jobs(str(p))
     note = {j.display: j.note for j in jobs}[name]
-    assert "no search by file name picks" in note and "an elf" in note
+    assert "no search by file name picks" in note and "its content is an ELF file" in note
 
 
 def test_fatbin_named_like_data_is_read(tmp_path):

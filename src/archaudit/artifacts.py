@@ -82,12 +82,16 @@ def is_audited_file(path: str) -> bool:
         return is_library_name(path)
 
 
+_KIND_WORDS: dict[str, str] = {"elf": "an ELF file", "fatbin": "a fatbin", "offload-bundle": "a clang offload bundle",
+                               "zip": "a zip", "pe": "a PE (Windows) file", "mach-o": "a Mach-O file"}
+
+
 def _name_note(name: str, kind: ContentKind | None) -> str:
     """What the name would have hidden: a file chosen by content that no name search picks."""
     if kind is None or is_library_name(name):
         return ""
     return (f"named {name.rsplit('/', 1)[-1]!r}, which no search by file name picks: read because "
-            f"its content is {'an' if kind[0] in 'aeiou' else 'a'} {kind}")
+            f"its content is {_KIND_WORDS[kind]}")
 
 
 @dataclass(frozen=True, slots=True)
