@@ -182,3 +182,25 @@ def test_member_list_agrees_with_zipfile_on_the_example_wheel():
     members, hazards = zipread.read_directory(str(wheel))
     assert not hazards
     assert [m.name for m in members] == zipfile.ZipFile(wheel).namelist()
+
+
+@pytest.mark.parametrize("limit", ["ZIP_FILECOUNT_LIMIT", "ZIP64_LIMIT"])
+def test_zip64_archives_written_by_zipfile_are_read(tmp_path, monkeypatch, limit):
+    """zipfile's own zip64 output (end records for many members, extra fields and saturated
+    header sizes for large ones), forced on a small archive by lowering zipfile's limits: read
+    without a finding, listing what zipfile lists."""
+    monkeypatch.setattr(zipfile, limit, 2 if limit == "ZIP_FILECOUNT_LIMIT" else 1000)
+    p = tmp_path / WHEEL_NAME
+    with zipfile.ZipFile(p, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, data in (GOOD, BAD, DECOY):
+            z.writestr(name, data)
+    raw = p.read_bytes()
+    assert b"PK\x06\x06" in raw or limit == "ZIP64_LIMIT"
+    members, hazards = zipread.read_directory(str(p))
+    assert not hazards and [m.name for m in members] == zipfile.ZipFile(p).namelist()
+    code, rep = audit(tmp_path, raw)
+    assert code == 1 and {GOOD[0], BAD[0]} <= set(findings_paths(rep)), findings(rep)
+
+
+def findings_paths(report: dict) -> list[str]:
+    return [lib["path"] for t in report["targets"] for lib in t["libraries"]]
