@@ -221,6 +221,9 @@ def test_members_sharing_one_deflate_stream(tmp_path):
     overlapping = [pr for pr in inv.problems if pr.code == "E003" and "overlaps" in pr.message]
     assert len({pr.message.split(":")[0] for pr in overlapping}) == 20, inv.problems
     assert not inv.libraries and progress.done_bytes == 0
+    looked_at: list[str] = []
+    zipread.read_directory(str(p), lambda name, head: looked_at.append(name))
+    assert looked_at == ["demo/lib00.so"]  # a header inside the data before it: its head is not read
 
 
 def test_more_libraries_than_any_real_wheel(tmp_path):

@@ -297,10 +297,14 @@ def _check_local_headers(read_at: ReadAt, members: list[Member], hazards: list[H
     pip) requires: otherwise the name that decided whether it is audited is not the name it is
     installed under. Its method, CRC and sizes must agree too. Returns the members that pass,
     with their data offsets (and, with `select`, their tags)."""
-    kept = []
+    kept: dict[int, Member] = {}
     unpack = _LOCAL.unpack_from
     prefetch = _PREFETCH if select is not None else 0
-    for m in members:
+    data_end = 0  # end of the data of the member before, in file order
+    # In file order, so that a member whose header lies inside the data before it (overlap,
+    # E003 below) is not inflated: the heads read never share a byte, their input is bounded
+    # by the file's size.
+    for index, m in sorted(enumerate(members), key=lambda im: im[1].header_offset):
         name = m.name
         raw_len = len(name) if name.isascii() else len(name.encode("utf-8" if m.flags & 0x800 else "cp437"))
         fixed = _LOCAL.size + raw_len
@@ -329,7 +333,9 @@ def _check_local_headers(read_at: ReadAt, members: list[Member], hazards: list[H
         data_offset = m.header_offset + _LOCAL.size + nlen + xlen
         tag: object = None
         whole = None
-        if select is not None and name[-1:] != "/":
+        overlapped = m.header_offset < data_end
+        data_end = max(data_end, data_offset + m.compressed_size)
+        if select is not None and name[-1:] != "/" and not overlapped:
             first = head[_LOCAL.size + nlen + xlen:] if nlen == raw_len else b""
             first = first[:m.compressed_size]
             try:  # 64 bytes say what a file is; an MS-DOS stub points further, to its PE header
@@ -342,10 +348,9 @@ def _check_local_headers(read_at: ReadAt, members: list[Member], hazards: list[H
             except MemberError as e:
                 hazards.append((e.code, name, str(e)))
                 continue
-        m = Member(name, m.method, m.flags, m.crc, m.compressed_size, m.size, m.header_offset, m.mode,
-                   data_offset, tag, whole)
-        kept.append(m)
-    return kept
+        kept[index] = Member(name, m.method, m.flags, m.crc, m.compressed_size, m.size, m.header_offset, m.mode,
+                             data_offset, tag, whole)
+    return [kept[i] for i in sorted(kept)]
 
 
 def _check_overlaps(members: list[Member], hazards: list[Hazard], cd_offset: int) -> list[Member]:
