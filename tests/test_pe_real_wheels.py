@@ -23,6 +23,7 @@ with its cause (measured on these releases):
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -31,6 +32,7 @@ from collections import Counter
 import pytest
 
 from archaudit.artifacts import inventory
+from archaudit.cli import main
 from archaudit.model import Library
 from wheels import extract_member, fetch
 
@@ -191,3 +193,14 @@ def test_curand_dll_layout_as_measured():
                if lib.path.endswith("curand64_10.dll"))
     assert {c.section for c in lib.containers} == {".nv_fatb"} and len(lib.containers) == 11
     assert sum(c.size for c in lib.containers) + 8 * 8 == 0xF58288  # virtual size; 8-byte pads
+
+
+def test_check_judges_the_windows_curand_wheel_as_the_linux_one(capsys):
+    """The same verdict and the same findings (code and library, Windows names mapped to
+    Linux ones) under the same claim."""
+    def judged(wheel) -> tuple[int, list[tuple[str, str]]]:
+        rc = main(["check", "-q", "--no-config", "--format", "json", str(wheel), "--arch", "75;80;90;100;120"])
+        report = json.loads(capsys.readouterr().out)
+        return rc, sorted((f["code"], _library_key(f["subject"]) if f["subject"].endswith((".dll", ".10"))
+                           else "wheel") for t in report["targets"] for f in t["findings"])
+    assert judged(fetch("nvidia-curand", "10.4.0.35", WINDOWS)) == judged(fetch("nvidia-curand", "10.4.0.35"))

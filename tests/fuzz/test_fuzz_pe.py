@@ -7,18 +7,19 @@ What a PE states only once is taken on trust, as ELF section names are: a sectio
 name (the 8 bytes in its header, or the string-table bytes a "/N" name points at), from
 which a container's role follows; and what a DLL imports: the name of an imported DLL (a
 GPU runtime import makes a library without device code a GPU library; "budart64_13.dll" is
-just another DLL), the import directories' entries and the count of data directories. A mutant touching those bytes must still exit cleanly (no traceback, no internal
-error, in time) but may change the verdict.
+just another DLL) and the pointer to it, the import directories' entries and the count of
+data directories. A mutant touching those bytes must still exit cleanly (no traceback, no
+internal error, in time) but may change the verdict.
 """
 
 from __future__ import annotations
 
 import struct
-from functools import lru_cache
-
-from hypothesis import given, strategies as st
+from functools import cache
 
 import fuzzlib as fz
+from hypothesis import given, strategies as st
+
 from archaudit import pe
 
 PE_BIN = fz.ROOT / "tests" / "fixtures" / "pe" / "bin"
@@ -33,7 +34,7 @@ _SECTION = [("virtual_size", 8, 4), ("virtual_address", 12, 4), ("size_of_raw_da
 _DIRECTORIES = {1: "import", 4: "security", 13: "delay_import"}
 
 
-@lru_cache(maxsize=None)
+@cache
 def pe_layout(rel: str) -> tuple[list[fz.Field], list[fz.Region], list[tuple[int, int]]]:
     """Fields and regions of the PE structures of a fixture, and the bytes taken on trust."""
     data = fz.load(rel)
@@ -74,6 +75,7 @@ def pe_layout(rel: str) -> tuple[list[fz.Field], list[fz.Region], list[tuple[int
         record, name_at = (32, 4) if delay else (20, 12)
         for k, name_rva in enumerate(pe.import_name_rvas(data[at:at + size + 4096], delay, h.image_base, size)):
             fields.append(fz.Field(f"import[{index}][{k}].name", at + record * k + name_at, 4))
+            trusted += [(at + record * k + name_at + b, 0xFF) for b in range(4)]  # which string names it
             off = h.rva_to_offset(name_rva)
             if off is not None:
                 regions.append(fz.Region(f"import[{index}][{k}].dll_name", off, off + 32))
