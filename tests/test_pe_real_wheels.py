@@ -204,3 +204,12 @@ def test_check_judges_the_windows_curand_wheel_as_the_linux_one(capsys):
         return rc, sorted((f["code"], _library_key(f["subject"]) if f["subject"].endswith((".dll", ".10"))
                            else "wheel") for t in report["targets"] for f in t["findings"])
     assert judged(fetch("nvidia-curand", "10.4.0.35", WINDOWS)) == judged(fetch("nvidia-curand", "10.4.0.35"))
+
+
+def test_a_macos_wheel_without_device_code_is_a_cpu_wheel(capsys):
+    """zstandard's arm64 macOS wheel: two Mach-O extension modules, no device code."""
+    wheel = fetch("zstandard", "0.23.0", "macosx_11_0_arm64")
+    libs = inventory(str(wheel)).libraries
+    assert len(libs) == 2 and all(lib.format == "macho" and not lib.problems and not lib.containers for lib in libs)
+    assert main(["check", "--no-config", str(wheel)]) == 0
+    assert "CPU wheel" in capsys.readouterr().out
