@@ -485,3 +485,12 @@ def test_a_clean_library_under_every_switch_produces_no_warning_or_error():
     rep = report(CLEAN, exact=True, require_ptx="newest", driver="999.1", strict=True, strict_kernels=True,
                  gpus=(("H100", (9, 0)),))
     assert set(codes(rep)) == {"D002", "G008"} and rep.exit_code == 0
+
+
+def test_a_relocatable_cubin_not_loadable_alone_still_covers_its_gpu():
+    """cuSPARSE's kernels for user operators: the cubin for the GPU calls code it does not carry, so
+    cuModuleLoadData refuses it alone (predict: not-loadable-alone), and the library links it first."""
+    linked = Entry("nvidia", SASS, "sm_90", (1, 8), kernels=("_Z2opv",), toolkit=(13, 0), decoded=True,
+                   unresolved=("user_op",))
+    rep = report(lib(box(sass("sm_80", "_Z2opv"), linked)))
+    assert found(rep, "G001") == [] and found(rep, "K001") == [] and rep.exit_code == 0

@@ -446,10 +446,10 @@ def _gpu_path(gpu: CC, units: list[Unit], runtime: Floor | None, os_name: str) -
     floors: list[Floor] = []
     runs: Runs = "none"
     for u in units:
-        sig = tuple((c.kind, c.target, c.jit_target) for c in u.codes)
+        sig = tuple((c.kind, c.target, c.jit_target, bool(c.entry.unresolved)) for c in u.codes)
         shape = memo.get(sig)
         if shape is None:
-            shape = memo[sig] = choose(u.codes, gpu)
+            shape = memo[sig] = choose(u.container, u.codes, gpu)
         choice = shape if shape.code is None else Choice(shape.runs, u.codes[_position(u.codes, shape.code)])
         if choice.code is not None and choice.runs != "none" and last is not None \
                 and _dead(choice.code, runtime, last):
@@ -470,5 +470,6 @@ def _position(codes: tuple[NvCode, ...], chosen: NvCode) -> int:
     for i, c in enumerate(codes):
         if c is chosen:
             return i
-    key = (chosen.kind, chosen.target, chosen.jit_target)
-    return next(i for i, c in enumerate(codes) if (c.kind, c.target, c.jit_target) == key)
+    key = (chosen.kind, chosen.target, chosen.jit_target, bool(chosen.entry.unresolved))
+    return next(i for i, c in enumerate(codes)
+                if (c.kind, c.target, c.jit_target, bool(c.entry.unresolved)) == key)

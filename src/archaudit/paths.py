@@ -1,10 +1,9 @@
 """Which code a GPU runs: for one NVIDIA GPU and one container, the entry the driver picks.
 
-The CUDA driver loads a fatbin container by choosing one entry for the device: a cubin
-whose SASS runs natively on it (the closest architecture), else a PTX entry it can
-JIT-compile (the closest virtual architecture), else nothing ("no kernel image"). Every
-rule that asks "does this run on that GPU" (coverage, kernels, the driver floor) asks it
-here, so they cannot disagree with each other or with the per-container prediction.
+The choice is archaudit.predict's (a cubin that runs natively, else the PTX the JIT takes,
+else nothing), the prediction smoke's device-load checks against the driver on a GPU.
+Every rule that asks "does this run on that GPU" (coverage, kernels, the driver floor) asks
+it here, so they cannot disagree with each other or with that prediction.
 
 PTX is judged by what the JIT compiles: the `.target` of its text (``Entry.ptx_target``)
 as well as its header. Arch-specific PTX (``.target sm_90a``) only compiles for its own
@@ -20,12 +19,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from . import arch
-from .model import PTX, SASS, Coverage, Entry
+from .model import PTX, SASS, Container, Coverage, Entry
+from .predict import Gpu, Outcome, predict
 
 Runs = Coverage  # "native" | "jit" | "none"
 CC = tuple[int, int]
-
-_SUFFIX_RANK = {"a": 2, "f": 1, "": 0}
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,11 +84,6 @@ def runs(code: NvCode, gpu: CC) -> Runs:
     return "none"
 
 
-def _closeness(code: NvCode, gpu: CC) -> tuple[int, int, int]:
-    exact = arch.canonical_cc(code.target.cc) == arch.canonical_cc(gpu)
-    return (int(exact), code.target.number, _SUFFIX_RANK[code.target.suffix])
-
-
 @dataclass(frozen=True, slots=True)
 class Choice:
     """What the driver does with one container on one GPU."""
@@ -107,24 +100,22 @@ class Choice:
 NOTHING = Choice("none", None)
 
 
-def choose(codes: Iterable[NvCode], gpu: CC, *, jit: bool = True) -> Choice:
-    """The entry of one container the driver loads on ``gpu``.
+# The CUDA release of a driver new enough for any PTX ISA: the floor is judged apart (facts.py).
+_ANY_DRIVER = (99, 9)
+_RUNS: dict[Outcome, Runs] = {Outcome.NATIVE: "native", Outcome.NOT_LOADABLE: "native",
+                              Outcome.JIT: "jit", Outcome.NONE: "none"}
 
-    A cubin that runs natively wins (the closest architecture: exact first, then the
-    highest); else, with the JIT on, the PTX whose header is closest. The driver picks PTX
-    by its header, so PTX whose text cannot compile for the GPU is still the one picked,
-    and the container then does not load (CUDA_ERROR_INVALID_PTX): "none"."""
-    codes = tuple(codes)
-    sass = [c for c in codes if c.kind == SASS and arch.sass_runs_on(c.target, gpu)]
-    if sass:
-        return Choice("native", max(sass, key=lambda c: _closeness(c, gpu)))
-    if not jit:
-        return NOTHING
-    ptx = [c for c in codes if c.kind == PTX and arch.ptx_runs_on(c.target, gpu)]
-    if not ptx:
-        return NOTHING
-    best = max(ptx, key=lambda c: _closeness(c, gpu))
-    return Choice("jit", best) if runs(best, gpu) == "jit" else Choice("none", best)
+
+def choose(container: Container, codes: tuple[NvCode, ...], gpu: CC) -> Choice:
+    """The entry of one container the driver loads on ``gpu``, by archaudit.predict (the same
+    prediction smoke's device-load checks against the driver).
+
+    A relocatable cubin that is not loadable alone still carries code for the GPU, which the
+    library links before loading (cuSPARSE's kernels for user operators): it covers the GPU."""
+    p = predict(container, Gpu(gpu, _ANY_DRIVER, True))
+    code = next((c for c in codes if c.entry is p.entry), None)
+    runs = _RUNS[p.outcome]
+    return Choice(runs, code) if code is not None or runs == "none" else NOTHING
 
 
 def best(codes: Iterable[NvCode], gpu: CC) -> Runs:
