@@ -340,10 +340,18 @@ def test_k003_kernel_compiled_out_of_its_own_container():
 
 
 def test_k003_a_library_that_shows_it_dispatches_by_architecture():
-    """cuBLASLt: objects built for fewer architectures, in a library carrying sm_90a-only units."""
+    """cuBLASLt: objects built for fewer architectures, in a library whose kernels are named by
+    architecture (a per-architecture kernel table)."""
+    rep = report(lib(KERN, box(sass("sm_90", "sm90_xmma_gemm")), box(sass("sm_90", "_Z5splitv"))))
+    (k,) = [f for f in found(rep, "K003") if f.get("reason") == "dispatch"]
+    assert k.get("kernels") == ["_Z5splitv"] and k.get("fails") == ["80"] and "K001" not in codes(rep)
+
+
+def test_k001_arch_specific_units_alone_are_no_dispatch_evidence():
+    """sm_90a-only code shows the library checks the GPU before using that code, not any other."""
     rep = report(lib(KERN, box(sass("sm_90a", "_Z6hopperv")), box(sass("sm_90", "_Z5splitv"))))
-    (k,) = found(rep, "K003")
-    assert k.get("reason") == "dispatch" and k.get("fails") == ["80"] and "K001" not in codes(rep)
+    (k,) = found(rep, "K001")
+    assert k.get("kernels") == ["_Z5splitv"] and k.get("fails") == ["80"] and rep.exit_code == 1
 
 
 def test_k_rules_silent_on_a_library_level_gap():

@@ -137,8 +137,10 @@ def _judged_containers(lib: Library) -> list[tuple[int, Container]]:
 
 
 def _unit_release(codes: tuple[NvCode, ...]) -> CC | None:
-    """The CUDA release whose nvcc built a unit, as its PTX shows: one container is one nvcc
-    compilation, so its cubins come from the toolkit of its PTX's ISA (or a later one)."""
+    """The CUDA release whose nvcc built these codes, as their PTX shows: one container is one
+    nvcc compilation, so its cubins come from the toolkit of its PTX's ISA (or a later one of
+    the same major); a library's containers come from one toolkit, so its PTX dates the
+    cubins of containers that carry none."""
     releases = []
     for c in codes:
         if c.kind == PTX and c.entry.code_version != (0, 0):
@@ -165,7 +167,7 @@ def _code_floor(code: NvCode, runtime: Floor | None, os_name: str, built: CC | N
                          f"{code.label} (built by CUDA {e.toolkit[0]}.{e.toolkit[1]})")
         if built is not None:
             return Floor(built, arch.min_driver(built, os_name, kind="minor"),
-                         f"{code.label} (built with PTX of CUDA {built[0]}.{built[1]} in its container)")
+                         f"{code.label} (built beside PTX of CUDA {built[0]}.{built[1]})")
     except LookupError as err:
         return Floor(None, None, f"{code.label}: {err}")
     if runtime is not None:
@@ -368,16 +370,13 @@ class LibraryFacts:
 
     @cached_property
     def dispatch_evidence(self) -> str | None:
-        """What in the binary shows the library picks its code by architecture at run time,
-        or None. Code for one arch-specific or family target only (a unit of sm_90a alone) can
-        load on no other GPU, so the library must check the GPU before using it; a kernel named
-        for an architecture (sm80_xmma_*, turing_*) is chosen by the GPU too; so is one kernel
-        compiled into single-architecture units for different architectures."""
-        special = [u for u in self.units if u.specialised and u.kernels]
-        if special:
-            targets = sorted({c.label for u in special for c in u.codes})
-            return (f"{len(special)} container{'s' * (len(special) != 1)} of arch-specific or family code "
-                    f"only ({', '.join(targets[:4])}{', ...' if len(targets) > 4 else ''})")
+        """What in the binary shows the library picks its kernels by architecture at run time,
+        or None: kernels named for an architecture (cuBLAS's sm80_xmma_*, cuDNN's turing_*: a
+        table of kernels per architecture), or one kernel compiled into single-architecture
+        units for different architectures. Arch-specific code alone (units of sm_90a only) is
+        not such evidence: it shows the library checks the GPU before using that code, not
+        before any other (ONNX Runtime's flash-attention kernels, built without the claimed 7.5,
+        fail there although the library also carries sm_90a-only units)."""
         named = sorted(k for k in self.kernel_homes if named_architectures(k))
         if named:
             return f"{len(named)} kernel{'s' * (len(named) != 1)} named for an architecture ({named[0]}, ...)"
@@ -410,7 +409,8 @@ class LibraryFacts:
         with neither, of all its code."""
         if self.floor_gpus:
             return highest([p.floor for cc in self.floor_gpus if (p := self.paths[cc]).floor is not None])
-        floors = [_code_floor(c, self.runtime, self.policy.driver_os, _unit_release(u.codes))
+        built = _unit_release(self.codes)
+        floors = [_code_floor(c, self.runtime, self.policy.driver_os, _unit_release(u.codes) or built)
                   for u in self.units for c in u.codes]
         if self.runtime is not None and floors:
             floors.append(self.runtime)
@@ -433,12 +433,15 @@ def library_facts(lib: Library, claim: Claim | None, policy: Policy) -> LibraryF
     stubs_only = bool(loadable) and not judged and not amd
     runtime = _runtime_floor(lib, policy.driver_os)
     gpus = dict.fromkeys([*(claim.gpus if claim else ()), *(cc for _, cc in policy.gpus)])
-    paths = {cc: _gpu_path(cc, units, runtime, policy.driver_os) for cc in gpus}
+    built = _unit_release(tuple(c for u in units for c in u.codes))
+    paths = {cc: _gpu_path(cc, units, runtime, policy.driver_os, built) for cc in gpus}
     return LibraryFacts(lib, claim, policy, tuple(units), tuple(c for u in units for c in u.codes),
                         reloc, amd, stubs_only, runtime, paths)
 
 
-def _gpu_path(gpu: CC, units: list[Unit], runtime: Floor | None, os_name: str) -> GpuPath:
+def _gpu_path(gpu: CC, units: list[Unit], runtime: Floor | None, os_name: str, built: CC | None) -> GpuPath:
+    """What ``gpu`` runs from each unit, and the driver floor of the code it uses. ``built``: the
+    newest CUDA release the library's PTX shows, dating cubins that record no toolkit."""
     last = arch.last_cuda(gpu)
     memo: dict[tuple[object, ...], Choice] = {}
     choices: list[Choice] = []
@@ -456,13 +459,39 @@ def _gpu_path(gpu: CC, units: list[Unit], runtime: Floor | None, os_name: str) -
             dead.append(choice.code)
             choice = NOTHING
         choices.append(choice)
-        if choice.runs != "none" and choice.code is not None:
-            floors.append(_code_floor(choice.code, runtime, os_name, _unit_release(u.codes)))
-            if choice.runs == "native" or runs == "none":
-                runs = choice.runs
+        if choice.runs == "native" or (choice.runs == "jit" and runs == "none"):
+            runs = choice.runs
+    for u, choice, needed in zip(units, choices, _needed(units, choices)):
+        if needed and choice.code is not None:
+            floors.append(_code_floor(choice.code, runtime, os_name, _unit_release(u.codes) or built))
     if floors and runtime is not None:
         floors.append(runtime)
     return GpuPath(gpu, tuple(choices), runs, tuple(dead), highest(floors))
+
+
+_RANK = {"native": 2, "jit": 1, "none": 0}
+
+
+def _needed(units: list[Unit], choices: list[Choice]) -> list[bool]:
+    """Which units a GPU loads code from. A kernel compiled into several units (a library that
+    dispatches by container: curand's single-architecture containers beside PTX-only ones) is
+    launched from the unit that serves the GPU best, natively before through the JIT; a unit
+    none of whose kernels it is the best for is not used there. A unit whose kernels were not
+    read is always counted (fail closed); one read whole without kernels launches nothing."""
+    best: dict[str, int] = {}
+    for u, c in zip(units, choices):
+        if u.identified and c.runs != "none":
+            for k in c.kernels or ():
+                best[k] = max(best.get(k, 0), _RANK[c.runs])
+    out = []
+    for u, c in zip(units, choices):
+        if c.runs == "none":
+            out.append(False)
+        elif not u.identified:
+            out.append(True)
+        else:
+            out.append(any(best[k] == _RANK[c.runs] for k in c.kernels or ()))
+    return out
 
 
 def _position(codes: tuple[NvCode, ...], chosen: NvCode) -> int:
