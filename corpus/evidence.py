@@ -26,7 +26,6 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 
 import amd_reference  # noqa: E402
 import oracle  # noqa: E402
-
 from corpus import manifest as manifest_mod  # noqa: E402
 
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
+
+import tomllib
 
 MANIFEST = Path(__file__).resolve().parent / "manifest.toml"
 Verdict = Literal["runs", "fails"]
@@ -97,7 +98,7 @@ def cache_dir() -> Path:
     return d
 
 
-def _library(raw: dict) -> LibraryExpectation:
+def _library(raw: dict[str, Any]) -> LibraryExpectation:
     verdict = raw["verdict"]
     if verdict not in VERDICTS:
         raise ValueError(f"library {raw['path']}: verdict {verdict!r} is not one of {VERDICTS}")
@@ -105,7 +106,7 @@ def _library(raw: dict) -> LibraryExpectation:
                               raw.get("issue", ""))
 
 
-def _extra(raw: dict) -> ExtraCheck:
+def _extra(raw: dict[str, Any]) -> ExtraCheck:
     return ExtraCheck(raw["name"], tuple(raw["args"]), int(raw["exit"]), raw["evidence"],
                       tuple(raw.get("codes", ())), tuple(raw.get("absent", ())), raw.get("issue", ""))
 

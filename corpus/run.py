@@ -20,6 +20,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from corpus.manifest import ExtraCheck, Wheel, cache_dir, load
 
@@ -85,7 +86,7 @@ def download(wheel: Wheel, dest: Path) -> str | None:
     return f"cannot download {wheel.spec} as {wheel.filename}: {last}"
 
 
-def _archaudit(args: list[str]) -> tuple[int, dict | None, str, float]:
+def _archaudit(args: list[str]) -> tuple[int, dict[str, Any] | None, str, float]:
     start = time.perf_counter()
     r = subprocess.run([sys.executable, "-m", "archaudit", "check", *args, "--format", "json", "--no-config",
                         "-q"], capture_output=True, text=True)
@@ -97,7 +98,7 @@ def _archaudit(args: list[str]) -> tuple[int, dict | None, str, float]:
     return r.returncode, report, r.stderr.strip()[-400:], seconds
 
 
-def _error_codes(report: dict) -> dict[str, set[str]]:
+def _error_codes(report: dict[str, Any]) -> dict[str, set[str]]:
     """Error-severity finding codes by subject (a library path, or the wheel)."""
     out: dict[str, set[str]] = {}
     for target in report.get("targets", []):
@@ -107,15 +108,15 @@ def _error_codes(report: dict) -> dict[str, set[str]]:
     return out
 
 
-def _all_codes(report: dict) -> set[str]:
+def _all_codes(report: dict[str, Any]) -> set[str]:
     return {f["code"] for t in report.get("targets", []) for f in t.get("findings", [])}
 
 
-def _libraries(report: dict) -> dict[str, str]:
+def _libraries(report: dict[str, Any]) -> dict[str, str]:
     return {lib["path"]: lib["status"] for t in report.get("targets", []) for lib in t.get("libraries", [])}
 
 
-def judge(wheel: Wheel, report: dict) -> list[LibraryResult]:
+def judge(wheel: Wheel, report: dict[str, Any]) -> list[LibraryResult]:
     """Compare archaudit's per-library verdicts with the manifest's."""
     errors = _error_codes(report)
     results = []
@@ -164,7 +165,8 @@ def check(wheel: Wheel, dest: Path, detail_check: bool = False) -> WheelResult:
     if rc != wheel.exit:
         res.problems.append(f"exit {rc}, expected {wheel.exit}")
     if wheel.driver_floor_known:
-        res.problems += [f"{f['subject']}: driver floor stated as unknown (CUDA {f['data'].get('cuda')}) [issue 11 pt 13]"
+        res.problems += [f"{f['subject']}: driver floor stated as unknown (CUDA {f['data'].get('cuda')})"
+                         " [issue 11 pt 13]"
                          for t in report.get("targets", []) for f in t.get("findings", [])
                          if f["code"] == "D002" and (f.get("data") or {}).get("driver") == "unknown"]
     res.libraries = judge(wheel, report)

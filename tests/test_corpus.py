@@ -29,7 +29,7 @@ def _param(w: manifest.Wheel):
     marks = []
     if w.slow:
         marks = [pytest.mark.slow,
-                 pytest.mark.skipif(not FULL, reason="large wheel: set ARCHAUDIT_CORPUS=all (or run python -m corpus.run)")]
+                 pytest.mark.skipif(not FULL, reason="large wheel: ARCHAUDIT_CORPUS=all, or python -m corpus.run")]
     return pytest.param(w, id=w.id, marks=marks)
 
 
