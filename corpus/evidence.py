@@ -96,7 +96,7 @@ def record(wheel: Path, out: Path) -> None:
                 entries = oracle.dump_entries(path)
                 cuda = _summarise_cuda(entries) if entries else ""
             except oracle.CuobjdumpError as err:
-                cuda = "cuobjdump error: " + " ".join(err.stderr.split())[:160]
+                cuda = "cuobjdump error: " + " ".join(err.stderr.replace(path, "<library>").split())[:160]
             amd = _amd_targets(path)
             if cuda:
                 lines.append(f"{info.filename}: {cuda}")

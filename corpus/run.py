@@ -197,12 +197,12 @@ def describe(res: WheelResult) -> list[str]:
 
 def table(results: list[WheelResult]) -> str:
     """The agreement table (Markdown), as docs/corpus.md and the status file show it."""
-    rows = ["| wheel | platform | stack | libraries agreeing | exit (expected) | agrees | seconds |",
-            "|---|---|---|---|---|---|---|"]
+    rows = ["| id | wheel | platform | stack | libraries agreeing | exit (expected) | agrees | seconds |",
+            "|---|---|---|---|---|---|---|---|"]
     for r in results:
         w = r.wheel
         n_ok = sum(1 for x in r.libraries if x.agrees)
-        rows.append(f"| `{w.spec}` | {w.platform} | {w.stack} | {n_ok}/{len(r.libraries)} | "
+        rows.append(f"| {w.id} | `{w.spec}` | {w.platform} | {w.stack} | {n_ok}/{len(r.libraries)} | "
                     f"{r.exit} ({w.exit}) | {'yes' if r.agrees else '**no**'} | {r.seconds:.1f} |")
     return "\n".join(rows)
 

@@ -24,12 +24,25 @@ from corpus.run import check, describe, download  # noqa: E402
 WHEELS = manifest.load()
 FULL = os.environ.get("ARCHAUDIT_CORPUS") == "all"
 
+# Wheels that still disagree on main, with the issue-11 point whose fix makes them agree. Strict:
+# once a fix lands, the wheel agrees, its test "unexpectedly passes" and fails until the entry goes.
+KNOWN: dict[str, str] = {
+    "torchaudio": "pt 4", "tensorflow": "pt 8", "jax-cuda12-plugin-aarch64": "pt 5",
+    "jax-cuda13-plugin-aarch64": "pt 5", "mxnet-cu112": "pt 10", "cudnn-cu12": "pt 1, 3", "cublas-13": "pt 3",
+    "curand-10.4.0.35-aarch64": "pt 5", "curand-10.4.5.25": "pt 4", "cufft-12.5": "pt 3", "nccl-cu12": "pt 3",
+    "cupy-cuda13x": "pt 4", "cupy-rocm-7-0": "pt 7", "catboost": "pt 9, 4", "faiss-gpu-cu12": "pt 10",
+    "faiss-gpu-cu11": "pt 10", "warp-lang": "pt 4", "bitsandbytes-aarch64": "pt 5",
+    "cupy-cuda11x": "pt 2", "ctranslate2": "pt 2",
+}
+
 
 def _param(w: manifest.Wheel):
     marks = []
+    if w.id in KNOWN:
+        marks.append(pytest.mark.xfail(strict=True, reason=f"disagrees on main: issue 11 {KNOWN[w.id]}"))
     if w.slow:
-        marks = [pytest.mark.slow,
-                 pytest.mark.skipif(not FULL, reason="large wheel: ARCHAUDIT_CORPUS=all, or python -m corpus.run")]
+        marks += [pytest.mark.slow,
+                  pytest.mark.skipif(not FULL, reason="large wheel: ARCHAUDIT_CORPUS=all, or python -m corpus.run")]
     return pytest.param(w, id=w.id, marks=marks)
 
 
@@ -45,6 +58,10 @@ def test_archaudit_agrees_with_the_evidence(wheel: manifest.Wheel) -> None:
     assert result.agrees, f"{wheel.spec} ({wheel.filename}):\n  " + "\n  ".join(describe(result))
 
 
+def test_known_disagreements_name_corpus_wheels() -> None:
+    assert set(KNOWN) <= {w.id for w in WHEELS}
+
+
 def test_the_manifest_spans_what_it_must() -> None:
     """At least 40 wheels over CUDA 11/12/13, x86_64 and aarch64, NVIDIA and AMD (ROCm 5 and 6),
     frameworks, RAPIDS, vendor libraries and small projects, including every wheel issue 11 names."""
@@ -52,7 +69,7 @@ def test_the_manifest_spans_what_it_must() -> None:
     stacks = " ".join(w.stack for w in WHEELS)
     for needed in ("CUDA 11", "CUDA 12", "CUDA 13", "ROCm 5", "ROCm 6"):
         assert needed in stacks, needed
-    assert {w.platform.rsplit("_", 1)[-1] for w in WHEELS} >= {"x86_64", "aarch64"}
+    assert any("x86_64" in w.platform for w in WHEELS) and any("aarch64" in w.platform for w in WHEELS)
     assert {w.kind for w in WHEELS} == {"framework", "vendor", "rapids", "project"}
     names = {w.name for w in WHEELS}
     assert {"torch", "tensorflow", "jax-cuda12-plugin"} <= names
