@@ -21,7 +21,8 @@ from .artifacts import TargetInventory
 from .audit import LibraryVerdict, Policy, TargetReport, judge
 from .findings import ERROR
 from .formats import code_span as _code, md_text as _md
-from .model import PTX, RELOCATABLE, SASS, Library
+from .model import RELOCATABLE, Library
+from .paths import best, nv_codes
 from .render import size_text, target_order
 
 DIFF_SCHEMA_VERSION = 1
@@ -155,20 +156,9 @@ def _how_now(label: str, lib: Library | None) -> tuple[str, tuple[str, ...]]:
     except ValueError:
         return "", ()
     gpus = tuple(g.name for g in arch.gpu_catalog() if g.cc == cc)[:GPU_EXAMPLES]
-    how = "none"
-    if lib is not None:
-        for c in lib.containers:
-            if c.role == RELOCATABLE:
-                continue
-            for e in c.entries:
-                if e.vendor != "nvidia" or e.kind not in (SASS, PTX):
-                    continue
-                r = arch.runs_on(e.kind, arch.CudaTarget.parse(e.target), cc)
-                if r == "native":
-                    return "native", gpus
-                if r == "jit":
-                    how = "jit"
-    return how, gpus
+    if lib is None:
+        return "none", gpus
+    return best(nv_codes(e for c in lib.containers if c.role != RELOCATABLE for e in c.entries), cc), gpus
 
 
 def _side(t: TargetReport) -> Side:
