@@ -227,6 +227,7 @@ def _release(release: CC | str) -> CC:
     return int(release[0]), int(release[1])
 
 
+@cache
 def cuda_release_for_ptx_isa(isa: CC | str) -> CC:
     """The CUDA release that introduced a PTX ISA version; its driver is the first to JIT that PTX.
 
@@ -289,6 +290,7 @@ def last_driver(cc: CC) -> LastDriver | None:
     return next((row for row in last_drivers() if cc in row.ccs), None)
 
 
+@cache
 def min_driver(cuda_release: CC | str, os: str = "linux", kind: str = "toolkit") -> str:
     """The minimum NVIDIA driver for code built by a CUDA release.
 

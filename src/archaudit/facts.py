@@ -15,7 +15,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Literal
 
 from . import arch
@@ -155,24 +155,30 @@ def _code_floor(code: NvCode, runtime: Floor | None, os_name: str, built: CC | N
     """The driver floor of one entry: PTX by its ISA; a cubin by the CUDA major that built it
     (its toolkit note, else its container's PTX, else the CUDA libraries linked)."""
     e = code.entry
+    return _floor(e.kind, e.code_version, e.toolkit, code.label, runtime, os_name, built)
+
+
+@lru_cache(maxsize=4096)
+def _floor(kind: str, isa: CC, toolkit: CC | None, name: str, runtime: Floor | None, os_name: str,
+           built: CC | None) -> Floor:
+    """_code_floor on an entry's versions alone (cached: a library repeats a few thousand times)."""
     try:
-        if e.kind == PTX:
-            if e.code_version == (0, 0):
-                return Floor(None, None, f"{code.label}: PTX ISA version not read")
-            release = arch.cuda_release_for_ptx_isa(e.code_version)
-            isa = f"{e.code_version[0]}.{e.code_version[1]}"
-            return Floor(release, arch.min_driver(release, os_name), f"{code.label} (PTX ISA {isa})")
-        if e.toolkit:
-            return Floor(e.toolkit, arch.min_driver(e.toolkit, os_name, kind="minor"),
-                         f"{code.label} (built by CUDA {e.toolkit[0]}.{e.toolkit[1]})")
+        if kind == PTX:
+            if isa == (0, 0):
+                return Floor(None, None, f"{name}: PTX ISA version not read")
+            release = arch.cuda_release_for_ptx_isa(isa)
+            return Floor(release, arch.min_driver(release, os_name), f"{name} (PTX ISA {isa[0]}.{isa[1]})")
+        if toolkit:
+            return Floor(toolkit, arch.min_driver(toolkit, os_name, kind="minor"),
+                         f"{name} (built by CUDA {toolkit[0]}.{toolkit[1]})")
         if built is not None:
             return Floor(built, arch.min_driver(built, os_name, kind="minor"),
-                         f"{code.label} (built beside PTX of CUDA {built[0]}.{built[1]})")
+                         f"{name} (built beside PTX of CUDA {built[0]}.{built[1]})")
     except LookupError as err:
-        return Floor(None, None, f"{code.label}: {err}")
+        return Floor(None, None, f"{name}: {err}")
     if runtime is not None:
         return runtime
-    return Floor(None, None, f"{code.label}: its cubin records no toolkit and the library links no "
+    return Floor(None, None, f"{name}: its cubin records no toolkit and the library links no "
                              f"CUDA library that names one")
 
 
@@ -443,7 +449,7 @@ def _gpu_path(gpu: CC, units: list[Unit], runtime: Floor | None, os_name: str, b
     """What ``gpu`` runs from each unit, and the driver floor of the code it uses. ``built``: the
     newest CUDA release the library's PTX shows, dating cubins that record no toolkit."""
     last = arch.last_cuda(gpu)
-    memo: dict[tuple[object, ...], Choice] = {}
+    memo: dict[tuple[object, ...], tuple[Runs, int | None]] = {}  # unit shape -> (runs, chosen position)
     choices: list[Choice] = []
     dead: list[NvCode] = []
     floors: list[Floor] = []
@@ -452,8 +458,10 @@ def _gpu_path(gpu: CC, units: list[Unit], runtime: Floor | None, os_name: str, b
         sig = tuple((c.kind, c.target, c.jit_target, bool(c.entry.unresolved)) for c in u.codes)
         shape = memo.get(sig)
         if shape is None:
-            shape = memo[sig] = choose(u.container, u.codes, gpu)
-        choice = shape if shape.code is None else Choice(shape.runs, u.codes[_position(u.codes, shape.code)])
+            first = choose(u.container, u.codes, gpu)
+            at = None if first.code is None else next(i for i, c in enumerate(u.codes) if c is first.code)
+            shape = memo[sig] = (first.runs, at)
+        choice = NOTHING if shape[1] is None else Choice(shape[0], u.codes[shape[1]])
         if choice.code is not None and choice.runs != "none" and last is not None \
                 and _dead(choice.code, runtime, last):
             dead.append(choice.code)
@@ -492,13 +500,3 @@ def _needed(units: list[Unit], choices: list[Choice]) -> list[bool]:
         else:
             out.append(any(best[k] == _RANK[c.runs] for k in c.kernels or ()))
     return out
-
-
-def _position(codes: tuple[NvCode, ...], chosen: NvCode) -> int:
-    """Where the memoised choice (made on an identically shaped unit) sits in ``codes``."""
-    for i, c in enumerate(codes):
-        if c is chosen:
-            return i
-    key = (chosen.kind, chosen.target, chosen.jit_target, bool(chosen.entry.unresolved))
-    return next(i for i, c in enumerate(codes)
-                if (c.kind, c.target, c.jit_target, bool(c.entry.unresolved)) == key)
