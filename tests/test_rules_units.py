@@ -502,3 +502,10 @@ def test_a_relocatable_cubin_not_loadable_alone_still_covers_its_gpu():
                    unresolved=("user_op",))
     rep = report(lib(box(sass("sm_80", "_Z2opv"), linked)))
     assert found(rep, "G001") == [] and found(rep, "K001") == [] and rep.exit_code == 0
+
+
+def test_on_gpu_is_checks_answer_for_one_gpu():
+    """What smoke's device-load asks for the GPU it ran on: the same rule as check --gpu."""
+    assert rules.on_gpu(lib(KERN, box(sass("sm_80", "_Z3mulv"))), "H200", (9, 0)).code == "G009"  # type: ignore[union-attr]
+    assert rules.on_gpu(lib(KERN), "H200", (9, 0)).code == "G008"  # type: ignore[union-attr]
+    assert rules.on_gpu(lib(box(amd("gfx90a"), role=HIP)), "H200", (9, 0)) is None

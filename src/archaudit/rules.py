@@ -15,16 +15,16 @@ import fnmatch
 import itertools
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from . import arch, gfx
 from .artifacts import TargetInventory
 from .claims import Claim
-from .facts import LibraryFacts, label
+from .facts import LibraryFacts, label, library_facts
 from .findings import CODES, Finding, make_finding
-from .model import PTX, SASS
+from .model import PTX, SASS, Library
 from .paths import NvCode, runs
-from .policy import Policy
+from .policy import NvidiaGpu, Policy
 
 KERNELS_SHOWN = 3
 
@@ -396,6 +396,15 @@ def _named_gpus(f: LibraryFacts) -> list[Finding]:
     return out
 
 
+def on_gpu(lib: Library, name: str, cc: tuple[int, int], policy: Policy | None = None) -> Finding | None:
+    """check's answer to ``--gpu`` for one library and one NVIDIA GPU: G008 (it runs there) or
+    G009 (it does not, or kernels that are not by design cannot), None without NVIDIA code.
+    smoke's device-load judges a library on the GPU it ran on with this same rule."""
+    base = policy if policy is not None else Policy()
+    f = library_facts(lib, None, replace(base, gpus=(NvidiaGpu(name, cc),), amd_gpus=()))
+    return next(iter(_named_gpus(f)), None)
+
+
 # ---- AMD coverage -----------------------------------------------------------------------------
 
 
@@ -591,4 +600,5 @@ __all__ = [
     "finding",
     "judge_library_rules",
     "judge_target_rules",
+    "on_gpu",
 ]
