@@ -204,3 +204,21 @@ def test_zip64_archives_written_by_zipfile_are_read(tmp_path, monkeypatch, limit
 
 def findings_paths(report: dict) -> list[str]:
     return [lib["path"] for t in report["targets"] for lib in t["libraries"]]
+
+
+@pytest.mark.parametrize("extra, words", [
+    (struct.pack("<HH", 0xCAFE, 40) + b"short", "extra field 0xcafe overruns its entry"),
+    (struct.pack("<HHQ", 1, 8, 0) * 2, "two zip64 extra fields"),
+    (b"\x01\x00", "extra fields overrun their entry"),
+])
+def test_malformed_extra_fields(tmp_path, extra, words):
+    """Extra fields zipfile reads otherwise (or refuses): E002 for the member."""
+    local, entries = pieces([GOOD, BAD])
+    entry = bytearray(entries[BAD[0]])
+    n = len(BAD[0])
+    struct.pack_into("<H", entry, 30, len(extra))
+    entry = entry[:46 + n] + extra + entry[46 + n:]
+    cd = entries[GOOD[0]] + bytes(entry)
+    code, rep = audit(tmp_path, local + cd + eocd(2, len(cd), len(local)))
+    assert code in (1, 2)
+    assert_finding(rep, "E002", words)
