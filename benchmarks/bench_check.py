@@ -20,15 +20,15 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from archaudit import zipread
-from archaudit.artifacts import inventories, is_library_name
+from archaudit.artifacts import inventories, is_library_name, select_member
 from archaudit.audit import Policy, audit
 
 
 def library_members(paths: list[str]) -> list[tuple[str, zipread.Member]]:
     out = []
     for path in paths:
-        members, _ = zipread.read_directory(path)
-        out += [(path, m) for m in members if is_library_name(m.name)]
+        members, _ = zipread.read_directory(path, select_member)  # the members check reads
+        out += [(path, m) for m in members if m.tag and m.tag != "zip"]
     return sorted(out, key=lambda pm: -pm[1].size)
 
 

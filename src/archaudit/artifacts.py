@@ -289,14 +289,15 @@ class _Budget:
                                f"(zip bomb?)")
 
 
-def _select(name: str, head: bytes) -> ContentKind | Literal["name"] | None:
-    """A member's tag: its content kind, "name" when only its name says library, else None."""
+def select_member(name: str, head: bytes) -> ContentKind | Literal["name"] | None:
+    """A member's tag: its content kind, "name" when only its name says library, else None
+    (None: not read). The rule `check` applies to every member of a wheel."""
     kind = content_kind(head)
     return kind if kind is not None else "name" if is_library_name(name) else None
 
 
 def _wheel_jobs(path: str) -> tuple[list[_Job], list[Problem]]:
-    members, hazards = zipread.read_directory(path, _select)
+    members, hazards = zipread.read_directory(path, select_member)
     budget = _Budget(os.path.getsize(path))
     jobs_list, problems = _archive_jobs(lambda: open(path, "rb"), members, hazards, "", 0, budget)
     over = budget.problem()
@@ -361,7 +362,7 @@ def _nested_jobs(opener: Callable[[], IO[bytes]], m: zipread.Member, display: st
         if whole is None:
             with opener() as f:
                 whole = b"".join(zipread.iter_member(f, m))
-        members, hazards = zipread.read_directory_bytes(whole, _select)
+        members, hazards = zipread.read_directory_bytes(whole, select_member)
     except zipread.MemberError as e:
         return [], [Problem(e.code, f"{display}: {e}")]
     except zipread.ZipError as e:
@@ -434,7 +435,7 @@ def _add_file(jobs_list: list[_Job], problems: list[Problem], full: str, rel: st
         with open(full, "rb") as f:
             kind = content_kind(f.read(HEAD))
         if kind == "zip":
-            members, hazards = zipread.read_directory(full, _select)
+            members, hazards = zipread.read_directory(full, select_member)
             budget = _Budget(size)
             jobs, probs = _archive_jobs(lambda: open(full, "rb"), members, hazards, rel + "!", 1, budget)
             over = budget.problem()
