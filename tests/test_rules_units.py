@@ -509,3 +509,17 @@ def test_on_gpu_is_checks_answer_for_one_gpu():
     assert rules.on_gpu(lib(KERN, box(sass("sm_80", "_Z3mulv"))), "H200", (9, 0)).code == "G009"  # type: ignore[union-attr]
     assert rules.on_gpu(lib(KERN), "H200", (9, 0)).code == "G008"  # type: ignore[union-attr]
     assert rules.on_gpu(lib(box(amd("gfx90a"), role=HIP)), "H200", (9, 0)) is None
+
+
+def test_g005_serves_what_the_ptx_text_compiles_for():
+    rep = report(lib(box(ptx("compute_90", text="sm_90a"))), arch="90;100")
+    assert found(rep, "G005")[0].get("serves") == ["9.0"]
+
+
+def test_d002_a_kernel_served_natively_elsewhere_does_not_need_its_ptx_copy():
+    """curand 10.4.5.25: one-architecture SASS containers beside a PTX-only copy of ISA 9.4."""
+    curand = lib(box(sass("sm_90", "_Z3genv")), box(ptx("compute_75", "_Z3genv", isa=(9, 4))))
+    (d,) = found(report(curand, arch="90"), "D002")
+    assert d.get("driver") == "580"
+    (d,) = found(report(curand, arch="75"), "D002")  # 7.5 has only the PTX
+    assert d.get("cuda") == "13.4"
