@@ -523,3 +523,30 @@ def test_d002_a_kernel_served_natively_elsewhere_does_not_need_its_ptx_copy():
     assert d.get("driver") == "580"
     (d,) = found(report(curand, arch="75"), "D002")  # 7.5 has only the PTX
     assert d.get("cuda") == "13.4"
+
+
+def test_stubs_beside_relocatable_code_are_judged_not_g010():
+    stub = Entry("nvidia", SASS, "sm_75", (1, 8), kernels=(), decoded=True)
+    rep = report(lib(box(stub, role=DEVICE_LINK), box(sass("sm_80"), role=RELOCATABLE)), arch="80")
+    assert "G010" not in codes(rep) and found(rep, "G001")[0].get("missing") == ["80"]
+
+
+def test_g006_relocatable_code_alone_is_not_loadable():
+    rep = report(lib(box(sass("sm_80"), role=RELOCATABLE)), arch="80")
+    assert "G006" in codes(rep) and "G001" in codes(rep)
+
+
+def test_c001_not_for_amd_code_asked_about_by_gpu():
+    rep = report(lib(box(amd("gfx942"), role=HIP), needed=()), arch=None, amd_gpus=(("MI300X", "gfx942"),))
+    assert found(rep, "C001") == [] and found(rep, "G008")
+
+
+def test_k002_an_unread_unit_of_ptx_whose_text_is_arch_specific():
+    unread = Entry("nvidia", PTX, "compute_90", (9, 0), kernels=None, ptx_target="sm_90a")
+    rep = report(lib(KERN, box(unread)))
+    assert found(rep, "K002") and "K001" not in codes(rep)
+
+
+def test_arch_specific_ptx_for_thor_under_its_old_name():
+    assert found(report(lib(box(ptx("compute_101a"))), arch="110", strict=True), "G001")[0].get("missing") == ["110"]
+    assert found(report(lib(box(ptx("compute_101a"))), arch="101", strict=True), "G001") == []
