@@ -550,3 +550,11 @@ def test_k002_an_unread_unit_of_ptx_whose_text_is_arch_specific():
 def test_arch_specific_ptx_for_thor_under_its_old_name():
     assert found(report(lib(box(ptx("compute_101a"))), arch="110", strict=True), "G001")[0].get("missing") == ["110"]
     assert found(report(lib(box(ptx("compute_101a"))), arch="101", strict=True), "G001") == []
+
+
+def test_an_unknown_floor_is_the_one_the_summary_shows():
+    from archaudit.render import render_text
+    known = lib(box(sass("sm_80"), sass("sm_90")), path="liba.so")
+    bare = lib(box(sass("sm_80", toolkit=None), sass("sm_90", toolkit=None)), needed=(), path="libb.so")
+    text = render_text(report(known, bare), detail="libraries", verbose=False, ascii_only=False)
+    assert "D002 driver floor: unknown (archaudit cannot name it, from libb.so)" in text

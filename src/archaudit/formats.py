@@ -20,6 +20,7 @@ from .render import (
     _driver_key,
     _verdict,
     cost_table,
+    floor_words,
     size_text,
     suppressed_errors,
     suppressed_in,
@@ -106,8 +107,11 @@ def _target_md(t: TargetReport, costs: bool, verbose: bool, hidden: tuple[Suppre
         out.append("")
     floor = _driver_floor(t)
     if floor is not None and not verbose:
-        out.append(f"Driver floor: NVIDIA driver >= **{md_text(floor.get('driver'))}** "
-                   f"(CUDA {md_text(floor.get('cuda'))}, from {code_span(floor.subject)}).")
+        if floor.get("driver") == "unknown":
+            out.append(f"Driver floor: **unknown** (archaudit cannot name it, from {code_span(floor.subject)}).")
+        else:
+            out.append(f"Driver floor: NVIDIA driver >= **{md_text(floor.get('driver'))}** "
+                       f"(CUDA {md_text(floor.get('cuda'))}, from {code_span(floor.subject)}).")
         out.append("")
     if costs:
         out.extend(_costs_md(t))
@@ -201,9 +205,8 @@ def render_github(report: Report, **_: object) -> str:
             out.append(annotation(COMMAND[f.severity], f.message, file=file, title=title))
         floor = _driver_floor(t)
         if floor is not None:
-            out.append(annotation("notice", f"{t.distribution or t.target} needs NVIDIA driver >= "
-                                            f"{floor.get('driver')} on Linux (CUDA {floor.get('cuda')}, "
-                                            f"from {floor.subject})",
+            out.append(annotation("notice", f"{t.distribution or t.target} needs NVIDIA driver "
+                                            f"{floor_words(floor)}, from {floor.subject})",
                                   file=file, title="archaudit D002: driver floor"))
     bad = sum(1 for t in report.targets if _failed(t))
     errors = sum(1 for f in report.findings if f.severity == ERROR)

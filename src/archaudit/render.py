@@ -152,8 +152,7 @@ def _target_text(t: TargetReport, detail: str, verbose: bool, *, costs: bool = F
     floors = [f for f in t.findings if f.code == "D002"]
     if floors and not verbose:
         top = max(floors, key=lambda f: _driver_key(str(f.get("driver"))))
-        out.append(f"· D002 driver floor: >= {top.get('driver')} on Linux (CUDA {top.get('cuda')}, "
-                   f"from {top.subject})")
+        out.append(f"· D002 driver floor: {floor_words(top)}, from {top.subject})")
     if t.inventory is not None and verbose:
         for lib in t.inventory.libraries:
             for note in lib.notes:
@@ -243,10 +242,18 @@ def _costs_text(t: TargetReport) -> list[str]:
 
 
 def _driver_key(v: str) -> tuple[int, ...]:
+    """Order driver floors; an unknown floor ("unknown") asks most of all."""
     try:
         return tuple(int(p) for p in v.split("."))
     except ValueError:
-        return (0,)
+        return (1 << 30,)
+
+
+def floor_words(f: Finding) -> str:
+    """A D002 floor in words: ">= 580.65.06 on Linux (CUDA 13.0" or "unknown (no evidence"."""
+    if f.get("driver") == "unknown":
+        return "unknown (archaudit cannot name it"
+    return f">= {f.get('driver')} on Linux (CUDA {f.get('cuda')}"
 
 
 def _verdict(v: LibraryVerdict, hidden: tuple[Suppression, ...] = ()) -> str:
