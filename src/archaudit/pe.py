@@ -184,12 +184,13 @@ def _short_name(raw: bytes) -> str:
     return raw.split(b"\x00", 1)[0].decode("utf-8", errors="replace")
 
 
-def long_name_span(h: Headers) -> tuple[int, int] | None:
-    """The file range of the string table holding the sections' long names ("/123"), if any."""
-    offsets = [_long_offset(s.name) for s in h.sections if s.name.startswith("/")]
-    if not offsets:
-        return None
-    return h.string_table, h.string_table + max(offsets) + 256
+def long_name_offsets(h: Headers) -> list[int]:
+    """String-table offsets of the sections' long names ("/123"): each name is read from the
+    LONG_NAME bytes there (section names are short; the table itself may be large)."""
+    return sorted({_long_offset(s.name) for s in h.sections if s.name.startswith("/")})
+
+
+LONG_NAME = 256
 
 
 def _long_offset(name: str) -> int:
@@ -199,16 +200,17 @@ def _long_offset(name: str) -> int:
     return int(digits)
 
 
-def name_sections(h: Headers, strings: bytes) -> Headers:
-    """The sections with long names resolved from the string table bytes (from its start)."""
+def name_sections(h: Headers, strings: dict[int, bytes]) -> Headers:
+    """The sections with long names resolved: `strings` holds, per string-table offset, the
+    bytes there (up to LONG_NAME of them)."""
     out = []
     for i, s in enumerate(h.sections):
         name = s.name
         if name.startswith("/"):
             at = _long_offset(name)
-            if at < 4 or at >= len(strings):
+            if at < 4 or not strings.get(at):
                 raise PeError(f"section {i}: long name {name!r} lies outside the string table")
-            name = elf.cstring(strings, at)
+            name = elf.cstring(strings[at], 0, LONG_NAME)
         if not name:
             raise PeError(f"section {i} has no name")
         out.append(replace(s, name=name))
@@ -257,11 +259,11 @@ def read(path: str, size: int, src: object, chunks: Chunks, decode: bool, max_pa
                 break
             need = grown
         h = parse_headers(bytes(src.buf[:min(size, need, HEADERS_MAX)]), size)
-        span = long_name_span(h)
+        long_names = long_name_offsets(h)
     except PeError as e:
         what = "malformed PE: " if e.code == MALFORMED else ""
         return Library(path, size, "pe", problems=(Problem(e.code, f"{what}{e}"),))
-    strings = src.capture(*span) if span else bytearray()
+    strings = {at: src.capture(h.string_table + at, h.string_table + at + LONG_NAME) for at in long_names}
     tables: list[tuple[bool, int, int, bytearray]] = []  # (delay, file offset, declared size, bytes)
     for index, delay in ((DIR_IMPORT, False), (DIR_DELAY_IMPORT, True)):
         rva, dir_size = h.directory(index)
@@ -271,7 +273,9 @@ def read(path: str, size: int, src: object, chunks: Chunks, decode: bool, max_pa
         if at is None:
             return Library(path, size, "pe", problems=(Problem(
                 MALFORMED, f"malformed PE: {'delay-' * delay}import directory at RVA 0x{rva:x} is in no section"),))
-        tables.append((delay, at, dir_size, src.capture(at, at + dir_size + NAMES_WINDOW)))
+        # the descriptors up to the most a table may list, then the names that usually follow
+        room = min(dir_size, (MAX_IMPORTS + 1) * (_DELAY if delay else _IMPORT).size)
+        tables.append((delay, at, dir_size, src.capture(at, at + room + NAMES_WINDOW)))
 
     segments = tuple(elf.Segment(elf.PT_LOAD, s.raw_offset, h.image_base + s.rva, s.loaded_size, s.elf_flags)
                      for s in h.sections if s.loaded_size)
@@ -280,12 +284,7 @@ def read(path: str, size: int, src: object, chunks: Chunks, decode: bool, max_pa
     problems = state.problems
     notes: list[str] = []
     try:
-        if span:
-            if len(strings) < span[1] - span[0]:
-                strings = bytearray(scan._fetch(chunks, span[0], min(size, span[1]), size))
-            h = name_sections(h, bytes(strings))
-        else:
-            h = name_sections(h, b"")
+        h = name_sections(h, {at: bytes(b) for at, b in strings.items()})
         needed = _imports(h, tables, chunks, size, notes)
     except (PeError, elf.ElfError) as e:
         problems.append(Problem(MALFORMED, f"malformed PE: {e}"))

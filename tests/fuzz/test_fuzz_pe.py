@@ -51,7 +51,8 @@ def pe_layout(rel: str) -> tuple[list[fz.Field], list[fz.Region], list[tuple[int
                    fz.Field(f"directory.{name}.size", opt + 116 + 8 * i, 4)]
     regions = [fz.Region("headers", 0, table), fz.Region("section_table", table, table + 40 * nsections)]
     trusted: list[tuple[int, int]] = []
-    named = pe.name_sections(h, data[h.string_table:]) if h.string_table else h
+    strings = {at: data[h.string_table + at:h.string_table + at + pe.LONG_NAME] for at in pe.long_name_offsets(h)}
+    named = pe.name_sections(h, strings)
     for i, s in enumerate(named.sections):
         at = table + 40 * i
         fields += [fz.Field(f"section[{i}:{s.name}].{n}", at + o, w) for n, o, w in _SECTION]
