@@ -1,7 +1,7 @@
 """Every input the fuzzer ever broke archaudit with, replayed through the CLI.
 
 Files in regressions/ are run by their extension: libraries and device-code files (.so, .o,
-.cubin, .fatbin, .ptx, .hsaco, .whl) are audited in header and --decode mode; .toml files are
+.dll, .cubin, .fatbin, .ptx, .hsaco, .whl) are audited in header and --decode mode; .toml files are
 given as --config; .amdclaim files as --amd-arch; .claim files as --arch; .gpu files as --gpu.
 Each must satisfy the properties of every fuzz run (exit 0, 1 or 2; no traceback; no E099;
 time bound), and give the outcome its fix produces: the exit code and the finding code (or,
@@ -37,6 +37,7 @@ EXPECTED: dict[str, tuple[int, str]] = {
     "hip-bundle-magic-flipped.so": (1, "E030"),
     "hsaco-xnack-on-gfx1100.hsaco": (1, "E014"),
     "lto-relfatbin-size1-magic0.o": (1, "E011"),
+    "pe-import-table-shifted-host.dll": (1, "E021"),
     "ptx-malformed-first-target.ptx": (1, "E014"),
     "ptx-target-no-number.ptx": (1, "E014"),
     "ptx-version-5000-digits.ptx": (0, "compute_80"),  # read (bounded digits), its target reported
