@@ -240,6 +240,16 @@ def test_damaged_device_code_in_a_dll_is_judged_like_elf():
     assert len(lib.containers) == 1
 
 
+def test_a_container_cut_short_outside_a_fatbin_section_is_e011():
+    """Found by the fuzzer: in .rdata no section accounting sees that a container's size was
+    cut (to 0 here) and its entries hidden; the entry header after its end does."""
+    data = bytearray((PE / "embedded.dll").read_bytes())
+    first = scan_file(str(PE / "embedded.dll")).containers[0]
+    struct.pack_into("<Q", data, first.offset + 8, 0)
+    bad = library_from_bytes("bad.dll", bytes(data))
+    assert "E011" in {p.code for p in bad.problems}
+
+
 def test_unaligned_gap_in_nv_fatb_is_e011():
     """MSVC pads containers to 16 bytes: a gap of 16 or more could hide one."""
     data = bytearray((PE / "multi.dll").read_bytes())

@@ -342,8 +342,21 @@ class _Scan:
             self.problem(e.code, f"fatbin container at 0x{at:x}: {e}", e.offset)
             self.found.append((at, head.total, ()))
             return end
+        if self._entry_at(src, end):  # outside a fatbin section no accounting would notice
+            self.problem("E011", f"fatbin container at 0x{at:x}: an entry follows its declared end, "
+                                 f"so its size hides entries", end)
         self.found.append((at, head.total, tuple(entries)))
         return end
+
+    def _entry_at(self, src: Source, pos: int) -> bool:
+        """Whether a valid entry header starts at `pos` (where a container said it ends)."""
+        if not src.ensure(pos + fatbin.ENTRY_HEADER.size):
+            return False
+        try:
+            fatbin.parse_entry_header(src.buf, pos - src.base, self.size - pos, pos)
+        except fatbin.FatbinError:
+            return False
+        return True
 
     def _frame_check(self, src: Source, pos: int, payload_at: int, eh: fatbin.EntryHeader) -> None:
         """Without decoding, still check what the payload's first bytes promise: a raw cubin is
