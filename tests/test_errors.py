@@ -21,7 +21,7 @@ def test_readers_errors_carry_their_code():
     assert elf.ElfError("not an ELF file").code == "E010"
     assert elf.ElfError("32-bit", "E020").code == "E020"
     assert zipread.ZipError("central directory not found").code == "E002"
-    assert zipread.MemberError("E003", "listed twice").code == "E003"
+    assert zipread.MemberError("listed twice", code="E003").code == "E003"
     e = fatbin.FatbinError("E011", "entry overruns its container", 0x4A0)
     assert (e.code, e.message, e.offset, str(e)) == ("E011", "entry overruns its container", 0x4A0,
                                                      "entry overruns its container")

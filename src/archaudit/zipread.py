@@ -57,9 +57,6 @@ class ZipError(ArchauditError):
 class MemberError(ArchauditError):
     """One member cannot be read or is hazardous; code is E002 or E003."""
 
-    def __init__(self, code: str, message: str):
-        super().__init__(message, code=code)
-
 
 @dataclass(frozen=True, slots=True)
 class Member:
@@ -381,7 +378,7 @@ def member_head(read_at: ReadAt, m: Member, n: int = HEAD, first: bytes = b"", d
     at = m.data_offset if data_offset < 0 else data_offset
     if m.method == 0:
         if m.compressed_size != m.size:
-            raise MemberError("E002", "stored member's sizes disagree")
+            raise MemberError("stored member's sizes disagree", code="E002")
         if whole and m.size <= WHOLE:
             data = first if len(first) >= m.size else read_at(at, m.size)
             _verify(m, data[:m.size])
@@ -395,29 +392,29 @@ def member_head(read_at: ReadAt, m: Member, n: int = HEAD, first: bytes = b"", d
     step = min(m.compressed_size, 1024)
     while (len(out) < want or (whole and not inflater.eof)) and taken < m.compressed_size:
         if taken >= HEAD_INPUT:
-            raise MemberError("E002", f"no {want} bytes of content in its first {HEAD_INPUT} "
-                                      f"compressed bytes (corrupt or hostile deflate data)")
+            raise MemberError(f"no {want} bytes of content in its first {HEAD_INPUT} "
+                              f"compressed bytes (corrupt or hostile deflate data)", code="E002")
         if first and not taken:
             block = first
         else:
             block = read_at(at + taken, min(step, m.compressed_size - taken))
         if not block:
-            raise MemberError("E002", "member data is truncated")
+            raise MemberError("member data is truncated", code="E002")
         taken += len(block)
         step = min(step * 4, HEAD_INPUT)
         try:  # one byte more than wanted: a whole member inflating past its size is caught
             out += inflater.decompress(inflater.unconsumed_tail + block, want + 1 - len(out))
         except Exception as e:  # noqa: BLE001 - any inflater failure is corrupt input
-            raise MemberError("E002", f"corrupt deflate data: {e}") from None
+            raise MemberError(f"corrupt deflate data: {e}", code="E002") from None
         if len(out) > want and whole:
-            raise MemberError("E003", f"inflates past its declared {m.size} bytes (zip bomb?)")
+            raise MemberError(f"inflates past its declared {m.size} bytes (zip bomb?)", code="E003")
         if inflater.eof:
             break
     if whole:
         if not inflater.eof:
-            raise MemberError("E002", "deflate stream is truncated")
+            raise MemberError("deflate stream is truncated", code="E002")
         if taken != m.compressed_size or inflater.unused_data:
-            raise MemberError("E002", "member has data after its deflate stream")
+            raise MemberError("member has data after its deflate stream", code="E002")
         _verify(m, out)
         return out[:n], out
     return out[:n], None
@@ -425,16 +422,16 @@ def member_head(read_at: ReadAt, m: Member, n: int = HEAD, first: bytes = b"", d
 
 def _verify(m: Member, data: bytes) -> None:
     if len(data) != m.size:
-        raise MemberError("E002", f"inflates to {len(data)} bytes, header says {m.size}")
+        raise MemberError(f"inflates to {len(data)} bytes, header says {m.size}", code="E002")
     if crc32(data) != m.crc:
-        raise MemberError("E002", "CRC mismatch (corrupt or changed while read)")
+        raise MemberError("CRC mismatch (corrupt or changed while read)", code="E002")
 
 
 def _readable(m: Member) -> None:
     if m.flags & 0x1:
-        raise MemberError("E002", "member is encrypted")
+        raise MemberError("member is encrypted", code="E002")
     if m.method not in (0, 8):
-        raise MemberError("E002", f"unsupported compression method {m.method}")
+        raise MemberError(f"unsupported compression method {m.method}", code="E002")
 
 
 def iter_member(f: IO[bytes], m: Member, chunk: int = CHUNK) -> Iterator[bytes]:
@@ -447,7 +444,7 @@ def iter_member(f: IO[bytes], m: Member, chunk: int = CHUNK) -> Iterator[bytes]:
         f.seek(m.header_offset)
         head = f.read(_LOCAL.size)
         if len(head) < _LOCAL.size or head[:4] != b"PK\x03\x04":
-            raise MemberError("E002", "local header missing (archive truncated or corrupt)")
+            raise MemberError("local header missing (archive truncated or corrupt)", code="E002")
         nlen, xlen = _LOCAL.unpack(head)[-2:]
         f.seek(m.header_offset + _LOCAL.size + nlen + xlen)
     else:
@@ -457,11 +454,11 @@ def iter_member(f: IO[bytes], m: Member, chunk: int = CHUNK) -> Iterator[bytes]:
     crc = 0
     if m.method == 0:
         if m.compressed_size != m.size:
-            raise MemberError("E002", "stored member's sizes disagree")
+            raise MemberError("stored member's sizes disagree", code="E002")
         while remaining_in:
             block = f.read(min(chunk, remaining_in))
             if not block:
-                raise MemberError("E002", "member data is truncated")
+                raise MemberError("member data is truncated", code="E002")
             remaining_in -= len(block)
             crc = crc32(block, crc)
             yield block
@@ -474,27 +471,27 @@ def iter_member(f: IO[bytes], m: Member, chunk: int = CHUNK) -> Iterator[bytes]:
                 if inflater.eof:
                     break
                 if not remaining_in:
-                    raise MemberError("E002", "deflate stream is truncated")
+                    raise MemberError("deflate stream is truncated", code="E002")
                 pending = f.read(min(chunk, remaining_in))
                 if not pending:
-                    raise MemberError("E002", "member data is truncated")
+                    raise MemberError("member data is truncated", code="E002")
                 remaining_in -= len(pending)
             try:
                 out = inflater.decompress(pending, chunk)
             except Exception as e:  # noqa: BLE001 - any inflater failure is corrupt input (isal's IsalError too)
-                raise MemberError("E002", f"corrupt deflate data: {e}") from None
+                raise MemberError(f"corrupt deflate data: {e}", code="E002") from None
             pending = inflater.unconsumed_tail
             if out:
                 produced += len(out)
                 if produced > m.size:
-                    raise MemberError("E003", f"inflates past its declared {m.size} bytes (zip bomb?)")
+                    raise MemberError(f"inflates past its declared {m.size} bytes (zip bomb?)", code="E003")
                 crc = crc32(out, crc)
                 yield out
             elif inflater.eof:
                 break
         if remaining_in or inflater.unused_data:
-            raise MemberError("E002", "member has data after its deflate stream")
+            raise MemberError("member has data after its deflate stream", code="E002")
     if produced != m.size:
-        raise MemberError("E002", f"inflates to {produced} bytes, header says {m.size}")
+        raise MemberError(f"inflates to {produced} bytes, header says {m.size}", code="E002")
     if crc != m.crc:
-        raise MemberError("E002", "CRC mismatch (corrupt or changed while read)")
+        raise MemberError("CRC mismatch (corrupt or changed while read)", code="E002")
