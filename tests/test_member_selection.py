@@ -121,6 +121,17 @@ def test_directory_target_chooses_by_content(tmp_path):
     assert set(libraries(rep)) == {"libgood.so", "kernels.dat"}
 
 
+def test_zip_in_a_directory_target_is_read(tmp_path):
+    d = tmp_path / "target"
+    d.mkdir()
+    (d / "libgood.so").write_bytes(GOOD)
+    (d / "bundle.dat").write_bytes(inner_zip([("lib/libhide.so", BAD)]))
+    code, rep, _ = check(tmp_path, d)
+    assert code == 1
+    assert set(libraries(rep)) == {"libgood.so", "bundle.dat!lib/libhide.so"}
+    assert any(c == "G001" and "bundle.dat!lib/libhide.so" in m for c, m in findings(rep)), findings(rep)
+
+
 def test_one_rule_for_files_on_disk(tmp_path):
     """`is_audited_file` is the rule smoke uses for installed files: the same as for members."""
     cases = {"libk.so.bak": BAD, "kernels.bin": FATBIN, "libtext.so": b"INPUT(-lfoo)\n", "notes.txt": b"hi\n",
