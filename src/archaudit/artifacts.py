@@ -296,16 +296,42 @@ def select_member(name: str, head: bytes) -> ContentKind | Literal["name"] | Non
     return kind if kind is not None else "name" if is_library_name(name) else None
 
 
+class _TooManyLibraries(Exception):
+    """More members chosen than any real wheel holds: reading stops there."""
+
+
+def _counting(limit: int) -> zipread.Select:
+    """select_member, stopping the directory's reading at the (limit + 1)th library."""
+    chosen = 0
+
+    def select(name: str, head: bytes) -> object:
+        nonlocal chosen
+        tag = select_member(name, head)
+        if tag and tag != "zip":
+            chosen += 1
+            if chosen > limit:
+                raise _TooManyLibraries
+        return tag
+    return select
+
+
+def _too_many() -> Problem:
+    return Problem("E003", f"more than {MAX_LIBRARIES} members are libraries or device code, more than "
+                           f"any real wheel holds: none is read")
+
+
 def _wheel_jobs(path: str) -> tuple[list[_Job], list[Problem]]:
-    members, hazards = zipread.read_directory(path, select_member)
+    try:
+        members, hazards = zipread.read_directory(path, _counting(MAX_LIBRARIES))
+    except _TooManyLibraries:
+        return [], [_too_many()]
     budget = _Budget(os.path.getsize(path))
     jobs_list, problems = _archive_jobs(lambda: open(path, "rb"), members, hazards, "", 0, budget)
     over = budget.problem()
     if over is not None:
         problems.append(over)
-    if len(jobs_list) > MAX_LIBRARIES:
-        problems.append(Problem("E003", f"{len(jobs_list)} members are libraries or device code, more "
-                                        f"than any real wheel holds (limit {MAX_LIBRARIES}): none is read"))
+    if len(jobs_list) > MAX_LIBRARIES:  # with those of zips inside it
+        problems.append(_too_many())
         jobs_list = []
     return jobs_list, problems
 
