@@ -45,6 +45,9 @@ EXPECTED: dict[str, tuple[int, str]] = {
     "sass-a-flag-cleared.so": (1, "E014"),
     "wheel-cd-name-differs.whl": (1, "E002"),
     "wheel-eocd-count-lowered.whl": (2, "E002"),
+    "wheel-two-central-directories.whl": (2, "E002"),
+    "wheel-two-zip64-records.whl": (2, "E002"),
+    "wheel-zip64-locator-plain-end-record.whl": (2, "E002"),
 }
 HIP = str(fz.AMD / "hip_multi.so")
 
