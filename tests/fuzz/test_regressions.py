@@ -37,6 +37,7 @@ EXPECTED: dict[str, tuple[int, str]] = {
     "hip-bundle-magic-flipped.so": (1, "E030"),
     "hsaco-xnack-on-gfx1100.hsaco": (1, "E014"),
     "lto-relfatbin-size1-magic0.o": (1, "E011"),
+    "pe-embedded-container-size0.dll": (1, "E011"),
     "pe-import-table-shifted-host.dll": (1, "E021"),
     "ptx-malformed-first-target.ptx": (1, "E014"),
     "ptx-target-no-number.ptx": (1, "E014"),
