@@ -303,24 +303,27 @@ def read(path: str, size: int, src: object, chunks: Chunks, decode: bool, max_pa
 def _zones(state: object, h: Headers, size: int) -> list[tuple[int, int, tuple[bytes, ...]]]:
     """Which patterns to search where. Every loaded byte is searched: code sections for
     containers, every other section also for wrapper records, which the loader relocates in
-    read-only sections too (MSVC's .nvFatBi is read-only). Bytes no section maps (headers
-    padding, an Authenticode certificate, debug data) are never registered, so not searched."""
+    read-only sections too (MSVC's .nvFatBi is read-only), and read-only ones for embedded
+    arch lists (string literals). Bytes no section maps (headers padding, an Authenticode
+    certificate, debug data) are never registered, so not searched."""
     from . import scan
 
     assert isinstance(state, scan._Scan)
     code = scan._patterns(state, code=False, data=False)
-    data = scan._patterns(state, code=True, data=True)
-    spans = sorted((s.raw_offset, s.raw_offset + s.loaded_size, s.characteristics & SCN_EXECUTE)
-                   for s in h.sections if s.loaded_size)
+    constant = scan._patterns(state, code=True, data=True)
+    writable = scan._patterns(state, code=True, data=True, strings=False)  # string literals are in .rdata
+    spans = sorted((s.raw_offset, s.raw_offset + s.loaded_size,
+                    code if s.characteristics & SCN_EXECUTE else writable if s.characteristics & SCN_WRITE
+                    else constant) for s in h.sections if s.loaded_size)
     zones: list[tuple[int, int, tuple[bytes, ...]]] = []
     pos = 0
-    for start, stop, executable in spans:
+    for start, stop, patterns in spans:
         start = max(start, pos)
         if stop <= start:
             continue
         if start > pos:
             zones.append((pos, start, ()))
-        zones.append((start, stop, code if executable else data))
+        zones.append((start, stop, patterns))
         pos = stop
     if pos < size:
         zones.append((pos, size, ()))
