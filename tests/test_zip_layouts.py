@@ -222,3 +222,15 @@ def test_malformed_extra_fields(tmp_path, extra, words):
     code, rep = audit(tmp_path, local + cd + eocd(2, len(cd), len(local)))
     assert code in (1, 2)
     assert_finding(rep, "E002", words)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, version", [("nvidia-curand", "10.4.0.35"), ("nvidia-cublas", "13.1.1.3"),
+                                           ("torch", "2.14.1")])
+def test_member_list_agrees_with_zipfile_on_real_wheels(name, version):
+    from wheels import fetch
+
+    path = fetch(name, version)
+    members, hazards = zipread.read_directory(str(path))
+    assert not hazards
+    assert [m.name for m in members] == zipfile.ZipFile(path).namelist()
