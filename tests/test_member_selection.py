@@ -94,6 +94,27 @@ def test_library_inside_a_nested_zip_is_read(tmp_path, method):
     assert any(c == "G001" and "bundle.zip!lib/libhide.so" in m for c, m in findings(rep)), findings(rep)
 
 
+def test_stored_zip_is_read_in_place(tmp_path):
+    """A zip stored (not deflated) in the wheel is read where it lies, not held in memory; its
+    own CRC is verified first."""
+    nested = inner_zip([("lib/libhide.so", BAD), ("lib/libgood2.so", GOOD)])
+    p = tmp_path / WHEEL_NAME
+    with zipfile.ZipFile(p, "w") as z:
+        z.writestr("demo/libgood.so", GOOD, compress_type=zipfile.ZIP_DEFLATED)
+        z.writestr("demo/bundle.zip", nested, compress_type=zipfile.ZIP_STORED)
+    code, rep, _ = check(tmp_path, p)
+    assert code == 1, findings(rep)
+    assert {"demo/bundle.zip!lib/libhide.so", "demo/bundle.zip!lib/libgood2.so"} <= set(libraries(rep))
+    assert any(c == "G001" and "bundle.zip!lib/libhide.so" in m for c, m in findings(rep)), findings(rep)
+    raw = bytearray(p.read_bytes())
+    at = raw.find(b"lib/libhide.so")  # inside the stored zip: its CRC no longer matches
+    raw[at] ^= 0x20
+    p.write_bytes(raw)
+    code, rep, _ = check(tmp_path, p)
+    assert code == 1
+    assert_finding(rep, "E002", "demo/bundle.zip: CRC mismatch")
+
+
 def test_zips_nested_too_deep_fail_closed(tmp_path):
     deep = inner_zip([("c.zip", inner_zip([("libhide.so", BAD)]))])
     p = wheel(tmp_path / WHEEL_NAME, [("demo/libgood.so", GOOD), ("demo/a.zip", inner_zip([("b.zip", deep)]))])

@@ -378,6 +378,8 @@ def _nested_jobs(opener: Callable[[], IO[bytes]], m: zipread.Member, display: st
     """A zip inside the archive: held in memory (bounded) and read with the same rules."""
     if depth + 1 > MAX_NESTING:
         return [], [Problem("E003", f"{display}: a zip nested {depth + 1} deep; its members are not read")]
+    if m.method == 0 and m.whole is None:
+        return _stored_nested_jobs(opener, m, display, depth, budget)
     if m.size > NESTED_MAX or not budget.hold(m.size):
         return [], [Problem("E003", f"{display}: a zip of {m.size} bytes inside the archive, over the "
                                     f"{NESTED_MAX}-byte bound for zips read in memory; its members are not read")]
@@ -395,6 +397,33 @@ def _nested_jobs(opener: Callable[[], IO[bytes]], m: zipread.Member, display: st
         return [], [Problem("E002", f"{display}: a zip whose members cannot be read: {e}")]
     data = whole
     return _archive_jobs(lambda: io.BytesIO(data), members, hazards, display + "!", depth + 1, budget)
+
+
+def _stored_nested_jobs(opener: Callable[[], IO[bytes]], m: zipread.Member, display: str, depth: int,
+                        budget: _Budget) -> tuple[list[_Job], list[Problem]]:
+    """A stored zip inside the archive: read in place, as a window on the archive (no bound on
+    its size but the wheel's budget), after its CRC is verified (the bytes read are those
+    installed)."""
+    if not budget.take(display, m.size):
+        return [], []
+    base, size = m.data_offset, m.size
+
+    def window() -> IO[bytes]:
+        return zipread.Window(opener(), base, size)  # type: ignore[return-value]
+
+    try:
+        with opener() as f:
+            for _ in zipread.iter_member(f, m):
+                pass
+        with zipread.Window(opener(), base, size) as w:
+            members, hazards = zipread.read_directory_at(w.pread, size, select_member)
+    except OSError as e:
+        return [], [Problem("E001", f"{display}: cannot read: {e}")]
+    except zipread.MemberError as e:
+        return [], [Problem(e.code, f"{display}: {e}")]
+    except zipread.ZipError as e:
+        return [], [Problem("E002", f"{display}: a zip whose members cannot be read: {e}")]
+    return _archive_jobs(window, members, hazards, display + "!", depth + 1, budget)
 
 
 def _wheel_dist(path: str) -> str:

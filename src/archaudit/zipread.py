@@ -14,6 +14,7 @@ reader fails (E002) instead of choosing one, so its member list is zipfile's or 
 
 from __future__ import annotations
 
+import io
 import os
 import stat
 import struct
@@ -21,7 +22,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import ModuleType
-from typing import IO
+from typing import IO, Any
 
 from .errors import ArchauditError
 
@@ -122,6 +123,50 @@ def _read_directory(read_at: ReadAt, size: int, select: Select | None) -> tuple[
     members, hazards = _parse_directory(directory, count, cd_offset, size)
     members = _check_local_headers(read_at, members, hazards, select)
     return _check_overlaps(members, hazards, cd_offset), hazards
+
+
+def read_directory_at(read_at: ReadAt, size: int, select: Select | None = None) -> tuple[list[Member], list[Hazard]]:
+    """The same for an archive of `size` bytes read through `read_at` (a stored zip inside a wheel)."""
+    return _read_directory(read_at, size, select)
+
+
+class Window(io.RawIOBase):
+    """Bytes [base, base + size) of a binary file, as a file of its own (a stored zip member read
+    in place). Owns the file it is given."""
+
+    def __init__(self, f: IO[bytes], base: int, size: int):
+        super().__init__()
+        self._f, self._base, self._size, self._pos = f, base, size, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        self._pos = pos if whence == 0 else self._pos + pos if whence == 1 else self._size + pos
+        return self._pos
+
+    def tell(self) -> int:
+        return self._pos
+
+    def pread(self, at: int, n: int) -> bytes:
+        n = max(0, min(n, self._size - at))
+        if at < 0 or not n:
+            return b""
+        self._f.seek(self._base + at)
+        return self._f.read(n)
+
+    def readinto(self, b: Any) -> int:
+        data = self.pread(self._pos, len(b))
+        b[:len(data)] = data
+        self._pos += len(data)
+        return len(data)
+
+    def close(self) -> None:
+        self._f.close()
+        super().close()
 
 
 def _end_records(read_at: ReadAt, size: int) -> tuple[int, int, int, int]:
