@@ -27,9 +27,7 @@ FULL = os.environ.get("ARCHAUDIT_CORPUS") == "all"
 # Wheels that still disagree on main, with the issue-11 point whose fix makes them agree. Strict:
 # once a fix lands, the wheel agrees, its test "unexpectedly passes" and fails until the entry goes.
 KNOWN: dict[str, str] = {
-    "tensorflow": "pt 8", "jax-cuda12-plugin-aarch64": "pt 5", "jax-cuda13-plugin-aarch64": "pt 5",
-    "mxnet-cu112": "pt 10", "cudnn-cu12": "pt 1, 3", "cublas-13": "pt 3", "curand-10.4.0.35-aarch64": "pt 5",
-    "curand-10.4.5.25": "pt 4", "cufft-12.5": "pt 3", "nccl-cu12": "pt 3", "warp-lang": "pt 4",
+    "jax-cuda12-plugin-aarch64": "pt 5", "jax-cuda13-plugin-aarch64": "pt 5", "curand-10.4.0.35-aarch64": "pt 5",
     "bitsandbytes-aarch64": "pt 5",
 }
 
