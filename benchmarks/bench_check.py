@@ -28,13 +28,14 @@ import lz4.block
 import zstandard
 
 from archaudit import audit as audit_module, decode, fatbin, render, scan, zipread
-from archaudit.artifacts import inventories, is_library_name
+from archaudit.artifacts import inventories, select_member
 from archaudit.audit import Policy
 
 
 def library_members(path: str) -> list[zipread.Member]:
-    members, _ = zipread.read_directory(path)
-    return sorted((m for m in members if not m.is_dir and is_library_name(m.name)), key=lambda m: -m.size)
+    """The members check reads (chosen by content and name, as artifacts does)."""
+    members, _ = zipread.read_directory(path, select_member)
+    return sorted((m for m in members if m.tag and m.tag != "zip"), key=lambda m: -m.size)
 
 
 def _inflate(path: str, m: zipread.Member) -> Iterator[bytes]:

@@ -125,7 +125,8 @@ def test_ordering_is_by_cc_then_suffix():
         ("sm_120f", (12, 1), True),
         ("sm_121", (12, 0), False),
         ("sm_110", (11, 0), True),
-        ("sm_101", (11, 0), True),  # Thor's old name
+        ("sm_101", (11, 0), False),  # Thor renamed by CUDA 13: not known to load, fail closed
+        ("sm_101", (10, 1), True),  # ... but Thor under its old name, with a CUDA 12.9 driver
         ("sm_100", (11, 0), False),
     ],
 )
@@ -272,7 +273,7 @@ def test_driver_table_covers_releases():
     versions = [tuple(int(p) for p in releases[r]["linux"].split(".")) for r in wanted]
     assert versions == sorted(versions)  # newer toolkits never need an older driver
     isa = data["ptx_isa"]["introduced_in"]
-    pairs = sorted((tuple(map(int, k.split("."))), tuple(map(int, v.split(".")))) for k, v in isa.items())
+    pairs = sorted((tuple(map(int, k.split("."))), tuple(map(int, v["cuda"].split(".")))) for k, v in isa.items())
     assert [p[1] for p in pairs] == sorted(p[1] for p in pairs)
 
 
@@ -342,5 +343,5 @@ def test_catalog_lookup_nvml_names_and_misses():
     assert lookup_gpu("Quadro T4000") == []  # not a T4
     assert lookup_gpu("Voodoo 3") == []
     assert lookup_gpu("") == []
-    assert [g.name for g in lookup_gpu("sm_101")] == ["Jetson Thor"]
+    assert [g.name for g in lookup_gpu("sm_101")] == ["Jetson Thor", "Jetson T4000"]
     assert lookup_gpu("sm_88") == []

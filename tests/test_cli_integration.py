@@ -182,7 +182,18 @@ def test_gpus_catalog(capsys):
     by = {r["name"]: r for r in rows}
     assert by["H100"]["cc"] == "9.0" and by["H100"]["kind"] == "discrete"
     assert any("Orin" in n and r["kind"] == "integrated" for n, r in by.items())
-    assert all(re.fullmatch(r"\d+\.\d", r["cc"]) for r in rows)
+    assert all(re.fullmatch(r"\d+\.\d", r["cc"]) for r in rows if r["vendor"] == "nvidia")
+    amd = {r["name"]: r for r in rows if r["vendor"] == "amd"}
+    assert amd["Instinct MI300X"]["target"] == "gfx942" and "Radeon RX 9070 XT" in text
+
+
+def test_gpu_amd_by_name(capsys):
+    """--gpu takes an AMD catalog name (it was a usage error before gfx.lookup_gpu existed)."""
+    rc = main(["check", "--no-config", "-q", "--amd-arch", "gfx942", "--gpu", "MI300X", "--example"])
+    err = capsys.readouterr().err
+    assert rc != 2 and "not in the GPU catalog" not in err, err
+    assert main(["check", "--no-config", "-q", "--amd-arch", "gfx942", "--gpu", "MI999", "--example"]) == 2
+    assert "not in the GPU catalog" in capsys.readouterr().err
 
 
 def test_usage_errors_exit_2(scratch, capsys):

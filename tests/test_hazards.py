@@ -342,3 +342,38 @@ def test_fatbin_with_corrupted_size(tmp_path):
     code, rep, _ = check(tmp_path, p)
     assert code == 1
     assert_finding(rep, "E011", "")
+
+
+@pytest.mark.parametrize("data", [LIB[:3000], LIB], ids=["held-whole", "streamed"])
+def test_crc_mismatch(tmp_path, data):
+    """Both headers state a CRC the member's (valid) deflate data does not have: E002. A member of
+    at most 4 KiB is verified when its first bytes are read, a larger one while it is streamed;
+    each path has its own check."""
+    assert (len(data) <= zipread.WHOLE) == (data is not LIB)
+    p = wheel(tmp_path / WHEEL_NAME, [("demo/libgood.so", LIB), ("demo/libk.so", data)])
+    raw = bytearray(p.read_bytes())
+    members, _ = zipread.read_directory(str(p))
+    m = next(m for m in members if m.name == "demo/libk.so")
+    wrong = m.crc ^ 0x1
+    struct.pack_into("<L", raw, m.header_offset + 14, wrong)
+    for pos, name in _cd_entries(bytes(raw)):
+        if name == b"demo/libk.so":
+            struct.pack_into("<L", raw, pos + 16, wrong)
+    p.write_bytes(raw)
+    code, rep, _ = check(tmp_path, p)
+    assert code == 1
+    assert_finding(rep, "E002", "demo/libk.so: CRC mismatch")
+
+
+def test_local_header_naming_the_member_otherwise(tmp_path):
+    """The central directory says demo/libk.so, the local header demo/libk.sx (zipfile, and so
+    pip, refuses such a member): E002, whatever the name would have decided."""
+    p = wheel(tmp_path / WHEEL_NAME, [("demo/libgood.so", LIB), ("demo/libk.so", LIB)])
+    raw = bytearray(p.read_bytes())
+    members, _ = zipread.read_directory(str(p))
+    m = next(m for m in members if m.name == "demo/libk.so")
+    raw[m.header_offset + 30 + len("demo/libk.s")] = ord("x")
+    p.write_bytes(raw)
+    code, rep, _ = check(tmp_path, p)
+    assert code == 1
+    assert_finding(rep, "E002", "demo/libk.so: local header names it 'demo/libk.sx'")

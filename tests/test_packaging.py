@@ -3,13 +3,10 @@ installed into a fresh virtual environment, runs the README's quick start and re
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import tarfile
-try:
-    import tomllib
-except ImportError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
 import venv
 import zipfile
 from pathlib import Path
@@ -17,7 +14,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-VERSION = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+VERSION = re.search(r'^__version__ = "([^"]+)"', (REPO / "src" / "archaudit" / "__init__.py").read_text(encoding="utf-8"),
+                    re.M).group(1)  # type: ignore[union-attr]
 
 
 @pytest.fixture(scope="module")

@@ -139,7 +139,7 @@ def test_device_code_is_a_skip_without_a_gpu_and_a_fail_under_require_gpu():
     probes_ = ["load", "device-load", "model-torch", "model-executorch"]
     report = smoke(wheel("smoke_cuda"), probes=probes_)
     device = by_subject(report, "device-load")
-    assert set(device) == {f"smoke_cuda/libsmoke_{v}.so" for v in ("sm80", "ptx80", "sm90")}
+    assert set(device) == {f"smoke_cuda/libsmoke_{v}.so" for v in ("sm80", "ptx80", "sm90", "rdc")}
     for r in device.values():
         assert r.status == SKIP
         assert "fatbin container(s) not loaded" in r.reason and "libcuda" in r.reason

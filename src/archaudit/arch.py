@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, Literal
 
 CC = tuple[int, int]
 
@@ -121,6 +121,15 @@ def canonical_cc(cc: CC) -> CC:
     return CC_ALIASES.get(key, key)
 
 
+def renamed(code: CC, gpu: CC) -> bool:
+    """Whether code and GPU name one GPU by two names (sm_101 and 11.0, Thor before and after
+    CUDA 13). Machine code for one name is not known to load under the other: CUDA 13 dropped
+    sm_101 ("SM101 is no longer valid", CUTLASS 4.2) and no source says its driver loads an
+    sm_101 cubin on 11.0, so such SASS is judged not to run (fail closed)."""
+    a, b = (code[0], code[1]), (gpu[0], gpu[1])
+    return a != b and canonical_cc(a) == canonical_cc(b)
+
+
 def is_tegra(cc: CC) -> bool:
     """Tegra (Jetson/DRIVE) parts, where SASS is only binary compatible with its exact CC."""
     return canonical_cc(cc) in TEGRA_CCS
@@ -133,6 +142,8 @@ def sass_runs_on(code: CudaTarget, gpu: CC) -> bool:
     SASS and any SASS on a Tegra GPU need an exact match; ``a`` needs an exact match;
     ``f`` runs within its family (same major, minor at least its own).
     """
+    if renamed(code.cc, gpu):
+        return False
     want = canonical_cc(code.cc)
     have = canonical_cc(gpu)
     if want == have:
@@ -151,13 +162,13 @@ def ptx_runs_on(code: CudaTarget, gpu: CC) -> bool:
     want = canonical_cc(code.cc)
     have = canonical_cc(gpu)
     if code.suffix == "a":
-        return have == want
+        return have == want and not renamed(code.cc, gpu)
     if code.suffix == "f":
         return have[0] == want[0] and have[1] >= want[1]
     return have >= want
 
 
-def runs_on(kind: str, code: CudaTarget, gpu: CC) -> str | None:
+def runs_on(kind: str, code: CudaTarget, gpu: CC) -> Literal["native", "jit"] | None:
     """``"native"`` (SASS loads as is), ``"jit"`` (PTX compiled at first load) or None.
 
     LTO IR and relocatable code are never loaded by the runtime, so they never run.
@@ -216,6 +227,7 @@ def _release(release: CC | str) -> CC:
     return int(release[0]), int(release[1])
 
 
+@cache
 def cuda_release_for_ptx_isa(isa: CC | str) -> CC:
     """The CUDA release that introduced a PTX ISA version; its driver is the first to JIT that PTX.
 
@@ -224,12 +236,61 @@ def cuda_release_for_ptx_isa(isa: CC | str) -> CC:
     major, minor = _release(isa)
     table = _data("cuda.json")["ptx_isa"]["introduced_in"]
     try:
-        return _cc(table[f"{major}.{minor}"])
+        return _cc(table[f"{major}.{minor}"]["cuda"])
     except KeyError:
         raise LookupError(f"PTX ISA {major}.{minor} is not in archaudit's table; "
                           f"its minimum driver is unknown") from None
 
 
+def newest_ptx_isa(cuda_release: CC | str) -> CC:
+    """The newest PTX ISA a CUDA release knows: what its driver's JIT compiles at most.
+
+    Raises LookupError for a release older than the table.
+    """
+    release = _release(cuda_release)
+    table = _data("cuda.json")["ptx_isa"]["introduced_in"]
+    known = [_cc(isa) for isa, row in table.items() if _cc(row["cuda"]) <= release]
+    if not known:
+        raise LookupError(f"no PTX ISA of CUDA {release[0]}.{release[1]} is in archaudit's table")
+    return max(known)
+
+
+@dataclass(frozen=True)
+class LastDriver:
+    """The newest driver branch that supports a GPU generation, and what its JIT can compile.
+
+    GPUs of ``ccs`` never get a driver newer than ``branch`` ("R470"; for Tegra GPUs the last
+    JetPack, "JetPack 4.6 (L4T R32.7)"): PTX of an ISA newer than ``ptx_isa`` (the ISA of CUDA
+    ``cuda``, the newest release the branch supports) cannot run there on any driver.
+    """
+
+    generation: str
+    ccs: tuple[CC, ...]
+    branch: str
+    cuda: CC
+    ptx_isa: CC
+    sources: tuple[str, ...]  # keys of the file's 'sources'
+
+
+@cache
+def last_drivers() -> tuple[LastDriver, ...]:
+    """Every row of ``last_driver`` in ``data/cuda.json``: generations whose support has ended."""
+    rows = _data("cuda.json")["last_driver"]["generations"]
+    return tuple(
+        LastDriver(name, tuple(_cc(c) for c in row["ccs"]), row["branch"], _cc(row["cuda"]),
+                   _cc(row["ptx_isa"]), tuple(row["source"]) if isinstance(row["source"], list) else (row["source"],))
+        for name, row in rows.items()
+    )
+
+
+def last_driver(cc: CC) -> LastDriver | None:
+    """The last driver branch (or, for Tegra, JetPack) of a GPU's generation; None while
+    current drivers support it."""
+    cc = canonical_cc(cc)
+    return next((row for row in last_drivers() if cc in row.ccs), None)
+
+
+@cache
 def min_driver(cuda_release: CC | str, os: str = "linux", kind: str = "toolkit") -> str:
     """The minimum NVIDIA driver for code built by a CUDA release.
 
@@ -346,3 +407,28 @@ def lookup_gpu(name_or_target: str) -> list[Gpu]:
             if len(t) < len(words) and words[: len(t)] == t and (best is None or len(t) > best[0]):
                 best = (len(t), g)
     return [best[1]] if best else []
+
+
+# ---- what a GPU generation's last driver can run ---------------------------------------
+
+
+@cache
+def _last_cuda() -> dict[CC, CC]:
+    rows = _data("cuda.json")["last_driver"]["generations"].values()
+    return {_cc(cc): _cc(row["cuda"]) for row in rows for cc in row["ccs"]}
+
+
+def last_cuda(gpu: CC) -> CC | None:
+    """The newest CUDA release any driver for this GPU supports (its generation's last driver
+    branch), or None while its generation is still supported."""
+    return _last_cuda().get(canonical_cc(gpu))
+
+
+def runtime_major(soname: str) -> int | None:
+    """The CUDA major a NEEDED library name proves the library was built by
+    (``libcudart.so.12`` -> 12), or None for a name that says nothing about it."""
+    for row in _data("cuda.json")["runtime_sonames"]["patterns"].values():
+        m = re.match(row["pattern"], soname)
+        if m:
+            return int(m.group("major"))
+    return None

@@ -6,6 +6,7 @@ largest first, each worker with its own file handle. Nothing is written anywhere
 
 from __future__ import annotations
 
+import io
 import os
 import stat
 import sys
@@ -14,13 +15,24 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from typing import IO, Literal
 
-from . import zipread
+from . import fatbin, hip, zipread
 from .decode import DecodePool
 from .model import LTO, Library, Problem
 from .scan import DEFAULT_MAX_PAYLOAD, scan_stream
 
 LIBRARY_SUFFIXES = (".so", ".cubin", ".fatbin", ".ptx", ".hsaco", ".pyd", ".dll", ".dylib")
+
+ContentKind = Literal["elf", "fatbin", "offload-bundle", "zip", "pe", "mach-o"]
+HEAD = zipread.HEAD  # bytes of a file's start that say what it is
+MAX_LIBRARIES = 10_000  # per target; the largest real wheels hold well under 100
+BUDGET_FLOOR = 64 << 20  # bytes any wheel may inflate for the audit, however small
+BUDGET_RATIO = 32  # and beyond the floor, this many times its own size (real wheels: under 6)
+MAX_NESTING = 2  # a wheel, a zip in it, a zip in that
+NESTED_MAX = 256 << 20  # bytes of a zip inside a wheel held in memory to read its members
+_MACHO = (b"\xfe\xed\xfa\xce", b"\xce\xfa\xed\xfe", b"\xfe\xed\xfa\xcf", b"\xcf\xfa\xed\xfe")
+_FIRST_BYTES = frozenset({b"\x7f", fatbin.MAGIC[:1], b"_", b"C", b"P", b"M", b"\xfe", b"\xce", b"\xcf"})
 
 
 def is_library_name(name: str) -> bool:
@@ -28,6 +40,59 @@ def is_library_name(name: str) -> bool:
     if base.endswith(LIBRARY_SUFFIXES):
         return True
     return ".so." in base and base.split(".so.", 1)[1].replace(".", "").isdigit()
+
+
+def content_kind(head: bytes) -> ContentKind | None:
+    """What a file's first bytes say it is, when that is something that can carry device code
+    (or hold files that can): the magic decides, never the name."""
+    first = head[:1]
+    if first not in _FIRST_BYTES:
+        return None
+    magic = head[:4]
+    if magic == b"\x7fELF":
+        return "elf"
+    if magic == fatbin.MAGIC:
+        return "fatbin"
+    if head.startswith(hip.MAGICS):
+        return "offload-bundle"
+    if magic == b"PK\x03\x04":
+        return "zip"
+    if magic in _MACHO:
+        return "mach-o"
+    if first == b"M" and head[:2] == b"MZ" and len(head) >= 0x40:
+        pe_at = int.from_bytes(head[0x3C:0x40], "little")
+        if head[pe_at:pe_at + 4] == b"PE\0\0":
+            return "pe"
+    return None
+
+
+def audited(name: str, head: bytes) -> bool:
+    """The one rule for which files are read: device code or a library by content, or a file
+    named like one (a misnamed non-library is then a finding of the scanner)."""
+    return content_kind(head) is not None or is_library_name(name)
+
+
+def is_audited_file(path: str) -> bool:
+    """The rule for a file on disk (its first HEAD bytes are read; special files never are)."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
+        with open(path, "rb") as f:
+            return audited(path, f.read(HEAD))
+    except OSError:
+        return is_library_name(path)
+
+
+_KIND_WORDS: dict[str, str] = {"elf": "an ELF file", "fatbin": "a fatbin", "offload-bundle": "a clang offload bundle",
+                               "zip": "a zip", "pe": "a PE (Windows) file", "mach-o": "a Mach-O file"}
+
+
+def _name_note(name: str, kind: ContentKind | None) -> str:
+    """What the name would have hidden: a file chosen by content that no name search picks."""
+    if kind is None or is_library_name(name):
+        return ""
+    return (f"named {name.rsplit('/', 1)[-1]!r}, which no search by file name picks: read because "
+            f"its content is {_KIND_WORDS[kind]}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +130,7 @@ class _Job:
     display: str
     size: int
     chunks: Callable[[], Iterator[bytes]]
+    note: str = ""  # said with the library (why it was read although its name hides it)
 
 
 def inventory(target: str, *, jobs: int | None = None, decode: bool = True,
@@ -103,7 +169,10 @@ def inventories(targets: list[str], *, jobs: int | None = None, decode: bool = T
     return out
 
 
-def _plan(target: str):
+_Plan = tuple[str, list[_Job], list[Problem], str]
+
+
+def _plan(target: str) -> _Plan | TargetInventory:
     """(kind, jobs, problems, distribution) for a target, or an unusable TargetInventory."""
     if os.path.isdir(target):
         jobs_list, problems = _directory_jobs(target)
@@ -147,6 +216,8 @@ def _run(jobs_list: list[_Job], jobs: int | None, decode: bool, max_payload: int
             except MemoryError:
                 lib = Library(j.display, j.size, "other",
                               problems=(Problem("E012", "ran out of memory while verifying"),))
+            if j.note:
+                lib = replace(lib, notes=lib.notes + (j.note,))
             if progress is not None:
                 progress.add(libraries=1)
             return lib if decode else _unverified(lib)
@@ -190,18 +261,173 @@ def _file_job(path: str, display: str, size: int | None = None) -> _Job:
     return _Job(display, os.path.getsize(path) if size is None else size, chunks)
 
 
+class _Budget:
+    """Bytes a target may inflate for its audit: enough for any real wheel, bounded by the
+    wheel's own size, so a small input never means a long run."""
+
+    def __init__(self, archive_size: int):
+        self.limit = max(BUDGET_FLOOR, BUDGET_RATIO * archive_size)
+        self.left = self.limit
+        self.refused: list[str] = []
+        self.held = 0  # bytes of zips inside the archive held in memory
+
+    def hold(self, nbytes: int) -> bool:
+        if self.held + nbytes > NESTED_MAX:
+            return False
+        self.held += nbytes
+        return True
+
+    def take(self, name: str, nbytes: int) -> bool:
+        if nbytes > self.left:
+            self.refused.append(name)
+            return False
+        self.left -= nbytes
+        return True
+
+    def problem(self) -> Problem | None:
+        if not self.refused:
+            return None
+        shown = ", ".join(self.refused[:3]) + (", ..." if len(self.refused) > 3 else "")
+        return Problem("E003", f"{len(self.refused)} member(s) not read ({shown}): they would inflate "
+                               f"the audit past {self.limit} bytes, {BUDGET_RATIO}x the wheel's size "
+                               f"(zip bomb?)")
+
+
+def select_member(name: str, head: bytes) -> ContentKind | Literal["name"] | None:
+    """A member's tag: its content kind, "name" when only its name says library, else None
+    (None: not read). The rule `check` applies to every member of a wheel."""
+    kind = content_kind(head)
+    return kind if kind is not None else "name" if is_library_name(name) else None
+
+
+class _TooManyLibraries(Exception):
+    """More members chosen than any real wheel holds: reading stops there."""
+
+
+def _counting(limit: int) -> zipread.Select:
+    """select_member, stopping the directory's reading at the (limit + 1)th library."""
+    chosen = 0
+
+    def select(name: str, head: bytes) -> object:
+        nonlocal chosen
+        tag = select_member(name, head)
+        if tag and tag != "zip":
+            chosen += 1
+            if chosen > limit:
+                raise _TooManyLibraries
+        return tag
+    return select
+
+
+def _too_many() -> Problem:
+    return Problem("E003", f"more than {MAX_LIBRARIES} members are libraries or device code, more than "
+                           f"any real wheel holds: none is read")
+
+
 def _wheel_jobs(path: str) -> tuple[list[_Job], list[Problem]]:
-    members, hazards = zipread.read_directory(path)
-    problems = [Problem(code, f"{name}: {msg}") for code, name, msg in hazards]
-    jobs_list = []
-    for m in members:
-        if m.is_dir or not is_library_name(m.name):
-            continue
-        def chunks(m=m) -> Iterator[bytes]:
-            with open(path, "rb") as f:
-                yield from zipread.iter_member(f, m)
-        jobs_list.append(_Job(m.name, m.size, chunks))
+    try:
+        members, hazards = zipread.read_directory(path, _counting(MAX_LIBRARIES))
+    except _TooManyLibraries:
+        return [], [_too_many()]
+    budget = _Budget(os.path.getsize(path))
+    jobs_list, problems = _archive_jobs(lambda: open(path, "rb"), members, hazards, "", 0, budget)
+    over = budget.problem()
+    if over is not None:
+        problems.append(over)
+    if len(jobs_list) > MAX_LIBRARIES:  # with those of zips inside it
+        problems.append(_too_many())
+        jobs_list = []
     return jobs_list, problems
+
+
+def _archive_jobs(opener: Callable[[], IO[bytes]], members: list[zipread.Member], hazards: list[zipread.Hazard],
+                  prefix: str, depth: int, budget: _Budget) -> tuple[list[_Job], list[Problem]]:
+    """Jobs for the members of one archive chosen by content (their first bytes, read with the
+    directory, without inflating the rest) or by name; a zip among them is read in turn, its
+    members named `outer!inner`."""
+    problems = [Problem(code, f"{prefix}{name}: {msg}") for code, name, msg in hazards]
+    jobs_list: list[_Job] = []
+    for m in members:
+        if not m.tag:
+            continue
+        display = prefix + m.name
+        kind: ContentKind | None = None if m.tag == "name" else m.tag  # type: ignore[assignment]
+        if kind == "zip":
+            nested = _nested_jobs(opener, m, display, depth, budget)
+            jobs_list += nested[0]
+            problems += nested[1]
+            continue
+        if not budget.take(display, m.size):
+            continue
+        jobs_list.append(_Job(display, m.size, _member_chunks(opener, m), _name_note(m.name, kind)))
+    return jobs_list, problems
+
+
+def _member_chunks(opener: Callable[[], IO[bytes]], m: zipread.Member) -> Callable[[], Iterator[bytes]]:
+    """A member's bytes: held already when it is tiny, else inflated in place on each call."""
+    whole = m.whole
+    if whole is not None:
+        def held() -> Iterator[bytes]:
+            yield whole
+        return held
+
+    def streamed() -> Iterator[bytes]:
+        with opener() as f:
+            yield from zipread.iter_member(f, m)
+    return streamed
+
+
+def _nested_jobs(opener: Callable[[], IO[bytes]], m: zipread.Member, display: str, depth: int,
+                 budget: _Budget) -> tuple[list[_Job], list[Problem]]:
+    """A zip inside the archive: held in memory (bounded) and read with the same rules."""
+    if depth + 1 > MAX_NESTING:
+        return [], [Problem("E003", f"{display}: a zip nested {depth + 1} deep; its members are not read")]
+    if m.method == 0 and m.whole is None:
+        return _stored_nested_jobs(opener, m, display, depth, budget)
+    if m.size > NESTED_MAX or not budget.hold(m.size):
+        return [], [Problem("E003", f"{display}: a zip of {m.size} bytes inside the archive, over the "
+                                    f"{NESTED_MAX}-byte bound for zips read in memory; its members are not read")]
+    if not budget.take(display, m.size):
+        return [], []
+    try:
+        whole = m.whole
+        if whole is None:
+            with opener() as f:
+                whole = b"".join(zipread.iter_member(f, m))
+        members, hazards = zipread.read_directory_bytes(whole, select_member)
+    except zipread.MemberError as e:
+        return [], [Problem(e.code, f"{display}: {e}")]
+    except zipread.ZipError as e:
+        return [], [Problem("E002", f"{display}: a zip whose members cannot be read: {e}")]
+    data = whole
+    return _archive_jobs(lambda: io.BytesIO(data), members, hazards, display + "!", depth + 1, budget)
+
+
+def _stored_nested_jobs(opener: Callable[[], IO[bytes]], m: zipread.Member, display: str, depth: int,
+                        budget: _Budget) -> tuple[list[_Job], list[Problem]]:
+    """A stored zip inside the archive: read in place, as a window on the archive (no bound on
+    its size but the wheel's budget), after its CRC is verified (the bytes read are those
+    installed)."""
+    if not budget.take(display, m.size):
+        return [], []
+    base, size = m.data_offset, m.size
+
+    def window() -> IO[bytes]:
+        return zipread.Window(opener(), base, size)  # type: ignore[return-value]
+
+    try:
+        with opener() as f:
+            for _ in zipread.iter_member(f, m):
+                pass
+        with zipread.Window(opener(), base, size) as w:
+            members, hazards = zipread.read_directory_at(w.pread, size, select_member)
+    except OSError as e:
+        return [], [Problem("E001", f"{display}: cannot read: {e}")]
+    except zipread.MemberError as e:
+        return [], [Problem(e.code, f"{display}: {e}")]
+    except zipread.ZipError as e:
+        return [], [Problem("E002", f"{display}: a zip whose members cannot be read: {e}")]
+    return _archive_jobs(window, members, hazards, display + "!", depth + 1, budget)
 
 
 def _wheel_dist(path: str) -> str:
@@ -218,7 +444,7 @@ def _directory_jobs(root: str) -> tuple[list[_Job], list[Problem]]:
         dirnames.sort()
         for name in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
             full = os.path.join(dirpath, name)
-            if is_library_name(name):
+            if is_library_name(name) or (name not in dirnames and _file_kind(full) is not None):
                 rel = os.path.relpath(full, root).replace(os.sep, "/")
                 candidates.append((os.path.islink(full), rel, full))
             elif name in dirnames:  # a link to a directory is not walked: its files must lie inside
@@ -246,11 +472,47 @@ def _directory_jobs(root: str) -> tuple[list[_Job], list[Problem]]:
         if key in seen:  # libfoo.so -> libfoo.so.1: audit the file once
             continue
         seen.add(key)
-        jobs_list.append(_file_job(full, rel, st.st_size))
+        _add_file(jobs_list, problems, full, rel, st.st_size)
     return jobs_list, problems
 
 
-def _distribution_jobs(name: str):
+def _file_kind(full: str) -> ContentKind | None:
+    """The content kind of a regular file that is not a link (others are never opened here)."""
+    try:
+        if not stat.S_ISREG(os.lstat(full).st_mode):
+            return None
+        with open(full, "rb") as f:
+            return content_kind(f.read(HEAD))
+    except OSError:
+        return None
+
+
+def _add_file(jobs_list: list[_Job], problems: list[Problem], full: str, rel: str, size: int) -> None:
+    """One file of a directory or distribution: a library or device-code file is one job; a zip
+    is read like a wheel's nested zip, its members named `file!member`."""
+    try:
+        with open(full, "rb") as f:
+            kind = content_kind(f.read(HEAD))
+        if kind == "zip":
+            members, hazards = zipread.read_directory(full, select_member)
+            budget = _Budget(size)
+            jobs, probs = _archive_jobs(lambda: open(full, "rb"), members, hazards, rel + "!", 1, budget)
+            over = budget.problem()
+            jobs_list += jobs
+            problems += probs + ([over] if over else [])
+            return
+    except zipread.ZipError as e:
+        problems.append(Problem("E002", f"{rel}: a zip whose members cannot be read: {e}"))
+        return
+    except OSError as e:
+        problems.append(Problem("E001", f"{rel}: cannot read: {e.strerror}"))
+        return
+    job = _file_job(full, rel, size)
+    note = _name_note(rel, kind)
+    jobs_list.append(_Job(job.display, job.size, job.chunks, note) if note else job)
+
+
+def _distribution_jobs(name: str) -> tuple[list[_Job], list[Problem], str] | None:
     from importlib import metadata
 
     try:
@@ -261,9 +523,9 @@ def _distribution_jobs(name: str):
     jobs_list: list[_Job] = []
     seen: set[str] = set()
     for f in dist.files or ():
-        if not is_library_name(str(f)):
-            continue
         full = str(f.locate())
+        if not is_library_name(str(f)) and _file_kind(full) is None:
+            continue
         real = os.path.realpath(full)
         if real in seen:
             continue
@@ -271,12 +533,12 @@ def _distribution_jobs(name: str):
         if not os.path.isfile(full):
             problems.append(Problem("E001", f"{f}: listed in RECORD but missing"))
             continue
-        jobs_list.append(_file_job(full, str(f)))
+        _add_file(jobs_list, problems, full, str(f), os.path.getsize(full))
     label = f"{dist.metadata['Name']}-{dist.version}"
     return jobs_list, problems, label
 
 
-def progress_display(progress: Progress, stream=sys.stderr) -> Callable[[], None]:
+def progress_display(progress: Progress, stream: IO[str] = sys.stderr) -> Callable[[], None]:
     """Start a one-line progress display on a terminal; returns the function that stops it."""
     stop = threading.Event()
     began = time.perf_counter()

@@ -121,7 +121,7 @@ _TORCH_RE = re.compile(r"(?P<arch>[1-9]\d?\.\d[afAF]?)(?P<ptx>\+PTX)?", re.IGNOR
 
 
 def _torch_names() -> dict[str, str]:
-    return {k.lower(): v for k, v in cuda_data()["torch_named_arches"]["names"].items()}
+    return {k.lower(): v["arches"] for k, v in cuda_data()["torch_named_arches"]["names"].items()}
 
 
 def _parse_torch(text: str, b: _Builder) -> None:

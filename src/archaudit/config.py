@@ -8,12 +8,20 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
+
+from .errors import UsageError
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # Python 3.10
     import tomli as tomllib
+
+# The report formats and detail levels, for the config's keys and the flags alike.
+Format = Literal["text", "json", "markdown", "github", "junit"]
+Detail = Literal["libraries", "containers", "kernels"]
+FORMATS: tuple[Format, ...] = get_args(Format)
+DETAILS: tuple[Detail, ...] = get_args(Detail)
 
 KEYS = {
     "cuda-archs", "cuda-archs-style", "amd-archs", "cuda-version", "exact", "require-ptx", "strict",
@@ -26,11 +34,11 @@ KEYS = {
 _SCALARS = {
     "cuda-archs-style": ("auto", "cmake", "torch", "nvcc", "list"), "driver": (),
     "require-ptx": ("newest",), "driver-os": ("linux", "windows"),
-    "detail": ("libraries", "containers", "kernels"), "format": (),
+    "detail": DETAILS, "format": FORMATS,
 }
 
 
-class ConfigError(Exception):
+class ConfigError(UsageError):
     """The configuration file is unreadable or has a wrong key or value (exit 2)."""
 
 
@@ -44,16 +52,15 @@ class Config:
 
 
 def find_pyproject(start: str | None = None) -> str | None:
-    """The nearest pyproject.toml with a [tool.archaudit] table, from `start` upward."""
+    """The nearest pyproject.toml with a [tool.archaudit] table, from `start` upward.
+
+    A pyproject.toml that cannot be read or parsed on the way is a ConfigError, not skipped:
+    it may hold the table, and a parent's claim must not silently stand in for it."""
     here = os.path.abspath(start or os.getcwd())
     while True:
         candidate = os.path.join(here, "pyproject.toml")
         if os.path.isfile(candidate):
-            try:
-                with open(candidate, "rb") as f:
-                    data = tomllib.load(f)
-            except (OSError, ValueError):  # TOMLDecodeError and UnicodeDecodeError are ValueErrors
-                data = {}
+            data = _read(candidate)
             tool = data.get("tool", {})
             if isinstance(tool, dict) and "archaudit" in tool:
                 return candidate
@@ -63,18 +70,22 @@ def find_pyproject(start: str | None = None) -> str | None:
         here = parent
 
 
+def _read(path: str) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: not valid TOML: {e}") from None
+
+
 def load(path: str | None = None, *, discover: bool = True) -> Config:
     if path is None and discover:
         path = find_pyproject()
     if path is None:
         return Config()
-    try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
-    except OSError as e:
-        raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise ConfigError(f"{path}: not valid TOML: {e}") from None
+    data = _read(path)
     tool = data.get("tool", {})
     table = tool.get("archaudit", {}) if isinstance(tool, dict) else None
     if not isinstance(table, dict):
@@ -104,4 +115,7 @@ def load(path: str | None = None, *, discover: bool = True) -> Config:
                 or not set(rule) <= {"code", "library", "reason"} \
                 or not all(isinstance(v, str) for v in rule.values()):
             raise ConfigError(f"{path}: each ignore-library entry needs code and library (and a reason)")
+        if not rule["code"].strip() or not rule["library"].strip():
+            raise ConfigError(f"{path}: an ignore-library entry has an empty code or library, which would "
+                              f"match every finding")
     return Config(path, table)

@@ -125,8 +125,10 @@ def decode_entry(eh: fatbin.EntryHeader, raw: bytes, pos: int, max_payload: int,
     """`base` completed with what the payload says: kernel names, the cubin's toolkit, the PTX
     text's .target; the payload must agree with its entry header."""
     if eh.kind == SASS:
+        data = fatbin.decode_payload(eh, raw, pos, max_payload)
         try:
-            target, kernels, toolkit = fatbin.payload_cubin_facts(eh, raw, pos, max_payload)
+            target, kernels, toolkit = fatbin.cubin_facts(data)
+            unresolved = fatbin.cubin_unresolved(data)
         except (elf.ElfError, struct.error, IndexError) as e:
             raise fatbin.FatbinError("E014", f"{eh.target} cubin: {e}", pos) from None
         if target.rstrip("a") != f"sm_{eh.arch}":
@@ -134,7 +136,7 @@ def decode_entry(eh: fatbin.EntryHeader, raw: bytes, pos: int, max_payload: int,
         # From sm_90 on a cubin marks the arch-specific 'a' (e_flags or .nv.compat): it must agree.
         if eh.arch >= 90 and target.endswith("a") != (eh.suffix == "a"):
             raise fatbin.FatbinError("E014", f"cubin says {target}, entry header says {eh.target}", pos)
-        return replace(base, kernels=_interned(kernels), toolkit=toolkit, decoded=True)
+        return replace(base, kernels=_interned(kernels), toolkit=toolkit, decoded=True, unresolved=unresolved)
     written, _, kernels = fatbin.ptx_facts(fatbin.decode_payload(eh, raw, pos, max_payload))
     if written is None:
         raise fatbin.FatbinError("E014", f"{eh.target} PTX has no .target directive", pos)

@@ -11,15 +11,19 @@ from __future__ import annotations
 
 import json
 import re
-import sys
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+from xml.etree import ElementTree as ET
 
-from . import arch
-from .artifacts import TargetInventory, inventory
-from .audit import Policy, TargetReport, judge
-from .config import ConfigError, load
+from . import __version__, arch, formats
+from .artifacts import TargetInventory
+from .audit import LibraryVerdict, Policy, TargetReport, judge
 from .findings import ERROR
-from .model import PTX, RELOCATABLE, SASS, Library
+from .formats import code_span as _code, md_text as _md
+from .model import RELOCATABLE, Library
+from .paths import best, nv_codes
+from .render import size_text, target_order
 
 DIFF_SCHEMA_VERSION = 1
 GPU_EXAMPLES = 3
@@ -69,7 +73,7 @@ class DiffReport:
     lost: tuple[str, ...]
     allow_loss: bool = False
     schema_version: int = DIFF_SCHEMA_VERSION
-    tool_version: str = field(default_factory=lambda: __import__("archaudit").__version__)
+    tool_version: str = __version__
 
     @property
     def losses(self) -> tuple[LibraryDiff, ...]:
@@ -102,11 +106,19 @@ def library_key(path: str) -> str:
     return _AUDITWHEEL_HASH.sub("", base)
 
 
-def match_libraries(old: list[str], new: list[str]) -> list[tuple[str | None, str | None, str]]:
+class Match(NamedTuple):
+    """One old library and its new counterpart; None on the side where it is absent."""
+
+    old: str | None
+    new: str | None
+    how: str  # "path" | "name" | "" (added or removed)
+
+
+def match_libraries(old: list[str], new: list[str]) -> list[Match]:
     """Pairs (old path, new path, how) covering both lists: by path first, then by library_key
     where that key is unique among the leftovers on each side; the rest are added or removed."""
     new_set = set(new)
-    pairs: list[tuple[str | None, str | None, str]] = [(p, p, "path") for p in old if p in new_set]
+    pairs = [Match(p, p, "path") for p in old if p in new_set]
     matched = {p for p, _, _ in pairs}
     left_old = [p for p in old if p not in matched]
     left_new = [p for p in new if p not in matched]
@@ -121,24 +133,18 @@ def match_libraries(old: list[str], new: list[str]) -> list[tuple[str | None, st
     for key, olds in ko.items():
         news = kn.get(key, [])
         if len(olds) == 1 and len(news) == 1:
-            pairs.append((olds[0], news[0], "name"))
+            pairs.append(Match(olds[0], news[0], "name"))
     matched_old = {o for o, _, _ in pairs}
     matched_new = {n for _, n, _ in pairs}
-    pairs += [(p, None, "") for p in old if p not in matched_old]
-    pairs += [(None, p, "") for p in new if p not in matched_new]
+    pairs += [Match(p, None, "") for p in old if p not in matched_old]
+    pairs += [Match(None, p, "") for p in new if p not in matched_new]
     return pairs
 
 
 # ---- comparing ----
 
-def _order(label: str) -> tuple[int, int, str]:
-    kind = 0 if label.startswith("sm_") else 1 if label.startswith("compute_") else 2
-    digits = "".join(ch for ch in label.split("_", 1)[-1] if ch.isdigit())
-    return kind, int(digits or 0), label
-
-
-def _sorted(labels) -> tuple[str, ...]:
-    return tuple(sorted(set(labels), key=_order))
+def _sorted(labels: Iterable[str]) -> tuple[str, ...]:
+    return tuple(sorted(set(labels), key=target_order))
 
 
 def _how_now(label: str, lib: Library | None) -> tuple[str, tuple[str, ...]]:
@@ -150,20 +156,9 @@ def _how_now(label: str, lib: Library | None) -> tuple[str, tuple[str, ...]]:
     except ValueError:
         return "", ()
     gpus = tuple(g.name for g in arch.gpu_catalog() if g.cc == cc)[:GPU_EXAMPLES]
-    how = "none"
-    if lib is not None:
-        for c in lib.containers:
-            if c.role == RELOCATABLE:
-                continue
-            for e in c.entries:
-                if e.vendor != "nvidia" or e.kind not in (SASS, PTX):
-                    continue
-                r = arch.runs_on(e.kind, arch.CudaTarget.parse(e.target), cc)
-                if r == "native":
-                    return "native", gpus
-                if r == "jit":
-                    how = "jit"
-    return how, gpus
+    if lib is None:
+        return "none", gpus
+    return best(nv_codes(e for c in lib.containers if c.role != RELOCATABLE for e in c.entries), cc), gpus
 
 
 def _side(t: TargetReport) -> Side:
@@ -181,7 +176,7 @@ def compare(old: TargetInventory, new: TargetInventory, *, allow_loss: bool = Fa
     v_new = {v.path: v for v in t_new.libraries}
     l_new = {lib.path: lib for lib in new.libraries}
 
-    def interesting(v) -> bool:
+    def interesting(v: LibraryVerdict) -> bool:
         return bool(v.carried or v.relocatable) or v.status == "unverified"
 
     olds = [p for p, v in v_old.items() if interesting(v)]
@@ -225,9 +220,7 @@ def _name(s: Side) -> str:
 
 
 def _bytes(n: int) -> str:
-    if n == 0:
-        return "0"
-    return f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n / 1e3:.1f} KB"
+    return "0" if n == 0 else size_text(n)
 
 
 def _lost_list(d: LibraryDiff, sep: str) -> str:
@@ -293,8 +286,8 @@ def render_text(r: DiffReport, *, verbose: bool = False) -> str:
     return "\n".join(out) + "\n"
 
 
-def to_dict(r: DiffReport) -> dict:
-    def side(s: Side) -> dict:
+def to_dict(r: DiffReport) -> dict[str, Any]:
+    def side(s: Side) -> dict[str, Any]:
         return {"target": s.target, "kind": s.kind, "distribution": s.distribution, "carries": list(s.carries),
                 "unusable": s.unusable, "problems": list(s.problems)}
 
@@ -320,14 +313,6 @@ def to_dict(r: DiffReport) -> dict:
 
 def render_json(r: DiffReport) -> str:
     return json.dumps(to_dict(r), indent=2) + "\n"
-
-
-def _md(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _code(text: str) -> str:
-    return "`" + text.replace("`", "'").replace("|", "\\|").replace("\n", " ") + "`"
 
 
 def render_markdown(r: DiffReport, *, verbose: bool = False) -> str:
@@ -358,47 +343,58 @@ def render_markdown(r: DiffReport, *, verbose: bool = False) -> str:
     return "\n".join(out) + "\n"
 
 
-# ---- command line ----
-
-def add_diff_arguments(p) -> None:
-    p.description = ("Name every GPU architecture gained or lost per library between two releases; "
-                     "fail on a loss unless allowed.")
-    p.add_argument("old", metavar="OLD", help="the previous release: a .whl, a directory, or an installed distribution")
-    p.add_argument("new", metavar="NEW", help="the new release: a .whl, a directory, or an installed distribution")
-    p.add_argument("--allow-loss", action="store_true", default=None,
-                   help="report lost architectures without failing (config: allow-loss = true)")
-    p.add_argument("--format", choices=("text", "json", "markdown"), default=None)
-    p.add_argument("-o", "--output", metavar="FILE", help="write the report here instead of standard output")
-    p.add_argument("--config", metavar="PYPROJECT", help="read [tool.archaudit] from this file (default: found upward)")
-    p.add_argument("--no-config", action="store_true", help="ignore pyproject.toml")
-    p.add_argument("-j", "--jobs", type=int, default=None, metavar="N")
-    p.add_argument("-q", "--quiet", action="store_true", help="accepted for symmetry with check (no progress display)")
-    p.add_argument("-v", "--verbose", action="store_true", help="also list unchanged libraries")
+def render_github(r: DiffReport) -> str:
+    """GitHub Actions annotations: an error (or, when allowed, a warning) per library that lost
+    architectures, an error per problem, then a one-line summary for the log."""
+    out = []
+    level = "warning" if r.allow_loss else "error"
+    for p in r.problems:
+        out.append(formats.annotation("error", p, title="archaudit diff: could not be verified"))
+    for d in r.losses:
+        out.append(formats.annotation(level, f"{d.path}: lost {_lost_list(d, ', ')}",
+                                      title="archaudit diff: GPU architectures lost"))
+    out.append(f"archaudit diff: {_verdict(r).lstrip('✓✗! ')}")
+    return "\n".join(out) + "\n"
 
 
-def main_diff(args) -> int:
-    try:
-        cfg = load(None, discover=False) if args.no_config else load(args.config, discover=True)
-    except ConfigError as e:
-        print(f"archaudit: {e}", file=sys.stderr)
-        return 2
-    allow = bool(args.allow_loss if args.allow_loss is not None else cfg.get("allow-loss", False))
-    fmt = args.format or (cfg.get("format") if cfg.get("format") in ("text", "json", "markdown") else "text")
-    old = inventory(args.old, jobs=args.jobs)
-    new = inventory(args.new, jobs=args.jobs)
-    report = compare(old, new, allow_loss=allow)
-    text = {"json": render_json, "markdown": lambda r: render_markdown(r, verbose=args.verbose),
-            "text": lambda r: render_text(r, verbose=args.verbose)}[fmt](report)
-    if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text)
-    else:
-        enc = (getattr(sys.stdout, "encoding", "") or "").lower()
-        if fmt == "text" and not enc.startswith("utf"):
-            text = text.replace("✓", "OK").replace("✗", "X")
-        sys.stdout.write(text)
-    return report.exit_code
+def render_junit(r: DiffReport) -> str:
+    """JUnit XML: one testcase per library with device code; a loss (unless allowed) or a
+    problem is its failure."""
+    root = ET.Element("testsuites", name="archaudit-diff")
+    suite = ET.SubElement(root, "testsuite", name=formats.xml_text(f"{_name(r.old)} -> {_name(r.new)}"))
+    failures = 0
+    side_problems = r.old.problems + r.new.problems
+    cases: list[tuple[str, tuple[str, ...], str]] = [("(release)", side_problems, "")]
+    cases += [(d.path, d.problems, _lost_list(d, ", ") if d.lost and not r.allow_loss else "")
+              for d in r.libraries]
+    for name, problems, lost in cases:
+        case = ET.SubElement(suite, "testcase", classname="archaudit-diff", name=formats.xml_text(name))
+        if problems or lost:
+            failures += 1
+            message = problems[0] if problems else f"lost {lost}"
+            failure = ET.SubElement(case, "failure", message=formats.xml_text(message),
+                                    type="unverified" if problems else "lost")
+            failure.text = formats.xml_text("\n".join(problems + ((f"lost {lost}",) if lost else ()))) + "\n"
+    for el in (suite, root):
+        el.set("tests", str(len(cases)))
+        el.set("failures", str(failures))
+    suite.set("errors", "0")
+    ET.indent(root, space="  ")
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-__all__ = ["compare", "match_libraries", "library_key", "DiffReport", "LibraryDiff", "Lost",
-           "render_text", "render_json", "render_markdown", "to_dict", "add_diff_arguments", "main_diff"]
+def render(r: DiffReport, fmt: str, *, verbose: bool = False) -> str:
+    """The diff in one of the shared output formats."""
+    if fmt == "json":
+        return render_json(r)
+    if fmt == "markdown":
+        return render_markdown(r, verbose=verbose)
+    if fmt == "github":
+        return render_github(r)
+    if fmt == "junit":
+        return render_junit(r)
+    return render_text(r, verbose=verbose)
+
+
+__all__ = ["compare", "match_libraries", "Match", "library_key", "DiffReport", "LibraryDiff", "Lost", "render",
+           "render_text", "render_json", "render_markdown", "render_github", "render_junit", "to_dict"]

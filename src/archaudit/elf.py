@@ -10,6 +10,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, replace
 
+from .errors import ArchauditError
+
 EM_CUDA = 190
 EM_AMDGPU = 224
 SHT_SYMTAB = 2
@@ -27,12 +29,13 @@ MAX_SECTIONS = 1 << 20
 MAX_SEGMENTS = 1 << 16
 
 
-class ElfError(Exception):
+class ElfError(ArchauditError):
     """Malformed or unsupported ELF; code is E010 (malformed) or E020 (unsupported)."""
 
+    default_code = "E010"
+
     def __init__(self, message: str, code: str = "E010"):
-        super().__init__(message)
-        self.code = code
+        super().__init__(message, code=code)
 
 
 @dataclass(frozen=True, slots=True)

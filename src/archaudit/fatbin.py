@@ -17,14 +17,15 @@ import lz4.block
 import zstandard
 
 from . import elf
-from .model import LTO, PTX, SASS
+from .errors import ArchauditError
+from .model import LTO, PTX, SASS, Kind
 
 MAGIC = b"\x50\xed\x55\xba"
 WRAPPER_MAGIC = b"\xb1\x43\x62\x46"  # .nvFatBinSegment record, not a container
 CONTAINER_HEADER = struct.Struct("<IHHQ")
 ENTRY_HEADER = struct.Struct("<HHIQIIHHIIIQQQ")  # 64 bytes
 WRAPPER = struct.Struct("<IIQQ")
-KINDS = {1: PTX, 2: SASS, 8: LTO}
+KINDS: dict[int, Kind] = {1: PTX, 2: SASS, 8: LTO}
 OLD_CUBIN_KIND = 4  # listed by the public header, never produced by current nvcc
 
 FLAG_DEBUG = 0x2
@@ -37,13 +38,11 @@ MAX_ENTRY_HEADER = 4096
 DEFAULT_MAX_PAYLOAD = 1 << 30
 
 
-class FatbinError(Exception):
+class FatbinError(ArchauditError):
     """A malformed container or entry; code is an E0xx finding code."""
 
     def __init__(self, code: str, message: str, offset: int | None = None):
-        super().__init__(message)
-        self.code = code
-        self.offset = offset
+        super().__init__(message, code=code, offset=offset)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +81,7 @@ class EntryHeader:
     uncompressed_size: int
 
     @property
-    def kind(self) -> str | None:
+    def kind(self) -> Kind | None:
         return KINDS.get(self.kind_code)
 
     @property
@@ -269,13 +268,6 @@ EF_CUDA_ACCELERATORS_V8 = 0x8
 _BANK = b".nv.constant0."
 
 
-def payload_cubin_facts(h: EntryHeader, payload: bytes, where: int,
-                        max_payload: int = DEFAULT_MAX_PAYLOAD) -> tuple[str, tuple[str, ...],
-                                                                      tuple[int, int] | None]:
-    """cubin_facts of an entry's payload, decoded to its declared size and checked."""
-    return cubin_facts(decode_payload(h, payload, where, max_payload))
-
-
 def cubin_facts(data: bytes) -> tuple[str, tuple[str, ...], tuple[int, int] | None]:
     """(target from e_flags, kernel names, toolkit version) of a CUDA cubin.
 
@@ -340,6 +332,35 @@ def cubin_facts(data: bytes) -> tuple[str, tuple[str, ...], tuple[int, int] | No
     tk = named(b".note.nv.tkinfo")
     toolkit = _toolkit(data[tk[4]:tk[4] + tk[5]]) if tk is not None else None
     return f"sm_{arch}{suffix}", tuple(sorted(set(kernels))), toolkit
+
+
+# Undefined symbols every relocatable cubin has: nvlink's unified function and data tables
+# and the reserved shared memory base. The driver supplies them when it loads the object alone.
+_LINKER_SYMBOLS = re.compile(r"__U[FD]T(_OFFSET|_CANONICAL|_END)?|\.nv\.reservedSmem\..*")
+
+
+def cubin_unresolved(data: bytes) -> tuple[str, ...]:
+    """The undefined symbols of a relocatable cubin (ELF type ET_REL) that only a link supplies.
+
+    Empty for an executable cubin: nvlink resolved everything. A relocatable one that calls
+    code it does not carry (cuSPARSE's user operators, NCCL's device library) names that code."""
+    if len(data) < 64 or data[16:18] != b"\x01\x00":
+        return ()
+    h = elf.parse_header(data, len(data))
+    table = data[h.shoff:h.shoff + h.shnum * _SHDR.size]
+    secs = list(_SHDR.iter_unpack(table[:len(table) - len(table) % _SHDR.size]))
+    out: list[str] = []
+    for sec in secs:
+        if sec[1] != elf.SHT_SYMTAB or sec[6] >= len(secs):
+            continue
+        strs = data[secs[sec[6]][4]:secs[sec[6]][4] + secs[sec[6]][5]]
+        raw = data[sec[4]:sec[4] + sec[5]]
+        for name, info, _other, shndx, _value, _size in _SYM.iter_unpack(raw[:len(raw) - len(raw) % _SYM.size]):
+            if shndx == 0 and name and info >> 4 in (1, 2):  # undefined, global or weak
+                symbol = elf.cstring(strs, name)
+                if not _LINKER_SYMBOLS.fullmatch(symbol) and symbol not in out:
+                    out.append(symbol)
+    return tuple(out)
 
 
 def _compat_arch_specific(raw: bytes) -> bool:

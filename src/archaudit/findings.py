@@ -7,16 +7,18 @@ G = coverage per library, K = coverage per container and kernel, D = driver, X =
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final, Literal
 
-ERROR = "error"  # fails the check
-WARNING = "warning"  # reported; fails only under the switch that asks for it
-INFO = "info"  # reported, never fails
+Severity = Literal["error", "warning", "info"]
+ERROR: Final = "error"  # fails the check
+WARNING: Final = "warning"  # reported; fails only under the switch that asks for it
+INFO: Final = "info"  # reported, never fails
 
 
 @dataclass(frozen=True, slots=True)
 class Code:
     code: str
-    severity: str
+    severity: Severity
     title: str
     cause: str
     fix: str
@@ -28,7 +30,7 @@ class Finding:
     """One verdict about one subject (a target, a library, a container)."""
 
     code: str
-    severity: str
+    severity: Severity
     subject: str  # the library path, or the target for wheel-wide findings
     message: str
     data: tuple[tuple[str, object], ...] = ()  # machine-readable details for JSON
@@ -44,12 +46,16 @@ _CODES = [
          "dist/x.whl: cannot read: [Errno 2] No such file or directory"),
     Code("E002", ERROR, "malformed archive",
          "The wheel is not a valid zip archive: truncated, bad central directory, a member "
-         "whose data does not match its header or CRC.",
+         "whose data does not match its header or CRC; or the places a zip records its members "
+         "(end record, zip64 records, central directory, local headers) disagree, so the members "
+         "read might not be the ones pip installs.",
          "Rebuild or re-download the wheel; a truncated upload is the usual cause.",
          "x.whl: malformed archive: central directory not found (truncated?)"),
     Code("E003", ERROR, "archive hazard",
-         "A member is a zip bomb (absurd declared or actual size or ratio), is listed twice, has an "
-         "absolute or '..' path, or is a symlink/special file where a library was expected.",
+         "A member is a zip bomb (absurd declared or actual size or ratio, data shared with another "
+         "member, more inflated bytes than the wheel's size can justify, more libraries than any real "
+         "wheel), is listed twice, has an absolute or '..' path, or is a symlink/special file where a "
+         "library was expected.",
          "Rebuild the wheel with a standard tool (pip wheel, build); never ship such members.",
          "x.whl: torch/lib/libx.so: member listed twice"),
     Code("E010", ERROR, "malformed ELF",
@@ -84,9 +90,9 @@ _CODES = [
          "lib/libk.so: 12 of 14 device-code entries not decoded (--fast): kernels, cubin flags and "
          "PTX .target unverified"),
     Code("E020", ERROR, "unsupported library format",
-         "The library is a format archaudit does not read: a 32-bit or big-endian ELF. Its device "
-         "code cannot be verified.",
-         "Only 64-bit little-endian ELF, PE (Windows) and Mach-O (macOS) libraries are audited.",
+         "The library is a format archaudit does not read: a 32-bit or big-endian ELF, or a 32-bit "
+         "Windows library (PE32). Its device code cannot be verified.",
+         "Only 64-bit little-endian ELF, PE32+ (Windows) and Mach-O (macOS) libraries are audited.",
          "lib32/libfoo.so: 32-bit ELF is not supported"),
     Code("E021", ERROR, "malformed PE",
          "A Windows library (.dll/.pyd) is not a well-formed PE image: no PE signature (an MS-DOS "
@@ -173,11 +179,25 @@ _CODES = [
          "Build for that GPU's architecture (or PTX of an older one).",
          "libfoo.so on RTX 5090 (12.0): not at all"),
     Code("G010", INFO, "device code without kernels",
-         "Every payload of the library was decoded and none defines a kernel (nvlink's per-link "
-         "stubs in a library with no device code of its own): nothing in it can be launched, so "
-         "there is no coverage to judge.",
+         "The library's only device code is nvlink's kernel-less device-link stubs (a library with "
+         "no device code of its own): nothing in it can be launched, so there is no coverage to "
+         "judge. Any other container is judged by its targets, kernels identified or not.",
          "Nothing; a build that needs no device link can drop it.",
          "libcufftw.so.12 carries device code without kernels (sm_75)"),
+    Code("G011", ERROR, "claimed vendor without device code",
+         "Architectures were claimed for a GPU vendor (CUDA through --arch, AMD through --amd-arch) "
+         "but no library of the target carries loadable device code of that vendor: nothing runs on "
+         "the GPUs claimed.",
+         "Ship the vendor's build, or stop claiming its architectures.",
+         "x.whl: claims AMD targets ['gfx942'] (--amd-arch) but no library carries AMD device code"),
+    Code("G012", ERROR, "code no driver can run on a claimed GPU",
+         "A claimed GPU is covered only by code that needs a newer CUDA release than the last driver "
+         "of the GPU's generation supports (Kepler's R470 stops at CUDA 11.4, PTX ISA 7.4; Maxwell to "
+         "Volta end with R580, CUDA 13.0): no driver that still runs the GPU can run the code.",
+         "Build that GPU's code with a toolkit its last driver supports (or lower the PTX ISA), or "
+         "stop claiming the GPU.",
+         "libcatboost.so on 3.5 (claimed) has only code no driver can run there: compute_35 (PTX ISA "
+         "7.8); the last driver for 3.5 GPUs supports CUDA 11.4"),
     Code("K001", ERROR, "kernels miss a claimed architecture",
          "One container (one translation unit, which the runtime registers on its own) lacks code "
          "for a claimed architecture that the library as a whole has: its kernels fail there "
@@ -189,14 +209,28 @@ _CODES = [
          "those GPUs, by design. Under --strict-kernels it is judged like any other.",
          "Nothing, if its kernels are dispatched only on those GPUs.",
          "libfoo.so: 3 kernels are specialised for sm_90a"),
+    Code("K003", INFO, "kernels dispatched by architecture",
+         "Kernels a claimed GPU cannot launch, where the binary shows it is by design: the kernel's "
+         "name says the architecture it is for (sm80_xmma_*, volta_*, cutlass_80_*), or the kernel "
+         "was compiled out of its own container's code for that GPU (the same translation unit was "
+         "built for it, so the source left the kernel out there, as a __CUDA_ARCH__ guard does). "
+         "The library's host code must not launch them there; archaudit cannot see host code. "
+         "Under --strict-kernels containers are judged whole instead.",
+         "Nothing, if the library picks its kernels by architecture at run time.",
+         "libcudnn_cnn.so.9: 212 kernels (sm80_xmma_fprop, ...) are named for another architecture "
+         "sm_90 (dispatched by architecture at run time)"),
     Code("D001", ERROR, "needs a newer driver",
-         "With --driver, the wheel carries PTX or cubins from a CUDA release whose minimum driver "
-         "is newer than the one given: 'the provided PTX was compiled with an unsupported "
-         "toolchain'.",
+         "With --driver, some claimed (or --gpu) GPU would run PTX or cubins from a CUDA release "
+         "whose minimum driver is newer than the one given ('the provided PTX was compiled with an "
+         "unsupported toolchain'), or archaudit cannot name that floor (no toolkit note, no linked "
+         "CUDA library, an ISA newer than its tables): fail closed.",
          "Build with an older toolkit (or lower PTX ISA), or require a newer driver.",
          "libfoo.so needs driver >= 580.65.06 (PTX ISA 9.0, CUDA 13.0); 550.54 given"),
     Code("D002", INFO, "driver floor",
-         "The minimum NVIDIA driver the device code needs, from PTX ISA and cubin toolkit versions.",
+         "The minimum NVIDIA driver for the code the claimed (or --gpu) GPUs would run: per GPU, the "
+         "driver of the PTX ISA it JIT-compiles, or its cubin's CUDA major under minor version "
+         "compatibility (from the cubin's toolkit note, else the CUDA libraries it links, such as "
+         "libcudart.so.12). Without any of these the floor is unknown.",
          "Nothing; publish it with the release.",
          "wheel needs driver >= 580.65.06 on Linux (CUDA 13.0)"),
     Code("X001", WARNING, "stale ignore entry",
@@ -208,5 +242,10 @@ _CODES = [
 CODES: dict[str, Code] = {c.code: c for c in _CODES}
 
 
-def severity(code: str) -> str:
+def severity(code: str) -> Severity:
     return CODES[code].severity
+
+
+def make_finding(code: str, subject: str, message: str, **data: object) -> Finding:
+    """A finding of a registered code, its severity from the code table."""
+    return Finding(code, severity(code), subject, message, tuple(data.items()))

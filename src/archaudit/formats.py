@@ -13,8 +13,19 @@ from collections import Counter
 from xml.etree import ElementTree as ET
 
 from .audit import Report, TargetReport, _label
+from .filters import Suppression
 from .findings import CODES, ERROR, INFO, WARNING, Finding
-from .render import QUIET_INFO, _driver_key, _mb, _target_order, _verdict, device_code_bytes
+from .render import (
+    QUIET_INFO,
+    _driver_key,
+    _verdict,
+    cost_table,
+    floor_words,
+    size_text,
+    suppressed_errors,
+    suppressed_in,
+    suppression_groups,
+)
 
 ICON = {ERROR: "❌", WARNING: "⚠️", INFO: "ℹ️"}
 STATUS_ICON = {"pass": "✅", "fail": "❌", "specialised": "🎯", "unverified": "❓", "host": "➖"}
@@ -37,13 +48,13 @@ def _driver_floor(t: TargetReport) -> Finding | None:
 
 # ---- Markdown ----
 
-def _md(text: object) -> str:
+def md_text(text: object) -> str:
     """Text safe inside a Markdown table cell."""
     return (str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
             .replace("<", "&lt;").replace(">", "&gt;"))
 
 
-def _code(text: str) -> str:
+def code_span(text: str) -> str:
     """A code span inside a table cell: GitHub needs its '|' escaped too."""
     return "`" + text.replace("`", "'").replace("|", "\\|").replace("\n", " ") + "`"
 
@@ -59,32 +70,32 @@ def render_markdown(report: Report, *, detail: str = "libraries", costs: bool = 
         head = f"## ✅ archaudit: {n} target{'s' * (n != 1)} pass{'' if n != 1 else 'es'}"
     out = [head, ""]
     for t in report.targets:
-        out.extend(_target_md(t, costs, verbose))
+        out.extend(_target_md(t, costs, verbose, suppressed_in(report, t)))
     if report.suppressed:
-        by = Counter(f.code for f in report.suppressed)
-        out.append(f"<sub>Suppressed by --select/--ignore or [tool.archaudit]: "
-                   f"{', '.join(f'{c} ×{k}' for c, k in sorted(by.items()))}</sub>")
+        groups = suppression_groups(report.suppressed)
+        out.append("<sub>Suppressed: " + "; ".join(f"{code} ×{n} by {md_text(rule)}" for rule, code, n, _ in groups)
+                   + "</sub>")
         out.append("")
     out.append(f"<sub>archaudit {report.tool_version} · `archaudit explain CODE` gives the cause and "
                f"fix of each finding</sub>")
     return "\n".join(out).rstrip() + "\n"
 
 
-def _target_md(t: TargetReport, costs: bool, verbose: bool) -> list[str]:
+def _target_md(t: TargetReport, costs: bool, verbose: bool, hidden: tuple[Suppression, ...] = ()) -> list[str]:
     name = t.distribution or t.target
     icon = "❌" if _failed(t) else "✅"
     device = [v for v in t.libraries if v.carried or v.relocatable or v.status == "unverified"]
-    out = [f"### {icon} {_md(name)} ({t.kind})", ""]
-    out.append(f"**Claim:** {_md(_claim_words(t))} · **Libraries:** {len(t.libraries)}, "
-               f"{sum(1 for v in t.libraries if v.carried)} with device code · **Read:** {_mb(t.bytes_read)}")
+    out = [f"### {icon} {md_text(name)} ({t.kind})", ""]
+    out.append(f"**Claim:** {md_text(_claim_words(t))} · **Libraries:** {len(t.libraries)}, "
+               f"{sum(1 for v in t.libraries if v.carried)} with device code · **Read:** {size_text(t.bytes_read)}")
     out.append("")
     if device:
         out.append("| Library | Carries | Verdict |")
         out.append("|---|---|---|")
         for v in device:
             carried = " ".join(v.carried) or "(relocatable only)"
-            out.append(f"| {_code(v.path)} | {_md(carried)} | {STATUS_ICON.get(v.status, '')} "
-                       f"{_md(_verdict(v).lstrip('✓✗ ') or v.status)} |")
+            out.append(f"| {code_span(v.path)} | {md_text(carried)} | {STATUS_ICON.get(v.status, '')} "
+                       f"{md_text(_verdict(v, hidden).lstrip('✓✗ ') or v.status)} |")
         out.append("")
     shown = [f for f in t.findings if f.code not in QUIET_INFO or verbose]
     if shown:
@@ -92,24 +103,29 @@ def _target_md(t: TargetReport, costs: bool, verbose: bool) -> list[str]:
         out.append("|---|---|---|")
         for f in shown:
             title = CODES[f.code].title if f.code in CODES else ""
-            out.append(f"| {ICON[f.severity]} | **{f.code}** {_md(title)} | {_md(f.message)} |")
+            out.append(f"| {ICON[f.severity]} | **{f.code}** {md_text(title)} | {md_text(f.message)} |")
         out.append("")
     floor = _driver_floor(t)
     if floor is not None and not verbose:
-        out.append(f"Driver floor: NVIDIA driver >= **{_md(floor.get('driver'))}** "
-                   f"(CUDA {_md(floor.get('cuda'))}, from {_code(floor.subject)}).")
+        if floor.get("driver") == "unknown":
+            out.append(f"Driver floor: **unknown** (archaudit cannot name it, from {code_span(floor.subject)}).")
+        else:
+            out.append(f"Driver floor: NVIDIA driver >= **{md_text(floor.get('driver'))}** "
+                       f"(CUDA {md_text(floor.get('cuda'))}, from {code_span(floor.subject)}).")
         out.append("")
     if costs:
         out.extend(_costs_md(t))
-    out.append(f"**Result:** {_md(_summary_md(t))}")
+    out.append(f"**Result:** {md_text(_summary_md(t, hidden))}")
     out.append("")
     return out
 
 
-def _summary_md(t: TargetReport) -> str:
+def _summary_md(t: TargetReport, hidden: tuple[Suppression, ...] = ()) -> str:
     errors = [f for f in t.findings if f.severity == ERROR]
     if t.unusable:
         return "unusable input"
+    if not errors and suppressed_errors(hidden):
+        return f"passes only because error findings are suppressed ({suppressed_errors(hidden)})"
     if errors:
         by = Counter(f.code for f in errors)
         return (f"{len(errors)} error{'s' * (len(errors) != 1)} "
@@ -122,25 +138,18 @@ def _summary_md(t: TargetReport) -> str:
 
 
 def _costs_md(t: TargetReport) -> list[str]:
-    rows = device_code_bytes(t)
-    if not rows:
+    c = cost_table(t)
+    if not c.rows:
         return []
-    total = sum(r["stored"] for r in rows)
     out = ["<details><summary>Device code by target (what dropping each one saves)</summary>", "",
            "| Target | Stored | Decoded | Share | Libraries |", "|---|---:|---:|---:|---:|"]
-    for r in rows:
-        share = f"{100 * r['stored'] / total:.0f}%" if total else "-"
-        out.append(f"| {r['target']} | {_mb(r['stored'])} | {_mb(r['decoded'])} | {share} | {r['libraries']} |")
-    out.append(f"| **total** | {_mb(total)} | {_mb(sum(r['decoded'] for r in rows))} | | |")
-    libs = [v for v in t.libraries if v.bytes_by_target]
-    if len(libs) > 1:
-        out.append("")
-        out.append("| Library | Bytes per target (stored) |")
-        out.append("|---|---|")
-        for v in libs:
-            parts = ", ".join(f"{k} {_mb(s)}" for k, s, _ in sorted(v.bytes_by_target,
-                                                                    key=lambda r: _target_order(r[0])))
-            out.append(f"| {_code(v.path)} | {_md(parts)} |")
+    out += [f"| {r.target} | {r.stored} | {r.decoded} | {r.share} | {r.libraries} |" for r in c.rows]
+    out.append(f"| **total** | {c.stored} | {c.decoded} | | |")
+    if c.per_library:
+        out += ["", "| Library | Bytes per target (stored) |", "|---|---|"]
+        for path, by_target in c.per_library:
+            parts = ", ".join(f"{k} {size_text(s)}" for k, s, _ in by_target)
+            out.append(f"| {code_span(path)} | {md_text(parts)} |")
     out.extend(["", "</details>", ""])
     return out
 
@@ -196,9 +205,8 @@ def render_github(report: Report, **_: object) -> str:
             out.append(annotation(COMMAND[f.severity], f.message, file=file, title=title))
         floor = _driver_floor(t)
         if floor is not None:
-            out.append(annotation("notice", f"{t.distribution or t.target} needs NVIDIA driver >= "
-                                            f"{floor.get('driver')} on Linux (CUDA {floor.get('cuda')}, "
-                                            f"from {floor.subject})",
+            out.append(annotation("notice", f"{t.distribution or t.target} needs NVIDIA driver "
+                                            f"{floor_words(floor)}, from {floor.subject})",
                                   file=file, title="archaudit D002: driver floor"))
     bad = sum(1 for t in report.targets if _failed(t))
     errors = sum(1 for f in report.findings if f.severity == ERROR)
@@ -212,13 +220,13 @@ def render_github(report: Report, **_: object) -> str:
 _XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
-def _x(text: object) -> str:
+def xml_text(text: object) -> str:
     """Text XML 1.0 can carry: control characters (other than tab, CR, LF) become U+FFFD."""
     return _XML_BAD.sub("\ufffd", str(text))
 
 
 def _line(f: Finding) -> str:
-    return _x(f"{f.severity} {f.code} {f.message}")
+    return xml_text(f"{f.severity} {f.code} {f.message}")
 
 
 def render_junit(report: Report, **_: object) -> str:
@@ -227,12 +235,12 @@ def render_junit(report: Report, **_: object) -> str:
     root = ET.Element("testsuites", name="archaudit")
     total = fails = 0
     for t in report.targets:
-        suite_name = _x(t.distribution or t.target)
+        suite_name = xml_text(t.distribution or t.target)
         suite = ET.SubElement(root, "testsuite", name=suite_name)
         props = ET.SubElement(suite, "properties")
-        ET.SubElement(props, "property", name="target", value=_x(t.target))
+        ET.SubElement(props, "property", name="target", value=xml_text(t.target))
         ET.SubElement(props, "property", name="kind", value=t.kind)
-        ET.SubElement(props, "property", name="claim", value=_x(_claim_words(t)))
+        ET.SubElement(props, "property", name="claim", value=xml_text(_claim_words(t)))
         by_subject: dict[str, list[Finding]] = {}
         for f in t.findings:
             by_subject.setdefault(f.subject, []).append(f)
@@ -245,18 +253,18 @@ def render_junit(report: Report, **_: object) -> str:
             cases.append((v.path, by_subject.get(v.path, []), f"{v.status}: {carried}" if carried else v.status))
         s_fail = 0
         for name, findings, note in cases:
-            case = ET.SubElement(suite, "testcase", classname=suite_name, name=_x(name))
+            case = ET.SubElement(suite, "testcase", classname=suite_name, name=xml_text(name))
             errors = [f for f in findings if f.severity == ERROR]
             if errors or (t.unusable and name == f"({t.kind})"):
                 s_fail += 1
                 first = errors[0] if errors else None
                 failure = ET.SubElement(
                     case, "failure",
-                    message=_x(first.message) if first else _x(f"{t.target}: unusable input"),
+                    message=xml_text(first.message) if first else xml_text(f"{t.target}: unusable input"),
                     type=",".join(sorted({f.code for f in errors})) or "E001")
                 failure.text = "\n".join(_line(f) for f in errors) + "\n" if errors else note + "\n"
             others = [f for f in findings if f.severity != ERROR]
-            text = "\n".join(([_x(note)] if note and name != f"({t.kind})" else []) + [_line(f) for f in others])
+            text = "\n".join(([xml_text(note)] if note and name != f"({t.kind})" else []) + [_line(f) for f in others])
             if text:
                 ET.SubElement(case, "system-out").text = text + "\n"
         suite.set("tests", str(len(cases)))
@@ -272,5 +280,5 @@ def render_junit(report: Report, **_: object) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-__all__ = ["render_markdown", "render_github", "render_junit", "annotation", "escape_data",
-           "escape_property"]
+__all__ = ["render_markdown", "render_github", "render_junit", "annotation", "escape_data", "escape_property",
+           "md_text", "code_span", "xml_text"]

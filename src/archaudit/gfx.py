@@ -62,6 +62,7 @@ class Target:
 class GPU:
     name: str  # marketing name, e.g. "Instinct MI300X"
     target: str  # processor, e.g. "gfx942"
+    aliases: tuple[str, ...] = ()  # other names users give it, e.g. "MI300X"
 
 
 @lru_cache(maxsize=1)
@@ -74,7 +75,7 @@ def _data() -> dict[str, Any]:
 @lru_cache(maxsize=1)
 def processors() -> dict[str, Processor]:
     d = _data()
-    fam = d["generic_families"]
+    fam = {g: row["members"] for g, row in d["generic_families"].items()}
     out = {}
     for name, v in d["processors"].items():
         out[name] = Processor(name, int(v["mach"], 16), v["xnack"], v["sramecc"], tuple(fam.get(name, ())))
@@ -91,7 +92,48 @@ def processor_by_mach() -> dict[int, Processor]:
 
 @lru_cache(maxsize=1)
 def gpus() -> tuple[GPU, ...]:
-    return tuple(GPU(g["name"], g["target"]) for g in _data()["gpus"])
+    """Every GPU in ``data/amd.json``, in file order."""
+    return tuple(GPU(g["name"], g["target"], tuple(g.get("aliases", ()))) for g in _data()["gpus"])
+
+
+_VENDOR_WORDS = ("amd", "ati")
+
+
+def _tokens(name: str) -> tuple[str, ...]:
+    words = [w for w in re.split(r"[\s_\-]+", name.lower()) if w]
+    while len(words) > 1 and words[0] in _VENDOR_WORDS:
+        words.pop(0)
+    return tuple(words)
+
+
+def lookup_gpu(name: str) -> list[GPU]:
+    """Catalog GPUs matching a name, like ``arch.lookup_gpu`` for NVIDIA.
+
+    Case, spaces, dashes and a leading "AMD" are ignored. A name matches a GPU's name or
+    alias exactly, else as its trailing words ("MI300X" finds "Instinct MI300X", "RX 7900 XT"
+    finds "Radeon RX 7900 XT" and not "... XTX"), else by the longest catalog name the query
+    starts with (a ROCm marketing name such as "AMD Radeon PRO W7900 Dual Slot"). A bare
+    processor ("gfx942") gives every catalog GPU built on it; a target ID with features, or
+    anything unknown, gives [].
+    """
+    words = _tokens(name)
+    if not words:
+        return []
+    key = "".join(words)
+    if key in processors():
+        return [g for g in gpus() if g.target == key]
+    names = {g: [_tokens(n) for n in (g.name, *g.aliases)] for g in gpus()}
+    exact = [g for g, spellings in names.items() if any("".join(t) == key for t in spellings)]
+    if exact:
+        return exact
+    tail = [g for g, spellings in names.items()
+            if any(len(t) > len(words) and t[-len(words):] == words for t in spellings)]
+    if tail:
+        return tail
+    heads = [(len(t), g) for g, spellings in names.items() for t in spellings
+             if len(t) < len(words) and words[: len(t)] == t]
+    longest = max((n for n, _ in heads), default=0)
+    return list(dict.fromkeys(g for n, g in heads if n == longest))
 
 
 def gpu(name: str) -> GPU:

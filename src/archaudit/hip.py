@@ -37,6 +37,7 @@ import zlib
 import zstandard
 
 from . import gfx, model
+from .errors import ArchauditError
 
 Buffer = bytes | bytearray | memoryview
 
@@ -73,13 +74,14 @@ _V4_SETTING = {0x0: None, 0x1: None, 0x2: False, 0x3: True}  # unsupported, any,
 DEVICE_KINDS = ("hip", "hipv4", "openmp")
 
 
-class Malformed(Exception):
+class Malformed(ArchauditError):
     """A bundle that cannot be verified. ``code`` is a finding code (E030/E031/E032)."""
 
     def __init__(self, code: str, message: str):
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
+        super().__init__(message, code=code)
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
 
 
 def _u64(b: Buffer, off: int) -> int:

@@ -7,20 +7,35 @@ renderers only consume them. Nothing here reads files or knows a claim.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Final, Literal, get_args
+
+# The vocabularies are Literal types: the values are the strings JSON has always carried, and
+# mypy rejects a misspelt one (`kind == "ltoo"`) wherever it is written.
+
+Vendor = Literal["nvidia", "amd"]
+NVIDIA: Final = "nvidia"
+AMD: Final = "amd"
 
 # Entry kinds.
-SASS = "sass"  # NVIDIA machine code (an ELF cubin), runs natively
-PTX = "ptx"  # NVIDIA virtual ISA text, JIT-compiled by the driver
-LTO = "lto"  # NVVM IR for link-time optimisation; never loadable on its own
-CODE_OBJECT = "code-object"  # AMD HSA code object (an amdgcn ELF)
+Kind = Literal["sass", "ptx", "lto", "code-object"]
+SASS: Final = "sass"  # NVIDIA machine code (an ELF cubin), runs natively
+PTX: Final = "ptx"  # NVIDIA virtual ISA text, JIT-compiled by the driver
+LTO: Final = "lto"  # NVVM IR for link-time optimisation; never loadable on its own
+CODE_OBJECT: Final = "code-object"  # AMD HSA code object (an amdgcn ELF)
 
 # Container roles: how the runtime treats the container.
-EXECUTABLE = "executable"  # registered and loaded by the runtime (.nv_fatbin)
-DEVICE_LINK = "device-link"  # the nvlink container every nvcc link adds (wrapper version 2)
-RELOCATABLE = "relocatable"  # -rdc objects in __nv_relfatbin: listed, never loadable coverage
-EMBEDDED = "embedded"  # found in another section; the library loads it itself
-STANDALONE = "standalone"  # a bare .fatbin/.cubin/.ptx/.hsaco file
-HIP = "hip"  # an AMD clang offload bundle
+Role = Literal["executable", "device-link", "relocatable", "embedded", "standalone", "hip"]
+EXECUTABLE: Final = "executable"  # registered and loaded by the runtime (.nv_fatbin)
+DEVICE_LINK: Final = "device-link"  # the nvlink container every nvcc link adds (wrapper version 2)
+RELOCATABLE: Final = "relocatable"  # -rdc objects in __nv_relfatbin: listed, never loadable coverage
+EMBEDDED: Final = "embedded"  # found in another section; the library loads it itself
+STANDALONE: Final = "standalone"  # a bare .fatbin/.cubin/.ptx/.hsaco file
+HIP: Final = "hip"  # an AMD clang offload bundle
+LOADABLE_ROLES: Final = tuple(r for r in get_args(Role) if r != RELOCATABLE)  # what the runtime loads
+
+# How code runs on a GPU, and a library's verdict.
+Coverage = Literal["native", "jit", "none"]
+Status = Literal["pass", "fail", "specialised", "host", "unverified"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,8 +51,8 @@ class Problem:
 class Entry:
     """One piece of device code inside a container."""
 
-    vendor: str  # "nvidia" | "amd"
-    kind: str  # SASS | PTX | LTO | CODE_OBJECT
+    vendor: Vendor
+    kind: Kind
     target: str  # "sm_90a", "sm_100f", "gfx90a:xnack-"
     code_version: tuple[int, int] = (0, 0)  # cubin ELF ABI, PTX ISA version, ...
     compression: str = "none"  # "none" | "zstd" | "lz4" | "zlib" | "opaque"
@@ -52,14 +67,17 @@ class Entry:
     # A decoded PTX entry's first `.target` name as written ("sm_90a"), which the driver's JIT
     # obeys whatever the entry header says; None when not PTX or not decoded.
     ptx_target: str | None = None
+    # A relocatable cubin's (-rdc) undefined symbols beyond the linker's own tables: code it
+    # calls but does not carry, so the driver loads it only once linked with that code.
+    unresolved: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class Container:
     """One unit the runtime registers on its own: a fatbin container or a HIP bundle."""
 
-    vendor: str
-    role: str  # EXECUTABLE | DEVICE_LINK | RELOCATABLE | EMBEDDED | STANDALONE | HIP
+    vendor: Vendor
+    role: Role
     section: str  # ELF section holding it ("" for standalone files)
     offset: int  # byte offset of the container in the library file
     size: int  # bytes of the container, header included
@@ -67,7 +85,7 @@ class Container:
 
     @property
     def loadable(self) -> bool:
-        return self.role not in (RELOCATABLE,)
+        return self.role in LOADABLE_ROLES
 
 
 @dataclass(frozen=True, slots=True)

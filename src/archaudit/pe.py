@@ -21,12 +21,14 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from . import elf
+from .errors import ArchauditError
 from .model import Container, Library, Problem
 
 if TYPE_CHECKING:
     from .scan import Zone
 
 MALFORMED = "E021"
+UNSUPPORTED = "E020"
 DOS_MAGIC = b"MZ"
 PE_SIGNATURE = b"PE\x00\x00"
 PE32, PE32_PLUS = 0x10B, 0x20B
@@ -55,12 +57,12 @@ CANONICAL = {
 }
 
 
-class PeError(Exception):
-    """A malformed PE image: its device code cannot be located, so it is unverified."""
+class PeError(ArchauditError):
+    """A malformed (E021) or unsupported (E020: 32-bit) PE image: its device code cannot be
+    located, so it is unverified."""
 
     def __init__(self, message: str, code: str = MALFORMED):
-        super().__init__(message)
-        self.code = code
+        super().__init__(message, code=code)
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,12 +156,11 @@ def parse_headers(data: bytes, file_size: int) -> Headers:
     if opt_size < 2:
         raise PeError("no optional header: an object file, not an image")
     magic = int.from_bytes(data[opt:opt + 2], "little")
-    if magic == PE32_PLUS:
-        base_at, count_at, dirs_at, base_size = 24, 108, 112, 8
-    elif magic == PE32:
-        base_at, count_at, dirs_at, base_size = 28, 92, 96, 4
-    else:
+    if magic == PE32:  # as 32-bit ELF: no CUDA toolkit of the last years builds for it
+        raise PeError("32-bit PE (PE32) is not supported", UNSUPPORTED)
+    if magic != PE32_PLUS:
         raise PeError(f"optional header magic 0x{magic:x} is neither PE32 nor PE32+")
+    base_at, count_at, dirs_at, base_size = 24, 108, 112, 8
     if opt_size < dirs_at:
         raise PeError(f"optional header of {opt_size} bytes is too short for its magic")
     image_base = int.from_bytes(data[opt + base_at:opt + base_at + base_size], "little")
@@ -187,12 +188,13 @@ def _short_name(raw: bytes) -> str:
     return raw.split(b"\x00", 1)[0].decode("utf-8", errors="replace")
 
 
-def long_name_span(h: Headers) -> tuple[int, int] | None:
-    """The file range of the string table holding the sections' long names ("/123"), if any."""
-    offsets = [_long_offset(s.name) for s in h.sections if s.name.startswith("/")]
-    if not offsets:
-        return None
-    return h.string_table, h.string_table + max(offsets) + 256
+def long_name_offsets(h: Headers) -> list[int]:
+    """String-table offsets of the sections' long names ("/123"): each name is read from the
+    LONG_NAME bytes there (section names are short; the table itself may be large)."""
+    return sorted({_long_offset(s.name) for s in h.sections if s.name.startswith("/")})
+
+
+LONG_NAME = 256
 
 
 def _long_offset(name: str) -> int:
@@ -202,29 +204,34 @@ def _long_offset(name: str) -> int:
     return int(digits)
 
 
-def name_sections(h: Headers, strings: bytes) -> Headers:
-    """The sections with long names resolved from the string table bytes (from its start)."""
+def name_sections(h: Headers, strings: dict[int, bytes]) -> Headers:
+    """The sections with long names resolved: `strings` holds, per string-table offset, the
+    bytes there (up to LONG_NAME of them)."""
     out = []
     for i, s in enumerate(h.sections):
         name = s.name
         if name.startswith("/"):
             at = _long_offset(name)
-            if at < 4 or at >= len(strings):
+            if at < 4 or not strings.get(at):
                 raise PeError(f"section {i}: long name {name!r} lies outside the string table")
-            name = elf.cstring(strings, at)
+            name = elf.cstring(strings[at], 0, LONG_NAME)
         if not name:
             raise PeError(f"section {i} has no name")
         out.append(replace(s, name=name))
     return replace(h, sections=tuple(out))
 
 
-def import_name_rvas(table: bytes, delay: bool, image_base: int) -> list[int]:
-    """RVAs of the DLL names an import (or delay-import) directory lists, up to its terminator."""
+def import_name_rvas(table: bytes, delay: bool, image_base: int, declared: int) -> list[int]:
+    """RVAs of the DLL names an import (or delay-import) directory lists, up to its terminator.
+    A directory declaring room for records but listing none is damaged (a linker omits the
+    directory of a DLL that imports nothing): its imports would be lost unseen."""
     rec = _DELAY if delay else _IMPORT
     out: list[int] = []
     for at in range(0, len(table) - rec.size + 1, rec.size):
         fields = rec.unpack_from(table, at)
         if not any(fields):
+            if not out and declared >= 2 * rec.size:
+                raise PeError(f"{'delay-' * delay}import directory of {declared} bytes lists no DLL")
             return out
         if len(out) >= MAX_IMPORTS:
             raise PeError(f"import directory lists more than {MAX_IMPORTS} DLLs")
@@ -256,11 +263,12 @@ def read(path: str, size: int, src: object, chunks: Chunks, settings: object) ->
                 break
             need = grown
         h = parse_headers(bytes(src.buf[:min(size, need, HEADERS_MAX)]), size)
-        span = long_name_span(h)
+        long_names = long_name_offsets(h)
     except PeError as e:
-        return Library(path, size, "pe", problems=(Problem(e.code, f"malformed PE: {e}"),))
-    strings = src.capture(*span) if span else bytearray()
-    tables: list[tuple[bool, int, bytearray]] = []  # (delay, file offset, captured bytes)
+        what = "malformed PE: " if e.code == MALFORMED else ""
+        return Library(path, size, "pe", problems=(Problem(e.code, f"{what}{e}"),))
+    strings = {at: src.capture(h.string_table + at, h.string_table + at + LONG_NAME) for at in long_names}
+    tables: list[tuple[bool, int, int, bytearray]] = []  # (delay, file offset, declared size, bytes)
     for index, delay in ((DIR_IMPORT, False), (DIR_DELAY_IMPORT, True)):
         rva, dir_size = h.directory(index)
         if not rva:
@@ -269,7 +277,9 @@ def read(path: str, size: int, src: object, chunks: Chunks, settings: object) ->
         if at is None:
             return Library(path, size, "pe", problems=(Problem(
                 MALFORMED, f"malformed PE: {'delay-' * delay}import directory at RVA 0x{rva:x} is in no section"),))
-        tables.append((delay, at, src.capture(at, at + dir_size + NAMES_WINDOW)))
+        # the descriptors up to the most a table may list, then the names that usually follow
+        room = min(dir_size, (MAX_IMPORTS + 1) * (_DELAY if delay else _IMPORT).size)
+        tables.append((delay, at, dir_size, src.capture(at, at + room + NAMES_WINDOW)))
 
     segments = tuple(elf.Segment(elf.PT_LOAD, s.raw_offset, h.image_base + s.rva, s.loaded_size, s.elf_flags)
                      for s in h.sections if s.loaded_size)
@@ -277,12 +287,7 @@ def read(path: str, size: int, src: object, chunks: Chunks, settings: object) ->
     problems = state.problems
     notes: list[str] = []
     try:
-        if span:
-            if len(strings) < span[1] - span[0]:
-                strings = bytearray(scan.fetch(chunks, span[0], min(size, span[1]), size))
-            h = name_sections(h, bytes(strings))
-        else:
-            h = name_sections(h, b"")
+        h = name_sections(h, {at: bytes(b) for at, b in strings.items()})
         needed = _imports(h, tables, chunks, size, notes)
     except (PeError, elf.ElfError) as e:
         problems.append(Problem(MALFORMED, f"malformed PE: {e}"))
@@ -301,23 +306,26 @@ def read(path: str, size: int, src: object, chunks: Chunks, settings: object) ->
 def _zones(h: Headers, size: int) -> list[Zone]:
     """Which patterns to search where. Every loaded byte is searched: code sections for
     containers, every other section also for wrapper records, which the loader relocates in
-    read-only sections too (MSVC's .nvFatBi is read-only). Bytes no section maps (headers
-    padding, an Authenticode certificate, debug data) are never registered, so not searched."""
+    read-only sections too (MSVC's .nvFatBi is read-only), and read-only ones for embedded
+    arch lists (string literals). Bytes no section maps (headers padding, an Authenticode
+    certificate, debug data) are never registered, so not searched."""
     from . import scan
 
     code = scan.LibraryScan.patterns(code=True)
-    data = scan.LibraryScan.patterns(code=True, data=True)
-    spans = sorted((s.raw_offset, s.raw_offset + s.loaded_size, s.characteristics & SCN_EXECUTE)
-                   for s in h.sections if s.loaded_size)
+    constant = scan.LibraryScan.patterns(code=True, data=True)
+    writable = scan.LibraryScan.patterns(code=True, data=True, strings=False)  # string literals are in .rdata
+    spans = sorted((s.raw_offset, s.raw_offset + s.loaded_size,
+                    code if s.characteristics & SCN_EXECUTE else writable if s.characteristics & SCN_WRITE
+                    else constant) for s in h.sections if s.loaded_size)
     zones: list[Zone] = []
     pos = 0
-    for start, stop, executable in spans:
+    for start, stop, patterns in spans:
         start = max(start, pos)
         if stop <= start:
             continue
         if start > pos:
             zones.append(scan.Zone(pos, start, ()))
-        zones.append(scan.Zone(start, stop, code if executable else data))
+        zones.append(scan.Zone(start, stop, patterns))
         pos = stop
     if pos < size:
         zones.append(scan.Zone(pos, size, ()))
@@ -346,13 +354,13 @@ def _pe_names(p: Problem, pe_name: dict[str, str], h: Headers) -> Problem:
     return p if message == p.message else replace(p, message=message)
 
 
-def _imports(h: Headers, tables: list[tuple[bool, int, bytearray]], chunks: Chunks, size: int,
+def _imports(h: Headers, tables: list[tuple[bool, int, int, bytearray]], chunks: Chunks, size: int,
              notes: list[str]) -> tuple[str, ...]:
     from . import scan
 
     needed: list[str] = []
-    for delay, at, blob in tables:
-        rvas = import_name_rvas(bytes(blob), delay, h.image_base)
+    for delay, at, declared, blob in tables:
+        rvas = import_name_rvas(bytes(blob), delay, h.image_base, declared)
         offsets = []
         for rva in rvas:
             off = h.rva_to_offset(rva)
@@ -371,7 +379,7 @@ def _imports(h: Headers, tables: list[tuple[bool, int, bytearray]], chunks: Chun
             raise PeError("imported DLL names are scattered over more than 1 MiB")
         for off in offsets:
             name = elf.cstring(window, off - base, 256)
-            if not name:
-                raise PeError(f"imported DLL name at 0x{off:x} is empty")
+            if not name or not name.isprintable() or "\ufffd" in name:
+                raise PeError(f"imported DLL name at 0x{off:x} is {'empty' if not name else 'not text'}")
             needed.append(name)
     return tuple(needed)

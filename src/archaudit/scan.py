@@ -29,6 +29,7 @@ from typing import NamedTuple
 from . import elf, fatbin, hip
 from .claims import embedded_claim_markers, parse_embedded
 from .decode import DecodePool, Decoding, is_cuda_target, result
+from .errors import ArchauditError
 from .model import (
     CODE_OBJECT,
     DEVICE_LINK,
@@ -43,6 +44,7 @@ from .model import (
     Entry,
     Library,
     Problem,
+    Role,
 )
 
 HEAD = 4 << 20  # always kept: ELF header, program headers, usually .dynstr
@@ -61,12 +63,12 @@ HIP_ALIGN = 4096
 Chunks = Callable[[], Iterable[bytes]]
 
 
-class ReadFailed(Exception):
-    """The file itself could not be read to its end (I/O, a zip member error)."""
+class ReadFailed(ArchauditError):
+    """The file itself could not be read to its end (I/O, a zip member error): the code of the
+    finding it becomes."""
 
     def __init__(self, code: str, message: str):
-        super().__init__(message)
-        self.code = code
+        super().__init__(message, code=code)
 
 
 # ---- the window over the stream ----
@@ -502,8 +504,21 @@ class Records:
             self.problem(e.code, f"fatbin container at 0x{at:x}: {e}", e.offset)
             self.walked.append(WalkedContainer(at, head.total, []))
             return end
+        if self._entry_at(src, end):  # outside a fatbin section no accounting would notice
+            self.problem("E011", f"fatbin container at 0x{at:x}: an entry follows its declared end, "
+                                 f"so its size hides entries", end)
         self.walked.append(WalkedContainer(at, head.total, entries, src.capture(end, end + PAD_WINDOW)))
         return end
+
+    def _entry_at(self, src: Source, pos: int) -> bool:
+        """Whether a valid entry header starts at `pos` (where a container said it ends)."""
+        if not src.ensure(pos + fatbin.ENTRY_HEADER.size):
+            return False
+        try:
+            fatbin.parse_entry_header(src.buf, pos - src.base, self.size - pos, pos)
+        except fatbin.FatbinError:
+            return False
+        return True
 
     def _entry(self, src: Source, pos: int, eh: fatbin.EntryHeader, ident: str) -> Entry | Future[Entry]:
         kind = eh.kind
@@ -931,6 +946,7 @@ def attribute(found: ScanResult, sections: list[elf.Section], segments: tuple[el
                                     c.offset))
         if sections and sec is None:  # every byte a linker places is in a section
             problems.append(Problem("E011", f"fatbin container at 0x{c.offset:x} lies in no section", c.offset))
+        role: Role
         if name == ".nv_fatbin":
             role = DEVICE_LINK if c.offset in dlink else EXECUTABLE
         elif name == "__nv_relfatbin":

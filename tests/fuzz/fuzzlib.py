@@ -441,6 +441,13 @@ def scratch(name: str) -> str:
     return os.path.join(_TMP.name, name)
 
 
+def scratch_write(name: str, data: bytes) -> str:
+    path = scratch(name)
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
+
+
 def run_cli(argv: list[str]) -> Run:
     """archaudit.cli.main in-process; a raised exception (a traceback) fails the test."""
     out, err = io.StringIO(), io.StringIO()

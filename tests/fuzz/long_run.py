@@ -39,10 +39,15 @@ WORKERS = [
     ([T + "test_fuzz_hip.py::test_hip_bundles"], None),
     ([T + "test_fuzz_hip.py::test_code_object_file"], None),
     ([T + "test_fuzz_zip.py::test_wheel_structure"], None),
+    ([T + "test_fuzz_zip_layouts.py::test_zip_end_structures"], None),
+    ([T + "test_fuzz_zip_layouts.py::test_members_chosen_by_content"], None),
     ([T + "test_fuzz_claims.py::test_parse_claim", T + "test_fuzz_claims.py::test_parse_amd_claim"], 100_000),
     ([T + "test_fuzz_config.py::test_config_load", T + "test_fuzz_claims.py::test_claims_through_cli"], 100_000),
     ([T + "test_fuzz_config.py::test_config_through_cli", T + "test_fuzz_memory.py",
       T + "test_fuzz_zip.py::test_wheel_member_streams"], 3_000),
+    ([T + "test_fuzz_pe.py::test_pe_tables"], None),
+    ([T + "test_fuzz_pe.py::test_pe_device_code"], None),
+    ([T + "test_fuzz_pe.py::test_pe_truncation_anywhere"], None),
 ]
 
 

@@ -15,12 +15,13 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from ..artifacts import is_audited_file
+from ..model import LOADABLE_ROLES
 from . import child
 from .report import FAIL, PASS, SKIP, Row
 
 LIBRARY_NAME = re.compile(r"\.so(\.[0-9A-Za-z_]+)*$")
 DEVICE_FILE_SUFFIXES = (".cubin", ".fatbin", ".ptx")
-LOADABLE_ROLES = ("executable", "device-link", "embedded", "standalone")
 
 
 @dataclass
@@ -60,7 +61,7 @@ class ProbeContext:
         return sorted(out, key=self.display)
 
     def device_code_files(self) -> list[str]:
-        extra = [f for f in self.files if f.endswith(DEVICE_FILE_SUFFIXES) and os.path.isfile(f)]
+        extra = [f for f in self.files if is_audited_file(f)]  # check's rule: by content, or by name
         return self.shared_libraries() + sorted(set(extra) - set(self.shared_libraries()))
 
     def depends_on(self, name: str) -> bool:

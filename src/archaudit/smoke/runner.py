@@ -16,6 +16,7 @@ import sys
 import tempfile
 import time
 
+from ..errors import ArchauditError
 from . import child, probes as probes_mod, venv
 from .report import FAIL, Row, SmokeReport
 
@@ -23,7 +24,7 @@ DEFAULT_TIMEOUT = 300.0
 INFO_TIMEOUT = 120.0
 
 
-class SmokeInputError(Exception):
+class SmokeInputError(ArchauditError):
     """The target cannot be smoke-tested: exit status 2."""
 
 
@@ -143,12 +144,13 @@ def main_smoke(args: argparse.Namespace) -> int:
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     child.reset()
+    as_json = args.json or getattr(args, "format", None) == "json"  # --format/-o: the shared output options
     try:
         report = run_smoke(args.target, installed=args.installed, require_gpu=args.require_gpu,
                            timeout=args.timeout, system_site_packages=args.system_site_packages,
                            probes=args.probes)
     except SmokeInputError as exc:
-        if args.json:
+        if as_json:
             import json
 
             print(json.dumps({"error": str(exc), "exit_code": 2}, indent=2))
@@ -161,7 +163,13 @@ def main_smoke(args: argparse.Namespace) -> int:
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
-    print(to_json(report) if args.json else render_text(report))
+    text = (to_json(report) if as_json else render_text(report)) + "\n"
+    if getattr(args, "output", None):
+        from ..cli.common import write
+
+        write(text, args.output)
+    else:
+        sys.stdout.write(text)
     return report.exit_code
 
 

@@ -16,11 +16,13 @@ import sys
 import tempfile
 from dataclasses import dataclass
 
+from ..errors import ArchauditError
+
 INSTALL_TIMEOUT = 1800.0
 WHEEL_NAME = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)(-\d[^-]*)?-[^-]+-[^-]+-[^-]+\.whl$")
 
 
-class InstallError(Exception):
+class InstallError(ArchauditError):
     """The target could not be installed: unusable input (exit status 2)."""
 
 

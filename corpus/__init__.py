@@ -1,0 +1,1 @@
+"""The real-world corpus that referees archaudit's verdicts (see docs/corpus.md)."""

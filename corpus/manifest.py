@@ -1,0 +1,130 @@
+"""The corpus manifest (corpus/manifest.toml), read into frozen records.
+
+Each wheel names its exact file (so its platform tag), the claim as its project documents it
+with the source, and the expected verdict per library with the evidence behind it. Nothing
+here comes from archaudit's output.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import tomllib
+
+MANIFEST = Path(__file__).resolve().parent / "manifest.toml"
+Verdict = Literal["runs", "fails"]
+VERDICTS: tuple[Verdict, ...] = ("runs", "fails")
+
+
+@dataclass(frozen=True)
+class LibraryExpectation:
+    """The expected verdict for the libraries matching ``path`` (a glob), and why."""
+
+    path: str
+    verdict: Verdict
+    evidence: str
+    codes: tuple[str, ...] = ()  # error codes that must be among the library's findings
+    issue: str = ""  # the issue-11 point this library referees, if any
+
+    def matches(self, library: str) -> bool:
+        return fnmatch.fnmatchcase(library, self.path)
+
+
+@dataclass(frozen=True)
+class ExtraCheck:
+    """A second check of the same wheel with more options (a driver, a GPU), and its expected exit."""
+
+    name: str
+    args: tuple[str, ...]
+    exit: int
+    evidence: str
+    codes: tuple[str, ...] = ()  # codes that must appear in the report
+    absent: tuple[str, ...] = ()  # codes that must not appear
+    issue: str = ""
+
+
+@dataclass(frozen=True)
+class Wheel:
+    id: str
+    spec: str
+    filename: str
+    size_mb: float
+    stack: str  # "CUDA 12.9", "ROCm 5.0", "CPU"
+    kind: str  # framework, vendor, rapids, project
+    claim: str
+    amd_claim: str
+    claim_source: str
+    exit: int
+    libraries: tuple[LibraryExpectation, ...]
+    extra: tuple[ExtraCheck, ...]
+    notes: str = ""
+    driver_floor_known: bool = False  # every stated driver floor must name a driver
+
+    @property
+    def name(self) -> str:
+        return self.spec.split("==")[0]
+
+    @property
+    def version(self) -> str:
+        return self.spec.split("==")[1]
+
+    @property
+    def platform(self) -> str:
+        return self.filename[:-4].split("-")[-1]
+
+    @property
+    def slow(self) -> bool:
+        return self.size_mb > SMALL_MB
+
+    def claim_args(self) -> list[str]:
+        args = ["--arch", self.claim] if self.claim else []
+        return args + (["--amd-arch", self.amd_claim] if self.amd_claim else [])
+
+    def expectation(self, library: str) -> LibraryExpectation | None:
+        """The first entry whose glob matches: list specific paths before ``*``."""
+        return next((e for e in self.libraries if e.matches(library)), None)
+
+
+SMALL_MB = 100.0  # wheels up to this size run in CI's test; larger ones are marked slow
+
+
+def cache_dir() -> Path:
+    d = Path(os.environ.get("ARCHAUDIT_WHEEL_CACHE") or Path.home() / ".cache" / "archaudit" / "wheels")
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def _library(raw: dict[str, Any]) -> LibraryExpectation:
+    verdict = raw["verdict"]
+    if verdict not in VERDICTS:
+        raise ValueError(f"library {raw['path']}: verdict {verdict!r} is not one of {VERDICTS}")
+    return LibraryExpectation(raw["path"], verdict, raw["evidence"], tuple(raw.get("codes", ())),
+                              raw.get("issue", ""))
+
+
+def _extra(raw: dict[str, Any]) -> ExtraCheck:
+    return ExtraCheck(raw["name"], tuple(raw["args"]), int(raw["exit"]), raw["evidence"],
+                      tuple(raw.get("codes", ())), tuple(raw.get("absent", ())), raw.get("issue", ""))
+
+
+def load(path: Path = MANIFEST) -> list[Wheel]:
+    """Every wheel of the manifest, in file order."""
+    with open(path, "rb") as f:
+        data = tomllib.load(f)
+    wheels = []
+    for raw in data["wheel"]:
+        libs = tuple(_library(x) for x in raw.get("library", ()))
+        wheels.append(Wheel(
+            id=raw["id"], spec=raw["spec"], filename=raw["file"], size_mb=float(raw["size_mb"]),
+            stack=raw["stack"], kind=raw["kind"], claim=raw.get("claim", ""),
+            amd_claim=raw.get("amd_claim", ""), claim_source=raw["claim_source"],
+            exit=int(raw["exit"]), libraries=libs, extra=tuple(_extra(x) for x in raw.get("extra", ())),
+            notes=raw.get("notes", ""), driver_floor_known=bool(raw.get("driver_floor_known", False))))
+    ids = [w.id for w in wheels]
+    if len(set(ids)) != len(ids):
+        raise ValueError("duplicate wheel ids in the manifest")
+    return wheels

@@ -1,0 +1,54 @@
+"""The command line: a thin layer that parses, calls the core and prints.
+
+One module per subcommand (main_check, main_diff, main_explain, main_gpus, main_smoke), each
+with `configure_parser(sub)` and `execute(args) -> int`. Exit codes: 0 pass, 1 findings,
+2 unusable input, usage, or an internal error (one line, never a traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .. import __version__
+from ..core import example_wheel
+from ..errors import ArchauditError
+from . import main_check, main_diff, main_explain, main_gpus, main_smoke
+
+SUBCOMMANDS = (main_check, main_diff, main_explain, main_gpus, main_smoke)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="archaudit",
+        description="Prove a GPU wheel carries device code for every GPU it claims, and runs there.")
+    parser.add_argument("--version", action="version", version=f"archaudit {__version__}")
+    sub = parser.add_subparsers(dest="command")
+    for command in SUBCOMMANDS:
+        command.configure_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        code: int = args.execute(args)
+        return code
+    except ArchauditError as e:
+        print(f"archaudit: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("archaudit: interrupted", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 2
+    except Exception as e:  # fail closed: an internal error is exit 2 and one line, never a pass
+        print(f"archaudit: internal error: {type(e).__name__}: {e} (please report it)", file=sys.stderr)
+        return 2
+
+
+__all__ = ["main", "build_parser", "example_wheel"]

@@ -1,0 +1,106 @@
+"""`archaudit check`: parse, call archaudit.core.check, print."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .. import core, formats
+from ..artifacts import Progress, progress_display
+from ..audit import Report
+from ..errors import UsageError
+from ..render import render_json, render_text
+from ..settings import DETAILS, CheckSettings, check_settings
+from . import common
+
+
+def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("check", help="audit the device code of wheels, directories, files or distributions",
+                       description="Statically verify that every library's device code runs on every "
+                                   "claimed GPU architecture. Fails closed.")
+    p.add_argument("targets", nargs="*", metavar="TARGET",
+                   help="a .whl, a directory, a .so/.cubin/.fatbin/.ptx file, or an installed distribution")
+    p.add_argument("--example", action="store_true", help="also audit the small example wheel shipped with archaudit")
+    g = p.add_argument_group("claims")
+    g.add_argument("--arch", metavar="LIST", help="claimed CUDA architectures, in any common spelling "
+                                                  "('80;90-real', '8.0 9.0+PTX', '-gencode ...', '80,90')")
+    g.add_argument("--arch-style", choices=("auto", "cmake", "torch", "nvcc", "list"), default=None)
+    g.add_argument("--arch-from-env", metavar="VAR", help="read the claim from an environment variable")
+    g.add_argument("--amd-arch", metavar="LIST", help="claimed AMD gfx targets (PYTORCH_ROCM_ARCH, "
+                                                      "GPU_TARGETS or --offload-arch spellings)")
+    g.add_argument("--cuda-version", metavar="X.Y", help="CUDA release that expands 'all'/'all-major' (default 13.0)")
+    g = p.add_argument_group("policy")
+    g.add_argument("--exact", action="store_true", default=None,
+                   help="also fail on architectures carried but not claimed")
+    g.add_argument("--require-ptx", choices=("newest",), default=None,
+                   help="require PTX for the newest claimed architecture")
+    g.add_argument("--strict", action="store_true", default=None,
+                   help="judge arch-specific-only libraries like any other")
+    g.add_argument("--strict-kernels", action="store_true", default=None,
+                   help="judge arch-specific-only containers like any other")
+    g.add_argument("--driver", metavar="VERSION", help="fail when the device code needs a newer NVIDIA driver")
+    g.add_argument("--driver-os", choices=("linux", "windows"), default=None)
+    g.add_argument("--gpu", action="append", metavar="NAME|sm_XX|local",
+                   help="answer: does it run on this GPU? (repeatable; 'local' asks NVML); without a claim "
+                        "the exit status is the answer")
+    g.add_argument("--select", action="append", metavar="CODES",
+                   help="report only these codes or prefixes (comma-separated, repeatable)")
+    g.add_argument("--ignore", action="append", metavar="CODES",
+                   help="drop these codes or prefixes (comma-separated, repeatable); E0xx, C001 and G006 "
+                        "are never dropped")
+    common.add_config_options(g)
+    common.add_output_options(p)
+    g = p.add_argument_group("presentation")
+    g.add_argument("--detail", choices=DETAILS, default=None)
+    g.add_argument("--costs", action="store_true", default=None,
+                   help="show the device-code bytes of each target (sm_XX, compute_XX), wheel-wide and per "
+                        "library: what dropping an architecture saves")
+    g.add_argument("--no-timings", action="store_true",
+                   help="leave out elapsed seconds, so the same input gives byte-identical output")
+    g.add_argument("-q", "--quiet", action="store_true", help="no progress display")
+    g.add_argument("-v", "--verbose", action="store_true")
+    g = p.add_argument_group("reading")
+    g.add_argument("-j", "--jobs", type=common.positive_int, default=None, metavar="N",
+                   help="libraries read in parallel (default: cores)")
+    g.add_argument("--decode", action="store_true",
+                   help="(the default: every device-code payload is decoded and verified in one pass)")
+    g.add_argument("--fast", action="store_true",
+                   help="read entry headers only, without decoding payloads: quicker, but every library "
+                        "with device code then fails with E015 (its kernels, cubin flags and PTX .target "
+                        "are not verified), so --fast can find failures but never pass")
+    g.add_argument("--max-payload", type=common.positive_int, default=256 << 20, metavar="BYTES",
+                   help="largest single device-code payload verified in memory (default 256 MiB)")
+    p.set_defaults(execute=execute)
+
+
+def render(report: Report, s: CheckSettings, *, unicode: bool = True) -> str:
+    """The report in the chosen format."""
+    fmt = s.output.format
+    if fmt == "json":
+        return render_json(report, detail=s.detail, timings=s.timings)
+    if fmt == "markdown":
+        return formats.render_markdown(report, detail=s.detail, costs=s.costs, verbose=s.verbose)
+    if fmt == "github":
+        return formats.render_github(report)
+    if fmt == "junit":
+        return formats.render_junit(report)
+    return render_text(report, detail=s.detail, verbose=s.verbose, ascii_only=not unicode, costs=s.costs,
+                       timings=s.timings)
+
+
+def execute(args: argparse.Namespace) -> int:
+    cfg = common.load_config(args)
+    targets = list(args.targets) + ([core.example_wheel()] if args.example else [])
+    if not targets:
+        raise UsageError("check: give at least one TARGET (or --example)")
+    s = check_settings(args, cfg, targets)
+    progress = Progress() if s.progress and sys.stderr.isatty() else None
+    stop = progress_display(progress) if progress is not None else None
+    try:
+        report = core.check(s.targets, s.claim, s.policy, jobs=s.jobs, max_payload=s.max_payload,
+                            decode=s.decode, progress=progress)
+    finally:
+        if stop is not None:
+            stop()
+    common.write(render(report, s, unicode=common.unicode_ok(s.output.path)), s.output.path)
+    return report.exit_code

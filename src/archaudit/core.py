@@ -1,0 +1,40 @@
+"""The check pipeline as one function: what `archaudit check` does, callable from Python.
+
+    inventory (artifacts: zipread, scan) -> claim (claims, the binaries' own) -> audit -> filters
+
+`check()` returns the same Report the command line renders, so a caller of the library and a
+user of the CLI get the same verdict. Nothing here parses flags or prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from importlib import resources
+
+from .artifacts import Progress, inventories
+from .audit import Policy, Report, audit
+from .claims import Claim
+from .scan import DEFAULT_MAX_PAYLOAD
+
+
+def example_wheel() -> str:
+    """The small wheel shipped with archaudit (built by nvcc 13.0), for `check --example`."""
+    return str(resources.files("archaudit") / "examples" / "gpu_example-1.0-py3-none-linux_x86_64.whl")
+
+
+def check(targets: Sequence[str], claim: Claim | None = None, policy: Policy | None = None, *,
+          jobs: int | None = None, max_payload: int = DEFAULT_MAX_PAYLOAD, decode: bool = True,
+          progress: Progress | None = None) -> Report:
+    """Audit wheels, directories, files or installed distributions against a claim.
+
+    `claim` None takes the claim a binary embeds about itself, if any; `policy` carries the
+    switches, the --gpu questions and the filters. Every target is read once by one pool of
+    workers, every payload decoded in that one pass (`decode=False`, the CLI's --fast, reads
+    entry headers only, and each library with device code then fails with E015).
+    """
+    policy = policy if policy is not None else Policy()
+    found = inventories(list(targets), jobs=jobs, decode=decode, max_payload=max_payload, progress=progress)
+    return audit(found, claim, policy)
+
+
+__all__ = ["check", "example_wheel"]

@@ -1,0 +1,502 @@
+"""The facts the rules judge a library by, computed once per library as one typed record.
+
+A library's device code is reduced here to what the rules need: which containers hold
+code of their own (``Unit``), what each claimed or named GPU runs from each of them
+(``GpuPath``, through archaudit.paths), which kernels exist where, and the driver floor
+of the code each GPU would run. Rules (archaudit.rules) only read these records, so two
+rules can never disagree about a fact, and nothing depends on how much was printed.
+
+Pure: no file is read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
+from typing import Literal
+
+from . import arch
+from .claims import Claim
+from .model import CODE_OBJECT, DEVICE_LINK, PTX, RELOCATABLE, SASS, Container, Entry, Library
+from .paths import NOTHING, Choice, NvCode, Runs, choose, nv_codes
+from .policy import Policy
+
+CC = tuple[int, int]
+UNKNOWN_KEY = (1 << 30,)
+
+
+def label(cc: CC) -> str:
+    """A compute capability as claims spell it: (9, 0) -> "90"."""
+    return f"{cc[0]}{cc[1]}"
+
+
+@dataclass(frozen=True, slots=True)
+class Floor:
+    """The minimum driver some code needs, the CUDA release that sets it, and why.
+
+    ``driver`` None: the floor is unknown (no evidence, or a release newer than the tables)."""
+
+    cuda: CC | None
+    driver: str | None
+    evidence: str
+
+    @property
+    def key(self) -> tuple[int, ...]:
+        if self.driver is None:
+            return UNKNOWN_KEY
+        return tuple(int(p) for p in self.driver.split("."))
+
+    @property
+    def cuda_text(self) -> str:
+        return f"{self.cuda[0]}.{self.cuda[1]}" if self.cuda else "unknown"
+
+
+def highest(floors: list[Floor]) -> Floor | None:
+    """The floor that asks most; an unknown floor asks most of all (fail closed)."""
+    return max(floors, key=lambda f: f.key) if floors else None
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A container holding code of its own, judged on its own (one translation unit)."""
+
+    index: int  # position in Library.containers
+    container: Container
+    codes: tuple[NvCode, ...]
+    identified: bool  # every code entry was read, so its kernels (perhaps none) are known
+
+    @cached_property
+    def specialised(self) -> bool:
+        """All its code is arch-specific or family code (by the target it compiles for)."""
+        return bool(self.codes) and all(c.effective.suffix in ("a", "f") for c in self.codes)
+
+    @cached_property
+    def kernels(self) -> frozenset[str]:
+        return frozenset(k for c in self.codes for k in c.entry.kernels or ())
+
+
+@dataclass(frozen=True, slots=True)
+class GpuPath:
+    """What one GPU runs from the library: the driver's choice in each unit."""
+
+    gpu: CC
+    choices: tuple[Choice, ...]  # aligned with LibraryFacts.units; a dead choice is NOTHING
+    runs: Runs  # the best any unit does
+    dead: tuple[NvCode, ...]  # chosen code that no driver still running this GPU can run
+    floor: Floor | None  # the driver floor of what it runs; None when it runs nothing
+
+
+# Architecture names in kernel names: libraries that dispatch on the GPU at run time name
+# their kernels for the architecture they are launched on (cuDNN's sm80_xmma_*, cuBLAS'
+# ampere_*/volta_*/maxwell_*, CUTLASS's cutlass_80_*, mangled cutlass::arch::Sm90).
+_SM_IN_NAME = re.compile(r"(?:^|[^a-z])(?:sm_?|cutlass_|cutlass3x_sm)(\d{2,3})(?:[af])?(?![0-9])", re.IGNORECASE)
+_GENERATIONS: dict[str, tuple[CC, ...]] = {
+    "kepler": ((3, 0), (3, 2), (3, 5), (3, 7)),
+    "maxwell": ((5, 0), (5, 2), (5, 3)),
+    "pascal": ((6, 0), (6, 1), (6, 2)),
+    "volta": ((7, 0), (7, 2)),
+    "turing": ((7, 5),),
+    "ampere": ((8, 0), (8, 6), (8, 7)),
+    "hopper": ((9, 0),),
+    "blackwell": ((10, 0), (10, 3), (11, 0), (12, 0), (12, 1)),
+}
+_GENERATION_IN_NAME = re.compile(r"(?:^|[^a-z])(" + "|".join(_GENERATIONS) + r")(?![a-z])", re.IGNORECASE)
+
+
+def named_architectures(kernel: str) -> tuple[CC, ...]:
+    """The GPUs a kernel's name says it is for (``sm80_xmma_gemm`` -> 8.0; ``volta_sgemm``
+    -> 7.0, 7.2); empty when the name names none."""
+    out: list[CC] = []
+    for m in _SM_IN_NAME.finditer(kernel):
+        n = int(m.group(1))
+        if n >= 20:
+            out.append(arch.canonical_cc((n // 10, n % 10)))
+    for m in _GENERATION_IN_NAME.finditer(kernel):
+        out.extend(_GENERATIONS[m.group(1).lower()])
+    return tuple(dict.fromkeys(out))
+
+
+def _judged_containers(lib: Library) -> list[tuple[int, Container]]:
+    """Containers that may hold kernels of their own: all but relocatable ones and nvlink's
+    device-link containers read whole and found to define no kernel (its per-link stubs). A
+    device-link container whose kernels were not read is judged (an -rdc build keeps its
+    kernels there): fail closed until it is read."""
+    out = []
+    for i, c in enumerate(lib.containers):
+        if c.role == RELOCATABLE or not c.entries:
+            continue
+        if c.role == DEVICE_LINK:
+            kernels = [e.kernels for e in c.entries if e.kind == SASS]
+            if all(k is not None for k in kernels) and not any(kernels):
+                continue
+        out.append((i, c))
+    return out
+
+
+def _unit_release(codes: tuple[NvCode, ...]) -> CC | None:
+    """The CUDA release whose nvcc built these codes, as their PTX shows: one container is one
+    nvcc compilation, so its cubins come from the toolkit of its PTX's ISA (or a later one of
+    the same major); a library's containers come from one toolkit, so its PTX dates the
+    cubins of containers that carry none."""
+    releases = []
+    for c in codes:
+        if c.kind == PTX and c.entry.code_version != (0, 0):
+            try:
+                releases.append(arch.cuda_release_for_ptx_isa(c.entry.code_version))
+            except LookupError:
+                continue
+    return max(releases) if releases else None
+
+
+def _code_floor(code: NvCode, runtime: Floor | None, os_name: str, built: CC | None = None) -> Floor:
+    """The driver floor of one entry: PTX by its ISA; a cubin by the CUDA major that built it
+    (its toolkit note, else its container's PTX, else the CUDA libraries linked)."""
+    e = code.entry
+    return _floor(e.kind, e.code_version, e.toolkit, code.label, runtime, os_name, built)
+
+
+@lru_cache(maxsize=4096)
+def _floor(kind: str, isa: CC, toolkit: CC | None, name: str, runtime: Floor | None, os_name: str,
+           built: CC | None) -> Floor:
+    """_code_floor on an entry's versions alone (cached: a library repeats a few thousand times)."""
+    try:
+        if kind == PTX:
+            if isa == (0, 0):
+                return Floor(None, None, f"{name}: PTX ISA version not read")
+            release = arch.cuda_release_for_ptx_isa(isa)
+            return Floor(release, arch.min_driver(release, os_name), f"{name} (PTX ISA {isa[0]}.{isa[1]})")
+        if toolkit:
+            return Floor(toolkit, arch.min_driver(toolkit, os_name, kind="minor"),
+                         f"{name} (built by CUDA {toolkit[0]}.{toolkit[1]})")
+        if built is not None:
+            return Floor(built, arch.min_driver(built, os_name, kind="minor"),
+                         f"{name} (built beside PTX of CUDA {built[0]}.{built[1]})")
+    except LookupError as err:
+        return Floor(None, None, f"{name}: {err}")
+    if runtime is not None:
+        return runtime
+    return Floor(None, None, f"{name}: its cubin records no toolkit and the library links no "
+                             f"CUDA library that names one")
+
+
+def _runtime_floor(lib: Library, os_name: str) -> Floor | None:
+    """The floor a linked CUDA library proves (libcudart.so.12: CUDA 12.x, minor version
+    compatibility), the highest over every NEEDED name that says one."""
+    floors = []
+    for soname in lib.needed:
+        major = arch.runtime_major(soname)
+        if major is None:
+            continue
+        try:
+            floors.append(Floor((major, 0), arch.min_driver((major, 0), os_name, kind="minor"),
+                                f"links {soname} (CUDA {major}.x)"))
+        except LookupError:
+            floors.append(Floor((major, 0), None, f"links {soname}: no driver floor is known for CUDA {major}"))
+    return highest(floors)
+
+
+def _dead(code: NvCode, runtime: Floor | None, last: CC) -> bool:
+    """Whether no driver that still runs a GPU whose support ended with CUDA ``last`` can run it."""
+    e = code.entry
+    if runtime is not None and runtime.cuda is not None and runtime.cuda[0] > last[0]:
+        return True
+    if e.kind == PTX:
+        if e.code_version == (0, 0):
+            return False
+        try:
+            return arch.cuda_release_for_ptx_isa(e.code_version) > last
+        except LookupError:
+            return True  # newer than every release the table knows
+    if e.toolkit:
+        return e.toolkit[0] > last[0]
+    return False
+
+
+Verdict = Literal["fails", "specialised", "named", "compiled-out", "dispatch"]
+
+
+@dataclass(frozen=True, slots=True)
+class KernelGap:
+    """A kernel (or an unnamed container) that a claimed GPU cannot launch, and why."""
+
+    verdict: Verdict
+    carried: tuple[str, ...]
+    fails: tuple[str, ...]
+    name: str | None
+    units: frozenset[int]
+
+
+def _kernel_gaps(f: LibraryFacts, gpus: tuple[CC, ...]) -> tuple[KernelGap, ...]:
+    """Every kernel some claimed GPU cannot launch, with what the binary says about it.
+
+    A kernel runs on a GPU when some unit defining it gives that GPU code that defines it.
+    A gap is by design when the binary shows it: all the kernel's code is arch-specific or
+    family code ("specialised"); its name says the architecture it is for ("named"); or its
+    own unit gives that GPU code in which the kernel was compiled out (the same translation
+    unit was built for the GPU, so the source left it out there: "compiled-out"). A unit whose
+    code the driver picks for the GPU and cannot compile (PTX whose text targets sm_90a, on
+    10.0: CUDA_ERROR_INVALID_PTX) is never by design: its kernels "fail". Otherwise
+    the kernel's object was built for fewer architectures than the claim: "fails".
+    In a library whose binary shows it picks code by architecture at run time
+    (``dispatch_evidence``), a kernel's gap on a GPU the library covers is "dispatch".
+    Units whose kernels were not read are judged whole, by their targets; a unit read whole
+    that defines no kernel launches nothing (it still counts for library coverage, G001).
+    Under --strict-kernels every unit is judged whole, with no design exemption."""
+    judged = list(gpus)
+    if not judged or f.specialised:
+        return ()
+    gaps: list[KernelGap] = []
+    strict = f.policy.strict_kernels
+    for i, u in enumerate(f.units):
+        if u.identified and (not strict or not u.kernels):
+            continue  # judged per kernel below; a unit read whole that defines none launches nothing
+        fails = tuple(label(cc) for cc in judged if f.paths[cc].choices[i].runs == "none")
+        if fails:
+            verdict: Verdict = "specialised" if u.specialised and not strict else "fails"
+            names = tuple(sorted(u.kernels)) if u.identified else None
+            for name in names or (None,):
+                gaps.append(KernelGap(verdict, labels_of(u.codes), fails, name, frozenset([i])))
+    if strict:
+        return tuple(gaps)
+    available: dict[CC, set[str]] = {}
+    for cc in judged:
+        have: set[str] = set()
+        for i, u in enumerate(f.units):
+            ks = f.paths[cc].choices[i].kernels
+            if u.identified and ks:
+                have.update(ks)
+        available[cc] = have
+    for name, homes in f.kernel_homes.items():
+        missing = [cc for cc in judged if name not in available[cc]]
+        if not missing:
+            continue
+        codes = f.kernel_codes(name)
+        carried = labels_of(codes)
+        units = frozenset(homes)
+        if all(c.effective.suffix in ("a", "f") for c in codes):
+            gaps.append(KernelGap("specialised", carried, tuple(label(cc) for cc in missing), name, units))
+            continue
+        named = named_architectures(name)
+        by: dict[Verdict, list[str]] = defaultdict(list)
+        for cc in missing:
+            picked = [f.paths[cc].choices[i] for i in homes]
+            if any(c.runs == "none" and c.code is not None for c in picked):
+                by["fails"].append(label(cc))  # the driver picks its PTX and cannot compile it
+            elif named:
+                by["named"].append(label(cc))
+            elif any(f.paths[cc].choices[i].runs != "none" for i in homes):
+                by["compiled-out"].append(label(cc))
+            elif f.dispatch_evidence is not None:
+                by["dispatch"].append(label(cc))
+            else:
+                by["fails"].append(label(cc))
+        for verdict, where in by.items():
+            gaps.append(KernelGap(verdict, carried, tuple(where), name, units))
+    return tuple(gaps)
+
+
+def labels_of(codes: Iterable[NvCode]) -> tuple[str, ...]:
+    """``sm_XX`` labels of SASS then ``compute_XX`` of PTX, by the targets they compile for."""
+    codes = list(codes)
+    sass = sorted({c.effective for c in codes if c.kind == SASS})
+    ptx = sorted({c.effective for c in codes if c.kind == PTX})
+    return tuple([t.sm for t in sass] + [t.compute for t in ptx])
+
+
+@dataclass(frozen=True)
+class LibraryFacts:
+    """Everything the library rules need to know about one library, computed once."""
+
+    library: Library
+    claim: Claim | None
+    policy: Policy
+    units: tuple[Unit, ...]
+    codes: tuple[NvCode, ...]  # the NVIDIA code of every unit
+    relocatable: tuple[Entry, ...]
+    amd: tuple[Entry, ...]
+    stubs_only: bool  # device code, but only kernel-less device-link stubs
+    runtime: Floor | None
+    paths: dict[CC, GpuPath]  # claimed and named GPUs
+
+    @property
+    def path(self) -> str:
+        return self.library.path
+
+    @cached_property
+    def claimed(self) -> tuple[CC, ...]:
+        return self.claim.gpus if self.claim is not None else ()
+
+    @cached_property
+    def specialised(self) -> bool:
+        """All the library's code serves only arch-specific or family GPUs (unless --strict)."""
+        return (not self.policy.strict and bool(self.codes)
+                and all(c.effective.suffix in ("a", "f") for c in self.codes))
+
+    @cached_property
+    def carried(self) -> tuple[str, ...]:
+        sass = sorted({c.effective for c in self.codes if c.kind == SASS})
+        ptx = sorted({c.effective for c in self.codes if c.kind == PTX})
+        return tuple([t.sm for t in sass] + [t.compute for t in ptx]
+                     + sorted({e.target for e in self.amd}))
+
+    @cached_property
+    def coverage(self) -> tuple[tuple[CC, Runs], ...]:
+        """How each claimed GPU runs the library (the best any of its units does)."""
+        return tuple((cc, self.paths[cc].runs) for cc in self.claimed)
+
+    @cached_property
+    def missing(self) -> tuple[CC, ...]:
+        """Claimed GPUs the library runs on not at all."""
+        return tuple(cc for cc, how in self.coverage if how == "none")
+
+    @cached_property
+    def kernel_homes(self) -> dict[str, tuple[int, ...]]:
+        """For each kernel of an identified unit, the units (positions in ``units``) defining it."""
+        homes: dict[str, list[int]] = defaultdict(list)
+        for i, u in enumerate(self.units):
+            if u.identified:
+                for k in u.kernels:
+                    homes[k].append(i)
+        return {k: tuple(v) for k, v in homes.items()}
+
+    def kernel_codes(self, kernel: str) -> tuple[NvCode, ...]:
+        """Every code entry (of identified units) that defines ``kernel``."""
+        return tuple(c for i in self.kernel_homes[kernel] for c in self.units[i].codes
+                     if kernel in (c.entry.kernels or ()))
+
+    @cached_property
+    def kernel_count(self) -> int | None:
+        entries = [e for u in self.units for c in u.codes for e in (c.entry,)]
+        if not entries or any(e.kernels is None for e in entries):
+            return None if entries else (0 if self.stubs_only else None)
+        return len({k for e in entries for k in e.kernels or ()})
+
+    @cached_property
+    def dispatch_evidence(self) -> str | None:
+        """What in the binary shows the library picks its kernels by architecture at run time,
+        or None: kernels named for an architecture (cuBLAS's sm80_xmma_*, cuDNN's turing_*: a
+        table of kernels per architecture), or one kernel compiled into single-architecture
+        units for different architectures. Arch-specific code alone (units of sm_90a only) is
+        not such evidence: it shows the library checks the GPU before using that code, not
+        before any other (ONNX Runtime's flash-attention kernels, built without the claimed 7.5,
+        fail there although the library also carries sm_90a-only units)."""
+        named = sorted(k for k in self.kernel_homes if named_architectures(k))
+        if named:
+            return f"{len(named)} kernel{'s' * (len(named) != 1)} named for an architecture ({named[0]}, ...)"
+        for k, homes in self.kernel_homes.items():
+            singles = {self.units[i].codes[0].target for i in homes
+                       if len({c.target for c in self.units[i].codes}) == 1}
+            if len(singles) > 1:
+                archs = ", ".join(sorted(t.sm for t in singles))
+                return f"{k} compiled into single-architecture containers for {archs}"
+        return None
+
+    @cached_property
+    def kernel_gaps(self) -> tuple[KernelGap, ...]:
+        """Every kernel (or unnamed unit) some claimed GPU cannot launch, and why (claimed GPUs
+        the library does not run on at all are G001's, not the kernels')."""
+        return _kernel_gaps(self, tuple(cc for cc in self.claimed if cc not in self.missing))
+
+    def kernel_gaps_on(self, gpu: CC) -> tuple[KernelGap, ...]:
+        """The same question for one GPU (a --gpu question)."""
+        return _kernel_gaps(self, (gpu,)) if gpu in self.paths and self.paths[gpu].runs != "none" else ()
+
+    @cached_property
+    def floor_gpus(self) -> tuple[CC, ...]:
+        """The GPUs whose driver floor is reported: claimed and named ones."""
+        return tuple(dict.fromkeys([*self.claimed, *(cc for _, cc in self.policy.gpus)]))
+
+    @cached_property
+    def floor(self) -> Floor | None:
+        """The library's driver floor: the highest floor of what any claimed or named GPU runs;
+        with neither, of all its code."""
+        if self.floor_gpus:
+            return highest([p.floor for cc in self.floor_gpus if (p := self.paths[cc]).floor is not None])
+        built = _unit_release(self.codes)
+        floors = [_code_floor(c, self.runtime, self.policy.driver_os, _unit_release(u.codes) or built)
+                  for u in self.units for c in u.codes]
+        if self.runtime is not None and floors:
+            floors.append(self.runtime)
+        return highest(floors)
+
+
+def library_facts(lib: Library, claim: Claim | None, policy: Policy) -> LibraryFacts:
+    """Compute the facts of one library once, for every rule."""
+    judged = _judged_containers(lib)
+    units = []
+    for i, c in judged:
+        codes = nv_codes(c.entries)
+        if not codes:
+            continue
+        identified = all(x.entry.kernels is not None for x in codes)
+        units.append(Unit(i, c, codes, identified))
+    loadable = [e for c in lib.containers if c.role != RELOCATABLE for e in c.entries]
+    amd = tuple(e for e in loadable if e.kind == CODE_OBJECT)
+    reloc = tuple(e for c in lib.containers if c.role == RELOCATABLE for e in c.entries)
+    stubs_only = bool(loadable) and not judged and not amd
+    runtime = _runtime_floor(lib, policy.driver_os)
+    gpus = dict.fromkeys([*(claim.gpus if claim else ()), *(cc for _, cc in policy.gpus)])
+    built = _unit_release(tuple(c for u in units for c in u.codes))
+    paths = {cc: _gpu_path(cc, units, runtime, policy.driver_os, built) for cc in gpus}
+    return LibraryFacts(lib, claim, policy, tuple(units), tuple(c for u in units for c in u.codes),
+                        reloc, amd, stubs_only, runtime, paths)
+
+
+def _gpu_path(gpu: CC, units: list[Unit], runtime: Floor | None, os_name: str, built: CC | None) -> GpuPath:
+    """What ``gpu`` runs from each unit, and the driver floor of the code it uses. ``built``: the
+    newest CUDA release the library's PTX shows, dating cubins that record no toolkit."""
+    last = arch.last_cuda(gpu)
+    memo: dict[tuple[object, ...], tuple[Runs, int | None]] = {}  # unit shape -> (runs, chosen position)
+    choices: list[Choice] = []
+    dead: list[NvCode] = []
+    floors: list[Floor] = []
+    runs: Runs = "none"
+    for u in units:
+        sig = tuple((c.kind, c.target, c.jit_target, bool(c.entry.unresolved)) for c in u.codes)
+        shape = memo.get(sig)
+        if shape is None:
+            first = choose(u.container, u.codes, gpu)
+            at = None if first.code is None else next(i for i, c in enumerate(u.codes) if c is first.code)
+            shape = memo[sig] = (first.runs, at)
+        choice = NOTHING if shape[1] is None else Choice(shape[0], u.codes[shape[1]])
+        if choice.code is not None and choice.runs != "none" and last is not None \
+                and _dead(choice.code, runtime, last):
+            dead.append(choice.code)
+            choice = NOTHING
+        choices.append(choice)
+        if choice.runs == "native" or (choice.runs == "jit" and runs == "none"):
+            runs = choice.runs
+    for u, choice, needed in zip(units, choices, _needed(units, choices)):
+        if needed and choice.code is not None:
+            floors.append(_code_floor(choice.code, runtime, os_name, _unit_release(u.codes) or built))
+    if floors and runtime is not None:
+        floors.append(runtime)
+    return GpuPath(gpu, tuple(choices), runs, tuple(dead), highest(floors))
+
+
+_RANK = {"native": 2, "jit": 1, "none": 0}
+
+
+def _needed(units: list[Unit], choices: list[Choice]) -> list[bool]:
+    """Which units a GPU loads code from. A kernel compiled into several units (a library that
+    dispatches by container: curand's single-architecture containers beside PTX-only ones) is
+    launched from the unit that serves the GPU best, natively before through the JIT; a unit
+    none of whose kernels it is the best for is not used there. A unit whose kernels were not
+    read is always counted (fail closed); one read whole without kernels launches nothing."""
+    best: dict[str, int] = {}
+    for u, c in zip(units, choices):
+        if u.identified and c.runs != "none":
+            for k in c.kernels or ():
+                best[k] = max(best.get(k, 0), _RANK[c.runs])
+    out = []
+    for u, c in zip(units, choices):
+        if c.runs == "none":
+            out.append(False)
+        elif not u.identified:
+            out.append(True)
+        else:
+            out.append(any(best[k] == _RANK[c.runs] for k in c.kernels or ()))
+    return out

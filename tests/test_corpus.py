@@ -1,0 +1,93 @@
+"""The real-world corpus (corpus/manifest.toml): archaudit's verdicts must agree with the evidence.
+
+Each wheel is checked as ``python -m corpus.run`` checks it: the default check with the claim its
+project documents, its extra checks (a driver, a GPU), and the same exit status under every
+``--detail``. A disagreement fails the test with the library, archaudit's verdict and the
+evidence. Wheels over 100 MB are marked ``slow`` and run only with ARCHAUDIT_CORPUS=all (the
+whole corpus is several GB); ``python -m corpus.run`` runs them all.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from corpus import manifest  # noqa: E402
+from corpus.run import check, describe, download  # noqa: E402
+
+WHEELS = manifest.load()
+FULL = os.environ.get("ARCHAUDIT_CORPUS") == "all"
+
+# Wheels that still disagree on main, with the issue-11 point whose fix makes them agree. Strict:
+# once a fix lands, the wheel agrees, its test "unexpectedly passes" and fails until the entry goes.
+KNOWN: dict[str, str] = {}  # id -> the issue 11 point it still disagrees on
+
+
+def _param(w: manifest.Wheel):
+    marks = []
+    if w.id in KNOWN:
+        marks.append(pytest.mark.xfail(strict=True, reason=f"disagrees on main: issue 11 {KNOWN[w.id]}"))
+    if w.slow:
+        marks += [pytest.mark.slow,
+                  pytest.mark.skipif(not FULL, reason="large wheel: ARCHAUDIT_CORPUS=all, or python -m corpus.run")]
+    return pytest.param(w, id=w.id, marks=marks)
+
+
+@pytest.mark.parametrize("wheel", [_param(w) for w in WHEELS])
+def test_archaudit_agrees_with_the_evidence(wheel: manifest.Wheel) -> None:
+    dest = manifest.cache_dir()
+    problem = download(wheel, dest)
+    if problem:
+        if os.environ.get("ARCHAUDIT_OFFLINE"):
+            pytest.skip(problem)
+        pytest.fail(problem)
+    result = check(wheel, dest, detail_check=True)
+    assert result.agrees, f"{wheel.spec} ({wheel.filename}):\n  " + "\n  ".join(describe(result))
+
+
+def test_known_disagreements_name_corpus_wheels() -> None:
+    assert set(KNOWN) <= {w.id for w in WHEELS}
+
+
+def test_the_manifest_spans_what_it_must() -> None:
+    """At least 40 wheels over CUDA 11/12/13, x86_64 and aarch64, NVIDIA and AMD (ROCm 5 and 6),
+    frameworks, RAPIDS, vendor libraries and small projects, including every wheel issue 11 names."""
+    assert len(WHEELS) >= 40
+    stacks = " ".join(w.stack for w in WHEELS)
+    for needed in ("CUDA 11", "CUDA 12", "CUDA 13", "ROCm 5", "ROCm 6"):
+        assert needed in stacks, needed
+    assert any("x86_64" in w.platform for w in WHEELS) and any("aarch64" in w.platform for w in WHEELS)
+    assert {w.kind for w in WHEELS} == {"framework", "vendor", "rapids", "project"}
+    names = {w.name for w in WHEELS}
+    assert {"torch", "tensorflow", "jax-cuda12-plugin"} <= names
+    specs = {w.spec for w in WHEELS}
+    named = {"nvidia-cudnn-cu12==9.28.0.42", "transformer-engine-cu12==2.20.2", "libcudf-cu12==26.10.2",
+             "ctranslate2==4.8.5", "tensorflow==2.20.0", "torchaudio==2.11.1", "cupy-cuda13x==14.2.0",
+             "nvidia-curand==10.4.0.35", "cupy-rocm-5-0==13.3.0", "catboost==1.2.10",
+             "faiss-gpu-cu12==1.14.1.post1", "warp-lang==1.19.0", "nvidia-curand==10.4.5.25"}
+    assert named <= specs, named - specs
+    assert any(w.name == "mxnet-cu112" for w in WHEELS)
+    assert any(w.spec == "nvidia-curand==10.4.0.35" and w.platform == "manylinux_2_27_aarch64" for w in WHEELS)
+
+
+@pytest.mark.parametrize("wheel", WHEELS, ids=[w.id for w in WHEELS])
+def test_every_expectation_names_its_evidence(wheel: manifest.Wheel) -> None:
+    """No verdict without a source: the claim's, each library's and each extra check's evidence,
+    and the cuobjdump/bundler listing the evidence cites."""
+    assert wheel.claim_source.strip()
+    assert wheel.filename.startswith(wheel.name.replace("-", "_") + "-" + wheel.version.split("+")[0])
+    for exp in wheel.libraries:
+        assert len(exp.evidence) > 20, exp.path
+        if exp.verdict == "fails":
+            assert wheel.exit == 1, f"{exp.path} fails, so the wheel must exit 1"
+    for extra in wheel.extra:
+        assert len(extra.evidence) > 20, extra.name
+    if wheel.libraries:
+        listing = ROOT / "corpus" / "evidence" / (wheel.filename[:-4] + ".txt")
+        assert listing.is_file(), listing.name

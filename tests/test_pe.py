@@ -1,0 +1,278 @@
+"""Windows (PE) and macOS (Mach-O) libraries: read in place and judged like ELF.
+
+The fixtures in tests/fixtures/pe/bin carry, byte for byte, the containers nvcc built for
+tests/fixtures/cuda/bin (and clang for tests/fixtures/amd/bin), placed where MSVC-style and
+MinGW builds place them (build.sh). So each PE library must inventory exactly like its ELF
+source; imports and sections are checked against binutils' and LLVM's own readers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import struct
+import subprocess
+import zipfile
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+
+from archaudit import pe
+from archaudit.cli import main
+from archaudit.model import Entry, Library
+from archaudit.scan import library_from_bytes, scan_file
+
+ROOT = Path(__file__).resolve().parent
+PE = ROOT / "fixtures" / "pe" / "bin"
+CUDA = ROOT / "fixtures" / "cuda" / "bin"
+AMD = ROOT / "fixtures" / "amd" / "bin"
+
+# PE fixture -> the ELF library whose device code it carries
+SOURCES = {
+    "sm80.dll": CUDA / "lib_sm80.so",
+    "multi.dll": CUDA / "lib_multi.so",
+    "rdc.dll": CUDA / "lib_rdc.so",
+    "sm90a_ext.pyd": CUDA / "lib_sm90a.so",
+    "ptx100f.dll": CUDA / "lib_ptx100f.so",
+    "hip_multi.dll": AMD / "hip_multi.so",
+    "longnames.dll": CUDA / "lib_multi.so",
+    "embedded.dll": CUDA / "lib_sm80.so",
+    "sm80_msvc.dll": CUDA / "lib_sm80.so",
+    "sm80_arm64.dll": CUDA / "lib_sm80.so",
+}
+PE_NAMES = {".nv_fatbin": ".nv_fatb", "__nv_relfatbin": "__nv_rel", ".hip_fatbin": ".hip_fat"}
+
+
+def _entry(e: Entry) -> tuple:
+    """Everything an entry says except where it lies in its file."""
+    return tuple(getattr(e, f.name) for f in fields(Entry) if f.name != "offset")
+
+
+def _inventory(lib: Library) -> list[tuple]:
+    return [(c.vendor, c.role, tuple(_entry(e) for e in c.entries)) for c in lib.containers]
+
+
+@pytest.mark.parametrize("decode", [False, True], ids=["headers", "decode"])
+@pytest.mark.parametrize("name", sorted(SOURCES))
+def test_dll_inventories_like_the_elf_library_it_came_from(name, decode):
+    dll, so = scan_file(str(PE / name), decode=decode), scan_file(str(SOURCES[name]), decode=decode)
+    assert dll.format == "pe" and not dll.problems and not so.problems
+    if name == "embedded.dll":  # placed in .rdata: the runtime's registration is not known there
+        assert {c.role for c in dll.containers} == {"embedded"}
+        assert [tuple(map(_entry, c.entries)) for c in dll.containers] == \
+               [tuple(map(_entry, c.entries)) for c in so.containers]
+        return
+    assert _inventory(dll) == _inventory(so)
+    if name == "longnames.dll":  # MinGW's long names, read from the COFF string table
+        assert [c.section for c in dll.containers] == [c.section for c in so.containers]
+    else:  # cut to 8 characters, as MSVC and lld-link write them
+        assert [c.section for c in dll.containers] == [PE_NAMES[c.section] for c in so.containers]
+
+
+def test_device_link_container_is_known_from_its_wrapper_record():
+    """nvlink's container is registered through a version-2 wrapper in .nvFatBi."""
+    lib = scan_file(str(PE / "sm80.dll"))
+    assert [c.role for c in lib.containers] == ["device-link", "executable"]
+    rdc = scan_file(str(PE / "rdc.dll"))
+    assert [c.role for c in rdc.containers] == ["device-link", "relocatable", "relocatable"]
+
+
+def _objdump_imports(path: Path) -> list[str] | None:
+    tool = shutil.which("x86_64-w64-mingw32-objdump") or shutil.which("objdump")
+    if tool is None:
+        return None
+    out = subprocess.run([tool, "-p", str(path)], capture_output=True, text=True).stdout
+    if "file format pei-x86-64" not in out:
+        return None
+    return re.findall(r"DLL Name: (\S+)", out)
+
+
+def _readobj_imports(path: Path) -> list[str] | None:
+    tool = shutil.which("llvm-readobj-19") or shutil.which("llvm-readobj")
+    if tool is None:
+        return None
+    out = subprocess.run([tool, "--coff-imports", str(path)], capture_output=True, text=True).stdout
+    return re.findall(r"^\s*Name: (\S+\.dll)", out, re.M) or None
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in PE.glob("*.dll")) + ["sm90a_ext.pyd"])
+def test_imports_are_what_binutils_and_llvm_list(name):
+    """Imported and delay-loaded DLLs, in directory order: the DLL counterpart of NEEDED."""
+    lib = scan_file(str(PE / name))
+    reference = _readobj_imports(PE / name) or _objdump_imports(PE / name)
+    if reference is None:
+        pytest.skip("no llvm-readobj or objdump that reads PE")
+    assert list(lib.needed) == reference
+
+
+def test_delay_loaded_driver_and_arm64():
+    """lld-link's DLLs delay-load nvcuda.dll, as CUDA libraries do; one is for Windows on Arm."""
+    for name, machine in (("sm80_msvc.dll", 0x8664), ("sm80_arm64.dll", 0xAA64)):
+        data = (PE / name).read_bytes()
+        h = pe.parse_headers(data[:4096], len(data))
+        assert h.machine == machine and h.optional_magic == pe.PE32_PLUS
+        assert h.directory(pe.DIR_DELAY_IMPORT)[0]
+        assert scan_file(str(PE / name)).needed == ("cudart64_13.dll", "nvcuda.dll")
+
+
+def test_a_dll_linking_the_cuda_runtime_without_device_code_is_a_gpu_library(capsys):
+    lib = scan_file(str(PE / "host.dll"))
+    assert lib.format == "pe" and not lib.containers and lib.links_gpu_runtime
+    rc = main(["check", "-q", "--no-config", "--format", "json", str(PE / "host.dll"), "--arch", "80"])
+    codes = [f["code"] for t in json.loads(capsys.readouterr().out)["targets"] for f in t["findings"]]
+    assert rc == 1 and "G006" in codes
+
+
+@pytest.mark.parametrize("name,elf", [("sm80.dll", "lib_sm80.so"), ("multi.dll", "lib_multi.so"),
+                                      ("sm90a_ext.pyd", "lib_sm90a.so"), ("rdc.dll", "lib_rdc.so")])
+def test_check_judges_a_dll_as_it_judges_the_elf_library(capsys, name, elf):
+    """Same exit code and the same findings (codes, per library) under the same claim."""
+    def run(path: Path) -> tuple[int, list[str]]:
+        rc = main(["check", "-q", "--no-config", "--format", "json", str(path), "--arch", "80;90;100"])
+        report = json.loads(capsys.readouterr().out)
+        return rc, sorted(f["code"] for t in report["targets"] for f in t["findings"])
+    assert run(PE / name) == run(CUDA / elf)
+
+
+def test_a_wheel_of_dlls_is_read_in_place(tmp_path, capsys):
+    whl = tmp_path / "kernels-1.0-cp312-cp312-win_amd64.whl"
+    with zipfile.ZipFile(whl, "w", zipfile.ZIP_DEFLATED) as z:
+        z.write(PE / "sm80.dll", "kernels/sm80.dll")
+        z.write(PE / "sm90a_ext.pyd", "kernels/_ext.cp312-win_amd64.pyd")
+    rc = main(["check", "-q", "--no-config", "--format", "json", str(whl), "--arch", "80"])
+    report = json.loads(capsys.readouterr().out)
+    libs = {lib["path"]: lib for t in report["targets"] for lib in t["libraries"]}
+    assert set(libs) == {"kernels/sm80.dll", "kernels/_ext.cp312-win_amd64.pyd"}
+    assert all(lib["format"] == "pe" for lib in libs.values())
+    assert rc == 0, report
+
+
+# ---- malformed PE: E021, never a pass, never a traceback ----
+
+def _put(data: bytes, at: int, fmt: str, *values: int) -> bytes:
+    out = bytearray(data)
+    struct.pack_into(fmt, out, at, *values)
+    return bytes(out)
+
+
+def _header_offsets(data: bytes) -> tuple[int, int, int]:
+    """(COFF header, optional header, section table) offsets."""
+    lfanew = struct.unpack_from("<I", data, 0x3C)[0]
+    opt_size = struct.unpack_from("<H", data, lfanew + 20)[0]
+    return lfanew + 4, lfanew + 24, lfanew + 24 + opt_size
+
+
+def _section_index(data: bytes, name: bytes) -> int:
+    coff, _, table = _header_offsets(data)
+    count = struct.unpack_from("<H", data, coff + 2)[0]
+    return next(i for i in range(count) if data[table + 40 * i:table + 40 * i + 8].rstrip(b"\0") == name)
+
+
+def _malformed(kind: str) -> bytes:
+    data = (PE / "sm80.dll").read_bytes()
+    coff, opt, table = _header_offsets(data)
+    if kind == "ms-dos program":
+        return _put(data, struct.unpack_from("<I", data, 0x3C)[0], "<4s", b"NE\0\0")
+    if kind == "header offset past the end":
+        return _put(data, 0x3C, "<I", len(data) + 16)
+    if kind == "only a DOS header":
+        return b"MZ\x90\x00" + bytes(60)
+    if kind == "optional header magic":
+        return _put(data, opt, "<H", 0x107)
+    if kind == "section table past the headers":
+        return _put(data, coff + 2, "<H", 0xFFFF)
+    if kind == "section data past the end":
+        i = _section_index(data, b".nv_fatb")
+        return _put(data, table + 40 * i + 16, "<I", len(data))
+    if kind == "truncated inside a section":
+        return data[:len(data) - 600]
+    if kind == "import directory in no section":
+        return _put(data, opt + 112 + 8, "<I", 0x7FFF0000)
+    if kind == "import directory lists no DLL":
+        rva = struct.unpack_from("<I", data, opt + 112 + 8)[0]
+        at = pe.parse_headers(data[:4096], len(data)).rva_to_offset(rva)
+        return _put(data, at, "<20s", bytes(20))
+    if kind == "long name outside the string table":
+        long = (PE / "longnames.dll").read_bytes()
+        _, _, ltable = _header_offsets(long)
+        i = next(i for i in range(20) if long[ltable + 40 * i] == ord("/"))
+        return _put(long, ltable + 40 * i, "<8s", b"/9999999")
+    raise AssertionError(kind)
+
+
+MALFORMED = ["ms-dos program", "header offset past the end", "only a DOS header", "optional header magic",
+             "section table past the headers", "section data past the end", "truncated inside a section",
+             "import directory in no section", "import directory lists no DLL",
+             "long name outside the string table"]
+
+
+@pytest.mark.parametrize("kind", MALFORMED)
+def test_malformed_pe_is_e021(kind, tmp_path, capsys):
+    path = tmp_path / "bad.pyd"
+    path.write_bytes(_malformed(kind))
+    rc = main(["check", "-q", "--no-config", "--format", "json", str(path), "--arch", "80"])
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    codes = [f["code"] for t in json.loads(captured.out)["targets"] for f in t["findings"]]
+    assert rc == 1 and "E021" in codes, codes
+
+
+def test_32_bit_pe_is_unsupported_like_32_bit_elf(tmp_path, capsys):
+    data = (PE / "sm80.dll").read_bytes()
+    path = tmp_path / "x86.dll"
+    path.write_bytes(_put(data, _header_offsets(data)[1], "<H", pe.PE32))
+    rc = main(["check", "-q", "--no-config", "--format", "json", str(path), "--arch", "80"])
+    codes = [f["code"] for t in json.loads(capsys.readouterr().out)["targets"] for f in t["findings"]]
+    assert rc == 1 and "E020" in codes and "E021" not in codes
+
+
+def test_damaged_device_code_in_a_dll_is_judged_like_elf():
+    """A damaged container magic in .nv_fatb leaves bytes unaccounted for; a wrapper in
+    .nvFatBi then registers nothing: both E011, as in ELF."""
+    data = bytearray((PE / "sm80.dll").read_bytes())
+    at = data.find(b"\x50\xed\x55\xba", data.find(b"\x50\xed\x55\xba") + 1)
+    data[at] ^= 0xFF
+    lib = library_from_bytes("bad.dll", bytes(data))
+    messages = [p.message for p in lib.problems if p.code == "E011"]
+    assert any(".nv_fatb:" in m for m in messages) and any("wrapper" in m for m in messages)
+    assert len(lib.containers) == 1
+
+
+def test_a_container_cut_short_outside_a_fatbin_section_is_e011():
+    """Found by the fuzzer: in .rdata no section accounting sees that a container's size was
+    cut (to 0 here) and its entries hidden; the entry header after its end does."""
+    data = bytearray((PE / "embedded.dll").read_bytes())
+    first = scan_file(str(PE / "embedded.dll")).containers[0]
+    struct.pack_into("<Q", data, first.offset + 8, 0)
+    bad = library_from_bytes("bad.dll", bytes(data))
+    assert "E011" in {p.code for p in bad.problems}
+
+
+def test_unaligned_gap_in_nv_fatb_is_e011():
+    """MSVC pads containers to 16 bytes: a gap of 16 or more could hide one."""
+    data = bytearray((PE / "multi.dll").read_bytes())
+    lib = scan_file(str(PE / "multi.dll"))
+    first = lib.containers[0]
+    struct.pack_into("<Q", data, first.offset + 8, first.size - 16 - 16)  # container 16 bytes shorter
+    bad = library_from_bytes("bad.dll", bytes(data))
+    assert "E011" in {p.code for p in bad.problems}
+
+
+# ---- macOS ----
+
+def test_macos_library_without_device_code_is_a_host_library(capsys):
+    lib = scan_file(str(PE / "macos_host.dylib"))
+    assert lib.format == "macho" and not lib.problems and not lib.containers
+    assert "no CUDA" in lib.notes[0]
+    rc = main(["check", "--no-config", str(PE / "macos_host.dylib")])
+    assert rc == 0 and "CPU wheel" in capsys.readouterr().out
+
+
+def test_macos_library_with_device_code_is_read_and_judged():
+    lib = scan_file(str(PE / "macos_sm80.dylib"), decode=True)
+    so = scan_file(str(CUDA / "lib_sm80.so"), decode=True)
+    assert lib.format == "macho" and not lib.problems
+    assert [c.role for c in lib.containers] == ["embedded"]
+    assert [_entry(e) for e in lib.entries] == [_entry(e) for e in so.containers[1].entries]
