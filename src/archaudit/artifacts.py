@@ -166,6 +166,32 @@ def inventories(targets: list[str], *, jobs: int | None = None, decode: bool = F
     return out
 
 
+def archive_inventory(target: str, size: int, read_at: zipread.ReadAt, opener: Callable[[], IO[bytes]], *,
+                      jobs: int | None = 1, decode: bool = False, max_payload: int = DEFAULT_MAX_PAYLOAD,
+                      keep: Callable[[str], bool] | None = None,
+                      on_members: Callable[[list[zipread.Member]], None] | None = None) -> TargetInventory:
+    """Inventory one wheel read through `read_at` and `opener` instead of a path (a wheel read
+    over HTTP range requests): the same member selection, bounds and scan as a wheel on disk.
+    `keep`, when given, limits the libraries read to those whose member path it accepts;
+    `on_members` is told the members once the directory is read (where their data lies)."""
+    start = time.perf_counter()
+    try:
+        members, hazards = zipread.read_directory_at(read_at, size, _counting(MAX_LIBRARIES))
+    except zipread.ZipError as e:
+        return TargetInventory(target, "wheel", (), (Problem("E002", f"malformed archive: {e}"),), unusable=True)
+    except _TooManyLibraries:
+        return TargetInventory(target, "wheel", (), (_too_many(),), False, 0, time.perf_counter() - start,
+                               _wheel_dist(target))
+    if on_members is not None:
+        on_members(members)
+    jobs_list, problems = _wheel_member_jobs(opener, members, hazards, size)
+    if keep is not None:
+        jobs_list = [j for j in jobs_list if keep(j.display)]
+    libs = tuple(sorted(_run(jobs_list, jobs, decode, max_payload, None), key=lambda lib: lib.path))
+    return TargetInventory(target, "wheel", libs, tuple(problems), False, sum(j.size for j in jobs_list),
+                           time.perf_counter() - start, _wheel_dist(target))
+
+
 def rescan(inv: TargetInventory, paths: set[str], *, jobs: int | None = None,
            max_payload: int = DEFAULT_MAX_PAYLOAD) -> TargetInventory:
     """The same inventory with the named libraries read again, decoding every payload: a
@@ -325,8 +351,13 @@ def _wheel_jobs(path: str) -> tuple[list[_Job], list[Problem]]:
         members, hazards = zipread.read_directory(path, _counting(MAX_LIBRARIES))
     except _TooManyLibraries:
         return [], [_too_many()]
-    budget = _Budget(os.path.getsize(path))
-    jobs_list, problems = _archive_jobs(lambda: open(path, "rb"), members, hazards, "", 0, budget)
+    return _wheel_member_jobs(lambda: open(path, "rb"), members, hazards, os.path.getsize(path))
+
+
+def _wheel_member_jobs(opener: Callable[[], IO[bytes]], members: list[zipread.Member], hazards: list[zipread.Hazard],
+                       size: int) -> tuple[list[_Job], list[Problem]]:
+    budget = _Budget(size)
+    jobs_list, problems = _archive_jobs(opener, members, hazards, "", 0, budget)
     over = budget.problem()
     if over is not None:
         problems.append(over)
