@@ -107,12 +107,6 @@ def read_directory(path: str, select: Select | None = None) -> tuple[list[Member
         raise ZipError(f"cannot read: {e}") from e
 
 
-def read_directory_at(read_at: ReadAt, size: int, select: Select | None = None) -> tuple[list[Member], list[Hazard]]:
-    """The same for an archive read through `read_at(offset, length)` (a wheel read over HTTP
-    range requests): every record is checked exactly as for a file. Raises ZipError."""
-    return _read_directory(read_at, size, select)
-
-
 def read_directory_bytes(data: bytes, select: Select | None = None) -> tuple[list[Member], list[Hazard]]:
     """The same for an archive held in memory (a zip inside a wheel)."""
     view = memoryview(data)

@@ -20,7 +20,7 @@ from ..artifacts import TargetInventory
 from ..audit import judge
 from ..facts import label
 from ..findings import ERROR
-from ..policy import Policy
+from ..policy import AmdGpu, NvidiaGpu, Policy
 from .store import inventory_of
 
 Cell = str | int | float | None
@@ -88,7 +88,7 @@ def runs_on(db: sqlite3.Connection, gpu_name: str, nvidia: Sequence[tuple[str, t
             amd: Sequence[tuple[str, str]], project: str | None = None, every: bool = False) -> Table:
     """The wheels whose every library with device code runs on the GPU (natively or by JIT).
     A wheel that could not be verified (any E finding) never counts as running."""
-    policy = Policy(gpus=tuple(nvidia), amd_gpus=tuple(amd))
+    policy = Policy(gpus=tuple(NvidiaGpu(*g) for g in nvidia), amd_gpus=tuple(AmdGpu(*g) for g in amd))
     out = []
     for w, inv in _inventories(db, wheels(db, project)):
         t = judge(inv, None, policy)
@@ -123,7 +123,7 @@ def coverage(db: sqlite3.Connection, project: str) -> Table:
     """Per wheel of a project, oldest first: how it runs on each architecture, the worst of its
     libraries (N native, J only by PTX JIT, - not at all)."""
     axis = _axis()
-    policy = Policy(gpus=tuple((label(cc), cc) for cc in axis))
+    policy = Policy(gpus=tuple(NvidiaGpu(label(cc), cc) for cc in axis))
     rows = []
     for w, inv in _inventories(db, wheels(db, project)):
         t = judge(inv, None, policy)
