@@ -9,6 +9,7 @@ checked by counting bytes rather than by timing.
 from __future__ import annotations
 
 import io
+import os
 import random
 import struct
 import zipfile
@@ -159,7 +160,9 @@ def test_one_rule_for_files_on_disk(tmp_path):
              "bundle.zip": inner_zip([("a.so", BAD)])}
     for name, data in cases.items():
         (tmp_path / name).write_bytes(data)
-    chosen = {n for n in cases if artifacts.is_audited_file(str(tmp_path / n))}
+    os.mkfifo(tmp_path / "libfifo.so")  # never opened: opening it would block
+    os.symlink("missing.so", tmp_path / "libbroken.so")
+    chosen = {n for n in [*cases, "libfifo.so", "libbroken.so"] if artifacts.is_audited_file(str(tmp_path / n))}
     assert chosen == {"libk.so.bak", "kernels.bin", "libtext.so", "bundle.zip"}
 
 

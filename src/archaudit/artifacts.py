@@ -71,15 +71,26 @@ def audited(name: str, head: bytes) -> bool:
     return content_kind(head) is not None or is_library_name(name)
 
 
+def file_content_kind(path: str) -> ContentKind | None:
+    """content_kind of a regular file on disk (links followed; special files never opened)."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        with open(path, "rb") as f:
+            return content_kind(f.read(HEAD))
+    except OSError:
+        return None
+
+
 def is_audited_file(path: str) -> bool:
-    """The rule for a file on disk (its first HEAD bytes are read; special files never are)."""
+    """The rule for a file on disk: the same as for a wheel's members (its first HEAD bytes
+    are read; special files never are)."""
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
             return False
-        with open(path, "rb") as f:
-            return audited(path, f.read(HEAD))
     except OSError:
-        return is_library_name(path)
+        return False
+    return file_content_kind(path) is not None or is_library_name(path)
 
 
 _KIND_WORDS: dict[str, str] = {"elf": "an ELF file", "fatbin": "a fatbin", "offload-bundle": "a clang offload bundle",
