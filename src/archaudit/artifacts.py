@@ -65,12 +65,6 @@ def content_kind(head: bytes) -> ContentKind | None:
     return None
 
 
-def audited(name: str, head: bytes) -> bool:
-    """The one rule for which files are read: device code or a library by content, or a file
-    named like one (a misnamed non-library is then a finding of the scanner)."""
-    return content_kind(head) is not None or is_library_name(name)
-
-
 def file_content_kind(path: str) -> ContentKind | None:
     """content_kind of a regular file on disk (links followed; special files never opened)."""
     try:
@@ -515,14 +509,8 @@ def _directory_jobs(root: str) -> tuple[list[_Job], list[Problem]]:
 
 
 def _file_kind(full: str) -> ContentKind | None:
-    """The content kind of a regular file that is not a link (others are never opened here)."""
-    try:
-        if not stat.S_ISREG(os.lstat(full).st_mode):
-            return None
-        with open(full, "rb") as f:
-            return content_kind(f.read(HEAD))
-    except OSError:
-        return None
+    """The content kind of a file that is not a link (a link is judged by its name and target)."""
+    return None if os.path.islink(full) else file_content_kind(full)
 
 
 def _add_file(jobs_list: list[_Job], problems: list[Problem], full: str, rel: str, size: int) -> None:
