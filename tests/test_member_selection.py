@@ -271,3 +271,16 @@ def test_more_libraries_than_any_real_wheel(tmp_path):
     inv, progress = counted_inventory(p)
     assert any(pr.code == "E003" and "more than any real wheel" in pr.message for pr in inv.problems)
     assert not inv.libraries and progress.done_bytes == 0
+
+
+def test_member_in_a_method_archaudit_cannot_read_fails_closed(tmp_path):
+    """pip installs bzip2 members (zipfile reads them); archaudit cannot tell what one holds, so
+    whatever its name it is E002, never skipped."""
+    p = tmp_path / WHEEL_NAME
+    with zipfile.ZipFile(p, "w") as z:
+        z.writestr("demo/libgood.so", GOOD, compress_type=zipfile.ZIP_DEFLATED)
+        z.writestr("demo/data.bin", BAD, compress_type=zipfile.ZIP_BZIP2)
+    assert zipfile.ZipFile(p).read("demo/data.bin") == BAD
+    code, rep, _ = check(tmp_path, p)
+    assert code in (1, 2)
+    assert_finding(rep, "E002", "demo/data.bin: unsupported compression method 12")
