@@ -10,7 +10,7 @@ import argparse
 from ..smoke import runner
 from . import common
 
-FORMATS = ("text", "json")
+FORMATS = runner.FORMATS
 
 
 def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -24,13 +24,19 @@ import time
 import traceback
 
 _CHANNEL = None
+_SIGN = None  # the key-holding HMAC (see child.py): only archaudit's own events carry it
+_SEQ = [0]
 _BEGUN = [0.0]
 
 
 def emit(**event) -> None:
     if event.get("ev") == "begin":
         _BEGUN[0] = time.perf_counter()
-    _CHANNEL.write(json.dumps(event) + "\n")
+    _SEQ[0] += 1
+    line = json.dumps({**event, "seq": _SEQ[0]})
+    mac = _SIGN.copy()
+    mac.update(line.encode())
+    _CHANNEL.write(mac.hexdigest() + " " + line + "\n")
     _CHANNEL.flush()
 
 
@@ -502,9 +508,16 @@ def _executorch_step(i, step, work, st, blocked) -> None:
             torch.manual_seed(0)
             model = torch.nn.Linear(8, 4).eval()
             ex = (torch.randn(2, 8),)
+        from executorch.backends.cuda.cuda_backend import CudaBackend
+
+        _flatc()
+        # ExecuTorch 1.2 needs the method name in the compile specs (an empty list fails at
+        # lowering: "Could not find method name in compile specs: []"), as its own
+        # backends/cuda/tests/test_cuda_export.py passes it.
+        specs = [CudaBackend.generate_method_name_compile_spec("forward")]
         try:
             prog = to_edge_transform_and_lower(torch.export.export(model, ex),
-                                               partitioner=[CudaPartitioner([])]).to_executorch()
+                                               partitioner=[CudaPartitioner(specs)]).to_executorch()
         except Exception as exc:
             if not torch.cuda.is_available():
                 result(i, "SKIP", f"export through CudaPartitioner needs a CUDA device here and failed: "
@@ -526,8 +539,10 @@ def _executorch_step(i, step, work, st, blocked) -> None:
         if not os.path.exists(blob):
             result(i, "FAIL", f"export wrote no aoti_cuda_blob.ptd (files: {sorted(os.listdir(d))})")
             raise _Blocked("no aoti_cuda_blob.ptd", False)
-        result(i, "PASS", f"exported through CudaPartitioner: the {len(prog.buffer)}-byte program carries "
-               f"the CudaBackend delegate and aoti_cuda_blob.ptd is {os.path.getsize(blob)} bytes")
+        pte = os.path.getsize(os.path.join(d, "model.pte"))
+        result(i, "PASS", f"exported through CudaPartitioner on {sm or 'this machine'}: model.pte is {pte} bytes "
+               f"and carries the CudaBackend delegate; aoti_cuda_blob.ptd is {os.path.getsize(blob)} bytes",
+               pte_bytes=pte, blob_bytes=os.path.getsize(blob))
     elif step == "blob":
         fc = st["linear"]["model"]
         weight_bytes = fc.weight.numel() * fc.weight.element_size()
@@ -535,7 +550,8 @@ def _executorch_step(i, step, work, st, blocked) -> None:
         empty = os.path.getsize(os.path.join(st["add"]["dir"], "aoti_cuda_blob.ptd"))
         if blob - empty >= weight_bytes:
             result(i, "PASS", f"aoti_cuda_blob.ptd is {blob} bytes, {blob - empty} more than the weightless "
-                   f"model's {empty}: at least the {weight_bytes} bytes of the weight matrix")
+                   f"model's {empty}: at least the {weight_bytes} bytes of the weight matrix",
+                   blob_bytes=blob, weightless_blob_bytes=empty, weight_bytes=weight_bytes)
         else:
             result(i, "FAIL", f"aoti_cuda_blob.ptd is {blob} bytes, only {blob - empty} more than the "
                    f"weightless model's {empty}, less than the {weight_bytes}-byte weight matrix")
@@ -585,6 +601,21 @@ def _executorch_step(i, step, work, st, blocked) -> None:
         result(i, "FAIL", f"unknown executorch step {step!r}")
 
 
+def _flatc() -> None:
+    """Serialising a program needs flatc: on PATH, or the one the wheel ships (FLATC_EXECUTABLE)."""
+    import shutil
+
+    if os.environ.get("FLATC_EXECUTABLE") or shutil.which("flatc"):
+        return
+    import executorch
+
+    for base in getattr(executorch, "__path__", ()):
+        candidate = os.path.join(base, "data", "bin", "flatc")
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            os.environ["FLATC_EXECUTABLE"] = candidate
+            return
+
+
 def _executorch_import(st: dict) -> None:
     """Import what export needs; the pybindings (what running needs) may fail on their own."""
     import importlib.metadata as md
@@ -610,20 +641,44 @@ def _executorch_import(st: dict) -> None:
     st["ok"] = True
 
 
-TASKS = {"inspect": task_inspect, "gpu-info": task_gpu_info, "load": task_load,
+def task_plugin(spec: dict) -> None:
+    """Load one archaudit.probes entry point and run it; its rows go back as one result."""
+    import dataclasses
+    from importlib.metadata import EntryPoint
+
+    p = spec["params"]
+    emit(ev="begin", i=0)
+    try:
+        obj = EntryPoint(name=p["name"], value=p["value"], group="archaudit.probes").load()
+        probe = obj() if isinstance(obj, type) else obj
+        if "ctx" not in p:
+            result(0, "PASS", str(getattr(probe, "description", "") or "(no description)"))
+            return
+        from archaudit.smoke.probes import ProbeContext
+
+        ctx = ProbeContext(**{k: tuple(v) if isinstance(v, list) and k != "child_env" else v
+                              for k, v in p["ctx"].items()})
+        rows = [dataclasses.asdict(r) for r in probe.run(ctx)]
+        result(0, "PASS", f"{len(rows)} row(s)", rows=rows)
+    except BaseException as exc:  # a broken plugin is a row
+        result(0, "FAIL", _exc(exc), traceback=traceback.format_exc()[-3000:])
+
+
+TASKS = {"plugin": task_plugin, "inspect": task_inspect, "gpu-info": task_gpu_info, "load": task_load,
          "device-load": task_device_load, "torch": task_torch, "executorch": task_executorch}
 
 
-def main(argv: list[str]) -> int:
-    global _CHANNEL
+def main(argv: list[str], key: bytes) -> int:
+    """Run one task. The caller (child.BOOT) read the key from its own pipe before anything else ran."""
+    global _CHANNEL, _SIGN
+    import hashlib
+    import hmac
+
     task, spec_path, fd = argv[0], argv[1], int(argv[2])
+    _SIGN = hmac.new(key, digestmod=hashlib.sha256)
     _CHANNEL = os.fdopen(fd, "w", buffering=1)
     with open(spec_path) as f:
         spec = json.load(f)
     TASKS[task](spec)
     emit(ev="end")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
