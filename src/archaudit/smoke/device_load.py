@@ -135,8 +135,13 @@ def _cuda(driver: str | None) -> tuple[int, int] | None:
         return None
 
 
-def _coverage(lib: Library, gpu: dict) -> tuple[bool, str, tuple[str, ...]]:
-    """check's own verdict on this library for this GPU: (runs, message, failing finding codes)."""
+def _coverage(lib: Library, gpu: dict, display: str | None = None) -> tuple[bool, str, tuple[str, ...]]:
+    """check's own verdict on this library for this GPU: (runs, message, failing finding codes).
+
+    The GPU is both the claim and the --gpu question, so every rule of `archaudit check` that
+    can fail a library for this GPU is applied; G009 (the GPU runs none of it) is named first."""
+    from dataclasses import replace
+
     from ..artifacts import TargetInventory
     from ..audit import judge
     from ..claims import parse_claim
@@ -146,8 +151,11 @@ def _coverage(lib: Library, gpu: dict) -> tuple[bool, str, tuple[str, ...]]:
     major, minor = (int(p) for p in gpu["cc"].split("."))
     name = f"GPU{gpu['ordinal']} {gpu['name']}"
     claim = parse_claim(f"{major}{minor}", f"the GPU under test ({name})", style="list")
+    if display:
+        lib = replace(lib, path=display)
     report = judge(TargetInventory(lib.path, "file", (lib,)), claim, Policy(gpus=((name, (major, minor)),)))
     bad = [f for f in report.findings if f.severity == ERROR]
+    bad = [f for f in bad if f.code == "G009"] or bad  # "not at all" says it; the claim rules repeat it
     if bad:
         return False, "; ".join(f"{f.code} {f.message}" for f in bad[:3]), tuple(sorted({f.code for f in bad}))
     return True, f"check's rule for sm_{major}{minor}: it runs there", ()
@@ -217,12 +225,19 @@ class DeviceLoadProbe:
         answers: Counter[str] = Counter()
         unresolved: list[str] = []
         jit_seconds, jit_max, crashes = 0.0, 0.0, 0
+        served: dict[int, set[str]] = {}  # GPU -> kernels some container runs there
+        stranded: dict[int, list[str]] = {}  # GPU -> kernels only containers without its code carry
         for it, a_on, a_off in zip(items, on, off):
             for g, gpu in enumerate(ctx.gpus):
                 cc = tuple(int(p) for p in gpu["cc"].split("."))
                 target = P.Gpu(cc, cuda, True)  # type: ignore[arg-type]
                 p_on, p_off = P.predict(it.container, target), P.predict(it.container, target.with_jit(False))
                 tally[p_on.outcome.value] += 1
+                names = [k for e in it.container.entries for k in (e.kernels or ())]
+                if p_on.outcome in (P.Outcome.NATIVE, P.Outcome.JIT):
+                    served.setdefault(g, set()).update(names)
+                else:
+                    stranded.setdefault(g, []).extend(names)
                 got_on = _pick(a_on, g)
                 got_off = _pick(a_off, g)
                 modes = ((p_on, got_on, "with the JIT on"), (p_off, got_off, "with CUDA_DISABLE_PTX_JIT=1"))
@@ -245,7 +260,7 @@ class DeviceLoadProbe:
                     jit_max = max(jit_max, got_on.seconds)
                 if p_on.outcome is P.Outcome.NOT_LOADABLE and p_on.entry is not None:
                     unresolved += [s for s in p_on.entry.unresolved if s not in unresolved]
-        verdicts = [(gpu, _coverage(lib, gpu)) for gpu in ctx.gpus]
+        verdicts = [(gpu, _coverage(lib, gpu, subject)) for gpu in ctx.gpus]
         details: dict[str, object] = {
             "containers": len(items), "predicted": dict(tally), "answers": dict(answers),
             "jit_seconds": round(jit_seconds, 3), "disagreements": disagreements[:200],
@@ -268,8 +283,22 @@ class DeviceLoadProbe:
         if crashes:
             agreed += f"; the driver crashed on {crashes} of those (run in a child, as predicted not loadable)"
         failing = [(g, v) for g, v in verdicts if not v[0]]
-        if failing:
+        code = [e for c in lib.containers for e in c.entries if e.kind in ("sass", "ptx")]
+        if failing and code and all(e.decoded and e.kernels == () for e in code):
+            # nvcc's device-link stubs and the like: nothing here can be launched, so nothing
+            # can fail with "no kernel image is available" (check's G009 says otherwise)
             why = "; ".join(f"GPU{g['ordinal']}: {v[1]}" for g, v in failing)
+            return Row(self.name, subject, PASS, f"{agreed}; its device code holds no kernel, so nothing it "
+                       f"launches can miss a GPU (check's rule says: {why})", details=tuple(sorted(details.items())))
+        if failing:
+            parts = []
+            for g, v in failing:
+                gi = ctx.gpus.index(g)
+                lost = sorted({k for k in stranded.get(gi, ()) if k not in served.get(gi, set())})
+                shown = ", ".join(lost[:8]) + (f" and {len(lost) - 8} more" if len(lost) > 8 else "")
+                parts.append(f"GPU{g['ordinal']}: {v[1]}" + (f"; kernels that would fail with 'no kernel image "
+                                                              f"is available': {shown}" if lost else ""))
+            why = "; ".join(parts)
             return Row(self.name, subject, FAIL, f"{agreed}; but its code does not run on every GPU here: {why}",
                        details=tuple(sorted(details.items())))
         return Row(self.name, subject, PASS, f"{agreed}; check's rule: its code runs on {gpus}",

@@ -32,11 +32,16 @@ def render_text(report: SmokeReport) -> str:
                 lines += [f"      | {t}" for t in tail]
     lines.append("")
     lines.append(f"{report.count(PASS)} passed, {report.count(FAIL)} failed, {report.count(SKIP)} skipped")
+    res = dict(report.resources)
+    if res:
+        lines.append(f"{res.get('seconds')} s; peak memory: archaudit {res.get('archaudit_max_rss_mb')} MB, "
+                     f"its largest child {res.get('children_max_rss_mb')} MB")
     return "\n".join(lines)
 
 
 def to_dict(report: SmokeReport) -> dict[str, object]:
     d = asdict(report)
+    d["resources"] = dict(report.resources)
     d["rows"] = []
     for r in report.rows:
         row = asdict(r)

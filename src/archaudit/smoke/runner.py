@@ -52,6 +52,15 @@ def wheel_platform(path: str) -> None:
                               f"Linux wheels on Linux only (`archaudit check` audits it statically)")
 
 
+def _resources(started: float) -> tuple[tuple[str, object], ...]:
+    import resource
+
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024
+    return (("seconds", round(time.monotonic() - started, 2)), ("archaudit_max_rss_mb", own),
+            ("children_max_rss_mb", kids))
+
+
 def _first_info(run: child.TaskRun) -> dict:
     return run.infos[0] if run.infos else {}
 
@@ -75,6 +84,7 @@ def run_smoke(target: str | None, *, installed: str | None = None, require_gpu: 
     if timeout <= 0:
         raise SmokeInputError("--timeout must be positive")
 
+    started = time.monotonic()
     child.become_subreaper()  # what a child detaches (double fork, setsid) is ours to end
     workdir = tempfile.mkdtemp(prefix="archaudit-smoke-")
     env = None
@@ -132,7 +142,7 @@ def run_smoke(target: str | None, *, installed: str | None = None, require_gpu: 
             version=info["version"], environment=env.description, python=info.get("python", "?"),
             gpus=tuple(f"GPU{d['ordinal']} {d['name']} ({d['sm']})" for d in devices),
             gpu_error=None if devices else gpu_error, driver=gpu.get("driver"),
-            require_gpu=require_gpu, timeout=timeout, rows=tuple(rows))
+            require_gpu=require_gpu, timeout=timeout, rows=tuple(rows), resources=_resources(started))
     finally:
         child.sweep()
         if env is not None:
