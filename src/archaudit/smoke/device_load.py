@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 from .. import predict as P
 from ..model import Container, Library
@@ -100,7 +101,11 @@ class Answer:
     died: str = ""
 
 
-def load_all(run_task, items: list[Item], jit: bool, n: int) -> tuple[dict[int, list[Answer]], list, dict]:
+RunTask = Callable[..., child.TaskRun]
+
+
+def load_all(run_task: RunTask, items: list[Item], jit: bool,
+             n: int) -> tuple[dict[int, list[Answer]], list[child.Death], dict[str, Any]]:
     """Run the worker over all items in n parallel children; answers per item, one per GPU."""
     env = {"CUDA_CACHE_DISABLE": "1", "CUDA_MODULE_LOADING": "EAGER",
            "CUDA_DISABLE_PTX_JIT": "0" if jit else "1"}
@@ -110,20 +115,20 @@ def load_all(run_task, items: list[Item], jit: bool, n: int) -> tuple[dict[int, 
         return indices, run_task("device-load", [items[i].spec() for i in indices], extra_env=env)
 
     answers: dict[int, list[Answer]] = {}
-    deaths = []
-    info: dict = {}
+    deaths: list[child.Death] = []
+    info: dict[str, Any] = {}
     with ThreadPoolExecutor(max_workers=len(lists)) as pool:
         for indices, run in pool.map(one, lists):
             deaths += run.deaths
-            for i in run.infos:
-                info.update(i)
-            for i, out in zip(indices, run.outcomes):
+            for event in run.infos:
+                info.update(event)
+            for k, out in zip(indices, run.outcomes):
                 if out is None:
                     continue
                 if out.died:
-                    answers[i] = [Answer(None, out.duration, out.reason)]
+                    answers[k] = [Answer(None, out.duration, out.reason)]
                     continue
-                answers[i] = [Answer(int(d["code"]), float(d["seconds"])) for d in out.details.get("per_device", [])]
+                answers[k] = [Answer(int(d["code"]), float(d["seconds"])) for d in out.details.get("per_device", [])]
     return answers, deaths, info
 
 
@@ -135,7 +140,7 @@ def _cuda(driver: str | None) -> tuple[int, int] | None:
         return None
 
 
-def _coverage(lib: Library, gpu: dict, display: str | None = None) -> tuple[bool, str, tuple[str, ...]]:
+def _coverage(lib: Library, gpu: dict[str, Any], display: str | None = None) -> tuple[bool, str, tuple[str, ...]]:
     """check's own verdict on this library for this GPU: (runs, message, failing finding codes).
 
     The GPU is both the claim and the --gpu question, so every rule of `archaudit check` that
@@ -146,14 +151,14 @@ def _coverage(lib: Library, gpu: dict, display: str | None = None) -> tuple[bool
     from ..audit import judge
     from ..claims import parse_claim
     from ..findings import ERROR
-    from ..policy import Policy
+    from ..policy import NvidiaGpu, Policy
 
     major, minor = (int(p) for p in gpu["cc"].split("."))
     name = f"GPU{gpu['ordinal']} {gpu['name']}"
     claim = parse_claim(f"{major}{minor}", f"the GPU under test ({name})", style="list")
     if display:
         lib = replace(lib, path=display)
-    report = judge(TargetInventory(lib.path, "file", (lib,)), claim, Policy(gpus=((name, (major, minor)),)))
+    report = judge(TargetInventory(lib.path, "file", (lib,)), claim, Policy(gpus=(NvidiaGpu(name, (major, minor)),)))
     bad = [f for f in report.findings if f.severity == ERROR]
     bad = [f for f in bad if f.code == "G009"] or bad  # "not at all" says it; the claim rules repeat it
     if bad:
@@ -168,7 +173,7 @@ class DeviceLoadProbe:
     description = ("cuModuleLoadData on every fatbin container of every library, on each visible GPU, "
                    "with the PTX JIT on and off; each answer must be the one archaudit predicted")
 
-    def run(self, ctx) -> list[Row]:
+    def run(self, ctx: Any) -> list[Row]:
         rows: list[Row] = []
         libraries: list[tuple[str, Library]] = []
         for path in ctx.device_code_files():
@@ -215,8 +220,8 @@ class DeviceLoadProbe:
                                           [on.get(i) for i in by_lib[path]], [off.get(i) for i in by_lib[path]], cuda))
         return rows
 
-    def _library_row(self, ctx, path: str, lib: Library, items: list[Item], on: list, off: list,
-                     cuda: tuple[int, int] | None) -> Row:
+    def _library_row(self, ctx: Any, path: str, lib: Library, items: list[Item], on: list[list[Answer] | None],
+                     off: list[list[Answer] | None], cuda: tuple[int, int] | None) -> Row:
         subject = ctx.display(path)
         if cuda is None:
             return Row(self.name, subject, FAIL, "the driver's CUDA version is unknown, so nothing can be predicted")
@@ -242,7 +247,7 @@ class DeviceLoadProbe:
                 got_off = _pick(a_off, g)
                 modes = ((p_on, got_on, "with the JIT on"), (p_off, got_off, "with CUDA_DISABLE_PTX_JIT=1"))
                 for pred, got, mode in modes:
-                    if got is False:
+                    if got is None:
                         disagreements.append(f"{_label(it.container, it.index)} on GPU{gpu['ordinal']}: no answer "
                                              f"{mode} (the child never reported it)")
                         continue
@@ -309,15 +314,16 @@ _OUTCOME_WORDS = {P.Outcome.NATIVE: "native SASS", P.Outcome.JIT: "PTX JIT only"
                   P.Outcome.NONE: "with no code for this GPU", P.Outcome.NOT_LOADABLE: "not loadable alone"}
 
 
-def _pick(answers: list[Answer] | None, gpu: int) -> Answer | bool:
+def _pick(answers: list[Answer] | None, gpu: int) -> Answer | None:
+    """This GPU's answer; None when the child never gave one."""
     if not answers:
-        return False
+        return None
     if len(answers) == 1 and answers[0].code is None:
         return answers[0]
-    return answers[gpu] if gpu < len(answers) else False
+    return answers[gpu] if gpu < len(answers) else None
 
 
-def _short(a: Answer | bool) -> str:
-    if a is False or a is True:
+def _short(a: Answer | None) -> str:
+    if a is None:
         return "none"
     return "died" if a.code is None else str(a.code)
