@@ -114,7 +114,9 @@ def run(refs: Sequence[WheelRef], store: Store, opts: TaskOptions, *, jobs: int 
     def capped() -> bool:
         return max_bytes is not None and summary.fetched >= max_bytes
 
-    if ray is not None:
+    if not todo:
+        results: Iterator[WheelResult] = iter(())
+    elif ray is not None:
         results = _ray(todo, opts, ray, jobs, capped)
     elif jobs <= 1:
         results = (r for r in _serial_capped(todo, opts, capped))

@@ -44,8 +44,7 @@ def heat_map(table: reports.Table) -> str:
     versions = [f"{r[0]}" for r in table.rows]
     grid = [[_CELL.get(str(r[2 + i]), float("nan")) for r in table.rows] for i in range(len(archs))]
     fig, ax = plt.subplots(figsize=(max(4.0, 0.6 * len(versions) + 2), max(2.5, 0.35 * len(archs) + 1)))
-    cmap = ListedColormap(["#d73027", "#fee08b", "#1a9850"])
-    cmap.set_bad("#dddddd")
+    cmap = ListedColormap(["#d73027", "#fee08b", "#1a9850"]).with_extremes(bad="#dddddd")
     ax.imshow(grid, cmap=cmap, vmin=0, vmax=2, aspect="auto", interpolation="nearest")
     ax.set_xticks(range(len(versions)), versions, rotation=60, ha="right")
     ax.set_yticks(range(len(archs)), archs)
