@@ -182,8 +182,13 @@ def test_queries_agree_with_check_and_diff(corpus: Path, tmp_path: Path, capsys:
     d = diff.compare(inventory(str(corpus / "demo-1.0-py3-none-manylinux_2_28_x86_64.whl")),
                      inventory(str(corpus / "demo-2.0-py3-none-manylinux_2_28_x86_64.whl")))
     want = {(x.target, x.now) for ld in d.losses for x in ld.lost}
-    assert {(r["lost"], r["now"]) for r in lost["rows"] if r["releases"] == "1.0 -> 2.0"} == want
+    pair = [r for r in lost["rows"] if r["releases"] == "1.0 -> 2.0"]
+    assert {(r["lost"], r["now"]) for r in pair if r["kind"] == "carried"} == want
     assert ("sm_75", "none") in want
+    # and what a GPU sees: 2.0's sm_80 SASS still runs natively on 8.6, not on 7.5 or 9.0 (9.0 had SASS)
+    runs_lost = {r["lost"]: r["now"] for r in pair if r["kind"] == "runs"}
+    assert runs_lost["sm_75"] == "none" and runs_lost["sm_90"] == "none" and "sm_86" not in runs_lost
+    assert {r["library"] for r in pair if r["kind"] == "runs"} == {"libkern.so"}
     assert any("not compared" in n for n in lost["notes"])  # 2.0 -> 3.0: 3.0 is unusable
 
     # coverage: sm_75 native in 1.0, not at all in 2.0; sm_86 native in both (sm_80 SASS runs on 8.6)

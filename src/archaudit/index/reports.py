@@ -46,6 +46,12 @@ class WheelRow:
     tags: str
     verdict: str
     upload_time: str | None
+    build: str = ""
+
+    @property
+    def release(self) -> str:
+        """The version, with the build tag when the file name has one (torch 2.10.0 build 3: 2.10.0-3)."""
+        return f"{self.version}-{self.build}" if self.build else self.version
 
     @property
     def line(self) -> tuple[str, str, str]:
@@ -68,13 +74,13 @@ def _version_key(v: str) -> tuple[int, Any]:
 
 def wheels(db: sqlite3.Connection, project: str | None = None) -> list[WheelRow]:
     """Wheel rows, oldest version first (a project filter compares normalised names)."""
-    sql = "SELECT id, file, project, version, tags, verdict, upload_time FROM wheels"
+    sql = "SELECT id, file, project, version, tags, verdict, upload_time, build FROM wheels"
     params: tuple[Any, ...] = ()
     if project:
         sql += " WHERE project = ?"
         params = (re.sub(r"[-_.]+", "-", project).lower(),)
     rows = [WheelRow(*r) for r in db.execute(sql, params)]
-    return sorted(rows, key=lambda w: (w.project, _version_key(w.version), w.tags, w.file))
+    return sorted(rows, key=lambda w: (w.project, _version_key(w.version), w.build, w.tags, w.file))
 
 
 def _inventories(db: sqlite3.Connection, rows: Iterable[WheelRow]) -> Iterable[tuple[WheelRow, TargetInventory]]:
@@ -105,7 +111,7 @@ def runs_on(db: sqlite3.Connection, gpu_name: str, nvidia: Sequence[tuple[str, t
         else:
             answer, how = "yes", min(hows, key=lambda h: RANK.get(h, 0))
         if every or answer == "yes":
-            out.append((w.project, w.version, w.tags, answer, how))
+            out.append((w.project, w.release, w.tags, answer, how))
     n_yes = sum(1 for r in out if r[3] == "yes")
     notes = (f"{n_yes} wheel(s) run on {gpu_name}: every library carrying device code runs there "
              f"(how: the worst of its libraries; native or jit)",)
@@ -119,68 +125,100 @@ def _axis() -> list[tuple[int, int]]:
     return [cc for cc in arch.KNOWN_CCS if not arch.is_tegra(cc) and arch.canonical_cc(cc) == cc]
 
 
+@dataclass(frozen=True, slots=True)
+class _Runs:
+    worst: dict[str, int]  # architecture label -> worst RANK over the libraries with device code
+    failing: dict[str, tuple[str, ...]]  # architecture label -> libraries that do not run there
+    unverified: bool
+
+
+def _runs(inv: TargetInventory, axis: Sequence[tuple[int, int]]) -> _Runs:
+    """How a wheel runs on each architecture of the axis: the rules' own --gpu answers (G008, G009)."""
+    t = judge(inv, None, Policy(gpus=tuple(NvidiaGpu(label(cc), cc) for cc in axis)))
+    worst: dict[str, int] = {}
+    failing: dict[str, list[str]] = {}
+    for f in t.findings:
+        if f.code in ("G008", "G009"):
+            g = str(f.get("gpu"))
+            worst[g] = min(worst.get(g, 2), RANK.get(str(f.get("runs")), 0))
+            if f.code == "G009":
+                failing.setdefault(g, []).append(f.subject)
+    bad = inv.unusable or any(f.code.startswith("E") and f.severity == ERROR for f in t.findings)
+    return _Runs(worst, {k: tuple(v) for k, v in failing.items()}, bad)
+
+
+def _sm(cc: tuple[int, int]) -> str:
+    return f"sm_{cc[0]}{cc[1]}"
+
+
 def coverage(db: sqlite3.Connection, project: str) -> Table:
     """Per wheel of a project, oldest first: how it runs on each architecture, the worst of its
     libraries (N native, J only by PTX JIT, - not at all)."""
     axis = _axis()
-    policy = Policy(gpus=tuple(NvidiaGpu(label(cc), cc) for cc in axis))
     rows = []
     for w, inv in _inventories(db, wheels(db, project)):
-        t = judge(inv, None, policy)
-        worst: dict[str, int] = {}
-        for f in t.findings:
-            if f.code in ("G008", "G009"):
-                g = str(f.get("gpu"))
-                worst[g] = min(worst.get(g, 2), RANK.get(str(f.get("runs")), 0))
-        bad = any(f.code.startswith("E") and f.severity == ERROR for f in t.findings)
+        r = _runs(inv, axis)
         cells = []
         for cc in axis:
-            r = worst.get(label(cc))
-            cells.append("?" if bad else "" if r is None else MARKS[{2: "native", 1: "jit", 0: "none"}[r]])
-        rows.append((w.version, w.tags, *cells))
-    used = [i for i, cc in enumerate(axis) if any(r[2 + i] not in ("", "-", "?") for r in rows)]
-    if used:
-        lo, hi = used[0], used[-1]
-        keep = list(range(lo, hi + 1))
-    else:
-        keep = []
-    cols = ("version", "tags", *(f"sm_{axis[i][0]}{axis[i][1]}" for i in keep))
+            rank = r.worst.get(label(cc))
+            cells.append("?" if r.unverified else "" if rank is None else MARKS[_NAMES[rank]])
+        rows.append((w.release, w.tags, *cells))
+    used = [i for i in range(len(axis)) if any(r[2 + i] not in ("", "-", "?") for r in rows)]
+    keep = list(range(used[0], used[-1] + 1)) if used else []
+    cols = ("version", "tags", *(_sm(axis[i]) for i in keep))
     trimmed = tuple((r[0], r[1], *(r[2 + i] for i in keep)) for r in rows)
     notes = ("N: every library with device code runs natively; J: some only through PTX JIT; -: some do not "
              "run at all; ?: the wheel could not be verified",)
     return Table("coverage", f"Coverage of {project} by release", cols, trimmed, notes)
 
 
+_NAMES = {2: "native", 1: "jit", 0: "none"}
+
+
 # ---- architectures lost between consecutive releases ------------------------------------------
 
 def lost(db: sqlite3.Connection, project: str) -> Table:
-    """The `diff` rule across the history: for each line of wheels (python tag, OS, CPU), each
-    release against the one before it; every library that lost an architecture is a row."""
+    """For each line of wheels (python tag, OS, CPU), each release against the one before it:
+    every architecture a library stopped carrying (the `diff` rule: kind 'carried'), and every
+    architecture the wheel stopped running on, or now reaches only through PTX JIT (kind 'runs':
+    what a GPU of that architecture sees, such as Turing losing its sm_70 cubins)."""
     lines: dict[tuple[str, str, str], list[WheelRow]] = {}
     for w in wheels(db, project):
         lines.setdefault(w.line, []).append(w)
+    axis = _axis()
     rows = []
     notes = []
     compared = 0
     for key, ws in sorted(lines.items()):
-        by_version: dict[str, WheelRow] = {}
+        by_release: dict[str, WheelRow] = {}
         for w in ws:
-            by_version.setdefault(w.version, w)
-        ordered = list(by_version.values())
+            by_release.setdefault(w.release, w)
+        ordered = list(by_release.values())
         for old, new in zip(ordered, ordered[1:]):
             compared += 1
-            r = diff.compare(inventory_of(db, old.id), inventory_of(db, new.id))
+            pair, line = f"{old.release} -> {new.release}", "-".join(key)
+            inv_old, inv_new = inventory_of(db, old.id), inventory_of(db, new.id)
+            r = diff.compare(inv_old, inv_new)
             if r.old.unusable or r.new.unusable:
-                notes.append(f"{old.version} -> {new.version} ({'-'.join(key)}): not compared, a wheel is unusable")
+                notes.append(f"{pair} ({line}): not compared, a wheel is unusable")
                 continue
             for d in r.losses:
                 for x in d.lost:
-                    rows.append((f"{old.version} -> {new.version}", "-".join(key), d.path, x.target,
-                                 x.now or "", d.change))
-    notes.insert(0, f"{compared} consecutive pair(s) compared; 'now': how the new release's library runs on "
-                    f"the lost architecture (jit: only through PTX; none: not at all)")
+                    rows.append((pair, line, "carried", d.path, x.target, x.now or ""))
+            a, b = _runs(inv_old, axis), _runs(inv_new, axis)
+            for cc in axis:
+                k = label(cc)
+                before, after = a.worst.get(k), b.worst.get(k)
+                if before is not None and before > 0 and (after or 0) < before:
+                    who = b.failing.get(k) or tuple(sorted({lib.path for lib in inv_new.libraries
+                                                            if lib.has_device_code}))
+                    shown = ", ".join(p.rsplit("/", 1)[-1] for p in who[:3]) + (" ..." if len(who) > 3 else "")
+                    rows.append((pair, line, "runs", shown, _sm(cc), _NAMES[after or 0]))
+    notes.insert(0, f"{compared} consecutive pair(s) compared. carried: a target the library no longer carries "
+                    f"('now': how its new code runs there); runs: an architecture the wheel no longer runs on "
+                    f"natively ('now': jit, only through PTX; none, not at all)")
     return Table("lost", f"Architectures lost between consecutive releases of {project}",
-                 ("releases", "line", "library", "lost", "now", "change"), tuple(rows), tuple(notes))
+                 ("releases", "line", "kind", "library", "lost", "now"), tuple(rows), tuple(notes))
 
 
 # ---- driver floor per release -------------------------------------------------------------------
@@ -198,9 +236,9 @@ def driver_floor(db: sqlite3.Connection, project: str) -> Table:
         floors = [(v.driver_floor, v.path) for v in t.libraries if v.driver_floor is not None]
         if floors:
             (cuda, driver), path = max(floors, key=lambda f: _driver_key(f[0][1]))
-            rows.append((w.version, w.tags, w.upload_time or "", cuda, driver, path.rsplit("/", 1)[-1]))
+            rows.append((w.release, w.tags, w.upload_time or "", cuda, driver, path.rsplit("/", 1)[-1]))
         else:
-            rows.append((w.version, w.tags, w.upload_time or "", "", "", ""))
+            rows.append((w.release, w.tags, w.upload_time or "", "", "", ""))
     return Table("driver-floor", f"Driver floor of {project} by release",
                  ("version", "tags", "uploaded", "cuda", "driver", "set by"), tuple(rows),
                  ("driver: the oldest NVIDIA driver that loads every library's device code (Linux)",))
