@@ -32,12 +32,14 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
 DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cuda_driver.py")
 TAIL_CHARS = 2000
-_LIVE: set = set()  # running children, for stop_all()
+_LIVE: set[subprocess.Popen[bytes]] = set()  # running children, for stop_all()
 _LIVE_LOCK = threading.Lock()
 _STOPPING = threading.Event()
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
@@ -89,7 +91,7 @@ def become_subreaper() -> bool:
     try:
         import ctypes
 
-        return ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1) == 0
+        return bool(ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1) == 0)
     except (OSError, AttributeError):
         return False
 
@@ -99,7 +101,7 @@ def _adopted() -> list[int]:
     me = os.getpid()
     with _LIVE_LOCK:
         live = {p.pid for p in _LIVE}
-    out = []
+    out: list[int] = []
     try:
         names = os.listdir("/proc")
     except OSError:
@@ -176,7 +178,7 @@ class Outcome:
     gpu: bool = False  # a SKIP for want of a GPU (or of code for it): FAIL under --require-gpu
     signal: str | None = None
     stderr_tail: str = ""
-    details: dict = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
     died: bool = False  # the child died in this item (signal, exit or timeout)
 
 
@@ -193,7 +195,7 @@ class Death:
 @dataclass
 class TaskRun:
     outcomes: list[Outcome | None]
-    infos: list[dict]
+    infos: list[dict[str, Any]]
     deaths: list[Death]
     duration: float
 
@@ -228,7 +230,8 @@ def _how(returncode: int | None, timed_out: bool, timeout: float) -> tuple[str, 
     return f"the child interpreter exited with status {returncode}", None
 
 
-def _spawn_once(python: str, task: str, spec: dict, env: dict, cwd: str, timeout: float, on_event):
+def _spawn_once(python: str, task: str, spec: dict[str, Any], env: dict[str, str], cwd: str, timeout: float,
+                on_event: Callable[[dict[str, Any]], None]) -> tuple[int, bool, str, bool, list[str]]:
     """Run one child; call on_event(event) for each authenticated event.
 
     Returns (rc, timed_out, tail, saw_end, forged): forged lists the lines that did not verify."""
@@ -332,7 +335,8 @@ def _spawn_once(python: str, task: str, spec: dict, env: dict, cwd: str, timeout
     return rc, timed_out, tail, saw_end, forged
 
 
-def run_command(cmd: list[str], what: str, *, env: dict, timeout: float, cwd: str | None = None) -> tuple[int, str]:
+def run_command(cmd: list[str], what: str, *, env: dict[str, str], timeout: float,
+                cwd: str | None = None) -> tuple[int, str]:
     """Run a helper command (an installer) as a killable child: its own process group, dead
     with archaudit, killed with everything it started after `timeout` seconds in all.
 
@@ -370,7 +374,8 @@ def run_command(cmd: list[str], what: str, *, env: dict, timeout: float, cwd: st
     return rc, text[-TAIL_CHARS:]
 
 
-def run_task(python: str, task: str, items: list, params: dict | None = None, *, env: dict,
+def run_task(python: str, task: str, items: list[Any], params: dict[str, Any] | None = None, *,
+             env: dict[str, str],
              cwd: str, timeout: float, resume: bool = True, sys_path: tuple[str, ...] | list[str] = ()) -> TaskRun:
     """Run task over items in as many children as it takes; every item gets an outcome.
 
@@ -379,14 +384,14 @@ def run_task(python: str, task: str, items: list, params: dict | None = None, *,
     """
     n = len(items)
     outcomes: list[Outcome | None] = [None] * n
-    infos: list[dict] = []
+    infos: list[dict[str, Any]] = []
     deaths: list[Death] = []
     t_start = time.monotonic()
     start = 0
     while True:
-        current: dict = {"i": None, "t": None}
+        current: dict[str, Any] = {"i": None, "t": None}
 
-        def on_event(event: dict, current: dict = current) -> None:
+        def on_event(event: dict[str, Any], current: dict[str, Any] = current) -> None:
             ev = event.get("ev")
             if ev == "begin":
                 current["i"], current["t"] = event["i"], time.monotonic()
@@ -428,7 +433,7 @@ def run_task(python: str, task: str, items: list, params: dict | None = None, *,
     return TaskRun(outcomes, infos, deaths, time.monotonic() - t_start)
 
 
-def child_env(extra: dict | None = None) -> dict:
+def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONFAULTHANDLER"] = "1"  # a crash prints the Python stack into the stderr tail
     env["PYTHONUNBUFFERED"] = "1"

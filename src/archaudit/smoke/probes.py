@@ -14,8 +14,10 @@ import threading
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from ..artifacts import is_audited_file
+from ..model import Library
 from . import child
 from .report import FAIL, PASS, SKIP, Row
 
@@ -43,16 +45,16 @@ class ProbeContext:
     requires: tuple[str, ...]
     location: str  # site-packages directory the distribution's paths are relative to
     files: tuple[str, ...]  # absolute paths of the distribution's files
-    gpus: tuple[dict, ...]  # {"ordinal", "name", "cc", "sm"} per visible device
+    gpus: tuple[dict[str, Any], ...]  # {"ordinal", "name", "cc", "sm"} per visible device
     gpu_error: str | None  # why there is no GPU, where there is none
     require_gpu: bool
     timeout: float
     workdir: str  # scratch directory, removed after the run
-    child_env: dict  # environment for child interpreters
+    child_env: dict[str, str]  # environment for child interpreters
     selected: tuple[str, ...] = ()  # probes named on the command line (--probe)
     driver: str | None = None  # the CUDA version the driver reports ("13.0")
     sys_path: tuple[str, ...] = ()  # the environment's import path, for children run with -I -S
-    _scans: dict = field(default_factory=dict)
+    _scans: dict[str, Library] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     # -- the distribution --------------------------------------------------------------
@@ -93,7 +95,7 @@ class ProbeContext:
                    f"{self.distribution} neither is nor depends on {framework} "
                    f"(--probe {probe} runs it anyway)")
 
-    def scan(self, path: str):
+    def scan(self, path: str) -> Library:
         """The inventory of one file (payloads decoded, so kernels are named), computed once."""
         with self._lock:
             if path not in self._scans:
@@ -103,14 +105,14 @@ class ProbeContext:
             return self._scans[path]
 
     # -- children ----------------------------------------------------------------------
-    def run_task(self, task: str, items: list, params: dict | None = None, *, resume: bool = True,
-                 extra_env: dict | None = None) -> child.TaskRun:
+    def run_task(self, task: str, items: list[Any], params: dict[str, Any] | None = None, *, resume: bool = True,
+                 extra_env: dict[str, str] | None = None) -> child.TaskRun:
         env = dict(self.child_env)
         env.update(extra_env or {})
         return child.run_task(self.python, task, items, params, env=env, cwd=self.workdir,
                               timeout=self.timeout, resume=resume, sys_path=self.sys_path)
 
-    def row(self, probe: str, subject: str, outcome: child.Outcome | None, **details) -> Row:
+    def row(self, probe: str, subject: str, outcome: child.Outcome | None, **details: object) -> Row:
         """A report row from an item's outcome; a GPU skip is a FAIL under --require-gpu."""
         if outcome is None:
             return Row(probe, subject, FAIL, "the child never reported this item", 0.0)
@@ -132,6 +134,15 @@ class ProbeContext:
 
 def _normalise(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower().strip()
+
+
+class ProbeLike(Protocol):
+    """What the runner asks of a probe: a name, a description, and rows for a context."""
+
+    name: str
+    description: str
+
+    def run(self, ctx: ProbeContext) -> Iterable[Row]: ...
 
 
 class Probe:
@@ -175,7 +186,7 @@ class TorchModelProbe(Probe):
     description = "PyTorch nn.Linear and nn.Conv2d with weights from a file, on the GPU against CPU"
     steps = (("linear", "torch nn.Linear(64, 32), weights from a file"),
              ("conv", "torch nn.Conv2d(3, 8, 3), weights from a file"))
-    groups = (("linear", "conv"),)
+    groups: tuple[tuple[str, ...], ...] = (("linear", "conv"),)
 
     def run(self, ctx: ProbeContext) -> list[Row]:
         if not ctx.wanted(self.name, "torch"):
@@ -267,7 +278,7 @@ class ExecuTorchCudaProbe(Probe):
 
 from .device_load import DeviceLoadProbe  # noqa: E402
 
-BUILTIN: tuple[type, ...] = (LoadProbe, DeviceLoadProbe, TorchModelProbe, TorchAotiProbe,
+BUILTIN: tuple[type[ProbeLike], ...] = (LoadProbe, DeviceLoadProbe, TorchModelProbe, TorchAotiProbe,
                              ExecuTorchCudaProbe)
 
 
@@ -287,7 +298,7 @@ class PluginProbe:
     def _host(self, ctx: ProbeContext | None, timeout: float, workdir: str) -> child.Outcome | None:
         import sys
 
-        params: dict = {"name": self.name, "value": self.value}
+        params: dict[str, Any] = {"name": self.name, "value": self.value}
         if ctx is not None:
             params["ctx"] = {k: v for k, v in vars(ctx).items() if not k.startswith("_")}
         run = child.run_task(sys.executable, "plugin", [self.name], params, env=child.child_env(),
@@ -326,11 +337,11 @@ class PluginProbe:
         return rows or [Row(self.name, ctx.distribution, FAIL, f"probe plugin {self.value} returned no row")]
 
 
-def discover() -> dict[str, object]:
+def discover() -> dict[str, ProbeLike]:
     """name -> probe: the built-ins in their order, then the entry-point group's plugins.
 
     Entry points are read as metadata only; no plugin code runs in this process."""
-    found: dict[str, object] = {cls.name: cls() for cls in BUILTIN}
+    found: dict[str, ProbeLike] = {cls.name: cls() for cls in BUILTIN}
     try:
         from importlib.metadata import distributions
 

@@ -20,6 +20,7 @@ import signal
 import sys
 import tempfile
 import time
+from typing import Any
 
 from ..errors import ArchauditError
 from . import child, probes as probes_mod, venv
@@ -61,7 +62,7 @@ def _resources(started: float) -> tuple[tuple[str, object], ...]:
             ("children_max_rss_mb", kids))
 
 
-def _first_info(run: child.TaskRun) -> dict:
+def _first_info(run: child.TaskRun) -> dict[str, Any]:
     return run.infos[0] if run.infos else {}
 
 
@@ -94,6 +95,7 @@ def run_smoke(target: str | None, *, installed: str | None = None, require_gpu: 
             name = installed
             child_env = child.child_env()
         else:
+            assert target is not None  # exactly one of target and installed, checked above
             name, _ = venv.wheel_distribution(target)
             try:
                 env = venv.create(target, system_site_packages=system_site_packages, timeout=timeout)
@@ -138,7 +140,7 @@ def run_smoke(target: str | None, *, installed: str | None = None, require_gpu: 
                                 f"the probe itself raised {type(exc).__name__}: {exc}",
                                 time.monotonic() - t0))
         return SmokeReport(
-            target=target if target is not None else installed, distribution=info["name"],
+            target=target or installed or "", distribution=info["name"],
             version=info["version"], environment=env.description, python=info.get("python", "?"),
             gpus=tuple(f"GPU{d['ordinal']} {d['name']} ({d['sm']})" for d in devices),
             gpu_error=None if devices else gpu_error, driver=gpu.get("driver"),
@@ -189,7 +191,8 @@ def _target(args: argparse.Namespace) -> str | None:
         from ..core import example_wheel
 
         return example_wheel()
-    return args.target
+    target: str | None = args.target
+    return target
 
 
 def list_probes() -> tuple[str, int]:
@@ -224,7 +227,7 @@ def main_smoke(args: argparse.Namespace) -> int:
     if target is None and args.installed is None:
         return _emit_error("give a wheel, --example or --installed NAME", fmt, output)
 
-    def on_signal(signum, frame):
+    def on_signal(signum: int, frame: object) -> None:
         child.stop_all()  # children run in sessions of their own: end them first
         if signum == signal.SIGINT:
             raise KeyboardInterrupt

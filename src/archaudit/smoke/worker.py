@@ -22,14 +22,15 @@ import struct
 import sys
 import time
 import traceback
+from typing import Any
 
-_CHANNEL = None
-_SIGN = None  # the key-holding HMAC (see child.py): only archaudit's own events carry it
+_CHANNEL: Any = None  # the event pipe, a text file once opened
+_SIGN: Any = None  # the key-holding HMAC (see child.py): only archaudit's own events carry it
 _SEQ = [0]
 _BEGUN = [0.0]
 
 
-def emit(**event) -> None:
+def emit(**event: Any) -> None:
     if event.get("ev") == "begin":
         _BEGUN[0] = time.perf_counter()
     _SEQ[0] += 1
@@ -40,16 +41,17 @@ def emit(**event) -> None:
     _CHANNEL.flush()
 
 
-def result(i: int, status: str, reason: str, gpu: bool = False, **details) -> None:
+def result(i: int, status: str, reason: str, gpu: bool = False, **details: Any) -> None:
     emit(ev="result", i=i, status=status, reason=reason, gpu=gpu,
          elapsed=time.perf_counter() - _BEGUN[0], details=details)
 
 
-def _load_driver_module():
+def _load_driver_module() -> Any:
     import importlib.util
 
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cuda_driver.py")
     spec = importlib.util.spec_from_file_location("_archaudit_cuda_driver", path)
+    assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -64,7 +66,7 @@ def _exc(exc: BaseException) -> str:
 # inspect: the distribution's metadata and files, as this interpreter sees them
 # ---------------------------------------------------------------------------------------
 
-def task_inspect(spec: dict) -> None:
+def task_inspect(spec: dict[str, Any]) -> None:
     import importlib.metadata as md
     import platform
 
@@ -91,7 +93,7 @@ def task_inspect(spec: dict) -> None:
 # gpu-info: the driver and the visible devices
 # ---------------------------------------------------------------------------------------
 
-def task_gpu_info(spec: dict) -> None:
+def task_gpu_info(spec: dict[str, Any]) -> None:
     cd = _load_driver_module()
     try:
         drv = cd.Driver()
@@ -111,7 +113,7 @@ MACHINES = {3: "x86", 62: "x86_64", 183: "aarch64", 40: "arm", 21: "ppc64", 22: 
             243: "riscv"}
 
 
-def elf_dynamic(path: str) -> dict:
+def elf_dynamic(path: str) -> dict[str, Any]:
     """Type, machine, NEEDED, RUNPATH, RPATH and SONAME of a 64-bit little-endian ELF."""
     with open(path, "rb") as f:
         head = f.read(64)
@@ -179,7 +181,7 @@ def expand_origin(entry: str, origin: str) -> str:
     return os.path.normpath(entry)
 
 
-def dangling_search_paths(path: str, info: dict) -> list[str]:
+def dangling_search_paths(path: str, info: dict[str, Any]) -> list[str]:
     origin = os.path.dirname(os.path.realpath(path))
     out = []
     for kind in ("runpath", "rpath"):
@@ -192,7 +194,7 @@ def dangling_search_paths(path: str, info: dict) -> list[str]:
     return out
 
 
-def resolve_needed(path: str, info: dict) -> dict[str, str | None]:
+def resolve_needed(path: str, info: dict[str, Any]) -> dict[str, str | None]:
     """Where each direct NEEDED entry would come from, or None where nothing provides it."""
     origin = os.path.dirname(os.path.realpath(path))
     own = [expand_origin(e, origin) for e in info.get("runpath") or info.get("rpath") or ()]
@@ -219,7 +221,7 @@ def resolve_needed(path: str, info: dict) -> dict[str, str | None]:
     return found
 
 
-def task_load(spec: dict) -> None:
+def task_load(spec: dict[str, Any]) -> None:
     import platform
 
     here = platform.machine()
@@ -268,7 +270,7 @@ def task_load(spec: dict) -> None:
 # device-load: hand each fatbin container to the driver on every visible GPU
 # ---------------------------------------------------------------------------------------
 
-def task_device_load(spec: dict) -> None:
+def task_device_load(spec: dict[str, Any]) -> None:
     cd = _load_driver_module()
     try:
         drv = cd.Driver()
@@ -316,7 +318,7 @@ def task_device_load(spec: dict) -> None:
 TORCH_RTOL, TORCH_ATOL = 1e-4, 1e-4
 
 
-def _torch_gpu_gate(torch) -> tuple[bool, str]:
+def _torch_gpu_gate(torch: Any) -> tuple[bool, str]:
     if not torch.cuda.is_available():
         return False, (f"torch {torch.__version__} sees no CUDA device "
                        f"(torch.version.cuda={torch.version.cuda}), so nothing can run on a GPU here")
@@ -330,12 +332,12 @@ def _torch_gpu_gate(torch) -> tuple[bool, str]:
     return True, f"{torch.cuda.get_device_name(0)} ({arch})"
 
 
-def _compare(torch, got, want) -> str:
+def _compare(torch: Any, got: Any, want: Any) -> str:
     torch.testing.assert_close(got, want, rtol=TORCH_RTOL, atol=TORCH_ATOL)
     return f"max |gpu-cpu| {float((got - want).abs().max()):.2e} within rtol={TORCH_RTOL}, atol={TORCH_ATOL}"
 
 
-def _weights_from_file(torch, make, path: str):
+def _weights_from_file(torch: Any, make: Any, path: str) -> tuple[Any, Any, int]:
     """A CPU reference saved to path, and a GPU twin whose weights come from that file only."""
     torch.manual_seed(1234)
     ref = make().eval()
@@ -353,7 +355,7 @@ def _weights_from_file(torch, make, path: str):
     return ref, gpu, os.path.getsize(path)
 
 
-def task_torch(spec: dict) -> None:
+def task_torch(spec: dict[str, Any]) -> None:
     work = spec["params"]["workdir"]
     for i in range(spec["start"], len(spec["items"])):
         step = spec["items"][i]
@@ -429,9 +431,9 @@ def task_torch(spec: dict) -> None:
 # executorch: the CUDA delegate with and without weights (pytorch/executorch#22089)
 # ---------------------------------------------------------------------------------------
 
-def task_executorch(spec: dict) -> None:
+def task_executorch(spec: dict[str, Any]) -> None:
     work = spec["params"]["workdir"]
-    st: dict = {}
+    st: dict[str, Any] = {}
     # (reason, gpu) once a step that later ones need did not pass; the parent passes the
     # first child's verdict to the second (the negative control runs in a fresh process).
     blocked = tuple(spec["params"]["blocked"]) if spec["params"].get("blocked") else None
@@ -454,7 +456,11 @@ class _Blocked(Exception):
         self.reason, self.gpu = reason, gpu
 
 
-def _executorch_step(i, step, work, st, blocked) -> None:
+def _executorch_step(i: int, step: str, work: str, st: dict[str, Any], blocked: Any) -> None:
+    blob: Any  # names reused across the steps below with values of different types
+    pte: Any
+    f: Any
+    ex: tuple[Any, ...]
     if step == "import":
         try:
             _executorch_import(st)
@@ -499,8 +505,8 @@ def _executorch_step(i, step, work, st, blocked) -> None:
         from executorch.exir import to_edge_transform_and_lower
 
         if step == "export-add":
-            class Add(torch.nn.Module):
-                def forward(self, x, y):
+            class Add(torch.nn.Module):  # type: ignore[misc]  # torch is untyped here
+                def forward(self, x: Any, y: Any) -> Any:
                     return x + y
 
             model, ex = Add().eval(), (torch.randn(3, 4), torch.randn(3, 4))
@@ -616,7 +622,7 @@ def _flatc() -> None:
             return
 
 
-def _executorch_import(st: dict) -> None:
+def _executorch_import(st: dict[str, Any]) -> None:
     """Import what export needs; the pybindings (what running needs) may fail on their own."""
     import importlib.metadata as md
 
@@ -641,7 +647,7 @@ def _executorch_import(st: dict) -> None:
     st["ok"] = True
 
 
-def task_plugin(spec: dict) -> None:
+def task_plugin(spec: dict[str, Any]) -> None:
     """Load one archaudit.probes entry point and run it; its rows go back as one result."""
     import dataclasses
     from importlib.metadata import EntryPoint
@@ -656,8 +662,9 @@ def task_plugin(spec: dict) -> None:
             return
         from archaudit.smoke.probes import ProbeContext
 
-        ctx = ProbeContext(**{k: tuple(v) if isinstance(v, list) and k != "child_env" else v
-                              for k, v in p["ctx"].items()})
+        fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) and k != "child_env" else v
+                                  for k, v in p["ctx"].items()}
+        ctx = ProbeContext(**fields)
         rows = [dataclasses.asdict(r) for r in probe.run(ctx)]
         result(0, "PASS", f"{len(rows)} row(s)", rows=rows)
     except BaseException as exc:  # a broken plugin is a row
