@@ -12,7 +12,6 @@ from archaudit.arch import (
     TEGRA_CCS,
     CudaTarget,
     canonical_cc,
-    coverage,
     cuda_release_for_ptx_isa,
     driver_at_least,
     gpu_catalog,
@@ -22,9 +21,9 @@ from archaudit.arch import (
     ptx_runs_on,
     runs_on,
     sass_runs_on,
-    served_ccs,
 )
 from archaudit.model import Entry
+from archaudit.paths import best, nv_codes
 
 T = CudaTarget.parse
 
@@ -181,6 +180,12 @@ def test_known_ccs():
     assert list(KNOWN_CCS) == sorted(KNOWN_CCS)
 
 
+def served_ccs(pairs):
+    """The known GPUs some of the entries run on (the library-wide union of archaudit.paths)."""
+    codes = nv_codes(Entry("nvidia", kind, t.sm if kind == "sass" else t.compute) for kind, t in pairs)
+    return [cc for cc in KNOWN_CCS if best(codes, cc) != "none"]
+
+
 def test_served_ccs_from_pairs():
     served = served_ccs([("sass", T("sm_80")), ("ptx", T("compute_90"))])
     assert (8, 0) in served and (8, 6) in served and (8, 9) in served
@@ -196,11 +201,11 @@ def test_coverage_prefers_native_and_reads_entries():
         Entry(vendor="amd", kind="code-object", target="gfx90a"),
         Entry(vendor="nvidia", kind="lto", target="sm_75"),
     ]
-    cov = coverage(entries)
-    assert cov[(9, 0)] == "native"
-    assert cov[(8, 0)] == "jit"
-    assert cov[(10, 0)] == "jit"
-    assert (7, 5) not in cov
+    codes = nv_codes(entries)
+    assert best(codes, (9, 0)) == "native"
+    assert best(codes, (8, 0)) == "jit"
+    assert best(codes, (10, 0)) == "jit"
+    assert best(codes, (7, 5)) == "none"
 
 
 def test_specialised_library_serves_only_its_family():

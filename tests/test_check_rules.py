@@ -350,3 +350,12 @@ def test_unknown_entry_kind_fails_closed(capsys, tmp_path):
     rc, rep = run(capsys, str(target), "--arch", "80")
     assert rc == 1 and "E013" in codes(rep)
     assert [v["status"] for v in rep["targets"][0]["libraries"]] == ["fail"]
+
+
+def test_a_claim_for_a_vendor_without_code_fails(capsys):
+    """Issue 11 pt 7: the example wheel carries only NVIDIA code; an AMD claim covers nothing."""
+    rc, rep = run(capsys, example_wheel(), "--arch", "80", "--amd-arch", "gfx942")
+    (g,) = findings(rep, "G011")
+    assert rc == 1 and g["data"]["vendor"] == "amd" and g["data"]["missing"] == ["gfx942"]
+    rc, rep = run(capsys, example_wheel(), "--arch", "80")
+    assert rc == 0 and not findings(rep, "G011")

@@ -9,6 +9,7 @@ checked by counting bytes rather than by timing.
 from __future__ import annotations
 
 import io
+import os
 import random
 import struct
 import zipfile
@@ -159,7 +160,9 @@ def test_one_rule_for_files_on_disk(tmp_path):
              "bundle.zip": inner_zip([("a.so", BAD)])}
     for name, data in cases.items():
         (tmp_path / name).write_bytes(data)
-    chosen = {n for n in cases if artifacts.is_audited_file(str(tmp_path / n))}
+    os.mkfifo(tmp_path / "libfifo.so")  # never opened: opening it would block
+    os.symlink("missing.so", tmp_path / "libbroken.so")
+    chosen = {n for n in [*cases, "libfifo.so", "libbroken.so"] if artifacts.is_audited_file(str(tmp_path / n))}
     assert chosen == {"libk.so.bak", "kernels.bin", "libtext.so", "bundle.zip"}
 
 
@@ -268,3 +271,16 @@ def test_more_libraries_than_any_real_wheel(tmp_path):
     inv, progress = counted_inventory(p)
     assert any(pr.code == "E003" and "more than any real wheel" in pr.message for pr in inv.problems)
     assert not inv.libraries and progress.done_bytes == 0
+
+
+def test_member_in_a_method_archaudit_cannot_read_fails_closed(tmp_path):
+    """pip installs bzip2 members (zipfile reads them); archaudit cannot tell what one holds, so
+    whatever its name it is E002, never skipped."""
+    p = tmp_path / WHEEL_NAME
+    with zipfile.ZipFile(p, "w") as z:
+        z.writestr("demo/libgood.so", GOOD, compress_type=zipfile.ZIP_DEFLATED)
+        z.writestr("demo/data.bin", BAD, compress_type=zipfile.ZIP_BZIP2)
+    assert zipfile.ZipFile(p).read("demo/data.bin") == BAD
+    code, rep, _ = check(tmp_path, p)
+    assert code in (1, 2)
+    assert_finding(rep, "E002", "demo/data.bin: unsupported compression method 12")

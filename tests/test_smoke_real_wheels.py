@@ -10,13 +10,12 @@ import pytest
 
 from archaudit.smoke import runner
 from archaudit.smoke.report import FAIL, PASS, SKIP
-
-
-from test_smoke import have_cuda_driver  # noqa: E402
+from test_smoke import NO_GPU_REASONS, no_gpu, no_gpu_reason  # noqa: E402,F401  (no_gpu: a fixture)
 from wheels import fetch  # noqa: E402
 
-
-pytestmark = pytest.mark.skipif(have_cuda_driver(), reason="a CUDA driver is present: see test_smoke_gpu.py")
+# Every test hides the GPUs from the children (CUDA_VISIBLE_DEVICES=""), so on a GPU runner
+# these run too, instead of skipping: the GPU side is tests/test_smoke_gpu.py.
+pytestmark = pytest.mark.usefixtures("no_gpu")
 
 
 def smoke(target, **kw):
@@ -34,7 +33,7 @@ def test_nvidia_curand_loads_and_its_device_code_waits_for_a_gpu():
     assert "libc.so.6" in dict(load[0].details)["needed"]
     (device,) = [r for r in report.rows if r.probe == "device-load"]
     assert device.subject == "nvidia/cu13/lib/libcurand.so.10" and device.status == SKIP
-    assert "fatbin container(s) not loaded: no CUDA driver" in device.reason
+    assert "fatbin container(s) not loaded: " in device.reason and no_gpu_reason(device.reason), device.reason
     assert report.exit_code == 0
     strict = smoke(whl, probes=["device-load"], require_gpu=True)
     assert [r.status for r in strict.rows] == [FAIL] and strict.exit_code == 1

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -180,42 +179,6 @@ def runs_on(kind: str, code: CudaTarget, gpu: CC) -> Literal["native", "jit"] | 
     if kind in ("lto", "relocatable"):
         return None
     raise ValueError(f"unknown device code kind {kind!r}: expected 'sass', 'ptx', 'lto' or 'relocatable'")
-
-
-def _entry_parts(entry: Any) -> tuple[str, CudaTarget] | None:
-    if isinstance(entry, tuple):
-        kind, target = entry
-    else:
-        if getattr(entry, "vendor", "nvidia") != "nvidia":
-            return None
-        kind, target = entry.kind, entry.target
-    if not isinstance(target, CudaTarget):
-        target = CudaTarget.parse(target)
-    return kind, target
-
-
-def coverage(entries: Iterable[Any], ccs: Iterable[CC] | None = None) -> dict[CC, str]:
-    """For each real GPU CC some entry runs on, the best way it runs: "native" beats "jit".
-
-    ``entries`` are ``(kind, target)`` pairs or inventory entries with ``.kind``/``.target``
-    (AMD entries are skipped). Only loadable code counts; callers drop relocatable containers.
-    """
-    found: dict[CC, str] = {}
-    parts = [p for p in (_entry_parts(e) for e in entries) if p is not None]
-    for cc in KNOWN_CCS if ccs is None else ccs:
-        for kind, target in parts:
-            how = runs_on(kind, target, cc) if kind in ("sass", "ptx", "lto", "relocatable") else None
-            if how == "native":
-                found[cc] = how
-                break
-            if how == "jit":
-                found[cc] = how
-    return found
-
-
-def served_ccs(entries: Iterable[Any]) -> list[CC]:
-    """The existing compute capabilities on which this device code runs, natively or by JIT."""
-    return sorted(coverage(entries))
 
 
 # ---- driver floor ---------------------------------------------------------------------

@@ -66,21 +66,26 @@ def content_kind(head: bytes) -> ContentKind | None:
     return None
 
 
-def audited(name: str, head: bytes) -> bool:
-    """The one rule for which files are read: device code or a library by content, or a file
-    named like one (a misnamed non-library is then a finding of the scanner)."""
-    return content_kind(head) is not None or is_library_name(name)
+def file_content_kind(path: str) -> ContentKind | None:
+    """content_kind of a regular file on disk (links followed; special files never opened)."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        with open(path, "rb") as f:
+            return content_kind(f.read(HEAD))
+    except OSError:
+        return None
 
 
 def is_audited_file(path: str) -> bool:
-    """The rule for a file on disk (its first HEAD bytes are read; special files never are)."""
+    """The rule for a file on disk: the same as for a wheel's members (its first HEAD bytes
+    are read; special files never are)."""
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
             return False
-        with open(path, "rb") as f:
-            return audited(path, f.read(HEAD))
     except OSError:
-        return is_library_name(path)
+        return False
+    return file_content_kind(path) is not None or is_library_name(path)
 
 
 _KIND_WORDS: dict[str, str] = {"elf": "an ELF file", "fatbin": "a fatbin", "offload-bundle": "a clang offload bundle",
@@ -152,7 +157,8 @@ def inventories(targets: list[str], *, jobs: int | None = None, decode: bool = T
     if progress is not None:
         progress.total_bytes += sum(j.size for j in everything)
         progress.total_libraries += len(everything)
-    libraries = iter(_run(everything, jobs, decode, max_payload, progress, keep_order=True))
+    read = _run(everything, jobs, decode, max_payload, progress, keep_order=True)
+    libraries = iter(read if decode else tuple(_unverified(lib) for lib in read))
     out = []
     for target, plan in zip(targets, plans):
         if isinstance(plan, TargetInventory):
@@ -167,6 +173,32 @@ def inventories(targets: list[str], *, jobs: int | None = None, decode: bool = T
         out.append(TargetInventory(target, kind, libs, problems_t, unusable,
                                    sum(j.size for j in jobs_list), time.perf_counter() - start, dist))
     return out
+
+
+def archive_inventory(target: str, size: int, read_at: zipread.ReadAt, opener: Callable[[], IO[bytes]], *,
+                      jobs: int | None = 1, decode: bool = False, max_payload: int = DEFAULT_MAX_PAYLOAD,
+                      keep: Callable[[str], bool] | None = None,
+                      on_members: Callable[[list[zipread.Member]], None] | None = None) -> TargetInventory:
+    """Inventory one wheel read through `read_at` and `opener` instead of a path (a wheel read
+    over HTTP range requests): the same member selection, bounds and scan as a wheel on disk.
+    `keep`, when given, limits the libraries read to those whose member path it accepts;
+    `on_members` is told the members once the directory is read (where their data lies)."""
+    start = time.perf_counter()
+    try:
+        members, hazards = zipread.read_directory_at(read_at, size, _counting(MAX_LIBRARIES))
+    except zipread.ZipError as e:
+        return TargetInventory(target, "wheel", (), (Problem("E002", f"malformed archive: {e}"),), unusable=True)
+    except _TooManyLibraries:
+        return TargetInventory(target, "wheel", (), (_too_many(),), False, 0, time.perf_counter() - start,
+                               _wheel_dist(target))
+    if on_members is not None:
+        on_members(members)
+    jobs_list, problems = _wheel_member_jobs(opener, members, hazards, size)
+    if keep is not None:
+        jobs_list = [j for j in jobs_list if keep(j.display)]
+    libs = tuple(sorted(_run(jobs_list, jobs, decode, max_payload, None), key=lambda lib: lib.path))
+    return TargetInventory(target, "wheel", libs, tuple(problems), False, sum(j.size for j in jobs_list),
+                           time.perf_counter() - start, _wheel_dist(target))
 
 
 _Plan = tuple[str, list[_Job], list[Problem], str]
@@ -220,7 +252,7 @@ def _run(jobs_list: list[_Job], jobs: int | None, decode: bool, max_payload: int
                 lib = replace(lib, notes=lib.notes + (j.note,))
             if progress is not None:
                 progress.add(libraries=1)
-            return lib if decode else _unverified(lib)
+            return lib
 
         if workers == 1:
             results = {i: one(i) for i in order}
@@ -329,8 +361,13 @@ def _wheel_jobs(path: str) -> tuple[list[_Job], list[Problem]]:
         members, hazards = zipread.read_directory(path, _counting(MAX_LIBRARIES))
     except _TooManyLibraries:
         return [], [_too_many()]
-    budget = _Budget(os.path.getsize(path))
-    jobs_list, problems = _archive_jobs(lambda: open(path, "rb"), members, hazards, "", 0, budget)
+    return _wheel_member_jobs(lambda: open(path, "rb"), members, hazards, os.path.getsize(path))
+
+
+def _wheel_member_jobs(opener: Callable[[], IO[bytes]], members: list[zipread.Member], hazards: list[zipread.Hazard],
+                       size: int) -> tuple[list[_Job], list[Problem]]:
+    budget = _Budget(size)
+    jobs_list, problems = _archive_jobs(opener, members, hazards, "", 0, budget)
     over = budget.problem()
     if over is not None:
         problems.append(over)
@@ -477,14 +514,8 @@ def _directory_jobs(root: str) -> tuple[list[_Job], list[Problem]]:
 
 
 def _file_kind(full: str) -> ContentKind | None:
-    """The content kind of a regular file that is not a link (others are never opened here)."""
-    try:
-        if not stat.S_ISREG(os.lstat(full).st_mode):
-            return None
-        with open(full, "rb") as f:
-            return content_kind(f.read(HEAD))
-    except OSError:
-        return None
+    """The content kind of a file that is not a link (a link is judged by its name and target)."""
+    return None if os.path.islink(full) else file_content_kind(full)
 
 
 def _add_file(jobs_list: list[_Job], problems: list[Problem], full: str, rel: str, size: int) -> None:

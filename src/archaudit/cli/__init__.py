@@ -13,9 +13,9 @@ import sys
 from .. import __version__
 from ..core import example_wheel
 from ..errors import ArchauditError
-from . import main_check, main_diff, main_explain, main_gpus, main_smoke
+from . import main_check, main_diff, main_explain, main_gpus, main_index, main_query, main_smoke
 
-SUBCOMMANDS = (main_check, main_diff, main_explain, main_gpus, main_smoke)
+SUBCOMMANDS = (main_check, main_diff, main_explain, main_gpus, main_smoke, main_index, main_query)
 
 
 def build_parser() -> argparse.ArgumentParser:

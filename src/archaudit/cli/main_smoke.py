@@ -10,11 +10,12 @@ import argparse
 from ..smoke import runner
 from . import common
 
-FORMATS = ("text", "json")
+FORMATS = runner.FORMATS
 
 
 def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("smoke", help="install a wheel in isolation and prove it runs on this machine's GPU")
+    p = sub.add_parser("smoke", help="install a wheel in isolation and prove it runs on this machine's GPU "
+                                     "(Linux only)")
     runner.add_smoke_arguments(p)
     common.add_output_options(p, FORMATS)
     p.set_defaults(execute=execute)

@@ -7,25 +7,140 @@ it becomes a FAIL outcome with the signal (or the timeout), the stderr tail and 
 duration, and a fresh child resumes with the next item. The timeout counts from the last
 event, so it bounds each step, not the whole list; a hung child is killed with its whole
 process group.
+
+The wheel under test must not be able to forge a result (issue: a .pth file in the wheel
+runs in every interpreter of its environment). So a child runs `python -I -S`: no site
+module, so no .pth file runs, and the environment's site-packages are put on sys.path by
+archaudit's own bootstrap. The child reads a fresh random key from a pipe of its own before
+any other code runs, and every event it writes is an HMAC-SHA256 over the line with a
+sequence number; the parent ignores and reports any line that does not verify. Every
+process archaudit starts dies with it (PR_SET_PDEATHSIG), and archaudit is the subreaper of
+whatever they leave behind: a process a child detached (double fork, setsid) is killed as
+soon as the child that started it ends, and on SIGTERM.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
 import selectors
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
+DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cuda_driver.py")
 TAIL_CHARS = 2000
-_LIVE: set = set()  # running children, for stop_all()
+_LIVE: set[subprocess.Popen[bytes]] = set()  # running children, for stop_all()
 _LIVE_LOCK = threading.Lock()
 _STOPPING = threading.Event()
+PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
+
+# Run by `python -I -S -c BOOT task spec fd keyfd worker parent`: die with archaudit, take the
+# key from its pipe before anything else runs, then put the environment's paths on sys.path
+# (without processing any .pth file) and run the worker.
+BOOT = r"""
+import os, sys
+try:
+    import ctypes
+    ctypes.CDLL(None).prctl(1, 9)
+except Exception:
+    pass
+if os.getppid() != int(sys.argv[6]):
+    os._exit(113)
+key, kfd = b"", int(sys.argv[4])
+while len(key) < 64:
+    chunk = os.read(kfd, 64 - len(key))
+    if not chunk:
+        break
+    key += chunk
+os.close(kfd)
+import json, faulthandler, runpy
+faulthandler.enable()
+with open(sys.argv[2]) as f:
+    extra = json.load(f).get("sys_path") or []
+sys.path.extend(p for p in extra if p not in sys.path)
+main = runpy.run_path(sys.argv[5], run_name="archaudit_smoke_worker")["main"]
+sys.exit(main(sys.argv[1:4], bytes.fromhex(key.decode())))
+"""
+
+# Run by `python -I -S -c EXEC parent cmd...`: die with archaudit, then become cmd.
+EXEC = r"""
+import os, sys
+try:
+    import ctypes
+    ctypes.CDLL(None).prctl(1, 9)
+except Exception:
+    pass
+if os.getppid() != int(sys.argv[1]):
+    os._exit(113)
+os.execvp(sys.argv[2], sys.argv[2:])
+"""
+
+
+def become_subreaper() -> bool:
+    """Make this process the parent of every orphan its children leave (Linux); True if it is."""
+    try:
+        import ctypes
+
+        return bool(ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1) == 0)
+    except (OSError, AttributeError):
+        return False
+
+
+def _adopted() -> list[int]:
+    """Processes whose parent is this one but which no live child of ours is: orphans we reap."""
+    me = os.getpid()
+    with _LIVE_LOCK:
+        live = {p.pid for p in _LIVE}
+    out: list[int] = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return out
+    for name in names:
+        if not name.isdigit() or int(name) in live:
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2:].split()
+        if len(fields) > 1 and int(fields[1]) == me:
+            out.append(int(name))
+    return out
+
+
+def sweep() -> int:
+    """Kill (and reap) every orphan adopted from our children's descendants; how many."""
+    killed = 0
+    for _ in range(100):
+        found = _adopted()
+        if not found:
+            break
+        for pid in found:
+            try:
+                group = os.getpgid(pid)
+                if group != os.getpgrp():
+                    os.killpg(group, signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+            killed += 1
+    return killed
 
 
 class Stopped(BaseException):
@@ -46,6 +161,7 @@ def stop_all() -> None:
             os.killpg(proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+    sweep()
 
 
 def reset() -> None:
@@ -62,7 +178,7 @@ class Outcome:
     gpu: bool = False  # a SKIP for want of a GPU (or of code for it): FAIL under --require-gpu
     signal: str | None = None
     stderr_tail: str = ""
-    details: dict = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
     died: bool = False  # the child died in this item (signal, exit or timeout)
 
 
@@ -79,7 +195,7 @@ class Death:
 @dataclass
 class TaskRun:
     outcomes: list[Outcome | None]
-    infos: list[dict]
+    infos: list[dict[str, Any]]
     deaths: list[Death]
     duration: float
 
@@ -114,8 +230,11 @@ def _how(returncode: int | None, timed_out: bool, timeout: float) -> tuple[str, 
     return f"the child interpreter exited with status {returncode}", None
 
 
-def _spawn_once(python: str, task: str, spec: dict, env: dict, cwd: str, timeout: float, on_event):
-    """Run one child; call on_event(event) for each event. Returns (rc, timed_out, tail, saw_end)."""
+def _spawn_once(python: str, task: str, spec: dict[str, Any], env: dict[str, str], cwd: str, timeout: float,
+                on_event: Callable[[dict[str, Any]], None]) -> tuple[int, bool, str, bool, list[str]]:
+    """Run one child; call on_event(event) for each authenticated event.
+
+    Returns (rc, timed_out, tail, saw_end, forged): forged lists the lines that did not verify."""
     fd, spec_path = tempfile.mkstemp(prefix="spec-", suffix=".json", dir=cwd)
     with os.fdopen(fd, "w") as f:
         json.dump(spec, f)
@@ -123,29 +242,35 @@ def _spawn_once(python: str, task: str, spec: dict, env: dict, cwd: str, timeout
     if _STOPPING.is_set():
         os.close(log_fd)
         raise Stopped()
+    key = os.urandom(32)
     r, w = os.pipe()
-    code = ("import runpy, sys; sys.argv = ['archaudit-smoke-worker'] + sys.argv[1:]; "
-            f"runpy.run_path({WORKER!r}, run_name='__main__')")
+    key_r, key_w = os.pipe()
+    cmd = [python, "-I", "-S", "-c", BOOT, task, spec_path, str(w), str(key_r), WORKER, str(os.getpid())]
     try:
-        proc = subprocess.Popen(
-            [python, "-c", code, task, spec_path, str(w)],
-            stdin=subprocess.DEVNULL, stdout=log_fd, stderr=log_fd, pass_fds=(w,),
-            cwd=cwd, env=env, start_new_session=True)
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log_fd, stderr=log_fd,
+                                pass_fds=(w, key_r), cwd=cwd, env=env, start_new_session=True)
     except OSError:
-        os.close(r)
-        os.close(w)
-        os.close(log_fd)
+        for x in (r, w, key_r, key_w, log_fd):
+            os.close(x)
         raise
     with _LIVE_LOCK:
         _LIVE.add(proc)
     os.close(w)
+    os.close(key_r)
     os.close(log_fd)
+    try:
+        os.write(key_w, key.hex().encode())
+    except OSError:
+        pass  # the child is already gone: its death is reported below
+    os.close(key_w)
     os.set_blocking(r, False)
     sel = selectors.DefaultSelector()
     sel.register(r, selectors.EVENT_READ)
     buf = b""
     saw_end = False
     timed_out = False
+    forged: list[str] = []
+    seq = 0
     last = time.monotonic()
     try:
         while True:
@@ -158,14 +283,20 @@ def _spawn_once(python: str, task: str, spec: dict, env: dict, cwd: str, timeout
             chunk = os.read(r, 65536)
             if not chunk:
                 break  # every writer closed: the child ended (or closed the pipe)
-            last = time.monotonic()
             buf += chunk
             while b"\n" in buf:
                 line, buf = buf.split(b"\n", 1)
+                mac, _, body = line.partition(b" ")
+                want = hmac.new(key, body, hashlib.sha256).hexdigest().encode()
                 try:
-                    event = json.loads(line)
+                    event = json.loads(body) if hmac.compare_digest(mac, want) else None
                 except ValueError:
+                    event = None
+                if not isinstance(event, dict) or event.get("seq") != seq + 1:
+                    forged.append(line[:200].decode(errors="replace"))
                     continue
+                seq += 1
+                last = time.monotonic()
                 if event.get("ev") == "end":
                     saw_end = True
                 on_event(event)
@@ -188,22 +319,64 @@ def _spawn_once(python: str, task: str, spec: dict, env: dict, cwd: str, timeout
             rc = proc.wait()
         with _LIVE_LOCK:
             _LIVE.discard(proc)
-        # Grandchildren that outlive the worker (a compiler it started) go with the group.
+        # Grandchildren that outlive the worker (a compiler it started) go with the group,
+        # and anything that left the group (setsid) was adopted by us: it goes too.
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+        sweep()
     tail = _tail(log_path)
     for p in (spec_path, log_path):
         try:
             os.unlink(p)
         except OSError:
             pass
-    return rc, timed_out, tail, saw_end
+    return rc, timed_out, tail, saw_end, forged
 
 
-def run_task(python: str, task: str, items: list, params: dict | None = None, *, env: dict,
-             cwd: str, timeout: float, resume: bool = True) -> TaskRun:
+def run_command(cmd: list[str], what: str, *, env: dict[str, str], timeout: float,
+                cwd: str | None = None) -> tuple[int, str]:
+    """Run a helper command (an installer) as a killable child: its own process group, dead
+    with archaudit, killed with everything it started after `timeout` seconds in all.
+
+    Returns (exit status, output tail); raises TimeoutError naming `what` when killed."""
+    if _STOPPING.is_set():
+        raise Stopped()
+    log = tempfile.TemporaryFile()
+    full = [sys.executable, "-I", "-S", "-c", EXEC, str(os.getpid()), *cmd]
+    proc = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, cwd=cwd,
+                            start_new_session=True)
+    with _LIVE_LOCK:
+        _LIVE.add(proc)
+    try:
+        try:
+            rc = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+            raise TimeoutError(f"{what} did not finish in {timeout:g} s: killed with every process "
+                               f"it started") from None
+    finally:
+        with _LIVE_LOCK:
+            _LIVE.discard(proc)
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        sweep()
+    log.seek(0)
+    text = log.read().decode(errors="replace")
+    log.close()
+    return rc, text[-TAIL_CHARS:]
+
+
+def run_task(python: str, task: str, items: list[Any], params: dict[str, Any] | None = None, *,
+             env: dict[str, str],
+             cwd: str, timeout: float, resume: bool = True, sys_path: tuple[str, ...] | list[str] = ()) -> TaskRun:
     """Run task over items in as many children as it takes; every item gets an outcome.
 
     resume=False: after a death, the remaining items are not retried (they depend on state
@@ -211,14 +384,14 @@ def run_task(python: str, task: str, items: list, params: dict | None = None, *,
     """
     n = len(items)
     outcomes: list[Outcome | None] = [None] * n
-    infos: list[dict] = []
+    infos: list[dict[str, Any]] = []
     deaths: list[Death] = []
     t_start = time.monotonic()
     start = 0
     while True:
-        current: dict = {"i": None, "t": None}
+        current: dict[str, Any] = {"i": None, "t": None}
 
-        def on_event(event: dict, current: dict = current) -> None:
+        def on_event(event: dict[str, Any], current: dict[str, Any] = current) -> None:
             ev = event.get("ev")
             if ev == "begin":
                 current["i"], current["t"] = event["i"], time.monotonic()
@@ -233,9 +406,13 @@ def run_task(python: str, task: str, items: list, params: dict | None = None, *,
             elif ev == "info":
                 infos.append({k: v for k, v in event.items() if k != "ev"})
 
-        spec = {"items": items, "start": start, "params": params or {}}
+        spec = {"items": items, "start": start, "params": params or {}, "sys_path": list(sys_path)}
         t_child = time.monotonic()
-        rc, timed_out, tail, saw_end = _spawn_once(python, task, spec, env, cwd, timeout, on_event)
+        rc, timed_out, tail, saw_end, forged = _spawn_once(python, task, spec, env, cwd, timeout, on_event)
+        if forged:
+            deaths.append(Death(f"{len(forged)} line(s) on the child's result channel were not written by "
+                                f"archaudit's probe code (they fail its authentication) and were ignored; "
+                                f"the first: {forged[0]!r}", None, tail, 0.0))
         if saw_end and rc == 0 and not timed_out:
             break
         how, sig = _how(rc, timed_out, timeout)
@@ -256,7 +433,7 @@ def run_task(python: str, task: str, items: list, params: dict | None = None, *,
     return TaskRun(outcomes, infos, deaths, time.monotonic() - t_start)
 
 
-def child_env(extra: dict | None = None) -> dict:
+def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONFAULTHANDLER"] = "1"  # a crash prints the Python stack into the stderr tail
     env["PYTHONUNBUFFERED"] = "1"

@@ -14,14 +14,25 @@ import threading
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from ..artifacts import is_audited_file
-from ..model import LOADABLE_ROLES
+from ..model import Library
 from . import child
 from .report import FAIL, PASS, SKIP, Row
 
-LIBRARY_NAME = re.compile(r"\.so(\.[0-9A-Za-z_]+)*$")
-DEVICE_FILE_SUFFIXES = (".cubin", ".fatbin", ".ptx")
+ET_DYN = 3
+
+
+def _elf_type(path: str) -> int | None:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(18)
+    except OSError:
+        return None
+    if head[:4] != b"\x7fELF" or len(head) < 18:
+        return None
+    return int.from_bytes(head[16:18], "little" if head[5] == 1 else "big")
 
 
 @dataclass
@@ -34,14 +45,16 @@ class ProbeContext:
     requires: tuple[str, ...]
     location: str  # site-packages directory the distribution's paths are relative to
     files: tuple[str, ...]  # absolute paths of the distribution's files
-    gpus: tuple[dict, ...]  # {"ordinal", "name", "cc", "sm"} per visible device
+    gpus: tuple[dict[str, Any], ...]  # {"ordinal", "name", "cc", "sm"} per visible device
     gpu_error: str | None  # why there is no GPU, where there is none
     require_gpu: bool
     timeout: float
     workdir: str  # scratch directory, removed after the run
-    child_env: dict  # environment for child interpreters
+    child_env: dict[str, str]  # environment for child interpreters
     selected: tuple[str, ...] = ()  # probes named on the command line (--probe)
-    _scans: dict = field(default_factory=dict)
+    driver: str | None = None  # the CUDA version the driver reports ("13.0")
+    sys_path: tuple[str, ...] = ()  # the environment's import path, for children run with -I -S
+    _scans: dict[str, Library] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     # -- the distribution --------------------------------------------------------------
@@ -53,16 +66,18 @@ class ProbeContext:
         return path if rel.startswith("..") else rel
 
     def shared_libraries(self) -> list[str]:
-        seen, out = set(), []
+        """The distribution's ELF shared objects, chosen by content (as check chooses), not by name."""
+        return [f for f in self.device_code_files() if _elf_type(f) == ET_DYN]
+
+    def device_code_files(self) -> list[str]:
+        """Every file check would read: chosen by its magic (ELF, fatbin, ...) or a library name."""
+        seen: set[str] = set()
+        out = []
         for f in self.files:
-            if LIBRARY_NAME.search(os.path.basename(f)) and os.path.isfile(f) and f not in seen:
+            if f not in seen and os.path.isfile(f) and is_audited_file(f):
                 seen.add(f)
                 out.append(f)
         return sorted(out, key=self.display)
-
-    def device_code_files(self) -> list[str]:
-        extra = [f for f in self.files if is_audited_file(f)]  # check's rule: by content, or by name
-        return self.shared_libraries() + sorted(set(extra) - set(self.shared_libraries()))
 
     def depends_on(self, name: str) -> bool:
         """True when the target is `name` or declares it (unconditionally or under any marker)."""
@@ -80,7 +95,7 @@ class ProbeContext:
                    f"{self.distribution} neither is nor depends on {framework} "
                    f"(--probe {probe} runs it anyway)")
 
-    def scan(self, path: str):
+    def scan(self, path: str) -> Library:
         """The inventory of one file (payloads decoded, so kernels are named), computed once."""
         with self._lock:
             if path not in self._scans:
@@ -90,14 +105,14 @@ class ProbeContext:
             return self._scans[path]
 
     # -- children ----------------------------------------------------------------------
-    def run_task(self, task: str, items: list, params: dict | None = None, *, resume: bool = True,
-                 extra_env: dict | None = None) -> child.TaskRun:
+    def run_task(self, task: str, items: list[Any], params: dict[str, Any] | None = None, *, resume: bool = True,
+                 extra_env: dict[str, str] | None = None) -> child.TaskRun:
         env = dict(self.child_env)
         env.update(extra_env or {})
         return child.run_task(self.python, task, items, params, env=env, cwd=self.workdir,
-                              timeout=self.timeout, resume=resume)
+                              timeout=self.timeout, resume=resume, sys_path=self.sys_path)
 
-    def row(self, probe: str, subject: str, outcome: child.Outcome | None, **details) -> Row:
+    def row(self, probe: str, subject: str, outcome: child.Outcome | None, **details: object) -> Row:
         """A report row from an item's outcome; a GPU skip is a FAIL under --require-gpu."""
         if outcome is None:
             return Row(probe, subject, FAIL, "the child never reported this item", 0.0)
@@ -119,6 +134,15 @@ class ProbeContext:
 
 def _normalise(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower().strip()
+
+
+class ProbeLike(Protocol):
+    """What the runner asks of a probe: a name, a description, and rows for a context."""
+
+    name: str
+    description: str
+
+    def run(self, ctx: ProbeContext) -> Iterable[Row]: ...
 
 
 class Probe:
@@ -155,142 +179,6 @@ class LoadProbe(Probe):
 
 
 # ---------------------------------------------------------------------------------------
-def _targets(container) -> str:
-    parts = []
-    for e in container.entries:
-        parts.append(f"{e.target} {'SASS' if e.kind == 'sass' else e.kind.upper()}")
-    return ", ".join(parts) or "no entries"
-
-
-def _kernels(container) -> list[str]:
-    names: list[str] = []
-    for e in container.entries:
-        for k in e.kernels or ():
-            if k not in names:
-                names.append(k)
-    return names
-
-
-class DeviceLoadProbe(Probe):
-    """Hand every fatbin container to the CUDA driver, with and without the PTX JIT."""
-
-    name = "device-load"
-    description = ("cuModuleLoadData on every fatbin container of every library, on each visible "
-                   "GPU, once normally and once with CUDA_DISABLE_PTX_JIT=1")
-
-    def run(self, ctx: ProbeContext) -> list[Row]:
-        rows: list[Row] = []
-        plan: list[tuple[str, list]] = []  # (library, [(index, container)])
-        for path in ctx.device_code_files():
-            try:
-                lib = ctx.scan(path)
-            except Exception as exc:  # the inventory could not read it: fail closed
-                rows.append(Row(self.name, ctx.display(path), FAIL,
-                                f"could not read its device code: {type(exc).__name__}: {exc}"))
-                continue
-            # An empty container (no entries: nvcc's device-link container for a PTX-only
-            # build) has nothing to load; the driver would refuse it for that alone.
-            loadable = [(k, c) for k, c in enumerate(lib.containers)
-                        if c.vendor == "nvidia" and c.role in LOADABLE_ROLES and c.entries]
-            if loadable:
-                plan.append((path, loadable))
-        if not plan:
-            if not rows:
-                rows.append(Row(self.name, ctx.distribution, SKIP,
-                                "no file of the distribution carries loadable CUDA device code"))
-            return rows
-        if not ctx.gpus:
-            reason = ctx.gpu_error or "no CUDA device is visible"
-            for path, loadable in plan:
-                rows.append(ctx.gpu_skip(self.name, ctx.display(path),
-                                         f"{len(loadable)} fatbin container(s) not loaded: {reason}"))
-            return rows
-        items = []
-        for path, loadable in plan:
-            for _k, c in loadable:
-                items.append({"file": path, "offset": c.offset, "size": c.size,
-                              "text": c.role == "standalone" and path.endswith(".ptx")})
-        base = {"CUDA_CACHE_DISABLE": "1", "CUDA_MODULE_LOADING": "EAGER"}
-        normal = ctx.run_task("device-load", items, extra_env={**base, "CUDA_DISABLE_PTX_JIT": "0"})
-        nojit = ctx.run_task("device-load", items, extra_env={**base, "CUDA_DISABLE_PTX_JIT": "1"})
-        setup_error = next((i.get("error") for i in normal.infos if i.get("error")), None)
-        if setup_error:  # the driver loaded for gpu-info but not here: report, do not guess
-            for path, _ in plan:
-                rows.append(ctx.gpu_skip(self.name, ctx.display(path), setup_error))
-            return rows
-        rows += ctx.death_rows(self.name, normal, "device-load child")
-        rows += [Row(r.probe, r.subject + " (CUDA_DISABLE_PTX_JIT=1)", r.status, r.reason, r.duration,
-                     r.signal, r.stderr_tail) for r in ctx.death_rows(self.name, nojit, "device-load child")]
-        n = 0
-        for path, loadable in plan:
-            outs = []
-            for k, c in loadable:
-                outs.append((k, c, normal.outcomes[n], nojit.outcomes[n]))
-                n += 1
-            rows.append(self._library_row(ctx, path, outs))
-        return rows
-
-    def _library_row(self, ctx: ProbeContext, path: str, outs: list) -> Row:
-        failures, jit, native, jit_seconds, jit_max, total = [], [], 0, 0.0, 0.0, 0.0
-        crash = None
-        for k, c, normal, nojit in outs:
-            label = f"container {k} ({c.section or c.role} @0x{c.offset:x}, {_targets(c)})"
-            if normal is None or normal.died:
-                crash = normal
-                failures.append(f"{label}: the driver crashed or hung loading it "
-                                f"({normal.reason if normal else 'no outcome'})")
-                continue
-            if normal.status != PASS:
-                for d in normal.details.get("per_device", []):
-                    if d["code"] == 0:
-                        continue
-                    msg = f"{label} on GPU{d['gpu']} ({d['sm']}): {d['error']} ({d['code']})"
-                    if d["code"] == 209:
-                        kernels = _kernels(c)
-                        shown = ", ".join(kernels[:8]) + (f" and {len(kernels) - 8} more" if len(kernels) > 8 else "")
-                        read = all(e.kernels is not None for e in c.entries)
-                        msg += (f": no code this GPU can run; kernels that would fail with "
-                                f"'no kernel image is available': "
-                                f"{shown or ('none (a kernel-less device-link stub)' if read else 'names not read')}")
-                    else:
-                        msg += f": {d['text']}"
-                    failures.append(msg)
-                continue
-            seconds = max((d["seconds"] for d in normal.details.get("per_device", [])), default=0.0)
-            total += seconds
-            if nojit is not None and nojit.status == PASS:
-                native += 1
-            else:
-                why = "died" if nojit is None or nojit.died else ", ".join(
-                    d["error"] or "ok" for d in nojit.details.get("per_device", []))
-                jit.append(f"{label}: {seconds:.3f} s with the JIT, without it {why}")
-                jit_seconds += seconds
-                jit_max = max(jit_max, seconds)
-        gpus = ", ".join(f"GPU{g['ordinal']} {g['name']} ({g['sm']})" for g in ctx.gpus)
-        details = {"containers": len(outs), "native": native, "jit": len(jit),
-                   "jit_seconds": round(jit_seconds, 4), "load_seconds": round(total, 4)}
-        if jit:
-            details["jit_containers"] = jit[:50]
-        if failures:
-            details["failures"] = failures[:50]
-            more = f" (and {len(failures) - 3} more)" if len(failures) > 3 else ""
-            return Row(self.name, ctx.display(path), FAIL,
-                       f"{len(failures)} of {len(outs)} container(s) do not load on {gpus}: "
-                       + "; ".join(failures[:3]) + more,
-                       total, crash.signal if crash else None, crash.stderr_tail if crash else "",
-                       tuple(sorted(details.items())))
-        how = f"{native} native SASS"
-        if jit:
-            how += (f", {len(jit)} only through the PTX JIT (JIT took {jit_seconds:.3f} s in all, "
-                    f"longest {jit_max:.3f} s; with CUDA_DISABLE_PTX_JIT=1 they do not load)")
-        else:
-            how += ", none needs the PTX JIT"
-        return Row(self.name, ctx.display(path), PASS,
-                   f"all {len(outs)} container(s) load on {gpus}: {how}", total,
-                   details=tuple(sorted(details.items())))
-
-
-# ---------------------------------------------------------------------------------------
 class TorchModelProbe(Probe):
     """nn.Linear and nn.Conv2d with weights saved to and loaded from a file, GPU vs CPU."""
 
@@ -298,7 +186,7 @@ class TorchModelProbe(Probe):
     description = "PyTorch nn.Linear and nn.Conv2d with weights from a file, on the GPU against CPU"
     steps = (("linear", "torch nn.Linear(64, 32), weights from a file"),
              ("conv", "torch nn.Conv2d(3, 8, 3), weights from a file"))
-    groups = (("linear", "conv"),)
+    groups: tuple[tuple[str, ...], ...] = (("linear", "conv"),)
 
     def run(self, ctx: ProbeContext) -> list[Row]:
         if not ctx.wanted(self.name, "torch"):
@@ -388,25 +276,81 @@ class ExecuTorchCudaProbe(Probe):
         return rows
 
 
-BUILTIN: tuple[type, ...] = (LoadProbe, DeviceLoadProbe, TorchModelProbe, TorchAotiProbe,
+from .device_load import DeviceLoadProbe  # noqa: E402
+
+BUILTIN: tuple[type[ProbeLike], ...] = (LoadProbe, DeviceLoadProbe, TorchModelProbe, TorchAotiProbe,
                              ExecuTorchCudaProbe)
 
 
-def discover() -> dict[str, object]:
-    """name -> probe instance: the built-ins in their order, then the entry-point group's."""
-    found: dict[str, object] = {cls.name: cls() for cls in BUILTIN}
-    try:
-        from importlib.metadata import entry_points
+BUILTIN_MODULES = ("archaudit.smoke.probes:", "archaudit.smoke.device_load:")
 
-        eps = entry_points(group="archaudit.probes")
-    except Exception:
-        eps = ()
-    for ep in sorted(eps, key=lambda e: e.name):
-        if ep.name in found:
+
+class PluginProbe:
+    """A probe from the `archaudit.probes` entry-point group, run in a child of its own.
+
+    Its code is never imported into archaudit's process: a distribution under test can
+    register one, and a broken or hostile plugin must cost one FAIL row, not the run."""
+
+    def __init__(self, name: str, value: str, distribution: str):
+        self.name, self.value, self.distribution = name, value, distribution
+        self.description = f"plugin {value} (from {distribution}), run in a child process"
+
+    def _host(self, ctx: ProbeContext | None, timeout: float, workdir: str) -> child.Outcome | None:
+        import sys
+
+        params: dict[str, Any] = {"name": self.name, "value": self.value}
+        if ctx is not None:
+            params["ctx"] = {k: v for k, v in vars(ctx).items() if not k.startswith("_")}
+        run = child.run_task(sys.executable, "plugin", [self.name], params, env=child.child_env(),
+                             cwd=workdir, timeout=timeout,
+                             sys_path=tuple(p for p in sys.path if p and os.path.isdir(p)))
+        out = run.outcomes[0]
+        if run.deaths and (out is None or out.status == PASS):
+            d = run.deaths[0]
+            return child.Outcome(FAIL, d.reason, d.duration, signal=d.signal, stderr_tail=d.stderr_tail)
+        return out
+
+    def describe(self, workdir: str, timeout: float = 60.0) -> tuple[bool, str]:
+        """(loads, its description or why it does not load), learnt in a child."""
+        out = self._host(None, timeout, workdir)
+        if out is None or out.status != PASS:
+            return False, out.reason if out else "the plugin's child never answered"
+        return True, out.reason
+
+    def run(self, ctx: ProbeContext) -> list[Row]:
+        out = self._host(ctx, ctx.timeout, ctx.workdir)
+        if out is None or out.status != PASS:
+            why = out.reason if out else "the plugin's child never answered"
+            return [Row(self.name, ctx.distribution, FAIL,
+                        f"probe plugin {self.value} (from {self.distribution}) did not run: {why}",
+                        out.duration if out else 0.0, out.signal if out else None,
+                        out.stderr_tail if out else "")]
+        rows = []
+        for r in out.details.get("rows", []):
+            try:
+                rows.append(Row(str(r["probe"]), str(r["subject"]), r["status"] if r["status"] in (PASS, FAIL, SKIP)
+                                else FAIL, str(r["reason"]), float(r.get("duration") or 0.0), r.get("signal"),
+                                str(r.get("stderr_tail") or ""), tuple((str(k), v) for k, v in r.get("details") or ())))
+            except (KeyError, TypeError, ValueError) as exc:
+                rows.append(Row(self.name, ctx.distribution, FAIL, f"probe plugin {self.value} returned a row "
+                                f"archaudit cannot read: {type(exc).__name__}: {exc}"))
+        return rows or [Row(self.name, ctx.distribution, FAIL, f"probe plugin {self.value} returned no row")]
+
+
+def discover() -> dict[str, ProbeLike]:
+    """name -> probe: the built-ins in their order, then the entry-point group's plugins.
+
+    Entry points are read as metadata only; no plugin code runs in this process."""
+    found: dict[str, ProbeLike] = {cls.name: cls() for cls in BUILTIN}
+    try:
+        from importlib.metadata import distributions
+
+        eps = [(ep, d.metadata["Name"] or "?") for d in distributions() for ep in d.entry_points
+               if ep.group == "archaudit.probes"]
+    except Exception:  # unreadable metadata: no plugins, and the built-ins still run
+        eps = []
+    for ep, dist in sorted(eps, key=lambda e: e[0].name):
+        if ep.name in found or ep.value.startswith(BUILTIN_MODULES):
             continue  # a built-in, declared for other tools to see
-        obj = ep.load()
-        probe = obj() if isinstance(obj, type) else obj
-        if not getattr(probe, "name", None):
-            probe.name = ep.name
-        found[ep.name] = probe
+        found[ep.name] = PluginProbe(ep.name, ep.value, dist)
     return found

@@ -32,6 +32,8 @@ class SmokeReport:
     require_gpu: bool
     timeout: float
     rows: tuple[Row, ...]
+    # ("seconds", s), ("archaudit_max_rss_mb", n), ("children_max_rss_mb", n): what the run cost
+    resources: tuple[tuple[str, object], ...] = ()
 
     def count(self, status: str) -> int:
         return sum(1 for r in self.rows if r.status == status)

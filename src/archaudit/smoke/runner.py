@@ -4,7 +4,12 @@
               system_site_packages=False, probes=None) -> SmokeReport
 
 raises SmokeInputError for unusable input (a wheel that does not install, a distribution
-that is not installed, an unknown probe); the CLI maps that to exit status 2.
+that is not installed, an unknown probe, a platform other than Linux); the CLI maps that to
+exit status 2.
+
+smoke runs on Linux only: its probes dlopen ELF shared objects and talk to the CUDA driver
+through libcuda.so.1, and they install Linux wheels. A Windows or macOS wheel is audited by
+`archaudit check`, which reads every platform's binaries on any platform.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import signal
 import sys
 import tempfile
 import time
+from typing import Any
 
 from ..errors import ArchauditError
 from . import child, probes as probes_mod, venv
@@ -28,7 +34,35 @@ class SmokeInputError(ArchauditError):
     """The target cannot be smoke-tested: exit status 2."""
 
 
-def _first_info(run: child.TaskRun) -> dict:
+def linux_only(platform: str | None = None) -> None:
+    """smoke's probes run on Linux only (dlopen of ELF libraries, libcuda.so.1)."""
+    platform = platform or sys.platform
+    if not platform.startswith("linux"):
+        raise SmokeInputError(f"archaudit smoke runs on Linux only: its probes dlopen ELF libraries and load "
+                              f"device code through libcuda.so.1, and this is {platform}; `archaudit check` "
+                              f"audits wheels of every platform from any platform")
+
+
+def wheel_platform(path: str) -> None:
+    """A wheel whose platform tags are not Linux (or any) cannot be installed here."""
+    import os
+
+    tags = os.path.basename(path)[:-4].split("-")[-1].split(".") if path.endswith(".whl") else []
+    if tags and not any(t == "any" or t.startswith(("linux", "manylinux", "musllinux")) for t in tags):
+        raise SmokeInputError(f"{os.path.basename(path)} is a wheel for {'.'.join(tags)}: archaudit smoke runs "
+                              f"Linux wheels on Linux only (`archaudit check` audits it statically)")
+
+
+def _resources(started: float) -> tuple[tuple[str, object], ...]:
+    import resource
+
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024
+    return (("seconds", round(time.monotonic() - started, 2)), ("archaudit_max_rss_mb", own),
+            ("children_max_rss_mb", kids))
+
+
+def _first_info(run: child.TaskRun) -> dict[str, Any]:
     return run.infos[0] if run.infos else {}
 
 
@@ -37,6 +71,9 @@ def run_smoke(target: str | None, *, installed: str | None = None, require_gpu: 
               probes: list[str] | None = None) -> SmokeReport:
     if (target is None) == (installed is None):
         raise SmokeInputError("give either a wheel or --installed NAME")
+    linux_only()
+    if target is not None:
+        wheel_platform(target)
     available = probes_mod.discover()
     if probes:
         unknown = [p for p in probes if p not in available]
@@ -48,6 +85,8 @@ def run_smoke(target: str | None, *, installed: str | None = None, require_gpu: 
     if timeout <= 0:
         raise SmokeInputError("--timeout must be positive")
 
+    started = time.monotonic()
+    child.become_subreaper()  # what a child detaches (double fork, setsid) is ours to end
     workdir = tempfile.mkdtemp(prefix="archaudit-smoke-")
     env = None
     try:
@@ -56,25 +95,28 @@ def run_smoke(target: str | None, *, installed: str | None = None, require_gpu: 
             name = installed
             child_env = child.child_env()
         else:
+            assert target is not None  # exactly one of target and installed, checked above
             name, _ = venv.wheel_distribution(target)
             try:
-                env = venv.create(target, system_site_packages=system_site_packages)
+                env = venv.create(target, system_site_packages=system_site_packages, timeout=timeout)
             except venv.InstallError as exc:
                 raise SmokeInputError(str(exc)) from None
             child_env = child.child_env()
             child_env.pop("PYTHONPATH", None)  # the fresh environment, not this process's path
         info_timeout = max(timeout, INFO_TIMEOUT)
         inspect = child.run_task(env.python, "inspect", [], {"distribution": name}, env=child_env,
-                                 cwd=workdir, timeout=info_timeout)
+                                 cwd=workdir, timeout=info_timeout, sys_path=env.sys_path)
         info = _first_info(inspect)
         if not info:
             d = inspect.deaths[0] if inspect.deaths else None
             raise SmokeInputError(f"the interpreter {env.python} could not describe its packages: "
                                   f"{d.reason if d else 'no answer'}\n{d.stderr_tail if d else ''}")
         if not info.get("found"):
-            raise SmokeInputError(f"{name} is not installed in {env.description} ({info.get('executable')})")
-        gpu = _first_info(child.run_task(env.python, "gpu-info", [], env=child_env, cwd=workdir,
-                                         timeout=info_timeout))
+            raise SmokeInputError(f"{name} is not installed in {env.description} (the interpreter "
+                                  f"{info.get('executable') or env.python})")
+        gpu_run = child.run_task(env.python, "gpu-info", [], env=child_env, cwd=workdir,
+                                 timeout=info_timeout, sys_path=env.sys_path)
+        gpu = _first_info(gpu_run)
         devices = tuple(gpu.get("devices") or ())
         gpu_error = gpu.get("error") if gpu else "the GPU query child died (see the device-load rows)"
         if not devices and not gpu_error:
@@ -84,8 +126,10 @@ def run_smoke(target: str | None, *, installed: str | None = None, require_gpu: 
             requires=tuple(info.get("requires") or ()), location=info["location"],
             files=tuple(info.get("files") or ()), gpus=devices, gpu_error=gpu_error,
             require_gpu=require_gpu, timeout=timeout, workdir=workdir, child_env=child_env,
-            selected=tuple(probes or ()))
-        rows: list[Row] = []
+            selected=tuple(probes or ()), driver=gpu.get("driver"), sys_path=env.sys_path)
+        # A death or a forged line in the setup children is reported, never silently dropped.
+        rows: list[Row] = [Row("setup", info["name"], FAIL, d.reason, d.duration, d.signal, d.stderr_tail)
+                           for d in inspect.deaths + gpu_run.deaths]
         for probe in selected:
             name_ = getattr(probe, "name", type(probe).__name__)
             t0 = time.monotonic()
@@ -96,12 +140,13 @@ def run_smoke(target: str | None, *, installed: str | None = None, require_gpu: 
                                 f"the probe itself raised {type(exc).__name__}: {exc}",
                                 time.monotonic() - t0))
         return SmokeReport(
-            target=target if target is not None else installed, distribution=info["name"],
+            target=target or installed or "", distribution=info["name"],
             version=info["version"], environment=env.description, python=info.get("python", "?"),
             gpus=tuple(f"GPU{d['ordinal']} {d['name']} ({d['sm']})" for d in devices),
             gpu_error=None if devices else gpu_error, driver=gpu.get("driver"),
-            require_gpu=require_gpu, timeout=timeout, rows=tuple(rows))
+            require_gpu=require_gpu, timeout=timeout, rows=tuple(rows), resources=_resources(started))
     finally:
+        child.sweep()
         if env is not None:
             venv.close(env)
         shutil.rmtree(workdir, ignore_errors=True)
@@ -111,32 +156,78 @@ def run_smoke(target: str | None, *, installed: str | None = None, require_gpu: 
 # the command line
 # ---------------------------------------------------------------------------------------
 
+FORMATS = ("text", "json", "markdown", "github", "junit")
+EXIT_CODES = (
+    (0, "every row passed (a SKIP passes, except one for want of a GPU under --require-gpu)"),
+    (1, "a row failed: a library does not load, device code the driver refuses or answers otherwise "
+        "than predicted, a model that does not run or match, a probe or plugin that broke, a forged result"),
+    (2, "unusable input: no such wheel, a wheel that does not install, a distribution not installed, "
+        "an unknown probe, a platform other than Linux, bad arguments, an unwritable -o"),
+    (130, "interrupted (Ctrl-C); SIGTERM ends every child first and exits 128+15"),
+)
+
+
 def add_smoke_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", nargs="?", help="a wheel (.whl) to install into a fresh environment")
     parser.add_argument("--installed", metavar="NAME",
                         help="smoke-test distribution NAME as installed in this environment")
+    parser.add_argument("--example", action="store_true",
+                        help="smoke-test the small wheel bundled with archaudit (check --example's)")
     parser.add_argument("--require-gpu", action="store_true",
                         help="a check that could not run for want of a GPU (or of code for it) fails")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
-                        help=f"seconds a child may go without progress before it is killed "
-                             f"(default {DEFAULT_TIMEOUT:g})")
+                        help=f"seconds a child (an install step, a probe) may go without progress before it "
+                             f"is killed with everything it started (default {DEFAULT_TIMEOUT:g})")
     parser.add_argument("--system-site-packages", action="store_true",
                         help="let the fresh environment see this interpreter's site-packages")
     parser.add_argument("--probe", dest="probes", action="append", metavar="NAME",
                         help="run only this probe (repeatable); --list-probes names them")
     parser.add_argument("--list-probes", action="store_true", help="list the probes and exit")
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # old spelling of --format json
+
+
+def _target(args: argparse.Namespace) -> str | None:
+    if getattr(args, "example", False):
+        from ..core import example_wheel
+
+        return example_wheel()
+    target: str | None = args.target
+    return target
+
+
+def list_probes() -> tuple[str, int]:
+    """The probes, one a line; a plugin is asked for its description in a child (exit 1 if one is broken)."""
+    lines, rc = [], 0
+    work = tempfile.mkdtemp(prefix="archaudit-smoke-")
+    try:
+        for name, probe in probes_mod.discover().items():
+            if isinstance(probe, probes_mod.PluginProbe):
+                ok, text = probe.describe(work)
+                if not ok:
+                    rc = 1
+                    text = f"BROKEN: plugin {probe.value} (from {probe.distribution}) does not load: {text}"
+                lines.append(f"{name:18} {text}")
+            else:
+                lines.append(f"{name:18} {getattr(probe, 'description', '')}")
+    finally:
+        child.sweep()
+        shutil.rmtree(work, ignore_errors=True)
+    return "\n".join(lines) + "\n", rc
 
 
 def main_smoke(args: argparse.Namespace) -> int:
-    from .render import render_text, to_json
+    from .render import render
 
+    fmt = getattr(args, "format", None) or ("json" if getattr(args, "json", False) else "text")
+    output = getattr(args, "output", None)
     if args.list_probes:
-        for name, probe in probes_mod.discover().items():
-            print(f"{name:18} {getattr(probe, 'description', '')}")
-        return 0
+        text, rc = list_probes()
+        return _emit(text, output) or rc
+    target = _target(args)
+    if target is None and args.installed is None:
+        return _emit_error("give a wheel, --example or --installed NAME", fmt, output)
 
-    def on_signal(signum, frame):
+    def on_signal(signum: int, frame: object) -> None:
         child.stop_all()  # children run in sessions of their own: end them first
         if signum == signal.SIGINT:
             raise KeyboardInterrupt
@@ -144,42 +235,52 @@ def main_smoke(args: argparse.Namespace) -> int:
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     child.reset()
-    as_json = args.json or getattr(args, "format", None) == "json"  # --format/-o: the shared output options
     try:
-        report = run_smoke(args.target, installed=args.installed, require_gpu=args.require_gpu,
+        report = run_smoke(target, installed=args.installed, require_gpu=args.require_gpu,
                            timeout=args.timeout, system_site_packages=args.system_site_packages,
                            probes=args.probes)
     except SmokeInputError as exc:
-        if as_json:
-            import json
-
-            print(json.dumps({"error": str(exc), "exit_code": 2}, indent=2))
-        else:
-            print(f"archaudit smoke: error: {exc}", file=sys.stderr)
-        return 2
+        return _emit_error(str(exc), fmt, output)
     except KeyboardInterrupt:
         print("archaudit smoke: interrupted", file=sys.stderr)
         return 130
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
-    text = (to_json(report) if as_json else render_text(report)) + "\n"
-    if getattr(args, "output", None):
-        from ..cli.common import write
+    return _emit(render(report, fmt), output) or report.exit_code
 
-        write(text, args.output)
-    else:
+
+def _emit(text: str, output: str | None) -> int:
+    """Write the report; an unwritable -o is one line and exit 2."""
+    if output is None:
         sys.stdout.write(text)
-    return report.exit_code
+        sys.stdout.flush()
+        return 0
+    try:
+        with open(output, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        print(f"archaudit smoke: error: -o {output}: cannot write the report: {e.strerror or e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _emit_error(message: str, fmt: str, output: str | None) -> int:
+    if fmt == "json":
+        import json
+
+        _emit(json.dumps({"error": message, "exit_code": 2}, indent=2) + "\n", output)
+    print(f"archaudit smoke: error: {message}", file=sys.stderr)
+    return 2
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="archaudit smoke", description=(
         "Install a GPU wheel in isolation and prove it loads, its device code loads on this "
-        "machine's GPUs, and a model with weights runs."))
+        "machine's GPUs as archaudit predicts, and a model with weights runs. Linux only."))
     add_smoke_arguments(parser)
+    g = parser.add_argument_group("output")
+    g.add_argument("--format", choices=FORMATS, default=None, help="report format (default text)")
+    g.add_argument("-o", "--output", metavar="FILE", help="write the report here instead of standard output")
     args = parser.parse_args(argv)
-    if args.target is None and args.installed is None and not args.list_probes:
-        parser.error("give a wheel or --installed NAME")
     return main_smoke(args)
-

@@ -31,6 +31,7 @@ class Environment:
     python: str  # the interpreter every probe child runs
     description: str  # "fresh venv (uv)", "installed environment", ...
     root: str | None  # the temporary directory, removed by close(); None for the current env
+    sys_path: tuple[str, ...] = ()  # what a child (run with -I -S) puts on sys.path: no .pth is run
 
 
 def wheel_distribution(path: str) -> tuple[str, str]:
@@ -42,18 +43,20 @@ def wheel_distribution(path: str) -> tuple[str, str]:
     return m["name"], m["version"]
 
 
-def _run(cmd: list[str], what: str, env: dict[str, str] | None = None) -> None:
+def _run(cmd: list[str], what: str, env: dict[str, str], timeout: float) -> None:
+    """An install step as a killable child (child.run_command): a wheel's code can run here
+    (pip re-executes itself in the new environment, where the wheel's .pth files run)."""
+    from . import child
+
     try:
-        proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                              timeout=INSTALL_TIMEOUT, env=env)
-    except subprocess.TimeoutExpired:
-        raise InstallError(f"{what} did not finish in {INSTALL_TIMEOUT:g} s") from None
+        rc, out = child.run_command(cmd, what, env=env, timeout=timeout)
+    except TimeoutError as exc:
+        raise InstallError(str(exc)) from None
     except OSError as exc:
         raise InstallError(f"{what} could not start: {exc}") from None
-    if proc.returncode != 0:
-        out = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
-        tail = "\n".join(out[-15:])
-        raise InstallError(f"{what} failed (exit status {proc.returncode}):\n{tail}")
+    if rc != 0:
+        tail = "\n".join(out.strip().splitlines()[-15:])
+        raise InstallError(f"{what} failed (exit status {rc}):\n{tail}")
 
 
 def _pip_can_target(python: str, env: dict[str, str]) -> bool:
@@ -67,7 +70,8 @@ def _pip_can_target(python: str, env: dict[str, str]) -> bool:
     return out.returncode == 0 and m is not None and (int(m[1]), int(m[2])) >= (22, 3)
 
 
-def create(wheel: str, *, system_site_packages: bool, base_python: str | None = None) -> Environment:
+def create(wheel: str, *, system_site_packages: bool, base_python: str | None = None,
+           timeout: float = INSTALL_TIMEOUT) -> Environment:
     """A fresh environment with wheel installed; the caller must close() it."""
     if not os.path.isfile(wheel):
         raise InstallError(f"{wheel}: no such file")
@@ -86,7 +90,7 @@ def create(wheel: str, *, system_site_packages: bool, base_python: str | None = 
             cmd = [uv, "venv", "--quiet", "--python", base_python]
             if system_site_packages:
                 cmd.append("--system-site-packages")
-            _run(cmd + [envdir], "uv venv", env)
+            _run(cmd + [envdir], "uv venv", env, timeout)
             pip = [uv, "pip", "install", "--quiet", "--python", python]
             tool = "uv"
         else:
@@ -96,11 +100,11 @@ def create(wheel: str, *, system_site_packages: bool, base_python: str | None = 
             if _pip_can_target(base_python, env):
                 # no ensurepip (slow, and missing from some system Pythons): this
                 # interpreter's own pip installs into the new environment
-                _run(cmd + ["--without-pip", envdir], "python -m venv", env)
+                _run(cmd + ["--without-pip", envdir], "python -m venv", env, timeout)
                 pip = [base_python, "-m", "pip", "--python", python, "install", "--quiet",
                        "--disable-pip-version-check", "--no-input"]
             else:
-                _run(cmd + [envdir], "python -m venv", env)
+                _run(cmd + [envdir], "python -m venv", env, timeout)
                 pip = [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
                        "--no-input"]
             tool = "venv + pip"
@@ -108,17 +112,33 @@ def create(wheel: str, *, system_site_packages: bool, base_python: str | None = 
         # site-packages already hold the same version; then its dependencies, which a
         # --system-site-packages environment may already satisfy without an index.
         reinstall = ["--reinstall"] if uv else ["--ignore-installed"]
-        _run(pip + ["--no-deps"] + reinstall + [wheel], f"installing {os.path.basename(wheel)}", env)
-        _run(pip + [wheel], f"installing the dependencies of {os.path.basename(wheel)}", env)
+        _run(pip + ["--no-deps"] + reinstall + [wheel], f"installing {os.path.basename(wheel)}", env, timeout)
+        _run(pip + [wheel], f"installing the dependencies of {os.path.basename(wheel)}", env, timeout)
         desc = f"fresh venv ({tool}{', system site-packages' if system_site_packages else ''})"
-        return Environment(python=python, description=desc, root=root)
+        return Environment(python=python, description=desc, root=root,
+                           sys_path=_venv_paths(envdir, base_python, system_site_packages))
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)
         raise
 
 
+def _venv_paths(envdir: str, base_python: str, system_site_packages: bool) -> tuple[str, ...]:
+    """The new environment's site-packages (and the base's, when it sees them), found without
+    starting an interpreter there, so no .pth file of the wheel runs."""
+    import glob
+    import site
+
+    own = sorted(glob.glob(os.path.join(envdir, "lib", "python*", "site-packages")))
+    base: list[str] = []
+    if system_site_packages and os.path.realpath(base_python) == os.path.realpath(sys.executable):
+        base = [p for p in site.getsitepackages() if os.path.isdir(p)]
+    return tuple(own + base)
+
+
 def current() -> Environment:
-    return Environment(python=sys.executable, description="installed (current environment)", root=None)
+    """This interpreter's environment: its children see this process's sys.path as it is."""
+    return Environment(python=sys.executable, description="the current environment", root=None,
+                       sys_path=tuple(p for p in sys.path if p and os.path.isdir(p)))
 
 
 def close(env: Environment) -> None:

@@ -22,28 +22,36 @@ import struct
 import sys
 import time
 import traceback
+from typing import Any
 
-_CHANNEL = None
+_CHANNEL: Any = None  # the event pipe, a text file once opened
+_SIGN: Any = None  # the key-holding HMAC (see child.py): only archaudit's own events carry it
+_SEQ = [0]
 _BEGUN = [0.0]
 
 
-def emit(**event) -> None:
+def emit(**event: Any) -> None:
     if event.get("ev") == "begin":
         _BEGUN[0] = time.perf_counter()
-    _CHANNEL.write(json.dumps(event) + "\n")
+    _SEQ[0] += 1
+    line = json.dumps({**event, "seq": _SEQ[0]})
+    mac = _SIGN.copy()
+    mac.update(line.encode())
+    _CHANNEL.write(mac.hexdigest() + " " + line + "\n")
     _CHANNEL.flush()
 
 
-def result(i: int, status: str, reason: str, gpu: bool = False, **details) -> None:
+def result(i: int, status: str, reason: str, gpu: bool = False, **details: Any) -> None:
     emit(ev="result", i=i, status=status, reason=reason, gpu=gpu,
          elapsed=time.perf_counter() - _BEGUN[0], details=details)
 
 
-def _load_driver_module():
+def _load_driver_module() -> Any:
     import importlib.util
 
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cuda_driver.py")
     spec = importlib.util.spec_from_file_location("_archaudit_cuda_driver", path)
+    assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -58,7 +66,7 @@ def _exc(exc: BaseException) -> str:
 # inspect: the distribution's metadata and files, as this interpreter sees them
 # ---------------------------------------------------------------------------------------
 
-def task_inspect(spec: dict) -> None:
+def task_inspect(spec: dict[str, Any]) -> None:
     import importlib.metadata as md
     import platform
 
@@ -85,7 +93,7 @@ def task_inspect(spec: dict) -> None:
 # gpu-info: the driver and the visible devices
 # ---------------------------------------------------------------------------------------
 
-def task_gpu_info(spec: dict) -> None:
+def task_gpu_info(spec: dict[str, Any]) -> None:
     cd = _load_driver_module()
     try:
         drv = cd.Driver()
@@ -105,7 +113,7 @@ MACHINES = {3: "x86", 62: "x86_64", 183: "aarch64", 40: "arm", 21: "ppc64", 22: 
             243: "riscv"}
 
 
-def elf_dynamic(path: str) -> dict:
+def elf_dynamic(path: str) -> dict[str, Any]:
     """Type, machine, NEEDED, RUNPATH, RPATH and SONAME of a 64-bit little-endian ELF."""
     with open(path, "rb") as f:
         head = f.read(64)
@@ -173,7 +181,7 @@ def expand_origin(entry: str, origin: str) -> str:
     return os.path.normpath(entry)
 
 
-def dangling_search_paths(path: str, info: dict) -> list[str]:
+def dangling_search_paths(path: str, info: dict[str, Any]) -> list[str]:
     origin = os.path.dirname(os.path.realpath(path))
     out = []
     for kind in ("runpath", "rpath"):
@@ -186,7 +194,7 @@ def dangling_search_paths(path: str, info: dict) -> list[str]:
     return out
 
 
-def resolve_needed(path: str, info: dict) -> dict[str, str | None]:
+def resolve_needed(path: str, info: dict[str, Any]) -> dict[str, str | None]:
     """Where each direct NEEDED entry would come from, or None where nothing provides it."""
     origin = os.path.dirname(os.path.realpath(path))
     own = [expand_origin(e, origin) for e in info.get("runpath") or info.get("rpath") or ()]
@@ -213,7 +221,7 @@ def resolve_needed(path: str, info: dict) -> dict[str, str | None]:
     return found
 
 
-def task_load(spec: dict) -> None:
+def task_load(spec: dict[str, Any]) -> None:
     import platform
 
     here = platform.machine()
@@ -262,7 +270,7 @@ def task_load(spec: dict) -> None:
 # device-load: hand each fatbin container to the driver on every visible GPU
 # ---------------------------------------------------------------------------------------
 
-def task_device_load(spec: dict) -> None:
+def task_device_load(spec: dict[str, Any]) -> None:
     cd = _load_driver_module()
     try:
         drv = cd.Driver()
@@ -310,7 +318,7 @@ def task_device_load(spec: dict) -> None:
 TORCH_RTOL, TORCH_ATOL = 1e-4, 1e-4
 
 
-def _torch_gpu_gate(torch) -> tuple[bool, str]:
+def _torch_gpu_gate(torch: Any) -> tuple[bool, str]:
     if not torch.cuda.is_available():
         return False, (f"torch {torch.__version__} sees no CUDA device "
                        f"(torch.version.cuda={torch.version.cuda}), so nothing can run on a GPU here")
@@ -324,12 +332,12 @@ def _torch_gpu_gate(torch) -> tuple[bool, str]:
     return True, f"{torch.cuda.get_device_name(0)} ({arch})"
 
 
-def _compare(torch, got, want) -> str:
+def _compare(torch: Any, got: Any, want: Any) -> str:
     torch.testing.assert_close(got, want, rtol=TORCH_RTOL, atol=TORCH_ATOL)
     return f"max |gpu-cpu| {float((got - want).abs().max()):.2e} within rtol={TORCH_RTOL}, atol={TORCH_ATOL}"
 
 
-def _weights_from_file(torch, make, path: str):
+def _weights_from_file(torch: Any, make: Any, path: str) -> tuple[Any, Any, int]:
     """A CPU reference saved to path, and a GPU twin whose weights come from that file only."""
     torch.manual_seed(1234)
     ref = make().eval()
@@ -347,7 +355,7 @@ def _weights_from_file(torch, make, path: str):
     return ref, gpu, os.path.getsize(path)
 
 
-def task_torch(spec: dict) -> None:
+def task_torch(spec: dict[str, Any]) -> None:
     work = spec["params"]["workdir"]
     for i in range(spec["start"], len(spec["items"])):
         step = spec["items"][i]
@@ -423,9 +431,9 @@ def task_torch(spec: dict) -> None:
 # executorch: the CUDA delegate with and without weights (pytorch/executorch#22089)
 # ---------------------------------------------------------------------------------------
 
-def task_executorch(spec: dict) -> None:
+def task_executorch(spec: dict[str, Any]) -> None:
     work = spec["params"]["workdir"]
-    st: dict = {}
+    st: dict[str, Any] = {}
     # (reason, gpu) once a step that later ones need did not pass; the parent passes the
     # first child's verdict to the second (the negative control runs in a fresh process).
     blocked = tuple(spec["params"]["blocked"]) if spec["params"].get("blocked") else None
@@ -448,7 +456,11 @@ class _Blocked(Exception):
         self.reason, self.gpu = reason, gpu
 
 
-def _executorch_step(i, step, work, st, blocked) -> None:
+def _executorch_step(i: int, step: str, work: str, st: dict[str, Any], blocked: Any) -> None:
+    blob: Any  # names reused across the steps below with values of different types
+    pte: Any
+    f: Any
+    ex: tuple[Any, ...]
     if step == "import":
         try:
             _executorch_import(st)
@@ -493,8 +505,8 @@ def _executorch_step(i, step, work, st, blocked) -> None:
         from executorch.exir import to_edge_transform_and_lower
 
         if step == "export-add":
-            class Add(torch.nn.Module):
-                def forward(self, x, y):
+            class Add(torch.nn.Module):  # type: ignore[misc]  # torch is untyped here
+                def forward(self, x: Any, y: Any) -> Any:
                     return x + y
 
             model, ex = Add().eval(), (torch.randn(3, 4), torch.randn(3, 4))
@@ -502,9 +514,16 @@ def _executorch_step(i, step, work, st, blocked) -> None:
             torch.manual_seed(0)
             model = torch.nn.Linear(8, 4).eval()
             ex = (torch.randn(2, 8),)
+        from executorch.backends.cuda.cuda_backend import CudaBackend
+
+        _flatc()
+        # ExecuTorch 1.2 needs the method name in the compile specs (an empty list fails at
+        # lowering: "Could not find method name in compile specs: []"), as its own
+        # backends/cuda/tests/test_cuda_export.py passes it.
+        specs = [CudaBackend.generate_method_name_compile_spec("forward")]
         try:
             prog = to_edge_transform_and_lower(torch.export.export(model, ex),
-                                               partitioner=[CudaPartitioner([])]).to_executorch()
+                                               partitioner=[CudaPartitioner(specs)]).to_executorch()
         except Exception as exc:
             if not torch.cuda.is_available():
                 result(i, "SKIP", f"export through CudaPartitioner needs a CUDA device here and failed: "
@@ -526,8 +545,10 @@ def _executorch_step(i, step, work, st, blocked) -> None:
         if not os.path.exists(blob):
             result(i, "FAIL", f"export wrote no aoti_cuda_blob.ptd (files: {sorted(os.listdir(d))})")
             raise _Blocked("no aoti_cuda_blob.ptd", False)
-        result(i, "PASS", f"exported through CudaPartitioner: the {len(prog.buffer)}-byte program carries "
-               f"the CudaBackend delegate and aoti_cuda_blob.ptd is {os.path.getsize(blob)} bytes")
+        pte = os.path.getsize(os.path.join(d, "model.pte"))
+        result(i, "PASS", f"exported through CudaPartitioner on {sm or 'this machine'}: model.pte is {pte} bytes "
+               f"and carries the CudaBackend delegate; aoti_cuda_blob.ptd is {os.path.getsize(blob)} bytes",
+               pte_bytes=pte, blob_bytes=os.path.getsize(blob))
     elif step == "blob":
         fc = st["linear"]["model"]
         weight_bytes = fc.weight.numel() * fc.weight.element_size()
@@ -535,7 +556,8 @@ def _executorch_step(i, step, work, st, blocked) -> None:
         empty = os.path.getsize(os.path.join(st["add"]["dir"], "aoti_cuda_blob.ptd"))
         if blob - empty >= weight_bytes:
             result(i, "PASS", f"aoti_cuda_blob.ptd is {blob} bytes, {blob - empty} more than the weightless "
-                   f"model's {empty}: at least the {weight_bytes} bytes of the weight matrix")
+                   f"model's {empty}: at least the {weight_bytes} bytes of the weight matrix",
+                   blob_bytes=blob, weightless_blob_bytes=empty, weight_bytes=weight_bytes)
         else:
             result(i, "FAIL", f"aoti_cuda_blob.ptd is {blob} bytes, only {blob - empty} more than the "
                    f"weightless model's {empty}, less than the {weight_bytes}-byte weight matrix")
@@ -585,7 +607,22 @@ def _executorch_step(i, step, work, st, blocked) -> None:
         result(i, "FAIL", f"unknown executorch step {step!r}")
 
 
-def _executorch_import(st: dict) -> None:
+def _flatc() -> None:
+    """Serialising a program needs flatc: on PATH, or the one the wheel ships (FLATC_EXECUTABLE)."""
+    import shutil
+
+    if os.environ.get("FLATC_EXECUTABLE") or shutil.which("flatc"):
+        return
+    import executorch
+
+    for base in getattr(executorch, "__path__", ()):
+        candidate = os.path.join(base, "data", "bin", "flatc")
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            os.environ["FLATC_EXECUTABLE"] = candidate
+            return
+
+
+def _executorch_import(st: dict[str, Any]) -> None:
     """Import what export needs; the pybindings (what running needs) may fail on their own."""
     import importlib.metadata as md
 
@@ -610,20 +647,45 @@ def _executorch_import(st: dict) -> None:
     st["ok"] = True
 
 
-TASKS = {"inspect": task_inspect, "gpu-info": task_gpu_info, "load": task_load,
+def task_plugin(spec: dict[str, Any]) -> None:
+    """Load one archaudit.probes entry point and run it; its rows go back as one result."""
+    import dataclasses
+    from importlib.metadata import EntryPoint
+
+    p = spec["params"]
+    emit(ev="begin", i=0)
+    try:
+        obj = EntryPoint(name=p["name"], value=p["value"], group="archaudit.probes").load()
+        probe = obj() if isinstance(obj, type) else obj
+        if "ctx" not in p:
+            result(0, "PASS", str(getattr(probe, "description", "") or "(no description)"))
+            return
+        from archaudit.smoke.probes import ProbeContext
+
+        fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) and k != "child_env" else v
+                                  for k, v in p["ctx"].items()}
+        ctx = ProbeContext(**fields)
+        rows = [dataclasses.asdict(r) for r in probe.run(ctx)]
+        result(0, "PASS", f"{len(rows)} row(s)", rows=rows)
+    except BaseException as exc:  # a broken plugin is a row
+        result(0, "FAIL", _exc(exc), traceback=traceback.format_exc()[-3000:])
+
+
+TASKS = {"plugin": task_plugin, "inspect": task_inspect, "gpu-info": task_gpu_info, "load": task_load,
          "device-load": task_device_load, "torch": task_torch, "executorch": task_executorch}
 
 
-def main(argv: list[str]) -> int:
-    global _CHANNEL
+def main(argv: list[str], key: bytes) -> int:
+    """Run one task. The caller (child.BOOT) read the key from its own pipe before anything else ran."""
+    global _CHANNEL, _SIGN
+    import hashlib
+    import hmac
+
     task, spec_path, fd = argv[0], argv[1], int(argv[2])
+    _SIGN = hmac.new(key, digestmod=hashlib.sha256)
     _CHANNEL = os.fdopen(fd, "w", buffering=1)
     with open(spec_path) as f:
         spec = json.load(f)
     TASKS[task](spec)
     emit(ev="end")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,122 @@
+"""`archaudit index SOURCE... --db FILE`: audit every wheel of directories, indexes or URL lists
+into a database (archaudit.index); a rerun skips what is done."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from ..claims import parse_claim
+from ..errors import UsageError
+from ..index import engine, sources
+from ..index.store import Store
+from ..index.task import TaskOptions, WheelResult
+from ..render import size_text
+from . import common
+
+FORMATS = ("text", "json")
+_UNITS = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+
+
+def byte_count(text: str) -> int:
+    """An argparse type: bytes, with an optional k/M/G/T suffix (powers of ten)."""
+    t = text.strip().lower().removesuffix("b")
+    unit = t[-1:] if t[-1:] in _UNITS else ""
+    digits = t[:-1] if unit else t
+    if not digits.isascii() or not digits.isdigit() or int(digits) <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a byte count (e.g. 500M, 2G)")
+    return int(digits) * _UNITS[unit]
+
+
+def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("index", help="audit many wheels (directories, simple indexes, URL lists) into a database",
+                       description="Audit every wheel of the sources once (keyed by sha256) into an SQLite "
+                                   "database; a rerun skips wheels this archaudit judged already. Remote wheels "
+                                   "are read by HTTP range requests, never downloaded whole.")
+    p.add_argument("sources", nargs="+", metavar="SOURCE",
+                   help="a directory or mirror tree of wheels, a .whl, a PEP 503/691 simple index URL (with "
+                        "--project), a wheel URL, or a file of wheel URLs")
+    p.add_argument("--db", required=True, metavar="FILE", help="the SQLite database (created if missing)")
+    g = p.add_argument_group("which wheels")
+    g.add_argument("--project", action="append", default=[], metavar="NAME[RANGE]",
+                   help="a project of an index and its versions, e.g. 'torch>=2.4,<2.8' (repeatable)")
+    g.add_argument("--platform", action="append", default=[], metavar="GLOB",
+                   help="only wheels with a platform tag matching, e.g. 'manylinux*_x86_64' (repeatable)")
+    g.add_argument("--python", action="append", default=[], metavar="GLOB",
+                   help="only wheels with a python tag matching, e.g. cp311 (repeatable)")
+    g.add_argument("--libraries", default="", metavar="GLOB",
+                   help="read only the libraries whose member path matches (the row records this scope)")
+    g.add_argument("--max-bytes", type=byte_count, default=None, metavar="N",
+                   help="start no new wheel once N bytes have been fetched (e.g. 2G)")
+    g = p.add_argument_group("judging")
+    g.add_argument("--arch", metavar="LIST", help="the claim every wheel is judged against (default: the claim a "
+                                                  "wheel embeds, else none)")
+    g.add_argument("--no-kernels", action="store_true",
+                   help="do not decode payloads (faster; no kernel names in the database)")
+    g = p.add_argument_group("engine")
+    g.add_argument("-j", "--jobs", type=common.positive_int, default=None, metavar="N",
+                   help="wheels judged in parallel (default: cores; a process each)")
+    g.add_argument("--ray", metavar="ADDRESS|auto|local",
+                   help="run the tasks on a Ray cluster ('auto': the one this machine belongs to; 'local': "
+                        "start one here)")
+    common.add_output_options(p, FORMATS)
+    p.add_argument("-q", "--quiet", action="store_true", help="no line per wheel on standard error")
+    p.set_defaults(execute=execute)
+
+
+def _line(r: WheelResult) -> str:
+    share = f"{100 * r.fetched / r.size:.0f}%" if r.size else "-"
+    return (f"{r.verdict:8} {r.ref.file}  fetched {size_text(r.fetched)} of {size_text(r.size)} ({share})  "
+            f"{r.seconds:.1f}s")
+
+
+def execute(args: argparse.Namespace) -> int:
+    if args.arch:
+        try:
+            parse_claim(args.arch, "--arch")
+        except ValueError as e:
+            raise UsageError(f"--arch {args.arch!r}: {e}") from None
+    filters = sources.Filters(tuple(args.platform), tuple(args.python))
+    refs = sources.resolve(args.sources, args.project, filters)
+    opts = TaskOptions(claim=args.arch, decode=not args.no_kernels, scope=args.libraries)
+    jobs = args.jobs or (os.cpu_count() or 1)
+    store = Store(args.db)
+    quiet = args.quiet
+
+    def said(r: WheelResult) -> None:
+        if not quiet:
+            print(_line(r), file=sys.stderr, flush=True)
+
+    try:
+        s = engine.run(refs, store, opts, jobs=jobs, ray=args.ray, max_bytes=args.max_bytes, on_result=said)
+        changes = list(store.changes)
+    finally:
+        store.close()
+    share = f"{100 * s.fetched / s.wheel_bytes:.1f}%" if s.wheel_bytes else "-"
+    rate = s.judged / s.seconds if s.seconds else 0.0
+    if args.format == "json":
+        text = json.dumps({
+            "db": args.db, "listed": s.listed, "skipped": s.skipped, "judged": s.judged,
+            "not_started": s.not_started, "verdicts": s.verdicts, "wheel_bytes": s.wheel_bytes,
+            "fetched_bytes": s.fetched, "requests": s.requests, "seconds": round(s.seconds, 3),
+            "wheels": [{"file": f, "verdict": v, "size": z, "fetched": b} for f, v, z, b in s.results],
+            "changed": [{"file": c.file, "before": c.before, "before_version": c.before_version, "after": c.after}
+                        for c in changes]}, indent=2) + "\n"
+    else:
+        lines = [f"{s.listed} wheel(s) listed: {s.judged} judged, {s.skipped} judged before (skipped)"
+                 + (f", {s.not_started} not started (--max-bytes)" if s.not_started else ""),
+                 "verdicts: " + (", ".join(f"{k} {v}" for k, v in sorted(s.verdicts.items())) or "none"),
+                 f"fetched {size_text(s.fetched)} of {size_text(s.wheel_bytes)} ({share})"
+                 + (f" in {s.requests} HTTP requests" if s.requests else ""),
+                 f"{s.seconds:.1f}s, {rate:.2f} wheels/s, {s.wheel_bytes / 1e6 / s.seconds if s.seconds else 0:.0f} "
+                 f"MB/s of wheels"]
+        for c in changes:
+            lines.append(f"verdict changed: {c.file}: {c.before} (archaudit {c.before_version}) -> {c.after}")
+        text = "\n".join(lines) + "\n"
+    common.write(text, args.output)
+    return 1 if s.verdicts.get("fail") or s.verdicts.get("unusable") else 0
+
+
+__all__ = ["byte_count", "configure_parser", "execute"]

@@ -1,0 +1,56 @@
+"""`archaudit query --db FILE REPORT`: named reports over an index database (archaudit.index.reports)."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..errors import UsageError
+from ..index import reports, schema
+from ..settings import gpus
+from . import common
+
+REPORTS = ("runs-on", "coverage", "lost", "driver-floor", "html")
+FORMATS = ("text", "json", "markdown")
+
+
+def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("query", help="named reports over an index database",
+                       description="Reports over a database written by 'archaudit index': runs-on (--gpu), "
+                                   "coverage, lost and driver-floor (--project), html (a page with plots).")
+    p.add_argument("report", choices=REPORTS, metavar="REPORT", help=", ".join(REPORTS))
+    p.add_argument("--db", required=True, metavar="FILE", help="the database 'archaudit index' wrote")
+    p.add_argument("--gpu", metavar="NAME|sm_XX", help="runs-on: the GPU (catalog name, alias, sm_XX or gfx)")
+    p.add_argument("--project", metavar="NAME", help="the project (coverage, lost, driver-floor, html; "
+                                                     "runs-on: only this project)")
+    p.add_argument("--all", action="store_true", help="runs-on: list every wheel with its answer")
+    common.add_output_options(p, FORMATS)
+    p.set_defaults(execute=execute)
+
+
+def execute(args: argparse.Namespace) -> int:
+    db = schema.connect(args.db, create=False)
+    try:
+        if args.report == "html":
+            from ..index.html import page  # matplotlib, an optional dependency, only when asked
+
+            if not args.project:
+                raise UsageError("query html: give --project NAME")
+            common.write(page(db, args.project), args.output)
+            return 0
+        if args.report == "runs-on":
+            if not args.gpu:
+                raise UsageError("query runs-on: give --gpu NAME")
+            nvidia, amd = gpus([args.gpu])
+            table = reports.runs_on(db, args.gpu, nvidia, amd, args.project, args.all)
+        else:
+            if not args.project:
+                raise UsageError(f"query {args.report}: give --project NAME")
+            table = {"coverage": reports.coverage, "lost": reports.lost,
+                     "driver-floor": reports.driver_floor}[args.report](db, args.project)
+    finally:
+        db.close()
+    common.write(reports.render(table, args.format or "text"), args.output)
+    return 0
+
+
+__all__ = ["configure_parser", "execute"]

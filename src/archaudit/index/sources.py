@@ -1,0 +1,208 @@
+"""Where wheels come from: a directory (or mirror tree), a PEP 503/691 simple index, a file of URLs.
+
+Each source yields WheelRefs: a location to read and what the source says of it (size, sha256,
+upload time). Nothing here reads a wheel's bytes.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import html.parser
+import json
+import os
+import urllib.parse
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+
+from ..errors import UsageError
+from . import remote
+
+JSON_TYPE = "application/vnd.pypi.simple.v1+json"
+
+
+@dataclass(frozen=True, slots=True)
+class WheelRef:
+    """One wheel to audit: a path or an http(s) URL, and what its source says about it."""
+
+    location: str
+    file: str
+    size: int | None = None
+    sha256: str | None = None
+    upload_time: str | None = None
+
+    @property
+    def remote(self) -> bool:
+        return self.location.startswith(("http://", "https://"))
+
+
+@dataclass(frozen=True, slots=True)
+class WheelName:
+    project: str
+    version: str
+    build: str
+    tags: str  # python-abi-platform
+
+
+def wheel_name(file: str) -> WheelName | None:
+    """The parts of a wheel file name (PEP 427), or None when it is not one."""
+    try:
+        name, version, build, tags = parse_wheel_filename(file)
+    except (InvalidWheelFilename, ValueError):
+        return None
+    parts = file[:-4].split("-")
+    tag_text = "-".join(parts[-3:])
+    return WheelName(str(name), str(version), "".join(map(str, build)) if build else "", tag_text)
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """Which wheels of an index to take: glob patterns over the file name's tags."""
+
+    platforms: tuple[str, ...] = ()  # e.g. "manylinux*x86_64"
+    pythons: tuple[str, ...] = ()  # e.g. "cp311"
+
+    def accepts(self, file: str) -> bool:
+        parts = file[:-4].split("-")
+        if len(parts) < 5:
+            return False
+        py, plat = parts[-3], parts[-1]
+        if self.platforms and not any(fnmatch.fnmatch(p, g) for p in plat.split(".") for g in self.platforms):
+            return False
+        return not self.pythons or any(fnmatch.fnmatch(p, g) for p in py.split(".") for g in self.pythons)
+
+
+def from_directory(root: str) -> Iterator[WheelRef]:
+    """Every *.whl under a directory (a mirror tree too), sorted; directory links are not
+    followed, a file linked twice is listed once."""
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in filenames:
+            if name.lower().endswith(".whl"):
+                full = os.path.join(dirpath, name)
+                if os.path.isfile(full):
+                    found.append(full)
+    seen: set[str] = set()
+    for full in sorted(found):
+        real = os.path.realpath(full)
+        if real not in seen:
+            seen.add(real)
+            yield WheelRef(full, os.path.basename(full), os.path.getsize(full))
+
+
+def _url_ref(url: str, size: int | None = None, upload_time: str | None = None,
+             sha256: str | None = None) -> WheelRef:
+    parsed = urllib.parse.urlsplit(url)
+    if sha256 is None and parsed.fragment.startswith("sha256="):
+        sha256 = parsed.fragment[7:].lower()
+    clean = urllib.parse.urlunsplit(parsed._replace(fragment=""))
+    file = urllib.parse.unquote(parsed.path.rsplit("/", 1)[-1])
+    return WheelRef(clean, file, size, sha256, upload_time)
+
+
+def from_url_file(path: str) -> Iterator[WheelRef]:
+    """A file of wheel URLs (or paths), one a line; '#' starts a comment line."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read the list of wheels: {e.strerror}") from None
+    for line in lines:
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith(("http://", "https://")):
+            yield _url_ref(line)
+        else:
+            full = line if os.path.isabs(line) else os.path.join(os.path.dirname(path), line)
+            yield WheelRef(full, os.path.basename(full), os.path.getsize(full) if os.path.isfile(full) else None)
+
+
+class _Links(html.parser.HTMLParser):
+    """The anchors of a PEP 503 project page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.links: list[tuple[str, dict[str, str | None]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            d = dict(attrs)
+            if d.get("href"):
+                self.links.append((d["href"] or "", d))
+
+
+def project_files(index: str, project: str) -> list[WheelRef]:
+    """The wheels a simple index lists for one project (PEP 691 JSON, else PEP 503 HTML);
+    yanked files are left out."""
+    base = index.rstrip("/") + "/"
+    page = urllib.parse.urljoin(base, canonicalize_name(project) + "/")
+    body, ctype = remote.get(page, accept=f"{JSON_TYPE}, text/html;q=0.1")
+    refs = []
+    if JSON_TYPE in ctype or body[:1] == b"{":
+        data = json.loads(body)
+        for f in data.get("files", []):
+            name = f.get("filename", "")
+            if not name.endswith(".whl") or f.get("yanked"):
+                continue
+            url = urllib.parse.urljoin(page, f["url"])
+            refs.append(_url_ref(url, f.get("size"), f.get("upload-time"), (f.get("hashes") or {}).get("sha256")))
+        return refs
+    parser = _Links()
+    parser.feed(body.decode("utf-8", "replace"))
+    for href, attrs in parser.links:
+        if "data-yanked" in attrs:
+            continue
+        url = urllib.parse.urljoin(page, href)
+        ref = _url_ref(url)
+        if ref.file.endswith(".whl"):
+            refs.append(ref)
+    return refs
+
+
+def from_index(index: str, specs: Sequence[str], filters: Filters) -> Iterator[WheelRef]:
+    """The wheels of each `project[version range]` that an index lists and the filters accept."""
+    for spec in specs:
+        try:
+            req = Requirement(spec)
+        except InvalidRequirement as e:
+            raise UsageError(f"--project {spec!r}: {e}") from None
+        for ref in project_files(index, req.name):
+            name = wheel_name(ref.file)
+            if name is None or not filters.accepts(ref.file):
+                continue
+            if req.specifier and not req.specifier.contains(name.version, prereleases=True):
+                continue
+            yield ref
+
+
+def resolve(sources: Sequence[str], specs: Sequence[str], filters: Filters) -> list[WheelRef]:
+    """Every wheel of every source, each location once, in the order given."""
+    out: dict[str, WheelRef] = {}
+    for source in sources:
+        if source.startswith(("http://", "https://")):
+            if source.lower().split("#")[0].endswith(".whl"):
+                refs: Iterator[WheelRef] = iter([_url_ref(source)])
+            else:
+                if not specs:
+                    raise UsageError(f"{source}: an index needs --project NAME[RANGE] (which projects to read)")
+                refs = from_index(source, specs, filters)
+        elif os.path.isdir(source):
+            refs = (r for r in from_directory(source) if filters.accepts(r.file))
+        elif source.lower().endswith(".whl"):
+            refs = iter([WheelRef(source, os.path.basename(source),
+                                  os.path.getsize(source) if os.path.isfile(source) else None)])
+        elif os.path.isfile(source):
+            refs = from_url_file(source)
+        else:
+            raise UsageError(f"{source}: not a directory, a wheel, a file of URLs or an http(s) index")
+        for r in refs:
+            out.setdefault(r.location, r)
+    return list(out.values())
+
+
+__all__ = ["Filters", "WheelName", "WheelRef", "from_directory", "from_index", "from_url_file", "project_files",
+           "resolve", "wheel_name"]

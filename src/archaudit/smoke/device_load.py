@@ -1,0 +1,329 @@
+"""device-load: the driver as referee of the static prediction, container by container.
+
+Every NVIDIA fatbin container of every library (registered, embedded elsewhere, relocatable,
+empty) is handed to cuModuleLoadData on each visible GPU, in child processes, once with the
+PTX JIT on and once with CUDA_DISABLE_PTX_JIT=1. archaudit.predict says beforehand what the
+driver will answer; a library passes when every answer agrees and check's own rule (the
+--gpu question of `archaudit check`) says its code runs on the GPU. Each disagreement is
+named: library, container, prediction, the driver's answer.
+
+Speed: the loads run in parallel children (one per CPU, up to 16), the costliest first, so
+a library of 24,000 containers is bounded by its PTX JIT work divided over the CPUs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from .. import predict as P
+from ..model import Container, Library
+from . import child
+from .report import FAIL, PASS, SKIP, Row
+
+MAX_CHILDREN = 16
+SHOWN = 3  # disagreements spelled out in the row's reason; all of them go to details
+JIT_COST_PER_BYTE = 1e-6  # a PTX byte costs about this many seconds of JIT (H200: 13 MB in 75 s)
+
+ERROR_NAMES = {
+    0: "CUDA_SUCCESS", 200: "CUDA_ERROR_INVALID_IMAGE", 209: "CUDA_ERROR_NO_BINARY_FOR_GPU",
+    218: "CUDA_ERROR_INVALID_PTX", 222: "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
+    223: "CUDA_ERROR_JIT_COMPILATION_DISABLED", 500: "CUDA_ERROR_NOT_FOUND",
+}
+
+
+@dataclass(frozen=True)
+class Item:
+    """One container of one library, as the worker loads it."""
+
+    path: str
+    index: int  # the container's index in its library
+    container: Container
+    text: bool  # a bare .ptx file: NUL-terminated before loading
+
+    def spec(self) -> dict[str, object]:
+        return {"file": self.path, "offset": self.container.offset, "size": self.container.size,
+                "text": self.text}
+
+    def cost(self, jit: bool) -> float:
+        if not jit:
+            return 1e-4
+        return 1e-4 + sum(e.size for e in self.container.entries if e.kind == "ptx") * JIT_COST_PER_BYTE
+
+
+def code_name(code: int | None) -> str:
+    if code is None:
+        return "the loading process died"
+    return f"{ERROR_NAMES.get(code, 'CUresult')} ({code})"
+
+
+def _label(c: Container, index: int) -> str:
+    parts = [f"{e.target} {'SASS' if e.kind == 'sass' else e.kind.upper()}" for e in c.entries]
+    where = c.section or c.role
+    return f"container {index} ({where} @0x{c.offset:x}, {', '.join(parts) or 'no entries'})"
+
+
+def plan(libraries: Iterable[tuple[str, Library]]) -> list[Item]:
+    items = []
+    for path, lib in libraries:
+        for k, c in enumerate(lib.containers):
+            if c.vendor == "nvidia":
+                items.append(Item(path, k, c, lib.format == "ptx" or path.endswith(".ptx")))
+    return items
+
+
+def shards(items: list[Item], jit: bool, n: int) -> list[list[int]]:
+    """Item indices in n lists of about equal cost, the costliest item first in each (LPT)."""
+    order = sorted(range(len(items)), key=lambda i: -items[i].cost(jit))
+    lists: list[list[int]] = [[] for _ in range(max(1, min(n, len(items))))]
+    load = [0.0] * len(lists)
+    for i in order:
+        k = min(range(len(lists)), key=load.__getitem__)
+        lists[k].append(i)
+        load[k] += items[i].cost(jit)
+    return [s for s in lists if s]
+
+
+def children() -> int:
+    return max(1, min(MAX_CHILDREN, os.cpu_count() or 1))
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The driver's answer for one container on one GPU, in one mode."""
+
+    code: int | None  # None: the child died (or hung) loading it
+    seconds: float
+    died: str = ""
+
+
+RunTask = Callable[..., child.TaskRun]
+
+
+def load_all(run_task: RunTask, items: list[Item], jit: bool,
+             n: int) -> tuple[dict[int, list[Answer]], list[child.Death], dict[str, Any]]:
+    """Run the worker over all items in n parallel children; answers per item, one per GPU."""
+    env = {"CUDA_CACHE_DISABLE": "1", "CUDA_MODULE_LOADING": "EAGER",
+           "CUDA_DISABLE_PTX_JIT": "0" if jit else "1"}
+    lists = shards(items, jit, n)
+
+    def one(indices: list[int]) -> tuple[list[int], child.TaskRun]:
+        return indices, run_task("device-load", [items[i].spec() for i in indices], extra_env=env)
+
+    answers: dict[int, list[Answer]] = {}
+    deaths: list[child.Death] = []
+    info: dict[str, Any] = {}
+    with ThreadPoolExecutor(max_workers=len(lists)) as pool:
+        for indices, run in pool.map(one, lists):
+            deaths += run.deaths
+            for event in run.infos:
+                info.update(event)
+            for k, out in zip(indices, run.outcomes):
+                if out is None:
+                    continue
+                if out.died:
+                    answers[k] = [Answer(None, out.duration, out.reason)]
+                    continue
+                answers[k] = [Answer(int(d["code"]), float(d["seconds"])) for d in out.details.get("per_device", [])]
+    return answers, deaths, info
+
+
+def _cuda(driver: str | None) -> tuple[int, int] | None:
+    try:
+        major, minor = str(driver).split(".")[:2]
+        return int(major), int(minor)
+    except (ValueError, AttributeError):
+        return None
+
+
+def _coverage(lib: Library, gpu: dict[str, Any], display: str | None = None) -> tuple[bool, str, tuple[str, ...]]:
+    """check's own verdict on this library for this GPU: (runs, message, failing finding codes).
+
+    The GPU is both the claim and the --gpu question, so every rule of `archaudit check` that
+    can fail a library for this GPU is applied; G009 (the GPU runs none of it) is named first."""
+    from dataclasses import replace
+
+    from ..artifacts import TargetInventory
+    from ..audit import judge
+    from ..claims import parse_claim
+    from ..findings import ERROR
+    from ..policy import NvidiaGpu, Policy
+
+    major, minor = (int(p) for p in gpu["cc"].split("."))
+    name = f"GPU{gpu['ordinal']} {gpu['name']}"
+    claim = parse_claim(f"{major}{minor}", f"the GPU under test ({name})", style="list")
+    if display:
+        lib = replace(lib, path=display)
+    report = judge(TargetInventory(lib.path, "file", (lib,)), claim, Policy(gpus=(NvidiaGpu(name, (major, minor)),)))
+    bad = [f for f in report.findings if f.severity == ERROR]
+    bad = [f for f in bad if f.code == "G009"] or bad  # "not at all" says it; the claim rules repeat it
+    if bad:
+        return False, "; ".join(f"{f.code} {f.message}" for f in bad[:3]), tuple(sorted({f.code for f in bad}))
+    return True, f"check's rule for sm_{major}{minor}: it runs there", ()
+
+
+class DeviceLoadProbe:
+    """The driver answers for every container; archaudit.predict said what it would answer."""
+
+    name = "device-load"
+    description = ("cuModuleLoadData on every fatbin container of every library, on each visible GPU, "
+                   "with the PTX JIT on and off; each answer must be the one archaudit predicted")
+
+    def run(self, ctx: Any) -> list[Row]:
+        rows: list[Row] = []
+        libraries: list[tuple[str, Library]] = []
+        for path in ctx.device_code_files():
+            try:
+                lib = ctx.scan(path)
+            except Exception as exc:  # the inventory could not read it: fail closed
+                rows.append(Row(self.name, ctx.display(path), FAIL,
+                                f"could not read its device code: {type(exc).__name__}: {exc}"))
+                continue
+            if lib.problems:
+                shown = "; ".join(f"{p.code} {p.message}" for p in lib.problems[:3])
+                rows.append(Row(self.name, ctx.display(path), FAIL,
+                                f"its device code could not be read completely, so it is not verified: {shown}"))
+                continue
+            if any(c.vendor == "nvidia" for c in lib.containers):
+                libraries.append((path, lib))
+        if not libraries:
+            if not rows:
+                rows.append(Row(self.name, ctx.distribution, SKIP,
+                                "no file of the distribution carries CUDA device code"))
+            return rows
+        items = plan(libraries)
+        if not ctx.gpus:
+            reason = ctx.gpu_error or "no CUDA device is visible"
+            for path, lib in libraries:
+                n = sum(1 for c in lib.containers if c.vendor == "nvidia")
+                rows.append(ctx.gpu_skip(self.name, ctx.display(path), f"{n} fatbin container(s) not loaded: {reason}"))
+            return rows
+        n = children()
+        on, on_deaths, info = load_all(ctx.run_task, items, True, n)
+        off, off_deaths, _ = load_all(ctx.run_task, items, False, max(1, n // 4))
+        if info.get("error"):  # the driver answered gpu-info but not here: report, do not guess
+            for path, _ in libraries:
+                rows.append(ctx.gpu_skip(self.name, ctx.display(path), str(info["error"])))
+            return rows
+        for d in on_deaths + off_deaths:
+            rows.append(Row(self.name, "device-load child", FAIL, d.reason, d.duration, d.signal, d.stderr_tail))
+        cuda = _cuda(info.get("driver") or getattr(ctx, "driver", None))
+        by_lib: dict[str, list[int]] = {}
+        for i, it in enumerate(items):
+            by_lib.setdefault(it.path, []).append(i)
+        for path, lib in libraries:
+            rows.append(self._library_row(ctx, path, lib, [items[i] for i in by_lib[path]],
+                                          [on.get(i) for i in by_lib[path]], [off.get(i) for i in by_lib[path]], cuda))
+        return rows
+
+    def _library_row(self, ctx: Any, path: str, lib: Library, items: list[Item], on: list[list[Answer] | None],
+                     off: list[list[Answer] | None], cuda: tuple[int, int] | None) -> Row:
+        subject = ctx.display(path)
+        if cuda is None:
+            return Row(self.name, subject, FAIL, "the driver's CUDA version is unknown, so nothing can be predicted")
+        disagreements: list[str] = []
+        tally: Counter[str] = Counter()
+        answers: Counter[str] = Counter()
+        unresolved: list[str] = []
+        jit_seconds, jit_max, crashes = 0.0, 0.0, 0
+        served: dict[int, set[str]] = {}  # GPU -> kernels some container runs there
+        stranded: dict[int, list[str]] = {}  # GPU -> kernels only containers without its code carry
+        for it, a_on, a_off in zip(items, on, off):
+            for g, gpu in enumerate(ctx.gpus):
+                cc = tuple(int(p) for p in gpu["cc"].split("."))
+                target = P.Gpu(cc, cuda, True)  # type: ignore[arg-type]
+                p_on, p_off = P.predict(it.container, target), P.predict(it.container, target.with_jit(False))
+                tally[p_on.outcome.value] += 1
+                names = [k for e in it.container.entries for k in (e.kernels or ())]
+                if p_on.outcome in (P.Outcome.NATIVE, P.Outcome.JIT):
+                    served.setdefault(g, set()).update(names)
+                else:
+                    stranded.setdefault(g, []).extend(names)
+                got_on = _pick(a_on, g)
+                got_off = _pick(a_off, g)
+                modes = ((p_on, got_on, "with the JIT on"), (p_off, got_off, "with CUDA_DISABLE_PTX_JIT=1"))
+                for pred, got, mode in modes:
+                    if got is None:
+                        disagreements.append(f"{_label(it.container, it.index)} on GPU{gpu['ordinal']}: no answer "
+                                             f"{mode} (the child never reported it)")
+                        continue
+                    if got.code is None:
+                        crashes += 1
+                    if not pred.agrees(got.code):
+                        want = " or ".join(code_name(c) for c in sorted(pred.codes))
+                        disagreements.append(
+                            f"{_label(it.container, it.index)} on GPU{gpu['ordinal']} ({gpu['sm']}) {mode}: "
+                            f"predicted {pred.outcome.value} ({want}: {pred.reason}), the driver answered "
+                            f"{code_name(got.code)}" + (f" [{got.died}]" if got.died else ""))
+                answers[f"{p_on.outcome.value}: {_short(got_on)} / {_short(got_off)}"] += 1
+                if p_on.outcome is P.Outcome.JIT and got_on and got_on.code == 0:
+                    jit_seconds += got_on.seconds
+                    jit_max = max(jit_max, got_on.seconds)
+                if p_on.outcome is P.Outcome.NOT_LOADABLE and p_on.entry is not None:
+                    unresolved += [s for s in p_on.entry.unresolved if s not in unresolved]
+        verdicts = [(gpu, _coverage(lib, gpu, subject)) for gpu in ctx.gpus]
+        details: dict[str, object] = {
+            "containers": len(items), "predicted": dict(tally), "answers": dict(answers),
+            "jit_seconds": round(jit_seconds, 3), "disagreements": disagreements[:200],
+            "coverage": {f"GPU{g['ordinal']}": v[1] for g, v in verdicts},
+        }
+        gpus = ", ".join(f"GPU{g['ordinal']} {g['name']} ({g['sm']})" for g in ctx.gpus)
+        if disagreements:
+            more = f" (and {len(disagreements) - SHOWN} more)" if len(disagreements) > SHOWN else ""
+            return Row(self.name, subject, FAIL,
+                       f"{len(disagreements)} driver answer(s) on {gpus} disagree with archaudit's prediction: "
+                       + "; ".join(disagreements[:SHOWN]) + more, details=tuple(sorted(details.items())))
+        summary = ", ".join(f"{tally[o.value]} {_OUTCOME_WORDS[o]}" for o in P.Outcome if tally[o.value])
+        agreed = (f"all {len(items)} container(s) answered on {gpus} as predicted, with the JIT on and off: "
+                  f"{summary}")
+        if tally[P.Outcome.JIT.value]:
+            agreed += f" (the JIT took {jit_seconds:.2f} s in all, longest {jit_max:.2f} s)"
+        if unresolved:
+            shown = ", ".join(unresolved[:4]) + (f" and {len(unresolved) - 4} more" if len(unresolved) > 4 else "")
+            agreed += f"; not loadable alone: relocatable code that calls {shown}"
+        if crashes:
+            agreed += f"; the driver crashed on {crashes} of those (run in a child, as predicted not loadable)"
+        failing = [(g, v) for g, v in verdicts if not v[0]]
+        code = [e for c in lib.containers for e in c.entries if e.kind in ("sass", "ptx")]
+        if failing and code and all(e.decoded and e.kernels == () for e in code):
+            # nvcc's device-link stubs and the like: nothing here can be launched, so nothing
+            # can fail with "no kernel image is available" (check's G009 says otherwise)
+            why = "; ".join(f"GPU{g['ordinal']}: {v[1]}" for g, v in failing)
+            return Row(self.name, subject, PASS, f"{agreed}; its device code holds no kernel, so nothing it "
+                       f"launches can miss a GPU (check's rule says: {why})", details=tuple(sorted(details.items())))
+        if failing:
+            parts = []
+            for g, v in failing:
+                gi = ctx.gpus.index(g)
+                lost = sorted({k for k in stranded.get(gi, ()) if k not in served.get(gi, set())})
+                shown = ", ".join(lost[:8]) + (f" and {len(lost) - 8} more" if len(lost) > 8 else "")
+                parts.append(f"GPU{g['ordinal']}: {v[1]}" + (f"; kernels that would fail with 'no kernel image "
+                                                              f"is available': {shown}" if lost else ""))
+            why = "; ".join(parts)
+            return Row(self.name, subject, FAIL, f"{agreed}; but its code does not run on every GPU here: {why}",
+                       details=tuple(sorted(details.items())))
+        return Row(self.name, subject, PASS, f"{agreed}; check's rule: its code runs on {gpus}",
+                   details=tuple(sorted(details.items())))
+
+
+_OUTCOME_WORDS = {P.Outcome.NATIVE: "native SASS", P.Outcome.JIT: "PTX JIT only",
+                  P.Outcome.NONE: "with no code for this GPU", P.Outcome.NOT_LOADABLE: "not loadable alone"}
+
+
+def _pick(answers: list[Answer] | None, gpu: int) -> Answer | None:
+    """This GPU's answer; None when the child never gave one."""
+    if not answers:
+        return None
+    if len(answers) == 1 and answers[0].code is None:
+        return answers[0]
+    return answers[gpu] if gpu < len(answers) else None
+
+
+def _short(a: Answer | None) -> str:
+    if a is None:
+        return "none"
+    return "died" if a.code is None else str(a.code)
