@@ -277,3 +277,22 @@ def test_runs_on_depends_on_the_gpu_asked(corpus: Path, tmp_path: Path) -> None:
     # sm_80 SASS runs on 8.6 (same major), not on 9.0; 1.0 carries sm_90 and PTX
     assert {r[1]: r[3] for r in hopper.rows} == {"1.0": "yes", "2.0": "no", "3.0": "unverified"}
     assert {r[1]: r[3] for r in ampere.rows} == {"1.0": "yes", "2.0": "yes", "3.0": "unverified"}
+
+
+def test_coverage_cell_follows_g009_when_only_part_of_a_library_runs(tmp_path: Path) -> None:
+    """lib_multiobj.so carries sm_90 and compute_90 for one object but only sm_80 for another: the
+    library as a whole does not run on 9.0 (check --gpu says G009), so its cell is '-', not 'N'."""
+    wheels = tmp_path / "w"
+    wheels.mkdir()
+    make_wheel(wheels, "part", "1.0", {LIB: FIXTURES / "lib_multiobj.so"})
+    db = tmp_path / "i.db"
+    _index(db, str(wheels), "-j", "1")
+    r = check([str(next(wheels.iterdir()))], None, Policy(gpus=(("sm_90", (9, 0)), ("sm_86", (8, 6)))), jobs=1,
+              decode=True)
+    g009 = {str(f.get("gpu")) for f in r.findings if f.code == "G009"}
+    with sqlite3.connect(db) as c:
+        [row] = reports.coverage(c, "part").rows
+        cols = reports.coverage(c, "part").columns
+    cells = dict(zip(cols, row))
+    assert "sm_90" in g009 and cells["sm_90"] == "-"
+    assert cells["sm_86"] == ("-" if "sm_86" in g009 else "N")
