@@ -46,7 +46,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("wheels")
     ap.add_argument("--max-size", type=float, default=60.0, help="only wheels up to this many MB")
-    ap.add_argument("--workers", default="1,2,4")
+    ap.add_argument("--workers", default="1,2,4", help="worker counts to time, comma-separated ('': none)")
     ap.add_argument("--remote", action="store_true", help="also index them over HTTP ranges (1 worker)")
     args = ap.parse_args()
     refs = [r for r in sources.from_directory(args.wheels) if (r.size or 0) <= args.max_size * 1e6]
@@ -57,7 +57,7 @@ def main() -> None:
     print("| workers | seconds | wheels/s | MB/s of wheels | x floor |")
     print("|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
-        for jobs in (int(j) for j in args.workers.split(",")):
+        for jobs in (int(j) for j in args.workers.split(",") if j):
             s = one_run(refs, jobs, tmp)
             print(f"| {jobs} | {s.seconds:.1f} | {s.judged / s.seconds:.2f} | {s.wheel_bytes / 1e6 / s.seconds:.0f} "
                   f"| {s.seconds / base:.1f} |", flush=True)

@@ -34,7 +34,7 @@ def _is_library(name: str) -> bool:
     return base.endswith(".so") or ".so." in base
 
 
-def _summarise_cuda(entries: list[dict]) -> str:
+def _summarise_cuda(entries: list[dict[str, object]]) -> str:
     counts: collections.Counter[str] = collections.Counter()
     for e in entries:
         if e["kind"] == "elf":

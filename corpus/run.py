@@ -217,6 +217,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-j", "--downloads", type=int, default=4, help="parallel downloads")
     ap.add_argument("--markdown", type=Path, help="also write the table and disagreements here")
     ap.add_argument("--json", type=Path, help="also write the results as JSON here")
+    ap.add_argument("-v", "--verbose", action="store_true",
+                    help="print every library: expected and archaudit's verdict, with archaudit's error codes")
     args = ap.parse_args(argv)
     wheels = [w for w in load() if (not args.ids or w.id in args.ids) and not (args.small and w.slow)]
     unknown = set(args.ids) - {w.id for w in load()}
@@ -240,6 +242,11 @@ def main(argv: list[str] | None = None) -> int:
               f"  {res.seconds:6.1f} s", flush=True)
         for line in describe(res):
             print(f"    {line}", flush=True)
+        if args.verbose:
+            for lib in res.libraries:
+                codes = f" ({', '.join(lib.codes)})" if lib.codes else ""
+                mark = "=" if lib.agrees else "≠"
+                print(f"      {mark} {lib.path}: expected {lib.expected}, archaudit {lib.actual}{codes}")
     total = time.perf_counter() - start
     checks = sum(r.seconds for r in results)
     agreeing = sum(1 for r in results if r.agrees)

@@ -230,6 +230,7 @@ def test_remote_wheels_read_by_ranges_store_what_local_ones_do(corpus: Path, tmp
     for name in ("demo-1.0-py3-none-manylinux_2_28_x86_64.whl", "demo-2.0-py3-none-manylinux_2_28_x86_64.whl"):
         assert sizes[name] == (corpus / name).stat().st_size
         assert fetched[name] < sizes[name] / 2  # the padding members are never fetched
+    assert all(fetched[n] <= sizes[n] for n in fetched)  # no byte fetched twice
     assert dict(_rows(remote, "SELECT file, sha256_checked FROM wheels"))[
         "demo-1.0-py3-none-manylinux_2_28_x86_64.whl"] == 0
 
@@ -277,3 +278,45 @@ def test_runs_on_depends_on_the_gpu_asked(corpus: Path, tmp_path: Path) -> None:
     # sm_80 SASS runs on 8.6 (same major), not on 9.0; 1.0 carries sm_90 and PTX
     assert {r[1]: r[3] for r in hopper.rows} == {"1.0": "yes", "2.0": "no", "3.0": "unverified"}
     assert {r[1]: r[3] for r in ampere.rows} == {"1.0": "yes", "2.0": "yes", "3.0": "unverified"}
+
+
+def test_coverage_cell_follows_g009_when_only_part_of_a_library_runs(tmp_path: Path) -> None:
+    """lib_multiobj.so carries sm_90 and compute_90 for one object but only sm_80 for another: the
+    library as a whole does not run on 9.0 (check --gpu says G009), so its cell is '-', not 'N'."""
+    wheels = tmp_path / "w"
+    wheels.mkdir()
+    make_wheel(wheels, "part", "1.0", {LIB: FIXTURES / "lib_multiobj.so"})
+    db = tmp_path / "i.db"
+    _index(db, str(wheels), "-j", "1")
+    r = check([str(next(wheels.iterdir()))], None, Policy(gpus=(("sm_90", (9, 0)), ("sm_86", (8, 6)))), jobs=1,
+              decode=True)
+    g009 = {str(f.get("gpu")) for f in r.findings if f.code == "G009"}
+    with sqlite3.connect(db) as c:
+        [row] = reports.coverage(c, "part").rows
+        cols = reports.coverage(c, "part").columns
+    cells = dict(zip(cols, row))
+    assert "sm_90" in g009 and cells["sm_90"] == "-"
+    assert cells["sm_86"] == ("-" if "sm_86" in g009 else "N")
+
+
+def test_cli_simple_index_json_summary_and_missing_paths(corpus: Path, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "i.db"
+    with serving(str(corpus)) as srv:
+        assert main(["index", f"{srv.url}/simple/", "--project", "demo<2", "--db", str(db), "-q",
+                     "--format", "json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert (out["listed"], out["judged"], out["verdicts"]) == (1, 1, {"fail": 1})
+    assert 0 < out["fetched_bytes"] < out["wheel_bytes"]
+    # a list naming a file that is not there: a row with E001, not a crash and not a gap
+    listing = tmp_path / "list.txt"
+    listing.write_text("# wheels\n\nmissing-1.0-py3-none-any.whl\n")
+    assert main(["index", str(listing), "--db", str(db), "-q", "-o", os.devnull]) == 1
+    [(verdict, code)] = _rows(db, "SELECT verdict, code FROM wheels JOIN findings ON wheel_id = wheels.id "
+                                  "WHERE project = 'missing'")
+    assert (verdict, code) == ("unusable", "E001")
+    # usage errors: an index without --project, a bad claim, a bad byte count
+    assert main(["index", "http://127.0.0.1:9/simple/", "--db", str(db)]) == 2
+    assert main(["index", str(corpus), "--db", str(db), "--arch", "banana"]) == 2
+    with pytest.raises(SystemExit):
+        main(["index", str(corpus), "--db", str(db), "--max-bytes", "lots"])

@@ -43,7 +43,7 @@ def heat_map(table: reports.Table) -> str:
     archs = list(table.columns[2:])
     versions = [f"{r[0]}" for r in table.rows]
     grid = [[_CELL.get(str(r[2 + i]), float("nan")) for r in table.rows] for i in range(len(archs))]
-    fig, ax = plt.subplots(figsize=(max(4.0, 0.6 * len(versions) + 2), max(2.5, 0.35 * len(archs) + 1)))
+    fig, ax = plt.subplots(figsize=(min(12.0, max(4.0, 0.35 * len(versions) + 2)), max(2.5, 0.3 * len(archs) + 1)))
     cmap = ListedColormap(["#d73027", "#fee08b", "#1a9850"]).with_extremes(bad="#dddddd")
     ax.imshow(grid, cmap=cmap, vmin=0, vmax=2, aspect="auto", interpolation="nearest")
     ax.set_xticks(range(len(versions)), versions, rotation=60, ha="right")
@@ -74,8 +74,9 @@ def floor_plot(table: reports.Table) -> str:
         xs = [w if dated else i for i, (_, w) in enumerate(pts)]
         ys = [float(".".join(str(r[4]).split(".")[:2])) for r, _ in pts]
         ax.step(xs, ys, where="post", marker="o")
-        for x, y, (r, _) in zip(xs, ys, pts):
-            ax.annotate(str(r[0]), (x, y), textcoords="offset points", xytext=(0, 6), fontsize=7, ha="center")
+        for i, (x, y, (r, _)) in enumerate(zip(xs, ys, pts)):
+            if i == 0 or y != ys[i - 1]:  # name the release where the floor moves
+                ax.annotate(str(r[0]), (x, y), textcoords="offset points", xytext=(0, 6), fontsize=7, ha="center")
         if not dated:
             ax.set_xticks(range(len(pts)), [str(r[0]) for r, _ in pts], rotation=60, ha="right")
         ax.set_xlabel("upload time" if dated else "release")

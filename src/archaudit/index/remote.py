@@ -24,6 +24,7 @@ BLOCK = 64 << 10  # bytes per cached block
 CACHE_BLOCKS = 512  # 32 MiB of blocks at most per reader
 TAIL = 256 << 10  # bytes read from the end first: end records and, for most wheels, the directory
 BIG = 1 << 20  # reads at least this long bypass the cache
+KEEP = 96 << 20  # a streamed member up to this many compressed bytes is kept for a second read
 TIMEOUT = 60.0
 MAX_REDIRECTS = 5
 USER_AGENT = f"archaudit/{__version__}"
@@ -57,6 +58,7 @@ class RangeReader:
         self._extents: dict[int, int] = {}  # member data offset -> compressed size
         self._conn: http.client.HTTPConnection | None = None
         self._path = ""
+        self.held: tuple[int, bytes] | None = None  # (data offset, bytes) of the last member streamed whole
         self.size = self._first_read()
 
     # ---- HTTP ----
@@ -170,6 +172,33 @@ class RangeReader:
         joined = b"".join(parts)
         return joined[offset - first * BLOCK:end - first * BLOCK]
 
+    def cached(self, offset: int, limit: int) -> bytes:
+        """The bytes from `offset` (at most `limit`) that the block cache holds already, contiguous."""
+        out = []
+        got = 0
+        b = offset // BLOCK
+        while got < limit and b in self._blocks:
+            block = self._blocks[b]
+            start = offset + got - b * BLOCK
+            piece = block[start:start + limit - got]
+            if not piece:
+                break
+            out.append(piece)
+            got += len(piece)
+            b += 1
+        return b"".join(out)
+
+    def cached_end(self, start: int, end: int) -> int:
+        """Where the cached blocks that reach `end` begin (>= start); `end` when none does."""
+        b = (end - 1) // BLOCK
+        first = end
+        while b >= 0 and b in self._blocks and len(self._blocks[b]) == min(BLOCK, self.size - b * BLOCK):
+            first = max(start, b * BLOCK)
+            if first == start:
+                break
+            b -= 1
+        return first
+
     def know_members(self, extents: dict[int, int]) -> None:
         """Where member data lies (data offset -> compressed size): a stream opened at one is
         fetched with one request for exactly its bytes."""
@@ -195,6 +224,14 @@ class RangeFile(io.RawIOBase):
         self._resp: http.client.HTTPResponse | None = None
         self._conn: Any = None
         self._left = 0
+        self._limit = 0  # end of the small member being read, when one is
+        self._start = 0
+        self._kept: list[bytes] | None = None
+        self._mem: memoryview | None = None
+        self._mem_at = 0
+        self._tail = b""  # the end of the member being streamed, held in the block cache already
+        self._tail_at = 0
+        self._tail_end = 0
 
     def readable(self) -> bool:
         return True
@@ -206,6 +243,7 @@ class RangeFile(io.RawIOBase):
         target = {0: pos, 1: self._pos + pos, 2: self._r.size + pos}[whence]
         if target != self._pos:
             self._drop()
+            self._limit, self._mem, self._tail = 0, None, b""
         self._pos = target
         return target
 
@@ -215,15 +253,45 @@ class RangeFile(io.RawIOBase):
     def _drop(self) -> None:
         if self._conn is not None:
             self._conn.close()
-        self._resp, self._conn, self._left = None, None, 0
+        self._resp, self._conn, self._left, self._kept = None, None, 0, None
 
     def read(self, n: int = -1) -> bytes:
         if n is None or n < 0:
             n = self._r.size - self._pos
-        if self._resp is None and self._pos in self._r._extents and self._r._extents[self._pos] >= BIG:
-            length = self._r._extents[self._pos]
-            self._resp, self._conn = self._r._request(self._pos, self._pos + length - 1, reuse=False)
-            self._left = length
+        if self._mem is not None:  # a member read again (the scanner's second pass): from memory
+            data = bytes(self._mem[self._pos - self._mem_at:self._pos - self._mem_at + n])
+            self._pos += len(data)
+            return data
+        extent = self._r._extents.get(self._pos) if self._resp is None else None
+        held = self._r.held
+        if extent is not None and held is not None and held[0] == self._pos:
+            self._mem, self._mem_at = memoryview(held[1]), self._pos
+            return self.read(n)
+        if extent is not None and extent >= BIG:
+            self._start = self._pos
+            self._kept = [] if extent <= KEEP else None
+            prefix = self._r.cached(self._pos, min(n, extent))  # the start came with its local header
+            if prefix:
+                self._pos += len(prefix)
+                if self._kept is not None:
+                    self._kept.append(prefix)
+            end = self._start + extent
+            self._tail_at = self._r.cached_end(self._pos, end)  # the end came with the next member's header
+            self._tail_end = end
+            self._left = self._tail_at - self._pos
+            if self._left:
+                self._resp, self._conn = self._r._request(self._pos, self._tail_at - 1, reuse=False)
+            if end > self._tail_at:
+                tail = self._r.cached(self._tail_at, end - self._tail_at)
+                self._tail = tail
+                if self._kept is not None and not self._left:
+                    self._kept.append(tail)
+            elif self._kept is not None:
+                self._r.held = (self._start, b"".join(self._kept))
+            if prefix:
+                return prefix
+        elif extent is not None:
+            self._limit = self._pos + extent  # a small member: never read past its data
         if self._resp is not None:
             try:
                 data = self._resp.read(min(n, self._left))
@@ -233,9 +301,23 @@ class RangeFile(io.RawIOBase):
             self._r.fetched += len(data)
             self._left -= len(data)
             self._pos += len(data)
+            if self._kept is not None:
+                self._kept.append(data)
+            if not self._left and self._tail and self._kept is not None:
+                self._kept.append(self._tail)
+            if not self._left and self._kept is not None:
+                self._r.held = (self._start, b"".join(self._kept))
             if not self._left or not data:
                 self._drop()
             return data
+        if self._tail and self._pos >= self._tail_at:  # the member's last bytes, from the block cache
+            data = self._tail[self._pos - self._tail_at:self._pos - self._tail_at + n]
+            self._pos += len(data)
+            if self._pos >= self._tail_end:
+                self._tail = b""
+            return data
+        if self._limit > self._pos:
+            n = min(n, self._limit - self._pos)
         data = self._r.read_at(self._pos, n)
         self._pos += len(data)
         return data

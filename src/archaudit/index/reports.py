@@ -140,7 +140,9 @@ def _runs(inv: TargetInventory, axis: Sequence[tuple[int, int]]) -> _Runs:
     for f in t.findings:
         if f.code in ("G008", "G009"):
             g = str(f.get("gpu"))
-            worst[g] = min(worst.get(g, 2), RANK.get(str(f.get("runs")), 0))
+            # G009 decides: a library with kernels that cannot run there does not run there
+            rank = 0 if f.code == "G009" else RANK.get(str(f.get("runs")), 0)
+            worst[g] = min(worst.get(g, 2), rank)
             if f.code == "G009":
                 failing.setdefault(g, []).append(f.subject)
     bad = inv.unusable or any(f.code.startswith("E") and f.severity == ERROR for f in t.findings)
@@ -156,19 +158,24 @@ def coverage(db: sqlite3.Connection, project: str) -> Table:
     libraries (N native, J only by PTX JIT, - not at all)."""
     axis = _axis()
     rows = []
+    carried: set[tuple[int, int]] = set()
     for w, inv in _inventories(db, wheels(db, project)):
+        for lib in inv.libraries:
+            for c in lib.containers:
+                carried |= {arch.canonical_cc(arch.CudaTarget.parse(e.target).cc) for e in c.entries
+                            if c.loadable and e.vendor == "nvidia" and e.kind in ("sass", "ptx")}
         r = _runs(inv, axis)
         cells = []
         for cc in axis:
             rank = r.worst.get(label(cc))
             cells.append("?" if r.unverified else "" if rank is None else MARKS[_NAMES[rank]])
         rows.append((w.release, w.tags, *cells))
-    used = [i for i in range(len(axis)) if any(r[2 + i] not in ("", "-", "?") for r in rows)]
+    used = [i for i, cc in enumerate(axis) if cc in carried or any(r[2 + i] not in ("", "-", "?") for r in rows)]
     keep = list(range(used[0], used[-1] + 1)) if used else []
     cols = ("version", "tags", *(_sm(axis[i]) for i in keep))
     trimmed = tuple((r[0], r[1], *(r[2 + i] for i in keep)) for r in rows)
-    notes = ("N: every library with device code runs natively; J: some only through PTX JIT; -: some do not "
-             "run at all; ?: the wheel could not be verified",)
+    notes = ("N: every library with device code runs natively; J: some only through PTX JIT; -: some library "
+             "does not run there (none of its code, or some of its kernels: G009); ?: the wheel could not be verified",)
     return Table("coverage", f"Coverage of {project} by release", cols, trimmed, notes)
 
 

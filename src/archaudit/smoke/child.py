@@ -41,6 +41,9 @@ DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cuda_driver.p
 TAIL_CHARS = 2000
 _LIVE: set[subprocess.Popen[bytes]] = set()  # running children, for stop_all()
 _LIVE_LOCK = threading.Lock()
+# Held while a child is started and registered, and while orphans are swept: a child that is
+# forked but not yet in _LIVE must never look like an orphan to another thread's sweep.
+_SPAWN_LOCK = threading.RLock()
 _STOPPING = threading.Event()
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
 
@@ -122,6 +125,11 @@ def _adopted() -> list[int]:
 
 def sweep() -> int:
     """Kill (and reap) every orphan adopted from our children's descendants; how many."""
+    with _SPAWN_LOCK:
+        return _sweep_locked()
+
+
+def _sweep_locked() -> int:
     killed = 0
     for _ in range(100):
         found = _adopted()
@@ -247,14 +255,15 @@ def _spawn_once(python: str, task: str, spec: dict[str, Any], env: dict[str, str
     key_r, key_w = os.pipe()
     cmd = [python, "-I", "-S", "-c", BOOT, task, spec_path, str(w), str(key_r), WORKER, str(os.getpid())]
     try:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log_fd, stderr=log_fd,
-                                pass_fds=(w, key_r), cwd=cwd, env=env, start_new_session=True)
+        with _SPAWN_LOCK:
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log_fd, stderr=log_fd,
+                                    pass_fds=(w, key_r), cwd=cwd, env=env, start_new_session=True)
+            with _LIVE_LOCK:
+                _LIVE.add(proc)
     except OSError:
         for x in (r, w, key_r, key_w, log_fd):
             os.close(x)
         raise
-    with _LIVE_LOCK:
-        _LIVE.add(proc)
     os.close(w)
     os.close(key_r)
     os.close(log_fd)
@@ -345,10 +354,11 @@ def run_command(cmd: list[str], what: str, *, env: dict[str, str], timeout: floa
         raise Stopped()
     log = tempfile.TemporaryFile()
     full = [sys.executable, "-I", "-S", "-c", EXEC, str(os.getpid()), *cmd]
-    proc = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, cwd=cwd,
-                            start_new_session=True)
-    with _LIVE_LOCK:
-        _LIVE.add(proc)
+    with _SPAWN_LOCK:
+        proc = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, cwd=cwd,
+                                start_new_session=True)
+        with _LIVE_LOCK:
+            _LIVE.add(proc)
     try:
         try:
             rc = proc.wait(timeout=timeout)
