@@ -21,6 +21,7 @@ from .arch import CudaTarget
 from .model import SASS, Entry
 
 MAX_IN_FLIGHT = 16 << 20  # compressed bytes queued for the pool, all libraries together
+BIG = 48 << 20  # payloads that decode to more than this take turns (transformer-engine: 66 MB LZ4)
 TRIM_AFTER = 4 << 20  # decoded size after which a worker returns freed memory to the system
 
 
@@ -34,19 +35,26 @@ class DecodePool:
         self._max = max_in_flight
         self._in_flight = 0
         self._cond = threading.Condition()
+        self._big = threading.Lock()
 
     def submit(self, nbytes: int, decoded: int, fn: Callable[[], Entry]) -> Future[Entry]:
-        """Run `fn` (decoding `nbytes` into `decoded` bytes) on a worker; after a large payload
-        the worker returns the freed memory to the system."""
+        """Run `fn` (decoding `nbytes` into `decoded` bytes) on a worker; payloads larger than
+        BIG take turns, and after a large payload the worker returns the freed memory to the
+        system."""
         with self._cond:
             while self._in_flight and self._in_flight + nbytes > self._max:
                 self._cond.wait()
             self._in_flight += nbytes
         job = fn
+        if decoded > BIG:  # LZ4 and zstd hold the whole output: one such payload at a time
+            def job() -> Entry:
+                with self._big:
+                    return fn()
         if decoded > TRIM_AFTER:
+            unreturned = job
             def job() -> Entry:
                 try:
-                    return fn()
+                    return unreturned()
                 finally:
                     return_free_memory()
         fut = self._pool.submit(job)
