@@ -21,7 +21,7 @@ from archaudit.cli import main
 from archaudit.core import check, example_wheel
 from archaudit.index import engine, reports, sources
 from archaudit.index.store import Store, inventory_of
-from archaudit.index.task import TaskOptions
+from archaudit.index.task import TaskOptions, failed
 from archaudit.policy import Policy
 from range_server import serving
 
@@ -320,3 +320,17 @@ def test_cli_simple_index_json_summary_and_missing_paths(corpus: Path, tmp_path:
     assert main(["index", str(corpus), "--db", str(db), "--arch", "banana"]) == 2
     with pytest.raises(SystemExit):
         main(["index", str(corpus), "--db", str(db), "--max-bytes", "lots"])
+
+
+def test_a_dead_worker_is_a_row_judged_again_on_rerun(corpus: Path, tmp_path: Path) -> None:
+    db = tmp_path / "i.db"
+    [ref] = [r for r in sources.resolve([str(corpus)], [], sources.Filters()) if r.file.startswith("demo-1.0")]
+    store = Store(str(db))
+    store.put(failed(ref, TaskOptions(), None, "killed"), "")
+    assert _rows(db, "SELECT verdict, file FROM wheels") == [("unusable", ref.file)]
+    assert not store.done(ref, "")
+    again = engine.run([ref], store, TaskOptions(), jobs=1)
+    store.close()
+    assert again.judged == 1
+    assert _rows(db, "SELECT verdict FROM wheels") == [("fail",)]
+    assert _rows(db, "SELECT count(*) FROM findings WHERE code = 'E099'") == [(0,)]
