@@ -334,3 +334,22 @@ def test_a_dead_worker_is_a_row_judged_again_on_rerun(corpus: Path, tmp_path: Pa
     assert again.judged == 1
     assert _rows(db, "SELECT verdict FROM wheels") == [("fail",)]
     assert _rows(db, "SELECT count(*) FROM findings WHERE code = 'E099'") == [(0,)]
+
+
+def test_libraries_scope_reads_only_matching_members_and_is_part_of_the_key(tmp_path: Path) -> None:
+    wheels = tmp_path / "w"
+    wheels.mkdir()
+    make_wheel(wheels, "two", "1.0", {"two/lib/liba.so": FIXTURES / "lib_multi.so",
+                                      "two/lib/libb.so": FIXTURES / "lib_sm80.so"})
+    db = tmp_path / "i.db"
+    _index(db, str(wheels), "-j", "1", "--libraries", "*/liba.so")
+    assert _rows(db, "SELECT l.path, w.scope FROM libraries l JOIN wheels w ON w.id = l.wheel_id") == [
+        ("two/lib/liba.so", "*/liba.so")]
+    # the same wheel over every library is another question: judged again, both libraries read
+    refs = sources.resolve([str(wheels)], [], sources.Filters())
+    store = Store(str(db))
+    assert store.done(refs[0], "*/liba.so") and not store.done(refs[0], "")
+    store.close()
+    _index(db, str(wheels), "-j", "1")
+    assert [r[0] for r in _rows(db, "SELECT path FROM libraries ORDER BY path")] == ["two/lib/liba.so",
+                                                                                    "two/lib/libb.so"]
