@@ -35,9 +35,6 @@ class ElfError(ArchauditError):
 
     default_code = "E010"
 
-    def __init__(self, message: str, code: str = "E010"):
-        super().__init__(message, code=code)
-
 
 @dataclass(frozen=True, slots=True)
 class Header:
@@ -101,9 +98,9 @@ def parse_header(data: bytes, file_size: int) -> Header:
     if len(data) < _HEADER.size:
         raise ElfError("ELF header is truncated")
     if data[4] != 2:
-        raise ElfError("32-bit ELF is not supported", "E020")
+        raise ElfError("32-bit ELF is not supported", code="E020")
     if data[5] != 1:
-        raise ElfError("big-endian ELF is not supported", "E020")
+        raise ElfError("big-endian ELF is not supported", code="E020")
     (ident, etype, machine, _, _, phoff, shoff, flags, ehsize, phentsize, phnum, shentsize,
      shnum, shstrndx) = _HEADER.unpack_from(data)
     if shnum and shentsize != _SHDR.size:
