@@ -147,6 +147,10 @@ def test_rerun_skips_and_newer_version_marks_changed_verdicts(corpus: Path, tmp_
     assert got["1.0"] == ("fail", "0.0.1", 0)
     assert got["3.0"] == (None, None, 0)
     assert _rows(db, "SELECT count(*) FROM verdicts")[0][0] == 6
+    with sqlite3.connect(db) as c:
+        t = reports.changed(c)
+    assert [r[1:] for r in t.rows] == [("2.0", "py3-none-manylinux_2_28_x86_64", "pass (0.0.1)",
+                                        f"fail ({__import__('archaudit').__version__})")]
 
 
 def test_process_pool_stores_what_one_process_stores(corpus: Path, tmp_path: Path) -> None:
@@ -371,3 +375,14 @@ def test_runs_on_an_amd_gpu_agrees_with_check(tmp_path: Path, capsys: pytest.Cap
         r = main(["check", str(whl), "--gpu", gpu, "--no-config", "-q", "-o", os.devnull])
         assert (row["runs"] == "yes") == (r == 0)
         assert row["runs"] == ("yes" if gpu == "gfx1100" else "no")
+
+
+def test_html_without_matplotlib_is_a_usage_error(corpus: Path, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "i.db"
+    _index(db, str(corpus), "-j", "1")
+    monkeypatch.setitem(__import__("sys").modules, "matplotlib", None)  # as if not installed
+    out = tmp_path / "page.html"
+    assert main(["query", "html", "--db", str(db), "--project", "demo", "-o", str(out)]) == 2
+    assert not out.exists()
+    assert main(["query", "changed", "--db", str(db)]) == 0
