@@ -21,7 +21,7 @@ The parts, in the order data flows through them:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
@@ -916,6 +916,21 @@ def _dynamic(names: _DynamicNames, notes: list[str]) -> tuple[tuple[str, ...], t
 FATBIN_SECTIONS = (".nv_fatbin", "__nv_relfatbin")
 
 
+def _unregistered(wrappers: Sequence[FatbinWrapper | HipWrapper], where: list[elf.Section],
+                  segments: tuple[elf.Segment, ...], found_at: set[int], code: str, what: str,
+                  missing: str) -> list[Problem]:
+    """A problem for each wrapper (in one of the `where` sections) that registers an address
+    where nothing was found. Position-independent libraries leave the address 0 for a relocation
+    to fill at load: those are not judged."""
+    out = []
+    for w in wrappers:
+        if w.address and any(s.offset <= w.offset < s.file_end for s in where):
+            off = elf.vaddr_to_offset(segments, w.address)
+            if off is not None and off not in found_at:
+                out.append(Problem(code, f"{what} at 0x{w.offset:x} registers 0x{off:x}, where {missing}", off))
+    return out
+
+
 def attribute(found: ScanResult, sections: list[elf.Section], segments: tuple[elf.Segment, ...],
               problems: list[Problem], alignment: int = ALIGN_SLACK) -> list[Container]:
     """Name each container's section and role; check fatbin sections are fully accounted for.
@@ -951,26 +966,14 @@ def attribute(found: ScanResult, sections: list[elf.Section], segments: tuple[el
         else:
             role = EMBEDDED
         out.append(Container("nvidia", role, name, c.offset, c.size, c.entries))
-    # The CUDA runtime registers what .nvFatBinSegment's wrappers point at: each must be a
-    # container that was found (one whose magic is damaged is not found at all).
-    found_at = {c.offset for c in found.containers}
-    for w in found.wrappers:
-        if w.address and any(s.offset <= w.offset < s.file_end for s in seg_sections):
-            off = elf.vaddr_to_offset(segments, w.address)
-            if off is not None and off not in found_at:
-                problems.append(Problem("E011", f"fatbin wrapper at 0x{w.offset:x} registers 0x{off:x}, where "
-                                                f"no fatbin container was found", off))
-    # The HIP runtime registers what .hipFatBinSegment's wrappers point at: each must be a
-    # bundle that was found and verified (a bundle whose magic is damaged is not found at all).
+    # The runtimes register what the wrappers in .nvFatBinSegment / .hipFatBinSegment point at:
+    # each must be a container (a bundle) that was found and verified; one whose magic is damaged
+    # is not found at all.
     hip_segs = [s for s in sections if s.name == ".hipFatBinSegment"]
-    bundle_at = {b.offset for b in found.bundles}
-    for hw in found.hip_wrappers:
-        # Position-independent libraries leave the address 0 for a relocation to fill at load.
-        if hw.address and any(s.offset <= hw.offset < s.file_end for s in hip_segs):
-            off = elf.vaddr_to_offset(segments, hw.address)
-            if off is not None and off not in bundle_at:
-                problems.append(Problem("E030", f"HIP wrapper at 0x{hw.offset:x} registers 0x{off:x}, where no "
-                                                f"valid offload bundle was found", off))
+    problems += _unregistered(found.wrappers, seg_sections, segments, {c.offset for c in found.containers},
+                              "E011", "fatbin wrapper", "no fatbin container was found")
+    problems += _unregistered(found.hip_wrappers, hip_segs, segments, {b.offset for b in found.bundles},
+                              "E030", "HIP wrapper", "no valid offload bundle was found")
     for b in found.bundles:
         sec = next((s for s in sections if s.offset <= b.offset < s.file_end and s.type not in (0, elf.SHT_NOBITS)),
                    None)

@@ -254,6 +254,13 @@ def task_device_load(spec: dict[str, Any]) -> None:
 TORCH_RTOL, TORCH_ATOL = 1e-4, 1e-4
 
 
+# step -> (what it is, the module built from torch, the input's shape)
+_TORCH_MODELS: dict[str, tuple[str, Any, tuple[int, ...]]] = {
+    "linear": ("nn.Linear(64, 32)", lambda torch: torch.nn.Linear(64, 32), (16, 64)),
+    "conv": ("nn.Conv2d(3, 8, 3)", lambda torch: torch.nn.Conv2d(3, 8, 3, padding=1), (2, 3, 16, 16)),
+}
+
+
 def _torch_gpu_gate(torch: Any) -> tuple[bool, str]:
     if not torch.cuda.is_available():
         return False, (f"torch {torch.__version__} sees no CUDA device "
@@ -308,25 +315,16 @@ def task_torch(spec: dict[str, Any]) -> None:
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
         try:
-            if step == "linear":
-                ref, gpu, size = _weights_from_file(torch, lambda: torch.nn.Linear(64, 32),
-                                                    os.path.join(work, "linear.pt"))
-                x = torch.randn(16, 64, generator=torch.Generator().manual_seed(7))
+            if step in _TORCH_MODELS:
+                what, make, shape = _TORCH_MODELS[step]
+                ref, gpu, size = _weights_from_file(torch, lambda make=make: make(torch),
+                                                    os.path.join(work, f"{step}.pt"))
+                x = torch.randn(*shape, generator=torch.Generator().manual_seed(7))
                 with torch.no_grad():
                     want = ref(x)
                     got = gpu(x.to("cuda"))
                     torch.cuda.synchronize()
-                result(i, "PASS", f"nn.Linear(64, 32) with weights loaded from a {size}-byte file ran on "
-                       f"{where} and matched CPU: {_compare(torch, got.cpu(), want)}", torch=torch.__version__)
-            elif step == "conv":
-                ref, gpu, size = _weights_from_file(torch, lambda: torch.nn.Conv2d(3, 8, 3, padding=1),
-                                                    os.path.join(work, "conv.pt"))
-                x = torch.randn(2, 3, 16, 16, generator=torch.Generator().manual_seed(7))
-                with torch.no_grad():
-                    want = ref(x)
-                    got = gpu(x.to("cuda"))
-                    torch.cuda.synchronize()
-                result(i, "PASS", f"nn.Conv2d(3, 8, 3) with weights loaded from a {size}-byte file ran on "
+                result(i, "PASS", f"{what} with weights loaded from a {size}-byte file ran on "
                        f"{where} and matched CPU: {_compare(torch, got.cpu(), want)}", torch=torch.__version__)
             elif step == "aoti-compile":
                 import torch._inductor
