@@ -323,15 +323,7 @@ def _spawn_once(python: str, task: str, spec: dict[str, Any], env: dict[str, str
             except ProcessLookupError:
                 pass
             rc = proc.wait()
-        with _LIVE_LOCK:
-            _LIVE.discard(proc)
-        # Grandchildren that outlive the worker (a compiler it started) go with the group,
-        # and anything that left the group (setsid) was adopted by us: it goes too.
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        sweep()
+        _end_group(proc)
     tail = _tail(log_path)
     for p in (spec_path, log_path):
         try:
@@ -339,6 +331,19 @@ def _spawn_once(python: str, task: str, spec: dict[str, Any], env: dict[str, str
         except OSError:
             pass
     return rc, timed_out, tail, saw_end, forged
+
+
+def _end_group(proc: subprocess.Popen[bytes]) -> None:
+    """Forget a finished child and end what it left: grandchildren that outlive it (a compiler it
+    started) go with its process group, and anything that left the group (setsid) was adopted by
+    us: the sweep ends it too."""
+    with _LIVE_LOCK:
+        _LIVE.discard(proc)
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    sweep()
 
 
 def run_command(cmd: list[str], what: str, *, env: dict[str, str], timeout: float,
@@ -368,13 +373,7 @@ def run_command(cmd: list[str], what: str, *, env: dict[str, str], timeout: floa
             raise TimeoutError(f"{what} did not finish in {timeout:g} s: killed with every process "
                                f"it started") from None
     finally:
-        with _LIVE_LOCK:
-            _LIVE.discard(proc)
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        sweep()
+        _end_group(proc)
     log.seek(0)
     text = log.read().decode(errors="replace")
     log.close()
