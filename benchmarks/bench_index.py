@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import sys
 import tempfile
 import time
@@ -33,13 +34,21 @@ def floor(paths: list[str]) -> float:
     return time.perf_counter() - start
 
 
-def one_run(refs: list[sources.WheelRef], jobs: int, tmp: str) -> engine.RunSummary:
+def cpu_seconds() -> float:
+    """CPU time of this process and of its reaped children (the pool's workers)."""
+    a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
+
+
+def one_run(refs: list[sources.WheelRef], jobs: int, tmp: str) -> tuple[engine.RunSummary, float]:
     db = os.path.join(tmp, f"bench-{jobs}-{time.monotonic_ns()}.db")
     store = Store(db)
+    before = cpu_seconds()
     try:
-        return engine.run(refs, store, TaskOptions(), jobs=jobs)
+        s = engine.run(refs, store, TaskOptions(), jobs=jobs)
     finally:
         store.close()
+    return s, cpu_seconds() - before
 
 
 def main() -> None:
@@ -54,29 +63,27 @@ def main() -> None:
     print(f"{len(refs)} wheels, {total / 1e6:.0f} MB, {os.cpu_count()} cores")
     base = floor([r.location for r in refs])
     print(f"floor (one sequential read of every byte): {base:.1f} s, {total / 1e6 / base:.0f} MB/s\n")
-    print("| workers | seconds | wheels/s | MB/s of wheels | x floor |")
-    print("|---|---|---|---|---|")
+    print("| workers | seconds | wheels/s | MB/s of wheels | x floor | CPU seconds | MB per CPU second |")
+    print("|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for jobs in (int(j) for j in args.workers.split(",") if j):
-            s = one_run(refs, jobs, tmp)
+            s, cpu = one_run(refs, jobs, tmp)
             print(f"| {jobs} | {s.seconds:.1f} | {s.judged / s.seconds:.2f} | {s.wheel_bytes / 1e6 / s.seconds:.0f} "
-                  f"| {s.seconds / base:.1f} |", flush=True)
+                  f"| {s.seconds / base:.1f} | {cpu:.1f} | {s.wheel_bytes / 1e6 / cpu:.0f} |", flush=True)
         if args.remote:
             from range_server import serving
 
             with serving(args.wheels) as srv:
                 remote = [sources.WheelRef(f"{srv.url}/{r.file}", r.file, r.size) for r in refs
                           if os.path.dirname(r.location) == os.path.normpath(args.wheels)]
-                s = one_run(remote, 1, tmp)
+                s, _ = one_run(remote, 1, tmp)
             print(f"\nremote (HTTP ranges, 127.0.0.1, 1 worker): {s.judged} wheels, fetched {s.fetched / 1e6:.0f} MB "
                   f"of {s.wheel_bytes / 1e6:.0f} MB ({100 * s.fetched / s.wheel_bytes:.1f}%) in {s.requests} "
                   f"requests, {s.seconds:.1f} s")
-            worst = sorted(s.results, key=lambda r: -r[3] / max(r[2], 1))
             print("| wheel | size MB | fetched MB | share |")
             print("|---|---|---|---|")
             for f, _, size, got in sorted(s.results, key=lambda r: r[3] / max(r[2], 1)):
                 print(f"| {f} | {size / 1e6:.1f} | {got / 1e6:.1f} | {100 * got / max(size, 1):.0f}% |")
-            del worst
 
 
 if __name__ == "__main__":

@@ -280,3 +280,14 @@ def test_diff_unwritable_output_is_exit_2(scratch, capsys):
     rc = main(["diff", "--no-config", "-o", "/nonexistent/dir/d.txt", EXAMPLE, EXAMPLE])
     err = capsys.readouterr().err
     assert rc == 2 and "cannot write the report" in err and "Traceback" not in err
+
+
+def test_nothing_judged_is_not_shown_as_a_pass(scratch):
+    """Without a claim (C001) the libraries were judged by nothing: no ✓ in their verdict."""
+    rc, out = text(EXAMPLE)
+    assert rc == 1 and "C001" in out
+    rows = [line for line in out.splitlines() if line.startswith("  gpu_example/")]
+    assert rows and all(line.endswith("? no claim to judge by") for line in rows)
+    rc = main(["check", "--no-config", "-q", "--format", "markdown", "-o", "out.md", EXAMPLE])
+    md = Path("out.md").read_text(encoding="utf-8")
+    assert rc == 1 and "| ❓ no claim to judge by |" in md and "✅ no claim" not in md

@@ -19,10 +19,10 @@ def test_every_error_derives_from_the_base(cls):
 
 def test_readers_errors_carry_their_code():
     assert elf.ElfError("not an ELF file").code == "E010"
-    assert elf.ElfError("32-bit", "E020").code == "E020"
+    assert elf.ElfError("32-bit", code="E020").code == "E020"
     assert zipread.ZipError("central directory not found").code == "E002"
     assert zipread.MemberError("listed twice", code="E003").code == "E003"
-    e = fatbin.FatbinError("E011", "entry overruns its container", 0x4A0)
+    e = fatbin.FatbinError("entry overruns its container", code="E011", offset=0x4A0)
     assert (e.code, e.message, e.offset, str(e)) == ("E011", "entry overruns its container", 0x4A0,
                                                      "entry overruns its container")
-    assert str(hip.Malformed("E030", "bundle is truncated")) == "E030: bundle is truncated"
+    assert str(hip.Malformed("bundle is truncated", code="E030")) == "E030: bundle is truncated"

@@ -21,7 +21,7 @@ from archaudit.cli import main
 from archaudit.core import check, example_wheel
 from archaudit.index import engine, reports, sources
 from archaudit.index.store import Store, inventory_of
-from archaudit.index.task import TaskOptions
+from archaudit.index.task import TaskOptions, failed
 from archaudit.policy import Policy
 from range_server import serving
 
@@ -147,6 +147,10 @@ def test_rerun_skips_and_newer_version_marks_changed_verdicts(corpus: Path, tmp_
     assert got["1.0"] == ("fail", "0.0.1", 0)
     assert got["3.0"] == (None, None, 0)
     assert _rows(db, "SELECT count(*) FROM verdicts")[0][0] == 6
+    with sqlite3.connect(db) as c:
+        t = reports.changed(c)
+    assert [r[1:] for r in t.rows] == [("2.0", "py3-none-manylinux_2_28_x86_64", "pass (0.0.1)",
+                                        f"fail ({__import__('archaudit').__version__})")]
 
 
 def test_process_pool_stores_what_one_process_stores(corpus: Path, tmp_path: Path) -> None:
@@ -320,3 +324,65 @@ def test_cli_simple_index_json_summary_and_missing_paths(corpus: Path, tmp_path:
     assert main(["index", str(corpus), "--db", str(db), "--arch", "banana"]) == 2
     with pytest.raises(SystemExit):
         main(["index", str(corpus), "--db", str(db), "--max-bytes", "lots"])
+
+
+def test_a_dead_worker_is_a_row_judged_again_on_rerun(corpus: Path, tmp_path: Path) -> None:
+    db = tmp_path / "i.db"
+    [ref] = [r for r in sources.resolve([str(corpus)], [], sources.Filters()) if r.file.startswith("demo-1.0")]
+    store = Store(str(db))
+    store.put(failed(ref, TaskOptions(), None, "killed"), "")
+    assert _rows(db, "SELECT verdict, file FROM wheels") == [("unusable", ref.file)]
+    assert not store.done(ref, "")
+    again = engine.run([ref], store, TaskOptions(), jobs=1)
+    store.close()
+    assert again.judged == 1
+    assert _rows(db, "SELECT verdict FROM wheels") == [("fail",)]
+    assert _rows(db, "SELECT count(*) FROM findings WHERE code = 'E099'") == [(0,)]
+
+
+def test_libraries_scope_reads_only_matching_members_and_is_part_of_the_key(tmp_path: Path) -> None:
+    wheels = tmp_path / "w"
+    wheels.mkdir()
+    make_wheel(wheels, "two", "1.0", {"two/lib/liba.so": FIXTURES / "lib_multi.so",
+                                      "two/lib/libb.so": FIXTURES / "lib_sm80.so"})
+    db = tmp_path / "i.db"
+    _index(db, str(wheels), "-j", "1", "--libraries", "*/liba.so")
+    assert _rows(db, "SELECT l.path, w.scope FROM libraries l JOIN wheels w ON w.id = l.wheel_id") == [
+        ("two/lib/liba.so", "*/liba.so")]
+    # the same wheel over every library is another question: judged again, both libraries read
+    refs = sources.resolve([str(wheels)], [], sources.Filters())
+    store = Store(str(db))
+    assert store.done(refs[0], "*/liba.so") and not store.done(refs[0], "")
+    store.close()
+    _index(db, str(wheels), "-j", "1")
+    assert [r[0] for r in _rows(db, "SELECT path FROM libraries ORDER BY path")] == ["two/lib/liba.so",
+                                                                                    "two/lib/libb.so"]
+
+
+def test_runs_on_an_amd_gpu_agrees_with_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A HIP library built for gfx10-3/11/12 generic targets (clang-built fixture): runs on gfx1100,
+    not on gfx90a, as `check --gpu` answers."""
+    wheels = tmp_path / "w"
+    wheels.mkdir()
+    amd = Path(__file__).parent / "fixtures" / "amd" / "bin" / "hip_ccob_generic.so"
+    whl = make_wheel(wheels, "hipdemo", "1.0", {"hipdemo/lib/libhip.so": amd})
+    db = tmp_path / "i.db"
+    _index(db, str(wheels), "-j", "1")
+    capsys.readouterr()
+    for gpu in ("gfx1100", "gfx90a"):
+        assert main(["query", "runs-on", "--db", str(db), "--gpu", gpu, "--all", "--format", "json"]) == 0
+        [row] = json.loads(capsys.readouterr().out)["rows"]
+        r = main(["check", str(whl), "--gpu", gpu, "--no-config", "-q", "-o", os.devnull])
+        assert (row["runs"] == "yes") == (r == 0)
+        assert row["runs"] == ("yes" if gpu == "gfx1100" else "no")
+
+
+def test_html_without_matplotlib_is_a_usage_error(corpus: Path, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "i.db"
+    _index(db, str(corpus), "-j", "1")
+    monkeypatch.setitem(__import__("sys").modules, "matplotlib", None)  # as if not installed
+    out = tmp_path / "page.html"
+    assert main(["query", "html", "--db", str(db), "--project", "demo", "-o", str(out)]) == 2
+    assert not out.exists()
+    assert main(["query", "changed", "--db", str(db)]) == 0

@@ -140,7 +140,8 @@ def test_resume_after_a_death_inside_one_child(tmp_path):
             p = tmp_path / name
             p.write_bytes(z.read(f"smoke_crash/{name}"))
             libs.append(str(p))
-    run = child.run_task(sys.executable, "load", libs, env=child.child_env(), cwd=str(tmp_path), timeout=30)
+    run = child.run_task(sys.executable, "load", [probes.load_item(p) for p in libs], env=child.child_env(),
+                         cwd=str(tmp_path), timeout=30)
     assert [o.status for o in run.outcomes] == [PASS, FAIL, PASS]
     assert run.outcomes[1].died and run.outcomes[1].signal == "SIGSEGV"
     assert not run.deaths

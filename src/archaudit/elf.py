@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, replace
+from typing import BinaryIO
 
 from .errors import ArchauditError
 
@@ -19,7 +20,7 @@ SHT_STRTAB = 3
 SHT_NOBITS = 8
 PT_LOAD = 1
 PT_DYNAMIC = 2
-DT_NEEDED, DT_STRTAB, DT_RPATH, DT_RUNPATH = 1, 5, 15, 29
+DT_NEEDED, DT_STRTAB, DT_SONAME, DT_RPATH, DT_RUNPATH = 1, 5, 14, 15, 29
 
 _HEADER = struct.Struct("<16sHHIQQQIHHHHHH")
 _PHDR = struct.Struct("<IIQQQQQQ")
@@ -33,9 +34,6 @@ class ElfError(ArchauditError):
     """Malformed or unsupported ELF; code is E010 (malformed) or E020 (unsupported)."""
 
     default_code = "E010"
-
-    def __init__(self, message: str, code: str = "E010"):
-        super().__init__(message, code=code)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,9 +98,9 @@ def parse_header(data: bytes, file_size: int) -> Header:
     if len(data) < _HEADER.size:
         raise ElfError("ELF header is truncated")
     if data[4] != 2:
-        raise ElfError("32-bit ELF is not supported", "E020")
+        raise ElfError("32-bit ELF is not supported", code="E020")
     if data[5] != 1:
-        raise ElfError("big-endian ELF is not supported", "E020")
+        raise ElfError("big-endian ELF is not supported", code="E020")
     (ident, etype, machine, _, _, phoff, shoff, flags, ehsize, phentsize, phnum, shentsize,
      shnum, shstrndx) = _HEADER.unpack_from(data)
     if shnum and shentsize != _SHDR.size:
@@ -222,3 +220,50 @@ def parse_small(data: bytes) -> SmallElf:
 SECTION_HEADER_SIZE = _SHDR.size
 PROGRAM_HEADER_SIZE = _PHDR.size
 HEADER_SIZE = _HEADER.size
+
+
+# ---- what the dynamic loader reads: smoke's load probe explains a failed dlopen with it ----
+
+ET_DYN = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Dynamic:
+    """A shared library's ELF type and machine, and the names its dynamic section holds."""
+
+    type: int
+    machine: int
+    needed: tuple[str, ...] = ()
+    runpath: tuple[str, ...] = ()
+    rpath: tuple[str, ...] = ()
+    soname: str | None = None
+
+
+def read_dynamic(f: BinaryIO, size: int) -> Dynamic:
+    """Type, machine, NEEDED, RUNPATH, RPATH and SONAME of a 64-bit little-endian ELF file.
+
+    Raises ElfError for what is not such an ELF (E020 for another class or byte order)."""
+    f.seek(0)
+    header = parse_header(f.read(HEADER_SIZE), size)
+    f.seek(header.phoff)
+    segments = parse_segments(f.read(header.phnum * PROGRAM_HEADER_SIZE), header.phnum, size)
+    dynamic = next((s for s in segments if s.type == PT_DYNAMIC), None)
+    if dynamic is None:
+        return Dynamic(header.type, header.machine)
+    f.seek(dynamic.offset)
+    entries = dynamic_entries(f.read(dynamic.filesz))
+    strtab = next((v for t, v in entries if t == DT_STRTAB), None)
+    base = vaddr_to_offset(segments, strtab) if strtab is not None else None
+    if base is None:
+        return Dynamic(header.type, header.machine)
+
+    def string(offset: int) -> str:
+        f.seek(base + offset)
+        return cstring(f.read(4096), 0)
+
+    def paths(tag: int) -> tuple[str, ...]:
+        return tuple(p for t, v in entries if t == tag for p in string(v).split(":") if p)
+
+    return Dynamic(header.type, header.machine, tuple(string(v) for t, v in entries if t == DT_NEEDED),
+                   paths(DT_RUNPATH), paths(DT_RPATH),
+                   next((string(v) for t, v in entries if t == DT_SONAME), None))

@@ -41,9 +41,6 @@ DEFAULT_MAX_PAYLOAD = 1 << 30
 class FatbinError(ArchauditError):
     """A malformed container or entry; code is an E0xx finding code."""
 
-    def __init__(self, code: str, message: str, offset: int | None = None):
-        super().__init__(message, code=code, offset=offset)
-
 
 @dataclass(frozen=True, slots=True)
 class ContainerHeader:
@@ -122,30 +119,30 @@ class EntryHeader:
 def parse_entry_header(data: bytes | bytearray | memoryview, offset: int, room: int, where: int) -> EntryHeader:
     """Parse and validate the entry at `offset`; `room` = bytes left in its container."""
     if room < ENTRY_HEADER.size:
-        raise FatbinError("E011", f"{room} bytes left in the container, too few for an entry", where)
+        raise FatbinError(f"{room} bytes left in the container, too few for an entry", code="E011", offset=where)
     (kind, ever, hsize, psize, csize, opt, vminor, vmajor, arch, id_off, id_len, flags, _,
      usize) = ENTRY_HEADER.unpack_from(data, offset)
     if kind not in KINDS and kind != OLD_CUBIN_KIND:
-        raise FatbinError("E013", f"entry kind {kind} is unknown", where)
+        raise FatbinError(f"entry kind {kind} is unknown", code="E013", offset=where)
     if ever != 0x0101:
-        raise FatbinError("E011", f"entry version 0x{ever:04x}, expected 0x0101", where)
+        raise FatbinError(f"entry version 0x{ever:04x}, expected 0x0101", code="E011", offset=where)
     if hsize < ENTRY_HEADER.size or hsize > MAX_ENTRY_HEADER or hsize % 8:
-        raise FatbinError("E011", f"entry header size {hsize} is impossible", where)
+        raise FatbinError(f"entry header size {hsize} is impossible", code="E011", offset=where)
     if hsize + psize > room:
-        raise FatbinError("E011", "entry overruns its container", where)
+        raise FatbinError("entry overruns its container", code="E011", offset=where)
     h = EntryHeader(kind, hsize, psize, csize, opt, (vmajor, vminor), arch, id_off, id_len, flags,
                     usize)
     if kind == OLD_CUBIN_KIND:
-        raise FatbinError("E013", "entry kind 4 (pre-ELF cubin) cannot be verified", where)
+        raise FatbinError("entry kind 4 (pre-ELF cubin) cannot be verified", code="E013", offset=where)
     if h.compression in ("zstd", "lz4"):
         if csize > psize:
-            raise FatbinError("E011", f"compressed size {csize} exceeds the payload area {psize}", where)
+            raise FatbinError(f"compressed size {csize} exceeds the payload area {psize}", code="E011", offset=where)
         if usize == 0:
-            raise FatbinError("E011", "compressed entry declares no uncompressed size", where)
+            raise FatbinError("compressed entry declares no uncompressed size", code="E011", offset=where)
     if not 10 <= arch <= 999:
-        raise FatbinError("E011", f"architecture {arch} is impossible", where)
+        raise FatbinError(f"architecture {arch} is impossible", code="E011", offset=where)
     if id_len and (id_off < ENTRY_HEADER.size or id_off + id_len > hsize):
-        raise FatbinError("E011", "identifier lies outside the entry header", where)
+        raise FatbinError("identifier lies outside the entry header", code="E011", offset=where)
     return h
 
 
@@ -163,8 +160,8 @@ def decode_payload(h: EntryHeader, payload: bytes | memoryview, where: int,
     if comp == "none" or comp == "opaque":
         return bytes(payload)
     if h.uncompressed_size > max_payload:
-        raise FatbinError("E012", f"{h.target} payload declares {h.uncompressed_size} bytes, "
-                                  f"more than the {max_payload}-byte verification bound", where)
+        raise FatbinError(f"{h.target} payload declares {h.uncompressed_size} bytes, "
+                          f"more than the {max_payload}-byte verification bound", code="E012", offset=where)
     data = bytes(payload[:h.compressed_size])
     try:
         if comp == "zstd":
@@ -172,10 +169,10 @@ def decode_payload(h: EntryHeader, payload: bytes | memoryview, where: int,
         else:
             out = lz4.block.decompress(data, uncompressed_size=h.uncompressed_size)
     except Exception as e:  # noqa: BLE001 - any decoder failure is a corrupt payload
-        raise FatbinError("E012", f"{h.target} {comp} payload does not decode: {e}", where) from None
+        raise FatbinError(f"{h.target} {comp} payload does not decode: {e}", code="E012", offset=where) from None
     if len(out) != h.uncompressed_size:
-        raise FatbinError("E012", f"{h.target} {comp} payload decodes to {len(out)} bytes, "
-                                  f"header says {h.uncompressed_size}", where)
+        raise FatbinError(f"{h.target} {comp} payload decodes to {len(out)} bytes, "
+                          f"header says {h.uncompressed_size}", code="E012", offset=where)
     return out
 
 
@@ -191,24 +188,24 @@ def check_payload_start(h: EntryHeader, first: bytes, where: int) -> None:
     comp = h.compression
     if comp == "none" and h.kind == SASS:
         if len(first) < 52 or first[:4] != b"\x7fELF":
-            raise FatbinError("E014", f"{h.target} payload is not an ELF cubin", where)
+            raise FatbinError(f"{h.target} payload is not an ELF cubin", code="E014", offset=where)
         machine = struct.unpack_from("<H", first, 18)[0]
         if machine != elf.EM_CUDA:
-            raise FatbinError("E014", f"{h.target} payload is not a CUDA ELF (e_machine {machine})", where)
+            raise FatbinError(f"{h.target} payload is not a CUDA ELF (e_machine {machine})", code="E014", offset=where)
         flags = struct.unpack_from("<I", first, 48)[0]
         arch = (flags >> 8) & 0xFF if first[8] >= 8 else flags & 0xFF
         if arch != h.arch:
-            raise FatbinError("E014", f"cubin says sm_{arch}, entry header says {h.target}", where)
+            raise FatbinError(f"cubin says sm_{arch}, entry header says {h.target}", code="E014", offset=where)
     elif comp == "zstd":
         if first[:4] != b"\x28\xb5\x2f\xfd":
-            raise FatbinError("E012", f"{h.target} zstd payload does not start with a zstd frame", where)
+            raise FatbinError(f"{h.target} zstd payload does not start with a zstd frame", code="E012", offset=where)
         try:
             content = zstandard.get_frame_parameters(first).content_size
         except zstandard.ZstdError:
-            raise FatbinError("E012", f"{h.target} zstd frame header is corrupt", where) from None
+            raise FatbinError(f"{h.target} zstd frame header is corrupt", code="E012", offset=where) from None
         if content not in (zstandard.CONTENTSIZE_UNKNOWN, h.uncompressed_size):
-            raise FatbinError("E012", f"{h.target} zstd frame declares {content} bytes, header says "
-                                      f"{h.uncompressed_size}", where)
+            raise FatbinError(f"{h.target} zstd frame declares {content} bytes, header says "
+                              f"{h.uncompressed_size}", code="E012", offset=where)
 
 
 _LOCAL = threading.local()
@@ -275,20 +272,20 @@ def cubin_facts(data: bytes) -> tuple[str, tuple[str, ...], tuple[int, int] | No
     tables are unpacked in bulk, and only kernel symbols have their names decoded."""
     h = elf.parse_header(data, len(data))
     if h.machine != elf.EM_CUDA:
-        raise FatbinError("E014", f"not a CUDA ELF (e_machine {h.machine})")
+        raise FatbinError(f"not a CUDA ELF (e_machine {h.machine})", code="E014")
     arch = (h.flags >> 8) & 0xFF if h.abiversion >= 8 else h.flags & 0xFF
     if not h.shnum:
-        raise FatbinError("E014", "cubin has no section table")
+        raise FatbinError("cubin has no section table", code="E014")
     table = data[h.shoff:h.shoff + h.shnum * _SHDR.size]
     if len(table) != h.shnum * _SHDR.size:
-        raise FatbinError("E014", "cubin section table is truncated")
+        raise FatbinError("cubin section table is truncated", code="E014")
     secs = list(_SHDR.iter_unpack(table))  # (name, type, flags, addr, offset, size, link, ...)
     names_sec = secs[h.shstrndx]
     names = data[names_sec[4]:names_sec[4] + names_sec[5]]
     # .nv.compat (the 'a' suffix) is found by name: the name table must be a string table
     # (type SHT_STRTAB, first and last byte NUL), not whatever its header points at
     if not h.shstrndx or names_sec[1] != elf.SHT_STRTAB or names[:1] != b"\0" or names[-1:] != b"\0":
-        raise FatbinError("E014", "cubin has no valid section name table")
+        raise FatbinError("cubin has no valid section name table", code="E014")
 
     def named(n: bytes) -> tuple[int, ...] | None:
         at = names.find(b"\0" + n + b"\0")
@@ -309,7 +306,7 @@ def cubin_facts(data: bytes) -> tuple[str, tuple[str, ...], tuple[int, int] | No
         if sec[1] != elf.SHT_SYMTAB:
             continue
         if sec[6] >= len(secs):
-            raise FatbinError("E014", "cubin symbol table links a missing string table")
+            raise FatbinError("cubin symbol table links a missing string table", code="E014")
         strs_sec = secs[sec[6]]
         strs = data[strs_sec[4]:strs_sec[4] + strs_sec[5]]
         raw = data[sec[4]:sec[4] + sec[5]]

@@ -94,8 +94,10 @@ def _target_md(t: TargetReport, costs: bool, verbose: bool, hidden: tuple[Suppre
         out.append("|---|---|---|")
         for v in device:
             carried = " ".join(v.carried) or "(relocatable only)"
-            out.append(f"| {code_span(v.path)} | {md_text(carried)} | {STATUS_ICON.get(v.status, '')} "
-                       f"{md_text(_verdict(v, hidden).lstrip('✓✗ ') or v.status)} |")
+            verdict = _verdict(v, hidden)
+            icon = "❓" if verdict.startswith("?") else STATUS_ICON.get(v.status, "")
+            out.append(f"| {code_span(v.path)} | {md_text(carried)} | {icon} "
+                       f"{md_text(verdict.lstrip('✓✗? ') or v.status)} |")
         out.append("")
     shown = [f for f in t.findings if f.code not in QUIET_INFO or verbose]
     if shown:

@@ -77,9 +77,6 @@ DEVICE_KINDS = ("hip", "hipv4", "openmp")
 class Malformed(ArchauditError):
     """A bundle that cannot be verified. ``code`` is a finding code (E030/E031/E032)."""
 
-    def __init__(self, code: str, message: str):
-        super().__init__(message, code=code)
-
     def __str__(self) -> str:
         return f"{self.code}: {self.message}"
 
@@ -112,7 +109,7 @@ def extent(head: Buffer) -> int | None:
         return _ccob_extent(head)
     n = min(len(head), len(UNCOMPRESSED_MAGIC))
     if bytes(head[:n]) != UNCOMPRESSED_MAGIC[:n]:
-        raise Malformed(MALFORMED, "no offload bundle magic")
+        raise Malformed("no offload bundle magic", code=MALFORMED)
     hdr = _read_header(head)
     if hdr is None:
         return None
@@ -125,10 +122,10 @@ def _read_header(b: Buffer) -> tuple[int, int, list[tuple[int, int, str]]] | Non
     if len(b) < 32:
         return None
     if bytes(b[:24]) != UNCOMPRESSED_MAGIC:
-        raise Malformed(MALFORMED, "no offload bundle magic")
+        raise Malformed("no offload bundle magic", code=MALFORMED)
     count = _u64(b, 24)
     if count == 0 or count > MAX_ENTRIES:
-        raise Malformed(MALFORMED, f"offload bundle declares {count} entries")
+        raise Malformed(f"offload bundle declares {count} entries", code=MALFORMED)
     pos = 32
     raw = []
     for i in range(count):
@@ -136,24 +133,24 @@ def _read_header(b: Buffer) -> tuple[int, int, list[tuple[int, int, str]]] | Non
             return None
         off, size, idlen = _u64(b, pos), _u64(b, pos + 8), _u64(b, pos + 16)
         if idlen == 0 or idlen > MAX_ID_LEN:
-            raise Malformed(MALFORMED, f"bundle entry {i} has an id of {idlen} bytes")
+            raise Malformed(f"bundle entry {i} has an id of {idlen} bytes", code=MALFORMED)
         if off > MAX_BUNDLE or size > MAX_BUNDLE:
-            raise Malformed(MALFORMED, f"bundle entry {i} declares offset {off}, size {size}")
+            raise Malformed(f"bundle entry {i} declares offset {off}, size {size}", code=MALFORMED)
         pos += 24
         if len(b) < pos + idlen:
             return None
         try:
             ident = bytes(b[pos : pos + idlen]).decode("ascii")
         except UnicodeDecodeError:
-            raise Malformed(MALFORMED, f"bundle entry {i} id is not ASCII") from None
+            raise Malformed(f"bundle entry {i} id is not ASCII", code=MALFORMED) from None
         if not ident.isprintable():
-            raise Malformed(MALFORMED, f"bundle entry {i} id {ident!r} is not printable")
+            raise Malformed(f"bundle entry {i} id {ident!r} is not printable", code=MALFORMED)
         pos += idlen
         raw.append((off, size, ident))
     end = pos
     for off, size, ident in raw:
         if size and off < pos:
-            raise Malformed(MALFORMED, f"bundle entry {ident} at {off} overlaps the {pos}-byte header")
+            raise Malformed(f"bundle entry {ident} at {off} overlaps the {pos}-byte header", code=MALFORMED)
         end = max(end, off + size)
     return end, pos, raw
 
@@ -164,9 +161,9 @@ def _ccob_fields(b: Buffer) -> tuple[int, str, int | None, int, int, int] | None
         return None
     version, method = struct.unpack_from("<HH", b, 4)
     if version not in _CCOB_HEADER:
-        raise Malformed(MALFORMED, f"compressed bundle version {version} is unknown")
+        raise Malformed(f"compressed bundle version {version} is unknown", code=MALFORMED)
     if method not in _METHODS:
-        raise Malformed(MALFORMED, f"compressed bundle method {method} is unknown")
+        raise Malformed(f"compressed bundle method {method} is unknown", code=MALFORMED)
     hsize = _CCOB_HEADER[version]
     if len(b) < hsize:
         return None
@@ -179,9 +176,9 @@ def _ccob_fields(b: Buffer) -> tuple[int, str, int | None, int, int, int] | None
     else:
         total, usize, digest = struct.unpack_from("<QQQ", b, 8)
     if total is not None and (total <= hsize or total > MAX_BUNDLE):
-        raise Malformed(MALFORMED, f"compressed bundle declares a total size of {total} bytes")
+        raise Malformed(f"compressed bundle declares a total size of {total} bytes", code=MALFORMED)
     if usize < 32 or usize > MAX_BUNDLE:
-        raise Malformed(MALFORMED, f"compressed bundle declares {usize} uncompressed bytes")
+        raise Malformed(f"compressed bundle declares {usize} uncompressed bytes", code=MALFORMED)
     return version, _METHODS[method], total, usize, digest, hsize
 
 
@@ -214,9 +211,9 @@ def _stream_length(data: Buffer, method: str, limit: int) -> int | None:
                 pos += len(chunk)
             produced += len(d.decompress(chunk, _CHUNK))
             if produced > limit:
-                raise Malformed(UNDECODABLE, f"zlib payload decodes past its declared {limit} bytes")
+                raise Malformed(f"zlib payload decodes past its declared {limit} bytes", code=UNDECODABLE)
     except zlib.error as e:
-        raise Malformed(UNDECODABLE, f"zlib payload does not decode: {e}") from None
+        raise Malformed(f"zlib payload does not decode: {e}", code=UNDECODABLE) from None
     return pos - len(d.unused_data)
 
 
@@ -225,7 +222,7 @@ def _zstd_frame_length(b: Buffer) -> int | None:
     if len(b) < 6:
         return None
     if bytes(b[:4]) != b"\x28\xb5\x2f\xfd":
-        raise Malformed(UNDECODABLE, "compressed bundle payload is not a zstd frame")
+        raise Malformed("compressed bundle payload is not a zstd frame", code=UNDECODABLE)
     fhd = b[4]
     fcs_flag, single, has_cksum, did_flag = fhd >> 6, (fhd >> 5) & 1, (fhd >> 2) & 1, fhd & 3
     pos = 5 + (0 if single else 1) + (0, 1, 2, 4)[did_flag] + (1 if single else 0, 2, 4, 8)[fcs_flag]
@@ -235,7 +232,7 @@ def _zstd_frame_length(b: Buffer) -> int | None:
         bh = int.from_bytes(b[pos : pos + 3], "little")
         last, btype, bsize = bh & 1, (bh >> 1) & 3, bh >> 3
         if btype == 3:
-            raise Malformed(UNDECODABLE, "zstd frame has a reserved block type")
+            raise Malformed("zstd frame has a reserved block type", code=UNDECODABLE)
         pos += 3 + (1 if btype == 1 else bsize)
         if last:
             end = pos + (4 if has_cksum else 0)
@@ -262,7 +259,7 @@ def _decompress(payload: Buffer, method: str, usize: int) -> bytes:
                         break
                     out.write(chunk)
         except zstandard.ZstdError as e:
-            raise Malformed(UNDECODABLE, f"zstd payload does not decode: {e}") from None
+            raise Malformed(f"zstd payload does not decode: {e}", code=UNDECODABLE) from None
     else:
         d = zlib.decompressobj()
         data = bytes(payload)
@@ -274,16 +271,16 @@ def _decompress(payload: Buffer, method: str, usize: int) -> bytes:
                 if not chunk and not data:
                     break
         except zlib.error as e:
-            raise Malformed(UNDECODABLE, f"zlib payload does not decode: {e}") from None
+            raise Malformed(f"zlib payload does not decode: {e}", code=UNDECODABLE) from None
         if not d.eof:
             if out.tell() <= usize:
-                raise Malformed(UNDECODABLE, "zlib payload is truncated")
+                raise Malformed("zlib payload is truncated", code=UNDECODABLE)
         elif d.unused_data:
-            raise Malformed(UNDECODABLE, f"{len(d.unused_data)} bytes follow the zlib stream")
+            raise Malformed(f"{len(d.unused_data)} bytes follow the zlib stream", code=UNDECODABLE)
     n = out.tell()
     if n != usize:
         more = "more than" if n > usize else f"{n} bytes, not"
-        raise Malformed(UNDECODABLE, f"{method} payload decodes to {more} its declared {usize} bytes")
+        raise Malformed(f"{method} payload decodes to {more} its declared {usize} bytes", code=UNDECODABLE)
     return out.getvalue()
 
 
@@ -304,21 +301,22 @@ def parse(blob: bytes, offset: int, section: str, max_decoded: int = 1 << 30) ->
     mv = memoryview(blob)
     size = extent(mv)
     if size is None or size > len(mv):
-        raise Malformed(MALFORMED, f"offload bundle is truncated ({len(mv)} bytes)")
+        raise Malformed(f"offload bundle is truncated ({len(mv)} bytes)", code=MALFORMED)
     if bytes(mv[:4]) == COMPRESSED_MAGIC:
         fields = _ccob_fields(mv)
         assert fields is not None  # extent() above read them
         version, method, total, usize, digest, hsize = fields
         if usize > max_decoded:
-            raise Malformed(TOO_LARGE, f"compressed bundle declares {usize} bytes, above the {max_decoded}-byte limit")
+            raise Malformed(f"compressed bundle declares {usize} bytes, above the {max_decoded}-byte limit",
+                            code=TOO_LARGE)
         inner = _decompress(mv[hsize:size], method, usize)
         if int.from_bytes(hashlib.md5(inner).digest()[:8], "little") != digest:
-            raise Malformed(UNDECODABLE, "compressed bundle hash does not match its decoded content")
+            raise Malformed("compressed bundle hash does not match its decoded content", code=UNDECODABLE)
         if inner[:24] != UNCOMPRESSED_MAGIC:
-            raise Malformed(MALFORMED, "compressed bundle does not hold an offload bundle")
+            raise Malformed("compressed bundle does not hold an offload bundle", code=MALFORMED)
         inner_end = extent(inner)
         if inner_end is None or inner_end > len(inner):
-            raise Malformed(MALFORMED, "offload bundle inside the compressed bundle is truncated")
+            raise Malformed("offload bundle inside the compressed bundle is truncated", code=MALFORMED)
         entries = _entries(memoryview(inner), None, offset, method, size)
     else:
         entries = _entries(mv, offset, offset, "none", None)
@@ -331,7 +329,7 @@ def _entries(b: Buffer, base: int | None, bundle_offset: int, compression: str,
              stored: int | None) -> list[model.Entry]:
     header = _read_header(b)
     if header is None:
-        raise Malformed(MALFORMED, "offload bundle header is truncated")
+        raise Malformed("offload bundle header is truncated", code=MALFORMED)
     end, header_end, raw = header
     # Bytes of the bundle that no entry covers are padding and must be zero: a lowered entry
     # count leaves the dropped entries' table records there.
@@ -339,13 +337,13 @@ def _entries(b: Buffer, base: int | None, bundle_offset: int, compression: str,
     pos = header_end
     for lo, hi in covered + [(end, end)]:
         if lo > pos and any(bytes(b[pos:lo])):
-            raise Malformed(MALFORMED, f"bundle bytes {pos}..{lo} belong to no entry")
+            raise Malformed(f"bundle bytes {pos}..{lo} belong to no entry", code=MALFORMED)
         pos = max(pos, hi)
     seen: set[str] = set()
     out = []
     for off, size, ident in raw:
         if ident in seen:
-            raise Malformed(MALFORMED, f"bundle id {ident} appears twice")
+            raise Malformed(f"bundle id {ident} appears twice", code=MALFORMED)
         seen.add(ident)
         kind, target = _split_id(ident)
         if kind == "host":
@@ -381,28 +379,28 @@ def _split_id(ident: str) -> tuple[str, str]:
     if parts[0] == "host" and len(parts) >= 4 and all(parts[1:3]):
         return "host", ""
     if len(parts) < 5:
-        raise Malformed(MALFORMED, f"bundle id {ident!r} is not <kind>-<triple>-<target>")
+        raise Malformed(f"bundle id {ident!r} is not <kind>-<triple>-<target>", code=MALFORMED)
     kind = parts[0]
     if kind not in DEVICE_KINDS:
-        raise Malformed(MALFORMED, f"bundle id {ident!r} has an unknown offload kind {kind!r}")
+        raise Malformed(f"bundle id {ident!r} has an unknown offload kind {kind!r}", code=MALFORMED)
     if parts[1] != "amdgcn" or parts[2] != "amd" or parts[3] != "amdhsa":
-        raise Malformed(MALFORMED, f"bundle id {ident!r} is not an amdgcn-amd-amdhsa device entry")
+        raise Malformed(f"bundle id {ident!r} is not an amdgcn-amd-amdhsa device entry", code=MALFORMED)
     target = parts[5] if len(parts) == 6 else ""
     if parts[4] != "" or not target:
-        raise Malformed(MALFORMED, f"bundle id {ident!r} names no gfx target")
+        raise Malformed(f"bundle id {ident!r} names no gfx target", code=MALFORMED)
     try:
         return kind, gfx.normalise(target)
     except ValueError as e:
-        raise Malformed(MALFORMED, f"bundle id {ident!r}: {e}") from None
+        raise Malformed(f"bundle id {ident!r}: {e}", code=MALFORMED) from None
 
 
 def _check_agree(ident: str, id_target: str, elf_target: str) -> None:
     a, b = gfx.parse_target(id_target), gfx.parse_target(elf_target)
     if a.processor != b.processor:
-        raise Malformed(MALFORMED, f"bundle id {ident} holds a code object for {elf_target}")
+        raise Malformed(f"bundle id {ident} holds a code object for {elf_target}", code=MALFORMED)
     for name, value in a.features:
         if b.feature(name) != value:
-            raise Malformed(MALFORMED, f"bundle id {ident} holds a code object built for {elf_target}")
+            raise Malformed(f"bundle id {ident} holds a code object built for {elf_target}", code=MALFORMED)
 
 
 # --- AMDGPU code objects -----------------------------------------------------
@@ -445,22 +443,22 @@ def read_code_object(co: Buffer) -> tuple[str, int, tuple[str, ...]]:
     co = memoryview(co)
     n = len(co)
     if n < 64 or bytes(co[:4]) != b"\x7fELF":
-        raise Malformed(MALFORMED, "bundle entry is not an ELF code object")
+        raise Malformed("bundle entry is not an ELF code object", code=MALFORMED)
     if co[4] != 2 or co[5] != 1:
-        raise Malformed(MALFORMED, "bundle entry is not a little-endian ELF64")
+        raise Malformed("bundle entry is not a little-endian ELF64", code=MALFORMED)
     (e_machine,) = struct.unpack_from("<H", co, 18)
     if e_machine != EM_AMDGPU:
-        raise Malformed(MALFORMED, f"bundle entry ELF has e_machine {e_machine}, not AMDGPU (224)")
+        raise Malformed(f"bundle entry ELF has e_machine {e_machine}, not AMDGPU (224)", code=MALFORMED)
     osabi, abiver = co[7], co[8]
     if osabi != ELFOSABI_AMDGPU_HSA:
-        raise Malformed(MALFORMED, f"code object OS ABI {osabi} is not AMDGPU HSA")
+        raise Malformed(f"code object OS ABI {osabi} is not AMDGPU HSA", code=MALFORMED)
     if abiver not in _CO_VERSION or abiver == 0:
-        raise Malformed(MALFORMED, f"code object ABI version {abiver} is unknown")
+        raise Malformed(f"code object ABI version {abiver} is unknown", code=MALFORMED)
     (e_flags,) = struct.unpack_from("<I", co, 48)
     try:
         target = target_from_elf(e_flags, abiver)
     except ValueError as e:
-        raise Malformed(MALFORMED, f"code object: {e}") from None
+        raise Malformed(f"code object: {e}", code=MALFORMED) from None
     return target, _CO_VERSION[abiver], _kernels(co)
 
 
@@ -471,17 +469,17 @@ def _kernels(co: memoryview) -> tuple[str, ...]:
     if e_shnum == 0:
         return ()
     if e_shentsize != 64 or e_shoff > n or e_shoff + e_shnum * 64 > n:
-        raise Malformed(MALFORMED, "code object section headers lie outside it")
+        raise Malformed("code object section headers lie outside it", code=MALFORMED)
     secs = [struct.unpack_from("<IIQQQQIIQQ", co, e_shoff + i * 64) for i in range(e_shnum)]
     symtab = [s for s in secs if s[1] == 2] or [s for s in secs if s[1] == 11]
     if not symtab:
         return ()
     _, _, _, _, off, size, link, _, _, entsize = symtab[0]
     if entsize != 24 or off + size > n or link >= e_shnum:
-        raise Malformed(MALFORMED, "code object symbol table is malformed")
+        raise Malformed("code object symbol table is malformed", code=MALFORMED)
     str_off, str_size = secs[link][4], secs[link][5]
     if str_off + str_size > n:
-        raise Malformed(MALFORMED, "code object string table lies outside it")
+        raise Malformed("code object string table lies outside it", code=MALFORMED)
     strtab = bytes(co[str_off : str_off + str_size])
     names: dict[str, None] = {}
     for i in range(size // 24):
@@ -490,7 +488,7 @@ def _kernels(co: memoryview) -> tuple[str, ...]:
             continue
         end = strtab.find(b"\0", st_name)
         if st_name >= len(strtab) or end < 0:
-            raise Malformed(MALFORMED, "code object symbol name lies outside its string table")
+            raise Malformed("code object symbol name lies outside its string table", code=MALFORMED)
         name = strtab[st_name:end]
         if name.endswith(b".kd") and len(name) > 3:
             names[name[:-3].decode("utf-8", "replace")] = None

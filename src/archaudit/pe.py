@@ -61,8 +61,7 @@ class PeError(ArchauditError):
     """A malformed (E021) or unsupported (E020: 32-bit) PE image: its device code cannot be
     located, so it is unverified."""
 
-    def __init__(self, message: str, code: str = MALFORMED):
-        super().__init__(message, code=code)
+    default_code = MALFORMED
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +156,7 @@ def parse_headers(data: bytes, file_size: int) -> Headers:
         raise PeError("no optional header: an object file, not an image")
     magic = int.from_bytes(data[opt:opt + 2], "little")
     if magic == PE32:  # as 32-bit ELF: no CUDA toolkit of the last years builds for it
-        raise PeError("32-bit PE (PE32) is not supported", UNSUPPORTED)
+        raise PeError("32-bit PE (PE32) is not supported", code=UNSUPPORTED)
     if magic != PE32_PLUS:
         raise PeError(f"optional header magic 0x{magic:x} is neither PE32 nor PE32+")
     base_at, count_at, dirs_at, base_size = 24, 108, 112, 8

@@ -265,6 +265,8 @@ def _verdict(v: LibraryVerdict, hidden: tuple[Suppression, ...] = ()) -> str:
 
 
 def _verdict_words(v: LibraryVerdict) -> str:
+    if v.status == "pass" and not v.coverage and not any(f.code == "G008" for f in v.findings):
+        return "? no claim to judge by"  # nothing was judged: not a pass (C001 says why)
     if v.status == "pass":
         cov = [lbl for lbl, how in v.coverage]
         jit = [lbl for lbl, how in v.coverage if how == "jit"]

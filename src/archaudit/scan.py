@@ -21,7 +21,7 @@ The parts, in the order data flows through them:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
@@ -66,9 +66,6 @@ Chunks = Callable[[], Iterable[bytes]]
 class ReadFailed(ArchauditError):
     """The file itself could not be read to its end (I/O, a zip member error): the code of the
     finding it becomes."""
-
-    def __init__(self, code: str, message: str):
-        super().__init__(message, code=code)
 
 
 # ---- the window over the stream ----
@@ -441,9 +438,9 @@ class Records:
             return at + 1
         try:
             if total > self.settings.max_payload * 4:
-                raise hip.Malformed("E032", f"bundle of {total} bytes is too large to verify")
+                raise hip.Malformed(f"bundle of {total} bytes is too large to verify", code="E032")
             if not src.ensure(at + total):
-                raise hip.Malformed("E030", "bundle is truncated")
+                raise hip.Malformed("bundle is truncated", code="E030")
             blob = bytes(src.buf[at - src.base:at - src.base + total])
             self.found.bundles.append(hip.parse(blob, at, "", max_decoded=self.settings.max_payload))
             return at + total
@@ -465,12 +462,12 @@ class Records:
                 if total is not None:
                     break
                 if have < need:
-                    raise hip.Malformed("E030", "bundle is truncated")
+                    raise hip.Malformed("bundle is truncated", code="E030")
                 if need >= limit:
-                    raise hip.Malformed("E032", f"bundle header is not complete within {limit} bytes")
+                    raise hip.Malformed(f"bundle header is not complete within {limit} bytes", code="E032")
                 need = min(need * 4, limit)
             if at + total > self.size:
-                raise hip.Malformed("E030", "bundle overruns the file")
+                raise hip.Malformed("bundle overruns the file", code="E030")
         except hip.Malformed as e:
             self.found.soft.append(Problem(e.code, f"HIP bundle at 0x{at:x}: {e}", at))
             return None
@@ -492,10 +489,10 @@ class Records:
         try:
             while pos < end:
                 if not src.ensure(pos + fatbin.ENTRY_HEADER.size):
-                    raise fatbin.FatbinError("E011", "file ends inside an entry header", pos)
+                    raise fatbin.FatbinError("file ends inside an entry header", code="E011", offset=pos)
                 eh = fatbin.parse_entry_header(src.buf, pos - src.base, end - pos, pos)
                 if not src.ensure(pos + eh.header_size):
-                    raise fatbin.FatbinError("E011", "file ends inside an entry header", pos)
+                    raise fatbin.FatbinError("file ends inside an entry header", code="E011", offset=pos)
                 ident = fatbin.identifier(src.buf[pos - src.base:pos - src.base + eh.header_size], eh)
                 entries.append(self._entry(src, pos, eh, ident))
                 pos += eh.total
@@ -533,10 +530,10 @@ class Records:
             return entry
         max_payload = self.settings.max_payload
         if eh.payload_size > max_payload or eh.size > max_payload:
-            raise fatbin.FatbinError("E012", f"{eh.target} entry of {max(eh.payload_size, eh.size)} "
-                                             f"bytes exceeds the {max_payload}-byte bound", pos)
+            raise fatbin.FatbinError(f"{eh.target} entry of {max(eh.payload_size, eh.size)} "
+                                     f"bytes exceeds the {max_payload}-byte bound", code="E012", offset=pos)
         if not src.ensure(payload_at + eh.payload_size):
-            raise fatbin.FatbinError("E011", "file ends inside an entry payload", pos)
+            raise fatbin.FatbinError("file ends inside an entry payload", code="E011", offset=pos)
         raw = bytes(src.buf[payload_at - src.base:payload_at - src.base + eh.payload_size])
         return self.decoding.entry(eh, raw, pos, entry)
 
@@ -545,7 +542,7 @@ class Records:
         a CUDA ELF for the header's architecture; a zstd frame declares the header's size."""
         head = min(eh.payload_size, 64)
         if not src.ensure(payload_at + head):
-            raise fatbin.FatbinError("E011", "file ends inside an entry payload", pos)
+            raise fatbin.FatbinError("file ends inside an entry payload", code="E011", offset=pos)
         first = bytes(src.buf[payload_at - src.base:payload_at - src.base + head])
         fatbin.check_payload_start(eh, first, pos)
 
@@ -690,17 +687,17 @@ def _guard(chunks: Iterable[bytes]) -> Iterator[bytes]:
     try:
         yield from chunks
     except OSError as e:
-        raise ReadFailed("E001", f"cannot read: {e}") from None
+        raise ReadFailed(f"cannot read: {e}", code="E001") from None
     except Exception as e:  # noqa: BLE001 - zipread.MemberError and friends carry a code
-        raise ReadFailed(getattr(e, "code", "E002"), str(e)) from None
+        raise ReadFailed(str(e), code=getattr(e, "code", "E002")) from None
 
 
 def _read_all(src: Source, size: int, max_payload: int) -> bytes:
     if size > max_payload:
-        raise ReadFailed("E012", f"{size} bytes exceed the {max_payload}-byte verification bound")
+        raise ReadFailed(f"{size} bytes exceed the {max_payload}-byte verification bound", code="E012")
     src.ensure(size + 1)
     if src.end != size:
-        raise ReadFailed("E002", f"file has {src.end} bytes, expected {size}")
+        raise ReadFailed(f"file has {src.end} bytes, expected {size}", code="E002")
     return bytes(src.buf)
 
 
@@ -753,7 +750,7 @@ def _device_elf(f: OpenFile, h: elf.Header) -> Library:
         if h.machine == elf.EM_CUDA:
             target, kernels, toolkit = fatbin.cubin_facts(data)
             if not is_cuda_target(target):
-                raise fatbin.FatbinError("E014", f"cubin e_flags name no CUDA architecture ({target})")
+                raise fatbin.FatbinError(f"cubin e_flags name no CUDA architecture ({target})", code="E014")
             entry = Entry("nvidia", SASS, target, (1, h.abiversion), "none", size, size, 0,
                           kernels=kernels, toolkit=toolkit, decoded=True)
             fmt = "cubin"
@@ -919,6 +916,21 @@ def _dynamic(names: _DynamicNames, notes: list[str]) -> tuple[tuple[str, ...], t
 FATBIN_SECTIONS = (".nv_fatbin", "__nv_relfatbin")
 
 
+def _unregistered(wrappers: Sequence[FatbinWrapper | HipWrapper], where: list[elf.Section],
+                  segments: tuple[elf.Segment, ...], found_at: set[int], code: str, what: str,
+                  missing: str) -> list[Problem]:
+    """A problem for each wrapper (in one of the `where` sections) that registers an address
+    where nothing was found. Position-independent libraries leave the address 0 for a relocation
+    to fill at load: those are not judged."""
+    out = []
+    for w in wrappers:
+        if w.address and any(s.offset <= w.offset < s.file_end for s in where):
+            off = elf.vaddr_to_offset(segments, w.address)
+            if off is not None and off not in found_at:
+                out.append(Problem(code, f"{what} at 0x{w.offset:x} registers 0x{off:x}, where {missing}", off))
+    return out
+
+
 def attribute(found: ScanResult, sections: list[elf.Section], segments: tuple[elf.Segment, ...],
               problems: list[Problem], alignment: int = ALIGN_SLACK) -> list[Container]:
     """Name each container's section and role; check fatbin sections are fully accounted for.
@@ -954,26 +966,14 @@ def attribute(found: ScanResult, sections: list[elf.Section], segments: tuple[el
         else:
             role = EMBEDDED
         out.append(Container("nvidia", role, name, c.offset, c.size, c.entries))
-    # The CUDA runtime registers what .nvFatBinSegment's wrappers point at: each must be a
-    # container that was found (one whose magic is damaged is not found at all).
-    found_at = {c.offset for c in found.containers}
-    for w in found.wrappers:
-        if w.address and any(s.offset <= w.offset < s.file_end for s in seg_sections):
-            off = elf.vaddr_to_offset(segments, w.address)
-            if off is not None and off not in found_at:
-                problems.append(Problem("E011", f"fatbin wrapper at 0x{w.offset:x} registers 0x{off:x}, where "
-                                                f"no fatbin container was found", off))
-    # The HIP runtime registers what .hipFatBinSegment's wrappers point at: each must be a
-    # bundle that was found and verified (a bundle whose magic is damaged is not found at all).
+    # The runtimes register what the wrappers in .nvFatBinSegment / .hipFatBinSegment point at:
+    # each must be a container (a bundle) that was found and verified; one whose magic is damaged
+    # is not found at all.
     hip_segs = [s for s in sections if s.name == ".hipFatBinSegment"]
-    bundle_at = {b.offset for b in found.bundles}
-    for hw in found.hip_wrappers:
-        # Position-independent libraries leave the address 0 for a relocation to fill at load.
-        if hw.address and any(s.offset <= hw.offset < s.file_end for s in hip_segs):
-            off = elf.vaddr_to_offset(segments, hw.address)
-            if off is not None and off not in bundle_at:
-                problems.append(Problem("E030", f"HIP wrapper at 0x{hw.offset:x} registers 0x{off:x}, where no "
-                                                f"valid offload bundle was found", off))
+    problems += _unregistered(found.wrappers, seg_sections, segments, {c.offset for c in found.containers},
+                              "E011", "fatbin wrapper", "no fatbin container was found")
+    problems += _unregistered(found.hip_wrappers, hip_segs, segments, {b.offset for b in found.bundles},
+                              "E030", "HIP wrapper", "no valid offload bundle was found")
     for b in found.bundles:
         sec = next((s for s in sections if s.offset <= b.offset < s.file_end and s.type not in (0, elf.SHT_NOBITS)),
                    None)

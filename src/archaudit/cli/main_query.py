@@ -9,14 +9,15 @@ from ..index import reports, schema
 from ..settings import gpus
 from . import common
 
-REPORTS = ("runs-on", "coverage", "lost", "driver-floor", "html")
+REPORTS = ("runs-on", "coverage", "lost", "driver-floor", "changed", "html")
 FORMATS = ("text", "json", "markdown")
 
 
 def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("query", help="named reports over an index database",
                        description="Reports over a database written by 'archaudit index': runs-on (--gpu), "
-                                   "coverage, lost and driver-floor (--project), html (a page with plots).")
+                                   "coverage, lost and driver-floor (--project), changed (verdicts a newer "
+                                   "archaudit gives otherwise), html (a page with plots).")
     p.add_argument("report", choices=REPORTS, metavar="REPORT", help=", ".join(REPORTS))
     p.add_argument("--db", required=True, metavar="FILE", help="the database 'archaudit index' wrote")
     p.add_argument("--gpu", metavar="NAME|sm_XX", help="runs-on: the GPU (catalog name, alias, sm_XX or gfx)")
@@ -42,6 +43,8 @@ def execute(args: argparse.Namespace) -> int:
                 raise UsageError("query runs-on: give --gpu NAME")
             nvidia, amd = gpus([args.gpu])
             table = reports.runs_on(db, args.gpu, nvidia, amd, args.project, args.all)
+        elif args.report == "changed":
+            table = reports.changed(db, args.project)
         else:
             if not args.project:
                 raise UsageError(f"query {args.report}: give --project NAME")

@@ -20,7 +20,7 @@ from typing import Any
 from ..errors import UsageError
 from .sources import WheelRef
 from .store import Store
-from .task import TaskOptions, WheelResult, audit_wheel
+from .task import TaskOptions, WheelResult, audit_wheel, failed
 
 
 @dataclass
@@ -39,7 +39,7 @@ class RunSummary:
     results: list[tuple[str, str, int, int]] = field(default_factory=list)  # (file, verdict, size, fetched)
 
 
-Report = Callable[[WheelResult], None]
+OnResult = Callable[[WheelResult], None]
 
 
 def _serial(todo: Sequence[tuple[WheelRef, str | None]], opts: TaskOptions) -> Iterator[WheelResult]:
@@ -53,16 +53,20 @@ def _pool(todo: Sequence[tuple[WheelRef, str | None]], opts: TaskOptions, jobs: 
     pending = list(reversed(todo))
     # spawn, not fork: a forked worker would inherit the scanner's decode thread pool without its threads
     with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        running: set[Future[WheelResult]] = set()
+        running: dict[Future[WheelResult], tuple[WheelRef, str | None]] = {}
         while pending or running:
             while pending and len(running) < jobs and not stop():
                 ref, sha = pending.pop()
-                running.add(pool.submit(audit_wheel, ref, opts, sha))
+                running[pool.submit(audit_wheel, ref, opts, sha)] = (ref, sha)
             if not running:
                 break
-            finished, running = wait(running, return_when=FIRST_COMPLETED)
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
             for fut in finished:
-                yield fut.result()
+                ref, sha = running.pop(fut)
+                try:
+                    yield fut.result()
+                except Exception as e:  # noqa: BLE001 - a dead worker is that wheel's row, not the run's end
+                    yield failed(ref, opts, sha, f"{type(e).__name__}: {e}")
 
 
 def _ray(todo: Sequence[tuple[WheelRef, str | None]], opts: TaskOptions, address: str, jobs: int | None,
@@ -83,23 +87,27 @@ def _ray(todo: Sequence[tuple[WheelRef, str | None]], opts: TaskOptions, address
         task = ray.remote(num_cpus=1, max_retries=1)(audit_wheel)
         cap = jobs or max(1, int(ray.cluster_resources().get("CPU", 1)))
         pending = list(reversed(todo))
-        running: list[Any] = []
+        running: dict[Any, tuple[WheelRef, str | None]] = {}
         while pending or running:
             while pending and len(running) < cap * 2 and not stop():
                 ref, sha = pending.pop()
-                running.append(task.remote(ref, opts, sha))
+                running[task.remote(ref, opts, sha)] = (ref, sha)
             if not running:
                 break
-            done, running = ray.wait(running, num_returns=1)
+            done, _ = ray.wait(list(running), num_returns=1)
             for obj in done:
-                yield ray.get(obj)
+                ref, sha = running.pop(obj)
+                try:
+                    yield ray.get(obj)
+                except Exception as e:  # noqa: BLE001 - a lost task is that wheel's row, not the run's end
+                    yield failed(ref, opts, sha, f"{type(e).__name__}: {e}")
     finally:
         if started_here:
             ray.shutdown()
 
 
 def run(refs: Sequence[WheelRef], store: Store, opts: TaskOptions, *, jobs: int = 1, ray: str | None = None,
-        max_bytes: int | None = None, on_result: Report | None = None) -> RunSummary:
+        max_bytes: int | None = None, on_result: OnResult | None = None) -> RunSummary:
     """Judge every wheel not judged before by this archaudit; store each result as it arrives.
     With `max_bytes`, no new wheel starts once that many bytes have been fetched."""
     summary = RunSummary(listed=len(refs))

@@ -56,7 +56,7 @@ def heat_map(table: reports.Table) -> str:
     return svg
 
 
-def _when(row: tuple[reports.Cell, ...], i: int) -> datetime.datetime | None:
+def _when(row: tuple[reports.Cell, ...]) -> datetime.datetime | None:
     text = str(row[2] or "")
     try:
         return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
@@ -67,7 +67,7 @@ def _when(row: tuple[reports.Cell, ...], i: int) -> datetime.datetime | None:
 def floor_plot(table: reports.Table) -> str:
     """The driver floor by release, over upload time when the index said it, else release order."""
     plt = _pyplot()
-    pts = [(r, _when(r, i)) for i, r in enumerate(table.rows) if r[4]]
+    pts = [(r, _when(r)) for r in table.rows if r[4]]
     fig, ax = plt.subplots(figsize=(6.5, 3.0))
     if pts:
         dated = all(w is not None for _, w in pts)

@@ -251,6 +251,23 @@ def driver_floor(db: sqlite3.Connection, project: str) -> Table:
                  ("driver: the oldest NVIDIA driver that loads every library's device code (Linux)",))
 
 
+# ---- verdicts changed by a newer archaudit --------------------------------------------------------
+
+def changed(db: sqlite3.Connection, project: str | None = None) -> Table:
+    """The wheels whose latest judgement differs from the one an earlier archaudit version gave."""
+    sql = ("SELECT project, version, build, tags, previous_verdict, previous_version, verdict, archaudit_version "
+           "FROM wheels WHERE verdict_changed = 1")
+    params: tuple[Any, ...] = ()
+    if project:
+        sql += " AND project = ?"
+        params = (re.sub(r"[-_.]+", "-", project).lower(),)
+    rows = sorted(db.execute(sql, params), key=lambda r: (r[0], _version_key(r[1]), r[2], r[3]))
+    out = tuple((p, f"{v}-{b}" if b else v, t, f"{pv} ({pver})", f"{nv} ({nver})")
+                for p, v, b, t, pv, pver, nv, nver in rows)
+    return Table("changed", "Verdicts changed by a newer archaudit", ("project", "version", "tags", "before", "now"),
+                 out, (f"{len(out)} wheel(s) judged otherwise than before; the verdicts table keeps every judgement",))
+
+
 # ---- rendering ------------------------------------------------------------------------------------
 
 def render_text(t: Table) -> str:
@@ -288,4 +305,4 @@ def render(t: Table, fmt: str) -> str:
     return {"json": render_json, "markdown": render_markdown}.get(fmt, render_text)(t)
 
 
-__all__ = ["Table", "WheelRow", "coverage", "driver_floor", "lost", "render", "runs_on", "wheels"]
+__all__ = ["Table", "WheelRow", "changed", "coverage", "driver_floor", "lost", "render", "runs_on", "wheels"]

@@ -18,7 +18,7 @@ DDL = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS wheels (
     id INTEGER PRIMARY KEY,
-    sha256 TEXT NOT NULL UNIQUE,        -- of the whole file; 'url:<...>' when a remote wheel came without one
+    sha256 TEXT NOT NULL UNIQUE,        -- of the whole file; 'url:<URL>' or 'path:<path>' when not known
     sha256_checked INTEGER NOT NULL,    -- 1: computed from every byte; 0: as the index gave it
     file TEXT NOT NULL,                 -- the wheel's file name
     location TEXT NOT NULL,             -- path or URL it was read from (last seen)

@@ -20,7 +20,7 @@ from ..artifacts import TargetInventory
 from ..model import Container, Entry, Library, Problem
 from . import schema
 from .sources import WheelRef, wheel_name
-from .task import WheelResult
+from .task import WheelResult, stand_in_key
 
 
 def _problems(ps: Iterable[Problem]) -> str:
@@ -77,11 +77,15 @@ class Store:
 
     def done(self, ref: WheelRef, scope: str) -> bool:
         """Whether this wheel was judged by this archaudit, over the same scope (a rerun skips it)."""
-        sha = self.known_sha(ref) or (f"url:{ref.location}" if ref.remote else None)
+        sha = self.known_sha(ref) or (stand_in_key(ref) if ref.remote else None)
         if sha is None:
             return False
-        row = self.db.execute("SELECT archaudit_version, scope FROM wheels WHERE sha256 = ?", (sha,)).fetchone()
-        return row is not None and row[0] == self.tool_version and row[1] == scope
+        row = self.db.execute("SELECT id, archaudit_version, scope FROM wheels WHERE sha256 = ?", (sha,)).fetchone()
+        if row is None or row[1] != self.tool_version or row[2] != scope:
+            return False
+        # a wheel whose worker died (E099) is judged again
+        died = self.db.execute("SELECT 1 FROM findings WHERE wheel_id = ? AND code = 'E099'", (row[0],)).fetchone()
+        return died is None
 
     def put(self, r: WheelResult, scope: str) -> int:
         """Store one result, replacing an older judgement of the same wheel; returns its id."""
@@ -108,6 +112,10 @@ class Store:
                                       "WHERE id = ?", (old[0],)).fetchone()
                     previous, previous_version, changed = prev
                 db.execute("DELETE FROM wheels WHERE id = ?", (old[0],))
+            # a stand-in key (a wheel that could not be hashed, or whose worker died) gives way to its judgement
+            stand_in = stand_in_key(r.ref)
+            if stand_in != r.sha256:
+                db.execute("DELETE FROM wheels WHERE sha256 = ?", (stand_in,))
             cur = db.execute(
                 "INSERT INTO wheels (sha256, sha256_checked, file, location, size, project, version, build, tags, "
                 "upload_time, claim_source, claim, verdict, exit_code, gpu_wheel, driver_cuda, driver_min, "
@@ -167,6 +175,8 @@ def inventory_of(db: sqlite3.Connection, wheel_id: int) -> TargetInventory:
     """The inventory a wheel row was judged from, rebuilt from its rows."""
     w = db.execute("SELECT file, problems, exit_code, bytes_inflated, seconds, project, version FROM wheels "
                    "WHERE id = ?", (wheel_id,)).fetchone()
+    if w is None:
+        raise KeyError(f"no wheel {wheel_id} in the index")
     kernels: dict[tuple[int, int, int], list[str]] = {}
     for li, ci, ei, name in db.execute("SELECT library_idx, container_idx, entry_idx, name FROM kernels "
                                        "WHERE wheel_id = ? ORDER BY rowid", (wheel_id,)):
@@ -195,11 +205,10 @@ def inventory_of(db: sqlite3.Connection, wheel_id: int) -> TargetInventory:
         libs.append(Library(path, size, fmt, tuple(containers.get(li, ())), tuple(json.loads(needed)),
                             tuple(json.loads(runpath)), tuple(json.loads(claims)), _unproblems(problems),
                             tuple(json.loads(notes))))
-    file, problems, exit_code, inflated, seconds, project, version = w
-    dist = f"{project}-{version}" if project else ""
+    file, problems, exit_code, inflated, seconds, _, _ = w
     parts = file.split("-")
-    dist = f"{parts[0]}-{parts[1]}" if len(parts) >= 2 else dist
-    unusable = exit_code == 2 and not libs
+    dist = f"{parts[0]}-{parts[1]}" if len(parts) >= 2 else ""  # as artifacts names a wheel's distribution
+    unusable = exit_code == 2  # only an unusable target makes the check exit 2
     return TargetInventory(file, "wheel", tuple(libs), _unproblems(problems), unusable, inflated, seconds, dist)
 
 

@@ -10,6 +10,7 @@ import hashlib
 import io
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Literal
 
@@ -96,8 +97,11 @@ def file_sha256(path: str) -> str:
     return h.hexdigest()
 
 
-def _keep(scope: str) -> object:
-    return (lambda p: fnmatch.fnmatch(p, scope)) if scope else None
+def _keep(scope: str) -> Callable[[str], bool] | None:
+    """The --libraries filter over member paths, or None for every library."""
+    if not scope:
+        return None
+    return lambda path: fnmatch.fnmatch(path, scope)
 
 
 def _local(ref: WheelRef, opts: TaskOptions, known_sha: str | None) -> tuple[TargetInventory, str, bool, int, int]:
@@ -115,9 +119,8 @@ def _local(ref: WheelRef, opts: TaskOptions, known_sha: str | None) -> tuple[Tar
         def opener() -> IO[bytes]:
             return _CountingFile(ref.location, tally)  # type: ignore[return-value]
 
-        keep = _keep(opts.scope)
         inv = archive_inventory(ref.file, size, read_at, opener, jobs=1, decode=opts.decode,
-                                max_payload=opts.max_payload, keep=keep)  # type: ignore[arg-type]
+                                max_payload=opts.max_payload, keep=_keep(opts.scope))
     return inv, sha, True, size, tally[0]
 
 
@@ -127,13 +130,28 @@ def _remote(ref: WheelRef, opts: TaskOptions) -> tuple[TargetInventory, int, int
         def on_members(members: list[Member]) -> None:
             reader.know_members({m.data_offset: m.compressed_size for m in members if m.data_offset >= 0})
 
-        keep = _keep(opts.scope)
         inv = archive_inventory(ref.file, reader.size, reader.read_at, reader.open,  # type: ignore[arg-type]
                                 jobs=1, decode=opts.decode, max_payload=opts.max_payload,
-                                keep=keep, on_members=on_members)  # type: ignore[arg-type]
+                                keep=_keep(opts.scope), on_members=on_members)
     finally:
         reader.close()
     return inv, reader.size, reader.fetched, reader.requests
+
+
+def stand_in_key(ref: WheelRef) -> str:
+    """The key of a wheel whose sha256 is not known: its URL, or its absolute path."""
+    return f"url:{ref.location}" if ref.remote else f"path:{os.path.abspath(ref.location)}"
+
+
+def failed(ref: WheelRef, opts: TaskOptions, known_sha: str | None, why: str) -> WheelResult:
+    """The result for a wheel whose worker died (killed for memory, a lost node): an unusable row
+    with E099, which a rerun judges again."""
+    inv = TargetInventory(ref.file, "wheel", (), (Problem("E099", f"the worker judging it failed: {why}"),),
+                          unusable=True)
+    report = audit([inv], parse_claim(opts.claim, "--arch") if opts.claim else None, Policy())
+    sha = known_sha or ref.sha256 or stand_in_key(ref)
+    return WheelResult(ref, sha, False, ref.size or 0, 0, 0, 0.0, "given" if opts.claim else "none", "unusable",
+                       report.exit_code, report.targets[0])
 
 
 def audit_wheel(ref: WheelRef, opts: TaskOptions, known_sha: str | None = None) -> WheelResult:
@@ -144,20 +162,20 @@ def audit_wheel(ref: WheelRef, opts: TaskOptions, known_sha: str | None = None) 
     try:
         if ref.remote:
             inv, size, fetched, requests = _remote(ref, opts)
-            sha = ref.sha256 or f"url:{ref.location}"
+            sha = ref.sha256 or stand_in_key(ref)
         else:
             inv, sha, checked, size, fetched = _local(ref, opts, known_sha)
     except (RemoteError, OSError) as e:
         inv = TargetInventory(ref.file, "wheel", (), (Problem("E001", f"cannot read: {e}"),), unusable=True)
-        sha = sha or (f"url:{ref.location}" if ref.remote else f"path:{os.path.abspath(ref.location)}")
+        sha = sha or stand_in_key(ref)
     except MemoryError:
         inv = TargetInventory(ref.file, "wheel", (), (Problem("E012", "ran out of memory while verifying"),),
                               unusable=True)
-        sha = sha or f"path:{ref.location}"
+        sha = sha or stand_in_key(ref)
     except Exception as e:  # noqa: BLE001 - fail closed: one bad wheel is a row, never a lost run
         inv = TargetInventory(ref.file, "wheel", (), (Problem("E099", f"internal error: {type(e).__name__}: {e}"),),
                               unusable=True)
-        sha = sha or f"path:{ref.location}"
+        sha = sha or stand_in_key(ref)
     claim = parse_claim(opts.claim, "--arch") if opts.claim else None
     report: Report = audit([inv], claim, Policy())
     t = report.targets[0]
@@ -168,4 +186,5 @@ def audit_wheel(ref: WheelRef, opts: TaskOptions, known_sha: str | None = None) 
                        code, t)
 
 
-__all__ = ["ClaimSource", "TaskOptions", "Verdict", "WheelResult", "audit_wheel", "file_sha256"]
+__all__ = ["ClaimSource", "TaskOptions", "Verdict", "WheelResult", "audit_wheel", "failed", "file_sha256",
+           "stand_in_key"]

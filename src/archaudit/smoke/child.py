@@ -47,18 +47,23 @@ _SPAWN_LOCK = threading.RLock()
 _STOPPING = threading.Event()
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
 
-# Run by `python -I -S -c BOOT task spec fd keyfd worker parent`: die with archaudit, take the
-# key from its pipe before anything else runs, then put the environment's paths on sys.path
-# (without processing any .pth file) and run the worker.
-BOOT = r"""
+# Both die with archaudit: PR_SET_PDEATHSIG(SIGKILL), then a check that the parent is still the
+# one that started them (it may have died before the call). PARENT is the argv index of its pid.
+_DIE_WITH_PARENT = r"""
 import os, sys
 try:
     import ctypes
     ctypes.CDLL(None).prctl(1, 9)
 except Exception:
     pass
-if os.getppid() != int(sys.argv[6]):
+if os.getppid() != int(sys.argv[PARENT]):
     os._exit(113)
+"""
+
+# Run by `python -I -S -c BOOT task spec fd keyfd worker parent`: die with archaudit, take the
+# key from its pipe before anything else runs, then put the environment's paths on sys.path
+# (without processing any .pth file) and run the worker.
+BOOT = _DIE_WITH_PARENT.replace("PARENT", "6") + r"""
 key, kfd = b"", int(sys.argv[4])
 while len(key) < 64:
     chunk = os.read(kfd, 64 - len(key))
@@ -76,15 +81,7 @@ sys.exit(main(sys.argv[1:4], bytes.fromhex(key.decode())))
 """
 
 # Run by `python -I -S -c EXEC parent cmd...`: die with archaudit, then become cmd.
-EXEC = r"""
-import os, sys
-try:
-    import ctypes
-    ctypes.CDLL(None).prctl(1, 9)
-except Exception:
-    pass
-if os.getppid() != int(sys.argv[1]):
-    os._exit(113)
+EXEC = _DIE_WITH_PARENT.replace("PARENT", "1") + r"""
 os.execvp(sys.argv[2], sys.argv[2:])
 """
 
@@ -326,15 +323,7 @@ def _spawn_once(python: str, task: str, spec: dict[str, Any], env: dict[str, str
             except ProcessLookupError:
                 pass
             rc = proc.wait()
-        with _LIVE_LOCK:
-            _LIVE.discard(proc)
-        # Grandchildren that outlive the worker (a compiler it started) go with the group,
-        # and anything that left the group (setsid) was adopted by us: it goes too.
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        sweep()
+        _end_group(proc)
     tail = _tail(log_path)
     for p in (spec_path, log_path):
         try:
@@ -342,6 +331,19 @@ def _spawn_once(python: str, task: str, spec: dict[str, Any], env: dict[str, str
         except OSError:
             pass
     return rc, timed_out, tail, saw_end, forged
+
+
+def _end_group(proc: subprocess.Popen[bytes]) -> None:
+    """Forget a finished child and end what it left: grandchildren that outlive it (a compiler it
+    started) go with its process group, and anything that left the group (setsid) was adopted by
+    us: the sweep ends it too."""
+    with _LIVE_LOCK:
+        _LIVE.discard(proc)
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    sweep()
 
 
 def run_command(cmd: list[str], what: str, *, env: dict[str, str], timeout: float,
@@ -371,13 +373,7 @@ def run_command(cmd: list[str], what: str, *, env: dict[str, str], timeout: floa
             raise TimeoutError(f"{what} did not finish in {timeout:g} s: killed with every process "
                                f"it started") from None
     finally:
-        with _LIVE_LOCK:
-            _LIVE.discard(proc)
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        sweep()
+        _end_group(proc)
     log.seek(0)
     text = log.read().decode(errors="replace")
     log.close()

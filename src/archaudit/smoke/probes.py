@@ -156,6 +156,28 @@ class Probe:
 
 
 # ---------------------------------------------------------------------------------------
+MACHINES = {3: "x86", 62: "x86_64", 183: "aarch64", 40: "arm", 21: "ppc64", 22: "s390x", 243: "riscv"}
+
+
+def load_item(path: str) -> dict[str, Any]:
+    """What the load worker needs about one library, read here by archaudit.elf (the child only
+    dlopens): its ELF type, machine, NEEDED, RUNPATH, RPATH and SONAME."""
+    from .. import elf
+
+    try:
+        with open(path, "rb") as f:
+            if not elf.is_elf(f.read(4)):
+                return {"path": path, "elf": {"elf": False}}
+            d = elf.read_dynamic(f, os.fstat(f.fileno()).st_size)
+    except OSError as exc:
+        return {"path": path, "elf": {"unreadable": f"{type(exc).__name__}: {exc}"}}
+    except elf.ElfError:  # another class or byte order, or headers the loader will reject itself
+        return {"path": path, "elf": {"elf": True, "inspected": False, "type": None, "machine": None}}
+    return {"path": path, "elf": {"elf": True, "inspected": True, "type": d.type,
+                                  "machine": MACHINES.get(d.machine, str(d.machine)), "needed": list(d.needed),
+                                  "runpath": list(d.runpath), "rpath": list(d.rpath), "soname": d.soname}}
+
+
 class LoadProbe(Probe):
     """dlopen every shared library of the distribution with RTLD_NOW, each in a fresh child."""
 
@@ -170,7 +192,7 @@ class LoadProbe(Probe):
         # missing dependency by its SONAME, and a crash or hang costs only that library.
         workers = max(1, min(4, os.cpu_count() or 1))
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            runs = list(pool.map(lambda p: ctx.run_task("load", [p]), libs))
+            runs = list(pool.map(lambda p: ctx.run_task("load", [load_item(p)]), libs))
         rows = []
         for path, run in zip(libs, runs):
             rows.append(ctx.row(self.name, ctx.display(path), run.outcomes[0]))

@@ -107,69 +107,7 @@ def task_gpu_info(spec: dict[str, Any]) -> None:
 # load: dlopen one shared library with RTLD_NOW, and explain a failure
 # ---------------------------------------------------------------------------------------
 
-ET_DYN = 3
-DT_NEEDED, DT_STRTAB, DT_SONAME, DT_RPATH, DT_RUNPATH = 1, 5, 14, 15, 29
-MACHINES = {3: "x86", 62: "x86_64", 183: "aarch64", 40: "arm", 21: "ppc64", 22: "s390x",
-            243: "riscv"}
-
-
-def elf_dynamic(path: str) -> dict[str, Any]:
-    """Type, machine, NEEDED, RUNPATH, RPATH and SONAME of a 64-bit little-endian ELF."""
-    with open(path, "rb") as f:
-        head = f.read(64)
-        if head[:4] != b"\x7fELF":
-            return {"elf": False}
-        if head[4] != 2 or head[5] != 1:
-            return {"elf": True, "inspected": False, "type": None, "machine": None}
-        e_type, e_machine = struct.unpack_from("<HH", head, 16)
-        phoff = struct.unpack_from("<Q", head, 32)[0]
-        phentsize, phnum = struct.unpack_from("<HH", head, 54)
-        f.seek(phoff)
-        table = f.read(phentsize * phnum)
-        loads, dynamic = [], None
-        for k in range(phnum):
-            p_type, _flags, p_offset, p_vaddr, _paddr, p_filesz = struct.unpack_from(
-                "<IIQQQQ", table, k * phentsize)
-            if p_type == 1:
-                loads.append((p_vaddr, p_offset, p_filesz))
-            elif p_type == 2:
-                dynamic = (p_offset, p_filesz)
-        out = {"elf": True, "inspected": True, "type": e_type,
-               "machine": MACHINES.get(e_machine, str(e_machine)),
-               "needed": [], "runpath": [], "rpath": [], "soname": None}
-        if dynamic is None:
-            return out
-        f.seek(dynamic[0])
-        raw = f.read(dynamic[1])
-        entries = []
-        for k in range(0, len(raw) - 15, 16):
-            tag, val = struct.unpack_from("<qQ", raw, k)
-            if tag == 0:
-                break
-            entries.append((tag, val))
-        strtab = next((v for t, v in entries if t == DT_STRTAB), None)
-        base = None
-        for vaddr, offset, size in loads:
-            if strtab is not None and vaddr <= strtab < vaddr + size:
-                base = offset + (strtab - vaddr)
-        if base is None:
-            return out
-
-        def string(off: int) -> str:
-            f.seek(base + off)
-            data = f.read(4096)
-            return data.split(b"\0", 1)[0].decode(errors="replace")
-
-        for tag, val in entries:
-            if tag == DT_NEEDED:
-                out["needed"].append(string(val))
-            elif tag == DT_SONAME:
-                out["soname"] = string(val)
-            elif tag == DT_RUNPATH:
-                out["runpath"] += [p for p in string(val).split(":") if p]
-            elif tag == DT_RPATH:
-                out["rpath"] += [p for p in string(val).split(":") if p]
-        return out
+ET_DYN = 3  # the ELF facts come from the parent (archaudit.elf, smoke.probes.load_item)
 
 
 def expand_origin(entry: str, origin: str) -> str:
@@ -227,12 +165,10 @@ def task_load(spec: dict[str, Any]) -> None:
     here = platform.machine()
     here = {"amd64": "x86_64", "arm64": "aarch64"}.get(here.lower(), here)
     for i in range(spec["start"], len(spec["items"])):
-        path = spec["items"][i]
+        path, info = spec["items"][i]["path"], spec["items"][i]["elf"]
         emit(ev="begin", i=i)
-        try:
-            info = elf_dynamic(path)
-        except OSError as exc:
-            result(i, "FAIL", f"cannot read: {_exc(exc)}")
+        if "unreadable" in info:
+            result(i, "FAIL", f"cannot read: {info['unreadable']}")
             continue
         if not info.get("elf"):
             result(i, "SKIP", "not an ELF file (a linker script or data named like a library)")
@@ -318,6 +254,13 @@ def task_device_load(spec: dict[str, Any]) -> None:
 TORCH_RTOL, TORCH_ATOL = 1e-4, 1e-4
 
 
+# step -> (what it is, the module built from torch, the input's shape)
+_TORCH_MODELS: dict[str, tuple[str, Any, tuple[int, ...]]] = {
+    "linear": ("nn.Linear(64, 32)", lambda torch: torch.nn.Linear(64, 32), (16, 64)),
+    "conv": ("nn.Conv2d(3, 8, 3)", lambda torch: torch.nn.Conv2d(3, 8, 3, padding=1), (2, 3, 16, 16)),
+}
+
+
 def _torch_gpu_gate(torch: Any) -> tuple[bool, str]:
     if not torch.cuda.is_available():
         return False, (f"torch {torch.__version__} sees no CUDA device "
@@ -372,25 +315,16 @@ def task_torch(spec: dict[str, Any]) -> None:
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
         try:
-            if step == "linear":
-                ref, gpu, size = _weights_from_file(torch, lambda: torch.nn.Linear(64, 32),
-                                                    os.path.join(work, "linear.pt"))
-                x = torch.randn(16, 64, generator=torch.Generator().manual_seed(7))
+            if step in _TORCH_MODELS:
+                what, make, shape = _TORCH_MODELS[step]
+                ref, gpu, size = _weights_from_file(torch, lambda make=make: make(torch),
+                                                    os.path.join(work, f"{step}.pt"))
+                x = torch.randn(*shape, generator=torch.Generator().manual_seed(7))
                 with torch.no_grad():
                     want = ref(x)
                     got = gpu(x.to("cuda"))
                     torch.cuda.synchronize()
-                result(i, "PASS", f"nn.Linear(64, 32) with weights loaded from a {size}-byte file ran on "
-                       f"{where} and matched CPU: {_compare(torch, got.cpu(), want)}", torch=torch.__version__)
-            elif step == "conv":
-                ref, gpu, size = _weights_from_file(torch, lambda: torch.nn.Conv2d(3, 8, 3, padding=1),
-                                                    os.path.join(work, "conv.pt"))
-                x = torch.randn(2, 3, 16, 16, generator=torch.Generator().manual_seed(7))
-                with torch.no_grad():
-                    want = ref(x)
-                    got = gpu(x.to("cuda"))
-                    torch.cuda.synchronize()
-                result(i, "PASS", f"nn.Conv2d(3, 8, 3) with weights loaded from a {size}-byte file ran on "
+                result(i, "PASS", f"{what} with weights loaded from a {size}-byte file ran on "
                        f"{where} and matched CPU: {_compare(torch, got.cpu(), want)}", torch=torch.__version__)
             elif step == "aoti-compile":
                 import torch._inductor
