@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from reference_tools import needs_tool
 
 from archaudit.cli import main
 from test_index import FIXTURES, LIB, make_wheel
@@ -56,7 +57,7 @@ def test_page_holds_both_plots_and_the_tables(db: Path, tmp_path: Path) -> None:
     assert "<table id=lost>" in text and "sm_75" in text
 
 
-@pytest.mark.skipif(BROWSER is None, reason="no chromium: apt-get install chromium")
+@needs_tool("chromium (apt-get install chromium)", BROWSER)
 def test_a_real_browser_draws_the_heat_map(db: Path, tmp_path: Path) -> None:
     """1.0 runs natively everywhere it has SASS (green), 3.0 carries only PTX 9.0 (yellow from 9.0 up,
     red below), 2.0 only sm_80: so all three colours are on the page, drawn by the browser."""
