@@ -40,8 +40,8 @@ def test_example_wheel_shows_the_pass_line_and_the_failure_line(capsys):
     text = capsys.readouterr().out
     assert rc == 1
     assert "gpu_example/libkernels.so" in text and "✓ 80 90" in text
-    assert ("✗ G001 gpu_example/libshim.so claims GPU architectures ['80', '90'] but only carries "
-            "device code for ['80']; a model would fail on hardware needing ['90']") in text
+    assert ("✗ G001 gpu_example/libshim.so has no code for 90 (claimed: 80, 90, from --arch): it carries "
+            "code only for sm_80; 1 kernel (mul) would fail there with 'no kernel image is available'") in text
 
 
 def test_example_wheel_passes_when_the_claim_is_what_it_carries(capsys):

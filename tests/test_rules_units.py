@@ -103,7 +103,7 @@ def test_library_rules_are_pure_over_facts():
 
 def test_g001_claimed_gpu_without_code():
     (g,) = found(report(lib(box(sass("sm_80")))), "G001")
-    assert g.get("missing") == ["90"] and g.get("carried") == ["80"]
+    assert g.get("missing") == ["90"] and g.get("carried") == ["sm_80"]
     assert found(report(lib(box(sass("sm_80"))), arch="80;86"), "G001") == []
 
 

@@ -138,8 +138,8 @@ _CODES = [
          "model using it fails there with 'no kernel image is available for execution'.",
          "Add the architecture to the library's build (-gencode / CMAKE_CUDA_ARCHITECTURES / "
          "TORCH_CUDA_ARCH_LIST), or stop claiming it.",
-         "libshim.so claims GPU architectures ['80', '90'] but only carries device code for "
-         "['80']; a model would fail on hardware needing ['90']"),
+         "libshim.so has no code for 90 (claimed: 80, 90, from --arch): it carries code only for "
+         "sm_80; 1 kernel (mul) would fail there with 'no kernel image is available'"),
     Code("G002", INFO, "covered only through PTX JIT",
          "A claimed architecture has no native code (SASS) in the library; the driver JIT-compiles "
          "PTX on first use, which costs seconds to minutes at start-up.",

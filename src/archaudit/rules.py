@@ -107,19 +107,38 @@ def _label_key(text: str) -> tuple[int, str]:
 
 
 def _present(codes: Iterable[NvCode]) -> list[str]:
+    """The code a library carries, in one notation: ``sm_XY`` for SASS, ``compute_XY`` for PTX."""
     codes = list(codes)
-    sass = sorted({c.effective.label for c in codes if c.kind == SASS}, key=_label_key)
+    sass = sorted({c.effective.sm for c in codes if c.kind == SASS}, key=_label_key)
     ptx = sorted({c.effective for c in codes if c.kind == PTX})
     return sass + [t.compute for t in ptx]
 
 
-def _g001(subject: str, claimed: Sequence[str], carried: Sequence[str], missing: Sequence[str],
-          why: str = "") -> Finding:
-    """The one G001 message, for NVIDIA, AMD and relocatable-only code alike."""
-    has = f"only carries device code for {list(carried)}" if carried else "carries only relocatable device code"
-    return finding("G001", subject, f"{subject} claims GPU architectures {list(claimed)} but {has}{why}; "
-                                    f"a model would fail on hardware needing {list(missing)}",
-                   claimed=list(claimed), carried=list(carried), missing=list(missing))
+def _g001(subject: str, claimed: Sequence[str], source: str, carried: Sequence[str], missing: Sequence[str],
+          kernels: Sequence[str] | None, why: str = "") -> Finding:
+    """The one G001 message, for NVIDIA, AMD and relocatable-only code alike: what is missing,
+    the claim and where it came from, what the library carries, and the kernels that would fail
+    (``kernels`` None: its code names none that could be read)."""
+    has = f"carries code only for {', '.join(carried)}" if carried else \
+        "carries only relocatable device code, which never loads on its own"
+    if kernels is None:
+        fail = "its kernels cannot be named (its code defines none that could be read)"
+    elif not kernels:
+        fail = "its code defines no kernel by name"
+    else:
+        fail = f"{_kernels_phrase(kernels, 0)} would fail there with 'no kernel image is available'"
+    return finding("G001", subject,
+                   f"{subject} has no code for {', '.join(missing)} (claimed: {', '.join(claimed)}, from {source}): "
+                   f"it {has}{why}; {fail}",
+                   claimed=list(claimed), claim_source=source, carried=list(carried), missing=list(missing),
+                   kernels=sorted(kernels) if kernels is not None else None)
+
+
+def _library_kernels(f: LibraryFacts) -> list[str] | None:
+    """Every NVIDIA kernel the library defines, or None when a unit's kernels were not read."""
+    if not f.units or not all(u.identified for u in f.units):
+        return None
+    return sorted(f.kernel_homes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,18 +194,22 @@ def rule_g001(f: LibraryFacts) -> list[Finding]:
     out = []
     if f.claim is not None and not f.codes and not f.amd and f.relocatable:
         labels = [label(c) for c in f.claimed]
-        out.append(_g001(f.path, labels, [], labels))
+        out.append(_g001(f.path, labels, f.claim.source, [], labels, None))
     elif f.claim is not None and f.codes and not f.specialised:
         absent = [label(cc) for cc in f.missing if not f.paths[cc].dead]
         if absent:
-            out.append(_g001(f.path, [label(c) for c in f.claimed], _present(f.codes), absent))
+            out.append(_g001(f.path, [label(c) for c in f.claimed], f.claim.source, _present(f.codes), absent,
+                             _library_kernels(f)))
     if f.amd and f.policy.amd_claim:
         targets = sorted({e.target for e in f.amd})
         missing = [want for want in f.policy.amd_claim if not amd_covers(targets, want)]
         if missing:
             why = "" if all(not _modes_matter(t) for t in missing) else \
                 " (a target without xnack/sramecc runs in either mode: it needs code for both)"
-            out.append(_g001(f.path, list(f.policy.amd_claim), targets, missing, why))
+            names = [k for e in f.amd for k in (e.kernels or ())]
+            read = all(e.kernels is not None for e in f.amd)
+            out.append(_g001(f.path, list(f.policy.amd_claim), f.policy.amd_claim_source or "--amd-arch", targets,
+                             missing, sorted(set(names)) if read else None, why))
     return out
 
 

@@ -75,7 +75,7 @@ def _ray(todo: Sequence[tuple[WheelRef, str | None]], opts: TaskOptions, address
     try:
         ray: Any = importlib.import_module("ray")
     except ImportError:
-        raise UsageError("--ray needs Ray: pip install 'archaudit[ray]'") from None
+        raise UsageError("--ray needs Ray: install archaudit with its 'ray' extra") from None
     started_here = not ray.is_initialized()
     if started_here:
         kwargs: dict[str, Any] = {"address": None if address == "local" else address, "log_to_driver": False,

@@ -24,7 +24,7 @@ def _pyplot() -> Any:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise UsageError("query html needs matplotlib: pip install 'archaudit[html]'") from None
+        raise UsageError("query html needs matplotlib: install archaudit with its 'html' extra") from None
     return plt
 
 
