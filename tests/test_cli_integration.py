@@ -263,7 +263,7 @@ def test_action_fails_with_summary_and_annotations(scratch):
     assert summary.startswith("## ❌ archaudit: 1 of 1 target fails")
     assert "| `gpu_example/libshim.so` | sm_80 | ❌ misses 90 |" in summary
     assert re.search(r"^::error file=gpu_example-1\.0-py3-none-linux_x86_64\.whl,title=archaudit G001%3A .*::"
-                     r"gpu_example/libshim\.so claims", proc.stdout, re.M)
+                     r"gpu_example/libshim\.so has no code for 90", proc.stdout, re.M)
     assert "✗ G001" in proc.stdout  # the text report in the log
     assert "exit-code=1" in output.splitlines()
 
@@ -347,7 +347,7 @@ def test_pre_commit_hook_runs_on_fixtures(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.archaudit]\ncuda-archs = "80;90"\n')
     bad = subprocess.run([*shlex.split(hook["entry"]), *staged], capture_output=True, text=True, cwd=tmp_path)
     assert bad.returncode == 1
-    assert "G001 gpu_example/libshim.so claims" in bad.stdout and "G001 kern_sm80.cubin claims" in bad.stdout
+    assert "G001 gpu_example/libshim.so has no code for 90" in bad.stdout and "G001 kern_sm80.cubin has no code for 90" in bad.stdout
 
 
 # ---- cibuildwheel ----
