@@ -511,12 +511,11 @@ def iter_member(f: IO[bytes], m: Member, chunk: int = CHUNK) -> Iterator[bytes]:
     else:
         inflater = _inflater.decompressobj(-15)
         pending = b""
-        while True:
-            if not pending:
-                if inflater.eof:
-                    break
-                if not remaining_in:
-                    raise MemberError("deflate stream is truncated", code="E002")
+        # ISA-L may take all the input of a call and hold output it has not returned yet (zlib keeps
+        # such input in unconsumed_tail): with no input left, the inflater is asked again, and the
+        # stream is truncated only when it then yields nothing short of its end.
+        while not inflater.eof:
+            if not pending and remaining_in:
                 pending = f.read(min(chunk, remaining_in))
                 if not pending:
                     raise MemberError("member data is truncated", code="E002")
@@ -532,8 +531,8 @@ def iter_member(f: IO[bytes], m: Member, chunk: int = CHUNK) -> Iterator[bytes]:
                     raise MemberError(f"inflates past its declared {m.size} bytes (zip bomb?)", code="E003")
                 crc = crc32(out, crc)
                 yield out
-            elif inflater.eof:
-                break
+            elif not pending and not remaining_in and not inflater.eof:
+                raise MemberError("deflate stream is truncated", code="E002")
         if remaining_in or inflater.unused_data:
             raise MemberError("member has data after its deflate stream", code="E002")
     if produced != m.size:
