@@ -260,6 +260,95 @@ def test_unaligned_gap_in_nv_fatb_is_e011():
     assert "E011" in {p.code for p in bad.problems}
 
 
+# ---- device code no section maps: searched, found and judged like ELF's ----
+
+READERS = ROOT / "fixtures" / "readers" / "bin"
+HIDDEN = {"overlay.dll": "overlay", "slack.dll": "header slack"}  # hide.py placed lib_sm80.so's container there
+
+
+def _unmapped(data: bytes, offset: int, size: int) -> str | None:
+    """Where [offset, offset+size) lies if no section's raw data holds any of it."""
+    h = pe.parse_headers(data[:pe.headers_extent(data[:pe.headers_extent(data[:64])])], len(data))
+    if any(s.raw_size and offset < s.raw_offset + s.raw_size and s.raw_offset < offset + size for s in h.sections):
+        return None
+    table_end = max((s.raw_offset + s.raw_size for s in h.sections), default=0)
+    if offset >= table_end:
+        return "overlay"
+    return "header slack" if offset + size <= h.size_of_headers else "between sections"
+
+
+@pytest.mark.parametrize("decode", [False, True], ids=["headers", "decode"])
+@pytest.mark.parametrize("name", sorted(HIDDEN))
+def test_a_container_outside_every_section_is_found_and_fails_closed(name, decode):
+    """lib_sm80.so's kernel container, written where no section maps it: it is read entry for
+    entry as in the ELF library, and its placement is E011, as ELF's "lies in no section"."""
+    data = (PE / name).read_bytes()
+    lib = scan_file(str(PE / name), decode=decode)
+    so = scan_file(str(CUDA / "lib_sm80.so"), decode=decode)
+    (c,) = lib.containers
+    assert _unmapped(data, c.offset, c.size) == HIDDEN[name]
+    assert (c.role, c.section) == ("embedded", "")
+    assert [_entry(e) for e in c.entries] == [_entry(e) for e in max(so.containers, key=lambda k: k.size).entries]
+    assert [(p.code, p.message) for p in lib.problems] == [
+        ("E011", f"fatbin container at 0x{c.offset:x} lies in no section")]
+
+
+def test_a_container_in_raw_data_past_a_sections_virtual_size_is_found():
+    """The loader maps a section's VirtualSize bytes only: raw data past them (file-alignment
+    padding) is unmapped. overlay.dll's last section grown in the file over its container."""
+    data = (PE / "overlay.dll").read_bytes()
+    coff, _, table = _header_offsets(data)
+    last = struct.unpack_from("<H", data, coff + 2)[0] - 1
+    vsize, _, _, raw_at = struct.unpack_from("<IIII", data, table + 40 * last + 8)
+    grown = _put(data, table + 40 * last + 16, "<I", len(data) - raw_at)
+    lib = library_from_bytes("grown.dll", grown)
+    (c,) = lib.containers
+    assert raw_at + vsize <= c.offset and c.offset + c.size <= len(data)  # in the raw data, past VirtualSize
+    assert c.section == "" and [e.target for e in c.entries] == ["sm_80"]
+    assert [p.code for p in lib.problems] == ["E011"]
+
+
+@pytest.mark.parametrize("name", sorted(HIDDEN))
+def test_hidden_container_is_judged_as_the_elf_one_appended(name, capsys):
+    """The same verdict as the ELF library with a container appended after its end
+    (tests/fixtures/readers): E011 and the code it carries, under any claim."""
+    def run(path: Path, arch: str) -> tuple[int, list[str], list[str]]:
+        rc = main(["check", "-q", "--no-config", "--format", "json", str(path), "--arch", arch])
+        report = json.loads(capsys.readouterr().out)
+        libs = [lib for t in report["targets"] for lib in t["libraries"]]
+        return (rc, sorted({f["code"] for t in report["targets"] for f in t["findings"]} - {"D002"}),
+                [label for lib in libs for label in lib["carries"]])
+    for arch in ("80", "80,90"):
+        got = run(PE / name, arch)
+        assert got == run(READERS / "lib_appended.so", arch)
+        assert got[0] == 1 and "E011" in got[1] and got[2] == ["sm_80"]
+
+
+def test_a_hip_bundle_in_the_overlay_is_found_and_judged(capsys):
+    """hip_multi.so's offload bundle after the last section of a DLL importing amdhip64_6.dll:
+    the same bundle as the ELF's, judged (gfx1201 is claimed and missing: G001)."""
+    lib = scan_file(str(PE / "hip_overlay.dll"), decode=True)
+    so = scan_file(str(AMD / "hip_multi.so"), decode=True)
+    data = (PE / "hip_overlay.dll").read_bytes()
+    (c,) = lib.containers
+    assert not lib.problems and c.section == "" and _unmapped(data, c.offset, c.size) == "overlay"
+    assert _inventory(lib) == _inventory(so)
+    carried = ";".join(e.target for e in c.entries)
+    assert main(["check", "-q", "--no-config", str(PE / "hip_overlay.dll"), "--amd-arch", carried]) == 0
+    assert main(["check", "-q", "--no-config", str(PE / "hip_overlay.dll"), "--amd-arch",
+                 carried + ";gfx1201"]) == 1
+    assert "G001" in capsys.readouterr().out
+
+
+def test_the_overlay_of_real_layouts_holds_no_device_code():
+    """Every fixture DLL's unmapped bytes (headers, MinGW's symbol and string tables after the
+    last section) are searched too, and hold nothing: the inventories above stay exact."""
+    for name in sorted(SOURCES):
+        lib = scan_file(str(PE / name))
+        data = (PE / name).read_bytes()
+        assert all(_unmapped(data, c.offset, c.size) is None for c in lib.containers), name
+
+
 # ---- macOS ----
 
 def test_macos_library_without_device_code_is_a_host_library(capsys):

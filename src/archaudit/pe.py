@@ -3,7 +3,8 @@
 A PE image names its sections in a table near its start, so the section table, the
 import directory and the data directories are known before the first section passes.
 The device code itself is found by the same forward scan as in ELF libraries (scan.py):
-containers anywhere in the loaded sections, walked and verified as they pass. Sections
+containers anywhere in the file (loaded sections, header slack, file-alignment padding,
+the overlay after the last section), walked and verified as they pass. Sections
 are then handed to the ELF path's attribution under the names it knows (linkers cut
 PE section names to 8 characters: `.nv_fatb` is `.nv_fatbin`, `.nvFatBi` holds the
 `.nvFatBinSegment` wrapper records), so roles, accounting and wrapper checks are the
@@ -303,13 +304,17 @@ def read(path: str, size: int, src: object, chunks: Chunks, settings: object) ->
 
 
 def _zones(h: Headers, size: int) -> list[Zone]:
-    """Which patterns to search where. Every loaded byte is searched: code sections for
-    containers, every other section also for wrapper records, which the loader relocates in
-    read-only sections too (MSVC's .nvFatBi is read-only), and read-only ones for embedded
-    arch lists (string literals). Bytes no section maps (headers padding, an Authenticode
-    certificate, debug data) are never registered, so not searched."""
+    """Which patterns to search where. Every byte is searched for containers, as in ELF
+    libraries: a library may load device code it reads from its own file (cuModuleLoadData),
+    so bytes no section maps (header slack, raw data past a section's virtual size, the
+    overlay after the last section, where an Authenticode certificate or debug data lie) are
+    searched too, and a container found there is judged and lies in no section (E011).
+    Code sections are searched for containers only; every other section also for wrapper
+    records, which the loader relocates in read-only sections too (MSVC's .nvFatBi is
+    read-only), and read-only ones for embedded arch lists (string literals)."""
     from . import scan
 
+    unmapped = scan.LibraryScan.patterns(code=True, strings=False)
     code = scan.LibraryScan.patterns(code=True)
     constant = scan.LibraryScan.patterns(code=True, data=True)
     writable = scan.LibraryScan.patterns(code=True, data=True, strings=False)  # string literals are in .rdata
@@ -323,11 +328,11 @@ def _zones(h: Headers, size: int) -> list[Zone]:
         if stop <= start:
             continue
         if start > pos:
-            zones.append(scan.Zone(pos, start, ()))
+            zones.append(scan.Zone(pos, start, unmapped))
         zones.append(scan.Zone(start, stop, patterns))
         pos = stop
     if pos < size:
-        zones.append(scan.Zone(pos, size, ()))
+        zones.append(scan.Zone(pos, size, unmapped))
     return zones
 
 

@@ -182,7 +182,9 @@ def layout(rel: str) -> Layout:
             for i in range(seg.offset, seg.file_end - 23, 24):
                 fields += [Field(f"wrapper@{i:x}.{n}", i + o, w) for n, o, w in _WRAPPER_FIELDS]
     lib = scan.library_from_bytes(rel, data, decode=False)
-    assert not lib.problems, (rel, lib.problems)  # fixtures are valid
+    # fixtures are valid, but for the ones whose container lies, by design, in no section
+    assert all(p.code == "E011" and p.message.endswith("lies in no section") for p in lib.problems), \
+        (rel, lib.problems)
     for c in lib.containers:
         if c.vendor == "nvidia" and data[c.offset:c.offset + 4] == fatbin.MAGIC:
             regions.append(Region(f"container@{c.offset:x}", c.offset, c.offset + c.size))
