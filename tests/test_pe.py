@@ -260,6 +260,33 @@ def test_unaligned_gap_in_nv_fatb_is_e011():
     assert "E011" in {p.code for p in bad.problems}
 
 
+def _wrapper_section_variant(kind: str) -> bytes:
+    """embedded.dll (two containers in .rdata, no accounting there) with its .nvFatBi changed."""
+    data = (PE / "embedded.dll").read_bytes()
+    _, _, table = _header_offsets(data)
+    at = table + 40 * _section_index(data, b".nvFatBi")
+    vsize, _, _, raw_at = struct.unpack_from("<IIII", data, at + 8)
+    if kind == "zero fill":  # no raw data: the loader maps zeros
+        return _put(data, at + 16, "<I", 0)
+    if kind == "records past the virtual size":
+        return _put(data, at + 8, "<I", 24)
+    if kind == "a damaged record":
+        return _put(data, raw_at + 24, "<I", 0x466243B0)
+    if kind == "records moved":
+        return _put(data, at + 20, "<I", raw_at + 24)
+    raise AssertionError(kind)
+
+
+@pytest.mark.parametrize("kind", ["zero fill", "records past the virtual size", "a damaged record",
+                                  "records moved"])
+def test_a_wrapper_section_must_be_read_whole(kind):
+    """Found by the fuzzer: with .nvFatBi's records zero fill, a damaged container in .rdata
+    vanished unseen (nothing registered it any more). Every record the loader maps must be
+    read, from the section's start: E011 otherwise."""
+    lib = library_from_bytes("bad.dll", _wrapper_section_variant(kind))
+    assert [p.code for p in lib.problems] == ["E011"] and ".nvFatBi" in lib.problems[0].message
+
+
 # ---- device code no section maps: searched, found and judged like ELF's ----
 
 READERS = ROOT / "fixtures" / "readers" / "bin"
@@ -365,3 +392,20 @@ def test_macos_library_with_device_code_is_read_and_judged():
     assert lib.format == "macho" and not lib.problems
     assert [c.role for c in lib.containers] == ["embedded"]
     assert [_entry(e) for e in lib.entries] == [_entry(e) for e in so.containers[1].entries]
+
+
+def test_json_entries_show_the_ptx_target_the_rules_judge(capsys):
+    """A PTX entry whose header says compute_100a while its text says .target sm_100f (the fuzz
+    regression) is judged as the text says: the JSON shows both, so a reader of the report
+    (and the fuzz projection) sees what was judged."""
+    regression = ROOT / "fuzz" / "regressions" / "pe-ptx-header-a-text-f.dll"
+    seen = {}
+    for path in (PE / "ptx100f.dll", regression):
+        main(["check", "-q", "--no-config", "--format", "json", "--detail", "containers", str(path),
+              "--arch", "80"])
+        report = json.loads(capsys.readouterr().out)
+        (lib,) = report["targets"][0]["libraries"]
+        seen[path.name] = ([(e["target"], e.get("ptx_target")) for c in lib["container_list"] for e in c["entries"]],
+                           lib["carries"])
+    assert seen == {"ptx100f.dll": ([("sm_100f", "sm_100f")], ["compute_100f"]),
+                    regression.name: ([("sm_100a", "sm_100f")], ["compute_100f"])}

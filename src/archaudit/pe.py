@@ -296,6 +296,7 @@ def read(path: str, size: int, src: object, chunks: Chunks, settings: object) ->
     sections = [elf.Section(0, 1 if s.loaded_size else elf.SHT_NOBITS, 0, h.image_base + s.rva, s.raw_offset,
                             s.loaded_size, 0, CANONICAL.get(s.name, s.name)) for s in h.sections]
     containers = scan.attribute(state, sections, segments, problems, alignment=CONTAINER_ALIGN)
+    problems += _unread_wrappers(h, state)
     pe_name = {c: p for p, c in CANONICAL.items()}
     containers = [_in_section(c, h) for c in containers]
     problems = [_pe_names(p, pe_name, h) for p in problems]
@@ -308,13 +309,14 @@ def _zones(h: Headers, size: int) -> list[Zone]:
     libraries: a library may load device code it reads from its own file (cuModuleLoadData),
     so bytes no section maps (header slack, raw data past a section's virtual size, the
     overlay after the last section, where an Authenticode certificate or debug data lie) are
-    searched too, and a container found there is judged and lies in no section (E011).
+    searched too, and a container found there is judged and lies in no section (E011);
+    wrapper records there count only against a wrapper section whose raw data they are in.
     Code sections are searched for containers only; every other section also for wrapper
     records, which the loader relocates in read-only sections too (MSVC's .nvFatBi is
     read-only), and read-only ones for embedded arch lists (string literals)."""
     from . import scan
 
-    unmapped = scan.LibraryScan.patterns(code=True, strings=False)
+    unmapped = scan.LibraryScan.patterns(code=True, data=True, strings=False)  # wrappers: _unread_wrappers
     code = scan.LibraryScan.patterns(code=True)
     constant = scan.LibraryScan.patterns(code=True, data=True)
     writable = scan.LibraryScan.patterns(code=True, data=True, strings=False)  # string literals are in .rdata
@@ -334,6 +336,46 @@ def _zones(h: Headers, size: int) -> list[Zone]:
     if pos < size:
         zones.append(scan.Zone(pos, size, unmapped))
     return zones
+
+
+WRAPPER_SIZE = 24  # a __fatBinC_Wrapper_t / __hip_fatbin_wrapper record
+WRAPPER_PAD = 32  # MinGW pads the records to 32 bytes (MSVC and lld-link: none)
+WRAPPER_SECTIONS = {".nvFatBinSegment": ("E011", "fatbin"), ".hipFatBinSegment": ("E030", "HIP")}
+
+
+def _unread_wrappers(h: Headers, found: object) -> list[Problem]:
+    """The wrapper records a section holds are what tells a container the runtime registers
+    from bytes that merely look like data: every record the loader maps must be read.
+    MSVC and lld-link size .nvFatBi (.hipFatB) to its records, 24 bytes each from its start,
+    all in the file (no real DLL has zero fill there); MinGW pads them to 32 bytes. So a
+    wrapper section whose mapped bytes are not all in the file, are not records from its
+    start and padding, or whose records continue past the virtual size, hides what it
+    registers (a container damaged beside it would vanish unseen): E011 (E030 for HIP)."""
+    from . import scan
+
+    assert isinstance(found, scan.ScanResult)
+    out = []
+    for s in h.sections:
+        kind = WRAPPER_SECTIONS.get(CANONICAL.get(s.name, s.name))
+        if kind is None:
+            continue
+        code, what = kind
+        records = found.wrappers if code == "E011" else found.hip_wrappers
+        in_file = [w for w in records if s.raw_offset <= w.offset < s.raw_offset + s.raw_size]
+        mapped = sorted(w.offset for w in in_file if w.offset + WRAPPER_SIZE <= s.raw_offset + s.loaded_size)
+        size = s.virtual_size or s.raw_size
+        why = ""
+        if s.virtual_size > s.raw_size:
+            why = f"{s.virtual_size - s.raw_size} of its {s.virtual_size} bytes are not in the file (zero fill)"
+        elif (mapped != list(range(s.raw_offset, s.raw_offset + WRAPPER_SIZE * len(mapped), WRAPPER_SIZE))
+              or size - WRAPPER_SIZE * len(mapped) >= WRAPPER_PAD):
+            why = f"its {size} bytes are not {len(mapped)} {what} wrapper records and padding"
+        elif len(in_file) > len(mapped):
+            why = f"{len(in_file) - len(mapped)} {what} wrapper records lie past its virtual size"
+        if why:
+            out.append(Problem(code, f"section {s.name}: {why}, so what it registers cannot be checked",
+                               s.raw_offset))
+    return out
 
 
 def _in_section(c: Container, h: Headers) -> Container:

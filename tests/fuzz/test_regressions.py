@@ -39,6 +39,8 @@ EXPECTED: dict[str, tuple[int, str]] = {
     "lto-relfatbin-size1-magic0.o": (1, "E011"),
     "pe-embedded-container-size0.dll": (1, "E011"),
     "pe-import-table-shifted-host.dll": (1, "E021"),
+    "pe-ptx-header-a-text-f.dll": (0, "compute_100f"),  # judged by its text's .target, not the header's 'a'
+    "pe-wrapper-section-zero-fill-embedded.dll": (1, "E011"),
     "ptx-malformed-first-target.ptx": (1, "E014"),
     "ptx-target-no-number.ptx": (1, "E014"),
     "ptx-version-5000-digits.ptx": (0, "compute_80"),  # read (bounded digits), its target reported
