@@ -385,6 +385,7 @@ def _target_json(t: TargetReport, detail: str, timings: bool = True) -> dict[str
                         "code_version": list(e.code_version), "compression": e.compression,
                         "stored_size": e.stored_size, "size": e.size, "offset": e.offset,
                         "identifier": e.identifier, "debug": e.debug,
+                        **({"ptx_target": e.ptx_target} if e.ptx_target else {}),
                         **({"kernels": list(e.kernels) if e.kernels is not None else None}
                            if detail == "kernels" else {}),
                     } for e in c.entries],

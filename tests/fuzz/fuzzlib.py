@@ -466,9 +466,21 @@ def run_cli(argv: list[str]) -> Run:
     return Run(code, out.getvalue(), err.getvalue(), seconds, report)
 
 
-def check_run(run: Run, size: int, what: str) -> None:
+REPLAYS = 2  # further runs of an input that overran its time bound once
+
+
+def check_run(run: Run, size: int, what: str, replay: list[str] | None = None) -> None:
     """The properties of every run: a known exit code, no traceback, no internal error,
-    and a time bound proportional to the input size."""
+    and a time bound proportional to the input size. With `replay` (the argv), an input that
+    overruns the bound is run again up to REPLAYS times and judged by its fastest run: on a
+    loaded machine one wall-clock run measures the machine, while an input that is itself
+    slow overruns every time."""
+    if replay is not None and run.seconds >= time_bound(size):
+        for _ in range(REPLAYS):
+            again = run_cli(replay)
+            run = dataclasses.replace(run, seconds=min(run.seconds, again.seconds))
+            if run.seconds < time_bound(size):
+                break
     assert run.code in (0, 1, 2), f"{what}: exit code {run.code!r}"
     assert "Traceback" not in run.stderr and "Traceback" not in run.stdout, f"{what}: traceback\n{run.stderr}"
     assert "E099" not in run.finding_codes, f"{what}: internal error\n{run.stdout[:4000]}"
@@ -483,7 +495,8 @@ def projection(report: dict) -> list:
     """What a verdict rests on: per library (its path), per container (relocatable or
     loadable, and the sorted (vendor, kind, target) of its entries). Offsets, sizes,
     identifiers, code versions and kernel names are left out: they are informational, not
-    coverage. Loadable roles (executable, device-link, embedded, standalone, hip) are one class
+    coverage. A decoded PTX entry's target is its text's .target (``ptx_target``), which the
+    JIT obeys and the rules judge, not its header's. Loadable roles (executable, device-link, embedded, standalone, hip) are one class
     here: a device-link container judged as an ordinary one only adds scrutiny, and the other
     direction (hiding a container's K001 by making it device-link) is caught by requiring the
     original to pass as well."""
@@ -492,7 +505,7 @@ def projection(report: dict) -> list:
         for lib in t["libraries"]:
             containers = sorted(
                 ("relocatable" if c["role"] == "relocatable" else "loadable",
-                 tuple(sorted((e["vendor"], e["kind"], e["target"]) for e in c["entries"])))
+                 tuple(sorted((e["vendor"], e["kind"], e.get("ptx_target") or e["target"]) for e in c["entries"])))
                 for c in lib.get("container_list", []))
             out.append((lib["path"], tuple(containers)))
     return sorted(out)
@@ -585,9 +598,10 @@ def check_mutant(rel: str, mutant: bytes, note: str, decode: bool, test: str,
     with open(path, "wb") as f:
         f.write(mutant)
     orig_code, orig_proj, claim = original(rel, decode)
-    run = run_cli(base_args(path, decode) + list(claim))
+    argv = base_args(path, decode) + list(claim)
+    run = run_cli(argv)
     what = f"{rel} [{'decode' if decode else 'headers'}]: {note}"
-    check_run(run, len(mutant), what)
+    check_run(run, len(mutant), what, replay=argv)
     if run.code == 0 and fail_closed:
         lay = zip_layout(rel) if rel.endswith(".whl") else layout(rel)
         trusted = lay.trusted_decode_mode if decode else lay.trusted_header_mode

@@ -1,12 +1,14 @@
 """Run the fuzz suite in long mode on every core, for a wall-clock budget, and total the inputs.
 
     python tests/fuzz/long_run.py --seconds 520 --out fuzz-long
+    python tests/fuzz/long_run.py --only 20 21 22 --inputs 100000 --seconds 7000  # the PE tests
 
 Each worker is one pytest process running one fuzz test (heavy parsers get several workers,
 each with its own random seed) with ARCHAUDIT_FUZZ=long and a very high example count, stopped
 by SIGTERM at the budget; its inputs are counted as it goes (ARCHAUDIT_FUZZ_COUNTS). Fixed-count
-entries run to their count. Prints per test the inputs run and whether any failure was found;
-logs are in --out.
+entries run to their count; with --inputs N, so does every other worker (N inputs each, the
+budget still a cap), so that a run ends when it has done what it set out to. Prints per test
+the inputs run and whether any failure was found; logs are in --out.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=520)
     ap.add_argument("--out", default="fuzz-long")
     ap.add_argument("--only", type=int, nargs="*", help="worker indexes to run")
+    ap.add_argument("--inputs", type=int, help="inputs per budget-bound worker: it stops there")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -64,6 +67,7 @@ def main() -> int:
     for i, (nodes, count) in enumerate(WORKERS):
         if args.only and i not in args.only:
             continue
+        count = count or args.inputs
         env = dict(os.environ, ARCHAUDIT_FUZZ="long", ARCHAUDIT_FUZZ_EXAMPLES=str(count or 10_000_000),
                    ARCHAUDIT_FUZZ_COUNTS=str(out / f"counts-{i}.json"))
         log = open(out / f"worker-{i}.log", "w")
@@ -72,7 +76,7 @@ def main() -> int:
         procs.append((i, nodes, subprocess.Popen(cmd, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)))
     start = time.time()
     results = {}
-    for i, nodes, p in procs:
+    for i, _, p in procs:
         results[i] = p.wait()
     total: Counter = Counter()
     for i, nodes, _ in procs:
@@ -81,7 +85,8 @@ def main() -> int:
             total.update(json.loads(f.read_text()))
         text = (out / f"worker-{i}.log").read_text(errors="replace")
         failed = "Falsifying" in text or " failed" in text.splitlines()[-1] if text.strip() else False
-        print(f"worker {i:2d} rc={results[i]:3d} {'FAILURE ' if failed else ''}{' '.join(n.split('::')[-1] for n in nodes)}")
+        tests = " ".join(n.split("::")[-1] for n in nodes)
+        print(f"worker {i:2d} rc={results[i]:3d} {'FAILURE ' if failed else ''}{tests}")
     (out / "counts.json").write_text(json.dumps(dict(sorted(total.items())), indent=1))
     print(json.dumps(dict(sorted(total.items())), indent=1))
     print(f"{time.time() - start:.0f} s")
