@@ -18,7 +18,7 @@ from .facts import LibraryFacts, label, library_facts
 from .filters import IgnoreRule, Suppression, apply, stale_rules
 from .findings import ERROR, INFO, WARNING, Finding
 from .model import DEVICE_LINK, PTX, RELOCATABLE, SASS, Coverage, Library, Status
-from .policy import Policy
+from .policy import Policy, for_target
 from .rules import TargetFacts, amd_covers, demangle, finding, judge_library_rules, judge_target_rules
 
 SCHEMA_VERSION = 1
@@ -131,6 +131,7 @@ def _embedded_claim(inv: TargetInventory) -> tuple[Claim | None, Finding | None]
 
 def judge(inv: TargetInventory, claim: Claim | None, policy: Policy) -> TargetReport:
     """Judge one target: every library's facts once, every rule once."""
+    policy = for_target(policy, inv.target, inv.kind)
     embedded, bad = _embedded_claim(inv)
     judged_by = claim if claim is not None else embedded
     facts = tuple(library_facts(lib, judged_by, policy) for lib in inv.libraries)

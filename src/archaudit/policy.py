@@ -3,7 +3,7 @@ filters. Plain frozen data, built by the CLI (or a caller of the core) and read 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, NamedTuple
 
 from .filters import IgnoreRule
@@ -31,6 +31,9 @@ class Policy:
     strict_kernels: bool = False
     driver: str | None = None
     driver_os: Literal["linux", "windows"] = "linux"
+    # --driver-os or the config's driver-os was given; otherwise a wheel's platform tag decides
+    # per target (win_* wheels are judged against Windows drivers), see for_target.
+    driver_os_given: bool = False
     gpus: tuple[NvidiaGpu, ...] = ()
     amd_gpus: tuple[AmdGpu, ...] = ()
     select: tuple[str, ...] = ()
@@ -39,3 +42,33 @@ class Policy:
     require_device_code: tuple[str, ...] = ()  # globs of libraries that must carry device code
     amd_claim: tuple[str, ...] = ()
     amd_claim_source: str = ""
+
+
+def wheel_driver_os(target: str) -> Literal["linux", "windows"] | None:
+    """The driver OS a wheel's file name says it is for: "windows" when every platform tag is
+    a Windows one (win_amd64, win_arm64, win32), "linux" when every one is a Linux one
+    (manylinux*, musllinux*, linux_*); None otherwise (macOS, any, a name that is not a
+    wheel's, a mix)."""
+    name = target.replace("\\", "/").rsplit("/", 1)[-1]
+    if not name.lower().endswith(".whl"):
+        return None
+    parts = name[:-4].split("-")
+    if len(parts) < 5:
+        return None
+    tags = parts[-1].lower().split(".")
+    if all(t.startswith("win") for t in tags):
+        return "windows"
+    if all(t.startswith(("manylinux", "musllinux", "linux")) for t in tags):
+        return "linux"
+    return None
+
+
+def for_target(policy: Policy, target: str, kind: str) -> Policy:
+    """The policy one target is judged by: without an explicit driver OS, a wheel's platform
+    tag chooses the driver table (a win_amd64 wheel runs on Windows drivers)."""
+    if policy.driver_os_given or kind != "wheel":
+        return policy
+    os_name = wheel_driver_os(target)
+    if os_name is None or os_name == policy.driver_os:
+        return policy
+    return replace(policy, driver_os=os_name)

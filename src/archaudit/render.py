@@ -253,7 +253,8 @@ def floor_words(f: Finding) -> str:
     """A D002 floor in words: ">= 580.65.06 on Linux (CUDA 13.0" or "unknown (no evidence"."""
     if f.get("driver") == "unknown":
         return "unknown (archaudit cannot name it"
-    return f">= {f.get('driver')} on Linux (CUDA {f.get('cuda')}"
+    where = "Windows" if f.get("os") == "windows" else "Linux"
+    return f">= {f.get('driver')} on {where} (CUDA {f.get('cuda')}"
 
 
 def _verdict(v: LibraryVerdict, hidden: tuple[Suppression, ...] = ()) -> str:

@@ -340,7 +340,7 @@ def rule_d002(f: LibraryFacts) -> list[Finding]:
                         cuda=floor.cuda_text, driver="unknown", gpus=per_gpu)]
     return [finding("D002", f.path, f"{f.path} needs driver >= {floor.driver} ({f.policy.driver_os}, "
                                     f"CUDA {floor.cuda_text})", cuda=floor.cuda_text, driver=floor.driver,
-                    gpus=per_gpu)]
+                    gpus=per_gpu, os=f.policy.driver_os)]
 
 
 def rule_d001(f: LibraryFacts) -> list[Finding]:

@@ -214,6 +214,7 @@ def policy(args: argparse.Namespace, cfg: Config, amd_claim: tuple[str, ...], am
         strict=bool(_flag_or(cfg, args.strict, "strict", False)),
         strict_kernels=bool(_flag_or(cfg, args.strict_kernels, "strict-kernels", False)),
         driver=driver, driver_os=_flag_or(cfg, args.driver_os, "driver-os", "linux"),
+        driver_os_given=args.driver_os is not None or cfg.get("driver-os") is not None,
         gpus=nvidia, amd_gpus=amd,
         select=select, ignore=ignore, ignore_rules=tuple(rules),
         require_device_code=tuple(cfg.get("require-device-code", [])),

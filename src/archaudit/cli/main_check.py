@@ -39,7 +39,8 @@ def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     g.add_argument("--strict-kernels", action="store_true", default=None,
                    help="judge arch-specific-only containers like any other")
     g.add_argument("--driver", metavar="VERSION", help="fail when the device code needs a newer NVIDIA driver")
-    g.add_argument("--driver-os", choices=("linux", "windows"), default=None)
+    g.add_argument("--driver-os", choices=("linux", "windows"), default=None,
+                   help="driver table for D001/D002 (default: windows for a win_* wheel, else linux)")
     g.add_argument("--gpu", action="append", metavar="NAME|sm_XX|local",
                    help="answer: does it run on this GPU? (repeatable; 'local' asks NVML); without a claim "
                         "the exit status is the answer")
