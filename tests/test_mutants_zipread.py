@@ -770,3 +770,251 @@ def test_a_member_one_byte_past_a_chunk_streams_whole():
     m = first_member(data)
     assert m.compressed_size < zipread.CHUNK
     assert streamed(data, m) == payload
+
+
+# ---- archives on disk, and stored zips read in place --------------------------------------------
+
+def test_an_archive_on_disk_reads_as_in_memory(tmp_path):
+    data = bytes(build([*TWO, ("demo/small.so", SMALL)]))
+    (tmp_path / "w.whl").write_bytes(data)
+    on_disk = zipread.read_directory(str(tmp_path / "w.whl"), lambda name, head: head[:4])
+    assert on_disk == zipread.read_directory_bytes(data, lambda name, head: head[:4])
+    assert [m.tag for m in on_disk[0]] == [LIB[:4], LIB[::-1][:4], SMALL[:4]]
+    with pytest.raises(ZipError) as e:
+        zipread.read_directory(str(tmp_path / "missing.whl"))
+    assert e.value.code == "E002" and str(e.value).startswith("cannot read: ")
+    (tmp_path / "cut.whl").write_bytes(data[:-30])
+    with pytest.raises(ZipError):
+        zipread.read_directory(str(tmp_path / "cut.whl"))
+
+
+def test_a_stored_zip_inside_an_archive_is_read_through_a_window(tmp_path):
+    """A window on bytes [base, base + size) of a file reads as a file of its own: the inner
+    zip's members, heads and data are those of the inner zip, and nothing past its end is read."""
+    inner = bytes(build([*TWO, ("demo/small.so", SMALL)]))
+    outer = tmp_path / "o.whl"
+    outer.write_bytes(b"x" * 100 + inner + b"y" * 50)
+    w = zipread.Window(open(outer, "rb"), 100, len(inner))
+    with w:
+        assert w.readable() and w.seekable() and w.tell() == 0
+        assert w.pread(0, 4) == b"PK\x03\x04" and w.pread(len(inner) - 2, 10) == inner[-2:]
+        assert w.pread(len(inner), 1) == b"" and w.pread(-1, 4) == b"" and w.pread(5, 0) == b""
+        members, hazards = zipread.read_directory_at(w.pread, len(inner), lambda name, head: head[:4])
+        assert (members, hazards) == zipread.read_directory_bytes(inner, lambda name, head: head[:4])
+        assert w.seek(10) == 10 and w.read(4) == inner[10:14] and w.tell() == 14
+        assert w.seek(2, 1) == 16 and w.read(2) == inner[16:18]
+        assert w.seek(-3, 2) == len(inner) - 3 and w.read() == inner[-3:] and w.read(5) == b""
+        for m in members:
+            assert b"".join(zipread.iter_member(w, m)) == dict([*TWO, ("demo/small.so", SMALL)])[m.name]
+    assert w.closed
+
+
+# ---- heads read in steps ------------------------------------------------------------------------
+
+NOISE = __import__("random").Random(19).randbytes(4000)  # incompressible: its stream needs several reads
+BIG_NOISE = __import__("random").Random(20).randbytes(100_000)  # deflates to more than HEAD_INPUT
+
+
+def test_incompressible_members_are_read_whole_and_by_head_in_several_steps():
+    data = build([("demo/noise.so", NOISE), ("demo/big.so", BIG_NOISE), ("demo/libk.so", LIB)])
+    members, hazards = zipread.read_directory_bytes(bytes(data), lambda name, head: head[:8])
+    assert hazards == []
+    noise, big, _ = members
+    assert noise.compressed_size > 2 * 1024 and big.compressed_size > zipread.HEAD_INPUT
+    assert noise.whole == NOISE and noise.tag == NOISE[:8]  # held whole: several reads, verified
+    assert big.whole is None and big.tag == BIG_NOISE[:8]  # a head needs only its first bytes
+    assert in_place(data, noise) == (NOISE[:zipread.HEAD], NOISE)
+    assert in_place(data, big, 3000, whole=False) == (BIG_NOISE[:3000], None)
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED])
+def test_a_member_of_exactly_whole_bytes_is_held_whole(method):
+    payload = (LIB * 2)[:zipread.WHOLE]
+    data = build([("demo/libk.so", payload), ("demo/libl.so", payload + b"x")], method)
+    members, hazards = zipread.read_directory_bytes(bytes(data), lambda name, head: True)
+    assert hazards == [] and [m.whole for m in members] == [payload, None]
+
+
+def test_a_whole_member_whose_stream_ends_after_its_last_byte():
+    """All the bytes come in the first read, the end of the deflate stream in a later one (empty
+    blocks between): still the whole member, not a truncated stream."""
+    c = zlib.compressobj(9, zlib.DEFLATED, -15)
+    stream = c.compress(SMALL) + c.flush(zlib.Z_SYNC_FLUSH)
+    assert len(stream) < 1024
+    stream += b"\x00\x00\x00\xff\xff" * 400 + c.flush()
+    data = raw_member("demo/libk.so", stream, zlib.crc32(SMALL), len(SMALL))
+    m = first_member(data)
+    assert in_place(data, m) == (SMALL[:zipread.HEAD], SMALL) and streamed(data, m) == SMALL
+
+
+def test_the_head_bound_counts_compressed_bytes_read_so_far():
+    """Empty blocks filling exactly the first four reads (1, 4, 16 and 64 KiB: past HEAD_INPUT)
+    before any content: refused, though the content follows right after."""
+    empty_block = b"\x00\x00\x00\xff\xff"
+    reads = 1024 + 4096 + 16384 + 65536
+    stream = empty_block * (reads // len(empty_block)) + zlib.compress(NOISE)[2:-4]
+    assert reads % len(empty_block) == 0
+    data = raw_member("demo/libk.so", stream, zlib.crc32(NOISE), len(NOISE))
+    m = first_member(data)
+    with member_error("E002", f"no 64 bytes of content in its first {zipread.HEAD_INPUT} compressed bytes"):
+        in_place(data, m, 64, whole=False)
+    assert streamed(data, m) == NOISE
+
+
+def test_streaming_from_the_local_header_skips_its_extra_field(monkeypatch):
+    monkeypatch.setattr(zipfile, "ZIP64_LIMIT", 1000)
+    data = build(TWO)
+    m = first_member(data)
+    assert struct.unpack_from("<H", data, m.header_offset + 28)[0] > 0  # the local zip64 field
+    unknown = Member(m.name, m.method, m.flags, m.crc, m.compressed_size, m.size, m.header_offset, m.mode)
+    assert streamed(data, unknown) == LIB
+
+
+# ---- what one bad member leaves of the others ---------------------------------------------------
+
+AFTER = ("demo/after.so", SMALL)
+
+
+@pytest.mark.parametrize("at, fmt, value, words", [
+    (30, "<4s", b"demX", "local header names it"),
+    (8, "<H", 0, "disagree on its compression or encryption"),
+    (14, "<L", 0x12345678, "disagree on its CRC or sizes"),
+    (0, "<4s", b"PK\x03\x05", "local header missing"),
+])
+def test_a_bad_local_header_leaves_the_members_after_it(at, fmt, value, words):
+    data = build([*TWO, AFTER])
+    struct.pack_into(fmt, data, local_at(data, 1) + at, value)
+    for select in (None, lambda name, head: True):
+        assert flagged(data, "E002", "demo/libhide.so", words, select) == ["demo/libgood.so", "demo/after.so"]
+
+
+def test_an_unreadable_head_leaves_the_members_after_it():
+    data = build([*TWO, AFTER])
+    for at in (central_at(data, 1) + 8, local_at(data, 1) + 6):
+        struct.pack_into("<H", data, at, struct.unpack_from("<H", data, at)[0] | 1)  # encrypted
+    names = flagged(data, "E002", "demo/libhide.so", "member is encrypted", lambda name, head: True)
+    assert names == ["demo/libgood.so", "demo/after.so"]
+
+
+def test_a_bad_extra_field_leaves_the_members_after_it():
+    data = with_extra(b"\x01\x00", data=build([*TWO, AFTER]))
+    assert flagged(data, "E002", "demo/libhide.so", "extra fields overrun") == ["demo/libgood.so", "demo/after.so"]
+
+
+@pytest.mark.parametrize("reverse", [False, True], ids=["directory in file order", "directory reversed"])
+def test_heads_are_read_in_file_order_whatever_the_directory_order(reverse):
+    """b's header copied into a's data: in file order it lies inside the data before it, so its
+    head is never read, in whichever order the directory lists them."""
+    data = build([("demo/a.so", LIB), ("demo/b.so", SMALL)], zipfile.ZIP_STORED)
+    inner = local_at(data, 0) + 100
+    data[inner:inner + 39] = data[local_at(data, 1):local_at(data, 1) + 39]
+    struct.pack_into("<L", data, central_at(data, 1) + 42, inner)
+    if reverse:
+        start, end = central_at(data, 0), eocd_at(data)
+        first, second = data[start:central_at(data, 1)], data[central_at(data, 1):end]
+        data[start:end] = second + first
+    heads: list[str] = []
+    members, hazards = zipread.read_directory_bytes(bytes(data), lambda name, head: heads.append(name))
+    assert heads == ["demo/a.so"] and members == []
+
+
+# ---- heads --------------------------------------------------------------------------------------
+
+PE = (Path(__file__).resolve().parent / "fixtures" / "pe" / "bin" / "sm80.dll").read_bytes()
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED])
+@pytest.mark.parametrize("pad", [0, 3000], ids=["data within the prefetch", "data past the prefetch"])
+def test_heads_are_64_bytes_and_512_for_a_pe_image(method, pad):
+    """An ELF is known from its first 64 bytes; an MS-DOS stub points further, so a PE member
+    gets HEAD bytes. A local extra field longer than the prefetch puts the data past what was
+    read with the header: read on its own."""
+    data = build([("demo/libk.so", LIB), ("demo/k.dll", PE), ("demo/small.so", SMALL)], method)
+    if pad:
+        members = [("demo/libk.so", LIB), ("demo/k.dll", PE), ("demo/small.so", SMALL)]
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w", method) as z:
+            for name, payload in members:
+                info = zipfile.ZipInfo(name, (2024, 1, 1, 0, 0, 0))
+                info.compress_type = method
+                info.extra = struct.pack("<HH", 0xCAFE, pad) + bytes(pad)
+                z.writestr(info, payload)
+        data = bytearray(buf.getvalue())
+        for i in range(3):  # the extra field is in the local header only
+            at = central_at(data, i)
+            nlen, xlen, clen = struct.unpack_from("<3H", data, at + 28)
+            assert xlen == pad + 4
+    heads: dict[str, bytes] = {}
+    members, hazards = zipread.read_directory_bytes(bytes(data), lambda name, head: heads.setdefault(name, head))
+    assert hazards == [], hazards
+    assert heads == {"demo/libk.so": LIB[:64], "demo/k.dll": PE[:zipread.HEAD], "demo/small.so": SMALL[:64]}
+    assert [m.whole for m in members] == [None, None, SMALL]
+
+
+def test_only_tagged_members_are_held_whole():
+    data = build([("demo/a.so", SMALL), ("demo/b.txt", SMALL)])
+    members, hazards = zipread.read_directory_bytes(bytes(data), lambda name, head: name.endswith(".so"))
+    assert hazards == [] and [(m.tag, m.whole) for m in members] == [(True, SMALL), (False, None)]
+
+
+def test_local_name_flagged_utf8_that_is_not():
+    """The directory names it validly; its local header's bytes are not UTF-8: E002, not a crash."""
+    data = build([("demo/lib\u00e9.so", LIB), AFTER])
+    at = local_at(data, 0) + 30 + len("demo/lib")
+    data[at] = 0xFF
+    flagged(data, "E002", "demo/lib\u00e9.so", "local header names it 'demo/lib\ufffd")
+
+
+# ---- end records at the edges -------------------------------------------------------------------
+
+def test_empty_archives_read_as_zipfile_reads_them(tmp_path):
+    """22 bytes (an end record alone), with a comment, and with a comment as long as it may be."""
+    for comment in (b"", b"x", b"c" * 0xFFFF):
+        data = build([], comment=comment)
+        assert len(data) == 22 + len(comment) and zipfile.ZipFile(io.BytesIO(bytes(data))).namelist() == []
+        assert read(data) == ([], [])
+        (tmp_path / "e.whl").write_bytes(data)
+        assert zipread.read_directory(str(tmp_path / "e.whl")) == ([], [])
+    data = build(TWO, comment=b"c" * 0xFFFF)
+    assert read(data) == (["demo/libgood.so", "demo/libhide.so"], [])
+
+
+def test_a_comment_holding_an_end_record_signature():
+    """zipfile takes the last signature in reach: the one inside the comment, whose comment
+    length does not reach the end, so the archive is refused rather than read otherwise."""
+    data = build(TWO, comment=b"note PK\x05\x06" + bytes(18) + b" more")
+    refused(data, "comment length does not reach the end")
+
+
+def test_an_empty_zip64_archive():
+    """A zip64 record at offset 0, its locator and a saturated end record: no members."""
+    record = struct.pack("<4sQ2H2L4Q", b"PK\x06\x06", 44, 45, 45, 0, 0, 0, 0, 0, 0)
+    data = record + struct.pack("<4sLQL", b"PK\x06\x07", 0, 0, 1) + struct.pack(
+        "<4s4H2LH", b"PK\x05\x06", 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0)
+    assert zipfile.ZipFile(io.BytesIO(data)).namelist() == []
+    assert read(data) == ([], [])
+
+
+# ---- directory entries at the edges -------------------------------------------------------------
+
+def test_a_zip64_value_past_2_63_is_a_bomb_not_a_negative_size():
+    data = build(TWO)
+    saturate(data, 1, (24,))
+    flagged(with_extra(struct.pack("<HHQ", 1, 8, (1 << 63) + 5), data=data), "E003", "demo/libhide.so",
+            f"declares {(1 << 63) + 5} bytes uncompressed (zip bomb?)")
+
+
+def test_unicode_path_that_is_not_utf8():
+    flagged(with_extra(unicode_path(b"demo/libhide.so", "demo/libhide.so")[:-2] + b"\xff\xfe"), "E002",
+            "demo/libhide.so", "its Unicode Path extra field names it 'demo/libhide.\ufffd\ufffd'")
+
+
+def test_a_directory_whose_last_entry_is_cut_short():
+    """The first entry's comment length reaches to 10 bytes before the directory's end, where the
+    second entry's signature is: corrupt, not a crash."""
+    data = build(TWO)
+    first, second, end = central_at(data, 0), central_at(data, 1), eocd_at(data)
+    clen = (end - 10) - (second)  # the comment swallows all of entry 1 but its first 10 bytes
+    struct.pack_into("<H", data, first + 32, struct.unpack_from("<H", data, first + 32)[0] + clen)
+    data[end - 10:end] = data[second:second + 10]
+    refused(data, "central directory entry 1 is corrupt")
