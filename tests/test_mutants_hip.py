@@ -1,0 +1,213 @@
+"""Compressed offload bundles at their edges, pinned where mutation testing found hip.py loose
+(docs/mutation.md).
+
+Every bundle here is a real clang-built one from tests/fixtures/amd/bin, compressed as LLVM's
+offload bundler does (CCOB v1-v3, zlib or zstd) with the zstd frame options and block kinds
+real encoders produce; each case asserts the finding code (E030 malformed, E031 does not
+decode to its declared size or hash, E032 too large) or the exact extent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import struct
+import zlib
+from collections.abc import Callable
+
+import pytest
+import zstandard
+
+from archaudit import hip
+from test_hip import BIN, PLAIN, ccob, first_bundle, parse_section
+
+# A bundle whose MD5's low 64 bits have the top bit set (a signed read of the hash would differ).
+HIGH = first_bundle(BIN / "hip_two_plain.so")
+assert hashlib.md5(HIGH).digest()[7] >= 0x80 and HIGH[:4] != b"CCOB"
+
+
+def raises(code: str, fn: Callable[[], object], words: str = "") -> None:
+    with pytest.raises(hip.Malformed) as e:
+        fn()
+    assert e.value.code == code and words in e.value.message, e.value
+
+
+def targets(c: object) -> list[str]:
+    return [e.target for e in c.entries]  # type: ignore[attr-defined]
+
+
+def v1_zstd(frame: bytes, content: bytes) -> bytes:
+    return ccob(content, 1, "zstd", payload=frame)
+
+
+def digest(content: bytes) -> int:
+    return int.from_bytes(hashlib.md5(content).digest()[:8], "little")
+
+
+# ---- the hash, and sizes past 2**31 / 2**63 -------------------------------------------------------
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+@pytest.mark.parametrize("method", ["zlib", "zstd"])
+def test_a_hash_with_its_top_bit_set_matches(version, method):
+    plain = hip.parse(HIGH, 0, ".hip_fatbin")
+    c = hip.parse(ccob(HIGH, version, method), 0, ".hip_fatbin")
+    assert targets(c) == targets(plain) and targets(c)
+
+
+def test_a_v1_bundle_declaring_3_gib_is_too_large_not_malformed():
+    raises("E032", lambda: hip.parse(ccob(PLAIN, 1, "zstd", usize=3 << 30), 0, "s"), "above the")
+
+
+# ---- totals ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("version, hsize", [(2, 24), (3, 32)])
+def test_totals_that_cannot_hold_a_payload_or_are_absurd(version, hsize):
+    blob = bytearray(ccob(PLAIN, version, "zstd"))
+    fmt = "<I" if version == 2 else "<Q"
+    for total in (hsize, hsize - 1, 0):
+        struct.pack_into(fmt, blob, 8, total)
+        raises("E030", lambda: hip.extent(bytes(blob)), f"declares a total size of {total} bytes")
+    if version == 3:
+        struct.pack_into(fmt, blob, 8, hip.MAX_BUNDLE + 1)
+        raises("E030", lambda: hip.extent(bytes(blob)), "declares a total size")
+
+
+@pytest.mark.parametrize("version, hsize", [(2, 24), (3, 32)])
+def test_a_head_of_exactly_the_header_knows_the_extent(version, hsize):
+    blob = ccob(PLAIN, version, "zstd")
+    assert hip.extent(blob[:hsize]) == len(blob)
+    assert hip.extent(blob[:hsize - 1]) is None
+
+
+# ---- zstd frames as encoders write them (v1 has no total: its end is the frame's) -----------------
+
+def frame(content: bytes, **params: object) -> bytes:
+    return zstandard.ZstdCompressor(**params).compress(content)  # type: ignore[arg-type]
+
+
+NOISE = random.Random(7).randbytes(300_000)  # incompressible: raw blocks, several of them
+PADDED = PLAIN + bytes(200_000)  # zeros after the bundle: RLE blocks
+
+
+@pytest.mark.parametrize("content, params", [
+    (PLAIN, {}),
+    (PLAIN, {"write_checksum": True}),
+    (PLAIN, {"write_content_size": False}),  # no single-segment flag: a window descriptor
+    (PLAIN, {"write_content_size": False, "write_checksum": True}),
+    (PADDED, {}),
+    (PLAIN + NOISE, {}),
+    (PLAIN + NOISE, {"write_checksum": True, "write_content_size": False}),
+    (PLAIN[:200], {}),  # a one-byte content size in a single-segment frame
+    (PLAIN[:1000], {}),  # a two-byte content size
+], ids=["plain", "checksum", "window", "window-checksum", "rle-blocks", "raw-blocks", "raw-window-checksum",
+        "size-1-byte", "size-2-bytes"])
+def test_v1_zstd_extent_is_the_frame_as_encoded(content, params):
+    f = frame(content, **params)
+    blob = v1_zstd(f, content)
+    assert hip.extent(blob + b"CCOB" + bytes(40)) == len(blob)
+    assert hip.extent(blob[:-1]) is None
+    if content[:24] == PLAIN[:24] and len(content) >= len(PLAIN):
+        assert targets(hip.parse(blob, 0, "s")) == targets(hip.parse(PLAIN, 0, "s"))
+
+
+def with_header(f: bytes, fhd: int, extra: bytes, drop: int) -> bytes:
+    """The frame with another frame-header descriptor: ``extra`` bytes inserted after it and
+    ``drop`` bytes of the old header fields removed (the blocks are unchanged)."""
+    return f[:4] + bytes([fhd]) + extra + f[5 + drop:]
+
+
+@pytest.mark.parametrize("did_flag, did_len", [(1, 1), (2, 2), (3, 4)])
+def test_v1_zstd_extent_with_a_dictionary_id(did_flag, did_len):
+    """A frame naming its dictionary: the id's 1, 2 or 4 bytes follow the window descriptor."""
+    f = frame(PLAIN, write_content_size=False)
+    fhd = f[4]
+    assert fhd & 0x23 == 0  # no single segment, no dictionary id
+    g = with_header(f, fhd | did_flag, f[5:6] + bytes(range(1, did_len + 1)), 1)
+    assert hip.extent(v1_zstd(g, PLAIN) + bytes(8)) == 20 + len(g)
+
+
+@pytest.mark.parametrize("fcs_flag, fcs_len", [(1, 2), (2, 4), (3, 8)])
+def test_v1_zstd_extent_with_each_content_size_width(fcs_flag, fcs_len):
+    """A window descriptor, then a content size of 2, 4 or 8 bytes."""
+    f = frame(PLAIN, write_content_size=False)
+    fhd = f[4]
+    g = with_header(f, (fhd & 0x3F) | (fcs_flag << 6), f[5:6] + bytes(fcs_len), 1)
+    assert hip.extent(v1_zstd(g, PLAIN) + bytes(8)) == 20 + len(g)
+    single = frame(PLAIN)
+    assert single[4] & 0x20
+    h = with_header(single, (single[4] & 0x3F) | (fcs_flag << 6), bytes(fcs_len),
+                    (1, 2, 4, 8)[single[4] >> 6])
+    assert hip.extent(v1_zstd(h, PLAIN) + bytes(8)) == 20 + len(h)
+
+
+def test_v1_zstd_frames_that_are_not():
+    f = frame(PLAIN)
+    raises("E031", lambda: hip.extent(v1_zstd(b"\x28\xb5\x2f\xfe" + f[4:], PLAIN)), "is not a zstd frame")
+    header_len = 5 + (1, 2, 4, 8)[f[4] >> 6]
+    bad = bytearray(f)
+    bad[header_len] = (bad[header_len] & ~0x06) | 0x06  # block type 3: reserved
+    raises("E031", lambda: hip.extent(v1_zstd(bytes(bad), PLAIN)), "reserved block type")
+    assert hip.extent(v1_zstd(f[:5], PLAIN)) is None
+    assert hip.extent(v1_zstd(f[:header_len + 2], PLAIN)) is None
+
+
+# ---- zlib streams ----------------------------------------------------------------------------------
+
+def test_v1_zlib_extent_over_several_chunks():
+    content = PLAIN + NOISE * 4  # 1.2 MB that does not compress: the stream is read in chunks
+    blob = ccob(content, 1, "zlib")
+    assert len(blob) > 1 << 20
+    assert hip.extent(blob + b"CCOB" + bytes(40)) == len(blob)
+    assert targets(hip.parse(blob, 0, "s")) == targets(hip.parse(PLAIN, 0, "s"))
+
+
+def test_v1_zlib_stream_decoding_past_its_size_or_not_at_all():
+    bomb = zlib.compress(bytes(8 << 20), 9)
+    raises("E031", lambda: hip.extent(ccob(PLAIN, 1, "zlib", payload=bomb)), "decodes past its declared")
+    raises("E031", lambda: hip.extent(ccob(PLAIN, 1, "zlib", payload=b"\x78\x9c" + b"\xff" * 60)),
+           "zlib payload does not decode")
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_zlib_payloads_that_are_not_exactly_the_bundle(version):
+    good = zlib.compress(PLAIN, 9)
+    raises("E031", lambda: hip.parse(ccob(PLAIN, version, "zlib", payload=good[:-4]), 0, "s"),
+           "zlib payload is truncated")  # every byte, but no end of stream (its checksum)
+    raises("E031", lambda: hip.parse(ccob(PLAIN, version, "zlib", payload=good[:len(good) // 2]), 0, "s"),
+           "zlib payload is truncated")
+    raises("E031", lambda: hip.parse(ccob(PLAIN, version, "zlib", payload=good + b"junk"), 0, "s"),
+           "4 bytes follow the zlib stream")
+    raises("E031", lambda: hip.parse(ccob(PLAIN, version, "zlib", payload=b"\x78\x9c" + b"\xff" * 60), 0, "s"),
+           "zlib payload does not decode")
+
+
+@pytest.mark.parametrize("method", ["zlib", "zstd"])
+def test_a_payload_longer_than_declared_is_refused_even_when_the_declared_part_is_sound(method):
+    """The payload decodes to the bundle and then zeros; the header declares (and hashes) the
+    bundle alone. The bytes past it are not the bundle's: E031."""
+    longer = PLAIN + bytes(100)
+    payload = zlib.compress(longer) if method == "zlib" else frame(longer)
+    blob = ccob(PLAIN, 3, method, payload=payload)
+    raises("E031", lambda: hip.parse(blob, 0, "s"), "decodes to more than its declared")
+
+
+@pytest.mark.parametrize("method", ["zlib", "zstd"])
+def test_a_bundle_larger_than_one_chunk_decodes(method):
+    """2 MiB of zeros after the bundle (padding) decode in several chunks."""
+    content = PLAIN + bytes(2 << 20)
+    c = hip.parse(ccob(content, 3, method), 0, "s")
+    assert targets(c) == targets(hip.parse(PLAIN, 0, "s"))
+
+
+def test_a_zstd_payload_of_two_frames_is_read_across_them():
+    half = len(PLAIN) // 2
+    payload = frame(PLAIN[:half]) + frame(PLAIN[half:])
+    c = hip.parse(ccob(PLAIN, 3, "zstd", payload=payload), 0, "s")
+    assert targets(c) == targets(hip.parse(PLAIN, 0, "s"))
+
+
+def test_real_compressed_sections_parse_to_their_plain_twins():
+    """hip_ccob_generic.so and hip_two_ccob.so: clang's own compressed bundles."""
+    for name in ("hip_ccob_generic.so", "hip_two_ccob.so"):
+        _, cs = parse_section(BIN / name)
+        assert cs and all(e.compression in ("zlib", "zstd") for c in cs for e in c.entries), name
