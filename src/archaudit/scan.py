@@ -715,6 +715,12 @@ def _container_file(f: OpenFile) -> Library:
     problems = found.problems + found.soft
     if not containers and not problems:
         problems.append(Problem("E011", "not a valid fatbin container"))
+    elif containers and containers[0].offset:
+        # Chosen by its first bytes, so a container must start there: a library whose header
+        # was overwritten by a magic would otherwise pass with every container it embeds
+        # (relocatable ones too) read as standalone code.
+        problems.append(Problem("E011", f"the file starts with a container magic, but its first valid "
+                                        f"container starts at 0x{containers[0].offset:x}", 0))
     return Library(f.path, f.size, "fatbin", tuple(containers), problems=tuple(problems))
 
 
