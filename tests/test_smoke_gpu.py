@@ -114,26 +114,36 @@ EDGE = {
     "ptx90_isa91.fatbin": (222, 223),    # ISA 9.1 on a CUDA 13.0 driver: CUDA_ERROR_UNSUPPORTED_PTX_VERSION
     "rdc_ext.fatbin": (500, 500),        # relocatable, calls rdc_helper: CUDA_ERROR_NOT_FOUND
     "rdc_self.fatbin": (0, 0),           # relocatable, calls nothing outside: loads
+    "multi_ptx90.fatbin": (0, 223),      # sm_80 SASS and compute_90 PTX: the JIT compiles the PTX
 }
+
+
+def driver_codes(tmp_path, paths: list[Path], jit: bool, level: int | None) -> list[int]:
+    """The H200's cuModuleLoadData answer to each file (eager loading, JIT cache off)."""
+    items = [{"file": str(p), "offset": 0, "size": p.stat().st_size, "text": False} for p in paths]
+    # Eager module loading, as device-load uses: with the default lazy loading the driver
+    # accepts rdc_ext.fatbin at load (0) and refuses it only when its kernel is fetched.
+    env = child.child_env({"CUDA_CACHE_DISABLE": "1", "CUDA_MODULE_LOADING": "EAGER",
+                           "CUDA_DISABLE_PTX_JIT": "0" if jit else "1"})
+    run = child.run_task(sys.executable, "device-load", items, {"jit_level": level}, env=env, cwd=str(tmp_path),
+                         timeout=120, sys_path=tuple(sys.path))
+    info = run.infos[0]
+    if [d["sm"] for d in info.get("devices", [])] != ["sm_90"] or info.get("driver") != "13.0":
+        pytest.skip(f"these are the H200's answers; here: {info}")
+    return [out.details["per_device"][0]["code"] for out in run.outcomes]
 
 
 def test_bare_containers_get_exactly_the_answers_predicted(tmp_path):
     names = sorted(EDGE)
-    items = [{"file": str(BIN / n), "offset": 0, "size": (BIN / n).stat().st_size, "text": False} for n in names]
-    got = {}
-    for jit in (True, False):
-        # Eager module loading, as device-load uses: with the default lazy loading the driver
-        # accepts rdc_ext.fatbin at load (0) and refuses it only when its kernel is fetched.
-        env = child.child_env({"CUDA_CACHE_DISABLE": "1", "CUDA_MODULE_LOADING": "EAGER",
-                               "CUDA_DISABLE_PTX_JIT": "0" if jit else "1"})
-        run = child.run_task(sys.executable, "device-load", items, env=env, cwd=str(tmp_path), timeout=120,
-                             sys_path=tuple(sys.path))
-        info = run.infos[0]
-        if [d["sm"] for d in info.get("devices", [])] != ["sm_90"] or info.get("driver") != "13.0":
-            pytest.skip(f"these are the H200's answers; here: {info}")
-        for n, out in zip(names, run.outcomes):
-            got.setdefault(n, []).append(out.details["per_device"][0]["code"])
-    assert {n: tuple(v) for n, v in got.items()} == EDGE
+    # device-load's optimisation level (0) and the driver's default give the same answers:
+    # the ISA version and the .target are checked, and every function compiled, at both
+    for level in (0, None):
+        got: dict[str, list[int]] = {n: [] for n in names}
+        for jit in (True, False):
+            for n, code in zip(names, driver_codes(tmp_path, [BIN / n for n in names], jit, level)):
+                got[n].append(code)
+        assert {n: tuple(v) for n, v in got.items()} == EDGE, level
+
     h200 = P.Gpu((9, 0), (13, 0))
     for n, (on, off) in EDGE.items():
         lib = scan_file(str(BIN / n), decode=True)
@@ -142,6 +152,31 @@ def test_bare_containers_get_exactly_the_answers_predicted(tmp_path):
             continue
         (c,) = lib.containers
         assert P.predict(c, h200).agrees(on) and P.predict(c, h200.with_jit(False)).agrees(off), n
+
+
+def test_each_part_of_a_split_jit_gets_the_whole_containers_answers(tmp_path):
+    from archaudit.smoke import ptx_split
+
+    paths = []
+    for k, image in enumerate(ptx_split.part_containers((BIN / "multi_ptx90.fatbin").read_bytes(), 4)):
+        paths.append(tmp_path / f"part{k}.fatbin")
+        paths[-1].write_bytes(image)
+    assert len(paths) == 4
+    assert driver_codes(tmp_path, paths, True, 0) == [0, 0, 0, 0]
+    assert driver_codes(tmp_path, paths, False, 0) == [223, 223, 223, 223]
+
+
+def test_cusparselt_71_mb_ptx_container_is_compiled_in_parts_and_answers_as_predicted():
+    if importlib.util.find_spec("nvidia.cusparselt") is None:
+        pytest.skip("nvidia-cusparselt-cu13 is not installed here")
+    report = smoke(installed="nvidia-cusparselt-cu13", probes=["device-load"], timeout=300.0)
+    on_h200(report)
+    (r,) = report.rows
+    details = dict(r.details)
+    assert r.status == PASS, r.reason
+    assert details["answers"] == {"native: 0 / 0": 115, "jit: 0 / 223": 1, "none: 209 / 209": 878}
+    assert details["jit_split"] == {"containers": 1, "parts": 16, "reloaded_whole": 0}
+    assert "1 container(s) compiled in 16 parts that share out their kernels" in r.reason
 
 
 @pytest.fixture(scope="module")

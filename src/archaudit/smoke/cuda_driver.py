@@ -15,6 +15,7 @@ CUDA_ERROR_NO_DEVICE = 100
 CUDA_ERROR_NO_BINARY_FOR_GPU = 209
 ATTR_CC_MAJOR = 75  # CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
 ATTR_CC_MINOR = 76
+CU_JIT_OPTIMIZATION_LEVEL = 7  # CUjit_option: 0 (fastest) to 4 (the driver's default)
 LIBRARY_NAMES = ("libcuda.so.1", "libcuda.so")
 
 
@@ -54,6 +55,8 @@ class Driver:
             "cuDevicePrimaryCtxRetain": [ctypes.POINTER(vp), ctypes.c_int],
             "cuCtxSetCurrent": [vp],
             "cuModuleLoadData": [ctypes.POINTER(vp), ctypes.c_char_p],
+            "cuModuleLoadDataEx": [ctypes.POINTER(vp), ctypes.c_char_p, ctypes.c_uint,
+                                   ctypes.POINTER(ctypes.c_int), ctypes.POINTER(vp)],
             "cuModuleUnload": [vp],
             "cuGetErrorName": [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)],
             "cuGetErrorString": [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)],
@@ -139,11 +142,17 @@ class Driver:
     def set_current(self, ctx: int) -> None:
         self.check("cuCtxSetCurrent", self.lib.cuCtxSetCurrent(ctypes.c_void_p(ctx)))
 
-    def load_data(self, image: bytes) -> tuple[int, float, int | None]:
-        """cuModuleLoadData on image; returns (result code, seconds, module handle or None)."""
+    def load_data(self, image: bytes, jit_level: int | None = None) -> tuple[int, float, int | None]:
+        """cuModuleLoadData on image (cuModuleLoadDataEx with CU_JIT_OPTIMIZATION_LEVEL when
+        jit_level is given); returns (result code, seconds, module handle or None)."""
         mod = ctypes.c_void_p()
         t0 = time.perf_counter()
-        code = self.lib.cuModuleLoadData(ctypes.byref(mod), image)
+        if jit_level is None:
+            code = self.lib.cuModuleLoadData(ctypes.byref(mod), image)
+        else:
+            options = (ctypes.c_int * 1)(CU_JIT_OPTIMIZATION_LEVEL)
+            values = (ctypes.c_void_p * 1)(jit_level)  # the value travels in the pointer itself
+            code = self.lib.cuModuleLoadDataEx(ctypes.byref(mod), image, 1, options, values)
         seconds = time.perf_counter() - t0
         return code, seconds, (mod.value if code == CUDA_SUCCESS else None)
 

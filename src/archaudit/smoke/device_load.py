@@ -27,7 +27,14 @@ from .report import FAIL, PASS, SKIP, Row
 
 MAX_CHILDREN = 16
 SHOWN = 3  # disagreements spelled out in the row's reason; all of them go to details
-JIT_COST_PER_BYTE = 1e-6  # a PTX byte costs about this many seconds of JIT (H200: 13 MB in 75 s)
+JIT_COST_PER_BYTE = 1e-6  # a PTX byte costs about this many seconds of JIT (H200: 71 MB in 77 s)
+# CU_JIT_OPTIMIZATION_LEVEL for every load. The driver checks the PTX ISA version and its
+# .target, and compiles every function, at any level; only the optimisation of the code it
+# then throws away differs. On the H200, level 0 answered as the default level on all 8,133
+# PTX-only containers of cuFFT, cuFile and cuSPARSELt, in 0.55 of the JIT time
+# (records/smoke-h200/jit-modes.txt).
+JIT_LEVEL = 0
+SPLIT_BYTES = 4 << 20  # a PTX-only container with this much PTX is JIT-compiled in parts (ptx_split)
 
 ERROR_NAMES = {
     0: "CUDA_SUCCESS", 200: "CUDA_ERROR_INVALID_IMAGE", 209: "CUDA_ERROR_NO_BINARY_FOR_GPU",
@@ -76,15 +83,15 @@ def plan(libraries: Iterable[tuple[str, Library]]) -> list[Item]:
     return items
 
 
-def shards(items: list[Item], jit: bool, n: int) -> list[list[int]]:
-    """Item indices in n lists of about equal cost, the costliest item first in each (LPT)."""
-    order = sorted(range(len(items)), key=lambda i: -items[i].cost(jit))
-    lists: list[list[int]] = [[] for _ in range(max(1, min(n, len(items))))]
+def shards(costs: list[float], n: int) -> list[list[int]]:
+    """Indices in n lists of about equal cost, the costliest first in each (LPT)."""
+    order = sorted(range(len(costs)), key=lambda i: -costs[i])
+    lists: list[list[int]] = [[] for _ in range(max(1, min(n, len(costs))))]
     load = [0.0] * len(lists)
     for i in order:
         k = min(range(len(lists)), key=load.__getitem__)
         lists[k].append(i)
-        load[k] += items[i].cost(jit)
+        load[k] += costs[i]
     return [s for s in lists if s]
 
 
@@ -104,19 +111,22 @@ class Answer:
 RunTask = Callable[..., child.TaskRun]
 
 
-def load_all(run_task: RunTask, items: list[Item], jit: bool,
-             n: int) -> tuple[dict[int, list[Answer]], list[child.Death], dict[str, Any]]:
-    """Run the worker over all items in n parallel children; answers per item, one per GPU."""
+def load_specs(run_task: RunTask, specs: list[dict[str, object]], costs: list[float], jit: bool,
+               n: int) -> tuple[dict[int, list[Answer]], list[child.Death], dict[str, Any]]:
+    """cuModuleLoadData on every spec in n parallel children; answers per spec, one per GPU."""
     env = {"CUDA_CACHE_DISABLE": "1", "CUDA_MODULE_LOADING": "EAGER",
            "CUDA_DISABLE_PTX_JIT": "0" if jit else "1"}
-    lists = shards(items, jit, n)
+    lists = shards(costs, n)
 
     def one(indices: list[int]) -> tuple[list[int], child.TaskRun]:
-        return indices, run_task("device-load", [items[i].spec() for i in indices], extra_env=env)
+        return indices, run_task("device-load", [specs[i] for i in indices], {"jit_level": JIT_LEVEL},
+                                 extra_env=env)
 
     answers: dict[int, list[Answer]] = {}
     deaths: list[child.Death] = []
     info: dict[str, Any] = {}
+    if not lists:
+        return answers, deaths, info
     with ThreadPoolExecutor(max_workers=len(lists)) as pool:
         for indices, run in pool.map(one, lists):
             deaths += run.deaths
@@ -130,6 +140,75 @@ def load_all(run_task: RunTask, items: list[Item], jit: bool,
                     continue
                 answers[k] = [Answer(int(d["code"]), float(d["seconds"])) for d in out.details.get("per_device", [])]
     return answers, deaths, info
+
+
+def load_all(run_task: RunTask, items: list[Item], jit: bool,
+             n: int) -> tuple[dict[int, list[Answer]], list[child.Death], dict[str, Any]]:
+    """Every item's container, whole, in n parallel children; answers per item, one per GPU."""
+    return load_specs(run_task, [it.spec() for it in items], [it.cost(jit) for it in items], jit, n)
+
+
+def splittable(item: Item, off: list[Answer] | None) -> bool:
+    """A container whose JIT is spread over children: with the JIT off the driver refused it
+    for want of the JIT (223) on every GPU, and it carries SPLIT_BYTES of PTX or more."""
+    ptx = sum(e.size for e in item.container.entries if e.kind == "ptx")
+    return (not item.text and ptx >= SPLIT_BYTES and bool(off)
+            and all(a.code == P.JIT_COMPILATION_DISABLED for a in off or ()))
+
+
+def load_jit(run_task: RunTask, items: list[Item], off: dict[int, list[Answer]], n: int,
+             workdir: str) -> tuple[dict[int, list[Answer]], list[child.Death], dict[str, Any], dict[int, int]]:
+    """The JIT-on pass. A large PTX-only container (splittable) is loaded as parts that share its
+    kernels out (ptx_split); it answers 0 when every part does, and is loaded whole, as any other
+    container, when a part answers anything else, so a part can only ever confirm a success.
+    The last value maps each container answered from parts to their number (0: reloaded whole)."""
+    from . import ptx_split
+
+    specs: list[dict[str, object]] = []
+    costs: list[float] = []
+    whole: list[int] = []
+    parts: dict[int, list[int]] = {}  # item -> its part specs
+    for i, it in enumerate(items):
+        if splittable(it, off.get(i)):
+            try:
+                with open(it.path, "rb") as f:
+                    f.seek(it.container.offset)
+                    images = ptx_split.part_containers(f.read(it.container.size), n)
+            except (OSError, ValueError):  # NotSplittable, FatbinError: load it whole
+                images = []
+            if len(images) > 1:
+                parts[i] = []
+                for k, image in enumerate(images):
+                    path = os.path.join(workdir, f"ptx-part-{i}-{k}.fatbin")
+                    with open(path, "wb") as f:
+                        f.write(image)
+                    parts[i].append(len(specs))
+                    specs.append({"file": path, "offset": 0, "size": len(image), "text": False})
+                    costs.append(1e-4 + len(image) * JIT_COST_PER_BYTE)
+                continue
+        whole.append(i)
+        specs.append(it.spec())
+        costs.append(it.cost(True))
+    got, deaths, info = load_specs(run_task, specs, costs, True, n)
+    answers: dict[int, list[Answer]] = {}
+    for j, i in enumerate(whole):
+        if j in got:
+            answers[i] = got[j]
+    again = []
+    for i, ks in parts.items():
+        per = [got.get(k) for k in ks]
+        if all(p and len(p) == len(per[0] or ()) and all(a.code == 0 for a in p) for p in per):
+            answers[i] = [Answer(0, sum(p[g].seconds for p in per if p)) for g in range(len(per[0] or ()))]
+        else:
+            again.append(i)
+    if again:  # a part was refused: the whole container's own answer is the one that counts
+        more, more_deaths, _ = load_all(run_task, [items[i] for i in again], True, n)
+        deaths += more_deaths
+        for j, i in enumerate(again):
+            if j in more:
+                answers[i] = more[j]
+    split = {i: 0 if i in again else len(ks) for i, ks in parts.items()}
+    return answers, deaths, info, split
 
 
 def _cuda(driver: str | None) -> tuple[int, int] | None:
@@ -203,8 +282,13 @@ class DeviceLoadProbe:
                 rows.append(ctx.gpu_skip(self.name, ctx.display(path), f"{n} fatbin container(s) not loaded: {reason}"))
             return rows
         n = children()
-        on, on_deaths, info = load_all(ctx.run_task, items, True, n)
-        off, off_deaths, _ = load_all(ctx.run_task, items, False, max(1, n // 4))
+        off, off_deaths, info = load_all(ctx.run_task, items, False, n)
+        on: dict[int, list[Answer]] = {}
+        on_deaths: list[child.Death] = []
+        split: dict[int, int] = {}
+        if not info.get("error"):
+            on, on_deaths, on_info, split = load_jit(ctx.run_task, items, off, n, ctx.workdir)
+            info.update(on_info)
         if info.get("error"):  # the driver answered gpu-info but not here: report, do not guess
             for path, _ in libraries:
                 rows.append(ctx.gpu_skip(self.name, ctx.display(path), str(info["error"])))
@@ -217,11 +301,13 @@ class DeviceLoadProbe:
             by_lib.setdefault(it.path, []).append(i)
         for path, lib in libraries:
             rows.append(self._library_row(ctx, path, lib, [items[i] for i in by_lib[path]],
-                                          [on.get(i) for i in by_lib[path]], [off.get(i) for i in by_lib[path]], cuda))
+                                          [on.get(i) for i in by_lib[path]], [off.get(i) for i in by_lib[path]], cuda,
+                                          [split[i] for i in by_lib[path] if i in split]))
         return rows
 
     def _library_row(self, ctx: Any, path: str, lib: Library, items: list[Item], on: list[list[Answer] | None],
-                     off: list[list[Answer] | None], cuda: tuple[int, int] | None) -> Row:
+                     off: list[list[Answer] | None], cuda: tuple[int, int] | None,
+                     split: list[int] | None = None) -> Row:
         subject = ctx.display(path)
         if cuda is None:
             return Row(self.name, subject, FAIL, "the driver's CUDA version is unknown, so nothing can be predicted")
@@ -271,6 +357,9 @@ class DeviceLoadProbe:
             "jit_seconds": round(jit_seconds, 3), "disagreements": disagreements[:200],
             "coverage": {f"GPU{g['ordinal']}": v[1] for g, v in verdicts},
         }
+        if split:
+            details["jit_split"] = {"containers": len(split), "parts": sum(split),
+                                    "reloaded_whole": split.count(0)}
         gpus = ", ".join(f"GPU{g['ordinal']} {g['name']} ({g['sm']})" for g in ctx.gpus)
         if disagreements:
             more = f" (and {len(disagreements) - SHOWN} more)" if len(disagreements) > SHOWN else ""
@@ -281,7 +370,11 @@ class DeviceLoadProbe:
         agreed = (f"all {len(items)} container(s) answered on {gpus} as predicted, with the JIT on and off: "
                   f"{summary}")
         if tally[P.Outcome.JIT.value]:
-            agreed += f" (the JIT took {jit_seconds:.2f} s in all, longest {jit_max:.2f} s)"
+            agreed += f" (the JIT took {jit_seconds:.2f} s in all, longest {jit_max:.2f} s"
+            if split and any(split):
+                agreed += (f"; {sum(1 for k in split if k)} container(s) compiled in {sum(split)} parts "
+                           f"that share out their kernels")
+            agreed += ")"
         if unresolved:
             shown = ", ".join(unresolved[:4]) + (f" and {len(unresolved) - 4} more" if len(unresolved) > 4 else "")
             agreed += f"; not loadable alone: relocatable code that calls {shown}"

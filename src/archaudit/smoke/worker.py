@@ -217,6 +217,7 @@ def task_device_load(spec: dict[str, Any]) -> None:
         return
     emit(ev="info", devices=devices, error=None, driver=drv.version(),
          jit_disabled=os.environ.get("CUDA_DISABLE_PTX_JIT") == "1")
+    level = spec["params"].get("jit_level")  # None: the driver's default optimisation level
     contexts = []
     for d in devices:
         dev = drv.device(d["ordinal"])
@@ -236,7 +237,7 @@ def task_device_load(spec: dict[str, Any]) -> None:
         per_device = []
         for d, ctx in contexts:
             drv.set_current(ctx)
-            code, seconds, module = drv.load_data(image)
+            code, seconds, module = drv.load_data(image, level)
             if module is not None:
                 drv.unload(module)
             per_device.append({"gpu": d["ordinal"], "sm": d["sm"], "code": code,
