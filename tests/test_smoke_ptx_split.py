@@ -125,7 +125,8 @@ def _item(tmp_path):
 
 
 def _fake_driver(part_code: int):
-    """Stands in for the children: answers part_code for a part file, 0 for a whole container."""
+    """Stands in for the children: answers part_code for a part file, for a whole container
+    its size (so an answer given to the wrong container shows)."""
     from archaudit.smoke import child
 
     calls: list[list[str]] = []
@@ -133,7 +134,7 @@ def _fake_driver(part_code: int):
     def run_task(task, specs, params, extra_env):
         calls.append([str(s["file"]) for s in specs])
         outs = [child.Outcome("PASS", "", 0.0, details={"per_device": [
-            {"code": part_code if "ptx-part-" in str(s["file"]) else 0, "seconds": 1.0}]}) for s in specs]
+            {"code": part_code if "ptx-part-" in str(s["file"]) else s["size"], "seconds": 1.0}]}) for s in specs]
         return child.TaskRun(outs, [{"driver": "13.0"}], [], 0.0)
     return run_task, calls
 
@@ -158,7 +159,7 @@ def test_a_part_refused_means_the_whole_container_is_loaded_and_its_answer_count
     item = _item(tmp_path)
     run_task, calls = _fake_driver(218)
     answers, _, _, split = D.load_jit(run_task, [item], {0: [D.Answer(223, 0.0)]}, 4, str(tmp_path))
-    assert split == {0: 0} and [a.code for a in answers[0]] == [0]
+    assert split == {0: 0} and [a.code for a in answers[0]] == [item.container.size]
     assert calls[-1] == [str(MULTI)]  # reloaded whole
 
 
@@ -174,3 +175,19 @@ def test_only_a_container_the_driver_refused_for_want_of_the_jit_is_split(tmp_pa
     monkeypatch.setattr(D, "SPLIT_BYTES", 10 ** 9)
     run_task, calls = _fake_driver(0)
     assert D.load_jit(run_task, [item], {0: [D.Answer(223, 0.0)]}, 4, str(tmp_path))[3] == {}
+
+
+def test_answers_of_containers_after_a_split_one_stay_theirs(tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    from archaudit.smoke import device_load as D
+
+    monkeypatch.setattr(D, "SPLIT_BYTES", 1000)
+    big = _item(tmp_path)
+    others = [D.Item(str(MULTI), k, replace(big.container, size=100 + k), False) for k in range(1, 6)]
+    items = [big, *others]
+    off = {0: [D.Answer(223, 0.0)], **{k: [D.Answer(209, 0.0)] for k in range(1, 6)}}
+    run_task, _ = _fake_driver(0)
+    answers, _, _, split = D.load_jit(run_task, items, off, 3, str(tmp_path))
+    assert split == {0: 3} and answers[0][0].code == 0
+    assert {k: answers[k][0].code for k in range(1, 6)} == {k: 100 + k for k in range(1, 6)}

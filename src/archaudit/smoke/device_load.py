@@ -166,7 +166,7 @@ def load_jit(run_task: RunTask, items: list[Item], off: dict[int, list[Answer]],
 
     specs: list[dict[str, object]] = []
     costs: list[float] = []
-    whole: list[int] = []
+    whole: dict[int, int] = {}  # item -> its spec
     parts: dict[int, list[int]] = {}  # item -> its part specs
     for i, it in enumerate(items):
         if splittable(it, off.get(i)):
@@ -186,14 +186,11 @@ def load_jit(run_task: RunTask, items: list[Item], off: dict[int, list[Answer]],
                     specs.append({"file": path, "offset": 0, "size": len(image), "text": False})
                     costs.append(1e-4 + len(image) * JIT_COST_PER_BYTE)
                 continue
-        whole.append(i)
+        whole[i] = len(specs)
         specs.append(it.spec())
         costs.append(it.cost(True))
     got, deaths, info = load_specs(run_task, specs, costs, True, n)
-    answers: dict[int, list[Answer]] = {}
-    for j, i in enumerate(whole):
-        if j in got:
-            answers[i] = got[j]
+    answers = {i: got[j] for i, j in whole.items() if j in got}
     again = []
     for i, ks in parts.items():
         per = [got.get(k) for k in ks]
