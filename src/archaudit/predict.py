@@ -2,7 +2,7 @@
 
 ``archaudit smoke``'s device-load hands every container to ``cuModuleLoadData`` and compares
 the driver's answer with this prediction, so a rule here is a claim about the driver that
-an H200 checks (records/smoke-h200/referee-*.txt). The rules follow what the driver was
+an H200 checks (records/smoke-h200/referee/*.txt). The rules follow what the driver was
 seen to do: it picks the cubin that runs natively on the GPU (an exact match before a
 compatible older minor); without one, the PTX of the highest architecture the GPU can
 take, compiled by its JIT; LTO IR is never loaded. A relocatable cubin (``-rdc``) that calls
