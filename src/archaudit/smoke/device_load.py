@@ -8,7 +8,10 @@ driver will answer; a library passes when every answer agrees and check's own ru
 named: library, container, prediction, the driver's answer.
 
 Speed: the loads run in parallel children (one per CPU, up to 16), the costliest first, so
-a library of 24,000 containers is bounded by its PTX JIT work divided over the CPUs.
+a library of 24,000 containers is bounded by its PTX JIT work divided over the CPUs. The JIT
+runs at optimisation level 0 (same answers, about half the time), and a large PTX-only
+container is compiled in parts that share out its kernels (ptx_split, load_jit): the driver
+JITs one module in one thread. docs/smoke.md says why both keep the answers the driver's own.
 """
 
 from __future__ import annotations
