@@ -1,0 +1,182 @@
+"""The checks between a fatbin entry's header and its payload, pinned where mutation testing found
+fatbin.py loose (docs/mutation.md).
+
+Entries are nvcc's: tests/fixtures/cuda/bin/kern.fatbin holds an sm_80 cubin and a
+zstd-compressed compute_90 PTX (nvcc -Xfatbin -compress-all). Each case changes one header field
+or payload byte and asserts the finding code and its words; the untouched entry beside it must
+still read.
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+import zstandard
+
+from archaudit import fatbin
+from archaudit.fatbin import FatbinError
+
+BIN = Path(__file__).resolve().parent / "fixtures" / "cuda" / "bin"
+FATBIN = (BIN / "kern.fatbin").read_bytes()
+SASS_AT, PTX_AT = 16, 3448  # the two entries' headers
+CUBIN = (BIN / "kern_sm80.cubin").read_bytes()
+ROOM = 16 + fatbin.parse_container_header(FATBIN).fat_size  # type: ignore[union-attr]
+
+
+def entry(at: int = SASS_AT, data: bytes = FATBIN, room: int | None = None) -> fatbin.EntryHeader:
+    return fatbin.parse_entry_header(data, at, ROOM - at if room is None else room, at)
+
+
+def patched(at: int, fmt: str, field: int, value: int) -> bytes:
+    data = bytearray(FATBIN)
+    struct.pack_into(fmt, data, at + field, value)
+    return bytes(data)
+
+
+def refused(code: str, words: str, fn: object, *args: object) -> None:
+    with pytest.raises(FatbinError) as e:
+        fn(*args)  # type: ignore[operator]
+    assert e.value.code == code and words in e.value.message, (e.value.code, e.value.message)
+
+
+def test_the_fixture_entries_read():
+    sass, ptx = entry(), entry(PTX_AT)
+    assert (sass.target, sass.compression, ptx.compression) == ("sm_80", "none", "zstd")
+    assert entry(room=sass.total).total == sass.total  # an entry filling its room exactly
+
+
+# ---- entry headers -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("room, words", [(63, "63 bytes left in the container, too few for an entry"),
+                                         (64, "entry overruns its container")])
+def test_room_for_an_entry(room, words):
+    refused("E011", words, entry, SASS_AT, FATBIN, room)
+
+
+@pytest.mark.parametrize("kind, code, words", [(3, "E013", "entry kind 3 is unknown"),
+                                               (0, "E013", "entry kind 0 is unknown"),
+                                               (4, "E013", "entry kind 4 (pre-ELF cubin) cannot be verified")])
+def test_entry_kinds(kind, code, words):
+    refused(code, words, entry, SASS_AT, patched(SASS_AT, "<H", 0, kind))
+
+
+def test_entry_version():
+    refused("E011", "entry version 0x0102, expected 0x0101", entry, SASS_AT, patched(SASS_AT, "<H", 2, 0x0102))
+
+
+@pytest.mark.parametrize("hsize", [56, 68, 4104, 0])
+def test_impossible_entry_header_sizes(hsize):
+    refused("E011", f"entry header size {hsize} is impossible", entry, SASS_AT, patched(SASS_AT, "<I", 4, hsize))
+
+
+def test_largest_entry_header_size_is_possible_when_it_fits():
+    data = patched(SASS_AT, "<I", 4, fatbin.MAX_ENTRY_HEADER)
+    refused("E011", "entry overruns its container", entry, SASS_AT, data)  # 4096 + payload > room
+    assert entry(SASS_AT, data, fatbin.MAX_ENTRY_HEADER + 3368).header_size == fatbin.MAX_ENTRY_HEADER
+
+
+@pytest.mark.parametrize("arch, ok", [(9, False), (10, True), (999, True), (1000, False)])
+def test_architecture_bounds(arch, ok):
+    data = patched(SASS_AT, "<I", 28, arch)
+    if ok:
+        assert entry(SASS_AT, data).arch == arch
+    else:
+        refused("E011", f"architecture {arch} is impossible", entry, SASS_AT, data)
+
+
+def test_compressed_entry_sizes():
+    csize = entry(PTX_AT).compressed_size
+    refused("E011", f"compressed size {392 + 8} exceeds the payload area 392", entry, PTX_AT,
+            patched(PTX_AT, "<I", 16, 392 + 8))
+    assert entry(PTX_AT, patched(PTX_AT, "<I", 16, 392)).compressed_size == 392 >= csize
+    refused("E011", "compressed entry declares no uncompressed size", entry, PTX_AT, patched(PTX_AT, "<Q", 56, 0))
+
+
+@pytest.mark.parametrize("id_off, id_len, ok", [(63, 4, False), (64, 17, False), (64, 16, True), (8, 0, True)])
+def test_identifier_within_the_entry_header(id_off, id_len, ok):
+    """The PTX entry's header is 80 bytes: an identifier must lie in bytes 64..80."""
+    data = bytearray(FATBIN)
+    struct.pack_into("<II", data, PTX_AT + 32, id_off, id_len)
+    if ok:
+        assert entry(PTX_AT, bytes(data)).identifier_length == id_len
+    else:
+        refused("E011", "identifier lies outside the entry header", entry, PTX_AT, bytes(data))
+
+
+# ---- payload starts, for audits that do not decode ----------------------------------------------
+
+def test_a_cubin_payload_start_must_be_the_cubin_its_header_says():
+    h = entry()
+    fatbin.check_payload_start(h, CUBIN[:64], 0)
+    refused("E014", "sm_80 payload is not an ELF cubin", fatbin.check_payload_start, h, CUBIN[:51], 0)
+    refused("E014", "sm_80 payload is not an ELF cubin", fatbin.check_payload_start, h, b"\x7fELG" + CUBIN[4:64], 0)
+    other = bytearray(CUBIN[:64])
+    struct.pack_into("<H", other, 18, 62)  # x86-64
+    refused("E014", "not a CUDA ELF (e_machine 62)", fatbin.check_payload_start, h, bytes(other), 0)
+    sm90 = (BIN / "kern_sm90.cubin").read_bytes()[:64]
+    refused("E014", "cubin says sm_90, entry header says sm_80", fatbin.check_payload_start, h, sm90, 0)
+    for name, arch in (("kern_sm75.cubin", 75), ("kern_sm120.cubin", 120)):  # old and new e_flags layouts
+        cub = (BIN / name).read_bytes()[:64]
+        fatbin.check_payload_start(entry(SASS_AT, patched(SASS_AT, "<I", 28, arch)), cub, 0)
+
+
+def test_a_zstd_payload_start_must_be_a_frame_of_the_declared_size():
+    h = entry(PTX_AT)
+    payload = FATBIN[PTX_AT + h.header_size:PTX_AT + h.header_size + 64]
+    fatbin.check_payload_start(h, payload, 0)
+    refused("E012", "zstd payload does not start with a zstd frame", fatbin.check_payload_start, h,
+            b"\x28\xb5\x2f\xfe" + payload[4:], 0)
+    refused("E012", "zstd frame header is corrupt", fatbin.check_payload_start, h, payload[:5], 0)
+    wrong = entry(PTX_AT, patched(PTX_AT, "<Q", 56, h.uncompressed_size + 1))
+    refused("E012", f"zstd frame declares {h.uncompressed_size} bytes, header says {h.uncompressed_size + 1}",
+            fatbin.check_payload_start, wrong, payload, 0)
+    unknown = zstandard.ZstdCompressor(write_content_size=False).compress(b"x" * 100)
+    fatbin.check_payload_start(h, unknown[:64], 0)  # a frame without a size: the decode checks it
+
+
+# ---- zstd payloads decoded --------------------------------------------------------------------
+
+def ptx_entry_with(payload: bytes, usize: int) -> tuple[fatbin.EntryHeader, bytes]:
+    """The PTX entry's header with another payload of the same compressed size budget."""
+    h = entry(PTX_AT)
+    data = bytearray(FATBIN)
+    struct.pack_into("<I", data, PTX_AT + 16, len(payload))
+    struct.pack_into("<I", data, PTX_AT + 8, len(payload))
+    struct.pack_into("<Q", data, PTX_AT + 56, usize)
+    return fatbin.parse_entry_header(bytes(data), PTX_AT, h.header_size + len(payload), PTX_AT), payload
+
+
+PTX_TEXT = fatbin.decode_payload(entry(PTX_AT), FATBIN[PTX_AT + 80:PTX_AT + 80 + 392], 0)
+
+
+@pytest.mark.parametrize("frames", [
+    [{"write_content_size": False}],
+    [{"write_content_size": False}, {"write_content_size": False}],
+    [{}, {}],
+], ids=["one frame without a size", "two frames without sizes", "two frames with sizes"])
+def test_zstd_payloads_whose_size_is_not_in_one_frame(frames):
+    cut = len(PTX_TEXT) // len(frames)
+    parts = [PTX_TEXT[i * cut:(i + 1) * cut if i + 1 < len(frames) else None] for i in range(len(frames))]
+    payload = b"".join(zstandard.ZstdCompressor(**p).compress(x) for p, x in zip(frames, parts))  # type: ignore[arg-type]
+    h, data = ptx_entry_with(payload, len(PTX_TEXT))
+    if frames[0].get("write_content_size", True):  # the first frame names its own (smaller) size
+        refused("E012", "payload does not decode: frame says", fatbin.decode_payload, h, data, 0)
+        return
+    assert fatbin.decode_payload(h, data, 0) == PTX_TEXT
+    shorter, data = ptx_entry_with(payload, len(PTX_TEXT) + 1)
+    refused("E012", f"decodes to {len(PTX_TEXT)} bytes, header says {len(PTX_TEXT) + 1}",
+            fatbin.decode_payload, shorter, data, 0)
+    longer, data = ptx_entry_with(payload, len(PTX_TEXT) - 10)
+    refused("E012", f"decodes to {len(PTX_TEXT) - 9} bytes, header says {len(PTX_TEXT) - 10}",
+            fatbin.decode_payload, longer, data, 0)
+
+
+def test_zstd_payload_larger_than_the_bound_or_its_own_frame():
+    h = entry(PTX_AT)
+    payload = FATBIN[PTX_AT + 80:PTX_AT + 80 + 392]
+    refused("E012", f"declares {h.uncompressed_size} bytes, more than the {h.uncompressed_size - 1}-byte",
+            fatbin.decode_payload, h, payload, 0, h.uncompressed_size - 1)
+    assert fatbin.decode_payload(h, payload, 0, h.uncompressed_size) == PTX_TEXT
+    refused("E012", "payload does not decode", fatbin.decode_payload, h, payload[:100], 0)
