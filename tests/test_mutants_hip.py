@@ -211,3 +211,81 @@ def test_real_compressed_sections_parse_to_their_plain_twins():
     for name in ("hip_ccob_generic.so", "hip_two_ccob.so"):
         _, cs = parse_section(BIN / name)
         assert cs and all(e.compression in ("zlib", "zstd") for c in cs for e in c.entries), name
+
+
+# ---- declared sizes ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("usize, code, words", [
+    (31, "E030", "declares 31 uncompressed bytes"),  # smaller than a bundle header
+    (hip.MAX_BUNDLE + 1, "E030", f"declares {hip.MAX_BUNDLE + 1} uncompressed bytes"),
+    (hip.MAX_BUNDLE, "E032", "above the"),  # believable, but above the decode limit
+])
+def test_declared_uncompressed_sizes(usize, code, words):
+    raises(code, lambda: hip.parse(ccob(PLAIN, 3, "zstd", usize=usize), 0, "s"), words)
+
+
+def test_v1_zlib_stream_counted_across_chunks():
+    """8 MiB of zeros declared as 2 MiB: each inflate step yields at most a chunk (1 MiB), the sum
+    passes the declared size."""
+    bomb = zlib.compress(bytes(8 << 20), 9)
+    raises("E031", lambda: hip.extent(ccob(PLAIN, 1, "zlib", payload=bomb, usize=2 << 20)),
+           f"decodes past its declared {2 << 20} bytes")
+
+
+@pytest.mark.parametrize("checksum", [False, True])
+def test_v1_zstd_frame_ending_with_an_empty_last_block_at_the_end_of_the_data(checksum):
+    f = frame(b"", write_checksum=checksum)
+    blob = v1_zstd(f, PLAIN)
+    assert hip.extent(blob) == len(blob)
+
+
+# ---- entry ids and the code objects they hold ------------------------------------------------------
+
+def replace_id(bundle: bytes, old: bytes, new: bytes) -> bytes:
+    assert len(old) == len(new) and bundle.count(old) >= 1
+    at = bundle.index(old)
+    return bundle[:at] + new + bundle[at + len(old):]
+
+
+@pytest.mark.parametrize("old, new", [
+    (b"hipv4-amdgcn-amd-amdhsa--gfx1100", b"hipv4-amdgcn-xyz-amdhsa--gfx1100"),
+    (b"hipv4-amdgcn-amd-amdhsa--gfx1100", b"hipv4-nvptx6-amd-amdhsa--gfx1100"),
+    (b"hipv4-amdgcn-amd-amdhsa--gfx1100", b"hipv4-amdgcn-amd-cudaxx--gfx1100"),
+])
+def test_a_device_entry_of_another_triple_is_refused(old, new):
+    raises("E030", lambda: hip.parse(replace_id(PLAIN, old, new), 0, "s"), "is not an amdgcn-amd-amdhsa device entry")
+
+
+@pytest.mark.parametrize("ident", [b"host--unknown-linux", b"host-x86_64--linux-"])
+def test_a_host_id_with_an_empty_triple_part_is_refused(ident):
+    """Host entries are skipped unjudged, so only a real host triple may name one."""
+    bundle = replace_id(PLAIN, b"hipv4-amdgcn-amd-amdhsa--gfx1100"[:len(ident)], ident)
+    raises("E030", lambda: hip.parse(bundle, 0, "s"), "bundle id")
+
+
+def test_a_code_object_built_for_other_features_than_its_id_says():
+    """gfx90a:xnack- in the id, an xnack- code object: renamed xnack+, the id disagrees."""
+    bundle = replace_id(PLAIN, b"gfx90a:xnack-", b"gfx90a:xnack+")
+    raises("E030", lambda: hip.parse(bundle, 0, "s"), "holds a code object built for gfx90a:xnack-")
+
+
+def test_an_id_listed_twice_is_refused():
+    """hip_two_plain.so's bundle lists gfx1102 and gfx1200 (ids of one length): the second renamed
+    gfx1102 lists gfx1102 twice."""
+    bundle = replace_id(HIGH, b"hipv4-amdgcn-amd-amdhsa--gfx1200", b"hipv4-amdgcn-amd-amdhsa--gfx1102")
+    raises("E030", lambda: hip.parse(bundle, 0, "s"), "bundle id hipv4-amdgcn-amd-amdhsa--gfx1102 appears twice")
+
+
+def test_bytes_between_entries_must_be_zero():
+    c = hip.parse(PLAIN, 0, "s")
+    entries = sorted(c.entries, key=lambda e: e.offset)
+    gap_at = entries[0].offset + entries[0].size  # padding after the first code object
+    assert gap_at < entries[1].offset  # clang aligns each code object: zeros between them
+    bad = bytearray(PLAIN)
+    bad[gap_at] = 1
+    raises("E030", lambda: hip.parse(bytes(bad), 0, "s"), "belong to no entry")
+
+
+def test_code_objects_are_version_5_as_clang_19_writes_them():
+    """clang 19 (tests/fixtures/amd/bin/CLANG_VERSION) defaults to code object v5."""
+    assert {e.code_version for e in hip.parse(PLAIN, 0, "s").entries} == {(5, 0)}
