@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from archaudit import fatbin
+from archaudit import decode, fatbin
 from archaudit.fatbin import FatbinError
+from archaudit.model import Entry
 
 BIN = Path(__file__).resolve().parent / "fixtures" / "cuda" / "bin"
 FATBIN = (BIN / "kern.fatbin").read_bytes()
@@ -180,3 +181,74 @@ def test_zstd_payload_larger_than_the_bound_or_its_own_frame():
             fatbin.decode_payload, h, payload, 0, h.uncompressed_size - 1)
     assert fatbin.decode_payload(h, payload, 0, h.uncompressed_size) == PTX_TEXT
     refused("E012", "payload does not decode", fatbin.decode_payload, h, payload[:100], 0)
+
+
+def test_a_zstd_payload_whose_first_frame_is_exactly_the_declared_size_and_more_follows():
+    """Two frames without sizes, the first exactly the declared bytes: the one byte more that
+    the second frame yields must be seen (E012), not the declared bytes returned."""
+    c = zstandard.ZstdCompressor(write_content_size=False)
+    payload = c.compress(PTX_TEXT) + c.compress(b"extra")
+    h, data = ptx_entry_with(payload, len(PTX_TEXT))
+    refused("E012", f"decodes to {len(PTX_TEXT) + 1} bytes, header says {len(PTX_TEXT)}",
+            fatbin.decode_payload, h, data, 0)
+
+
+def test_an_uncompressed_ptx_payload_start_is_not_checked_as_a_cubin():
+    data = bytearray(FATBIN)
+    flags_at = PTX_AT + 40
+    struct.pack_into("<Q", data, flags_at, struct.unpack_from("<Q", data, flags_at)[0] & ~fatbin.FLAG_ZSTD)
+    h = entry(PTX_AT, bytes(data))
+    assert h.compression == "none" and h.kind == "ptx"
+    fatbin.check_payload_start(h, PTX_TEXT[:64], 0)
+
+
+# ---- decoded entries: the payload must agree with its header ------------------------------------
+
+def sass_entry(cubin: bytes, arch: int, suffix_flag: int = 0, zstd: bool = False) -> tuple[fatbin.EntryHeader, bytes]:
+    """kern.fatbin's sm_80 entry header carrying another cubin (zstd-compressed if asked)."""
+    payload = zstandard.ZstdCompressor().compress(cubin) if zstd else cubin
+    data = bytearray(FATBIN[:SASS_AT + 64])
+    struct.pack_into("<I", data, SASS_AT + 8, len(payload))
+    struct.pack_into("<I", data, SASS_AT + 16, len(payload) if zstd else 0)
+    struct.pack_into("<I", data, SASS_AT + 28, arch)
+    flags = struct.unpack_from("<Q", data, SASS_AT + 40)[0] | suffix_flag | (fatbin.FLAG_ZSTD if zstd else 0)
+    struct.pack_into("<Q", data, SASS_AT + 40, flags)
+    struct.pack_into("<Q", data, SASS_AT + 56, len(cubin) if zstd else 0)
+    return fatbin.parse_entry_header(bytes(data), SASS_AT, 64 + len(payload), SASS_AT), payload
+
+
+def base(h: fatbin.EntryHeader) -> Entry:
+    return Entry("nvidia", "sass", h.target)
+
+
+def test_a_decoded_cubin_entry_names_its_kernels_and_nothing_unresolved():
+    h, payload = sass_entry(CUBIN, 80)
+    e = decode.decode_entry(h, payload, 4096, fatbin.DEFAULT_MAX_PAYLOAD, base(h))
+    assert e.decoded and e.kernels and e.unresolved == () and e.toolkit is not None
+
+
+def test_an_arch_specific_cubin_agrees_with_an_arch_specific_header():
+    cubin = (BIN / "kern_sm90a.cubin").read_bytes()
+    h, payload = sass_entry(cubin, 90, fatbin.FLAG_ARCH_SPECIFIC)
+    assert h.target == "sm_90a"
+    assert decode.decode_entry(h, payload, 0, fatbin.DEFAULT_MAX_PAYLOAD, base(h)).decoded
+    plain, payload = sass_entry(cubin, 90)
+    refused("E014", "cubin says sm_90a, entry header says sm_90", decode.decode_entry, plain, payload, 0,
+            fatbin.DEFAULT_MAX_PAYLOAD, base(plain))
+
+
+def test_a_compressed_cubin_is_bounded_by_the_callers_limit():
+    h, payload = sass_entry(CUBIN, 80, zstd=True)
+    assert decode.decode_entry(h, payload, 0, len(CUBIN), base(h)).decoded
+    with pytest.raises(FatbinError) as e:
+        decode.decode_entry(h, payload, 4096, len(CUBIN) - 1, base(h))
+    assert e.value.code == "E012" and e.value.offset == 4096 and "verification bound" in e.value.message
+
+
+def test_a_cubin_whose_sections_cannot_be_read_is_e014():
+    bad = bytearray(CUBIN)
+    struct.pack_into("<Q", bad, 40, len(CUBIN) + 64)  # e_shoff past the end
+    h, payload = sass_entry(bytes(bad), 80)
+    with pytest.raises(FatbinError) as e:
+        decode.decode_entry(h, payload, 4096, fatbin.DEFAULT_MAX_PAYLOAD, base(h))
+    assert e.value.code == "E014" and e.value.message.startswith("sm_80 cubin: ") and e.value.offset == 4096
