@@ -103,18 +103,26 @@ _GENERATIONS: dict[str, tuple[CC, ...]] = {
     "hopper": ((9, 0),),
     "blackwell": ((10, 0), (10, 3), (11, 0), (12, 0), (12, 1)),
 }
+_GENERATION_WORD = re.compile("|".join(_GENERATIONS))  # in the lower-cased name: a hint only
 _GENERATION_IN_NAME = re.compile(r"(?:^|[^a-z])(" + "|".join(_GENERATIONS) + r")(?![a-z])", re.IGNORECASE)
 
 
 def named_architectures(kernel: str) -> tuple[CC, ...]:
     """The GPUs a kernel's name says it is for (``sm80_xmma_gemm`` -> 8.0; ``volta_sgemm``
     -> 7.0, 7.2); empty when the name names none."""
+    # Most names hold none of the words the patterns need: a substring test skips the regexes
+    # (ASCII only: case-insensitive matching also folds a few non-ASCII letters onto s and k).
+    sm_words = generation_words = True
+    if kernel.isascii():
+        low = kernel.lower()
+        sm_words = "sm" in low or "cutlass" in low
+        generation_words = _GENERATION_WORD.search(low) is not None
     out: list[CC] = []
-    for m in _SM_IN_NAME.finditer(kernel):
+    for m in _SM_IN_NAME.finditer(kernel) if sm_words else ():
         n = int(m.group(1))
         if n >= 20:
             out.append(arch.canonical_cc((n // 10, n % 10)))
-    for m in _GENERATION_IN_NAME.finditer(kernel):
+    for m in _GENERATION_IN_NAME.finditer(kernel) if generation_words else ():
         out.extend(_GENERATIONS[m.group(1).lower()])
     return tuple(dict.fromkeys(out))
 

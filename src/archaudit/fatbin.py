@@ -23,6 +23,7 @@ from .model import LTO, PTX, SASS, Kind
 MAGIC = b"\x50\xed\x55\xba"
 WRAPPER_MAGIC = b"\xb1\x43\x62\x46"  # .nvFatBinSegment record, not a container
 CONTAINER_HEADER = struct.Struct("<IHHQ")
+CONTAINER_MAGIC_TAIL = struct.pack("<HH", 1, 16)  # the only version and header size parse_container_header accepts
 ENTRY_HEADER = struct.Struct("<HHIQIIHHIIIQQQ")  # 64 bytes
 WRAPPER = struct.Struct("<IIQQ")
 KINDS: dict[int, Kind] = {1: PTX, 2: SASS, 8: LTO}
@@ -298,14 +299,16 @@ def cubin_facts(data: bytes) -> tuple[str, tuple[str, ...], tuple[int, int] | No
 
     # A kernel's parameters live in its own constant bank, section .nv.constant0.<kernel>:
     # device functions have none. With the entry flag (STO_CUDA_ENTRY) cleared, the driver still
-    # launches the kernel, so either mark names it.
-    banks = {names[sec[0] + len(_BANK):names.find(b"\0", sec[0])] for sec in secs
-             if names.startswith(_BANK, sec[0])}
+    # launches the kernel, so either mark names it. The banks are listed only when a function
+    # without the flag needs them (nvcc marks its kernels, so most cubins never do).
+    banks: set[bytes] | None = None
+    count = len(secs)
     kernels = []
+    cstring = elf.cstring
     for sec in secs:
         if sec[1] != elf.SHT_SYMTAB:
             continue
-        if sec[6] >= len(secs):
+        if sec[6] >= count:
             raise FatbinError("cubin symbol table links a missing string table", code="E014")
         strs_sec = secs[sec[6]]
         strs = data[strs_sec[4]:strs_sec[4] + strs_sec[5]]
@@ -314,14 +317,20 @@ def cubin_facts(data: bytes) -> tuple[str, tuple[str, ...], tuple[int, int] | No
         for name, info, other, shndx, _, _ in _SYM.iter_unpack(raw[:usable]):
             # Kernels are functions (static ones are local) marked as entries (STO_CUDA_ENTRY)
             # in their own .text.<name> section.
-            if info & 0xF == 2 and 0 < shndx < len(secs) \
-                    and names.startswith(b".text.", secs[shndx][0]):
-                if other & 0x10:
-                    kernels.append(elf.cstring(strs, name))
-                elif banks:
-                    text = names[secs[shndx][0] + 6:names.find(b"\0", secs[shndx][0])]
-                    if text in banks and strs.startswith(text + b"\0", name):
-                        kernels.append(elf.cstring(strs, name))
+            if info & 0xF != 2 or not 0 < shndx < count:
+                continue
+            if not names.startswith(b".text.", secs[shndx][0]):
+                continue
+            if other & 0x10:
+                kernels.append(cstring(strs, name))
+                continue
+            if banks is None:
+                banks = {names[s[0] + len(_BANK):names.find(b"\0", s[0])] for s in secs
+                         if names.startswith(_BANK, s[0])}
+            if banks:
+                text_name = names[secs[shndx][0] + 6:names.find(b"\0", secs[shndx][0])]
+                if text_name in banks and strs.startswith(text_name + b"\0", name):
+                    kernels.append(cstring(strs, name))
     compat = named(b".nv.compat")
     accelerated = h.flags & (EF_CUDA_ACCELERATORS_V8 if h.abiversion >= 8 else EF_CUDA_ACCELERATORS_V7)
     marked = compat is not None and _compat_arch_specific(data[compat[4]:compat[4] + compat[5]])

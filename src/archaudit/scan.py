@@ -21,6 +21,7 @@ The parts, in the order data flows through them:
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
@@ -198,45 +199,65 @@ class Source:
 
 # ---- the multi-pattern search ----
 
-# How each record's first bytes are searched for. CPython's bytes.find skips ahead by the
-# needle's length unless the next byte may occur in the needle (a 64-bit Bloom filter of its
-# bytes' low six bits): a needle holding 0x00, which fills binaries, crawls. So the needles
-# hold no NUL: embedded-claim markers are searched without their leading NUL, which the claim
-# parser then checks. A needle may be found through its rarest byte instead (memchr); that pays
-# only where the byte is rare, so no needle uses it by default.
-_ANCHORS: dict[bytes, int] = {}
+# How each record's first bytes are searched for. glibc's memmem (called through ctypes, so
+# the search runs without the GIL, beside the other readers and the decoders) is 1.5-3x
+# faster than bytes.find on binaries, and longer needles are faster still: where the record
+# parser accepts only one value of the bytes after a magic (a fatbin container is version 1
+# with a 16-byte header), the needle includes them, so the hits are exactly the records the
+# parser would accept. Without memmem (Windows) bytes.find searches the magic alone: it skips
+# ahead by the needle's length unless the next byte may occur in the needle (a 64-bit Bloom
+# filter of its bytes' low six bits), so a needle holding 0x00, which fills binaries, crawls.
+# Embedded-claim markers are searched without their leading NUL, which the claim parser checks.
+MEMMEM_MIN = 4096  # shorter ranges: bytes.find (the foreign call costs more than it saves)
+Haystack = bytes | bytearray
+
+
+def _libc_memmem() -> Callable[[int, int, bytes, int], int | None] | None:
+    try:
+        memmem = ctypes.CDLL(None).memmem
+    except (OSError, AttributeError, TypeError):
+        return None
+    memmem.restype = ctypes.c_void_p
+    memmem.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t)
+    return memmem
+
+
+_MEMMEM = _libc_memmem()
+_REQUIRED_AFTER: dict[bytes, bytes] = {fatbin.MAGIC: fatbin.CONTAINER_MAGIC_TAIL}
+
+
+def find_bytes(buf: Haystack, needle: bytes, start: int, stop: int) -> int:
+    """buf.find(needle, start, stop), through memmem where there is one and the range is long."""
+    stop = min(stop, len(buf))
+    start = max(start, 0)
+    if _MEMMEM is None or stop - start < MEMMEM_MIN:
+        return buf.find(needle, start, stop)
+    if isinstance(buf, bytes):
+        base = ctypes.cast(ctypes.c_char_p(buf), ctypes.c_void_p).value or 0
+        hit = _MEMMEM(base + start, stop - start, needle, len(needle))
+    else:  # a bytearray: its buffer is exported (cannot move) until `view` is dropped
+        view = (ctypes.c_char * len(buf)).from_buffer(buf)
+        base = ctypes.addressof(view)
+        hit = _MEMMEM(base + start, stop - start, needle, len(needle))
+        del view
+    return -1 if not hit else hit - base
 
 
 @dataclass(frozen=True, slots=True)
 class Pattern:
-    """A byte string that starts a record, and how it is searched for."""
+    """A byte string that starts a record (its magic, which names the handler), and the needle
+    searched for: the magic, plus the bytes after it that the record's parser requires."""
 
     magic: bytes
-    anchor: int = -1  # index in magic of the byte memchr looks for; -1: a plain search
+    needle: bytes
 
     @classmethod
     def of(cls, magic: bytes) -> Pattern:
-        return cls(magic, _ANCHORS.get(magic, -1))
+        return cls(magic, magic + _REQUIRED_AFTER.get(magic, b"") if _MEMMEM is not None else magic)
 
-    def find(self, buf: bytes | bytearray, start: int, stop: int) -> int:
-        """Offset of the first occurrence lying wholly in buf[start:stop], or -1. An anchored
-        search falls back to a plain one where its byte is too common to pay off."""
-        magic, k = self.magic, self.anchor
-        if k < 0:
-            return buf.find(magic, start, stop)
-        byte = magic[k:k + 1]
-        last = stop - len(magic) + k + 1  # the anchor of an occurrence lies before this
-        pos, misses, budget = start + k, 0, 16 + ((stop - start) >> 11)
-        while True:
-            i = buf.find(byte, pos, last)
-            if i < 0:
-                return -1
-            if buf.startswith(magic, i - k):
-                return i - k
-            misses += 1
-            if misses > budget:
-                return buf.find(magic, i - k + 1, stop)
-            pos = i + 1
+    def find(self, buf: Haystack, start: int, stop: int) -> int:
+        """Offset of the first occurrence lying wholly in buf[start:stop], or -1."""
+        return find_bytes(buf, self.needle, start, stop)
 
     def within(self, data: bytes) -> bool:
         return self.find(data, 0, len(data)) >= 0
@@ -285,7 +306,7 @@ class Search:
         while True:
             best, best_pat = -1, patterns[0]
             for p in patterns:  # earlier patterns first; later ones only up to the best so far
-                n = len(p.magic)
+                n = len(p.needle)
                 at = nxt[p]
                 limit = min(src.end, stop + n - 1)
                 if best >= 0:
