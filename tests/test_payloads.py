@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 import tracemalloc
+from collections.abc import Iterator
 
 import lz4.block
 import pytest
@@ -11,7 +12,9 @@ import zstandard
 
 import oracle
 from archaudit import fatbin
-from archaudit.scan import library_from_bytes, scan_file
+from archaudit.decode import DecodePool
+from archaudit.model import Library
+from archaudit.scan import library_from_bytes, scan_file, scan_stream
 
 BIN = oracle.FIXTURES
 
@@ -26,17 +29,73 @@ def _patch(data: bytearray, entry: int, field: int, fmt: str, value: int) -> Non
     struct.pack_into(fmt, data, entry + field, value)
 
 
+def _pooled(data: bytes) -> Library:
+    """The library as check reads it: payloads decoded by the pool's workers, into their
+    reused buffers."""
+    def chunks() -> Iterator[bytes]:
+        for i in range(0, len(data), 1 << 20):
+            yield data[i:i + (1 << 20)]
+    with DecodePool(2) as pool:
+        return scan_stream("x.so", len(data), chunks, pool=pool)
+
+
 def _codes(data: bytes) -> list[str]:
-    return [p.code for p in library_from_bytes("x.so", bytes(data), decode=True).problems]
+    """The findings of a decoding audit, the same whether payloads are decoded in the reading
+    thread or by the pool."""
+    inline = library_from_bytes("x.so", bytes(data), decode=True)
+    pooled = _pooled(bytes(data))
+    assert [(p.code, p.offset) for p in pooled.problems] == [(p.code, p.offset) for p in inline.problems]
+    assert pooled.entries == inline.entries
+    return [p.code for p in inline.problems]
 
 
 def _codes_and_peak(data: bytes) -> tuple[list[str], int]:
     """The findings of a decoding audit, and the most memory Python held during it."""
     tracemalloc.start()
     try:
-        return _codes(data), tracemalloc.get_traced_memory()[1]
+        codes = [p.code for p in library_from_bytes("x.so", bytes(data), decode=True).problems]
+        return codes, tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
+
+
+@pytest.mark.parametrize("fixture", ["lib_cmp_size_all.so", "lib_cmp_speed_all.so", "lib_cmp_none.so"])
+def test_pool_decodes_as_the_reading_thread_does(fixture):
+    """Every entry's facts are the same whether it is decoded in place or into a worker's
+    reused buffer."""
+    data = (BIN / fixture).read_bytes()
+    inline = library_from_bytes("x.so", data)
+    assert inline.problems == () and inline.entries
+    assert _pooled(data).entries == inline.entries
+
+
+@pytest.mark.parametrize("compression", ["zstd", "lz4"])
+def test_a_reused_buffer_holds_exactly_each_payload(compression):
+    """A buffer grown by a large payload gives a smaller one exactly its own bytes, and a
+    stream that decodes short or long of its declared size fails, as without the buffer."""
+    out = fatbin.DecodeBuffer()
+    flag = fatbin.FLAG_ZSTD if compression == "zstd" else fatbin.FLAG_LZ4
+
+    def encode(payload: bytes) -> bytes:
+        if compression == "zstd":
+            return zstandard.ZstdCompressor().compress(payload)
+        return lz4.block.compress(payload, store_size=False)
+
+    def header(raw: bytes, declared: int) -> fatbin.EntryHeader:
+        return fatbin.EntryHeader(2, 64, len(raw), len(raw), 0, (1, 8), 80, 0, 0, flag, declared)
+
+    big, small = bytes(range(256)) * (12 << 12), b"small payload" * 100
+    for payload in (big, small):
+        raw = encode(payload)
+        assert bytes(fatbin.decode_payload_into(header(raw, len(payload)), raw, 0, 1 << 30, out)) == payload
+    raw = encode(small)
+    for declared in (len(small) - 1, len(small) + 1):
+        with pytest.raises(fatbin.FatbinError) as err:
+            fatbin.decode_payload_into(header(raw, declared), raw, 0, 1 << 30, out)
+        assert err.value.code == "E012"
+    with pytest.raises(fatbin.FatbinError) as err:
+        fatbin.decode_payload_into(header(raw[:len(raw) // 2], len(small)), raw[:len(raw) // 2], 0, 1 << 30, out)
+    assert err.value.code == "E012"
 
 
 @pytest.mark.parametrize("fixture,compression", [("lib_cmp_size_all.so", "zstd"), ("lib_cmp_speed_all.so", "lz4")])

@@ -36,28 +36,29 @@ class DecodePool:
         self._in_flight = 0
         self._cond = threading.Condition()
         self._big = threading.Lock()
+        self._big_buffer = fatbin.DecodeBuffer()
+        self._local = threading.local()
 
-    def submit(self, nbytes: int, decoded: int, fn: Callable[[], Entry]) -> Future[Entry]:
-        """Run `fn` (decoding `nbytes` into `decoded` bytes) on a worker; payloads larger than
-        BIG take turns, and after a large payload the worker returns the freed memory to the
-        system."""
+    def submit(self, nbytes: int, decoded: int, fn: Callable[[fatbin.DecodeBuffer | None], Entry]) -> Future[Entry]:
+        """Run `fn` (decoding `nbytes` into `decoded` bytes, into the buffer it is given) on a
+        worker. Each worker decodes into a buffer of its own; payloads larger than BIG take
+        turns in one shared buffer. Where a payload could not be decoded into a buffer, the
+        worker returns the freed memory to the system afterwards."""
         with self._cond:
             while self._in_flight and self._in_flight + nbytes > self._max:
                 self._cond.wait()
             self._in_flight += nbytes
-        job = fn
-        if decoded > BIG:  # LZ4 and zstd hold the whole output: one such payload at a time
-            def job() -> Entry:
+
+        def job() -> Entry:
+            if decoded > BIG:  # one such payload at a time
                 with self._big:
-                    return fn()
-        if decoded > TRIM_AFTER:
-            unreturned = job
-            def job() -> Entry:
-                try:
-                    return unreturned()
-                finally:
-                    return_free_memory()
-        fut = self._pool.submit(job)
+                    return fn(self._big_buffer)
+            out = getattr(self._local, "buffer", None)
+            if out is None:
+                out = self._local.buffer = fatbin.DecodeBuffer()
+            return fn(out)
+
+        fut = self._pool.submit(job if decoded <= TRIM_AFTER or fatbin.decodes_into_buffers() else _trimmed(job))
         fut.add_done_callback(lambda _: self._release(nbytes))
         return fut
 
@@ -92,7 +93,7 @@ class Decoding:
             return decode_entry(eh, raw, pos, self.max_payload, base)
         self.jobs += 1
         max_payload = self.max_payload
-        return self.pool.submit(len(raw), eh.size, lambda: decode_entry(eh, raw, pos, max_payload, base))
+        return self.pool.submit(len(raw), eh.size, lambda out: decode_entry(eh, raw, pos, max_payload, base, out))
 
 
 def _malloc_trim() -> Callable[[int], int] | None:
@@ -116,6 +117,15 @@ def return_free_memory() -> None:
         _TRIM(0)
 
 
+def _trimmed(job: Callable[[], Entry]) -> Callable[[], Entry]:
+    def trimmed() -> Entry:
+        try:
+            return job()
+        finally:
+            return_free_memory()
+    return trimmed
+
+
 def result(e: Entry | Future[Entry]) -> Entry:
     return e.result() if isinstance(e, Future) else e
 
@@ -129,11 +139,13 @@ def _interned(names: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(_NAMES.setdefault(n, n) for n in names)
 
 
-def decode_entry(eh: fatbin.EntryHeader, raw: bytes, pos: int, max_payload: int, base: Entry) -> Entry:
+def decode_entry(eh: fatbin.EntryHeader, raw: bytes, pos: int, max_payload: int, base: Entry,
+                 out: fatbin.DecodeBuffer | None = None) -> Entry:
     """`base` completed with what the payload says: kernel names, the cubin's toolkit, the PTX
-    text's .target; the payload must agree with its entry header."""
+    text's .target; the payload must agree with its entry header. With `out`, the payload is
+    decoded into that buffer (nothing returned refers to it)."""
     if eh.kind == SASS:
-        data = fatbin.decode_payload(eh, raw, pos, max_payload)
+        data = fatbin.decode_payload_into(eh, raw, pos, max_payload, out)
         try:
             target, kernels, toolkit = fatbin.cubin_facts(data)
             unresolved = fatbin.cubin_unresolved(data)
@@ -145,7 +157,7 @@ def decode_entry(eh: fatbin.EntryHeader, raw: bytes, pos: int, max_payload: int,
         if eh.arch >= 90 and target.endswith("a") != (eh.suffix == "a"):
             raise fatbin.FatbinError(f"cubin says {target}, entry header says {eh.target}", code="E014", offset=pos)
         return replace(base, kernels=_interned(kernels), toolkit=toolkit, decoded=True, unresolved=unresolved)
-    written, _, kernels = fatbin.ptx_facts(fatbin.decode_payload(eh, raw, pos, max_payload))
+    written, _, kernels = fatbin.ptx_facts(bytes(fatbin.decode_payload_into(eh, raw, pos, max_payload, out)))
     if written is None:
         raise fatbin.FatbinError(f"{eh.target} PTX has no .target directive", code="E014", offset=pos)
     target = written.replace("compute_", "sm_")

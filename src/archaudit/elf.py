@@ -88,11 +88,11 @@ class Section:
         return bool(self.flags & 0x4)
 
 
-def is_elf(head: bytes) -> bool:
-    return head[:4] == b"\x7fELF"
+def is_elf(head: bytes | memoryview) -> bool:
+    return bytes(head[:4]) == b"\x7fELF"
 
 
-def parse_header(data: bytes, file_size: int) -> Header:
+def parse_header(data: bytes | memoryview, file_size: int) -> Header:
     if len(data) < 4 or not is_elf(data):
         raise ElfError("not an ELF file")
     if len(data) < _HEADER.size:
