@@ -5,11 +5,13 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from archaudit import elf
+from archaudit.scan import scan_stream
 
 BIN = Path(__file__).resolve().parent / "fixtures" / "cuda" / "bin"
 READELF = shutil.which("readelf")
@@ -48,3 +50,21 @@ def test_read_dynamic_rejects_what_is_not_a_64_bit_elf(tmp_path):
     with open(small, "rb") as f, pytest.raises(elf.ElfError) as err:
         elf.read_dynamic(f, 64)
     assert err.value.code == "E020"
+
+
+
+@pytest.mark.skipif(READELF is None, reason="binutils' readelf is not installed")
+def test_scanner_reads_needed_and_runpath_in_any_chunking():
+    """The one-pass reader captures the dynamic strings as they pass, whatever the stream's
+    chunks: also when the rest of them lies in the chunk that completes the dynamic segment
+    (reading 1 MiB chunks lost the NEEDED names of torch 2.14.1's libc10.so that way)."""
+    path = BIN.parent.parent / "readers" / "bin" / "lib_patchelf_runpath.so"
+    data = path.read_bytes()
+    expected = _readelf(path)
+    assert expected["RUNPATH"]
+    for chunk in range(64, 20000, 61):
+        def chunks(step: int = chunk) -> Iterator[bytes]:
+            for i in range(0, len(data), step):
+                yield data[i:i + step]
+        lib = scan_stream(path.name, len(data), chunks, decode=False)
+        assert (list(lib.needed), list(lib.runpath)) == (expected["NEEDED"], expected["RUNPATH"]), chunk

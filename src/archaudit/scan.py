@@ -89,6 +89,7 @@ class Source:
         self.base = 0  # file offset of buf[0]
         self.read = 0  # bytes pulled from the stream
         self._captures: list[_Capture] = []
+        self._feeding: tuple[bytes, int, int] | None = None  # the chunk being fed to the captures
 
     @property
     def end(self) -> int:
@@ -104,6 +105,11 @@ class Source:
             return out
         if start < self.end:
             out += self.buf[start - self.base:min(stop, self.end) - self.base]
+        if self._feeding is not None:  # asked by a `done` callback: that chunk is not fed again
+            chunk, lo, hi = self._feeding
+            at = start + len(out)
+            if lo <= at < hi and at < stop:
+                out += chunk[at - lo:min(stop, hi) - lo]
         if start + len(out) < stop:
             self._captures.append(_Capture(start + len(out), stop, out, done))
         elif done is not None:
@@ -162,9 +168,13 @@ class Source:
                 if cap.want >= cap.stop and cap.done is not None:
                     finished.append(cap)
         self._captures = [c for c in self._captures if c.want < c.stop and c.want >= hi]
-        for cap in finished:
-            assert cap.done is not None
-            cap.done(cap.out)
+        self._feeding = (chunk, lo, hi)
+        try:
+            for cap in finished:
+                assert cap.done is not None
+                cap.done(cap.out)
+        finally:
+            self._feeding = None
 
     def ensure(self, stop: int) -> bool:
         while self.end < stop:
