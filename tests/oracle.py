@@ -50,7 +50,9 @@ import importlib.util
 import os
 import re
 import shutil
+import struct
 import subprocess
+import tempfile
 from pathlib import Path
 
 __all__ = [
@@ -152,14 +154,88 @@ def cuobjdump_version() -> str:
     return m.group(1) if m else out.strip()
 
 
+# cuobjdump holds every entry it lists decoded in memory: about 3x the library (torch 2.14.1's
+# libtorch_cuda.so: 5.6 GB). Above this size, its .nv_fatbin is listed in pieces.
+WHOLE_FILE_LIMIT = 256 << 20
+PIECE_BYTES = 16 << 20
+_FATBIN_MAGIC = 0xBA55ED50
+
+
+def _nv_fatbin_range(path: str) -> tuple[int, int] | None:
+    """(offset, size) of an ELF64 little-endian file's ``.nv_fatbin``, read independently of archaudit."""
+    with open(path, "rb") as f:
+        head = f.read(64)
+        if head[:6] != b"\x7fELF\x02\x01":
+            return None
+        shoff, = struct.unpack_from("<Q", head, 0x28)
+        shentsize, shnum, shstrndx = struct.unpack_from("<HHH", head, 0x3A)
+        f.seek(shoff)
+        table = f.read(shentsize * shnum)
+        headers = [struct.unpack_from("<IIQQQQ", table, i * shentsize) for i in range(shnum)]
+        f.seek(headers[shstrndx][4])
+        names = f.read(headers[shstrndx][5])
+    for name, _type, _flags, _addr, offset, size in headers:
+        if names[name:names.index(b"\0", name)] == b".nv_fatbin":
+            return offset, size
+    return None
+
+
+def _fatbin_pieces(path: str, offset: int, size: int, directory: str) -> list[str]:
+    """Cut a ``.nv_fatbin`` at container boundaries into files of about PIECE_BYTES each.
+
+    A container is its 16-byte header (magic, version, header size, payload size) and what
+    follows; zero padding up to the section's alignment may sit between containers.
+    """
+    with open(path, "rb") as f:
+        f.seek(offset)
+        section = f.read(size)
+    cuts, start, pos = [], 0, 0
+    while pos + 16 <= size:
+        magic, _version, header_size, fat_size = struct.unpack_from("<IHHQ", section, pos)
+        if magic != _FATBIN_MAGIC:
+            pos += 8
+            continue
+        end = pos + header_size + fat_size
+        if end - start > PIECE_BYTES and pos > start:
+            cuts.append((start, pos))
+            start = pos
+        pos = end
+    cuts.append((start, size))
+    files = []
+    for i, (a, b) in enumerate(cuts):
+        piece = os.path.join(directory, f"piece{i}.fatbin")
+        with open(piece, "wb") as out:
+            out.write(section[a:b])
+        files.append(piece)
+    return files
+
+
+def _listings(path: str | os.PathLike[str], args: list[str]) -> list[str]:
+    """cuobjdump's stdout for PATH: one run, or one per piece of a large library's ``.nv_fatbin``."""
+    p = os.fspath(path)
+    found = _nv_fatbin_range(p) if os.path.getsize(p) > WHOLE_FILE_LIMIT else None
+    if found is None:
+        out = _run(args, p)
+        return [] if out is None else [out]
+    with tempfile.TemporaryDirectory() as directory:
+        return [out for piece in _fatbin_pieces(p, *found, directory)
+                if (out := _run(args, piece)) is not None]
+
+
 def list_entries(path: str | os.PathLike[str], all_sections: bool = False) -> list[tuple[str, str]]:
-    """``[("ELF"|"PTX", target), ...]`` in walk order from ``cuobjdump -lelf -lptx``."""
-    args = ["-all"] if all_sections else []
-    out = _run([*args, "-lelf", "-lptx"], path)
-    if out is None:
-        return []
+    """``[("ELF"|"PTX", target), ...]`` in walk order from ``cuobjdump -lelf -lptx``.
+
+    Without ``all_sections``, a library over WHOLE_FILE_LIMIT is listed piece by piece (its
+    ``.nv_fatbin`` cut at container boundaries), which bounds cuobjdump's memory; the listing is
+    the same, because cuobjdump's default walk reads only ``.nv_fatbin``.
+    """
+    if all_sections:
+        out = _run(["-all", "-lelf", "-lptx"], path)
+        text = [] if out is None else [out]
+    else:
+        text = _listings(path, ["-lelf", "-lptx"])
     entries = []
-    for line in out.splitlines():
+    for line in "\n".join(text).splitlines():
         m = _LIST_RE.match(line.strip())
         if not m:
             continue
