@@ -16,6 +16,7 @@ import shutil
 import struct
 import subprocess
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 
@@ -139,19 +140,21 @@ def reference_bundle(piece: bytes, with_entries: bool = True) -> list[RefEntry] 
             check=True, capture_output=True,
         )
         os.unlink(inp)
-        res = []
-        for ident, path in zip(ids, outs):
+
+        def entry(ident: str, path: str) -> RefEntry:
             if not os.path.exists(path) or os.path.getsize(path) == 0:
-                res.append(RefEntry(ident, None, None, None, None))
-                continue
+                return RefEntry(ident, None, None, None, None)
             with open(path, "rb") as f:
                 co = f.read()
             target = kernels = None
             if READELF:
                 target, kernels = readelf_code_object(path)
-            res.append(RefEntry(ident, len(co), hashlib.sha256(co).hexdigest(), target, kernels))
             os.unlink(path)
-        return res
+            return RefEntry(ident, len(co), hashlib.sha256(co).hexdigest(), target, kernels)
+
+        # llvm-readelf runs are independent: one per core
+        with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+            return list(pool.map(entry, ids, outs))
 
 
 _FEAT = re.compile(r"^(xnack|sramecc)([+-])$")
@@ -160,16 +163,22 @@ _FEAT = re.compile(r"^(xnack|sramecc)([+-])$")
 def readelf_code_object(path: str) -> tuple[str, frozenset[str]]:
     """(target ID, kernel names) of an AMDGPU code object by llvm-readelf: the
     processor and the xnack/sramecc settings it prints for e_flags (a bare feature
-    name means "any" and is left out), and the symbols named ``*.kd``."""
-    hdr = subprocess.run([READELF, "-h", path], check=True, capture_output=True, text=True).stdout
-    flags = next(line for line in hdr.splitlines() if line.strip().startswith("Flags:"))
+    name means "any" and is left out), and the dynamic symbols named ``*.kd`` (the loader
+    finds kernels there; archaudit reads .symtab first, so the two tables are compared)."""
+    # One run for the header and the symbols, written to a file: read through a pipe, the
+    # symbol tables of XLA's code objects cost minutes of poll() calls.
+    with tempfile.TemporaryFile("w+", errors="replace") as listing:
+        subprocess.run([READELF, "-h", "-W", "--dyn-syms", path], check=True, stdout=listing,
+                       stderr=subprocess.DEVNULL)
+        listing.seek(0)
+        out = listing.read()
+    flags = next(line for line in out.splitlines() if line.strip().startswith("Flags:"))
     words = [w.strip() for w in flags.split(":", 1)[1].split(",")][1:]
     proc = words[0]
     feats = sorted(w for w in words[1:] if _FEAT.match(w))
     target = ":".join([proc] + feats)
-    syms = subprocess.run([READELF, "-W", "--syms", path], check=True, capture_output=True, text=True).stdout
     kds = set()
-    for line in syms.splitlines():
+    for line in out.splitlines():
         cols = line.split()
         if len(cols) >= 8 and cols[3] == "OBJECT" and cols[7].endswith(".kd"):
             kds.add(cols[7][:-3])
