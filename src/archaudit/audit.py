@@ -154,10 +154,6 @@ def judge(inv: TargetInventory, claim: Claim | None, policy: Policy) -> TargetRe
                         tuple(findings), inv.unusable, inv.bytes_read, inv.seconds, inv)
 
 
-def _matches(code: str, patterns: tuple[str, ...]) -> bool:
-    return any(code.startswith(p) for p in patterns)
-
-
 def apply_filters(report: Report) -> Report:
     """Apply --select/--ignore and [tool.archaudit] ignore rules; stale rules become X001."""
     policy = report.policy
