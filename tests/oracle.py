@@ -213,7 +213,8 @@ def _fatbin_pieces(path: str, offset: int, size: int, directory: str) -> list[st
 def _listings(path: str | os.PathLike[str], args: list[str]) -> list[str]:
     """cuobjdump's stdout for PATH: one run, or one per piece of a large library's ``.nv_fatbin``."""
     p = os.fspath(path)
-    found = _nv_fatbin_range(p) if os.path.getsize(p) > WHOLE_FILE_LIMIT else None
+    large = os.path.isfile(p) and os.path.getsize(p) > WHOLE_FILE_LIMIT  # else cuobjdump reports it
+    found = _nv_fatbin_range(p) if large else None
     if found is None:
         out = _run(args, p)
         return [] if out is None else [out]
