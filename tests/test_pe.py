@@ -23,6 +23,7 @@ from archaudit import pe
 from archaudit.cli import main
 from archaudit.model import Entry, Library
 from archaudit.scan import library_from_bytes, scan_file
+from reference_tools import missing_tool
 
 ROOT = Path(__file__).resolve().parent
 PE = ROOT / "fixtures" / "pe" / "bin"
@@ -103,7 +104,7 @@ def test_imports_are_what_binutils_and_llvm_list(name):
     lib = scan_file(str(PE / name))
     reference = _readobj_imports(PE / name) or _objdump_imports(PE / name)
     if reference is None:
-        pytest.skip("no llvm-readobj or objdump that reads PE")
+        missing_tool("llvm-readobj or objdump", "none that reads PE is installed")
     assert list(lib.needed) == reference
 
 

@@ -34,6 +34,7 @@ import pytest
 from archaudit.artifacts import inventory
 from archaudit.cli import main
 from archaudit.model import Library
+from reference_tools import missing_tool
 from wheels import extract_member, fetch
 
 WINDOWS = "win_amd64"
@@ -179,11 +180,11 @@ def test_cuda_runtime_wheels_carry_no_device_code_and_name_their_imports(tmp_pat
     assert dll.path.endswith("cudart64_13.dll") and "nvcuda.dll" not in dll.needed
     tool = shutil.which("objdump")
     if tool is None:
-        pytest.skip("no objdump")
+        missing_tool("objdump")
     out = subprocess.run([tool, "-p", str(extract_member(wheel, dll.path, tmp_path))],
                          capture_output=True, text=True).stdout
     if "pei-x86-64" not in out:
-        pytest.skip("this objdump does not read PE")
+        missing_tool("objdump", "this objdump does not read PE")
     assert list(dll.needed) == re.findall(r"DLL Name: (\S+)", out)
 
 
