@@ -99,7 +99,11 @@ def ccob_v3_decode(piece: bytes, tmpdir: str) -> tuple[bytes, int]:
     src = os.path.join(tmpdir, "payload.zst")
     with open(src, "wb") as f:
         f.write(piece[32:total])
-    out = subprocess.run([ZSTD, "-d", "-c", "-q", src], check=True, capture_output=True).stdout
+    dst = os.path.join(tmpdir, "payload")  # to a file: a pipe costs a poll() per 32 KiB
+    subprocess.run([ZSTD, "-d", "-q", "-f", src, "-o", dst], check=True, capture_output=True)
+    with open(dst, "rb") as f:
+        out = f.read()
+    os.unlink(dst)
     return out, usize
 
 
@@ -172,14 +176,14 @@ def readelf_code_object(path: str) -> tuple[str, frozenset[str]]:
                        stderr=subprocess.DEVNULL)
         listing.seek(0)
         out = listing.read()
-    flags = next(line for line in out.splitlines() if line.strip().startswith("Flags:"))
-    words = [w.strip() for w in flags.split(":", 1)[1].split(",")][1:]
+    flags = re.search(r"^\s*Flags:.*$", out, re.M)
+    assert flags is not None, "llvm-readelf printed no Flags line"
+    words = [w.strip() for w in flags.group(0).split(":", 1)[1].split(",")][1:]
     proc = words[0]
     feats = sorted(w for w in words[1:] if _FEAT.match(w))
     target = ":".join([proc] + feats)
-    kds = set()
-    for line in out.splitlines():
-        cols = line.split()
-        if len(cols) >= 8 and cols[3] == "OBJECT" and cols[7].endswith(".kd"):
-            kds.add(cols[7][:-3])
-    return target, frozenset(kds)
+    # symbol rows: Num: Value Size Type Bind Vis Ndx Name
+    return target, frozenset(_KD_ROW.findall(out))
+
+
+_KD_ROW = re.compile(r"^\s*\d+:\s+\S+\s+\S+\s+OBJECT\s+\S+\s+\S+\s+\S+\s+(\S+)\.kd$", re.M)
