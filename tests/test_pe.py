@@ -251,6 +251,19 @@ def test_a_container_cut_short_outside_a_fatbin_section_is_e011():
     assert "E011" in {p.code for p in bad.problems}
 
 
+def test_an_empty_container_outside_nv_fatb_is_e011():
+    """Found by the long run: with the size cut to 0 and the next entry header damaged too,
+    nothing showed that entries followed; nvcc writes empty containers only in .nv_fatb."""
+    data = bytearray((PE / "embedded.dll").read_bytes())
+    first = scan_file(str(PE / "embedded.dll")).containers[0]
+    struct.pack_into("<Q", data, first.offset + 8, 0)
+    struct.pack_into("<H", data, first.offset + 16 + 2, 0)  # its entry's version
+    bad = library_from_bytes("bad.dll", bytes(data))
+    assert [(p.code, p.offset) for p in bad.problems] == [("E011", first.offset)]
+    assert "empty" in bad.problems[0].message
+    assert not scan_file(str(PE / "ptx100f.dll")).problems  # nvlink's empty container, in .nv_fatb
+
+
 def test_unaligned_gap_in_nv_fatb_is_e011():
     """MSVC pads containers to 16 bytes: a gap of 16 or more could hide one."""
     data = bytearray((PE / "multi.dll").read_bytes())

@@ -38,6 +38,7 @@ EXPECTED: dict[str, tuple[int, str]] = {
     "hsaco-xnack-on-gfx1100.hsaco": (1, "E014"),
     "lto-relfatbin-size1-magic0.o": (1, "E011"),
     "pe-embedded-container-size0.dll": (1, "E011"),
+    "pe-embedded-container-size0-entry-damaged.dll": (1, "E011"),
     "pe-fatbin-magic-over-mz-rdc.dll": (1, "E011"),
     "pe-import-table-shifted-host.dll": (1, "E021"),
     "pe-ptx-header-a-text-f.dll": (0, "compute_100f"),  # judged by its text's .target, not the header's 'a'
