@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import os
 import struct
+import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -130,13 +131,10 @@ def result(e: Entry | Future[Entry]) -> Entry:
     return e.result() if isinstance(e, Future) else e
 
 
-_NAMES: dict[str, str] = {}  # one copy of each kernel name: the same kernel recurs once per target
-_NAMES_LOCK = threading.Lock()
-
-
 def _interned(names: tuple[str, ...]) -> tuple[str, ...]:
-    with _NAMES_LOCK:
-        return tuple(_NAMES.setdefault(n, n) for n in names)
+    """One copy of each kernel name: the same kernel recurs once per target (and, in
+    transformer-engine, in hundreds of containers)."""
+    return tuple(map(sys.intern, names))
 
 
 def decode_entry(eh: fatbin.EntryHeader, raw: bytes, pos: int, max_payload: int, base: Entry,

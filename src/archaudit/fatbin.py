@@ -7,11 +7,14 @@ name kind, architecture, flags and (for compressed payloads) both sizes.
 
 from __future__ import annotations
 
+import array
 import bisect
 import ctypes
+import itertools
 import mmap
 import re
 import struct
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -365,78 +368,97 @@ EF_CUDA_ACCELERATORS_V8 = 0x8
 _BANK = b".nv.constant0."
 
 
+def _words(data: bytes, code: str) -> array.array[int]:
+    """Little-endian unsigned words of `data` (`code`: H, I or Q), as an array."""
+    out = array.array(code)
+    out.frombytes(data)
+    if sys.byteorder != "little":
+        out.byteswap()
+    return out
+
+
+_FUNCTION = bytes(1 if b & 0xF == 2 else 0 for b in range(256))  # st_info: STT_FUNC
+
+
 def cubin_facts(data: bytes | memoryview) -> tuple[str, tuple[str, ...], tuple[int, int] | None]:
     """(target from e_flags, kernel names, toolkit version) of a CUDA cubin.
 
-    Written for speed (a wheel holds tens of thousands of cubins): section and symbol
-    tables are unpacked in bulk, and only kernel symbols have their names decoded. The
-    string tables are copied out of a memoryview; nothing returned refers to `data`."""
+    Written for speed (a wheel holds tens of thousands of cubins, torch's libtorch_cuda.so
+    alone 700,000 sections and as many symbols): the section and symbol tables are read as
+    columns of words, only function symbols are visited, and only kernels have their names
+    decoded. The tables are copied out of a memoryview; nothing returned refers to `data`."""
     h = elf.parse_header(data, len(data))
     if h.machine != elf.EM_CUDA:
         raise FatbinError(f"not a CUDA ELF (e_machine {h.machine})", code="E014")
     arch = (h.flags >> 8) & 0xFF if h.abiversion >= 8 else h.flags & 0xFF
     if not h.shnum:
         raise FatbinError("cubin has no section table", code="E014")
-    table = data[h.shoff:h.shoff + h.shnum * _SHDR.size]
+    table = bytes(data[h.shoff:h.shoff + h.shnum * _SHDR.size])
     if len(table) != h.shnum * _SHDR.size:
         raise FatbinError("cubin section table is truncated", code="E014")
-    secs = list(_SHDR.iter_unpack(table))  # (name, type, flags, addr, offset, size, link, ...)
-    names_sec = secs[h.shstrndx]
-    names = bytes(data[names_sec[4]:names_sec[4] + names_sec[5]])
+    words, longs = _words(table, "I"), _words(table, "Q")
+    sec_name, sec_type, sec_link = words[0::16], words[1::16], words[10::16]
+    sec_offset, sec_size = longs[3::8], longs[4::8]
+    count = h.shnum
+
+    def section(i: int) -> bytes:
+        return bytes(data[sec_offset[i]:sec_offset[i] + sec_size[i]])
+
+    names = section(h.shstrndx)
     # .nv.compat (the 'a' suffix) is found by name: the name table must be a string table
     # (type SHT_STRTAB, first and last byte NUL), not whatever its header points at
-    if not h.shstrndx or names_sec[1] != elf.SHT_STRTAB or names[:1] != b"\0" or names[-1:] != b"\0":
+    if not h.shstrndx or sec_type[h.shstrndx] != elf.SHT_STRTAB or names[:1] != b"\0" or names[-1:] != b"\0":
         raise FatbinError("cubin has no valid section name table", code="E014")
 
-    def named(n: bytes) -> tuple[int, ...] | None:
+    def named(n: bytes) -> int | None:
         at = names.find(b"\0" + n + b"\0")
         if at < 0 and names.startswith(n + b"\0"):
             at = -1
         elif at < 0:
             return None
-        off = at + 1
-        return next((sec for sec in secs if sec[0] == off), None)
+        try:
+            return sec_name.index(at + 1)
+        except ValueError:
+            return None
 
     # A kernel's parameters live in its own constant bank, section .nv.constant0.<kernel>:
     # device functions have none. With the entry flag (STO_CUDA_ENTRY) cleared, the driver still
     # launches the kernel, so either mark names it. The banks are listed only when a function
     # without the flag needs them (nvcc marks its kernels, so most cubins never do).
     banks: set[bytes] | None = None
-    count = len(secs)
     kernels = []
     cstring = elf.cstring
-    for sec in secs:
-        if sec[1] != elf.SHT_SYMTAB:
+    for i in range(count):
+        if sec_type[i] != elf.SHT_SYMTAB:
             continue
-        if sec[6] >= count:
+        if sec_link[i] >= count:
             raise FatbinError("cubin symbol table links a missing string table", code="E014")
-        strs_sec = secs[sec[6]]
-        strs = bytes(data[strs_sec[4]:strs_sec[4] + strs_sec[5]])
-        raw = data[sec[4]:sec[4] + sec[5]]
-        usable = len(raw) - len(raw) % _SYM.size
-        for name, info, other, shndx, _, _ in _SYM.iter_unpack(raw[:usable]):
-            # Kernels are functions (static ones are local) marked as entries (STO_CUDA_ENTRY)
-            # in their own .text.<name> section.
-            if info & 0xF != 2 or not 0 < shndx < count:
+        strs = section(sec_link[i])
+        raw = section(i)
+        raw = raw[:len(raw) - len(raw) % _SYM.size]
+        sym_name, sym_shndx = _words(raw, "I")[0::6], _words(raw, "H")[3::12]
+        other = raw[5::_SYM.size]
+        # Kernels are functions (static ones are local) marked as entries (STO_CUDA_ENTRY)
+        # in their own .text.<name> section.
+        for j in itertools.compress(range(len(other)), raw[4::_SYM.size].translate(_FUNCTION)):
+            shndx = sym_shndx[j]
+            if not 0 < shndx < count or not names.startswith(b".text.", sec_name[shndx]):
                 continue
-            if not names.startswith(b".text.", secs[shndx][0]):
-                continue
-            if other & 0x10:
-                kernels.append(cstring(strs, name))
+            if other[j] & 0x10:
+                kernels.append(cstring(strs, sym_name[j]))
                 continue
             if banks is None:
-                banks = {names[s[0] + len(_BANK):names.find(b"\0", s[0])] for s in secs
-                         if names.startswith(_BANK, s[0])}
+                banks = {names[o + len(_BANK):names.find(b"\0", o)] for o in sec_name if names.startswith(_BANK, o)}
             if banks:
-                text_name = names[secs[shndx][0] + 6:names.find(b"\0", secs[shndx][0])]
-                if text_name in banks and strs.startswith(text_name + b"\0", name):
-                    kernels.append(cstring(strs, name))
+                text_name = names[sec_name[shndx] + 6:names.find(b"\0", sec_name[shndx])]
+                if text_name in banks and strs.startswith(text_name + b"\0", sym_name[j]):
+                    kernels.append(cstring(strs, sym_name[j]))
     compat = named(b".nv.compat")
     accelerated = h.flags & (EF_CUDA_ACCELERATORS_V8 if h.abiversion >= 8 else EF_CUDA_ACCELERATORS_V7)
-    marked = compat is not None and _compat_arch_specific(bytes(data[compat[4]:compat[4] + compat[5]]))
+    marked = compat is not None and _compat_arch_specific(section(compat))
     suffix = "a" if accelerated or marked else ""
     tk = named(b".note.nv.tkinfo")
-    toolkit = _toolkit(bytes(data[tk[4]:tk[4] + tk[5]])) if tk is not None else None
+    toolkit = _toolkit(section(tk)) if tk is not None else None
     return f"sm_{arch}{suffix}", tuple(sorted(set(kernels))), toolkit
 
 

@@ -565,7 +565,8 @@ class Records:
                                      f"bytes exceeds the {max_payload}-byte bound", code="E012", offset=pos)
         if not src.ensure(payload_at + eh.payload_size):
             raise fatbin.FatbinError("file ends inside an entry payload", code="E011", offset=pos)
-        raw = bytes(src.buf[payload_at - src.base:payload_at - src.base + eh.payload_size])
+        with memoryview(src.buf) as window:  # one copy (a bytearray slice is a copy of its own)
+            raw = bytes(window[payload_at - src.base:payload_at - src.base + eh.payload_size])
         return self.decoding.entry(eh, raw, pos, entry)
 
     def _frame_check(self, src: Source, pos: int, payload_at: int, eh: fatbin.EntryHeader) -> None:
