@@ -123,3 +123,20 @@ def test_findings_name_the_sections_as_the_image_names_them():
     assert f"fatbin container at 0x{last.offset:x} overruns section .nv_fatb" in messages, messages
     assert any(m.startswith("section .nvFatBi: ") for m in messages), messages
     assert not any(".nv_fatbin" in m or ".nvFatBinSegment" in m for m in messages), messages
+
+
+def test_a_dll_whose_import_directory_lists_nothing_still_names_its_delay_loaded_dlls():
+    """sm80_msvc.dll imports cudart64_13.dll and delay-loads nvcuda.dll. With its import
+    directory emptied (a terminator alone, declared as one record), the delay-loaded driver is
+    still read: a DLL that loads everything late is a GPU library all the same."""
+    data = bytearray((PE / "sm80_msvc.dll").read_bytes())
+    assert library_from_bytes("x.dll", bytes(data)).needed == ("cudart64_13.dll", "nvcuda.dll")
+    h = pe.parse_headers(bytes(data[:pe.HEADERS_MAX]), len(data))
+    rva, size = h.directory(pe.DIR_IMPORT)
+    at = h.rva_to_offset(rva)
+    assert at is not None and size == 2 * pe._IMPORT.size
+    data[at:at + pe._IMPORT.size] = bytes(pe._IMPORT.size)
+    lfanew = struct.unpack_from("<I", data, 0x3C)[0]
+    struct.pack_into("<I", data, lfanew + 24 + 112 + 8 * pe.DIR_IMPORT + 4, pe._IMPORT.size)
+    lib = library_from_bytes("x.dll", bytes(data))
+    assert lib.needed == ("nvcuda.dll",) and not lib.problems, (lib.needed, lib.problems)
