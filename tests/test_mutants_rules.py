@@ -6,9 +6,13 @@ each case names the real situation it stands for.
 
 from __future__ import annotations
 
+from archaudit.artifacts import TargetInventory
+from archaudit.audit import Report, judge
+from archaudit.claims import parse_claim
+from archaudit.model import Problem
 from archaudit.policy import Policy
 from archaudit.rules import on_gpu
-from test_rules_units import box, codes, found, lib, ptx, report, sass
+from test_rules_units import CLEAN, box, codes, found, lib, ptx, report, sass
 
 KEPLER_RUNTIME = ("libcudart.so.11.0",)  # Kepler (3.5): its last driver, R470, supports CUDA 11.4
 
@@ -37,3 +41,13 @@ def test_on_gpu_judges_with_the_policy_it_is_given():
     assert on_gpu(hopper, "A100", (8, 0)).code == "G008"
     strict = on_gpu(hopper, "A100", (8, 0), Policy(strict_kernels=True))
     assert strict is not None and strict.code == "G009" and "sm_90a" in strict.message
+
+
+def test_a_problem_of_the_archive_is_a_finding_of_its_code_on_the_target():
+    """A wheel whose zip is damaged (E002 from the reader, for the archive as a whole): the finding
+    keeps the reader's code, names the wheel, and fails the run whatever its libraries say."""
+    inv = TargetInventory("t.whl", "wheel", (CLEAN,), problems=(Problem("E002", "CRC mismatch in demo/libk.so"),))
+    pol = Policy()
+    rep = Report((judge(inv, parse_claim("80;90", "--arch"), pol),), pol)
+    (f,) = found(rep, "E002")
+    assert (f.subject, f.message) == ("t.whl", "t.whl: CRC mismatch in demo/libk.so") and rep.exit_code == 1
