@@ -252,3 +252,85 @@ def test_a_cubin_whose_sections_cannot_be_read_is_e014():
     with pytest.raises(FatbinError) as e:
         decode.decode_entry(h, payload, 4096, fatbin.DEFAULT_MAX_PAYLOAD, base(h))
     assert e.value.code == "E014" and e.value.message.startswith("sm_80 cubin: ") and e.value.offset == 4096
+
+
+# ---- PTX entries decoded -------------------------------------------------------------------------
+
+def ptx_text_entry(text: bytes) -> tuple[fatbin.EntryHeader, bytes]:
+    return ptx_entry_with(zstandard.ZstdCompressor().compress(text), len(text))
+
+
+def ptx_base(h: fatbin.EntryHeader) -> Entry:
+    return Entry("nvidia", "ptx", h.target.replace("sm_", "compute_"))
+
+
+def test_a_decoded_ptx_entry_names_its_target_and_kernels():
+    h, payload = ptx_text_entry(PTX_TEXT)
+    e = decode.decode_entry(h, payload, 0, fatbin.DEFAULT_MAX_PAYLOAD, ptx_base(h))
+    assert (e.decoded, e.ptx_target, e.kernels) == (True, "sm_90", ("_Z4axpyfPKfPfi",))
+    arch_specific = PTX_TEXT.replace(b".target sm_90\n", b".target sm_90a\n")
+    h, payload = ptx_text_entry(arch_specific)
+    assert decode.decode_entry(h, payload, 0, fatbin.DEFAULT_MAX_PAYLOAD, ptx_base(h)).ptx_target == "sm_90a"
+
+
+@pytest.mark.parametrize("text, words", [
+    (PTX_TEXT.replace(b".target sm_90\n", b""), "sm_90 PTX has no .target directive"),
+    (PTX_TEXT.replace(b".target sm_90\n", b".target sm_80\n"), "PTX says .target sm_80, entry header says sm_90"),
+    (PTX_TEXT.replace(b".target sm_90\n", b".target gfx90a\n"), "PTX says .target gfx90a, entry header says sm_90"),
+])
+def test_ptx_whose_target_is_not_its_headers(text, words):
+    h, payload = ptx_text_entry(text)
+    with pytest.raises(FatbinError) as e:
+        decode.decode_entry(h, payload, 4096, fatbin.DEFAULT_MAX_PAYLOAD, ptx_base(h))
+    assert e.value.code == "E014" and e.value.message == words and e.value.offset == 4096
+
+
+def test_a_ptx_entry_is_bounded_by_the_callers_limit():
+    h, payload = ptx_text_entry(PTX_TEXT)
+    with pytest.raises(FatbinError) as e:
+        decode.decode_entry(h, payload, 4096, len(PTX_TEXT) - 1, ptx_base(h))
+    assert e.value.code == "E012" and e.value.offset == 4096 and "verification bound" in e.value.message
+
+
+def test_decode_failures_carry_their_entry_offset():
+    h, payload = ptx_entry_with(zstandard.ZstdCompressor().compress(PTX_TEXT), len(PTX_TEXT) + 1)
+    for call in (lambda: fatbin.decode_payload(h, payload, 777),
+                 lambda: fatbin.decode_payload(h, payload, 777, len(PTX_TEXT))):
+        with pytest.raises(FatbinError) as e:
+            call()
+        assert e.value.code == "E012" and e.value.offset == 777
+    with pytest.raises(FatbinError) as e:
+        fatbin.check_payload_start(entry(PTX_AT, patched(PTX_AT, "<Q", 56, 1)), payload[:64], 777)
+    assert e.value.code == "E012" and e.value.offset == 777
+
+
+def test_lz4_entries_are_bounded_like_zstd_ones():
+    data = bytearray(FATBIN)
+    flags_at = PTX_AT + 40
+    flags = struct.unpack_from("<Q", data, flags_at)[0] & ~fatbin.FLAG_ZSTD | fatbin.FLAG_LZ4
+    struct.pack_into("<Q", data, flags_at, flags)
+    assert entry(PTX_AT, bytes(data)).compression == "lz4"
+    struct.pack_into("<I", data, PTX_AT + 16, 392 + 8)
+    refused("E011", "compressed size 400 exceeds the payload area 392", entry, PTX_AT, bytes(data))
+    struct.pack_into("<I", data, PTX_AT + 16, 300)
+    struct.pack_into("<Q", data, PTX_AT + 56, 0)
+    refused("E011", "compressed entry declares no uncompressed size", entry, PTX_AT, bytes(data))
+
+
+def test_an_opaque_lto_payload_is_kept_as_stored():
+    data = bytearray(FATBIN)
+    struct.pack_into("<H", data, PTX_AT, 8)  # kind 8: LTO IR
+    flags_at = PTX_AT + 40
+    struct.pack_into("<Q", data, flags_at, struct.unpack_from("<Q", data, flags_at)[0] | fatbin.FLAG_OPAQUE_LTO)
+    h = entry(PTX_AT, bytes(data))
+    assert h.compression == "opaque"
+    payload = FATBIN[PTX_AT + 80:PTX_AT + 80 + 392]
+    assert fatbin.decode_payload(h, payload, 0, 1) == payload  # not decoded, so not bounded either
+
+
+def test_an_entry_identifier_is_read_from_its_header():
+    data = bytearray(FATBIN)
+    struct.pack_into("<II", data, PTX_AT + 32, 64, 16)
+    data[PTX_AT + 64:PTX_AT + 80] = b"kern.cu  -O3    "
+    h = entry(PTX_AT, bytes(data))
+    assert fatbin.identifier(bytes(data[PTX_AT:PTX_AT + 80]), h) == "kern.cu  -O3"
