@@ -289,3 +289,140 @@ def test_bytes_between_entries_must_be_zero():
 def test_code_objects_are_version_5_as_clang_19_writes_them():
     """clang 19 (tests/fixtures/amd/bin/CLANG_VERSION) defaults to code object v5."""
     assert {e.code_version for e in hip.parse(PLAIN, 0, "s").entries} == {(5, 0)}
+
+
+# ---- bundle headers at their bounds ----------------------------------------------------------------
+
+def header(entries: list[tuple[int, int, bytes]]) -> bytes:
+    out = hip.UNCOMPRESSED_MAGIC + struct.pack("<Q", len(entries))
+    for off, size, ident in entries:
+        out += struct.pack("<QQQ", off, size, len(ident)) + ident
+    return out
+
+
+def test_the_most_entries_and_the_longest_id_a_header_may_hold():
+    most = header([(0, 0, b"h")] * hip.MAX_ENTRIES)
+    assert hip.extent(most) == len(most)
+    raises("E030", lambda: hip.extent(header([(0, 0, b"h")] * (hip.MAX_ENTRIES + 1))),
+           f"declares {hip.MAX_ENTRIES + 1} entries")
+    for n in (1, hip.MAX_ID_LEN):
+        one = header([(0, 0, b"h" * n)])
+        assert hip.extent(one) == len(one)
+    raises("E030", lambda: hip.extent(header([(0, 0, b"h" * (hip.MAX_ID_LEN + 1))])), "has an id of 1025 bytes")
+    raises("E030", lambda: hip.extent(header([(0, 0, b"")])), "has an id of 0 bytes")
+
+
+def test_offsets_and_sizes_up_to_the_believable_bound():
+    assert hip.extent(header([(hip.MAX_BUNDLE, 0, b"h")])) is not None
+    assert hip.extent(header([(64, hip.MAX_BUNDLE, b"h")])) == 64 + hip.MAX_BUNDLE
+    for off, size in ((hip.MAX_BUNDLE + 1, 0), (64, hip.MAX_BUNDLE + 1)):
+        raises("E030", lambda: hip.extent(header([(off, size, b"h")])), f"declares offset {off}, size {size}")
+
+
+def test_a_head_of_exactly_the_header_knows_the_bundle_extent():
+    n = struct.unpack_from("<Q", PLAIN, 24)[0]
+    pos = 32
+    for _ in range(n):
+        pos += 24 + struct.unpack_from("<Q", PLAIN, pos + 16)[0]
+    assert hip.extent(PLAIN[:pos]) == len(PLAIN)
+    assert hip.extent(PLAIN[:pos - 1]) is None
+    first_id_end = 32 + 24 + struct.unpack_from("<Q", PLAIN, 48)[0]
+    assert hip.extent(PLAIN[:first_id_end + 24]) is None  # the next record, but not its id
+    raises("E030", lambda: hip.extent(PLAIN[:24] + struct.pack("<Q", 0)), "declares 0 entries")  # 32 bytes
+
+
+@pytest.mark.parametrize("ident, words", [
+    (b"hipv4-amdgcn-amd-amdhsa--gfx1100", None),
+    (b"hipv4-amdgcn-amd-amdhsa--gfx9999", "bundle id 'hipv4-amdgcn-amd-amdhsa--gfx9999': "),
+    (b"hipv4-amdgcn-amd-amdhsa-xgfx1100", "names no gfx target"),
+    (b"hipv4-amdgcn-amd-amdhsa--gfx11\xff0", "id is not ASCII"),
+    (b"hipv4-amdgcn-amd-amdhsa--gfx11\x070", "is not printable"),
+])
+def test_entry_ids_that_name_no_target(ident, words):
+    bundle = replace_id(PLAIN, b"hipv4-amdgcn-amd-amdhsa--gfx1100", ident)
+    if words is None:
+        assert "gfx1100" in targets(hip.parse(bundle, 0, "s"))
+    else:
+        raises("E030", lambda: hip.parse(bundle, 0, "s"), words)
+
+
+def test_no_bundle_magic():
+    raises("E030", lambda: hip.extent(b"__CLANG_OFFLOAD_BUNDLX__" + bytes(40)), "no offload bundle magic")
+    raises("E030", lambda: hip.extent(b"__CLANG"[:4] + b"X"), "no offload bundle magic")
+
+
+# ---- code objects ---------------------------------------------------------------------------------
+
+HSACO = (BIN / "gfx90a_xnack_on.hsaco").read_bytes()
+# tests/fixtures/amd/src/kernels.hip: extern "C" saxpy, and scale<float>, scale<double> (Itanium mangling)
+SOURCE_KERNELS = {"saxpy", "_Z5scaleIfEvPT_S0_", "_Z5scaleIdEvPT_S0_"}
+
+
+def sections(co: bytes) -> list[tuple[int, ...]]:
+    shoff, = struct.unpack_from("<Q", co, 40)
+    shnum, = struct.unpack_from("<H", co, 60)
+    return [struct.unpack_from("<IIQQQQIIQQ", co, shoff + i * 64) for i in range(shnum)]
+
+
+def test_code_object_kernels_are_the_sources():
+    target, version, kernels = hip.read_code_object(HSACO)
+    assert (target, version, set(kernels)) == ("gfx90a:xnack+", 5, SOURCE_KERNELS)
+    for e in hip.parse(PLAIN, 0, "s").entries:
+        assert set(e.kernels or ()) == SOURCE_KERNELS
+
+
+def test_code_object_without_a_symtab_reads_its_dynsym():
+    co = bytearray(HSACO)
+    shoff, = struct.unpack_from("<Q", co, 40)
+    (i,) = [i for i, s in enumerate(sections(HSACO)) if s[1] == 2]
+    struct.pack_into("<I", co, shoff + i * 64 + 4, 0)  # SHT_SYMTAB -> SHT_NULL
+    assert set(hip.read_code_object(bytes(co))[2]) == SOURCE_KERNELS
+
+
+def edit(co: bytes, at: int, fmt: str, value: int) -> bytes:
+    out = bytearray(co)
+    struct.pack_into(fmt, out, at, value)
+    return bytes(out)
+
+
+def test_code_object_tables_that_lie_outside_it():
+    n = len(HSACO)
+    shoff, = struct.unpack_from("<Q", HSACO, 40)
+    shnum, = struct.unpack_from("<H", HSACO, 60)
+    assert hip.read_code_object(edit(HSACO, 60, "<H", 0))[2] == ()  # no sections: no kernels named
+    for at, fmt, value in ((58, "<H", 32), (40, "<Q", n + 1), (40, "<Q", n - shnum * 64 + 1)):
+        raises("E030", lambda: hip.read_code_object(edit(HSACO, at, fmt, value)), "section headers lie outside it")
+    (i,) = [i for i, s in enumerate(sections(HSACO)) if s[1] == 2]
+    sym = shoff + i * 64
+    _, _, _, _, off, size, link, _, _, _ = sections(HSACO)[i]
+    for at, fmt, value in ((sym + 56, "<Q", 16), (sym + 32, "<Q", n - size + 1), (sym + 40, "<I", shnum)):
+        raises("E030", lambda: hip.read_code_object(edit(HSACO, at, fmt, value)), "symbol table is malformed")
+    strsec = shoff + link * 64
+    str_size = sections(HSACO)[link][5]
+    raises("E030", lambda: hip.read_code_object(edit(HSACO, strsec + 24, "<Q", n - str_size + 1)),
+           "string table lies outside it")
+    kd = [j for j in range(size // 24) if HSACO[off + j * 24 + 4] & 0xF == 1]
+    raises("E030", lambda: hip.read_code_object(edit(HSACO, off + kd[0] * 24, "<I", str_size)),
+           "symbol name lies outside its string table")
+
+
+@pytest.mark.parametrize("at, value, words", [
+    (4, 1, "not a little-endian ELF64"), (5, 2, "not a little-endian ELF64"),
+    (7, 0, "OS ABI 0 is not AMDGPU HSA"), (8, 9, "ABI version 9 is unknown"), (8, 0, "ABI version 0 is unknown"),
+])
+def test_code_object_identity_bytes(at, value, words):
+    raises("E030", lambda: hip.read_code_object(HSACO[:at] + bytes([value]) + HSACO[at + 1:]), words)
+
+
+def test_code_object_v3_and_v4_feature_bits():
+    """Code object v3 (EI_ABIVERSION 1) has one bit per feature, clear meaning off; v4 on
+    (EI_ABIVERSION 2 and later) two bits per feature, 0 and 1 meaning unspecified."""
+    gfx906 = next(m for m, p in __import__("archaudit.gfx", fromlist=["x"]).processor_by_mach().items()
+                  if p.name == "gfx906")
+    assert hip.target_from_elf(gfx906, 1) == "gfx906:sramecc-:xnack-"
+    assert hip.target_from_elf(gfx906 | hip.EF_AMDGPU_FEATURE_XNACK_V3, 1) == "gfx906:sramecc-:xnack+"
+    assert hip.target_from_elf(gfx906 | hip.EF_AMDGPU_FEATURE_SRAMECC_V3, 1) == "gfx906:sramecc+:xnack-"
+    assert hip.target_from_elf(gfx906 | (0x2 << 8), 2) == "gfx906:xnack-"
+    assert hip.target_from_elf(gfx906 | (0x3 << 10), 2) == "gfx906:sramecc+"
+    with pytest.raises(ValueError, match="predates target IDs"):
+        hip.target_from_elf(gfx906, 0)
