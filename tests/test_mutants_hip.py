@@ -316,7 +316,7 @@ def test_offsets_and_sizes_up_to_the_believable_bound():
     assert hip.extent(header([(hip.MAX_BUNDLE, 0, b"h")])) is not None
     assert hip.extent(header([(64, hip.MAX_BUNDLE, b"h")])) == 64 + hip.MAX_BUNDLE
     for off, size in ((hip.MAX_BUNDLE + 1, 0), (64, hip.MAX_BUNDLE + 1)):
-        raises("E030", lambda: hip.extent(header([(off, size, b"h")])), f"declares offset {off}, size {size}")
+        raises("E030", lambda o=off, s=size: hip.extent(header([(o, s, b"h")])), f"declares offset {off}, size {size}")
 
 
 def test_a_head_of_exactly_the_header_knows_the_bundle_extent():
@@ -391,12 +391,14 @@ def test_code_object_tables_that_lie_outside_it():
     shnum, = struct.unpack_from("<H", HSACO, 60)
     assert hip.read_code_object(edit(HSACO, 60, "<H", 0))[2] == ()  # no sections: no kernels named
     for at, fmt, value in ((58, "<H", 32), (40, "<Q", n + 1), (40, "<Q", n - shnum * 64 + 1)):
-        raises("E030", lambda: hip.read_code_object(edit(HSACO, at, fmt, value)), "section headers lie outside it")
+        raises("E030", lambda a=at, f=fmt, v=value: hip.read_code_object(edit(HSACO, a, f, v)),
+               "section headers lie outside it")
     (i,) = [i for i, s in enumerate(sections(HSACO)) if s[1] == 2]
     sym = shoff + i * 64
     _, _, _, _, off, size, link, _, _, _ = sections(HSACO)[i]
     for at, fmt, value in ((sym + 56, "<Q", 16), (sym + 32, "<Q", n - size + 1), (sym + 40, "<I", shnum)):
-        raises("E030", lambda: hip.read_code_object(edit(HSACO, at, fmt, value)), "symbol table is malformed")
+        raises("E030", lambda a=at, f=fmt, v=value: hip.read_code_object(edit(HSACO, a, f, v)),
+               "symbol table is malformed")
     strsec = shoff + link * 64
     str_size = sections(HSACO)[link][5]
     raises("E030", lambda: hip.read_code_object(edit(HSACO, strsec + 24, "<Q", n - str_size + 1)),
