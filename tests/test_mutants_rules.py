@@ -51,3 +51,10 @@ def test_a_problem_of_the_archive_is_a_finding_of_its_code_on_the_target():
     rep = Report((judge(inv, parse_claim("80;90", "--arch"), pol),), pol)
     (f,) = found(rep, "E002")
     assert (f.subject, f.message) == ("t.whl", "t.whl: CRC mismatch in demo/libk.so") and rep.exit_code == 1
+
+
+def test_g012_is_reported_for_every_claimed_gpu_after_one_that_only_misses_code():
+    """Claim 3.0 and 3.5 for a cubin for sm_35 built by CUDA 12: 3.0 has no code at all (G001),
+    3.5 has only code Kepler's last driver cannot run (G012). Both are reported."""
+    rep = report(lib(box(sass("sm_35", toolkit=(12, 0))), needed=KEPLER_RUNTIME), arch="30;35")
+    assert codes(rep) == ["G001", "G012"] and found(rep, "G012")[0].get("gpu") == "35" and rep.exit_code == 1
