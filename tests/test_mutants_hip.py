@@ -428,3 +428,21 @@ def test_code_object_v3_and_v4_feature_bits():
     assert hip.target_from_elf(gfx906 | (0x3 << 10), 2) == "gfx906:sramecc+"
     with pytest.raises(ValueError, match="predates target IDs"):
         hip.target_from_elf(gfx906, 0)
+
+
+def test_compressed_bundles_holding_no_whole_bundle():
+    """The payload decodes to its declared size and hash, but what it holds is not a bundle,
+    or a bundle cut short."""
+    junk = bytes(range(256)) * 2
+    raises("E030", lambda: hip.parse(ccob(junk, 3, "zstd"), 0, "s"), "does not hold an offload bundle")
+    cut = PLAIN[:-100]
+    raises("E030", lambda: hip.parse(ccob(cut, 3, "zstd"), 0, "s"), "inside the compressed bundle is truncated")
+
+
+def test_a_declared_size_at_the_decode_limit_is_decoded():
+    c = hip.parse(ccob(PLAIN, 3, "zstd"), 0, "s", max_decoded=len(PLAIN))
+    assert targets(c) == targets(hip.parse(PLAIN, 0, "s"))
+
+
+def test_a_code_object_for_an_unknown_processor():
+    raises("E030", lambda: hip.read_code_object(edit(HSACO, 48, "<I", 0x0FF)), "code object: unknown EF_AMDGPU_MACH")
