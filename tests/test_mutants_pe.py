@@ -140,3 +140,65 @@ def test_a_dll_whose_import_directory_lists_nothing_still_names_its_delay_loaded
     struct.pack_into("<I", data, lfanew + 24 + 112 + 8 * pe.DIR_IMPORT + 4, pe._IMPORT.size)
     lib = library_from_bytes("x.dll", bytes(data))
     assert lib.needed == ("nvcuda.dll",) and not lib.problems, (lib.needed, lib.problems)
+
+
+# ---- the header checks at their bounds -------------------------------------------------------------
+
+DLL = (PE / "sm80.dll").read_bytes()
+LFANEW = struct.unpack_from("<I", DLL, 0x3C)[0]
+NSECTIONS, OPT_SIZE = struct.unpack_from("<H", DLL, LFANEW + 6)[0], struct.unpack_from("<H", DLL, LFANEW + 20)[0]
+TABLE = LFANEW + 24 + OPT_SIZE
+TABLE_END = TABLE + NSECTIONS * 40
+
+
+def headers_error(data: bytes, size: int) -> str:
+    with pytest.raises(pe.PeError) as e:
+        pe.parse_headers(data, size)
+    assert e.value.code == "E021"
+    return e.value.message
+
+
+def with_lfanew(value: int) -> bytes:
+    return DLL[:0x3C] + struct.pack("<I", value) + DLL[0x40:]
+
+
+def test_the_first_64_bytes_and_the_pe_header_offset():
+    assert headers_error(DLL[:63], len(DLL)) == "not a PE image (no MZ header)"
+    assert headers_error(b"MZ" + DLL[2:64].replace(b"MZ", b"XX"), 64).startswith("PE header offset")
+    assert headers_error(with_lfanew(3), len(DLL)) == "PE header offset 0x3 lies outside the file's headers"
+    assert headers_error(with_lfanew(4), len(DLL)).startswith("no PE signature")  # inside, but no signature there
+    last = len(DLL) - 24  # the COFF header ends at the file's end: inside
+    assert headers_error(with_lfanew(last), len(DLL)).startswith("no PE signature")
+    assert "lies outside" in headers_error(with_lfanew(last + 1), len(DLL))
+
+
+def test_headers_cut_short():
+    assert headers_error(DLL[:LFANEW + 23], len(DLL)) == "PE header is truncated"
+    assert headers_error(DLL[:TABLE_END - 1], len(DLL)) == "section table is truncated"
+    assert pe.parse_headers(DLL[:TABLE_END], len(DLL)).sections  # exactly the headers: enough
+
+
+def test_a_section_table_past_the_end_of_the_file():
+    assert headers_error(DLL[:TABLE_END], TABLE_END - 1) == "section table lies outside the file's headers"
+    assert "section table" not in headers_error(DLL[:TABLE_END], TABLE_END)  # inside; its sections are not
+
+
+@pytest.mark.parametrize("opt_size, words", [(1, "no optional header: an object file, not an image"),
+                                             (0, "no optional header: an object file, not an image"),
+                                             (2, "optional header of 2 bytes is too short for its magic"),
+                                             (111, "optional header of 111 bytes is too short for its magic")])
+def test_optional_headers_too_short(opt_size, words):
+    data = DLL[:LFANEW + 20] + struct.pack("<H", opt_size) + DLL[LFANEW + 22:]
+    assert headers_error(data, len(data)) == words
+
+
+def test_directories_past_the_declared_count_are_not_read():
+    """The loader reads only NumberOfRvaAndSizes directories: declared 13, the delay-import
+    directory (index 13) of sm80_msvc.dll is not there, so nvcuda.dll is not a dependency."""
+    data = bytearray((PE / "sm80_msvc.dll").read_bytes())
+    lfanew = struct.unpack_from("<I", data, 0x3C)[0]
+    count_at = lfanew + 24 + 108
+    assert struct.unpack_from("<I", data, count_at)[0] == 16
+    for declared, needed in ((14, ("cudart64_13.dll", "nvcuda.dll")), (13, ("cudart64_13.dll",))):
+        struct.pack_into("<I", data, count_at, declared)
+        assert library_from_bytes("x.dll", bytes(data)).needed == needed
