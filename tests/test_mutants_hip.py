@@ -446,3 +446,14 @@ def test_a_declared_size_at_the_decode_limit_is_decoded():
 
 def test_a_code_object_for_an_unknown_processor():
     raises("E030", lambda: hip.read_code_object(edit(HSACO, 48, "<I", 0x0FF)), "code object: unknown EF_AMDGPU_MACH")
+
+
+@pytest.mark.parametrize("method", ["zlib", "zstd"])
+def test_a_payload_one_chunk_past_a_large_declared_size_is_refused(method):
+    """Over 1 MiB the payload is decoded a chunk (1 MiB) at a time: with the declared size a whole
+    number of chunks (3 MiB: the bundle and zero padding), the byte past it must still be read."""
+    content = PLAIN + bytes((3 << 20) - len(PLAIN))
+    longer = content + bytes(100)
+    payload = zlib.compress(longer) if method == "zlib" else frame(longer)
+    raises("E031", lambda: hip.parse(ccob(content, 3, method, payload=payload), 0, "s"),
+           "decodes to more than its declared")
