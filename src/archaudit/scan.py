@@ -1029,9 +1029,9 @@ def attribute(found: ScanResult, sections: list[elf.Section], segments: tuple[el
                                     s.offset))
         if s.name in FATBIN_SECTIONS and s.size and not _accounted(s, found.containers, alignment):
             covered = sum(c.size for c in found.containers if s.offset <= c.offset < s.file_end)
-            problems.append(Problem(
-                "E011", f"{s.name}: {s.size - covered} of its {s.size} bytes are not a valid "
-                        f"fatbin container", s.offset))
+            why = (f"{s.size - covered} of its {s.size} bytes are not a valid fatbin container" if covered <= s.size
+                   else f"its containers declare {covered} bytes, {covered - s.size} more than the section holds")
+            problems.append(Problem("E011", f"{s.name}: {why}", s.offset))
     out.sort(key=lambda c: c.offset)
     return out
 
