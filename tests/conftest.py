@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
 from reference_tools import missing_tool
@@ -15,3 +18,13 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     for mark in item.iter_markers("reference_tool"):
         if not mark.kwargs["present"]:
             missing_tool(mark.kwargs["tool"])
+
+
+@pytest.fixture
+def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A working directory holding the bundled example wheel, so outputs name no machine path."""
+    from archaudit import core
+
+    shutil.copy(core.example_wheel(), tmp_path / "gpu_example-1.0-py3-none-linux_x86_64.whl")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path

@@ -24,13 +24,6 @@ BIN = HERE / "fixtures" / "cuda" / "bin"
 EXAMPLE = "gpu_example-1.0-py3-none-linux_x86_64.whl"
 
 
-@pytest.fixture
-def scratch(tmp_path, monkeypatch):
-    shutil.copy(core.example_wheel(), tmp_path / EXAMPLE)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
 def run(*args: str) -> tuple[int, dict]:
     rc = main(["check", "--no-config", "-q", "--format", "json", "-o", "out.json", *args])
     doc = json.loads(Path("out.json").read_text(encoding="utf-8")) if rc != 2 else {}

@@ -10,19 +10,10 @@ import shutil
 import zipfile
 from pathlib import Path
 
-import pytest
-
 from archaudit import core
 from archaudit.cli import main
 
 EXAMPLE = "gpu_example-1.0-py3-none-linux_x86_64.whl"
-
-
-@pytest.fixture
-def scratch(tmp_path, monkeypatch):
-    shutil.copy(core.example_wheel(), tmp_path / EXAMPLE)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
 
 
 def check(*args: str, config: str | None = None) -> tuple[int, list[tuple[str, str]], list[str]]:
