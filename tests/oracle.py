@@ -187,26 +187,26 @@ def _fatbin_pieces(path: str, offset: int, size: int, directory: str) -> list[st
     follows; zero padding up to the section's alignment may sit between containers.
     """
     with open(path, "rb") as f:
-        f.seek(offset)
-        section = f.read(size)
-    cuts, start, pos = [], 0, 0
-    while pos + 16 <= size:
-        magic, _version, header_size, fat_size = struct.unpack_from("<IHHQ", section, pos)
-        if magic != _FATBIN_MAGIC:
-            pos += 8
-            continue
-        end = pos + header_size + fat_size
-        if end - start > PIECE_BYTES and pos > start:
-            cuts.append((start, pos))
-            start = pos
-        pos = end
-    cuts.append((start, size))
-    files = []
-    for i, (a, b) in enumerate(cuts):
-        piece = os.path.join(directory, f"piece{i}.fatbin")
-        with open(piece, "wb") as out:
-            out.write(section[a:b])
-        files.append(piece)
+        fd = f.fileno()
+        cuts, start, pos = [], 0, 0
+        while pos + 16 <= size:  # only the 16-byte headers are read, not the section
+            magic, _version, header_size, fat_size = struct.unpack("<IHHQ", os.pread(fd, 16, offset + pos))
+            if magic != _FATBIN_MAGIC:
+                pos += 8
+                continue
+            end = pos + header_size + fat_size
+            if end - start > PIECE_BYTES and pos > start:
+                cuts.append((start, pos))
+                start = pos
+            pos = end
+        cuts.append((start, size))
+        files = []
+        for i, (a, b) in enumerate(cuts):
+            piece = os.path.join(directory, f"piece{i}.fatbin")
+            with open(piece, "wb") as out:
+                for at in range(a, b, 1 << 20):
+                    out.write(os.pread(fd, min(1 << 20, b - at), offset + at))
+            files.append(piece)
     return files
 
 
