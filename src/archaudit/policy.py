@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal, NamedTuple
 
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
 from .filters import IgnoreRule
 
 
@@ -50,12 +52,10 @@ def wheel_driver_os(target: str) -> Literal["linux", "windows"] | None:
     (manylinux*, musllinux*, linux_*); None otherwise (macOS, any, a name that is not a
     wheel's, a mix)."""
     name = target.replace("\\", "/").rsplit("/", 1)[-1]
-    if not name.lower().endswith(".whl"):
+    try:
+        tags = {t.platform for t in parse_wheel_filename(name)[3]}
+    except (InvalidWheelFilename, ValueError):
         return None
-    parts = name[:-4].split("-")
-    if len(parts) < 5:
-        return None
-    tags = parts[-1].lower().split(".")
     if all(t.startswith("win") for t in tags):
         return "windows"
     if all(t.startswith(("manylinux", "musllinux", "linux")) for t in tags):
