@@ -457,3 +457,57 @@ def test_a_payload_one_chunk_past_a_large_declared_size_is_refused(method):
     payload = zlib.compress(longer) if method == "zlib" else frame(longer)
     raises("E031", lambda: hip.parse(ccob(content, 3, method, payload=payload), 0, "s"),
            "decodes to more than its declared")
+
+
+# ---- kernel names at the edges of the symbol and string tables ------------------------------------
+
+K = (BIN / "gfx90a_kernel_k.hsaco").read_bytes()  # clang: one kernel named "k" (src/one_letter.hip)
+
+
+def symbol_table(co: bytes) -> tuple[int, int, int, int]:
+    """(offset, size) of .symtab and (offset, size) of its string table."""
+    secs = sections(co)
+    (sym,) = [s for s in secs if s[1] == 2]
+    return sym[4], sym[5], secs[sym[6]][4], secs[sym[6]][5]
+
+
+def test_a_one_letter_kernel_is_named():
+    assert hip.read_code_object(K) == ("gfx90a", 5, ("k",))
+
+
+def symbol_name(co: bytes, record: bytes) -> bytes:
+    _, _, str_off, _ = symbol_table(co)
+    at = str_off + struct.unpack_from("<I", record)[0]
+    return co[at:co.index(b"\0", at)]
+
+
+def test_a_kernel_descriptor_that_is_the_last_symbol_is_read():
+    """Another linker may order the symbols otherwise: with k.kd moved to the last record of
+    .symtab (after __hip_cuid_), the kernel is still found."""
+    off, size, _, _ = symbol_table(K)
+    records = [K[at:at + 24] for at in range(off, off + size, 24)]
+    (kd,) = [j for j, r in enumerate(records) if symbol_name(K, r) == b"k.kd"]
+    assert kd < len(records) - 1
+    moved = records[:kd] + records[kd + 1:] + [records[kd]]
+    assert hip.read_code_object(K[:off] + b"".join(moved) + K[off + size:])[2] == ("k",)
+
+
+def test_an_object_name_the_string_table_does_not_end_is_malformed():
+    """The string table cut inside its last object symbol's name (__hip_cuid_...): no NUL ends
+    that name inside the table, so the table is not the one the symbols were written for."""
+    secs = sections(HSACO)
+    (sym,) = [s for s in secs if s[1] == 2]
+    _, _, str_off, str_size = symbol_table(HSACO)
+    cuid = HSACO.index(b"__hip_cuid_", str_off) - str_off
+    assert cuid + 16 < str_size
+    shoff, = struct.unpack_from("<Q", HSACO, 40)
+    raises("E030", lambda: hip.read_code_object(edit(HSACO, shoff + sym[6] * 64 + 32, "<Q", cuid + 16)),
+           "symbol name lies outside its string table")
+
+
+def test_a_kernel_name_that_is_not_utf8_is_read_with_a_replacement_character():
+    """LLVM writes ASCII names; a byte that is no UTF-8 in one is shown as U+FFFD, not a crash."""
+    _, _, str_off, _ = symbol_table(HSACO)
+    at = HSACO.index(b"_Z5scaleIdEvPT_S0_.kd", str_off) + 2
+    co = HSACO[:at] + b"\xff" + HSACO[at + 1:]
+    assert set(hip.read_code_object(co)[2]) == SOURCE_KERNELS - {"_Z5scaleIdEvPT_S0_"} | {"_Z\ufffdscaleIdEvPT_S0_"}
