@@ -1,12 +1,31 @@
-"""Bare device-code files whose header lines are missing, pinned where mutation testing found the
-branch loose (docs/mutation.md)."""
+"""What scan.py builds from a file, pinned where mutation testing found it loose
+(docs/mutation.md).
+
+Inputs are the nvcc- and clang-built fixtures (tests/fixtures/cuda/bin, tests/fixtures/amd/bin)
+or their bytes with one fact changed. Facts expected come from the build (build.sh's -arch, the
+kernels in the sources, NVCC_VERSION, llvm-readelf's REFERENCE.txt), never from the reader.
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import struct
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
+from archaudit import fatbin, scan
 from archaudit.cli import main
+from archaudit.model import CODE_OBJECT, PTX, SASS, STANDALONE, Container, Entry, Library, Problem
+from test_hip import BIN as AMD, ccob, first_bundle
+
+CUDA = Path(__file__).resolve().parent / "fixtures" / "cuda" / "bin"
+AXPY = "_Z4axpyfPKfPfi"  # kern.cu's `axpy(float, const float*, float*, int)`, Itanium-mangled
+NVCC = tuple(int(x) for x in re.search(rb"release (\d+)\.(\d+)", (CUDA / "NVCC_VERSION").read_bytes()).groups())
+PLAIN = first_bundle(AMD / "hip_two_plain.so")  # gfx1102 and gfx1200, uncompressed
 
 
 def run(path, tmp_path, *claim: str) -> tuple[int, list[tuple[str, str]]]:
@@ -16,10 +35,18 @@ def run(path, tmp_path, *claim: str) -> tuple[int, list[tuple[str, str]]]:
     return rc, [(f["code"], f["message"]) for t in doc["targets"] for f in t["findings"]]
 
 
+def read(name: str, data: bytes, **kw: int) -> Library:
+    return scan.library_from_bytes(name, data, **kw)  # type: ignore[arg-type]
+
+
+def problems(lib: Library) -> list[tuple[str, str, int | None]]:
+    return [(p.code, p.message, p.offset) for p in lib.problems]
+
+
 def test_ptx_file_without_a_target_directive_is_e014_not_an_internal_error(tmp_path):
     """nvcc's kern_80.ptx with its `.target` line removed: the architecture it is for is unknown,
     so it is malformed device code (E014), a finding and exit 1, not E099."""
-    text = Path(__file__).resolve().parent.joinpath("fixtures", "cuda", "bin", "kern_80.ptx").read_text()
+    text = (CUDA / "kern_80.ptx").read_text()
     kept = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith(".target"))
     assert kept != text.rstrip("\n")
     bad = tmp_path / "kern_no_target.ptx"
@@ -27,3 +54,319 @@ def test_ptx_file_without_a_target_directive_is_e014_not_an_internal_error(tmp_p
     rc, found = run(bad, tmp_path, "--arch", "8.0+PTX")
     assert rc == 1 and ("E014", "kern_no_target.ptx: PTX has no .target sm_XX directive") in found, found
     assert "E099" not in [c for c, _ in found]
+
+
+# ---- bare device-code files: all of the file is one entry ---------------------------------------
+
+def test_a_bare_cubin_is_one_standalone_sass_entry_of_its_architecture():
+    data = (CUDA / "kern_sm80.cubin").read_bytes()  # nvcc -cubin -arch=sm_80 kern.cu
+    entry = Entry("nvidia", SASS, "sm_80", (1, data[8]), "none", len(data), len(data), 0,
+                  kernels=(AXPY,), toolkit=NVCC, decoded=True)
+    assert read("kern_sm80.cubin", data) == Library(
+        "kern_sm80.cubin", len(data), "cubin", (Container("nvidia", STANDALONE, "", 0, len(data), (entry,)),))
+
+
+def test_a_bare_code_object_is_one_standalone_entry_of_its_target():
+    data = (AMD / "gfx90a_xnack_on.hsaco").read_bytes()  # REFERENCE.txt: gfx90a:xnack+, 3 kernels
+    kernels = ("_Z5scaleIdEvPT_S0_", "_Z5scaleIfEvPT_S0_", "saxpy")  # kernels.hip: scale<double/float>, saxpy
+    entry = Entry("amd", CODE_OBJECT, "gfx90a:xnack+", (0, 0), "none", len(data), len(data), 0,
+                  kernels=kernels, decoded=True)
+    assert read("k.hsaco", data) == Library(
+        "k.hsaco", len(data), "hsaco", (Container("amd", STANDALONE, "", 0, len(data), (entry,)),))
+
+
+def test_a_cubin_for_no_cuda_architecture_is_e014():
+    data = bytearray((CUDA / "kern_sm80.cubin").read_bytes())
+    flags = struct.unpack_from("<I", data, 48)[0]
+    struct.pack_into("<I", data, 48, flags & ~0xFF00)  # the SM number (e_flags bits 8-15) set to 0
+    lib = read("k.cubin", bytes(data))
+    assert [p.code for p in lib.problems] == ["E014"] and not lib.containers, lib
+    assert "cubin e_flags name no CUDA architecture" in lib.problems[0].message
+
+
+def ptx(text: str, name: str = "k.ptx") -> Library:
+    return read(name, text.encode())
+
+
+KERN_80 = (CUDA / "kern_80.ptx").read_text()  # nvcc -ptx -arch=compute_80 kern.cu
+
+
+def test_a_bare_ptx_file_is_one_standalone_ptx_entry():
+    version = tuple(int(x) for x in re.search(r"^\.version (\d+)\.(\d+)$", KERN_80, re.M).groups())
+    size = len(KERN_80.encode())
+    entry = Entry("nvidia", PTX, "sm_80", version, "none", size, size, 0, kernels=(AXPY,), decoded=True,
+                  ptx_target="sm_80")
+    assert ptx(KERN_80) == Library("k.ptx", size, "ptx", (Container("nvidia", STANDALONE, "", 0, size, (entry,)),))
+
+
+def test_ptx_without_a_version_directive_has_version_zero():
+    text = re.sub(r"^\.version .*\n", "", KERN_80, flags=re.M)
+    (entry,) = ptx(text).containers[0].entries
+    assert entry.code_version == (0, 0) and entry.target == "sm_80"
+
+
+def test_ptx_naming_its_target_as_compute_is_read_as_that_sm():
+    (entry,) = ptx(KERN_80.replace(".target sm_80", ".target compute_80")).containers[0].entries
+    assert (entry.target, entry.ptx_target) == ("sm_80", "sm_80")
+
+
+@pytest.mark.parametrize("target, message", [
+    ("gfx90a", "PTX has no .target sm_XX directive"),
+    ("sm_8x", "PTX .target 'sm_8x' is not a CUDA architecture"),
+])
+def test_ptx_whose_target_is_no_cuda_architecture_is_e014(target, message):
+    text = KERN_80.replace(".target sm_80", f".target {target}")
+    size = len(text.encode())
+    assert ptx(text) == Library("k.ptx", size, "ptx", problems=(Problem("E014", message),))
+
+
+def test_a_file_named_as_device_code_that_is_none_is_e014():
+    data = b"\x00" * 100
+    for name in ("k.cubin", "k.fatbin", "k.hsaco"):
+        assert read(name, data) == Library(name, 100, "other", problems=(
+            Problem("E014", "not a cubin, fatbin, PTX or code object"),))
+
+
+# ---- bare containers: .fatbin files and offload bundles -----------------------------------------
+
+KERN_FATBIN = (CUDA / "kern.fatbin").read_bytes()  # sm_80 cubin, zstd compute_90 PTX
+
+
+def test_a_bare_fatbin_is_one_standalone_container():
+    lib = read("k.fatbin", KERN_FATBIN)
+    assert (lib.format, lib.size, lib.problems) == ("fatbin", len(KERN_FATBIN), ())
+    (c,) = lib.containers
+    assert (c.vendor, c.role, c.section, c.offset, c.size) == ("nvidia", STANDALONE, "", 0, len(KERN_FATBIN))
+    assert [(e.target, e.kind, e.offset) for e in c.entries] == [("sm_80", SASS, 16), ("sm_90", PTX, 3448)]
+
+
+def test_a_file_starting_with_a_container_magic_must_start_with_a_container():
+    """A library whose first bytes were overwritten by the magic would otherwise pass with the
+    containers it embeds read as standalone code."""
+    data = fatbin.MAGIC + b"\x07" * 12 + KERN_FATBIN
+    lib = read("k.fatbin", data)
+    assert [c.offset for c in lib.containers] == [16]
+    assert problems(lib) == [("E011", "the file starts with a container magic, but its first valid container "
+                                      "starts at 0x10", 0)]
+
+
+def test_a_file_starting_with_a_container_magic_and_holding_none_is_e011():
+    assert problems(read("k.fatbin", fatbin.MAGIC + b"\0" * 60)) == [("E011", "not a valid fatbin container", None)]
+
+
+def test_a_container_declaring_more_than_the_file_is_the_only_finding():
+    data = KERN_FATBIN[:-8]  # the header still declares the whole container
+    head = fatbin.parse_container_header(KERN_FATBIN)
+    assert head is not None
+    assert problems(read("k.fatbin", data)) == [
+        ("E011", f"fatbin container at 0x0 declares {head.fat_size} bytes, past the end of the file", 0)]
+
+
+def test_a_bare_offload_bundle_is_one_standalone_amd_container():
+    lib = read("k.hipfb", PLAIN)
+    assert (lib.format, lib.size, lib.problems) == ("fatbin", len(PLAIN), ())
+    (c,) = lib.containers
+    assert (c.vendor, c.role, c.section, c.offset, c.size) == ("amd", STANDALONE, "", 0, len(PLAIN))
+    assert [e.target for e in c.entries] == ["gfx1102", "gfx1200"]  # REFERENCE.txt
+
+
+def test_a_bundle_up_to_four_times_the_payload_bound_is_verified():
+    assert len(PLAIN) % 4 == 0
+    lib = read("k.hipfb", PLAIN, max_payload=len(PLAIN) // 4)
+    assert not lib.problems and [e.target for e in lib.containers[0].entries] == ["gfx1102", "gfx1200"]
+    lib = read("k.hipfb", PLAIN, max_payload=len(PLAIN) // 4 - 1)
+    assert problems(lib) == [("E032", f"HIP bundle at 0x0: E032: bundle of {len(PLAIN)} bytes is too large "
+                                      "to verify", 0)] and not lib.containers
+
+
+def test_a_bundle_cut_short_overruns_the_file():
+    assert problems(read("k.hipfb", PLAIN[:-100])) == [("E030", "HIP bundle at 0x0: E030: bundle overruns the file", 0)]
+
+
+def test_a_stream_ending_inside_a_bundle_is_a_truncated_bundle():
+    def chunks() -> Iterator[bytes]:
+        yield PLAIN[:-100]
+    lib = scan.scan_stream("k.hipfb", len(PLAIN), chunks)
+    assert problems(lib) == [("E030", "HIP bundle at 0x0: E030: bundle is truncated", 0),
+                             ("E002", f"stream ended after {len(PLAIN) - 100} of {len(PLAIN)} bytes", None)]
+
+
+def test_a_version_1_bundle_whose_stream_is_cut_is_truncated():
+    v1 = ccob(PLAIN, 1, "zstd")  # states no size: its zstd frame must be walked
+    assert problems(read("k.hipfb", v1[:len(v1) // 2])) == [("E030", "HIP bundle at 0x0: E030: bundle is truncated", 0)]
+
+
+def test_a_version_1_bundle_header_is_read_up_to_four_times_the_payload_bound():
+    """A v1 stream is walked for its extent up to max(MAX_HEADER, 4 x the payload bound); past
+    that it is too large (E032), never skipped; within it, the bundle is decoded (and here
+    refused for its declared size, E032 too)."""
+    noise = os.urandom(4_400_000)  # stored as raw zstd blocks: longer than MAX_HEADER (4,292,640)
+    v1 = ccob(noise, 1, "zstd")
+    assert problems(read("k.hipfb", v1, max_payload=1 << 18)) == [
+        ("E032", "HIP bundle at 0x0: E032: bundle header is not complete within 4292640 bytes", 0)]
+    assert problems(read("k.hipfb", v1, max_payload=2 << 20)) == [
+        ("E032", "HIP bundle at 0x0: E032: compressed bundle declares 4400000 bytes, above the 2097152-byte limit", 0)]
+
+
+# ---- reading a whole file, and headers only ------------------------------------------------------
+
+def stream(name: str, size: int, *chunks: bytes, decode: bool = True) -> Library:
+    return scan.scan_stream(name, size, lambda: iter(chunks), decode=decode)
+
+
+def test_a_bare_device_file_is_read_whole_only_up_to_the_payload_bound():
+    data = (CUDA / "kern_sm80.cubin").read_bytes()
+    assert read("k.cubin", data, max_payload=len(data)).containers
+    assert read("k.cubin", data, max_payload=len(data) - 1) == Library("k.cubin", len(data), "other", problems=(
+        Problem("E012", f"{len(data)} bytes exceed the {len(data) - 1}-byte verification bound"),))
+
+
+@pytest.mark.parametrize("name", ["kern_sm80.cubin", "kern_80.ptx"])
+def test_a_bare_device_file_longer_than_its_declared_size_is_e002(name):
+    """The zip directory says how long a member is; a stream that gives one byte more (here in
+    a chunk of its own) is not the member that was declared."""
+    data = (CUDA / name).read_bytes()
+    assert stream(name, len(data), data, b"x") == Library(name, len(data), "other", problems=(
+        Problem("E002", f"file has {len(data) + 1} bytes, expected {len(data)}"),))
+
+
+def test_headers_only_reads_the_fixture_containers_clean():
+    lib = stream("k.fatbin", len(KERN_FATBIN), KERN_FATBIN, decode=False)
+    assert not lib.problems and [(e.target, e.decoded) for e in lib.containers[0].entries] == [
+        ("sm_80", False), ("sm_90", False)]
+
+
+def test_headers_only_still_checks_a_payload_start_against_its_header():
+    data = bytearray(KERN_FATBIN)
+    cubin_at = 16 + 64  # the sm_80 entry's payload: a cubin whose e_flags say its SM in bits 8-15
+    flags = struct.unpack_from("<I", data, cubin_at + 48)[0]
+    struct.pack_into("<I", data, cubin_at + 48, (flags & ~0xFF00) | (86 << 8))
+    lib = stream("k.fatbin", len(data), bytes(data), decode=False)
+    assert problems(lib) == [("E014", "fatbin container at 0x0: cubin says sm_86, entry header says sm_80", 16)]
+
+
+def test_headers_only_a_stream_ending_inside_a_payload_start_is_e011():
+    cut = 16 + 64 + 30  # 30 bytes into the first payload
+    lib = stream("k.fatbin", len(KERN_FATBIN), KERN_FATBIN[:cut], decode=False)
+    assert problems(lib) == [("E011", "fatbin container at 0x0: file ends inside an entry payload", 16),
+                             ("E002", f"stream ended after {cut} of {len(KERN_FATBIN)} bytes", None)]
+
+
+# ---- attribution: every container in a section, every fatbin section accounted for --------------
+
+def elf_sections(data: bytes) -> tuple[int, dict[str, tuple[int, int, int, int]]]:
+    """(section table offset, name -> (index, sh_offset, sh_size, sh_addralign)), read with struct
+    from the ELF header as the gABI lays it out (not with archaudit.elf)."""
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shnum, shstrndx = struct.unpack_from("<HH", data, 0x3C)
+    rows = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + 64 * i) for i in range(shnum)]
+    names = rows[shstrndx][4]
+    out = {}
+    for i, r in enumerate(rows):
+        end = data.index(b"\0", names + r[0])
+        out[data[names + r[0]:end].decode()] = (i, r[4], r[5], r[8])
+    return shoff, out
+
+
+def with_section(data: bytes, name: str, *, offset: int | None = None, size: int | None = None,
+                 addralign: int | None = None, zero_after: int = 0) -> bytes:
+    """The library with one section header field changed (and, with zero_after, that many bytes
+    after the section's old end set to zero: the next section's, which no reader here judges)."""
+    shoff, secs = elf_sections(data)
+    i, off, sz, _ = secs[name]
+    out = bytearray(data)
+    out[off + sz:off + sz + zero_after] = bytes(zero_after)
+    for field_at, value in ((24, offset), (32, size), (48, addralign)):
+        if value is not None:
+            struct.pack_into("<Q", out, shoff + 64 * i + field_at, value)
+    return bytes(out)
+
+
+LIB_SM80 = (CUDA / "lib_sm80.so").read_bytes()  # .nv_fatbin: a device-link and an executable container
+_, _SECS = elf_sections(LIB_SM80)
+_, FATBIN_AT, FATBIN_SIZE, _ = _SECS[".nv_fatbin"]
+
+
+def containers(lib: Library) -> list[tuple[str, str, int, int]]:
+    return [(c.section, c.role, c.offset, c.size) for c in lib.containers]
+
+
+def test_a_librarys_containers_are_named_for_their_section_and_role():
+    lib = read("lib.so", LIB_SM80)
+    assert containers(lib) == [(".nv_fatbin", "device-link", FATBIN_AT, 1536),
+                               (".nv_fatbin", "executable", FATBIN_AT + 1536, 3448)] and not lib.problems
+    rdc = (CUDA / "lib_rdc.so").read_bytes()
+    _, secs = elf_sections(rdc)
+    assert [(s, r) for s, r, _, _ in containers(read("lib.so", rdc))] == [
+        (".nv_fatbin", "device-link"), ("__nv_relfatbin", "relocatable"), ("__nv_relfatbin", "relocatable")]
+    incbin = read("lib.so", (CUDA.parent.parent / "readers" / "bin" / "lib_incbin_text.so").read_bytes())
+    assert [(s, r) for s, r, _, _ in containers(incbin)] == [(".text", "embedded")] and not incbin.problems
+
+
+def test_a_container_overrunning_its_section_is_e011_twice():
+    lib = read("lib.so", with_section(LIB_SM80, ".nv_fatbin", size=FATBIN_SIZE - 8))
+    assert problems(lib) == [
+        ("E011", f"fatbin container at 0x{FATBIN_AT + 1536:x} overruns section .nv_fatbin", FATBIN_AT + 1536),
+        ("E011", f".nv_fatbin: its containers declare {FATBIN_SIZE} bytes, 8 more than the section holds", FATBIN_AT)]
+
+
+def test_an_empty_fatbin_section_and_containers_in_no_section():
+    lib = read("lib.so", with_section(LIB_SM80, ".nv_fatbin", size=0))
+    assert containers(lib) == [("", "embedded", FATBIN_AT, 1536), ("", "embedded", FATBIN_AT + 1536, 3448)]
+    assert problems(lib) == [
+        ("E011", f"fatbin container at 0x{FATBIN_AT:x} lies in no section", FATBIN_AT),
+        ("E011", f"fatbin container at 0x{FATBIN_AT + 1536:x} lies in no section", FATBIN_AT + 1536),
+        ("E011", ".nv_fatbin is empty (nvcc never writes an empty fatbin section)", FATBIN_AT)]
+
+
+@pytest.mark.parametrize("lead, bad", [(7, False), (8, True)])
+def test_bytes_before_the_first_container_are_fewer_than_the_alignment(lead, bad):
+    lib = read("lib.so", with_section(LIB_SM80, ".nv_fatbin", offset=FATBIN_AT - lead, size=FATBIN_SIZE + lead))
+    want = [("E011", f".nv_fatbin: {lead} of its {FATBIN_SIZE + lead} bytes are not a valid fatbin container",
+             FATBIN_AT - lead)]
+    assert problems(lib) == (want if bad else [])
+
+
+@pytest.mark.parametrize("tail, addralign, bad", [(7, 8, False), (8, 8, True), (8, 256, False), (255, 256, False),
+                                                  (256, 256, True)])
+def test_zeros_after_the_last_container_are_shorter_than_the_sections_alignment(tail, addralign, bad):
+    """aarch64 libraries align containers to 256 bytes: zero padding up to the section's own
+    alignment may end it; more is not padding."""
+    data = with_section(LIB_SM80, ".nv_fatbin", size=FATBIN_SIZE + tail, addralign=addralign, zero_after=tail)
+    want = [("E011", f".nv_fatbin: {tail} of its {FATBIN_SIZE + tail} bytes are not a valid fatbin container",
+             FATBIN_AT)]
+    assert problems(read("lib.so", data)) == (want if bad else [])
+
+
+def test_padding_after_a_container_must_be_zeros():
+    data = with_section(LIB_SM80, ".nv_fatbin", size=FATBIN_SIZE + 7)  # the next section's bytes, not zeros
+    assert problems(read("lib.so", data)) == [
+        ("E011", f".nv_fatbin: 7 of its {FATBIN_SIZE + 7} bytes are not a valid fatbin container", FATBIN_AT)]
+
+
+TWO_PLAIN = (AMD / "hip_two_plain.so").read_bytes()  # .hip_fatbin at 0x3000: bundles at +0 and +0x5000
+
+
+def test_a_bundle_a_wrapper_registers_must_be_found_and_the_section_covered():
+    data = bytearray(TWO_PLAIN)
+    data[0x8000] ^= 0xFF  # the second bundle's magic
+    lib = read("lib.so", bytes(data))
+    assert [(c.section, c.offset) for c in lib.containers] == [(".hip_fatbin", 0x3000)]
+    assert problems(lib) == [
+        ("E030", "HIP wrapper at 0xc050 registers 0x8000, where no valid offload bundle was found", 0x8000),
+        ("E030", ".hip_fatbin: 14344 of its 32152 bytes are not a valid offload bundle", 0x3000)]
+
+
+@pytest.mark.parametrize("which, wrapper", [(0, 0x4088), (1, 0x40A0)])
+def test_a_container_a_wrapper_registers_must_be_found(which, wrapper):
+    """.nvFatBinSegment's records register both containers (the first, version 2, is nvlink's
+    device-link container): one whose magic is damaged is not found, and that is E011."""
+    at, size = [(FATBIN_AT, 1536), (FATBIN_AT + 1536, 3448)][which]
+    data = bytearray(LIB_SM80)
+    data[at] ^= 0xFF
+    lib = read("lib.so", bytes(data))
+    kept = [(FATBIN_AT, "device-link"), (FATBIN_AT + 1536, "executable")][1 - which]
+    assert [(c.offset, c.role) for c in lib.containers] == [kept]
+    assert problems(lib) == [
+        ("E011", f"fatbin wrapper at 0x{wrapper:x} registers 0x{at:x}, where no fatbin container was found", at),
+        ("E011", f".nv_fatbin: {size} of its {FATBIN_SIZE} bytes are not a valid fatbin container", FATBIN_AT)]
