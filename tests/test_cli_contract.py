@@ -173,6 +173,34 @@ def test_core_check_is_what_the_cli_renders(scratch):
     assert Output().format == "text"
 
 
+def test_core_check_pauses_the_cyclic_collector_and_restores_it(scratch):
+    """The collector is off while the readers run (as each library is read, seen through the
+    progress counters the readers update), and afterwards as the caller had it."""
+    import gc
+
+    from archaudit.artifacts import Progress
+    from archaudit.claims import parse_claim
+
+    class Watched(Progress):
+        states: list[bool] = []
+
+        def add(self, nbytes: int = 0, libraries: int = 0) -> None:
+            self.states.append(gc.isenabled())
+            super().add(nbytes, libraries)
+
+    claim = parse_claim("80,90", "--arch")
+    watched = Watched()
+    assert gc.isenabled()
+    report = core.check([EXAMPLE], claim, progress=watched)
+    assert report.exit_code == 1 and watched.states and not any(watched.states) and gc.isenabled()
+    gc.disable()
+    try:
+        core.check([EXAMPLE], claim)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
 def test_version_matches_the_package_metadata(capsys):
     with pytest.raises(SystemExit):
         main(["--version"])
