@@ -312,9 +312,10 @@ def _zones(h: Headers, size: int) -> list[Zone]:
     overlay after the last section, where an Authenticode certificate or debug data lie) are
     searched too, and a container found there is judged and lies in no section (E011);
     wrapper records there count only against a wrapper section whose raw data they are in.
-    Code sections are searched for containers only; every other section also for wrapper
-    records, which the loader relocates in read-only sections too (MSVC's .nvFatBi is
-    read-only), and read-only ones for embedded arch lists (string literals)."""
+    Code sections are searched for containers and embedded arch lists (string literals: a
+    linker may merge .rdata into .text); every other section also for wrapper records, which
+    the loader relocates in read-only sections too (MSVC's .nvFatBi is read-only), and
+    read-only ones for embedded arch lists."""
     from . import scan
 
     unmapped = scan.LibraryScan.patterns(code=True, data=True, strings=False)  # wrappers: _unread_wrappers
