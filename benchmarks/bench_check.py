@@ -105,9 +105,9 @@ def decode_floor(payloads: list[Payload], jobs: int) -> float:
 
 
 _CHILD = ("import sys\n"
-          "from archaudit.cli import main\n"
+          "from archaudit.cli import entry\n"
           "try:\n"
-          "    main(sys.argv[1:])\n"
+          "    entry(sys.argv[1:])\n"
           "finally:\n"
           "    hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')]\n"
           "    sys.stderr.write(hwm[0] if hwm else 'VmHWM: 0 kB\\n')\n")

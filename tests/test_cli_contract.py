@@ -201,6 +201,21 @@ def test_core_check_pauses_the_cyclic_collector_and_restores_it(scratch):
         gc.enable()
 
 
+def test_the_command_freezes_what_the_run_leaves_for_the_exit(scratch):
+    """`archaudit` (the console script, entry()) answers as main() does, then leaves the run's
+    objects out of the collector's reach, so the interpreter's exit does not walk them."""
+    import gc
+
+    from archaudit.cli import entry
+
+    args = ["check", "--no-config", "-q", "--arch", "80,90", EXAMPLE]
+    assert main(args) == 1 and gc.get_freeze_count() == 0
+    try:
+        assert entry(args) == 1 and gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+
+
 def test_version_matches_the_package_metadata(capsys):
     with pytest.raises(SystemExit):
         main(["--version"])
