@@ -11,13 +11,14 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
-from . import __version__, arch
+from . import __version__
 from .artifacts import TargetInventory
 from .claims import Claim, parse_claim
 from .facts import LibraryFacts, label, library_facts
 from .filters import IgnoreRule, Suppression, apply, stale_rules
 from .findings import ERROR, INFO, WARNING, Finding
 from .model import DEVICE_LINK, PTX, RELOCATABLE, SASS, Coverage, Library, Status
+from .paths import parse_target
 from .policy import Policy, for_target
 from .rules import TargetFacts, amd_covers, demangle, finding, judge_library_rules, judge_target_rules
 
@@ -88,7 +89,7 @@ def _bytes_by_target(lib: Library) -> tuple[tuple[str, int, int], ...]:
         for e in c.entries:
             key = e.target
             if e.vendor == "nvidia" and e.kind in (SASS, PTX):
-                t = arch.CudaTarget.parse(e.target)
+                t = parse_target(e.target)
                 key = t.sm if e.kind == SASS else t.compute
             totals[key][0] += e.stored_size
             totals[key][1] += e.size

@@ -55,8 +55,10 @@ class Floor:
 
 
 def highest(floors: list[Floor]) -> Floor | None:
-    """The floor that asks most; an unknown floor asks most of all (fail closed)."""
-    return max(floors, key=lambda f: f.key) if floors else None
+    """The floor that asks most; an unknown floor asks most of all (fail closed). The first of
+    equals wins; one floor object repeats (``_floor`` is cached), so each is weighed once."""
+    distinct = list({id(f): f for f in floors}.values())
+    return max(distinct, key=lambda f: f.key) if distinct else None
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,7 @@ class Unit:
     container: Container
     codes: tuple[NvCode, ...]
     identified: bool  # every code entry was read, so its kernels (perhaps none) are known
+    shape: int  # units of one shape (``shape_of``) get the entry at the same position on a GPU
 
     @cached_property
     def specialised(self) -> bool:
@@ -74,8 +77,29 @@ class Unit:
         return bool(self.codes) and all(c.effective.suffix in ("a", "f") for c in self.codes)
 
     @cached_property
+    def code_kernels(self) -> tuple[frozenset[str], ...]:
+        """The kernels of each code entry, aligned with ``codes`` (one set for entries that list
+        the same kernels, as a unit's cubins mostly do)."""
+        made: dict[tuple[str, ...], frozenset[str]] = {}
+        for c in self.codes:
+            names = c.entry.kernels or ()
+            if names not in made:
+                made[names] = frozenset(names)
+        return tuple(made[c.entry.kernels or ()] for c in self.codes)
+
+    @cached_property
     def kernels(self) -> frozenset[str]:
-        return frozenset(k for c in self.codes for k in c.entry.kernels or ())
+        return frozenset().union(*dict.fromkeys(self.code_kernels))
+
+    @cached_property
+    def release(self) -> CC | None:
+        """The CUDA release its PTX shows (``_unit_release``)."""
+        return _unit_release(self.codes)
+
+
+def shape_of(codes: tuple[NvCode, ...]) -> tuple[tuple[str, arch.CudaTarget, arch.CudaTarget | None, bool], ...]:
+    """What the driver's choice in a unit depends on besides the GPU (a library repeats a few)."""
+    return tuple((c.kind, c.target, c.jit_target, bool(c.entry.unresolved)) for c in codes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +108,7 @@ class GpuPath:
 
     gpu: CC
     choices: tuple[Choice, ...]  # aligned with LibraryFacts.units; a dead choice is NOTHING
+    given: tuple[frozenset[str], ...]  # aligned with choices: the kernels each unit gives it
     runs: Runs  # the best any unit does
     dead: tuple[NvCode, ...]  # chosen code that no driver still running this GPU can run
     floor: Floor | None  # the driver floor of what it runs; None when it runs nothing
@@ -107,6 +132,7 @@ _GENERATION_WORD = re.compile("|".join(_GENERATIONS))  # in the lower-cased name
 _GENERATION_IN_NAME = re.compile(r"(?:^|[^a-z])(" + "|".join(_GENERATIONS) + r")(?![a-z])", re.IGNORECASE)
 
 
+@lru_cache(maxsize=1 << 14)
 def named_architectures(kernel: str) -> tuple[CC, ...]:
     """The GPUs a kernel's name says it is for (``sm80_xmma_gemm`` -> 8.0; ``volta_sgemm``
     -> 7.0, 7.2); empty when the name names none."""
@@ -269,18 +295,12 @@ def _kernel_gaps(f: LibraryFacts, gpus: tuple[CC, ...]) -> tuple[KernelGap, ...]
                 gaps.append(KernelGap(verdict, labels_of(u.codes), fails, name, frozenset([i])))
     if strict:
         return tuple(gaps)
-    available: dict[CC, set[str]] = {}
-    for cc in judged:
-        have: set[str] = set()
-        for i, u in enumerate(f.units):
-            ks = f.paths[cc].choices[i].kernels
-            if u.identified and ks:
-                have.update(ks)
-        available[cc] = have
+    unavailable = {cc: _unavailable(f, cc) for cc in judged}
+    gapped = set().union(*unavailable.values())
     for name, homes in f.kernel_homes.items():
-        missing = [cc for cc in judged if name not in available[cc]]
-        if not missing:
+        if name not in gapped:
             continue
+        missing = [cc for cc in judged if name in unavailable[cc]]
         codes = f.kernel_codes(name)
         carried = labels_of(codes)
         units = frozenset(homes)
@@ -304,6 +324,19 @@ def _kernel_gaps(f: LibraryFacts, gpus: tuple[CC, ...]) -> tuple[KernelGap, ...]
         for verdict, where in by.items():
             gaps.append(KernelGap(verdict, carried, tuple(where), name, units))
     return tuple(gaps)
+
+
+def _unavailable(f: LibraryFacts, gpu: CC) -> set[str]:
+    """The kernels of identified units that ``gpu`` gets from none of them: those its code in
+    some unit lacks (the code chosen there leaves them out, or nothing is chosen) and that no
+    other unit defining them gives it either."""
+    given = f.paths[gpu].given
+    lacking: set[str] = set()
+    for u, got in zip(f.units, given):
+        if u.identified and len(got) != len(u.kernels):  # got is a subset of u.kernels
+            lacking |= u.kernels - got
+    homes = f.kernel_homes
+    return {k for k in lacking if not any(k in given[i] for i in homes[k])}
 
 
 def labels_of(codes: Iterable[NvCode]) -> tuple[str, ...]:
@@ -363,24 +396,25 @@ class LibraryFacts:
     @cached_property
     def kernel_homes(self) -> dict[str, tuple[int, ...]]:
         """For each kernel of an identified unit, the units (positions in ``units``) defining it."""
-        homes: dict[str, list[int]] = defaultdict(list)
+        homes: dict[str, tuple[int, ...]] = {}
         for i, u in enumerate(self.units):
             if u.identified:
-                for k in u.kernels:
-                    homes[k].append(i)
-        return {k: tuple(v) for k, v in homes.items()}
+                again = {k: homes[k] + (i,) for k in u.kernels & homes.keys()}  # defined by an earlier unit
+                homes.update(dict.fromkeys(u.kernels, (i,)))
+                homes.update(again)
+        return homes
 
     def kernel_codes(self, kernel: str) -> tuple[NvCode, ...]:
         """Every code entry (of identified units) that defines ``kernel``."""
-        return tuple(c for i in self.kernel_homes[kernel] for c in self.units[i].codes
-                     if kernel in (c.entry.kernels or ()))
+        return tuple(c for i in self.kernel_homes[kernel]
+                     for c, ks in zip(self.units[i].codes, self.units[i].code_kernels) if kernel in ks)
 
     @cached_property
     def kernel_count(self) -> int | None:
         entries = [e for u in self.units for c in u.codes for e in (c.entry,)]
         if not entries or any(e.kernels is None for e in entries):
             return None if entries else (0 if self.stubs_only else None)
-        return len({k for e in entries for k in e.kernels or ()})
+        return len(frozenset().union(*(u.kernels for u in self.units)))
 
     @cached_property
     def dispatch_evidence(self) -> str | None:
@@ -424,7 +458,7 @@ class LibraryFacts:
         if self.floor_gpus:
             return highest([p.floor for cc in self.floor_gpus if (p := self.paths[cc]).floor is not None])
         built = _unit_release(self.codes)
-        floors = [_code_floor(c, self.runtime, self.policy.driver_os, _unit_release(u.codes) or built)
+        floors = [_code_floor(c, self.runtime, self.policy.driver_os, u.release or built)
                   for u in self.units for c in u.codes]
         if self.runtime is not None and floors:
             floors.append(self.runtime)
@@ -435,12 +469,13 @@ def library_facts(lib: Library, claim: Claim | None, policy: Policy) -> LibraryF
     """Compute the facts of one library once, for every rule."""
     judged = _judged_containers(lib)
     units = []
+    shapes: dict[object, int] = {}
     for i, c in judged:
         codes = nv_codes(c.entries)
         if not codes:
             continue
         identified = all(x.entry.kernels is not None for x in codes)
-        units.append(Unit(i, c, codes, identified))
+        units.append(Unit(i, c, codes, identified, shapes.setdefault(shape_of(codes), len(shapes))))
     loadable = [e for c in lib.containers if c.role != RELOCATABLE for e in c.entries]
     amd = tuple(e for e in loadable if e.kind == CODE_OBJECT)
     reloc = tuple(e for c in lib.containers if c.role == RELOCATABLE for e in c.entries)
@@ -457,54 +492,66 @@ def _gpu_path(gpu: CC, units: list[Unit], runtime: Floor | None, os_name: str, b
     """What ``gpu`` runs from each unit, and the driver floor of the code it uses. ``built``: the
     newest CUDA release the library's PTX shows, dating cubins that record no toolkit."""
     last = arch.last_cuda(gpu)
-    memo: dict[tuple[object, ...], tuple[Runs, int | None]] = {}  # unit shape -> (runs, chosen position)
+    memo: dict[int, tuple[Runs, int | None]] = {}  # Unit.shape -> (runs, chosen position)
     choices: list[Choice] = []
+    given: list[frozenset[str]] = []
     dead: list[NvCode] = []
     floors: list[Floor] = []
     runs: Runs = "none"
     for u in units:
-        sig = tuple((c.kind, c.target, c.jit_target, bool(c.entry.unresolved)) for c in u.codes)
-        shape = memo.get(sig)
+        shape = memo.get(u.shape)
         if shape is None:
             first = choose(u.container, u.codes, gpu)
             at = None if first.code is None else next(i for i, c in enumerate(u.codes) if c is first.code)
-            shape = memo[sig] = (first.runs, at)
+            shape = memo[u.shape] = (first.runs, at)
         choice = NOTHING if shape[1] is None else Choice(shape[0], u.codes[shape[1]])
         if choice.code is not None and choice.runs != "none" and last is not None \
                 and _dead(choice.code, runtime, last):
             dead.append(choice.code)
             choice = NOTHING
         choices.append(choice)
+        given.append(_NONE if choice.kernels is None or shape[1] is None else u.code_kernels[shape[1]])
         if choice.runs == "native" or (choice.runs == "jit" and runs == "none"):
             runs = choice.runs
-    for u, choice, needed in zip(units, choices, _needed(units, choices)):
+    known: dict[tuple[object, ...], Floor] = {}  # what a floor depends on beyond runtime and os_name
+    for u, choice, needed in zip(units, choices, _needed(units, choices, given)):
         if needed and choice.code is not None:
-            floors.append(_code_floor(choice.code, runtime, os_name, _unit_release(u.codes) or built))
+            e = choice.code.entry
+            key = (u.shape, memo[u.shape][1], e.code_version, e.toolkit, u.release or built)
+            floor = known.get(key)
+            if floor is None:
+                floor = known[key] = _code_floor(choice.code, runtime, os_name, u.release or built)
+            floors.append(floor)
     if floors and runtime is not None:
         floors.append(runtime)
-    return GpuPath(gpu, tuple(choices), runs, tuple(dead), highest(floors))
+    return GpuPath(gpu, tuple(choices), tuple(given), runs, tuple(dead), highest(floors))
 
 
-_RANK = {"native": 2, "jit": 1, "none": 0}
+_NONE: frozenset[str] = frozenset()
 
 
-def _needed(units: list[Unit], choices: list[Choice]) -> list[bool]:
+def _needed(units: list[Unit], choices: list[Choice], given: list[frozenset[str]]) -> list[bool]:
     """Which units a GPU loads code from. A kernel compiled into several units (a library that
     dispatches by container: curand's single-architecture containers beside PTX-only ones) is
     launched from the unit that serves the GPU best, natively before through the JIT; a unit
     none of whose kernels it is the best for is not used there. A unit whose kernels were not
-    read is always counted (fail closed); one read whole without kernels launches nothing."""
-    best: dict[str, int] = {}
-    for u, c in zip(units, choices):
-        if u.identified and c.runs != "none":
-            for k in c.kernels or ():
-                best[k] = max(best.get(k, 0), _RANK[c.runs])
+    read is always counted (fail closed); one read whole without kernels launches nothing.
+
+    Native is the best there is, so a unit run natively is used for each of its kernels; one run
+    through the JIT is used unless every kernel of it runs natively from another unit (the
+    kernels run natively are gathered only when some unit is run through the JIT)."""
+    native: frozenset[str] | None = None
     out = []
-    for u, c in zip(units, choices):
+    for u, c, ks in zip(units, choices, given):
         if c.runs == "none":
             out.append(False)
         elif not u.identified:
             out.append(True)
+        elif c.runs == "native":
+            out.append(bool(ks))
         else:
-            out.append(any(best[k] == _RANK[c.runs] for k in c.kernels or ()))
+            if native is None:
+                native = frozenset().union(*(g for v, x, g in zip(units, choices, given)
+                                             if v.identified and x.runs == "native"))
+            out.append(not native.issuperset(ks))
     return out

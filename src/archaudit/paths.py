@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from . import arch
 from .model import PTX, SASS, Container, Coverage, Entry
@@ -53,6 +54,13 @@ class NvCode:
         return self.effective.sm if self.kind == SASS else self.effective.compute
 
 
+@lru_cache(maxsize=1024)
+def parse_target(text: str) -> arch.CudaTarget:
+    """``arch.CudaTarget.parse``, cached: a library names a few targets thousands of times (the
+    targets are frozen, so one may serve them all; a text that is none raises every time)."""
+    return arch.CudaTarget.parse(text)
+
+
 def nv_code(entry: Entry) -> NvCode | None:
     """The judged form of an NVIDIA SASS or PTX entry; None for anything else.
 
@@ -60,11 +68,11 @@ def nv_code(entry: Entry) -> NvCode | None:
     runs on no GPU (fail closed)."""
     if entry.vendor != "nvidia" or entry.kind not in (SASS, PTX):
         return None
-    target = arch.CudaTarget.parse(entry.target)
+    target = parse_target(entry.target)
     jit: arch.CudaTarget | None = target
     if entry.kind == PTX and entry.ptx_target:
         try:
-            jit = arch.CudaTarget.parse(entry.ptx_target)
+            jit = parse_target(entry.ptx_target)
         except ValueError:
             jit = None
     return NvCode(entry, target, jit)

@@ -317,9 +317,12 @@ def rule_k003(f: LibraryFacts) -> list[Finding]:
     for why in ("named", "compiled-out", "dispatch"):
         gaps = [(g.carried, g.fails, g.name, g.units) for g in f.kernel_gaps if g.verdict == why]
         for g in _groups(gaps):
-            reason = {"named": "their names say the architecture they are for",
-                      "compiled-out": "their own containers' code for these GPUs leaves them out",
-                      "dispatch": f"the library picks code by architecture ({f.dispatch_evidence})"}[why]
+            if why == "named":
+                reason = "their names say the architecture they are for"
+            elif why == "compiled-out":
+                reason = "their own containers' code for these GPUs leaves them out"
+            else:  # the evidence is asked for only here: it reads every kernel name of the library
+                reason = f"the library picks code by architecture ({f.dispatch_evidence})"
             out.append(finding("K003", f.path, f"{f.path}: {_kernels_phrase(g.names, g.containers)} carry code only "
                                                f"for {', '.join(g.carried)}, not for "
                                                f"{', '.join('sm_' + x for x in g.fails)}: {reason}",
