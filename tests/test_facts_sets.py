@@ -1,0 +1,222 @@
+"""The library facts that judging computes by set operations (per distinct kernel list, per
+container shape) agree with their direct formulation, kernel by kernel and GPU by GPU.
+
+The direct formulations below are how archaudit computed these facts before they were made
+fast (a membership test of every kernel on every GPU; a best rank per kernel). They are kept
+here as the reference: on generated libraries and on the nvcc-built fixtures, the facts, the
+kernel gaps and the driver floors must be the same.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from archaudit import facts
+from archaudit.claims import parse_claim
+from archaudit.facts import KernelGap, LibraryFacts, label, labels_of, library_facts, named_architectures
+from archaudit.model import DEVICE_LINK, EXECUTABLE, PTX, SASS, Container, Entry, Library
+from archaudit.paths import Choice
+from archaudit.policy import NvidiaGpu, Policy
+from archaudit.scan import scan_file
+
+CC = tuple[int, int]
+BIN = Path(__file__).parent / "fixtures" / "cuda" / "bin"
+_RANK = {"native": 2, "jit": 1, "none": 0}
+
+
+# ---- the direct formulations -------------------------------------------------------------------
+
+
+def reference_needed(units: list[facts.Unit], choices: list[Choice]) -> list[bool]:
+    best: dict[str, int] = {}
+    for u, c in zip(units, choices):
+        if u.identified and c.runs != "none":
+            for k in c.kernels or ():
+                best[k] = max(best.get(k, 0), _RANK[c.runs])
+    out = []
+    for u, c in zip(units, choices):
+        if c.runs == "none":
+            out.append(False)
+        elif not u.identified:
+            out.append(True)
+        else:
+            out.append(any(best[k] == _RANK[c.runs] for k in c.kernels or ()))
+    return out
+
+
+def reference_homes(f: LibraryFacts) -> dict[str, tuple[int, ...]]:
+    homes: dict[str, list[int]] = defaultdict(list)
+    for i, u in enumerate(f.units):
+        if u.identified:
+            for k in u.kernels:
+                homes[k].append(i)
+    return {k: tuple(v) for k, v in homes.items()}
+
+
+def reference_available(f: LibraryFacts, gpu: CC) -> set[str]:
+    have: set[str] = set()
+    for i, u in enumerate(f.units):
+        ks = f.paths[gpu].choices[i].kernels
+        if u.identified and ks:
+            have.update(ks)
+    return have
+
+
+def reference_floor(f: LibraryFacts, gpu: CC) -> facts.Floor | None:
+    units = list(f.units)
+    choices = list(f.paths[gpu].choices)
+    built = facts._unit_release(tuple(c for u in units for c in u.codes))
+    floors = [facts._code_floor(c.code, f.runtime, f.policy.driver_os, facts._unit_release(u.codes) or built)
+              for u, c, needed in zip(units, choices, reference_needed(units, choices))
+              if needed and c.code is not None]
+    if floors and f.runtime is not None:
+        floors.append(f.runtime)
+    return max(floors, key=lambda x: x.key) if floors else None
+
+
+def reference_gaps(f: LibraryFacts, gpus: tuple[CC, ...]) -> tuple[KernelGap, ...]:
+    """The per-kernel half of facts._kernel_gaps (identified units, not --strict-kernels)."""
+    homes_of = reference_homes(f)
+    available = {cc: reference_available(f, cc) for cc in gpus}
+    gaps = []
+    for name, homes in homes_of.items():
+        missing = [cc for cc in gpus if name not in available[cc]]
+        if not missing:
+            continue
+        codes = tuple(c for i in homes for c in f.units[i].codes if name in (c.entry.kernels or ()))
+        carried = labels_of(codes)
+        units = frozenset(homes)
+        if all(c.effective.suffix in ("a", "f") for c in codes):
+            gaps.append(KernelGap("specialised", carried, tuple(label(cc) for cc in missing), name, units))
+            continue
+        named = named_architectures(name)
+        by: dict[str, list[str]] = defaultdict(list)
+        for cc in missing:
+            picked = [f.paths[cc].choices[i] for i in homes]
+            if any(c.runs == "none" and c.code is not None for c in picked):
+                by["fails"].append(label(cc))
+            elif named:
+                by["named"].append(label(cc))
+            elif any(f.paths[cc].choices[i].runs != "none" for i in homes):
+                by["compiled-out"].append(label(cc))
+            elif f.dispatch_evidence is not None:
+                by["dispatch"].append(label(cc))
+            else:
+                by["fails"].append(label(cc))
+        for verdict, where in by.items():
+            gaps.append(KernelGap(verdict, carried, tuple(where), name, units))  # type: ignore[arg-type]
+    return tuple(gaps)
+
+
+def assert_agrees(f: LibraryFacts) -> None:
+    """Every fast fact of ``f`` equals its direct formulation."""
+    assert list(f.kernel_homes.items()) == list(reference_homes(f).items())  # same kernels, same order
+    for cc, path in f.paths.items():
+        for u, choice, got in zip(f.units, path.choices, path.given):
+            assert got == frozenset(choice.kernels or ())
+            assert got <= u.kernels
+        units, choices = list(f.units), list(path.choices)
+        assert facts._needed(units, choices, list(path.given)) == reference_needed(units, choices)
+        assert path.floor == reference_floor(f, cc)
+        unavailable = facts._unavailable(f, cc)
+        assert unavailable == set(f.kernel_homes) - reference_available(f, cc)
+        for name in f.kernel_homes:
+            assert f.kernel_codes(name) == tuple(c for i in f.kernel_homes[name] for c in f.units[i].codes
+                                                 if name in (c.entry.kernels or ()))
+    entries = [c.entry for u in f.units for c in u.codes]
+    if entries and all(e.kernels is not None for e in entries):
+        assert f.kernel_count == len({k for e in entries for k in e.kernels or ()})
+    if f.units and all(u.identified for u in f.units) and not f.policy.strict_kernels:
+        judged = tuple(cc for cc in f.claimed if cc not in f.missing)
+        fast = facts._kernel_gaps(f, judged)
+        if judged and not f.specialised:
+            assert fast == reference_gaps(f, judged)
+        for cc in f.paths:
+            if f.paths[cc].runs != "none" and not f.specialised:
+                assert f.kernel_gaps_on(cc) == reference_gaps(f, (cc,))
+
+
+# ---- generated libraries ------------------------------------------------------------------------
+
+KERNELS = ("_Z1av", "_Z1bv", "_Z1cv", "sm80_xmma_k", "volta_sgemm")
+SASS_TARGETS = ("sm_35", "sm_75", "sm_80", "sm_86", "sm_90", "sm_90a", "sm_100", "sm_100f", "sm_120")
+PTX_TARGETS = ("compute_35", "compute_75", "compute_80", "compute_90", "compute_90a", "compute_100")
+GPUS = ((3, 5), (7, 5), (8, 0), (8, 6), (8, 9), (9, 0), (10, 0), (12, 0))
+
+kernels = st.lists(st.sampled_from(KERNELS), max_size=4).map(tuple)
+
+
+@st.composite
+def entries(draw: st.DrawFn, identified: bool) -> Entry:
+    names = draw(kernels) if identified else None
+    if draw(st.booleans()):
+        toolkit = draw(st.sampled_from([None, (11, 4), (12, 0), (13, 0)]))
+        return Entry("nvidia", SASS, draw(st.sampled_from(SASS_TARGETS)), (1, 8), kernels=names, toolkit=toolkit,
+                     decoded=True)
+    target = draw(st.sampled_from(PTX_TARGETS))
+    text = draw(st.sampled_from([None, target.replace("compute_", "sm_"), "sm_90a"]))
+    isa = draw(st.sampled_from([(0, 0), (7, 4), (8, 0), (9, 0)]))
+    return Entry("nvidia", PTX, target, isa, kernels=names, decoded=True, ptx_target=text)
+
+
+@st.composite
+def libraries(draw: st.DrawFn) -> Library:
+    containers = []
+    for _ in range(draw(st.integers(1, 6))):
+        identified = draw(st.integers(0, 9)) > 0
+        box = draw(st.lists(entries(identified), min_size=1, max_size=4))
+        role = DEVICE_LINK if draw(st.integers(0, 9)) == 0 else EXECUTABLE
+        containers.append(Container("nvidia", role, ".nv_fatbin", 0, 0, tuple(box)))
+    needed = draw(st.sampled_from([(), ("libcudart.so.12",), ("libcudart.so.11.0",)]))
+    return Library("libx.so", 1000, "elf", tuple(containers), needed)
+
+
+@settings(max_examples=400, deadline=None)
+@given(libraries(), st.lists(st.sampled_from(GPUS), min_size=1, max_size=5, unique=True),
+       st.lists(st.sampled_from(GPUS), max_size=2, unique=True))
+def test_fast_facts_agree_with_the_direct_formulation(lib, claimed, asked):
+    claim = parse_claim(";".join(label(cc) for cc in claimed), "--arch")
+    policy = Policy(gpus=tuple(NvidiaGpu(f"sm_{label(cc)}", cc) for cc in asked))
+    assert_agrees(library_facts(lib, claim, policy))
+
+
+def test_a_kernel_run_natively_elsewhere_keeps_a_jit_only_unit_unused():
+    """curand's layout: a kernel in a single-architecture container and in a PTX-only one; on
+    the GPU of the first, the PTX-only container is not loaded, so its floor does not count."""
+    native = Container("nvidia", EXECUTABLE, ".nv_fatbin", 0, 0,
+                       (Entry("nvidia", SASS, "sm_80", (1, 8), kernels=("_Z1av",), toolkit=(12, 0), decoded=True),))
+    jit = Container("nvidia", EXECUTABLE, ".nv_fatbin", 0, 0,
+                    (Entry("nvidia", PTX, "compute_75", (9, 0), kernels=("_Z1av",), decoded=True,
+                           ptx_target="sm_75"),))
+    f = library_facts(Library("libx.so", 1, "elf", (native, jit)), parse_claim("80;86", "--arch"), Policy())
+    assert_agrees(f)
+    units, on80, on86 = list(f.units), f.paths[(8, 0)], f.paths[(8, 6)]
+    assert [c.runs for c in on80.choices] == ["native", "jit"]
+    assert facts._needed(units, list(on80.choices), list(on80.given)) == [True, False]
+    assert [c.runs for c in on86.choices] == ["native", "jit"]  # sm_80 runs on 8.6 too
+    assert on80.floor is not None and "PTX" not in on80.floor.evidence
+
+
+def test_highest_keeps_the_first_of_equal_floors():
+    a = facts.Floor((12, 0), "525.60.13", "a")
+    b = facts.Floor((12, 0), "525.60.13", "b")
+    low = facts.Floor((11, 0), "450.80.02", "low")
+    assert facts.highest([low, a, b, a]) is a
+    assert facts.highest([b, low, a]) is b
+    assert facts.highest([low, facts.Floor(None, None, "unknown"), a]).driver is None  # unknown asks most
+    assert facts.highest([]) is None
+
+
+# ---- nvcc-built fixtures ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in BIN.glob("lib_*.so")))
+def test_fast_facts_agree_on_the_fixtures(name):
+    lib = scan_file(str(BIN / name))
+    for claim in ("75;80;86;90;100;120", "80", "90a;100"):
+        f = library_facts(lib, parse_claim(claim, "--arch"), Policy(gpus=(NvidiaGpu("sm_89", (8, 9)),)))
+        assert_agrees(f)
