@@ -327,3 +327,33 @@ def test_nothing_judged_is_not_shown_as_a_pass(scratch):
     rc = main(["check", "--no-config", "-q", "--format", "markdown", "-o", "out.md", EXAMPLE])
     md = Path("out.md").read_text(encoding="utf-8")
     assert rc == 1 and "| ❓ no claim to judge by |" in md and "✅ no claim" not in md
+
+
+# ---- imports: a subcommand imports what it runs, parsing imports options only ----
+
+
+def _imported(code: str) -> set[str]:
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", code + "\nimport sys; print('\\n'.join(sys.modules))"],
+                         capture_output=True, text=True, check=True, cwd=HERE)
+    return set(out.stdout.split())
+
+
+NOT_FOR_CHECK = {"archaudit.index.engine", "archaudit.index.sources", "archaudit.index.store", "archaudit.smoke.runner",
+                 "archaudit.smoke.child", "archaudit.formats", "archaudit.diff", "http.client", "sqlite3",
+                 "multiprocessing", "xml.etree.ElementTree"}
+
+
+def test_parsing_the_command_line_imports_no_subcommand_machinery():
+    mods = _imported("import archaudit.cli; archaudit.cli.build_parser().parse_args(['check', 'x.whl'])")
+    assert not mods & (NOT_FOR_CHECK | {"archaudit.core", "archaudit.scan", "archaudit.audit", "tomllib"})
+
+
+def test_check_imports_neither_index_nor_smoke_nor_the_other_formats():
+    target = str(BIN / "lib_multi.so")
+    mods = _imported(f"import archaudit.cli, contextlib, io\nwith contextlib.redirect_stdout(io.StringIO()):\n"
+                     f"    archaudit.cli.main(['check', '--no-config', '-q', '--format', 'json', {target!r}])")
+    assert {"archaudit.core", "archaudit.scan", "archaudit.audit", "archaudit.render"} <= mods
+    assert not mods & NOT_FOR_CHECK

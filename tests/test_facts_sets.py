@@ -9,6 +9,7 @@ kernel gaps and the driver floors must be the same.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -46,6 +47,19 @@ def reference_needed(units: list[facts.Unit], choices: list[Choice]) -> list[boo
         else:
             out.append(any(best[k] == _RANK[c.runs] for k in c.kernels or ()))
     return out
+
+
+def reference_named(kernel: str) -> tuple[CC, ...]:
+    """named_architectures without its substring shortcut: both patterns on every name."""
+    words = "|".join(facts._GENERATIONS)
+    out: list[CC] = []
+    for m in re.finditer(r"(?:^|[^a-z])(?:sm_?|cutlass_|cutlass3x_sm)(\d{2,3})(?:[af])?(?![0-9])", kernel, re.I):
+        n = int(m.group(1))
+        if n >= 20:
+            out.append(facts.arch.canonical_cc((n // 10, n % 10)))
+    for m in re.finditer(r"(?:^|[^a-z])(" + words + r")(?![a-z])", kernel, re.I):
+        out.extend(facts._GENERATIONS[m.group(1).lower()])
+    return tuple(dict.fromkeys(out))
 
 
 def reference_homes(f: LibraryFacts) -> dict[str, tuple[int, ...]]:
@@ -199,6 +213,26 @@ def test_a_kernel_run_natively_elsewhere_keeps_a_jit_only_unit_unused():
     assert facts._needed(units, list(on80.choices), list(on80.given)) == [True, False]
     assert [c.runs for c in on86.choices] == ["native", "jit"]  # sm_80 runs on 8.6 too
     assert on80.floor is not None and "PTX" not in on80.floor.evidence
+
+
+NAME_PIECES = ("sm", "SM", "Sm_", "_", "8", "0", "9", "1", "a", "f", "cutlass", "Cutlass3x_sm", "volta",
+               "Ampere", "xturing", "hopperx", "blackwell", "kepler", "\u017fm", "\u212aepler", "x", "N5", "::")
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from(NAME_PIECES), max_size=8).map("".join))
+def test_named_architectures_is_the_patterns_on_every_name(name):
+    """The substring shortcut (and the patterns compiled on first use) never changes an answer:
+    not for upper case, not for non-ASCII letters that fold onto s and k (\u017f, \u212a)."""
+    assert named_architectures(name) == reference_named(name)
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("sm80_xmma_gemm", ((8, 0),)), ("volta_sgemm", ((7, 0), (7, 2))), ("_Z4axpyfPKfPfi", ()),
+    ("cutlass_80_tensorop", ((8, 0),)), ("xsm80", ()), ("sm_90a_kernel", ((9, 0),)), ("sm_1000", ()),
+])
+def test_named_architectures_reads_names(name, expected):
+    assert named_architectures(name) == expected == reference_named(name)
 
 
 def test_highest_keeps_the_first_of_equal_floors():

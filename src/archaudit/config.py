@@ -12,11 +12,6 @@ from typing import Any, Literal, get_args
 
 from .errors import UsageError
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # Python 3.10
-    import tomli as tomllib
-
 # The report formats and detail levels, for the config's keys and the flags alike.
 Format = Literal["text", "json", "markdown", "github", "junit"]
 Detail = Literal["libraries", "containers", "kernels"]
@@ -71,6 +66,10 @@ def find_pyproject(start: str | None = None) -> str | None:
 
 
 def _read(path: str) -> dict[str, Any]:
+    if sys.version_info >= (3, 11):  # imported when a file is read: most checks have none
+        import tomllib
+    else:  # Python 3.10
+        import tomli as tomllib
     try:
         with open(path, "rb") as f:
             return tomllib.load(f)

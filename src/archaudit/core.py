@@ -11,7 +11,6 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from importlib import resources
 
 from .artifacts import Progress, inventories
 from .audit import Policy, Report, audit
@@ -21,6 +20,8 @@ from .scan import DEFAULT_MAX_PAYLOAD
 
 def example_wheel() -> str:
     """The small wheel shipped with archaudit (built by nvcc 13.0), for `check --example`."""
+    from importlib import resources
+
     return str(resources.files("archaudit") / "examples" / "gpu_example-1.0-py3-none-linux_x86_64.whl")
 
 

@@ -15,7 +15,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import cache, cached_property, lru_cache
 from typing import Literal
 
 from . import arch
@@ -117,7 +117,7 @@ class GpuPath:
 # Architecture names in kernel names: libraries that dispatch on the GPU at run time name
 # their kernels for the architecture they are launched on (cuDNN's sm80_xmma_*, cuBLAS'
 # ampere_*/volta_*/maxwell_*, CUTLASS's cutlass_80_*, mangled cutlass::arch::Sm90).
-_SM_IN_NAME = re.compile(r"(?:^|[^a-z])(?:sm_?|cutlass_|cutlass3x_sm)(\d{2,3})(?:[af])?(?![0-9])", re.IGNORECASE)
+_SM_IN_NAME = r"(?:^|[^a-z])(?:sm_?|cutlass_|cutlass3x_sm)(\d{2,3})(?:[af])?(?![0-9])"
 _GENERATIONS: dict[str, tuple[CC, ...]] = {
     "kepler": ((3, 0), (3, 2), (3, 5), (3, 7)),
     "maxwell": ((5, 0), (5, 2), (5, 3)),
@@ -128,8 +128,13 @@ _GENERATIONS: dict[str, tuple[CC, ...]] = {
     "hopper": ((9, 0),),
     "blackwell": ((10, 0), (10, 3), (11, 0), (12, 0), (12, 1)),
 }
-_GENERATION_WORD = re.compile("|".join(_GENERATIONS))  # in the lower-cased name: a hint only
-_GENERATION_IN_NAME = re.compile(r"(?:^|[^a-z])(" + "|".join(_GENERATIONS) + r")(?![a-z])", re.IGNORECASE)
+_GENERATION_IN_NAME = r"(?:^|[^a-z])(" + "|".join(_GENERATIONS) + r")(?![a-z])"
+
+
+@cache
+def _name_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The two name patterns, compiled when a name first holds their words (most checks: never)."""
+    return re.compile(_SM_IN_NAME, re.IGNORECASE), re.compile(_GENERATION_IN_NAME, re.IGNORECASE)
 
 
 @lru_cache(maxsize=1 << 14)
@@ -142,13 +147,16 @@ def named_architectures(kernel: str) -> tuple[CC, ...]:
     if kernel.isascii():
         low = kernel.lower()
         sm_words = "sm" in low or "cutlass" in low
-        generation_words = _GENERATION_WORD.search(low) is not None
+        generation_words = any(word in low for word in _GENERATIONS)
+        if not sm_words and not generation_words:
+            return ()
+    sm_in_name, generation_in_name = _name_patterns()
     out: list[CC] = []
-    for m in _SM_IN_NAME.finditer(kernel) if sm_words else ():
+    for m in sm_in_name.finditer(kernel) if sm_words else ():
         n = int(m.group(1))
         if n >= 20:
             out.append(arch.canonical_cc((n // 10, n % 10)))
-    for m in _GENERATION_IN_NAME.finditer(kernel) if generation_words else ():
+    for m in generation_in_name.finditer(kernel) if generation_words else ():
         out.extend(_GENERATIONS[m.group(1).lower()])
     return tuple(dict.fromkeys(out))
 

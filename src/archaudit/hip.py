@@ -29,7 +29,6 @@ its end is where the compressed stream ends.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import struct
 import zlib
@@ -310,6 +309,8 @@ def parse(blob: bytes, offset: int, section: str, max_decoded: int = 1 << 30) ->
             raise Malformed(f"compressed bundle declares {usize} bytes, above the {max_decoded}-byte limit",
                             code=TOO_LARGE)
         inner = _decompress(mv[hsize:size], method, usize)
+        import hashlib  # OpenSSL, loaded for a compressed bundle's digest only
+
         if int.from_bytes(hashlib.md5(inner).digest()[:8], "little") != digest:
             raise Malformed("compressed bundle hash does not match its decoded content", code=UNDECODABLE)
         if inner[:24] != UNCOMPRESSED_MAGIC:

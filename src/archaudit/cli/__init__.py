@@ -3,6 +3,9 @@
 One module per subcommand (main_check, main_diff, main_explain, main_gpus, main_smoke), each
 with `configure_parser(sub)` and `execute(args) -> int`. Exit codes: 0 pass, 1 findings,
 2 unusable input, usage, or an internal error (one line, never a traceback).
+
+Building the parser imports argparse and the subcommands' options only: what a subcommand
+needs to run (the readers, the index engine, the smoke runner) is imported by its `execute`.
 """
 
 from __future__ import annotations
@@ -12,7 +15,6 @@ import gc
 import sys
 
 from .. import __version__
-from ..core import example_wheel
 from ..errors import ArchauditError
 from . import main_check, main_diff, main_explain, main_gpus, main_index, main_query, main_smoke
 
@@ -60,6 +62,14 @@ def entry(argv: list[str] | None = None) -> int:
     code = main(argv)
     gc.freeze()
     return code
+
+
+def __getattr__(name: str) -> object:
+    if name == "example_wheel":  # archaudit.core.example_wheel, as before, without importing core to parse
+        from ..core import example_wheel
+
+        return example_wheel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["main", "entry", "build_parser", "example_wheel"]

@@ -9,8 +9,8 @@ import sys
 from collections.abc import Sequence
 
 from .. import config
+from ..config import FORMATS
 from ..errors import UsageError
-from ..settings import FORMATS
 
 
 def add_output_options(parser: argparse.ArgumentParser, formats: Sequence[str] = FORMATS) -> None:

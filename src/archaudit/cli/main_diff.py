@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from .. import diff
-from ..artifacts import inventory
-from ..settings import diff_settings
 from . import common
 
 FORMATS = ("text", "json", "markdown", "github", "junit")
@@ -29,6 +26,10 @@ def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 
 def execute(args: argparse.Namespace) -> int:
+    from .. import diff  # the readers and the diff, only when `diff` runs
+    from ..artifacts import inventory
+    from ..settings import diff_settings
+
     s = diff_settings(args, common.load_config(args), FORMATS)
     report = diff.compare(inventory(s.old, jobs=s.jobs), inventory(s.new, jobs=s.jobs), allow_loss=s.allow_loss)
     text = diff.render(report, s.output.format, verbose=s.verbose)

@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 
-from .. import arch, gfx
-
 
 def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("gpus", help="list the GPU catalog")
@@ -15,6 +13,8 @@ def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 
 def execute(args: argparse.Namespace) -> int:
+    from .. import arch, gfx
+
     nvidia, amd = arch.gpu_catalog(), gfx.gpus()
     if args.format == "json":
         print(json.dumps([{"name": g.name, "vendor": "nvidia", "cc": f"{g.cc[0]}.{g.cc[1]}",

@@ -7,14 +7,13 @@ import argparse
 import json
 import os
 import sys
+from typing import TYPE_CHECKING
 
-from ..claims import parse_claim
 from ..errors import UsageError
-from ..index import engine, sources
-from ..index.store import Store
-from ..index.task import TaskOptions, WheelResult
-from ..render import size_text
 from . import common
+
+if TYPE_CHECKING:
+    from ..index.task import WheelResult
 
 FORMATS = ("text", "json")
 _UNITS = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
@@ -67,12 +66,21 @@ def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 
 def _line(r: WheelResult) -> str:
+    from ..render import size_text
+
     share = f"{100 * r.fetched / r.size:.0f}%" if r.size else "-"
     return (f"{r.verdict:8} {r.ref.file}  fetched {size_text(r.fetched)} of {size_text(r.size)} ({share})  "
             f"{r.seconds:.1f}s")
 
 
 def execute(args: argparse.Namespace) -> int:
+    # The index engine (HTTP, SQLite, process pools) is imported only when `index` runs.
+    from ..claims import parse_claim
+    from ..index import engine, sources
+    from ..index.store import Store
+    from ..index.task import TaskOptions
+    from ..render import size_text
+
     if args.arch:
         try:
             parse_claim(args.arch, "--arch")

@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 
 from ..errors import UsageError
-from ..index import reports, schema
-from ..settings import gpus
 from . import common
 
 REPORTS = ("runs-on", "coverage", "lost", "driver-floor", "changed", "html")
@@ -29,6 +27,9 @@ def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 
 def execute(args: argparse.Namespace) -> int:
+    from ..index import reports, schema  # SQLite and the reports, only when `query` runs
+    from ..settings import gpus
+
     db = schema.connect(args.db, create=False)
     try:
         if args.report == "html":

@@ -7,19 +7,21 @@ from __future__ import annotations
 
 import argparse
 
-from ..smoke import runner
+from ..smoke import options
 from . import common
 
-FORMATS = runner.FORMATS
+FORMATS = options.FORMATS
 
 
 def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("smoke", help="install a wheel in isolation and prove it runs on this machine's GPU "
                                      "(Linux only)")
-    runner.add_smoke_arguments(p)
+    options.add_smoke_arguments(p)
     common.add_output_options(p, FORMATS)
     p.set_defaults(execute=execute)
 
 
 def execute(args: argparse.Namespace) -> int:
+    from ..smoke import runner  # the probes and the children, only when `smoke` runs
+
     return runner.main_smoke(args)
