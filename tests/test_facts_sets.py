@@ -92,38 +92,24 @@ def reference_floor(f: LibraryFacts, gpu: CC) -> facts.Floor | None:
     return max(floors, key=lambda x: x.key) if floors else None
 
 
-def reference_gaps(f: LibraryFacts, gpus: tuple[CC, ...]) -> tuple[KernelGap, ...]:
-    """The per-kernel half of facts._kernel_gaps (identified units, not --strict-kernels)."""
-    homes_of = reference_homes(f)
+def reference_missing(f: LibraryFacts, gpus: tuple[CC, ...]) -> dict[str, tuple[str, ...]]:
+    """For each kernel some of ``gpus`` cannot launch, in kernel order, the labels of those GPUs."""
     available = {cc: reference_available(f, cc) for cc in gpus}
-    gaps = []
-    for name, homes in homes_of.items():
-        missing = [cc for cc in gpus if name not in available[cc]]
-        if not missing:
-            continue
-        codes = tuple(c for i in homes for c in f.units[i].codes if name in (c.entry.kernels or ()))
-        carried = labels_of(codes)
-        units = frozenset(homes)
-        if all(c.effective.suffix in ("a", "f") for c in codes):
-            gaps.append(KernelGap("specialised", carried, tuple(label(cc) for cc in missing), name, units))
-            continue
-        named = named_architectures(name)
-        by: dict[str, list[str]] = defaultdict(list)
-        for cc in missing:
-            picked = [f.paths[cc].choices[i] for i in homes]
-            if any(c.runs == "none" and c.code is not None for c in picked):
-                by["fails"].append(label(cc))
-            elif named:
-                by["named"].append(label(cc))
-            elif any(f.paths[cc].choices[i].runs != "none" for i in homes):
-                by["compiled-out"].append(label(cc))
-            elif f.dispatch_evidence is not None:
-                by["dispatch"].append(label(cc))
-            else:
-                by["fails"].append(label(cc))
-        for verdict, where in by.items():
-            gaps.append(KernelGap(verdict, carried, tuple(where), name, units))  # type: ignore[arg-type]
-    return tuple(gaps)
+    out = {}
+    for name in reference_homes(f):
+        missing = tuple(label(cc) for cc in gpus if name not in available[cc])
+        if missing:
+            out[name] = missing
+    return out
+
+
+def gap_missing(gaps: tuple[KernelGap, ...], gpus: tuple[CC, ...]) -> dict[str, tuple[str, ...]]:
+    """The same read from the gaps: a kernel's gaps, one per verdict, share out its GPUs."""
+    out: dict[str, set[str]] = {}
+    for g in gaps:
+        assert g.name is not None
+        out.setdefault(g.name, set()).update(g.fails)
+    return {name: tuple(label(cc) for cc in gpus if label(cc) in where) for name, where in out.items()}
 
 
 def assert_agrees(f: LibraryFacts) -> None:
@@ -146,12 +132,16 @@ def assert_agrees(f: LibraryFacts) -> None:
         assert f.kernel_count == len({k for e in entries for k in e.kernels or ()})
     if f.units and all(u.identified for u in f.units) and not f.policy.strict_kernels:
         judged = tuple(cc for cc in f.claimed if cc not in f.missing)
-        fast = facts._kernel_gaps(f, judged)
         if judged and not f.specialised:
-            assert fast == reference_gaps(f, judged)
+            gaps = facts._kernel_gaps(f, judged)
+            assert list(gap_missing(gaps, judged).items()) == list(reference_missing(f, judged).items())
+            for g in gaps:  # each gap's own facts, as the verdicts read them
+                assert g.units == frozenset(f.kernel_homes[g.name or ""])
+                assert g.carried == labels_of(f.kernel_codes(g.name or ""))
         for cc in f.paths:
             if f.paths[cc].runs != "none" and not f.specialised:
-                assert f.kernel_gaps_on(cc) == reference_gaps(f, (cc,))
+                gaps = f.kernel_gaps_on(cc)
+                assert list(gap_missing(gaps, (cc,)).items()) == list(reference_missing(f, (cc,)).items())
 
 
 # ---- generated libraries ------------------------------------------------------------------------
