@@ -12,7 +12,7 @@ import json
 import os
 import re
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -75,13 +75,37 @@ def test_a_bare_code_object_is_one_standalone_entry_of_its_target():
         "k.hsaco", len(data), "hsaco", (Container("amd", STANDALONE, "", 0, len(data), (entry,)),))
 
 
-def test_a_cubin_for_no_cuda_architecture_is_e014():
-    data = bytearray((CUDA / "kern_sm80.cubin").read_bytes())
-    flags = struct.unpack_from("<I", data, 48)[0]
-    struct.pack_into("<I", data, 48, flags & ~0xFF00)  # the SM number (e_flags bits 8-15) set to 0
-    lib = read("k.cubin", bytes(data))
-    assert [p.code for p in lib.problems] == ["E014"] and not lib.containers, lib
-    assert "cubin e_flags name no CUDA architecture" in lib.problems[0].message
+def patched(data: bytes, at: int, fmt: str, change: Callable[[int], int]) -> bytes:
+    out = bytearray(data)
+    struct.pack_into(fmt, out, at, change(struct.unpack_from(fmt, out, at)[0]))
+    return bytes(out)
+
+
+CUBIN = (CUDA / "kern_sm80.cubin").read_bytes()
+HSACO = (AMD / "gfx90a_xnack_on.hsaco").read_bytes()
+
+
+@pytest.mark.parametrize("name, data, code, message", [
+    # e_flags bits 8-15 are a CUDA 12.9+ cubin's SM number
+    ("k.cubin", patched(CUBIN, 48, "<I", lambda f: f & ~0xFF00), "E014",
+     "cubin e_flags name no CUDA architecture (sm_0)"),
+    # section 1's sh_size (section table at e_shoff, 64 bytes a row) past the end of the file
+    ("k.hsaco", patched(HSACO, struct.unpack_from("<Q", HSACO, 0x28)[0] + 64 + 32, "<Q", lambda _: 1 << 30),
+     "E010", "section 1 lies outside the file"),
+    # EF_AMDGPU_MACH (e_flags bits 0-7) naming no processor
+    ("k.hsaco", patched(HSACO, 48, "<I", lambda f: f | 0xFF), "E014", "unknown EF_AMDGPU_MACH 0x0ff"),
+])
+def test_a_device_elf_that_cannot_be_read_is_one_finding_and_no_code(name, data, code, message):
+    assert read(name, data) == Library(name, len(data), "cubin", problems=(Problem(code, message),))
+
+
+@pytest.mark.parametrize("data, code, message", [
+    ((CUDA / "lib_sm80.so").read_bytes()[:40], "E010", "malformed ELF: ELF header is truncated"),
+    (patched((CUDA / "lib_sm80.so").read_bytes(), 4, "<B", lambda _: 1), "E020",
+     "malformed ELF: 32-bit ELF is not supported"),
+])
+def test_an_elf_header_that_cannot_be_read_is_a_finding(data, code, message):
+    assert read("lib.so", data) == Library("lib.so", len(data), "elf", problems=(Problem(code, message),))
 
 
 def ptx(text: str, name: str = "k.ptx") -> Library:
@@ -154,6 +178,16 @@ def test_a_file_starting_with_a_container_magic_and_holding_none_is_e011():
     assert problems(read("k.fatbin", fatbin.MAGIC + b"\0" * 60)) == [("E011", "not a valid fatbin container", None)]
 
 
+def test_a_container_whose_declared_size_leaves_out_an_entry_is_e011():
+    """kern.fatbin with its fat_size 472 bytes short: the PTX entry at 3448 would lie outside
+    every container, and no section tells a bare file's containers apart."""
+    data = patched(KERN_FATBIN, 8, "<Q", lambda n: n - 472)
+    lib = read("k.fatbin", data)
+    assert [(c.offset, c.size) for c in lib.containers] == [(0, 3448)]
+    assert problems(lib) == [("E011", "fatbin container at 0x0: an entry follows its declared end, so its size "
+                                      "hides entries", 3448)]
+
+
 def test_a_container_declaring_more_than_the_file_is_the_only_finding():
     data = KERN_FATBIN[:-8]  # the header still declares the whole container
     head = fatbin.parse_container_header(KERN_FATBIN)
@@ -194,6 +228,13 @@ def test_a_stream_ending_inside_a_bundle_is_a_truncated_bundle():
 def test_a_version_1_bundle_whose_stream_is_cut_is_truncated():
     v1 = ccob(PLAIN, 1, "zstd")  # states no size: its zstd frame must be walked
     assert problems(read("k.hipfb", v1[:len(v1) // 2])) == [("E030", "HIP bundle at 0x0: E030: bundle is truncated", 0)]
+
+
+def test_a_version_1_bundle_cut_short_after_another_bundle_is_truncated():
+    v1 = ccob(PLAIN, 1, "zstd")
+    lib = read("k.hipfb", PLAIN + v1[:len(v1) // 2])
+    assert [c.offset for c in lib.containers] == [0]
+    assert problems(lib) == [("E030", f"HIP bundle at 0x{len(PLAIN):x}: E030: bundle is truncated", len(PLAIN))]
 
 
 def test_a_version_1_bundle_header_is_read_up_to_four_times_the_payload_bound():
@@ -370,3 +411,22 @@ def test_a_container_a_wrapper_registers_must_be_found(which, wrapper):
     assert problems(lib) == [
         ("E011", f"fatbin wrapper at 0x{wrapper:x} registers 0x{at:x}, where no fatbin container was found", at),
         ("E011", f".nv_fatbin: {size} of its {FATBIN_SIZE} bytes are not a valid fatbin container", FATBIN_AT)]
+
+
+# ---- the payload bound on each entry ------------------------------------------------------------
+
+def test_an_entry_up_to_the_payload_bound_is_decoded():
+    lib = read("k.fatbin", KERN_FATBIN, max_payload=3368)  # the sm_80 cubin's size, stored as is
+    assert not lib.problems and [e.decoded for e in lib.containers[0].entries] == [True, True]
+    lib = read("k.fatbin", KERN_FATBIN, max_payload=3367)
+    assert problems(lib) == [("E012", "fatbin container at 0x0: sm_80 entry of 3368 bytes exceeds the 3367-byte bound",
+                              16)]
+
+
+def test_a_compressed_entry_is_bounded_by_its_decoded_size_too():
+    """kern.fatbin's compute_90 PTX alone in its container: 391 bytes of zstd, 904 decoded."""
+    ptx_entry = KERN_FATBIN[3448:]
+    data = struct.pack("<IHHQ", 0xBA55ED50, 1, 16, len(ptx_entry)) + ptx_entry
+    assert not read("k.fatbin", data, max_payload=904).problems
+    assert problems(read("k.fatbin", data, max_payload=500)) == [
+        ("E012", "fatbin container at 0x0: sm_90 entry of 904 bytes exceeds the 500-byte bound", 16)]
