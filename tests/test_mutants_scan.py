@@ -20,6 +20,7 @@ import pytest
 from archaudit import fatbin, scan
 from archaudit.cli import main
 from archaudit.model import CODE_OBJECT, PTX, SASS, STANDALONE, Container, Entry, Library, Problem
+from test_elf_dynamic import READELF, _readelf
 from test_hip import BIN as AMD, ccob, first_bundle
 
 CUDA = Path(__file__).resolve().parent / "fixtures" / "cuda" / "bin"
@@ -336,10 +337,11 @@ def test_a_librarys_containers_are_named_for_their_section_and_role():
     lib = read("lib.so", LIB_SM80)
     assert containers(lib) == [(".nv_fatbin", "device-link", FATBIN_AT, 1536),
                                (".nv_fatbin", "executable", FATBIN_AT + 1536, 3448)] and not lib.problems
-    rdc = (CUDA / "lib_rdc.so").read_bytes()
-    _, secs = elf_sections(rdc)
-    assert [(s, r) for s, r, _, _ in containers(read("lib.so", rdc))] == [
+    assert (lib.format, lib.size, lib.notes, lib.runpath) == ("elf", len(LIB_SM80), (), ())
+    rdc = read("lib.so", (CUDA / "lib_rdc.so").read_bytes())  # __nv_relfatbin starts where .nv_fatbin ends
+    assert [(s, r) for s, r, _, _ in containers(rdc)] == [
         (".nv_fatbin", "device-link"), ("__nv_relfatbin", "relocatable"), ("__nv_relfatbin", "relocatable")]
+    assert not rdc.problems
     incbin = read("lib.so", (CUDA.parent.parent / "readers" / "bin" / "lib_incbin_text.so").read_bytes())
     assert [(s, r) for s, r, _, _ in containers(incbin)] == [(".text", "embedded")] and not incbin.problems
 
@@ -430,3 +432,88 @@ def test_a_compressed_entry_is_bounded_by_its_decoded_size_too():
     assert not read("k.fatbin", data, max_payload=904).problems
     assert problems(read("k.fatbin", data, max_payload=500)) == [
         ("E012", "fatbin container at 0x0: sm_90 entry of 904 bytes exceeds the 500-byte bound", 16)]
+
+
+# ---- containers at the edges of the stream's chunks and of the file -----------------------------
+
+def test_a_container_whose_header_straddles_a_chunk_boundary_is_found():
+    """The search matches the magic and the version and header size after it (8 bytes); the
+    rest of the 16-byte header arrives with the next 1 MiB chunk."""
+    at = (1 << 20) - 8
+    data = KERN_FATBIN + bytes(at - len(KERN_FATBIN)) + KERN_FATBIN
+    lib = read("k.fatbin", data)
+    assert [(c.offset, c.size, len(c.entries)) for c in lib.containers] == [(0, len(KERN_FATBIN), 2),
+                                                                            (at, len(KERN_FATBIN), 2)]
+    assert not lib.problems
+
+
+def test_a_container_header_cut_by_the_end_of_the_file_ends_the_search():
+    lib = read("k.fatbin", KERN_FATBIN + KERN_FATBIN[:12])
+    assert [c.offset for c in lib.containers] == [0] and not lib.problems
+
+
+# ---- host libraries: the dynamic segment's names, the section name table -------------------------
+
+READERS = CUDA.parent.parent / "readers" / "bin"
+
+
+@pytest.mark.skipif(READELF is None, reason="binutils' readelf is not installed")
+def test_needed_names_far_into_the_dynamic_string_table_are_read():
+    """NEEDED is what makes a library that only links the CUDA runtime a GPU library: its names
+    must be read wherever .dynstr holds them (here after 4 KiB of symbol names)."""
+    path = READERS / "lib_many_exports.so"
+    want = _readelf(path)
+    assert want["NEEDED"] == ["libm.so.6", "libc.so.6"] and want["RUNPATH"] == ["$ORIGIN/../lib"]
+    lib = read(path.name, path.read_bytes())
+    assert (list(lib.needed), list(lib.runpath), lib.problems) == (want["NEEDED"], want["RUNPATH"], ())
+
+
+def test_a_segment_outside_the_file_is_e010_and_nothing_else():
+    phoff, = struct.unpack_from("<Q", LIB_SM80, 0x20)  # program header 0: PT_LOAD; p_filesz at +32
+    data = patched(LIB_SM80, phoff + 32, "<Q", lambda _: len(LIB_SM80) + 1)
+    assert read("lib.so", data) == Library("lib.so", len(data), "elf", problems=(
+        Problem("E010", "malformed ELF: segment 0 lies outside the file"),))
+
+
+def summary(lib: Library) -> tuple[object, ...]:
+    return (lib.format, [(c.section, c.role, c.offset, c.size, len(c.entries)) for c in lib.containers],
+            lib.needed, lib.runpath, lib.problems)
+
+
+def moved_table(data: bytes, gap: int, names_gap: int | None = None) -> bytes:
+    """The library with its section header table moved `gap` bytes past the end of the file
+    (e_shoff patched) and, with names_gap, .shstrtab copied that far past the end first (its
+    sh_offset patched): every section's bytes stay where they were."""
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shnum, shstrndx = struct.unpack_from("<HH", data, 0x3C)
+    table = bytearray(data[shoff:shoff + 64 * shnum])
+    out = bytearray(data)
+    if names_gap is not None:
+        names_at, names_size = struct.unpack_from("<QQ", table, 64 * shstrndx + 24)
+        out += bytes(names_gap)
+        struct.pack_into("<Q", table, 64 * shstrndx + 24, len(out))
+        out += data[names_at:names_at + names_size]
+    out += bytes(gap)
+    struct.pack_into("<Q", out, 0x28, len(out))
+    return bytes(out + table)
+
+
+def test_section_names_read_from_the_head_when_the_table_is_far_from_them():
+    """.shstrtab more than SHSTR_WINDOW (1 MiB) before the section table but within the 4 MiB
+    head that is always kept."""
+    data = moved_table(LIB_SM80, (1 << 20) + 4096)
+    lib = read("lib.so", data)
+    assert summary(lib) == summary(read("lib.so", LIB_SM80)) and lib.notes == ()
+
+
+def test_section_names_read_in_a_second_pass_when_neither_window_holds_them():
+    data = moved_table(LIB_SM80, (1 << 20) + 4096, names_gap=5 << 20)
+    lib = read("lib.so", data)
+    assert summary(lib) == summary(read("lib.so", LIB_SM80))
+    assert lib.notes == ("second pass: the section name table lies away from the section table",)
+
+
+def test_section_names_read_from_the_window_before_a_table_past_the_first_mebibyte():
+    data = moved_table(LIB_SM80, 0, names_gap=(1 << 20) + 4096)  # .shstrtab just before the table
+    lib = read("lib.so", data)
+    assert summary(lib) == summary(read("lib.so", LIB_SM80)) and lib.notes == ()
