@@ -195,7 +195,3 @@ def predict(container: Container, gpu: Gpu) -> Prediction:
     return Prediction(Outcome.NONE, None, f"nothing in it runs on {label}: {why}",
                       frozenset({NO_BINARY_FOR_GPU}))
 
-
-def runs(container: Container, gpu: Gpu) -> bool:
-    """Whether some code of this container runs on the GPU when the library loads it (JIT allowed)."""
-    return predict(container, gpu.with_jit(True)).outcome in (Outcome.NATIVE, Outcome.JIT)
