@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from archaudit import fatbin, scan
+from archaudit import fatbin, hip, scan, zipread
 from archaudit.cli import main
 from archaudit.model import CODE_OBJECT, PTX, SASS, STANDALONE, Container, Entry, Library, Problem
 from test_elf_dynamic import READELF, _readelf
@@ -517,3 +517,105 @@ def test_section_names_read_from_the_window_before_a_table_past_the_first_mebiby
     data = moved_table(LIB_SM80, 0, names_gap=(1 << 20) + 4096)  # .shstrtab just before the table
     lib = read("lib.so", data)
     assert summary(lib) == summary(read("lib.so", LIB_SM80)) and lib.notes == ()
+
+
+# ---- walking a container's entries ---------------------------------------------------------------
+
+@pytest.mark.parametrize("header_size, cut, words", [
+    (64, 16 + 30, "file ends inside an entry header"),  # inside the fixed 64 bytes
+    (72, 16 + 68, "file ends inside an entry header"),  # inside a header declared 72 bytes long
+    (64, 16 + 64 + 1000, "file ends inside an entry payload"),  # decoded, so read whole
+])
+def test_a_stream_ending_inside_an_entry_is_e011(header_size, cut, words):
+    data = patched(KERN_FATBIN, 16 + 4, "<I", lambda _: header_size)
+    lib = stream("k.fatbin", len(data), data[:cut])
+    assert problems(lib) == [("E011", f"fatbin container at 0x0: {words}", 16),
+                             ("E002", f"stream ended after {cut} of {len(data)} bytes", None)]
+
+
+def test_an_entry_overrunning_its_container_is_e011():
+    data = patched(KERN_FATBIN, 8, "<Q", lambda n: n - 8)  # fat_size 8 bytes short of the PTX entry's end
+    assert problems(read("k.fatbin", data)) == [("E011", "fatbin container at 0x0: entry overruns its container",
+                                                 3448)]
+
+
+def test_a_payload_that_does_not_decode_is_a_finding_at_its_entry():
+    data = bytearray(KERN_FATBIN)
+    data[3448 + 80] ^= 0xFF  # the first byte of the PTX entry's zstd frame (its header is 80 bytes)
+    lib = read("k.fatbin", bytes(data))
+    assert [(p.code, p.offset) for p in lib.problems] == [("E012", 3448)]
+    assert lib.problems[0].message.startswith("fatbin container at 0x0: sm_90 zstd payload does not decode: ")
+    assert [len(c.entries) for c in lib.containers] == [0]  # a failed decode fails its container
+
+
+# ---- header-level rejects: findings inside device-code sections, coincidences elsewhere ---------
+
+@pytest.mark.parametrize("which, wrapper", [(0, 0x4088), (1, 0x40A0)])  # the first starts the section
+def test_a_container_declaring_past_the_file_is_a_finding_inside_a_fatbin_section(which, wrapper):
+    at, size = [(FATBIN_AT, 1536), (FATBIN_AT + 1536, 3448)][which]
+    data = patched(LIB_SM80, at + 8, "<Q", lambda _: 1 << 30)  # its fat_size
+    assert problems(read("lib.so", data)) == [
+        ("E011", f"fatbin container at 0x{at:x} declares {1 << 30} bytes, past the end of the file", at),
+        ("E011", f"fatbin wrapper at 0x{wrapper:x} registers 0x{at:x}, where no fatbin container was found", at),
+        ("E011", f".nv_fatbin: {size} of its {FATBIN_SIZE} bytes are not a valid fatbin container", FATBIN_AT)]
+
+
+def test_a_container_declaring_past_the_file_is_a_finding_where_there_are_no_sections():
+    data = patched((READERS / "lib_noshdr_rx.so").read_bytes(), 0x2610 + 8, "<Q", lambda _: 1 << 30)
+    lib = read("lib.so", data)
+    assert [c.offset for c in lib.containers] == [0x2010]
+    assert problems(lib) == [("E011", f"fatbin container at 0x2610 declares {1 << 30} bytes, past the end of the "
+                                      "file", 0x2610)]
+
+
+def test_an_impossible_bundle_header_is_a_finding_in_hip_fatbin_and_a_coincidence_elsewhere():
+    data = patched(TWO_PLAIN, 0x8000 + 24, "<Q", lambda _: 5000)  # the second bundle's entry count
+    assert problems(read("lib.so", data)) == [
+        ("E030", "HIP bundle at 0x8000: E030: offload bundle declares 5000 entries", 0x8000),
+        ("E030", "HIP wrapper at 0xc050 registers 0x8000, where no valid offload bundle was found", 0x8000),
+        ("E030", ".hip_fatbin: 14344 of its 32152 bytes are not a valid offload bundle", 0x3000)]
+    rodata = bytearray(TWO_PLAIN)  # .rodata at 0x2000: the same impossible header, as a string might be
+    rodata[0x2000:0x2020] = hip.UNCOMPRESSED_MAGIC + (5000).to_bytes(8, "little")
+    lib = read("lib.so", bytes(rodata))
+    assert [c.offset for c in lib.containers] == [0x3000, 0x8000] and not lib.problems
+
+
+@pytest.mark.parametrize("size, bad", [(25999, False), (26000, True)])
+def test_hip_fatbin_may_hold_less_than_a_page_per_bundle_that_is_not_one(size, bad):
+    """With the second bundle's magic damaged, one bundle (17,808 bytes) is left: the section may
+    hold up to 2 pages (8,192 bytes) besides it, the page-alignment gaps after each bundle."""
+    data = bytearray(with_section(TWO_PLAIN, ".hip_fatbin", size=size))
+    data[0x8000] ^= 0xFF
+    found = problems(read("lib.so", bytes(data)))
+    assert found[0] == ("E030", "HIP wrapper at 0xc050 registers 0x8000, where no valid offload bundle was found",
+                        0x8000)
+    assert found[1:] == ([("E030", f".hip_fatbin: {size - 17808} of its {size} bytes are not a valid offload bundle",
+                           0x3000)] if bad else [])
+
+
+def test_bundles_in_no_section_are_read_with_no_section_name():
+    lib = read("lib.so", with_section(TWO_PLAIN, ".hip_fatbin", size=0))
+    assert [(c.section, c.offset) for c in lib.containers] == [("", 0x3000), ("", 0x8000)]
+
+
+# ---- what is no library, and a stream that fails ------------------------------------------------
+
+def test_a_file_no_reader_takes_is_e010():
+    data = b"not a library\n" * 10
+    assert read("lib.so", data) == Library("lib.so", len(data), "other", problems=(
+        Problem("E010", "malformed ELF: not an ELF file"),))
+
+
+@pytest.mark.parametrize("error, code, message", [
+    (OSError(5, "Input/output error"), "E001", "cannot read: [Errno 5] Input/output error"),
+    (zipread.MemberError("libk.so: CRC-32 does not match", code="E003"), "E003", "libk.so: CRC-32 does not match"),
+    (ValueError("inflate failed"), "E002", "inflate failed"),
+])
+def test_a_stream_that_fails_midway_is_a_read_failure_of_its_code(error, code, message):
+    """Chunks come from the zip reader (or a file): its failure mid-stream is the finding,
+    never a library read from the bytes that came before it."""
+    def chunks() -> Iterator[bytes]:
+        yield LIB_SM80[:4096]
+        raise error
+    assert scan.scan_stream("lib.so", len(LIB_SM80), chunks) == Library("lib.so", len(LIB_SM80), "other", problems=(
+        Problem(code, message),))
