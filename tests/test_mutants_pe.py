@@ -276,6 +276,8 @@ def test_dll_names_scattered_over_more_than_1_mib_are_malformed():
     lib = library_from_bytes("x.dll", bad)
     assert lib.needed == () and [(p.code, p.message) for p in lib.problems] == [
         ("E021", "malformed PE: imported DLL names are scattered over more than 1 MiB")]
+    # the section table of an image whose imports cannot be read is not trusted either
+    assert lib.containers and all(c.section == "" for c in lib.containers)
 
 
 @pytest.mark.parametrize("name, words", [(b"\0", "is empty"), (b"cudart\x0164.dll\0", "is not text"),
@@ -403,6 +405,25 @@ def test_a_directory_size_past_2_31_is_a_size_not_a_negative_number():
     img = Image("sm80.dll")
     lib = img.directory(pe.DIR_IMPORT, img.h.directory(pe.DIR_IMPORT)[0], 0xFFFFFFF0).library()
     assert (lib.needed, lib.problems) == (want, ())
+
+
+def test_an_empty_import_directory_declaring_2_gib_is_damaged():
+    """sm80_msvc.dll's import directory emptied (its one record zeroed) and declared at 0x80000000
+    bytes: room for records, none listed (E021), the size read unsigned."""
+    img = Image("sm80_msvc.dll")
+    rva, _ = img.h.directory(pe.DIR_IMPORT)
+    at = img.h.rva_to_offset(rva)
+    assert at is not None
+    lib = img.put(at, "<20s", bytes(20)).directory(pe.DIR_IMPORT, rva, 0x80000000).library()
+    assert problems(lib) == [("E021", "malformed PE: import directory of 2147483648 bytes lists no DLL")]
+
+
+def test_a_sound_image_is_read_whole():
+    data = (PE / "sm80_msvc.dll").read_bytes()
+    lib = library_from_bytes("x.dll", data)
+    assert (lib.path, lib.size, lib.format, lib.needed, lib.runpath, lib.problems, lib.notes) == (
+        "x.dll", len(data), "pe", ("cudart64_13.dll", "nvcuda.dll"), (), (), ())
+    assert [(c.section, c.role) for c in lib.containers] == [(".nv_fatb", "device-link"), (".nv_fatb", "executable")]
 
 
 def test_a_section_without_raw_data_maps_nothing_from_the_file():
