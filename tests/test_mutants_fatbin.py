@@ -118,7 +118,7 @@ def test_a_cubin_payload_start_must_be_the_cubin_its_header_says():
     refused("E014", "not a CUDA ELF (e_machine 62)", fatbin.check_payload_start, h, bytes(other), 0)
     sm90 = (BIN / "kern_sm90.cubin").read_bytes()[:64]
     refused("E014", "cubin says sm_90, entry header says sm_80", fatbin.check_payload_start, h, sm90, 0)
-    for name, arch in (("kern_sm75.cubin", 75), ("kern_sm120.cubin", 120)):  # old and new e_flags layouts
+    for name, arch in (("kern_sm75.cubin", 75), ("kern_sm120.cubin", 120)):  # nvcc 13 (ELF ABI 8) at both ends
         cub = (BIN / name).read_bytes()[:64]
         fatbin.check_payload_start(entry(SASS_AT, patched(SASS_AT, "<I", 28, arch)), cub, 0)
 
