@@ -363,3 +363,28 @@ def test_an_entry_identifier_is_read_from_its_header():
     data[PTX_AT + 64:PTX_AT + 80] = b"kern.cu  -O3    "
     h = entry(PTX_AT, bytes(data))
     assert fatbin.identifier(bytes(data[PTX_AT:PTX_AT + 80]), h) == "kern.cu  -O3"
+
+
+def test_payload_start_and_decoded_payload_findings_carry_the_entrys_offset():
+    """Every refusal of check_payload_start and decode_entry names where its entry is."""
+    h, sm90 = entry(), (BIN / "kern_sm90.cubin").read_bytes()
+    other = bytearray(CUBIN[:64])
+    struct.pack_into("<H", other, 18, 62)
+    ptx = entry(PTX_AT)
+    frame = FATBIN[PTX_AT + ptx.header_size:PTX_AT + ptx.header_size + 64]
+    wrong_arch, wrong_payload = sass_entry(sm90, 80)
+    plain, arch_specific = sass_entry((BIN / "kern_sm90a.cubin").read_bytes(), 90)
+    calls = [
+        ("E014", lambda: fatbin.check_payload_start(h, CUBIN[:51], 777)),
+        ("E014", lambda: fatbin.check_payload_start(h, bytes(other), 777)),
+        ("E014", lambda: fatbin.check_payload_start(h, sm90[:64], 777)),
+        ("E012", lambda: fatbin.check_payload_start(ptx, b"\x28\xb5\x2f\xfe" + frame[4:], 777)),
+        ("E012", lambda: fatbin.check_payload_start(ptx, frame[:5], 777)),
+        ("E014", lambda: decode.decode_entry(wrong_arch, wrong_payload, 777, fatbin.DEFAULT_MAX_PAYLOAD,
+                                             base(wrong_arch))),
+        ("E014", lambda: decode.decode_entry(plain, arch_specific, 777, fatbin.DEFAULT_MAX_PAYLOAD, base(plain))),
+    ]
+    for code, call in calls:
+        with pytest.raises(FatbinError) as e:
+            call()
+        assert (e.value.code, e.value.offset) == (code, 777), e.value.message
