@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from archaudit import facts
+from archaudit import facts, rules
 from archaudit.claims import parse_claim
 from archaudit.facts import KernelGap, LibraryFacts, label, labels_of, library_facts, named_architectures
-from archaudit.model import DEVICE_LINK, EXECUTABLE, PTX, SASS, Container, Entry, Library
-from archaudit.paths import Choice
+from archaudit.model import CODE_OBJECT, DEVICE_LINK, EXECUTABLE, HIP, LTO, PTX, SASS, Container, Entry, Library
+from archaudit.paths import NOTHING, Choice, choose
 from archaudit.policy import NvidiaGpu, Policy
 from archaudit.scan import scan_file
 
@@ -119,6 +119,8 @@ def assert_agrees(f: LibraryFacts) -> None:
         for u, choice, got in zip(f.units, path.choices, path.given):
             assert got == frozenset(choice.kernels or ())
             assert got <= u.kernels
+            asked = choose(u.container, u.codes, cc)  # one choice per container shape is exact
+            assert choice == asked or (choice == NOTHING and asked.code in path.dead)
         units, choices = list(f.units), list(path.choices)
         assert facts._needed(units, choices, list(path.given)) == reference_needed(units, choices)
         assert path.floor == reference_floor(f, cc)
@@ -156,11 +158,12 @@ kernels = st.lists(st.sampled_from(KERNELS), max_size=4).map(tuple)
 
 @st.composite
 def entries(draw: st.DrawFn, identified: bool) -> Entry:
-    names = draw(kernels) if identified else None
+    names = draw(kernels) if identified or draw(st.booleans()) else None  # some entries of a unit unread
     if draw(st.booleans()):
         toolkit = draw(st.sampled_from([None, (11, 4), (12, 0), (13, 0)]))
+        unresolved = ("_Z3extv",) if draw(st.integers(0, 5)) == 0 else ()
         return Entry("nvidia", SASS, draw(st.sampled_from(SASS_TARGETS)), (1, 8), kernels=names, toolkit=toolkit,
-                     decoded=True)
+                     decoded=True, unresolved=unresolved)
     target = draw(st.sampled_from(PTX_TARGETS))
     text = draw(st.sampled_from([None, target.replace("compute_", "sm_"), "sm_90a"]))
     isa = draw(st.sampled_from([(0, 0), (7, 4), (8, 0), (9, 0)]))
@@ -171,6 +174,15 @@ def entries(draw: st.DrawFn, identified: bool) -> Entry:
 def libraries(draw: st.DrawFn) -> Library:
     containers = []
     for _ in range(draw(st.integers(1, 6))):
+        other = draw(st.integers(0, 14))
+        if other == 0:  # a container without NVIDIA code to judge: LTO IR only
+            containers.append(Container("nvidia", EXECUTABLE, ".nv_fatbin", 0, 0,
+                                        (Entry("nvidia", LTO, "lto_80", (1, 0), kernels=()),)))
+            continue
+        if other == 1:  # AMD code beside it
+            containers.append(Container("amd", HIP, ".hip_fatbin", 0, 0,
+                                        (Entry("amd", CODE_OBJECT, "gfx90a", kernels=("k",), decoded=True),)))
+            continue
         identified = draw(st.integers(0, 9)) > 0
         box = draw(st.lists(entries(identified), min_size=1, max_size=4))
         role = DEVICE_LINK if draw(st.integers(0, 9)) == 0 else EXECUTABLE
@@ -223,6 +235,73 @@ def test_named_architectures_is_the_patterns_on_every_name(name):
 ])
 def test_named_architectures_reads_names(name, expected):
     assert named_architectures(name) == expected == reference_named(name)
+
+
+def sass_box(target: str, *names: str, toolkit: tuple[int, int] | None = (12, 0)) -> Container:
+    return Container("nvidia", EXECUTABLE, ".nv_fatbin", 0, 0,
+                     (Entry("nvidia", SASS, target, (1, 8), kernels=names, toolkit=toolkit, decoded=True),))
+
+
+def test_containers_after_one_without_nvidia_code_are_judged():
+    """A container holding LTO IR only (or AMD code) leaves no unit; the containers after it are
+    still judged: kernel a, built for 8.0 alone, fails on the claimed 9.0."""
+    lto = Container("nvidia", EXECUTABLE, ".nv_fatbin", 0, 0, (Entry("nvidia", LTO, "lto_80", (1, 0), kernels=()),))
+    amd = Container("amd", HIP, ".hip_fatbin", 0, 0, (Entry("amd", CODE_OBJECT, "gfx90a", kernels=("k",)),))
+    both = Container("nvidia", EXECUTABLE, ".nv_fatbin", 0, 0, sass_box("sm_80", "_Z1bv").entries
+                     + sass_box("sm_90", "_Z1bv").entries)
+    for first in (lto, amd):
+        lib = Library("libx.so", 1, "elf", (first, sass_box("sm_80", "_Z1av"), both))
+        f = library_facts(lib, parse_claim("80;90", "--arch"), Policy())
+        assert len(f.units) == 2
+        assert [x.get("kernels") for x in rules.rule_k001(f)] == [["_Z1av"]]
+
+
+def test_a_gpu_runs_natively_whatever_the_order_of_its_containers():
+    """The best any container does: native from the first, JIT from the second is still native."""
+    ptx = Container("nvidia", EXECUTABLE, ".nv_fatbin", 0, 0,
+                    (Entry("nvidia", PTX, "compute_80", (8, 0), kernels=("_Z1bv",), decoded=True, ptx_target="sm_80"),))
+    for order in ((sass_box("sm_80", "_Z1av"), ptx), (ptx, sass_box("sm_80", "_Z1av"))):
+        f = library_facts(Library("libx.so", 1, "elf", order), parse_claim("80", "--arch"), Policy())
+        assert f.coverage == (((8, 0), "native"),) and rules.rule_g002(f) == []
+
+
+def test_containers_of_one_shape_keep_their_own_driver_floors():
+    """Two containers of the same targets whose PTX dates them differently (CUDA 12.0 and 13.0):
+    their cubins, which record no toolkit, take the floor of their own container's PTX."""
+    def dated(isa: tuple[int, int], name: str) -> Container:
+        return Container("nvidia", EXECUTABLE, ".nv_fatbin", 0, 0, (
+            Entry("nvidia", SASS, "sm_80", (1, 8), kernels=(name,), toolkit=None, decoded=True),
+            Entry("nvidia", PTX, "compute_80", isa, kernels=(name,), decoded=True, ptx_target="sm_80")))
+    f = library_facts(Library("libx.so", 1, "elf", (dated((8, 0), "_Z1av"), dated((9, 0), "_Z1bv"))),
+                      parse_claim("80", "--arch"), Policy())
+    assert f.units[0].shape == f.units[1].shape
+    floor = f.paths[(8, 0)].floor
+    assert floor is not None and floor.cuda == (13, 0) and floor == reference_floor(f, (8, 0))
+
+
+def test_ptx_the_driver_cannot_compile_on_a_retired_gpu_fails_even_when_named():
+    """On 3.5 (last driver: CUDA 11.4) the driver picks compute_35 PTX whose text targets sm_90a
+    and cannot compile it: its kernel fails there (K001), whatever its name says. The dead-code
+    test applies to code that runs, not to that PTX."""
+    ptx = Container("nvidia", EXECUTABLE, ".nv_fatbin", 0, 0, (
+        Entry("nvidia", SASS, "sm_80", (1, 8), kernels=("sm80_xmma_k",), toolkit=(12, 0), decoded=True),
+        Entry("nvidia", PTX, "compute_35", (8, 0), kernels=("sm80_xmma_k",), decoded=True, ptx_target="sm_90a")))
+    lib = Library("libx.so", 1, "elf", (sass_box("sm_35", "_Z1av", toolkit=(11, 4)), ptx))
+    f = library_facts(lib, parse_claim("35;80", "--arch"), Policy())
+    assert f.paths[(3, 5)].choices[1].runs == "none" and f.paths[(3, 5)].dead == ()
+    gap = next(g for g in f.kernel_gaps if g.name == "sm80_xmma_k")
+    assert (gap.verdict, gap.fails) == ("fails", ("35",))
+
+
+def test_kernels_of_family_code_alone_are_specialised():
+    """A kernel whose only code is sm_100f serves the 10.x family by design (K002), not K001."""
+    lib = Library("libx.so", 1, "elf", (sass_box("sm_100f", "_Z1fv"),
+                                        Container("nvidia", EXECUTABLE, ".nv_fatbin", 0, 0,
+                                                  sass_box("sm_80", "_Z1kv").entries
+                                                  + sass_box("sm_100", "_Z1kv").entries)))
+    f = library_facts(lib, parse_claim("80;100", "--arch"), Policy())
+    assert [(g.verdict, g.name, g.fails) for g in f.kernel_gaps] == [("specialised", "_Z1fv", ("80",))]
+    assert rules.rule_k001(f) == [] and len(rules.rule_k002(f)) == 1
 
 
 def test_highest_keeps_the_first_of_equal_floors():
