@@ -323,3 +323,12 @@ def test_fast_facts_agree_on_the_fixtures(name):
     for claim in ("75;80;86;90;100;120", "80", "90a;100"):
         f = library_facts(lib, parse_claim(claim, "--arch"), Policy(gpus=(NvidiaGpu("sm_89", (8, 9)),)))
         assert_agrees(f)
+
+
+def test_a_specialised_library_has_no_kernel_gaps():
+    """A library of arch-specific code only serves its GPUs by design (G005): its kernels are not
+    judged one by one against the rest of the claim."""
+    lib = Library("libx.so", 1, "elf", (sass_box("sm_90a", "_Z1av"), sass_box("sm_100a", "_Z1bv")))
+    f = library_facts(lib, parse_claim("90;100", "--arch"), Policy())
+    assert f.specialised and f.kernel_gaps == ()
+    assert rules.rule_k002(f) == [] and len(rules.rule_g005(f)) == 1
