@@ -38,6 +38,10 @@ def read(path: str, size: int, src: object, settings: object) -> Library:
     containers = [Container("nvidia", EMBEDDED, "", c.offset, c.size, c.entries) for c in found.containers]
     containers += found.bundles
     containers.sort(key=lambda c: c.offset)
-    notes = () if containers else (NO_CUDA,)
-    return Library(path, size, "macho", tuple(containers), (), (), tuple(found.claims),
-                   tuple(found.problems), notes)
+    # Mach-O sections are not read, so a container header that declares more bytes than the
+    # file holds cannot be told to lie outside device code: it fails closed (E011), as in an ELF
+    # file without a section table. A HIP bundle magic that does not parse is left out: every
+    # LLVM build carries that magic as a string (llvmlite, jaxlib), and ROCm never came to macOS.
+    problems = found.problems + [p for p in found.soft if p.code == "E011"]
+    notes = () if containers or problems else (NO_CUDA,)
+    return Library(path, size, "macho", tuple(containers), (), (), tuple(found.claims), tuple(problems), notes)
