@@ -1,0 +1,278 @@
+"""artifacts.py's fail-closed branches, driven in-process (mutation testing sees only these).
+
+test_member_selection.py and test_hazards.py run `archaudit check` in a child process, which a
+mutation run cannot see; the cases here drive the same branches through `artifacts.inventory`
+itself, on wheels written by zipfile around the nvcc-built fixtures, and assert what each
+target reports: which members are read, and the problem code and words of what is not.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import zipfile
+import zlib
+from pathlib import Path
+
+import pytest
+
+from archaudit import artifacts
+from archaudit.artifacts import (
+    BUDGET_FLOOR,
+    BUDGET_RATIO,
+    MAX_LIBRARIES,
+    content_kind,
+    inventory,
+    is_library_name,
+    select_member,
+)
+from test_hazards import WHEEL_NAME, wheel
+from test_member_selection import raw_zip, zero_bomb
+
+ROOT = Path(__file__).resolve().parents[1]
+CUDA = ROOT / "tests" / "fixtures" / "cuda" / "bin"
+GOOD = (CUDA / "lib_sm80.so").read_bytes()
+FATBIN = (CUDA / "kern.fatbin").read_bytes()
+PE = next((ROOT / "tests" / "fixtures" / "pe" / "bin").glob("*.dll"))
+
+
+def problems(inv: artifacts.TargetInventory) -> list[tuple[str, str]]:
+    return [(p.code, p.message) for p in inv.problems]
+
+
+def paths(inv: artifacts.TargetInventory) -> list[str]:
+    return [lib.path for lib in inv.libraries]
+
+
+def zlib_deflate(data: bytes) -> bytes:
+    c = zlib.compressobj(6, zlib.DEFLATED, -15)
+    return c.compress(data) + c.flush()
+
+
+def zip_bytes(members: list[tuple[str, bytes]], method: int = zipfile.ZIP_DEFLATED) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", method) as z:
+        for name, data in members:
+            z.writestr(name, data)
+    return out.getvalue()
+
+
+# ---- what a member's first bytes say ------------------------------------------------------------
+
+@pytest.mark.parametrize("head, kind", [
+    (GOOD[:64], "elf"),
+    (FATBIN[:64], "fatbin"),
+    (b"__CLANG_OFFLOAD_BUNDLE__" + bytes(40), "offload-bundle"),
+    (b"CCOB\x02\x00\x01\x00" + bytes(56), "offload-bundle"),
+    (b"PK\x03\x04" + bytes(60), "zip"),
+    (b"\xfe\xed\xfa\xce" + bytes(60), "mach-o"),
+    (b"\xce\xfa\xed\xfe" + bytes(60), "mach-o"),
+    (b"\xfe\xed\xfa\xcf" + bytes(60), "mach-o"),
+    (b"\xcf\xfa\xed\xfe" + bytes(60), "mach-o"),
+    (b"MZ" + bytes(0x3A) + (0x40).to_bytes(4, "little") + b"PE\0\0", "pe"),
+    (b"MZ" + bytes(0x3A) + (0x40).to_bytes(4, "little") + b"PX\0\0", None),  # a stub pointing at no PE header
+    (b"MZ" + bytes(0x3A), None),  # too short to hold e_lfanew
+    (b"\x7fELG" + bytes(60), None),
+    (b"PK\x05\x06" + bytes(60), None),  # an empty zip's end record is not a member to read
+    (b"CCO", None),
+    (b"", None),
+    (b"import torch\n", None),
+])
+def test_content_kind_is_decided_by_the_magic(head, kind):
+    assert content_kind(head) == kind
+
+
+def test_a_real_pe_dll_is_pe_by_content():
+    assert content_kind(PE.read_bytes()[:artifacts.HEAD]) == "pe"
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("pkg/lib/libk.so", True), ("pkg/LIBK.SO", True), ("libk.so.12", True), ("libk.so.12.4.1", True),
+    ("k.cubin", True), ("k.fatbin", True), ("k.ptx", True), ("k.hsaco", True), ("k.pyd", True), ("k.dll", True),
+    ("k.dylib", True), ("libk.so.1rc1", False), ("libk.so.", False), ("libk.so.x1", False), ("pkg.so/readme", False),
+    ("libk.sox", False), ("k.py", False),
+])
+def test_library_names(name, expected):
+    assert is_library_name(name) is expected
+
+
+def test_select_member_prefers_content_then_name():
+    assert select_member("demo/data.bin", GOOD[:64]) == "elf"
+    assert select_member("demo/libk.so", b"INPUT(-lk)\n") == "name"
+    assert select_member("demo/readme.txt", b"hello") is None
+
+
+# ---- bounds: bytes, libraries, nesting ---------------------------------------------------------
+
+def bombs(tmp_path: Path, mib: int, count: int, extra: tuple[tuple[str, bytes, int, int], ...] = ()) -> str:
+    """A small wheel of `count` members of `mib` MiB each at about 990:1 (under the ratio bound)."""
+    stream, crc, size = zero_bomb(mib)
+    p = tmp_path / WHEEL_NAME
+    p.write_bytes(raw_zip([(f"demo/lib{i}.so", stream, crc, size) for i in range(count)] + list(extra)))
+    return str(p)
+
+
+def test_members_past_the_inflation_budget_are_not_read_and_said(tmp_path):
+    """Eight members of 9 MiB each in a wheel of a few hundred KB: the budget (64 MiB for a small
+    wheel) reads seven and refuses the eighth, naming it; a refusal is E003."""
+    inv = inventory(bombs(tmp_path, 9, 8))
+    assert BUDGET_FLOOR == 64 << 20 and len(inv.libraries) == 7
+    (code, message), = problems(inv)
+    assert code == "E003" and message.startswith("1 member(s) not read (demo/lib7.so): they would inflate")
+    assert f"past {BUDGET_FLOOR} bytes, {BUDGET_RATIO}x the wheel's size" in message
+
+
+def test_the_refusal_names_three_members_and_counts_the_rest(tmp_path):
+    inv = inventory(bombs(tmp_path, 20, 8))
+    (code, message), = problems(inv)
+    assert len(inv.libraries) == 3 and code == "E003"
+    assert message.startswith("5 member(s) not read (demo/lib3.so, demo/lib4.so, demo/lib5.so, ...)")
+
+
+def test_members_within_the_budget_are_all_read(tmp_path):
+    inv = inventory(bombs(tmp_path, 7, 9))
+    assert len(inv.libraries) == 9 and problems(inv) == []
+
+
+def test_more_libraries_than_any_real_wheel_reads_none(tmp_path):
+    members = [(f"demo/lib{i}.so", b"x") for i in range(MAX_LIBRARIES + 1)]
+    inv = inventory(str(wheel(tmp_path / WHEEL_NAME, members)))
+    assert inv.libraries == () and problems(inv) == [(
+        "E003", f"more than {MAX_LIBRARIES} members are libraries or device code, more than any real wheel "
+                f"holds: none is read")]
+
+
+def test_as_many_libraries_as_the_bound_are_read(tmp_path):
+    members = [(f"demo/lib{i}.so", b"x") for i in range(MAX_LIBRARIES)]
+    inv = inventory(str(wheel(tmp_path / WHEEL_NAME, members)))
+    assert len(inv.libraries) == MAX_LIBRARIES and not any(c == "E003" for c, _ in problems(inv))
+
+
+def test_zips_do_not_count_as_libraries(tmp_path):
+    inner = zip_bytes([("libin.so", GOOD)])
+    members = [(f"demo/lib{i}.so", b"x") for i in range(MAX_LIBRARIES - 1)] + [("demo/a.zip", inner)]
+    inv = inventory(str(wheel(tmp_path / WHEEL_NAME, members)))
+    assert len(inv.libraries) == MAX_LIBRARIES and "demo/a.zip!libin.so" in paths(inv)
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_DEFLATED, zipfile.ZIP_STORED])
+def test_a_library_in_a_zip_in_a_zip_is_read_and_one_deeper_is_not(tmp_path, method):
+    level2 = zip_bytes([("lib2.so", GOOD)], method)
+    level3 = zip_bytes([("lib3.so", GOOD)], method)
+    level1 = zip_bytes([("lib1.so", GOOD), ("deep.zip", level2), ("deeper.zip", zip_bytes([("x.zip", level3)]))],
+                       method)
+    inv = inventory(str(wheel(tmp_path / WHEEL_NAME, [("demo/outer.zip", level1)])))
+    assert sorted(paths(inv)) == ["demo/outer.zip!deep.zip!lib2.so", "demo/outer.zip!lib1.so"]
+    assert problems(inv) == [("E003", "demo/outer.zip!deeper.zip!x.zip: a zip nested 3 deep; its members are "
+                                      "not read")]
+
+
+def test_a_nested_zip_that_cannot_be_read_is_e002(tmp_path):
+    inv = inventory(str(wheel(tmp_path / WHEEL_NAME, [("demo/bad.zip", b"PK\x03\x04" + bytes(200))])))
+    assert inv.libraries == ()
+    (code, message), = problems(inv)
+    assert code == "E002" and message.startswith("demo/bad.zip: ")
+
+
+def test_a_nested_zip_counts_against_the_wheels_budget(tmp_path):
+    """Eight members of 7 MiB (56 MiB of the 64 MiB budget) and a zip holding an 8 MiB library:
+    the zip is read, the library inside it is refused, named by its nested path."""
+    inner = raw_zip([("libz.so", *zero_bomb(8))])
+    inv = inventory(bombs(tmp_path, 7, 8, (("demo/z.zip", zlib_deflate(inner), zlib.crc32(inner), len(inner)),)))
+    refused = [m for c, m in problems(inv) if c == "E003"]
+    assert refused and "demo/z.zip!libz.so" in refused[0] and "demo/z.zip!libz.so" not in paths(inv)
+
+
+# ---- --fast -----------------------------------------------------------------------------------
+
+def test_fast_mode_fails_each_library_it_did_not_decode(tmp_path):
+    p = wheel(tmp_path / WHEEL_NAME, [("demo/libk.so", GOOD), ("demo/libhost.so", (CUDA / "lib_host.so").read_bytes())])
+    fast = inventory(str(p), decode=False)
+    full = inventory(str(p))
+    libk = {lib.path: lib for lib in fast.libraries}["demo/libk.so"]
+    (e015,) = [q for q in libk.problems if q.code == "E015"]
+    entries = len(libk.entries)
+    assert e015.message == (f"{entries} of {entries} device-code entries not decoded (--fast): kernels, cubin "
+                            f"flags, PTX .target and payload integrity unverified")
+    assert not any(q.code == "E015" for lib in full.libraries for q in lib.problems)
+    assert not any(q.code == "E015" for lib in fast.libraries if not lib.entries for q in lib.problems)
+
+
+# ---- targets that are not wheels ---------------------------------------------------------------
+
+def test_a_missing_file_is_e001(tmp_path):
+    inv = inventory(str(tmp_path / "nothere" / "libk.so"))
+    assert inv.unusable and problems(inv) == [("E001", "cannot read: no such file")]
+
+
+def test_a_name_that_is_nothing_is_e001():
+    inv = inventory("no-such-distribution-archaudit-test")
+    assert inv.unusable and inv.kind == "distribution"
+    assert problems(inv) == [("E001", "cannot read: 'no-such-distribution-archaudit-test' is not a file, a "
+                                      "directory or an installed distribution")]
+
+
+def test_a_wheel_that_is_not_a_zip_is_e002(tmp_path):
+    p = tmp_path / WHEEL_NAME
+    p.write_bytes(b"not a zip at all" * 10)
+    inv = inventory(str(p))
+    assert inv.unusable and [c for c, _ in problems(inv)] == ["E002"]
+    assert problems(inv)[0][1].startswith("malformed archive: ")
+
+
+def test_an_empty_directory_is_e001(tmp_path):
+    (tmp_path / "empty").mkdir()
+    inv = inventory(str(tmp_path / "empty"))
+    assert inv.unusable and problems(inv) == [("E001", "directory holds no files to audit")]
+
+
+def test_a_directory_of_data_only_is_as_unusable_as_an_empty_one(tmp_path):
+    """Files that no rule picks (by name or content) leave nothing to audit: E001, not a pass."""
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "readme.txt").write_text("hello")
+    inv = inventory(str(tmp_path / "d"))
+    assert inv.unusable and inv.libraries == () and problems(inv) == [("E001", "directory holds no files to audit")]
+
+
+def test_directory_links_that_leave_the_target_are_e003(tmp_path):
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (outside / "libout.so").write_bytes(GOOD)
+    (root / "libin.so").write_bytes(GOOD)
+    os.symlink(outside / "libout.so", root / "liblink.so")
+    os.symlink(outside, root / "linkdir")
+    os.symlink(root / "libin.so", root / "libalias.so")  # inside: the same file, read once
+    os.symlink(root / "missing.so", root / "libbroken.so")
+    os.mkfifo(root / "libfifo.so")
+    inv = inventory(str(root))
+    assert paths(inv) == ["libin.so"]
+    assert sorted(problems(inv)) == sorted([
+        ("E003", "liblink.so: symbolic link points outside the target"),
+        ("E003", "linkdir: symbolic link to a directory outside the target (its files are not audited)"),
+        ("E003", "libbroken.so: unreadable or a broken/looping link (No such file or directory)"),
+        ("E003", "libfifo.so: not a regular file"),
+    ])
+
+
+def test_a_zip_in_a_directory_is_read_like_a_nested_zip(tmp_path):
+    root = tmp_path / "d"
+    root.mkdir()
+    (root / "bundle.zip").write_bytes(zip_bytes([("libk.so", GOOD), ("deep.zip", zip_bytes([("x.zip", zip_bytes(
+        [("liby.so", GOOD)]))]))]))
+    (root / "broken.zip").write_bytes(b"PK\x03\x04" + bytes(100))
+    inv = inventory(str(root))
+    assert paths(inv) == ["bundle.zip!libk.so"]
+    got = problems(inv)
+    assert ("E003", "bundle.zip!deep.zip!x.zip: a zip nested 3 deep; its members are not read") in got
+    assert any(c == "E002" and m.startswith("broken.zip: a zip whose members cannot be read: ") for c, m in got)
+
+
+def test_a_file_named_like_data_in_a_directory_is_read_by_content(tmp_path):
+    root = tmp_path / "d"
+    root.mkdir()
+    (root / "kernels.dat").write_bytes(GOOD)
+    (root / "notes.dat").write_bytes(b"plain")
+    inv = inventory(str(root))
+    (lib,) = inv.libraries
+    assert lib.path == "kernels.dat" and "its content is an ELF file" in " ".join(lib.notes)
