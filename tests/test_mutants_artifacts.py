@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import os
+import random
 import zipfile
 import zlib
 from pathlib import Path
@@ -276,3 +277,131 @@ def test_a_file_named_like_data_in_a_directory_is_read_by_content(tmp_path):
     inv = inventory(str(root))
     (lib,) = inv.libraries
     assert lib.path == "kernels.dat" and "its content is an ELF file" in " ".join(lib.notes)
+
+
+def test_fast_mode_leaves_lto_entries_out_of_what_it_did_not_verify():
+    """LTO IR is never decoded (the driver cannot load it alone): --fast has nothing more to say
+    of an object that carries only LTO IR, and counts only the other entries where both are."""
+    lto = inventory(str(CUDA / "lto_b.o"), decode=False)
+    (lib,) = lto.libraries
+    assert [e.kind for e in lib.entries] == ["lto"] and not any(q.code == "E015" for q in lib.problems)
+    rdc = inventory(str(CUDA / "rdc_b.o"), decode=False)
+    (lib,) = rdc.libraries
+    (e015,) = [q for q in lib.problems if q.code == "E015"]
+    assert e015.message.startswith("2 of 2 device-code entries not decoded (--fast)")
+
+
+# ---- zips inside a wheel: read in place or held, within bounds ----------------------------------
+
+def bomb_with_head(head: bytes, mib: int) -> tuple[bytes, int, int]:
+    """(raw deflate stream, CRC, size): `head`, then zeros (and 12 random bytes a MiB) to `mib`
+    MiB, at about 990:1, under the per-member ratio bound (as test_member_selection.zero_bomb)."""
+    rand = random.Random(0).randbytes(12)
+    block_data = rand + bytes((1 << 20) - len(rand))
+    first_data = head + block_data[len(head):]
+    c = zlib.compressobj(9, zlib.DEFLATED, -15)
+    first = c.compress(first_data) + c.flush(zlib.Z_FULL_FLUSH)
+    block = c.compress(block_data) + c.flush(zlib.Z_FULL_FLUSH)
+    stream = first + block * (mib - 1) + c.flush()
+    crc = zlib.crc32(first_data)
+    for _ in range(mib - 1):
+        crc = zlib.crc32(block_data, crc)
+    return stream, crc, mib << 20
+
+
+def test_a_stored_zip_is_read_in_place_and_its_crc_checked_first(tmp_path):
+    nested = zip_bytes([("lib/libin.so", GOOD), ("lib/libin2.so", GOOD)])
+    assert len(nested) > zipread_whole()
+    p = tmp_path / WHEEL_NAME
+    with zipfile.ZipFile(p, "w") as z:
+        z.writestr("demo/bundle.zip", nested, compress_type=zipfile.ZIP_STORED)
+    inv = inventory(str(p))
+    assert sorted(paths(inv)) == ["demo/bundle.zip!lib/libin.so", "demo/bundle.zip!lib/libin2.so"]
+    assert problems(inv) == []
+    raw = bytearray(p.read_bytes())
+    raw[raw.find(b"lib/libin.so")] ^= 0x20  # a byte of the stored zip: its CRC no longer matches
+    p.write_bytes(raw)
+    inv = inventory(str(p))
+    assert inv.libraries == () and [c for c, _ in problems(inv)] == ["E002"]
+    assert problems(inv)[0][1].startswith("demo/bundle.zip: CRC mismatch")
+
+
+def zipread_whole() -> int:
+    from archaudit import zipread
+
+    return zipread.WHOLE
+
+
+def test_a_zip_inside_declaring_more_than_the_in_memory_bound_is_not_read(tmp_path):
+    stream, crc, size = bomb_with_head(b"PK\x03\x04" + bytes(60), 257)
+    p = tmp_path / WHEEL_NAME
+    p.write_bytes(raw_zip([("demo/big.zip", stream, crc, size)]))
+    inv = inventory(str(p))
+    assert inv.libraries == () and problems(inv) == [(
+        "E003", f"demo/big.zip: a zip of {size} bytes inside the archive, over the {256 << 20}-byte bound for zips "
+                f"read in memory; its members are not read")]
+
+
+def test_zips_held_in_memory_are_bounded_together(tmp_path):
+    """Two zips of 130 MiB each inside a wheel whose size allows inflating both (8.5 MB of data
+    beside them): the first is held and read (it is no sound zip: E002), the second would hold
+    more than 256 MiB at once: E003, not read."""
+    stream, crc, size = bomb_with_head(b"PK\x03\x04" + bytes(60), 130)
+    filler = os.urandom(17 << 19)
+    p = tmp_path / WHEEL_NAME
+    p.write_bytes(raw_zip([("demo/a.zip", stream, crc, size), ("demo/b.zip", stream, crc, size),
+                           ("demo/data.bin", zlib_deflate(filler), zlib.crc32(filler), len(filler))]))
+    inv = inventory(str(p))
+    got = problems(inv)
+    assert [c for c, _ in got] == ["E002", "E003"], got
+    assert got[0][1].startswith("demo/a.zip: a zip whose members cannot be read: ")
+    assert got[1][1] == (f"demo/b.zip: a zip of {size} bytes inside the archive, over the {256 << 20}-byte bound "
+                         f"for zips read in memory; its members are not read")
+
+
+# ---- several targets, one call -----------------------------------------------------------------
+
+def test_each_target_keeps_its_own_libraries_and_problems(tmp_path):
+    """Three targets read by one pool: each inventory holds exactly its own libraries (a mix-up
+    would judge one wheel by another's code), in the order given, with its own problems."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first = wheel(tmp_path / "a" / WHEEL_NAME, [("demo/liba.so", GOOD), ("demo/liba2.so", GOOD)])
+    second = wheel(tmp_path / "b" / WHEEL_NAME, [("demo/libb.so", (CUDA / "lib_sm90a.so").read_bytes())])
+    (tmp_path / "empty").mkdir()
+    progress = artifacts.Progress()
+    a, b, e = artifacts.inventories([str(first), str(second), str(tmp_path / "empty")], progress=progress)
+    assert (a.target, b.target, e.target) == (str(first), str(second), str(tmp_path / "empty"))
+    assert (a.kind, b.kind, e.kind) == ("wheel", "wheel", "directory")
+    assert paths(a) == ["demo/liba.so", "demo/liba2.so"] and paths(b) == ["demo/libb.so"] and paths(e) == []
+    assert {x.target for lib in b.libraries for c in lib.containers for x in c.entries} == {"sm_90a"}
+    assert problems(a) == problems(b) == [] and e.unusable and not a.unusable and not b.unusable
+    assert a.distribution == b.distribution == "demo-1.0" and e.distribution == ""
+    assert a.bytes_read == 2 * len(GOOD) and b.bytes_read == len((CUDA / "lib_sm90a.so").read_bytes())
+    assert progress.total_libraries == progress.done_libraries == 3
+    assert progress.total_bytes == progress.done_bytes == a.bytes_read + b.bytes_read
+
+
+# ---- an installed distribution ------------------------------------------------------------------
+
+def test_an_installed_distribution_is_read_from_its_record(tmp_path, monkeypatch):
+    """The files its RECORD lists: libraries by name and by content, each once (a link to one is
+    that one), and a listed file that is missing is E001; the label is its name and version."""
+    site = tmp_path / "site"
+    pkg = site / "demo_pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "libk.so").write_bytes(GOOD)
+    (pkg / "kernels.dat").write_bytes(GOOD)
+    (pkg / "readme.txt").write_text("hello")
+    os.symlink(pkg / "libk.so", pkg / "libk.so.1")
+    info = site / "demo_dist-2.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: demo-dist\nVersion: 2.0\n")
+    listed = ["demo_pkg/libk.so", "demo_pkg/libk.so.1", "demo_pkg/kernels.dat", "demo_pkg/readme.txt",
+              "demo_pkg/libgone.so", "demo_dist-2.0.dist-info/METADATA"]
+    (info / "RECORD").write_text("".join(f"{f},,\n" for f in listed))
+    monkeypatch.syspath_prepend(str(site))
+    inv = inventory("demo-dist")
+    assert inv.kind == "distribution" and inv.distribution == "demo-dist-2.0" and not inv.unusable
+    assert sorted(paths(inv)) == ["demo_pkg/kernels.dat", "demo_pkg/libk.so"]
+    assert problems(inv) == [("E001", "demo_pkg/libgone.so: listed in RECORD but missing")]
