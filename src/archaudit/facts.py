@@ -305,14 +305,18 @@ def _kernel_gaps(f: LibraryFacts, gpus: tuple[CC, ...]) -> tuple[KernelGap, ...]
         return tuple(gaps)
     unavailable = {cc: _unavailable(f, cc) for cc in judged}
     gapped = set().union(*unavailable.values())
+    seen: dict[tuple[int, ...], tuple[tuple[str, ...], bool]] = {}  # code entries -> (carried, specialised)
     for name, homes in f.kernel_homes.items():
         if name not in gapped:
             continue
         missing = [cc for cc in judged if name in unavailable[cc]]
         codes = f.kernel_codes(name)
-        carried = labels_of(codes)
+        key = tuple(map(id, codes))  # kernels of one container mostly share their code entries
+        if key not in seen:
+            seen[key] = (labels_of(codes), all(c.effective.suffix in ("a", "f") for c in codes))
+        carried, specialised = seen[key]
         units = frozenset(homes)
-        if all(c.effective.suffix in ("a", "f") for c in codes):
+        if specialised:
             gaps.append(KernelGap("specialised", carried, tuple(label(cc) for cc in missing), name, units))
             continue
         named = named_architectures(name)
@@ -343,8 +347,9 @@ def _unavailable(f: LibraryFacts, gpu: CC) -> set[str]:
     for u, got in zip(f.units, given):
         if u.identified and len(got) != len(u.kernels):  # got is a subset of u.kernels
             lacking |= u.kernels - got
-    homes = f.kernel_homes
-    return {k for k in lacking if not any(k in given[i] for i in homes[k])}
+    if lacking:
+        lacking -= set().union(*(got & lacking for u, got in zip(f.units, given) if u.identified and got))
+    return lacking
 
 
 def labels_of(codes: Iterable[NvCode]) -> tuple[str, ...]:
