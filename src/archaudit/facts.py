@@ -132,9 +132,12 @@ _GENERATION_IN_NAME = r"(?:^|[^a-z])(" + "|".join(_GENERATIONS) + r")(?![a-z])"
 
 
 @cache
-def _name_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """The two name patterns, compiled when a name first holds their words (most checks: never)."""
-    return re.compile(_SM_IN_NAME, re.IGNORECASE), re.compile(_GENERATION_IN_NAME, re.IGNORECASE)
+def _name_patterns(ascii_lower: bool) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The two name patterns, compiled when a name first holds their words (most checks: never):
+    case-sensitive for a lower-cased ASCII name (the same matches, a third faster), else
+    case-insensitive (which also folds a few non-ASCII letters onto s and k)."""
+    flags = 0 if ascii_lower else re.IGNORECASE
+    return re.compile(_SM_IN_NAME, flags), re.compile(_GENERATION_IN_NAME, flags)
 
 
 @lru_cache(maxsize=1 << 14)
@@ -144,19 +147,20 @@ def named_architectures(kernel: str) -> tuple[CC, ...]:
     # Most names hold none of the words the patterns need: a substring test skips the regexes
     # (ASCII only: case-insensitive matching also folds a few non-ASCII letters onto s and k).
     sm_words = generation_words = True
-    if kernel.isascii():
-        low = kernel.lower()
-        sm_words = "sm" in low or "cutlass" in low
-        generation_words = any(word in low for word in _GENERATIONS)
+    ascii_name = kernel.isascii()
+    text = kernel.lower() if ascii_name else kernel
+    if ascii_name:
+        sm_words = "sm" in text or "cutlass" in text
+        generation_words = any(word in text for word in _GENERATIONS)
         if not sm_words and not generation_words:
             return ()
-    sm_in_name, generation_in_name = _name_patterns()
+    sm_in_name, generation_in_name = _name_patterns(ascii_name)
     out: list[CC] = []
-    for m in sm_in_name.finditer(kernel) if sm_words else ():
+    for m in sm_in_name.finditer(text) if sm_words else ():
         n = int(m.group(1))
         if n >= 20:
             out.append(arch.canonical_cc((n // 10, n % 10)))
-    for m in generation_in_name.finditer(kernel) if generation_words else ():
+    for m in generation_in_name.finditer(text) if generation_words else ():
         out.extend(_GENERATIONS[m.group(1).lower()])
     return tuple(dict.fromkeys(out))
 
