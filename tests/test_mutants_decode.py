@@ -13,14 +13,20 @@ the cubin alone with CUDA_ERROR_NOT_FOUND (500) and loads rdc_self.fatbin
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import zstandard
 
 import oracle
-from archaudit import predict as P
+from archaudit import decode, fatbin, predict as P
 from archaudit.cli import main
-from archaudit.scan import scan_file
+from archaudit.fatbin import FatbinError
+from archaudit.model import Library
+from archaudit.scan import scan_file, scan_stream
+from test_mutants_fatbin import CUBIN, sass_entry
 
 HERE = Path(__file__).resolve().parent
 SMOKE_BIN = HERE / "fixtures" / "smoke" / "bin"
@@ -113,3 +119,52 @@ def test_what_check_reports_for_relocatable_code(capsys, args, rc, codes):
     report = json.loads(capsys.readouterr().out)
     found = sorted({f["code"] for t in report["targets"] for f in t["findings"]})
     assert (got, found) == (rc, codes), report["findings"]
+
+
+# ---- decoding into a worker's buffer: the same answers as the general path -----------------------------
+
+def libraries_compared(name: str) -> tuple[Library, Library]:
+    """The library scanned with a decode pool (payloads decoded into each worker's DecodeBuffer)
+    and without one (each payload decoded on its own)."""
+    path = CUDA_BIN / name
+    data = path.read_bytes()
+
+    def chunks() -> Iterator[bytes]:
+        yield data
+
+    with decode.DecodePool(1) as pool:
+        pooled = scan_stream(name, len(data), chunks, pool=pool)
+    return pooled, scan_stream(name, len(data), chunks)
+
+
+@pytest.mark.parametrize("name", ["lib_cmp_speed_all.so", "lib_cmp_size_all.so", "lib_cmp_balance.so",
+                                  "lib_cmp_speed.so"])
+def test_nvccs_compressed_entries_decode_the_same_into_a_buffer(name):
+    """nvcc's -compress-mode (speed: LZ4, size and balance: zstd) and -compress-all: every entry
+    decodes to the same kernels, toolkit and target with the pool's buffers as without."""
+    pooled, alone = libraries_compared(name)
+    assert not alone.problems and pooled == alone
+    assert {e.compression for e in alone.entries} - {"none"}, [e.compression for e in alone.entries]
+    assert all(e.decoded and e.kernels is not None for e in alone.entries)
+
+
+def test_a_buffered_decode_is_bounded_and_placed_like_the_general_one():
+    """kern_sm80.cubin in a zstd frame that states its size (the buffered path) and in one that does
+    not (the general path): the same bytes; past the caller's bound, or cut short, the same E012
+    at the entry's offset."""
+    h, sized = sass_entry(CUBIN, 80, zstd=True)
+    assert zstandard.get_frame_parameters(sized).content_size == len(CUBIN)
+    buffer = fatbin.DecodeBuffer()
+    assert bytes(fatbin.decode_payload_into(h, sized, 777, len(CUBIN), buffer)) == CUBIN
+    unsized = zstandard.ZstdCompressor(write_content_size=False).compress(CUBIN)
+    hu, _ = sass_entry(CUBIN, 80, zstd=True)
+    hu = replace(hu, compressed_size=len(unsized), payload_size=len(unsized))
+    assert bytes(fatbin.decode_payload_into(hu, unsized, 777, len(CUBIN), buffer)) == CUBIN
+    for header, payload, bound in ((h, sized, len(CUBIN) - 1), (h, sized[:-8], len(CUBIN)),
+                                   (hu, unsized, len(CUBIN) - 1)):
+        with pytest.raises(FatbinError) as general:
+            fatbin.decode_payload(header, payload, 777, bound)
+        with pytest.raises(FatbinError) as buffered:
+            fatbin.decode_payload_into(header, payload, 777, bound, buffer)
+        assert (buffered.value.code, buffered.value.offset) == (general.value.code, general.value.offset) == (
+            "E012", 777), (general.value.message, buffered.value.message)

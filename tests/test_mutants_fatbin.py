@@ -388,3 +388,21 @@ def test_payload_start_and_decoded_payload_findings_carry_the_entrys_offset():
         with pytest.raises(FatbinError) as e:
             call()
         assert (e.value.code, e.value.offset) == (code, 777), e.value.message
+
+
+@pytest.mark.parametrize("at, data, room", [
+    (SASS_AT, FATBIN, 63),  # too few bytes for an entry
+    (SASS_AT, patched(SASS_AT, "<H", 0, 3), None),  # unknown kind
+    (SASS_AT, patched(SASS_AT, "<H", 0, 4), None),  # pre-ELF cubin
+    (SASS_AT, patched(SASS_AT, "<H", 2, 0x0102), None),  # version
+    (SASS_AT, patched(SASS_AT, "<I", 4, 56), None),  # header size
+    (SASS_AT, FATBIN, 64),  # overruns its container
+    (PTX_AT, patched(PTX_AT, "<I", 16, 392 + 8), None),  # compressed size past the payload area
+    (PTX_AT, patched(PTX_AT, "<Q", 56, 0), None),  # no uncompressed size
+    (SASS_AT, patched(SASS_AT, "<I", 28, 9), None),  # architecture
+    (PTX_AT, patched(PTX_AT, "<Q", 32, 63 | 4 << 32), None),  # identifier outside the header
+], ids=["room", "kind", "kind-4", "version", "header-size", "overrun", "csize", "usize", "arch", "identifier"])
+def test_entry_header_findings_carry_the_entrys_offset(at, data, room):
+    with pytest.raises(FatbinError) as e:
+        fatbin.parse_entry_header(data, at, ROOM - at if room is None else room, 4242)
+    assert e.value.offset == 4242 and e.value.code in ("E011", "E013"), e.value.message
