@@ -26,6 +26,7 @@ from archaudit.cli import main
 from archaudit.fatbin import FatbinError
 from archaudit.model import Library
 from archaudit.scan import scan_file, scan_stream
+from reference_tools import needs_tool
 from test_mutants_fatbin import CUBIN, sass_entry
 
 HERE = Path(__file__).resolve().parent
@@ -36,7 +37,7 @@ H200 = P.Gpu((9, 0), (13, 0))
 # H200 loads rdc_self.fatbin, whose only undefined symbols these are.
 DRIVER_SUPPLIED = ("__UFT", "__UDT", ".nv.reservedSmem.")
 
-needs_cuobjdump = pytest.mark.skipif(oracle.find_cuobjdump() is None, reason="cuobjdump not installed")
+needs_cuobjdump = needs_tool("cuobjdump", oracle.find_cuobjdump())
 
 
 def cuobjdump_undefined(path: Path) -> list[tuple[str, list[str]]]:
