@@ -45,8 +45,17 @@ def paths(inv: artifacts.TargetInventory) -> list[str]:
     return [lib.path for lib in inv.libraries]
 
 
+def read_whole(inv: artifacts.TargetInventory) -> list[str]:
+    """The paths of the target's libraries, each asserted read to its end: its device code
+    found (the fixtures carry some) and no problem of its own."""
+    for lib in inv.libraries:
+        assert lib.containers and not lib.problems, (lib.path, lib.problems)
+        assert all(e.decoded for c in lib.containers for e in c.entries), lib.path
+    return sorted(paths(inv))
+
+
 def zlib_deflate(data: bytes) -> bytes:
-    c = zlib.compressobj(6, zlib.DEFLATED, -15)
+    c = zlib.compressobj(9, zlib.DEFLATED, -15)
     return c.compress(data) + c.flush()
 
 
@@ -130,6 +139,16 @@ def test_the_refusal_names_three_members_and_counts_the_rest(tmp_path):
     assert message.startswith("5 member(s) not read (demo/lib3.so, demo/lib4.so, demo/lib5.so, ...)")
 
 
+@pytest.mark.parametrize("count, shown", [
+    (6, "3 member(s) not read (demo/lib3.so, demo/lib4.so, demo/lib5.so): "),
+    (7, "4 member(s) not read (demo/lib3.so, demo/lib4.so, demo/lib5.so, ...): "),
+])
+def test_the_refusal_elides_only_past_three_names(tmp_path, count, shown):
+    inv = inventory(bombs(tmp_path, 20, count))
+    (code, message), = problems(inv)
+    assert code == "E003" and message.startswith(shown)
+
+
 def test_members_within_the_budget_are_all_read(tmp_path):
     inv = inventory(bombs(tmp_path, 7, 9))
     assert len(inv.libraries) == 9 and problems(inv) == []
@@ -149,6 +168,23 @@ def test_as_many_libraries_as_the_bound_are_read(tmp_path):
     assert len(inv.libraries) == MAX_LIBRARIES and not any(c == "E003" for c, _ in problems(inv))
 
 
+def test_libraries_in_zips_count_towards_the_bound(tmp_path):
+    """The wheel's own members stay under the bound; with those of a zip inside it they pass it:
+    E003, and none is read."""
+    inner = zip_bytes([(f"libin{i}.so", b"x") for i in range(5)])
+    members = [(f"demo/lib{i}.so", b"x") for i in range(MAX_LIBRARIES - 2)] + [("demo/a.zip", inner)]
+    inv = inventory(str(wheel(tmp_path / WHEEL_NAME, members)))
+    assert inv.libraries == () and problems(inv)[-1] == (
+        "E003", f"more than {MAX_LIBRARIES} members are libraries or device code, more than any real wheel "
+                f"holds: none is read")
+
+
+def test_a_member_that_is_not_read_does_not_stop_the_ones_after_it(tmp_path):
+    inv = inventory(str(wheel(tmp_path / WHEEL_NAME, [("demo/readme.txt", b"hello"), ("demo/__init__.py", b""),
+                                                      ("demo/libk.so", GOOD)])))
+    assert read_whole(inv) == ["demo/libk.so"]
+
+
 def test_zips_do_not_count_as_libraries(tmp_path):
     inner = zip_bytes([("libin.so", GOOD)])
     members = [(f"demo/lib{i}.so", b"x") for i in range(MAX_LIBRARIES - 1)] + [("demo/a.zip", inner)]
@@ -163,7 +199,7 @@ def test_a_library_in_a_zip_in_a_zip_is_read_and_one_deeper_is_not(tmp_path, met
     level1 = zip_bytes([("lib1.so", GOOD), ("deep.zip", level2), ("deeper.zip", zip_bytes([("x.zip", level3)]))],
                        method)
     inv = inventory(str(wheel(tmp_path / WHEEL_NAME, [("demo/outer.zip", level1)])))
-    assert sorted(paths(inv)) == ["demo/outer.zip!deep.zip!lib2.so", "demo/outer.zip!lib1.so"]
+    assert read_whole(inv) == ["demo/outer.zip!deep.zip!lib2.so", "demo/outer.zip!lib1.so"]
     assert problems(inv) == [("E003", "demo/outer.zip!deeper.zip!x.zip: a zip nested 3 deep; its members are "
                                       "not read")]
 
@@ -182,6 +218,48 @@ def test_a_nested_zip_counts_against_the_wheels_budget(tmp_path):
     inv = inventory(bombs(tmp_path, 7, 8, (("demo/z.zip", zlib_deflate(inner), zlib.crc32(inner), len(inner)),)))
     refused = [m for c, m in problems(inv) if c == "E003"]
     assert refused and "demo/z.zip!libz.so" in refused[0] and "demo/z.zip!libz.so" not in paths(inv)
+
+
+def test_a_zip_inside_past_the_budget_is_refused_by_name(tmp_path):
+    """Seven members of 9 MiB (63 of the 64 MiB budget), then a zip of 2 MiB: the zip itself is
+    refused, by its name."""
+    pad = (random.Random(1).randbytes(12) + bytes((1 << 20) - 12)) * 2  # about 990:1 once deflated
+    inner = zip_bytes([("libz.so", GOOD), ("pad.bin", pad)], zipfile.ZIP_STORED)
+    inv = inventory(bombs(tmp_path, 9, 7, (("demo/z.zip", zlib_deflate(inner), zlib.crc32(inner), len(inner)),)))
+    (code, message), = problems(inv)
+    assert code == "E003" and message.startswith("1 member(s) not read (demo/z.zip): ") and len(inv.libraries) == 7
+
+
+def test_a_deflated_zip_of_several_chunks_is_read_whole(tmp_path):
+    """A zip inside of 3 MiB (several inflate steps of 1 MiB): held whole, its library read."""
+    inner = zip_bytes([("pad.bin", os.urandom(3 << 20)), ("lib/libk.so", GOOD)], zipfile.ZIP_STORED)
+    inv = inventory(str(wheel(tmp_path / WHEEL_NAME, [("demo/big.zip", inner)])))
+    assert read_whole(inv) == ["demo/big.zip!lib/libk.so"] and problems(inv) == []
+
+
+def test_a_zip_inside_whose_crc_fails_is_e002_by_name(tmp_path):
+    inner = zip_bytes([("lib/libk.so", GOOD), ("pad.bin", os.urandom(8192))], zipfile.ZIP_STORED)
+    p = tmp_path / WHEEL_NAME
+    crc = zlib.crc32(inner) ^ 1  # the recorded CRC no longer matches the bytes
+    p.write_bytes(raw_zip([("demo/z.zip", zlib_deflate(inner), crc, len(inner))]))
+    inv = inventory(str(p))
+    assert inv.libraries == ()
+    (code, message), = problems(inv)
+    assert code == "E002" and message.startswith("demo/z.zip: ") and "CRC" in message
+
+
+def test_zips_held_in_memory_are_bounded_together_however_many(tmp_path):
+    """Three zips of 100 MiB each (each under the 256 MiB bound, two together too): the third
+    would make 300 MiB held at once: E003."""
+    stream, crc, size = bomb_with_head(b"PK\x03\x04" + bytes(60), 100)
+    filler = os.urandom(10 << 20)
+    p = tmp_path / WHEEL_NAME
+    p.write_bytes(raw_zip([("demo/a.zip", stream, crc, size), ("demo/b.zip", stream, crc, size),
+                           ("demo/c.zip", stream, crc, size),
+                           ("demo/data.bin", zlib_deflate(filler), zlib.crc32(filler), len(filler))]))
+    got = problems(inventory(str(p)))
+    assert [c for c, _ in got] == ["E002", "E002", "E003"], got
+    assert got[2][1].startswith("demo/c.zip: a zip of ")
 
 
 # ---- --fast -----------------------------------------------------------------------------------
@@ -243,11 +321,14 @@ def test_directory_links_that_leave_the_target_are_e003(tmp_path):
     (root / "libin.so").write_bytes(GOOD)
     os.symlink(outside / "libout.so", root / "liblink.so")
     os.symlink(outside, root / "linkdir")
+    (root / "sub").mkdir()
+    (root / "sub" / "libsub.so").write_bytes(GOOD)
+    os.symlink(root / "sub", root / "insidedir")  # a link to a directory inside: not walked, no problem
     os.symlink(root / "libin.so", root / "libalias.so")  # inside: the same file, read once
     os.symlink(root / "missing.so", root / "libbroken.so")
     os.mkfifo(root / "libfifo.so")
     inv = inventory(str(root))
-    assert paths(inv) == ["libin.so"]
+    assert read_whole(inv) == ["libin.so", "sub/libsub.so"]
     assert sorted(problems(inv)) == sorted([
         ("E003", "liblink.so: symbolic link points outside the target"),
         ("E003", "linkdir: symbolic link to a directory outside the target (its files are not audited)"),
@@ -263,7 +344,7 @@ def test_a_zip_in_a_directory_is_read_like_a_nested_zip(tmp_path):
         [("liby.so", GOOD)]))]))]))
     (root / "broken.zip").write_bytes(b"PK\x03\x04" + bytes(100))
     inv = inventory(str(root))
-    assert paths(inv) == ["bundle.zip!libk.so"]
+    assert read_whole(inv) == ["bundle.zip!libk.so"]
     got = problems(inv)
     assert ("E003", "bundle.zip!deep.zip!x.zip: a zip nested 3 deep; its members are not read") in got
     assert any(c == "E002" and m.startswith("broken.zip: a zip whose members cannot be read: ") for c, m in got)
@@ -275,8 +356,9 @@ def test_a_file_named_like_data_in_a_directory_is_read_by_content(tmp_path):
     (root / "kernels.dat").write_bytes(GOOD)
     (root / "notes.dat").write_bytes(b"plain")
     inv = inventory(str(root))
-    (lib,) = inv.libraries
-    assert lib.path == "kernels.dat" and "its content is an ELF file" in " ".join(lib.notes)
+    assert read_whole(inv) == ["kernels.dat"]
+    assert inv.libraries[0].notes == ("named 'kernels.dat', which no search by file name picks: read because its "
+                                      "content is an ELF file",)
 
 
 def test_fast_mode_leaves_lto_entries_out_of_what_it_did_not_verify():
@@ -316,7 +398,7 @@ def test_a_stored_zip_is_read_in_place_and_its_crc_checked_first(tmp_path):
     with zipfile.ZipFile(p, "w") as z:
         z.writestr("demo/bundle.zip", nested, compress_type=zipfile.ZIP_STORED)
     inv = inventory(str(p))
-    assert sorted(paths(inv)) == ["demo/bundle.zip!lib/libin.so", "demo/bundle.zip!lib/libin2.so"]
+    assert read_whole(inv) == ["demo/bundle.zip!lib/libin.so", "demo/bundle.zip!lib/libin2.so"]
     assert problems(inv) == []
     raw = bytearray(p.read_bytes())
     raw[raw.find(b"lib/libin.so")] ^= 0x20  # a byte of the stored zip: its CRC no longer matches
@@ -366,18 +448,22 @@ def test_each_target_keeps_its_own_libraries_and_problems(tmp_path):
     would judge one wheel by another's code), in the order given, with its own problems."""
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    first = wheel(tmp_path / "a" / WHEEL_NAME, [("demo/liba.so", GOOD), ("demo/liba2.so", GOOD)])
-    second = wheel(tmp_path / "b" / WHEEL_NAME, [("demo/libb.so", (CUDA / "lib_sm90a.so").read_bytes())])
+    first = wheel(tmp_path / "a" / WHEEL_NAME, [("demo/libz.so", GOOD), ("demo/libz2.so", GOOD)])
+    second = wheel(tmp_path / "b" / WHEEL_NAME, [("demo/liba.so", (CUDA / "lib_sm90a.so").read_bytes())])
     (tmp_path / "empty").mkdir()
     progress = artifacts.Progress()
-    a, b, e = artifacts.inventories([str(first), str(second), str(tmp_path / "empty")], progress=progress)
-    assert (a.target, b.target, e.target) == (str(first), str(second), str(tmp_path / "empty"))
-    assert (a.kind, b.kind, e.kind) == ("wheel", "wheel", "directory")
-    assert paths(a) == ["demo/liba.so", "demo/liba2.so"] and paths(b) == ["demo/libb.so"] and paths(e) == []
+    missing = str(tmp_path / "gone.so")
+    gone, a, b, e = artifacts.inventories([missing, str(first), str(second), str(tmp_path / "empty")],
+                                          progress=progress)
+    assert (gone.target, a.target, b.target, e.target) == (missing, str(first), str(second), str(tmp_path / "empty"))
+    assert (gone.kind, a.kind, b.kind, e.kind) == ("file", "wheel", "wheel", "directory") and gone.unusable
+    assert read_whole(a) == ["demo/libz.so", "demo/libz2.so"] and read_whole(b) == ["demo/liba.so"]
+    assert paths(e) == []
     assert {x.target for lib in b.libraries for c in lib.containers for x in c.entries} == {"sm_90a"}
     assert problems(a) == problems(b) == [] and e.unusable and not a.unusable and not b.unusable
     assert a.distribution == b.distribution == "demo-1.0" and e.distribution == ""
     assert a.bytes_read == 2 * len(GOOD) and b.bytes_read == len((CUDA / "lib_sm90a.so").read_bytes())
+    assert all(any(x.kernels for x in lib.entries) for lib in a.libraries + b.libraries)  # payloads decoded
     assert progress.total_libraries == progress.done_libraries == 3
     assert progress.total_bytes == progress.done_bytes == a.bytes_read + b.bytes_read
 
@@ -397,11 +483,14 @@ def test_an_installed_distribution_is_read_from_its_record(tmp_path, monkeypatch
     info = site / "demo_dist-2.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: demo-dist\nVersion: 2.0\n")
-    listed = ["demo_pkg/libk.so", "demo_pkg/libk.so.1", "demo_pkg/kernels.dat", "demo_pkg/readme.txt",
-              "demo_pkg/libgone.so", "demo_dist-2.0.dist-info/METADATA"]
+    (pkg / "broken.zip").write_bytes(b"PK\x03\x04" + bytes(100))
+    listed = ["demo_pkg/libgone.so", "demo_pkg/libk.so", "demo_pkg/libk.so.1", "demo_pkg/readme.txt",
+              "demo_pkg/broken.zip", "demo_pkg/kernels.dat", "demo_dist-2.0.dist-info/METADATA"]
     (info / "RECORD").write_text("".join(f"{f},,\n" for f in listed))
     monkeypatch.syspath_prepend(str(site))
     inv = inventory("demo-dist")
     assert inv.kind == "distribution" and inv.distribution == "demo-dist-2.0" and not inv.unusable
-    assert sorted(paths(inv)) == ["demo_pkg/kernels.dat", "demo_pkg/libk.so"]
-    assert problems(inv) == [("E001", "demo_pkg/libgone.so: listed in RECORD but missing")]
+    assert read_whole(inv) == ["demo_pkg/kernels.dat", "demo_pkg/libk.so"]
+    got = problems(inv)
+    assert got[0] == ("E001", "demo_pkg/libgone.so: listed in RECORD but missing") and len(got) == 2
+    assert got[1][0] == "E002" and got[1][1].startswith("demo_pkg/broken.zip: a zip whose members cannot be read: ")
