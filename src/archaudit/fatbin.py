@@ -544,4 +544,8 @@ def _commented(text: bytes, at: int, blocks: list[tuple[int, int]]) -> bool:
 
     line = text.rfind(b"\n", 0, at) + 1
     slash = text.find(b"//", line, at)
-    return (slash >= 0 and not in_block(slash)) or in_block(at)
+    while slash >= 0:  # any `//` before it on its line that no block comment holds
+        if not in_block(slash):
+            return True
+        slash = text.find(b"//", slash + 1, at)  # `*///`: a block ends on the first slash of a `//`
+    return in_block(at)
