@@ -20,6 +20,7 @@ import pytest
 from archaudit import fatbin, hip, scan, zipread
 from archaudit.cli import main
 from archaudit.model import CODE_OBJECT, PTX, SASS, STANDALONE, Container, Entry, Library, Problem
+from archaudit.scan import Chunks
 from test_elf_dynamic import READELF, _readelf
 from test_hip import BIN as AMD, ccob, first_bundle
 
@@ -619,3 +620,108 @@ def test_a_stream_that_fails_midway_is_a_read_failure_of_its_code(error, code, m
         raise error
     assert scan.scan_stream("lib.so", len(LIB_SM80), chunks) == Library("lib.so", len(LIB_SM80), "other", problems=(
         Problem(code, message),))
+
+
+def test_an_internal_error_is_e099_and_never_a_library_read_without_findings():
+    """A chunk source that yields something other than bytes (a caller's bug) fails inside the
+    reader: the guard turns that into E099 for the file, whatever the exception says."""
+    lib = scan.scan_stream("lib.so", len(LIB_SM80), lambda: iter([LIB_SM80[:4096], None]))  # type: ignore[list-item]
+    assert (lib.path, lib.size, lib.format, lib.containers, [p.code for p in lib.problems]) == (
+        "lib.so", len(LIB_SM80), "other", (), ["E099"])
+    assert lib.problems[0].message.startswith("could not be verified: internal error TypeError: ")
+
+
+# ---- the stream's chunking never changes what is found ------------------------------------------
+
+def cut_at(data: bytes, *cuts: int) -> Chunks:
+    """A chunk factory splitting `data` at these offsets (as a zip member's inflater might)."""
+    edges = [0, *sorted(set(cuts)), len(data)]
+    return lambda: iter([data[a:b] for a, b in zip(edges, edges[1:]) if b > a])
+
+
+DAMAGED_SM80 = patched(LIB_SM80, FATBIN_AT + 1536, "<B", lambda b: b ^ 0xFF)  # the second container's magic
+DAMAGED_HIP = patched(TWO_PLAIN, 0x8000, "<B", lambda b: b ^ 0xFF)  # the second bundle's magic
+RECORDS = {  # where each library's records start: containers, wrappers, bundles
+    "lib_sm80": (LIB_SM80, [FATBIN_AT, FATBIN_AT + 1536, 0x4088, 0x40A0]),
+    "damaged_sm80": (DAMAGED_SM80, [FATBIN_AT, 0x4088, 0x40A0]),
+    "damaged_hip": (DAMAGED_HIP, [0x3000, 0xC038, 0xC050]),
+    "kern.fatbin": (KERN_FATBIN, [0, 16, 3448]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RECORDS))
+@pytest.mark.parametrize("shift", [1, 4, 8, 17, 30])
+def test_a_record_cut_by_a_chunk_boundary_reads_as_a_whole_one(name, shift):
+    """Each record (container header, .nvFatBinSegment / .hipFatBinSegment wrapper) cut `shift`
+    bytes after its start: the rest arrives with the next chunk, and what is found is the same."""
+    data, starts = RECORDS[name]
+    want = read(name, data)
+    for at in starts:
+        assert scan.scan_stream(name, len(data), cut_at(data, at + shift)) == want, hex(at)
+
+
+@pytest.mark.parametrize("name", sorted(RECORDS))
+@pytest.mark.parametrize("size", [61, 509, 4093])
+def test_any_chunk_size_reads_the_same_library(name, size):
+    data, _ = RECORDS[name]
+    assert scan.scan_stream(name, len(data), cut_at(data, *range(size, len(data), size))) == read(name, data)
+
+
+def test_the_reference_reads_of_the_chunking_tests():
+    """What the chunkings above are compared with, against the build's facts."""
+    assert [(c.offset, c.role) for c in read("x", LIB_SM80).containers] == [
+        (FATBIN_AT, "device-link"), (FATBIN_AT + 1536, "executable")]
+    assert [p.code for p in read("x", DAMAGED_SM80).problems] == ["E011", "E011"]
+    assert [p.code for p in read("x", DAMAGED_HIP).problems] == ["E030", "E030"]
+
+
+# ---- embedded claims: PyTorch's NVCC flags string, in read-only data only -------------------------
+
+CLAIM = b"-gencode;arch=compute_80,code=sm_80"
+
+
+def with_strings(data: bytes, *placed: tuple[int, bytes]) -> bytes:
+    out = bytearray(data)
+    for at, blob in placed:
+        out[at:at + len(blob)] = blob
+    return bytes(out)
+
+
+# lib_sm80.so's segments: 0 R (0-0xa00), 1 R+X (0x1000-), 2 R (0x2000-0x3670: .nv_fatbin, then .rodata and
+# .eh_frame, whose bytes no reader here judges), 3 R+W (0x3dc0-)
+RODATA, TEXT, DATA = 13300, 4096 + 200, 16241
+
+
+@pytest.mark.parametrize("where, found", [(RODATA, True), (TEXT, False), (DATA, False)],
+                         ids=["read-only", "code", "writable"])
+def test_an_embedded_claim_is_read_from_read_only_data(where, found):
+    """A separate-code layout keeps string literals out of its executable segment, and writable
+    data holds none: only the read-only segment is searched for them."""
+    lib = read("lib.so", with_strings(LIB_SM80, (where, b"\0" + CLAIM + b"\0")))
+    assert lib.embedded_claims == ((CLAIM.decode(),) if found else ()) and not lib.problems
+
+
+def test_embedded_claims_in_order_each_once_and_only_after_a_nul():
+    other = b"-gencode;arch=compute_90,code=sm_90"
+    lib = read("lib.so", with_strings(LIB_SM80, (RODATA, b"\0" + CLAIM + b"\0"), (RODATA + 40, other + b"\0"),
+                                      (RODATA + 80, CLAIM + b"\0"), (RODATA + 120, b"x" + other + b"\0")))
+    assert lib.embedded_claims == (CLAIM.decode(), other.decode())
+    lib = read("lib.so", with_strings(LIB_SM80, (RODATA, b"x" + CLAIM + b"\0")))
+    assert lib.embedded_claims == ()
+
+
+@pytest.mark.parametrize("shift", [1, 4, 7])
+def test_a_container_cut_by_a_chunk_after_chunks_without_any_record(shift):
+    """The search keeps only the last SEAM bytes of a chunk without a record; a magic cut by the
+    next chunk boundary (`shift` bytes of it before the cut) is still found from that tail."""
+    at = 20 * 509 - shift
+    data = KERN_FATBIN + bytes(at - len(KERN_FATBIN)) + KERN_FATBIN
+    lib = scan.scan_stream("k.fatbin", len(data), cut_at(data, *range(509, len(data), 509)))
+    assert lib == read("k.fatbin", data) and [c.offset for c in lib.containers] == [0, at]
+
+
+def test_wrapper_magics_that_start_no_record_are_passed_over():
+    """Both runtimes' wrapper records are 8-byte aligned in writable data: a magic at an odd
+    offset there is a coincidence, and the search goes on past it."""
+    data = with_strings(LIB_SM80, (DATA + 1, fatbin.WRAPPER_MAGIC), (DATA + 25, scan.HIP_WRAPPER_MAGIC))
+    assert read("lib.so", data) == read("lib.so", LIB_SM80)
