@@ -725,3 +725,56 @@ def test_wrapper_magics_that_start_no_record_are_passed_over():
     offset there is a coincidence, and the search goes on past it."""
     data = with_strings(LIB_SM80, (DATA + 1, fatbin.WRAPPER_MAGIC), (DATA + 25, scan.HIP_WRAPPER_MAGIC))
     assert read("lib.so", data) == read("lib.so", LIB_SM80)
+
+
+# ---- which patterns are searched where (the program headers' zones) -------------------------------
+
+def test_an_object_file_without_segments_is_searched_whole():
+    """nvcc -c kern.cu: no program headers, so every byte is searched for every record."""
+    lib = read("kern.o", (CUDA / "kern.o").read_bytes())
+    assert [(c.section, c.role, c.size, [e.target for e in c.entries]) for c in lib.containers] == [
+        (".nv_fatbin", "executable", 3448, ["sm_80"])] and not lib.problems
+
+
+def test_a_container_in_bytes_no_segment_maps_is_found_and_lies_in_no_section():
+    """Between lib_sm80.so's code segment (ends 0x1699) and its read-only one (0x2000): a copy of
+    its 1,536-byte device-link container, which cuModuleLoadData could load from there."""
+    at = 0x16A0
+    data = with_strings(LIB_SM80, (at, LIB_SM80[FATBIN_AT:FATBIN_AT + 1536]))
+    lib = read("lib.so", data)
+    assert (at, "embedded", "") in [(c.offset, c.role, c.section) for c in lib.containers]
+    assert problems(lib) == [("E011", f"fatbin container at 0x{at:x} lies in no section", at)]
+
+
+def test_claims_are_not_read_from_bytes_past_the_last_segment():
+    data = LIB_SM80 + b"\0" + CLAIM + b"\0"
+    assert read("lib.so", data).embedded_claims == ()
+
+
+def test_claims_are_read_from_code_in_a_layout_without_separate_code():
+    """Older layouts map the ELF header, .text and .rodata in one R+X segment: its string
+    literals are in the executable segment, which is then searched for claims."""
+    phoff, = struct.unpack_from("<Q", LIB_SM80, 0x20)
+    data = with_strings(LIB_SM80, (TEXT, b"\0" + CLAIM + b"\0"))
+    assert read("lib.so", data).embedded_claims == ()  # separate code: not searched
+    data = patched(data, phoff + 4, "<I", lambda _: 5)  # program header 0 (offset 0): R -> R+X
+    assert read("lib.so", data).embedded_claims == (CLAIM.decode(),)
+
+
+def test_a_load_segment_inside_another_does_not_end_the_zones():
+    """Program header 5 (PT_NOTE inside the first PT_LOAD) relabelled PT_LOAD: the segments after
+    it are still searched for what each may hold (wrappers in writable data)."""
+    phoff, = struct.unpack_from("<Q", LIB_SM80, 0x20)
+    data = patched(LIB_SM80, phoff + 5 * 56, "<I", lambda _: 1)
+    assert summary(read("lib.so", data)) == summary(read("lib.so", LIB_SM80))
+
+
+@pytest.mark.parametrize("flags, first", [(5, 5), (6, 4)], ids=["code, no separate code", "writable"])
+def test_offload_bundles_are_found_in_code_and_writable_segments(flags, first):
+    """hip_two_plain.so's .hip_fatbin lies in its read-only segment (program header 2): mapped
+    R+X in a layout without separate code, or writable, its bundles are still found."""
+    phoff, = struct.unpack_from("<Q", TWO_PLAIN, 0x20)
+    data = patched(patched(TWO_PLAIN, phoff + 2 * 56 + 4, "<I", lambda _: flags), phoff + 4, "<I", lambda _: first)
+    lib = read("lib.so", data)
+    assert [(c.section, c.offset) for c in lib.containers] == [(".hip_fatbin", 0x3000), (".hip_fatbin", 0x8000)]
+    assert not lib.problems
