@@ -153,6 +153,9 @@ def test_a_device_function_of_relocatable_code_is_no_kernel():
     (b"/* // */ // x /* // */ .entry _Z4fakev\n.entry _Z4realv(", ("_Z4realv",)),
     (b"/* x *///.entry _Z4fakev\n.entry _Z4realv(", ("_Z4realv",)),  # the block ends on the //'s first slash
     (b"/* // */ .entry _Z4realv( // a comment after it", ("_Z4realv",)),
+    # a `/*` inside a line comment opens no block: the kernels before a later real block count
+    (b"// see /* below\n.entry _Z1av(\n.entry _Z1bv( /* a real block */ .entry _Z1cv(", ("_Z1av", "_Z1bv", "_Z1cv")),
+    (b"/* unterminated .entry _Z1av(", ("_Z1av",)),  # no block without its end (ptxas refuses the text)
 ])
 def test_ptx_kernels_outside_comments(text, kernels):
     assert fatbin.ptx_facts(text)[2] == kernels

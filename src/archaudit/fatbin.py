@@ -8,7 +8,6 @@ name kind, architecture, flags and (for compressed payloads) both sizes.
 from __future__ import annotations
 
 import array
-import bisect
 import ctypes
 import itertools
 import mmap
@@ -358,7 +357,7 @@ _PTX_HEAD = re.compile(rb"//[^\n]*|/\*.*?\*/|(\.version|\.target)\b", re.DOTALL)
 _PTX_TARGET_NAME = re.compile(_PTX_GAP + rb"*([A-Za-z0-9_]+)" + _PTX_GAP + rb"*(?:,|$|\.|\n)", re.DOTALL)
 _PTX_VERSION = re.compile(_PTX_GAP + rb"+(\d{1,9})\.(\d{1,9})\b", re.DOTALL)
 _PTX_ENTRY = re.compile(rb"\.entry" + _PTX_GAP + rb"+([A-Za-z_$%][A-Za-z0-9_$]*)", re.DOTALL)
-_PTX_BLOCK = re.compile(rb"/\*.*?\*/", re.DOTALL)
+_PTX_COMMENT = re.compile(rb"//[^\n]*|/\*.*?\*/", re.DOTALL)
 
 
 # The `a` (arch-specific) marker of a cubin: CUDA 12.x sets an e_flags bit (0x800 in ELF ABI 7,
@@ -531,21 +530,20 @@ def _ptx_entries(text: bytes) -> tuple[str, ...]:
     found = [(m.start(), m.group(1)) for m in _PTX_ENTRY.finditer(text)]
     if not found:
         return ()
-    if b"/*" in text or b"//" in text:
-        blocks = [(m.start(), m.end()) for m in _PTX_BLOCK.finditer(text)] if b"/*" in text else []
-        found = [(at, n) for at, n in found if not _commented(text, at, blocks)]
+    if b"/*" not in text:  # nvcc's PTX: line comments alone, a `//` before it on its line
+        if b"//" in text:
+            found = [(at, n) for at, n in found if text.find(b"//", text.rfind(b"\n", 0, at) + 1, at) < 0]
+    else:
+        # One left-to-right pass, as ptxas reads them: whichever comment starts first holds what
+        # follows, so a `/*` inside a `//` comment opens no block, nor a `//` inside a block a line.
+        # Both lists are in text order: walk them together, keeping no list of comments.
+        comments = _PTX_COMMENT.finditer(text)
+        comment = next(comments, None)
+        kept = []
+        for at, name in found:
+            while comment is not None and comment.end() <= at:
+                comment = next(comments, None)
+            if comment is None or comment.start() > at:
+                kept.append((at, name))
+        found = kept
     return tuple(n.decode("ascii", "replace") for _, n in found)
-
-
-def _commented(text: bytes, at: int, blocks: list[tuple[int, int]]) -> bool:
-    def in_block(pos: int) -> bool:
-        i = bisect.bisect_right(blocks, (pos, 1 << 62)) - 1
-        return i >= 0 and blocks[i][0] <= pos < blocks[i][1]
-
-    line = text.rfind(b"\n", 0, at) + 1
-    slash = text.find(b"//", line, at)
-    while slash >= 0:  # any `//` before it on its line that no block comment holds
-        if not in_block(slash):
-            return True
-        slash = text.find(b"//", slash + 1, at)  # `*///`: a block ends on the first slash of a `//`
-    return in_block(at)
