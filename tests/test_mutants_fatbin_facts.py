@@ -371,3 +371,25 @@ def test_zstd_payloads_the_fast_path_does_not_take_decode_alike(layout):
     with pytest.raises(FatbinError) as e:
         fatbin.decode_payload_into(h, payload, 0, len(text) - 1, fatbin.DecodeBuffer())
     assert e.value.code == "E012"
+
+
+def test_each_worker_decodes_into_its_own_buffer_and_large_payloads_into_one_shared():
+    """A 1-worker pool: small jobs reuse the worker's buffer; a payload decoding to more than BIG
+    (transformer-engine's 66 MB LZ4 entries) takes its turn in the one shared buffer."""
+    from archaudit import decode
+    from archaudit.model import Entry
+
+    seen: list[fatbin.DecodeBuffer | None] = []
+
+    def job(out: fatbin.DecodeBuffer | None) -> Entry:
+        seen.append(out)
+        return Entry("nvidia", "sass", "sm_80")
+
+    with DecodePool(1) as pool:
+        small = [decode.result(pool.submit(10, 100, job)) for _ in range(2)]
+        big = decode.result(pool.submit(10, decode.BIG + 1, job))
+        assert pool._in_flight == 0
+    assert small == [Entry("nvidia", "sass", "sm_80")] * 2 and big == small[0]
+    assert all(isinstance(b, fatbin.DecodeBuffer) for b in seen)
+    assert seen[0] is seen[1] and seen[2] is not seen[0]
+    assert pool.workers == 1
