@@ -281,12 +281,14 @@ def test_fast_mode_fails_each_library_it_did_not_decode(tmp_path):
 
 def test_a_missing_file_is_e001(tmp_path):
     inv = inventory(str(tmp_path / "nothere" / "libk.so"))
+    assert (inv.target, inv.kind, inv.libraries) == (str(tmp_path / "nothere" / "libk.so"), "file", ())
     assert inv.unusable and problems(inv) == [("E001", "cannot read: no such file")]
 
 
 def test_a_name_that_is_nothing_is_e001():
     inv = inventory("no-such-distribution-archaudit-test")
-    assert inv.unusable and inv.kind == "distribution"
+    assert inv.unusable and inv.kind == "distribution" and inv.target == "no-such-distribution-archaudit-test"
+    assert inv.libraries == ()
     assert problems(inv) == [("E001", "cannot read: 'no-such-distribution-archaudit-test' is not a file, a "
                                       "directory or an installed distribution")]
 
@@ -295,6 +297,7 @@ def test_a_wheel_that_is_not_a_zip_is_e002(tmp_path):
     p = tmp_path / WHEEL_NAME
     p.write_bytes(b"not a zip at all" * 10)
     inv = inventory(str(p))
+    assert (inv.target, inv.kind, inv.libraries) == (str(p), "wheel", ())
     assert inv.unusable and [c for c, _ in problems(inv)] == ["E002"]
     assert problems(inv)[0][1].startswith("malformed archive: ")
 
@@ -327,6 +330,7 @@ def test_directory_links_that_leave_the_target_are_e003(tmp_path):
     os.symlink(root / "libin.so", root / "libalias.so")  # inside: the same file, read once
     os.symlink(root / "missing.so", root / "libbroken.so")
     os.mkfifo(root / "libfifo.so")
+    os.symlink(root / "nope.so", root / "libzbroken.so")  # after the link that leaves: still judged
     inv = inventory(str(root))
     assert read_whole(inv) == ["libin.so", "sub/libsub.so"]
     assert sorted(problems(inv)) == sorted([
@@ -334,6 +338,7 @@ def test_directory_links_that_leave_the_target_are_e003(tmp_path):
         ("E003", "linkdir: symbolic link to a directory outside the target (its files are not audited)"),
         ("E003", "libbroken.so: unreadable or a broken/looping link (No such file or directory)"),
         ("E003", "libfifo.so: not a regular file"),
+        ("E003", "libzbroken.so: unreadable or a broken/looping link (No such file or directory)"),
     ])
 
 
@@ -348,6 +353,44 @@ def test_a_zip_in_a_directory_is_read_like_a_nested_zip(tmp_path):
     got = problems(inv)
     assert ("E003", "bundle.zip!deep.zip!x.zip: a zip nested 3 deep; its members are not read") in got
     assert any(c == "E002" and m.startswith("broken.zip: a zip whose members cannot be read: ") for c, m in got)
+
+
+def test_a_zip_in_a_directory_is_bounded_by_its_own_budget(tmp_path):
+    root = tmp_path / "d"
+    root.mkdir()
+    stream, crc, size = zero_bomb(9)
+    (root / "bundle.zip").write_bytes(raw_zip([(f"lib{i}.so", stream, crc, size) for i in range(8)]))
+    inv = inventory(str(root))
+    assert len(inv.libraries) == 7
+    (code, message), = problems(inv)
+    assert code == "E003" and message.startswith("1 member(s) not read (bundle.zip!lib7.so): they would inflate")
+
+
+def test_a_stored_zip_whose_directory_cannot_be_read_is_e002(tmp_path):
+    p = tmp_path / WHEEL_NAME
+    with zipfile.ZipFile(p, "w") as z:
+        z.writestr("demo/bad.zip", b"PK\x03\x04" + bytes(8000), compress_type=zipfile.ZIP_STORED)
+        z.writestr("demo/libk.so", GOOD, compress_type=zipfile.ZIP_DEFLATED)
+    inv = inventory(str(p))
+    assert read_whole(inv) == ["demo/libk.so"]
+    (code, message), = problems(inv)
+    assert code == "E002" and message.startswith("demo/bad.zip: a zip whose members cannot be read: ")
+
+
+@pytest.mark.parametrize("name", ["libnothere.so", "demo/libnothere"])
+def test_a_library_path_that_does_not_exist_is_a_missing_file(tmp_path, monkeypatch, name):
+    monkeypatch.chdir(tmp_path)
+    inv = inventory(name)
+    assert (inv.target, inv.kind, inv.libraries, inv.unusable) == (name, "file", (), True)
+    assert problems(inv) == [("E001", "cannot read: no such file")]
+
+
+def test_a_file_target_by_a_relative_name_is_read_as_a_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "libk.so").write_bytes(GOOD)
+    inv = inventory("libk.so")
+    assert (inv.target, inv.kind, inv.distribution, inv.unusable) == ("libk.so", "file", "", False)
+    assert read_whole(inv) == ["libk.so"] and problems(inv) == []
 
 
 def test_a_file_named_like_data_in_a_directory_is_read_by_content(tmp_path):
