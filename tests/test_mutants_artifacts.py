@@ -190,6 +190,18 @@ def test_zips_do_not_count_as_libraries(tmp_path):
     members = [(f"demo/lib{i}.so", b"x") for i in range(MAX_LIBRARIES - 1)] + [("demo/a.zip", inner)]
     inv = inventory(str(wheel(tmp_path / WHEEL_NAME, members)))
     assert len(inv.libraries) == MAX_LIBRARIES and "demo/a.zip!libin.so" in paths(inv)
+    # as many libraries as the bound, and a zip that holds none: all read
+    members = [(f"demo/lib{i}.so", b"x") for i in range(MAX_LIBRARIES)] + [("demo/docs.zip", zip_bytes(
+        [("readme.txt", b"hello")]))]
+    inv = inventory(str(wheel(tmp_path / WHEEL_NAME, members)))
+    assert len(inv.libraries) == MAX_LIBRARIES and problems(inv) == []
+
+
+def test_members_that_are_not_libraries_do_not_count(tmp_path):
+    """torch's wheel holds 12,261 members, most of them Python files: only libraries count."""
+    members = [(f"demo/m{i}.py", b"") for i in range(MAX_LIBRARIES + 5)] + [("demo/libk.so", GOOD)]
+    inv = inventory(str(wheel(tmp_path / WHEEL_NAME, members)))
+    assert read_whole(inv) == ["demo/libk.so"] and problems(inv) == []
 
 
 @pytest.mark.parametrize("method", [zipfile.ZIP_DEFLATED, zipfile.ZIP_STORED])
@@ -228,6 +240,21 @@ def test_a_zip_inside_past_the_budget_is_refused_by_name(tmp_path):
     inv = inventory(bombs(tmp_path, 9, 7, (("demo/z.zip", zlib_deflate(inner), zlib.crc32(inner), len(inner)),)))
     (code, message), = problems(inv)
     assert code == "E003" and message.startswith("1 member(s) not read (demo/z.zip): ") and len(inv.libraries) == 7
+
+
+def test_a_stored_zip_past_the_budget_is_refused_by_name(tmp_path):
+    """Seven members of 9 MiB (63 of the 64 MiB budget), then a stored zip of 1.5 MiB: refused,
+    by its name (a stored zip is read in place, but its bytes are still inflated for the audit)."""
+    inner = zip_bytes([("libz.so", GOOD), ("pad.bin", os.urandom(3 << 19))], zipfile.ZIP_STORED)
+    stream, crc, size = zero_bomb(9)
+    p = tmp_path / WHEEL_NAME
+    data = raw_zip([(f"demo/lib{i}.so", stream, crc, size) for i in range(7)])
+    p.write_bytes(data)
+    with zipfile.ZipFile(p, "a") as z:
+        z.writestr("demo/s.zip", inner, compress_type=zipfile.ZIP_STORED)
+    inv = inventory(str(p))
+    (code, message), = problems(inv)
+    assert code == "E003" and message.startswith("1 member(s) not read (demo/s.zip): ") and len(inv.libraries) == 7
 
 
 def test_a_deflated_zip_of_several_chunks_is_read_whole(tmp_path):
