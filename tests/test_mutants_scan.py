@@ -25,6 +25,7 @@ from test_elf_dynamic import READELF, _readelf
 from test_hip import BIN as AMD, ccob, first_bundle
 
 CUDA = Path(__file__).resolve().parent / "fixtures" / "cuda" / "bin"
+FIXTURES_PE = CUDA.parent.parent / "pe" / "bin"
 AXPY = "_Z4axpyfPKfPfi"  # kern.cu's `axpy(float, const float*, float*, int)`, Itanium-mangled
 NVCC = tuple(int(x) for x in re.search(rb"release (\d+)\.(\d+)", (CUDA / "NVCC_VERSION").read_bytes()).groups())
 PLAIN = first_bundle(AMD / "hip_two_plain.so")  # gfx1102 and gfx1200, uncompressed
@@ -778,3 +779,30 @@ def test_offload_bundles_are_found_in_code_and_writable_segments(flags, first):
     lib = read("lib.so", data)
     assert [(c.section, c.offset) for c in lib.containers] == [(".hip_fatbin", 0x3000), (".hip_fatbin", 0x8000)]
     assert not lib.problems
+
+
+# ---- the entry points -----------------------------------------------------------------------------
+
+def test_scan_file_reads_a_file_on_disk_with_the_callers_settings(tmp_path):
+    path = tmp_path / "kern.fatbin"
+    path.write_bytes(KERN_FATBIN)
+    assert scan.scan_file(str(path), "k.fatbin") == read("k.fatbin", KERN_FATBIN)
+    fast = scan.scan_file(str(path), decode=False)
+    assert fast.path == str(path) and [e.decoded for e in fast.containers[0].entries] == [False, False]
+    bounded = scan.scan_file(str(path), max_payload=3367)
+    assert [p.code for p in bounded.problems] == ["E012"]
+
+
+def test_scan_file_of_a_file_that_cannot_be_read_is_e001(tmp_path):
+    missing = tmp_path / "gone.so"
+    lib = scan.scan_file(str(missing), "lib.so")
+    assert (lib.path, lib.size, lib.format, lib.containers) == ("lib.so", 0, "other", ())
+    assert [(p.code, p.message.startswith("cannot read: ")) for p in lib.problems] == [("E001", True)]
+    assert scan.scan_file(str(missing)).path == str(missing)
+
+
+def test_a_mach_o_library_is_read_by_the_mach_o_reader():
+    data = (FIXTURES_PE / "macos_sm80.dylib").read_bytes()
+    lib = read("libk.dylib", data)
+    assert (lib.path, lib.size, lib.format, lib.problems) == ("libk.dylib", len(data), "macho", ())
+    assert [(c.offset, c.size, [e.target for e in c.entries]) for c in lib.containers] == [(8192, 3448, ["sm_80"])]
