@@ -168,13 +168,13 @@ def test_one_rule_for_files_on_disk(tmp_path):
 
 # ---- bounded work --------------------------------------------------------------------------------
 
-def zero_bomb(mib: int) -> tuple[bytes, int, int]:
-    """(raw deflate stream, CRC, size) of an ELF header followed by zeros and a few random bytes
-    per MiB, at about 990:1: under the per-member ratio bound, with a valid CRC. Built from
-    one self-contained block repeated, so building it costs one MiB of compression."""
+def zero_bomb(mib: int, head: bytes = GOOD[:64]) -> tuple[bytes, int, int]:
+    """(raw deflate stream, CRC, size) of `head` (an ELF header) followed by zeros and a few
+    random bytes per MiB, at about 990:1: under the per-member ratio bound, with a valid CRC.
+    Built from one self-contained block repeated, so building it costs one MiB of compression."""
     rand = random.Random(0).randbytes(12)
     block_data = rand + bytes((1 << 20) - len(rand))
-    first_data = GOOD[:64] + block_data[64:]
+    first_data = head + block_data[len(head):]
     c = zlib.compressobj(9, zlib.DEFLATED, -15)
     first = c.compress(first_data) + c.flush(zlib.Z_FULL_FLUSH)
     block = c.compress(block_data) + c.flush(zlib.Z_FULL_FLUSH)

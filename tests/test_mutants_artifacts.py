@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CUDA = ROOT / "tests" / "fixtures" / "cuda" / "bin"
 GOOD = (CUDA / "lib_sm80.so").read_bytes()
 FATBIN = (CUDA / "kern.fatbin").read_bytes()
+ZIP_HEAD = b"PK\x03\x04" + bytes(60)  # what a zip's first bytes say (it holds no sound member)
 PE = next((ROOT / "tests" / "fixtures" / "pe" / "bin").glob("*.dll"))
 
 
@@ -278,7 +279,7 @@ def test_a_zip_inside_whose_crc_fails_is_e002_by_name(tmp_path):
 def test_zips_held_in_memory_are_bounded_together_however_many(tmp_path):
     """Three zips of 100 MiB each (each under the 256 MiB bound, two together too): the third
     would make 300 MiB held at once: E003."""
-    stream, crc, size = bomb_with_head(b"PK\x03\x04" + bytes(60), 100)
+    stream, crc, size = zero_bomb(100, ZIP_HEAD)
     filler = os.urandom(10 << 20)
     p = tmp_path / WHEEL_NAME
     p.write_bytes(raw_zip([("demo/a.zip", stream, crc, size), ("demo/b.zip", stream, crc, size),
@@ -445,22 +446,6 @@ def test_fast_mode_leaves_lto_entries_out_of_what_it_did_not_verify():
 
 # ---- zips inside a wheel: read in place or held, within bounds ----------------------------------
 
-def bomb_with_head(head: bytes, mib: int) -> tuple[bytes, int, int]:
-    """(raw deflate stream, CRC, size): `head`, then zeros (and 12 random bytes a MiB) to `mib`
-    MiB, at about 990:1, under the per-member ratio bound (as test_member_selection.zero_bomb)."""
-    rand = random.Random(0).randbytes(12)
-    block_data = rand + bytes((1 << 20) - len(rand))
-    first_data = head + block_data[len(head):]
-    c = zlib.compressobj(9, zlib.DEFLATED, -15)
-    first = c.compress(first_data) + c.flush(zlib.Z_FULL_FLUSH)
-    block = c.compress(block_data) + c.flush(zlib.Z_FULL_FLUSH)
-    stream = first + block * (mib - 1) + c.flush()
-    crc = zlib.crc32(first_data)
-    for _ in range(mib - 1):
-        crc = zlib.crc32(block_data, crc)
-    return stream, crc, mib << 20
-
-
 def test_a_stored_zip_is_read_in_place_and_its_crc_checked_first(tmp_path):
     nested = zip_bytes([("lib/libin.so", GOOD), ("lib/libin2.so", GOOD)])
     assert len(nested) > zipread_whole()
@@ -485,7 +470,7 @@ def zipread_whole() -> int:
 
 
 def test_a_zip_inside_declaring_more_than_the_in_memory_bound_is_not_read(tmp_path):
-    stream, crc, size = bomb_with_head(b"PK\x03\x04" + bytes(60), 257)
+    stream, crc, size = zero_bomb(257, ZIP_HEAD)
     p = tmp_path / WHEEL_NAME
     p.write_bytes(raw_zip([("demo/big.zip", stream, crc, size)]))
     inv = inventory(str(p))
@@ -498,7 +483,7 @@ def test_zips_held_in_memory_are_bounded_together(tmp_path):
     """Two zips of 130 MiB each inside a wheel whose size allows inflating both (8.5 MB of data
     beside them): the first is held and read (it is no sound zip: E002), the second would hold
     more than 256 MiB at once: E003, not read."""
-    stream, crc, size = bomb_with_head(b"PK\x03\x04" + bytes(60), 130)
+    stream, crc, size = zero_bomb(130, ZIP_HEAD)
     filler = os.urandom(17 << 19)
     p = tmp_path / WHEEL_NAME
     p.write_bytes(raw_zip([("demo/a.zip", stream, crc, size), ("demo/b.zip", stream, crc, size),
