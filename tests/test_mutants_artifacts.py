@@ -8,7 +8,6 @@ target reports: which members are read, and the problem code and words of what i
 
 from __future__ import annotations
 
-import io
 import os
 import random
 import zipfile
@@ -28,7 +27,7 @@ from archaudit.artifacts import (
     select_member,
 )
 from test_hazards import WHEEL_NAME, wheel
-from test_member_selection import raw_zip, zero_bomb
+from test_member_selection import inner_zip as zip_bytes, raw_zip, zero_bomb
 
 ROOT = Path(__file__).resolve().parents[1]
 CUDA = ROOT / "tests" / "fixtures" / "cuda" / "bin"
@@ -58,14 +57,6 @@ def read_whole(inv: artifacts.TargetInventory) -> list[str]:
 def zlib_deflate(data: bytes) -> bytes:
     c = zlib.compressobj(9, zlib.DEFLATED, -15)
     return c.compress(data) + c.flush()
-
-
-def zip_bytes(members: list[tuple[str, bytes]], method: int = zipfile.ZIP_DEFLATED) -> bytes:
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", method) as z:
-        for name, data in members:
-            z.writestr(name, data)
-    return out.getvalue()
 
 
 # ---- what a member's first bytes say ------------------------------------------------------------
