@@ -74,7 +74,7 @@ class Unit:
     @cached_property
     def specialised(self) -> bool:
         """All its code is arch-specific or family code (by the target it compiles for)."""
-        return bool(self.codes) and all(c.effective.suffix in ("a", "f") for c in self.codes)
+        return specialised_only(self.codes)
 
     @cached_property
     def code_kernels(self) -> tuple[frozenset[str], ...]:
@@ -95,6 +95,12 @@ class Unit:
     def release(self) -> CC | None:
         """The CUDA release its PTX shows (``_unit_release``)."""
         return _unit_release(self.codes)
+
+
+def specialised_only(codes: tuple[NvCode, ...]) -> bool:
+    """Some code, and all of it arch-specific or family code (by the target it compiles for):
+    it serves only the GPUs of its own architecture or family."""
+    return bool(codes) and all(c.effective.suffix in ("a", "f") for c in codes)
 
 
 def shape_of(codes: tuple[NvCode, ...]) -> tuple[tuple[str, arch.CudaTarget, arch.CudaTarget | None, bool], ...]:
@@ -317,7 +323,7 @@ def _kernel_gaps(f: LibraryFacts, gpus: tuple[CC, ...]) -> tuple[KernelGap, ...]
         codes = f.kernel_codes(name)
         key = tuple(map(id, codes))  # kernels of one container mostly share their code entries
         if key not in seen:
-            seen[key] = (labels_of(codes), all(c.effective.suffix in ("a", "f") for c in codes))
+            seen[key] = (labels_of(codes), specialised_only(codes))
         carried, specialised = seen[key]
         units = frozenset(homes)
         if specialised:
@@ -390,8 +396,7 @@ class LibraryFacts:
     @cached_property
     def specialised(self) -> bool:
         """All the library's code serves only arch-specific or family GPUs (unless --strict)."""
-        return (not self.policy.strict and bool(self.codes)
-                and all(c.effective.suffix in ("a", "f") for c in self.codes))
+        return not self.policy.strict and specialised_only(self.codes)
 
     @cached_property
     def carried(self) -> tuple[str, ...]:
