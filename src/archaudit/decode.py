@@ -8,7 +8,6 @@ the libraries are. Results are read back in stream order when a library's scan e
 
 from __future__ import annotations
 
-import ctypes
 import os
 import struct
 import sys
@@ -17,7 +16,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
-from . import elf, fatbin
+from . import elf, fatbin, libc
 from .arch import CudaTarget
 from .model import SASS, Entry
 
@@ -99,11 +98,7 @@ class Decoding:
 
 def _malloc_trim() -> Callable[[int], int] | None:
     """glibc's malloc_trim, where there is one (elsewhere freed memory is left to the allocator)."""
-    try:
-        libc = ctypes.CDLL(None)
-        trim: Callable[[int], int] = libc.malloc_trim
-    except (OSError, AttributeError):
-        return None
+    trim: Callable[[int], int] | None = libc.function("malloc_trim")
     return trim
 
 

@@ -27,7 +27,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
-from . import elf, fatbin, hip
+from . import elf, fatbin, hip, libc
 from .claims import embedded_claim_markers, parse_embedded
 from .decode import DecodePool, Decoding, is_cuda_target, result
 from .errors import ArchauditError
@@ -223,13 +223,13 @@ Haystack = bytes | bytearray
 
 
 def _libc_memmem() -> Callable[[int, int, bytes, int], int | None] | None:
-    try:
-        memmem = ctypes.CDLL(None).memmem
-    except (OSError, AttributeError, TypeError):
+    memmem = libc.function("memmem")
+    if memmem is None:
         return None
     memmem.restype = ctypes.c_void_p
     memmem.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t)
-    return memmem
+    trusted: Callable[[int, int, bytes, int], int | None] = memmem
+    return trusted
 
 
 _MEMMEM = _libc_memmem()
