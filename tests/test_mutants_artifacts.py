@@ -8,8 +8,10 @@ target reports: which members are read, and the problem code and words of what i
 
 from __future__ import annotations
 
+import json
 import os
 import random
+import tempfile
 import zipfile
 import zlib
 from pathlib import Path
@@ -534,3 +536,177 @@ def test_an_installed_distribution_is_read_from_its_record(tmp_path, monkeypatch
     got = problems(inv)
     assert got[0] == ("E001", "demo_pkg/libgone.so: listed in RECORD but missing") and len(got) == 2
     assert got[1][0] == "E002" and got[1][1].startswith("demo_pkg/broken.zip: a zip whose members cannot be read: ")
+
+
+# ---- files the system refuses to read, even to root ----------------------------------------------
+# The tests run as root, where no permission refuses a read; these are the refusals that remain:
+# paths the kernel cannot resolve, files that are not regular, and files of /proc and /sys that
+# stat as regular but cannot be read. Each is judged through `check` itself (exit code and
+# finding), and leaves nothing behind: nothing is written to the target or to the temp directory.
+
+def check_json(capsys, *args: str) -> tuple[int, list[tuple[str, str]]]:
+    from archaudit.cli import main
+
+    rc = main(["check", "-q", "--format", "json", "--no-config", "--arch", "80", *args])
+    report = json.loads(capsys.readouterr().out)
+    return rc, [(f["code"], f["message"]) for t in report["targets"] for f in t["findings"]]
+
+
+def tree(root: Path) -> list[tuple[str, bool, int]]:
+    """Every name under root with whether it is a link and its size (links not followed)."""
+    return sorted((str(p.relative_to(root)), p.is_symlink(), p.lstat().st_size) for p in root.rglob("*"))
+
+
+@pytest.fixture
+def empty_tmp(tmp_path, monkeypatch):
+    """An empty temp directory for the tool (`tempfile` caches its directory: set it directly)."""
+    where = tmp_path / "tmp"
+    where.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(where))
+    return where
+
+
+def test_links_the_kernel_cannot_resolve_are_e003_each_by_its_reason(tmp_path, capsys, empty_tmp):
+    """A directory's link through a regular file (ENOTDIR), a link loop (ELOOP), a link whose
+    target has a name over NAME_MAX (ENAMETOOLONG), a link with a library's name to a directory
+    and a FIFO: each is E003 with the system's reason, and the sound library beside them is read."""
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "libin.so").write_bytes(GOOD)
+    (root / "sub").mkdir()
+    os.symlink("libin.so/x", root / "libnotdir.so")
+    os.symlink("libloop.so", root / "libloop.so")
+    os.symlink("x" * 300, root / "liblong.so")
+    os.symlink("sub", root / "libdir.so")
+    os.mkfifo(root / "libfifo.so")
+    before = tree(root)
+    inv = inventory(str(root))
+    assert read_whole(inv) == ["libin.so"]
+    expected = [
+        ("E003", "libdir.so: not a regular file"),
+        ("E003", "libfifo.so: not a regular file"),
+        ("E003", "liblong.so: unreadable or a broken/looping link (File name too long)"),
+        ("E003", "libloop.so: unreadable or a broken/looping link (Too many levels of symbolic links)"),
+        ("E003", "libnotdir.so: unreadable or a broken/looping link (Not a directory)"),
+    ]
+    assert sorted(problems(inv)) == expected
+    rc, found = check_json(capsys, str(root))
+    assert rc == 1 and sorted(f for f in found if f[0] != "D002") == [(c, f"{root}: {m}") for c, m in expected]
+    assert tree(root) == before and list(empty_tmp.iterdir()) == []
+
+
+@pytest.mark.parametrize("make", ["fifo", "directory-link", "device-link"])
+@pytest.mark.parametrize("name", ["x.whl", "libx.so"])
+def test_a_target_that_is_not_a_regular_file_is_e001_and_never_opened(tmp_path, capsys, empty_tmp, make, name):
+    """A FIFO named like a wheel blocked the open of its directory read forever (no writer ever
+    comes); a link to /dev/null or to a directory named `.so` is no file either. E001, exit 2."""
+    target = tmp_path / name
+    if make == "fifo":
+        os.mkfifo(target)
+    elif make == "device-link":
+        os.symlink(os.devnull, target)
+    else:
+        if name.endswith(".whl"):
+            pytest.skip("a directory named x.whl is a directory target")
+        (tmp_path / "d").mkdir()
+        os.symlink(tmp_path / "d", target)
+        inv = inventory(str(target))
+        assert inv.kind == "directory"
+        return
+    inv = inventory(str(target))
+    kind = "wheel" if name.endswith(".whl") else "file"
+    assert (inv.kind, inv.libraries, inv.unusable) == (kind, (), True)
+    assert problems(inv) == [("E001", "cannot read: not a regular file")]
+    rc, found = check_json(capsys, str(target))
+    assert rc == 2 and found == [("E001", f"{target}: cannot read: not a regular file")]
+    assert list(empty_tmp.iterdir()) == []
+
+
+# Files of /proc and /sys that stat as regular files of size 0 or 4096 and refuse every read, even
+# to root: EIO (/proc/self/mem at offset 0, an unmapped page), EINVAL (clear_refs has no read),
+# EACCES (a write-only sysfs attribute: kernfs refuses to open it for reading).
+UNREADABLE = [p for p in ("/proc/self/mem", "/proc/self/clear_refs", "/sys/bus/pci/rescan") if os.path.isfile(p)]
+
+
+def refused(path: str) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.read(artifacts.HEAD)
+    except OSError as e:
+        return str(e.strerror)
+    pytest.skip(f"{path} is readable here")
+
+
+@pytest.mark.skipif(not UNREADABLE, reason="no /proc or /sys here")
+def test_a_library_that_stats_regular_but_cannot_be_read_is_e001(tmp_path, monkeypatch, capsys, empty_tmp):
+    """An installed distribution whose RECORD lists libraries that are links to such files (links
+    may leave a distribution: its files are where the installer put them): each is E001 with the
+    system's reason, and the sound library beside them is read whole."""
+    site = tmp_path / "site"
+    pkg = site / "demo_pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "libk.so").write_bytes(GOOD)
+    names = {}
+    for i, target in enumerate(UNREADABLE):
+        os.symlink(target, pkg / f"libbad{i}.so")
+        names[f"demo_pkg/libbad{i}.so"] = refused(target)
+    info = site / "demo_dist-2.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: demo-dist\nVersion: 2.0\n")
+    (info / "RECORD").write_text("".join(f"{f},,\n" for f in ["demo_pkg/libk.so", *names]))
+    monkeypatch.syspath_prepend(str(site))
+    before = tree(site)
+    inv = inventory("demo-dist")
+    assert read_whole(inv) == ["demo_pkg/libk.so"] and not inv.unusable
+    assert sorted(problems(inv)) == sorted(("E001", f"{n}: cannot read: {why}") for n, why in names.items())
+    rc, found = check_json(capsys, "demo-dist")
+    assert rc == 1 and sorted(f for f in found if f[0] != "D002") == sorted(
+        ("E001", f"demo-dist: {n}: cannot read: {why}") for n, why in names.items())
+    assert tree(site) == before and list(empty_tmp.iterdir()) == []
+
+
+class RemovingProgress(artifacts.Progress):
+    """Removes a file when the first block of the first library is read: with one reader, the
+    largest library is read first, so the removal lands between the plan and the smaller
+    library's read, every time."""
+
+    def __init__(self, victim: Path):
+        super().__init__()
+        self.victim = victim
+
+    def add(self, nbytes: int = 0, libraries: int = 0) -> None:
+        if nbytes and self.victim.exists():
+            self.victim.unlink()
+        super().add(nbytes, libraries)
+
+
+def test_a_file_removed_between_plan_and_read_is_e001(tmp_path, empty_tmp):
+    root = tmp_path / "d"
+    root.mkdir()
+    (root / "libbig.so").write_bytes(GOOD)
+    small = (CUDA / "lib_host.so").read_bytes()
+    assert len(small) < len(GOOD)
+    (root / "libsmall.so").write_bytes(small)
+    inv = artifacts.inventories([str(root)], jobs=1, progress=RemovingProgress(root / "libsmall.so"))[0]
+    big, gone = inv.libraries
+    assert big.path == "libbig.so" and big.containers and not big.problems
+    assert gone.path == "libsmall.so" and [p.code for p in gone.problems] == ["E001"]
+    assert gone.problems[0].message.startswith("cannot read: [Errno 2] No such file or directory")
+    assert tree(root) == [("libbig.so", False, len(GOOD))] and list(empty_tmp.iterdir()) == []
+
+
+def test_a_wheel_removed_between_plan_and_read_fails_each_library_left(tmp_path, empty_tmp):
+    """Each member is inflated from its own open of the wheel: once the wheel is gone, every
+    library not yet read is E001 (a stored zip's members, read through a window, too)."""
+    nested = zip_bytes([("lib/libin.so", GOOD), ("lib/libin2.so", GOOD)])
+    p = tmp_path / WHEEL_NAME
+    with zipfile.ZipFile(p, "w") as z:
+        z.writestr("demo/libbig.so", GOOD + bytes(4096), compress_type=zipfile.ZIP_DEFLATED)
+        z.writestr("demo/bundle.zip", nested, compress_type=zipfile.ZIP_STORED)
+    inv = artifacts.inventories([str(p)], jobs=1, progress=RemovingProgress(p))[0]
+    by_path = {lib.path: lib for lib in inv.libraries}
+    assert sorted(by_path) == ["demo/bundle.zip!lib/libin.so", "demo/bundle.zip!lib/libin2.so", "demo/libbig.so"]
+    assert by_path["demo/libbig.so"].containers and not by_path["demo/libbig.so"].problems
+    for name in ("demo/bundle.zip!lib/libin.so", "demo/bundle.zip!lib/libin2.so"):
+        assert [q.code for q in by_path[name].problems] == ["E001"], by_path[name].problems
+    assert list(tmp_path.iterdir()) == [empty_tmp] and list(empty_tmp.iterdir()) == []

@@ -210,6 +210,9 @@ def _plan(target: str) -> _Plan | TargetInventory:
         jobs_list, problems = _directory_jobs(target)
         return "directory", jobs_list, problems, ""
     if os.path.exists(target) and target.lower().endswith(".whl"):
+        if not os.path.isfile(target):  # a FIFO would block its open forever; a device reads as anything
+            return TargetInventory(target, "wheel", (), (Problem("E001", "cannot read: not a regular file"),),
+                                   unusable=True)
         try:
             jobs_list, problems = _wheel_jobs(target)
         except zipread.ZipError as e:
@@ -218,8 +221,8 @@ def _plan(target: str) -> _Plan | TargetInventory:
         return "wheel", jobs_list, problems, _wheel_dist(target)
     if os.path.exists(target) or os.path.sep in target or target.endswith(LIBRARY_SUFFIXES):
         if not os.path.isfile(target):
-            return TargetInventory(target, "file", (), (Problem("E001", "cannot read: no such file"),),
-                                   unusable=True)
+            why = "not a regular file" if os.path.exists(target) else "no such file"
+            return TargetInventory(target, "file", (), (Problem("E001", f"cannot read: {why}"),), unusable=True)
         return "file", [_file_job(target, os.path.basename(target))], [], ""
     found = _distribution_jobs(target)
     if found is None:
