@@ -13,6 +13,7 @@ import os
 import re
 import struct
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -595,9 +596,37 @@ def test_hip_fatbin_may_hold_less_than_a_page_per_bundle_that_is_not_one(size, b
                            0x3000)] if bad else [])
 
 
-def test_bundles_in_no_section_are_read_with_no_section_name():
+def test_bundles_in_no_section_are_read_with_no_section_name_and_are_e033():
     lib = read("lib.so", with_section(TWO_PLAIN, ".hip_fatbin", size=0))
     assert [(c.section, c.offset) for c in lib.containers] == [("", 0x3000), ("", 0x8000)]
+    assert problems(lib) == [("E033", "HIP bundle at 0x3000 lies in no section", 0x3000),
+                             ("E033", "HIP bundle at 0x8000 lies in no section", 0x8000)]
+
+
+def test_a_bundle_overrunning_its_section_is_e033():
+    """.hip_fatbin ends 8 bytes before its second bundle does: those bytes are the next section's."""
+    lib = read("lib.so", with_section(TWO_PLAIN, ".hip_fatbin", size=32152 - 8))
+    assert [(c.section, c.offset, c.size) for c in lib.containers] == [
+        (".hip_fatbin", 0x3000, 17808), (".hip_fatbin", 0x8000, 11672)]
+    assert problems(lib) == [("E033", "HIP bundle at 0x8000 overruns section .hip_fatbin", 0x8000)]
+
+
+HOST = (CUDA / "lib_host.so").read_bytes()  # a host library: no device code, its section table last
+
+
+@pytest.mark.parametrize("source", ["hip_multi.so", "hip_ccob_generic.so"])
+def test_a_bundle_appended_after_the_elf_is_judged_and_lies_in_no_section(source):
+    """An offload bundle (plain, or compressed: CCOB v2) written after a built library's end, as
+    tests/fixtures/readers' lib_appended.so has a fatbin container: found, read entry for entry as
+    in the library clang linked it into, and E033, as the container there is E011."""
+    (linked,) = read("hip.so", (AMD / source).read_bytes()).containers
+    bundle = (AMD / source).read_bytes()[linked.offset:linked.offset + linked.size]
+    lib = read("lib.so", HOST + bundle)
+    (c,) = lib.containers
+    assert (c.offset, c.size, c.section) == (len(HOST), len(bundle), "")
+    assert [replace(e, offset=e.offset - c.offset) for e in c.entries] == [
+        replace(e, offset=e.offset - linked.offset) for e in linked.entries]
+    assert problems(lib) == [("E033", f"HIP bundle at 0x{len(HOST):x} lies in no section", len(HOST))]
 
 
 # ---- what is no library, and a stream that fails ------------------------------------------------

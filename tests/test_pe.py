@@ -365,20 +365,38 @@ def test_hidden_container_is_judged_as_the_elf_one_appended(name, capsys):
         assert got[0] == 1 and "E011" in got[1] and got[2] == ["sm_80"]
 
 
-def test_a_hip_bundle_in_the_overlay_is_found_and_judged(capsys):
-    """hip_multi.so's offload bundle after the last section of a DLL importing amdhip64_6.dll:
-    the same bundle as the ELF's, judged (gfx1201 is claimed and missing: G001)."""
-    lib = scan_file(str(PE / "hip_overlay.dll"), decode=True)
-    so = scan_file(str(AMD / "hip_multi.so"), decode=True)
+def _hip_overlay(bundle_of: str) -> bytes:
+    """hip_overlay.dll with its overlay (hip_multi.so's plain bundle) replaced by the first bundle
+    of another HIP fixture (hip_ccob_generic.so's is compressed, CCOB v2)."""
     data = (PE / "hip_overlay.dll").read_bytes()
+    (c,) = scan_file(str(PE / "hip_overlay.dll")).containers
+    assert c.offset + c.size == len(data)
+    (bundle,) = scan_file(str(AMD / bundle_of)).containers
+    return data[:c.offset] + (AMD / bundle_of).read_bytes()[bundle.offset:bundle.offset + bundle.size]
+
+
+@pytest.mark.parametrize("source", ["hip_multi.so", "hip_ccob_generic.so"])
+def test_a_hip_bundle_in_the_overlay_is_found_judged_and_fails_closed(source, tmp_path, capsys):
+    """An ELF fixture's offload bundle (plain, or compressed) after the last section of a DLL
+    importing amdhip64_6.dll: the same bundle as the ELF's, judged by its targets (gfx908
+    claimed and missing: G001), and its placement is E033, as a fatbin container's there is
+    E011 (overlay.dll)."""
+    dll = tmp_path / "hip_overlay.dll"
+    dll.write_bytes(_hip_overlay(source))
+    lib = scan_file(str(dll), decode=True)
+    so = scan_file(str(AMD / source), decode=True)
     (c,) = lib.containers
-    assert not lib.problems and c.section == "" and _unmapped(data, c.offset, c.size) == "overlay"
+    assert c.section == "" and _unmapped(dll.read_bytes(), c.offset, c.size) == "overlay"
+    assert [(p.code, p.message) for p in lib.problems] == [("E033", f"HIP bundle at 0x{c.offset:x} lies in no section")]
     assert _inventory(lib) == _inventory(so)
     carried = ";".join(e.target for e in c.entries)
-    assert main(["check", "-q", "--no-config", str(PE / "hip_overlay.dll"), "--amd-arch", carried]) == 0
-    assert main(["check", "-q", "--no-config", str(PE / "hip_overlay.dll"), "--amd-arch",
-                 carried + ";gfx1201"]) == 1
-    assert "G001" in capsys.readouterr().out
+
+    def codes(claim: str) -> tuple[int, set[str]]:
+        rc = main(["check", "-q", "--no-config", "--format", "json", str(dll), "--amd-arch", claim])
+        report = json.loads(capsys.readouterr().out)
+        return rc, {f["code"] for t in report["targets"] for f in t["findings"]}
+    assert codes(carried) == (1, {"E033"})
+    assert codes(carried + ";gfx908") == (1, {"E033", "G001"})
 
 
 def test_the_overlay_of_real_layouts_holds_no_device_code():

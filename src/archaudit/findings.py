@@ -114,6 +114,15 @@ _CODES = [
          "A compressed offload bundle declares more bytes than archaudit verifies in memory.",
          "Raise --max-payload if the size is genuine.",
          "libhip.so: CCOB at 0x1000 declares 4 GiB"),
+    Code("E033", ERROR, "HIP bundle outside its section",
+         "A valid clang offload bundle (HIP device code, plain or compressed) lies in none of the "
+         "sections of a library that has a section table, or runs past the end of the section it "
+         "starts in. Every byte a linker places is in a section, so the bundle was written there after "
+         "the link (appended, in header slack or padding), where the HIP runtime's registration and "
+         "every tool that reads sections miss it.",
+         "Rebuild the library so its device code is linked in (.hip_fatbin); do not append device code "
+         "to a built library.",
+         "libhip.so: HIP bundle at 0x9000 lies in no section"),
     Code("E099", ERROR, "internal error",
          "archaudit met input it did not expect and could not verify the library. The check "
          "fails closed rather than passing it.",

@@ -310,7 +310,8 @@ def _zones(h: Headers, size: int) -> list[Zone]:
     libraries: a library may load device code it reads from its own file (cuModuleLoadData),
     so bytes no section maps (header slack, raw data past a section's virtual size, the
     overlay after the last section, where an Authenticode certificate or debug data lie) are
-    searched too, and a container found there is judged and lies in no section (E011);
+    searched too, and a container found there is judged and lies in no section (E011; an
+    offload bundle E033);
     wrapper records there count only against a wrapper section whose raw data they are in.
     Code sections are searched for containers and embedded arch lists (string literals: a
     linker may merge .rdata into .text); every other section also for wrapper records, which

@@ -991,11 +991,7 @@ def attribute(found: ScanResult, sections: list[elf.Section], segments: tuple[el
         sec = next((s for s in sections if s.type not in (0, elf.SHT_NOBITS) and s.offset <= c.offset < s.file_end),
                    None)
         name = sec.name if sec else ""
-        if sec and c.offset + c.size > sec.file_end:
-            problems.append(Problem("E011", f"fatbin container at 0x{c.offset:x} overruns section {name}",
-                                    c.offset))
-        if sections and sec is None:  # every byte a linker places is in a section
-            problems.append(Problem("E011", f"fatbin container at 0x{c.offset:x} lies in no section", c.offset))
+        problems += _misplaced("E011", "fatbin container", c.offset, c.size, sec, bool(sections))
         role: Role
         if name == ".nv_fatbin":
             role = DEVICE_LINK if c.offset in dlink else EXECUTABLE
@@ -1015,6 +1011,7 @@ def attribute(found: ScanResult, sections: list[elf.Section], segments: tuple[el
     for b in found.bundles:
         sec = next((s for s in sections if s.offset <= b.offset < s.file_end and s.type not in (0, elf.SHT_NOBITS)),
                    None)
+        problems += _misplaced("E033", "HIP bundle", b.offset, b.size, sec, bool(sections))
         out.append(replace(b, section=sec.name if sec else ""))
     for s in sections:
         if s.name == ".hip_fatbin" and s.size and s.type != elf.SHT_NOBITS:
@@ -1034,6 +1031,18 @@ def attribute(found: ScanResult, sections: list[elf.Section], segments: tuple[el
             problems.append(Problem("E011", f"{s.name}: {why}", s.offset))
     out.sort(key=lambda c: c.offset)
     return out
+
+
+def _misplaced(code: str, what: str, offset: int, size: int, sec: elf.Section | None,
+               sectioned: bool) -> list[Problem]:
+    """A container (an offload bundle) must lie within the section it starts in: every byte a
+    linker places is in a section, so one in none, or running past its section's end, was put
+    there after the link, where no tool that reads sections sees it."""
+    if sec is not None and offset + size > sec.file_end:
+        return [Problem(code, f"{what} at 0x{offset:x} overruns section {sec.name}", offset)]
+    if sec is None and sectioned:
+        return [Problem(code, f"{what} at 0x{offset:x} lies in no section", offset)]
+    return []
 
 
 def _accounted(s: elf.Section, containers: list[FoundContainer], alignment: int) -> bool:
