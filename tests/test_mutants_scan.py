@@ -835,3 +835,112 @@ def test_a_mach_o_library_is_read_by_the_mach_o_reader():
     lib = read("libk.dylib", data)
     assert (lib.path, lib.size, lib.format, lib.problems) == ("libk.dylib", len(data), "macho", ())
     assert [(c.offset, c.size, [e.target for e in c.entries]) for c in lib.containers] == [(8192, 3448, ["sm_80"])]
+
+
+# ---- zero padding between two containers, aligned to the section's start ---------------------------
+
+def with_gap(gap: int, lead: int = 4, addralign: int = 16) -> bytes:
+    """lib_sm80.so with its second container moved `gap` bytes on (zeros left between the two, the
+    bytes after the section, __nv_module_id's, overwritten), the .nvFatBinSegment record that
+    registers it (0x40A0, address at +8) following it, and .nv_fatbin starting `lead` bytes before
+    its first container with alignment `addralign`."""
+    second = FATBIN_AT + 1536
+    out = bytearray(LIB_SM80)
+    out[second:second + gap] = bytes(gap)
+    out[second + gap:second + gap + 3448] = LIB_SM80[second:second + 3448]
+    out = bytearray(patched(bytes(out), 0x40A8, "<Q", lambda a: a + gap))
+    return with_section(bytes(out), ".nv_fatbin", offset=FATBIN_AT - lead, size=lead + FATBIN_SIZE + gap,
+                        addralign=addralign)
+
+
+@pytest.mark.parametrize("gap, lead, bad", [(12, 4, False), (8, 4, True), (16, 0, True)])
+def test_zeros_between_containers_end_where_the_section_is_aligned(gap, lead, bad):
+    """A container after zero padding must start at a multiple of the section's alignment counted
+    from the section's start: with the section 4 bytes before the first container and aligned to
+    16, 12 zeros after the 1,536-byte first one reach such a multiple (1,552) and 8 do not; 16
+    zeros are a whole alignment, more than padding, even where they end at one. (A section whose
+    offset is a multiple of 8 cannot tell an offset counted from the section from one counted
+    from the file: both agree.)"""
+    lib = read("lib.so", with_gap(gap, lead))
+    second = FATBIN_AT + 1536 + gap
+    assert containers(lib) == [(".nv_fatbin", "device-link", FATBIN_AT, 1536),
+                               (".nv_fatbin", "executable", second, 3448)]
+    size = lead + FATBIN_SIZE + gap
+    want = [("E011", f".nv_fatbin: {gap + lead} of its {size} bytes are not a valid fatbin container",
+             FATBIN_AT - lead)]
+    assert problems(lib) == (want if bad else [])
+
+
+# ---- a record longer than the zones after it ------------------------------------------------------
+
+def test_a_container_longer_than_the_next_segment_does_not_end_the_search():
+    """Program header 1 (R+X) stretched to end 8 bytes into the first container, program header 2
+    (R) cut to 0x100 bytes: the container found in the code segment runs past all of segment 2,
+    and the search goes on after it (the second container, the wrappers in the writable segment)."""
+    phoff, = struct.unpack_from("<Q", LIB_SM80, 0x20)  # p_filesz at +32 of each 56-byte header
+    data = patched(LIB_SM80, phoff + 56 + 32, "<Q", lambda _: FATBIN_AT + 8 - 0x1000)
+    data = patched(data, phoff + 2 * 56 + 32, "<Q", lambda _: 0x100)
+    lib = read("lib.so", data)
+    assert containers(lib) == containers(read("lib.so", LIB_SM80)) == [
+        (".nv_fatbin", "device-link", FATBIN_AT, 1536), (".nv_fatbin", "executable", FATBIN_AT + 1536, 3448)]
+    assert not lib.problems
+
+
+# ---- the byte before an embedded claim's marker ---------------------------------------------------
+
+def claims_at(data: bytes, at: int, base: int = 0) -> list[str]:
+    """What the claim parser reads from a marker at `at` with the window starting at `base`."""
+    records = scan.Records(len(data), scan.ScanSettings())
+    src = scan.Source([data], len(data))
+    src.ensure(len(data))
+    src.release(base)
+    assert records.claim(src, at) == at + 1
+    return records.found.claims
+
+
+def test_a_claim_marker_is_read_only_after_a_nul():
+    """The marker must follow a NUL (the start of a string): not at the very first byte, not after
+    another byte, whether that byte is still in the window or the window has just let it go."""
+    assert CLAIM.startswith(scan.MARKERS[0])  # the search's needle: the marker without its NUL
+    text = CLAIM + b"\0"
+    assert claims_at(text, 0) == []
+    for base in (0, 1):  # the byte before the marker in the window, or the last one it let go
+        assert claims_at(b"\0" + text, 1, base) == [CLAIM.decode()]
+        assert claims_at(b"x" + text, 1, base) == []
+    assert claims_at(b"x\0" + text, 2, 2) == [CLAIM.decode()]
+
+
+@pytest.mark.parametrize("lead", [b"\0", b""], ids=["own NUL", "the container's last byte"])
+def test_a_claim_right_after_a_container_is_read(lead):
+    """A claim string starting where the last container of .nv_fatbin ends (__nv_module_id's bytes
+    overwritten): its NUL is either its own or the container's last byte, which the window has
+    let go by the time the marker is found. Before, that claim was lost, and `check` judged by
+    a later one (a fail-open when the first claims more, as below)."""
+    end = FATBIN_AT + FATBIN_SIZE
+    assert LIB_SM80[end - 1] == 0
+    lib = read("lib.so", with_strings(LIB_SM80, (end, lead + CLAIM + b"\0")))
+    assert lib.embedded_claims == (CLAIM.decode(),) and not lib.problems
+
+
+def test_the_first_claim_right_after_a_container_is_the_one_check_judges_by(tmp_path):
+    """Two claims: the first, right after .nv_fatbin (whose last byte is its NUL), also claims
+    sm_90, which lib_sm80.so does not carry; the second only sm_80. `check` judges by the first."""
+    first = b"-gencode;arch=compute_80,code=sm_80;-gencode;arch=compute_90,code=sm_90"
+    path = tmp_path / "lib.so"
+    path.write_bytes(with_strings(LIB_SM80, (FATBIN_AT + FATBIN_SIZE, first + b"\0"),
+                                  (RODATA, b"\0" + CLAIM + b"\0")))
+    rc, found = run(path, tmp_path)
+    assert rc == 1 and "G001" in [c for c, _ in found], found
+
+
+# ---- an AMD host object ---------------------------------------------------------------------------
+
+def test_an_amd_object_file_without_segments_is_searched_for_bundles():
+    """clang -c --offload-arch=gfx90a kernels.hip (hip_gfx90a.o): no program headers, so every byte
+    is searched, offload bundles too; REFERENCE.txt lists its one bundle, for gfx90a."""
+    data = (AMD / "hip_gfx90a.o").read_bytes()
+    lib = read("hip_gfx90a.o", data)
+    kernels = ("_Z5scaleIdEvPT_S0_", "_Z5scaleIfEvPT_S0_", "saxpy")  # kernels.hip
+    assert [(c.vendor, c.section, c.offset, [(e.target, tuple(sorted(e.kernels))) for e in c.entries])
+            for c in lib.containers] == [("amd", ".hip_fatbin", 0x1000, [("gfx90a", kernels)])]
+    assert lib.format == "elf" and not lib.problems

@@ -87,6 +87,7 @@ class Source:
         self.size = size
         self.buf = bytearray()
         self.base = 0  # file offset of buf[0]
+        self.before = -1  # the byte at base - 1, which the window let go last (-1: none)
         self.read = 0  # bytes pulled from the stream
         self._captures: list[_Capture] = []
         self._feeding: tuple[bytes, int, int] | None = None  # the chunk being fed to the captures
@@ -140,6 +141,8 @@ class Source:
         else:
             del self.buf[:]
             self.base = hi
+            if chunk:
+                self.before = chunk[-1]
         return True
 
     def skim(self, holds: Callable[[bytes], bool], stop: int) -> bool:
@@ -154,6 +157,7 @@ class Source:
             if not holds(bytes(self.buf) + chunk[:SEAM]) and not holds(chunk):
                 self.buf = bytearray(chunk[-SEAM:])
                 self.base = hi - SEAM
+                self.before = chunk[-SEAM - 1]
                 return True
         self.buf += chunk
         return True
@@ -185,6 +189,7 @@ class Source:
     def release(self, upto: int) -> None:
         cut = min(upto, self.end) - self.base
         if cut > 0:
+            self.before = self.buf[cut - 1]
             del self.buf[:cut]
             self.base += cut
 
@@ -454,11 +459,12 @@ class Records:
         return at + 1
 
     def claim(self, src: Source, at: int) -> int:
-        # the needle is the marker without its leading NUL, which must precede it
-        if at == 0 or at - 1 < src.base or src.buf[at - 1 - src.base] != 0:
+        # the needle is the marker without its leading NUL, which must precede it (the byte the
+        # window let go last when the marker starts it: a string right after a container)
+        if (src.buf[at - 1 - src.base] if at > src.base else src.before) != 0:
             return at + 1
         src.ensure(at + CLAIM_WINDOW)
-        window = bytes(src.buf[at - 1 - src.base:at - 1 - src.base + CLAIM_WINDOW])
+        window = b"\0" + bytes(src.buf[at - src.base:at - src.base + CLAIM_WINDOW - 1])
         claims = self.found.claims
         claims.extend(c for c in parse_embedded(window) if c not in claims)
         return at + 1
