@@ -26,6 +26,7 @@ from archaudit.model import Entry
 from archaudit.paths import best, nv_codes
 
 T = CudaTarget.parse
+CUDA_DRIVERS = json.loads(resources.files("archaudit").joinpath("data", "cuda.json").read_text())["drivers"]
 
 
 # ---- CudaTarget ---------------------------------------------------------------------------
@@ -255,7 +256,14 @@ def test_min_driver_toolkit(release, os, driver):
 def test_min_driver_minor_version_compatibility():
     assert min_driver((12, 8), kind="minor") == "525.60.13"
     assert min_driver((11, 4), "windows", kind="minor") == "452.39"
-    assert min_driver((13, 1), kind="minor") == "580"
+    # Table 2 says "13.x >= 580", a branch: its first driver is 13.0's own (Table 3), the floor
+    # a cubin and a PTX of CUDA 13.0 share. A family floor Table 2 gives exactly stays its own
+    # (11.x: 450.80.02, not 11.0's 450.51.05).
+    assert CUDA_DRIVERS["minor"]["families"]["13"]["linux"] == "580"
+    assert min_driver((13, 1), kind="minor") == min_driver((13, 0)) == "580.65.06"
+    assert min_driver((11, 0), kind="minor") == "450.80.02" != min_driver((11, 0))
+    with pytest.raises(LookupError, match="windows"):
+        min_driver((13, 1), "windows", kind="minor")
 
 
 def test_min_driver_unknowns():

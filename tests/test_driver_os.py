@@ -3,7 +3,7 @@ else the wheel's own platform tag (a win_* wheel runs on Windows drivers), else 
 
 Wheels are built here from the nvcc-built fixtures: lib_sm80.so (links libcudart.so.13) and
 its Windows counterpart sm80.dll (imports cudart64_13.dll). NVIDIA lists a Linux floor for
-CUDA 13 (580) and none for Windows yet, so the two tables give different, checkable answers.
+CUDA 13 (580.65.06) and none for Windows yet, so the two tables give different, checkable answers.
 """
 
 from __future__ import annotations
@@ -65,18 +65,18 @@ def _check(capsys, *argv: str) -> tuple[int, list[tuple[str, str, object]]]:
 
 def test_a_windows_wheel_is_judged_by_windows_drivers(tmp_path, capsys):
     win, linux = _wheel(tmp_path, "win_amd64", DLL), _wheel(tmp_path, "manylinux_2_28_x86_64", SO)
-    # Linux: CUDA 13 needs 580, which 600 meets. Windows: no floor is known, 600 cannot be verified.
+    # Linux: CUDA 13 needs 580.65.06, which 600 meets. Windows: no floor is known, 600 cannot be verified.
     assert _check(capsys, str(linux), "--arch", "80", "--driver", "600") == \
-        (0, [("D002", "manylinux_2_28_x86_64.whl", "580")])
+        (0, [("D002", "manylinux_2_28_x86_64.whl", "580.65.06")])
     inferred = _check(capsys, str(win), "--arch", "80", "--driver", "600")
     assert inferred == (1, [("D001", "win_amd64.whl", "unknown"), ("D002", "win_amd64.whl", "unknown")])
     assert _check(capsys, str(win), "--arch", "80", "--driver", "600", "--driver-os", "windows") == inferred
     # The option wins: the same Windows wheel judged against the Linux table.
     assert _check(capsys, str(win), "--arch", "80", "--driver", "600", "--driver-os", "linux") == \
-        (0, [("D002", "win_amd64.whl", "580")])
+        (0, [("D002", "win_amd64.whl", "580.65.06")])
     # One run, two wheels: each by its own tag.
     rc, found = _check(capsys, str(linux), str(win), "--arch", "80")
-    assert found == [("D002", "manylinux_2_28_x86_64.whl", "580"), ("D002", "win_amd64.whl", "unknown")]
+    assert found == [("D002", "manylinux_2_28_x86_64.whl", "580.65.06"), ("D002", "win_amd64.whl", "unknown")]
 
 
 def test_the_config_driver_os_wins_over_the_tag(tmp_path, capsys):
@@ -86,11 +86,11 @@ def test_the_config_driver_os_wins_over_the_tag(tmp_path, capsys):
     rc = main(["check", "-q", "--config", str(config), "--format", "json", str(win), "--arch", "80", "--driver", "600"])
     report = json.loads(capsys.readouterr().out)
     assert rc == 0 and [f["data"].get("driver") for t in report["targets"] for f in t["findings"]
-                        if f["code"] == "D002"] == ["580"]
+                        if f["code"] == "D002"] == ["580.65.06"]
 
 
 def test_the_floor_is_said_with_its_os(tmp_path, capsys):
     """D002's summary line names the table it came from."""
     win = _wheel(tmp_path, "win_amd64", DLL)
     main(["check", "--no-config", str(win), "--arch", "80", "--driver-os", "linux"])
-    assert ">= 580 on Linux" in capsys.readouterr().out
+    assert ">= 580.65.06 on Linux" in capsys.readouterr().out

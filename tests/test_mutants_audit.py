@@ -44,7 +44,7 @@ def test_a_finding_of_the_target_about_one_library_is_that_librarys():
 def test_a_windows_wheel_is_judged_against_windows_drivers():
     """A win_amd64 wheel's driver floor comes from the Windows column: NVIDIA lists no Windows
     driver for CUDA 13, so the floor is unknown (and --driver fails closed); the same code in a
-    Linux wheel needs 580."""
+    Linux wheel needs 580.65.06."""
     code = lib(box(sass("sm_80")))
     win = audit([TargetInventory("pkg-1.0-cp312-cp312-win_amd64.whl", "wheel", (code,))],
                 parse_claim("80", "--arch"), Policy(driver="999.99"))
@@ -52,7 +52,7 @@ def test_a_windows_wheel_is_judged_against_windows_drivers():
     assert win.exit_code == 1
     linux = audit([TargetInventory("pkg-1.0-cp312-cp312-manylinux_2_28_x86_64.whl", "wheel", (code,))],
                   parse_claim("80", "--arch"), Policy(driver="999.99"))
-    assert [(f.code, f.get("driver")) for f in linux.findings] == [("D002", "580")] and linux.exit_code == 0
+    assert [(f.code, f.get("driver")) for f in linux.findings] == [("D002", "580.65.06")] and linux.exit_code == 0
 
 
 def test_a_target_report_names_what_it_judged():
@@ -107,10 +107,10 @@ def test_each_librarys_verdict_as_the_json_report_gives_it():
     assert [(v.path, v.status, v.carried, v.relocatable, v.coverage, v.containers, v.kernels, v.driver_floor,
              [f.code for f in v.findings], v.bytes_by_target) for v in nvidia] == [
         ("pass.so", "pass", ("sm_80", "sm_90", "compute_90"), (), (("80", "native"), ("90", "native")), 2, 2,
-         ("13.0", "580"), ["D002"], (("compute_90", 50, 500), ("sm_80", 110, 330), ("sm_90", 220, 440))),
-        ("fail.so", "fail", ("sm_80",), ("sass:sm_80",), (("80", "native"), ("90", "none")), 1, 1, ("13.0", "580"),
-         ["G007", "G001", "D002"], (("sm_80", 0, 0),)),  # relocatable entries are not counted
-        ("spec.so", "specialised", ("sm_90a",), (), (), 1, 1, ("13.0", "580"), ["G005", "D002"],
+         ("13.0", "580.65.06"), ["D002"], (("compute_90", 50, 500), ("sm_80", 110, 330), ("sm_90", 220, 440))),
+        ("fail.so", "fail", ("sm_80",), ("sass:sm_80",), (("80", "native"), ("90", "none")), 1, 1,
+         ("13.0", "580.65.06"), ["G007", "G001", "D002"], (("sm_80", 0, 0),)),  # relocatable entries are not counted
+        ("spec.so", "specialised", ("sm_90a",), (), (), 1, 1, ("13.0", "580.65.06"), ["G005", "D002"],
          (("sm_90a", 0, 0),)),
         ("host.so", "host", (), (), (), 0, None, None, [], ()),
         ("bad.so", "unverified", (), (), (), 0, None, None, ["E013"], ()),

@@ -45,4 +45,4 @@ def test_a_ptx_isa_no_table_knows_does_not_hide_the_one_after_it():
     rep = report(lib(box(ptx("compute_80", isa=(99, 9)), ptx("compute_80", isa=(9, 0)), sass("sm_80", toolkit=None)),
                      needed=()), arch="80")
     (d002,) = found(rep, "D002")
-    assert (d002.get("driver"), d002.get("cuda")) == ("580", "13.0") and rep.exit_code == 0
+    assert (d002.get("driver"), d002.get("cuda")) == ("580.65.06", "13.0") and rep.exit_code == 0

@@ -293,13 +293,13 @@ def test_d001_d002_unknown_floor_per_claimed_gpu():
 
 
 def test_d001_d002_known_floor_per_claimed_gpu():
-    """sm_80 SASS (CUDA 13.0) and compute_90 PTX of ISA 9.2: 8.0 runs the cubin (driver 580 under
+    """sm_80 SASS (CUDA 13.0) and compute_90 PTX of ISA 9.2: 8.0 runs the cubin (driver 580.65.06 under
     minor version compatibility), 9.0 JIT-compiles the PTX, which needs CUDA 13.2's own driver."""
     code = lib(box(sass("sm_80"), ptx("compute_90", isa=(9, 2))))
     rep = report(code, arch="80;90", driver="580.65.06")
     assert [whole(f) for f in rep.findings if f.code.startswith("D")] == [
         ("D002", INFO, "libx.so", "libx.so needs driver >= 595.45.04 (linux, CUDA 13.2)",
-         {"cuda": "13.2", "driver": "595.45.04", "gpus": {"80": "580", "90": "595.45.04"}, "os": "linux"}),
+         {"cuda": "13.2", "driver": "595.45.04", "gpus": {"80": "580.65.06", "90": "595.45.04"}, "os": "linux"}),
         ("D001", ERROR, "libx.so", "libx.so needs driver >= 595.45.04 (CUDA 13.2) on 90; 580.65.06 given: 'the "
                                    "provided PTX was compiled with an unsupported toolchain' from compute_90 (PTX ISA "
                                    "9.2)", {"driver": "595.45.04", "cuda": "13.2", "gpus": ["90"]}),
@@ -308,8 +308,8 @@ def test_d001_d002_known_floor_per_claimed_gpu():
     assert d.get("gpus") == ["80", "90"] and d.message.endswith(
         "from compute_90 (PTX ISA 9.2), sm_80 (built by CUDA 13.0)")
     (d,) = found(report(lib(box(sass("sm_80"))), arch="80", driver="575.57.08"), "D001")
-    assert d.message == ("libx.so needs driver >= 580 (CUDA 13.0) on 80; 575.57.08 given: 'CUDA driver version is "
-                         "insufficient for CUDA runtime version' from sm_80 (built by CUDA 13.0)")
+    assert d.message == ("libx.so needs driver >= 580.65.06 (CUDA 13.0) on 80; 575.57.08 given: 'CUDA driver version "
+                         "is insufficient for CUDA runtime version' from sm_80 (built by CUDA 13.0)")
 
 
 def test_require_device_code_matches_a_nested_library_by_its_file_name():

@@ -367,10 +367,10 @@ def test_d002_floor_of_what_the_claimed_gpus_run():
     ta = lib(box(sass("sm_90"), sass("sm_120"), ptx("compute_120", isa=(9, 2))))
     rep = report(ta, arch="90;120")
     (d,) = found(rep, "D002")
-    assert d.get("driver") == "580" and d.get("cuda") == "13.0"
+    assert d.get("driver") == "580.65.06" and d.get("cuda") == "13.0"
     assert found(report(ta, arch="90;120", driver="580.65.06"), "D001") == []
     (d,) = found(report(ta, arch="90;120;121", driver="580.65.06"), "D002")
-    assert d.get("driver") == "580"  # sm_120 SASS runs on 12.1 too: the PTX is still not used
+    assert d.get("driver") == "580.65.06"  # sm_120 SASS runs on 12.1 too: the PTX is still not used
 
 
 def test_d001_the_ptx_a_gpu_jit_compiles():
@@ -460,7 +460,7 @@ def test_d002_a_cubin_without_a_note_is_dated_by_its_containers_ptx():
     cupy = lib(box(sass("sm_90", toolkit=None), sass("sm_120", toolkit=None), ptx("compute_120", isa=(9, 2))),
                needed=())
     (d,) = found(report(cupy, arch=None, gpus=(("H200", (9, 0)),)), "D002")
-    assert d.get("driver") == "580" and d.get("cuda") == "13.2"
+    assert d.get("driver") == "580.65.06" and d.get("cuda") == "13.2"
     assert found(report(cupy, arch=None, gpus=(("H200", (9, 0)),), driver="580.159.04"), "D001") == []
     assert found(report(cupy, arch=None, gpus=(("H200", (9, 0)),), driver="575.57.08"), "D001")
 
@@ -520,7 +520,7 @@ def test_d002_a_kernel_served_natively_elsewhere_does_not_need_its_ptx_copy():
     """curand 10.4.5.25: one-architecture SASS containers beside a PTX-only copy of ISA 9.4."""
     curand = lib(box(sass("sm_90", "_Z3genv")), box(ptx("compute_75", "_Z3genv", isa=(9, 4))))
     (d,) = found(report(curand, arch="90"), "D002")
-    assert d.get("driver") == "580"
+    assert d.get("driver") == "580.65.06"
     (d,) = found(report(curand, arch="75"), "D002")  # 7.5 has only the PTX
     assert d.get("cuda") == "13.4"
 

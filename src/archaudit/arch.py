@@ -261,7 +261,10 @@ def min_driver(cuda_release: CC | str, os: str = "linux", kind: str = "toolkit")
     needs. ``kind="minor"``: the floor of the release's major family under minor version
     compatibility (Table 2), enough for SASS but not for PTX. A release missing from Table 3
     (12.7 was never shipped) takes the next listed release of its major, which only asks
-    for more. Raises LookupError where NVIDIA lists no driver (Windows from CUDA 13).
+    for more. Where Table 2 names a family's floor by its branch alone (CUDA 13.x: >= 580),
+    the floor is that branch's first driver, the one of the family's first release in Table 3
+    (13.0: 580.65.06), so one floor reads as one version whether SASS or PTX needs it. Raises
+    LookupError where NVIDIA lists no driver (Windows from CUDA 13).
     """
     major, minor = _release(cuda_release)
     if os not in ("linux", "windows"):
@@ -282,7 +285,17 @@ def min_driver(cuda_release: CC | str, os: str = "linux", kind: str = "toolkit")
     value = row.get(os) if row else None
     if not value:
         raise LookupError(f"no minimum {os} driver is known for {label}")
+    if kind == "minor" and "." not in str(value):
+        return _first_of_branch(str(value), major, os, drivers["toolkit"]["releases"])
     return str(value)
+
+
+def _first_of_branch(branch: str, major: int, os: str, releases: dict[str, dict[str, str | None]]) -> str:
+    """The driver of CUDA `major`'s first release in Table 3 where it is of `branch` (else the
+    branch itself: no table says more)."""
+    first = min((r for r in releases if _cc(r)[0] == major), key=_cc, default=None)
+    driver = releases[first].get(os) if first is not None else None
+    return driver if driver and driver.split(".")[0] == branch else branch
 
 
 def _driver_parts(version: str) -> tuple[int, ...]:
