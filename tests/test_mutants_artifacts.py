@@ -12,6 +12,8 @@ import json
 import os
 import random
 import tempfile
+import threading
+import time
 import zipfile
 import zlib
 from pathlib import Path
@@ -710,3 +712,76 @@ def test_a_wheel_removed_between_plan_and_read_fails_each_library_left(tmp_path,
     for name in ("demo/bundle.zip!lib/libin.so", "demo/bundle.zip!lib/libin2.so"):
         assert [q.code for q in by_path[name].problems] == ["E001"], by_path[name].problems
     assert list(tmp_path.iterdir()) == [empty_tmp] and list(empty_tmp.iterdir()) == []
+
+
+# ---- the reader pool ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_the_payload_bound_given_is_the_one_every_reader_applies(tmp_path, jobs):
+    """--max-payload reaches each reader: lib_sm80.so's two entries (1,456 and 3,368 bytes) are
+    E012 under a 1,000-byte bound, in a wheel and as a file, and read whole under the default."""
+    p = wheel(tmp_path / WHEEL_NAME, [("demo/libk.so", GOOD), ("demo/libk2.so", GOOD)])
+    for target in (str(p), str(CUDA / "lib_sm80.so")):
+        bounded = artifacts.inventories([target], jobs=jobs, max_payload=1000)[0]
+        assert bounded.libraries
+        for lib in bounded.libraries:
+            assert [(q.code, q.message.split(": ", 1)[1]) for q in lib.problems] == [
+                ("E012", "sm_80 entry of 1456 bytes exceeds the 1000-byte bound"),
+                ("E012", "sm_80 entry of 3368 bytes exceeds the 1000-byte bound")]
+        assert read_whole(artifacts.inventories([target], jobs=jobs)[0])
+
+
+class Readers(artifacts.Progress):
+    """Watches the readers through the progress counters: which thread reads each library, in
+    which order, and how many libraries are being read at once. The first `together` libraries
+    wait for each other (a reader pool of fewer readers never gets them all started: the wait
+    times out and those libraries fail), then hold on a moment so that a reader too many would
+    be seen starting the next library beside them."""
+
+    def __init__(self, together: int):
+        super().__init__()
+        self.barrier = threading.Barrier(together, timeout=10)
+        self.guard = threading.Lock()
+        self.reading: set[int] = set()
+        self.started = 0
+        self.most = 0
+        self.threads: set[int] = set()
+        self.first_blocks: list[int] = []
+
+    def add(self, nbytes: int = 0, libraries: int = 0) -> None:
+        me = threading.get_ident()
+        wait = False
+        with self.guard:
+            if nbytes and me not in self.reading:
+                self.reading.add(me)
+                self.threads.add(me)
+                self.first_blocks.append(nbytes)
+                self.most = max(self.most, len(self.reading))
+                self.started += 1
+                wait = self.started <= self.barrier.parties
+            if libraries:
+                self.reading.discard(me)
+        if wait:
+            self.barrier.wait()
+            time.sleep(0.2)
+        super().add(nbytes, libraries)
+
+
+POOL_LIBRARIES = ("lib_all.so", "lib_multi.so", "lib_many.so", "lib_sm80.so")  # 92, 59, 40 and 22 KB
+
+
+@pytest.mark.parametrize("jobs, together", [(1, 1), (2, 2), (3, 3), (None, min(os.cpu_count() or 1, 4))])
+def test_jobs_readers_read_at_once_never_more(tmp_path, jobs, together):
+    """-j N: N libraries are read at once (one reader: in the calling thread, largest first),
+    never more; each library is read whole whatever the pool."""
+    root = tmp_path / "d"
+    root.mkdir()
+    for name in POOL_LIBRARIES:
+        (root / name).write_bytes((CUDA / name).read_bytes())
+    watch = Readers(together)
+    (inv,) = artifacts.inventories([str(root)], jobs=jobs, progress=watch)
+    assert read_whole(inv) == sorted(POOL_LIBRARIES)
+    assert watch.most == together and watch.done_libraries == len(POOL_LIBRARIES)
+    if jobs == 1:
+        assert watch.threads == {threading.get_ident()}
+        assert watch.first_blocks == sorted(watch.first_blocks, reverse=True)

@@ -157,7 +157,7 @@ def inventories(targets: list[str], *, jobs: int | None = None, decode: bool = T
     if progress is not None:
         progress.total_bytes += sum(j.size for j in everything)
         progress.total_libraries += len(everything)
-    read = _run(everything, jobs, decode, max_payload, progress, keep_order=True)
+    read = _run(everything, jobs, decode, max_payload, progress)
     libraries = iter(read if decode else tuple(_unverified(lib) for lib in read))
     out = []
     for target, plan in zip(targets, plans):
@@ -234,9 +234,10 @@ def _plan(target: str) -> _Plan | TargetInventory:
 
 
 def _run(jobs_list: list[_Job], jobs: int | None, decode: bool, max_payload: int,
-         progress: Progress | None, keep_order: bool = False) -> tuple[Library, ...]:
+         progress: Progress | None) -> tuple[Library, ...]:
     """Read every library once: `jobs` readers (inflating and scanning, largest library first)
-    feed one shared pool of as many decoders."""
+    feed one shared pool of as many decoders. The libraries come back in the jobs' order
+    (scan_stream turns every failure, MemoryError too, into a library with its problem)."""
     order = sorted(range(len(jobs_list)), key=lambda i: -jobs_list[i].size)
     cores = jobs or os.cpu_count() or 1
     workers = max(1, min(cores, len(jobs_list) or 1))
@@ -245,12 +246,7 @@ def _run(jobs_list: list[_Job], jobs: int | None, decode: bool, max_payload: int
         def one(i: int) -> Library:
             j = jobs_list[i]
             chunks = j.chunks if progress is None else _counted(j.chunks, progress)
-            try:
-                lib = scan_stream(j.display, j.size, chunks, decode=decode, max_payload=max_payload,
-                                  pool=pool)
-            except MemoryError:
-                lib = Library(j.display, j.size, "other",
-                              problems=(Problem("E012", "ran out of memory while verifying"),))
+            lib = scan_stream(j.display, j.size, chunks, decode=decode, max_payload=max_payload, pool=pool)
             if j.note:
                 lib = replace(lib, notes=lib.notes + (j.note,))
             if progress is not None:
@@ -262,8 +258,7 @@ def _run(jobs_list: list[_Job], jobs: int | None, decode: bool, max_payload: int
         else:
             with ThreadPoolExecutor(workers, thread_name_prefix="archaudit-read") as readers:
                 results = dict(zip(order, readers.map(one, order)))
-    ordered = tuple(results[i] for i in range(len(jobs_list)))
-    return ordered if keep_order else tuple(sorted(ordered, key=lambda lib: lib.path))
+    return tuple(results[i] for i in range(len(jobs_list)))
 
 
 def _counted(chunks: Callable[[], Iterator[bytes]], progress: Progress) -> Callable[[], Iterator[bytes]]:
