@@ -365,6 +365,52 @@ def test_an_empty_fatbin_section_and_containers_in_no_section():
         ("E011", ".nv_fatbin is empty (nvcc never writes an empty fatbin section)", FATBIN_AT)]
 
 
+INCBIN = (CUDA.parent.parent / "readers" / "bin" / "lib_incbin_text.so").read_bytes()  # a container in .text
+INCBIN_AT = 0x1100
+
+
+def renamed(data: bytes, name: str, to: str) -> bytes:
+    """The library with section `name` named as section `to` is (its sh_name)."""
+    shoff, secs = elf_sections(data)
+    at, named = shoff + 64 * secs[name][0], shoff + 64 * secs[to][0]
+    return data[:at] + data[named:named + 4] + data[at + 4:]
+
+
+EMPTY_OUTSIDE = ("is empty (nvcc writes empty ones only in its fatbin section): nothing accounts for the bytes "
+                 "after it")
+
+
+def test_a_container_cut_to_nothing_outside_a_fatbin_section_is_e011():
+    """As in a DLL's .rdata (test_pe.py): an embedded container's size cut to 0 hides its entry.
+    The entry header after its declared end shows it; with that header damaged too, only the
+    empty container does: nvcc writes empty containers only in .nv_fatbin, accounted there."""
+    (c,) = read("lib.so", INCBIN).containers
+    assert (c.offset, c.section, c.role, len(c.entries)) == (INCBIN_AT, ".text", "embedded", 1)
+    cut = patched(INCBIN, INCBIN_AT + 8, "<Q", lambda _: 0)
+    empty = ("E011", f"fatbin container at 0x{INCBIN_AT:x} in .text {EMPTY_OUTSIDE}", INCBIN_AT)
+    assert problems(read("lib.so", cut)) == [
+        ("E011", f"fatbin container at 0x{INCBIN_AT:x}: an entry follows its declared end, so its size hides "
+                 f"entries", INCBIN_AT + 16), empty]
+    lib = read("lib.so", patched(cut, INCBIN_AT + 16 + 2, "<H", lambda _: 0))  # and the entry's version
+    assert [(c.section, len(c.entries)) for c in lib.containers] == [(".text", 0)]
+    assert problems(lib) == [empty]
+
+
+def test_nvlinks_empty_container_is_accounted_in_nv_fatbin_only():
+    """lib_ptx90.so's device-link container holds no entry: in .nv_fatbin the section's accounting
+    covers it; the same bytes in a section named .rodata are E011, as in a DLL's .rdata."""
+    data = (CUDA / "lib_ptx90.so").read_bytes()
+    lib = read("lib.so", data)
+    assert [(c.section, c.role, len(c.entries)) for c in lib.containers] == [
+        (".nv_fatbin", "device-link", 0), (".nv_fatbin", "executable", 1)] and not lib.problems
+    _, secs = elf_sections(data)
+    at = secs[".nv_fatbin"][1]
+    lib = read("lib.so", renamed(data, ".nv_fatbin", ".rodata"))
+    assert [(c.section, c.role, len(c.entries)) for c in lib.containers] == [
+        (".rodata", "embedded", 0), (".rodata", "embedded", 1)]
+    assert problems(lib) == [("E011", f"fatbin container at 0x{at:x} in .rodata {EMPTY_OUTSIDE}", at)]
+
+
 @pytest.mark.parametrize("lead, bad", [(7, False), (8, True)])
 def test_bytes_before_the_first_container_are_fewer_than_the_alignment(lead, bad):
     lib = read("lib.so", with_section(LIB_SM80, ".nv_fatbin", offset=FATBIN_AT - lead, size=FATBIN_SIZE + lead))

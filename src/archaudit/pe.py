@@ -297,7 +297,6 @@ def read(path: str, size: int, src: object, chunks: Chunks, settings: object) ->
                             s.loaded_size, 0, CANONICAL.get(s.name, s.name)) for s in h.sections]
     containers = scan.attribute(state, sections, segments, problems, alignment=CONTAINER_ALIGN)
     problems += _unread_wrappers(h, state)
-    problems += _empty_outside_fatbin_sections(containers)
     pe_name = {c: p for p, c in CANONICAL.items()}
     containers = [_in_section(c, h) for c in containers]
     problems = [_pe_names(p, pe_name, h) for p in problems]
@@ -379,17 +378,6 @@ def _unread_wrappers(h: Headers, found: object) -> list[Problem]:
             out.append(Problem(code, f"section {s.name}: {why}, so what it registers cannot be checked",
                                s.raw_offset))
     return out
-
-
-def _empty_outside_fatbin_sections(containers: list[Container]) -> list[Problem]:
-    """An empty fatbin container (no entries) in a section that no accounting covers (.rdata):
-    nvcc writes empty containers only in .nv_fatb (nvlink's, accounted there), and a
-    container whose size was cut to 0 there would hide the entries after it unseen, however
-    damaged their headers are: E011."""
-    return [Problem("E011", f"fatbin container at 0x{c.offset:x} in {c.section} is empty: outside "
-                            f".nv_fatb nothing accounts for the bytes after it", c.offset)
-            for c in containers
-            if c.vendor == "nvidia" and c.role == "embedded" and c.section and not c.entries]
 
 
 def _in_section(c: Container, h: Headers) -> Container:

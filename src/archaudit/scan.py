@@ -1005,6 +1005,8 @@ def attribute(found: ScanResult, sections: list[elf.Section], segments: tuple[el
             role = RELOCATABLE
         else:
             role = EMBEDDED
+            if sec is not None and not c.entries:
+                problems.append(_empty_outside_fatbin_section(c.offset, name))
         out.append(Container("nvidia", role, name, c.offset, c.size, c.entries))
     # The runtimes register what the wrappers in .nvFatBinSegment / .hipFatBinSegment point at:
     # each must be a container (a bundle) that was found and verified; one whose magic is damaged
@@ -1037,6 +1039,15 @@ def attribute(found: ScanResult, sections: list[elf.Section], segments: tuple[el
             problems.append(Problem("E011", f"{s.name}: {why}", s.offset))
     out.sort(key=lambda c: c.offset)
     return out
+
+
+def _empty_outside_fatbin_section(offset: int, section: str) -> Problem:
+    """An empty fatbin container (no entries) in a section that no accounting covers (.rodata,
+    .text; a DLL's .rdata): nvcc writes empty containers only in its fatbin section (nvlink's,
+    accounted there), and a container whose size was cut to 0 elsewhere would hide the entries
+    after it unseen, however damaged their headers are."""
+    return Problem("E011", f"fatbin container at 0x{offset:x} in {section} is empty (nvcc writes empty ones only "
+                           f"in its fatbin section): nothing accounts for the bytes after it", offset)
 
 
 def _misplaced(code: str, what: str, offset: int, size: int, sec: elf.Section | None,
