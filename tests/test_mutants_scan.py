@@ -956,6 +956,37 @@ def test_a_claim_marker_is_read_only_after_a_nul():
     assert claims_at(b"x\0" + text, 2, 2) == [CLAIM.decode()]
 
 
+def test_a_claim_cut_by_a_chunk_boundary_after_its_marker_is_read_whole():
+    """The search sees the marker once its bytes are in; the rest of the string comes with the
+    next chunk, which the claim parser waits for (a cut string is no claim)."""
+    at = RODATA + 1
+    data = with_strings(LIB_SM80, (RODATA, b"\0" + CLAIM + b"\0"))
+    for cut in (at + len(scan.MARKERS[0]), at + len(scan.MARKERS[0]) + 5):
+        lib = scan.scan_stream("lib.so", len(data), cut_at(data, cut))
+        assert lib.embedded_claims == (CLAIM.decode(),), cut
+
+
+def test_the_window_knows_the_last_byte_it_let_go():
+    """Source.before is the byte at base - 1 however the window moved past it: released, pulled
+    past whole (a skip of more than a chunk's worth), or skimmed down to its last SEAM bytes."""
+    src = scan.Source([b"ab\0cd"], 5)
+    assert (src.base, src.before) == (0, -1)
+    src.ensure(5)
+    src.release(3)
+    assert (src.base, src.before) == (3, 0)
+    src.release(4)  # one byte
+    assert (src.base, src.before) == (4, ord("c"))
+    src.release(2)  # already let go: nothing moves
+    assert (src.base, src.before) == (4, ord("c"))
+    big = bytes(scan.CHUNK_GUESS + 99) + b"x"
+    src = scan.Source([big, b"\0" * 10], len(big) + 10)
+    assert src.skip_to(len(big)) and (src.base, src.before, len(src.buf)) == (len(big), ord("x"), 0)
+    chunk = bytes(range(200))
+    src = scan.Source([chunk], 200)
+    assert src.skim(lambda _: False, 1000)
+    assert (src.base, src.before, bytes(src.buf)) == (200 - scan.SEAM, chunk[-scan.SEAM - 1], chunk[-scan.SEAM:])
+
+
 @pytest.mark.parametrize("lead", [b"\0", b""], ids=["own NUL", "the container's last byte"])
 def test_a_claim_right_after_a_container_is_read(lead):
     """A claim string starting where the last container of .nv_fatbin ends (__nv_module_id's bytes
