@@ -279,7 +279,8 @@ class Pattern:
 
 
 class Zone(NamedTuple):
-    """A range of the file and the patterns that can start a record there."""
+    """A range of the file and the patterns that can start a record there (never none: every
+    reader searches every byte for containers)."""
 
     start: int
     stop: int
@@ -303,12 +304,7 @@ class Search:
         for start, stop, patterns in zones:
             if cursor >= stop:
                 continue
-            cursor = max(cursor, start)
-            if not patterns:
-                src.skip_to(stop)
-                cursor = stop
-                continue
-            cursor = self._zone(src, cursor, stop, patterns)
+            cursor = self._zone(src, max(cursor, start), stop, patterns)
         src.drain()
 
     def _zone(self, src: Source, cursor: int, stop: int, patterns: tuple[Pattern, ...]) -> int:
