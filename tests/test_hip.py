@@ -451,11 +451,11 @@ def test_gpu_catalog():
     for g in gfx.gpus():
         p = gfx.parse_target(g.target)
         assert not gfx.processors()[p.processor].generic
-    assert gfx.gpu("mi300x").target == "gfx942"
-    assert gfx.gpu("RX 7900 XTX").target == "gfx1100"
-    with pytest.raises(ValueError):
-        gfx.gpu("MI999")
-    assert gfx.runs_on("gfx11-generic", gfx.gpu("RX 7600").target)
+    assert [g.target for g in gfx.lookup_gpu("mi300x")] == ["gfx942"]
+    assert [g.target for g in gfx.lookup_gpu("RX 7900 XTX")] == ["gfx1100"]
+    assert gfx.lookup_gpu("MI999") == []
+    (rx7600,) = gfx.lookup_gpu("RX 7600")
+    assert gfx.runs_on("gfx11-generic", rx7600.target)
 
 
 def test_parse_amd_claim_spellings():

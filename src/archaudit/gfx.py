@@ -136,21 +136,6 @@ def lookup_gpu(name: str) -> list[GPU]:
     return list(dict.fromkeys(g for n, g in heads if n == longest))
 
 
-def gpu(name: str) -> GPU:
-    """Look a catalog GPU up by name, case- and space-insensitively ("mi300x" finds
-    "Instinct MI300X"); ValueError if none or several match."""
-    key = re.sub(r"[\s_-]+", "", name).lower()
-    exact = [g for g in gpus() if re.sub(r"[\s_-]+", "", g.name).lower() == key]
-    if exact:
-        return exact[0]
-    hits = [g for g in gpus() if re.sub(r"[\s_-]+", "", g.name).lower().endswith(key)]
-    if len(hits) == 1:
-        return hits[0]
-    if not hits:
-        raise ValueError(f"unknown AMD GPU {name!r}")
-    raise ValueError(f"ambiguous AMD GPU {name!r}: " + ", ".join(g.name for g in hits))
-
-
 _FEATURE_RE = re.compile(r"^([a-z0-9]+)([+-])$")
 
 
