@@ -50,7 +50,7 @@ def test_ptx_target_records_what_the_text_says():
 def test_kernel_without_the_entry_flag_is_still_a_kernel():
     data = (BIN / "noentry_sm80.cubin").read_bytes()
     small = elf.parse_small(data)
-    funcs = [(n, other) for n, info, other, _, _ in small.symbols() if info & 0xF == 2]
+    funcs = [(n, other) for n, info, other, _ in small.symbols() if info & 0xF == 2]
     assert funcs and all(not other & 0x10 for _, other in funcs)  # STO_CUDA_ENTRY cleared
     assert fatbin.cubin_facts(data)[1] == AXPY
 

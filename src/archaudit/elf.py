@@ -190,8 +190,8 @@ class SmallElf:
     def section_bytes(self, s: Section) -> bytes:
         return self.data[s.offset:s.file_end]
 
-    def symbols(self) -> list[tuple[str, int, int, int, Section | None]]:
-        """(name, info, other, shndx, section) for every symbol in .symtab."""
+    def symbols(self) -> list[tuple[str, int, int, int]]:
+        """(name, info, other, shndx) for every symbol in .symtab."""
         out = []
         for tab in self.sections:
             if tab.type != SHT_SYMTAB:
@@ -202,8 +202,7 @@ class SmallElf:
             raw = self.section_bytes(tab)
             for i in range(_SYM.size, len(raw) - _SYM.size + 1, _SYM.size):
                 name, info, other, shndx, _, _ = _SYM.unpack_from(raw, i)
-                sec = self.sections[shndx] if 0 < shndx < len(self.sections) else None
-                out.append((cstring(names, name), info, other, shndx, sec))
+                out.append((cstring(names, name), info, other, shndx))
         return out
 
 
