@@ -272,7 +272,8 @@ def main() -> int:
     ap.add_argument("--stages", action="store_true", help="CPU time per stage, in process")
     ap.add_argument("--scaling", action="store_true", help="one check per wheel, then all at once")
     args = ap.parse_args()
-    print(f"python {sys.version.split()[0]}, inflater {zipread.INFLATER}, jobs {args.jobs}, "
+    reader = "compiled" if fatbin._compiled is not None else "Python (ARCHAUDIT_PURE_PYTHON or not built)"
+    print(f"python {sys.version.split()[0]}, inflater {zipread.INFLATER}, cubin reader {reader}, jobs {args.jobs}, "
           f"cpus {os.cpu_count()}, rounds {args.rounds}", flush=True)
     if args.stages:
         stages(args.wheels, args.jobs)

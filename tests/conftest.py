@@ -28,3 +28,18 @@ def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     shutil.copy(core.example_wheel(), tmp_path / "gpu_example-1.0-py3-none-linux_x86_64.whl")
     monkeypatch.chdir(tmp_path)
     return tmp_path
+
+
+@pytest.fixture(params=["compiled", "python"])
+def each_cubin_reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run a test once with each cubin reader: the compiled one (archaudit._cubin, where the
+    install built it) and the Python reference (fatbin._tables)."""
+    from archaudit import fatbin
+
+    if request.param == "compiled":
+        if fatbin._built is None:
+            missing_tool("archaudit._cubin", "the compiled cubin reader was not built (no C compiler at install)")
+        monkeypatch.setattr(fatbin, "_compiled", fatbin._built)
+    else:
+        monkeypatch.setattr(fatbin, "_compiled", None)
+    return str(request.param)

@@ -19,6 +19,9 @@ from archaudit.decode import DecodePool
 from archaudit.fatbin import FatbinError
 from archaudit.scan import scan_file, scan_stream
 
+# Every test here runs with each cubin reader (conftest.each_cubin_reader).
+pytestmark = pytest.mark.usefixtures("each_cubin_reader")
+
 BIN = Path(__file__).resolve().parent / "fixtures" / "cuda" / "bin"
 SM90A = (BIN / "kern_sm90a.cubin").read_bytes()
 SM90 = (BIN / "kern_sm90.cubin").read_bytes()

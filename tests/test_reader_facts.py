@@ -13,6 +13,9 @@ from archaudit import elf, fatbin
 from archaudit.model import EMBEDDED, PTX, SASS
 from archaudit.scan import scan_file
 
+# Every test here runs with each cubin reader (conftest.each_cubin_reader).
+pytestmark = pytest.mark.usefixtures("each_cubin_reader")
+
 BIN = Path(__file__).parent / "fixtures" / "readers" / "bin"
 AXPY = ("_Z4axpyfPKfPfi",)
 

@@ -11,6 +11,7 @@ import array
 import ctypes
 import itertools
 import mmap
+import os
 import re
 import struct
 import sys
@@ -24,6 +25,14 @@ import zstandard
 from . import elf
 from .errors import ArchauditError
 from .model import LTO, PTX, SASS, Kind
+
+try:  # the compiled cubin reader, where the install built it (setup.py: optional)
+    from . import _cubin as _built
+except ImportError:  # pragma: no cover - a platform without a compiler
+    _built = None  # type: ignore[assignment]
+
+# ARCHAUDIT_PURE_PYTHON=1 reads every cubin with the Python reader (the reference).
+_compiled = None if os.environ.get("ARCHAUDIT_PURE_PYTHON") else _built
 
 MAGIC = b"\x50\xed\x55\xba"
 WRAPPER_MAGIC = b"\xb1\x43\x62\x46"  # .nvFatBinSegment record, not a container
@@ -382,16 +391,30 @@ _FUNCTION = bytes(1 if b & 0xF == 2 else 0 for b in range(256))  # st_info: STT_
 def cubin_facts(data: bytes | memoryview) -> tuple[str, tuple[str, ...], tuple[int, int] | None]:
     """(target from e_flags, kernel names, toolkit version) of a CUDA cubin.
 
-    Written for speed (a wheel holds tens of thousands of cubins, torch's libtorch_cuda.so
-    alone 700,000 sections and as many symbols): the section and symbol tables are read as
-    columns of words, only function symbols are visited, and only kernels have their names
-    decoded. The tables are copied out of a memoryview; nothing returned refers to `data`."""
+    The tables are read by the compiled reader where it is built (archaudit._cubin), else by
+    `_tables`, which stays the reference: the compiled one gives the same answer or none, and
+    `_tables` then judges the input itself. Nothing returned refers to `data`."""
     h = elf.parse_header(data, len(data))
     if h.machine != elf.EM_CUDA:
         raise FatbinError(f"not a CUDA ELF (e_machine {h.machine})", code="E014")
     arch = (h.flags >> 8) & 0xFF if h.abiversion >= 8 else h.flags & 0xFF
     if not h.shnum:
         raise FatbinError("cubin has no section table", code="E014")
+    found = None if _compiled is None else _compiled.tables(data, h.shoff, h.shnum, h.shstrndx)
+    kernels, compat, note = _tables(data, h) if found is None else found
+    accelerated = h.flags & (EF_CUDA_ACCELERATORS_V8 if h.abiversion >= 8 else EF_CUDA_ACCELERATORS_V7)
+    marked = compat is not None and _compat_arch_specific(compat)
+    suffix = "a" if accelerated or marked else ""
+    toolkit = _toolkit(note) if note is not None else None
+    return f"sm_{arch}{suffix}", tuple(sorted(set(kernels))), toolkit
+
+
+def _tables(data: bytes | memoryview, h: elf.Header) -> tuple[list[str], bytes | None, bytes | None]:
+    """(kernel names as found, the .nv.compat section, the .note.nv.tkinfo section) of a cubin.
+
+    Written for speed where no compiled reader is built: the section and symbol tables are
+    read as columns of words, only function symbols are visited, and only kernels have their
+    names decoded. The tables are copied out of a memoryview."""
     table = bytes(data[h.shoff:h.shoff + h.shnum * _SHDR.size])
     if len(table) != h.shnum * _SHDR.size:
         raise FatbinError("cubin section table is truncated", code="E014")
@@ -409,14 +432,14 @@ def cubin_facts(data: bytes | memoryview) -> tuple[str, tuple[str, ...], tuple[i
     if not h.shstrndx or sec_type[h.shstrndx] != elf.SHT_STRTAB or names[:1] != b"\0" or names[-1:] != b"\0":
         raise FatbinError("cubin has no valid section name table", code="E014")
 
-    def named(n: bytes) -> int | None:
+    def named(n: bytes) -> bytes | None:
         at = names.find(b"\0" + n + b"\0")
         if at < 0 and names.startswith(n + b"\0"):
             at = -1
         elif at < 0:
             return None
         try:
-            return sec_name.index(at + 1)
+            return section(sec_name.index(at + 1))
         except ValueError:
             return None
 
@@ -452,13 +475,7 @@ def cubin_facts(data: bytes | memoryview) -> tuple[str, tuple[str, ...], tuple[i
                 text_name = names[sec_name[shndx] + 6:names.find(b"\0", sec_name[shndx])]
                 if text_name in banks and strs.startswith(text_name + b"\0", sym_name[j]):
                     kernels.append(cstring(strs, sym_name[j]))
-    compat = named(b".nv.compat")
-    accelerated = h.flags & (EF_CUDA_ACCELERATORS_V8 if h.abiversion >= 8 else EF_CUDA_ACCELERATORS_V7)
-    marked = compat is not None and _compat_arch_specific(section(compat))
-    suffix = "a" if accelerated or marked else ""
-    tk = named(b".note.nv.tkinfo")
-    toolkit = _toolkit(section(tk)) if tk is not None else None
-    return f"sm_{arch}{suffix}", tuple(sorted(set(kernels))), toolkit
+    return kernels, named(b".nv.compat"), named(b".note.nv.tkinfo")
 
 
 # Undefined symbols every relocatable cubin has: nvlink's unified function and data tables
