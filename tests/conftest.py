@@ -32,14 +32,14 @@ def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture(params=["compiled", "python"])
 def each_cubin_reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Run a test once with each cubin reader: the compiled one (archaudit._cubin, where the
+    """Run a test once with each cubin reader: the compiled one (archaudit._speedups, where the
     install built it) and the Python reference (fatbin._tables)."""
-    from archaudit import fatbin
+    from archaudit import fatbin, native
 
     if request.param == "compiled":
-        if fatbin._built is None:
-            missing_tool("archaudit._cubin", "the compiled cubin reader was not built (no C compiler at install)")
-        monkeypatch.setattr(fatbin, "_compiled", fatbin._built)
+        if native.built is None:
+            missing_tool("archaudit._speedups", "the compiled speedups were not built (no C compiler at install)")
+        monkeypatch.setattr(fatbin, "_compiled", native.built)
     else:
         monkeypatch.setattr(fatbin, "_compiled", None)
     return str(request.param)

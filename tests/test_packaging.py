@@ -1,6 +1,6 @@
 """The package as a user gets it: ``python -m build`` makes an sdist and a wheel, and the wheel,
 installed into a fresh virtual environment, runs the README's quick start and reports its version.
-The compiled cubin reader is optional: without it the wheel is pure Python and reads alike."""
+The compiled speedups are optional: without them the wheel is pure Python and reads alike."""
 
 from __future__ import annotations
 
@@ -43,41 +43,41 @@ def installed(wheel: Path, where: Path) -> Path:
     return where / "bin"
 
 
-def compiled_reader(bin_dir: Path) -> bool:
-    done = subprocess.run([str(bin_dir / "python"), "-c", "from archaudit import fatbin; print(fatbin._compiled)"],
+def speedups(bin_dir: Path) -> bool:
+    done = subprocess.run([str(bin_dir / "python"), "-c", "from archaudit import native; print(native.active)"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return done.stdout.strip() != "None"
 
 
 def test_build_makes_an_sdist_and_a_wheel_with_license_data_and_types(dist: Path) -> None:
-    """The wheel carries the compiled cubin reader, so it is tagged for this interpreter and
-    platform; the sdist carries its C source, so an install from it builds the reader."""
+    """The wheel carries the compiled speedups, so it is tagged for this interpreter and
+    platform; the sdist carries their C source, so an install from it builds them."""
     (wheel,) = dist.glob("archaudit-*.whl")
     (sdist,) = dist.glob("archaudit-*.tar.gz")
     tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
     assert wheel.name.startswith(f"archaudit-{VERSION}-{tag}-{tag}-"), wheel.name
     names = zipfile.ZipFile(wheel).namelist()
-    for member in ("archaudit/py.typed", "archaudit/_cubin.pyi", "archaudit/data/cuda.json",
+    for member in ("archaudit/py.typed", "archaudit/_speedups.pyi", "archaudit/data/cuda.json",
                    "archaudit/data/gpus.json"):
         assert member in names, member
-    assert any(re.fullmatch(r"archaudit/_cubin\..+\.so", n) for n in names), names
+    assert any(re.fullmatch(r"archaudit/_speedups\..+\.so", n) for n in names), names
     assert any(n.endswith(".whl") and n.startswith("archaudit/examples/") for n in names)
     assert any(n.endswith("LICENSE") for n in names)
     with tarfile.open(sdist) as t:
         assert any(n.endswith("/LICENSE") for n in t.getnames())
-        assert any(n.endswith("/src/archaudit/_cubin.c") for n in t.getnames())
+        assert any(n.endswith("/src/archaudit/_speedups.c") for n in t.getnames())
         assert any(n.endswith("/setup.py") for n in t.getnames())
 
 
-def test_without_a_compiled_reader_the_wheel_is_pure_python_and_reads_the_same(tmp_path: Path) -> None:
-    """ARCHAUDIT_NO_COMPILED_READER=1 (what a platform without a C compiler gets): a py3-none-any
-    wheel whose check of the example wheel prints what the compiled reader's does."""
-    (wheel,) = build(tmp_path / "dist", "--wheel", ARCHAUDIT_NO_COMPILED_READER="1").glob("archaudit-*.whl")
+def test_without_the_speedups_the_wheel_is_pure_python_and_reads_the_same(tmp_path: Path) -> None:
+    """ARCHAUDIT_NO_SPEEDUPS=1 (what a platform without a C compiler gets): a py3-none-any
+    wheel whose check of the example wheel reports what the compiled speedups' does."""
+    (wheel,) = build(tmp_path / "dist", "--wheel", ARCHAUDIT_NO_SPEEDUPS="1").glob("archaudit-*.whl")
     assert wheel.name.startswith(f"archaudit-{VERSION}-py3-none-any"), wheel.name
     assert not any(n.endswith(".so") for n in zipfile.ZipFile(wheel).namelist())
     bin_dir = installed(wheel, tmp_path / "venv")
-    assert not compiled_reader(bin_dir)
+    assert not speedups(bin_dir)
     argv = ["check", "--no-config", "--example", "--arch", "80;90", "--detail", "kernels", "--format", "json"]
     pure = subprocess.run([str(bin_dir / "archaudit"), *argv], capture_output=True, text=True, timeout=300)
     here = subprocess.run([sys.executable, "-m", "archaudit", *argv], capture_output=True, text=True, timeout=300)
@@ -92,7 +92,7 @@ def test_without_a_compiled_reader_the_wheel_is_pure_python_and_reads_the_same(t
 def test_installed_wheel_runs_the_quick_start(dist: Path, tmp_path: Path) -> None:
     (wheel,) = dist.glob("archaudit-*.whl")
     bin_dir = installed(wheel, tmp_path / "venv")
-    assert compiled_reader(bin_dir)
+    assert speedups(bin_dir)
     exe = bin_dir / "archaudit"
     version = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=120)
     assert version.returncode == 0 and VERSION in version.stdout, version.stdout + version.stderr

@@ -11,7 +11,6 @@ import array
 import ctypes
 import itertools
 import mmap
-import os
 import re
 import struct
 import sys
@@ -22,17 +21,11 @@ from dataclasses import dataclass
 import lz4.block
 import zstandard
 
-from . import elf
+from . import elf, native
 from .errors import ArchauditError
 from .model import LTO, PTX, SASS, Kind
 
-try:  # the compiled cubin reader, where the install built it (setup.py: optional)
-    from . import _cubin as _built
-except ImportError:  # pragma: no cover - a platform without a compiler
-    _built = None  # type: ignore[assignment]
-
-# ARCHAUDIT_PURE_PYTHON=1 reads every cubin with the Python reader (the reference).
-_compiled = None if os.environ.get("ARCHAUDIT_PURE_PYTHON") else _built
+_compiled = native.active  # the compiled cubin reader, where there is one
 
 MAGIC = b"\x50\xed\x55\xba"
 WRAPPER_MAGIC = b"\xb1\x43\x62\x46"  # .nvFatBinSegment record, not a container
@@ -391,7 +384,7 @@ _FUNCTION = bytes(1 if b & 0xF == 2 else 0 for b in range(256))  # st_info: STT_
 def cubin_facts(data: bytes | memoryview) -> tuple[str, tuple[str, ...], tuple[int, int] | None]:
     """(target from e_flags, kernel names, toolkit version) of a CUDA cubin.
 
-    The tables are read by the compiled reader where it is built (archaudit._cubin), else by
+    The tables are read by the compiled reader where it is built (archaudit._speedups), else by
     `_tables`, which stays the reference: the compiled one gives the same answer or none, and
     `_tables` then judges the input itself. Nothing returned refers to `data`."""
     h = elf.parse_header(data, len(data))
@@ -400,7 +393,7 @@ def cubin_facts(data: bytes | memoryview) -> tuple[str, tuple[str, ...], tuple[i
     arch = (h.flags >> 8) & 0xFF if h.abiversion >= 8 else h.flags & 0xFF
     if not h.shnum:
         raise FatbinError("cubin has no section table", code="E014")
-    found = None if _compiled is None else _compiled.tables(data, h.shoff, h.shnum, h.shstrndx)
+    found = None if _compiled is None else _compiled.cubin_tables(data, h.shoff, h.shnum, h.shstrndx)
     kernels, compat, note = _tables(data, h) if found is None else found
     accelerated = h.flags & (EF_CUDA_ACCELERATORS_V8 if h.abiversion >= 8 else EF_CUDA_ACCELERATORS_V7)
     marked = compat is not None and _compat_arch_specific(compat)

@@ -27,7 +27,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
-from . import elf, fatbin, hip, libc
+from . import elf, fatbin, hip, libc, native
 from .claims import embedded_claim_markers, parse_embedded
 from .decode import DecodePool, Decoding, is_cuda_target, result
 from .errors import ArchauditError
@@ -214,9 +214,12 @@ class Source:
 
 # ---- the multi-pattern search ----
 
-# How each record's first bytes are searched for. glibc's memmem (called through ctypes, so
-# the search runs without the GIL, beside the other readers and the decoders) is 1.5-3x
-# faster than bytes.find on binaries, and longer needles are faster still: where the record
+# How each record's first bytes are searched for. The compiled search (archaudit._speedups.find,
+# without the GIL) compares two rare bytes of the needle with 16 positions at a time: 3-4x
+# glibc's memmem on torch's libraries, whose shift is bounded by the needle's length. Without
+# it, glibc's memmem (called through ctypes, so the search runs without the GIL, beside the
+# other readers and the decoders) is 1.5-3x faster than bytes.find on binaries, and longer
+# needles are faster still. Where the record
 # parser accepts only one value of the bytes after a magic (a fatbin container is version 1
 # with a 16-byte header), the needle includes them, so the hits are exactly the records the
 # parser would accept. Without memmem (Windows) bytes.find searches the magic alone: it skips
@@ -241,10 +244,16 @@ _MEMMEM = _libc_memmem()
 _REQUIRED_AFTER: dict[bytes, bytes] = {fatbin.MAGIC: fatbin.CONTAINER_MAGIC_TAIL}
 
 
+_FIND = None if native.active is None else native.active.find
+
+
 def find_bytes(buf: Haystack, needle: bytes, start: int, stop: int) -> int:
-    """buf.find(needle, start, stop), through memmem where there is one and the range is long."""
+    """buf.find(needle, start, stop): by the compiled search where it is built, else through
+    memmem where there is one and the range is long."""
     stop = min(stop, len(buf))
     start = max(start, 0)
+    if _FIND is not None:
+        return _FIND(buf, needle, start, stop) if start <= stop else -1
     if _MEMMEM is None or stop - start < MEMMEM_MIN:
         return buf.find(needle, start, stop)
     if isinstance(buf, bytes):
@@ -268,7 +277,8 @@ class Pattern:
 
     @classmethod
     def of(cls, magic: bytes) -> Pattern:
-        return cls(magic, magic + _REQUIRED_AFTER.get(magic, b"") if _MEMMEM is not None else magic)
+        fast = _MEMMEM is not None or _FIND is not None
+        return cls(magic, magic + _REQUIRED_AFTER.get(magic, b"") if fast else magic)
 
     def find(self, buf: Haystack, start: int, stop: int) -> int:
         """Offset of the first occurrence lying wholly in buf[start:stop], or -1."""

@@ -1,7 +1,10 @@
-/* The cubin tables (fatbin._tables) read in C: the kernels, the .nv.compat section and the
- * toolkit note of one CUDA cubin.
+/* archaudit's compiled speedups, each the C twin of a Python reference that stays in the
+ * package and gives the same answers (tests/test_speedups.py):
  *
- * Why: a wheel holds tens of thousands of cubins (torch's libtorch_cuda.so alone 700,000
+ * - cubin_tables: fatbin._tables, the kernels, .nv.compat section and toolkit note of a cubin;
+ * - find: bytes.find, the container search, without the GIL.
+ *
+ * Why cubin_tables: a wheel holds tens of thousands of cubins (torch's libtorch_cuda.so alone 700,000
  * sections and as many symbols), and visiting each function symbol in Python is the largest
  * part of a check's own work. The Python reader in fatbin.py stays the reference: this one
  * gives the same answer or none at all. It returns None for anything the Python reader
@@ -178,7 +181,7 @@ static int symbols(const sections *t, span names, uint32_t index, PyObject *kern
     return 0;
 }
 
-static PyObject *tables(PyObject *module, PyObject *args) {
+static PyObject *cubin_tables(PyObject *module, PyObject *args) {
     Py_buffer view;
     unsigned long long shoff;
     unsigned long shnum, shstrndx;
@@ -229,17 +232,132 @@ done:
     return result;
 }
 
+/* ---- find: bytes.find for the container search ----
+ *
+ * glibc's memmem shifts by at most the needle's length less one, so a 4-byte magic ("CCOB")
+ * is searched at 1-2 bytes a step. Here two bytes of the needle, chosen to be rare in machine
+ * code, are compared with 16 positions at a time (SSE2, which every x86-64 has: the
+ * "generic SIMD" substring search), and only positions where both match are compared whole.
+ * Elsewhere a scalar loop over memchr does the same. The GIL is released while searching; the
+ * buffer stays exported (a bytearray cannot be resized) until the search is done. */
+#if defined(__SSE2__) || defined(_M_X64)
+#include <emmintrin.h>
+#define HAVE_SSE2 1
+#endif
+
+static int common_byte(unsigned char b) {
+    /* frequent in x86-64 and aarch64 code and data: zeros, all-ones, int3 padding, REX.W,
+       mov opcodes, 0x0F escapes, small integers */
+    return b == 0x00 || b == 0xFF || b == 0xCC || b == 0x48 || b == 0x89 || b == 0x8B || b == 0x0F || b <= 0x10;
+}
+
+/* The two positions compared first: the first and last bytes of the needle that are not
+ * common, else its first and last bytes. */
+static void pick(const unsigned char *needle, size_t k, size_t *p1, size_t *p2) {
+    size_t a = 0, b = k - 1;
+    while (a < k && common_byte(needle[a]))
+        a++;
+    while (b > a && common_byte(needle[b]))
+        b--;
+    if (a >= b) {
+        a = 0;
+        b = k - 1;
+    }
+    *p1 = a;
+    *p2 = b;
+}
+
+static unsigned lowest_bit(unsigned mask) {
+#if defined(__GNUC__) || defined(__clang__)
+    return (unsigned)__builtin_ctz(mask);
+#else
+    unsigned bit = 0;
+    while (!(mask & (1u << bit)))
+        bit++;
+    return bit;
+#endif
+}
+
+/* The first offset of needle (k >= 2 bytes) in s[0:n], or -1. */
+static Py_ssize_t search(const unsigned char *s, size_t n, const unsigned char *needle, size_t k) {
+    if (k > n)
+        return -1;
+    size_t p1, p2, i = 0, last = n - k; /* candidate starts: 0..last */
+    pick(needle, k, &p1, &p2);
+#ifdef HAVE_SSE2
+    const __m128i c1 = _mm_set1_epi8((char)needle[p1]), c2 = _mm_set1_epi8((char)needle[p2]);
+    for (; i + 15 <= last; i += 16) {
+        __m128i x1 = _mm_loadu_si128((const __m128i *)(s + i + p1));
+        __m128i x2 = _mm_loadu_si128((const __m128i *)(s + i + p2));
+        unsigned mask = (unsigned)_mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(x1, c1), _mm_cmpeq_epi8(x2, c2)));
+        while (mask) {
+            unsigned bit = lowest_bit(mask);
+            if (memcmp(s + i + bit, needle, k) == 0)
+                return (Py_ssize_t)(i + bit);
+            mask &= mask - 1;
+        }
+    }
+#endif
+    while (i <= last) {
+        const unsigned char *hit = memchr(s + i + p1, needle[p1], last - i + 1);
+        if (hit == NULL)
+            return -1;
+        i = (size_t)(hit - s) - p1;
+        if (s[i + p2] == needle[p2] && memcmp(s + i, needle, k) == 0)
+            return (Py_ssize_t)i;
+        i++;
+    }
+    return -1;
+}
+
+static PyObject *find_bytes(PyObject *module, PyObject *args) {
+    Py_buffer data, needle;
+    Py_ssize_t start, stop, found;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "y*y*nn", &data, &needle, &start, &stop))
+        return NULL;
+    if (start < 0 || stop > data.len) {
+        PyBuffer_Release(&data);
+        PyBuffer_Release(&needle);
+        PyErr_SetString(PyExc_ValueError, "find: need 0 <= start and stop <= len(data)");
+        return NULL;
+    }
+    const unsigned char *s = data.buf, *pat = needle.buf;
+    size_t k = (size_t)needle.len;
+    if (stop < start || (size_t)(stop - start) < k)
+        found = k == 0 && start <= stop ? start : -1;
+    else if (k == 0)
+        found = start;
+    else if (k == 1) {
+        const unsigned char *hit = memchr(s + start, pat[0], (size_t)(stop - start));
+        found = hit ? (Py_ssize_t)(hit - s) : -1;
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        found = search(s + start, (size_t)(stop - start), pat, k);
+        Py_END_ALLOW_THREADS
+        if (found >= 0)
+            found += start;
+    }
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&needle);
+    return PyLong_FromSsize_t(found);
+}
+
+
 static PyMethodDef methods[] = {
-    {"tables", tables, METH_VARARGS,
-     "tables(data, shoff, shnum, shstrndx) -> (kernels, compat, note) | None\n\n"
+    {"find", find_bytes, METH_VARARGS,
+     "find(data, needle, start, stop) -> int\n\n"
+     "data.find(needle, start, stop) for 0 <= start, stop <= len(data), without the GIL."},
+    {"cubin_tables", cubin_tables, METH_VARARGS,
+     "cubin_tables(data, shoff, shnum, shstrndx) -> (kernels, compat, note) | None\n\n"
      "fatbin._tables in C: the cubin's kernel names (as found, unsorted), its .nv.compat and\n"
      ".note.nv.tkinfo sections (None when absent), or None where the Python reader must judge."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "archaudit._cubin", "The cubin tables read in C (see fatbin._tables).", -1, methods,
+    PyModuleDef_HEAD_INIT, "archaudit._speedups", "Compiled twins of fatbin._tables and bytes.find.", -1, methods,
     NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__cubin(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__speedups(void) { return PyModule_Create(&module); }

@@ -1,11 +1,14 @@
-"""The compiled cubin reader (archaudit._cubin) against the Python reader it replaces
-(fatbin._tables, the reference): the same answer on every cubin the fixtures hold, on real
-cubins with fields and bytes changed at random, and none at all where the Python reader
-refuses the input. Built with AddressSanitizer, it reads the same hostile cubins without one
-out-of-bounds access.
+"""The compiled speedups (archaudit._speedups) against the Python references they replace.
 
-The compiled reader is optional (setup.py): where the install could not build it archaudit
-reads with the Python reader, and these tests skip, except in CI, which must build it."""
+- `cubin_tables` against fatbin._tables: the same answer on every cubin the fixtures hold, on
+  real cubins with fields and bytes changed at random, and none at all where the Python reader
+  refuses the input.
+- `find` against bytes.find: the same offset for needles of every length in the fixtures'
+  libraries and in random bytes, at every start and stop.
+- Built with AddressSanitizer, both read hostile input without one out-of-bounds access.
+
+The speedups are optional (setup.py): where the install could not build them archaudit runs
+the references, and these tests skip, except in CI, which must build them."""
 
 from __future__ import annotations
 
@@ -23,21 +26,21 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from archaudit import elf, fatbin
+from archaudit import elf, fatbin, native, scan
 from archaudit.elf import ElfError
 from archaudit.fatbin import FatbinError
 from reference_tools import missing_tool
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-SOURCE = ROOT / "src" / "archaudit" / "_cubin.c"
+SOURCE = ROOT / "src" / "archaudit" / "_speedups.c"
 MAGIC = struct.pack("<I", 0xBA55ED50)
 
 
 def compiled():  # the module, or a skip (a failure in CI, whose install must build it)
-    if fatbin._built is None:
-        missing_tool("archaudit._cubin", "the compiled cubin reader was not built (no C compiler at install)")
-    return fatbin._built
+    if native.built is None:
+        missing_tool("archaudit._speedups", "the compiled speedups were not built (no C compiler at install)")
+    return native.built
 
 
 @cache
@@ -84,7 +87,7 @@ def both(data: bytes | memoryview, reader=None) -> tuple[object, object] | None:
         return None
     if not h.shnum:
         return None
-    fast = (reader or compiled()).tables(data, h.shoff, h.shnum, h.shstrndx)
+    fast = (reader or compiled()).cubin_tables(data, h.shoff, h.shnum, h.shstrndx)
     try:
         slow: object = fatbin._tables(data, h)
     except FatbinError:
@@ -133,7 +136,7 @@ def test_the_reference_runs_where_the_compiled_reader_refuses(monkeypatch):
     fast, slow = both(bytes(out))
     assert fast is None and slow is None
     messages = []
-    for reader in (fatbin._built, None):
+    for reader in (native.built, None):
         monkeypatch.setattr(fatbin, "_compiled", reader)
         with pytest.raises(FatbinError) as e:
             fatbin.cubin_facts(bytes(out))
@@ -183,19 +186,19 @@ def test_hostile_cubins_read_alike(cubin):
 def test_any_arguments_give_an_answer_or_none(data, shoff, shnum, shstrndx):
     """The compiled reader checks the table bounds it is given again: never a crash."""
     shnum, shstrndx = shnum % 2**32, shstrndx % 2**32
-    got = compiled().tables(data, shoff, shnum, shstrndx)
+    got = compiled().cubin_tables(data, shoff, shnum, shstrndx)
     assert got is None or (isinstance(got, tuple) and len(got) == 3)
 
 
 ASAN_RUN = textwrap.dedent("""
     import random, struct, sys
     sys.path.insert(0, sys.argv[1])
-    import _cubin
+    import _speedups
     from archaudit import elf
     cubins = [open(p, "rb").read() for p in sys.argv[2:]]
     rng = random.Random(7)
     values = [0, 1, 2, 0x10, 0xFF, 0xFFFF, 0xFFFFFFFF, 2**63, 2**64 - 1]
-    assert _cubin.__file__.startswith(sys.argv[1]) and "libasan" in open("/proc/self/maps").read()
+    assert _speedups.__file__.startswith(sys.argv[1]) and "libasan" in open("/proc/self/maps").read()
     n = tries = 0
     while n < 10000 and tries < 100000:
         tries += 1
@@ -213,15 +216,21 @@ ASAN_RUN = textwrap.dedent("""
         except Exception:
             continue
         if h.shnum:
-            _cubin.tables(bytes(c), h.shoff, h.shnum, h.shstrndx)
+            _speedups.cubin_tables(bytes(c), h.shoff, h.shnum, h.shstrndx)
             n += 1
+        hay = bytes(c)
+        needle = hay[rng.randrange(len(hay)):][:rng.choice([1, 2, 4, 8, 24, 40])] or b"CCOB"
+        start = rng.randrange(len(hay) + 1)
+        stop = rng.randrange(start, len(hay) + 1)
+        assert _speedups.find(hay, needle, start, stop) == hay.find(needle, start, stop)
     print("read", n)
 """)
 
 
-def test_the_compiled_reader_stays_in_bounds_under_address_sanitizer(tmp_path):
+def test_the_speedups_stay_in_bounds_under_address_sanitizer(tmp_path):
     """The C source built with -fsanitize=address,undefined reads 10,000 hostile cubins (random
-    fields and bytes of the fixtures' cubins, cut short) with no sanitizer report."""
+    fields and bytes of the fixtures' cubins, cut short) and searches each, with no sanitizer
+    report and every search's answer that of bytes.find."""
     compiled()
     cc = shutil.which(os.environ.get("CC", "gcc"))
     if cc is None:
@@ -233,7 +242,7 @@ def test_the_compiled_reader_stays_in_bounds_under_address_sanitizer(tmp_path):
     build = subprocess.run([cc, "-shared", "-fPIC", "-O1", "-g", "-fno-omit-frame-pointer",
                             "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
                             f"-I{sysconfig.get_paths()['include']}", str(SOURCE),
-                            "-o", str(tmp_path / f"_cubin{suffix}")],
+                            "-o", str(tmp_path / f"_speedups{suffix}")],
                            capture_output=True, text=True)
     assert build.returncode == 0, build.stderr
     seeds = []
@@ -246,3 +255,83 @@ def test_the_compiled_reader_stays_in_bounds_under_address_sanitizer(tmp_path):
                          capture_output=True, text=True, env=env, timeout=600)
     assert run.returncode == 0 and "ERROR" not in run.stderr, run.stderr[-4000:]
     assert run.stdout.split() == ["read", "10000"]
+
+
+# ---- find ----
+
+NEEDLES = [fatbin.MAGIC + fatbin.CONTAINER_MAGIC_TAIL, b"CCOB", b"__CLANG_OFFLOAD_BUNDLE__", fatbin.MAGIC, b"\0",
+           b"\0\0", b"ELF", b"\x7fELF", b"sm_90", b".text.", b"\xcc\xcc\xcc\xcc", b"\0" * 9]
+
+
+@cache
+def fixture_libraries() -> tuple[bytes, ...]:
+    names = ("*.so", "*.fatbin", "*.dll", "*.dylib", "*.o", "*.cubin")
+    return tuple(p.read_bytes() for pattern in names for p in sorted(FIXTURES.rglob(pattern))
+                 if p.stat().st_size < 4 << 20)
+
+
+def every_offset(hay: bytes | bytearray, needle: bytes, find) -> list[int]:
+    out, at = [], find(hay, needle, 0, len(hay))
+    while at >= 0:
+        out.append(at)
+        at = find(hay, needle, at + 1, len(hay))
+    return out
+
+
+def test_find_finds_every_occurrence_bytes_find_does_in_the_fixtures():
+    search = compiled().find
+    libraries = fixture_libraries()
+    assert len(libraries) >= 40
+    hits = 0
+    for hay in libraries:
+        for needle in NEEDLES:
+            want = every_offset(hay, needle, lambda h, n, a, b: h.find(n, a, b))
+            assert every_offset(hay, needle, search) == want
+            hits += len(want)
+    assert hits > 10_000
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.binary(min_size=0, max_size=300), st.data())
+def test_find_is_bytes_find(hay, data):
+    """Any needle (taken from the haystack or not), any start and stop within it: bytes and
+    bytearray alike. Haystacks are short so that the 16-position steps meet every tail."""
+    search = compiled().find
+    needle = data.draw(st.one_of(st.binary(max_size=30), st.builds(lambda a, n: hay[a:a + n],
+                                                                   st.integers(0, 300), st.integers(0, 30))))
+    start = data.draw(st.integers(0, len(hay)))
+    stop = data.draw(st.integers(0, len(hay)))
+    assert search(hay, needle, start, stop) == hay.find(needle, start, stop)
+    assert search(bytearray(hay), needle, start, stop) == hay.find(needle, start, stop)
+
+
+@pytest.mark.parametrize("needle", NEEDLES[:4])
+def test_find_at_every_position_of_a_long_haystack(needle):
+    """The needle planted at each offset of 200 bytes of x86 padding and zeros, and cut at
+    each end: found exactly where it is, and not past `stop`."""
+    search = compiled().find
+    for at in range(200):
+        hay = bytearray(b"\xcc\x00" * 150)
+        hay[at:at + len(needle)] = needle
+        hay = bytes(hay)
+        for stop in (at + len(needle) - 1, at + len(needle), len(hay)):
+            assert search(hay, needle, 0, stop) == hay.find(needle, 0, stop)
+        assert search(hay, needle, at + 1, len(hay)) == hay.find(needle, at + 1, len(hay))
+
+
+def test_find_refuses_a_range_outside_the_buffer():
+    with pytest.raises(ValueError):
+        compiled().find(b"abc", b"b", -1, 3)
+    with pytest.raises(ValueError):
+        compiled().find(b"abc", b"b", 0, 4)
+
+
+def test_the_scan_finds_the_same_containers_with_either_search(monkeypatch):
+    """Every fixture library's inventory, with the compiled search and with memmem or
+    bytes.find (the needles are the same: both extend the fatbin magic)."""
+    compiled()
+    paths = [p for pattern in ("*.so", "*.fatbin", "*.dll", "*.dylib") for p in sorted(FIXTURES.rglob(pattern))]
+    fast = [scan.scan_file(str(p)) for p in paths]
+    monkeypatch.setattr(scan, "_FIND", None)
+    assert [scan.scan_file(str(p)) for p in paths] == fast
+    assert sum(len(lib.entries) for lib in fast) > 100
