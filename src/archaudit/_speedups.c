@@ -58,14 +58,12 @@ static int starts(span s, uint64_t at, const char *prefix, size_t len) {
     return at <= s.n && len <= s.n - at && memcmp(s.p + at, prefix, len) == 0;
 }
 
-/* bytes.find(needle): the first offset, or -1 (the name table is small: a plain search). */
+static Py_ssize_t search(const unsigned char *s, size_t n, const unsigned char *needle, size_t k);
+
+/* bytes.find(needle): the first offset, or -1. A cubin's section name table holds every
+   kernel's mangled name three times or more (.text., .nv.info., .nv.constant0.): tens of KiB. */
 static Py_ssize_t find(span s, const char *needle, size_t len) {
-    if (len > s.n)
-        return -1;
-    for (size_t i = 0; i + len <= s.n; i++)
-        if (s.p[i] == (unsigned char)needle[0] && memcmp(s.p + i, needle, len) == 0)
-            return (Py_ssize_t)i;
-    return -1;
+    return search(s.p, s.n, (const unsigned char *)needle, len);
 }
 
 /* The end of the NUL-terminated string at `at` (the name table ends with a NUL). */
