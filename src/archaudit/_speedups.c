@@ -118,29 +118,43 @@ static PyObject *named(const sections *t, span names, const char *name) {
 static const char BANK[] = ".nv.constant0.";
 #define BANK_LEN (sizeof(BANK) - 1)
 
-/* Whether `text_name` is one of the constant banks' kernel names (the banks: the names after
- * ".nv.constant0." of every section so named). Asked only for a function without the entry
- * flag, which nvcc never writes, so a plain search is enough. */
-static int has_bank(const sections *t, span names, const unsigned char *text_name, size_t len) {
+/* The constant banks' kernel names (the names after ".nv.constant0." of every section so
+ * named), sorted, listed only when a function without the entry flag asks for them. */
+typedef struct {
+    span *names;
+    size_t count;
+    int listed; /* 0: not yet listed; 1: listed; -1: no memory */
+} bank_list;
+
+static int span_order(const void *a, const void *b) {
+    const span *x = a, *y = b;
+    size_t n = x->n < y->n ? x->n : y->n;
+    int c = n ? memcmp(x->p, y->p, n) : 0;
+    return c ? c : (x->n > y->n) - (x->n < y->n);
+}
+
+static int list_banks(const sections *t, span names, bank_list *banks) {
+    banks->listed = 1;
+    banks->count = 0;
+    banks->names = PyMem_Malloc((t->count ? t->count : 1) * sizeof(span));
+    if (banks->names == NULL) {
+        banks->listed = -1;
+        PyErr_NoMemory();
+        return -1;
+    }
     for (uint32_t i = 0; i < t->count; i++) {
         uint32_t o = sec_name(t, i);
         if (!starts(names, o, BANK, BANK_LEN))
             continue;
-        size_t from = (size_t)o + BANK_LEN, end = string_end(names, from);
-        if (end - from == len && memcmp(names.p + from, text_name, len) == 0)
-            return 1;
+        size_t from = (size_t)o + BANK_LEN;
+        span bank = {names.p + from, string_end(names, from) - from};
+        banks->names[banks->count++] = bank;
     }
+    qsort(banks->names, banks->count, sizeof(span), span_order);
     return 0;
 }
 
-static int any_bank(const sections *t, span names) {
-    for (uint32_t i = 0; i < t->count; i++)
-        if (starts(names, sec_name(t, i), BANK, BANK_LEN))
-            return 1;
-    return 0;
-}
-
-static int symbols(const sections *t, span names, uint32_t index, PyObject *kernels, int *banks) {
+static int symbols(const sections *t, span names, uint32_t index, PyObject *kernels, bank_list *banks) {
     span strs = sec_bytes(t, sec_link(t, index)), raw = sec_bytes(t, index);
     size_t count = raw.n / SYM_SIZE;
     for (size_t j = 0; j < count; j++) {
@@ -156,15 +170,17 @@ static int symbols(const sections *t, span names, uint32_t index, PyObject *kern
         uint32_t name = rd32(sym);
         if (!(sym[5] & STO_CUDA_ENTRY)) {
             /* a kernel whose entry flag was cleared: named by its own constant bank */
-            if (*banks < 0)
-                *banks = any_bank(t, names);
-            if (!*banks)
+            if (!banks->listed && list_banks(t, names, banks) < 0)
+                return -1;
+            if (!banks->count)
                 continue;
-            size_t from = (size_t)text + 6, len = string_end(names, from) - from;
-            if (!has_bank(t, names, names.p + from, len))
+            size_t from = (size_t)text + 6;
+            span text_name = {names.p + from, string_end(names, from) - from};
+            if (bsearch(&text_name, banks->names, banks->count, sizeof(span), span_order) == NULL)
                 continue;
             /* strs.startswith(text_name + b"\0", name) */
-            if (!(name <= strs.n && len + 1 <= strs.n - name && memcmp(strs.p + name, names.p + from, len) == 0 &&
+            size_t len = text_name.n;
+            if (!(name <= strs.n && len + 1 <= strs.n - name && memcmp(strs.p + name, text_name.p, len) == 0 &&
                   strs.p[name + len] == 0))
                 continue;
         }
@@ -187,6 +203,7 @@ static PyObject *cubin_tables(PyObject *module, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*Kkk", &view, &shoff, &shnum, &shstrndx))
         return NULL;
     PyObject *result = NULL, *kernels = NULL, *compat = NULL, *note = NULL;
+    bank_list banks = {NULL, 0, 0};
     sections t;
     t.data.p = view.buf;
     t.data.n = (size_t)view.len;
@@ -207,7 +224,6 @@ static PyObject *cubin_tables(PyObject *module, PyObject *args) {
     kernels = PyList_New(0);
     if (kernels == NULL)
         goto done;
-    int banks = -1;
     for (uint32_t i = 0; i < t.count; i++)
         if (sec_type(&t, i) == SHT_SYMTAB && symbols(&t, names, i, kernels, &banks) < 0)
             goto done;
@@ -223,6 +239,7 @@ refuse:
     result = Py_None;
     Py_INCREF(result);
 done:
+    PyMem_Free(banks.names);
     Py_XDECREF(kernels);
     Py_XDECREF(compat);
     Py_XDECREF(note);
