@@ -181,12 +181,6 @@ class SmallElf:
     sections: list[Section]
     data: bytes
 
-    def section(self, name: str) -> Section | None:
-        for s in self.sections:
-            if s.name == name:
-                return s
-        return None
-
     def section_bytes(self, s: Section) -> bytes:
         return self.data[s.offset:s.file_end]
 
