@@ -528,13 +528,14 @@ def test_an_installed_distribution_is_read_from_its_record(tmp_path, monkeypatch
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: demo-dist\nVersion: 2.0\n")
     (pkg / "broken.zip").write_bytes(b"PK\x03\x04" + bytes(100))
+    (pkg / "bundle.zip").write_bytes(zip_bytes([("libz.so", GOOD)]))  # read like a wheel's zip, within its budget
     listed = ["demo_pkg/libgone.so", "demo_pkg/libk.so", "demo_pkg/libk.so.1", "demo_pkg/readme.txt",
-              "demo_pkg/broken.zip", "demo_pkg/kernels.dat", "demo_dist-2.0.dist-info/METADATA"]
+              "demo_pkg/broken.zip", "demo_pkg/bundle.zip", "demo_pkg/kernels.dat", "demo_dist-2.0.dist-info/METADATA"]
     (info / "RECORD").write_text("".join(f"{f},,\n" for f in listed))
     monkeypatch.syspath_prepend(str(site))
     inv = inventory("demo-dist")
     assert inv.kind == "distribution" and inv.distribution == "demo-dist-2.0" and not inv.unusable
-    assert read_whole(inv) == ["demo_pkg/kernels.dat", "demo_pkg/libk.so"]
+    assert read_whole(inv) == ["demo_pkg/bundle.zip!libz.so", "demo_pkg/kernels.dat", "demo_pkg/libk.so"]
     got = problems(inv)
     assert got[0] == ("E001", "demo_pkg/libgone.so: listed in RECORD but missing") and len(got) == 2
     assert got[1][0] == "E002" and got[1][1].startswith("demo_pkg/broken.zip: a zip whose members cannot be read: ")
@@ -628,6 +629,8 @@ def test_a_target_that_is_not_a_regular_file_is_e001_and_never_opened(tmp_path, 
 # to root: EIO (/proc/self/mem at offset 0, an unmapped page), EINVAL (clear_refs has no read),
 # EACCES (a write-only sysfs attribute: kernfs refuses to open it for reading).
 UNREADABLE = [p for p in ("/proc/self/mem", "/proc/self/clear_refs", "/sys/bus/pci/rescan") if os.path.isfile(p)]
+UNREADABLE_TOO = [p for p in ("/proc/thread-self/mem", "/proc/thread-self/clear_refs", "/sys/bus/pci/drivers_probe")
+                  if os.path.isfile(p)]  # other files of the same kinds (a file is read once, by its real path)
 
 
 def refused(path: str) -> str:
@@ -642,8 +645,11 @@ def refused(path: str) -> str:
 @pytest.mark.skipif(not UNREADABLE, reason="no /proc or /sys here")
 def test_a_library_that_stats_regular_but_cannot_be_read_is_e001(tmp_path, monkeypatch, capsys, empty_tmp):
     """An installed distribution whose RECORD lists libraries that are links to such files (links
-    may leave a distribution: its files are where the installer put them): each is E001 with the
-    system's reason, and the sound library beside them is read whole."""
+    may leave a distribution: its files are where the installer put them), and the files
+    themselves by absolute path (as RECORD lists files installed outside site-packages): each is
+    E001 with the system's reason, and the sound library beside them is read whole. A file whose
+    first bytes cannot be read was passed over unseen when its name was no library's (it could
+    not be chosen by content): now it is chosen, and its read fails."""
     site = tmp_path / "site"
     pkg = site / "demo_pkg"
     pkg.mkdir(parents=True)
@@ -652,6 +658,8 @@ def test_a_library_that_stats_regular_but_cannot_be_read_is_e001(tmp_path, monke
     for i, target in enumerate(UNREADABLE):
         os.symlink(target, pkg / f"libbad{i}.so")
         names[f"demo_pkg/libbad{i}.so"] = refused(target)
+    for target in UNREADABLE_TOO:
+        names[target] = refused(target)
     info = site / "demo_dist-2.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: demo-dist\nVersion: 2.0\n")
@@ -665,6 +673,18 @@ def test_a_library_that_stats_regular_but_cannot_be_read_is_e001(tmp_path, monke
     assert rc == 1 and sorted(f for f in found if f[0] != "D002") == sorted(
         ("E001", f"demo-dist: {n}: cannot read: {why}") for n, why in names.items())
     assert tree(site) == before and list(empty_tmp.iterdir()) == []
+
+
+@pytest.mark.skipif(not os.path.isfile("/sys/bus/pci/rescan"), reason="no PCI sysfs here")
+def test_a_directory_file_whose_first_bytes_cannot_be_read_is_e001_not_passed_over():
+    """/sys/bus/pci as a directory target: `rescan` is a regular file whose name is no
+    library's, which only its content could choose, and which refuses to be read. It was
+    passed over unseen; now it is E001 (its links to devices are E003, as every link leaving a
+    target is)."""
+    inv = inventory("/sys/bus/pci")
+    assert inv.libraries == () and not inv.unusable
+    assert ("E001", "rescan: cannot read: Permission denied") in problems(inv)
+    assert {c for c, _ in problems(inv)} == {"E001", "E003"}
 
 
 class RemovingProgress(artifacts.Progress):

@@ -66,13 +66,19 @@ def content_kind(head: bytes) -> ContentKind | None:
     return None
 
 
+def _regular_kind(path: str) -> ContentKind | None:
+    """content_kind of a regular file on disk (links followed; special files never opened).
+    OSError when it cannot be read."""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        return None
+    with open(path, "rb") as f:
+        return content_kind(f.read(HEAD))
+
+
 def file_content_kind(path: str) -> ContentKind | None:
-    """content_kind of a regular file on disk (links followed; special files never opened)."""
+    """content_kind of a regular file on disk, None when it cannot be read."""
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return None
-        with open(path, "rb") as f:
-            return content_kind(f.read(HEAD))
+        return _regular_kind(path)
     except OSError:
         return None
 
@@ -511,9 +517,16 @@ def _directory_jobs(root: str) -> tuple[list[_Job], list[Problem]]:
     return jobs_list, problems
 
 
-def _file_kind(full: str) -> ContentKind | None:
-    """The content kind of a file that is not a link (a link is judged by its name and target)."""
-    return None if os.path.islink(full) else file_content_kind(full)
+def _file_kind(full: str) -> ContentKind | Literal["unreadable"] | None:
+    """The content kind of a file that is not a link (a link is judged by its name and target).
+    A file whose first bytes cannot be read is "unreadable": it is chosen, and its read then
+    fails with E001, rather than passed over unseen."""
+    if os.path.islink(full):
+        return None
+    try:
+        return _regular_kind(full)
+    except OSError:
+        return "unreadable"
 
 
 def _add_file(jobs_list: list[_Job], problems: list[Problem], full: str, rel: str, size: int) -> None:
