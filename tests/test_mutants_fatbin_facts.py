@@ -396,3 +396,20 @@ def test_each_worker_decodes_into_its_own_buffer_and_large_payloads_into_one_sha
     assert all(isinstance(b, fatbin.DecodeBuffer) for b in seen)
     assert seen[0] is seen[1] and seen[2] is not seen[0]
     assert pool.workers == 1
+
+
+def test_a_kernels_own_constant_bank_and_shared_memory_relocation_are_not_unresolved():
+    """cuBLASLt 13.1's volta_* and cuDNN 9.28's *_cudnn_volta_* cubins (sm_50 to sm_89) name
+    `.nv.constant0.<kernel>` and `shmem_reloc_<kernel>` undefined beside the kernel itself: they
+    resolve within the object. The same names for a kernel the object does not define do not."""
+    cubin = relocatable_cubin()
+    _, head = sections(cubin)[b".strtab"]
+    strs = cubin[head[4]:head[4] + head[5]]
+    bank, scale = strs.index(b".nv.constant0._Z5applyPfi\0"), strs.index(b"_Z5scalef\0")
+    _, syms = symbols(cubin)
+    k = next(k for k, s in enumerate(syms) if s[3] == 0 and s[1] & 0xF == 2)  # the undefined scale()
+    syms[k] = (bank,) + syms[k][1:]
+    assert fatbin.cubin_unresolved(with_symbols(cubin, syms)) == ()
+    kernel = next(k for k, s in enumerate(syms) if s[2] & 0x10)
+    syms[kernel] = (scale,) + syms[kernel][1:]  # the object now defines scale(), not apply()
+    assert fatbin.cubin_unresolved(with_symbols(cubin, syms)) == (".nv.constant0._Z5applyPfi",)

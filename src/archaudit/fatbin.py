@@ -474,6 +474,10 @@ def _tables(data: bytes | memoryview, h: elf.Header) -> tuple[list[str], bytes |
 # Undefined symbols every relocatable cubin has: nvlink's unified function and data tables
 # and the reserved shared memory base. The driver supplies them when it loads the object alone.
 _LINKER_SYMBOLS = re.compile(r"__U[FD]T(_OFFSET|_CANONICAL|_END)?|\.nv\.reservedSmem\..*")
+# A hand-assembled kernel's references to its own constant bank and shared-memory relocation
+# (cuBLASLt's volta_* and cuDNN's *_cudnn_volta_* cubins for 5.0-8.9 name them undefined beside
+# the kernel and its .nv.constant0 section): they resolve within the object, not by a link.
+_OWN_KERNEL_SYMBOLS = re.compile(r"(?:\.nv\.constant0\.|shmem_reloc_)(.+)")
 
 
 def cubin_unresolved(data: bytes | memoryview) -> tuple[str, ...]:
@@ -492,11 +496,20 @@ def cubin_unresolved(data: bytes | memoryview) -> tuple[str, ...]:
             continue
         strs = bytes(data[secs[sec[6]][4]:secs[sec[6]][4] + secs[sec[6]][5]])
         raw = data[sec[4]:sec[4] + sec[5]]
-        for name, info, _other, shndx, _value, _size in _SYM.iter_unpack(raw[:len(raw) - len(raw) % _SYM.size]):
+        symbols = list(_SYM.iter_unpack(raw[:len(raw) - len(raw) % _SYM.size]))
+        defined: set[str] | None = None
+        for name, info, _other, shndx, _value, _size in symbols:
             if shndx == 0 and name and info >> 4 in (1, 2):  # undefined, global or weak
                 symbol = elf.cstring(strs, name)
-                if not _LINKER_SYMBOLS.fullmatch(symbol) and symbol not in out:
-                    out.append(symbol)
+                if _LINKER_SYMBOLS.fullmatch(symbol) or symbol in out:
+                    continue
+                own = _OWN_KERNEL_SYMBOLS.fullmatch(symbol)
+                if own is not None:
+                    if defined is None:
+                        defined = {elf.cstring(strs, n) for n, _i, _o, x, _v, _s in symbols if x and n}
+                    if own.group(1) in defined:
+                        continue
+                out.append(symbol)
     return tuple(out)
 
 
