@@ -44,4 +44,5 @@ def read(path: str, size: int, src: object, settings: object) -> Library:
     # LLVM build carries that magic as a string (llvmlite, jaxlib), and ROCm never came to macOS.
     problems = found.problems + [p for p in found.soft if p.code == "E011"]
     notes = () if containers or problems else (NO_CUDA,)
-    return Library(path, size, "macho", tuple(containers), (), (), tuple(found.claims), tuple(problems), notes)
+    return Library(path, size, "macho", tuple(containers), (), (), tuple(found.claims), tuple(problems), notes,
+                   tuple(found.linkers))

@@ -101,6 +101,9 @@ class Library:
     embedded_claims: tuple[str, ...] = ()  # arch lists the binary carries about itself
     problems: tuple[Problem, ...] = ()
     notes: tuple[str, ...] = field(default=())  # verbose-only remarks (e.g. a second pass)
+    # Strings naming a run-time device-code linker (nvJitLink: "libnvJitLink.so.13" that it
+    # dlopens, "nvJitLinkCreate" that it looks up): the library links device code before loading it.
+    linkers: tuple[str, ...] = ()
 
     @property
     def entries(self) -> tuple[Entry, ...]:
@@ -115,3 +118,12 @@ class Library:
         gpu = ("libcudart", "libcuda.", "libamdhip64", "libhiprtc", "libnvrtc",
                "cudart64_", "nvcuda.dll", "amdhip64", "hiprtc", "nvrtc64_")  # Windows DLL names
         return any(n.lower().startswith(gpu) for n in self.needed)
+
+    @property
+    def device_linker(self) -> str | None:
+        """What shows the library links device code at run time (nvJitLink linked, dlopened or
+        looked up by name), or None: code the driver cannot load alone needs that linker."""
+        linked = next((n for n in self.needed if n.lower().startswith(("libnvjitlink", "nvjitlink"))), None)
+        if linked is not None:
+            return f"links {linked}"
+        return f"names {self.linkers[0]}" if self.linkers else None

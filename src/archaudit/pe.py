@@ -301,7 +301,7 @@ def read(path: str, size: int, src: object, chunks: Chunks, settings: object) ->
     containers = [_in_section(c, h) for c in containers]
     problems = [_pe_names(p, pe_name, h) for p in problems]
     return Library(path, size, "pe", tuple(containers), needed, (), tuple(state.claims), tuple(problems),
-                   tuple(notes))
+                   tuple(notes), tuple(state.linkers))
 
 
 def _zones(h: Headers, size: int) -> list[Zone]:

@@ -402,6 +402,7 @@ class ScanResult:
     wrappers: list[FatbinWrapper] = field(default_factory=list)
     hip_wrappers: list[HipWrapper] = field(default_factory=list)
     claims: list[str] = field(default_factory=list)
+    linkers: list[str] = field(default_factory=list)  # strings naming a run-time device-code linker
     problems: list[Problem] = field(default_factory=list)
     # Header-level rejects: real problems inside device-code sections, coincidences elsewhere.
     soft: list[Problem] = field(default_factory=list)
@@ -441,6 +442,7 @@ class Records:
             table[magic] = self.bundle
         for needle in MARKERS:
             table[needle] = self.claim
+        table[LINKER_MARKER] = self.linker
         return table
 
     def problem(self, code: str, message: str, offset: int | None = None) -> None:
@@ -474,6 +476,23 @@ class Records:
         claims = self.found.claims
         claims.extend(c for c in parse_embedded(window) if c not in claims)
         return at + 1
+
+    def linker(self, src: Source, at: int) -> int:
+        """A name holding nvJitLink (a library it dlopens, a function it looks up), as far as the
+        window around the hit holds it: the first few distinct names only."""
+        src.ensure(at + LINKER_WINDOW)
+        lo = max(src.base, at - LINKER_WINDOW)
+        before = bytes(src.buf[lo - src.base:at - src.base])
+        after = bytes(src.buf[at - src.base:at - src.base + LINKER_WINDOW])
+        start = len(before)
+        while start and before[start - 1] in _NAME_BYTES:
+            start -= 1
+        end = next((i for i, c in enumerate(after) if c not in _NAME_BYTES), len(after))
+        name = (before[start:] + after[:end]).decode("ascii")
+        found = self.found.linkers
+        if len(found) < LINKERS_KEPT and name not in found:
+            found.append(name)
+        return at + len(LINKER_MARKER)
 
     def bundle(self, src: Source, at: int) -> int:
         total = self._bundle_extent(src, at)
@@ -606,8 +625,15 @@ class Records:
 # Short markers cost a slow search over every library; the long one finds PyTorch's gencode
 # string in libtorch_cuda.so, which every CUDA torch wheel ships.
 MARKERS: tuple[bytes, ...] = tuple(m.lstrip(b"\0") for m in embedded_claim_markers() if len(m) >= 16)
+# nvJitLink's name in the strings of a library that links device code at run time: the
+# libnvJitLink.so.13 that cuSPARSE 12.9 dlopens and the nvJitLinkCreate it looks up there (it
+# neither NEEDs nor imports it), CUDA 12's versioned __nvJitLinkCreate_12_* imports.
+LINKER_MARKER = b"nvJitLink"
+LINKER_WINDOW = 64
+LINKERS_KEPT = 4
+_NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.")
 _PATTERNS = {m: Pattern.of(m) for m in (fatbin.MAGIC, fatbin.WRAPPER_MAGIC, HIP_WRAPPER_MAGIC,
-                                        *hip.MAGICS, *MARKERS)}
+                                        *hip.MAGICS, *MARKERS, LINKER_MARKER)}
 
 
 class LibraryScan:
@@ -623,14 +649,15 @@ class LibraryScan:
     @staticmethod
     def patterns(*, code: bool = True, data: bool = False, strings: bool = True) -> tuple[Pattern, ...]:
         """Containers (fatbin, offload bundles) can start anywhere; with `data`, the wrapper
-        records the runtimes register (writable data); with `strings`, embedded claims."""
+        records the runtimes register (writable data); with `strings`, embedded claims and names
+        of a run-time device-code linker."""
         out = [fatbin.MAGIC]
         if data:
             out += [fatbin.WRAPPER_MAGIC, HIP_WRAPPER_MAGIC]
         if code:
             out += hip.MAGICS
         if strings:
-            out += MARKERS
+            out += [*MARKERS, LINKER_MARKER]
         return tuple(_PATTERNS[m] for m in out)
 
     def run(self, src: Source, zones: Iterable[Zone]) -> ScanResult:
@@ -898,7 +925,7 @@ def _host_elf(f: OpenFile, h: elf.Header) -> Library:
     needed, runpath = _dynamic(dyn_names, notes)
     containers = attribute(found, sections, segments, problems)
     return Library(path, size, "elf", tuple(containers), needed, runpath, tuple(found.claims),
-                   tuple(problems), tuple(notes))
+                   tuple(problems), tuple(notes), tuple(found.linkers))
 
 
 def _zones(size: int, segments: tuple[elf.Segment, ...]) -> list[Zone]:

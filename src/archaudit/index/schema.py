@@ -12,7 +12,7 @@ import sqlite3
 
 from ..errors import UsageError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -62,6 +62,7 @@ CREATE TABLE IF NOT EXISTS libraries (
     embedded_claims TEXT NOT NULL,      -- JSON list
     problems TEXT NOT NULL,             -- JSON [[code, message, offset]]
     notes TEXT NOT NULL,                -- JSON list
+    linkers TEXT NOT NULL,              -- JSON list: names of a run-time device-code linker (nvJitLink)
     PRIMARY KEY (wheel_id, idx)
 );
 CREATE TABLE IF NOT EXISTS containers (
