@@ -93,11 +93,14 @@ def reference_floor(f: LibraryFacts, gpu: CC) -> facts.Floor | None:
 
 
 def reference_missing(f: LibraryFacts, gpus: tuple[CC, ...]) -> dict[str, tuple[str, ...]]:
-    """For each kernel some of ``gpus`` cannot launch, in kernel order, the labels of those GPUs."""
+    """For each kernel some of ``gpus`` cannot launch, in kernel order, the labels of those GPUs;
+    not where a unit defining it gets a cubin the driver refuses alone (G013 reports that)."""
     available = {cc: reference_available(f, cc) for cc in gpus}
+    homes = reference_homes(f)
     out = {}
-    for name in reference_homes(f):
-        missing = tuple(label(cc) for cc in gpus if name not in available[cc])
+    for name in homes:
+        missing = tuple(label(cc) for cc in gpus if name not in available[cc]
+                        and not any(f.paths[cc].choices[i].unlinked for i in homes[name]))
         if missing:
             out[name] = missing
     return out
@@ -119,7 +122,7 @@ def assert_agrees(f: LibraryFacts) -> None:
         for u, choice, got in zip(f.units, path.choices, path.given):
             assert got == frozenset(choice.kernels or ())
             assert got <= u.kernels
-            asked = choose(u.container, u.codes, cc)  # one choice per container shape is exact
+            asked = choose(u.container, u.codes, cc, f.linker is not None)  # one per container shape is exact
             assert choice == asked or (choice == NOTHING and asked.code in path.dead)
         units, choices = list(f.units), list(path.choices)
         assert facts._needed(units, choices, list(path.given)) == reference_needed(units, choices)

@@ -108,13 +108,14 @@ def test_the_unresolved_call_is_what_makes_the_cubin_not_loadable_alone():
 
 
 @pytest.mark.parametrize("args, rc, codes", [
-    # check counts relocatable code in a file of its own as covering its GPU (paths.choose: the
-    # library links it before loading, as cuSPARSE does): the claim holds, the floor is noted
-    (["--arch", "sm_90", str(SMOKE_BIN / "rdc_ext.fatbin")], 0, ["D002"]),
+    # a bare fatbin has no linker: the cubin the H200 refuses alone (500) covers nothing (G013);
+    # the relocatable cubin that carries what it calls loads (0) and covers its GPU
+    (["--arch", "sm_90", str(SMOKE_BIN / "rdc_ext.fatbin")], 1, ["G013"]),
+    (["--arch", "sm_90", str(SMOKE_BIN / "rdc_self.fatbin")], 0, ["D002"]),
     ([str(SMOKE_BIN / "rdc_ext.fatbin")], 1, ["C001", "D002"]),
     # in __nv_relfatbin, relocatable objects are never coverage
     (["--arch", "sm_80", str(CUDA_BIN / "rdc_b.o")], 1, ["G001", "G006", "G007"]),
-], ids=["ext-claimed", "ext-no-claim", "rdc_b.o"])
+], ids=["ext-claimed", "self-claimed", "ext-no-claim", "rdc_b.o"])
 def test_what_check_reports_for_relocatable_code(capsys, args, rc, codes):
     got = main(["check", "-q", "--format", "json", "--no-config", *args])
     report = json.loads(capsys.readouterr().out)

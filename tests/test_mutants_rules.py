@@ -6,6 +6,8 @@ each case names the real situation it stands for.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from archaudit.artifacts import TargetInventory
 from archaudit.audit import Report, judge
 from archaudit.claims import parse_claim
@@ -95,6 +97,7 @@ def test_every_finding_names_the_library_or_target_it_is_about():
         report(lib(box(amd("gfx90a"), role=HIP), needed=(), path=nested), lib(claims=("8x",), path="e.so"), arch=None,
                require_device_code=("libnone.so",)),
         report(CLEAN, lib(needed=("libcudart.so.12",), path=nested), arch=None, amd_claim=("gfx942",)),
+        report(lib(box(replace(sass("sm_90"), unresolved=("_Z3extv",))), path=nested), arch="90"),
     ]
     seen = set()
     for rep in reports:

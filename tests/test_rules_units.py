@@ -495,13 +495,52 @@ def test_a_clean_library_under_every_switch_produces_no_warning_or_error():
     assert set(codes(rep)) == {"D002", "G008"} and rep.exit_code == 0
 
 
-def test_a_relocatable_cubin_not_loadable_alone_still_covers_its_gpu():
-    """cuSPARSE's kernels for user operators: the cubin for the GPU calls code it does not carry, so
-    cuModuleLoadData refuses it alone (predict: not-loadable-alone), and the library links it first."""
-    linked = Entry("nvidia", SASS, "sm_90", (1, 8), kernels=("_Z2opv",), toolkit=(13, 0), decoded=True,
-                   unresolved=("user_op",))
-    rep = report(lib(box(sass("sm_80", "_Z2opv"), linked)))
-    assert found(rep, "G001") == [] and found(rep, "K001") == [] and rep.exit_code == 0
+UNLINKED = Entry("nvidia", SASS, "sm_90", (1, 8), kernels=("_Z2opv",), toolkit=(13, 0), decoded=True,
+                 unresolved=("user_op",))  # cuModuleLoadData refuses it alone (predict: not-loadable-alone)
+
+
+@pytest.mark.parametrize("evidence", [{"needed": ("libnvJitLink.so.12",)}, {"linkers": ("nvJitLinkCreate",)}],
+                         ids=["needs-nvjitlink", "names-nvjitlink"])
+def test_a_cubin_not_loadable_alone_covers_its_gpu_where_the_library_links_device_code(evidence):
+    """cuSPARSE's kernels for user operators: the library links them with nvJitLink before loading
+    (CUDA 12 NEEDs libnvJitLink.so.12; cuSPARSE 12.9 dlopens libnvJitLink.so.13 and looks up
+    nvJitLinkCreate by name)."""
+    linked = Library("libx.so", 1000, "elf", (box(sass("sm_80", "_Z2opv"), UNLINKED),),
+                     evidence.get("needed", ("libcudart.so.13",)), linkers=evidence.get("linkers", ()))
+    rep = report(linked)
+    assert codes(rep) == ["D002"] and rep.exit_code == 0
+
+
+def test_g013_a_cubin_not_loadable_alone_without_a_linker_covers_nothing():
+    """Without nvJitLink the driver picks the sm_90 cubin on 9.0 and refuses it (CUDA_ERROR_NOT_FOUND):
+    G013 says why, instead of G001's 'no code for 90'; sm_80 still covers 8.0."""
+    f = library_facts(lib(box(sass("sm_80", "_Z2opv"), UNLINKED)), parse_claim("80;90", "--arch"), Policy())
+    (g,) = rules.rule_g013(f)
+    assert (g.code, g.severity, g.get("gpus"), g.get("unresolved"), g.get("kernels")) == (
+        "G013", ERROR, ["90"], ["user_op"], ["_Z2opv"])
+    assert rules.rule_g001(f) == [] and f.missing == ((9, 0),)
+    rep = report(lib(box(sass("sm_80", "_Z2opv"), UNLINKED)))
+    assert codes(rep) == ["G013", "D002"] and rep.exit_code == 1
+
+
+def test_g013_not_for_a_clean_library_nor_where_a_loadable_cubin_is_picked():
+    assert rules.rule_g013(library_facts(CLEAN, parse_claim("80;90", "--arch"), Policy())) == []
+    # on 8.0 the driver picks the sm_80 cubin, which loads: the unlinked sm_90 one is never picked
+    f = library_facts(lib(box(sass("sm_80", "_Z2opv"), UNLINKED)), parse_claim("80", "--arch"), Policy())
+    assert rules.rule_g013(f) == [] and f.missing == ()
+
+
+def test_g013_kernels_of_an_unlinked_container_are_not_reported_again_as_k001():
+    """One cause, one code: a library covering 9.0 through one container, with another whose
+    cubin for 9.0 does not load alone, gets G013 for it and neither G001 nor K001."""
+    rep = report(lib(box(sass("sm_80", "_Z1av"), sass("sm_90", "_Z1av")), box(sass("sm_80", "_Z2opv"), UNLINKED)))
+    assert codes(rep) == ["G013", "D002"] and found(rep, "G013")[0].get("containers") == 1
+
+
+def test_g009_names_code_not_loadable_alone():
+    rep = report(lib(box(UNLINKED)), arch=None, gpus=(("H200", (9, 0)),))
+    (g,) = found(rep, "G009")
+    assert "not loadable alone" in g.message and rep.exit_code == 1
 
 
 def test_on_gpu_is_checks_answer_for_one_gpu():

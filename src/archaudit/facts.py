@@ -119,6 +119,11 @@ class GpuPath:
     dead: tuple[NvCode, ...]  # chosen code that no driver still running this GPU can run
     floor: Floor | None  # the driver floor of what it runs; None when it runs nothing
 
+    @property
+    def unlinked(self) -> tuple[NvCode, ...]:
+        """Chosen cubins the driver refuses alone, in a library that links no device code."""
+        return tuple(c.code for c in self.choices if c.unlinked and c.code is not None)
+
 
 # Architecture names in kernel names: libraries that dispatch on the GPU at run time name
 # their kernels for the architecture they are launched on (cuDNN's sm80_xmma_*, cuBLAS'
@@ -290,7 +295,8 @@ def _kernel_gaps(f: LibraryFacts, gpus: tuple[CC, ...]) -> tuple[KernelGap, ...]
     own unit gives that GPU code in which the kernel was compiled out (the same translation
     unit was built for the GPU, so the source left it out there: "compiled-out"). A unit whose
     code the driver picks for the GPU and cannot compile (PTX whose text targets sm_90a, on
-    10.0: CUDA_ERROR_INVALID_PTX) is never by design: its kernels "fail". Otherwise
+    10.0: CUDA_ERROR_INVALID_PTX) is never by design: its kernels "fail"; one whose cubin for
+    the GPU does not load alone and is linked by nothing (``Choice.unlinked``) is G013's. Otherwise
     the kernel's object was built for fewer architectures than the claim: "fails".
     In a library whose binary shows it picks code by architecture at run time
     (``dispatch_evidence``), a kernel's gap on a GPU the library covers is "dispatch".
@@ -305,7 +311,8 @@ def _kernel_gaps(f: LibraryFacts, gpus: tuple[CC, ...]) -> tuple[KernelGap, ...]
     for i, u in enumerate(f.units):
         if u.identified and (not strict or not u.kernels):
             continue  # judged per kernel below; a unit read whole that defines none launches nothing
-        fails = tuple(label(cc) for cc in judged if f.paths[cc].choices[i].runs == "none")
+        fails = tuple(label(cc) for cc in judged  # code the driver refuses alone is G013's
+                      if f.paths[cc].choices[i].runs == "none" and not f.paths[cc].choices[i].unlinked)
         if fails:
             verdict: Verdict = "specialised" if u.specialised and not strict else "fails"
             names = tuple(sorted(u.kernels)) if u.identified else None
@@ -319,7 +326,11 @@ def _kernel_gaps(f: LibraryFacts, gpus: tuple[CC, ...]) -> tuple[KernelGap, ...]
     for name, homes in f.kernel_homes.items():
         if name not in gapped:
             continue
-        missing = [cc for cc in judged if name in unavailable[cc]]
+        # where a unit defining it gets a cubin the driver refuses alone, G013 reports it
+        missing = [cc for cc in judged if name in unavailable[cc]
+                   and not any(f.paths[cc].choices[i].unlinked for i in homes)]
+        if not missing:
+            continue
         codes = f.kernel_codes(name)
         key = tuple(map(id, codes))  # kernels of one container mostly share their code entries
         if key not in seen:
@@ -388,6 +399,11 @@ class LibraryFacts:
     @property
     def path(self) -> str:
         return self.library.path
+
+    @cached_property
+    def linker(self) -> str | None:
+        """What shows the library links device code at run time (Library.device_linker)."""
+        return self.library.device_linker
 
     @cached_property
     def claimed(self) -> tuple[CC, ...]:
@@ -505,14 +521,17 @@ def library_facts(lib: Library, claim: Claim | None, policy: Policy) -> LibraryF
     runtime = _runtime_floor(lib, policy.driver_os)
     gpus = dict.fromkeys([*(claim.gpus if claim else ()), *(cc for _, cc in policy.gpus)])
     built = _unit_release(tuple(c for u in units for c in u.codes))
-    paths = {cc: _gpu_path(cc, units, runtime, policy.driver_os, built) for cc in gpus}
+    linker = lib.device_linker is not None
+    paths = {cc: _gpu_path(cc, units, runtime, policy.driver_os, built, linker) for cc in gpus}
     return LibraryFacts(lib, claim, policy, tuple(units), tuple(c for u in units for c in u.codes),
                         reloc, amd, stubs_only, runtime, paths)
 
 
-def _gpu_path(gpu: CC, units: list[Unit], runtime: Floor | None, os_name: str, built: CC | None) -> GpuPath:
+def _gpu_path(gpu: CC, units: list[Unit], runtime: Floor | None, os_name: str, built: CC | None,
+              linker: bool = False) -> GpuPath:
     """What ``gpu`` runs from each unit, and the driver floor of the code it uses. ``built``: the
-    newest CUDA release the library's PTX shows, dating cubins that record no toolkit."""
+    newest CUDA release the library's PTX shows, dating cubins that record no toolkit; ``linker``:
+    the library links device code at run time, so a cubin not loadable alone runs."""
     last = arch.last_cuda(gpu)
     memo: dict[int, tuple[Runs, int | None]] = {}  # Unit.shape -> (runs, chosen position)
     choices: list[Choice] = []
@@ -523,7 +542,7 @@ def _gpu_path(gpu: CC, units: list[Unit], runtime: Floor | None, os_name: str, b
     for u in units:
         shape = memo.get(u.shape)
         if shape is None:
-            first = choose(u.container, u.codes, gpu)
+            first = choose(u.container, u.codes, gpu, linker)
             at = None if first.code is None else next(i for i, c in enumerate(u.codes) if c is first.code)
             shape = memo[u.shape] = (first.runs, at)
         choice = NOTHING if shape[1] is None else Choice(shape[0], u.codes[shape[1]])

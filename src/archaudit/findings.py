@@ -207,6 +207,16 @@ _CODES = [
          "stop claiming the GPU.",
          "libcatboost.so on 3.5 (claimed) has only code no driver can run there: compute_35 (PTX ISA "
          "7.8); the last driver for 3.5 GPUs supports CUDA 11.4"),
+    Code("G013", ERROR, "code not loadable alone, and nothing links it",
+         "On a claimed GPU the driver picks a relocatable cubin (-rdc) that calls device code it does "
+         "not carry; cuModuleLoadData refuses it alone (CUDA_ERROR_NOT_FOUND), and nothing in the "
+         "library shows it links device code at run time (nvJitLink linked, dlopened or looked up, as "
+         "cuSPARSE does for user operators). A bare .fatbin or .cubin file has no linker at all.",
+         "Link the device code at build time (nvcc -dlink, or without -rdc), or link it at run time "
+         "with nvJitLink before loading it.",
+         "rdc_ext.fatbin: on 9.0 (claimed) the driver picks, in 1 container, relocatable cubins (-rdc) "
+         "that call _Z10rdc_helperf without carrying it, and nothing in the library links device code at "
+         "run time (no nvJitLink): they do not load alone (CUDA_ERROR_NOT_FOUND)"),
     Code("K001", ERROR, "kernels miss a claimed architecture",
          "One container (one translation unit, which the runtime registers on its own) lacks code "
          "for a claimed architecture that the library as a whole has: its kernels fail there "

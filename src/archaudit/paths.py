@@ -100,6 +100,12 @@ class Choice:
     code: NvCode | None  # the entry it loads; None when nothing runs
 
     @property
+    def unlinked(self) -> bool:
+        """The driver picks a cubin here that it refuses alone (a relocatable object calling code
+        it does not carry), and nothing links it first: the only other "none" with code is PTX."""
+        return self.runs == "none" and self.code is not None and self.code.kind == SASS
+
+    @property
     def kernels(self) -> tuple[str, ...] | None:
         """The kernels this GPU gets from the container: none when nothing loads."""
         return None if self.code is None or self.runs == "none" else self.code.entry.kernels
@@ -110,19 +116,20 @@ NOTHING = Choice("none", None)
 
 # The CUDA release of a driver new enough for any PTX ISA: the floor is judged apart (facts.py).
 _ANY_DRIVER = (99, 9)
-_RUNS: dict[Outcome, Runs] = {Outcome.NATIVE: "native", Outcome.NOT_LOADABLE: "native",
+_RUNS: dict[Outcome, Runs] = {Outcome.NATIVE: "native", Outcome.NOT_LOADABLE: "none",
                               Outcome.JIT: "jit", Outcome.NONE: "none"}
 
 
-def choose(container: Container, codes: tuple[NvCode, ...], gpu: CC) -> Choice:
+def choose(container: Container, codes: tuple[NvCode, ...], gpu: CC, linker: bool = False) -> Choice:
     """The entry of one container the driver loads on ``gpu``, by archaudit.predict (the same
     prediction smoke's device-load checks against the driver).
 
-    A relocatable cubin that is not loadable alone still carries code for the GPU, which the
-    library links before loading (cuSPARSE's kernels for user operators): it covers the GPU."""
+    A relocatable cubin that is not loadable alone (CUDA_ERROR_NOT_FOUND on an H200) runs
+    only where its library links it first (``linker``: cuSPARSE links its kernels for user
+    operators with nvJitLink); otherwise the driver picks it and refuses it (``Choice.unlinked``)."""
     p = predict(container, Gpu(gpu, _ANY_DRIVER, True))
     code = next((c for c in codes if c.entry is p.entry), None)
-    runs = _RUNS[p.outcome]
+    runs = "native" if p.outcome is Outcome.NOT_LOADABLE and linker else _RUNS[p.outcome]
     return Choice(runs, code) if code is not None or runs == "none" else NOTHING
 
 

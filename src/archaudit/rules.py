@@ -196,7 +196,8 @@ def rule_g001(f: LibraryFacts) -> list[Finding]:
         labels = [label(c) for c in f.claimed]
         out.append(_g001(f.path, labels, f.claim.source, [], labels, None))
     elif f.claim is not None and f.codes and not f.specialised:
-        absent = [label(cc) for cc in f.missing if not f.paths[cc].dead]
+        absent = [label(cc) for cc in f.missing if not f.paths[cc].dead  # G012's
+                  and not all(c.unlinked for c in f.paths[cc].choices)]  # G013's
         if absent:
             out.append(_g001(f.path, [label(c) for c in f.claimed], f.claim.source, _present(f.codes), absent,
                              _library_kernels(f)))
@@ -231,6 +232,30 @@ def rule_g012(f: LibraryFacts) -> list[Finding]:
                                            f"CUDA {last[0]}.{last[1]}",
                            gpu=label(cc), dead=sorted({c.label for c in dead}), last_cuda=f"{last[0]}.{last[1]}"))
     return out
+
+
+def rule_g013(f: LibraryFacts) -> list[Finding]:
+    """G013: on a claimed GPU the driver picks a relocatable cubin (-rdc) that calls code it does
+    not carry, which cuModuleLoadData refuses alone (CUDA_ERROR_NOT_FOUND on an H200), and nothing
+    in the library shows it links device code at run time (nvJitLink), as cuSPARSE does."""
+    if f.claim is None:
+        return []
+    gpus = [cc for cc in f.claimed if f.paths[cc].unlinked]
+    if not gpus:
+        return []
+    chosen = {id(c): c for cc in gpus for c in f.paths[cc].unlinked}.values()
+    calls = sorted({s for c in chosen for s in c.entry.unresolved})
+    shown = ", ".join(calls[:KERNELS_SHOWN]) + (f" and {len(calls) - KERNELS_SHOWN} more" if len(calls) > KERNELS_SHOWN
+                                                 else "")
+    units = {i for cc in gpus for i, c in enumerate(f.paths[cc].choices) if c.unlinked}
+    kernels = sorted({k for c in chosen for k in c.entry.kernels or ()})
+    return [finding("G013", f.path, f"{f.path}: on {', '.join(f'{a}.{b}' for a, b in gpus)} (claimed) the driver "
+                                    f"picks, in {len(units)} container{'s' * (len(units) != 1)}, relocatable "
+                                    f"cubins (-rdc) that call {shown} without carrying it, and nothing in the "
+                                    f"library links device code at run time (no nvJitLink): they do not load "
+                                    f"alone (CUDA_ERROR_NOT_FOUND)"
+                                    + (f"; {_kernels_phrase(kernels, 0)} cannot run there" if kernels else ""),
+                    gpus=[label(cc) for cc in gpus], unresolved=calls, containers=len(units), kernels=kernels)]
 
 
 def _dead_phrase(c: NvCode) -> str:
@@ -397,6 +422,8 @@ def _named_gpus(f: LibraryFacts) -> list[Finding]:
             word = {"native": "native", "jit": "only through PTX JIT", "none": "not at all"}[p.runs]
             if p.runs == "none" and p.dead:
                 word += " (its code needs a newer driver than any for this GPU)"
+            elif p.runs == "none" and p.unlinked:
+                word += " (its code for this GPU is not loadable alone, and the library links none)"
             failing = [g for g in f.kernel_gaps_on(cc) if g.verdict == "fails"]
             if failing:
                 n = len({g.name for g in failing if g.name is not None})
@@ -572,6 +599,7 @@ LIBRARY_RULES: tuple[tuple[str, LibraryRule], ...] = (
     ("G007", rule_g007),
     ("G001", rule_g001),
     ("G012", rule_g012),
+    ("G013", rule_g013),
     ("G005", rule_g005),
     ("G002", rule_g002),
     ("G003", rule_g003),
