@@ -101,8 +101,8 @@ class Library:
     embedded_claims: tuple[str, ...] = ()  # arch lists the binary carries about itself
     problems: tuple[Problem, ...] = ()
     notes: tuple[str, ...] = field(default=())  # verbose-only remarks (e.g. a second pass)
-    # Strings naming a run-time device-code linker (nvJitLink: "libnvJitLink.so.13" that it
-    # dlopens, "nvJitLinkCreate" that it looks up): the library links device code before loading it.
+    # Names holding nvJitLinkCreate in its strings (looked up by name in a libnvJitLink it dlopens,
+    # or imported): the library links device code at run time before loading it.
     linkers: tuple[str, ...] = ()
 
     @property

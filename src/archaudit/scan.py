@@ -478,8 +478,8 @@ class Records:
         return at + 1
 
     def linker(self, src: Source, at: int) -> int:
-        """A name holding nvJitLink (a library it dlopens, a function it looks up), as far as the
-        window around the hit holds it: the first few distinct names only."""
+        """A name holding nvJitLinkCreate (looked up by name, or imported), as far as the window
+        around the hit holds it: the first few distinct names only."""
         src.ensure(at + LINKER_WINDOW)
         lo = max(src.base, at - LINKER_WINDOW)
         before = bytes(src.buf[lo - src.base:at - src.base])
@@ -625,10 +625,11 @@ class Records:
 # Short markers cost a slow search over every library; the long one finds PyTorch's gencode
 # string in libtorch_cuda.so, which every CUDA torch wheel ships.
 MARKERS: tuple[bytes, ...] = tuple(m.lstrip(b"\0") for m in embedded_claim_markers() if len(m) >= 16)
-# nvJitLink's name in the strings of a library that links device code at run time: the
-# libnvJitLink.so.13 that cuSPARSE 12.9 dlopens and the nvJitLinkCreate it looks up there (it
-# neither NEEDs nor imports it), CUDA 12's versioned __nvJitLinkCreate_12_* imports.
-LINKER_MARKER = b"nvJitLink"
+# The call every user of nvJitLink makes, in the strings of a library that links device code
+# at run time: the nvJitLinkCreate cuSPARSE 12.9 looks up in the libnvJitLink.so.13 it dlopens
+# (it neither NEEDs nor imports it), CUDA 12's versioned __nvJitLinkCreate_12_* imports. One
+# more needle for read-only data, like the claim markers (its cost: docs/rules.md).
+LINKER_MARKER = b"nvJitLinkCreate"
 LINKER_WINDOW = 64
 LINKERS_KEPT = 4
 _NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.")

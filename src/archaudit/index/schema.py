@@ -62,7 +62,7 @@ CREATE TABLE IF NOT EXISTS libraries (
     embedded_claims TEXT NOT NULL,      -- JSON list
     problems TEXT NOT NULL,             -- JSON [[code, message, offset]]
     notes TEXT NOT NULL,                -- JSON list
-    linkers TEXT NOT NULL,              -- JSON list: names of a run-time device-code linker (nvJitLink)
+    linkers TEXT NOT NULL,              -- JSON list: names holding nvJitLinkCreate (a run-time linker)
     PRIMARY KEY (wheel_id, idx)
 );
 CREATE TABLE IF NOT EXISTS containers (
