@@ -99,10 +99,14 @@ def test_sm90_code_is_native(fixture_report):
 
 
 def test_relocatable_code_that_needs_linking_is_predicted_and_refused(fixture_report):
+    """The driver refuses the container whose cubin calls a function it does not carry (500,
+    JIT on and off, as predicted), and nothing in the library links device code at run time
+    (no nvJitLink): its kernel runs on no GPU, so device-load fails it by check's rule (G013)."""
     r = rows(fixture_report, "device-load")["smoke_cuda/libsmoke_rdc.so"]
-    assert r.status == PASS, r.reason
+    assert r.status == FAIL, r.reason
     assert "3 native SASS, 1 not loadable alone" in r.reason
     assert "not loadable alone: relocatable code that calls _Z10rdc_helperf" in r.reason
+    assert "G013" in r.reason and "rdc_needs_helper" in r.reason and "no nvJitLink" in r.reason
     assert dict(r.details)["answers"] == {"native: 0 / 0": 3, "not-loadable-alone: 500 / 500": 1}
 
 
