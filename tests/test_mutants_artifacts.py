@@ -805,3 +805,25 @@ def test_jobs_readers_read_at_once_never_more(tmp_path, jobs, together):
     if jobs == 1:
         assert watch.threads == {threading.get_ident()}
         assert watch.first_blocks == sorted(watch.first_blocks, reverse=True)
+
+
+@pytest.mark.parametrize("make", ["through-a-file", "name-over-name-max", "link-loop"])
+@pytest.mark.parametrize("suffix", [".whl", ".so"])
+def test_a_target_the_kernel_cannot_resolve_is_e001_exit_2(tmp_path, capsys, empty_tmp, make, suffix):
+    """A target path through a regular file (ENOTDIR), with a name over NAME_MAX
+    (ENAMETOOLONG), or a link loop (ELOOP): nothing can be read, E001, exit 2."""
+    (tmp_path / "libk.so").write_bytes(GOOD)
+    if make == "through-a-file":
+        target = str(tmp_path / "libk.so" / f"x{suffix}")
+    elif make == "name-over-name-max":
+        target = str(tmp_path / ("x" * 300 + suffix))
+    else:
+        target = str(tmp_path / f"loop{suffix}")
+        os.symlink(target, target)
+    before = tree(tmp_path)
+    inv = inventory(target)
+    assert (inv.kind, inv.libraries, inv.unusable) == ("file", (), True)
+    assert problems(inv) == [("E001", "cannot read: no such file")]
+    rc, found = check_json(capsys, target)
+    assert rc == 2 and found == [("E001", f"{target}: cannot read: no such file")]
+    assert tree(tmp_path) == before and list(empty_tmp.iterdir()) == []
