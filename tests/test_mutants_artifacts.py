@@ -827,3 +827,24 @@ def test_a_target_the_kernel_cannot_resolve_is_e001_exit_2(tmp_path, capsys, emp
     rc, found = check_json(capsys, target)
     assert rc == 2 and found == [("E001", f"{target}: cannot read: no such file")]
     assert tree(tmp_path) == before and list(empty_tmp.iterdir()) == []
+
+
+def test_the_archives_hazards_keep_their_code_and_member_and_a_member_chosen_by_content_says_so(tmp_path):
+    """zipread's hazards become the target's problems with their own code, named by member (a
+    zip inside: `outer!inner`); a member whose name is no library's, chosen by its content, is
+    read with the note saying why."""
+    inner = zip_bytes([("../escape.so", GOOD), ("lib/libin.so", GOOD)])
+    p = tmp_path / WHEEL_NAME
+    with zipfile.ZipFile(p, "w") as z:
+        z.writestr("/abs/libx.so", GOOD)
+        z.writestr("demo/kernels.dat", GOOD)
+        z.writestr("demo/bundle.zip", inner)
+    inv = inventory(str(p))
+    assert read_whole(inv) == ["demo/bundle.zip!lib/libin.so", "demo/kernels.dat"]
+    assert sorted(problems(inv)) == [
+        ("E003", "/abs/libx.so: absolute member path"),
+        ("E003", "demo/bundle.zip!../escape.so: member path escapes the archive ('..')"),
+    ]
+    notes = {lib.path: lib.notes for lib in inv.libraries}
+    assert notes == {"demo/bundle.zip!lib/libin.so": (), "demo/kernels.dat": (
+        "named 'kernels.dat', which no search by file name picks: read because its content is an ELF file",)}
