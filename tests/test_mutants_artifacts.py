@@ -848,3 +848,45 @@ def test_the_archives_hazards_keep_their_code_and_member_and_a_member_chosen_by_
     notes = {lib.path: lib.notes for lib in inv.libraries}
     assert notes == {"demo/bundle.zip!lib/libin.so": (), "demo/kernels.dat": (
         "named 'kernels.dat', which no search by file name picks: read because its content is an ELF file",)}
+
+
+def archive(path: Path, **kw):
+    """archive_inventory of a wheel on disk, read through a read_at and an opener as the index's
+    range reads do."""
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        return artifacts.archive_inventory(path.name, size, lambda at, n: os.pread(f.fileno(), n, at),
+                                           lambda: open(path, "rb"), jobs=1, decode=True, **kw)
+
+
+def test_an_archive_read_through_ranges_reports_as_a_wheel_on_disk_does(tmp_path):
+    """The index's inventory of one wheel: the malformed archive (E002, unusable), the wheel with
+    more libraries than the bound (E003, none read, still a wheel of its distribution) and the
+    sound one (what `keep` accepts, read whole; `on_members` told where the members lie), each
+    with every field a report reads."""
+    (tmp_path / "bad").mkdir()
+    bad = tmp_path / "bad" / WHEEL_NAME
+    bad.write_bytes(b"not a zip at all" * 10)
+    inv = archive(bad)
+    assert (inv.target, inv.kind, inv.libraries, inv.unusable) == (WHEEL_NAME, "wheel", (), True)
+    assert [c for c, _ in problems(inv)] == ["E002"] and problems(inv)[0][1].startswith("malformed archive: ")
+
+    (tmp_path / "many").mkdir()
+    many = wheel(tmp_path / "many" / WHEEL_NAME, [(f"demo/lib{i}.so", b"x") for i in range(MAX_LIBRARIES + 1)])
+    inv = archive(many)
+    assert (inv.target, inv.kind, inv.libraries, inv.unusable, inv.bytes_read, inv.distribution) == (
+        WHEEL_NAME, "wheel", (), False, 0, "demo-1.0")
+    assert problems(inv) == [("E003", f"more than {MAX_LIBRARIES} members are libraries or device code, more "
+                                      f"than any real wheel holds: none is read")]
+    assert isinstance(inv.seconds, float) and 0 <= inv.seconds < 60
+
+    (tmp_path / "good").mkdir()
+    good = wheel(tmp_path / "good" / WHEEL_NAME, [("demo/libk.so", GOOD), ("demo/libskip.so", GOOD)])
+    told: list[list[str]] = []
+    inv = archive(good, keep=lambda name: name != "demo/libskip.so", on_members=lambda ms: told.append(
+        sorted(m.name for m in ms)))
+    assert (inv.target, inv.kind, inv.unusable, inv.bytes_read, inv.distribution) == (
+        WHEEL_NAME, "wheel", False, len(GOOD), "demo-1.0")
+    assert read_whole(inv) == ["demo/libk.so"] and problems(inv) == []
+    assert isinstance(inv.seconds, float) and 0 <= inv.seconds < 60
+    assert told == [["demo/libk.so", "demo/libskip.so"]]
