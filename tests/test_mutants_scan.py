@@ -1021,3 +1021,13 @@ def test_an_amd_object_file_without_segments_is_searched_for_bundles():
     assert [(c.vendor, c.section, c.offset, [(e.target, tuple(sorted(e.kernels))) for e in c.entries])
             for c in lib.containers] == [("amd", ".hip_fatbin", 0x1000, [("gfx90a", kernels)])]
     assert lib.format == "elf" and not lib.problems
+
+
+def test_a_bundle_header_cut_by_the_end_of_the_file_far_into_it_is_truncated():
+    """A plain bundle's header cut 100 bytes in, 4.4 MB into a bare file (past MAX_HEADER): the
+    bytes left are counted from the bundle, not from the file's start, so it is truncated
+    (E030), not a header too long to complete (E032)."""
+    at = len(PLAIN) + 4_400_000
+    lib = read("k.hipfb", PLAIN + b"\0" * 4_400_000 + PLAIN[:100], max_payload=1 << 16)
+    assert [c.offset for c in lib.containers] == [0]
+    assert problems(lib) == [("E030", f"HIP bundle at 0x{at:x}: E030: bundle is truncated", at)]
