@@ -8,6 +8,7 @@ so a cross-check can never vanish because an install step failed.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import pytest
 
@@ -27,3 +28,14 @@ def missing_tool(tool: str, why: str = "not installed") -> None:
     if in_ci():
         pytest.fail(message + " (CI must install it: see .ci/run)")
     pytest.skip(message)
+
+
+def speedups() -> Any:
+    """archaudit's compiled speedups (archaudit._speedups), which the tests of the compiled path
+    need like a reference tool: where the install could not build them (no C compiler) the test
+    skips, and in CI, whose install must build them, it fails."""
+    from archaudit import native
+
+    if native.built is None:
+        missing_tool("archaudit._speedups", "the compiled speedups were not built (no C compiler at install)")
+    return native.built

@@ -29,7 +29,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from archaudit import elf, fatbin, native, scan
 from archaudit.elf import ElfError
 from archaudit.fatbin import FatbinError
-from reference_tools import missing_tool
+from reference_tools import missing_tool, speedups
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -37,10 +37,7 @@ SOURCE = ROOT / "src" / "archaudit" / "_speedups.c"
 MAGIC = struct.pack("<I", 0xBA55ED50)
 
 
-def compiled():  # the module, or a skip (a failure in CI, whose install must build it)
-    if native.built is None:
-        missing_tool("archaudit._speedups", "the compiled speedups were not built (no C compiler at install)")
-    return native.built
+compiled = speedups  # the module, or a skip (a failure in CI, whose install must build it)
 
 
 @cache
