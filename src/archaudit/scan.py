@@ -244,7 +244,7 @@ _MEMMEM = _libc_memmem()
 _REQUIRED_AFTER: dict[bytes, bytes] = {fatbin.MAGIC: fatbin.CONTAINER_MAGIC_TAIL}
 
 
-_FIND = None if native.active is None else native.active.find
+_FIND: Callable[[Haystack, bytes, int, int], int] | None = None if native.active is None else native.active.find
 
 
 def find_bytes(buf: Haystack, needle: bytes, start: int, stop: int) -> int:
@@ -253,7 +253,7 @@ def find_bytes(buf: Haystack, needle: bytes, start: int, stop: int) -> int:
     stop = min(stop, len(buf))
     start = max(start, 0)
     if _FIND is not None:
-        return _FIND(buf, needle, start, stop) if start <= stop else -1
+        return _FIND(buf, needle, start, stop)
     if _MEMMEM is None or stop - start < MEMMEM_MIN:
         return buf.find(needle, start, stop)
     if isinstance(buf, bytes):
