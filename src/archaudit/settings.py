@@ -218,7 +218,7 @@ def policy(args: argparse.Namespace, cfg: Config, amd_claim: tuple[str, ...], am
         gpus=nvidia, amd_gpus=amd,
         select=select, ignore=ignore, ignore_rules=tuple(rules),
         require_device_code=tuple(cfg.get("require-device-code", [])),
-        amd_claim=amd_claim, amd_claim_source=amd_source,
+        amd_claim=amd_claim, amd_claim_source=amd_source, config=cfg.path,
     )
 
 
