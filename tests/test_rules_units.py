@@ -27,7 +27,7 @@ from archaudit.model import (
     Library,
     Problem,
 )
-from archaudit.policy import Policy
+from archaudit.policy import AmdGpu, Policy
 
 # ---- hand-built inputs -------------------------------------------------------------------------
 
@@ -421,7 +421,7 @@ def test_g008_g009_named_gpus():
 
 def test_g008_g009_named_amd_gpus():
     rep = report(lib(box(amd("gfx942"), role=HIP)), arch=None, amd_claim=("gfx942",),
-                 amd_gpus=(("MI300X", "gfx942"), ("MI250X", "gfx90a")))
+                 amd_gpus=(AmdGpu("MI300X", "gfx942"), AmdGpu("MI250X", "gfx90a")))
     assert [(f.code, f.get("gpu")) for f in rep.findings if f.code in ("G008", "G009")] == [
         ("G008", "MI300X"), ("G009", "MI250X")]
 
@@ -576,7 +576,7 @@ def test_g006_relocatable_code_alone_is_not_loadable():
 
 
 def test_c001_not_for_amd_code_asked_about_by_gpu():
-    rep = report(lib(box(amd("gfx942"), role=HIP), needed=()), arch=None, amd_gpus=(("MI300X", "gfx942"),))
+    rep = report(lib(box(amd("gfx942"), role=HIP), needed=()), arch=None, amd_gpus=(AmdGpu("MI300X", "gfx942"),))
     assert found(rep, "C001") == [] and found(rep, "G008")
 
 

@@ -20,7 +20,7 @@ from .findings import ERROR, INFO, WARNING, Finding
 from .model import DEVICE_LINK, PTX, RELOCATABLE, SASS, Coverage, Library, Status
 from .paths import parse_target
 from .policy import Policy, for_target
-from .rules import TargetFacts, amd_covers, demangle, finding, judge_library_rules, judge_target_rules
+from .rules import TargetFacts, amd_missing, demangle, finding, judge_library_rules, judge_target_rules
 
 SCHEMA_VERSION = 1
 
@@ -111,8 +111,7 @@ def _verdict(f: LibraryFacts, findings: list[Finding]) -> LibraryVerdict:
         status = "specialised"
     coverage = [(label(cc), how) for cc, how in f.coverage] if f.codes and not f.specialised else []
     if f.amd and f.policy.amd_claim:
-        targets = sorted({e.target for e in f.amd})
-        coverage += [(want, "native" if amd_covers(targets, want) else "none") for want in f.policy.amd_claim]
+        coverage += [(want, "none" if amd_missing(f, want) else "native") for want in f.policy.amd_claim]
     floor = f.floor if f.codes else None
     floor_out = (floor.cuda_text, floor.driver or "unknown") if floor is not None else None
     own = sum(1 for u in f.units if u.container.role != DEVICE_LINK or u.kernels)  # unread dlinks: not shown

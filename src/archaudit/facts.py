@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import cache, cached_property, lru_cache
 from typing import Literal
 
-from . import arch
+from . import arch, rocm
 from .claims import Claim
 from .model import CODE_OBJECT, DEVICE_LINK, PTX, RELOCATABLE, SASS, Container, Entry, Library
 from .paths import NOTHING, Choice, NvCode, Runs, choose, nv_codes
@@ -406,6 +406,22 @@ class LibraryFacts:
         return self.library.device_linker
 
     @cached_property
+    def amd_modules(self) -> tuple[Container, ...]:
+        """The library's AMD modules (bundles, bare code objects), each looked up on its own."""
+        return rocm.modules(self.library)
+
+    @cached_property
+    def _amd_paths(self) -> dict[str, rocm.AmdPath]:
+        return {}
+
+    def amd_path(self, gpu: str) -> rocm.AmdPath:
+        """What a concrete AMD GPU setting (gfx90a:sramecc+:xnack-) runs of the library."""
+        known = self._amd_paths.get(gpu)
+        if known is None:
+            known = self._amd_paths[gpu] = rocm.path(self.amd_modules, gpu)
+        return known
+
+    @cached_property
     def claimed(self) -> tuple[CC, ...]:
         return self.claim.gpus if self.claim is not None else ()
 
@@ -419,7 +435,7 @@ class LibraryFacts:
         sass = sorted({c.effective for c in self.codes if c.kind == SASS})
         ptx = sorted({c.effective for c in self.codes if c.kind == PTX})
         return tuple([t.sm for t in sass] + [t.compute for t in ptx]
-                     + sorted({e.target for e in self.amd}))
+                     + sorted({rocm.judged_target(e) for e in self.amd}))
 
     @cached_property
     def coverage(self) -> tuple[tuple[CC, Runs], ...]:

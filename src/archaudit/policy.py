@@ -23,6 +23,10 @@ class AmdGpu(NamedTuple):
 
     name: str
     target: str  # gfx target ID
+    # The concrete setting the GPU is judged in (gfx90a:sramecc+:xnack-): a catalog GPU as it
+    # ships, or a target ID that names every setting; "" when archaudit cannot tell.
+    ships: str = ""
+    switch: tuple[tuple[str, str], ...] = ()  # what changes a setting ("xnack", "HSA_XNACK=1")
 
 
 @dataclass(frozen=True, slots=True)
