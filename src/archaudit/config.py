@@ -16,7 +16,7 @@ from typing import Any, Literal, get_args
 from .errors import UsageError
 
 # The report formats and detail levels, for the config's keys and the flags alike.
-Format = Literal["text", "json", "markdown", "github", "junit"]
+Format = Literal["text", "json", "markdown", "github", "junit", "sarif"]
 Detail = Literal["libraries", "containers", "kernels"]
 FORMATS: tuple[Format, ...] = get_args(Format)
 DETAILS: tuple[Detail, ...] = get_args(Detail)
