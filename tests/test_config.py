@@ -117,6 +117,7 @@ def test_a_whole_code_over_every_library_needs_no_reason(project):
     ("github", "; config {path}"),
     ("junit", '<property name="config" value="{path}" />'),
     ("json", '"config": "{path}"'),
+    ("sarif", '"config": "{path}"'),
 ])
 def test_every_format_names_the_config_file(project, fmt, expect):
     path = write(project, '[tool.archaudit]\ncuda-archs = "80;90"\nignore = ["G001"]\n')

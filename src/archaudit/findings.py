@@ -187,20 +187,6 @@ _CODES = [
          "With --gpu, a library carries device code but none runs on that GPU.",
          "Build for that GPU's architecture (or PTX of an older one).",
          "libfoo.so on RTX 5090 (12.0): not at all"),
-    Code("G014", WARNING, "AMD code object more specific than its bundle id",
-         "A code object's own xnack/sramecc setting (ELF e_flags) is one its bundle id leaves open. ROCm "
-         "selects the entry by its id on either setting and its loader refuses the code object on the "
-         "other, so archaudit judges the code object as built.",
-         "Bundle the code object under the id it was built for (--offload-arch=gfx90a:xnack+), or build it "
-         "without the setting.",
-         "libfoo.so: 1 bundle entry says less than its code object: hipv4-amdgcn-amd-amdhsa--gfx90a holds "
-         "a code object built for gfx90a:xnack+; judged as built"),
-    Code("G015", WARNING, "AMD bundle entries HIP never selects",
-         "A bundle entry whose offload kind is not hip or hipv4 (an OpenMP entry), or whose id is not "
-         "spelt as comgr compares it (lower case), is never selected by HIP's code object lookup; it "
-         "counts for no GPU.",
-         "Bundle HIP code as hipv4-amdgcn-amd-amdhsa--<target> (what clang's HIP driver writes).",
-         "libfoo.so: HIP never selects 1 bundle entry (openmp-amdgcn-amd-amdhsa--gfx90a): ..."),
     Code("G010", INFO, "device code without kernels",
          "The library's only device code is nvlink's kernel-less device-link stubs (a library with "
          "no device code of its own): nothing in it can be launched, so there is no coverage to "
@@ -231,6 +217,20 @@ _CODES = [
          "rdc_ext.fatbin: on 9.0 (claimed) the driver picks, in 1 container, relocatable cubins (-rdc) "
          "that call _Z10rdc_helperf without carrying it, and nothing in the library links device code at "
          "run time (no nvJitLink): they do not load alone (CUDA_ERROR_NOT_FOUND)"),
+    Code("G014", WARNING, "AMD code object more specific than its bundle id",
+         "A code object's own xnack/sramecc setting (ELF e_flags) is one its bundle id leaves open. ROCm "
+         "selects the entry by its id on either setting and its loader refuses the code object on the "
+         "other, so archaudit judges the code object as built.",
+         "Bundle the code object under the id it was built for (--offload-arch=gfx90a:xnack+), or build it "
+         "without the setting.",
+         "libfoo.so: 1 bundle entry says less than its code object: hipv4-amdgcn-amd-amdhsa--gfx90a holds "
+         "a code object built for gfx90a:xnack+; judged as built"),
+    Code("G015", WARNING, "AMD bundle entries HIP never selects",
+         "A bundle entry whose offload kind is not hip or hipv4 (an OpenMP entry), or whose id is not "
+         "spelt as comgr compares it (lower case), is never selected by HIP's code object lookup; it "
+         "counts for no GPU.",
+         "Bundle HIP code as hipv4-amdgcn-amd-amdhsa--<target> (what clang's HIP driver writes).",
+         "libfoo.so: HIP never selects 1 bundle entry (openmp-amdgcn-amd-amdhsa--gfx90a): ..."),
     Code("K001", ERROR, "kernels miss a claimed architecture",
          "One container (one translation unit, which the runtime registers on its own) lacks code "
          "for a claimed architecture that the library as a whole has: its kernels fail there "
