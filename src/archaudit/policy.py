@@ -44,6 +44,7 @@ class Policy:
     require_device_code: tuple[str, ...] = ()  # globs of libraries that must carry device code
     amd_claim: tuple[str, ...] = ()
     amd_claim_source: str = ""
+    config: str | None = None  # the pyproject.toml read ([tool.archaudit]), named in every report
 
 
 def wheel_driver_os(target: str) -> Literal["linux", "windows"] | None:

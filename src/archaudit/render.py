@@ -64,6 +64,8 @@ def render_text(report: Report, *, detail: str = "libraries", verbose: bool = Fa
                                   amd=report.policy.amd_claim, amd_source=report.policy.amd_claim_source,
                                   hidden=suppressed_in(report, t)))
         lines.append("")
+    if report.policy.config is not None:
+        lines.append(f"config: {report.policy.config} [tool.archaudit]")
     if len(report.targets) > 1:
         bad = sum(1 for t in report.targets if any(f.severity == ERROR for f in t.findings) or t.unusable)
         lines.append(f"{MARK[ERROR] if bad else '✓'} {len(report.targets) - bad} of {len(report.targets)} "
@@ -356,6 +358,7 @@ def to_dict(report: Report, *, detail: str = "libraries", timings: bool = True) 
         "tool_version": report.tool_version,
         "exit_code": report.exit_code,
         "passed": report.passed,
+        "config": report.policy.config,
         "targets": [_target_json(t, detail, timings) for t in report.targets],
         "suppressed": [_suppressed_json(s) for s in report.suppressed],
     }

@@ -29,6 +29,7 @@ class Output:
 
     format: Format = "text"
     path: str | None = None  # None: standard output
+    docs_url: str | None = None  # where docs/codes.md is published: SARIF rules' helpUri
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +73,7 @@ def output(args: argparse.Namespace, cfg: Config, formats: Sequence[str] = FORMA
     fmt = getattr(args, "format", None)
     if fmt is None:
         fmt = cfg.get("format", "text") if cfg.get("format", "text") in formats else "text"
-    return Output(cast(Format, fmt), getattr(args, "output", None))
+    return Output(cast(Format, fmt), getattr(args, "output", None), getattr(args, "docs_url", None))
 
 
 # ---- claims ----
@@ -218,7 +219,7 @@ def policy(args: argparse.Namespace, cfg: Config, amd_claim: tuple[str, ...], am
         gpus=nvidia, amd_gpus=amd,
         select=select, ignore=ignore, ignore_rules=tuple(rules),
         require_device_code=tuple(cfg.get("require-device-code", [])),
-        amd_claim=amd_claim, amd_claim_source=amd_source,
+        amd_claim=amd_claim, amd_claim_source=amd_source, config=cfg.path,
     )
 
 
