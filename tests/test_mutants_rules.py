@@ -104,6 +104,7 @@ def test_every_finding_names_the_library_or_target_it_is_about():
                        Entry("amd", CODE_OBJECT, "gfx942", identifier="openmp-amdgcn-amd-amdhsa--gfx942",
                              kernels=("k",), decoded=True, own_target="gfx942"), role=HIP), needed=(), path=nested),
                arch=None, amd_claim=("gfx90a:xnack+",)),
+        report(lib(box(sass("sm_80", "_Z4workv")), box(sass("sm_90", "_Z4workv")), path=nested), arch="80;90"),
     ]
     seen = set()
     for rep in reports:
@@ -282,8 +283,9 @@ def test_k002_k003_name_what_the_kernels_carry():
     assert [whole(f) for f in rep.findings if f.code in ("K002", "K003")] == [
         ("K002", INFO, "libx.so", "libx.so: 1 kernel (hopper) are specialised for sm_90a",
          {"kernels": ["_Z6hopperv"], "carried": ["sm_90a"]}),
-        ("K003", INFO, "libx.so", "libx.so: 1 kernel (sm80_gemm) carry code only for sm_80, not for sm_90: their "
-                                  "names say the architecture they are for",
+        ("K003", INFO, "libx.so", "libx.so: 1 kernel (sm80_gemm) carry code only for sm_80, not for sm_90: each "
+                                  "one's own name names the architecture its code is for, and its code is for "
+                                  "nothing else",
          {"kernels": ["sm80_gemm"], "carried": ["sm_80"], "fails": ["90"], "reason": "named"}),
     ]
 
