@@ -98,6 +98,7 @@ def test_every_finding_names_the_library_or_target_it_is_about():
                require_device_code=("libnone.so",)),
         report(CLEAN, lib(needed=("libcudart.so.12",), path=nested), arch=None, amd_claim=("gfx942",)),
         report(lib(box(replace(sass("sm_90"), unresolved=("_Z3extv",))), path=nested), arch="90"),
+        report(lib(box(sass("sm_80", "_Z4workv")), box(sass("sm_90", "_Z4workv")), path=nested), arch="80;90"),
     ]
     seen = set()
     for rep in reports:
@@ -266,8 +267,9 @@ def test_k002_k003_name_what_the_kernels_carry():
     assert [whole(f) for f in rep.findings if f.code in ("K002", "K003")] == [
         ("K002", INFO, "libx.so", "libx.so: 1 kernel (hopper) are specialised for sm_90a",
          {"kernels": ["_Z6hopperv"], "carried": ["sm_90a"]}),
-        ("K003", INFO, "libx.so", "libx.so: 1 kernel (sm80_gemm) carry code only for sm_80, not for sm_90: their "
-                                  "names say the architecture they are for",
+        ("K003", INFO, "libx.so", "libx.so: 1 kernel (sm80_gemm) carry code only for sm_80, not for sm_90: each "
+                                  "one's own name names the architecture its code is for, and its code is for "
+                                  "nothing else",
          {"kernels": ["sm80_gemm"], "carried": ["sm_80"], "fails": ["90"], "reason": "named"}),
     ]
 

@@ -335,25 +335,72 @@ def rule_k002(f: LibraryFacts) -> list[Finding]:
 
 
 def rule_k003(f: LibraryFacts) -> list[Finding]:
-    """K003: kernels a claimed GPU cannot launch by design, as the binary shows: named for an
-    architecture, compiled out of their own container's code for that GPU, or in a library
-    whose binary shows it picks code by architecture (see LibraryFacts.dispatch_evidence)."""
+    """K003: kernels a claimed GPU cannot launch by design, as the binary shows for each kernel in
+    its own container: its name names the architecture its code there is for, or it was compiled
+    out of its own container's code for that GPU."""
     out = []
-    for why in ("named", "compiled-out", "dispatch"):
+    for why in ("named", "compiled-out"):
         gaps = [(g.carried, g.fails, g.name, g.units) for g in f.kernel_gaps if g.verdict == why]
         for g in _groups(gaps):
             if why == "named":
-                reason = "their names say the architecture they are for"
-            elif why == "compiled-out":
+                reason = ("each one's own name names the architecture its code is for, and its code is for "
+                          "nothing else")
+            else:
                 reason = "their own containers' code for these GPUs leaves them out"
-            else:  # the evidence is asked for only here: it reads every kernel name of the library
-                reason = f"the library picks code by architecture ({f.dispatch_evidence})"
             out.append(finding("K003", f.path, f"{f.path}: {_kernels_phrase(g.names, g.containers)} carry code only "
                                                f"for {', '.join(g.carried)}, not for "
                                                f"{', '.join('sm_' + x for x in g.fails)}: {reason}",
                                kernels=list(g.names or ()), carried=list(g.carried), fails=list(g.fails),
                                reason=why))
     return out
+
+
+def container_name(f: LibraryFacts, unit: int) -> str:
+    """One container of a library as a reader can find it: its offset and section."""
+    c = f.units[unit].container
+    return f"0x{c.offset:x}" + (f" ({c.section})" if c.section else "")
+
+
+def rule_k004(f: LibraryFacts) -> list[Finding]:
+    """K004: a container's kernels lack code for a claimed GPU that only another container gives
+    the same names. The runtime launches each container's kernels from its own module, so this
+    is a crash unless the host picks the container by architecture; the binary cannot say which
+    (onnxruntime's sm_80-only 4-bit GEMM translation unit, curand's single-architecture
+    containers: a deliberate dispatch; two objects instantiating one template: a crash). Fail
+    closed, naming what to record. One finding per (carried, fails), like K001."""
+    names: dict[tuple[tuple[str, ...], tuple[str, ...]], set[str]] = defaultdict(set)
+    units: dict[tuple[tuple[str, ...], tuple[str, ...]], set[int]] = defaultdict(set)
+    others: dict[tuple[tuple[str, ...], tuple[str, ...]], set[int]] = defaultdict(set)
+    for g in f.kernel_gaps:
+        if g.verdict == "elsewhere" and g.name is not None:
+            key = (g.carried, g.fails)
+            names[key].add(g.name)
+            units[key] |= g.units
+            others[key].update(g.elsewhere)
+    out = []
+    for key in sorted(names, key=lambda k: (-len(names[k]), k)):
+        carried, fails = key
+        mine = [container_name(f, i) for i in sorted(units[key])]
+        theirs = [container_name(f, j) for j in sorted(others[key] - units[key])] or \
+            [container_name(f, j) for j in sorted(others[key])]
+        out.append(finding(
+            "K004", f.path,
+            f"{f.path}: {_kernels_phrase(sorted(names[key]), 0)} of container{'s' * (len(mine) != 1)} "
+            f"{_first(mine)} carry code only for {', '.join(carried)}; on {', '.join('sm_' + x for x in fails)} "
+            f"(claimed) only container{'s' * (len(theirs) != 1)} {_first(theirs)} "
+            f"carr{'ies' if len(theirs) == 1 else 'y'} "
+            f"kernels of the same names. The runtime launches each container's kernels from its own module, and "
+            f"nothing in the binary shows the host picks the container by architecture: if it does, record it with "
+            f"[[tool.archaudit.ignore-library]] code = \"K004\", library = \"{f.path}\", reason = where the project "
+            f"documents the dispatch",
+            kernels=sorted(names[key]), containers=mine, carried=list(carried), fails=list(fails), elsewhere=theirs))
+    return out
+
+
+def _first(items: list[str]) -> str:
+    """The first few of a list, and how many more."""
+    more = len(items) - KERNELS_SHOWN
+    return ", ".join(items[:KERNELS_SHOWN]) + (f" and {more} more" if more > 0 else "")
 
 
 def rule_d002(f: LibraryFacts) -> list[Finding]:
@@ -424,7 +471,7 @@ def _named_gpus(f: LibraryFacts) -> list[Finding]:
                 word += " (its code needs a newer driver than any for this GPU)"
             elif p.runs == "none" and p.unlinked:
                 word += " (its code for this GPU is not loadable alone, and the library links none)"
-            failing = [g for g in f.kernel_gaps_on(cc) if g.verdict == "fails"]
+            failing = [g for g in f.kernel_gaps_on(cc) if g.verdict in ("fails", "elsewhere")]
             if failing:
                 n = len({g.name for g in failing if g.name is not None})
                 units = len({i for g in failing for i in g.units})
@@ -608,6 +655,7 @@ LIBRARY_RULES: tuple[tuple[str, LibraryRule], ...] = (
     ("K001", rule_k001),
     ("K002", rule_k002),
     ("K003", rule_k003),
+    ("K004", rule_k004),
     ("D002", rule_d002),
     ("D001", rule_d001),
     ("G008", rule_g008),
