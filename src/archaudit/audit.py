@@ -129,9 +129,28 @@ def _embedded_claim(inv: TargetInventory) -> tuple[Claim | None, Finding | None]
     return None, None
 
 
+def _without_data(inv: TargetInventory, policy: Policy) -> tuple[TargetInventory, list[Finding]]:
+    """The inventory less the libraries a [[tool.archaudit.data]] entry names, and an X002 for
+    each member left out (one per nested wheel, not per library in it)."""
+    if not policy.data:
+        return inv, []
+    kept: list[Library] = []
+    notes: dict[str, Finding] = {}
+    for lib in inv.libraries:
+        entry = next((d for d in policy.data if d.matches(lib.path)), None)
+        if entry is None:
+            kept.append(lib)
+            continue
+        member = lib.path.split("!")[0]
+        notes.setdefault(member, finding("X002", member, f"{member}: data, not judged ({entry.reason}; "
+                                                          f"[tool.archaudit] data {entry.member})"))
+    return replace(inv, libraries=tuple(kept)), list(notes.values())
+
+
 def judge(inv: TargetInventory, claim: Claim | None, policy: Policy) -> TargetReport:
     """Judge one target: every library's facts once, every rule once."""
     policy = for_target(policy, inv.target, inv.kind)
+    inv, data = _without_data(inv, policy)
     embedded, bad = _embedded_claim(inv)
     judged_by = claim if claim is not None else embedded
     facts = tuple(library_facts(lib, judged_by, policy) for lib in inv.libraries)
@@ -148,6 +167,7 @@ def judge(inv: TargetInventory, claim: Claim | None, policy: Policy) -> TargetRe
             per_library[paths[x.subject]].append(x)
         else:
             tail.append(x)
+    tail += data
     verdicts = tuple(_verdict(f, found) for f, found in zip(facts, per_library))
     findings = head + [x for found in per_library for x in found] + tail
     return TargetReport(inv.target, inv.kind, inv.distribution, target.gpu_wheel, judged_by, verdicts,

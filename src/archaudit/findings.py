@@ -286,6 +286,13 @@ _CODES = [
          "An ignore entry in [tool.archaudit] no longer matches any finding.",
          "Delete the entry.",
          "ignore entry G001 for libold.so matches nothing"),
+    Code("X002", INFO, "data member, not judged",
+         "A [[tool.archaudit.data]] entry says this wheel member is data that nothing loads as a library "
+         "(a wheel shipped for a tool to read, a test fixture), with the publisher's reason; its libraries "
+         "are left out of the verdict.",
+         "Nothing, while the reason holds; delete the entry when the member becomes code that is loaded.",
+         "archaudit/examples/gpu_example-1.0-py3-none-linux_x86_64.whl: data, not judged (the example "
+         "wheel `check --example` reads)"),
 ]
 
 CODES: dict[str, Code] = {c.code: c for c in _CODES}

@@ -731,8 +731,9 @@ TargetRule = Callable[[TargetFacts], list[Finding]]
 READER_CODES = tuple(c for c in CODES if c.startswith("E"))
 """Codes the readers produce (archaudit.model.Problem); the rule layer passes them through."""
 
-OTHER_CODES = ("X001",)
-"""Codes produced after judgement, by the filters (archaudit.audit.apply_filters)."""
+OTHER_CODES = ("X001", "X002")
+"""Codes produced by the configuration around judgement: the filters' stale entries
+(archaudit.audit.apply_filters) and the data members left out (archaudit.audit.judge)."""
 
 LIBRARY_RULES: tuple[tuple[str, LibraryRule], ...] = (
     ("E*", rule_reader_problems),

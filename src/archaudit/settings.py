@@ -19,7 +19,7 @@ from .claims import Claim, parse_claim
 from .config import DETAILS, FORMATS, Config, Detail, Format
 from .errors import UsageError
 from .filters import IgnoreRule, parse_patterns
-from .policy import AmdGpu, NvidiaGpu, Policy
+from .policy import AmdGpu, DataMember, NvidiaGpu, Policy
 from .scan import DEFAULT_MAX_PAYLOAD
 
 
@@ -223,6 +223,7 @@ def policy(args: argparse.Namespace, cfg: Config, amd_claim: tuple[str, ...], am
         gpus=nvidia, amd_gpus=amd,
         select=select, ignore=ignore, ignore_rules=tuple(rules),
         require_device_code=tuple(cfg.get("require-device-code", [])),
+        data=tuple(DataMember(d["member"], d["reason"]) for d in cfg.get("data", [])),
         amd_claim=amd_claim, amd_claim_source=amd_source, config=cfg.path,
     )
 
