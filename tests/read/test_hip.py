@@ -97,6 +97,7 @@ def test_fixture_agrees_with_reference(path):
                 t, rt = gfx.parse_target(e.target), gfx.parse_target(r.target)
                 assert t.processor == rt.processor
                 assert all(rt.feature(n) == v for n, v in t.features)
+                assert e.own_target == r.target  # the code object's own target, as llvm-readelf reads it
                 assert set(e.kernels) == r.kernels
 
 

@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ..findings import CODES, ERROR, INFO, WARNING, Finding
+from ..judge import rocm
 from ..judge.audit import LibraryVerdict, Report, TargetReport, _label
 from ..judge.filters import Suppression
-from ..model import Container
+from ..model import Container, Entry
 
 MARK = {ERROR: "✗", WARNING: "!", INFO: "·"}
 QUIET_INFO = {"D002"}  # summarised once per target instead of per library
@@ -317,13 +318,21 @@ def _entry_order(kind_target: str) -> tuple[int, int, str]:
     return ({"sass": 0, "ptx": 1}.get(kind, 2), int(digits or 0), target)
 
 
+def _amd_label(e: Entry) -> str:
+    """An AMD entry as ROCm judges it: its code object's own target where that is more specific
+    than the bundle id, and whether HIP selects it at all."""
+    text = rocm.judged_target(e) + (f"(id {e.target})" if rocm.disagrees(e) else "")
+    return text if rocm.hip_reads(e) else f"{text}(never selected: {e.identifier.split('-', 1)[0] or 'id'})"
+
+
 def _containers_text(t: TargetReport, path: str, detail: str) -> list[str]:
     lib = next((lib for lib in t.inventory.libraries if lib.path == path), None) if t.inventory else None
     if lib is None:
         return []
     groups: dict[tuple[str, tuple[str, ...]], list[Container]] = {}
     for c in lib.containers:
-        key = (c.role, tuple(sorted({f"{e.kind}:{e.target}" for e in c.entries}, key=_entry_order)))
+        key = (c.role, tuple(sorted({f"{e.kind}:{_amd_label(e) if e.vendor == 'amd' else e.target}"
+                                     for e in c.entries}, key=_entry_order)))
         groups.setdefault(key, []).append(c)
     out = []
     for (role, targets), cs in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):

@@ -150,7 +150,8 @@ def render_failure(message: str, exit_code: int = 2) -> str:
     return _log((), exit_code=exit_code, docs_url=None, notification=message)
 
 
-def _log(results: Iterable[Result], *, exit_code: int, docs_url: str | None, notification: str | None = None) -> str:
+def _log(results: Iterable[Result], *, exit_code: int, docs_url: str | None, notification: str | None = None,
+         config: str | None = None) -> str:
     results = list(results)
     rules: list[Rule] = []
     seen: dict[str, int] = {}
@@ -171,6 +172,8 @@ def _log(results: Iterable[Result], *, exit_code: int, docs_url: str | None, not
                                   "exitCode": exit_code}
     if notification is not None:
         invocation["toolExecutionNotifications"] = [{"level": "error", "message": {"text": notification}}]
+    if config is not None:  # the pyproject.toml whose [tool.archaudit] the check read
+        invocation["properties"] = {"config": config}
     run: dict[str, Any] = {"tool": {"driver": driver}, "invocations": [invocation],
                            "artifacts": artifacts.rows, "results": rows, "columnKind": "unicodeCodePoints"}
     return json.dumps({"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}, indent=2, ensure_ascii=False) + "\n"
@@ -195,7 +198,7 @@ def render_check(report: Report, *, docs_url: str | None = None) -> str:
         for f in t.findings:
             rule = _code_rule(f.code) if f.code in CODES else Rule(f.code, f.code, "", "", f.severity)
             results.append(Result(rule, LEVEL[f.severity], f.message, *_where(t.target, t.kind, f.subject)))
-    return _log(results, exit_code=report.exit_code, docs_url=docs_url)
+    return _log(results, exit_code=report.exit_code, docs_url=docs_url, config=report.policy.config)
 
 
 def _where(target: str, kind: str, subject: str) -> tuple[str | None, str | None]:
