@@ -50,6 +50,17 @@ class ExtraCheck:
 
 
 @dataclass(frozen=True)
+class Ignore:
+    """A recorded decision, passed to archaudit as [[tool.archaudit.ignore-library]]: a gap the
+    binary cannot excuse (a per-kernel gap the vendor's host code dispatches around), with the
+    source that says so."""
+
+    code: str
+    library: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class Wheel:
     id: str
     spec: str
@@ -68,6 +79,17 @@ class Wheel:
     manifest: str = "manifest"  # the file it comes from: "manifest" or "census"
     family: str = ""  # the census's family (nvidia, rapids, pytorch, ...); empty in manifest.toml
     ci: bool = True  # census wheels run in CI only when marked ci = true (manifest.toml: by size)
+    ignores: tuple[Ignore, ...] = ()  # ignore-library entries the check runs with
+
+    def config(self) -> str:
+        """The [tool.archaudit] table of ``ignores`` (empty: none)."""
+        if not self.ignores:
+            return ""
+        rows = ["[tool.archaudit]"]
+        for i in self.ignores:
+            rows += ["[[tool.archaudit.ignore-library]]", f"code = {_toml(i.code)}",
+                     f"library = {_toml(i.library)}", f"reason = {_toml(i.reason)}"]
+        return "\n".join(rows) + "\n"
 
     @property
     def name(self) -> str:
@@ -116,6 +138,11 @@ def _extra(raw: dict[str, Any]) -> ExtraCheck:
                       tuple(raw.get("codes", ())), tuple(raw.get("absent", ())), raw.get("issue", ""))
 
 
+def _toml(text: str) -> str:
+    """A TOML basic string."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def load(path: Path | None = None) -> list[Wheel]:
     """Every wheel of one manifest file, or of both (manifest.toml, then census.toml), in file order."""
     paths = (path,) if path is not None else MANIFESTS
@@ -140,5 +167,6 @@ def _load_one(path: Path) -> list[Wheel]:
             exit=int(raw["exit"]), libraries=libs, extra=tuple(_extra(x) for x in raw.get("extra", ())),
             notes=raw.get("notes", ""), driver_floor_known=bool(raw.get("driver_floor_known", False)),
             manifest="census" if census else "manifest", family=raw.get("family", ""),
-            ci=bool(raw.get("ci", not census))))
+            ci=bool(raw.get("ci", not census)),
+            ignores=tuple(Ignore(x["code"], x["library"], x["reason"]) for x in raw.get("ignore", ()))))
     return wheels
