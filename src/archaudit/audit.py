@@ -109,7 +109,7 @@ def _verdict(f: LibraryFacts, findings: list[Finding]) -> LibraryVerdict:
         status = "fail"
     elif any(x.code == "G005" for x in findings):
         status = "specialised"
-    coverage = [(label(cc), how) for cc, how in f.coverage] if f.codes and not f.specialised else []
+    coverage = [(label(cc), how) for cc, how in f.coverage] if f.codes else []
     if f.amd and f.policy.amd_claim:
         targets = sorted({e.target for e in f.amd})
         coverage += [(want, "native" if amd_covers(targets, want) else "none") for want in f.policy.amd_claim]

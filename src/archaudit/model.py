@@ -70,6 +70,8 @@ class Entry:
     # A relocatable cubin's (-rdc) undefined symbols beyond the linker's own tables: code it
     # calls but does not carry, so the driver loads it only once linked with that code.
     unresolved: tuple[str, ...] = ()
+    # A decoded cubin with no .text section and no symbol but section symbols: it defines nothing.
+    defines_nothing: bool = False
 
 
 @dataclass(frozen=True, slots=True)
