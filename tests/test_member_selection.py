@@ -101,6 +101,7 @@ def test_stored_zip_is_read_in_place(tmp_path):
     nested = inner_zip([("lib/libhide.so", BAD), ("lib/libgood2.so", GOOD)])
     p = tmp_path / WHEEL_NAME
     with zipfile.ZipFile(p, "w") as z:
+        z.writestr("demo-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\n")  # a wheel: pip installs none without
         z.writestr("demo/libgood.so", GOOD, compress_type=zipfile.ZIP_DEFLATED)
         z.writestr("demo/bundle.zip", nested, compress_type=zipfile.ZIP_STORED)
     code, rep, _ = check(tmp_path, p)
@@ -185,8 +186,13 @@ def zero_bomb(mib: int, head: bytes = GOOD[:64]) -> tuple[bytes, int, int]:
     return stream, crc, mib << 20
 
 
-def raw_zip(members: list[tuple[str, bytes, int, int]]) -> bytes:
-    """A zip of already-deflated members: (name, deflate stream, CRC, size)."""
+DIST_INFO = ("demo-1.0.dist-info/WHEEL", b"\x03\x00", 0, 0)  # an empty member: what makes a zip a wheel
+
+
+def raw_zip(members: list[tuple[str, bytes, int, int]], *, dist_info: bool = True) -> bytes:
+    """A zip of already-deflated members: (name, deflate stream, CRC, size), and a .dist-info
+    member after them (pip installs no wheel without one, and check reads none)."""
+    members = members + [DIST_INFO] if dist_info else members
     out = bytearray()
     central = bytearray()
     for name, stream, crc, size in members:
@@ -278,6 +284,7 @@ def test_member_in_a_method_archaudit_cannot_read_fails_closed(tmp_path):
     whatever its name it is E002, never skipped."""
     p = tmp_path / WHEEL_NAME
     with zipfile.ZipFile(p, "w") as z:
+        z.writestr("demo-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\n")  # a wheel: pip installs none without
         z.writestr("demo/libgood.so", GOOD, compress_type=zipfile.ZIP_DEFLATED)
         z.writestr("demo/data.bin", BAD, compress_type=zipfile.ZIP_BZIP2)
     assert zipfile.ZipFile(p).read("demo/data.bin") == BAD
