@@ -67,10 +67,20 @@ def test_rdc_library_fails_per_kernel_too(capsys):
     assert any(n.startswith("_Z3mul") for k in ks for n in k["data"]["kernels"])
 
 
-def test_architecture_dispatch_is_covered_by_kernel_name(capsys):
-    """One kernel compiled into an sm_80-only and an sm_90-only container: together they cover."""
+def test_one_kernel_in_single_architecture_containers_fails_closed(capsys, tmp_path):
+    """One kernel compiled into an sm_80-only and an sm_90-only container: the binary cannot say
+    whether the host picks the container by architecture (K004, naming both containers), until a
+    config entry records the dispatch."""
     rc, rep = run(capsys, lib("lib_dispatch.so"), "--arch", "80,90")
-    assert rc == 0 and "K001" not in codes(rep)
+    k4 = findings(rep, "K004")
+    assert rc == 1 and sorted(f["data"]["fails"] for f in k4) == [["80"], ["90"]] and "K001" not in codes(rep)
+    assert all(set(f["data"]["containers"]).isdisjoint(f["data"]["elsewhere"]) for f in k4)
+    config = tmp_path / "pyproject.toml"
+    config.write_text('[tool.archaudit]\n[[tool.archaudit.ignore-library]]\ncode = "K004"\nlibrary = "*"\n'
+                      'reason = "the host picks work<1> by __CUDA_ARCH__ (dispatch.cu)"\n')
+    assert main(["check", "-q", "--format", "json", "--config", str(config), lib("lib_dispatch.so"),
+                 "--arch", "80,90"]) == 0
+    capsys.readouterr()
     rc, rep = run(capsys, lib("lib_dispatch.so"), "--arch", "80,90", "--strict-kernels")
     assert rc == 1 and sorted(f["data"]["fails"] for f in findings(rep, "K001")) == [["80"], ["90"]]
 
@@ -360,3 +370,30 @@ def test_a_claim_for_a_vendor_without_code_fails(capsys):
     assert rc == 1 and g["data"]["vendor"] == "amd" and g["data"]["missing"] == ["gfx942"]
     rc, rep = run(capsys, example_wheel(), "--arch", "80")
     assert rc == 0 and not findings(rep, "G011")
+
+
+# ---- counter-examples (build_gaps.sh): a gap is excused only by evidence about that kernel in that container
+
+
+def test_a_thrust_call_excuses_no_other_kernel(capsys):
+    """A Thrust call in a TU built for 80;90 (its kernels in cub::CUB_300001_SM_800_900) beside
+    layernorm_kernel in a TU built for sm_80 only: layernorm_kernel fails on the H200 with 209."""
+    rc, rep = run(capsys, lib("lib_thrust_layernorm.so"), "--arch", "80;90")
+    (k,) = findings(rep, "K001")
+    assert rc == 1 and k["data"]["kernels"] == ["_Z16layernorm_kernelPKfPfi"] and k["data"]["fails"] == ["90"]
+    assert not findings(rep, "K003")  # CCCL's namespace names the TU's architectures, not a kernel's
+
+
+@pytest.mark.parametrize("name", ["lib_axpy_narrow_first.so", "lib_axpy_wide_first.so"])
+def test_a_kernel_in_another_container_covers_nothing(capsys, name):
+    """axpy<float> in a TU for sm_80 and in one for 80;90: the sm_80 TU's launch gives 209 on the
+    H200, in either link order. The error names both containers and the entry that records a
+    deliberate dispatch."""
+    rc, rep = run(capsys, lib(name), "--arch", "80;90")
+    (k,) = findings(rep, "K004")
+    assert rc == 1 and k["data"]["fails"] == ["90"] and k["data"]["carried"] == ["sm_80"]
+    assert k["data"]["kernels"] == ["_Z4axpyIfEvT_PKS0_PS0_i"] and len(k["data"]["elsewhere"]) == 1
+    assert k["data"]["containers"][0] in k["message"] and k["data"]["elsewhere"][0] in k["message"]
+    assert 'code = "K004"' in k["message"]
+    rc, rep = run(capsys, lib(name), "--arch", "80")
+    assert rc == 0

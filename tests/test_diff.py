@@ -67,7 +67,9 @@ def diff_json(*args: str, out: Path) -> tuple[int, dict]:
 
 
 def check_golden(name: str, actual: str) -> None:
-    actual = actual.replace(f'"tool_version": "{__version__}"', '"tool_version": "<version>"')
+    actual = actual.replace(f'"tool_version": "{__version__}"', '"tool_version": "<version>"') \
+                   .replace(f'"version": "{__version__}"', '"version": "<version>"') \
+                   .replace(f'"semanticVersion": "{__version__}"', '"semanticVersion": "<version>"')
     path = GOLDEN / name
     if REGEN:
         GOLDEN.mkdir(exist_ok=True)
@@ -126,10 +128,33 @@ def test_gain_passes(wheels, tmp_path):
 
 def test_golden_outputs(wheels, tmp_path):
     old, new = wheels
-    for fmt, ext in (("text", "txt"), ("json", "json"), ("markdown", "md")):
+    for fmt, ext in (("text", "txt"), ("json", "json"), ("markdown", "md"), ("sarif", "sarif.json")):
         rc, text = run_diff("--format", fmt, str(old), str(new), out=tmp_path / f"d.{ext}")
         assert rc == 1
         check_golden(f"diff_one_target.{ext}", text)
+
+
+def test_sarif_names_each_lost_library_as_a_member_of_the_new_wheel(wheels, tmp_path):
+    from reference_tools import sarif_validator
+
+    old, new = wheels
+    for allow, level, code in ((False, "error", 1), (True, "warning", 0)):
+        rc, text = run_diff("--format", "sarif", *(["--allow-loss"] if allow else []), str(old), str(new),
+                            out=tmp_path / "d.sarif")
+        log = json.loads(text)
+        sarif_validator().validate(log)
+        (run,) = log["runs"]
+        (result,) = run["results"]
+        assert rc == code and result["ruleId"] == "diff-lost" and result["level"] == level
+        assert result["message"]["text"].startswith("pkg/libkern.so: lost sm_86 (still runs natively on A10")
+        where = result["locations"][0]["physicalLocation"]["artifactLocation"]
+        assert where["uri"] == "pkg/libkern.so"
+        parent = run["artifacts"][run["artifacts"][where["index"]]["parentIndex"]]
+        assert parent["location"]["uri"] == str(new).replace(os.sep, "/")
+    rc, text = run_diff("--format", "sarif", str(old), "missing.whl", out=tmp_path / "d.sarif")
+    (run,) = json.loads(text)["runs"]
+    assert rc == 2 and run["invocations"][0]["executionSuccessful"] is False
+    assert {r["ruleId"] for r in run["results"]} == {"diff-unverified"}
 
 
 def test_jit_fallback_named(tmp_path, monkeypatch):

@@ -52,6 +52,7 @@ def reference_needed(units: list[facts.Unit], choices: list[Choice]) -> list[boo
 def reference_named(kernel: str) -> tuple[CC, ...]:
     """named_architectures without its substring shortcut: both patterns on every name."""
     words = "|".join(facts._GENERATIONS)
+    kernel = re.sub(r"(?:cub|thrust)_\d+(?:_sm)?(?:_\d+)+(?:_ns)?", "_", kernel, flags=re.I)  # TU's list
     out: list[CC] = []
     for m in re.finditer(r"(?:^|[^a-z])(?:sm_?|cutlass_|cutlass3x_sm)(\d{2,3})(?:[af])?(?![0-9])", kernel, re.I):
         n = int(m.group(1))
@@ -92,27 +93,30 @@ def reference_floor(f: LibraryFacts, gpu: CC) -> facts.Floor | None:
     return max(floors, key=lambda x: x.key) if floors else None
 
 
-def reference_missing(f: LibraryFacts, gpus: tuple[CC, ...]) -> dict[str, tuple[str, ...]]:
-    """For each kernel some of ``gpus`` cannot launch, in kernel order, the labels of those GPUs;
-    not where a unit defining it gets a cubin the driver refuses alone (G013 reports that)."""
-    available = {cc: reference_available(f, cc) for cc in gpus}
-    homes = reference_homes(f)
+def reference_missing(f: LibraryFacts, gpus: tuple[CC, ...]) -> dict[tuple[int, str], tuple[str, ...]]:
+    """For each kernel of each identified unit (a kernel is its container and its name), the
+    labels of those of ``gpus`` that unit's own choice does not give it; not where the unit gets
+    a cubin the driver refuses alone (G013 reports that)."""
     out = {}
-    for name in homes:
-        missing = tuple(label(cc) for cc in gpus if name not in available[cc]
-                        and not any(f.paths[cc].choices[i].unlinked for i in homes[name]))
-        if missing:
-            out[name] = missing
+    for i, u in enumerate(f.units):
+        if not u.identified:
+            continue
+        for name in sorted(u.kernels):
+            missing = tuple(label(cc) for cc in gpus if name not in (f.paths[cc].choices[i].kernels or ())
+                            and not f.paths[cc].choices[i].unlinked)
+            if missing:
+                out[(i, name)] = missing
     return out
 
 
-def gap_missing(gaps: tuple[KernelGap, ...], gpus: tuple[CC, ...]) -> dict[str, tuple[str, ...]]:
-    """The same read from the gaps: a kernel's gaps, one per verdict, share out its GPUs."""
-    out: dict[str, set[str]] = {}
+def gap_missing(gaps: tuple[KernelGap, ...], gpus: tuple[CC, ...]) -> dict[tuple[int, str], tuple[str, ...]]:
+    """The same read from the gaps: a kernel's gaps in its unit, one per verdict, share out its GPUs."""
+    out: dict[tuple[int, str], set[str]] = {}
     for g in gaps:
         assert g.name is not None
-        out.setdefault(g.name, set()).update(g.fails)
-    return {name: tuple(label(cc) for cc in gpus if label(cc) in where) for name, where in out.items()}
+        (unit,) = g.units
+        out.setdefault((unit, g.name), set()).update(g.fails)
+    return {key: tuple(label(cc) for cc in gpus if label(cc) in where) for key, where in sorted(out.items())}
 
 
 def assert_agrees(f: LibraryFacts) -> None:
@@ -127,8 +131,6 @@ def assert_agrees(f: LibraryFacts) -> None:
         units, choices = list(f.units), list(path.choices)
         assert facts._needed(units, choices, list(path.given)) == reference_needed(units, choices)
         assert path.floor == reference_floor(f, cc)
-        unavailable = facts._unavailable(f, cc)
-        assert unavailable == set(f.kernel_homes) - reference_available(f, cc)
         for name in f.kernel_homes:
             assert f.kernel_codes(name) == tuple(c for i in f.kernel_homes[name] for c in f.units[i].codes
                                                  if name in (c.entry.kernels or ()))
@@ -139,14 +141,17 @@ def assert_agrees(f: LibraryFacts) -> None:
         judged = tuple(cc for cc in f.claimed if cc not in f.missing)
         if judged and not f.specialised:
             gaps = facts._kernel_gaps(f, judged)
-            assert list(gap_missing(gaps, judged).items()) == list(reference_missing(f, judged).items())
+            assert gap_missing(gaps, judged) == reference_missing(f, judged)
             for g in gaps:  # each gap's own facts, as the verdicts read them
-                assert g.units == frozenset(f.kernel_homes[g.name or ""])
-                assert g.carried == labels_of(f.kernel_codes(g.name or ""))
+                (unit,) = g.units
+                u = f.units[unit]
+                assert g.carried == labels_of(c for c in u.codes if (g.name or "") in (c.entry.kernels or ()))
+                if g.verdict == "elsewhere":
+                    assert g.elsewhere and unit not in g.elsewhere
         for cc in f.paths:
             if f.paths[cc].runs != "none" and not f.specialised:
                 gaps = f.kernel_gaps_on(cc)
-                assert list(gap_missing(gaps, (cc,)).items()) == list(reference_missing(f, (cc,)).items())
+                assert gap_missing(gaps, (cc,)) == reference_missing(f, (cc,))
 
 
 # ---- generated libraries ------------------------------------------------------------------------
@@ -221,7 +226,8 @@ def test_a_kernel_run_natively_elsewhere_keeps_a_jit_only_unit_unused():
 
 
 NAME_PIECES = ("sm", "SM", "Sm_", "_", "8", "0", "9", "1", "a", "f", "cutlass", "Cutlass3x_sm", "volta",
-               "Ampere", "xturing", "hopperx", "blackwell", "kepler", "\u017fm", "\u212aepler", "x", "N5", "::")
+               "Ampere", "xturing", "hopperx", "blackwell", "kepler", "\u017fm", "\u212aepler", "x", "N5", "::",
+               "CUB_", "thrust_", "300001", "_SM_", "_NS", "cub_2_")
 
 
 @settings(max_examples=1500, deadline=None)
@@ -235,6 +241,9 @@ def test_named_architectures_is_the_patterns_on_every_name(name):
 @pytest.mark.parametrize("name, expected", [
     ("sm80_xmma_gemm", ((8, 0),)), ("volta_sgemm", ((7, 0), (7, 2))), ("_Z4axpyfPKfPfi", ()),
     ("cutlass_80_tensorop", ((8, 0),)), ("xsm80", ()), ("sm_90a_kernel", ((9, 0),)), ("sm_1000", ()),
+    ("_ZN3cub20CUB_300001_SM_800_900E11EmptyKernelIvEEvv", ()), ("_ZN3cub21CUB_200800_SM_500_5206kernelEv", ()),
+    ("_ZN6thrust20THRUST_200302_800_NS8cuda_cub4core8_kernelEv", ()),
+    ("_ZN3cub20CUB_300001_SM_800_900E13sm90_xmma_gemmEv", ((9, 0),)),
 ])
 def test_named_architectures_reads_names(name, expected):
     assert named_architectures(name) == expected == reference_named(name)

@@ -24,6 +24,7 @@ import pytest
 from archaudit import __version__
 from archaudit.cli import example_wheel, main
 from archaudit.findings import CODES, ERROR
+from reference_tools import sarif_validator
 
 jsonschema = pytest.importorskip("jsonschema")
 
@@ -33,7 +34,7 @@ BIN = HERE / "fixtures" / "cuda" / "bin"
 SCHEMA = Path(__file__).resolve().parents[1] / "src" / "archaudit" / "data" / "report.schema.json"
 EXAMPLE = "gpu_example-1.0-py3-none-linux_x86_64.whl"
 REGEN = os.environ.get("ARCHAUDIT_REGEN_GOLDEN") == "1"
-EXT = {"text": "txt", "json": "json", "markdown": "md", "github": "github.txt", "junit": "xml"}
+EXT = {"text": "txt", "json": "json", "markdown": "md", "github": "github.txt", "junit": "xml", "sarif": "sarif.json"}
 
 # name -> check arguments (run in a scratch directory holding the example wheel and libs/)
 SCENARIOS = {
@@ -46,7 +47,9 @@ LIBS = ["lib_multiobj.so", "lib_sm90a.so", "lib_ptx90.so", "lib_host.so", "lib_e
 
 def normalise(text: str) -> str:
     return text.replace(f'"tool_version": "{__version__}"', '"tool_version": "<version>"') \
-               .replace(f"archaudit {__version__}", "archaudit <version>")
+               .replace(f"archaudit {__version__}", "archaudit <version>") \
+               .replace(f'"version": "{__version__}"', '"version": "<version>"') \
+               .replace(f'"semanticVersion": "{__version__}"', '"semanticVersion": "<version>"')
 
 
 def check_golden(name: str, actual: str) -> None:
@@ -324,3 +327,49 @@ def test_markdown_tables_are_well_formed(tmp_path, monkeypatch):
             assert re.fullmatch(r"\|(?:-+:?\|)+|\|(?:---:?\|)+", table[1].replace("---:", "---")), table[1]
             table = []
     assert "`pipe/a\\|b.so`" in md
+
+
+# ---- SARIF ----
+
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_sarif_is_valid_and_maps_findings_to_rules_and_members(scratch, scenario):
+    import zipfile
+
+    validator = sarif_validator()
+    _, text = run_check(SCENARIOS[scenario], "sarif", scratch / "r.sarif", "--docs-url", "https://docs.example/a/docs")
+    log = json.loads(text)
+    validator.validate(log)
+    _, findings = run_check(SCENARIOS[scenario], "json", scratch / "r.json")
+    expected = [f for t in json.loads(findings)["targets"] for f in t["findings"]]
+    (run,) = log["runs"]
+    rules = run["tool"]["driver"]["rules"]
+    assert [r["ruleId"] for r in run["results"]] == [f["code"] for f in expected]  # one result per finding, in order
+    assert [r["message"]["text"] for r in run["results"]] == [f["message"] for f in expected]
+    for result in run["results"]:
+        rule = rules[result["ruleIndex"]]
+        assert rule["id"] == result["ruleId"] in CODES
+        assert rule["helpUri"] == f"https://docs.example/a/docs/codes.md#{result['ruleId'].lower()}"
+        assert result["level"] == {"error": "error", "warning": "warning", "info": "note"}[CODES[rule["id"]].severity]
+    # every location is a wheel member (with the wheel its parent) or a file given on the command line
+    for result in run["results"]:
+        where = result["locations"][0]["physicalLocation"]["artifactLocation"]
+        artifact = run["artifacts"][where["index"]]
+        assert artifact["location"]["uri"] == where["uri"]
+        if "parentIndex" in artifact:
+            wheel = run["artifacts"][artifact["parentIndex"]]["location"]["uri"]
+            assert where["uri"] in zipfile.ZipFile(scratch / wheel).namelist()
+        else:
+            assert (scratch / where["uri"]).is_file()
+    exit_code = 0 if scenario == "example_pass_costs" else 1
+    assert run["invocations"] == [{"executionSuccessful": True, "exitCode": exit_code}]
+
+
+def test_sarif_of_unreadable_input_fails_its_invocation(scratch):
+    (scratch / "bad.whl").write_bytes(b"PK not a zip")
+    rc, text = run_check(["bad.whl", EXAMPLE], "sarif", scratch / "r.sarif")
+    log = json.loads(text)
+    sarif_validator().validate(log)
+    (run,) = log["runs"]
+    assert rc == 2 and run["invocations"][0] == {"executionSuccessful": False, "exitCode": 2}
+    assert run["results"][0]["ruleId"] == "E002" and run["results"][0]["level"] == "error"
+    assert "helpUri" not in run["tool"]["driver"]["rules"][0]  # no --docs-url: no URL is made up

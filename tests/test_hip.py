@@ -18,12 +18,12 @@ import zlib
 from pathlib import Path
 
 import pytest
-from reference_tools import needs_tool
 import zstandard
+
+from reference_tools import needs_tool
 
 sys.path.insert(0, os.path.dirname(__file__))
 import amd_reference as ref  # noqa: E402
-
 from archaudit import gfx, hip, model  # noqa: E402
 
 BIN = Path(__file__).parent / "fixtures" / "amd" / "bin"
@@ -119,6 +119,7 @@ def test_fixture_agrees_with_reference(path):
                 t, rt = gfx.parse_target(e.target), gfx.parse_target(r.target)
                 assert t.processor == rt.processor
                 assert all(rt.feature(n) == v for n, v in t.features)
+                assert e.own_target == r.target  # the code object's own target, as llvm-readelf reads it
                 assert set(e.kernels) == r.kernels
 
 

@@ -13,8 +13,9 @@ from archaudit.audit import Report, judge
 from archaudit.claims import parse_claim
 from archaudit.findings import ERROR, INFO, Finding
 from archaudit.model import CODE_OBJECT, DEVICE_LINK, HIP, RELOCATABLE, SASS, Entry, Problem
-from archaudit.policy import Policy
+from archaudit.policy import AmdGpu, Policy
 from archaudit.rules import LIBRARY_RULES, on_gpu
+from archaudit.settings import gpus
 from test_rules_units import CLEAN, KERN, amd, box, codes, found, lib, ptx, report, sass
 
 KEPLER_RUNTIME = ("libcudart.so.11.0",)  # Kepler (3.5): its last driver, R470, supports CUDA 11.4
@@ -93,11 +94,17 @@ def test_every_finding_names_the_library_or_target_it_is_about():
         report(lib(box(sass("sm_35", toolkit=(12, 0))), needed=KEPLER_RUNTIME, path=nested,
                    problems=(Problem("E013", "bad", 0x40),), claims=("8.0",)), arch="35", gpus=(("K80", (3, 7)),)),
         report(lib(box(amd("gfx90a:xnack+"), role=HIP), needed=(), path=nested), arch="80",
-               amd_claim=("gfx90a",), amd_gpus=(("MI300X", "gfx942"), ("MI250X", "gfx90a"))),
+               amd_claim=("gfx90a",), amd_gpus=(AmdGpu("MI300X", "gfx942"), AmdGpu("MI250X", "gfx90a"))),
         report(lib(box(amd("gfx90a"), role=HIP), needed=(), path=nested), lib(claims=("8x",), path="e.so"), arch=None,
                require_device_code=("libnone.so",)),
         report(CLEAN, lib(needed=("libcudart.so.12",), path=nested), arch=None, amd_claim=("gfx942",)),
         report(lib(box(replace(sass("sm_90"), unresolved=("_Z3extv",))), path=nested), arch="90"),
+        report(lib(box(Entry("amd", CODE_OBJECT, "gfx90a", identifier="hipv4-amdgcn-amd-amdhsa--gfx90a",
+                             kernels=("k",), decoded=True, own_target="gfx90a:xnack+"),
+                       Entry("amd", CODE_OBJECT, "gfx942", identifier="openmp-amdgcn-amd-amdhsa--gfx942",
+                             kernels=("k",), decoded=True, own_target="gfx942"), role=HIP), needed=(), path=nested),
+               arch=None, amd_claim=("gfx90a:xnack+",)),
+        report(lib(box(sass("sm_80", "_Z4workv")), box(sass("sm_90", "_Z4workv")), path=nested), arch="80;90"),
     ]
     seen = set()
     for rep in reports:
@@ -155,16 +162,26 @@ def test_g001_for_an_amd_claim_whose_kernels_were_not_read():
 
 
 def test_g008_g009_for_amd_gpus_say_how_the_code_runs():
-    """Code for gfx90a with XNACK on: an MI250X (gfx90a, mode not given) runs it only with XNACK on,
-    an MI210 named with XNACK on runs it, an MI300X (gfx942) not at all. The index's runs-on table
-    reads `gpu` and `runs` of these findings."""
+    """Code for gfx90a with XNACK on: an MI250X, which ships with XNACK off, does not run it and
+    the finding names the setting that would (HSA_XNACK=1); a GPU named gfx90a:xnack+ runs it in
+    either SRAMECC setting; an MI300X (gfx942) not at all; a GPU whose setting is not recorded
+    (gfx90a) must run it in every setting. The index's runs-on table reads `gpu` and `runs`."""
+    _, amd_gpus = gpus(["MI250X", "gfx90a:xnack+", "MI300X", "gfx90a"])
     rep = report(lib(box(amd("gfx90a:xnack+"), role=HIP), needed=()), arch=None, amd_claim=("gfx90a:xnack+",),
-                 amd_gpus=(("MI250X", "gfx90a"), ("MI300X", "gfx942"), ("MI210", "gfx90a:xnack+")))
+                 amd_gpus=amd_gpus)
     assert [whole(f) for f in rep.findings] == [
-        ("G008", INFO, "libx.so", "libx.so on MI250X (gfx90a): native only as gfx90a:sramecc+:xnack+, "
-                                  "gfx90a:sramecc-:xnack+", {"gpu": "MI250X", "runs": "native"}),
-        ("G008", INFO, "libx.so", "libx.so on MI210 (gfx90a:xnack+): native", {"gpu": "MI210", "runs": "native"}),
-        ("G009", ERROR, "libx.so", "libx.so on MI300X (gfx942): not at all", {"gpu": "MI300X", "runs": "none"}),
+        ("G008", INFO, "libx.so", "libx.so on gfx90a:xnack+ (gfx90a:xnack+): native",
+         {"gpu": "gfx90a:xnack+", "runs": "native", "setting": None}),
+        ("G009", ERROR, "libx.so", "libx.so on MI250X (gfx90a:sramecc+:xnack-, as it ships): not at all; it runs "
+                                   "only as gfx90a:sramecc+:xnack+, gfx90a:sramecc-:xnack+, which is not how MI250X "
+                                   "ships: that takes xnack (HSA_XNACK=1)",
+         {"gpu": "MI250X", "runs": "none", "setting": "gfx90a:sramecc+:xnack-"}),
+        ("G009", ERROR, "libx.so", "libx.so on MI300X (gfx942:sramecc+:xnack-, as it ships): not at all",
+         {"gpu": "MI300X", "runs": "none", "setting": "gfx942:sramecc+:xnack-"}),
+        ("G009", ERROR, "libx.so", "libx.so on gfx90a (gfx90a): only as gfx90a:sramecc+:xnack+, "
+                                   "gfx90a:sramecc-:xnack+, not as gfx90a:sramecc+:xnack-, gfx90a:sramecc-:xnack-; how "
+                                   "gfx90a is set up is not recorded, so every setting must run (name one: --gpu "
+                                   "gfx90a:sramecc+:xnack+)", {"gpu": "gfx90a", "runs": "native", "setting": None}),
     ]
     assert rep.exit_code == 1
 
@@ -187,7 +204,7 @@ def test_g008_g009_for_nvidia_gpus_say_how_the_code_runs():
 
 def test_on_gpu_answers_for_the_nvidia_gpu_alone():
     """smoke's policy may name AMD GPUs too; on_gpu's answer is about the one NVIDIA GPU it ran on."""
-    pol = Policy(amd_gpus=(("MI300X", "gfx942"),))  # type: ignore[arg-type]
+    pol = Policy(amd_gpus=(AmdGpu("MI300X", "gfx942"),))
     assert on_gpu(lib(box(amd("gfx942"), role=HIP), needed=()), "H200", (9, 0), pol) is None
     g = on_gpu(lib(box(sass("sm_90"))), "H200", (9, 0), pol)
     assert g is not None and (g.code, g.get("gpu"), g.message) == ("G008", "H200", "libx.so on H200 (9.0): native")
@@ -266,8 +283,9 @@ def test_k002_k003_name_what_the_kernels_carry():
     assert [whole(f) for f in rep.findings if f.code in ("K002", "K003")] == [
         ("K002", INFO, "libx.so", "libx.so: 1 kernel (hopper) are specialised for sm_90a",
          {"kernels": ["_Z6hopperv"], "carried": ["sm_90a"]}),
-        ("K003", INFO, "libx.so", "libx.so: 1 kernel (sm80_gemm) carry code only for sm_80, not for sm_90: their "
-                                  "names say the architecture they are for",
+        ("K003", INFO, "libx.so", "libx.so: 1 kernel (sm80_gemm) carry code only for sm_80, not for sm_90: each "
+                                  "one's own name names the architecture its code is for, and its code is for "
+                                  "nothing else",
          {"kernels": ["sm80_gemm"], "carried": ["sm_80"], "fails": ["90"], "reason": "named"}),
     ]
 

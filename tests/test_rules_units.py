@@ -27,7 +27,7 @@ from archaudit.model import (
     Library,
     Problem,
 )
-from archaudit.policy import Policy
+from archaudit.policy import AmdGpu, Policy
 
 # ---- hand-built inputs -------------------------------------------------------------------------
 
@@ -300,12 +300,27 @@ def test_k001_unread_kernels_judge_the_container_whole():
     assert k.get("containers") == 1 and k.get("fails") == ["90"] and k.get("kernels") == []
 
 
-def test_k001_dispatch_by_single_architecture_containers_is_covered():
-    """lib_dispatch: one kernel in an sm_80-only and an sm_90-only container."""
+def test_k004_one_kernel_in_single_architecture_containers_fails_closed():
+    """lib_dispatch: one kernel in an sm_80-only and an sm_90-only container. The binary cannot
+    say whether the host picks the container by architecture: an error naming both containers and
+    the entry that records the dispatch."""
     rep = report(lib(box(sass("sm_80", "_Z4workv")), box(sass("sm_90", "_Z4workv"))))
-    assert found(rep, "K001") == [] and rep.exit_code == 0
+    k4 = found(rep, "K004")
+    assert sorted(f.get("fails") for f in k4) == [["80"], ["90"]]  # type: ignore[type-var]
+    assert found(rep, "K001") == [] and rep.exit_code == 1
+    assert all('code = "K004"' in f.message and f.get("elsewhere") for f in k4)
     rep = report(lib(box(sass("sm_80", "_Z4workv")), box(sass("sm_90", "_Z4workv"))), strict_kernels=True)
     assert sorted(f.get("fails") for f in found(rep, "K001")) == [["80"], ["90"]]  # type: ignore[type-var]
+
+
+def test_k004_a_kernel_is_its_container_and_its_name():
+    """axpy<float> in a TU for sm_80 and one for 80;90: the sm_80 TU's launch fails on 9.0 (209 on
+    the H200) whatever the other TU carries, in either order."""
+    narrow, wide = box(sass("sm_80", "_Z4axpyv")), box(sass("sm_80", "_Z4axpyv"), sass("sm_90", "_Z4axpyv"))
+    for order in ((narrow, wide), (wide, narrow)):
+        rep = report(lib(*order))
+        (k,) = found(rep, "K004")
+        assert k.get("fails") == ["90"] and k.get("kernels") == ["_Z4axpyv"] and rep.exit_code == 1
 
 
 def test_k001_the_driver_picks_one_entry_per_container():
@@ -323,10 +338,12 @@ def test_k002_specialised_kernels():
     assert found(report(lib(KERN)), "K002") == []
 
 
-@pytest.mark.parametrize("name", ["sm80_xmma_gemm_f16", "volta_sgemm_128x64_nn", "cutlass_80_tensorop_s1688gemm",
-                                  "_ZN7cutlass6KernelINS_4arch4Sm80EEEvv"])
-def test_k003_kernels_named_for_an_architecture(name):
-    rep = report(lib(KERN, box(sass("sm_80", name))))
+@pytest.mark.parametrize(("name", "target"), [("sm80_xmma_gemm_f16", "sm_80"), ("volta_sgemm_128x64_nn", "sm_70"),
+                                              ("cutlass_80_tensorop_s1688gemm", "sm_80"),
+                                              ("_ZN7cutlass6KernelINS_4arch4Sm80EEEvv", "sm_80")])
+def test_k003_kernels_named_for_an_architecture(name, target):
+    """The kernel's own name names the architecture its code is for (and only that)."""
+    rep = report(lib(KERN, box(sass(target, name))))
     (k,) = found(rep, "K003")
     assert k.get("reason") == "named" and k.get("kernels") == [name] and "K001" not in codes(rep)
 
@@ -339,12 +356,31 @@ def test_k003_kernel_compiled_out_of_its_own_container():
     assert k.get("reason") == "compiled-out" and k.get("fails") == ["80"] and rep.exit_code == 0
 
 
-def test_k003_a_library_that_shows_it_dispatches_by_architecture():
-    """cuBLASLt: objects built for fewer architectures, in a library whose kernels are named by
-    architecture (a per-architecture kernel table)."""
+def test_k001_a_neighbour_named_for_an_architecture_excuses_nothing():
+    """A kernel named for an architecture excuses its own gap, never another kernel's: a library
+    with sm90_xmma_gemm still fails for an unnamed kernel built for fewer architectures."""
     rep = report(lib(KERN, box(sass("sm_90", "sm90_xmma_gemm")), box(sass("sm_90", "_Z5splitv"))))
-    (k,) = [f for f in found(rep, "K003") if f.get("reason") == "dispatch"]
-    assert k.get("kernels") == ["_Z5splitv"] and k.get("fails") == ["80"] and "K001" not in codes(rep)
+    (k,) = found(rep, "K001")
+    assert k.get("kernels") == ["_Z5splitv"] and k.get("fails") == ["80"] and rep.exit_code == 1
+    (k,) = found(rep, "K003")
+    assert k.get("kernels") == ["sm90_xmma_gemm"] and k.get("reason") == "named"
+
+
+@pytest.mark.parametrize("name", ["_ZN3cub20CUB_300001_SM_800_900E11EmptyKernelIvEEvv",
+                                  "_ZN3cub21CUB_200800_SM_500_52011EmptyKernelIvEEvv"])
+def test_k001_cccl_namespaces_name_no_architecture(name):
+    """CCCL's namespace lists every architecture of the TU, not one the kernel is for."""
+    rep = report(lib(KERN, box(sass("sm_80", name))))
+    (k,) = found(rep, "K001")
+    assert k.get("kernels") == [name] and "K003" not in codes(rep)
+
+
+def test_k001_a_name_excuses_only_code_for_what_it_names():
+    """sm80_xmma_gemm with code for sm_80 and sm_86 is not 'built for what its name says'."""
+    rep = report(lib(box(sass("sm_80", "_Z1av"), sass("sm_86", "_Z1av"), sass("sm_90", "_Z1av")),
+                     box(sass("sm_80", "sm80_xmma_gemm"), sass("sm_86", "sm80_xmma_gemm"))), arch="80;86;90")
+    (k,) = found(rep, "K001")
+    assert k.get("kernels") == ["sm80_xmma_gemm"] and k.get("fails") == ["90"]
 
 
 def test_k001_arch_specific_units_alone_are_no_dispatch_evidence():
@@ -421,7 +457,7 @@ def test_g008_g009_named_gpus():
 
 def test_g008_g009_named_amd_gpus():
     rep = report(lib(box(amd("gfx942"), role=HIP)), arch=None, amd_claim=("gfx942",),
-                 amd_gpus=(("MI300X", "gfx942"), ("MI250X", "gfx90a")))
+                 amd_gpus=(AmdGpu("MI300X", "gfx942"), AmdGpu("MI250X", "gfx90a")))
     assert [(f.code, f.get("gpu")) for f in rep.findings if f.code in ("G008", "G009")] == [
         ("G008", "MI300X"), ("G009", "MI250X")]
 
@@ -576,7 +612,7 @@ def test_g006_relocatable_code_alone_is_not_loadable():
 
 
 def test_c001_not_for_amd_code_asked_about_by_gpu():
-    rep = report(lib(box(amd("gfx942"), role=HIP), needed=()), arch=None, amd_gpus=(("MI300X", "gfx942"),))
+    rep = report(lib(box(amd("gfx942"), role=HIP), needed=()), arch=None, amd_gpus=(AmdGpu("MI300X", "gfx942"),))
     assert found(rep, "C001") == [] and found(rep, "G008")
 
 

@@ -343,6 +343,29 @@ def test_every_format_renders_the_same_rows(tmp_path, no_gpu):
     assert [c.get("name") for c in failed] == ["smoke_crash/libb_segv.so"]
 
 
+def test_sarif_names_the_failed_library_as_a_member_of_the_wheel(tmp_path, no_gpu):
+    from reference_tools import sarif_validator
+
+    out = tmp_path / "report.sarif"
+    r = cli(wheel("smoke_crash"), "--probe", "load", "--format", "sarif", "-o", str(out), tmpdir=tmp_path)
+    assert r.returncode == 1, r.stderr
+    log = json.loads(out.read_text())
+    sarif_validator().validate(log)
+    (run,) = log["runs"]
+    (result,) = run["results"]  # passes are not results
+    assert result["ruleId"] == "smoke-load" and result["level"] == "error"
+    assert result["message"]["text"] == "smoke_crash/libb_segv.so: the child interpreter was killed by SIGSEGV"
+    where = result["locations"][0]["physicalLocation"]["artifactLocation"]
+    assert where["uri"] == "smoke_crash/libb_segv.so"
+    assert run["artifacts"][run["artifacts"][where["index"]]["parentIndex"]]["location"]["uri"].endswith(
+        "smoke_crash-1.0-py3-none-linux_x86_64.whl")
+    failed = cli(str(tmp_path / "missing.whl"), "--format", "sarif", tmpdir=tmp_path)
+    assert failed.returncode == 2
+    (run,) = json.loads(failed.stdout)["runs"]
+    sarif_validator().validate(json.loads(failed.stdout))
+    assert run["invocations"][0]["executionSuccessful"] is False and run["results"] == []
+
+
 def test_an_unwritable_output_is_exit_2_in_one_line(tmp_path):
     r = cli(wheel("smoke_ok"), "--probe", "load", "-o", str(tmp_path / "no" / "such" / "dir" / "x"), tmpdir=tmp_path)
     assert r.returncode == 2 and "Traceback" not in r.stderr

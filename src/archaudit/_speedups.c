@@ -16,6 +16,7 @@
  * call, and nothing is written to it. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdlib.h> /* qsort, bsearch: the limited API's Python.h does not include it */
 #include <stdint.h>
 #include <string.h>
 

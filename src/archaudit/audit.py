@@ -20,7 +20,7 @@ from .findings import ERROR, INFO, WARNING, Finding
 from .model import DEVICE_LINK, PTX, RELOCATABLE, SASS, Coverage, Library, Status
 from .paths import parse_target
 from .policy import Policy, for_target
-from .rules import TargetFacts, amd_covers, demangle, finding, judge_library_rules, judge_target_rules
+from .rules import TargetFacts, amd_missing, demangle, finding, judge_library_rules, judge_target_rules
 
 SCHEMA_VERSION = 1
 
@@ -111,8 +111,7 @@ def _verdict(f: LibraryFacts, findings: list[Finding]) -> LibraryVerdict:
         status = "specialised"
     coverage = [(label(cc), how) for cc, how in f.coverage] if f.codes and not f.specialised else []
     if f.amd and f.policy.amd_claim:
-        targets = sorted({e.target for e in f.amd})
-        coverage += [(want, "native" if amd_covers(targets, want) else "none") for want in f.policy.amd_claim]
+        coverage += [(want, "none" if amd_missing(f, want) else "native") for want in f.policy.amd_claim]
     floor = f.floor if f.codes else None
     floor_out = (floor.cuda_text, floor.driver or "unknown") if floor is not None else None
     own = sum(1 for u in f.units if u.container.role != DEVICE_LINK or u.kernels)  # unread dlinks: not shown
@@ -130,9 +129,28 @@ def _embedded_claim(inv: TargetInventory) -> tuple[Claim | None, Finding | None]
     return None, None
 
 
+def _without_data(inv: TargetInventory, policy: Policy) -> tuple[TargetInventory, list[Finding]]:
+    """The inventory less the libraries a [[tool.archaudit.data]] entry names, and an X002 for
+    each member left out (one per nested wheel, not per library in it)."""
+    if not policy.data:
+        return inv, []
+    kept: list[Library] = []
+    notes: dict[str, Finding] = {}
+    for lib in inv.libraries:
+        entry = next((d for d in policy.data if d.matches(lib.path)), None)
+        if entry is None:
+            kept.append(lib)
+            continue
+        member = lib.path.split("!")[0]
+        notes.setdefault(member, finding("X002", member, f"{member}: data, not judged ({entry.reason}; "
+                                                          f"[tool.archaudit] data {entry.member})"))
+    return replace(inv, libraries=tuple(kept)), list(notes.values())
+
+
 def judge(inv: TargetInventory, claim: Claim | None, policy: Policy) -> TargetReport:
     """Judge one target: every library's facts once, every rule once."""
     policy = for_target(policy, inv.target, inv.kind)
+    inv, data = _without_data(inv, policy)
     embedded, bad = _embedded_claim(inv)
     judged_by = claim if claim is not None else embedded
     facts = tuple(library_facts(lib, judged_by, policy) for lib in inv.libraries)
@@ -149,6 +167,7 @@ def judge(inv: TargetInventory, claim: Claim | None, policy: Policy) -> TargetRe
             per_library[paths[x.subject]].append(x)
         else:
             tail.append(x)
+    tail += data
     verdicts = tuple(_verdict(f, found) for f, found in zip(facts, per_library))
     findings = head + [x for found in per_library for x in found] + tail
     return TargetReport(inv.target, inv.kind, inv.distribution, target.gpu_wheel, judged_by, verdicts,

@@ -383,8 +383,12 @@ def render_junit(r: DiffReport) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def render(r: DiffReport, fmt: str, *, verbose: bool = False) -> str:
+def render(r: DiffReport, fmt: str, *, verbose: bool = False, docs_url: str | None = None) -> str:
     """The diff in one of the shared output formats."""
+    if fmt == "sarif":
+        from . import sarif
+
+        return sarif.render_diff(r, docs_url=docs_url)
     if fmt == "json":
         return render_json(r)
     if fmt == "markdown":

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import cache, cached_property, lru_cache
 from typing import Literal
 
-from . import arch
+from . import arch, rocm
 from .claims import Claim
 from .model import CODE_OBJECT, DEVICE_LINK, PTX, RELOCATABLE, SASS, Container, Entry, Library
 from .paths import NOTHING, Choice, NvCode, Runs, choose, nv_codes
@@ -92,6 +92,17 @@ class Unit:
         return frozenset().union(*dict.fromkeys(self.code_kernels))
 
     @cached_property
+    def _uniform(self) -> bool:
+        """Every code entry lists the same kernels (the usual translation unit)."""
+        return len({id(k) for k in self.code_kernels}) <= 1
+
+    def codes_defining(self, kernel: str) -> tuple[NvCode, ...]:
+        """The unit's code entries that define ``kernel``."""
+        if self._uniform:
+            return self.codes
+        return tuple(c for c, ks in zip(self.codes, self.code_kernels) if kernel in ks)
+
+    @cached_property
     def release(self) -> CC | None:
         """The CUDA release its PTX shows (``_unit_release``)."""
         return _unit_release(self.codes)
@@ -151,15 +162,24 @@ def _name_patterns(ascii_lower: bool) -> tuple[re.Pattern[str], re.Pattern[str]]
     return re.compile(_SM_IN_NAME, flags), re.compile(_GENERATION_IN_NAME, flags)
 
 
+# CCCL's versioned namespaces (CUB_200800_SM_500_520, cub::CUB_300001_SM_800_900,
+# THRUST_200302_800_NS) list every architecture of the translation unit that instantiated the
+# kernel, not one the kernel is for: they say nothing about a gap, so they are no name evidence.
+_CCCL_NAMESPACE = re.compile(r"(?:cub|thrust)_\d+(?:_sm)?(?:_\d+)+(?:_ns)?", re.IGNORECASE)
+
+
 @lru_cache(maxsize=1 << 14)
 def named_architectures(kernel: str) -> tuple[CC, ...]:
     """The GPUs a kernel's name says it is for (``sm80_xmma_gemm`` -> 8.0; ``volta_sgemm``
-    -> 7.0, 7.2); empty when the name names none."""
+    -> 7.0, 7.2); empty when the name names none. CCCL's namespaces (``_CCCL_NAMESPACE``) are
+    not read."""
     # Most names hold none of the words the patterns need: a substring test skips the regexes
     # (ASCII only: case-insensitive matching also folds a few non-ASCII letters onto s and k).
     sm_words = generation_words = True
     ascii_name = kernel.isascii()
     text = kernel.lower() if ascii_name else kernel
+    if not ascii_name or "cub_" in text or "thrust_" in text:
+        text = _CCCL_NAMESPACE.sub("_", text)
     if ascii_name:
         sm_words = "sm" in text or "cutlass" in text
         generation_words = any(word in text for word in _GENERATIONS)
@@ -272,34 +292,50 @@ def _dead(code: NvCode, runtime: Floor | None, last: CC) -> bool:
     return False
 
 
-Verdict = Literal["fails", "specialised", "named", "compiled-out", "dispatch"]
+Verdict = Literal["fails", "specialised", "named", "compiled-out", "elsewhere"]
 
 
 @dataclass(frozen=True, slots=True)
 class KernelGap:
-    """A kernel (or an unnamed container) that a claimed GPU cannot launch, and why."""
+    """A kernel of one container (or an unnamed container) that claimed GPUs cannot launch from
+    it, and why. A kernel is its container and its name: the runtime launches each container's
+    kernels from that container's own module, whatever another container defines."""
 
     verdict: Verdict
-    carried: tuple[str, ...]
+    carried: tuple[str, ...]  # the code the kernel has in its container
     fails: tuple[str, ...]
     name: str | None
-    units: frozenset[int]
+    units: frozenset[int]  # the container (position in LibraryFacts.units)
+    elsewhere: tuple[int, ...] = ()  # "elsewhere": other containers giving these GPUs the same name
+
+
+def named_for(kernel: str, codes: tuple[NvCode, ...]) -> bool:
+    """Whether the kernel's own name names the architecture it was built for, and its code in
+    this container covers exactly that: every entry is for an architecture the name names
+    (``sm80_xmma_gemm`` with only sm_80 code; ``volta_sgemm`` with sm_70 and sm_72 code)."""
+    named = named_architectures(kernel)
+    return bool(named) and all(arch.canonical_cc(c.effective.cc) in named for c in codes)
 
 
 def _kernel_gaps(f: LibraryFacts, gpus: tuple[CC, ...]) -> tuple[KernelGap, ...]:
-    """Every kernel some claimed GPU cannot launch, with what the binary says about it.
+    """Every kernel of a container that some claimed GPU cannot launch from that container, with
+    what the binary says about that kernel in that container.
 
-    A kernel runs on a GPU when some unit defining it gives that GPU code that defines it.
-    A gap is by design when the binary shows it: all the kernel's code is arch-specific or
-    family code ("specialised"); its name says the architecture it is for ("named"); or its
-    own unit gives that GPU code in which the kernel was compiled out (the same translation
-    unit was built for the GPU, so the source left it out there: "compiled-out"). A unit whose
-    code the driver picks for the GPU and cannot compile (PTX whose text targets sm_90a, on
-    10.0: CUDA_ERROR_INVALID_PTX) is never by design: its kernels "fail"; one whose cubin for
-    the GPU does not load alone and is linked by nothing (``Choice.unlinked``) is G013's. Otherwise
-    the kernel's object was built for fewer architectures than the claim: "fails".
-    In a library whose binary shows it picks code by architecture at run time
-    (``dispatch_evidence``), a kernel's gap on a GPU the library covers is "dispatch".
+    The runtime registers each container as a module and launches a kernel from the module its
+    host stub belongs to, so a kernel is judged in its own container: a same-named kernel in
+    another container never covers it. A gap is by design only where the binary shows it for
+    that kernel: all its code there is arch-specific or family code ("specialised"); its own
+    name names the architecture it was built for and its code there covers exactly that
+    ("named"); or its container gives that GPU code in which the kernel was compiled out (the
+    same translation unit was built for the GPU, so the source left it out there, as a
+    __CUDA_ARCH__ guard does: "compiled-out"). A container whose code the driver picks for the
+    GPU and cannot compile (PTX whose text targets sm_90a, on 10.0: CUDA_ERROR_INVALID_PTX) is
+    never by design: its kernels "fail"; one whose cubin for the GPU does not load alone and is
+    linked by nothing (``Choice.unlinked``) is G013's. Where another container gives the GPU
+    the same name ("elsewhere"), the binary cannot say whether the host picks that container
+    by architecture (a deliberate dispatch) or launches this one (a crash): an error that names
+    both, until a config entry records the dispatch. Otherwise the kernel's object was built
+    for fewer architectures than the claim: "fails".
     Units whose kernels were not read are judged whole, by their targets; a unit read whole
     that defines no kernel launches nothing (it still counts for library coverage, G001).
     Under --strict-kernels every unit is judged whole, with no design exemption."""
@@ -320,57 +356,51 @@ def _kernel_gaps(f: LibraryFacts, gpus: tuple[CC, ...]) -> tuple[KernelGap, ...]
                 gaps.append(KernelGap(verdict, labels_of(u.codes), fails, name, frozenset([i])))
     if strict:
         return tuple(gaps)
-    unavailable = {cc: _unavailable(f, cc) for cc in judged}
-    gapped = set().union(*unavailable.values())
-    seen: dict[tuple[int, ...], tuple[tuple[str, ...], bool]] = {}  # code entries -> (carried, specialised)
-    for name, homes in f.kernel_homes.items():
-        if name not in gapped:
+    carriers: dict[CC, dict[str, list[int]]] = {}
+    for i, u in enumerate(f.units):
+        if not u.identified or not u.kernels:
             continue
-        # where a unit defining it gets a cubin the driver refuses alone, G013 reports it
-        missing = [cc for cc in judged if name in unavailable[cc]
-                   and not any(f.paths[cc].choices[i].unlinked for i in homes)]
-        if not missing:
-            continue
-        codes = f.kernel_codes(name)
-        key = tuple(map(id, codes))  # kernels of one container mostly share their code entries
-        if key not in seen:
-            seen[key] = (labels_of(codes), specialised_only(codes))
-        carried, specialised = seen[key]
-        units = frozenset(homes)
-        if specialised:
-            gaps.append(KernelGap("specialised", carried, tuple(label(cc) for cc in missing), name, units))
-            continue
-        named = named_architectures(name)
-        by: dict[Verdict, list[str]] = defaultdict(list)
-        for cc in missing:
-            picked = [f.paths[cc].choices[i] for i in homes]
-            if any(c.runs == "none" and c.code is not None for c in picked):
-                by["fails"].append(label(cc))  # the driver picks its PTX and cannot compile it
-            elif named:
-                by["named"].append(label(cc))
-            elif any(f.paths[cc].choices[i].runs != "none" for i in homes):
-                by["compiled-out"].append(label(cc))
-            elif f.dispatch_evidence is not None:
-                by["dispatch"].append(label(cc))
-            else:
-                by["fails"].append(label(cc))
-        for verdict, where in by.items():
-            gaps.append(KernelGap(verdict, carried, tuple(where), name, units))
+        seen: dict[tuple[int, ...], tuple[tuple[str, ...], bool]] = {}  # code entries -> (carried, specialised)
+        where: dict[tuple[str, Verdict, tuple[int, ...]], list[str]] = defaultdict(list)
+        for cc in judged:
+            choice, got = f.paths[cc].choices[i], f.paths[cc].given[i]
+            if len(got) == len(u.kernels) or choice.unlinked:  # got is a subset; unlinked: G013's
+                continue
+            for name in u.kernels - got:
+                codes = u.codes_defining(name)
+                key = tuple(map(id, codes))
+                if key not in seen:
+                    seen[key] = (labels_of(codes), specialised_only(codes))
+                others: tuple[int, ...] = ()
+                if seen[key][1]:
+                    verdict = "specialised"
+                elif choice.runs == "none" and choice.code is not None:
+                    verdict = "fails"  # the driver picks its PTX and cannot compile it
+                elif named_for(name, codes):
+                    verdict = "named"
+                elif choice.runs != "none":
+                    verdict = "compiled-out"
+                else:
+                    if cc not in carriers:
+                        carriers[cc] = _carriers(f, cc)
+                    others = tuple(j for j in carriers[cc].get(name, ()) if j != i)
+                    verdict = "elsewhere" if others else "fails"
+                where[(name, verdict, others)].append(label(cc))
+        for (name, verdict, others), at in where.items():
+            codes = u.codes_defining(name)
+            gaps.append(KernelGap(verdict, seen[tuple(map(id, codes))][0], tuple(at), name,
+                                  frozenset([i]), others))
     return tuple(gaps)
 
 
-def _unavailable(f: LibraryFacts, gpu: CC) -> set[str]:
-    """The kernels of identified units that ``gpu`` gets from none of them: those its code in
-    some unit lacks (the code chosen there leaves them out, or nothing is chosen) and that no
-    other unit defining them gives it either."""
-    given = f.paths[gpu].given
-    lacking: set[str] = set()
-    for u, got in zip(f.units, given):
-        if u.identified and len(got) != len(u.kernels):  # got is a subset of u.kernels
-            lacking |= u.kernels - got
-    if lacking:
-        lacking -= set().union(*(got & lacking for u, got in zip(f.units, given) if u.identified and got))
-    return lacking
+def _carriers(f: LibraryFacts, gpu: CC) -> dict[str, list[int]]:
+    """For each kernel ``gpu`` gets from some identified unit, the units giving it there."""
+    out: dict[str, list[int]] = defaultdict(list)
+    for i, (u, got) in enumerate(zip(f.units, f.paths[gpu].given)):
+        if u.identified:
+            for name in got:
+                out[name].append(i)
+    return out
 
 
 def labels_of(codes: Iterable[NvCode]) -> tuple[str, ...]:
@@ -406,6 +436,22 @@ class LibraryFacts:
         return self.library.device_linker
 
     @cached_property
+    def amd_modules(self) -> tuple[Container, ...]:
+        """The library's AMD modules (bundles, bare code objects), each looked up on its own."""
+        return rocm.modules(self.library)
+
+    @cached_property
+    def _amd_paths(self) -> dict[str, rocm.AmdPath]:
+        return {}
+
+    def amd_path(self, gpu: str) -> rocm.AmdPath:
+        """What a concrete AMD GPU setting (gfx90a:sramecc+:xnack-) runs of the library."""
+        known = self._amd_paths.get(gpu)
+        if known is None:
+            known = self._amd_paths[gpu] = rocm.path(self.amd_modules, gpu)
+        return known
+
+    @cached_property
     def claimed(self) -> tuple[CC, ...]:
         return self.claim.gpus if self.claim is not None else ()
 
@@ -419,7 +465,7 @@ class LibraryFacts:
         sass = sorted({c.effective for c in self.codes if c.kind == SASS})
         ptx = sorted({c.effective for c in self.codes if c.kind == PTX})
         return tuple([t.sm for t in sass] + [t.compute for t in ptx]
-                     + sorted({e.target for e in self.amd}))
+                     + sorted({rocm.judged_target(e) for e in self.amd}))
 
     @cached_property
     def coverage(self) -> tuple[tuple[CC, Runs], ...]:
@@ -453,26 +499,6 @@ class LibraryFacts:
         if not entries or any(e.kernels is None for e in entries):
             return None if entries else (0 if self.stubs_only else None)
         return len(frozenset().union(*(u.kernels for u in self.units)))
-
-    @cached_property
-    def dispatch_evidence(self) -> str | None:
-        """What in the binary shows the library picks its kernels by architecture at run time,
-        or None: kernels named for an architecture (cuBLAS's sm80_xmma_*, cuDNN's turing_*: a
-        table of kernels per architecture), or one kernel compiled into single-architecture
-        units for different architectures. Arch-specific code alone (units of sm_90a only) is
-        not such evidence: it shows the library checks the GPU before using that code, not
-        before any other (ONNX Runtime's flash-attention kernels, built without the claimed 7.5,
-        fail there although the library also carries sm_90a-only units)."""
-        named = sorted(k for k in self.kernel_homes if named_architectures(k))
-        if named:
-            return f"{len(named)} kernel{'s' * (len(named) != 1)} named for an architecture ({named[0]}, ...)"
-        for k, homes in self.kernel_homes.items():
-            singles = {self.units[i].codes[0].target for i in homes
-                       if len({c.target for c in self.units[i].codes}) == 1}
-            if len(singles) > 1:
-                archs = ", ".join(sorted(t.sm for t in singles))
-                return f"{k} compiled into single-architecture containers for {archs}"
-        return None
 
     @cached_property
     def kernel_gaps(self) -> tuple[KernelGap, ...]:

@@ -76,6 +76,9 @@ def render_markdown(report: Report, *, detail: str = "libraries", costs: bool = 
         out.append("<sub>Suppressed: " + "; ".join(f"{code} ×{n} by {md_text(rule)}" for rule, code, n, _ in groups)
                    + "</sub>")
         out.append("")
+    if report.policy.config is not None:
+        out.append(f"<sub>Configuration: {code_span(report.policy.config)} [tool.archaudit]</sub>")
+        out.append("")
     out.append(f"<sub>archaudit {report.tool_version} · `archaudit explain CODE` gives the cause and "
                f"fix of each finding</sub>")
     return "\n".join(out).rstrip() + "\n"
@@ -212,8 +215,9 @@ def render_github(report: Report, **_: object) -> str:
                                   file=file, title="archaudit D002: driver floor"))
     bad = sum(1 for t in report.targets if _failed(t))
     errors = sum(1 for f in report.findings if f.severity == ERROR)
+    config = f"; config {report.policy.config}" if report.policy.config is not None else ""
     out.append(f"archaudit: {len(report.targets) - bad} of {len(report.targets)} target"
-               f"{'s' * (len(report.targets) != 1)} pass; {errors} error{'s' * (errors != 1)}")
+               f"{'s' * (len(report.targets) != 1)} pass; {errors} error{'s' * (errors != 1)}{config}")
     return "\n".join(out) + "\n"
 
 
@@ -243,6 +247,8 @@ def render_junit(report: Report, **_: object) -> str:
         ET.SubElement(props, "property", name="target", value=xml_text(t.target))
         ET.SubElement(props, "property", name="kind", value=t.kind)
         ET.SubElement(props, "property", name="claim", value=xml_text(_claim_words(t)))
+        if report.policy.config is not None:
+            ET.SubElement(props, "property", name="config", value=xml_text(report.policy.config))
         by_subject: dict[str, list[Finding]] = {}
         for f in t.findings:
             by_subject.setdefault(f.subject, []).append(f)

@@ -365,6 +365,7 @@ def _entries(b: Buffer, base: int | None, bundle_offset: int, compression: str,
                 identifier=ident,
                 kernels=kernels,
                 decoded=True,
+                own_target=co_target,
             )
         )
     return out

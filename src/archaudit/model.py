@@ -70,6 +70,10 @@ class Entry:
     # A relocatable cubin's (-rdc) undefined symbols beyond the linker's own tables: code it
     # calls but does not carry, so the driver loads it only once linked with that code.
     unresolved: tuple[str, ...] = ()
+    # An AMD code object's own target ID, from its ELF e_flags (xnack/sramecc settings included),
+    # which the loader checks against the GPU; it may be more specific than the bundle id
+    # (`target`), which is what a bundle entry is selected by. None when not AMD.
+    own_target: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,7 @@ filters. Plain frozen data, built by the CLI (or a caller of the core) and read 
 
 from __future__ import annotations
 
+import fnmatch
 from dataclasses import dataclass, replace
 from typing import Literal, NamedTuple
 
@@ -23,6 +24,20 @@ class AmdGpu(NamedTuple):
 
     name: str
     target: str  # gfx target ID
+    # The concrete setting the GPU is judged in (gfx90a:sramecc+:xnack-): a catalog GPU as it
+    # ships, or a target ID that names every setting; "" when archaudit cannot tell.
+    ships: str = ""
+    switch: tuple[tuple[str, str], ...] = ()  # what changes a setting ("xnack", "HSA_XNACK=1")
+
+
+class DataMember(NamedTuple):
+    """A [[tool.archaudit.data]] entry: wheel members that are data, never loaded as libraries."""
+
+    member: str  # a glob over member paths (a nested wheel: the path before its '!')
+    reason: str
+
+    def matches(self, library_path: str) -> bool:
+        return fnmatch.fnmatch(library_path, self.member) or fnmatch.fnmatch(library_path.split("!")[0], self.member)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +59,8 @@ class Policy:
     require_device_code: tuple[str, ...] = ()  # globs of libraries that must carry device code
     amd_claim: tuple[str, ...] = ()
     amd_claim_source: str = ""
+    data: tuple[DataMember, ...] = ()  # members left out of the verdict (X002), with the reason
+    config: str | None = None  # the pyproject.toml read ([tool.archaudit]), named in every report
 
 
 def wheel_driver_os(target: str) -> Literal["linux", "windows"] | None:

@@ -7,10 +7,11 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from . import rocm
 from .audit import LibraryVerdict, Report, TargetReport, _label
 from .filters import Suppression
 from .findings import CODES, ERROR, INFO, WARNING, Finding
-from .model import Container
+from .model import Container, Entry
 
 MARK = {ERROR: "✗", WARNING: "!", INFO: "·"}
 QUIET_INFO = {"D002"}  # summarised once per target instead of per library
@@ -64,6 +65,8 @@ def render_text(report: Report, *, detail: str = "libraries", verbose: bool = Fa
                                   amd=report.policy.amd_claim, amd_source=report.policy.amd_claim_source,
                                   hidden=suppressed_in(report, t)))
         lines.append("")
+    if report.policy.config is not None:
+        lines.append(f"config: {report.policy.config} [tool.archaudit]")
     if len(report.targets) > 1:
         bad = sum(1 for t in report.targets if any(f.severity == ERROR for f in t.findings) or t.unusable)
         lines.append(f"{MARK[ERROR] if bad else '✓'} {len(report.targets) - bad} of {len(report.targets)} "
@@ -315,13 +318,21 @@ def _entry_order(kind_target: str) -> tuple[int, int, str]:
     return ({"sass": 0, "ptx": 1}.get(kind, 2), int(digits or 0), target)
 
 
+def _amd_label(e: Entry) -> str:
+    """An AMD entry as ROCm judges it: its code object's own target where that is more specific
+    than the bundle id, and whether HIP selects it at all."""
+    text = rocm.judged_target(e) + (f"(id {e.target})" if rocm.disagrees(e) else "")
+    return text if rocm.hip_reads(e) else f"{text}(never selected: {e.identifier.split('-', 1)[0] or 'id'})"
+
+
 def _containers_text(t: TargetReport, path: str, detail: str) -> list[str]:
     lib = next((lib for lib in t.inventory.libraries if lib.path == path), None) if t.inventory else None
     if lib is None:
         return []
     groups: dict[tuple[str, tuple[str, ...]], list[Container]] = {}
     for c in lib.containers:
-        key = (c.role, tuple(sorted({f"{e.kind}:{e.target}" for e in c.entries}, key=_entry_order)))
+        key = (c.role, tuple(sorted({f"{e.kind}:{_amd_label(e) if e.vendor == 'amd' else e.target}"
+                                     for e in c.entries}, key=_entry_order)))
         groups.setdefault(key, []).append(c)
     out = []
     for (role, targets), cs in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
@@ -356,6 +367,7 @@ def to_dict(report: Report, *, detail: str = "libraries", timings: bool = True) 
         "tool_version": report.tool_version,
         "exit_code": report.exit_code,
         "passed": report.passed,
+        "config": report.policy.config,
         "targets": [_target_json(t, detail, timings) for t in report.targets],
         "suppressed": [_suppressed_json(s) for s in report.suppressed],
     }

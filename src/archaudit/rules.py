@@ -12,19 +12,18 @@ it exists), its entry in ``REGISTRY``, and its tests in tests/test_rules_*.py.
 from __future__ import annotations
 
 import fnmatch
-import itertools
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from . import arch, gfx
+from . import arch, gfx, rocm
 from .artifacts import TargetInventory
 from .claims import Claim
 from .facts import LibraryFacts, label, library_facts
 from .findings import CODES, Finding, make_finding
 from .model import PTX, SASS, Library
 from .paths import NvCode, runs
-from .policy import NvidiaGpu, Policy
+from .policy import AmdGpu, NvidiaGpu, Policy
 
 KERNELS_SHOWN = 3
 
@@ -115,12 +114,12 @@ def _present(codes: Iterable[NvCode]) -> list[str]:
 
 
 def _g001(subject: str, claimed: Sequence[str], source: str, carried: Sequence[str], missing: Sequence[str],
-          kernels: Sequence[str] | None, why: str = "") -> Finding:
+          kernels: Sequence[str] | None, why: str = "",
+          nothing: str = "carries only relocatable device code, which never loads on its own") -> Finding:
     """The one G001 message, for NVIDIA, AMD and relocatable-only code alike: what is missing,
     the claim and where it came from, what the library carries, and the kernels that would fail
     (``kernels`` None: its code names none that could be read)."""
-    has = f"carries code only for {', '.join(carried)}" if carried else \
-        "carries only relocatable device code, which never loads on its own"
+    has = f"carries code only for {', '.join(carried)}" if carried else nothing
     if kernels is None:
         fail = "its kernels cannot be named (its code defines none that could be read)"
     elif not kernels:
@@ -202,15 +201,51 @@ def rule_g001(f: LibraryFacts) -> list[Finding]:
             out.append(_g001(f.path, [label(c) for c in f.claimed], f.claim.source, _present(f.codes), absent,
                              _library_kernels(f)))
     if f.amd and f.policy.amd_claim:
-        targets = sorted({e.target for e in f.amd})
-        missing = [want for want in f.policy.amd_claim if not amd_covers(targets, want)]
+        missing = [want for want in f.policy.amd_claim if amd_missing(f, want)]
         if missing:
+            settings = [m for want in missing for m in amd_missing(f, want)]
             why = "" if all(not _modes_matter(t) for t in missing) else \
                 " (a target without xnack/sramecc runs in either mode: it needs code for both)"
-            names = [k for e in f.amd for k in (e.kernels or ())]
-            read = all(e.kernels is not None for e in f.amd)
-            out.append(_g001(f.path, list(f.policy.amd_claim), f.policy.amd_claim_source or "--amd-arch", targets,
-                             missing, sorted(set(names)) if read else None, why))
+            why += _amd_why(f, settings)
+            entries = [e for e in f.amd if rocm.hip_reads(e)]
+            names = [k for e in entries for k in (e.kernels or ())]
+            read = all(e.kernels is not None for e in entries)
+            out.append(_g001(f.path, list(f.policy.amd_claim), f.policy.amd_claim_source or "--amd-arch",
+                             amd_carried(f), missing, sorted(set(names)) if read else None, why,
+                             nothing="carries no AMD code HIP selects"))
+    return out
+
+
+def amd_carried(f: LibraryFacts) -> list[str]:
+    """The AMD targets HIP can select in the library, each as its code object runs (the more
+    specific of bundle id and e_flags)."""
+    return sorted({rocm.judged_target(e) for e in f.amd if rocm.hip_reads(e)})
+
+
+def amd_missing(f: LibraryFacts, want: str) -> list[str]:
+    """The concrete GPU settings of a claimed target on which no module of the library loads."""
+    return [m for m in rocm.settings(want) if not f.amd_path(m).runs]
+
+
+def _amd_why(f: LibraryFacts, settings: Sequence[str]) -> str:
+    """Why ROCm runs nothing there, where the binary shows more than missing code: an entry it
+    selects whose code object the loader refuses, or entries it never reads."""
+    out = ""
+    refused = {e.identifier or e.target: rocm.judged_target(e) for m in settings for e in f.amd_path(m).refused}
+    if refused:
+        shown = "; ".join(f"{i} holds a code object built for {t}" for i, t in sorted(refused.items())[:3])
+        out += (f"; on {', '.join(settings[:4])} ROCm selects the first bundle entry whose id fits and the "
+                f"loader refuses its code object ({shown}), with no fallback to a later entry")
+    unread = sorted({e.identifier for e in f.amd if not rocm.hip_reads(e)})
+    if unread:
+        out += f"; HIP never selects {', '.join(unread[:3])} (not a hip/hipv4 entry as comgr spells it)"
+    procs = {m.split(":")[0] for m in settings}
+    generic = sorted({e.target for e in f.amd if rocm.hip_reads(e) and gfx.is_generic(e.target)
+                      and procs & set(gfx.family(e.target))})
+    if generic:
+        out += (f"; {', '.join(generic)} code is not selected for {', '.join(sorted(procs))}: ROCm's comgr "
+                f"(lookUpCodeObject) compares a bundle entry's processor with the GPU's own, so a generic "
+                f"entry fits no GPU; only a run on the GPU (archaudit smoke) can show a ROCm that selects it")
     return out
 
 
@@ -315,14 +350,35 @@ def rule_g004(f: LibraryFacts) -> list[Finding]:
 
 def rule_k001(f: LibraryFacts) -> list[Finding]:
     """K001: kernels (or unnamed containers) whose own object lacks code for a claimed GPU
-    the library as a whole covers, with nothing in the binary saying it was meant that way."""
+    the library as a whole covers, with nothing in the binary saying it was meant that way.
+    For AMD code the object is the kernel's own bundle (or bare code object): ROCm looks a
+    kernel up in its own module only."""
     gaps = [(g.carried, g.fails, g.name, g.units) for g in f.kernel_gaps if g.verdict == "fails"]
-    return [finding("K001", f.path, f"{f.path}: {_kernels_phrase(g.names, g.containers)} carry code only for "
-                                    f"{', '.join(g.carried)}; they fail on {', '.join('sm_' + x for x in g.fails)} "
-                                    f"(claimed)",
+    out = [finding("K001", f.path, f"{f.path}: {_kernels_phrase(g.names, g.containers)} carry code only for "
+                                   f"{', '.join(g.carried)}; they fail on {', '.join('sm_' + x for x in g.fails)} "
+                                   f"(claimed)",
+                   kernels=list(g.names or ()), containers=g.containers, carried=list(g.carried),
+                   fails=list(g.fails))
+           for g in _groups(gaps)]
+    amd = [(g.carried, g.fails, g.name, frozenset({g.module})) for g in amd_kernel_gaps(f)]
+    out += [finding("K001", f.path, f"{f.path}: {_kernels_phrase(g.names, g.containers)} carry code only for "
+                                    f"{', '.join(g.carried)} in their own bundle; they fail on "
+                                    f"{', '.join(g.fails)} (claimed), where the library's other bundles run "
+                                    f"(ROCm looks a kernel up in its own module only)",
                     kernels=list(g.names or ()), containers=g.containers, carried=list(g.carried),
-                    fails=list(g.fails))
-            for g in _groups(gaps)]
+                    fails=list(g.fails), vendor="amd")
+            for g in _groups(amd)]
+    return out
+
+
+def amd_kernel_gaps(f: LibraryFacts, gpus: Sequence[str] | None = None) -> tuple[rocm.AmdKernelGap, ...]:
+    """AMD kernels a claimed (or the given) GPU setting cannot launch from their own module
+    although another module of the library runs there."""
+    if not f.amd:
+        return ()
+    if gpus is None:
+        gpus = [m for want in f.policy.amd_claim for m in rocm.settings(want)]
+    return rocm.kernel_gaps(f.amd_modules, [f.amd_path(m) for m in dict.fromkeys(gpus)])
 
 
 def rule_k002(f: LibraryFacts) -> list[Finding]:
@@ -335,25 +391,72 @@ def rule_k002(f: LibraryFacts) -> list[Finding]:
 
 
 def rule_k003(f: LibraryFacts) -> list[Finding]:
-    """K003: kernels a claimed GPU cannot launch by design, as the binary shows: named for an
-    architecture, compiled out of their own container's code for that GPU, or in a library
-    whose binary shows it picks code by architecture (see LibraryFacts.dispatch_evidence)."""
+    """K003: kernels a claimed GPU cannot launch by design, as the binary shows for each kernel in
+    its own container: its name names the architecture its code there is for, or it was compiled
+    out of its own container's code for that GPU."""
     out = []
-    for why in ("named", "compiled-out", "dispatch"):
+    for why in ("named", "compiled-out"):
         gaps = [(g.carried, g.fails, g.name, g.units) for g in f.kernel_gaps if g.verdict == why]
         for g in _groups(gaps):
             if why == "named":
-                reason = "their names say the architecture they are for"
-            elif why == "compiled-out":
+                reason = ("each one's own name names the architecture its code is for, and its code is for "
+                          "nothing else")
+            else:
                 reason = "their own containers' code for these GPUs leaves them out"
-            else:  # the evidence is asked for only here: it reads every kernel name of the library
-                reason = f"the library picks code by architecture ({f.dispatch_evidence})"
             out.append(finding("K003", f.path, f"{f.path}: {_kernels_phrase(g.names, g.containers)} carry code only "
                                                f"for {', '.join(g.carried)}, not for "
                                                f"{', '.join('sm_' + x for x in g.fails)}: {reason}",
                                kernels=list(g.names or ()), carried=list(g.carried), fails=list(g.fails),
                                reason=why))
     return out
+
+
+def container_name(f: LibraryFacts, unit: int) -> str:
+    """One container of a library as a reader can find it: its offset and section."""
+    c = f.units[unit].container
+    return f"0x{c.offset:x}" + (f" ({c.section})" if c.section else "")
+
+
+def rule_k004(f: LibraryFacts) -> list[Finding]:
+    """K004: a container's kernels lack code for a claimed GPU that only another container gives
+    the same names. The runtime launches each container's kernels from its own module, so this
+    is a crash unless the host picks the container by architecture; the binary cannot say which
+    (onnxruntime's sm_80-only 4-bit GEMM translation unit, curand's single-architecture
+    containers: a deliberate dispatch; two objects instantiating one template: a crash). Fail
+    closed, naming what to record. One finding per (carried, fails), like K001."""
+    names: dict[tuple[tuple[str, ...], tuple[str, ...]], set[str]] = defaultdict(set)
+    units: dict[tuple[tuple[str, ...], tuple[str, ...]], set[int]] = defaultdict(set)
+    others: dict[tuple[tuple[str, ...], tuple[str, ...]], set[int]] = defaultdict(set)
+    for g in f.kernel_gaps:
+        if g.verdict == "elsewhere" and g.name is not None:
+            key = (g.carried, g.fails)
+            names[key].add(g.name)
+            units[key] |= g.units
+            others[key].update(g.elsewhere)
+    out = []
+    for key in sorted(names, key=lambda k: (-len(names[k]), k)):
+        carried, fails = key
+        mine = [container_name(f, i) for i in sorted(units[key])]
+        theirs = [container_name(f, j) for j in sorted(others[key] - units[key])] or \
+            [container_name(f, j) for j in sorted(others[key])]
+        out.append(finding(
+            "K004", f.path,
+            f"{f.path}: {_kernels_phrase(sorted(names[key]), 0)} of container{'s' * (len(mine) != 1)} "
+            f"{_first(mine)} carry code only for {', '.join(carried)}; on {', '.join('sm_' + x for x in fails)} "
+            f"(claimed) only container{'s' * (len(theirs) != 1)} {_first(theirs)} "
+            f"carr{'ies' if len(theirs) == 1 else 'y'} "
+            f"kernels of the same names. The runtime launches each container's kernels from its own module, and "
+            f"nothing in the binary shows the host picks the container by architecture: if it does, record it with "
+            f"[[tool.archaudit.ignore-library]] code = \"K004\", library = \"{f.path}\", reason = where the project "
+            f"documents the dispatch",
+            kernels=sorted(names[key]), containers=mine, carried=list(carried), fails=list(fails), elsewhere=theirs))
+    return out
+
+
+def _first(items: list[str]) -> str:
+    """The first few of a list, and how many more."""
+    more = len(items) - KERNELS_SHOWN
+    return ", ".join(items[:KERNELS_SHOWN]) + (f" and {more} more" if more > 0 else "")
 
 
 def rule_d002(f: LibraryFacts) -> list[Finding]:
@@ -424,7 +527,7 @@ def _named_gpus(f: LibraryFacts) -> list[Finding]:
                 word += " (its code needs a newer driver than any for this GPU)"
             elif p.runs == "none" and p.unlinked:
                 word += " (its code for this GPU is not loadable alone, and the library links none)"
-            failing = [g for g in f.kernel_gaps_on(cc) if g.verdict == "fails"]
+            failing = [g for g in f.kernel_gaps_on(cc) if g.verdict in ("fails", "elsewhere")]
             if failing:
                 n = len({g.name for g in failing if g.name is not None})
                 units = len({i for g in failing for i in g.units})
@@ -434,19 +537,39 @@ def _named_gpus(f: LibraryFacts) -> list[Finding]:
             out.append(finding("G009" if p.runs == "none" or failing else "G008", f.path,
                                f"{f.path} on {name} ({cc[0]}.{cc[1]}): {word}", gpu=name, runs=p.runs))
     if f.amd:
-        targets = sorted({e.target for e in f.amd})
-        for name, gpu in f.policy.amd_gpus:
-            modes = amd_configs(gpu)
-            ok = [m for m in modes if any(gfx.runs_on(t, m) for t in targets)]
-            if not ok:
-                word = "not at all"
-            elif len(ok) == len(modes):
-                word = "native"
-            else:
-                word = f"native only as {', '.join(ok)}"
-            out.append(finding("G008" if ok else "G009", f.path, f"{f.path} on {name} ({gpu}): {word}",
-                               gpu=name, runs="native" if ok else "none"))
+        for g in f.policy.amd_gpus:
+            out.append(_on_amd_gpu(f, g))
     return out
+
+
+def _on_amd_gpu(f: LibraryFacts, g: AmdGpu) -> Finding:
+    """--gpu for an AMD GPU: judged in the setting it ships with (or the target ID given names);
+    where archaudit does not know that setting, in every setting the GPU can run (fail closed)."""
+    asked = [g.ships] if g.ships else rocm.settings(g.target)
+    ok = [m for m in asked if f.amd_path(m).runs]
+    gaps = amd_kernel_gaps(f, ok)
+    where = f"{g.ships}, as it ships" if g.ships else g.target
+    if len(ok) == len(asked) and not gaps:
+        return finding("G008", f.path, f"{f.path} on {g.name} ({where}): native", gpu=g.name, runs="native",
+                       setting=g.ships or None)
+    others = [m for m in rocm.settings(g.target.split(":")[0]) if m not in asked and f.amd_path(m).runs]
+    if gaps:
+        names = sorted({x.name for x in gaps if x.name is not None})
+        word = (f"native for part of it; {_kernels_phrase(names, sum(1 for x in gaps if x.name is None))} cannot "
+                f"run there (their own bundles carry only {', '.join(sorted({t for x in gaps for t in x.carried}))})")
+    elif not ok:
+        word = "not at all" + _amd_why(f, asked)
+    else:
+        word = f"only as {', '.join(ok)}, not as {', '.join(m for m in asked if m not in ok)}"
+    if not g.ships and ok != asked:
+        word += (f"; how {g.name} is set up is not recorded, so every setting must run (name one: "
+                 f"--gpu {asked[0]})")
+    elif others and not ok:
+        changes = [f"{n} ({how})" for n, how in g.switch]
+        word += (f"; it runs only as {', '.join(others)}, which is not how {g.name} ships"
+                 + (f": that takes {', '.join(changes)}" if changes else ""))
+    return finding("G009", f.path, f"{f.path} on {g.name} ({where}): {word}", gpu=g.name,
+                   runs="native" if ok else "none", setting=g.ships or None)
 
 
 def on_gpu(lib: Library, name: str, cc: tuple[int, int], policy: Policy | None = None) -> Finding | None:
@@ -461,6 +584,33 @@ def on_gpu(lib: Library, name: str, cc: tuple[int, int], policy: Policy | None =
 # ---- AMD coverage -----------------------------------------------------------------------------
 
 
+def rule_g014(f: LibraryFacts) -> list[Finding]:
+    """G014: a code object whose own xnack/sramecc setting (ELF e_flags) is more specific than
+    its bundle id. ROCm selects the entry by its id and the loader then refuses the code object
+    on a GPU of the other setting, so it is judged by its e_flags; the id misdescribes it."""
+    bad = sorted({(e.identifier or e.target, e.own_target or "") for e in f.amd
+                  if rocm.hip_reads(e) and rocm.disagrees(e)})
+    if not bad:
+        return []
+    shown = "; ".join(f"{i} holds a code object built for {t}" for i, t in bad[:3])
+    return [finding("G014", f.path, f"{f.path}: {len(bad)} bundle entr{'y' if len(bad) == 1 else 'ies'} "
+                                    f"say{'s' * (len(bad) == 1)} less than {'its' if len(bad) == 1 else 'their'} "
+                                    f"code object: {shown}{' ...' if len(bad) > 3 else ''}; judged as built",
+                    entries=[i for i, _ in bad], built=[t for _, t in bad])]
+
+
+def rule_g015(f: LibraryFacts) -> list[Finding]:
+    """G015: AMD bundle entries HIP never selects: an offload kind other than hip/hipv4 (an
+    OpenMP entry), or an id comgr does not match as written (upper case). They count for no GPU."""
+    unread = sorted({e.identifier for e in f.amd if not rocm.hip_reads(e)})
+    if not unread:
+        return []
+    return [finding("G015", f.path, f"{f.path}: HIP never selects {len(unread)} bundle entr"
+                                    f"{'y' if len(unread) == 1 else 'ies'} ({', '.join(unread[:3])}"
+                                    f"{' ...' if len(unread) > 3 else ''}): comgr reads only hip and hipv4 entries, "
+                                    f"spelt in lower case; they count for no GPU", entries=unread)]
+
+
 def _modes_matter(target: str) -> bool:
     t = gfx.parse_target(target)
     return any(gfx.processors()[p].supports(n) and t.feature(n) is None
@@ -468,17 +618,8 @@ def _modes_matter(target: str) -> bool:
 
 
 def amd_configs(target: str) -> list[str]:
-    """Every concrete GPU setting a claimed target stands for: each processor of it (a generic
-    target: its family) with each xnack/sramecc setting the target leaves open."""
-    t = gfx.parse_target(target)
-    out = []
-    for proc in gfx.family(target):
-        p = gfx.processors()[proc]
-        options = [[(n, v)] if (v := t.feature(n)) is not None else [(n, True), (n, False)]
-                   for n in gfx.FEATURES if p.supports(n)]
-        for combo in itertools.product(*options):
-            out.append(proc + "".join(f":{n}{'+' if v else '-'}" for n, v in combo))
-    return out
+    """Every concrete GPU setting a claimed target stands for (rocm.settings)."""
+    return rocm.settings(target)
 
 
 def amd_covers(targets: Sequence[str], want: str) -> bool:
@@ -590,8 +731,9 @@ TargetRule = Callable[[TargetFacts], list[Finding]]
 READER_CODES = tuple(c for c in CODES if c.startswith("E"))
 """Codes the readers produce (archaudit.model.Problem); the rule layer passes them through."""
 
-OTHER_CODES = ("X001",)
-"""Codes produced after judgement, by the filters (archaudit.audit.apply_filters)."""
+OTHER_CODES = ("X001", "X002")
+"""Codes produced by the configuration around judgement: the filters' stale entries
+(archaudit.audit.apply_filters) and the data members left out (archaudit.audit.judge)."""
 
 LIBRARY_RULES: tuple[tuple[str, LibraryRule], ...] = (
     ("E*", rule_reader_problems),
@@ -607,10 +749,13 @@ LIBRARY_RULES: tuple[tuple[str, LibraryRule], ...] = (
     ("K001", rule_k001),
     ("K002", rule_k002),
     ("K003", rule_k003),
+    ("K004", rule_k004),
     ("D002", rule_d002),
     ("D001", rule_d001),
     ("G008", rule_g008),
     ("G009", rule_g009),
+    ("G014", rule_g014),
+    ("G015", rule_g015),
 )
 """Library rules, in the order their findings are reported."""
 
@@ -650,6 +795,8 @@ __all__ = [
     "TargetFacts",
     "amd_configs",
     "amd_covers",
+    "amd_kernel_gaps",
+    "amd_missing",
     "demangle",
     "finding",
     "judge_library_rules",

@@ -835,10 +835,10 @@ def _device_elf(f: OpenFile, h: elf.Header) -> Library:
             fmt = "cubin"
         else:
             small = elf.parse_small(data)
-            target = hip.target_from_elf(h.flags)
+            target = hip.target_from_elf(h.flags, h.abiversion)
             kernels = tuple(sorted({n[:-3] for n, *_ in small.symbols() if n.endswith(".kd")}))
             entry = Entry("amd", CODE_OBJECT, target, (0, 0), "none", size, size, 0,
-                          kernels=kernels, decoded=True)
+                          kernels=kernels, decoded=True, own_target=target)
             fmt = "hsaco"
     except elf.ElfError as e:
         return Library(path, size, "cubin", problems=(Problem(e.code, str(e)),))

@@ -19,7 +19,7 @@ from .claims import Claim, parse_claim
 from .config import DETAILS, FORMATS, Config, Detail, Format
 from .errors import UsageError
 from .filters import IgnoreRule, parse_patterns
-from .policy import AmdGpu, NvidiaGpu, Policy
+from .policy import AmdGpu, DataMember, NvidiaGpu, Policy
 from .scan import DEFAULT_MAX_PAYLOAD
 
 
@@ -29,6 +29,7 @@ class Output:
 
     format: Format = "text"
     path: str | None = None  # None: standard output
+    docs_url: str | None = None  # where docs/codes.md is published: SARIF rules' helpUri
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +73,7 @@ def output(args: argparse.Namespace, cfg: Config, formats: Sequence[str] = FORMA
     fmt = getattr(args, "format", None)
     if fmt is None:
         fmt = cfg.get("format", "text") if cfg.get("format", "text") in formats else "text"
-    return Output(cast(Format, fmt), getattr(args, "output", None))
+    return Output(cast(Format, fmt), getattr(args, "output", None), getattr(args, "docs_url", None))
 
 
 # ---- claims ----
@@ -151,7 +152,9 @@ def gpus(names: Sequence[str]) -> tuple[tuple[NvidiaGpu, ...], tuple[AmdGpu, ...
             continue
         amd_found = gfx.lookup_gpu(name)
         if amd_found:
-            amd.append(AmdGpu(name, amd_found[0].target))
+            a = amd_found[0]
+            one = len(amd_found) == 1  # a bare processor names several GPUs: no one shipped setting
+            amd.append(AmdGpu(name, a.target, (a.shipped or "") if one else "", a.switch if one else ()))
             continue
         if _is_gfx(name):
             try:
@@ -160,7 +163,9 @@ def gpus(names: Sequence[str]) -> tuple[tuple[NvidiaGpu, ...], tuple[AmdGpu, ...
                 raise UsageError(f"--gpu {name!r}: {e}") from None
             if gfx.is_generic(target):
                 raise UsageError(f"--gpu {name!r} is a generic code target, not a GPU")
-            amd.append(AmdGpu(name, target))
+            p = gfx.parse_target(target)
+            whole = all(p.feature(n) is not None for n in gfx.FEATURES if gfx.processors()[p.processor].supports(n))
+            amd.append(AmdGpu(name, target, target if whole else ""))
             continue
         raise UsageError(f"--gpu {name!r}: not in the GPU catalog (see 'archaudit gpus') and not sm_XX")
     return tuple(nvidia), tuple(amd)
@@ -218,7 +223,8 @@ def policy(args: argparse.Namespace, cfg: Config, amd_claim: tuple[str, ...], am
         gpus=nvidia, amd_gpus=amd,
         select=select, ignore=ignore, ignore_rules=tuple(rules),
         require_device_code=tuple(cfg.get("require-device-code", [])),
-        amd_claim=amd_claim, amd_claim_source=amd_source,
+        data=tuple(DataMember(d["member"], d["reason"]) for d in cfg.get("data", [])),
+        amd_claim=amd_claim, amd_claim_source=amd_source, config=cfg.path,
     )
 
 

@@ -90,6 +90,10 @@ def render(report: Report, s: CheckSettings, *, unicode: bool = True) -> str:
         if fmt == "github":
             return formats.render_github(report)
         return formats.render_junit(report)
+    if fmt == "sarif":
+        from .. import sarif
+
+        return sarif.render_check(report, docs_url=s.output.docs_url)
     return render_text(report, detail=s.detail, verbose=s.verbose, ascii_only=not unicode, costs=s.costs,
                        timings=s.timings)
 

@@ -91,10 +91,10 @@ def _inventories(db: sqlite3.Connection, rows: Iterable[WheelRow]) -> Iterable[t
 # ---- runs-on --------------------------------------------------------------------------------
 
 def runs_on(db: sqlite3.Connection, gpu_name: str, nvidia: Sequence[tuple[str, tuple[int, int]]],
-            amd: Sequence[tuple[str, str]], project: str | None = None, every: bool = False) -> Table:
+            amd: Sequence[AmdGpu], project: str | None = None, every: bool = False) -> Table:
     """The wheels whose every library with device code runs on the GPU (natively or by JIT).
     A wheel that could not be verified (any E finding) never counts as running."""
-    policy = Policy(gpus=tuple(NvidiaGpu(*g) for g in nvidia), amd_gpus=tuple(AmdGpu(*g) for g in amd))
+    policy = Policy(gpus=tuple(NvidiaGpu(*g) for g in nvidia), amd_gpus=tuple(amd))
     out = []
     for w, inv in _inventories(db, wheels(db, project)):
         t = judge(inv, None, policy)

@@ -7,7 +7,7 @@ import argparse
 
 DEFAULT_TIMEOUT = 300.0
 
-FORMATS = ("text", "json", "markdown", "github", "junit")
+FORMATS = ("text", "json", "markdown", "github", "junit", "sarif")
 EXIT_CODES = (
     (0, "every row passed (a SKIP passes, except one for want of a GPU under --require-gpu)"),
     (1, "a row failed: a library does not load, device code the driver refuses or answers otherwise "

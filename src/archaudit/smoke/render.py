@@ -122,6 +122,10 @@ RENDERERS = {"text": render_text, "json": to_json, "markdown": render_markdown, 
              "junit": render_junit}
 
 
-def render(report: SmokeReport, fmt: str) -> str:
+def render(report: SmokeReport, fmt: str, *, docs_url: str | None = None) -> str:
     """The report in one of runner.FORMATS, ending in a newline."""
+    if fmt == "sarif":
+        from .. import sarif
+
+        return sarif.render_smoke(report, docs_url=docs_url)
     return RENDERERS[fmt](report) + "\n"

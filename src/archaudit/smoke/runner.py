@@ -228,7 +228,7 @@ def main_smoke(args: argparse.Namespace) -> int:
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
-    return _emit(render(report, fmt), output) or report.exit_code
+    return _emit(render(report, fmt, docs_url=getattr(args, "docs_url", None)), output) or report.exit_code
 
 
 def _emit(text: str, output: str | None) -> int:
@@ -251,6 +251,10 @@ def _emit_error(message: str, fmt: str, output: str | None) -> int:
         import json
 
         _emit(json.dumps({"error": message, "exit_code": 2}, indent=2) + "\n", output)
+    elif fmt == "sarif":
+        from ..sarif import render_failure
+
+        _emit(render_failure(message), output)
     print(f"archaudit smoke: error: {message}", file=sys.stderr)
     return 2
 
