@@ -88,7 +88,7 @@ def _data() -> dict[str, Any]:
 
 def rocm_rule(name: str) -> Any:
     """The value of one of ROCm's selection and loading rules (data/amd.json "rocm_rules", each
-    with its source in ROCm's code; archaudit.rocm applies them)."""
+    with its source in ROCm's code; archaudit.judge.rocm applies them)."""
     return _data()["rocm_rules"][name]["value"]
 
 
