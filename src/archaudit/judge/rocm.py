@@ -160,27 +160,45 @@ class AmdKernelGap:
 
 def kernel_gaps(mods: Sequence[Container], paths: Iterable[AmdPath]) -> tuple[AmdKernelGap, ...]:
     """Kernels defined in some module that a GPU setting cannot launch although another module of
-    the library runs there (the runtime looks a kernel up in its own module only)."""
+    the library runs there (the runtime looks a kernel up in its own module only).
+
+    Linear in the kernels: per setting, only the kernels a module defines but its selection
+    does not launch are candidates, and each is checked against its other modules."""
+    defined: list[frozenset[str] | None] = []  # per module: its kernels (None: some entry unread)
     homes: dict[str, list[int]] = {}
-    unread: list[int] = []
     for i, c in enumerate(mods):
         entries = [e for e in c.entries if hip_reads(e)]
-        if any(e.kernels is None for e in entries):
-            unread.append(i)
-        for e in entries:
-            for k in e.kernels or ():
-                if i not in homes.setdefault(k, []):
-                    homes[k].append(i)
+        names = frozenset(k for e in entries for k in (e.kernels or ()))
+        defined.append(None if any(e.kernels is None for e in entries) else names)
+        for k in names:
+            homes.setdefault(k, []).append(i)
+    launch: dict[int, frozenset[str]] = {}  # id(entry) -> its kernels, built once per entry
+
+    def launchable(sel: Selection) -> frozenset[str] | None:
+        if sel.outcome != "native" or sel.entry is None:
+            return frozenset()
+        if sel.entry.kernels is None:
+            return None
+        got = launch.get(id(sel.entry))
+        if got is None:
+            got = launch[id(sel.entry)] = frozenset(sel.entry.kernels)
+        return got
+
     fails: dict[tuple[str | None, int], list[str]] = {}
     for p in paths:
         if not p.runs:
             continue
-        for k, where in homes.items():
-            if not any((ks := p.selections[i].kernels) is None or k in ks for i in where):
-                fails.setdefault((k, where[0]), []).append(p.gpu)
-        for i in unread:
-            if p.selections[i].outcome != "native":
+        here = [launchable(sel) for sel in p.selections]
+        for i, mine in enumerate(defined):
+            if mine is None and p.selections[i].outcome != "native":
                 fails.setdefault((None, i), []).append(p.gpu)
+            got = here[i]
+            if got is None:
+                continue
+            for k in (mine if mine is not None else frozenset()) - got:
+                where = homes[k]
+                if where[0] == i and not any((h := here[j]) is None or k in h for j in where):
+                    fails.setdefault((k, i), []).append(p.gpu)
     out = []
     for (name, first), gpus in fails.items():
         where = homes.get(name, [first]) if name is not None else [first]
