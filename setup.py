@@ -1,7 +1,7 @@
 """The optional compiled speedups (src/archaudit/_speedups.c): the cubin tables and the search.
 
 Optional: where no C compiler is found the build goes on without them, and archaudit runs
-their Python references, which give the same answers (tests/test_speedups.py).
+their Python references, which give the same answers (tests/read/test_speedups.py).
 ARCHAUDIT_NO_SPEEDUPS=1 builds without them.
 
 They use only the stable ABI of Python 3.11 (the buffer protocol joined the limited API in

@@ -59,7 +59,7 @@ def installed(wheel: Path, where: Path) -> Path:
 
 
 def speedups(bin_dir: Path) -> bool:
-    done = subprocess.run([str(bin_dir / "python"), "-c", "from archaudit import native; print(native.active)"],
+    done = subprocess.run([str(bin_dir / "python"), "-c", "from archaudit.read import native; print(native.active)"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return done.stdout.strip() != "None"

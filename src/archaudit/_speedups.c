@@ -1,5 +1,5 @@
 /* archaudit's compiled speedups, each the C twin of a Python reference that stays in the
- * package and gives the same answers (tests/test_speedups.py):
+ * package and gives the same answers (tests/read/test_speedups.py):
  *
  * - cubin_tables: fatbin._tables, the kernels, .nv.compat section and toolkit note of a cubin;
  * - find: bytes.find, the container search, without the GIL.

@@ -88,7 +88,7 @@ def _data() -> dict[str, Any]:
 
 def rocm_rule(name: str) -> Any:
     """The value of one of ROCm's selection and loading rules (data/amd.json "rocm_rules", each
-    with its source in ROCm's code; archaudit.rocm applies them)."""
+    with its source in ROCm's code; archaudit.judge.rocm applies them)."""
     return _data()["rocm_rules"][name]["value"]
 
 
@@ -161,6 +161,7 @@ def lookup_gpu(name: str) -> list[GPU]:
 _FEATURE_RE = re.compile(r"^([a-z0-9]+)([+-])$")
 
 
+@lru_cache(maxsize=4096)
 def parse_target(text: str) -> Target:
     """Parse a target ID such as ``gfx942:sramecc+:xnack-``. ValueError on an unknown
     processor, an unknown or repeated feature, or a feature the processor lacks."""

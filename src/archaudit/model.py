@@ -131,3 +131,17 @@ class Library:
         if linked is not None:
             return f"links {linked}"
         return f"names {self.linkers[0]}" if self.linkers else None
+
+
+@dataclass(frozen=True, slots=True)
+class TargetInventory:
+    """What one target carries: its libraries and the problems of the target as a whole."""
+
+    target: str
+    kind: str  # "wheel" | "directory" | "file" | "distribution"
+    libraries: tuple[Library, ...]
+    problems: tuple[Problem, ...] = ()
+    unusable: bool = False  # the target itself could not be read (exit 2)
+    bytes_read: int = 0
+    seconds: float = 0.0
+    distribution: str = ""  # name-version, when known

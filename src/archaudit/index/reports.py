@@ -15,12 +15,13 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from .. import arch, diff
-from ..artifacts import TargetInventory
-from ..audit import judge
-from ..facts import label
+from .. import arch
 from ..findings import ERROR
-from ..policy import AmdGpu, NvidiaGpu, Policy
+from ..judge import diff
+from ..judge.audit import judge
+from ..judge.facts import label
+from ..judge.policy import AmdGpu, NvidiaGpu, Policy
+from ..model import TargetInventory
 from .store import inventory_of
 
 Cell = str | int | float | None

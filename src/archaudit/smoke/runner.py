@@ -22,9 +22,9 @@ import tempfile
 import time
 from typing import Any
 
+from ..cli.smoke_options import DEFAULT_TIMEOUT, EXIT_CODES, FORMATS, add_smoke_arguments  # noqa: F401 - still runner's names
 from ..errors import ArchauditError
 from . import child, probes as probes_mod, venv
-from .options import DEFAULT_TIMEOUT, EXIT_CODES, FORMATS, add_smoke_arguments  # noqa: F401 - still runner's names
 from .report import FAIL, Row, SmokeReport
 
 INFO_TIMEOUT = 120.0
@@ -186,7 +186,7 @@ def list_probes() -> tuple[str, int]:
 
 
 def main_smoke(args: argparse.Namespace) -> int:
-    from .render import render
+    from ..report.smoke import render
 
     fmt = getattr(args, "format", None) or ("json" if getattr(args, "json", False) else "text")
     output = getattr(args, "output", None)
@@ -241,7 +241,7 @@ def _emit_error(message: str, fmt: str, output: str | None) -> int:
 
         _emit(json.dumps({"error": message, "exit_code": 2}, indent=2) + "\n", output)
     elif fmt == "sarif":
-        from ..sarif import render_failure
+        from ..report.sarif import render_failure
 
         _emit(render_failure(message), output)
     print(f"archaudit smoke: error: {message}", file=sys.stderr)
