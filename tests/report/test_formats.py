@@ -252,6 +252,7 @@ def test_junit_escapes_hostile_text(tmp_path, monkeypatch):
     import zipfile
     monkeypatch.chdir(tmp_path)
     with zipfile.ZipFile("odd-1.0-py3-none-any.whl", "w") as z:
+        z.writestr("demo-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\n")  # a wheel: pip installs none without
         z.writestr('odd/<&"\x01>.so', (BIN / "lib_sm80.so").read_bytes())
     rc, xml = run_check(["--arch", "90", "odd-1.0-py3-none-any.whl"], "junit", tmp_path / "r.xml")
     assert rc == 1
@@ -308,6 +309,7 @@ def test_markdown_tables_are_well_formed(tmp_path, monkeypatch):
     import zipfile
     monkeypatch.chdir(tmp_path)
     with zipfile.ZipFile("pipe-1.0-py3-none-any.whl", "w") as z:
+        z.writestr("demo-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\n")  # a wheel: pip installs none without
         z.writestr("pipe/a|b.so", (BIN / "lib_sm80.so").read_bytes())
     shutil.copy(example_wheel(), EXAMPLE)
     rc, md = run_check(["--arch", "80,90", "--costs", "pipe-1.0-py3-none-any.whl", EXAMPLE], "markdown",
