@@ -156,3 +156,28 @@ def test_a_short_elf_gets_a_code_whose_title_its_words_repeat(tmp_path, ident, c
     assert [c for c, _ in found] == [code] and words in found[0][1], found
     title = CODES[code].title
     assert found[0][1].split(": ", 2)[1] == title, (found, title)
+
+
+# ---- 6: a repeated --arch adds up ----
+
+@pytest.mark.parametrize("flags, claimed", [
+    (["--arch", "80", "--arch", "90"], ["80", "90"]),
+    (["--arch", "80;90-real", "--arch", "-gencode arch=compute_100,code=compute_100"], ["80", "90", "100"]),
+    (["--arch", "8.0", "--arch", "80"], ["80"]),
+])
+def test_a_repeated_arch_claims_every_architecture_given(tmp_path, flags, claimed):
+    rc, doc = check_json(tmp_path, *flags, core.example_wheel())
+    assert doc["targets"][0]["claim"]["gpus"] == claimed, doc["targets"][0]["claim"]
+
+
+def test_a_repeated_arch_keeps_sass_and_ptx_from_each(tmp_path):
+    """`--arch 90-real --arch 90-virtual` claims SASS and PTX for 90, as `90-real;90-virtual` does."""
+    _, both = check_json(tmp_path, "--arch", "90-real", "--arch", "90-virtual", core.example_wheel())
+    _, one = check_json(tmp_path, "--arch", "90-real;90-virtual", core.example_wheel())
+    assert one["targets"][0]["claim"]["archs"] == [{"target": "90", "sass": True, "ptx": True}]
+    assert both["targets"][0]["claim"]["archs"] == one["targets"][0]["claim"]["archs"]
+
+
+def test_an_amd_target_in_a_repeated_arch_beside_a_cuda_one_is_a_usage_error(tmp_path, capsys):
+    rc = main(["check", "--no-config", "-q", "--arch", "80", "--arch", "gfx90a", core.example_wheel()])
+    assert rc == 2 and "'gfx90a' is an AMD target" in capsys.readouterr().err

@@ -24,8 +24,9 @@ def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
                    help="a .whl, a directory, a .so/.cubin/.fatbin/.ptx file, or an installed distribution")
     p.add_argument("--example", action="store_true", help="also audit the small example wheel shipped with archaudit")
     g = p.add_argument_group("claims")
-    g.add_argument("--arch", metavar="LIST", help="claimed CUDA architectures, in any common spelling "
-                                                  "('80;90-real', '8.0 9.0+PTX', '-gencode ...', '80,90')")
+    g.add_argument("--arch", metavar="LIST", action="append",
+                   help="claimed CUDA architectures, in any common spelling ('80;90-real', '8.0 9.0+PTX', "
+                        "'-gencode ...', '80,90'); repeatable, the claims add up")
     g.add_argument("--arch-style", choices=("auto", "cmake", "torch", "nvcc", "list"), default=None)
     g.add_argument("--arch-from-env", metavar="VAR", help="read the claim from an environment variable")
     g.add_argument("--amd-arch", metavar="LIST", help="claimed AMD gfx targets (PYTORCH_ROCM_ARCH, "

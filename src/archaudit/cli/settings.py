@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from .. import arch, gfx
-from ..claims import Claim, parse_claim
+from ..claims import Claim, merge_claims, parse_claim
 from ..config import DETAILS, FORMATS, Config, Detail, Format
 from ..errors import UsageError
 from ..judge.filters import IgnoreRule, parse_patterns
@@ -98,8 +98,9 @@ def claim(args: argparse.Namespace, cfg: Config) -> tuple[Claim | None, tuple[st
     cuda-archs) are AMD targets: alone they are the AMD claim; mixed with CUDA ones they are
     an error that names --amd-arch."""
     style = _flag_or(cfg, args.arch_style, "cuda-archs-style", "auto")
-    if args.arch is not None:
-        text, source = args.arch, "--arch"
+    arch_flags = [args.arch] if isinstance(args.arch, str) else list(args.arch or ())
+    if arch_flags:
+        text, source = " ".join(arch_flags), "--arch"
     elif args.arch_from_env:
         if args.arch_from_env not in os.environ:
             raise UsageError(f"--arch-from-env {args.arch_from_env}: the variable is not set")
@@ -122,10 +123,13 @@ def claim(args: argparse.Namespace, cfg: Config) -> tuple[Claim | None, tuple[st
             raise UsageError(f"C002 unparseable claim from {source}: {gfx_tokens[0]!r} is an AMD target; "
                              f"give AMD targets with --amd-arch (or amd-archs in [tool.archaudit])")
         else:
+            parts = arch_flags if len(arch_flags) > 1 and source == "--arch" else [text]
             try:
-                cuda = parse_claim(text, source, style=style, cuda_version=_cuda_version(args, cfg))
+                claims = [parse_claim(part, source, style=style, cuda_version=_cuda_version(args, cfg))
+                          for part in parts]
             except ValueError as e:
                 raise UsageError(f"C002 unparseable claim from {source}: {e}") from None
+            cuda = claims[0] if len(claims) == 1 else merge_claims(claims, source)
     amd: tuple[str, ...] = ()
     if amd_text:
         joined = ";".join(amd_text) if isinstance(amd_text, list) else str(amd_text)
