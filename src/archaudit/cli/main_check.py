@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..config import DETAILS
@@ -53,6 +54,9 @@ def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
                         "are never dropped")
     common.add_config_options(g)
     common.add_output_options(p)
+    p.add_argument("--also-write", action="append", metavar="FORMAT=FILE", default=None,
+                   help="also write the report in FORMAT to FILE ('-': standard output), from the same read "
+                        "(repeatable; e.g. --format json -o report.json --also-write markdown=summary.md)")
     g = p.add_argument_group("presentation")
     g.add_argument("--detail", choices=DETAILS, default=None)
     g.add_argument("--costs", action="store_true", default=None,
@@ -118,5 +122,8 @@ def execute(args: argparse.Namespace) -> int:
     finally:
         if stop is not None:
             stop()
+    for also in s.also:  # every rendering from the one report: each wheel is read once
+        also_s = replace(s, output=replace(s.output, format=also.format, path=also.path))
+        common.write(render(report, also_s, unicode=common.unicode_ok(also.path)), also.path)
     common.write(render(report, s, unicode=common.unicode_ok(s.output.path)), s.output.path)
     return report.exit_code
