@@ -58,6 +58,12 @@ _CODES = [
          "library was expected.",
          "Rebuild the wheel with a standard tool (pip wheel, build); never ship such members.",
          "x.whl: torch/lib/libx.so: member listed twice"),
+    Code("E004", ERROR, "not a wheel",
+         "The target is not what its name or its place says: a .whl zip with no (or more than one) "
+         "top-level .dist-info directory, which pip refuses to install; or a file given by name that "
+         "is neither a wheel nor a library nor device code (a plain zip, an sdist .tar.gz, text).",
+         "Audit the built wheel (python -m build --wheel, pip wheel) or the library itself.",
+         "x-1.0-py3-none-any.whl: not a wheel: .dist-info directory not found (pip refuses it)"),
     Code("E010", ERROR, "malformed ELF",
          "A library is not a well-formed ELF file (bad header, section table outside the file, "
          "non-ELF file named .so).",

@@ -183,6 +183,9 @@ def archive_inventory(target: str, size: int, read_at: zipread.ReadAt, opener: C
     except _TooManyLibraries:
         return TargetInventory(target, "wheel", (), (_too_many(),), False, 0, time.perf_counter() - start,
                                _wheel_dist(target))
+    why = not_a_wheel([m.name for m in members])
+    if why is not None:
+        return TargetInventory(target, "wheel", (), NotAWheel(why, hazards).problems, unusable=True)
     if on_members is not None:
         on_members(members)
     jobs_list, problems = _wheel_member_jobs(opener, members, hazards, size)
@@ -194,6 +197,37 @@ def archive_inventory(target: str, size: int, read_at: zipread.ReadAt, opener: C
 
 
 _Plan = tuple[str, list[_Job], list[Problem], str]
+_FILE_SUFFIXES = (*LIBRARY_SUFFIXES, ".whl", ".zip", ".tar.gz", ".tgz", ".tar", ".egg", ".txt", ".json")
+
+
+def _names_a_file(target: str) -> bool:
+    """A target spelled as a path (a separator or a file suffix), never a distribution name."""
+    return os.path.sep in target or "/" in target or target.lower().endswith(_FILE_SUFFIXES)
+
+
+def _not_a_library(path: str) -> str | None:
+    """Why a file given by name is none of what check reads, or None: an ELF, PE or Mach-O
+    library, a fatbin, an offload bundle, a .ptx (by name; its text is judged) or a device-code
+    name the readers refuse with their own finding. A zip or an sdist is not a wheel."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(HEAD)
+    except OSError:
+        return None  # the reader says why it cannot read it
+    kind = content_kind(head)
+    if kind == "zip":
+        return ("not a wheel: a zip archive whose name does not end in .whl (a wheel is named "
+                "name-version-python-abi-platform.whl and holds a .dist-info directory)")
+    if kind is not None or is_library_name(path):
+        return None
+    if head.startswith(b"\x1f\x8b"):
+        return "not a wheel: a gzip archive (an sdist?); archaudit audits built wheels and libraries"
+    if head.startswith(b"BZh") or head.startswith(b"\xfd7zXZ\0") or head.startswith(b"\x28\xb5\x2f\xfd"):
+        return "not a wheel: a compressed archive; archaudit audits built wheels and libraries"
+    if len(head) >= 262 and head[257:262] == b"ustar":
+        return "not a wheel: a tar archive; archaudit audits built wheels and libraries"
+    return ("not a wheel, library or device-code file: its first bytes are none of ELF, PE, Mach-O, "
+            "fatbin or offload bundle")
 
 
 def _plan(target: str) -> _Plan | TargetInventory:
@@ -210,17 +244,22 @@ def _plan(target: str) -> _Plan | TargetInventory:
         except zipread.ZipError as e:
             return TargetInventory(target, "wheel", (), (Problem("E002", f"malformed archive: {e}"),),
                                    unusable=True)
+        except NotAWheel as e:
+            return TargetInventory(target, "wheel", (), e.problems, unusable=True)
         return "wheel", jobs_list, problems, _wheel_dist(target)
-    if os.path.exists(target) or os.path.sep in target or target.endswith(LIBRARY_SUFFIXES):
+    if os.path.exists(target) or _names_a_file(target):
         if not os.path.isfile(target):
             why = "not a regular file" if os.path.exists(target) else "no such file"
             return TargetInventory(target, "file", (), (Problem("E001", f"cannot read: {why}"),), unusable=True)
+        refused = _not_a_library(target)
+        if refused is not None:
+            return TargetInventory(target, "file", (), (Problem("E004", refused),), unusable=True)
         return "file", [_file_job(target, os.path.basename(target))], [], ""
     found = _distribution_jobs(target)
     if found is None:
         return TargetInventory(target, "distribution", (), (Problem(
-            "E001", f"cannot read: '{target}' is not a file, a directory or an installed "
-                    f"distribution"),), unusable=True)
+            "E001", f"cannot read: no such file, directory or installed distribution '{target}'"),),
+            unusable=True)
     jobs_list, problems, dist = found
     return "distribution", jobs_list, problems, dist
 
@@ -346,11 +385,35 @@ def _too_many() -> Problem:
                            f"any real wheel holds: none is read")
 
 
+class NotAWheel(Exception):
+    """A .whl that pip would refuse to install (E004): its members are not read; what reading
+    its directory found wrong (E002, E003) is said with it."""
+
+    def __init__(self, why: str, hazards: list[zipread.Hazard]):
+        super().__init__(why)
+        self.problems = (*(Problem(code, f"{name}: {msg}") for code, name, msg in hazards), Problem("E004", why))
+
+
+def not_a_wheel(names: Iterator[str] | list[str]) -> str | None:
+    """Why pip refuses a .whl with these member names, or None: pip installs a wheel with
+    exactly one top-level .dist-info directory (pip's wheel_dist_info_dir), and so does smoke."""
+    info_dirs = sorted({n.split("/", 1)[0] for n in names if "/" in n and n.split("/", 1)[0].endswith(".dist-info")})
+    if not info_dirs:
+        return "not a wheel: .dist-info directory not found (pip refuses to install it)"
+    if len(info_dirs) > 1:
+        return (f"not a wheel: multiple .dist-info directories found ({', '.join(info_dirs)}; pip refuses "
+                f"to install it)")
+    return None
+
+
 def _wheel_jobs(path: str) -> tuple[list[_Job], list[Problem]]:
     try:
         members, hazards = zipread.read_directory(path, _counting(MAX_LIBRARIES))
     except _TooManyLibraries:
         return [], [_too_many()]
+    why = not_a_wheel([m.name for m in members])
+    if why is not None:
+        raise NotAWheel(why, hazards)
     return _wheel_member_jobs(lambda: open(path, "rb"), members, hazards, os.path.getsize(path))
 
 

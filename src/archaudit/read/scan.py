@@ -742,7 +742,8 @@ def _elf(f: OpenFile) -> Library:
     try:
         h = elf.parse_header(f.head, f.size)
     except elf.ElfError as e:
-        return Library(f.path, f.size, "elf", problems=(Problem(e.code, f"malformed ELF: {e}"),))
+        words = "malformed ELF" if e.code == "E010" else "unsupported library format"
+        return Library(f.path, f.size, "elf", problems=(Problem(e.code, f"{words}: {e}"),))
     if h.machine in (elf.EM_CUDA, elf.EM_AMDGPU):
         return _device_elf(f, h)
     return _host_elf(f, h)

@@ -96,7 +96,7 @@ def _target_md(t: TargetReport, costs: bool, verbose: bool, hidden: tuple[Suppre
         out.append("| Library | Carries | Verdict |")
         out.append("|---|---|---|")
         for v in device:
-            carried = " ".join(v.carried) or "(relocatable only)"
+            carried = " ".join(v.carried) or ("(relocatable only)" if v.relocatable else "(none read)")
             verdict = _verdict(v, hidden)
             icon = "❓" if verdict.startswith("?") else STATUS_ICON.get(v.status, "")
             out.append(f"| {code_span(v.path)} | {md_text(carried)} | {icon} "

@@ -128,7 +128,7 @@ def _target_text(t: TargetReport, detail: str, verbose: bool, *, costs: bool = F
         cwidth = min(max(len(" ".join(v.carried)) for v in device), 60)
         out.append(f"  {'LIBRARY':<{width}}  {'CARRIES':<{cwidth}}  VERDICT")
         for v in device:
-            carried = _fit(list(v.carried), cwidth) or "(relocatable only)"
+            carried = _fit(list(v.carried), cwidth) or ("(relocatable only)" if v.relocatable else "(none read)")
             out.append(f"  {v.path:<{width}}  {carried:<{cwidth}}  {_verdict(v, hidden)}")
             if detail in ("containers", "kernels"):
                 out.extend(_containers_text(t, v.path, detail))
