@@ -279,7 +279,12 @@ def _amd_why(f: LibraryFacts, settings: Sequence[str]) -> str:
     """Why ROCm runs nothing there, where the binary shows more than missing code: an entry it
     selects whose code object the loader refuses, or entries it never reads."""
     out = ""
-    refused = {e.identifier or e.target: rocm.judged_target(e) for m in settings for e in f.amd_path(m).refused}
+    old = sorted({e.code_version[0] for m in settings for e in f.amd_path(m).refused if rocm.too_old_alone(e)})
+    if old:
+        out += (f"; it is a bare code object of version {', '.join(map(str, old))}, and ROCm's comgr looks up "
+                f"bare code objects of versions 4 to 6 only (getElfIsaName)")
+    refused = {e.identifier or e.target: rocm.judged_target(e) for m in settings for e in f.amd_path(m).refused
+               if not rocm.too_old_alone(e)}
     if refused:
         shown = "; ".join(f"{i} holds a code object built for {t}" for i, t in sorted(refused.items())[:3])
         out += (f"; on {', '.join(settings[:4])} ROCm selects the first bundle entry whose id fits and the "

@@ -62,6 +62,7 @@ EM_AMDGPU = 224
 ELFOSABI_AMDGPU_HSA = 64
 # EI_ABIVERSION for ELFOSABI_AMDGPU_HSA -> code object version
 _CO_VERSION = {0: 2, 1: 3, 2: 4, 3: 5, 4: 6}
+CO_VERSION = _CO_VERSION  # EI_ABIVERSION -> code object version, for the bare code objects scan reads
 
 # e_flags fields (LLVM BinaryFormat/ELF.h)
 EF_AMDGPU_MACH = 0x0FF

@@ -765,7 +765,10 @@ def _device_elf(f: OpenFile, h: elf.Header) -> Library:
             small = elf.parse_small(data)
             target = hip.target_from_elf(h.flags, h.abiversion)
             kernels = tuple(sorted({n[:-3] for n, *_ in small.symbols() if n.endswith(".kd")}))
-            entry = Entry("amd", CODE_OBJECT, target, (0, 0), "none", size, size, 0,
+            if h.abiversion not in hip.CO_VERSION:
+                raise ValueError(f"code object ABI version {h.abiversion} is unknown")
+            version = (hip.CO_VERSION[h.abiversion], 0)
+            entry = Entry("amd", CODE_OBJECT, target, version, "none", size, size, 0,
                           kernels=kernels, decoded=True, own_target=target)
             fmt = "hsaco"
     except elf.ElfError as e:
