@@ -34,7 +34,7 @@ def speedups() -> Any:
     """archaudit's compiled speedups (archaudit._speedups), which the tests of the compiled path
     need like a reference tool: where the install could not build them (no C compiler) the test
     skips, and in CI, whose install must build them, it fails."""
-    from archaudit import native
+    from archaudit.read import native
 
     if native.built is None:
         missing_tool("archaudit._speedups", "the compiled speedups were not built (no C compiler at install)")

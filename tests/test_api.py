@@ -19,7 +19,7 @@ import archaudit
 from archaudit import ArchauditError, Claim, Finding, Policy, Report, check
 from archaudit.cli import main
 from archaudit.core import example_wheel
-from archaudit.render import render_json
+from archaudit.report.render import render_json
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text(encoding="utf-8")

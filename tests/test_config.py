@@ -117,6 +117,7 @@ def test_a_whole_code_over_every_library_needs_no_reason(project):
     ("github", "; config {path}"),
     ("junit", '<property name="config" value="{path}" />'),
     ("json", '"config": "{path}"'),
+    ("sarif", '"config": "{path}"'),
 ])
 def test_every_format_names_the_config_file(project, fmt, expect):
     path = write(project, '[tool.archaudit]\ncuda-archs = "80;90"\nignore = ["G001"]\n')
@@ -199,6 +200,10 @@ def test_policy_keys(project):
     ('[tool.archaudit]\nignore = "G001"\n', "ignore must be a list of strings"),
     ('[tool.archaudit]\ncuda-archs = 80\n', "cuda-archs must be a string or a list"),
     ('[[tool.archaudit.ignore-library]]\ncode = "G001"\n', "needs code and library"),
+    ('[[tool.archaudit.data]]\nmember = "x/*.whl"\n', "needs a member glob and a reason"),
+    ('[[tool.archaudit.data]]\nmember = "x/*.whl"\nreason = " "\n', "needs a member glob and a reason"),
+    ('[[tool.archaudit.data]]\nmember = "*/*"\nreason = "all"\n', "names no member"),
+    ('[tool.archaudit]\ndata = "x.whl"\n', "data must be a list of tables"),
     ('[tool.archaudit\n', "not valid TOML"),
 ])
 def test_bad_config_exits_2(project, capsys, body, message):
@@ -224,3 +229,28 @@ def test_load_api(tmp_path):
     assert load(None, discover=False).values == {}
     with pytest.raises(ConfigError):
         load(str(tmp_path / "absent.toml"))
+
+
+def test_a_data_member_is_left_out_of_the_verdict_with_its_reason(project):
+    """A wheel shipping the example wheel as data: without the entry C001 (its code needs a
+    claim); with it, the nested wheel's libraries are left out, and X002 says so and why."""
+    import zipfile
+
+    with zipfile.ZipFile(project / "dist" / "host-1.0-py3-none-any.whl", "w") as z:
+        z.write(example_wheel(), f"host/examples/{EXAMPLE}")
+        z.writestr("host/__init__.py", "")
+        z.writestr("host-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\n")
+    wheel = "../../dist/host-1.0-py3-none-any.whl"
+    write(project, "[tool.archaudit]\n")
+    rc, doc = check_json(wheel)
+    assert rc == 1 and "C001" in [f["code"] for f in doc["targets"][0]["findings"]]
+    write(project, '[[tool.archaudit.data]]\nmember = "host/examples/*.whl"\nreason = "read by the self-test"\n')
+    rc, doc = check_json(wheel)
+    (target,) = doc["targets"]
+    assert rc == 0 and target["libraries"] == []
+    (note,) = target["findings"]
+    assert note["code"] == "X002" and note["severity"] == "info" and note["subject"] == f"host/examples/{EXAMPLE}"
+    assert "read by the self-test" in note["message"]
+    # a claim judges what is left, and no device code is left: G006, never a pass on the data's code
+    rc, doc = check_json(wheel, "--arch", "80;90")
+    assert rc == 1 and [f["code"] for f in doc["targets"][0]["findings"]] == ["G006", "X002"]

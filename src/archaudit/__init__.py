@@ -28,18 +28,19 @@ __version__ = "0.1.0"  # the one place the version is written; pyproject.toml re
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
-    from .audit import Report
     from .claims import Claim
     from .errors import ArchauditError
     from .findings import Finding
-    from .policy import Policy
+    from .judge.audit import Report
+    from .judge.policy import Policy
 
 StrPath = str | os.PathLike[str]
 ArchStyle = Literal["auto", "cmake", "torch", "nvcc", "list"]
 
 # Public name -> the module that defines it, imported on first use (PEP 562).
 _LAZY = {
-    "Claim": "claims", "Policy": "policy", "Report": "audit", "Finding": "findings", "ArchauditError": "errors",
+    "Claim": "claims", "Policy": "judge.policy", "Report": "judge.audit", "Finding": "findings",
+    "ArchauditError": "errors",
 }
 
 
@@ -71,8 +72,8 @@ def check(paths: StrPath | Iterable[StrPath], *, arch: str | Sequence[str] | Cla
 
     from . import config as config_file, core
     from .cli import build_parser
+    from .cli.settings import check_settings
     from .errors import UsageError
-    from .settings import check_settings
 
     targets = [os.fspath(paths)] if isinstance(paths, (str, os.PathLike)) else [os.fspath(p) for p in paths]
     if not targets:

@@ -24,7 +24,7 @@ DETAILS: tuple[Detail, ...] = get_args(Detail)
 KEYS = {
     "cuda-archs", "cuda-archs-style", "amd-archs", "cuda-version", "exact", "require-ptx", "strict",
     "strict-kernels", "driver", "driver-os", "gpus", "select", "ignore", "ignore-library",
-    "require-device-code", "detail", "format", "costs", "allow-loss",
+    "require-device-code", "detail", "format", "costs", "allow-loss", "data",
 }
 
 
@@ -152,4 +152,19 @@ def load(path: str | None = None, *, discover: bool = True) -> Config:
             raise ConfigError(f"{path}: ignore-library entry code = {rule['code']!r}, library = "
                               f"{rule['library']!r} hides a whole code prefix in every library; give it "
                               f"a reason (or name the libraries, or use ignore = [...])")
+    _check_data(path, table.get("data", []))
     return Config(path, table)
+
+
+def _check_data(path: str, entries: object) -> None:
+    """[[tool.archaudit.data]]: each entry a member glob that names members, and a reason (what the
+    report shows a reviewer for leaving those members out of the verdict)."""
+    if not isinstance(entries, list):
+        raise ConfigError(f"{path}: data must be a list of tables ([[tool.archaudit.data]])")
+    for entry in entries:
+        if not isinstance(entry, dict) or set(entry) != {"member", "reason"} \
+                or not all(isinstance(v, str) and v.strip() for v in entry.values()):
+            raise ConfigError(f"{path}: each data entry needs a member glob and a reason")
+        if _matches_every_library(entry["member"]):
+            raise ConfigError(f"{path}: data entry member = {entry['member']!r} names no member: it would "
+                              f"leave every library out of the verdict")

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final, Literal, get_args
 
+from .findings import Code
+
 # The vocabularies are Literal types: the values are the strings JSON has always carried, and
 # mypy rejects a misspelt one (`kind == "ltoo"`) wherever it is written.
 
@@ -42,7 +44,7 @@ Status = Literal["pass", "fail", "specialised", "host", "unverified"]
 class Problem:
     """Something a reader could not verify. Every problem fails the audit closed."""
 
-    code: str  # a finding code from archaudit.findings
+    code: Code  # a finding code
     message: str
     offset: int | None = None
 
@@ -70,6 +72,10 @@ class Entry:
     # A relocatable cubin's (-rdc) undefined symbols beyond the linker's own tables: code it
     # calls but does not carry, so the driver loads it only once linked with that code.
     unresolved: tuple[str, ...] = ()
+    # An AMD code object's own target ID, from its ELF e_flags (xnack/sramecc settings included),
+    # which the loader checks against the GPU; it may be more specific than the bundle id
+    # (`target`), which is what a bundle entry is selected by. None when not AMD.
+    own_target: str | None = None
     # A decoded cubin with no .text section and no symbol but section symbols: it defines nothing.
     defines_nothing: bool = False
 
@@ -129,3 +135,17 @@ class Library:
         if linked is not None:
             return f"links {linked}"
         return f"names {self.linkers[0]}" if self.linkers else None
+
+
+@dataclass(frozen=True, slots=True)
+class TargetInventory:
+    """What one target carries: its libraries and the problems of the target as a whole."""
+
+    target: str
+    kind: str  # "wheel" | "directory" | "file" | "distribution"
+    libraries: tuple[Library, ...]
+    problems: tuple[Problem, ...] = ()
+    unusable: bool = False  # the target itself could not be read (exit 2)
+    bytes_read: int = 0
+    seconds: float = 0.0
+    distribution: str = ""  # name-version, when known

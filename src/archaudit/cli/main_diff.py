@@ -26,9 +26,9 @@ def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 
 def execute(args: argparse.Namespace) -> int:
-    from .. import diff  # the readers and the diff, only when `diff` runs
-    from ..artifacts import inventory
-    from ..settings import diff_settings
+    from ..judge import diff  # the readers and the diff, only when `diff` runs
+    from ..read.artifacts import inventory
+    from .settings import diff_settings
 
     s = diff_settings(args, common.load_config(args), FORMATS)
     report = diff.compare(inventory(s.old, jobs=s.jobs), inventory(s.new, jobs=s.jobs), allow_loss=s.allow_loss)

@@ -15,12 +15,13 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from .. import arch, diff
-from ..artifacts import TargetInventory
-from ..audit import judge
-from ..facts import label
-from ..findings import ERROR
-from ..policy import AmdGpu, NvidiaGpu, Policy
+from .. import arch
+from ..arch import CC, label
+from ..findings import ERROR, Code
+from ..judge import diff
+from ..judge.audit import judge
+from ..judge.policy import AmdGpu, NvidiaGpu, Policy
+from ..model import TargetInventory
 from .store import inventory_of
 
 Cell = str | int | float | None
@@ -91,19 +92,19 @@ def _inventories(db: sqlite3.Connection, rows: Iterable[WheelRow]) -> Iterable[t
 # ---- runs-on --------------------------------------------------------------------------------
 
 def runs_on(db: sqlite3.Connection, gpu_name: str, nvidia: Sequence[tuple[str, tuple[int, int]]],
-            amd: Sequence[tuple[str, str]], project: str | None = None, every: bool = False) -> Table:
+            amd: Sequence[AmdGpu], project: str | None = None, every: bool = False) -> Table:
     """The wheels whose every library with device code runs on the GPU (natively or by JIT).
     A wheel that could not be verified (any E finding) never counts as running."""
-    policy = Policy(gpus=tuple(NvidiaGpu(*g) for g in nvidia), amd_gpus=tuple(AmdGpu(*g) for g in amd))
+    policy = Policy(gpus=tuple(NvidiaGpu(*g) for g in nvidia), amd_gpus=tuple(amd))
     out = []
     for w, inv in _inventories(db, wheels(db, project)):
         t = judge(inv, None, policy)
-        bad = sorted({f.subject for f in t.findings if f.code == "G009"})
+        bad = sorted({f.subject for f in t.findings if f.code == Code.G009})
         unverified = [f for f in t.findings if f.code.startswith("E") and f.severity == ERROR]
-        answered = [f for f in t.findings if f.code in ("G008", "G009")]
+        answered = [f for f in t.findings if f.code in (Code.G008, Code.G009)]
         hows = [str(f.get("runs")) for f in answered]
         if unverified or inv.unusable:
-            answer, how = "unverified", unverified[0].code if unverified else "E001"
+            answer, how = "unverified", str(unverified[0].code if unverified else Code.E001)
         elif not answered:
             answer, how = "no device code", ""
         elif bad:
@@ -138,18 +139,18 @@ def _runs(inv: TargetInventory, axis: Sequence[tuple[int, int]]) -> _Runs:
     worst: dict[str, int] = {}
     failing: dict[str, list[str]] = {}
     for f in t.findings:
-        if f.code in ("G008", "G009"):
+        if f.code in (Code.G008, Code.G009):
             g = str(f.get("gpu"))
             # G009 decides: a library with kernels that cannot run there does not run there
-            rank = 0 if f.code == "G009" else RANK.get(str(f.get("runs")), 0)
+            rank = 0 if f.code == Code.G009 else RANK.get(str(f.get("runs")), 0)
             worst[g] = min(worst.get(g, 2), rank)
-            if f.code == "G009":
+            if f.code == Code.G009:
                 failing.setdefault(g, []).append(f.subject)
     bad = inv.unusable or any(f.code.startswith("E") and f.severity == ERROR for f in t.findings)
     return _Runs(worst, {k: tuple(v) for k, v in failing.items()}, bad)
 
 
-def _sm(cc: tuple[int, int]) -> str:
+def _sm(cc: CC) -> str:
     return f"sm_{cc[0]}{cc[1]}"
 
 

@@ -22,9 +22,9 @@ import tempfile
 import time
 from typing import Any
 
+from ..cli.smoke_options import DEFAULT_TIMEOUT, EXIT_CODES, FORMATS, add_smoke_arguments  # noqa: F401 - still runner's names
 from ..errors import ArchauditError
 from . import child, probes as probes_mod, venv
-from .options import DEFAULT_TIMEOUT, EXIT_CODES, FORMATS, add_smoke_arguments  # noqa: F401 - still runner's names
 from .report import FAIL, Row, SmokeReport
 
 INFO_TIMEOUT = 120.0
@@ -41,6 +41,16 @@ def linux_only(platform: str | None = None) -> None:
         raise SmokeInputError(f"archaudit smoke runs on Linux only: its probes dlopen ELF libraries and load "
                               f"device code through libcuda.so.1, and this is {platform}; `archaudit check` "
                               f"audits wheels of every platform from any platform")
+
+
+def exists(path: str) -> None:
+    """A wheel that is not there is said so, before anything is read of its name."""
+    import os
+
+    if not os.path.exists(path):
+        raise SmokeInputError(f"{path}: no such file")
+    if not os.path.isfile(path):
+        raise SmokeInputError(f"{path}: not a regular file")
 
 
 def wheel_platform(path: str) -> None:
@@ -73,6 +83,7 @@ def run_smoke(target: str | None, *, installed: str | None = None, require_gpu: 
         raise SmokeInputError("give either a wheel or --installed NAME")
     linux_only()
     if target is not None:
+        exists(target)
         wheel_platform(target)
     available = probes_mod.discover()
     if probes:
@@ -186,7 +197,7 @@ def list_probes() -> tuple[str, int]:
 
 
 def main_smoke(args: argparse.Namespace) -> int:
-    from .render import render
+    from ..report.smoke import render
 
     fmt = getattr(args, "format", None) or ("json" if getattr(args, "json", False) else "text")
     output = getattr(args, "output", None)
@@ -241,7 +252,7 @@ def _emit_error(message: str, fmt: str, output: str | None) -> int:
 
         _emit(json.dumps({"error": message, "exit_code": 2}, indent=2) + "\n", output)
     elif fmt == "sarif":
-        from ..sarif import render_failure
+        from ..report.sarif import render_failure
 
         _emit(render_failure(message), output)
     print(f"archaudit smoke: error: {message}", file=sys.stderr)

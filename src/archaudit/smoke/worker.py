@@ -107,7 +107,7 @@ def task_gpu_info(spec: dict[str, Any]) -> None:
 # load: dlopen one shared library with RTLD_NOW, and explain a failure
 # ---------------------------------------------------------------------------------------
 
-ET_DYN = 3  # the ELF facts come from the parent (archaudit.elf, smoke.probes.load_item)
+ET_DYN = 3  # the ELF facts come from the parent (archaudit.read.elf, smoke.probes.load_item)
 
 
 def expand_origin(entry: str, origin: str) -> str:
