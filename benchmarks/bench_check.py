@@ -31,9 +31,11 @@ import lz4.block
 import zstandard
 
 import archaudit
-from archaudit import audit as audit_module, decode, fatbin, render, scan, zipread
-from archaudit.artifacts import inventories, select_member
-from archaudit.audit import Policy
+from archaudit.judge import audit as audit_module
+from archaudit.read import decode, fatbin, library, zipread
+from archaudit.report import render
+from archaudit.read.artifacts import inventories, select_member
+from archaudit.judge.audit import Policy
 
 
 def library_members(path: str) -> list[zipread.Member]:
@@ -185,7 +187,7 @@ def stages(paths: list[str], jobs: int) -> None:
 
 def _stages_of(path: str, jobs: int) -> None:
     clock = StageClock()
-    real_iter, real_decode, real_scan = zipread.iter_member, decode.decode_entry, scan.scan_stream
+    real_iter, real_decode, real_scan = zipread.iter_member, decode.decode_entry, library.scan_stream
 
     def timed_iter(f: object, m: zipread.Member) -> Iterator[bytes]:
         it = real_iter(f, m)  # type: ignore[arg-type]
@@ -221,7 +223,7 @@ def _stages_of(path: str, jobs: int) -> None:
 
     zipread.iter_member = timed_iter  # type: ignore[assignment]
     decode.decode_entry = timed_decode  # type: ignore[assignment]
-    import archaudit.artifacts as artifacts
+    import archaudit.read.artifacts as artifacts
     artifacts.scan_stream = timed_scan  # type: ignore[assignment]
     try:
         wall = time.perf_counter()

@@ -118,8 +118,8 @@ def main(out: str) -> int:
     sys.path.insert(0, os.path.join(ROOT, "src"))
     import importlib.metadata as md
 
-    from archaudit import predict as P
-    from archaudit.scan import scan_file
+    from archaudit.judge import predict as P
+    from archaudit.read.library import scan_file
 
     os.makedirs(out, exist_ok=True)
     log = open(os.path.join(out, "jit-modes.txt"), "w")

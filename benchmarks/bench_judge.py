@@ -10,7 +10,8 @@ as an installed archaudit is, so that imports are not timed compiling sources.
     python benchmarks/bench_judge.py WHEEL [--arch LIST] [--base REV] [--rounds N]
 
 - judge: `audit()` over the wheel's inventories (read once, untimed, by this checkout, and
-  handed to every child pickled; the base revision must share this checkout's model classes).
+  handed to every child pickled; the base revision must share this checkout's model classes,
+  TargetInventory in archaudit.model included).
 - parser: importing archaudit.cli and building the parser (`archaudit --help`).
 - check: that, plus the modules `check` imports when it runs (core, settings, render).
 
@@ -34,9 +35,13 @@ REPO = Path(__file__).resolve().parents[1]
 
 JUDGE = """
 import pickle, sys, time
-from archaudit.audit import audit
 from archaudit.claims import parse_claim
-from archaudit.policy import Policy
+try:
+    from archaudit.judge.audit import audit
+    from archaudit.judge.policy import Policy
+except ImportError:  # a revision before the read/judge/report layout
+    from archaudit.audit import audit
+    from archaudit.policy import Policy
 invs = pickle.load(open(sys.argv[1], "rb"))
 claim = parse_claim(sys.argv[2], "--arch") if sys.argv[2] else None
 t = time.process_time()
@@ -57,7 +62,11 @@ import time
 t = time.process_time()
 import archaudit.cli
 archaudit.cli.build_parser()
-import archaudit.core, archaudit.render, archaudit.settings
+import archaudit.core
+try:
+    import archaudit.report.render, archaudit.cli.settings
+except ImportError:  # a revision before the read/judge/report layout
+    import archaudit.render, archaudit.settings
 print(time.process_time() - t)
 """
 
@@ -88,7 +97,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
     sys.path.insert(0, str(REPO / "src"))
-    from archaudit.artifacts import inventories
+    from archaudit.read.artifacts import inventories
 
     with tempfile.TemporaryDirectory(prefix="bench-judge-") as tmp:
         work = Path(tmp)

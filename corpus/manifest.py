@@ -48,6 +48,17 @@ class ExtraCheck:
 
 
 @dataclass(frozen=True)
+class Ignore:
+    """A recorded decision, passed to archaudit as [[tool.archaudit.ignore-library]]: a gap the
+    binary cannot excuse (a per-kernel gap the vendor's host code dispatches around), with the
+    source that says so."""
+
+    code: str
+    library: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class Wheel:
     id: str
     spec: str
@@ -63,6 +74,17 @@ class Wheel:
     extra: tuple[ExtraCheck, ...]
     notes: str = ""
     driver_floor_known: bool = False  # every stated driver floor must name a driver
+    ignores: tuple[Ignore, ...] = ()  # ignore-library entries the check runs with
+
+    def config(self) -> str:
+        """The [tool.archaudit] table of ``ignores`` (empty: none)."""
+        if not self.ignores:
+            return ""
+        rows = ["[tool.archaudit]"]
+        for i in self.ignores:
+            rows += ["[[tool.archaudit.ignore-library]]", f"code = {_toml(i.code)}",
+                     f"library = {_toml(i.library)}", f"reason = {_toml(i.reason)}"]
+        return "\n".join(rows) + "\n"
 
     @property
     def name(self) -> str:
@@ -111,6 +133,11 @@ def _extra(raw: dict[str, Any]) -> ExtraCheck:
                       tuple(raw.get("codes", ())), tuple(raw.get("absent", ())), raw.get("issue", ""))
 
 
+def _toml(text: str) -> str:
+    """A TOML basic string."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def load(path: Path = MANIFEST) -> list[Wheel]:
     """Every wheel of the manifest, in file order."""
     with open(path, "rb") as f:
@@ -123,7 +150,8 @@ def load(path: Path = MANIFEST) -> list[Wheel]:
             stack=raw["stack"], kind=raw["kind"], claim=raw.get("claim", ""),
             amd_claim=raw.get("amd_claim", ""), claim_source=raw["claim_source"],
             exit=int(raw["exit"]), libraries=libs, extra=tuple(_extra(x) for x in raw.get("extra", ())),
-            notes=raw.get("notes", ""), driver_floor_known=bool(raw.get("driver_floor_known", False))))
+            notes=raw.get("notes", ""), driver_floor_known=bool(raw.get("driver_floor_known", False)),
+            ignores=tuple(Ignore(x["code"], x["library"], x["reason"]) for x in raw.get("ignore", ()))))
     ids = [w.id for w in wheels]
     if len(set(ids)) != len(ids):
         raise ValueError("duplicate wheel ids in the manifest")

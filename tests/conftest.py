@@ -34,7 +34,7 @@ def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def each_cubin_reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Run a test once with each cubin reader: the compiled one (archaudit._speedups, where the
     install built it) and the Python reference (fatbin._tables)."""
-    from archaudit import fatbin
+    from archaudit.read import fatbin
 
     if request.param == "compiled":
         monkeypatch.setattr(fatbin, "_compiled", speedups())

@@ -96,7 +96,7 @@ def fixture(name: str) -> Path:
     return FIXTURES / name
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def find_cuobjdump() -> str | None:
     """Return the cuobjdump executable to use, or ``None`` if there is none."""
     env = os.environ.get("CUOBJDUMP")

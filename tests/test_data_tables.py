@@ -53,7 +53,7 @@ def rows(doc: dict[str, Any]) -> Iterator[tuple[str, Any]]:
         }
     elif doc is AMD:
         tables = {"processors": AMD["processors"], "generic_families": AMD["generic_families"],
-                  "gpus": dict(enumerate(AMD["gpus"]))}
+                  "gpus": dict(enumerate(AMD["gpus"])), "rocm_rules": AMD["rocm_rules"]}
     else:
         tables = {"gpus": dict(enumerate(GPUS["gpus"]))}
     for table, body in tables.items():

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from archaudit import config, elf, fatbin, hip, pe, zipread
+from archaudit import config
 from archaudit.errors import ArchauditError, UsageError
+from archaudit.read import elf, fatbin, hip, pe, zipread
 from archaudit.smoke import runner, venv
 
 

@@ -1,5 +1,5 @@
 /* archaudit's compiled speedups, each the C twin of a Python reference that stays in the
- * package and gives the same answers (tests/test_speedups.py):
+ * package and gives the same answers (tests/read/test_speedups.py):
  *
  * - cubin_tables: fatbin._tables, the kernels, .nv.compat section and toolkit note of a cubin;
  * - find: bytes.find, the container search, without the GIL.
@@ -16,6 +16,7 @@
  * call, and nothing is written to it. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdlib.h> /* qsort, bsearch: the limited API's Python.h does not include it */
 #include <stdint.h>
 #include <string.h>
 

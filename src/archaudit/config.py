@@ -1,6 +1,9 @@
-"""[tool.archaudit] in pyproject.toml, found upward from the working directory.
+"""[tool.archaudit] in the project's pyproject.toml.
 
-Command-line flags override the file; the file overrides the defaults.
+The project root is found as black finds it: the nearest directory, from the working directory
+upward, that holds .git, .hg or pyproject.toml. Only that root's pyproject.toml is read, so a
+file in a parent directory the user never chose (a shared /tmp, a home directory) cannot change
+a verdict. Command-line flags override the file; the file overrides the defaults.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from typing import Any, Literal, get_args
 from .errors import UsageError
 
 # The report formats and detail levels, for the config's keys and the flags alike.
-Format = Literal["text", "json", "markdown", "github", "junit"]
+Format = Literal["text", "json", "markdown", "github", "junit", "sarif"]
 Detail = Literal["libraries", "containers", "kernels"]
 FORMATS: tuple[Format, ...] = get_args(Format)
 DETAILS: tuple[Detail, ...] = get_args(Detail)
@@ -21,7 +24,7 @@ DETAILS: tuple[Detail, ...] = get_args(Detail)
 KEYS = {
     "cuda-archs", "cuda-archs-style", "amd-archs", "cuda-version", "exact", "require-ptx", "strict",
     "strict-kernels", "driver", "driver-os", "gpus", "select", "ignore", "ignore-library",
-    "require-device-code", "detail", "format", "costs", "allow-loss",
+    "require-device-code", "detail", "format", "costs", "allow-loss", "data",
 }
 
 
@@ -46,23 +49,41 @@ class Config:
         return self.values.get(key, default)
 
 
-def find_pyproject(start: str | None = None) -> str | None:
-    """The nearest pyproject.toml with a [tool.archaudit] table, from `start` upward.
+ROOT_MARKERS = (".git", ".hg", "pyproject.toml")
 
-    A pyproject.toml that cannot be read or parsed on the way is a ConfigError, not skipped:
-    it may hold the table, and a parent's claim must not silently stand in for it."""
+
+def find_project_root(start: str | None = None) -> str | None:
+    """The nearest directory from `start` (the working directory) upward holding .git, .hg or
+    pyproject.toml, as black's find_project_root (black/files.py) decides; None at the top.
+
+    black starts from the common parent of its source files; archaudit's targets are build
+    outputs (a wheel in a download directory, an installed distribution), so the working
+    directory, where the command runs, is the start."""
     here = os.path.abspath(start or os.getcwd())
     while True:
-        candidate = os.path.join(here, "pyproject.toml")
-        if os.path.isfile(candidate):
-            data = _read(candidate)
-            tool = data.get("tool", {})
-            if isinstance(tool, dict) and "archaudit" in tool:
-                return candidate
+        if os.path.exists(os.path.join(here, ".git")) or os.path.isdir(os.path.join(here, ".hg")) \
+                or os.path.isfile(os.path.join(here, "pyproject.toml")):
+            return here
         parent = os.path.dirname(here)
         if parent == here:
             return None
         here = parent
+
+
+def find_pyproject(start: str | None = None) -> str | None:
+    """The project root's pyproject.toml when it has a [tool.archaudit] table, else None.
+
+    No directory above the root is searched: a parent's table does not stand in for a
+    project that has none. A root pyproject.toml that cannot be read or parsed is a
+    ConfigError, not skipped: it may hold the table."""
+    root = find_project_root(start)
+    if root is None:
+        return None
+    candidate = os.path.join(root, "pyproject.toml")
+    if not os.path.isfile(candidate):
+        return None
+    tool = _read(candidate).get("tool", {})
+    return candidate if isinstance(tool, dict) and "archaudit" in tool else None
 
 
 def _read(path: str) -> dict[str, Any]:
@@ -77,6 +98,14 @@ def _read(path: str) -> dict[str, Any]:
         raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise ConfigError(f"{path}: not valid TOML: {e}") from None
+
+
+CODE_LENGTH = 4  # a whole finding code ("G001"); anything shorter is a prefix ("G", "G00")
+
+
+def _matches_every_library(glob: str) -> bool:
+    """A library glob of nothing but `*` and `/` ("*", "**", "*/*"): it names no library."""
+    return set(glob.strip()) <= {"*", "/"}
 
 
 def load(path: str | None = None, *, discover: bool = True) -> Config:
@@ -117,4 +146,25 @@ def load(path: str | None = None, *, discover: bool = True) -> Config:
         if not rule["code"].strip() or not rule["library"].strip():
             raise ConfigError(f"{path}: an ignore-library entry has an empty code or library, which would "
                               f"match every finding")
+        if _matches_every_library(rule["library"]) \
+                and any(len(c.strip()) < CODE_LENGTH for c in rule["code"].split(",")) \
+                and not rule.get("reason", "").strip():
+            raise ConfigError(f"{path}: ignore-library entry code = {rule['code']!r}, library = "
+                              f"{rule['library']!r} hides a whole code prefix in every library; give it "
+                              f"a reason (or name the libraries, or use ignore = [...])")
+    _check_data(path, table.get("data", []))
     return Config(path, table)
+
+
+def _check_data(path: str, entries: object) -> None:
+    """[[tool.archaudit.data]]: each entry a member glob that names members, and a reason (what the
+    report shows a reviewer for leaving those members out of the verdict)."""
+    if not isinstance(entries, list):
+        raise ConfigError(f"{path}: data must be a list of tables ([[tool.archaudit.data]])")
+    for entry in entries:
+        if not isinstance(entry, dict) or set(entry) != {"member", "reason"} \
+                or not all(isinstance(v, str) and v.strip() for v in entry.values()):
+            raise ConfigError(f"{path}: each data entry needs a member glob and a reason")
+        if _matches_every_library(entry["member"]):
+            raise ConfigError(f"{path}: data entry member = {entry['member']!r} names no member: it would "
+                              f"leave every library out of the verdict")

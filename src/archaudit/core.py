@@ -12,10 +12,10 @@ import gc
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from .artifacts import Progress, inventories
-from .audit import Policy, Report, audit
 from .claims import Claim
-from .scan import DEFAULT_MAX_PAYLOAD
+from .judge.audit import Policy, Report, audit
+from .read.artifacts import Progress, inventories
+from .read.scan import DEFAULT_MAX_PAYLOAD
 
 
 def example_wheel() -> str:

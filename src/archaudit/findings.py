@@ -217,6 +217,20 @@ _CODES = [
          "rdc_ext.fatbin: on 9.0 (claimed) the driver picks, in 1 container, relocatable cubins (-rdc) "
          "that call _Z10rdc_helperf without carrying it, and nothing in the library links device code at "
          "run time (no nvJitLink): they do not load alone (CUDA_ERROR_NOT_FOUND)"),
+    Code("G014", WARNING, "AMD code object more specific than its bundle id",
+         "A code object's own xnack/sramecc setting (ELF e_flags) is one its bundle id leaves open. ROCm "
+         "selects the entry by its id on either setting and its loader refuses the code object on the "
+         "other, so archaudit judges the code object as built.",
+         "Bundle the code object under the id it was built for (--offload-arch=gfx90a:xnack+), or build it "
+         "without the setting.",
+         "libfoo.so: 1 bundle entry says less than its code object: hipv4-amdgcn-amd-amdhsa--gfx90a holds "
+         "a code object built for gfx90a:xnack+; judged as built"),
+    Code("G015", WARNING, "AMD bundle entries HIP never selects",
+         "A bundle entry whose offload kind is not hip or hipv4 (an OpenMP entry), or whose id is not "
+         "spelt as comgr compares it (lower case), is never selected by HIP's code object lookup; it "
+         "counts for no GPU.",
+         "Bundle HIP code as hipv4-amdgcn-amd-amdhsa--<target> (what clang's HIP driver writes).",
+         "libfoo.so: HIP never selects 1 bundle entry (openmp-amdgcn-amd-amdhsa--gfx90a): ..."),
     Code("K001", ERROR, "kernels miss a claimed architecture",
          "One container (one translation unit, which the runtime registers on its own) lacks code "
          "for a claimed architecture that the library as a whole has: its kernels fail there "
@@ -229,15 +243,31 @@ _CODES = [
          "Nothing, if its kernels are dispatched only on those GPUs.",
          "libfoo.so: 3 kernels are specialised for sm_90a"),
     Code("K003", INFO, "kernels dispatched by architecture",
-         "Kernels a claimed GPU cannot launch, where the binary shows it is by design: the kernel's "
-         "name says the architecture it is for (sm80_xmma_*, volta_*, cutlass_80_*), or the kernel "
-         "was compiled out of its own container's code for that GPU (the same translation unit was "
-         "built for it, so the source left the kernel out there, as a __CUDA_ARCH__ guard does). "
-         "The library's host code must not launch them there; archaudit cannot see host code. "
-         "Under --strict-kernels containers are judged whole instead.",
+         "Kernels of one container that a claimed GPU cannot launch from it, where the binary shows it "
+         "is by design for each kernel: its own name names the architecture its code there is for, and "
+         "that code is for nothing else (sm80_xmma_* with only sm_80 code, volta_*, cutlass_80_*; CCCL's "
+         "namespaces such as CUB_200800_SM_500_520 list every architecture of the translation unit and "
+         "are no such name), or the kernel was compiled out of its own container's code for that GPU "
+         "(the same translation unit was built for it, so the source left the kernel out there, as a "
+         "__CUDA_ARCH__ guard does). Nothing about a neighbouring kernel excuses a gap. The library's host "
+         "code must not launch them there; archaudit cannot see host code. Under --strict-kernels "
+         "containers are judged whole instead.",
          "Nothing, if the library picks its kernels by architecture at run time.",
-         "libcudnn_cnn.so.9: 212 kernels (sm80_xmma_fprop, ...) are named for another architecture "
-         "sm_90 (dispatched by architecture at run time)"),
+         "libcudnn_cnn.so.9: 212 kernels (sm80_xmma_fprop, ...) carry code only for sm_80, not for sm_90: "
+         "each one's own name names the architecture its code is for, and its code is for nothing else"),
+    Code("K004", ERROR, "kernels carried for a GPU only by another container",
+         "A container's kernels lack code for a claimed GPU, and only another container of the library "
+         "carries kernels of the same names for it. The runtime launches each container's kernels from "
+         "that container's own module, so launching these there fails ('no kernel image', error 209) "
+         "unless the host picks the other container by architecture. The binary cannot say which: "
+         "onnxruntime's 4-bit GEMM kernels in their own sm_80 translation unit, or curand's "
+         "single-architecture containers, are dispatched; a template instantiated in two objects built "
+         "for different lists is not.",
+         "Build every object with the claim's architectures; if the host does pick the container by "
+         "architecture, record it: [[tool.archaudit.ignore-library]] code = \"K004\", library = the library, "
+         "reason = where the project documents the dispatch.",
+         "libx.so: 1 kernel (axpy) of container 0x1a40 (.nv_fatbin) carry code only for sm_80; on sm_90 "
+         "(claimed) only container 0x3b80 (.nv_fatbin) carries kernels of the same names"),
     Code("D001", ERROR, "needs a newer driver",
          "With --driver, some claimed (or --gpu) GPU would run PTX or cubins from a CUDA release "
          "whose minimum driver is newer than the one given ('the provided PTX was compiled with an "
@@ -256,6 +286,13 @@ _CODES = [
          "An ignore entry in [tool.archaudit] no longer matches any finding.",
          "Delete the entry.",
          "ignore entry G001 for libold.so matches nothing"),
+    Code("X002", INFO, "data member, not judged",
+         "A [[tool.archaudit.data]] entry says this wheel member is data that nothing loads as a library "
+         "(a wheel shipped for a tool to read, a test fixture), with the publisher's reason; its libraries "
+         "are left out of the verdict.",
+         "Nothing, while the reason holds; delete the entry when the member becomes code that is loaded.",
+         "archaudit/examples/gpu_example-1.0-py3-none-linux_x86_64.whl: data, not judged (the example "
+         "wheel `check --example` reads)"),
 ]
 
 CODES: dict[str, Code] = {c.code: c for c in _CODES}

@@ -63,6 +63,20 @@ class GPU:
     name: str  # marketing name, e.g. "Instinct MI300X"
     target: str  # processor, e.g. "gfx942"
     aliases: tuple[str, ...] = ()  # other names users give it, e.g. "MI300X"
+    # The xnack/sramecc settings the GPU runs with as it ships (a sourced row of data/amd.json),
+    # () when not recorded; and the setting that changes one ("xnack": "HSA_XNACK=1").
+    ships: tuple[tuple[str, bool], ...] = ()
+    switch: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def shipped(self) -> str | None:
+        """The concrete target ID the GPU reports as it ships (gfx90a:sramecc+:xnack-), or None
+        when a setting its processor has is not recorded."""
+        p = processors()[self.target]
+        have = dict(self.ships)
+        if any(p.supports(n) and n not in have for n in FEATURES):
+            return None
+        return self.target + "".join(f":{n}{'+' if have[n] else '-'}" for n in FEATURES if p.supports(n))
 
 
 @lru_cache(maxsize=1)
@@ -70,6 +84,12 @@ def _data() -> dict[str, Any]:
     text = resources.files("archaudit").joinpath("data/amd.json").read_text(encoding="utf-8")
     data: dict[str, Any] = json.loads(text)
     return data
+
+
+def rocm_rule(name: str) -> Any:
+    """The value of one of ROCm's selection and loading rules (data/amd.json "rocm_rules", each
+    with its source in ROCm's code; archaudit.judge.rocm applies them)."""
+    return _data()["rocm_rules"][name]["value"]
 
 
 @lru_cache(maxsize=1)
@@ -93,7 +113,9 @@ def processor_by_mach() -> dict[int, Processor]:
 @lru_cache(maxsize=1)
 def gpus() -> tuple[GPU, ...]:
     """Every GPU in ``data/amd.json``, in file order."""
-    return tuple(GPU(g["name"], g["target"], tuple(g.get("aliases", ()))) for g in _data()["gpus"])
+    return tuple(GPU(g["name"], g["target"], tuple(g.get("aliases", ())),
+                     tuple(sorted(g.get("ships", {}).items())), tuple(sorted(g.get("switch", {}).items())))
+                 for g in _data()["gpus"])
 
 
 _VENDOR_WORDS = ("amd", "ati")

@@ -70,6 +70,10 @@ class Entry:
     # A relocatable cubin's (-rdc) undefined symbols beyond the linker's own tables: code it
     # calls but does not carry, so the driver loads it only once linked with that code.
     unresolved: tuple[str, ...] = ()
+    # An AMD code object's own target ID, from its ELF e_flags (xnack/sramecc settings included),
+    # which the loader checks against the GPU; it may be more specific than the bundle id
+    # (`target`), which is what a bundle entry is selected by. None when not AMD.
+    own_target: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,3 +131,17 @@ class Library:
         if linked is not None:
             return f"links {linked}"
         return f"names {self.linkers[0]}" if self.linkers else None
+
+
+@dataclass(frozen=True, slots=True)
+class TargetInventory:
+    """What one target carries: its libraries and the problems of the target as a whole."""
+
+    target: str
+    kind: str  # "wheel" | "directory" | "file" | "distribution"
+    libraries: tuple[Library, ...]
+    problems: tuple[Problem, ...] = ()
+    unusable: bool = False  # the target itself could not be read (exit 2)
+    bytes_read: int = 0
+    seconds: float = 0.0
+    distribution: str = ""  # name-version, when known

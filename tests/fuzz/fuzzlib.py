@@ -2,7 +2,7 @@
 mutate them, and the properties every run must satisfy.
 
 Fields are located with archaudit's own readers on the *unmutated* fixture (ELF tables
-with ``elf.parse_small``, fatbin containers and entries with ``scan.library_from_bytes``,
+with ``elf.parse_small``, fatbin containers and entries with ``library.library_from_bytes``,
 HIP bundles with ``hip``), so a mutation can aim at one named field of one real
 structure instead of at random bytes only.
 """
@@ -26,7 +26,8 @@ import lz4.block
 import zstandard
 from hypothesis import strategies as st
 
-from archaudit import cli, elf, fatbin, hip, scan, zipread
+from archaudit import cli
+from archaudit.read import elf, fatbin, hip, library, zipread
 
 ROOT = Path(__file__).resolve().parents[2]
 CUDA = ROOT / "tests" / "fixtures" / "cuda" / "bin"
@@ -181,7 +182,7 @@ def layout(rel: str) -> Layout:
         if seg is not None:
             for i in range(seg.offset, seg.file_end - 23, 24):
                 fields += [Field(f"wrapper@{i:x}.{n}", i + o, w) for n, o, w in _WRAPPER_FIELDS]
-    lib = scan.library_from_bytes(rel, data, decode=False)
+    lib = library.library_from_bytes(rel, data, decode=False)
     # fixtures are valid, but for the ones whose container lies, by design, in no section
     assert all(p.code in ("E011", "E033") and p.message.endswith("lies in no section") for p in lib.problems), \
         (rel, lib.problems)

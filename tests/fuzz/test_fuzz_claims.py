@@ -3,11 +3,10 @@ and every AMD spelling, generated from their grammar and then corrupted. A claim
 into architectures archaudit knows or raises ValueError (exit 2 with C002 through the CLI):
 never another exception, never a silently empty claim."""
 
-import re
-
-from hypothesis import given, strategies as st
 
 import fuzzlib as fz
+from hypothesis import given, strategies as st
+
 from archaudit import claims, gfx
 
 ARCH = st.sampled_from(["75", "80", "86", "87", "89", "90", "90a", "100", "100a", "100f", "103f", "120",

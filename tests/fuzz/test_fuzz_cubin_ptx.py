@@ -3,9 +3,8 @@ PTX text (the .target and .version directives)."""
 
 import re
 
-from hypothesis import given, strategies as st
-
 import fuzzlib as fz
+from hypothesis import given, strategies as st
 
 
 @given(rel=st.sampled_from(fz.CUBIN_FIXTURES), decode=st.booleans(), data=st.data())

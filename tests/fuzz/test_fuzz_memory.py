@@ -5,10 +5,10 @@ within a fixed bound plus a small multiple of the real input size."""
 
 import tracemalloc
 
+import fuzzlib as fz
 from hypothesis import given, settings, strategies as st
 
-import fuzzlib as fz
-from archaudit import scan
+from archaudit.read import library
 
 HUGE = st.sampled_from([2**31, 2**32 - 1, 2**32, 4 << 30, 2**63, 2**64 - 1, 1 << 40])
 BOUND = 48 << 20  # bytes beyond 8 x the input
@@ -43,7 +43,7 @@ def test_huge_size_fields_do_not_allocate(rel, value, decode, data):
 
     def go():
         nonlocal lib
-        lib = scan.library_from_bytes(rel, mutant, decode=decode, max_payload=256 << 20)
+        lib = library.library_from_bytes(rel, mutant, decode=decode, max_payload=256 << 20)
     peak = _peak(go)
     assert peak < BOUND + 8 * len(mutant), f"{f.name} = {value:#x}: peak {peak} bytes"
     assert not any(p.code == "E099" or "out of memory" in p.message for p in lib.problems), lib.problems
@@ -65,7 +65,7 @@ def test_payload_declaring_4gib(data):
 
     def go():
         nonlocal lib
-        lib = scan.library_from_bytes(rel, mutant, decode=True, max_payload=max_payload)
+        lib = library.library_from_bytes(rel, mutant, decode=True, max_payload=max_payload)
     peak = _peak(go)
     assert peak < BOUND + 2 * max_payload, f"peak {peak} bytes"
     assert not any(p.code == "E099" for p in lib.problems), lib.problems

@@ -20,7 +20,7 @@ from functools import cache
 import fuzzlib as fz
 from hypothesis import given, strategies as st
 
-from archaudit import pe
+from archaudit.read import pe
 
 PE_BIN = fz.ROOT / "tests" / "fixtures" / "pe" / "bin"
 FIXTURES = sorted(str(p.relative_to(fz.ROOT)) for p in PE_BIN.iterdir() if p.suffix in (".dll", ".pyd"))

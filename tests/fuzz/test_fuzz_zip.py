@@ -2,9 +2,8 @@
 data of the example wheel, mutated and then audited through the CLI (zip members are read in
 place, so every corruption must surface as E002/E003 or leave the inventory unchanged)."""
 
-from hypothesis import given, strategies as st
-
 import fuzzlib as fz
+from hypothesis import given, strategies as st
 
 WHEEL = str(fz.EXAMPLE_WHEEL.relative_to(fz.ROOT))
 

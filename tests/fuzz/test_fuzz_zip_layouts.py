@@ -24,7 +24,7 @@ import zipfile
 import fuzzlib as fz
 from hypothesis import given, strategies as st
 
-from archaudit import artifacts, zipread
+from archaudit.read import artifacts, zipread
 
 WHEEL = str(fz.EXAMPLE_WHEEL.relative_to(fz.ROOT))
 

@@ -12,9 +12,8 @@ file broke and which commit fixed it.
 
 from pathlib import Path
 
-import pytest
-
 import fuzzlib as fz
+import pytest
 
 FILES = sorted(p for p in fz.REGRESSIONS.iterdir() if p.suffix != ".md")
 LIBRARY = str(fz.CUDA / "lib_sm80.so")

@@ -18,6 +18,9 @@ def add_output_options(parser: argparse.ArgumentParser, formats: Sequence[str] =
     g.add_argument("--format", choices=tuple(formats), default=None,
                    help="report format (default: text, or format in [tool.archaudit])")
     g.add_argument("-o", "--output", metavar="FILE", help="write the report here instead of standard output")
+    if "sarif" in formats:
+        g.add_argument("--docs-url", metavar="URL",
+                       help="where archaudit's docs/ are published: SARIF rules' helpUri point at URL/codes.md#CODE")
 
 
 def unicode_ok(path: str | None) -> bool:

@@ -11,8 +11,8 @@ from ..errors import UsageError
 from . import common
 
 if TYPE_CHECKING:
-    from ..audit import Report
-    from ..settings import CheckSettings
+    from ..judge.audit import Report
+    from .settings import CheckSettings
 
 
 def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -77,27 +77,32 @@ def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 def render(report: Report, s: CheckSettings, *, unicode: bool = True) -> str:
     """The report in the chosen format."""
-    from ..render import render_json, render_text
+    from ..report.render import render_json, render_text
 
     fmt = s.output.format
     if fmt == "json":
         return render_json(report, detail=s.detail, timings=s.timings)
     if fmt in ("markdown", "github", "junit"):
-        from .. import formats  # with xml.etree: imported for the formats it renders only
+        from ..report import formats  # with xml.etree: imported for the formats it renders only
 
         if fmt == "markdown":
             return formats.render_markdown(report, detail=s.detail, costs=s.costs, verbose=s.verbose)
         if fmt == "github":
             return formats.render_github(report)
         return formats.render_junit(report)
+    if fmt == "sarif":
+        from ..report import sarif
+
+        return sarif.render_check(report, docs_url=s.output.docs_url)
     return render_text(report, detail=s.detail, verbose=s.verbose, ascii_only=not unicode, costs=s.costs,
                        timings=s.timings)
 
 
 def execute(args: argparse.Namespace) -> int:
     from .. import core  # the readers and the rules: imported when a check runs, not to parse
-    from ..artifacts import Progress, progress_display
-    from ..settings import check_settings
+    from ..read.artifacts import Progress
+    from .progress import progress_display
+    from .settings import check_settings
 
     cfg = common.load_config(args)
     targets = list(args.targets) + ([core.example_wheel()] if args.example else [])

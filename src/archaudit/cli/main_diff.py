@@ -6,7 +6,7 @@ import argparse
 
 from . import common
 
-FORMATS = ("text", "json", "markdown", "github", "junit")
+FORMATS = ("text", "json", "markdown", "github", "junit", "sarif")
 
 
 def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -26,13 +26,13 @@ def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 
 def execute(args: argparse.Namespace) -> int:
-    from .. import diff  # the readers and the diff, only when `diff` runs
-    from ..artifacts import inventory
-    from ..settings import diff_settings
+    from ..judge import diff  # the readers and the diff, only when `diff` runs
+    from ..read.artifacts import inventory
+    from .settings import diff_settings
 
     s = diff_settings(args, common.load_config(args), FORMATS)
     report = diff.compare(inventory(s.old, jobs=s.jobs), inventory(s.new, jobs=s.jobs), allow_loss=s.allow_loss)
-    text = diff.render(report, s.output.format, verbose=s.verbose)
+    text = diff.render(report, s.output.format, verbose=s.verbose, docs_url=s.output.docs_url)
     if s.output.format == "text" and not common.unicode_ok(s.output.path):
         text = text.replace("✓", "OK").replace("✗", "X")
     common.write(text, s.output.path)

@@ -28,12 +28,12 @@ def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 def execute(args: argparse.Namespace) -> int:
     from ..index import reports, schema  # SQLite and the reports, only when `query` runs
-    from ..settings import gpus
+    from .settings import gpus
 
     db = schema.connect(args.db, create=False)
     try:
         if args.report == "html":
-            from ..index.html import page  # matplotlib, an optional dependency, only when asked
+            from ..report.index_html import page  # matplotlib, an optional dependency, only when asked
 
             if not args.project:
                 raise UsageError("query html: give --project NAME")

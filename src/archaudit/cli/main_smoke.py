@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..smoke import options
-from . import common
+from . import common, smoke_options as options
 
 FORMATS = options.FORMATS
 

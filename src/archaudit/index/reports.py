@@ -15,12 +15,13 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from .. import arch, diff
-from ..artifacts import TargetInventory
-from ..audit import judge
-from ..facts import label
+from .. import arch
 from ..findings import ERROR
-from ..policy import AmdGpu, NvidiaGpu, Policy
+from ..judge import diff
+from ..judge.audit import judge
+from ..judge.facts import label
+from ..judge.policy import AmdGpu, NvidiaGpu, Policy
+from ..model import TargetInventory
 from .store import inventory_of
 
 Cell = str | int | float | None
@@ -91,10 +92,10 @@ def _inventories(db: sqlite3.Connection, rows: Iterable[WheelRow]) -> Iterable[t
 # ---- runs-on --------------------------------------------------------------------------------
 
 def runs_on(db: sqlite3.Connection, gpu_name: str, nvidia: Sequence[tuple[str, tuple[int, int]]],
-            amd: Sequence[tuple[str, str]], project: str | None = None, every: bool = False) -> Table:
+            amd: Sequence[AmdGpu], project: str | None = None, every: bool = False) -> Table:
     """The wheels whose every library with device code runs on the GPU (natively or by JIT).
     A wheel that could not be verified (any E finding) never counts as running."""
-    policy = Policy(gpus=tuple(NvidiaGpu(*g) for g in nvidia), amd_gpus=tuple(AmdGpu(*g) for g in amd))
+    policy = Policy(gpus=tuple(NvidiaGpu(*g) for g in nvidia), amd_gpus=tuple(amd))
     out = []
     for w, inv in _inventories(db, wheels(db, project)):
         t = judge(inv, None, policy)

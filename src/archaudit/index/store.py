@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import __version__
-from ..artifacts import TargetInventory
-from ..model import Container, Entry, Library, Problem
+from ..model import Container, Entry, Library, Problem, TargetInventory
 from . import schema
 from .sources import WheelRef, wheel_name
 from .task import WheelResult, stand_in_key

@@ -14,13 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Literal
 
-from ..artifacts import TargetInventory, archive_inventory
-from ..audit import Report, TargetReport, audit
 from ..claims import parse_claim
-from ..model import Problem
-from ..policy import Policy
-from ..scan import DEFAULT_MAX_PAYLOAD
-from ..zipread import CHUNK, Member
+from ..judge.audit import Report, TargetReport, audit
+from ..judge.policy import Policy
+from ..model import Problem, TargetInventory
+from ..read.artifacts import archive_inventory
+from ..read.scan import DEFAULT_MAX_PAYLOAD
+from ..read.zipread import CHUNK, Member
 from .remote import RangeReader, RemoteError
 from .sources import WheelRef
 

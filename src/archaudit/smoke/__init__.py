@@ -14,7 +14,7 @@ def __getattr__(name: str) -> object:
 
         return getattr(runner, name)
     if name in ("render_text", "to_json"):
-        from . import render
+        from ..report import smoke as render
 
         return getattr(render, name)
     raise AttributeError(name)

@@ -2,7 +2,7 @@
 
 Every NVIDIA fatbin container of every library (registered, embedded elsewhere, relocatable,
 empty) is handed to cuModuleLoadData on each visible GPU, in child processes, once with the
-PTX JIT on and once with CUDA_DISABLE_PTX_JIT=1. archaudit.predict says beforehand what the
+PTX JIT on and once with CUDA_DISABLE_PTX_JIT=1. archaudit.judge.predict says beforehand what the
 driver will answer; a library passes when every answer agrees and check's own rule (the
 --gpu question of `archaudit check`) says its code runs on the GPU. Each disagreement is
 named: library, container, prediction, the driver's answer.
@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from .. import predict as P
+from ..judge import predict as P
 from ..model import Container, Library
 from . import child
 from .report import FAIL, PASS, SKIP, Row
@@ -226,11 +226,11 @@ def _coverage(lib: Library, gpu: dict[str, Any], display: str | None = None) -> 
     can fail a library for this GPU is applied; G009 (the GPU runs none of it) is named first."""
     from dataclasses import replace
 
-    from ..artifacts import TargetInventory
-    from ..audit import judge
     from ..claims import parse_claim
     from ..findings import ERROR
-    from ..policy import NvidiaGpu, Policy
+    from ..judge.audit import judge
+    from ..judge.policy import NvidiaGpu, Policy
+    from ..model import TargetInventory
 
     major, minor = (int(p) for p in gpu["cc"].split("."))
     name = f"GPU{gpu['ordinal']} {gpu['name']}"
@@ -246,7 +246,7 @@ def _coverage(lib: Library, gpu: dict[str, Any], display: str | None = None) -> 
 
 
 class DeviceLoadProbe:
-    """The driver answers for every container; archaudit.predict said what it would answer."""
+    """The driver answers for every container; archaudit.judge.predict said what it would answer."""
 
     name = "device-load"
     description = ("cuModuleLoadData on every fatbin container of every library, on each visible GPU, "

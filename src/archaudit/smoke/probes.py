@@ -16,8 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..artifacts import is_audited_file
 from ..model import Library
+from ..read.artifacts import is_audited_file
 from . import child, reference
 from .report import FAIL, PASS, SKIP, Row
 
@@ -99,7 +99,7 @@ class ProbeContext:
         """The inventory of one file (payloads decoded, so kernels are named), computed once."""
         with self._lock:
             if path not in self._scans:
-                from archaudit.scan import scan_file
+                from archaudit.read.library import scan_file
 
                 self._scans[path] = scan_file(path, decode=True)
             return self._scans[path]
@@ -176,9 +176,9 @@ MACHINES = {3: "x86", 62: "x86_64", 183: "aarch64", 40: "arm", 21: "ppc64", 22: 
 
 
 def load_item(path: str) -> dict[str, Any]:
-    """What the load worker needs about one library, read here by archaudit.elf (the child only
+    """What the load worker needs about one library, read here by archaudit.read.elf (the child only
     dlopens): its ELF type, machine, NEEDED, RUNPATH, RPATH and SONAME."""
-    from .. import elf
+    from ..read import elf
 
     try:
         with open(path, "rb") as f:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 import struct
 
-from .. import fatbin
+from ..read import fatbin
 
 # A comment or string (skipped whole, so braces and ".entry" inside them do not count), a
 # brace, a semicolon, or an .entry directive.

@@ -22,9 +22,9 @@ import tempfile
 import time
 from typing import Any
 
+from ..cli.smoke_options import DEFAULT_TIMEOUT, EXIT_CODES, FORMATS, add_smoke_arguments  # noqa: F401 - still runner's names
 from ..errors import ArchauditError
 from . import child, probes as probes_mod, venv
-from .options import DEFAULT_TIMEOUT, EXIT_CODES, FORMATS, add_smoke_arguments  # noqa: F401 - still runner's names
 from .report import FAIL, Row, SmokeReport
 
 INFO_TIMEOUT = 120.0
@@ -188,7 +188,7 @@ def list_probes() -> tuple[str, int]:
 
 
 def main_smoke(args: argparse.Namespace) -> int:
-    from .render import render
+    from ..report.smoke import render
 
     fmt = getattr(args, "format", None) or ("json" if getattr(args, "json", False) else "text")
     output = getattr(args, "output", None)
@@ -220,7 +220,7 @@ def main_smoke(args: argparse.Namespace) -> int:
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
-    return _emit(render(report, fmt), output) or report.exit_code
+    return _emit(render(report, fmt, docs_url=getattr(args, "docs_url", None)), output) or report.exit_code
 
 
 def _emit(text: str, output: str | None) -> int:
@@ -243,6 +243,10 @@ def _emit_error(message: str, fmt: str, output: str | None) -> int:
         import json
 
         _emit(json.dumps({"error": message, "exit_code": 2}, indent=2) + "\n", output)
+    elif fmt == "sarif":
+        from ..report.sarif import render_failure
+
+        _emit(render_failure(message), output)
     print(f"archaudit smoke: error: {message}", file=sys.stderr)
     return 2
 

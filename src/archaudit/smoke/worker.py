@@ -124,7 +124,7 @@ def task_gpu_info(spec: dict[str, Any]) -> None:
 # load: dlopen one shared library with RTLD_NOW, and explain a failure
 # ---------------------------------------------------------------------------------------
 
-# The ELF facts come from the parent (archaudit.elf, smoke.probes.load_item), which also judges.
+# The ELF facts come from the parent (archaudit.read.elf, smoke.probes.load_item), which also judges.
 
 
 def expand_origin(entry: str, origin: str) -> str:

@@ -1,0 +1,248 @@
+"""One typed settings object per command: flags over [tool.archaudit] over defaults, validated once.
+
+The command line parses flags into an argparse namespace; this module merges it with the
+configuration file (archaudit.config) into frozen records, so nothing downstream reads a flag
+or a config key by name. Every bad value is a UsageError (exit 2) naming the flag or key.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from .. import arch, gfx
+from ..claims import Claim, parse_claim
+from ..config import DETAILS, FORMATS, Config, Detail, Format
+from ..errors import UsageError
+from ..judge.filters import IgnoreRule, parse_patterns
+from ..judge.policy import AmdGpu, DataMember, NvidiaGpu, Policy
+from ..read.scan import DEFAULT_MAX_PAYLOAD
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    """Where and how a report is written (the options every report-writing command shares)."""
+
+    format: Format = "text"
+    path: str | None = None  # None: standard output
+    docs_url: str | None = None  # where docs/codes.md is published: SARIF rules' helpUri
+
+
+@dataclass(frozen=True, slots=True)
+class CheckSettings:
+    """Everything `archaudit check` needs, merged and validated."""
+
+    targets: tuple[str, ...]
+    claim: Claim | None
+    policy: Policy
+    output: Output
+    detail: Detail = "libraries"
+    verbose: bool = False
+    costs: bool = False
+    timings: bool = True
+    progress: bool = False
+    jobs: int | None = None
+    max_payload: int = DEFAULT_MAX_PAYLOAD
+    decode: bool = True  # False: --fast, entry headers only (E015 wherever that leaves facts unread)
+
+
+@dataclass(frozen=True, slots=True)
+class DiffSettings:
+    """Everything `archaudit diff` needs, merged and validated."""
+
+    old: str
+    new: str
+    allow_loss: bool
+    output: Output
+    verbose: bool = False
+    jobs: int | None = None
+
+
+def _flag_or(cfg: Config, value: Any, key: str, default: Any) -> Any:
+    """A flag's value when given (not None), else the config key, else the default."""
+    return value if value is not None else cfg.get(key, default)
+
+
+def output(args: argparse.Namespace, cfg: Config, formats: Sequence[str] = FORMATS) -> Output:
+    """--format (validated by the parser's choices) over the config's format (validated on load;
+    one a command does not write, such as junit for smoke, leaves it at text) and -o."""
+    fmt = getattr(args, "format", None)
+    if fmt is None:
+        fmt = cfg.get("format", "text") if cfg.get("format", "text") in formats else "text"
+    return Output(cast(Format, fmt), getattr(args, "output", None), getattr(args, "docs_url", None))
+
+
+# ---- claims ----
+
+def _cuda_version(args: argparse.Namespace, cfg: Config) -> tuple[int, int]:
+    version = _flag_or(cfg, args.cuda_version, "cuda-version", None)
+    if version is None:
+        return (13, 0)
+    m = re.fullmatch(r"([0-9]+)\.([0-9]+)(?:\.[0-9]+)?", str(version).strip())
+    if not m:
+        raise UsageError(f"--cuda-version {version!r} is not X.Y")
+    return int(m[1]), int(m[2])
+
+
+def _is_gfx(token: str) -> bool:
+    return token.lower().startswith("gfx")
+
+
+def claim(args: argparse.Namespace, cfg: Config) -> tuple[Claim | None, tuple[str, ...], str]:
+    """The CUDA claim, and the AMD claim with its source. gfx targets given to --arch (or
+    cuda-archs) are AMD targets: alone they are the AMD claim; mixed with CUDA ones they are
+    an error that names --amd-arch."""
+    style = _flag_or(cfg, args.arch_style, "cuda-archs-style", "auto")
+    if args.arch is not None:
+        text, source = args.arch, "--arch"
+    elif args.arch_from_env:
+        if args.arch_from_env not in os.environ:
+            raise UsageError(f"--arch-from-env {args.arch_from_env}: the variable is not set")
+        text, source = os.environ[args.arch_from_env], f"environment {args.arch_from_env}"
+    elif cfg.get("cuda-archs") is not None:
+        raw = cfg.get("cuda-archs")
+        text = ";".join(raw) if isinstance(raw, list) else raw
+        source = f"{os.path.relpath(cfg.path or '.')} [tool.archaudit] cuda-archs"
+    else:
+        text, source = None, ""
+    amd_text = args.amd_arch if args.amd_arch is not None else cfg.get("amd-archs")
+    amd_source = "--amd-arch" if args.amd_arch is not None else "[tool.archaudit] amd-archs"
+    cuda: Claim | None = None
+    if text is not None:
+        tokens = [t for t in re.split(r"[\s;,]+", text.strip()) if t]
+        gfx_tokens = [t for t in tokens if _is_gfx(t)]
+        if gfx_tokens and len(gfx_tokens) == len(tokens) and amd_text is None:
+            amd_text, amd_source = text, source  # an AMD list given where a CUDA one was expected
+        elif gfx_tokens:
+            raise UsageError(f"C002 unparseable claim from {source}: {gfx_tokens[0]!r} is an AMD target; "
+                             f"give AMD targets with --amd-arch (or amd-archs in [tool.archaudit])")
+        else:
+            try:
+                cuda = parse_claim(text, source, style=style, cuda_version=_cuda_version(args, cfg))
+            except ValueError as e:
+                raise UsageError(f"C002 unparseable claim from {source}: {e}") from None
+    amd: tuple[str, ...] = ()
+    if amd_text:
+        joined = ";".join(amd_text) if isinstance(amd_text, list) else str(amd_text)
+        try:
+            amd = tuple(gfx.parse_amd_claim(joined))
+        except ValueError as e:
+            raise UsageError(f"C002 unparseable AMD claim from {amd_source}: {e}") from None
+    return cuda, amd, amd_source if amd else ""
+
+
+# ---- GPUs ----
+
+def gpus(names: Sequence[str]) -> tuple[tuple[NvidiaGpu, ...], tuple[AmdGpu, ...]]:
+    """--gpu names: catalog names or aliases, sm_XX, gfx targets, AMD catalog names, or 'local'."""
+    nvidia: list[NvidiaGpu] = []
+    amd: list[AmdGpu] = []
+    for name in names:
+        if name == "local":
+            nvidia.extend(_local_gpus())
+            continue
+        found = arch.lookup_gpu(name)
+        if found:
+            g = found[0]
+            nvidia.append(NvidiaGpu(g.name if len(found) == 1 else name, g.cc))
+            continue
+        amd_found = gfx.lookup_gpu(name)
+        if amd_found:
+            a = amd_found[0]
+            one = len(amd_found) == 1  # a bare processor names several GPUs: no one shipped setting
+            amd.append(AmdGpu(name, a.target, (a.shipped or "") if one else "", a.switch if one else ()))
+            continue
+        if _is_gfx(name):
+            try:
+                target = gfx.normalise(name)
+            except ValueError as e:
+                raise UsageError(f"--gpu {name!r}: {e}") from None
+            if gfx.is_generic(target):
+                raise UsageError(f"--gpu {name!r} is a generic code target, not a GPU")
+            p = gfx.parse_target(target)
+            whole = all(p.feature(n) is not None for n in gfx.FEATURES if gfx.processors()[p.processor].supports(n))
+            amd.append(AmdGpu(name, target, target if whole else ""))
+            continue
+        raise UsageError(f"--gpu {name!r}: not in the GPU catalog (see 'archaudit gpus') and not sm_XX")
+    return tuple(nvidia), tuple(amd)
+
+
+def _local_gpus() -> list[NvidiaGpu]:
+    try:
+        import pynvml
+    except ImportError:
+        raise UsageError("--gpu local needs NVML: install archaudit with its 'gpu' extra (nvidia-ml-py)") from None
+    try:
+        pynvml.nvmlInit()
+    except Exception as e:  # NVML raises its own error types
+        raise UsageError(f"--gpu local: no NVIDIA GPU or driver on this machine ({e})") from None
+    try:
+        out: list[NvidiaGpu] = []
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            h = pynvml.nvmlDeviceGetHandleByIndex(i)
+            name = pynvml.nvmlDeviceGetName(h)
+            name = name.decode() if isinstance(name, bytes) else str(name)
+            major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(h)
+            out.append(NvidiaGpu(f"GPU {i} {name}", (int(major), int(minor))))
+        if not out:
+            raise UsageError("--gpu local: NVML sees no GPU on this machine")
+        return out
+    finally:
+        pynvml.nvmlShutdown()
+
+
+# ---- policy ----
+
+def policy(args: argparse.Namespace, cfg: Config, amd_claim: tuple[str, ...], amd_source: str) -> Policy:
+    nvidia, amd = gpus(list(args.gpu or cfg.get("gpus", [])))
+    rules: list[IgnoreRule] = []
+    for r in cfg.get("ignore-library", []):
+        code = parse_patterns([r["code"]], "[tool.archaudit] ignore-library")
+        rules.extend(IgnoreRule(c, r["library"], r.get("reason", "")) for c in code)
+    driver = _flag_or(cfg, args.driver, "driver", None)
+    if driver is not None:
+        try:
+            arch.driver_at_least(driver, "0")
+        except ValueError as e:
+            raise UsageError(f"--driver: {e}") from None
+    select = parse_patterns(args.select, "--select") if args.select else \
+        parse_patterns(cfg.get("select", []), "[tool.archaudit] select")
+    ignore = parse_patterns(args.ignore, "--ignore") if args.ignore else \
+        parse_patterns(cfg.get("ignore", []), "[tool.archaudit] ignore")
+    return Policy(
+        exact=bool(_flag_or(cfg, args.exact, "exact", False)),
+        require_ptx=_flag_or(cfg, args.require_ptx, "require-ptx", None),
+        strict=bool(_flag_or(cfg, args.strict, "strict", False)),
+        strict_kernels=bool(_flag_or(cfg, args.strict_kernels, "strict-kernels", False)),
+        driver=driver, driver_os=_flag_or(cfg, args.driver_os, "driver-os", "linux"),
+        driver_os_given=args.driver_os is not None or cfg.get("driver-os") is not None,
+        gpus=nvidia, amd_gpus=amd,
+        select=select, ignore=ignore, ignore_rules=tuple(rules),
+        require_device_code=tuple(cfg.get("require-device-code", [])),
+        data=tuple(DataMember(d["member"], d["reason"]) for d in cfg.get("data", [])),
+        amd_claim=amd_claim, amd_claim_source=amd_source, config=cfg.path,
+    )
+
+
+def check_settings(args: argparse.Namespace, cfg: Config, targets: Sequence[str]) -> CheckSettings:
+    cuda, amd, amd_source = claim(args, cfg)
+    detail = _flag_or(cfg, args.detail, "detail", "libraries")
+    return CheckSettings(
+        targets=tuple(targets), claim=cuda, policy=policy(args, cfg, amd, amd_source),
+        output=output(args, cfg), detail=cast(Detail, detail), verbose=bool(args.verbose),
+        costs=bool(_flag_or(cfg, args.costs, "costs", False)), timings=not args.no_timings,
+        progress=not args.quiet, jobs=args.jobs, max_payload=args.max_payload,
+        decode=not args.fast)
+
+
+def diff_settings(args: argparse.Namespace, cfg: Config, formats: Sequence[str]) -> DiffSettings:
+    return DiffSettings(args.old, args.new, bool(_flag_or(cfg, args.allow_loss, "allow-loss", False)),
+                        output(args, cfg, formats), verbose=bool(args.verbose), jobs=args.jobs)
+
+
+__all__ = ["CheckSettings", "DiffSettings", "Output", "Format", "Detail", "FORMATS", "DETAILS",
+           "check_settings", "diff_settings", "output", "claim", "policy", "gpus"]

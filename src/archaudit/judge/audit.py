@@ -1,0 +1,211 @@
+"""The audit: does each library's device code run on every GPU the wheel claims?
+
+Pure: takes inventories (archaudit.read.artifacts) and a policy, returns frozen verdicts. Each
+library's facts are computed once (archaudit.judge.facts) and judged by one rule per finding
+code (archaudit.judge.rules); this module only assembles the verdicts and applies the filters.
+Whatever could not be read fails closed.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field, replace
+
+from .. import __version__
+from ..claims import Claim, parse_claim
+from ..findings import ERROR, INFO, WARNING, Finding
+from ..model import DEVICE_LINK, PTX, RELOCATABLE, SASS, Coverage, Library, Status, TargetInventory
+from .facts import LibraryFacts, label, library_facts
+from .filters import IgnoreRule, Suppression, apply, stale_rules
+from .policy import Policy, for_target
+from .rules import TargetFacts, amd_missing, demangle, finding, judge_library_rules, judge_target_rules
+from .selection import parse_target
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class LibraryVerdict:
+    path: str
+    status: Status
+    carried: tuple[str, ...]  # "sm_80", "compute_90", "gfx90a:xnack-" (loadable only)
+    relocatable: tuple[str, ...]
+    coverage: tuple[tuple[str, Coverage], ...]  # (claimed label, how it runs there)
+    containers: int
+    kernels: int | None
+    driver_floor: tuple[str, str] | None  # (CUDA release, minimum driver)
+    findings: tuple[Finding, ...]
+    bytes_by_target: tuple[tuple[str, int, int], ...] = ()  # (target, stored, decoded)
+
+
+@dataclass(frozen=True, slots=True)
+class TargetReport:
+    target: str
+    kind: str
+    distribution: str
+    gpu_wheel: bool
+    claim: Claim | None
+    libraries: tuple[LibraryVerdict, ...]
+    findings: tuple[Finding, ...]  # every finding of this target, libraries' included
+    unusable: bool
+    bytes_read: int
+    seconds: float
+    inventory: TargetInventory = field(repr=False, compare=False, default=None)  # type: ignore[assignment]
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    targets: tuple[TargetReport, ...]
+    policy: Policy
+    suppressed: tuple[Suppression, ...] = ()  # findings a filter hid, with the rule that hid each
+    tool_version: str = __version__
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        return tuple(f for t in self.targets for f in t.findings)
+
+    @property
+    def exit_code(self) -> int:
+        if any(t.unusable for t in self.targets):
+            return 2
+        return 1 if any(f.severity == ERROR for f in self.findings) else 0
+
+    @property
+    def passed(self) -> bool:
+        return self.exit_code == 0
+
+
+def _label(cc: tuple[int, int]) -> str:
+    return label(cc)
+
+
+def _bytes_by_target(lib: Library) -> tuple[tuple[str, int, int], ...]:
+    totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for c in lib.containers:
+        if c.role == RELOCATABLE:
+            continue
+        for e in c.entries:
+            key = e.target
+            if e.vendor == "nvidia" and e.kind in (SASS, PTX):
+                t = parse_target(e.target)
+                key = t.sm if e.kind == SASS else t.compute
+            totals[key][0] += e.stored_size
+            totals[key][1] += e.size
+    return tuple((k, v[0], v[1]) for k, v in sorted(totals.items()))
+
+
+def _verdict(f: LibraryFacts, findings: list[Finding]) -> LibraryVerdict:
+    lib = f.library
+    if not lib.has_device_code:
+        bare: Status = "unverified" if lib.problems else "host"
+        return LibraryVerdict(lib.path, bare, (), (), (), 0, None, None, tuple(findings))
+    reloc = tuple(sorted({f"{e.kind}:{e.target}" for e in f.relocatable}))
+    if f.stubs_only and not lib.problems:
+        return LibraryVerdict(lib.path, "host", f.carried, reloc, (), 0, 0, None, tuple(findings))
+    status: Status = "pass"
+    if any(x.severity == ERROR for x in findings):
+        status = "fail"
+    elif any(x.code == "G005" for x in findings):
+        status = "specialised"
+    coverage = [(label(cc), how) for cc, how in f.coverage] if f.codes and not f.specialised else []
+    if f.amd and f.policy.amd_claim:
+        coverage += [(want, "none" if amd_missing(f, want) else "native") for want in f.policy.amd_claim]
+    floor = f.floor if f.codes else None
+    floor_out = (floor.cuda_text, floor.driver or "unknown") if floor is not None else None
+    own = sum(1 for u in f.units if u.container.role != DEVICE_LINK or u.kernels)  # unread dlinks: not shown
+    return LibraryVerdict(lib.path, status, f.carried, reloc, tuple(coverage), own, f.kernel_count,
+                          floor_out, tuple(findings), _bytes_by_target(lib))
+
+
+def _embedded_claim(inv: TargetInventory) -> tuple[Claim | None, Finding | None]:
+    for lib in inv.libraries:
+        for raw in lib.embedded_claims:
+            try:
+                return parse_claim(raw, f"embedded in {lib.path.rsplit('/', 1)[-1]}"), None
+            except ValueError as e:
+                return None, finding("C002", lib.path, f"{lib.path}: embedded claim {raw!r}: {e}")
+    return None, None
+
+
+def _without_data(inv: TargetInventory, policy: Policy) -> tuple[TargetInventory, list[Finding]]:
+    """The inventory less the libraries a [[tool.archaudit.data]] entry names, and an X002 for
+    each member left out (one per nested wheel, not per library in it)."""
+    if not policy.data:
+        return inv, []
+    kept: list[Library] = []
+    notes: dict[str, Finding] = {}
+    for lib in inv.libraries:
+        entry = next((d for d in policy.data if d.matches(lib.path)), None)
+        if entry is None:
+            kept.append(lib)
+            continue
+        member = lib.path.split("!")[0]
+        notes.setdefault(member, finding("X002", member, f"{member}: data, not judged ({entry.reason}; "
+                                                          f"[tool.archaudit] data {entry.member})"))
+    return replace(inv, libraries=tuple(kept)), list(notes.values())
+
+
+def judge(inv: TargetInventory, claim: Claim | None, policy: Policy) -> TargetReport:
+    """Judge one target: every library's facts once, every rule once."""
+    policy = for_target(policy, inv.target, inv.kind)
+    inv, data = _without_data(inv, policy)
+    embedded, bad = _embedded_claim(inv)
+    judged_by = claim if claim is not None else embedded
+    facts = tuple(library_facts(lib, judged_by, policy) for lib in inv.libraries)
+    per_library = [judge_library_rules(f) for f in facts]
+    target = TargetFacts(inv, judged_by, embedded, bad, policy, facts)
+    wide = judge_target_rules(target)
+    paths = {lib.path: i for i, lib in enumerate(inv.libraries)}
+    head = [x for x in wide if x.code.startswith("E") and x.subject == inv.target]
+    tail = []
+    for x in wide:
+        if x in head:
+            continue
+        if x.subject in paths and x.subject != inv.target:
+            per_library[paths[x.subject]].append(x)
+        else:
+            tail.append(x)
+    tail += data
+    verdicts = tuple(_verdict(f, found) for f, found in zip(facts, per_library))
+    findings = head + [x for found in per_library for x in found] + tail
+    return TargetReport(inv.target, inv.kind, inv.distribution, target.gpu_wheel, judged_by, verdicts,
+                        tuple(findings), inv.unusable, inv.bytes_read, inv.seconds, inv)
+
+
+def apply_filters(report: Report) -> Report:
+    """Apply --select/--ignore and [tool.archaudit] ignore rules; stale rules become X001."""
+    policy = report.policy
+    used: set[IgnoreRule] = set()
+    suppressed: list[Suppression] = []
+    targets = []
+    for t in report.targets:
+        result = apply(t.findings, policy.select, policy.ignore, policy.ignore_rules, t.target)
+        used |= result.used
+        suppressed += result.suppressed
+        targets.append(replace(t, findings=result.kept))
+    stale = stale_rules(policy.ignore_rules, frozenset(used), targets[0].target) if targets else ()
+    if stale:
+        targets[0] = replace(targets[0], findings=targets[0].findings + stale)
+    return replace(report, targets=tuple(targets), suppressed=tuple(suppressed))
+
+
+def audit(inventories: list[TargetInventory], claim: Claim | None, policy: Policy) -> Report:
+    """Judge every target against the claim and policy."""
+    return apply_filters(Report(tuple(judge(inv, claim, policy) for inv in inventories), policy))
+
+
+__all__ = [
+    "ERROR",
+    "INFO",
+    "SCHEMA_VERSION",
+    "WARNING",
+    "IgnoreRule",
+    "LibraryVerdict",
+    "Policy",
+    "Report",
+    "TargetReport",
+    "audit",
+    "demangle",
+    "judge",
+]

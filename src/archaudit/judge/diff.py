@@ -1,0 +1,404 @@
+"""`archaudit diff OLD NEW`: the GPU architectures each library gained or lost between two
+releases (wheels, directories, or an installed distribution against a new wheel).
+
+Libraries are matched by path, then (for those left over) by file name without its version
+suffix or auditwheel hash (`libfoo-1a2b3c4d.so.12` ~ `libfoo.so.13`). A library with device
+code that disappears loses all of it; one that appears gains all of it. Any loss fails
+(exit 1) unless allowed; whatever could not be read fails closed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+from xml.etree import ElementTree as ET
+
+from .. import __version__, arch
+from ..findings import ERROR
+from ..model import RELOCATABLE, Library, TargetInventory
+from ..report import formats
+from ..report.formats import code_span as _code, md_text as _md
+from ..report.render import size_text, target_order
+from .audit import LibraryVerdict, Policy, TargetReport, judge
+from .selection import best, nv_codes
+
+DIFF_SCHEMA_VERSION = 1
+GPU_EXAMPLES = 3
+NOW_WORDS = {"native": "still runs natively", "jit": "now only through PTX JIT", "none": "no longer runs",
+             "": "not a CUDA target"}
+
+
+@dataclass(frozen=True, slots=True)
+class Lost:
+    target: str  # "sm_61", "compute_90", "gfx90a"
+    now: str  # how the library's new code runs on that GPU: "native" | "jit" | "none" | "" (not CUDA)
+    gpus: tuple[str, ...] = ()  # catalog GPUs of that compute capability, a few
+
+
+@dataclass(frozen=True, slots=True)
+class LibraryDiff:
+    path: str  # the new path when the library is in NEW, else the old one
+    old_path: str | None
+    new_path: str | None
+    matched_by: str  # "path" | "name" | "" (added or removed)
+    change: str  # "added" | "removed" | "changed" | "unchanged"
+    old: tuple[str, ...]
+    new: tuple[str, ...]
+    gained: tuple[str, ...]
+    lost: tuple[Lost, ...]
+    old_bytes: int
+    new_bytes: int
+    problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Side:
+    target: str
+    kind: str
+    distribution: str
+    carries: tuple[str, ...]
+    unusable: bool
+    problems: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DiffReport:
+    old: Side
+    new: Side
+    libraries: tuple[LibraryDiff, ...]
+    gained: tuple[str, ...]
+    lost: tuple[str, ...]
+    allow_loss: bool = False
+    schema_version: int = DIFF_SCHEMA_VERSION
+    tool_version: str = __version__
+
+    @property
+    def losses(self) -> tuple[LibraryDiff, ...]:
+        return tuple(d for d in self.libraries if d.lost)
+
+    @property
+    def problems(self) -> tuple[str, ...]:
+        return self.old.problems + self.new.problems + tuple(p for d in self.libraries for p in d.problems)
+
+    @property
+    def exit_code(self) -> int:
+        if self.old.unusable or self.new.unusable:
+            return 2
+        if self.problems:
+            return 1
+        return 1 if self.losses and not self.allow_loss else 0
+
+
+# ---- matching ----
+
+_VERSION_SUFFIX = re.compile(r"(\.so)(\.\d+)+$")
+_AUDITWHEEL_HASH = re.compile(r"-[0-9a-f]{8}(?=\.(?:so|dll|dylib)\b)")
+
+
+def library_key(path: str) -> str:
+    """A library's name without directory, version suffix or auditwheel hash:
+    `pkg/lib/libcublas-8a7b6c5d.so.12.1` -> `libcublas.so`."""
+    base = path.replace("\\", "/").rsplit("/", 1)[-1]
+    base = _VERSION_SUFFIX.sub(r"\1", base)
+    return _AUDITWHEEL_HASH.sub("", base)
+
+
+class Match(NamedTuple):
+    """One old library and its new counterpart; None on the side where it is absent."""
+
+    old: str | None
+    new: str | None
+    how: str  # "path" | "name" | "" (added or removed)
+
+
+def match_libraries(old: list[str], new: list[str]) -> list[Match]:
+    """Pairs (old path, new path, how) covering both lists: by path first, then by library_key
+    where that key is unique among the leftovers on each side; the rest are added or removed."""
+    new_set = set(new)
+    pairs = [Match(p, p, "path") for p in old if p in new_set]
+    matched = {p for p, _, _ in pairs}
+    left_old = [p for p in old if p not in matched]
+    left_new = [p for p in new if p not in matched]
+
+    def by_key(paths: list[str]) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for p in paths:
+            out.setdefault(library_key(p), []).append(p)
+        return out
+
+    ko, kn = by_key(left_old), by_key(left_new)
+    for key, olds in ko.items():
+        news = kn.get(key, [])
+        if len(olds) == 1 and len(news) == 1:
+            pairs.append(Match(olds[0], news[0], "name"))
+    matched_old = {o for o, _, _ in pairs}
+    matched_new = {n for _, n, _ in pairs}
+    pairs += [Match(p, None, "") for p in old if p not in matched_old]
+    pairs += [Match(None, p, "") for p in new if p not in matched_new]
+    return pairs
+
+
+# ---- comparing ----
+
+def _sorted(labels: Iterable[str]) -> tuple[str, ...]:
+    return tuple(sorted(set(labels), key=target_order))
+
+
+def _how_now(label: str, lib: Library | None) -> tuple[str, tuple[str, ...]]:
+    """How the library's new device code runs on the GPU a lost target served, and a few GPUs."""
+    if not (label.startswith("sm_") or label.startswith("compute_")):
+        return "", ()
+    try:
+        cc = arch.canonical_cc(arch.CudaTarget.parse(label).cc)
+    except ValueError:
+        return "", ()
+    gpus = tuple(g.name for g in arch.gpu_catalog() if g.cc == cc)[:GPU_EXAMPLES]
+    if lib is None:
+        return "none", gpus
+    return best(nv_codes(e for c in lib.containers if c.role != RELOCATABLE for e in c.entries), cc), gpus
+
+
+def _side(t: TargetReport) -> Side:
+    carries = _sorted(x for v in t.libraries for x in v.carried)
+    problems = tuple(f.message for f in t.findings if f.severity == ERROR and f.code.startswith("E")
+                     and f.subject not in {v.path for v in t.libraries})
+    return Side(t.target, t.kind, t.distribution, carries, t.unusable, problems)
+
+
+def compare(old: TargetInventory, new: TargetInventory, *, allow_loss: bool = False) -> DiffReport:
+    """Compare the device code of two inventories, library by library."""
+    policy = Policy()
+    t_old, t_new = judge(old, None, policy), judge(new, None, policy)
+    v_old = {v.path: v for v in t_old.libraries}
+    v_new = {v.path: v for v in t_new.libraries}
+    l_new = {lib.path: lib for lib in new.libraries}
+
+    def interesting(v: LibraryVerdict) -> bool:
+        return bool(v.carried or v.relocatable) or v.status == "unverified"
+
+    olds = [p for p, v in v_old.items() if interesting(v)]
+    news = [p for p, v in v_new.items() if interesting(v)]
+    # match among every library, so device code that vanished from a library still shipped is a loss
+    pairs = match_libraries(list(v_old), list(v_new))
+    wanted = set(olds) | {("new", p) for p in news}
+    rows: list[LibraryDiff] = []
+    for op, np_, how in pairs:
+        if op not in wanted and ("new", np_) not in wanted:
+            continue
+        vo, vn = v_old.get(op) if op else None, v_new.get(np_) if np_ else None
+        a = tuple(vo.carried) if vo else ()
+        b = tuple(vn.carried) if vn else ()
+        gained = _sorted(set(b) - set(a))
+        lost = tuple(Lost(x, *_how_now(x, l_new.get(np_) if np_ else None)) for x in _sorted(set(a) - set(b)))
+        problems = tuple(f.message for v in (vo, vn) if v for f in v.findings
+                         if f.severity == ERROR and f.code.startswith("E"))
+        if vo is None or not interesting(vo):
+            change = "added"
+        elif vn is None or not interesting(vn):
+            change = "removed"
+        else:
+            change = "changed" if gained or lost else "unchanged"
+        rows.append(LibraryDiff(
+            np_ or op or "", op, np_, how if op and np_ else "", change, _sorted(a), _sorted(b), gained, lost,
+            sum(s for _, s, _ in vo.bytes_by_target) if vo else 0,
+            sum(s for _, s, _ in vn.bytes_by_target) if vn else 0, problems))
+    rows.sort(key=lambda d: ({"removed": 0, "changed": 1, "added": 2, "unchanged": 3}[d.change], d.path))
+    s_old, s_new = _side(t_old), _side(t_new)
+    if old.unusable or new.unusable:
+        return DiffReport(s_old, s_new, (), (), (), allow_loss)
+    return DiffReport(s_old, s_new, tuple(rows), _sorted(set(s_new.carries) - set(s_old.carries)),
+                      _sorted(set(s_old.carries) - set(s_new.carries)), allow_loss)
+
+
+# ---- rendering ----
+
+def _name(s: Side) -> str:
+    return f"{s.distribution or s.target} ({s.kind})"
+
+
+def _bytes(n: int) -> str:
+    return "0" if n == 0 else size_text(n)
+
+
+def _lost_list(d: LibraryDiff, sep: str) -> str:
+    """Lost targets; with the GPUs they served and how those run now while the library remains."""
+    if d.change == "removed":
+        return " ".join(x.target for x in d.lost)
+    return sep.join(_lost_words(x) for x in d.lost)
+
+
+def _lost_words(x: Lost) -> str:
+    if not x.now:
+        return x.target
+    gpus = f"; e.g. {', '.join(x.gpus)}" if x.gpus else ""
+    return f"{x.target} ({NOW_WORDS[x.now]}{gpus})"
+
+
+def _verdict(r: DiffReport) -> str:
+    if r.old.unusable or r.new.unusable:
+        return "✗ unusable input"
+    if r.problems:
+        return f"✗ {len(r.problems)} librar{'y' if len(r.problems) == 1 else 'ies'} could not be verified"
+    n = len(r.losses)
+    if n:
+        what = f"{n} librar{'y' if n == 1 else 'ies'} lost GPU architectures"
+        return f"! {what} (allowed)" if r.allow_loss else f"✗ {what} (--allow-loss to accept)"
+    return "✓ no GPU architecture lost"
+
+
+def render_text(r: DiffReport, *, verbose: bool = False) -> str:
+    out = [f"archaudit diff: {_name(r.old)} -> {_name(r.new)}"]
+    for p in r.old.problems:
+        out.append(f"✗ old: {p}")
+    for p in r.new.problems:
+        out.append(f"✗ new: {p}")
+    if not (r.old.unusable or r.new.unusable):
+        out.append(f"  wheel-wide: gained {' '.join(r.gained) or 'nothing'}; lost {' '.join(r.lost) or 'nothing'}")
+    mark = {"added": "+", "removed": "-", "changed": "~", "unchanged": "="}
+    unchanged = 0
+    for d in r.libraries:
+        if d.change == "unchanged" and not verbose and not d.problems:
+            unchanged += 1
+            continue
+        where = d.path if d.matched_by != "name" else f"{d.old_path} -> {d.new_path}"
+        parts = []
+        if d.change == "added":
+            parts.append("new library")
+        elif d.change == "removed":
+            parts.append("library removed" if d.new_path is None else "no device code any more")
+        if d.lost:
+            parts.append("lost " + _lost_list(d, ", "))
+        if d.gained:
+            parts.append("gained " + " ".join(d.gained))
+        if d.change == "unchanged":
+            parts.append("unchanged: " + " ".join(d.new))
+        if d.old_bytes != d.new_bytes:
+            parts.append(f"device code {_bytes(d.old_bytes)} -> {_bytes(d.new_bytes)}")
+        out.append(f"  {mark[d.change]} {where}: {'; '.join(parts)}")
+        for p in d.problems:
+            out.append(f"    ✗ {p}")
+    if unchanged:
+        out.append(f"  = {unchanged} librar{'y' if unchanged == 1 else 'ies'} unchanged (-v lists them)")
+    out.append(_verdict(r))
+    return "\n".join(out) + "\n"
+
+
+def to_dict(r: DiffReport) -> dict[str, Any]:
+    def side(s: Side) -> dict[str, Any]:
+        return {"target": s.target, "kind": s.kind, "distribution": s.distribution, "carries": list(s.carries),
+                "unusable": s.unusable, "problems": list(s.problems)}
+
+    return {
+        "schema": "archaudit-diff",
+        "schema_version": r.schema_version,
+        "tool_version": r.tool_version,
+        "exit_code": r.exit_code,
+        "passed": r.exit_code == 0,
+        "allow_loss": r.allow_loss,
+        "old": side(r.old),
+        "new": side(r.new),
+        "gained": list(r.gained),
+        "lost": list(r.lost),
+        "libraries": [{
+            "path": d.path, "old_path": d.old_path, "new_path": d.new_path, "matched_by": d.matched_by,
+            "change": d.change, "old": list(d.old), "new": list(d.new), "gained": list(d.gained),
+            "lost": [{"target": x.target, "now": x.now or None, "gpus": list(x.gpus)} for x in d.lost],
+            "old_bytes": d.old_bytes, "new_bytes": d.new_bytes, "problems": list(d.problems),
+        } for d in r.libraries],
+    }
+
+
+def render_json(r: DiffReport) -> str:
+    return json.dumps(to_dict(r), indent=2) + "\n"
+
+
+def render_markdown(r: DiffReport, *, verbose: bool = False) -> str:
+    icon = "❌" if r.exit_code else "✅"
+    out = [f"## {icon} archaudit diff: {_md(_name(r.old))} → {_md(_name(r.new))}", ""]
+    out.append(f"**Wheel-wide:** gained {_md(' '.join(r.gained) or 'nothing')}; "
+               f"lost {_md(' '.join(r.lost) or 'nothing')}")
+    out.append("")
+    for p in r.old.problems + r.new.problems:
+        out.append(f"- ❌ {_md(p)}")
+    rows = [d for d in r.libraries if d.change != "unchanged" or verbose or d.problems]
+    if rows:
+        out += ["| Library | Change | Lost | Gained | Device code |", "|---|---|---|---|---:|"]
+        for d in rows:
+            where = (_code(d.path) if d.matched_by != "name"
+                     else f"{_code(d.old_path or '')} → {_code(d.new_path or '')}")
+            lost = "<br>".join(_md(part) for part in _lost_list(d, "\n").split("\n") if part)
+            if d.problems:
+                lost += ("<br>" if lost else "") + "<br>".join(f"❌ {_md(p)}" for p in d.problems)
+            out.append(f"| {where} | {d.change} | {lost} | {_md(' '.join(d.gained))} | "
+                       f"{_bytes(d.old_bytes)} → {_bytes(d.new_bytes)} |")
+        out.append("")
+    same = sum(1 for d in r.libraries if d.change == "unchanged" and not verbose and not d.problems)
+    if same:
+        out.append(f"{same} librar{'y' if same == 1 else 'ies'} with device code unchanged.")
+        out.append("")
+    out.append(f"**Result:** {_md(_verdict(r).lstrip('✓✗! '))}")
+    return "\n".join(out) + "\n"
+
+
+def render_github(r: DiffReport) -> str:
+    """GitHub Actions annotations: an error (or, when allowed, a warning) per library that lost
+    architectures, an error per problem, then a one-line summary for the log."""
+    out = []
+    level = "warning" if r.allow_loss else "error"
+    for p in r.problems:
+        out.append(formats.annotation("error", p, title="archaudit diff: could not be verified"))
+    for d in r.losses:
+        out.append(formats.annotation(level, f"{d.path}: lost {_lost_list(d, ', ')}",
+                                      title="archaudit diff: GPU architectures lost"))
+    out.append(f"archaudit diff: {_verdict(r).lstrip('✓✗! ')}")
+    return "\n".join(out) + "\n"
+
+
+def render_junit(r: DiffReport) -> str:
+    """JUnit XML: one testcase per library with device code; a loss (unless allowed) or a
+    problem is its failure."""
+    root = ET.Element("testsuites", name="archaudit-diff")
+    suite = ET.SubElement(root, "testsuite", name=formats.xml_text(f"{_name(r.old)} -> {_name(r.new)}"))
+    failures = 0
+    side_problems = r.old.problems + r.new.problems
+    cases: list[tuple[str, tuple[str, ...], str]] = [("(release)", side_problems, "")]
+    cases += [(d.path, d.problems, _lost_list(d, ", ") if d.lost and not r.allow_loss else "")
+              for d in r.libraries]
+    for name, problems, lost in cases:
+        case = ET.SubElement(suite, "testcase", classname="archaudit-diff", name=formats.xml_text(name))
+        if problems or lost:
+            failures += 1
+            message = problems[0] if problems else f"lost {lost}"
+            failure = ET.SubElement(case, "failure", message=formats.xml_text(message),
+                                    type="unverified" if problems else "lost")
+            failure.text = formats.xml_text("\n".join(problems + ((f"lost {lost}",) if lost else ()))) + "\n"
+    for el in (suite, root):
+        el.set("tests", str(len(cases)))
+        el.set("failures", str(failures))
+    suite.set("errors", "0")
+    ET.indent(root, space="  ")
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def render(r: DiffReport, fmt: str, *, verbose: bool = False, docs_url: str | None = None) -> str:
+    """The diff in one of the shared output formats."""
+    if fmt == "sarif":
+        from ..report import sarif
+
+        return sarif.render_diff(r, docs_url=docs_url)
+    if fmt == "json":
+        return render_json(r)
+    if fmt == "markdown":
+        return render_markdown(r, verbose=verbose)
+    if fmt == "github":
+        return render_github(r)
+    if fmt == "junit":
+        return render_junit(r)
+    return render_text(r, verbose=verbose)
+
+
+__all__ = ["compare", "match_libraries", "Match", "library_key", "DiffReport", "LibraryDiff", "Lost", "render",
+           "render_text", "render_json", "render_markdown", "render_github", "render_junit", "to_dict"]

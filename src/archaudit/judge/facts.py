@@ -1,0 +1,625 @@
+"""The facts the rules judge a library by, computed once per library as one typed record.
+
+A library's device code is reduced here to what the rules need: which containers hold
+code of their own (``Unit``), what each claimed or named GPU runs from each of them
+(``GpuPath``, through archaudit.judge.selection), which kernels exist where, and the driver floor
+of the code each GPU would run. Rules (archaudit.judge.rules) only read these records, so two
+rules can never disagree about a fact, and nothing depends on how much was printed.
+
+Pure: no file is read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache, cached_property, lru_cache
+from typing import Literal
+
+from .. import arch
+from ..claims import Claim
+from ..model import CODE_OBJECT, DEVICE_LINK, PTX, RELOCATABLE, SASS, Container, Entry, Library
+from . import rocm
+from .policy import Policy
+from .selection import NOTHING, Choice, NvCode, Runs, choose, nv_codes
+
+CC = tuple[int, int]
+UNKNOWN_KEY = (1 << 30,)
+
+
+def label(cc: CC) -> str:
+    """A compute capability as claims spell it: (9, 0) -> "90"."""
+    return f"{cc[0]}{cc[1]}"
+
+
+@dataclass(frozen=True, slots=True)
+class Floor:
+    """The minimum driver some code needs, the CUDA release that sets it, and why.
+
+    ``driver`` None: the floor is unknown (no evidence, or a release newer than the tables)."""
+
+    cuda: CC | None
+    driver: str | None
+    evidence: str
+
+    @property
+    def key(self) -> tuple[int, ...]:
+        if self.driver is None:
+            return UNKNOWN_KEY
+        return tuple(int(p) for p in self.driver.split("."))
+
+    @property
+    def cuda_text(self) -> str:
+        return f"{self.cuda[0]}.{self.cuda[1]}" if self.cuda else "unknown"
+
+
+def highest(floors: list[Floor]) -> Floor | None:
+    """The floor that asks most; an unknown floor asks most of all (fail closed). The first of
+    equals wins; one floor object repeats (``_floor`` is cached), so each is weighed once."""
+    distinct = list({id(f): f for f in floors}.values())
+    return max(distinct, key=lambda f: f.key) if distinct else None
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A container holding code of its own, judged on its own (one translation unit)."""
+
+    index: int  # position in Library.containers
+    container: Container
+    codes: tuple[NvCode, ...]
+    identified: bool  # every code entry was read, so its kernels (perhaps none) are known
+    shape: int  # units of one shape (``shape_of``) get the entry at the same position on a GPU
+
+    @cached_property
+    def specialised(self) -> bool:
+        """All its code is arch-specific or family code (by the target it compiles for)."""
+        return specialised_only(self.codes)
+
+    @cached_property
+    def code_kernels(self) -> tuple[frozenset[str], ...]:
+        """The kernels of each code entry, aligned with ``codes`` (one set for entries that list
+        the same kernels, as a unit's cubins mostly do)."""
+        made: dict[tuple[str, ...], frozenset[str]] = {}
+        for c in self.codes:
+            names = c.entry.kernels or ()
+            if names not in made:
+                made[names] = frozenset(names)
+        return tuple(made[c.entry.kernels or ()] for c in self.codes)
+
+    @cached_property
+    def kernels(self) -> frozenset[str]:
+        return frozenset().union(*dict.fromkeys(self.code_kernels))
+
+    @cached_property
+    def _uniform(self) -> bool:
+        """Every code entry lists the same kernels (the usual translation unit)."""
+        return len({id(k) for k in self.code_kernels}) <= 1
+
+    def codes_defining(self, kernel: str) -> tuple[NvCode, ...]:
+        """The unit's code entries that define ``kernel``."""
+        if self._uniform:
+            return self.codes
+        return tuple(c for c, ks in zip(self.codes, self.code_kernels) if kernel in ks)
+
+    @cached_property
+    def release(self) -> CC | None:
+        """The CUDA release its PTX shows (``_unit_release``)."""
+        return _unit_release(self.codes)
+
+
+def specialised_only(codes: tuple[NvCode, ...]) -> bool:
+    """Some code, and all of it arch-specific or family code (by the target it compiles for):
+    it serves only the GPUs of its own architecture or family."""
+    return bool(codes) and all(c.effective.suffix in ("a", "f") for c in codes)
+
+
+def shape_of(codes: tuple[NvCode, ...]) -> tuple[tuple[str, arch.CudaTarget, arch.CudaTarget | None, bool], ...]:
+    """What the driver's choice in a unit depends on besides the GPU (a library repeats a few)."""
+    return tuple((c.kind, c.target, c.jit_target, bool(c.entry.unresolved)) for c in codes)
+
+
+@dataclass(frozen=True, slots=True)
+class GpuPath:
+    """What one GPU runs from the library: the driver's choice in each unit."""
+
+    gpu: CC
+    choices: tuple[Choice, ...]  # aligned with LibraryFacts.units; a dead choice is NOTHING
+    given: tuple[frozenset[str], ...]  # aligned with choices: the kernels each unit gives it
+    runs: Runs  # the best any unit does
+    dead: tuple[NvCode, ...]  # chosen code that no driver still running this GPU can run
+    floor: Floor | None  # the driver floor of what it runs; None when it runs nothing
+
+    @property
+    def unlinked(self) -> tuple[NvCode, ...]:
+        """Chosen cubins the driver refuses alone, in a library that links no device code."""
+        return tuple(c.code for c in self.choices if c.unlinked and c.code is not None)
+
+
+# Architecture names in kernel names: libraries that dispatch on the GPU at run time name
+# their kernels for the architecture they are launched on (cuDNN's sm80_xmma_*, cuBLAS'
+# ampere_*/volta_*/maxwell_*, CUTLASS's cutlass_80_*, mangled cutlass::arch::Sm90).
+_SM_IN_NAME = r"(?:^|[^a-z])(?:sm_?|cutlass_|cutlass3x_sm)(\d{2,3})(?:[af])?(?![0-9])"
+_GENERATIONS: dict[str, tuple[CC, ...]] = {
+    "kepler": ((3, 0), (3, 2), (3, 5), (3, 7)),
+    "maxwell": ((5, 0), (5, 2), (5, 3)),
+    "pascal": ((6, 0), (6, 1), (6, 2)),
+    "volta": ((7, 0), (7, 2)),
+    "turing": ((7, 5),),
+    "ampere": ((8, 0), (8, 6), (8, 7)),
+    "hopper": ((9, 0),),
+    "blackwell": ((10, 0), (10, 3), (11, 0), (12, 0), (12, 1)),
+}
+_GENERATION_IN_NAME = r"(?:^|[^a-z])(" + "|".join(_GENERATIONS) + r")(?![a-z])"
+
+
+@cache
+def _name_patterns(ascii_lower: bool) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The two name patterns, compiled when a name first holds their words (most checks: never):
+    case-sensitive for a lower-cased ASCII name (the same matches, a third faster), else
+    case-insensitive (which also folds a few non-ASCII letters onto s and k)."""
+    flags = 0 if ascii_lower else re.IGNORECASE
+    return re.compile(_SM_IN_NAME, flags), re.compile(_GENERATION_IN_NAME, flags)
+
+
+# CCCL's versioned namespaces (CUB_200800_SM_500_520, cub::CUB_300001_SM_800_900,
+# THRUST_200302_800_NS) list every architecture of the translation unit that instantiated the
+# kernel, not one the kernel is for: they say nothing about a gap, so they are no name evidence.
+_CCCL_NAMESPACE = re.compile(r"(?:cub|thrust)_\d+(?:_sm)?(?:_\d+)+(?:_ns)?", re.IGNORECASE)
+
+
+@lru_cache(maxsize=1 << 14)
+def named_architectures(kernel: str) -> tuple[CC, ...]:
+    """The GPUs a kernel's name says it is for (``sm80_xmma_gemm`` -> 8.0; ``volta_sgemm``
+    -> 7.0, 7.2); empty when the name names none. CCCL's namespaces (``_CCCL_NAMESPACE``) are
+    not read."""
+    # Most names hold none of the words the patterns need: a substring test skips the regexes
+    # (ASCII only: case-insensitive matching also folds a few non-ASCII letters onto s and k).
+    sm_words = generation_words = True
+    ascii_name = kernel.isascii()
+    text = kernel.lower() if ascii_name else kernel
+    if not ascii_name or "cub_" in text or "thrust_" in text:
+        text = _CCCL_NAMESPACE.sub("_", text)
+    if ascii_name:
+        sm_words = "sm" in text or "cutlass" in text
+        generation_words = any(word in text for word in _GENERATIONS)
+        if not sm_words and not generation_words:
+            return ()
+    sm_in_name, generation_in_name = _name_patterns(ascii_name)
+    out: list[CC] = []
+    for m in sm_in_name.finditer(text) if sm_words else ():
+        n = int(m.group(1))
+        if n >= 20:
+            out.append(arch.canonical_cc((n // 10, n % 10)))
+    for m in generation_in_name.finditer(text) if generation_words else ():
+        out.extend(_GENERATIONS[m.group(1).lower()])
+    return tuple(dict.fromkeys(out))
+
+
+def _judged_containers(lib: Library) -> list[tuple[int, Container]]:
+    """Containers that may hold kernels of their own: all but relocatable ones and nvlink's
+    device-link containers read whole and found to define no kernel (its per-link stubs). A
+    device-link container whose kernels were not read is judged (an -rdc build keeps its
+    kernels there): fail closed until it is read."""
+    out = []
+    for i, c in enumerate(lib.containers):
+        if c.role == RELOCATABLE or not c.entries:
+            continue
+        if c.role == DEVICE_LINK:
+            kernels = [e.kernels for e in c.entries if e.kind == SASS]
+            if all(k is not None for k in kernels) and not any(kernels):
+                continue
+        out.append((i, c))
+    return out
+
+
+def _unit_release(codes: tuple[NvCode, ...]) -> CC | None:
+    """The CUDA release whose nvcc built these codes, as their PTX shows: one container is one
+    nvcc compilation, so its cubins come from the toolkit of its PTX's ISA (or a later one of
+    the same major); a library's containers come from one toolkit, so its PTX dates the
+    cubins of containers that carry none."""
+    releases = []
+    for c in codes:
+        if c.kind == PTX and c.entry.code_version != (0, 0):
+            try:
+                releases.append(arch.cuda_release_for_ptx_isa(c.entry.code_version))
+            except LookupError:
+                continue
+    return max(releases) if releases else None
+
+
+def _code_floor(code: NvCode, runtime: Floor | None, os_name: str, built: CC | None = None) -> Floor:
+    """The driver floor of one entry: PTX by its ISA; a cubin by the CUDA major that built it
+    (its toolkit note, else its container's PTX, else the CUDA libraries linked)."""
+    e = code.entry
+    return _floor(e.kind, e.code_version, e.toolkit, code.label, runtime, os_name, built)
+
+
+@lru_cache(maxsize=4096)
+def _floor(kind: str, isa: CC, toolkit: CC | None, name: str, runtime: Floor | None, os_name: str,
+           built: CC | None) -> Floor:
+    """_code_floor on an entry's versions alone (cached: a library repeats a few thousand times)."""
+    try:
+        if kind == PTX:
+            if isa == (0, 0):
+                return Floor(None, None, f"{name}: PTX ISA version not read")
+            release = arch.cuda_release_for_ptx_isa(isa)
+            return Floor(release, arch.min_driver(release, os_name), f"{name} (PTX ISA {isa[0]}.{isa[1]})")
+        if toolkit:
+            return Floor(toolkit, arch.min_driver(toolkit, os_name, kind="minor"),
+                         f"{name} (built by CUDA {toolkit[0]}.{toolkit[1]})")
+        if built is not None:
+            return Floor(built, arch.min_driver(built, os_name, kind="minor"),
+                         f"{name} (built beside PTX of CUDA {built[0]}.{built[1]})")
+    except LookupError as err:
+        return Floor(None, None, f"{name}: {err}")
+    if runtime is not None:
+        return runtime
+    return Floor(None, None, f"{name}: its cubin records no toolkit and the library links no "
+                             f"CUDA library that names one")
+
+
+def _runtime_floor(lib: Library, os_name: str) -> Floor | None:
+    """The floor a linked CUDA library proves (libcudart.so.12: CUDA 12.x, minor version
+    compatibility), the highest over every NEEDED name that says one."""
+    floors = []
+    for soname in lib.needed:
+        major = arch.runtime_major(soname)
+        if major is None:
+            continue
+        try:
+            floors.append(Floor((major, 0), arch.min_driver((major, 0), os_name, kind="minor"),
+                                f"links {soname} (CUDA {major}.x)"))
+        except LookupError:
+            floors.append(Floor((major, 0), None, f"links {soname}: no driver floor is known for CUDA {major}"))
+    return highest(floors)
+
+
+def _dead(code: NvCode, runtime: Floor | None, last: CC) -> bool:
+    """Whether no driver that still runs a GPU whose support ended with CUDA ``last`` can run it."""
+    e = code.entry
+    if runtime is not None and runtime.cuda is not None and runtime.cuda[0] > last[0]:
+        return True
+    if e.kind == PTX:
+        if e.code_version == (0, 0):
+            return False
+        try:
+            return arch.cuda_release_for_ptx_isa(e.code_version) > last
+        except LookupError:
+            return True  # newer than every release the table knows
+    if e.toolkit:
+        return e.toolkit[0] > last[0]
+    return False
+
+
+Verdict = Literal["fails", "specialised", "named", "compiled-out", "elsewhere"]
+
+
+@dataclass(frozen=True, slots=True)
+class KernelGap:
+    """A kernel of one container (or an unnamed container) that claimed GPUs cannot launch from
+    it, and why. A kernel is its container and its name: the runtime launches each container's
+    kernels from that container's own module, whatever another container defines."""
+
+    verdict: Verdict
+    carried: tuple[str, ...]  # the code the kernel has in its container
+    fails: tuple[str, ...]
+    name: str | None
+    units: frozenset[int]  # the container (position in LibraryFacts.units)
+    elsewhere: tuple[int, ...] = ()  # "elsewhere": other containers giving these GPUs the same name
+
+
+def named_for(kernel: str, codes: tuple[NvCode, ...]) -> bool:
+    """Whether the kernel's own name names the architecture it was built for, and its code in
+    this container covers exactly that: every entry is for an architecture the name names
+    (``sm80_xmma_gemm`` with only sm_80 code; ``volta_sgemm`` with sm_70 and sm_72 code)."""
+    named = named_architectures(kernel)
+    return bool(named) and all(arch.canonical_cc(c.effective.cc) in named for c in codes)
+
+
+def _kernel_gaps(f: LibraryFacts, gpus: tuple[CC, ...]) -> tuple[KernelGap, ...]:
+    """Every kernel of a container that some claimed GPU cannot launch from that container, with
+    what the binary says about that kernel in that container.
+
+    The runtime registers each container as a module and launches a kernel from the module its
+    host stub belongs to, so a kernel is judged in its own container: a same-named kernel in
+    another container never covers it. A gap is by design only where the binary shows it for
+    that kernel: all its code there is arch-specific or family code ("specialised"); its own
+    name names the architecture it was built for and its code there covers exactly that
+    ("named"); or its container gives that GPU code in which the kernel was compiled out (the
+    same translation unit was built for the GPU, so the source left it out there, as a
+    __CUDA_ARCH__ guard does: "compiled-out"). A container whose code the driver picks for the
+    GPU and cannot compile (PTX whose text targets sm_90a, on 10.0: CUDA_ERROR_INVALID_PTX) is
+    never by design: its kernels "fail"; one whose cubin for the GPU does not load alone and is
+    linked by nothing (``Choice.unlinked``) is G013's. Where another container gives the GPU
+    the same name ("elsewhere"), the binary cannot say whether the host picks that container
+    by architecture (a deliberate dispatch) or launches this one (a crash): an error that names
+    both, until a config entry records the dispatch. Otherwise the kernel's object was built
+    for fewer architectures than the claim: "fails".
+    Units whose kernels were not read are judged whole, by their targets; a unit read whole
+    that defines no kernel launches nothing (it still counts for library coverage, G001).
+    Under --strict-kernels every unit is judged whole, with no design exemption."""
+    judged = list(gpus)
+    if not judged or f.specialised:
+        return ()
+    gaps: list[KernelGap] = []
+    strict = f.policy.strict_kernels
+    for i, u in enumerate(f.units):
+        if u.identified and (not strict or not u.kernels):
+            continue  # judged per kernel below; a unit read whole that defines none launches nothing
+        fails = tuple(label(cc) for cc in judged  # code the driver refuses alone is G013's
+                      if f.paths[cc].choices[i].runs == "none" and not f.paths[cc].choices[i].unlinked)
+        if fails:
+            verdict: Verdict = "specialised" if u.specialised and not strict else "fails"
+            names = tuple(sorted(u.kernels)) if u.identified else None
+            for name in names or (None,):
+                gaps.append(KernelGap(verdict, labels_of(u.codes), fails, name, frozenset([i])))
+    if strict:
+        return tuple(gaps)
+    carriers: dict[CC, dict[str, list[int]]] = {}
+    for i, u in enumerate(f.units):
+        if not u.identified or not u.kernels:
+            continue
+        seen: dict[tuple[int, ...], tuple[tuple[str, ...], bool]] = {}  # code entries -> (carried, specialised)
+        where: dict[tuple[str, Verdict, tuple[int, ...]], list[str]] = defaultdict(list)
+        for cc in judged:
+            choice, got = f.paths[cc].choices[i], f.paths[cc].given[i]
+            if len(got) == len(u.kernels) or choice.unlinked:  # got is a subset; unlinked: G013's
+                continue
+            for name in u.kernels - got:
+                codes = u.codes_defining(name)
+                key = tuple(map(id, codes))
+                if key not in seen:
+                    seen[key] = (labels_of(codes), specialised_only(codes))
+                others: tuple[int, ...] = ()
+                if seen[key][1]:
+                    verdict = "specialised"
+                elif choice.runs == "none" and choice.code is not None:
+                    verdict = "fails"  # the driver picks its PTX and cannot compile it
+                elif named_for(name, codes):
+                    verdict = "named"
+                elif choice.runs != "none":
+                    verdict = "compiled-out"
+                else:
+                    if cc not in carriers:
+                        carriers[cc] = _carriers(f, cc)
+                    others = tuple(j for j in carriers[cc].get(name, ()) if j != i)
+                    verdict = "elsewhere" if others else "fails"
+                where[(name, verdict, others)].append(label(cc))
+        for (name, verdict, others), at in where.items():
+            codes = u.codes_defining(name)
+            gaps.append(KernelGap(verdict, seen[tuple(map(id, codes))][0], tuple(at), name,
+                                  frozenset([i]), others))
+    return tuple(gaps)
+
+
+def _carriers(f: LibraryFacts, gpu: CC) -> dict[str, list[int]]:
+    """For each kernel ``gpu`` gets from some identified unit, the units giving it there."""
+    out: dict[str, list[int]] = defaultdict(list)
+    for i, (u, got) in enumerate(zip(f.units, f.paths[gpu].given)):
+        if u.identified:
+            for name in got:
+                out[name].append(i)
+    return out
+
+
+def labels_of(codes: Iterable[NvCode]) -> tuple[str, ...]:
+    """``sm_XX`` labels of SASS then ``compute_XX`` of PTX, by the targets they compile for."""
+    codes = list(codes)
+    sass = sorted({c.effective for c in codes if c.kind == SASS})
+    ptx = sorted({c.effective for c in codes if c.kind == PTX})
+    return tuple([t.sm for t in sass] + [t.compute for t in ptx])
+
+
+@dataclass(frozen=True)
+class LibraryFacts:
+    """Everything the library rules need to know about one library, computed once."""
+
+    library: Library
+    claim: Claim | None
+    policy: Policy
+    units: tuple[Unit, ...]
+    codes: tuple[NvCode, ...]  # the NVIDIA code of every unit
+    relocatable: tuple[Entry, ...]
+    amd: tuple[Entry, ...]
+    stubs_only: bool  # device code, but only kernel-less device-link stubs
+    runtime: Floor | None
+    paths: dict[CC, GpuPath]  # claimed and named GPUs
+
+    @property
+    def path(self) -> str:
+        return self.library.path
+
+    @cached_property
+    def linker(self) -> str | None:
+        """What shows the library links device code at run time (Library.device_linker)."""
+        return self.library.device_linker
+
+    @cached_property
+    def amd_modules(self) -> tuple[Container, ...]:
+        """The library's AMD modules (bundles, bare code objects), each looked up on its own."""
+        return rocm.modules(self.library)
+
+    @cached_property
+    def _amd_paths(self) -> dict[str, rocm.AmdPath]:
+        return {}
+
+    def amd_path(self, gpu: str) -> rocm.AmdPath:
+        """What a concrete AMD GPU setting (gfx90a:sramecc+:xnack-) runs of the library."""
+        known = self._amd_paths.get(gpu)
+        if known is None:
+            known = self._amd_paths[gpu] = rocm.path(self.amd_modules, gpu)
+        return known
+
+    @cached_property
+    def claimed(self) -> tuple[CC, ...]:
+        return self.claim.gpus if self.claim is not None else ()
+
+    @cached_property
+    def specialised(self) -> bool:
+        """All the library's code serves only arch-specific or family GPUs (unless --strict)."""
+        return not self.policy.strict and specialised_only(self.codes)
+
+    @cached_property
+    def carried(self) -> tuple[str, ...]:
+        sass = sorted({c.effective for c in self.codes if c.kind == SASS})
+        ptx = sorted({c.effective for c in self.codes if c.kind == PTX})
+        return tuple([t.sm for t in sass] + [t.compute for t in ptx]
+                     + sorted({rocm.judged_target(e) for e in self.amd}))
+
+    @cached_property
+    def coverage(self) -> tuple[tuple[CC, Runs], ...]:
+        """How each claimed GPU runs the library (the best any of its units does)."""
+        return tuple((cc, self.paths[cc].runs) for cc in self.claimed)
+
+    @cached_property
+    def missing(self) -> tuple[CC, ...]:
+        """Claimed GPUs the library runs on not at all."""
+        return tuple(cc for cc, how in self.coverage if how == "none")
+
+    @cached_property
+    def kernel_homes(self) -> dict[str, tuple[int, ...]]:
+        """For each kernel of an identified unit, the units (positions in ``units``) defining it."""
+        homes: dict[str, tuple[int, ...]] = {}
+        for i, u in enumerate(self.units):
+            if u.identified:
+                again = {k: homes[k] + (i,) for k in u.kernels & homes.keys()}  # defined by an earlier unit
+                homes.update(dict.fromkeys(u.kernels, (i,)))
+                homes.update(again)
+        return homes
+
+    def kernel_codes(self, kernel: str) -> tuple[NvCode, ...]:
+        """Every code entry (of identified units) that defines ``kernel``."""
+        return tuple(c for i in self.kernel_homes[kernel]
+                     for c, ks in zip(self.units[i].codes, self.units[i].code_kernels) if kernel in ks)
+
+    @cached_property
+    def kernel_count(self) -> int | None:
+        entries = [e for u in self.units for c in u.codes for e in (c.entry,)]
+        if not entries or any(e.kernels is None for e in entries):
+            return None if entries else (0 if self.stubs_only else None)
+        return len(frozenset().union(*(u.kernels for u in self.units)))
+
+    @cached_property
+    def kernel_gaps(self) -> tuple[KernelGap, ...]:
+        """Every kernel (or unnamed unit) some claimed GPU cannot launch, and why (claimed GPUs
+        the library does not run on at all are G001's, not the kernels')."""
+        return _kernel_gaps(self, tuple(cc for cc in self.claimed if cc not in self.missing))
+
+    def kernel_gaps_on(self, gpu: CC) -> tuple[KernelGap, ...]:
+        """The same question for one GPU (a --gpu question)."""
+        return _kernel_gaps(self, (gpu,)) if gpu in self.paths and self.paths[gpu].runs != "none" else ()
+
+    @cached_property
+    def floor_gpus(self) -> tuple[CC, ...]:
+        """The GPUs whose driver floor is reported: claimed and named ones."""
+        return tuple(dict.fromkeys([*self.claimed, *(cc for _, cc in self.policy.gpus)]))
+
+    @cached_property
+    def floor(self) -> Floor | None:
+        """The library's driver floor: the highest floor of what any claimed or named GPU runs;
+        with neither, of all its code."""
+        if self.floor_gpus:
+            return highest([p.floor for cc in self.floor_gpus if (p := self.paths[cc]).floor is not None])
+        built = _unit_release(self.codes)
+        floors = [_code_floor(c, self.runtime, self.policy.driver_os, u.release or built)
+                  for u in self.units for c in u.codes]
+        if self.runtime is not None and floors:
+            floors.append(self.runtime)
+        return highest(floors)
+
+
+def library_facts(lib: Library, claim: Claim | None, policy: Policy) -> LibraryFacts:
+    """Compute the facts of one library once, for every rule."""
+    judged = _judged_containers(lib)
+    units = []
+    shapes: dict[object, int] = {}
+    for i, c in judged:
+        codes = nv_codes(c.entries)
+        if not codes:
+            continue
+        identified = all(x.entry.kernels is not None for x in codes)
+        units.append(Unit(i, c, codes, identified, shapes.setdefault(shape_of(codes), len(shapes))))
+    loadable = [e for c in lib.containers if c.role != RELOCATABLE for e in c.entries]
+    amd = tuple(e for e in loadable if e.kind == CODE_OBJECT)
+    reloc = tuple(e for c in lib.containers if c.role == RELOCATABLE for e in c.entries)
+    stubs_only = bool(loadable) and not judged and not amd
+    runtime = _runtime_floor(lib, policy.driver_os)
+    gpus = dict.fromkeys([*(claim.gpus if claim else ()), *(cc for _, cc in policy.gpus)])
+    built = _unit_release(tuple(c for u in units for c in u.codes))
+    linker = lib.device_linker is not None
+    paths = {cc: _gpu_path(cc, units, runtime, policy.driver_os, built, linker) for cc in gpus}
+    return LibraryFacts(lib, claim, policy, tuple(units), tuple(c for u in units for c in u.codes),
+                        reloc, amd, stubs_only, runtime, paths)
+
+
+def _gpu_path(gpu: CC, units: list[Unit], runtime: Floor | None, os_name: str, built: CC | None,
+              linker: bool = False) -> GpuPath:
+    """What ``gpu`` runs from each unit, and the driver floor of the code it uses. ``built``: the
+    newest CUDA release the library's PTX shows, dating cubins that record no toolkit; ``linker``:
+    the library links device code at run time, so a cubin not loadable alone runs."""
+    last = arch.last_cuda(gpu)
+    memo: dict[int, tuple[Runs, int | None]] = {}  # Unit.shape -> (runs, chosen position)
+    choices: list[Choice] = []
+    given: list[frozenset[str]] = []
+    dead: list[NvCode] = []
+    floors: list[Floor] = []
+    runs: Runs = "none"
+    for u in units:
+        shape = memo.get(u.shape)
+        if shape is None:
+            first = choose(u.container, u.codes, gpu, linker)
+            at = None if first.code is None else next(i for i, c in enumerate(u.codes) if c is first.code)
+            shape = memo[u.shape] = (first.runs, at)
+        choice = NOTHING if shape[1] is None else Choice(shape[0], u.codes[shape[1]])
+        if choice.code is not None and choice.runs != "none" and last is not None \
+                and _dead(choice.code, runtime, last):
+            dead.append(choice.code)
+            choice = NOTHING
+        choices.append(choice)
+        given.append(_NONE if choice.kernels is None or shape[1] is None else u.code_kernels[shape[1]])
+        if choice.runs == "native" or (choice.runs == "jit" and runs == "none"):
+            runs = choice.runs
+    known: dict[tuple[object, ...], Floor] = {}  # what a floor depends on beyond runtime and os_name
+    for u, choice, needed in zip(units, choices, _needed(units, choices, given)):
+        if needed and choice.code is not None:
+            e = choice.code.entry
+            key = (u.shape, memo[u.shape][1], e.code_version, e.toolkit, u.release or built)
+            floor = known.get(key)
+            if floor is None:
+                floor = known[key] = _code_floor(choice.code, runtime, os_name, u.release or built)
+            floors.append(floor)
+    if floors and runtime is not None:
+        floors.append(runtime)
+    return GpuPath(gpu, tuple(choices), tuple(given), runs, tuple(dead), highest(floors))
+
+
+_NONE: frozenset[str] = frozenset()
+
+
+def _needed(units: list[Unit], choices: list[Choice], given: list[frozenset[str]]) -> list[bool]:
+    """Which units a GPU loads code from. A kernel compiled into several units (a library that
+    dispatches by container: curand's single-architecture containers beside PTX-only ones) is
+    launched from the unit that serves the GPU best, natively before through the JIT; a unit
+    none of whose kernels it is the best for is not used there. A unit whose kernels were not
+    read is always counted (fail closed); one read whole without kernels launches nothing.
+
+    Native is the best there is, so a unit run natively is used for each of its kernels; one run
+    through the JIT is used unless every kernel of it runs natively from another unit (the
+    kernels run natively are gathered only when some unit is run through the JIT)."""
+    native: frozenset[str] | None = None
+    out = []
+    for u, c, ks in zip(units, choices, given):
+        if c.runs == "none":
+            out.append(False)
+        elif not u.identified:
+            out.append(True)
+        elif c.runs == "native":
+            out.append(bool(ks))
+        else:
+            if native is None:
+                native = frozenset().union(*(g for v, x, g in zip(units, choices, given)
+                                             if v.identified and x.runs == "native"))
+            out.append(not native.issuperset(ks))
+    return out

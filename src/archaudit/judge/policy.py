@@ -1,0 +1,91 @@
+"""What the check is asked to enforce beyond the claim: switches, the driver, named GPUs,
+filters. Plain frozen data, built by the CLI (or a caller of the core) and read by the rules."""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, replace
+from typing import Literal, NamedTuple
+
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+from .filters import IgnoreRule
+
+
+class NvidiaGpu(NamedTuple):
+    """A --gpu question about an NVIDIA GPU."""
+
+    name: str  # as displayed: the catalog name, or what the user typed
+    cc: tuple[int, int]  # compute capability
+
+
+class AmdGpu(NamedTuple):
+    """A --gpu question about an AMD GPU."""
+
+    name: str
+    target: str  # gfx target ID
+    # The concrete setting the GPU is judged in (gfx90a:sramecc+:xnack-): a catalog GPU as it
+    # ships, or a target ID that names every setting; "" when archaudit cannot tell.
+    ships: str = ""
+    switch: tuple[tuple[str, str], ...] = ()  # what changes a setting ("xnack", "HSA_XNACK=1")
+
+
+class DataMember(NamedTuple):
+    """A [[tool.archaudit.data]] entry: wheel members that are data, never loaded as libraries."""
+
+    member: str  # a glob over member paths (a nested wheel: the path before its '!')
+    reason: str
+
+    def matches(self, library_path: str) -> bool:
+        return fnmatch.fnmatch(library_path, self.member) or fnmatch.fnmatch(library_path.split("!")[0], self.member)
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    exact: bool = False
+    require_ptx: Literal["newest"] | None = None
+    strict: bool = False
+    strict_kernels: bool = False
+    driver: str | None = None
+    driver_os: Literal["linux", "windows"] = "linux"
+    # --driver-os or the config's driver-os was given; otherwise a wheel's platform tag decides
+    # per target (win_* wheels are judged against Windows drivers), see for_target.
+    driver_os_given: bool = False
+    gpus: tuple[NvidiaGpu, ...] = ()
+    amd_gpus: tuple[AmdGpu, ...] = ()
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    ignore_rules: tuple[IgnoreRule, ...] = ()
+    require_device_code: tuple[str, ...] = ()  # globs of libraries that must carry device code
+    amd_claim: tuple[str, ...] = ()
+    amd_claim_source: str = ""
+    data: tuple[DataMember, ...] = ()  # members left out of the verdict (X002), with the reason
+    config: str | None = None  # the pyproject.toml read ([tool.archaudit]), named in every report
+
+
+def wheel_driver_os(target: str) -> Literal["linux", "windows"] | None:
+    """The driver OS a wheel's file name says it is for: "windows" when every platform tag is
+    a Windows one (win_amd64, win_arm64, win32), "linux" when every one is a Linux one
+    (manylinux*, musllinux*, linux_*); None otherwise (macOS, any, a name that is not a
+    wheel's, a mix)."""
+    name = target.replace("\\", "/").rsplit("/", 1)[-1]
+    try:
+        tags = {t.platform for t in parse_wheel_filename(name)[3]}
+    except (InvalidWheelFilename, ValueError):
+        return None
+    if all(t.startswith("win") for t in tags):
+        return "windows"
+    if all(t.startswith(("manylinux", "musllinux", "linux")) for t in tags):
+        return "linux"
+    return None
+
+
+def for_target(policy: Policy, target: str, kind: str) -> Policy:
+    """The policy one target is judged by: without an explicit driver OS, a wheel's platform
+    tag chooses the driver table (a win_amd64 wheel runs on Windows drivers)."""
+    if policy.driver_os_given or kind != "wheel":
+        return policy
+    os_name = wheel_driver_os(target)
+    if os_name is None or os_name == policy.driver_os:
+        return policy
+    return replace(policy, driver_os=os_name)

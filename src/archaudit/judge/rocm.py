@@ -1,0 +1,193 @@
+"""Which AMD code a GPU runs: the bundle entry ROCm selects for it, and whether that entry loads.
+
+The rules are ROCm's own, read from its sources (docs/amd.md cites each):
+
+- **Selection** (comgr ``amd_comgr_lookup_code_object`` -> ``lookUpCodeObject`` in
+  amd/comgr/src/comgr-metadata.cpp, called by CLR's ``FatBinaryInfo::ExtractFatBinaryUsingCOMGR``;
+  a compressed bundle goes through comgr's unbundle action, clang's
+  ``OffloadBundler::UnbundleFiles``): a bundle's entries are walked in file order, entries whose
+  offload kind is not ``hip``/``hipv4`` are skipped (``host``, ``openmp``), and the **first**
+  entry whose id is compatible with the GPU's ISA name wins. No later entry is tried, even when
+  the one selected does not load.
+- **Id comparison** (comgr ``isCompatibleIsaName``; clang ``isCodeObjectCompatible``): the
+  processors must be equal as written (``gfx90a``, never ``GFX90A``; a ``gfx*-generic`` id is
+  not the GPU's processor), and each xnack/sramecc setting the id names must equal the GPU's.
+  A GPU's ISA name always states both settings where the processor has them (ROCr ``Isa``:
+  ``agent_isa.GetXnack() != IsaFeature::Any``).
+- **Loading** (ROCr ``Isa::IsCompatible`` in runtime/hsa-runtime/core/runtime/isa.cpp, called
+  by ``ExecutableImpl::LoadCodeObject`` in loader/executable.cpp): the code object's own target,
+  from its ELF ``e_flags``, must match the GPU the same way; a code object whose id says less
+  than its ``e_flags`` (id ``gfx90a``, object built ``xnack+``) is selected for both settings
+  and refused on the other.
+- **Kernels** are looked up in the module (the selected code object) of their own bundle only
+  (CLR ``hipModuleGetFunction`` / ``DynCO::getDynFunc``; a static kernel's stub is registered
+  with its own translation unit's fat binary).
+
+Pure functions over model records; the rules (rules.py) and the verdicts (audit.py) use them.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from .. import gfx
+from ..model import CODE_OBJECT, Container, Entry, Library
+
+HIP_KINDS: tuple[str, ...] = tuple(gfx.rocm_rule("hip-kinds"))  # data/amd.json rocm_rules, with sources
+# (comgr also names "hcc", which clang 19 cannot write and archaudit does not read: such a bundle is E030)
+
+
+def kind(e: Entry) -> str:
+    """An entry's offload kind ("hipv4", "openmp"; "" for a bare code object)."""
+    return e.identifier.split("-", 1)[0] if e.identifier else ""
+
+
+def hip_reads(e: Entry) -> bool:
+    """Whether HIP's lookup considers the entry at all (a bare code object always): its kind is
+    hip or hipv4, and its id is spelt as comgr compares it (lower case: comgr's processor and
+    feature names are compared as written, so an id saying GFX90A is never selected)."""
+    return e.kind == CODE_OBJECT and (not e.identifier or (kind(e) in HIP_KINDS
+                                                          and e.identifier == e.identifier.lower()))
+
+
+def judged_target(e: Entry) -> str:
+    """The more specific of the bundle id's target and the code object's own (e_flags) target:
+    what the entry can run on once selected."""
+    own = e.own_target
+    if own is None or own == e.target:
+        return e.target
+    return own if len(gfx.parse_target(own).features) >= len(gfx.parse_target(e.target).features) else e.target
+
+
+def disagrees(e: Entry) -> bool:
+    """The code object's e_flags name a setting its bundle id leaves open."""
+    return e.own_target is not None and judged_target(e) != e.target
+
+
+def compatible(code: str, gpu: str) -> bool:
+    """comgr isCompatibleIsaName / ROCr Isa::IsCompatible for target IDs in archaudit's canonical
+    spelling: the same processor (a generic one is not the GPU's), and each setting the code
+    names equal to the GPU's (a GPU setting left open matches nothing the code pins)."""
+    c, g = gfx.parse_target(code), gfx.parse_target(gpu)
+    if c.processor != g.processor:
+        return False
+    return all(g.feature(n) == v for n, v in c.features)
+
+
+Outcome = Literal["native", "refused", "none"]
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """What one GPU setting gets from one module (a bundle, or a bare code object)."""
+
+    outcome: Outcome  # native: selected and loads; refused: selected, the loader refuses it; none
+    entry: Entry | None = None  # the entry selected (None: no entry's id fits)
+
+    @property
+    def kernels(self) -> frozenset[str] | None:
+        """The kernels the GPU can launch from this module (None: not read)."""
+        if self.outcome != "native" or self.entry is None:
+            return frozenset()
+        return None if self.entry.kernels is None else frozenset(self.entry.kernels)
+
+
+NOTHING = Selection("none")
+
+
+def select(container: Container, gpu: str) -> Selection:
+    """The entry ROCm selects from ``container`` for ``gpu`` (a concrete setting such as
+    ``gfx90a:sramecc+:xnack-``) and whether it loads: the first entry HIP reads whose id fits."""
+    for e in container.entries:
+        if not hip_reads(e) or not compatible(e.target, gpu):
+            continue
+        return Selection("native" if compatible(judged_target(e), gpu) else "refused", e)
+    return NOTHING
+
+
+def modules(lib: Library) -> tuple[Container, ...]:
+    """The library's AMD modules: every loadable container holding AMD code objects."""
+    return tuple(c for c in lib.containers if c.loadable and any(e.kind == CODE_OBJECT for e in c.entries))
+
+
+def settings(target: str) -> list[str]:
+    """Every concrete GPU setting a target stands for: each processor of it (a generic target:
+    its family) with each xnack/sramecc setting the target leaves open."""
+    t = gfx.parse_target(target)
+    out = []
+    for proc in gfx.family(target):
+        p = gfx.processors()[proc]
+        options = [[(n, v)] if (v := t.feature(n)) is not None else [(n, True), (n, False)]
+                   for n in gfx.FEATURES if p.supports(n)]
+        for combo in itertools.product(*options):
+            out.append(proc + "".join(f":{n}{'+' if v else '-'}" for n, v in combo))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class AmdPath:
+    """What one concrete GPU setting runs of a library: one selection per module."""
+
+    gpu: str
+    selections: tuple[Selection, ...]
+
+    @property
+    def runs(self) -> bool:
+        return any(s.outcome == "native" for s in self.selections)
+
+    @property
+    def refused(self) -> tuple[Entry, ...]:
+        return tuple(s.entry for s in self.selections if s.outcome == "refused" and s.entry is not None)
+
+
+def path(mods: Sequence[Container], gpu: str) -> AmdPath:
+    return AmdPath(gpu, tuple(select(c, gpu) for c in mods))
+
+
+@dataclass(frozen=True, slots=True)
+class AmdKernelGap:
+    """A kernel (or a module whose kernels were not read) a GPU setting the library runs on
+    cannot launch: no module defining it has a loadable entry there."""
+
+    name: str | None  # None: a module whose kernels could not be read
+    carried: tuple[str, ...]  # the targets of the modules defining it
+    fails: tuple[str, ...]  # the GPU settings
+    module: int  # first module defining it
+
+
+def kernel_gaps(mods: Sequence[Container], paths: Iterable[AmdPath]) -> tuple[AmdKernelGap, ...]:
+    """Kernels defined in some module that a GPU setting cannot launch although another module of
+    the library runs there (the runtime looks a kernel up in its own module only)."""
+    homes: dict[str, list[int]] = {}
+    unread: list[int] = []
+    for i, c in enumerate(mods):
+        entries = [e for e in c.entries if hip_reads(e)]
+        if any(e.kernels is None for e in entries):
+            unread.append(i)
+        for e in entries:
+            for k in e.kernels or ():
+                if i not in homes.setdefault(k, []):
+                    homes[k].append(i)
+    fails: dict[tuple[str | None, int], list[str]] = {}
+    for p in paths:
+        if not p.runs:
+            continue
+        for k, where in homes.items():
+            if not any((ks := p.selections[i].kernels) is None or k in ks for i in where):
+                fails.setdefault((k, where[0]), []).append(p.gpu)
+        for i in unread:
+            if p.selections[i].outcome != "native":
+                fails.setdefault((None, i), []).append(p.gpu)
+    out = []
+    for (name, first), gpus in fails.items():
+        where = homes.get(name, [first]) if name is not None else [first]
+        carried = sorted({judged_target(e) for i in where for e in mods[i].entries if hip_reads(e)})
+        out.append(AmdKernelGap(name, tuple(carried), tuple(gpus), first))
+    return tuple(out)
+
+
+__all__ = ["AmdKernelGap", "AmdPath", "HIP_KINDS", "NOTHING", "Selection", "compatible", "disagrees",
+           "hip_reads", "judged_target", "kernel_gaps", "kind", "modules", "path", "select", "settings"]

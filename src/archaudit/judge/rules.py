@@ -1,0 +1,805 @@
+"""The rule layer: one function per finding code, all registered in ``REGISTRY``.
+
+A library rule reads one library's facts (archaudit.judge.facts.LibraryFacts, computed once) and
+returns its findings; a target rule reads the facts of a whole target (its libraries'
+facts, the claim, the embedded claims). No rule reads a file, a flag of the CLI or how
+much will be printed: the same input gives the same findings under every ``--detail``.
+
+Adding a code: its row in archaudit.findings, its rule here (with a docstring saying why
+it exists), its entry in ``REGISTRY``, and its tests in tests/test_rules_*.py.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+
+from .. import arch, gfx
+from ..claims import Claim
+from ..findings import CODES, Finding, make_finding
+from ..model import PTX, SASS, Library, TargetInventory
+from . import rocm
+from .facts import LibraryFacts, label, library_facts
+from .policy import AmdGpu, NvidiaGpu, Policy
+from .selection import NvCode, runs
+
+KERNELS_SHOWN = 3
+
+
+finding = make_finding
+
+
+@dataclass(frozen=True)
+class TargetFacts:
+    """What the target rules need: the target's inventory, the claim that judges it (given,
+    or embedded in a binary), and its libraries' facts."""
+
+    inventory: TargetInventory
+    claim: Claim | None
+    embedded: Claim | None
+    embedded_error: Finding | None
+    policy: Policy
+    libraries: tuple[LibraryFacts, ...]
+
+    @property
+    def target(self) -> str:
+        return self.inventory.target
+
+    @property
+    def links_runtime(self) -> bool:
+        return any(lib.links_gpu_runtime for lib in self.inventory.libraries)
+
+    @property
+    def has_device_code(self) -> bool:
+        return any(lib.has_device_code for lib in self.inventory.libraries)
+
+    @property
+    def has_nvidia(self) -> bool:
+        return any(e.vendor == "nvidia" for lib in self.inventory.libraries for e in lib.entries)
+
+    @property
+    def gpu_wheel(self) -> bool:
+        """Whether the target is judged as GPU software at all."""
+        return (self.has_device_code or self.links_runtime or self.claim is not None
+                or bool(self.policy.amd_claim))
+
+
+# ---- shared phrasing --------------------------------------------------------------------
+
+
+def demangle(name: str) -> str:
+    """A short readable name for an Itanium-mangled kernel: its qualified name without
+    parameters (`_Z4axpyfPKfPfi` -> `axpy`, `_ZN2ns5scaleIfEEvPT_S1_i` -> `ns::scale`)."""
+    if not name.startswith("_Z"):
+        return name
+    nested = name.startswith("_ZN")
+    i = 3 if nested else 2
+    while nested and i < len(name) and name[i] in "rVK":
+        i += 1
+    parts: list[str] = []
+    while i < len(name) and name[i].isdigit():
+        j = i
+        while j < len(name) and name[j].isdigit():
+            j += 1
+        n = int(name[i:j])
+        parts.append(name[j:j + n])
+        i = j + n
+        if not nested or (i < len(name) and name[i] == "I"):
+            break
+    return "::".join(p for p in parts if p) or name
+
+
+def _kernels_phrase(names: Sequence[str] | None, containers: int) -> str:
+    if names is None:
+        return f"{containers} container{'s' * (containers != 1)} without identifiable kernels"
+    shown = sorted({demangle(n) for n in names})
+    more = len(shown) - KERNELS_SHOWN
+    listed = ", ".join(shown[:KERNELS_SHOWN]) + (", ..." if more > 0 else "")
+    return f"{len(names)} kernel{'s' * (len(names) != 1)} ({listed})"
+
+
+def _label_key(text: str) -> tuple[int, str]:
+    digits = "".join(ch for ch in text if ch.isdigit())
+    return int(digits or 0), text
+
+
+def _present(codes: Iterable[NvCode]) -> list[str]:
+    """The code a library carries, in one notation: ``sm_XY`` for SASS, ``compute_XY`` for PTX."""
+    codes = list(codes)
+    sass = sorted({c.effective.sm for c in codes if c.kind == SASS}, key=_label_key)
+    ptx = sorted({c.effective for c in codes if c.kind == PTX})
+    return sass + [t.compute for t in ptx]
+
+
+def _g001(subject: str, claimed: Sequence[str], source: str, carried: Sequence[str], missing: Sequence[str],
+          kernels: Sequence[str] | None, why: str = "",
+          nothing: str = "carries only relocatable device code, which never loads on its own") -> Finding:
+    """The one G001 message, for NVIDIA, AMD and relocatable-only code alike: what is missing,
+    the claim and where it came from, what the library carries, and the kernels that would fail
+    (``kernels`` None: its code names none that could be read)."""
+    has = f"carries code only for {', '.join(carried)}" if carried else nothing
+    if kernels is None:
+        fail = "its kernels cannot be named (its code defines none that could be read)"
+    elif not kernels:
+        fail = "its code defines no kernel by name"
+    else:
+        fail = f"{_kernels_phrase(kernels, 0)} would fail there with 'no kernel image is available'"
+    return finding("G001", subject,
+                   f"{subject} has no code for {', '.join(missing)} (claimed: {', '.join(claimed)}, from {source}): "
+                   f"it {has}{why}; {fail}",
+                   claimed=list(claimed), claim_source=source, carried=list(carried), missing=list(missing),
+                   kernels=sorted(kernels) if kernels is not None else None)
+
+
+def _library_kernels(f: LibraryFacts) -> list[str] | None:
+    """Every NVIDIA kernel the library defines, or None when a unit's kernels were not read."""
+    if not f.units or not all(u.identified for u in f.units):
+        return None
+    return sorted(f.kernel_homes)
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """Kernels (or unnamed containers) that fail the same way, reported as one finding."""
+
+    carried: tuple[str, ...]
+    fails: tuple[str, ...]
+    names: tuple[str, ...] | None  # None: containers without identifiable kernels
+    containers: int
+
+
+def _groups(items: Iterable[tuple[tuple[str, ...], tuple[str, ...], str | None, frozenset[int]]]) -> list[Group]:
+    """Group (carried, fails, kernel or None, units) items by (carried, fails), largest first.
+
+    Items without a kernel name are counted as containers of their own group."""
+    names: dict[tuple[tuple[str, ...], tuple[str, ...], bool], set[str]] = defaultdict(set)
+    homes: dict[tuple[tuple[str, ...], tuple[str, ...], bool], set[int]] = defaultdict(set)
+    for carried, fails, name, units in items:
+        key = (carried, fails, name is None)
+        if name is not None:
+            names[key].add(name)
+        homes[key] |= units
+    out = [Group(c, f, None if unnamed else tuple(sorted(names[(c, f, unnamed)])), len(homes[(c, f, unnamed)]))
+           for (c, f, unnamed) in homes]
+    return sorted(out, key=lambda g: (-(len(g.names) if g.names is not None else g.containers), g.carried, g.fails))
+
+
+# ---- library rules ------------------------------------------------------------------------
+
+
+def rule_g010(f: LibraryFacts) -> list[Finding]:
+    """G010: device code in which nothing can be launched (nvlink's kernel-less device-link
+    stubs only). Anything else that holds code, kernels identified or not, is judged."""
+    if not f.stubs_only or f.relocatable:
+        return []
+    return [finding("G010", f.path, f"{f.path} carries device code without kernels "
+                                    f"(only kernel-less device-link stubs: "
+                                    f"{' '.join(sorted({e.target for e in f.library.entries}))})")]
+
+
+def rule_g007(f: LibraryFacts) -> list[Finding]:
+    """G007: relocatable (-rdc) entries are listed but never count as coverage."""
+    if not f.relocatable:
+        return []
+    return [finding("G007", f.path, f"{f.path}: {len(f.relocatable)} relocatable entries "
+                                    f"(-rdc objects) are not loadable coverage")]
+
+
+def rule_g001(f: LibraryFacts) -> list[Finding]:
+    """G001: a claimed architecture on which none of the library's code runs (NVIDIA claims
+    against NVIDIA code, AMD claims against AMD code; relocatable code never counts)."""
+    out = []
+    if f.claim is not None and not f.codes and not f.amd and f.relocatable:
+        labels = [label(c) for c in f.claimed]
+        out.append(_g001(f.path, labels, f.claim.source, [], labels, None))
+    elif f.claim is not None and f.codes and not f.specialised:
+        absent = [label(cc) for cc in f.missing if not f.paths[cc].dead  # G012's
+                  and not all(c.unlinked for c in f.paths[cc].choices)]  # G013's
+        if absent:
+            out.append(_g001(f.path, [label(c) for c in f.claimed], f.claim.source, _present(f.codes), absent,
+                             _library_kernels(f)))
+    if f.amd and f.policy.amd_claim:
+        missing = [want for want in f.policy.amd_claim if amd_missing(f, want)]
+        if missing:
+            settings = [m for want in missing for m in amd_missing(f, want)]
+            why = "" if all(not _modes_matter(t) for t in missing) else \
+                " (a target without xnack/sramecc runs in either mode: it needs code for both)"
+            why += _amd_why(f, settings)
+            entries = [e for e in f.amd if rocm.hip_reads(e)]
+            names = [k for e in entries for k in (e.kernels or ())]
+            read = all(e.kernels is not None for e in entries)
+            out.append(_g001(f.path, list(f.policy.amd_claim), f.policy.amd_claim_source or "--amd-arch",
+                             amd_carried(f), missing, sorted(set(names)) if read else None, why,
+                             nothing="carries no AMD code HIP selects"))
+    return out
+
+
+def amd_carried(f: LibraryFacts) -> list[str]:
+    """The AMD targets HIP can select in the library, each as its code object runs (the more
+    specific of bundle id and e_flags)."""
+    return sorted({rocm.judged_target(e) for e in f.amd if rocm.hip_reads(e)})
+
+
+def amd_missing(f: LibraryFacts, want: str) -> list[str]:
+    """The concrete GPU settings of a claimed target on which no module of the library loads."""
+    return [m for m in rocm.settings(want) if not f.amd_path(m).runs]
+
+
+def _amd_why(f: LibraryFacts, settings: Sequence[str]) -> str:
+    """Why ROCm runs nothing there, where the binary shows more than missing code: an entry it
+    selects whose code object the loader refuses, or entries it never reads."""
+    out = ""
+    refused = {e.identifier or e.target: rocm.judged_target(e) for m in settings for e in f.amd_path(m).refused}
+    if refused:
+        shown = "; ".join(f"{i} holds a code object built for {t}" for i, t in sorted(refused.items())[:3])
+        out += (f"; on {', '.join(settings[:4])} ROCm selects the first bundle entry whose id fits and the "
+                f"loader refuses its code object ({shown}), with no fallback to a later entry")
+    unread = sorted({e.identifier for e in f.amd if not rocm.hip_reads(e)})
+    if unread:
+        out += f"; HIP never selects {', '.join(unread[:3])} (not a hip/hipv4 entry as comgr spells it)"
+    procs = {m.split(":")[0] for m in settings}
+    generic = sorted({e.target for e in f.amd if rocm.hip_reads(e) and gfx.is_generic(e.target)
+                      and procs & set(gfx.family(e.target))})
+    if generic:
+        out += (f"; {', '.join(generic)} code is not selected for {', '.join(sorted(procs))}: ROCm's comgr "
+                f"(lookUpCodeObject) compares a bundle entry's processor with the GPU's own, so a generic "
+                f"entry fits no GPU; only a run on the GPU (archaudit smoke) can show a ROCm that selects it")
+    return out
+
+
+def rule_g012(f: LibraryFacts) -> list[Finding]:
+    """G012: a claimed GPU whose only code needs a newer CUDA release than the last driver
+    of its generation supports (Kepler's R470 stops at CUDA 11.4, PTX ISA 7.4): no driver
+    that still runs the GPU can run the code."""
+    out: list[Finding] = []
+    if f.claim is None or f.specialised:
+        return out
+    for cc in f.missing:
+        dead = f.paths[cc].dead
+        if not dead:
+            continue
+        last = arch.last_cuda(cc) or (0, 0)
+        what = ", ".join(sorted({_dead_phrase(c) for c in dead}))
+        out.append(finding("G012", f.path, f"{f.path} on {cc[0]}.{cc[1]} (claimed) has only code no driver can run "
+                                           f"there: {what}; the last driver for {cc[0]}.{cc[1]} GPUs supports "
+                                           f"CUDA {last[0]}.{last[1]}",
+                           gpu=label(cc), dead=sorted({c.label for c in dead}), last_cuda=f"{last[0]}.{last[1]}"))
+    return out
+
+
+def rule_g013(f: LibraryFacts) -> list[Finding]:
+    """G013: on a claimed GPU the driver picks a relocatable cubin (-rdc) that calls code it does
+    not carry, which cuModuleLoadData refuses alone (CUDA_ERROR_NOT_FOUND on an H200), and nothing
+    in the library shows it links device code at run time (nvJitLink), as cuSPARSE does."""
+    if f.claim is None:
+        return []
+    gpus = [cc for cc in f.claimed if f.paths[cc].unlinked]
+    if not gpus:
+        return []
+    chosen = {id(c): c for cc in gpus for c in f.paths[cc].unlinked}.values()
+    calls = sorted({s for c in chosen for s in c.entry.unresolved})
+    shown = ", ".join(calls[:KERNELS_SHOWN]) + (f" and {len(calls) - KERNELS_SHOWN} more" if len(calls) > KERNELS_SHOWN
+                                                 else "")
+    units = {i for cc in gpus for i, c in enumerate(f.paths[cc].choices) if c.unlinked}
+    kernels = sorted({k for c in chosen for k in c.entry.kernels or ()})
+    return [finding("G013", f.path, f"{f.path}: on {', '.join(f'{a}.{b}' for a, b in gpus)} (claimed) the driver "
+                                    f"picks, in {len(units)} container{'s' * (len(units) != 1)}, relocatable "
+                                    f"cubins (-rdc) that call {shown} without carrying it, and nothing in the "
+                                    f"library links device code at run time (no nvJitLink): they do not load "
+                                    f"alone (CUDA_ERROR_NOT_FOUND)"
+                                    + (f"; {_kernels_phrase(kernels, 0)} cannot run there" if kernels else ""),
+                    gpus=[label(cc) for cc in gpus], unresolved=calls, containers=len(units), kernels=kernels)]
+
+
+def _dead_phrase(c: NvCode) -> str:
+    e = c.entry
+    if e.kind == PTX:
+        return f"{c.label} (PTX ISA {e.code_version[0]}.{e.code_version[1]})"
+    if e.toolkit:
+        return f"{c.label} (built by CUDA {e.toolkit[0]}.{e.toolkit[1]})"
+    return f"{c.label} (linked CUDA runtime)"
+
+
+def rule_g005(f: LibraryFacts) -> list[Finding]:
+    """G005: all the library's code is arch-specific or family code: by design it serves only
+    those GPUs (a runtime dispatch picks it), so the claim is not held against it."""
+    if not f.specialised:
+        return []
+    served = sorted({cc for cc in arch.KNOWN_CCS if any(runs(c, cc) != "none" for c in f.codes)})
+    return [finding("G005", f.path, f"{f.path} is specialised: serves only "
+                                    f"{', '.join(f'{a}.{b}' for a, b in served)} ({' '.join(f.carried)})",
+                    serves=[f"{a}.{b}" for a, b in served])]
+
+
+def rule_g002(f: LibraryFacts) -> list[Finding]:
+    """G002: a claimed GPU that runs the library only through the PTX JIT (slow first load)."""
+    if f.claim is None or f.specialised or not f.codes:
+        return []
+    jit = [label(cc) for cc, how in f.coverage if how == "jit"]
+    if not jit:
+        return []
+    ptx = sorted({c.label for c in f.codes if c.kind == PTX})
+    return [finding("G002", f.path, f"{f.path} runs on {jit} only through PTX JIT ({', '.join(ptx)})", jit=jit)]
+
+
+def rule_g003(f: LibraryFacts) -> list[Finding]:
+    """G003 (--exact): SASS for an architecture the claim does not list."""
+    if not f.policy.exact or f.claim is None or f.specialised:
+        return []
+    claimed = set(f.claimed)
+    extra = sorted({c.target.label for c in f.codes if c.kind == SASS
+                    and arch.canonical_cc(c.target.cc) not in claimed}, key=_label_key)
+    if not extra:
+        return []
+    return [finding("G003", f.path, f"{f.path} carries {extra} which the claim does not list", extra=extra)]
+
+
+def rule_g004(f: LibraryFacts) -> list[Finding]:
+    """G004 (--require-ptx newest): no plain PTX for the newest claimed architecture, judged
+    by the target its text compiles for (compute_90 whose text says sm_90a is not plain)."""
+    if f.policy.require_ptx != "newest" or f.claim is None or f.specialised or not f.claimed or not f.codes:
+        return []
+    newest = max(f.claimed)
+    if any(c.kind == PTX and c.target.cc == newest and c.jit_target is not None
+           and c.jit_target.cc == newest and not c.target.suffix and not c.jit_target.suffix for c in f.codes):
+        return []
+    return [finding("G004", f.path, f"{f.path} carries no PTX for compute_{label(newest)}", newest=label(newest))]
+
+
+def rule_k001(f: LibraryFacts) -> list[Finding]:
+    """K001: kernels (or unnamed containers) whose own object lacks code for a claimed GPU
+    the library as a whole covers, with nothing in the binary saying it was meant that way.
+    For AMD code the object is the kernel's own bundle (or bare code object): ROCm looks a
+    kernel up in its own module only."""
+    gaps = [(g.carried, g.fails, g.name, g.units) for g in f.kernel_gaps if g.verdict == "fails"]
+    out = [finding("K001", f.path, f"{f.path}: {_kernels_phrase(g.names, g.containers)} carry code only for "
+                                   f"{', '.join(g.carried)}; they fail on {', '.join('sm_' + x for x in g.fails)} "
+                                   f"(claimed)",
+                   kernels=list(g.names or ()), containers=g.containers, carried=list(g.carried),
+                   fails=list(g.fails))
+           for g in _groups(gaps)]
+    amd = [(g.carried, g.fails, g.name, frozenset({g.module})) for g in amd_kernel_gaps(f)]
+    out += [finding("K001", f.path, f"{f.path}: {_kernels_phrase(g.names, g.containers)} carry code only for "
+                                    f"{', '.join(g.carried)} in their own bundle; they fail on "
+                                    f"{', '.join(g.fails)} (claimed), where the library's other bundles run "
+                                    f"(ROCm looks a kernel up in its own module only)",
+                    kernels=list(g.names or ()), containers=g.containers, carried=list(g.carried),
+                    fails=list(g.fails), vendor="amd")
+            for g in _groups(amd)]
+    return out
+
+
+def amd_kernel_gaps(f: LibraryFacts, gpus: Sequence[str] | None = None) -> tuple[rocm.AmdKernelGap, ...]:
+    """AMD kernels a claimed (or the given) GPU setting cannot launch from their own module
+    although another module of the library runs there."""
+    if not f.amd:
+        return ()
+    if gpus is None:
+        gpus = [m for want in f.policy.amd_claim for m in rocm.settings(want)]
+    return rocm.kernel_gaps(f.amd_modules, [f.amd_path(m) for m in dict.fromkeys(gpus)])
+
+
+def rule_k002(f: LibraryFacts) -> list[Finding]:
+    """K002: kernels whose code is all arch-specific or family code: they serve only those
+    GPUs by design."""
+    gaps = [(g.carried, (), g.name, g.units) for g in f.kernel_gaps if g.verdict == "specialised"]
+    return [finding("K002", f.path, f"{f.path}: {_kernels_phrase(g.names, g.containers)} are specialised for "
+                                    f"{', '.join(g.carried)}", kernels=list(g.names or ()), carried=list(g.carried))
+            for g in _groups(gaps)]
+
+
+def rule_k003(f: LibraryFacts) -> list[Finding]:
+    """K003: kernels a claimed GPU cannot launch by design, as the binary shows for each kernel in
+    its own container: its name names the architecture its code there is for, or it was compiled
+    out of its own container's code for that GPU."""
+    out = []
+    for why in ("named", "compiled-out"):
+        gaps = [(g.carried, g.fails, g.name, g.units) for g in f.kernel_gaps if g.verdict == why]
+        for g in _groups(gaps):
+            if why == "named":
+                reason = ("each one's own name names the architecture its code is for, and its code is for "
+                          "nothing else")
+            else:
+                reason = "their own containers' code for these GPUs leaves them out"
+            out.append(finding("K003", f.path, f"{f.path}: {_kernels_phrase(g.names, g.containers)} carry code only "
+                                               f"for {', '.join(g.carried)}, not for "
+                                               f"{', '.join('sm_' + x for x in g.fails)}: {reason}",
+                               kernels=list(g.names or ()), carried=list(g.carried), fails=list(g.fails),
+                               reason=why))
+    return out
+
+
+def container_name(f: LibraryFacts, unit: int) -> str:
+    """One container of a library as a reader can find it: its offset and section."""
+    c = f.units[unit].container
+    return f"0x{c.offset:x}" + (f" ({c.section})" if c.section else "")
+
+
+def rule_k004(f: LibraryFacts) -> list[Finding]:
+    """K004: a container's kernels lack code for a claimed GPU that only another container gives
+    the same names. The runtime launches each container's kernels from its own module, so this
+    is a crash unless the host picks the container by architecture; the binary cannot say which
+    (onnxruntime's sm_80-only 4-bit GEMM translation unit, curand's single-architecture
+    containers: a deliberate dispatch; two objects instantiating one template: a crash). Fail
+    closed, naming what to record. One finding per (carried, fails), like K001."""
+    names: dict[tuple[tuple[str, ...], tuple[str, ...]], set[str]] = defaultdict(set)
+    units: dict[tuple[tuple[str, ...], tuple[str, ...]], set[int]] = defaultdict(set)
+    others: dict[tuple[tuple[str, ...], tuple[str, ...]], set[int]] = defaultdict(set)
+    for g in f.kernel_gaps:
+        if g.verdict == "elsewhere" and g.name is not None:
+            key = (g.carried, g.fails)
+            names[key].add(g.name)
+            units[key] |= g.units
+            others[key].update(g.elsewhere)
+    out = []
+    for key in sorted(names, key=lambda k: (-len(names[k]), k)):
+        carried, fails = key
+        mine = [container_name(f, i) for i in sorted(units[key])]
+        theirs = [container_name(f, j) for j in sorted(others[key] - units[key])] or \
+            [container_name(f, j) for j in sorted(others[key])]
+        out.append(finding(
+            "K004", f.path,
+            f"{f.path}: {_kernels_phrase(sorted(names[key]), 0)} of container{'s' * (len(mine) != 1)} "
+            f"{_first(mine)} carry code only for {', '.join(carried)}; on {', '.join('sm_' + x for x in fails)} "
+            f"(claimed) only container{'s' * (len(theirs) != 1)} {_first(theirs)} "
+            f"carr{'ies' if len(theirs) == 1 else 'y'} "
+            f"kernels of the same names. The runtime launches each container's kernels from its own module, and "
+            f"nothing in the binary shows the host picks the container by architecture: if it does, record it with "
+            f"[[tool.archaudit.ignore-library]] code = \"K004\", library = \"{f.path}\", reason = where the project "
+            f"documents the dispatch",
+            kernels=sorted(names[key]), containers=mine, carried=list(carried), fails=list(fails), elsewhere=theirs))
+    return out
+
+
+def _first(items: list[str]) -> str:
+    """The first few of a list, and how many more."""
+    more = len(items) - KERNELS_SHOWN
+    return ", ".join(items[:KERNELS_SHOWN]) + (f" and {more} more" if more > 0 else "")
+
+
+def rule_d002(f: LibraryFacts) -> list[Finding]:
+    """D002: the minimum NVIDIA driver for the code the claimed or named GPUs would run."""
+    floor = f.floor
+    if not f.codes or floor is None:
+        return []
+    per_gpu = {label(cc): (p.floor.driver or "unknown") for cc in f.floor_gpus
+               if (p := f.paths[cc]).floor is not None}
+    if floor.driver is None:
+        return [finding("D002", f.path, f"{f.path} needs a driver archaudit cannot name ({floor.evidence})",
+                        cuda=floor.cuda_text, driver="unknown", gpus=per_gpu)]
+    return [finding("D002", f.path, f"{f.path} needs driver >= {floor.driver} ({f.policy.driver_os}, "
+                                    f"CUDA {floor.cuda_text})", cuda=floor.cuda_text, driver=floor.driver,
+                    gpus=per_gpu, os=f.policy.driver_os)]
+
+
+def rule_d001(f: LibraryFacts) -> list[Finding]:
+    """D001 (--driver): the driver given is older than the floor of the code some claimed or
+    named GPU would run, or that floor is unknown (fail closed)."""
+    driver = f.policy.driver
+    if driver is None or not f.codes:
+        return []
+    if f.floor_gpus:
+        floors = [(label(cc), p.floor) for cc in f.floor_gpus if (p := f.paths[cc]).floor is not None]
+    else:
+        floors = [("", f.floor)] if f.floor is not None else []
+    unknown = [(g, fl) for g, fl in floors if fl.driver is None]
+    if unknown:
+        gpus = [g for g, _ in unknown if g]
+        why = sorted({fl.evidence for _, fl in unknown})
+        return [finding("D001", f.path, f"{f.path} needs a driver archaudit cannot name"
+                                        f"{' on ' + ', '.join(gpus) if gpus else ''} ({'; '.join(why[:3])}); "
+                                        f"{driver} cannot be verified", driver="unknown", gpus=gpus)]
+    low = [(g, fl) for g, fl in floors if fl.driver is not None and not arch.driver_at_least(driver, fl.driver)]
+    if not low:
+        return []
+    top = max((fl for _, fl in low), key=lambda fl: fl.key)
+    evidence = sorted({fl.evidence for _, fl in low})
+    ptx = any("PTX ISA" in e for e in evidence)
+    error = ("the provided PTX was compiled with an unsupported toolchain" if ptx else
+             "CUDA driver version is insufficient for CUDA runtime version")
+    gpus = [g for g, _ in low if g]
+    return [finding("D001", f.path, f"{f.path} needs driver >= {top.driver} (CUDA {top.cuda_text})"
+                                    f"{' on ' + ', '.join(gpus) if gpus else ''}; {driver} given: '{error}' from "
+                                    f"{', '.join(evidence[:4])}{' ...' if len(evidence) > 4 else ''}",
+                    driver=top.driver, cuda=top.cuda_text, gpus=gpus)]
+
+
+def rule_g008(f: LibraryFacts) -> list[Finding]:
+    """G008: the answer to --gpu where the library runs on the named GPU."""
+    return [x for x in _named_gpus(f) if x.code == "G008"]
+
+
+def rule_g009(f: LibraryFacts) -> list[Finding]:
+    """G009: with --gpu, a library carrying device code of which none runs on that GPU, or
+    with kernels that cannot run there while nothing in the binary says it is by design."""
+    return [x for x in _named_gpus(f) if x.code == "G009"]
+
+
+def _named_gpus(f: LibraryFacts) -> list[Finding]:
+    out = []
+    if f.codes:
+        for name, cc in f.policy.gpus:
+            p = f.paths[cc]
+            word = {"native": "native", "jit": "only through PTX JIT", "none": "not at all"}[p.runs]
+            if p.runs == "none" and p.dead:
+                word += " (its code needs a newer driver than any for this GPU)"
+            elif p.runs == "none" and p.unlinked:
+                word += " (its code for this GPU is not loadable alone, and the library links none)"
+            failing = [g for g in f.kernel_gaps_on(cc) if g.verdict in ("fails", "elsewhere")]
+            if failing:
+                n = len({g.name for g in failing if g.name is not None})
+                units = len({i for g in failing for i in g.units})
+                word = (f"{word} for part of it; {n} kernel{'s' * (n != 1)} in {units} container"
+                        f"{'s' * (units != 1)} cannot run there (they carry only "
+                        f"{', '.join(sorted({t for g in failing for t in g.carried})[:6])})")
+            out.append(finding("G009" if p.runs == "none" or failing else "G008", f.path,
+                               f"{f.path} on {name} ({cc[0]}.{cc[1]}): {word}", gpu=name, runs=p.runs))
+    if f.amd:
+        for g in f.policy.amd_gpus:
+            out.append(_on_amd_gpu(f, g))
+    return out
+
+
+def _on_amd_gpu(f: LibraryFacts, g: AmdGpu) -> Finding:
+    """--gpu for an AMD GPU: judged in the setting it ships with (or the target ID given names);
+    where archaudit does not know that setting, in every setting the GPU can run (fail closed)."""
+    asked = [g.ships] if g.ships else rocm.settings(g.target)
+    ok = [m for m in asked if f.amd_path(m).runs]
+    gaps = amd_kernel_gaps(f, ok)
+    where = f"{g.ships}, as it ships" if g.ships else g.target
+    if len(ok) == len(asked) and not gaps:
+        return finding("G008", f.path, f"{f.path} on {g.name} ({where}): native", gpu=g.name, runs="native",
+                       setting=g.ships or None)
+    others = [m for m in rocm.settings(g.target.split(":")[0]) if m not in asked and f.amd_path(m).runs]
+    if gaps:
+        names = sorted({x.name for x in gaps if x.name is not None})
+        word = (f"native for part of it; {_kernels_phrase(names, sum(1 for x in gaps if x.name is None))} cannot "
+                f"run there (their own bundles carry only {', '.join(sorted({t for x in gaps for t in x.carried}))})")
+    elif not ok:
+        word = "not at all" + _amd_why(f, asked)
+    else:
+        word = f"only as {', '.join(ok)}, not as {', '.join(m for m in asked if m not in ok)}"
+    if not g.ships and ok != asked:
+        word += (f"; how {g.name} is set up is not recorded, so every setting must run (name one: "
+                 f"--gpu {asked[0]})")
+    elif others and not ok:
+        changes = [f"{n} ({how})" for n, how in g.switch]
+        word += (f"; it runs only as {', '.join(others)}, which is not how {g.name} ships"
+                 + (f": that takes {', '.join(changes)}" if changes else ""))
+    return finding("G009", f.path, f"{f.path} on {g.name} ({where}): {word}", gpu=g.name,
+                   runs="native" if ok else "none", setting=g.ships or None)
+
+
+def on_gpu(lib: Library, name: str, cc: tuple[int, int], policy: Policy | None = None) -> Finding | None:
+    """check's answer to ``--gpu`` for one library and one NVIDIA GPU: G008 (it runs there) or
+    G009 (it does not, or kernels that are not by design cannot), None without NVIDIA code.
+    smoke's device-load judges a library on the GPU it ran on with this same rule."""
+    base = policy if policy is not None else Policy()
+    f = library_facts(lib, None, replace(base, gpus=(NvidiaGpu(name, cc),), amd_gpus=()))
+    return next(iter(_named_gpus(f)), None)
+
+
+# ---- AMD coverage -----------------------------------------------------------------------------
+
+
+def rule_g014(f: LibraryFacts) -> list[Finding]:
+    """G014: a code object whose own xnack/sramecc setting (ELF e_flags) is more specific than
+    its bundle id. ROCm selects the entry by its id and the loader then refuses the code object
+    on a GPU of the other setting, so it is judged by its e_flags; the id misdescribes it."""
+    bad = sorted({(e.identifier or e.target, e.own_target or "") for e in f.amd
+                  if rocm.hip_reads(e) and rocm.disagrees(e)})
+    if not bad:
+        return []
+    shown = "; ".join(f"{i} holds a code object built for {t}" for i, t in bad[:3])
+    return [finding("G014", f.path, f"{f.path}: {len(bad)} bundle entr{'y' if len(bad) == 1 else 'ies'} "
+                                    f"say{'s' * (len(bad) == 1)} less than {'its' if len(bad) == 1 else 'their'} "
+                                    f"code object: {shown}{' ...' if len(bad) > 3 else ''}; judged as built",
+                    entries=[i for i, _ in bad], built=[t for _, t in bad])]
+
+
+def rule_g015(f: LibraryFacts) -> list[Finding]:
+    """G015: AMD bundle entries HIP never selects: an offload kind other than hip/hipv4 (an
+    OpenMP entry), or an id comgr does not match as written (upper case). They count for no GPU."""
+    unread = sorted({e.identifier for e in f.amd if not rocm.hip_reads(e)})
+    if not unread:
+        return []
+    return [finding("G015", f.path, f"{f.path}: HIP never selects {len(unread)} bundle entr"
+                                    f"{'y' if len(unread) == 1 else 'ies'} ({', '.join(unread[:3])}"
+                                    f"{' ...' if len(unread) > 3 else ''}): comgr reads only hip and hipv4 entries, "
+                                    f"spelt in lower case; they count for no GPU", entries=unread)]
+
+
+def _modes_matter(target: str) -> bool:
+    t = gfx.parse_target(target)
+    return any(gfx.processors()[p].supports(n) and t.feature(n) is None
+               for p in gfx.family(target) for n in gfx.FEATURES)
+
+
+def amd_configs(target: str) -> list[str]:
+    """Every concrete GPU setting a claimed target stands for (rocm.settings)."""
+    return rocm.settings(target)
+
+
+def amd_covers(targets: Sequence[str], want: str) -> bool:
+    """Whether code for ``targets`` runs on every GPU setting ``want`` stands for: a claim
+    without xnack (gfx90a) needs an object that runs either way, or one for each setting
+    (LLVM AMDGPUUsage "Target ID"; ROCR-Runtime isa.cpp matches a code object's setting
+    against the agent's, and an unspecified one matches both)."""
+    return all(any(gfx.runs_on(t, mode) for t in targets) for mode in amd_configs(want))
+
+
+# ---- reader problems ------------------------------------------------------------------------
+
+
+def rule_reader_problems(f: LibraryFacts) -> list[Finding]:
+    """E0xx: what a reader could not verify, as the reader said it (always an error)."""
+    out = []
+    for p in f.library.problems:
+        where = f" (at 0x{p.offset:x})" if p.offset is not None and "0x" not in p.message else ""
+        out.append(finding(p.code, f.path, f"{f.path}: {p.message}{where}"))
+    return out
+
+
+# ---- target rules ---------------------------------------------------------------------------
+
+
+def rule_target_problems(t: TargetFacts) -> list[Finding]:
+    """E0xx of the target itself (an unreadable wheel, a malformed archive)."""
+    return [finding(p.code, t.target, f"{t.target}: {p.message}") for p in t.inventory.problems]
+
+
+def rule_c002(t: TargetFacts) -> list[Finding]:
+    """C002: an arch list embedded in a binary that cannot be parsed."""
+    return [t.embedded_error] if t.embedded_error is not None else []
+
+
+def rule_c003(t: TargetFacts) -> list[Finding]:
+    """C003: a binary embeds an architecture list other than the claim given to the check."""
+    e, c = t.embedded, t.claim
+    if e is None or c is None or e is c or e.gpus == c.gpus:
+        return []
+    return [finding("C003", t.target, f"{e.source[12:]} embeds {[label(x) for x in e.gpus]} but "
+                                      f"{c.source} says {[label(x) for x in c.gpus]}")]
+
+
+def rule_c001(t: TargetFacts) -> list[Finding]:
+    """C001: GPU code (or a linked GPU runtime) with no claim to judge it by: per target for
+    NVIDIA code, per library for AMD code without --amd-arch."""
+    out = []
+    asked = bool(t.policy.gpus or t.policy.amd_gpus)  # a --gpu question needs no claim: G008/G009 answer it
+    for f in t.libraries:
+        if f.amd and not t.policy.amd_claim and not t.policy.amd_gpus:
+            targets = sorted({e.target for e in f.amd})
+            out.append(finding("C001", f.path, f"{f.path} carries AMD device code ({', '.join(targets)}) but no "
+                                               f"claimed gfx targets reached the check (--amd-arch)"))
+    if t.gpu_wheel and not t.inventory.unusable and t.claim is None and not asked and (
+            t.has_nvidia or (t.links_runtime and not t.policy.amd_claim)):
+        out.append(finding("C001", t.target, f"{t.target}: GPU wheel but no claimed architectures reached the check"))
+    return out
+
+
+def rule_g006(t: TargetFacts) -> list[Finding]:
+    """G006: a GPU wheel (a runtime linked, or a claim given) with no loadable device code, or a
+    required library that is missing or carries none."""
+    out = []
+    libs = t.inventory.libraries
+    if t.gpu_wheel and not t.inventory.unusable:
+        loadable = any(c.entries for lib in libs for c in lib.containers if c.loadable)
+        if not loadable:
+            why = "links a GPU runtime" if t.links_runtime else "a claim was given"
+            out.append(finding("G006", t.target, f"{t.target}: GPU wheel ({why}) but no library "
+                                                 f"carries loadable device code"))
+    for pattern in t.policy.require_device_code:
+        hits = [lib for lib in libs if fnmatch.fnmatch(lib.path, pattern)
+                or fnmatch.fnmatch(lib.path.rsplit("/", 1)[-1], pattern)]
+        if not any(lib.has_device_code for lib in hits):
+            out.append(finding("G006", t.target, f"{t.target}: required library {pattern!r} "
+                                                 f"{'carries no device code' if hits else 'is not shipped'}"))
+    return out
+
+
+def rule_g011(t: TargetFacts) -> list[Finding]:
+    """G011: architectures claimed for a vendor the target carries no loadable code for (a
+    CUDA claim on AMD-only code, an AMD claim on NVIDIA-only code). Nothing runs there."""
+    if t.inventory.unusable:
+        return []
+    nvidia = any(f.codes for f in t.libraries)
+    amd = any(f.amd for f in t.libraries)
+    if not nvidia and not amd:
+        return []  # no loadable code at all: G006
+    out = []
+    if t.claim is not None and not nvidia:
+        out.append(finding("G011", t.target, f"{t.target}: claims CUDA architectures "
+                                             f"{[label(c) for c in t.claim.gpus]} ({t.claim.source}) but no "
+                                             f"library carries NVIDIA device code", vendor="nvidia",
+                           missing=[label(c) for c in t.claim.gpus]))
+    if t.policy.amd_claim and not amd:
+        out.append(finding("G011", t.target, f"{t.target}: claims AMD targets {list(t.policy.amd_claim)} "
+                                             f"({t.policy.amd_claim_source or '--amd-arch'}) but no library "
+                                             f"carries AMD device code", vendor="amd",
+                           missing=list(t.policy.amd_claim)))
+    return out
+
+
+# ---- the registry ---------------------------------------------------------------------------
+
+LibraryRule = Callable[[LibraryFacts], list[Finding]]
+TargetRule = Callable[[TargetFacts], list[Finding]]
+
+READER_CODES = tuple(c for c in CODES if c.startswith("E"))
+"""Codes the readers produce (archaudit.model.Problem); the rule layer passes them through."""
+
+OTHER_CODES = ("X001", "X002")
+"""Codes produced by the configuration around judgement: the filters' stale entries
+(archaudit.judge.audit.apply_filters) and the data members left out (archaudit.judge.audit.judge)."""
+
+LIBRARY_RULES: tuple[tuple[str, LibraryRule], ...] = (
+    ("E*", rule_reader_problems),
+    ("G010", rule_g010),
+    ("G007", rule_g007),
+    ("G001", rule_g001),
+    ("G012", rule_g012),
+    ("G013", rule_g013),
+    ("G005", rule_g005),
+    ("G002", rule_g002),
+    ("G003", rule_g003),
+    ("G004", rule_g004),
+    ("K001", rule_k001),
+    ("K002", rule_k002),
+    ("K003", rule_k003),
+    ("K004", rule_k004),
+    ("D002", rule_d002),
+    ("D001", rule_d001),
+    ("G008", rule_g008),
+    ("G009", rule_g009),
+    ("G014", rule_g014),
+    ("G015", rule_g015),
+)
+"""Library rules, in the order their findings are reported."""
+
+TARGET_RULES: tuple[tuple[str, TargetRule], ...] = (
+    ("E*", rule_target_problems),
+    ("C002", rule_c002),
+    ("C003", rule_c003),
+    ("C001", rule_c001),
+    ("G006", rule_g006),
+    ("G011", rule_g011),
+)
+"""Target rules, in the order their findings are reported."""
+
+REGISTRY: dict[str, LibraryRule | TargetRule] = {
+    **{code: rule for code, rule in LIBRARY_RULES if code != "E*"},
+    **{code: rule for code, rule in TARGET_RULES if code != "E*"},
+}
+"""Every finding code the rule layer decides, with its one rule."""
+
+
+def judge_library_rules(f: LibraryFacts) -> list[Finding]:
+    """Every library rule's findings for one library, in registry order."""
+    return [x for _, rule in LIBRARY_RULES for x in rule(f)]
+
+
+def judge_target_rules(t: TargetFacts) -> list[Finding]:
+    """Every target rule's findings, in registry order."""
+    return [x for _, rule in TARGET_RULES for x in rule(t)]
+
+
+__all__ = [
+    "LIBRARY_RULES",
+    "OTHER_CODES",
+    "READER_CODES",
+    "REGISTRY",
+    "TARGET_RULES",
+    "TargetFacts",
+    "amd_configs",
+    "amd_covers",
+    "amd_kernel_gaps",
+    "amd_missing",
+    "demangle",
+    "finding",
+    "judge_library_rules",
+    "judge_target_rules",
+    "on_gpu",
+]

@@ -1,0 +1,566 @@
+"""Targets into libraries: wheels (read in place), directories, files, installed distributions.
+
+Every library is scanned in one forward pass; libraries are scanned in parallel, the
+largest first, each worker with its own file handle. Nothing is written anywhere.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from typing import IO, Literal
+
+from ..model import LTO, Library, Problem, TargetInventory
+from . import fatbin, hip, zipread
+from .decode import DecodePool
+from .library import scan_stream
+from .scan import DEFAULT_MAX_PAYLOAD
+
+LIBRARY_SUFFIXES = (".so", ".cubin", ".fatbin", ".ptx", ".hsaco", ".pyd", ".dll", ".dylib")
+
+ContentKind = Literal["elf", "fatbin", "offload-bundle", "zip", "pe", "mach-o"]
+HEAD = zipread.HEAD  # bytes of a file's start that say what it is
+MAX_LIBRARIES = 10_000  # per target; the largest real wheels hold well under 100
+BUDGET_FLOOR = 64 << 20  # bytes any wheel may inflate for the audit, however small
+BUDGET_RATIO = 32  # and beyond the floor, this many times its own size (real wheels: under 6)
+MAX_NESTING = 2  # a wheel, a zip in it, a zip in that
+NESTED_MAX = 256 << 20  # bytes of a zip inside a wheel held in memory to read its members
+_MACHO = (b"\xfe\xed\xfa\xce", b"\xce\xfa\xed\xfe", b"\xfe\xed\xfa\xcf", b"\xcf\xfa\xed\xfe")
+_FIRST_BYTES = frozenset({b"\x7f", fatbin.MAGIC[:1], b"_", b"C", b"P", b"M", b"\xfe", b"\xce", b"\xcf"})
+
+
+def is_library_name(name: str) -> bool:
+    base = name.rsplit("/", 1)[-1].lower()
+    if base.endswith(LIBRARY_SUFFIXES):
+        return True
+    return ".so." in base and base.split(".so.", 1)[1].replace(".", "").isdigit()
+
+
+def content_kind(head: bytes) -> ContentKind | None:
+    """What a file's first bytes say it is, when that is something that can carry device code
+    (or hold files that can): the magic decides, never the name."""
+    first = head[:1]
+    if first not in _FIRST_BYTES:
+        return None
+    magic = head[:4]
+    if magic == b"\x7fELF":
+        return "elf"
+    if magic == fatbin.MAGIC:
+        return "fatbin"
+    if head.startswith(hip.MAGICS):
+        return "offload-bundle"
+    if magic == b"PK\x03\x04":
+        return "zip"
+    if magic in _MACHO:
+        return "mach-o"
+    if first == b"M" and head[:2] == b"MZ" and len(head) >= 0x40:
+        pe_at = int.from_bytes(head[0x3C:0x40], "little")
+        if head[pe_at:pe_at + 4] == b"PE\0\0":
+            return "pe"
+    return None
+
+
+def _regular_kind(path: str) -> ContentKind | None:
+    """content_kind of a regular file on disk (links followed; special files never opened).
+    OSError when it cannot be read."""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        return None
+    with open(path, "rb") as f:
+        return content_kind(f.read(HEAD))
+
+
+def file_content_kind(path: str) -> ContentKind | None:
+    """content_kind of a regular file on disk, None when it cannot be read."""
+    try:
+        return _regular_kind(path)
+    except OSError:
+        return None
+
+
+def is_audited_file(path: str) -> bool:
+    """The rule for a file on disk: the same as for a wheel's members (its first HEAD bytes
+    are read; special files never are)."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
+    except OSError:
+        return False
+    return file_content_kind(path) is not None or is_library_name(path)
+
+
+_KIND_WORDS: dict[str, str] = {"elf": "an ELF file", "fatbin": "a fatbin", "offload-bundle": "a clang offload bundle",
+                               "zip": "a zip", "pe": "a PE (Windows) file", "mach-o": "a Mach-O file"}
+
+
+def _name_note(name: str, kind: ContentKind | None) -> str:
+    """What the name would have hidden: a file chosen by content that no name search picks."""
+    if kind is None or is_library_name(name):
+        return ""
+    return (f"named {name.rsplit('/', 1)[-1]!r}, which no search by file name picks: read because "
+            f"its content is {_KIND_WORDS[kind]}")
+
+
+@dataclass
+class Progress:
+    """Counters for a progress display; updated by workers, read by a display thread."""
+
+    total_bytes: int = 0
+    done_bytes: int = 0
+    total_libraries: int = 0
+    done_libraries: int = 0
+    lock: threading.Lock = threading.Lock()
+
+    def add(self, nbytes: int = 0, libraries: int = 0) -> None:
+        with self.lock:
+            self.done_bytes += nbytes
+            self.done_libraries += libraries
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    display: str
+    size: int
+    chunks: Callable[[], Iterator[bytes]]
+    note: str = ""  # said with the library (why it was read although its name hides it)
+
+
+def inventory(target: str, *, jobs: int | None = None, decode: bool = True,
+              max_payload: int = DEFAULT_MAX_PAYLOAD, progress: Progress | None = None) -> TargetInventory:
+    """Inventory one target: a wheel, a directory, a device-code or library file, or a
+    distribution name. Every payload is decoded; `decode=False` reads entry headers only
+    (--fast), and each library whose payloads were not decoded then carries an E015."""
+    return inventories([target], jobs=jobs, decode=decode, max_payload=max_payload, progress=progress)[0]
+
+
+def inventories(targets: list[str], *, jobs: int | None = None, decode: bool = True,
+                max_payload: int = DEFAULT_MAX_PAYLOAD, progress: Progress | None = None) -> list[TargetInventory]:
+    """Inventory several targets with one pool of readers and one of decoders: the libraries of
+    every target are read in parallel, largest first, so many small wheels keep every core busy
+    too, and each library is read once."""
+    start = time.perf_counter()
+    plans = [_plan(t) for t in targets]
+    everything = [j for p in plans if isinstance(p, tuple) for j in p[1]]
+    if progress is not None:
+        progress.total_bytes += sum(j.size for j in everything)
+        progress.total_libraries += len(everything)
+    read = _run(everything, jobs, decode, max_payload, progress)
+    libraries = iter(read if decode else tuple(_unverified(lib) for lib in read))
+    out = []
+    for target, plan in zip(targets, plans):
+        if isinstance(plan, TargetInventory):
+            out.append(plan)
+            continue
+        kind, jobs_list, problems, dist = plan
+        libs = tuple(sorted((next(libraries) for _ in jobs_list), key=lambda lib: lib.path))
+        problems_t = tuple(problems)
+        unusable = kind == "directory" and not jobs_list and not problems_t
+        if unusable:
+            problems_t += (Problem("E001", "directory holds no files to audit"),)
+        out.append(TargetInventory(target, kind, libs, problems_t, unusable,
+                                   sum(j.size for j in jobs_list), time.perf_counter() - start, dist))
+    return out
+
+
+def archive_inventory(target: str, size: int, read_at: zipread.ReadAt, opener: Callable[[], IO[bytes]], *,
+                      jobs: int | None = 1, decode: bool = False, max_payload: int = DEFAULT_MAX_PAYLOAD,
+                      keep: Callable[[str], bool] | None = None,
+                      on_members: Callable[[list[zipread.Member]], None] | None = None) -> TargetInventory:
+    """Inventory one wheel read through `read_at` and `opener` instead of a path (a wheel read
+    over HTTP range requests): the same member selection, bounds and scan as a wheel on disk.
+    `keep`, when given, limits the libraries read to those whose member path it accepts;
+    `on_members` is told the members once the directory is read (where their data lies)."""
+    start = time.perf_counter()
+    try:
+        members, hazards = zipread.read_directory_at(read_at, size, _counting(MAX_LIBRARIES))
+    except zipread.ZipError as e:
+        return TargetInventory(target, "wheel", (), (Problem("E002", f"malformed archive: {e}"),), unusable=True)
+    except _TooManyLibraries:
+        return TargetInventory(target, "wheel", (), (_too_many(),), False, 0, time.perf_counter() - start,
+                               _wheel_dist(target))
+    if on_members is not None:
+        on_members(members)
+    jobs_list, problems = _wheel_member_jobs(opener, members, hazards, size)
+    if keep is not None:
+        jobs_list = [j for j in jobs_list if keep(j.display)]
+    libs = tuple(sorted(_run(jobs_list, jobs, decode, max_payload, None), key=lambda lib: lib.path))
+    return TargetInventory(target, "wheel", libs, tuple(problems), False, sum(j.size for j in jobs_list),
+                           time.perf_counter() - start, _wheel_dist(target))
+
+
+_Plan = tuple[str, list[_Job], list[Problem], str]
+
+
+def _plan(target: str) -> _Plan | TargetInventory:
+    """(kind, jobs, problems, distribution) for a target, or an unusable TargetInventory."""
+    if os.path.isdir(target):
+        jobs_list, problems = _directory_jobs(target)
+        return "directory", jobs_list, problems, ""
+    if os.path.exists(target) and target.lower().endswith(".whl"):
+        if not os.path.isfile(target):  # a FIFO would block its open forever; a device reads as anything
+            return TargetInventory(target, "wheel", (), (Problem("E001", "cannot read: not a regular file"),),
+                                   unusable=True)
+        try:
+            jobs_list, problems = _wheel_jobs(target)
+        except zipread.ZipError as e:
+            return TargetInventory(target, "wheel", (), (Problem("E002", f"malformed archive: {e}"),),
+                                   unusable=True)
+        return "wheel", jobs_list, problems, _wheel_dist(target)
+    if os.path.exists(target) or os.path.sep in target or target.endswith(LIBRARY_SUFFIXES):
+        if not os.path.isfile(target):
+            why = "not a regular file" if os.path.exists(target) else "no such file"
+            return TargetInventory(target, "file", (), (Problem("E001", f"cannot read: {why}"),), unusable=True)
+        return "file", [_file_job(target, os.path.basename(target))], [], ""
+    found = _distribution_jobs(target)
+    if found is None:
+        return TargetInventory(target, "distribution", (), (Problem(
+            "E001", f"cannot read: '{target}' is not a file, a directory or an installed "
+                    f"distribution"),), unusable=True)
+    jobs_list, problems, dist = found
+    return "distribution", jobs_list, problems, dist
+
+
+def _run(jobs_list: list[_Job], jobs: int | None, decode: bool, max_payload: int,
+         progress: Progress | None) -> tuple[Library, ...]:
+    """Read every library once: `jobs` readers (inflating and scanning, largest library first)
+    feed one shared pool of as many decoders. The libraries come back in the jobs' order
+    (scan_stream turns every failure, MemoryError too, into a library with its problem)."""
+    order = sorted(range(len(jobs_list)), key=lambda i: -jobs_list[i].size)
+    cores = jobs or os.cpu_count() or 1
+    workers = max(1, min(cores, len(jobs_list) or 1))
+    with DecodePool(cores) as pool:
+
+        def one(i: int) -> Library:
+            j = jobs_list[i]
+            chunks = j.chunks if progress is None else _counted(j.chunks, progress)
+            lib = scan_stream(j.display, j.size, chunks, decode=decode, max_payload=max_payload, pool=pool)
+            if j.note:
+                lib = replace(lib, notes=lib.notes + (j.note,))
+            if progress is not None:
+                progress.add(libraries=1)
+            return lib
+
+        if workers == 1:
+            results = {i: one(i) for i in order}
+        else:
+            with ThreadPoolExecutor(workers, thread_name_prefix="archaudit-read") as readers:
+                results = dict(zip(order, readers.map(one, order)))
+    return tuple(results[i] for i in range(len(jobs_list)))
+
+
+def _counted(chunks: Callable[[], Iterator[bytes]], progress: Progress) -> Callable[[], Iterator[bytes]]:
+    def counted() -> Iterator[bytes]:
+        for block in chunks():
+            progress.add(len(block))
+            yield block
+    return counted
+
+
+def _unverified(lib: Library) -> Library:
+    """--fast: a library whose payloads were not decoded cannot pass on facts they hold."""
+    skipped = [e for e in lib.entries if not e.decoded and e.kind != LTO]
+    if not skipped:
+        return lib
+    problem = Problem("E015", f"{len(skipped)} of {len(lib.entries)} device-code entries not decoded "
+                              f"(--fast): kernels, cubin flags, PTX .target and payload integrity "
+                              f"unverified")
+    return replace(lib, problems=lib.problems + (problem,))
+
+
+def _file_job(path: str, display: str, size: int | None = None) -> _Job:
+    def chunks() -> Iterator[bytes]:
+        with open(path, "rb") as f:
+            while True:
+                block = f.read(zipread.CHUNK)
+                if not block:
+                    return
+                yield block
+    return _Job(display, os.path.getsize(path) if size is None else size, chunks)
+
+
+class _Budget:
+    """Bytes a target may inflate for its audit: enough for any real wheel, bounded by the
+    wheel's own size, so a small input never means a long run."""
+
+    def __init__(self, archive_size: int):
+        self.limit = max(BUDGET_FLOOR, BUDGET_RATIO * archive_size)
+        self.left = self.limit
+        self.refused: list[str] = []
+        self.held = 0  # bytes of zips inside the archive held in memory
+
+    def hold(self, nbytes: int) -> bool:
+        if self.held + nbytes > NESTED_MAX:
+            return False
+        self.held += nbytes
+        return True
+
+    def take(self, name: str, nbytes: int) -> bool:
+        if nbytes > self.left:
+            self.refused.append(name)
+            return False
+        self.left -= nbytes
+        return True
+
+    def problem(self) -> Problem | None:
+        if not self.refused:
+            return None
+        shown = ", ".join(self.refused[:3]) + (", ..." if len(self.refused) > 3 else "")
+        return Problem("E003", f"{len(self.refused)} member(s) not read ({shown}): they would inflate "
+                               f"the audit past {self.limit} bytes, {BUDGET_RATIO}x the wheel's size "
+                               f"(zip bomb?)")
+
+
+def select_member(name: str, head: bytes) -> ContentKind | Literal["name"] | None:
+    """A member's tag: its content kind, "name" when only its name says library, else None
+    (None: not read). The rule `check` applies to every member of a wheel."""
+    kind = content_kind(head)
+    return kind if kind is not None else "name" if is_library_name(name) else None
+
+
+class _TooManyLibraries(Exception):
+    """More members chosen than any real wheel holds: reading stops there."""
+
+
+def _counting(limit: int) -> zipread.Select:
+    """select_member, stopping the directory's reading at the (limit + 1)th library."""
+    chosen = 0
+
+    def select(name: str, head: bytes) -> object:
+        nonlocal chosen
+        tag = select_member(name, head)
+        if tag and tag != "zip":
+            chosen += 1
+            if chosen > limit:
+                raise _TooManyLibraries
+        return tag
+    return select
+
+
+def _too_many() -> Problem:
+    return Problem("E003", f"more than {MAX_LIBRARIES} members are libraries or device code, more than "
+                           f"any real wheel holds: none is read")
+
+
+def _wheel_jobs(path: str) -> tuple[list[_Job], list[Problem]]:
+    try:
+        members, hazards = zipread.read_directory(path, _counting(MAX_LIBRARIES))
+    except _TooManyLibraries:
+        return [], [_too_many()]
+    return _wheel_member_jobs(lambda: open(path, "rb"), members, hazards, os.path.getsize(path))
+
+
+def _wheel_member_jobs(opener: Callable[[], IO[bytes]], members: list[zipread.Member], hazards: list[zipread.Hazard],
+                       size: int) -> tuple[list[_Job], list[Problem]]:
+    budget = _Budget(size)
+    jobs_list, problems = _archive_jobs(opener, members, hazards, "", 0, budget)
+    over = budget.problem()
+    if over is not None:
+        problems.append(over)
+    if len(jobs_list) > MAX_LIBRARIES:  # with those of zips inside it
+        problems.append(_too_many())
+        jobs_list = []
+    return jobs_list, problems
+
+
+def _archive_jobs(opener: Callable[[], IO[bytes]], members: list[zipread.Member], hazards: list[zipread.Hazard],
+                  prefix: str, depth: int, budget: _Budget) -> tuple[list[_Job], list[Problem]]:
+    """Jobs for the members of one archive chosen by content (their first bytes, read with the
+    directory, without inflating the rest) or by name; a zip among them is read in turn, its
+    members named `outer!inner`."""
+    problems = [Problem(code, f"{prefix}{name}: {msg}") for code, name, msg in hazards]
+    jobs_list: list[_Job] = []
+    for m in members:
+        if not m.tag:
+            continue
+        display = prefix + m.name
+        kind: ContentKind | None = None if m.tag == "name" else m.tag  # type: ignore[assignment]
+        if kind == "zip":
+            nested = _nested_jobs(opener, m, display, depth, budget)
+            jobs_list += nested[0]
+            problems += nested[1]
+            continue
+        if not budget.take(display, m.size):
+            continue
+        jobs_list.append(_Job(display, m.size, _member_chunks(opener, m), _name_note(m.name, kind)))
+    return jobs_list, problems
+
+
+def _member_chunks(opener: Callable[[], IO[bytes]], m: zipread.Member) -> Callable[[], Iterator[bytes]]:
+    """A member's bytes: held already when it is tiny, else inflated in place on each call."""
+    whole = m.whole
+    if whole is not None:
+        def held() -> Iterator[bytes]:
+            yield whole
+        return held
+
+    def streamed() -> Iterator[bytes]:
+        with opener() as f:
+            yield from zipread.iter_member(f, m)
+    return streamed
+
+
+def _nested_jobs(opener: Callable[[], IO[bytes]], m: zipread.Member, display: str, depth: int,
+                 budget: _Budget) -> tuple[list[_Job], list[Problem]]:
+    """A zip inside the archive: held in memory (bounded) and read with the same rules."""
+    if depth + 1 > MAX_NESTING:
+        return [], [Problem("E003", f"{display}: a zip nested {depth + 1} deep; its members are not read")]
+    if m.method == 0 and m.whole is None:
+        return _stored_nested_jobs(opener, m, display, depth, budget)
+    if m.size > NESTED_MAX or not budget.hold(m.size):
+        return [], [Problem("E003", f"{display}: a zip of {m.size} bytes inside the archive, over the "
+                                    f"{NESTED_MAX}-byte bound for zips read in memory; its members are not read")]
+    if not budget.take(display, m.size):
+        return [], []
+    try:
+        whole = m.whole
+        if whole is None:
+            with opener() as f:
+                whole = b"".join(zipread.iter_member(f, m))
+        members, hazards = zipread.read_directory_bytes(whole, select_member)
+    except zipread.MemberError as e:
+        return [], [Problem(e.code, f"{display}: {e}")]
+    except zipread.ZipError as e:
+        return [], [Problem("E002", f"{display}: a zip whose members cannot be read: {e}")]
+    data = whole
+    return _archive_jobs(lambda: io.BytesIO(data), members, hazards, display + "!", depth + 1, budget)
+
+
+def _stored_nested_jobs(opener: Callable[[], IO[bytes]], m: zipread.Member, display: str, depth: int,
+                        budget: _Budget) -> tuple[list[_Job], list[Problem]]:
+    """A stored zip inside the archive: read in place, as a window on the archive (no bound on
+    its size but the wheel's budget), after its CRC is verified (the bytes read are those
+    installed)."""
+    if not budget.take(display, m.size):
+        return [], []
+    base, size = m.data_offset, m.size
+
+    def window() -> IO[bytes]:
+        return zipread.Window(opener(), base, size)  # type: ignore[return-value]
+
+    try:
+        with opener() as f:
+            for _ in zipread.iter_member(f, m):
+                pass
+        with zipread.Window(opener(), base, size) as w:
+            members, hazards = zipread.read_directory_at(w.pread, size, select_member)
+    except OSError as e:
+        return [], [Problem("E001", f"{display}: cannot read: {e}")]
+    except zipread.MemberError as e:
+        return [], [Problem(e.code, f"{display}: {e}")]
+    except zipread.ZipError as e:
+        return [], [Problem("E002", f"{display}: a zip whose members cannot be read: {e}")]
+    return _archive_jobs(window, members, hazards, display + "!", depth + 1, budget)
+
+
+def _wheel_dist(path: str) -> str:
+    parts = os.path.basename(path).split("-")
+    return f"{parts[0]}-{parts[1]}" if len(parts) >= 2 else ""
+
+
+def _directory_jobs(root: str) -> tuple[list[_Job], list[Problem]]:
+    jobs_list: list[_Job] = []
+    problems: list[Problem] = []
+    real_root = os.path.realpath(root)
+    candidates: list[tuple[bool, str, str]] = []  # (is a link, relative path, full path)
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames.sort()
+        for name in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
+            full = os.path.join(dirpath, name)
+            if is_library_name(name) or (name not in dirnames and _file_kind(full) is not None):
+                rel = os.path.relpath(full, root).replace(os.sep, "/")
+                candidates.append((os.path.islink(full), rel, full))
+            elif name in dirnames:  # a link to a directory is not walked: its files must lie inside
+                target = os.path.realpath(full)
+                if not (target == real_root or target.startswith(real_root + os.sep)):
+                    rel = os.path.relpath(full, root).replace(os.sep, "/")
+                    problems.append(Problem("E003", f"{rel}: symbolic link to a directory outside the "
+                                                    f"target (its files are not audited)"))
+    seen: set[tuple[int, int]] = set()
+    for is_link, rel, full in sorted(candidates):  # real files first: a link names its target
+        try:
+            st = os.stat(full)  # follows links: a link to a library is that library
+        except OSError as e:
+            problems.append(Problem("E003", f"{rel}: unreadable or a broken/looping link ({e.strerror})"))
+            continue
+        if is_link:
+            target = os.path.realpath(full)
+            if not (target == real_root or target.startswith(real_root + os.sep)):
+                problems.append(Problem("E003", f"{rel}: symbolic link points outside the target"))
+                continue
+        if not stat.S_ISREG(st.st_mode):
+            problems.append(Problem("E003", f"{rel}: not a regular file"))
+            continue
+        key = (st.st_dev, st.st_ino)
+        if key in seen:  # libfoo.so -> libfoo.so.1: audit the file once
+            continue
+        seen.add(key)
+        _add_file(jobs_list, problems, full, rel, st.st_size)
+    return jobs_list, problems
+
+
+def _file_kind(full: str) -> ContentKind | Literal["unreadable"] | None:
+    """The content kind of a file that is not a link (a link is judged by its name and target).
+    A file whose first bytes cannot be read is "unreadable": it is chosen, and its read then
+    fails with E001, rather than passed over unseen."""
+    if os.path.islink(full):
+        return None
+    try:
+        return _regular_kind(full)
+    except OSError:
+        return "unreadable"
+
+
+def _add_file(jobs_list: list[_Job], problems: list[Problem], full: str, rel: str, size: int) -> None:
+    """One file of a directory or distribution: a library or device-code file is one job; a zip
+    is read like a wheel's nested zip, its members named `file!member`."""
+    try:
+        with open(full, "rb") as f:
+            kind = content_kind(f.read(HEAD))
+        if kind == "zip":
+            members, hazards = zipread.read_directory(full, select_member)
+            budget = _Budget(size)
+            jobs, probs = _archive_jobs(lambda: open(full, "rb"), members, hazards, rel + "!", 1, budget)
+            over = budget.problem()
+            jobs_list += jobs
+            problems += probs + ([over] if over else [])
+            return
+    except zipread.ZipError as e:
+        problems.append(Problem("E002", f"{rel}: a zip whose members cannot be read: {e}"))
+        return
+    except OSError as e:
+        problems.append(Problem("E001", f"{rel}: cannot read: {e.strerror}"))
+        return
+    job = _file_job(full, rel, size)
+    note = _name_note(rel, kind)
+    jobs_list.append(_Job(job.display, job.size, job.chunks, note) if note else job)
+
+
+def _distribution_jobs(name: str) -> tuple[list[_Job], list[Problem], str] | None:
+    from importlib import metadata
+
+    try:
+        dist = metadata.distribution(name)
+    except metadata.PackageNotFoundError:
+        return None
+    problems: list[Problem] = []
+    jobs_list: list[_Job] = []
+    seen: set[str] = set()
+    for f in dist.files or ():
+        full = str(f.locate())
+        if not is_library_name(str(f)) and _file_kind(full) is None:
+            continue
+        real = os.path.realpath(full)
+        if real in seen:
+            continue
+        seen.add(real)
+        if not os.path.isfile(full):
+            problems.append(Problem("E001", f"{f}: listed in RECORD but missing"))
+            continue
+        _add_file(jobs_list, problems, full, str(f), os.path.getsize(full))
+    label = f"{dist.metadata['Name']}-{dist.version}"
+    return jobs_list, problems, label

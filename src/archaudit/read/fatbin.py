@@ -1,0 +1,572 @@
+"""The CUDA fatbin container and entry format, and what an entry's payload says.
+
+Layout as verified in shared/fatbin-format.md: a 16-byte container header (magic
+0xBA55ED50), then entries back to back, each with a variable-size header whose fields
+name kind, architecture, flags and (for compressed payloads) both sizes.
+"""
+
+from __future__ import annotations
+
+import array
+import ctypes
+import itertools
+import mmap
+import re
+import struct
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import lz4.block
+import zstandard
+
+from ..errors import ArchauditError
+from ..model import LTO, PTX, SASS, Kind
+from . import elf, native
+
+_compiled = native.active  # the compiled cubin reader, where there is one
+
+MAGIC = b"\x50\xed\x55\xba"
+WRAPPER_MAGIC = b"\xb1\x43\x62\x46"  # .nvFatBinSegment record, not a container
+CONTAINER_HEADER = struct.Struct("<IHHQ")
+CONTAINER_MAGIC_TAIL = struct.pack("<HH", 1, 16)  # the only version and header size parse_container_header accepts
+ENTRY_HEADER = struct.Struct("<HHIQIIHHIIIQQQ")  # 64 bytes
+WRAPPER = struct.Struct("<IIQQ")
+KINDS: dict[int, Kind] = {1: PTX, 2: SASS, 8: LTO}
+OLD_CUBIN_KIND = 4  # listed by the public header, never produced by current nvcc
+
+FLAG_DEBUG = 0x2
+FLAG_LZ4 = 0x2000
+FLAG_ZSTD = 0x8000
+FLAG_OPAQUE_LTO = 0x10000
+FLAG_ARCH_SPECIFIC = 0x100000
+FLAG_FAMILY = 0x200000
+MAX_ENTRY_HEADER = 4096
+DEFAULT_MAX_PAYLOAD = 1 << 30
+
+
+class FatbinError(ArchauditError):
+    """A malformed container or entry; code is an E0xx finding code."""
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerHeader:
+    version: int
+    header_size: int
+    fat_size: int
+
+    @property
+    def total(self) -> int:
+        return self.header_size + self.fat_size
+
+
+def parse_container_header(data: bytes | bytearray | memoryview, offset: int = 0) -> ContainerHeader | None:
+    """The header at `offset`, or None if these bytes are not a container start."""
+    if len(data) - offset < CONTAINER_HEADER.size:
+        return None
+    magic, version, header_size, fat_size = CONTAINER_HEADER.unpack_from(data, offset)
+    if magic != 0xBA55ED50 or version != 1 or header_size != 16:
+        return None
+    return ContainerHeader(version, header_size, fat_size)
+
+
+@dataclass(frozen=True, slots=True)
+class EntryHeader:
+    kind_code: int
+    header_size: int
+    payload_size: int
+    compressed_size: int
+    options_offset: int
+    version: tuple[int, int]
+    arch: int
+    identifier_offset: int
+    identifier_length: int
+    flags: int
+    uncompressed_size: int
+
+    @property
+    def kind(self) -> Kind | None:
+        return KINDS.get(self.kind_code)
+
+    @property
+    def suffix(self) -> str:
+        if self.flags & FLAG_ARCH_SPECIFIC:
+            return "a"
+        if self.flags & FLAG_FAMILY:
+            return "f"
+        return ""
+
+    @property
+    def target(self) -> str:
+        return f"sm_{self.arch}{self.suffix}"
+
+    @property
+    def compression(self) -> str:
+        if self.kind_code == 8 and self.flags & FLAG_OPAQUE_LTO:
+            return "opaque"
+        if self.flags & FLAG_ZSTD and self.compressed_size:
+            return "zstd"
+        if self.flags & FLAG_LZ4 and self.compressed_size:
+            return "lz4"
+        return "none"
+
+    @property
+    def stored_size(self) -> int:
+        return self.compressed_size if self.compression != "none" else self.payload_size
+
+    @property
+    def size(self) -> int:
+        return self.uncompressed_size if self.compression != "none" else self.payload_size
+
+    @property
+    def total(self) -> int:
+        return self.header_size + self.payload_size
+
+
+def parse_entry_header(data: bytes | bytearray | memoryview, offset: int, room: int, where: int) -> EntryHeader:
+    """Parse and validate the entry at `offset`; `room` = bytes left in its container."""
+    if room < ENTRY_HEADER.size:
+        raise FatbinError(f"{room} bytes left in the container, too few for an entry", code="E011", offset=where)
+    (kind, ever, hsize, psize, csize, opt, vminor, vmajor, arch, id_off, id_len, flags, _,
+     usize) = ENTRY_HEADER.unpack_from(data, offset)
+    if kind not in KINDS and kind != OLD_CUBIN_KIND:
+        raise FatbinError(f"entry kind {kind} is unknown", code="E013", offset=where)
+    if ever != 0x0101:
+        raise FatbinError(f"entry version 0x{ever:04x}, expected 0x0101", code="E011", offset=where)
+    if hsize < ENTRY_HEADER.size or hsize > MAX_ENTRY_HEADER or hsize % 8:
+        raise FatbinError(f"entry header size {hsize} is impossible", code="E011", offset=where)
+    if hsize + psize > room:
+        raise FatbinError("entry overruns its container", code="E011", offset=where)
+    h = EntryHeader(kind, hsize, psize, csize, opt, (vmajor, vminor), arch, id_off, id_len, flags,
+                    usize)
+    if kind == OLD_CUBIN_KIND:
+        raise FatbinError("entry kind 4 (pre-ELF cubin) cannot be verified", code="E013", offset=where)
+    if h.compression in ("zstd", "lz4"):
+        if csize > psize:
+            raise FatbinError(f"compressed size {csize} exceeds the payload area {psize}", code="E011", offset=where)
+        if usize == 0:
+            raise FatbinError("compressed entry declares no uncompressed size", code="E011", offset=where)
+    if not 10 <= arch <= 999:
+        raise FatbinError(f"architecture {arch} is impossible", code="E011", offset=where)
+    if id_len and (id_off < ENTRY_HEADER.size or id_off + id_len > hsize):
+        raise FatbinError("identifier lies outside the entry header", code="E011", offset=where)
+    return h
+
+
+def identifier(header_bytes: bytes | bytearray | memoryview, h: EntryHeader) -> str:
+    if not h.identifier_length:
+        return ""
+    raw = bytes(header_bytes[h.identifier_offset:h.identifier_offset + h.identifier_length])
+    return raw.decode("utf-8", errors="replace").strip()
+
+
+def decode_payload(h: EntryHeader, payload: bytes | memoryview, where: int,
+                   max_payload: int = DEFAULT_MAX_PAYLOAD) -> bytes:
+    """The entry's payload, decompressed and checked against its declared size."""
+    comp = h.compression
+    if comp == "none" or comp == "opaque":
+        return bytes(payload)
+    if h.uncompressed_size > max_payload:
+        raise FatbinError(f"{h.target} payload declares {h.uncompressed_size} bytes, "
+                          f"more than the {max_payload}-byte verification bound", code="E012", offset=where)
+    data = bytes(payload[:h.compressed_size])
+    try:
+        if comp == "zstd":
+            out = _zstd_bounded(data, h.uncompressed_size)
+        else:
+            out = lz4.block.decompress(data, uncompressed_size=h.uncompressed_size)
+    except Exception as e:  # noqa: BLE001 - any decoder failure is a corrupt payload
+        raise FatbinError(f"{h.target} {comp} payload does not decode: {e}", code="E012", offset=where) from None
+    if len(out) != h.uncompressed_size:
+        raise FatbinError(f"{h.target} {comp} payload decodes to {len(out)} bytes, "
+                          f"header says {h.uncompressed_size}", code="E012", offset=where)
+    return out
+
+
+class DecodeBuffer:
+    """Memory a worker decodes payloads into, reused from one payload to the next. A fresh
+    allocation per payload has every page faulted in again once freed memory goes back to
+    the system (torch 2.14.1: 0.8 s of system time), and LZ4's own decoder copies its result
+    once more (transformer-engine: 2.5 s of CPU against 0.9 s). Pages are transparent huge
+    pages where the system offers them (fewer faults)."""
+
+    def __init__(self) -> None:
+        self._map: mmap.mmap | None = None
+        self._address = 0
+
+    def view(self, size: int) -> tuple[memoryview, int]:
+        """A writable view of `size` bytes, and its address; valid until the next call."""
+        if self._map is None or len(self._map) < size:
+            self._map = None
+            capacity = max(2 << 20, -(-size // (2 << 20)) * (2 << 20))
+            m = mmap.mmap(-1, capacity)
+            if hasattr(mmap, "MADV_HUGEPAGE"):
+                try:
+                    m.madvise(mmap.MADV_HUGEPAGE)
+                except OSError:
+                    pass
+            self._address = ctypes.addressof((ctypes.c_char * capacity).from_buffer(m))
+            self._map = m
+        return memoryview(self._map)[:size], self._address
+
+
+def _lz4_decode_into() -> Callable[[bytes, int, int, int], int] | None:
+    """LZ4_decompress_safe(source, destination, compressed size, capacity) of the lz4
+    package's own library (called through ctypes, so without the GIL); None where it is not
+    exported (then lz4.block decodes, into memory of its own)."""
+    try:
+        from lz4.block import _block
+        decode = ctypes.CDLL(_block.__file__).LZ4_decompress_safe
+    except (ImportError, OSError, AttributeError, TypeError):
+        return None
+    decode.restype = ctypes.c_int
+    decode.argtypes = (ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int)
+    return decode
+
+
+_LZ4_INTO = _lz4_decode_into()
+
+
+def decodes_into_buffers() -> bool:
+    """Whether both payload compressions decode into a DecodeBuffer here."""
+    return _LZ4_INTO is not None
+
+
+def decode_payload_into(h: EntryHeader, payload: bytes, where: int, max_payload: int,
+                        out: DecodeBuffer | None) -> bytes | memoryview:
+    """decode_payload, but decoded into `out` where it can be (a view valid until `out`'s
+    next use); the same checks, the same failures."""
+    comp = h.compression
+    size = h.uncompressed_size
+    if out is None or comp not in ("zstd", "lz4") or not size or (comp == "lz4" and _LZ4_INTO is None):
+        return decode_payload(h, payload, where, max_payload)
+    if size > max_payload:
+        raise FatbinError(f"{h.target} payload declares {size} bytes, "
+                          f"more than the {max_payload}-byte verification bound", code="E012", offset=where)
+    stored = min(h.compressed_size, len(payload))
+    try:
+        if comp == "zstd":
+            content = zstandard.get_frame_parameters(payload[:32]).content_size
+            if content != size:  # unknown size or several frames: the bounded general path
+                return decode_payload(h, payload, where, max_payload)
+            view, _ = out.view(size)
+            done = 0
+            with _zstd().stream_reader(memoryview(payload)[:stored]) as reader:
+                while done < size:
+                    got = reader.readinto(view[done:])
+                    if not got:
+                        break
+                    done += got
+                if done < size:
+                    raise ValueError("decompression error: did not decompress full frame")
+                if reader.read(1):  # the frame goes on (reading to its end also checks its checksum)
+                    raise ValueError(f"frame decodes past {size} bytes")
+        else:
+            assert _LZ4_INTO is not None
+            view, address = out.view(size)
+            done = _LZ4_INTO(payload, address, stored, size)
+            # the words lz4.block.decompress uses for the same failures
+            if done < 0:
+                raise ValueError(f"Decompression failed: corrupt input or insufficient space in destination "
+                                 f"buffer. Error code: {-done}")
+    except FatbinError:
+        raise
+    except Exception as e:  # noqa: BLE001 - any decoder failure is a corrupt payload
+        raise FatbinError(f"{h.target} {comp} payload does not decode: {e}", code="E012", offset=where) from None
+    if done != size:
+        raise FatbinError(f"{h.target} {comp} payload decodes to {done} bytes, "
+                          f"header says {size}", code="E012", offset=where)
+    return view
+
+
+def _zstd() -> zstandard.ZstdDecompressor:
+    dctx = getattr(_LOCAL, "zstd", None)
+    if dctx is None:
+        dctx = _LOCAL.zstd = zstandard.ZstdDecompressor()
+    return dctx
+
+
+def check_payload_start(h: EntryHeader, first: bytes, where: int) -> None:
+    """Cheap checks on a payload's first (up to 64) bytes, for audits that do not decode."""
+    comp = h.compression
+    if comp == "none" and h.kind == SASS:
+        if len(first) < 52 or first[:4] != b"\x7fELF":
+            raise FatbinError(f"{h.target} payload is not an ELF cubin", code="E014", offset=where)
+        machine = struct.unpack_from("<H", first, 18)[0]
+        if machine != elf.EM_CUDA:
+            raise FatbinError(f"{h.target} payload is not a CUDA ELF (e_machine {machine})", code="E014", offset=where)
+        flags = struct.unpack_from("<I", first, 48)[0]
+        arch = (flags >> 8) & 0xFF if first[8] >= 8 else flags & 0xFF
+        if arch != h.arch:
+            raise FatbinError(f"cubin says sm_{arch}, entry header says {h.target}", code="E014", offset=where)
+    elif comp == "zstd":
+        if first[:4] != b"\x28\xb5\x2f\xfd":
+            raise FatbinError(f"{h.target} zstd payload does not start with a zstd frame", code="E012", offset=where)
+        try:
+            content = zstandard.get_frame_parameters(first).content_size
+        except zstandard.ZstdError:
+            raise FatbinError(f"{h.target} zstd frame header is corrupt", code="E012", offset=where) from None
+        if content not in (zstandard.CONTENTSIZE_UNKNOWN, h.uncompressed_size):
+            raise FatbinError(f"{h.target} zstd frame declares {content} bytes, header says "
+                              f"{h.uncompressed_size}", code="E012", offset=where)
+
+
+_LOCAL = threading.local()
+
+
+def _zstd_bounded(data: bytes, declared: int) -> bytes:
+    """Decode zstd without ever producing more than `declared` bytes (checked against the
+    verification bound before this is called): one call, and the output buffer is the
+    declared size, so a frame that expands further is an error, not an allocation."""
+    content = zstandard.get_frame_parameters(data).content_size
+    if content not in (zstandard.CONTENTSIZE_UNKNOWN, declared):
+        raise ValueError(f"frame says {content} bytes")
+    dctx = _zstd()
+    if content == declared:  # one frame whose size is known: a single bounded call
+        return dctx.decompress(data, max_output_size=declared)
+    parts, total = [], 0
+    with dctx.stream_reader(data, read_across_frames=True) as reader:
+        while total <= declared:
+            block = reader.read(declared + 1 - total)
+            if not block:
+                break
+            parts.append(block)
+            total += len(block)
+    return b"".join(parts)
+
+
+def parse_wrapper(data: bytes | bytearray | memoryview, offset: int) -> tuple[int, int] | None:
+    """(version, container address) of a .nvFatBinSegment record, or None."""
+    if len(data) - offset < WRAPPER.size:
+        return None
+    magic, version, addr, _ = WRAPPER.unpack_from(data, offset)
+    if magic != 0x466243B1 or version not in (1, 2):
+        return None
+    return version, addr
+
+
+# ---- payloads ----
+
+_SHDR = struct.Struct("<IIQQQQIIQQ")
+_SYM = struct.Struct("<IBBHQQ")
+# PTX directives as ptxas reads them: comments (`//` to the end of the line, `/* ... */`) may
+# stand wherever white space may, so `.entry /*x*/ name` is a kernel and a `.target` inside a
+# comment is not the directive. The first real .target counts, and it must be well formed: a
+# malformed one is not skipped in favour of a later one (ptxas would reject the text).
+_PTX_GAP = rb"(?:[ \t\r\n]|//[^\n]*|/\*.*?\*/)"
+_PTX_HEAD = re.compile(rb"//[^\n]*|/\*.*?\*/|(\.version|\.target)\b", re.DOTALL)
+_PTX_TARGET_NAME = re.compile(_PTX_GAP + rb"*([A-Za-z0-9_]+)" + _PTX_GAP + rb"*(?:,|$|\.|\n)", re.DOTALL)
+_PTX_VERSION = re.compile(_PTX_GAP + rb"+(\d{1,9})\.(\d{1,9})\b", re.DOTALL)
+_PTX_ENTRY = re.compile(rb"\.entry" + _PTX_GAP + rb"+([A-Za-z_$%][A-Za-z0-9_$]*)", re.DOTALL)
+_PTX_COMMENT = re.compile(rb"//[^\n]*|/\*.*?\*/", re.DOTALL)
+
+
+# The `a` (arch-specific) marker of a cubin: CUDA 12.x sets an e_flags bit (0x800 in ELF ABI 7,
+# 0x8 in ABI 8); CUDA 13 leaves it clear and writes .nv.compat attribute 0x09 = 1 instead.
+EF_CUDA_ACCELERATORS_V7 = 0x800
+EF_CUDA_ACCELERATORS_V8 = 0x8
+_BANK = b".nv.constant0."
+
+
+def _words(data: bytes, code: str) -> array.array[int]:
+    """Little-endian unsigned words of `data` (`code`: H, I or Q), as an array."""
+    out = array.array(code)
+    out.frombytes(data)
+    if sys.byteorder != "little":
+        out.byteswap()
+    return out
+
+
+_FUNCTION = bytes(1 if b & 0xF == 2 else 0 for b in range(256))  # st_info: STT_FUNC
+
+
+def cubin_facts(data: bytes | memoryview) -> tuple[str, tuple[str, ...], tuple[int, int] | None]:
+    """(target from e_flags, kernel names, toolkit version) of a CUDA cubin.
+
+    The tables are read by the compiled reader where it is built (archaudit._speedups), else by
+    `_tables`, which stays the reference: the compiled one gives the same answer or none, and
+    `_tables` then judges the input itself. Nothing returned refers to `data`."""
+    h = elf.parse_header(data, len(data))
+    if h.machine != elf.EM_CUDA:
+        raise FatbinError(f"not a CUDA ELF (e_machine {h.machine})", code="E014")
+    arch = (h.flags >> 8) & 0xFF if h.abiversion >= 8 else h.flags & 0xFF
+    if not h.shnum:
+        raise FatbinError("cubin has no section table", code="E014")
+    found = None if _compiled is None else _compiled.cubin_tables(data, h.shoff, h.shnum, h.shstrndx)
+    kernels, compat, note = _tables(data, h) if found is None else found
+    accelerated = h.flags & (EF_CUDA_ACCELERATORS_V8 if h.abiversion >= 8 else EF_CUDA_ACCELERATORS_V7)
+    marked = compat is not None and _compat_arch_specific(compat)
+    suffix = "a" if accelerated or marked else ""
+    toolkit = _toolkit(note) if note is not None else None
+    return f"sm_{arch}{suffix}", tuple(sorted(set(kernels))), toolkit
+
+
+def _tables(data: bytes | memoryview, h: elf.Header) -> tuple[list[str], bytes | None, bytes | None]:
+    """(kernel names as found, the .nv.compat section, the .note.nv.tkinfo section) of a cubin.
+
+    Written for speed where no compiled reader is built: the section and symbol tables are
+    read as columns of words, only function symbols are visited, and only kernels have their
+    names decoded. The tables are copied out of a memoryview."""
+    table = bytes(data[h.shoff:h.shoff + h.shnum * _SHDR.size])
+    if len(table) != h.shnum * _SHDR.size:
+        raise FatbinError("cubin section table is truncated", code="E014")
+    words, longs = _words(table, "I"), _words(table, "Q")
+    sec_name, sec_type, sec_link = words[0::16], words[1::16], words[10::16]
+    sec_offset, sec_size = longs[3::8], longs[4::8]
+    count = h.shnum
+
+    def section(i: int) -> bytes:
+        return bytes(data[sec_offset[i]:sec_offset[i] + sec_size[i]])
+
+    names = section(h.shstrndx)
+    # .nv.compat (the 'a' suffix) is found by name: the name table must be a string table
+    # (type SHT_STRTAB, first and last byte NUL), not whatever its header points at
+    if not h.shstrndx or sec_type[h.shstrndx] != elf.SHT_STRTAB or names[:1] != b"\0" or names[-1:] != b"\0":
+        raise FatbinError("cubin has no valid section name table", code="E014")
+
+    def named(n: bytes) -> bytes | None:
+        at = names.find(b"\0" + n + b"\0")
+        if at < 0 and names.startswith(n + b"\0"):
+            at = -1
+        elif at < 0:
+            return None
+        try:
+            return section(sec_name.index(at + 1))
+        except ValueError:
+            return None
+
+    # A kernel's parameters live in its own constant bank, section .nv.constant0.<kernel>:
+    # device functions have none. With the entry flag (STO_CUDA_ENTRY) cleared, the driver still
+    # launches the kernel, so either mark names it. The banks are listed only when a function
+    # without the flag needs them (nvcc marks its kernels, so most cubins never do).
+    banks: set[bytes] | None = None
+    kernels = []
+    cstring = elf.cstring
+    for i in range(count):
+        if sec_type[i] != elf.SHT_SYMTAB:
+            continue
+        if sec_link[i] >= count:
+            raise FatbinError("cubin symbol table links a missing string table", code="E014")
+        strs = section(sec_link[i])
+        raw = section(i)
+        raw = raw[:len(raw) - len(raw) % _SYM.size]
+        sym_name, sym_shndx = _words(raw, "I")[0::6], _words(raw, "H")[3::12]
+        other = raw[5::_SYM.size]
+        # Kernels are functions (static ones are local) marked as entries (STO_CUDA_ENTRY)
+        # in their own .text.<name> section.
+        for j in itertools.compress(range(len(other)), raw[4::_SYM.size].translate(_FUNCTION)):
+            shndx = sym_shndx[j]
+            if not 0 < shndx < count or not names.startswith(b".text.", sec_name[shndx]):
+                continue
+            if other[j] & 0x10:
+                kernels.append(cstring(strs, sym_name[j]))
+                continue
+            if banks is None:
+                banks = {names[o + len(_BANK):names.find(b"\0", o)] for o in sec_name if names.startswith(_BANK, o)}
+            if banks:
+                text_name = names[sec_name[shndx] + 6:names.find(b"\0", sec_name[shndx])]
+                if text_name in banks and strs.startswith(text_name + b"\0", sym_name[j]):
+                    kernels.append(cstring(strs, sym_name[j]))
+    return kernels, named(b".nv.compat"), named(b".note.nv.tkinfo")
+
+
+# Undefined symbols every relocatable cubin has: nvlink's unified function and data tables
+# and the reserved shared memory base. The driver supplies them when it loads the object alone.
+_LINKER_SYMBOLS = re.compile(r"__U[FD]T(_OFFSET|_CANONICAL|_END)?|\.nv\.reservedSmem\..*")
+# A hand-assembled kernel's references to its own constant bank and shared-memory relocation
+# (cuBLASLt's volta_* and cuDNN's *_cudnn_volta_* cubins for 5.0-8.9 name them undefined beside
+# the kernel and its .nv.constant0 section): they resolve within the object, not by a link.
+_OWN_KERNEL_SYMBOLS = re.compile(r"(?:\.nv\.constant0\.|shmem_reloc_)(.+)")
+
+
+def cubin_unresolved(data: bytes | memoryview) -> tuple[str, ...]:
+    """The undefined symbols of a relocatable cubin (ELF type ET_REL) that only a link supplies.
+
+    Empty for an executable cubin: nvlink resolved everything. A relocatable one that calls
+    code it does not carry (cuSPARSE's user operators, NCCL's device library) names that code."""
+    if len(data) < 64 or bytes(data[16:18]) != b"\x01\x00":
+        return ()
+    h = elf.parse_header(data, len(data))
+    table = data[h.shoff:h.shoff + h.shnum * _SHDR.size]
+    secs = list(_SHDR.iter_unpack(table[:len(table) - len(table) % _SHDR.size]))
+    out: list[str] = []
+    for sec in secs:
+        if sec[1] != elf.SHT_SYMTAB or sec[6] >= len(secs):
+            continue
+        strs = bytes(data[secs[sec[6]][4]:secs[sec[6]][4] + secs[sec[6]][5]])
+        raw = data[sec[4]:sec[4] + sec[5]]
+        symbols = list(_SYM.iter_unpack(raw[:len(raw) - len(raw) % _SYM.size]))
+        defined: set[str] | None = None
+        for name, info, _other, shndx, _value, _size in symbols:
+            if shndx == 0 and name and info >> 4 in (1, 2):  # undefined, global or weak
+                symbol = elf.cstring(strs, name)
+                if _LINKER_SYMBOLS.fullmatch(symbol) or symbol in out:
+                    continue
+                own = _OWN_KERNEL_SYMBOLS.fullmatch(symbol)
+                if own is not None:
+                    if defined is None:
+                        defined = {elf.cstring(strs, n) for n, _i, _o, x, _v, _s in symbols if x and n}
+                    if own.group(1) in defined:
+                        continue
+                out.append(symbol)
+    return tuple(out)
+
+
+def _compat_arch_specific(raw: bytes) -> bool:
+    for i in range(0, len(raw) - 3, 4):
+        if raw[i + 1] == 0x09:
+            return raw[i + 2] == 1
+    return False
+
+
+def _toolkit(text: bytes) -> tuple[int, int] | None:
+    at = text.find(b"release ")
+    if at < 0:
+        return None
+    tail = text[at + 8:at + 16].split(b",")[0].split(b".")
+    try:
+        return int(tail[0]), int(tail[1])
+    except (ValueError, IndexError):
+        return None
+
+
+def ptx_facts(text: bytes) -> tuple[str | None, tuple[int, int] | None, tuple[str, ...]]:
+    """(first .target name as written, .version, .entry names) of PTX text.
+
+    The target is None when there is no .target directive, "" when it names nothing."""
+    target: str | None = None
+    version: tuple[int, int] | None = None
+    for m in _PTX_HEAD.finditer(text):  # the header: up to the first real .target
+        if m.group(1) == b".version" and version is None:
+            v = _PTX_VERSION.match(text, m.end())
+            version = (int(v.group(1)), int(v.group(2))) if v else None
+        elif m.group(1) == b".target":
+            name = _PTX_TARGET_NAME.match(text, m.end())
+            target = name.group(1).decode("ascii") if name else ""
+            break
+    return target, version, _ptx_entries(text)
+
+
+def _ptx_entries(text: bytes) -> tuple[str, ...]:
+    """Names of the .entry directives outside comments, in order."""
+    found = [(m.start(), m.group(1)) for m in _PTX_ENTRY.finditer(text)]
+    if not found:
+        return ()
+    if b"/*" not in text:  # nvcc's PTX: line comments alone, a `//` before it on its line
+        if b"//" in text:
+            found = [(at, n) for at, n in found if text.find(b"//", text.rfind(b"\n", 0, at) + 1, at) < 0]
+    else:
+        # One left-to-right pass, as ptxas reads them: whichever comment starts first holds what
+        # follows, so a `/*` inside a `//` comment opens no block, nor a `//` inside a block a line.
+        # Both lists are in text order: walk them together, keeping no list of comments.
+        comments = _PTX_COMMENT.finditer(text)
+        comment = next(comments, None)
+        kept = []
+        for at, name in found:
+            while comment is not None and comment.end() <= at:
+                comment = next(comments, None)
+            if comment is None or comment.start() > at:
+                kept.append((at, name))
+        found = kept
+    return tuple(n.decode("ascii", "replace") for _, n in found)

@@ -1,0 +1,425 @@
+"""Rendering a Report: text for people, versioned JSON for machines. No judgement here."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from ..findings import CODES, ERROR, INFO, WARNING, Finding
+from ..judge import rocm
+from ..judge.audit import LibraryVerdict, Report, TargetReport, _label
+from ..judge.filters import Suppression
+from ..model import Container, Entry
+
+MARK = {ERROR: "✗", WARNING: "!", INFO: "·"}
+QUIET_INFO = {"D002"}  # summarised once per target instead of per library
+GROUPED = {"K001", "K002"}  # one line per group of containers; long libraries are cut at
+GROUP_LINES = 5
+PASS_LINES = 20  # more passing libraries than this are counted, not listed
+
+
+def _claimed(t: TargetReport, amd: tuple[str, ...]) -> list[str]:
+    """Every claimed architecture: CUDA compute capabilities, then AMD gfx targets."""
+    return ([_label(c) for c in t.claim.gpus] if t.claim is not None else []) + list(amd)
+
+
+def _claim_text(t: TargetReport, amd: tuple[str, ...] = (), amd_source: str = "") -> str:
+    parts = []
+    if t.claim is not None:
+        parts.append(f"claim {', '.join(_label(c) for c in t.claim.gpus)} (from {t.claim.source})")
+    if amd:
+        parts.append(f"AMD claim {', '.join(amd)} (from {amd_source or '--amd-arch'})")
+    return "; ".join(parts) or "no claim"
+
+
+def _fit(words: list[str], width: int) -> str:
+    """Space-joined targets cut to `width`, saying how many of which kind were left out (JSON
+    has them all). SASS is cut before PTX, so "+4 sm" never hides that a library carries PTX."""
+    text = " ".join(words)
+    if len(text) <= width:
+        return text
+    sass = [w for w in words if not w.startswith("compute_")]
+    ptx = [w for w in words if w.startswith("compute_")]
+    for keep_ptx in range(len(ptx), -1, -1):
+        tail = ptx[len(ptx) - keep_ptx:]  # the newest PTX is the one kept longest
+        hidden_ptx = f" +{len(ptx) - keep_ptx} compute" if keep_ptx < len(ptx) else ""
+        for keep in range(len(sass), -1, -1):
+            hidden = f" +{len(sass) - keep} sm" if keep < len(sass) else ""
+            text = " ".join(sass[:keep]) + hidden + (" " + " ".join(tail) if tail else "") + hidden_ptx
+            if len(text.strip()) <= width:
+                return text.strip()
+    return f"+{len(sass)} sm +{len(ptx)} compute".replace(" +0 compute", "")
+
+
+def size_text(n: int) -> str:
+    return f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n / 1e3:.1f} KB"
+
+
+def render_text(report: Report, *, detail: str = "libraries", verbose: bool = False, ascii_only: bool = False,
+                costs: bool = False, timings: bool = True) -> str:
+    lines: list[str] = []
+    for t in report.targets:
+        lines.extend(_target_text(t, detail, verbose, costs=costs, timings=timings,
+                                  amd=report.policy.amd_claim, amd_source=report.policy.amd_claim_source,
+                                  hidden=suppressed_in(report, t)))
+        lines.append("")
+    if report.policy.config is not None:
+        lines.append(f"config: {report.policy.config} [tool.archaudit]")
+    if len(report.targets) > 1:
+        bad = sum(1 for t in report.targets if any(f.severity == ERROR for f in t.findings) or t.unusable)
+        lines.append(f"{MARK[ERROR] if bad else '✓'} {len(report.targets) - bad} of {len(report.targets)} "
+                     f"targets pass")
+    text = "\n".join(lines).rstrip() + "\n"
+    if ascii_only:
+        text = text.replace("✓", "OK").replace("✗", "X").replace("·", "-").replace("…", "...")
+    return text
+
+
+def suppressed_in(report: Report, t: TargetReport) -> tuple[Suppression, ...]:
+    """The findings of target `t` that a filter hid."""
+    return tuple(s for s in report.suppressed if s.target == t.target)
+
+
+class SuppressionGroup(NamedTuple):
+    """The findings of one code one rule hid."""
+
+    rule: str
+    code: str
+    hits: int
+    subjects: list[str]  # sorted, unique
+
+
+def suppression_groups(hidden: tuple[Suppression, ...]) -> list[SuppressionGroup]:
+    """Per rule and code, in order of first appearance."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for s in hidden:
+        groups.setdefault((s.rule, s.finding.code), []).append(s.finding.subject)
+    return [SuppressionGroup(rule, code, len(subjects), sorted(set(subjects)))
+            for (rule, code), subjects in groups.items()]
+
+
+def suppressed_errors(hidden: tuple[Suppression, ...]) -> str:
+    """"G001 x1 by ignore G001" for the error findings a filter hid; "" when none."""
+    errors = Counter((s.finding.code, s.rule) for s in hidden if s.finding.severity == ERROR)
+    return ", ".join(f"{code} x{n} by {rule}" for (code, rule), n in sorted(errors.items()))
+
+
+def _suppressed_text(hidden: tuple[Suppression, ...]) -> list[str]:
+    out = []
+    for rule, code, n, subjects in suppression_groups(hidden):
+        shown = ", ".join(subjects[:3]) + (", ..." if len(subjects) > 3 else "")
+        out.append(f"- suppressed by {rule}: {code} x{n} ({shown})")
+    return out
+
+
+def _target_text(t: TargetReport, detail: str, verbose: bool, *, costs: bool = False,
+                 timings: bool = True, amd: tuple[str, ...] = (), amd_source: str = "",
+                 hidden: tuple[Suppression, ...] = ()) -> list[str]:
+    name = t.distribution or t.target
+    device = [v for v in t.libraries if v.carried or v.relocatable or v.status in ("unverified",)]
+    head = (f"{name} ({t.kind}): {len(t.libraries)} librar{'y' if len(t.libraries) == 1 else 'ies'}, "
+            f"{sum(1 for v in t.libraries if v.carried)} with device code; {_claim_text(t, amd, amd_source)}; "
+            f"{size_text(t.bytes_read)}" + (f" in {t.seconds:.2f} s" if timings else ""))
+    out = [head]
+    if device:
+        width = min(max(len(v.path) for v in device), 60)
+        cwidth = min(max(len(" ".join(v.carried)) for v in device), 60)
+        out.append(f"  {'LIBRARY':<{width}}  {'CARRIES':<{cwidth}}  VERDICT")
+        for v in device:
+            carried = _fit(list(v.carried), cwidth) or "(relocatable only)"
+            out.append(f"  {v.path:<{width}}  {carried:<{cwidth}}  {_verdict(v, hidden)}")
+            if detail in ("containers", "kernels"):
+                out.extend(_containers_text(t, v.path, detail))
+    passing = [v for v in t.libraries if v.status == "pass" and v.carried and v.coverage]
+    if (t.claim is not None or amd) and passing:
+        if len(passing) <= PASS_LINES or verbose:
+            for v in passing:
+                out.append(f"✓ {v.path} covers every claimed GPU architecture "
+                           f"{[lbl for lbl, _ in v.coverage]}")
+        else:
+            out.append(f"✓ {len(passing)} libraries cover every claimed GPU architecture")
+    shown = [f for f in t.findings if f.code not in QUIET_INFO or verbose]
+    per_group: Counter[tuple[str, str]] = Counter()
+    for f in shown:
+        key = (f.code, f.subject)
+        per_group[key] += 1
+        if f.code in GROUPED and per_group[key] > GROUP_LINES and not verbose:
+            continue
+        out.append(f"{MARK[f.severity]} {f.code} {f.message}")
+    for (code, subject), n in per_group.items():
+        if code in GROUPED and n > GROUP_LINES and not verbose:
+            out.append(f"{MARK[CODES[code].severity]} {code} {subject}: {n - GROUP_LINES} more groups "
+                       f"(-v or --format json lists them)")
+    floors = [f for f in t.findings if f.code == "D002"]
+    if floors and not verbose:
+        top = max(floors, key=lambda f: _driver_key(str(f.get("driver"))))
+        out.append(f"· D002 driver floor: {floor_words(top)}, from {top.subject})")
+    if t.inventory is not None and verbose:
+        for lib in t.inventory.libraries:
+            for note in lib.notes:
+                out.append(f"  note: {lib.path}: {note}")
+    out.extend(_suppressed_text(hidden))
+    if costs:
+        out.extend(_costs_text(t))
+    out.append(_summary(t, amd, hidden))
+    return out
+
+
+# ---- device-code bytes per target (--costs) ----
+
+def target_order(label: str) -> tuple[int, int, str]:
+    kind = 0 if label.startswith("sm_") else 1 if label.startswith("compute_") else 2
+    digits = "".join(ch for ch in label.split("_", 1)[-1] if ch.isdigit())
+    return kind, int(digits or 0), label
+
+
+def device_code_bytes(t: TargetReport) -> list[dict[str, Any]]:
+    """The target's loadable device-code bytes per code target (sm_90, compute_90, gfx90a),
+    summed over its libraries: what dropping that target from every library saves."""
+    acc: dict[str, list[int]] = {}
+    for v in t.libraries:
+        for label, stored, decoded in v.bytes_by_target:
+            row = acc.setdefault(label, [0, 0, 0])
+            row[0] += stored
+            row[1] += decoded
+            row[2] += 1
+    return [{"target": k, "stored": v[0], "decoded": v[1], "libraries": v[2]}
+            for k, v in sorted(acc.items(), key=lambda kv: target_order(kv[0]))]
+
+
+@dataclass(frozen=True, slots=True)
+class CostRow:
+    """One line of the --costs table, its sizes already written for people."""
+
+    target: str
+    stored: str
+    decoded: str
+    share: str  # of all stored device code
+    libraries: int
+
+
+class LibraryCosts(NamedTuple):
+    path: str
+    by_target: tuple[tuple[str, int, int], ...]  # (target, stored, decoded) in target order
+
+
+@dataclass(frozen=True, slots=True)
+class Costs:
+    """The --costs table of a target, shared by the text and Markdown renderings."""
+
+    rows: tuple[CostRow, ...]
+    stored: str  # totals
+    decoded: str
+    per_library: tuple[LibraryCosts, ...]  # when more than one library
+
+
+def cost_table(t: TargetReport) -> Costs:
+    rows = device_code_bytes(t)
+    total_s = sum(r["stored"] for r in rows)
+    total_d = sum(r["decoded"] for r in rows)
+    libs = [v for v in t.libraries if v.bytes_by_target]
+    return Costs(
+        tuple(CostRow(r["target"], size_text(r["stored"]), size_text(r["decoded"]),
+                      f"{100 * r['stored'] / total_s:.0f}%" if total_s else "-", r["libraries"]) for r in rows),
+        size_text(total_s), size_text(total_d),
+        tuple(LibraryCosts(v.path, tuple(sorted(v.bytes_by_target, key=lambda r: target_order(r[0]))))
+              for v in libs)
+        if len(libs) > 1 else ())
+
+
+def _costs_text(t: TargetReport) -> list[str]:
+    c = cost_table(t)
+    if not c.rows:
+        return ["  device code by target: none"]
+    width = max(21, *(len(r.target) for r in c.rows))
+    out = [f"  {'DEVICE CODE BY TARGET':<{width}}  {'STORED':>10}  {'DECODED':>10}  {'SHARE':>5}  LIBRARIES"]
+    out += [f"  {r.target:<{width}}  {r.stored:>10}  {r.decoded:>10}  {r.share:>5}  {r.libraries}" for r in c.rows]
+    out.append(f"  {'total':<{width}}  {c.stored:>10}  {c.decoded:>10}")
+    for path, by_target in c.per_library:
+        parts = ", ".join(f"{k} {size_text(s)}" + (f" ({size_text(d)} decoded)" if d != s else "")
+                          for k, s, d in by_target)
+        out.append(f"    {path}: {parts}")
+    return out
+
+
+def _driver_key(v: str) -> tuple[int, ...]:
+    """Order driver floors; an unknown floor ("unknown") asks most of all."""
+    try:
+        return tuple(int(p) for p in v.split("."))
+    except ValueError:
+        return (1 << 30,)
+
+
+def floor_words(f: Finding) -> str:
+    """A D002 floor in words: ">= 580.65.06 on Linux (CUDA 13.0" or "unknown (no evidence"."""
+    if f.get("driver") == "unknown":
+        return "unknown (archaudit cannot name it"
+    where = "Windows" if f.get("os") == "windows" else "Linux"
+    return f">= {f.get('driver')} on {where} (CUDA {f.get('cuda')}"
+
+
+def _verdict(v: LibraryVerdict, hidden: tuple[Suppression, ...] = ()) -> str:
+    if v.status == "fail" and hidden:
+        errors = {(f.code, f.message) for f in v.findings if f.severity == ERROR}
+        if errors <= {(s.finding.code, s.finding.message) for s in hidden}:
+            return _verdict_words(v) + " (suppressed)"
+    return _verdict_words(v)
+
+
+def _verdict_words(v: LibraryVerdict) -> str:
+    if v.status == "pass" and not v.coverage and not any(f.code == "G008" for f in v.findings):
+        return "? no claim to judge by"  # nothing was judged: not a pass (C001 says why)
+    if v.status == "pass":
+        cov = [lbl for lbl, how in v.coverage]
+        jit = [lbl for lbl, how in v.coverage if how == "jit"]
+        s = f"✓ {' '.join(cov)}" if cov else "✓"
+        return s + (f" (JIT: {' '.join(jit)})" if jit else "")
+    if v.status == "specialised":
+        return "specialised"
+    if v.status == "fail":
+        miss = [lbl for lbl, how in v.coverage if how == "none"]
+        if miss:
+            return f"✗ misses {' '.join(miss)}"
+        codes = sorted({f.code for f in v.findings if f.severity == ERROR})
+        return f"✗ {' '.join(codes)}" if codes else "✗"  # which rule failed it, when no claim is missed
+    return v.status
+
+
+def _summary(t: TargetReport, amd: tuple[str, ...] = (), hidden: tuple[Suppression, ...] = ()) -> str:
+    errors = [f for f in t.findings if f.severity == ERROR]
+    if t.unusable:
+        return f"✗ {t.target}: unusable input"
+    if not errors and suppressed_errors(hidden):
+        n = sum(1 for s in hidden if s.finding.severity == ERROR)
+        return f"✓ passes only because {n} error finding{'s' * (n != 1)} {'are' if n != 1 else 'is'} " \
+               f"suppressed ({suppressed_errors(hidden)})"
+    if not t.gpu_wheel and not errors:
+        return "✓ CPU wheel: no device code to verify"
+    if errors:
+        by = Counter(f.code for f in errors)
+        counts = ", ".join(f"{c} x{n}" for c, n in sorted(by.items()))
+        return f"✗ {len(errors)} finding{'s' * (len(errors) != 1)} ({counts})"
+    libs = [v for v in t.libraries if v.carried]
+    answered = sorted({str(f.get("gpu")) for f in t.findings if f.code == "G008"})
+    if t.claim is None and not amd and answered:
+        return f"✓ every library with device code runs on {', '.join(answered)}"
+    if t.claim is not None or amd:
+        return (f"✓ device code covers every claimed GPU architecture {_claimed(t, amd)} "
+                f"in {len(libs)} librar{'y' if len(libs) == 1 else 'ies'}")
+    return f"✓ device code verified in {len(libs)} librar{'y' if len(libs) == 1 else 'ies'}"
+
+
+def _entry_order(kind_target: str) -> tuple[int, int, str]:
+    """"kind:target" keys: SASS before PTX before the rest, then by number (sm_75 before sm_100)."""
+    kind, _, target = kind_target.partition(":")
+    digits = "".join(ch for ch in target if ch.isdigit())
+    return ({"sass": 0, "ptx": 1}.get(kind, 2), int(digits or 0), target)
+
+
+def _amd_label(e: Entry) -> str:
+    """An AMD entry as ROCm judges it: its code object's own target where that is more specific
+    than the bundle id, and whether HIP selects it at all."""
+    text = rocm.judged_target(e) + (f"(id {e.target})" if rocm.disagrees(e) else "")
+    return text if rocm.hip_reads(e) else f"{text}(never selected: {e.identifier.split('-', 1)[0] or 'id'})"
+
+
+def _containers_text(t: TargetReport, path: str, detail: str) -> list[str]:
+    lib = next((lib for lib in t.inventory.libraries if lib.path == path), None) if t.inventory else None
+    if lib is None:
+        return []
+    groups: dict[tuple[str, tuple[str, ...]], list[Container]] = {}
+    for c in lib.containers:
+        key = (c.role, tuple(sorted({f"{e.kind}:{_amd_label(e) if e.vendor == 'amd' else e.target}"
+                                     for e in c.entries}, key=_entry_order)))
+        groups.setdefault(key, []).append(c)
+    out = []
+    for (role, targets), cs in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        label = " ".join(t.replace("sass:", "").replace("ptx:sm_", "compute_").replace("code-object:", "")
+                         .replace("lto:sm_", "lto_") for t in targets) or "(empty)"
+        line = f"      {len(cs):>5} {role} container{'s' * (len(cs) != 1)} in {cs[0].section or '(file)'}: {label}"
+        if detail == "kernels":
+            names = sorted({k for c in cs for e in c.entries for k in (e.kernels or ())})
+            from ..judge.audit import demangle
+            shown = ", ".join(sorted({demangle(n) for n in names})[:5])
+            line += (f"  [{len(names)} kernel{'s' * (len(names) != 1)}{': ' + shown if shown else ''}"
+                     f"{', ...' if len(names) > 5 else ''}]")
+        out.append(line)
+    return out
+
+
+# ---- JSON ----
+
+def _finding_json(f: Finding) -> dict[str, object]:
+    return {"code": f.code, "severity": f.severity, "subject": f.subject, "message": f.message,
+            "data": {k: v for k, v in f.data}}
+
+
+def _suppressed_json(s: Suppression) -> dict[str, object]:
+    return {**_finding_json(s.finding), "suppressed_by": s.rule, "target": s.target}
+
+
+def to_dict(report: Report, *, detail: str = "libraries", timings: bool = True) -> dict[str, Any]:
+    return {
+        "schema": "archaudit-report",
+        "schema_version": report.schema_version,
+        "tool_version": report.tool_version,
+        "exit_code": report.exit_code,
+        "passed": report.passed,
+        "config": report.policy.config,
+        "targets": [_target_json(t, detail, timings) for t in report.targets],
+        "suppressed": [_suppressed_json(s) for s in report.suppressed],
+    }
+
+
+def _target_json(t: TargetReport, detail: str, timings: bool = True) -> dict[str, Any]:
+    libs = []
+    inv = {lib.path: lib for lib in t.inventory.libraries} if t.inventory else {}
+    for v in t.libraries:
+        d = {
+            "path": v.path, "status": v.status, "carries": list(v.carried),
+            "relocatable": list(v.relocatable),
+            "coverage": {lbl: how for lbl, how in v.coverage},
+            "containers": v.containers, "kernels": v.kernels,
+            "driver_floor": {"cuda": v.driver_floor[0], "driver": v.driver_floor[1]} if v.driver_floor else None,
+            "bytes_by_target": [{"target": k, "stored": s, "decoded": d_} for k, s, d_ in v.bytes_by_target],
+        }
+        lib = inv.get(v.path)
+        if lib is not None:
+            d["size"] = lib.size
+            d["format"] = lib.format
+            d["needed"] = list(lib.needed)
+            if detail in ("containers", "kernels"):
+                d["container_list"] = [{
+                    "role": c.role, "section": c.section, "offset": c.offset, "size": c.size,
+                    "entries": [{
+                        "vendor": e.vendor, "kind": e.kind, "target": e.target,
+                        "code_version": list(e.code_version), "compression": e.compression,
+                        "stored_size": e.stored_size, "size": e.size, "offset": e.offset,
+                        "identifier": e.identifier, "debug": e.debug,
+                        **({"ptx_target": e.ptx_target} if e.ptx_target else {}),
+                        **({"kernels": list(e.kernels) if e.kernels is not None else None}
+                           if detail == "kernels" else {}),
+                    } for e in c.entries],
+                } for c in lib.containers]
+        libs.append(d)
+    out = {
+        "target": t.target, "kind": t.kind, "distribution": t.distribution, "gpu_wheel": t.gpu_wheel,
+        "unusable": t.unusable,
+        "claim": None if t.claim is None else {
+            "source": t.claim.source, "raw": t.claim.raw,
+            "archs": [{"target": a.target.label, "sass": a.sass, "ptx": a.ptx} for a in t.claim.archs],
+            "gpus": [_label(c) for c in t.claim.gpus]},
+        "bytes_read": t.bytes_read, "seconds": round(t.seconds, 3),
+        "libraries": libs,
+        "findings": [_finding_json(f) for f in t.findings],
+        "device_code_bytes": device_code_bytes(t),
+    }
+    if not timings:
+        del out["seconds"]
+    return out
+
+
+def render_json(report: Report, *, detail: str = "libraries", timings: bool = True) -> str:
+    return json.dumps(to_dict(report, detail=detail, timings=timings), indent=2, sort_keys=False) + "\n"

@@ -1,0 +1,134 @@
+"""The renderings of a SmokeReport: text, JSON, Markdown, GitHub workflow commands, JUnit XML."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+from ..smoke.report import FAIL, PASS, SKIP, SmokeReport
+
+SCHEMA = "archaudit-smoke/1"
+
+
+def render_text(report: SmokeReport) -> str:
+    lines = [f"archaudit smoke: {report.distribution} {report.version}  ({report.target})",
+             f"  environment: {report.environment}, Python {report.python}"]
+    if report.gpus:
+        lines.append(f"  GPUs: {', '.join(report.gpus)}; driver {report.driver}")
+    else:
+        lines.append(f"  GPUs: none ({report.gpu_error})")
+    lines.append(f"  require-gpu: {'yes' if report.require_gpu else 'no'}; "
+                 f"timeout {report.timeout:g} s without progress per child")
+    if report.install_policy:
+        lines.append(f"  installed {len(report.installed)} distribution(s), {report.install_policy}:")
+        lines += [f"    {name} {version} from {source}" for name, version, source in report.installed]
+    lines.append("")
+    width = max((len(r.probe) for r in report.rows), default=4)
+    for r in report.rows:
+        lines.append(f"{r.status}  {r.probe:<{width}}  {r.subject}: {r.reason} [{r.duration:.2f} s]")
+        if r.status == FAIL:
+            if r.signal:
+                lines.append(f"      signal: {r.signal}")
+            if r.stderr_tail:
+                tail = r.stderr_tail.splitlines()[-12:]
+                lines.append("      stderr tail:")
+                lines += [f"      | {t}" for t in tail]
+    lines.append("")
+    lines.append(f"{report.count(PASS)} passed, {report.count(FAIL)} failed, {report.count(SKIP)} skipped")
+    res = dict(report.resources)
+    if res:
+        lines.append(f"{res.get('seconds')} s; peak memory: archaudit {res.get('archaudit_max_rss_mb')} MB, "
+                     f"its largest child {res.get('children_max_rss_mb')} MB")
+    return "\n".join(lines)
+
+
+def to_dict(report: SmokeReport) -> dict[str, object]:
+    d = asdict(report)
+    d["resources"] = dict(report.resources)
+    d["rows"] = []
+    for r in report.rows:
+        row = asdict(r)
+        row["details"] = {k: v for k, v in r.details}
+        d["rows"].append(row)
+    return {"schema": SCHEMA, **d,
+            "summary": {"passed": report.count(PASS), "failed": report.count(FAIL),
+                        "skipped": report.count(SKIP)},
+            "exit_code": report.exit_code}
+
+
+def to_json(report: SmokeReport) -> str:
+    return json.dumps(to_dict(report), indent=2, default=str)
+
+
+def render_markdown(report: SmokeReport) -> str:
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|").replace("\n", " ")
+
+    gpus = ", ".join(report.gpus) if report.gpus else f"none ({report.gpu_error})"
+    lines = [f"### archaudit smoke: {report.distribution} {report.version}", "",
+             f"{report.environment}, Python {report.python}; GPUs: {cell(gpus)}; driver {report.driver}", "",
+             "| status | probe | subject | result |", "|---|---|---|---|"]
+    mark = {PASS: "✓ PASS", FAIL: "✗ FAIL", SKIP: "· SKIP"}
+    for r in report.rows:
+        lines.append(f"| {mark[r.status]} | {r.probe} | {cell(r.subject)} | {cell(r.reason)} |")
+    lines += ["", f"{report.count(PASS)} passed, {report.count(FAIL)} failed, {report.count(SKIP)} skipped"]
+    return "\n".join(lines)
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def render_github(report: SmokeReport) -> str:
+    """Workflow commands: one ::error per FAIL row, a ::notice per SKIP, then the summary."""
+    lines = []
+    for r in report.rows:
+        title = _escape_property(f"archaudit smoke {r.probe}: {r.subject}")
+        if r.status == FAIL:
+            lines.append(f"::error title={title}::{_escape_data(r.reason)}")
+        elif r.status == SKIP:
+            lines.append(f"::notice title={title}::{_escape_data(r.reason)}")
+    lines.append(f"{report.distribution} {report.version}: {report.count(PASS)} passed, "
+                 f"{report.count(FAIL)} failed, {report.count(SKIP)} skipped")
+    return "\n".join(lines)
+
+
+def render_junit(report: SmokeReport) -> str:
+    from xml.sax.saxutils import escape, quoteattr
+
+    name = f"archaudit smoke {report.distribution} {report.version}"
+    total = sum(r.duration for r in report.rows)
+    out = ['<?xml version="1.0" encoding="UTF-8"?>',
+           f'<testsuites name={quoteattr(name)} tests="{len(report.rows)}" failures="{report.count(FAIL)}" '
+           f'skipped="{report.count(SKIP)}" time="{total:.3f}">',
+           f'  <testsuite name={quoteattr(name)} tests="{len(report.rows)}" failures="{report.count(FAIL)}" '
+           f'skipped="{report.count(SKIP)}" time="{total:.3f}">']
+    for r in report.rows:
+        head = f'    <testcase classname={quoteattr("smoke." + r.probe)} name={quoteattr(r.subject)} ' \
+               f'time="{r.duration:.3f}"'
+        if r.status == PASS:
+            out.append(head + f'><system-out>{escape(r.reason)}</system-out></testcase>')
+        elif r.status == SKIP:
+            out.append(head + f'><skipped message={quoteattr(r.reason)}/></testcase>')
+        else:
+            body = escape("\n".join(x for x in (r.reason, r.signal or "", r.stderr_tail) if x))
+            out.append(head + f'><failure message={quoteattr(r.reason)}>{body}</failure></testcase>')
+    out += ["  </testsuite>", "</testsuites>"]
+    return "\n".join(out)
+
+
+RENDERERS = {"text": render_text, "json": to_json, "markdown": render_markdown, "github": render_github,
+             "junit": render_junit}
+
+
+def render(report: SmokeReport, fmt: str, *, docs_url: str | None = None) -> str:
+    """The report in one of runner.FORMATS, ending in a newline."""
+    if fmt == "sarif":
+        from . import sarif
+
+        return sarif.render_smoke(report, docs_url=docs_url)
+    return RENDERERS[fmt](report) + "\n"

@@ -1,0 +1,292 @@
+"""Builders shared by the tests of several packages: wheels, zips, hand-built model records,
+reference-tool wrappers. Test files import from here (tests/ is on pytest's pythonpath), never
+from one another."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import random
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import warnings
+import zipfile
+import zlib
+from pathlib import Path
+
+import zstandard
+
+import amd_reference as ref
+from archaudit import model
+from archaudit.claims import parse_claim
+from archaudit.findings import Finding
+from archaudit.judge.audit import Report, judge
+from archaudit.judge.policy import Policy
+from archaudit.model import CODE_OBJECT, EXECUTABLE, PTX, SASS, Container, Entry, Library, Problem, TargetInventory
+from archaudit.read import fatbin, hip
+
+TESTS = Path(__file__).resolve().parent
+CUDA_BIN = TESTS / "fixtures" / "cuda" / "bin"  # nvcc-built (tests/fixtures/cuda/build.sh)
+AMD_BIN = TESTS / "fixtures" / "amd" / "bin"  # clang-built (tests/fixtures/amd/build.sh)
+_ELF_HEAD = (CUDA_BIN / "lib_sm80.so").read_bytes()[:64]
+_KERN_FATBIN = (CUDA_BIN / "kern.fatbin").read_bytes()  # an sm_80 cubin and a zstd compute_90 PTX
+_SASS_AT = 16  # kern.fatbin's sm_80 entry header
+
+
+# ---- archaudit check in a child process that must write nothing (read/test_hazards.py and its neighbours) ----
+
+def snapshot(*dirs: Path) -> dict:
+    out = {}
+    for d in dirs:
+        for p in sorted(d.rglob("*")) if d.exists() else ():
+            try:
+                st = os.lstat(p)
+            except OSError:
+                continue
+            out[str(p)] = (st.st_mode, st.st_size, st.st_mtime_ns)
+        out[str(d)] = os.lstat(d).st_mtime_ns if d.exists() else None
+    return out
+
+
+def check(tmp_path: Path, target: Path, *extra: str, timeout: float = 60) -> tuple[int, dict, str]:
+    """Run `archaudit check` on target; return (exit code, JSON report, stderr) and assert that
+    nothing was written."""
+    home, cwd, tmp = tmp_path / "home", tmp_path / "cwd", tmp_path / "tmp"
+    for d in (home, cwd, tmp):
+        d.mkdir(exist_ok=True)
+    watched = (home, cwd, tmp, target.parent)
+    before = snapshot(*watched)
+    env = dict(os.environ, HOME=str(home), TMPDIR=str(tmp))
+    proc = subprocess.run([sys.executable, "-m", "archaudit", "check", "--no-config", "-q", "--format", "json",
+                           "--arch", "80", str(target), *extra],
+                          cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert snapshot(*watched) == before, "check wrote to the filesystem"
+    report = json.loads(proc.stdout) if proc.stdout.strip() else {}
+    return proc.returncode, report, proc.stderr
+
+
+def findings(report: dict) -> list[tuple[str, str]]:
+    return [(f["code"], f["message"]) for t in report.get("targets", []) for f in t["findings"]]
+
+
+def assert_finding(report: dict, code: str, words: str) -> None:
+    got = findings(report)
+    assert any(c == code and words in m for c, m in got), got
+
+
+def wheel(path: Path, members: list[tuple[str, bytes]], *, symlink: str | None = None) -> Path:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, data in members:
+            info = zipfile.ZipInfo(name, (2024, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.create_system = 3
+            info.external_attr = (0o120777 if name == symlink else 0o100644) << 16
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # "Duplicate name" is the point of one test
+                z.writestr(info, data)
+    return path
+
+
+WHEEL_NAME = "demo-1.0-py3-none-linux_x86_64.whl"
+
+
+# ---- zips built by hand: nested zips, deflate bombs, raw members ----
+
+def inner_zip(members: list[tuple[str, bytes]], method: int = zipfile.ZIP_DEFLATED) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", method) as z:
+        for name, data in members:
+            z.writestr(name, data)
+    return buf.getvalue()
+
+
+def zero_bomb(mib: int, head: bytes = _ELF_HEAD) -> tuple[bytes, int, int]:
+    """(raw deflate stream, CRC, size) of `head` (an ELF header) followed by zeros and a few
+    random bytes per MiB, at about 990:1: under the per-member ratio bound, with a valid CRC.
+    Built from one self-contained block repeated, so building it costs one MiB of compression."""
+    rand = random.Random(0).randbytes(12)
+    block_data = rand + bytes((1 << 20) - len(rand))
+    first_data = head + block_data[len(head):]
+    c = zlib.compressobj(9, zlib.DEFLATED, -15)
+    first = c.compress(first_data) + c.flush(zlib.Z_FULL_FLUSH)
+    block = c.compress(block_data) + c.flush(zlib.Z_FULL_FLUSH)
+    stream = first + block * (mib - 1) + c.flush()
+    crc = zlib.crc32(first_data)
+    for _ in range(mib - 1):
+        crc = zlib.crc32(block_data, crc)
+    return stream, crc, mib << 20
+
+
+def raw_zip(members: list[tuple[str, bytes, int, int]]) -> bytes:
+    """A zip of already-deflated members: (name, deflate stream, CRC, size)."""
+    out = bytearray()
+    central = bytearray()
+    for name, stream, crc, size in members:
+        raw = name.encode()
+        central += struct.pack("<4s6H3L5H2L", b"PK\x01\x02", 0x031E, 20, 0, 8, 0, 0x21, crc, len(stream), size,
+                               len(raw), 0, 0, 0, 0, 0o100644 << 16, len(out)) + raw
+        out += struct.pack("<4s5H3L2H", b"PK\x03\x04", 20, 0, 8, 0, 0x21, crc, len(stream), size, len(raw), 0)
+        out += raw + stream
+    n = len(members)
+    return bytes(out + central + struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, n, n, len(central), len(out), 0))
+
+
+# ---- model records built by hand, and a Report over them (the rule tests) ----
+
+def sass(target: str, *kernels: str, toolkit: tuple[int, int] | None = (13, 0)) -> Entry:
+    return Entry("nvidia", SASS, target, (1, 8), kernels=kernels or ("_Z1kv",), toolkit=toolkit, decoded=True)
+
+
+def ptx(target: str, *kernels: str, isa: tuple[int, int] = (9, 0), text: str | None = None) -> Entry:
+    return Entry("nvidia", PTX, target, isa, kernels=kernels or ("_Z1kv",), decoded=True,
+                 ptx_target=text if text is not None else target.replace("compute_", "sm_"))
+
+
+def amd(target: str) -> Entry:
+    return Entry("amd", CODE_OBJECT, target, kernels=("k",), decoded=True)
+
+
+def box(*entries: Entry, role: str = EXECUTABLE) -> Container:
+    vendor = "amd" if entries and entries[0].vendor == "amd" else "nvidia"
+    return Container(vendor, role, ".nv_fatbin" if vendor == "nvidia" else ".hip_fatbin", 0, 0, entries)  # type: ignore[arg-type]
+
+
+def lib(*containers: Container, needed: tuple[str, ...] = ("libcudart.so.13",), path: str = "libx.so",
+        problems: tuple[Problem, ...] = (), claims: tuple[str, ...] = ()) -> Library:
+    return Library(path, 1000, "elf", containers, needed, embedded_claims=claims, problems=problems)
+
+
+def report(*libs: Library, arch: str | None = "80;90", **policy: object) -> Report:
+    claim = parse_claim(arch, "--arch") if arch is not None else None
+    inv = TargetInventory("t.whl", "wheel", libs)
+    pol = Policy(**policy)  # type: ignore[arg-type]
+    return Report((judge(inv, claim, pol),), pol)
+
+
+def found(rep: Report, code: str) -> list[Finding]:
+    return [f for f in rep.findings if f.code == code]
+
+
+def codes(rep: Report) -> list[str]:
+    return [f.code for f in rep.findings]
+
+
+CLEAN = lib(box(sass("sm_80"), sass("sm_90"), ptx("compute_90")))
+
+
+KERN = box(sass("sm_80", "_Z4axpyv"), sass("sm_90", "_Z4axpyv"), ptx("compute_90", "_Z4axpyv"))
+
+
+# ---- fatbin entries: kern.fatbin's sm_80 header carrying another cubin ----
+
+CUBIN = (CUDA_BIN / "kern_sm80.cubin").read_bytes()
+
+
+def sass_entry(cubin: bytes, arch: int, suffix_flag: int = 0, zstd: bool = False) -> tuple[fatbin.EntryHeader, bytes]:
+    """kern.fatbin's sm_80 entry header carrying another cubin (zstd-compressed if asked)."""
+    payload = zstandard.ZstdCompressor().compress(cubin) if zstd else cubin
+    data = bytearray(_KERN_FATBIN[:_SASS_AT + 64])
+    struct.pack_into("<I", data, _SASS_AT + 8, len(payload))
+    struct.pack_into("<I", data, _SASS_AT + 16, len(payload) if zstd else 0)
+    struct.pack_into("<I", data, _SASS_AT + 28, arch)
+    flags = struct.unpack_from("<Q", data, _SASS_AT + 40)[0] | suffix_flag | (fatbin.FLAG_ZSTD if zstd else 0)
+    struct.pack_into("<Q", data, _SASS_AT + 40, flags)
+    struct.pack_into("<Q", data, _SASS_AT + 56, len(cubin) if zstd else 0)
+    return fatbin.parse_entry_header(bytes(data), _SASS_AT, 64 + len(payload), _SASS_AT), payload
+
+
+# ---- binutils' readelf as the reference for the dynamic section ----
+
+READELF = shutil.which("readelf")
+
+
+def readelf_dynamic(path: Path) -> dict[str, list[str]]:
+    out = subprocess.run([READELF, "-d", "-W", str(path)], capture_output=True, text=True, check=True).stdout
+    found: dict[str, list[str]] = {"NEEDED": [], "RUNPATH": [], "RPATH": [], "SONAME": []}
+    for tag, value in re.findall(r"\((NEEDED|RUNPATH|RPATH|SONAME)\)\s+[^[]*\[(.*)\]", out):
+        found[tag] += value.split(":") if tag in ("RUNPATH", "RPATH") else [value]
+    return found
+
+
+# ---- HIP offload bundles out of the clang-built fixtures, and CCOB wrappers around them ----
+
+def parse_section(path: Path) -> tuple[bytes, list[model.Container]]:
+    data = path.read_bytes()
+    off, size, _ = ref.elf_sections(data)[".hip_fatbin"]
+    out = []
+    pos = off
+    end = off + size
+    mv = memoryview(data)
+    while pos < end:
+        m = re.compile(b"|".join(re.escape(x) for x in hip.MAGICS)).search(data, pos, end)
+        if not m:
+            break
+        n = hip.extent(mv[m.start() : m.start() + hip.MAX_HEADER])
+        assert n is not None and m.start() + n <= end
+        out.append(hip.parse(mv[m.start() : m.start() + n], m.start(), ".hip_fatbin"))
+        pos = m.start() + n
+    return data, out
+
+
+def first_bundle(path: Path) -> bytes:
+    data, cs = parse_section(path)
+    c = cs[0]
+    return data[c.offset : c.offset + c.size]
+
+
+def ccob(bundle: bytes, version: int, method: str, *, usize: int | None = None, payload: bytes | None = None,
+         digest: int | None = None) -> bytes:
+    if payload is None:
+        payload = zlib.compress(bundle, 9) if method == "zlib" else zstandard.ZstdCompressor().compress(bundle)
+    m = {"zlib": 0, "zstd": 1}[method]
+    usize = len(bundle) if usize is None else usize
+    h = int.from_bytes(hashlib.md5(bundle).digest()[:8], "little") if digest is None else digest
+    if version == 1:
+        hdr = struct.pack("<4sHHIQ", b"CCOB", 1, m, usize, h)
+    elif version == 2:
+        hdr = struct.pack("<4sHHIIQ", b"CCOB", 2, m, 24 + len(payload), usize, h)
+    else:
+        hdr = struct.pack("<4sHHQQQ", b"CCOB", 3, m, 32 + len(payload), usize, h)
+    return hdr + payload
+
+
+PLAIN = first_bundle(AMD_BIN / "hip_multi.so") if (AMD_BIN / "hip_multi.so").exists() else b""
+
+
+# ---- wheels for the index tests ----
+
+def make_wheel(dest: Path, project: str, version: str, libs: dict[str, Path], padding: int = 0) -> Path:
+    """A wheel holding real nvcc-built libraries, and `padding` bytes of Python source (members
+    a range reader need not fetch)."""
+    path = dest / f"{project}-{version}-py3-none-manylinux_2_28_x86_64.whl"
+    rnd = random.Random(version)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr(f"{project}/__init__.py", "")
+        for member, src in libs.items():
+            z.write(src, member)
+        for i in range(padding // 330_000):  # hex digits: about 330 KB each once deflated
+            z.writestr(f"{project}/data/m{i:04}.py", f"TEXT = {rnd.randbytes(300_000).hex()!r}\n")
+        z.writestr(f"{project}-{version}.dist-info/METADATA",
+                   f"Metadata-Version: 2.1\nName: {project}\nVersion: {version}\n")
+        z.writestr(f"{project}-{version}.dist-info/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: false\n")
+    return path
+
+
+DEMO_LIB = "demo/lib/libkern.so"  # where make_wheel puts a library in the index tests
+
+
+# ---- smoke without a GPU ----
+
+# Why there is no GPU, in the driver's words: no driver at all, or a driver that sees no device.
+NO_GPU_REASONS = ("no CUDA driver: libcuda.so.1: cannot open shared object file",
+                  "cuInit failed: CUDA_ERROR_NO_DEVICE (100)")
+
+
+def no_gpu_reason(text: str) -> bool:
+    return any(r in text for r in NO_GPU_REASONS)

@@ -1,0 +1,398 @@
+"""The audit rule, end to end through the CLI, on nvcc-built fixtures."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+import oracle
+from archaudit.cli import example_wheel, main
+
+BIN = oracle.FIXTURES
+
+
+def run(capsys, *args: str) -> tuple[int, dict]:
+    rc = main(["check", "-q", "--format", "json", "--no-config", *args])
+    out = capsys.readouterr().out
+    return rc, json.loads(out)
+
+
+def codes(report: dict) -> list[str]:
+    return [f["code"] for t in report["targets"] for f in t["findings"]]
+
+
+def findings(report: dict, code: str) -> list[dict]:
+    return [f for t in report["targets"] for f in t["findings"] if f["code"] == code]
+
+
+def lib(name: str) -> str:
+    return str(BIN / name)
+
+
+def test_example_wheel_shows_the_pass_line_and_the_failure_line(capsys):
+    rc = main(["check", "-q", "--no-config", "--example", "--arch", "80;90"])
+    text = capsys.readouterr().out
+    assert rc == 1
+    assert "gpu_example/libkernels.so" in text and "✓ 80 90" in text
+    assert ("✗ G001 gpu_example/libshim.so has no code for 90 (claimed: 80, 90, from --arch): it carries "
+            "code only for sm_80; 1 kernel (mul) would fail there with 'no kernel image is available'") in text
+
+
+def test_example_wheel_passes_when_the_claim_is_what_it_carries(capsys):
+    rc, rep = run(capsys, example_wheel(), "--arch", "80")
+    assert rc == 0 and rep["passed"]
+    assert [lib["status"] for lib in rep["targets"][0]["libraries"]] == ["pass", "pass"]
+
+
+def test_library_union_passes_but_a_kernel_fails(capsys):
+    """kern.o has sm_80/sm_90/compute_90, mul.o only sm_80: union covers 90, `mul` does not."""
+    rc, rep = run(capsys, lib("lib_multiobj.so"), "--arch", "80,90", "--detail", "kernels")
+    assert rc == 1
+    assert "G001" not in codes(rep)  # the library as a whole carries sm_90
+    (k,) = findings(rep, "K001")
+    assert [n[:6] for n in k["data"]["kernels"]] == ["_Z3mul"] and k["data"]["fails"] == ["90"]
+    assert "1 kernel (mul) carry code only for sm_80; they fail on sm_90 (claimed)" in k["message"]
+
+
+def test_rdc_library_fails_per_kernel_too(capsys):
+    rc, rep = run(capsys, lib("lib_multiobj_rdc.so"), "--arch", "80,90", "--detail", "kernels")
+    assert rc == 1
+    ks = findings(rep, "K001")
+    assert any(n.startswith("_Z3mul") for k in ks for n in k["data"]["kernels"])
+
+
+def test_one_kernel_in_single_architecture_containers_fails_closed(capsys, tmp_path):
+    """One kernel compiled into an sm_80-only and an sm_90-only container: the binary cannot say
+    whether the host picks the container by architecture (K004, naming both containers), until a
+    config entry records the dispatch."""
+    rc, rep = run(capsys, lib("lib_dispatch.so"), "--arch", "80,90")
+    k4 = findings(rep, "K004")
+    assert rc == 1 and sorted(f["data"]["fails"] for f in k4) == [["80"], ["90"]] and "K001" not in codes(rep)
+    assert all(set(f["data"]["containers"]).isdisjoint(f["data"]["elsewhere"]) for f in k4)
+    config = tmp_path / "pyproject.toml"
+    config.write_text('[tool.archaudit]\n[[tool.archaudit.ignore-library]]\ncode = "K004"\nlibrary = "*"\n'
+                      'reason = "the host picks work<1> by __CUDA_ARCH__ (dispatch.cu)"\n')
+    assert main(["check", "-q", "--format", "json", "--config", str(config), lib("lib_dispatch.so"),
+                 "--arch", "80,90"]) == 0
+    capsys.readouterr()
+    rc, rep = run(capsys, lib("lib_dispatch.so"), "--arch", "80,90", "--strict-kernels")
+    assert rc == 1 and sorted(f["data"]["fails"] for f in findings(rep, "K001")) == [["80"], ["90"]]
+
+
+def test_kernels_are_named_in_the_one_pass(capsys):
+    """The default mode decodes every payload while reading: kernels are named without a second
+    read, and the same facts give the same verdict under every --detail."""
+    rc = main(["check", "-q", "--no-config", "-v", lib("lib_multiobj.so"), "--arch", "80,90"])
+    out = capsys.readouterr().out
+    assert rc == 1 and "1 kernel (mul) carry code only for sm_80" in out
+    assert "second pass" not in out
+    for detail in ("libraries", "containers", "kernels"):
+        assert main(["check", "-q", "--no-config", "--detail", detail, lib("lib_multiobj.so"),
+                     "--arch", "80,90"]) == 1
+        capsys.readouterr()
+
+
+def test_fast_mode_never_passes_what_it_did_not_decode(capsys):
+    """--fast reads entry headers only: a library it would otherwise pass fails with E015."""
+    assert main(["check", "-q", "--no-config", lib("lib_sm80.so"), "--arch", "80"]) == 0
+    capsys.readouterr()
+    rc, rep = run(capsys, lib("lib_sm80.so"), "--arch", "80", "--fast")
+    assert rc == 1 and codes(rep).count("E015") == 1
+    rc, rep = run(capsys, lib("lib_sm80.so"), "--arch", "80,90", "--fast")  # a failure stays one
+    assert rc == 1 and {"E015", "G001"} <= set(codes(rep))
+
+
+def test_per_container_rule_without_decoding_still_finds_the_gap(capsys):
+    rc, rep = run(capsys, lib("lib_multiobj.so"), "--arch", "80,90")
+    assert rc == 1 and codes(rep).count("K001") == 1
+
+
+def test_hopper_only_library_is_specialised_not_a_gap(capsys):
+    rc, rep = run(capsys, lib("lib_hopper_only.so"), "--arch", "80,90")
+    assert rc == 0
+    (g,) = findings(rep, "G005")
+    assert g["data"]["serves"] == ["9.0"]
+    rc, rep = run(capsys, lib("lib_hopper_only.so"), "--arch", "80,90", "--strict")
+    assert rc == 1 and findings(rep, "G001")[0]["data"]["missing"] == ["80"]
+
+
+def test_hopper_only_container_is_specialised_unless_strict_kernels(capsys):
+    rc, rep = run(capsys, lib("lib_mixed_specialised.so"), "--arch", "80,90", "--detail", "kernels")
+    assert rc == 0
+    (k,) = findings(rep, "K002")
+    assert k["data"]["kernels"] == ["_Z11hopper_onlyPfi"]
+    rc, rep = run(capsys, lib("lib_mixed_specialised.so"), "--arch", "80,90", "--strict-kernels")
+    assert rc == 1 and findings(rep, "K001")[0]["data"]["fails"] == ["80"]
+
+
+@pytest.mark.parametrize("claim,rc,code", [
+    ("90", 0, "G002"),       # compute_90 PTX JITs on 9.0
+    ("90;100;120", 0, "G002"),  # ... and on every newer GPU
+    ("80,90", 1, "G001"),    # never downward
+])
+def test_ptx_runs_on_equal_or_newer_only(capsys, claim, rc, code):
+    got, rep = run(capsys, lib("lib_ptx90.so"), "--arch", claim)
+    assert got == rc and code in codes(rep)
+
+
+def test_arch_specific_ptx_runs_only_on_its_architecture(capsys):
+    rc, rep = run(capsys, lib("lib_ptx90a.so"), "--arch", "90,100", "--strict")
+    assert rc == 1 and findings(rep, "G001")[0]["data"]["missing"] == ["100"]
+
+
+def test_sass_runs_on_newer_minor_but_not_on_tegra_or_a_new_major(capsys):
+    assert run(capsys, lib("lib_sm80.so"), "--arch", "8.6 8.9")[0] == 0
+    rc, rep = run(capsys, lib("lib_sm80.so"), "--arch", "8.0 8.7 9.0")
+    assert rc == 1 and findings(rep, "G001")[0]["data"]["missing"] == ["87", "90"]
+
+
+def test_family_code_runs_within_its_family(capsys):
+    assert run(capsys, lib("lib_sm100f.so"), "--arch", "100;103", "--strict")[0] == 0
+    rc, rep = run(capsys, lib("lib_sm100f.so"), "--arch", "100;110;120", "--strict")
+    assert findings(rep, "G001")[0]["data"]["missing"] == ["110", "120"]
+
+
+def test_relocatable_code_never_counts_as_coverage(capsys):
+    rc, rep = run(capsys, lib("lib_rdc.so"), "--arch", "80,90")
+    assert rc == 1 and findings(rep, "G001")[0]["data"]["missing"] == ["90"]
+    assert "G007" in codes(rep)
+
+
+def test_exact_fails_on_architectures_carried_but_not_claimed(capsys):
+    rc, rep = run(capsys, lib("lib_multi.so"), "--arch", "75;80;86;89;90;100", "--exact")
+    assert rc == 1 and findings(rep, "G003")[0]["data"]["extra"] == ["120"]
+    # the kernel-less sm_75 device-link cubin of lib_multiobj is not "carried" code
+    rc, rep = run(capsys, lib("lib_multiobj.so"), "--arch", "80,90", "--exact", "--detail", "kernels")
+    assert "G003" not in codes(rep)
+
+
+def test_require_ptx_newest(capsys):
+    assert run(capsys, lib("lib_multi.so"), "--arch", "75;80;90;120", "--require-ptx", "newest")[0] == 0
+    rc, rep = run(capsys, lib("lib_sm80.so"), "--arch", "80", "--require-ptx", "newest")
+    assert rc == 1 and findings(rep, "G004")[0]["data"]["newest"] == "80"
+
+
+def test_driver_floor_and_driver_check(capsys):
+    rc, rep = run(capsys, lib("lib_ptx90.so"), "--arch", "90")
+    (floor,) = findings(rep, "D002")
+    assert floor["data"]["cuda"] == "13.0"  # PTX ISA 9.0 came with CUDA 13.0
+    rc, rep = run(capsys, lib("lib_ptx90.so"), "--arch", "90", "--driver", "550.54.15")
+    assert rc == 1
+    (d,) = findings(rep, "D001")
+    assert "unsupported toolchain" in d["message"] and "compute_90 (PTX ISA 9.0)" in d["message"]
+    assert run(capsys, lib("lib_ptx90.so"), "--arch", "90", "--driver", floor["data"]["driver"])[0] == 0
+
+
+def test_gpu_answers_per_library(capsys):
+    rc, rep = run(capsys, example_wheel(), "--arch", "80", "--gpu", "H100")
+    runs = {f["subject"]: f["data"]["runs"] for f in findings(rep, "G008") + findings(rep, "G009")}
+    assert runs == {"gpu_example/libkernels.so": "native", "gpu_example/libshim.so": "none"}
+    assert rc == 1
+    rc, rep = run(capsys, lib("lib_ptx90.so"), "--arch", "90", "--gpu", "sm_100")
+    assert {f["data"]["runs"] for f in findings(rep, "G008")} == {"jit"}
+
+
+def test_cpu_library_passes_without_a_claim(capsys):
+    rc = main(["check", "-q", "--no-config", lib("lib_host.so")])
+    assert rc == 0 and "CPU wheel: no device code to verify" in capsys.readouterr().out
+
+
+def test_gpu_library_without_a_claim_fails_closed(capsys):
+    rc, rep = run(capsys, lib("lib_sm80.so"))
+    assert rc == 1 and "C001" in codes(rep)
+    assert [f["code"] for f in findings(rep, "C001")] == ["C001"] and findings(rep, "C001")[0]["severity"] == "error"
+
+
+def test_claim_given_but_no_device_code_fails_closed(capsys):
+    rc, rep = run(capsys, lib("lib_host.so"), "--arch", "80")
+    assert rc == 1 and "G006" in codes(rep)
+
+
+def test_claim_from_environment(capsys, monkeypatch):
+    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "8.0 9.0+PTX")
+    rc, rep = run(capsys, lib("lib_sm80.so"), "--arch-from-env", "TORCH_CUDA_ARCH_LIST")
+    assert rc == 1 and rep["targets"][0]["claim"]["source"] == "environment TORCH_CUDA_ARCH_LIST"
+    rc = main(["check", "-q", "--no-config", lib("lib_sm80.so"), "--arch-from-env", "UNSET_VARIABLE_X"])
+    assert rc == 2
+
+
+def test_claim_from_pyproject(capsys, tmp_path, monkeypatch):
+    (tmp_path / "pyproject.toml").write_text('[tool.archaudit]\ncuda-archs = "80;90"\n')
+    sub = tmp_path / "a" / "b"
+    sub.mkdir(parents=True)
+    monkeypatch.chdir(sub)  # found upward, like other pypa tools
+    rc = main(["check", "-q", "--format", "json", lib("lib_sm80.so")])
+    rep = json.loads(capsys.readouterr().out)
+    assert rc == 1 and "[tool.archaudit] cuda-archs" in rep["targets"][0]["claim"]["source"]
+    assert findings(rep, "G001")[0]["data"]["missing"] == ["90"]
+    rc = main(["check", "-q", "--format", "json", lib("lib_sm80.so"), "--arch", "80"])  # flag overrides
+    assert rc == 0
+
+
+def test_unparseable_claim_is_a_usage_error(capsys):
+    rc = main(["check", "-q", "--no-config", lib("lib_sm80.so"), "--arch", "sm_8x"])
+    assert rc == 2 and "C002" in capsys.readouterr().err
+
+
+def test_directory_target_and_symlinked_libraries(capsys, tmp_path):
+    shutil.copy(BIN / "lib_sm80.so", tmp_path / "libfoo.so.1")
+    os.symlink("libfoo.so.1", tmp_path / "libfoo.so")
+    rc, rep = run(capsys, str(tmp_path), "--arch", "80")
+    assert rc == 0 and [x["path"] for x in rep["targets"][0]["libraries"]] == ["libfoo.so.1"]
+
+
+def test_installed_distribution_target(capsys):
+    """archaudit itself is installed: a CPU distribution with one GPU example wheel as data."""
+    rc = main(["check", "-q", "--no-config", "archaudit"])
+    assert rc == 0 and "CPU wheel" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("make,code,want_rc", [
+    ("truncated_wheel", "E002", 2),
+    ("not_elf_so", "E010", 1),
+    ("corrupted_fatbin_size", "E011", 1),
+    ("empty_dir", "E001", 2),
+    ("windows_pyd", "E021", 1),
+    ("missing", "E001", 2),
+])
+def test_bad_input_is_a_clear_finding_not_a_traceback(capsys, tmp_path, make, code, want_rc):
+    if make == "truncated_wheel":
+        data = open(example_wheel(), "rb").read()
+        target = tmp_path / "x-1.0-py3-none-any.whl"
+        target.write_bytes(data[: len(data) // 2])
+    elif make == "not_elf_so":
+        target = tmp_path / "libfake.so"
+        target.write_text("INPUT(-lfoo)\n")  # a linker script named .so
+    elif make == "corrupted_fatbin_size":
+        data = bytearray((BIN / "lib_sm80.so").read_bytes())
+        at = data.find(b"\x50\xed\x55\xba")
+        data[at + 8:at + 16] = (2**40).to_bytes(8, "little")
+        target = tmp_path / "libbad.so"
+        target.write_bytes(bytes(data))
+    elif make == "windows_pyd":
+        target = tmp_path / "kernels.pyd"
+        target.write_bytes(b"MZ\x90\x00" + bytes(60))
+    elif make == "empty_dir":
+        target = tmp_path / "empty"
+        target.mkdir()
+    else:
+        target = tmp_path / "nope.whl"
+    rc = main(["check", "-q", "--no-config", "--format", "json", str(target), "--arch", "80"])
+    captured = capsys.readouterr()
+    assert rc == want_rc and "Traceback" not in captured.err
+    assert code in [f["code"] for t in json.loads(captured.out)["targets"] for f in t["findings"]]
+
+
+def test_a_fatbin_section_cut_below_one_container_fails_closed(capsys):
+    """Found by the fuzzer: size 1 and a zeroed magic hid all of an object's device code."""
+    path = BIN.parent.parent.parent / "fuzz" / "regressions" / "lto-relfatbin-size1-magic0.o"
+    rc, rep = run(capsys, str(path), "--arch", "80")
+    assert rc == 1 and "E011" in codes(rep)
+
+
+def test_wheel_members_are_read_in_place(tmp_path):
+    """check writes nothing: no extraction, not even to a temporary directory. It runs in a child
+    whose TMPDIR, HOME and working directory are fresh (tempfile caches its directory on first use,
+    so setting TMPDIR in this process would prove nothing)."""
+    dirs = [tmp_path / d for d in ("tmp", "home", "cwd")]
+    for d in dirs:
+        d.mkdir()
+    env = dict(os.environ, TMPDIR=str(dirs[0]), HOME=str(dirs[1]))
+    proc = subprocess.run([sys.executable, "-m", "archaudit", "check", "-q", "--no-config", example_wheel(),
+                           "--arch", "80,90", "--detail", "kernels"], cwd=dirs[2], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "G001" in proc.stdout, proc.stderr
+    assert [sorted(os.listdir(d)) for d in dirs] == [[], [], []]
+
+
+def test_cuda_fixtures_in_a_wheel_match_the_same_files_on_disk(capsys, tmp_path):
+    """The streaming wheel path and the plain file path give the same libraries."""
+    names = ["lib_multi.so", "lib_rdc.so", "lib_multiobj.so", "lib_cmp_speed_all.so", "lib_host.so"]
+    whl = tmp_path / "fx-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(whl, "w", zipfile.ZIP_DEFLATED) as z:
+        for n in names:
+            z.write(BIN / n, f"fx/{n}")
+    d = tmp_path / "tree" / "fx"
+    d.mkdir(parents=True)
+    for n in names:
+        shutil.copy(BIN / n, d / n)
+    a = run(capsys, str(whl), "--arch", "80", "--detail", "kernels")[1]["targets"][0]["libraries"]
+    b = run(capsys, str(tmp_path / "tree"), "--arch", "80", "--detail", "kernels")[1]["targets"][0]["libraries"]
+    assert a == b
+
+
+@pytest.mark.parametrize("target,claim", [
+    ("lib_multiobj.so", "80,90"),
+    ("lib_multiobj_rdc.so", "80,90"),
+    ("lib_dispatch.so", "80,90"),
+    ("lib_mixed_specialised.so", "80,90"),
+    ("lib_multi.so", "75;80;86;89;90;100;120"),
+    ("lib_ptx90a.so", "90;100"),
+    (None, "80;90"),
+])
+def test_the_verdict_does_not_depend_on_detail(capsys, target, claim):
+    """--detail only changes what is printed: the exit code and every finding stay the same."""
+    path = lib(target) if target else example_wheel()
+    seen = set()
+    for detail in ("libraries", "containers", "kernels"):
+        rc, rep = run(capsys, path, "--arch", claim, "--detail", detail)
+        seen.add((rc, tuple(sorted((f["code"], f["subject"], f["message"]) for t in rep["targets"]
+                                   for f in t["findings"]))))
+    assert len(seen) == 1, seen
+
+
+def test_unknown_entry_kind_fails_closed(capsys, tmp_path):
+    """E013: a fatbin entry of a kind archaudit does not know cannot be verified."""
+    data = bytearray((BIN / "lib_sm80.so").read_bytes())
+    at = data.find(b"\x50\xed\x55\xba")
+    header = int.from_bytes(data[at + 4:at + 6], "little") >> 0  # version, then header size at +6
+    entry = at + int.from_bytes(data[at + 6:at + 8], "little")
+    assert header >= 1 and int.from_bytes(data[entry:entry + 2], "little") in (1, 2)
+    data[entry:entry + 2] = (16).to_bytes(2, "little")
+    target = tmp_path / "libkind.so"
+    target.write_bytes(bytes(data))
+    rc, rep = run(capsys, str(target), "--arch", "80")
+    assert rc == 1 and "E013" in codes(rep)
+    assert [v["status"] for v in rep["targets"][0]["libraries"]] == ["fail"]
+
+
+def test_a_claim_for_a_vendor_without_code_fails(capsys):
+    """Issue 11 pt 7: the example wheel carries only NVIDIA code; an AMD claim covers nothing."""
+    rc, rep = run(capsys, example_wheel(), "--arch", "80", "--amd-arch", "gfx942")
+    (g,) = findings(rep, "G011")
+    assert rc == 1 and g["data"]["vendor"] == "amd" and g["data"]["missing"] == ["gfx942"]
+    rc, rep = run(capsys, example_wheel(), "--arch", "80")
+    assert rc == 0 and not findings(rep, "G011")
+
+
+# ---- counter-examples (build_gaps.sh): a gap is excused only by evidence about that kernel in that container
+
+
+def test_a_thrust_call_excuses_no_other_kernel(capsys):
+    """A Thrust call in a TU built for 80;90 (its kernels in cub::CUB_300001_SM_800_900) beside
+    layernorm_kernel in a TU built for sm_80 only: layernorm_kernel fails on the H200 with 209."""
+    rc, rep = run(capsys, lib("lib_thrust_layernorm.so"), "--arch", "80;90")
+    (k,) = findings(rep, "K001")
+    assert rc == 1 and k["data"]["kernels"] == ["_Z16layernorm_kernelPKfPfi"] and k["data"]["fails"] == ["90"]
+    assert not findings(rep, "K003")  # CCCL's namespace names the TU's architectures, not a kernel's
+
+
+@pytest.mark.parametrize("name", ["lib_axpy_narrow_first.so", "lib_axpy_wide_first.so"])
+def test_a_kernel_in_another_container_covers_nothing(capsys, name):
+    """axpy<float> in a TU for sm_80 and in one for 80;90: the sm_80 TU's launch gives 209 on the
+    H200, in either link order. The error names both containers and the entry that records a
+    deliberate dispatch."""
+    rc, rep = run(capsys, lib(name), "--arch", "80;90")
+    (k,) = findings(rep, "K004")
+    assert rc == 1 and k["data"]["fails"] == ["90"] and k["data"]["carried"] == ["sm_80"]
+    assert k["data"]["kernels"] == ["_Z4axpyIfEvT_PKS0_PS0_i"] and len(k["data"]["elsewhere"]) == 1
+    assert k["data"]["containers"][0] in k["message"] and k["data"]["elsewhere"][0] in k["message"]
+    assert 'code = "K004"' in k["message"]
+    rc, rep = run(capsys, lib(name), "--arch", "80")
+    assert rc == 0

@@ -1,0 +1,237 @@
+"""AMD code judged the way ROCm selects and loads it (archaudit.judge.rocm), on bundles built by clang 19
+and clang-offload-bundler 19 (tests/fixtures/amd/build_loading.sh): a kernel is looked up in its
+own bundle only; a code object is judged by its own e_flags where they say more than its bundle
+id; the first entry whose id fits is selected, with no fallback; HIP reads hip and hipv4
+entries only; --gpu answers for the GPU as it ships."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from reference_tools import needs_tool
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
+import amd_reference as ref  # noqa: E402
+from archaudit.cli import main  # noqa: E402
+from archaudit.cli.settings import gpus  # noqa: E402
+from archaudit.judge import rocm  # noqa: E402
+from archaudit.model import CODE_OBJECT, HIP, Container, Entry  # noqa: E402
+
+LOADING = Path(__file__).parents[1] / "fixtures" / "amd" / "bin" / "loading"
+BIN = LOADING.parent
+
+needs_bundler = needs_tool("clang-offload-bundler", ref.BUNDLER)
+needs_readelf = needs_tool("llvm-readelf (one that names AMDGPU processors)", ref.READELF)
+
+
+def check(tmp_path: Path, *args: str) -> tuple[int, dict, str]:
+    out = tmp_path / "r.json"
+    rc = main(["check", "--no-config", "-q", "--format", "json", "-o", str(out), *args])
+    text = tmp_path / "r.txt"
+    main(["check", "--no-config", "-q", "--detail", "kernels", "-o", str(text), *args])
+    return rc, json.loads(out.read_text(encoding="utf-8")), text.read_text(encoding="utf-8")
+
+
+def findings(doc: dict, code: str) -> list[dict]:
+    return [f for t in doc["targets"] for f in t["findings"] if f["code"] == code]
+
+
+def bundle_ids(path: Path) -> list[str]:
+    """The reference bundler's ids of a bare bundle file, or of each bundle of a library's .hip_fatbin."""
+    data = path.read_bytes()
+    if data[:4] == b"\x7fELF":
+        off, size, _ = ref.elf_sections(data)[".hip_fatbin"]
+        return [" ".join(sorted(ref.reference_bundle(piece, with_entries=False)))  # type: ignore[arg-type]
+                for _, piece in ref.split_section(data, off, size)]
+    listed = subprocess.run([str(ref.BUNDLER), "-list", "-type=o", f"-input={path}"], capture_output=True,
+                            text=True, check=True, timeout=60).stdout.split()
+    return sorted(listed)
+
+
+# ---- 1. a kernel is looked up in its own bundle ----------------------------------------------------
+
+
+@needs_bundler
+def test_a_kernel_without_code_in_its_own_bundle_fails_k001(tmp_path):
+    """Two translation units bundled on their own; fill's (second.hip) was built without gfx942.
+    The library as a whole has gfx942 code, but not for fill: it fails on gfx942 (issue 30, 1)."""
+    lib = LOADING / "hip_fill_no_gfx942.so"
+    per_bundle = bundle_ids(lib)
+    assert len(per_bundle) == 2 and any("gfx942" not in b and "gfx90a" in b for b in per_bundle)
+    rc, doc, text = check(tmp_path, "--amd-arch", "gfx90a;gfx942", str(lib))
+    assert rc == 1
+    (k,) = findings(doc, "K001")
+    assert k["data"]["kernels"] == ["fill"] and k["data"]["carried"] == ["gfx90a"]
+    assert all(g.startswith("gfx942:") for g in k["data"]["fails"]) and len(k["data"]["fails"]) == 4
+    assert "in their own bundle" in k["message"] and not findings(doc, "G001")
+    # --detail kernels: each bundle with its own targets and kernels
+    assert "1 hip container in .hip_fatbin: gfx90a  [1 kernel: fill]" in text
+    assert "1 hip container in .hip_fatbin: gfx90a gfx942  [3 kernels: saxpy, scale]" in text
+    rc, doc, _ = check(tmp_path, "--amd-arch", "gfx90a", str(lib))
+    assert rc == 0 and not findings(doc, "K001")
+
+
+def test_kernel_gaps_need_another_module_that_runs():
+    """A setting no module runs on is G001's, not a kernel gap."""
+    a = Container("amd", HIP, ".hip_fatbin", 0, 1, (Entry("amd", CODE_OBJECT, "gfx90a", identifier=
+                  "hipv4-amdgcn-amd-amdhsa--gfx90a", kernels=("a",), decoded=True, own_target="gfx90a"),))
+    b = Container("amd", HIP, ".hip_fatbin", 9, 1, (Entry("amd", CODE_OBJECT, "gfx942", identifier=
+                  "hipv4-amdgcn-amd-amdhsa--gfx942", kernels=("b",), decoded=True, own_target="gfx942"),))
+    paths = [rocm.path((a, b), g) for g in ("gfx90a:sramecc+:xnack-", "gfx1100")]
+    (gap,) = rocm.kernel_gaps((a, b), paths)
+    assert (gap.name, gap.carried, gap.fails) == ("b", ("gfx942",), ("gfx90a:sramecc+:xnack-",))
+
+
+# ---- 2. the code object's own target ---------------------------------------------------------------
+
+
+@needs_bundler
+@needs_readelf
+def test_an_id_that_says_less_than_its_code_object_is_judged_as_built(tmp_path):
+    """Id gfx90a, code object xnack+ (llvm-readelf): selected for both settings, refused with xnack
+    off; so a gfx90a claim fails, a gfx90a:xnack+ claim passes, and G014 says so."""
+    fb = LOADING / "id_gfx90a_holds_xnack_on.hipfb"
+    assert bundle_ids(fb) == ["hipv4-amdgcn-amd-amdhsa--gfx90a", "host-x86_64-unknown-linux-gnu-"]
+    assert ref.readelf_code_object(str(LOADING / "gfx90a_xnack_on.hsaco"))[0] == "gfx90a:xnack+"
+    rc, doc, text = check(tmp_path, "--amd-arch", "gfx90a", str(fb))
+    assert rc == 1 and findings(doc, "G001")
+    assert "the loader refuses its code object (hipv4-amdgcn-amd-amdhsa--gfx90a holds a code object built for " \
+           "gfx90a:xnack+), with no fallback" in findings(doc, "G001")[0]["message"]
+    (g,) = findings(doc, "G014")
+    assert g["severity"] == "warning" and g["data"]["built"] == ["gfx90a:xnack+"]
+    assert "gfx90a:xnack+(id gfx90a)" in text
+    rc, doc, _ = check(tmp_path, "--amd-arch", "gfx90a:xnack+", str(fb))
+    assert rc == 0 and findings(doc, "G014")
+
+
+@needs_bundler
+@needs_readelf
+def test_sramecc_off_code_is_not_native_on_an_mi300x(tmp_path):
+    """Id gfx942, code object sramecc-: an MI300X runs with ECC on (gfx942:sramecc+:xnack-), so
+    ROCm selects the entry and the loader refuses it."""
+    fb = LOADING / "id_gfx942_holds_sramecc_off.hipfb"
+    assert "hipv4-amdgcn-amd-amdhsa--gfx942" in bundle_ids(fb)
+    assert ref.readelf_code_object(str(LOADING / "gfx942_sramecc_off.hsaco"))[0] == "gfx942:sramecc-"
+    rc, doc, _ = check(tmp_path, "--gpu", "MI300X", str(fb))
+    assert rc == 1 and not findings(doc, "G008")
+    (g,) = findings(doc, "G009")
+    assert g["data"]["setting"] == "gfx942:sramecc+:xnack-" and "as it ships): not at all" in g["message"]
+    rc, _, _ = check(tmp_path, "--amd-arch", "gfx942", str(fb))
+    assert rc == 1
+
+
+# ---- 3. selection, kinds, spelling -------------------------------------------------------------------
+
+
+@needs_bundler
+def test_the_first_entry_whose_id_fits_wins_with_no_fallback(tmp_path):
+    """Entries in file order: hipv4 gfx90a (an xnack+ object), then hip gfx90a (either setting,
+    kernel k). With xnack off the first is selected and refused, and the second is never tried; with
+    xnack on the first loads and k, only in the second, cannot be launched."""
+    fb = LOADING / "first_fit_wins.hipfb"
+    assert bundle_ids(fb) == ["hip-amdgcn-amd-amdhsa--gfx90a", "hipv4-amdgcn-amd-amdhsa--gfx90a",
+                              "host-x86_64-unknown-linux-gnu-"]
+    rc, doc, _ = check(tmp_path, "--amd-arch", "gfx90a:xnack-", str(fb))
+    assert rc == 1 and "with no fallback to a later entry" in findings(doc, "G001")[0]["message"]
+    rc, doc, _ = check(tmp_path, "--amd-arch", "gfx90a:xnack+", str(fb))
+    assert rc == 1 and not findings(doc, "G001")
+    (k,) = findings(doc, "K001")
+    assert k["data"]["kernels"] == ["k"]
+
+
+def test_select_walks_entries_in_order_and_skips_what_hip_does_not_read():
+    def e(ident: str, target: str, own: str, kernels: tuple[str, ...] = ("k",)) -> Entry:
+        return Entry("amd", CODE_OBJECT, target, identifier=ident, kernels=kernels, decoded=True, own_target=own)
+    omp = e("openmp-amdgcn-amd-amdhsa--gfx90a", "gfx90a", "gfx90a")
+    on = e("hipv4-amdgcn-amd-amdhsa--gfx90a:xnack+", "gfx90a:xnack+", "gfx90a:xnack+")
+    off = e("hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-", "gfx90a:xnack-", "gfx90a:xnack-")
+    c = Container("amd", HIP, ".hip_fatbin", 0, 1, (omp, on, off))
+    assert rocm.select(c, "gfx90a:sramecc+:xnack-") == rocm.Selection("native", off)
+    assert rocm.select(c, "gfx90a:sramecc+:xnack+") == rocm.Selection("native", on)
+    assert rocm.select(c, "gfx942:sramecc+:xnack-") == rocm.NOTHING
+    assert not rocm.compatible("gfx11-generic", "gfx1100")  # comgr compares processors as written
+    assert rocm.compatible("gfx90a", "gfx90a:sramecc-:xnack+")
+    assert not rocm.compatible("gfx90a:sramecc+", "gfx90a:xnack+")  # a GPU setting left open pins nothing
+
+
+@needs_bundler
+def test_an_openmp_entry_is_never_selected_by_hip(tmp_path):
+    fb = LOADING / "openmp_entry.hipfb"
+    assert "openmp-amdgcn-amd-amdhsa--gfx90a" in bundle_ids(fb)
+    rc, doc, text = check(tmp_path, "--amd-arch", "gfx90a", str(fb))
+    assert rc == 1
+    assert "carries no AMD code HIP selects" in findings(doc, "G001")[0]["message"]
+    assert findings(doc, "G015")[0]["data"]["entries"] == ["openmp-amdgcn-amd-amdhsa--gfx90a"]
+    assert "(never selected: openmp)" in text
+
+
+@needs_bundler
+def test_an_id_comgr_would_not_match_fails_closed(tmp_path):
+    """An upper-case processor in the id: comgr compares it as written, so HIP never selects it."""
+    fb = LOADING / "upper_case_id.hipfb"
+    assert any("GFX90A" in i for i in bundle_ids(fb))
+    rc, doc, _ = check(tmp_path, "--amd-arch", "gfx90a", str(fb))
+    assert rc != 0 and (findings(doc, "E030") or findings(doc, "G015"))
+    assert not [lib for t in doc["targets"] for lib in t["libraries"] if lib["status"] == "pass"]
+
+
+# ---- 4. --gpu as the GPU ships ---------------------------------------------------------------------------
+
+
+def test_gpu_catalog_settings_as_shipped():
+    _, amd = gpus(["MI250X", "MI300X", "gfx942", "gfx90a:sramecc+:xnack-", "RX 7900 XTX"])
+    assert [g.ships for g in amd] == ["gfx90a:sramecc+:xnack-", "gfx942:sramecc+:xnack-", "", "gfx90a:sramecc+:xnack-",
+                                      "gfx1100"]
+    assert amd[0].switch == (("xnack", "HSA_XNACK=1"),)
+
+
+def test_mi250x_with_only_xnack_on_code_fails_and_says_what_would_run_it(tmp_path):
+    """hip_xnack.so carries gfx90a only as xnack+: an MI250X ships with XNACK off (issue 30, 4)."""
+    lib = BIN / "hip_xnack.so"
+    rc, doc, _ = check(tmp_path, "--gpu", "MI250X", str(lib))
+    assert rc == 1 and not findings(doc, "G008")
+    (g,) = findings(doc, "G009")
+    assert "gfx90a:sramecc+:xnack-, as it ships" in g["message"] and "HSA_XNACK=1" in g["message"]
+    rc, _, _ = check(tmp_path, "--amd-arch", "gfx90a", str(lib))
+    assert rc == 1
+    rc, doc, _ = check(tmp_path, "--gpu", "gfx90a:sramecc+:xnack+", str(lib))
+    assert rc == 0 and findings(doc, "G008")[0]["message"].endswith(": native")
+
+
+def test_a_gpu_whose_setting_is_not_recorded_must_run_in_every_setting(tmp_path):
+    rc, doc, _ = check(tmp_path, "--gpu", "gfx90a", str(BIN / "hip_xnack.so"))
+    assert rc == 1 and "is not recorded, so every setting must run" in findings(doc, "G009")[0]["message"]
+    rc, doc, _ = check(tmp_path, "--gpu", "gfx90a", str(BIN / "hip_multi.so"))  # gfx90a:xnack- only
+    assert rc == 1
+    rc, doc, _ = check(tmp_path, "--gpu", "MI250X", str(BIN / "hip_multi.so"))
+    assert rc == 0 and findings(doc, "G008")
+
+
+@pytest.mark.parametrize("name", ["hip_multi.so", "hip_xnack.so", "hip_two_plain.so"])
+def test_fixture_entries_keep_their_own_target(name):
+    from archaudit.read.artifacts import inventory  # the reader, through the whole pipeline
+
+    inv = inventory(str(BIN / name))
+    entries = [e for lib in inv.libraries for e in lib.entries]
+    assert entries and all(e.own_target is not None and rocm.judged_target(e) == e.own_target for e in entries)
+
+
+@needs_bundler
+def test_generic_code_is_not_selected_for_a_gpu_and_says_why(tmp_path):
+    """hip_ccob_generic.so (CCOB, code object v6) carries gfx11-generic and gfx942: comgr compares an
+    entry's processor with the GPU's own, so gfx1100 gets nothing (fail closed, with the reason and
+    what would settle it), gfx942 its own entry."""
+    lib = BIN / "hip_ccob_generic.so"
+    assert "hipv4-amdgcn-amd-amdhsa--gfx11-generic" in " ".join(bundle_ids(lib))
+    rc, doc, _ = check(tmp_path, "--amd-arch", "gfx1100", str(lib))
+    assert rc == 1
+    message = findings(doc, "G001")[0]["message"]
+    assert "gfx11-generic code is not selected for gfx1100" in message and "archaudit smoke" in message
+    rc, _, _ = check(tmp_path, "--amd-arch", "gfx942", str(lib))
+    assert rc == 0

@@ -1,0 +1,111 @@
+"""The rules on the real wheels issue 11 names, each verdict with the fact that makes it true.
+
+Every payload is decoded (kernel names and PTX `.target`s read), as check does by default.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from archaudit.claims import parse_claim
+from archaudit.findings import Finding
+from archaudit.judge.audit import Report, audit
+from archaudit.judge.filters import IgnoreRule
+from archaudit.judge.policy import Policy
+from archaudit.read.artifacts import inventory
+from wheels import fetch
+
+pytestmark = pytest.mark.slow
+
+
+def check(name: str, version: str, arch: str | None, **policy: object) -> Report:
+    inv = inventory(str(fetch(name, version)), decode=True)
+    claim = parse_claim(arch, "--arch") if arch is not None else None
+    return audit([inv], claim, Policy(**policy))  # type: ignore[arg-type]
+
+
+def found(rep: Report, code: str) -> list[Finding]:
+    return [f for f in rep.findings if f.code == code]
+
+
+def test_catboost_kepler_claim_has_no_driver_that_runs_its_ptx():
+    """compute_35 PTX of ISA 7.8 (CUDA 11.8); Kepler's last driver branch, R470, is CUDA 11.4."""
+    rep = check("catboost", "1.2.10", "35;50;60;70;75;80;86")
+    (g,) = found(rep, "G012")
+    assert g.get("gpu") == "35" and rep.exit_code == 1
+    assert check("catboost", "1.2.10", "50;60;70;75;80;86").exit_code == 0
+
+
+def test_torchaudio_floor_is_what_its_claimed_gpus_run():
+    """SASS (CUDA 13.x) for every claimed GPU: its compute_120 PTX of ISA 9.2 is used by none."""
+    rep = check("torchaudio", "2.11.1", "75;80;86;90;100;120", driver="580.65.06")
+    assert rep.exit_code == 0 and found(rep, "D001") == []
+
+
+def test_cupy_cuda13x_loads_on_an_h200_with_driver_580():
+    """records: every container of cupy-cuda13x 14.2.0 loads on the H200 with driver 580.159."""
+    rep = check("cupy-cuda13x", "14.2.0", None, gpus=(("H200", (9, 0)),), driver="580.159.04")
+    assert rep.exit_code == 0 and found(rep, "D001") == [] and found(rep, "G009") == []
+
+
+def test_faiss_links_the_cuda_12_runtime():
+    rep = check("faiss-gpu-cu12", "1.14.1.post1", "70;80", driver="418.67")
+    (d,) = found(rep, "D001")
+    assert d.get("driver") == "525.60.13" and rep.exit_code == 1
+
+
+CURAND_DISPATCH = IgnoreRule("K004", "libcurand.so.10", "curand launches the container of the current GPU")
+
+
+def test_curand_dispatch_containers_set_no_floor_above_their_sass():
+    """curand 10.4.5.25 (CUDA 13.4): single-architecture SASS containers beside PTX-only copies
+    of ISA 9.4; every claimed GPU launches its kernels from its SASS. The dispatch between
+    containers is no evidence in the binary: K004 until it is recorded."""
+    claim = "75;80;86;87;89;90;100;103;110;120;121"
+    rep = check("nvidia-curand", "10.4.5.25", claim, driver="580.65.06")
+    assert rep.exit_code == 1 and found(rep, "K004") and not found(rep, "D001")
+    rep = check("nvidia-curand", "10.4.5.25", claim, driver="580.65.06", ignore_rules=(CURAND_DISPATCH,))
+    assert rep.exit_code == 0
+
+
+@pytest.mark.parametrize("name,version,claim", [
+    ("nvidia-cublas", "13.1.1.3", "75;80;86;89;90;100;103;120;121"),
+    ("nvidia-cudnn-cu12", "9.28.0.42", "75;80;86;89;90;100;103;120"),
+])
+def test_vendor_dispatch_is_recorded_not_guessed(name, version, claim):
+    """cuBLAS and cuDNN pick kernels per GPU in host code, which the binary cannot show for
+    kernels whose own names say nothing: K001 until an ignore-library entry records it (the
+    corpus's entries cite the H200's 209s on containers the libraries never launch there);
+    kernels named for exactly the architecture of their code are still K003."""
+    rep = check(name, version, claim)
+    assert rep.exit_code == 1 and found(rep, "K001")
+    assert [f for f in found(rep, "K003") if f.get("reason") == "named"]
+
+
+def test_nccl_passes_on_the_evidence_of_its_own_containers():
+    """NCCL's per-kernel gaps are all compiled out of their own containers (its fp8 kernels)."""
+    rep = check("nvidia-nccl-cu12", "2.32.3", "70;75;80;86;89;90;100;103;120;121")
+    assert rep.exit_code == 0, [f.message[:200] for f in rep.findings if f.severity == "error"]
+    assert found(rep, "K003")
+
+
+def test_nccl_fp8_kernels_are_compiled_out_below_sm_90():
+    rep = check("nvidia-nccl-cu12", "2.32.3", "70;75;80;86;89;90;100;103;120;121")
+    fp8 = [f for f in found(rep, "K003") if any("oneRankReduce" in k and "fp8" in k
+                                                for k in f.get("kernels") or ())]  # type: ignore[attr-defined]
+    assert fp8 and all(f.get("reason") == "compiled-out" for f in fp8)
+
+
+def test_tensorflow_fails_on_blackwell_where_its_sm_90a_ptx_cannot_compile():
+    """libtensorflow_cc's XLA kernels: compute_90 PTX whose text says .target sm_90a (users of
+    RTX 50xx GPUs report CUDA_ERROR_INVALID_PTX)."""
+    rep = check("tensorflow", "2.20.0", "60;70;80;89;90", gpus=(("RTX 5090", (12, 0)),))
+    assert "tensorflow/libtensorflow_cc.so.2" in {f.subject for f in found(rep, "G009")}
+    assert rep.exit_code == 1
+
+
+def test_mxnet_floor_is_unknown_and_driver_fails_closed():
+    """mxnet-cu112 1.9.1: cubins without a toolkit note, no PTX, no CUDA library linked."""
+    rep = check("mxnet-cu112", "1.9.1", "50;60;70;75;80;86", driver="418.67")
+    (d,) = found(rep, "D001")
+    assert d.get("driver") == "unknown" and rep.exit_code == 1
