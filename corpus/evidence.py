@@ -5,7 +5,10 @@ wheel it runs ``cuobjdump`` (the default dump, which keeps the ``a``/``f`` suffi
 each PTX's ISA version) and, for AMD libraries, ``clang-offload-bundler --list`` on each
 bundle of ``.hip_fatbin``. The summary is written to ``corpus/evidence/<wheel>.txt``, which the
 manifest cites. cuobjdump reads only ``.nv_fatbin``/``__nv_relfatbin`` and refuses targets it no
-longer supports (``sm_35``); such refusals are recorded as they are.
+longer supports (``sm_35``); such refusals are recorded as they are, followed by a walk of the
+container and entry headers of ``.nv_fatbin`` (the layout of the toolkit's fatbinary_section.h),
+which needs no decoding and is not archaudit's reader. The Linux cuobjdump does not read Windows
+DLLs ("does not contain device code"), so a DLL's ``.nv_fatb`` section gets the same header walk.
 
     python -m corpus.evidence [NAME ...]     # wheels of the manifest, or those named
 """
@@ -15,6 +18,7 @@ from __future__ import annotations
 import argparse
 import collections
 import os
+import struct
 import subprocess
 import sys
 import tempfile
@@ -30,8 +34,79 @@ from corpus import manifest as manifest_mod  # noqa: E402
 
 
 def _is_library(name: str) -> bool:
-    base = name.rsplit("/", 1)[-1]
-    return base.endswith(".so") or ".so." in base
+    base = name.rsplit("/", 1)[-1].lower()
+    return base.endswith((".so", ".dll", ".pyd")) or ".so." in base
+
+
+CONTAINER_MAGIC = b"\x50\xed\x55\xba"
+ARCH_SPECIFIC, FAMILY = 0x100000, 0x200000  # entry flags: the a and f suffixes
+
+
+def pe_sections(data: bytes) -> dict[str, tuple[int, int]]:
+    """name -> (file offset, raw size) of a PE image's sections."""
+    pe = struct.unpack_from("<I", data, 0x3C)[0]
+    if data[pe:pe + 4] != b"PE\0\0":
+        return {}
+    nsec, opt = struct.unpack_from("<H", data, pe + 6)[0], struct.unpack_from("<H", data, pe + 20)[0]
+    out = {}
+    for i in range(nsec):
+        at = pe + 24 + opt + 40 * i
+        name = data[at:at + 8].rstrip(b"\0").decode("latin-1")
+        size, offset = struct.unpack_from("<II", data, at + 16)
+        out[name] = (offset, size)
+    return out
+
+
+def walk_containers(data: bytes, start: int, size: int) -> list[list[tuple[str, str]]]:
+    """The entries of every fatbin container in data[start:start+size], by their headers only:
+    one list per container of (kind, target), kind "elf", "ptx" or "nvvm", target sm_XY[a|f]."""
+    end, at, out = start + size, start, []
+    while at + 16 <= end:
+        if data[at:at + 4] != CONTAINER_MAGIC:  # padding, or data between containers
+            hit = data.find(CONTAINER_MAGIC, at, end)
+            if hit < 0:
+                break
+            at = hit if (hit - start) % 8 == 0 else hit + 8 - (hit - start) % 8
+            continue
+        version, header, fat = struct.unpack_from("<HHQ", data, at + 4)
+        entry, stop, entries = at + header, min(at + header + fat, end), []
+        while entry + 64 <= stop:
+            kind, _, ehead, payload = struct.unpack_from("<HHIQ", data, entry)
+            arch = struct.unpack_from("<I", data, entry + 0x1C)[0]
+            flags = struct.unpack_from("<Q", data, entry + 0x28)[0]
+            suffix = "a" if flags & ARCH_SPECIFIC else "f" if flags & FAMILY else ""
+            entries.append(({1: "ptx", 2: "elf", 8: "nvvm"}.get(kind, f"kind{kind}"), f"sm_{arch}{suffix}"))
+            if ehead < 64 or payload > stop - entry:
+                break
+            entry += ehead + payload
+        out.append(entries)
+        at = max(at + 16, (at + header + fat + 7) // 8 * 8)
+    return out
+
+
+def fatbin_sections(data: bytes) -> dict[str, tuple[int, int]]:
+    """The sections of an ELF or PE library that may hold fatbin containers: ELF's .nv_fatbin (what
+    the runtime registers); every section of a DLL (nvcc's .nv_fatb, and data some libraries load)."""
+    if data[:4] == b"\x7fELF":
+        sec = amd_reference.elf_sections(data).get(".nv_fatbin")
+        return {".nv_fatbin": (sec[0], sec[1])} if sec else {}
+    if data[:2] == b"MZ":
+        return {k: v for k, v in pe_sections(data).items() if k not in ("__nv_rel", ".nvFatBi")}
+    return {}
+
+
+def _summarise_walk(data: bytes) -> str:
+    parts = []
+    for name, (off, size) in fatbin_sections(data).items():
+        counts: collections.Counter[str] = collections.Counter()
+        containers = walk_containers(data, off, size)
+        for entries in containers:
+            for kind, target in entries:
+                counts[target if kind == "elf" else f"compute_{target[3:]}" if kind == "ptx" else f"nvvm:{target}"] += 1
+        if counts:
+            parts.append(f"{name} ({len(containers)} containers) " +
+                         " ".join(f"{k}x{n}" for k, n in sorted(counts.items(), key=lambda kv: _order(kv[0]))))
+    return "; ".join(parts)
 
 
 def _summarise_cuda(entries: list[dict[str, object]]) -> str:
@@ -87,16 +162,26 @@ def record(wheel: Path, out: Path) -> None:
             path = os.path.join(tmp, "lib")
             with z.open(info) as src, open(path, "wb") as dst:
                 head = src.read(4)
-                if head != b"\x7fELF":
+                if head != b"\x7fELF" and head[:2] != b"MZ":
                     continue
                 dst.write(head)
                 while block := src.read(1 << 20):
                     dst.write(block)
+            if head[:2] == b"MZ":
+                walked = _summarise_walk(Path(path).read_bytes())
+                if walked:
+                    lines.append(f"{info.filename}: header walk (a DLL: cuobjdump on Linux reads no PE): "
+                                 f"{walked}")
+                os.unlink(path)
+                continue
             try:
                 entries = oracle.dump_entries(path)
                 cuda = _summarise_cuda(entries) if entries else ""
             except oracle.CuobjdumpError as err:
                 cuda = "cuobjdump error: " + " ".join(err.stderr.replace(path, "<library>").split())[:160]
+                walked = _summarise_walk(Path(path).read_bytes())
+                if walked:
+                    cuda += f"; header walk: {walked}"
             amd = _amd_targets(path)
             if cuda:
                 lines.append(f"{info.filename}: {cuda}")

@@ -1,4 +1,4 @@
-"""The corpus manifest (corpus/manifest.toml), read into frozen records.
+"""The corpus manifests (corpus/manifest.toml and the census, corpus/census.toml), read into frozen records.
 
 Each wheel names its exact file (so its platform tag), the claim as its project documents it
 with the source, and the expected verdict per library with the evidence behind it. Nothing
@@ -16,6 +16,8 @@ from typing import Any, Literal
 import tomllib
 
 MANIFEST = Path(__file__).resolve().parent / "manifest.toml"
+CENSUS = Path(__file__).resolve().parent / "census.toml"  # the census of the index (docs/census.md)
+MANIFESTS = (MANIFEST, CENSUS)
 Verdict = Literal["runs", "fails"]
 VERDICTS: tuple[Verdict, ...] = ("runs", "fails")
 
@@ -74,6 +76,9 @@ class Wheel:
     extra: tuple[ExtraCheck, ...]
     notes: str = ""
     driver_floor_known: bool = False  # every stated driver floor must name a driver
+    manifest: str = "manifest"  # the file it comes from: "manifest" or "census"
+    family: str = ""  # the census's family (nvidia, rapids, pytorch, ...); empty in manifest.toml
+    ci: bool = True  # census wheels run in CI only when marked ci = true (manifest.toml: by size)
     ignores: tuple[Ignore, ...] = ()  # ignore-library entries the check runs with
 
     def config(self) -> str:
@@ -100,7 +105,7 @@ class Wheel:
 
     @property
     def slow(self) -> bool:
-        return self.size_mb > SMALL_MB
+        return self.size_mb > SMALL_MB or not self.ci
 
     def claim_args(self) -> list[str]:
         args = ["--arch", self.claim] if self.claim else []
@@ -138,10 +143,20 @@ def _toml(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def load(path: Path = MANIFEST) -> list[Wheel]:
-    """Every wheel of the manifest, in file order."""
+def load(path: Path | None = None) -> list[Wheel]:
+    """Every wheel of one manifest file, or of both (manifest.toml, then census.toml), in file order."""
+    paths = (path,) if path is not None else MANIFESTS
+    wheels = [w for p in paths for w in _load_one(p)]
+    ids = [w.id for w in wheels]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"duplicate wheel ids: {sorted({i for i in ids if ids.count(i) > 1})}")
+    return wheels
+
+
+def _load_one(path: Path) -> list[Wheel]:
     with open(path, "rb") as f:
         data = tomllib.load(f)
+    census = path.name == CENSUS.name
     wheels = []
     for raw in data["wheel"]:
         libs = tuple(_library(x) for x in raw.get("library", ()))
@@ -151,8 +166,7 @@ def load(path: Path = MANIFEST) -> list[Wheel]:
             amd_claim=raw.get("amd_claim", ""), claim_source=raw["claim_source"],
             exit=int(raw["exit"]), libraries=libs, extra=tuple(_extra(x) for x in raw.get("extra", ())),
             notes=raw.get("notes", ""), driver_floor_known=bool(raw.get("driver_floor_known", False)),
+            manifest="census" if census else "manifest", family=raw.get("family", ""),
+            ci=bool(raw.get("ci", not census)),
             ignores=tuple(Ignore(x["code"], x["library"], x["reason"]) for x in raw.get("ignore", ()))))
-    ids = [w.id for w in wheels]
-    if len(set(ids)) != len(ids):
-        raise ValueError("duplicate wheel ids in the manifest")
     return wheels

@@ -3,6 +3,12 @@
     python -m corpus.run                  # every wheel (downloads what the cache lacks)
     python -m corpus.run --small          # the wheels CI checks (<= 100 MB)
     python -m corpus.run cudnn-cu12 tensorflow --detail-check
+    python -m corpus.run --census --index census.db   # the census's wheels, judged by archaudit index
+
+The corpus is both manifests (corpus/manifest.toml, then the census, corpus/census.toml). With
+``--index DB`` the default check of each wheel is ``archaudit index WHEEL --arch CLAIM --db DB``
+(one audit per wheel, stored: the same judgement as ``check``, kept for ``archaudit query``; see
+``python -m corpus.census``); a wheel with an AMD claim, and every extra check, still runs ``check``.
 
 Downloads go to $ARCHAUDIT_WHEEL_CACHE (default ~/.cache/archaudit/wheels), several at once, with
 retries, for the exact platform tag of each manifest file name. Each check runs archaudit as a
@@ -15,6 +21,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import json
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -106,6 +113,29 @@ def _archaudit(args: list[str], config: str = "") -> tuple[int, dict[str, Any] |
     return r.returncode, report, r.stderr.strip()[-400:], seconds
 
 
+def _indexed(path: Path, claim: str, db: Path) -> tuple[int, dict[str, Any] | None, str, float]:
+    """The default check of one wheel through ``archaudit index``: its stored row, as a check report."""
+    start = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "archaudit", "index", str(path), *(["--arch", claim] if claim else []),
+                        "--db", str(db), "-j", "1", "-q"], capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if r.returncode not in (0, 1):
+        return r.returncode, None, r.stderr.strip()[-400:], seconds
+    with sqlite3.connect(db) as con:
+        row = con.execute("SELECT id, exit_code, claim FROM wheels WHERE file = ? ORDER BY judged_at DESC LIMIT 1",
+                          (path.name,)).fetchone()
+        if row is None:
+            return r.returncode, None, f"not in the index database: {r.stderr.strip()[-300:]}", seconds
+        wheel_id, exit_code, stored_claim = row
+        libraries = [{"path": p, "status": st or "host"} for p, st in
+                     con.execute("SELECT path, status FROM libraries WHERE wheel_id = ?", (wheel_id,))]
+        findings = [{"code": c, "severity": sev, "subject": sub} for c, sev, sub in
+                    con.execute("SELECT code, severity, subject FROM findings WHERE wheel_id = ?", (wheel_id,))]
+    if claim and stored_claim == "":
+        return exit_code, None, "the index row was judged without the claim (use a fresh --index DB)", seconds
+    return exit_code, {"targets": [{"libraries": libraries, "findings": findings}]}, "", seconds
+
+
 def _error_codes(report: dict[str, Any]) -> dict[str, set[str]]:
     """Error-severity finding codes by subject (a library path, or the wheel)."""
     out: dict[str, set[str]] = {}
@@ -162,14 +192,19 @@ def _extra(wheel: Wheel, path: Path, extra: ExtraCheck) -> tuple[list[str], floa
     return [p + (f" [issue 11 pt {extra.issue}]" if extra.issue else "") for p in problems], seconds
 
 
-def check(wheel: Wheel, dest: Path, detail_check: bool = False) -> WheelResult:
-    """One wheel: the default check, its extra checks, and optionally the same under --detail kernels."""
+def check(wheel: Wheel, dest: Path, detail_check: bool = False, index: Path | None = None) -> WheelResult:
+    """One wheel: the default check (by ``archaudit index`` into ``index`` when given, the claim is
+    NVIDIA's alone and no ignore-library entry applies), its extra checks, and optionally the same
+    under --detail kernels."""
     res = WheelResult(wheel)
     path = dest / wheel.filename
     if not path.exists():
         res.problems.append(f"not in the cache: {wheel.filename}")
         return res
-    rc, report, err, res.seconds = _archaudit([str(path), *wheel.claim_args()], wheel.config())
+    if index is not None and not wheel.amd_claim and not wheel.ignores:
+        rc, report, err, res.seconds = _indexed(path, wheel.claim, index)
+    else:
+        rc, report, err, res.seconds = _archaudit([str(path), *wheel.claim_args()], wheel.config())
     res.exit = rc
     if report is None:
         res.problems.append(f"no JSON report (exit {rc}): {err}")
@@ -223,6 +258,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m corpus.run", description=__doc__.split("\n\n")[0])
     ap.add_argument("ids", nargs="*", help="manifest ids to run (default: all)")
     ap.add_argument("--small", action="store_true", help="only the wheels CI checks (not slow)")
+    ap.add_argument("--census", action="store_true", help="only the census's wheels (corpus/census.toml)")
+    ap.add_argument("--index", type=Path, metavar="DB",
+                    help="judge each wheel by archaudit index into this SQLite database (see corpus.census)")
     ap.add_argument("--detail-check", action="store_true",
                     help="also run --detail containers and kernels, and require the same exit status")
     ap.add_argument("--no-download", action="store_true", help="use only what the cache holds")
@@ -232,7 +270,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-v", "--verbose", action="store_true",
                     help="print every library: expected and archaudit's verdict, with archaudit's error codes")
     args = ap.parse_args(argv)
-    wheels = [w for w in load() if (not args.ids or w.id in args.ids) and not (args.small and w.slow)]
+    wheels = [w for w in load() if (not args.ids or w.id in args.ids) and not (args.small and w.slow)
+              and not (args.census and w.manifest != "census")]
     unknown = set(args.ids) - {w.id for w in load()}
     if unknown:
         ap.error(f"not in the manifest: {', '.join(sorted(unknown))}")
@@ -246,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(msg, file=sys.stderr)
     results = []
     for w in wheels:
-        res = check(w, dest, args.detail_check)
+        res = check(w, dest, args.detail_check, args.index)
         results.append(res)
         mark = "✓" if res.agrees else "✗"
         n_ok = sum(1 for x in res.libraries if x.agrees)

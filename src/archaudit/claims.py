@@ -376,6 +376,16 @@ def parse_claim(text: str, source: str, style: str = "auto", cuda_version: tuple
     return Claim(archs=archs, source=source, raw=text.strip())
 
 
+def merge_claims(claims: list[Claim], source: str) -> Claim:
+    """Several claims as one (a repeated --arch): every target any of them names, with SASS
+    and PTX as any of them asks for it."""
+    b = _Builder()
+    for c in claims:
+        for a in c.archs:
+            b.add(a.target, a.sass, a.ptx)
+    return Claim(archs=b.archs(), source=source, raw=" ".join(c.raw for c in claims))
+
+
 # ---- claims baked into binaries -----------------------------------------------------------------
 
 # libtorch_cuda.so keeps NVCC_FLAGS_EXTRA, the CMake list of -gencode flags it was compiled with

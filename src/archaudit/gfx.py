@@ -161,6 +161,7 @@ def lookup_gpu(name: str) -> list[GPU]:
 _FEATURE_RE = re.compile(r"^([a-z0-9]+)([+-])$")
 
 
+@lru_cache(maxsize=4096)
 def parse_target(text: str) -> Target:
     """Parse a target ID such as ``gfx942:sramecc+:xnack-``. ValueError on an unknown
     processor, an unknown or repeated feature, or a feature the processor lacks."""

@@ -316,6 +316,7 @@ def test_cuda_fixtures_in_a_wheel_match_the_same_files_on_disk(capsys, tmp_path)
     names = ["lib_multi.so", "lib_rdc.so", "lib_multiobj.so", "lib_cmp_speed_all.so", "lib_host.so"]
     whl = tmp_path / "fx-1.0-py3-none-any.whl"
     with zipfile.ZipFile(whl, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("demo-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\n")  # a wheel: pip installs none without
         for n in names:
             z.write(BIN / n, f"fx/{n}")
     d = tmp_path / "tree" / "fx"

@@ -91,6 +91,7 @@ def test_stored_zip_is_read_in_place(tmp_path):
     nested = inner_zip([("lib/libhide.so", BAD), ("lib/libgood2.so", GOOD)])
     p = tmp_path / WHEEL_NAME
     with zipfile.ZipFile(p, "w") as z:
+        z.writestr("demo-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\n")  # a wheel: pip installs none without
         z.writestr("demo/libgood.so", GOOD, compress_type=zipfile.ZIP_DEFLATED)
         z.writestr("demo/bundle.zip", nested, compress_type=zipfile.ZIP_STORED)
     code, rep, _ = check(tmp_path, p)
@@ -238,6 +239,7 @@ def test_member_in_a_method_archaudit_cannot_read_fails_closed(tmp_path):
     whatever its name it is E002, never skipped."""
     p = tmp_path / WHEEL_NAME
     with zipfile.ZipFile(p, "w") as z:
+        z.writestr("demo-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\n")  # a wheel: pip installs none without
         z.writestr("demo/libgood.so", GOOD, compress_type=zipfile.ZIP_DEFLATED)
         z.writestr("demo/data.bin", BAD, compress_type=zipfile.ZIP_BZIP2)
     assert zipfile.ZipFile(p).read("demo/data.bin") == BAD

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..config import DETAILS
@@ -23,8 +24,9 @@ def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
                    help="a .whl, a directory, a .so/.cubin/.fatbin/.ptx file, or an installed distribution")
     p.add_argument("--example", action="store_true", help="also audit the small example wheel shipped with archaudit")
     g = p.add_argument_group("claims")
-    g.add_argument("--arch", metavar="LIST", help="claimed CUDA architectures, in any common spelling "
-                                                  "('80;90-real', '8.0 9.0+PTX', '-gencode ...', '80,90')")
+    g.add_argument("--arch", metavar="LIST", action="append",
+                   help="claimed CUDA architectures, in any common spelling ('80;90-real', '8.0 9.0+PTX', "
+                        "'-gencode ...', '80,90'); repeatable, the claims add up")
     g.add_argument("--arch-style", choices=("auto", "cmake", "torch", "nvcc", "list"), default=None)
     g.add_argument("--arch-from-env", metavar="VAR", help="read the claim from an environment variable")
     g.add_argument("--amd-arch", metavar="LIST", help="claimed AMD gfx targets (PYTORCH_ROCM_ARCH, "
@@ -52,6 +54,9 @@ def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
                         "are never dropped")
     common.add_config_options(g)
     common.add_output_options(p)
+    p.add_argument("--also-write", action="append", metavar="FORMAT=FILE", default=None,
+                   help="also write the report in FORMAT to FILE ('-': standard output), from the same read "
+                        "(repeatable; e.g. --format json -o report.json --also-write markdown=summary.md)")
     g = p.add_argument_group("presentation")
     g.add_argument("--detail", choices=DETAILS, default=None)
     g.add_argument("--costs", action="store_true", default=None,
@@ -117,5 +122,8 @@ def execute(args: argparse.Namespace) -> int:
     finally:
         if stop is not None:
             stop()
+    for also in s.also:  # every rendering from the one report: each wheel is read once
+        also_s = replace(s, output=replace(s.output, format=also.format, path=also.path))
+        common.write(render(report, also_s, unicode=common.unicode_ok(also.path)), also.path)
     common.write(render(report, s, unicode=common.unicode_ok(s.output.path)), s.output.path)
     return report.exit_code

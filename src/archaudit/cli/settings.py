@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from .. import arch, gfx
-from ..claims import Claim, parse_claim
+from ..claims import Claim, merge_claims, parse_claim
 from ..config import DETAILS, FORMATS, Config, Detail, Format
 from ..errors import UsageError
 from ..judge.filters import IgnoreRule, parse_patterns
@@ -48,6 +48,7 @@ class CheckSettings:
     jobs: int | None = None
     max_payload: int = DEFAULT_MAX_PAYLOAD
     decode: bool = True  # False: --fast, entry headers only (E015 wherever that leaves facts unread)
+    also: tuple[Output, ...] = ()  # --also-write: more renderings of the same report
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,8 +98,9 @@ def claim(args: argparse.Namespace, cfg: Config) -> tuple[Claim | None, tuple[st
     cuda-archs) are AMD targets: alone they are the AMD claim; mixed with CUDA ones they are
     an error that names --amd-arch."""
     style = _flag_or(cfg, args.arch_style, "cuda-archs-style", "auto")
-    if args.arch is not None:
-        text, source = args.arch, "--arch"
+    arch_flags = [args.arch] if isinstance(args.arch, str) else list(args.arch or ())
+    if arch_flags:
+        text, source = " ".join(arch_flags), "--arch"
     elif args.arch_from_env:
         if args.arch_from_env not in os.environ:
             raise UsageError(f"--arch-from-env {args.arch_from_env}: the variable is not set")
@@ -121,10 +123,13 @@ def claim(args: argparse.Namespace, cfg: Config) -> tuple[Claim | None, tuple[st
             raise UsageError(f"C002 unparseable claim from {source}: {gfx_tokens[0]!r} is an AMD target; "
                              f"give AMD targets with --amd-arch (or amd-archs in [tool.archaudit])")
         else:
+            parts = arch_flags if len(arch_flags) > 1 and source == "--arch" else [text]
             try:
-                cuda = parse_claim(text, source, style=style, cuda_version=_cuda_version(args, cfg))
+                claims = [parse_claim(part, source, style=style, cuda_version=_cuda_version(args, cfg))
+                          for part in parts]
             except ValueError as e:
                 raise UsageError(f"C002 unparseable claim from {source}: {e}") from None
+            cuda = claims[0] if len(claims) == 1 else merge_claims(claims, source)
     amd: tuple[str, ...] = ()
     if amd_text:
         joined = ";".join(amd_text) if isinstance(amd_text, list) else str(amd_text)
@@ -228,6 +233,20 @@ def policy(args: argparse.Namespace, cfg: Config, amd_claim: tuple[str, ...], am
     )
 
 
+def also_write(values: Sequence[str] | None, primary: Output) -> tuple[Output, ...]:
+    """--also-write FORMAT=FILE ('-' for standard output), each format and file once."""
+    out: list[Output] = []
+    for value in values or ():
+        fmt, sep, path = value.partition("=")
+        if not sep or fmt not in FORMATS or not path:
+            raise UsageError(f"--also-write {value!r}: give FORMAT=FILE, FORMAT one of {', '.join(FORMATS)}")
+        out.append(Output(fmt, None if path == "-" else path, primary.docs_url))
+    paths = [o.path for o in (*out, primary)]
+    if len(set(paths)) != len(paths):
+        raise UsageError("--also-write: each report needs a file of its own (standard output at most once)")
+    return tuple(out)
+
+
 def check_settings(args: argparse.Namespace, cfg: Config, targets: Sequence[str]) -> CheckSettings:
     cuda, amd, amd_source = claim(args, cfg)
     detail = _flag_or(cfg, args.detail, "detail", "libraries")
@@ -236,7 +255,7 @@ def check_settings(args: argparse.Namespace, cfg: Config, targets: Sequence[str]
         output=output(args, cfg), detail=cast(Detail, detail), verbose=bool(args.verbose),
         costs=bool(_flag_or(cfg, args.costs, "costs", False)), timings=not args.no_timings,
         progress=not args.quiet, jobs=args.jobs, max_payload=args.max_payload,
-        decode=not args.fast)
+        decode=not args.fast, also=also_write(getattr(args, "also_write", None), output(args, cfg)))
 
 
 def diff_settings(args: argparse.Namespace, cfg: Config, formats: Sequence[str]) -> DiffSettings:

@@ -104,8 +104,22 @@ def select(container: Container, gpu: str) -> Selection:
     for e in container.entries:
         if not hip_reads(e) or not compatible(e.target, gpu):
             continue
+        if too_old_alone(e):
+            return Selection("refused", e)
         return Selection("native" if compatible(judged_target(e), gpu) else "refused", e)
     return NOTHING
+
+
+# A bare code object (hipModuleLoad of an .hsaco) is matched by comgr's getElfIsaName, which names
+# the ISA of code object v4 to v6 only (ELFABIVERSION_AMDGPU_HSA_V4..V6; anything else is
+# AMD_COMGR_STATUS_ERROR_INVALID_ARGUMENT): a bare v3 object is never looked up.
+BARE_MIN_VERSION: int = gfx.rocm_rule("bare-code-object-versions")[0]
+
+
+def too_old_alone(e: Entry) -> bool:
+    """A bare code object whose recorded version comgr does not look up (0: not recorded, as in
+    records built by hand; the reader records every bare code object's version)."""
+    return not e.identifier and 0 < e.code_version[0] < BARE_MIN_VERSION
 
 
 def modules(lib: Library) -> tuple[Container, ...]:
@@ -160,27 +174,45 @@ class AmdKernelGap:
 
 def kernel_gaps(mods: Sequence[Container], paths: Iterable[AmdPath]) -> tuple[AmdKernelGap, ...]:
     """Kernels defined in some module that a GPU setting cannot launch although another module of
-    the library runs there (the runtime looks a kernel up in its own module only)."""
+    the library runs there (the runtime looks a kernel up in its own module only).
+
+    Linear in the kernels: per setting, only the kernels a module defines but its selection
+    does not launch are candidates, and each is checked against its other modules."""
+    defined: list[frozenset[str] | None] = []  # per module: its kernels (None: some entry unread)
     homes: dict[str, list[int]] = {}
-    unread: list[int] = []
     for i, c in enumerate(mods):
         entries = [e for e in c.entries if hip_reads(e)]
-        if any(e.kernels is None for e in entries):
-            unread.append(i)
-        for e in entries:
-            for k in e.kernels or ():
-                if i not in homes.setdefault(k, []):
-                    homes[k].append(i)
+        names = frozenset(k for e in entries for k in (e.kernels or ()))
+        defined.append(None if any(e.kernels is None for e in entries) else names)
+        for k in names:
+            homes.setdefault(k, []).append(i)
+    launch: dict[int, frozenset[str]] = {}  # id(entry) -> its kernels, built once per entry
+
+    def launchable(sel: Selection) -> frozenset[str] | None:
+        if sel.outcome != "native" or sel.entry is None:
+            return frozenset()
+        if sel.entry.kernels is None:
+            return None
+        got = launch.get(id(sel.entry))
+        if got is None:
+            got = launch[id(sel.entry)] = frozenset(sel.entry.kernels)
+        return got
+
     fails: dict[tuple[str | None, int], list[str]] = {}
     for p in paths:
         if not p.runs:
             continue
-        for k, where in homes.items():
-            if not any((ks := p.selections[i].kernels) is None or k in ks for i in where):
-                fails.setdefault((k, where[0]), []).append(p.gpu)
-        for i in unread:
-            if p.selections[i].outcome != "native":
+        here = [launchable(sel) for sel in p.selections]
+        for i, mine in enumerate(defined):
+            if mine is None and p.selections[i].outcome != "native":
                 fails.setdefault((None, i), []).append(p.gpu)
+            got = here[i]
+            if got is None:
+                continue
+            for k in (mine if mine is not None else frozenset()) - got:
+                where = homes[k]
+                if where[0] == i and not any((h := here[j]) is None or k in h for j in where):
+                    fails.setdefault((k, i), []).append(p.gpu)
     out = []
     for (name, first), gpus in fails.items():
         where = homes.get(name, [first]) if name is not None else [first]
@@ -189,5 +221,6 @@ def kernel_gaps(mods: Sequence[Container], paths: Iterable[AmdPath]) -> tuple[Am
     return tuple(out)
 
 
-__all__ = ["AmdKernelGap", "AmdPath", "HIP_KINDS", "NOTHING", "Selection", "compatible", "disagrees",
-           "hip_reads", "judged_target", "kernel_gaps", "kind", "modules", "path", "select", "settings"]
+__all__ = ["AmdKernelGap", "AmdPath", "BARE_MIN_VERSION", "HIP_KINDS", "NOTHING", "Selection", "compatible",
+           "disagrees", "hip_reads", "judged_target", "kernel_gaps", "kind", "modules", "path", "select", "settings",
+           "too_old_alone"]

@@ -43,6 +43,16 @@ def linux_only(platform: str | None = None) -> None:
                               f"audits wheels of every platform from any platform")
 
 
+def exists(path: str) -> None:
+    """A wheel that is not there is said so, before anything is read of its name."""
+    import os
+
+    if not os.path.exists(path):
+        raise SmokeInputError(f"{path}: no such file")
+    if not os.path.isfile(path):
+        raise SmokeInputError(f"{path}: not a regular file")
+
+
 def wheel_platform(path: str) -> None:
     """A wheel whose platform tags are not Linux (or any) cannot be installed here."""
     import os
@@ -73,6 +83,7 @@ def run_smoke(target: str | None, *, installed: str | None = None, require_gpu: 
         raise SmokeInputError("give either a wheel or --installed NAME")
     linux_only()
     if target is not None:
+        exists(target)
         wheel_platform(target)
     available = probes_mod.discover()
     if probes:

@@ -1,0 +1,183 @@
+"""What `check` and `smoke` say of inputs that are not what they look like (issue 27, items 1
+and 4): a missing file, a .whl pip would refuse, a zip, an sdist or a text file given as a
+target, and an ELF header whose class is neither 32- nor 64-bit. Each is exit 2 with words
+that are true, or, for a library inside a wheel, a code whose title its message repeats."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from archaudit import core
+from archaudit.cli import main
+from archaudit.findings import CODES
+
+HERE = Path(__file__).resolve().parents[1]
+HOST = HERE / "fixtures" / "cuda" / "bin" / "lib_host.so"
+
+
+def check_json(tmp_path: Path, *args: str) -> tuple[int, dict]:
+    out = tmp_path / "out.json"
+    rc = main(["check", "--no-config", "-q", "--format", "json", "-o", str(out), *args])
+    return rc, json.loads(out.read_text(encoding="utf-8"))
+
+
+def target_problems(doc: dict) -> list[tuple[str, str]]:
+    return [(f["code"], f["message"]) for t in doc["targets"] for f in t["findings"]]
+
+
+def wheel(path: Path, members: dict[str, bytes]) -> Path:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    return path
+
+
+# ---- 4: a missing file ----
+
+@pytest.mark.parametrize("name", ["nope.whl", "dist/nope-1.0-py3-none-any.whl", "libnope.so"])
+def test_a_missing_file_is_no_such_file_exit_2(tmp_path, monkeypatch, capsys, name):
+    monkeypatch.chdir(tmp_path)
+    rc = main(["check", "--no-config", "-q", "--no-timings", name])
+    out = capsys.readouterr().out
+    assert rc == 2
+    assert f"E001 {name}: cannot read: no such file" in out
+    assert "(distribution)" not in out
+
+
+def test_a_bare_name_that_is_nothing_says_all_it_looked_for(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rc, doc = check_json(tmp_path, "no-such-thing-archaudit")
+    assert rc == 2
+    assert target_problems(doc) == [("E001", "no-such-thing-archaudit: cannot read: no such file, directory or "
+                                             "installed distribution 'no-such-thing-archaudit'")]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="smoke runs on Linux only")
+def test_smoke_of_a_missing_wheel_is_no_such_file_exit_2(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "archaudit", "smoke", "nope.whl"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2
+    assert "nope.whl: no such file" in r.stderr and "Linux wheels on Linux only" not in r.stderr
+
+
+# ---- 1: not a wheel ----
+
+def test_a_whl_without_dist_info_is_refused_as_pip_refuses_it(tmp_path):
+    """pip: '.dist-info directory not found'; check says the same, exit 2, and reads nothing."""
+    p = wheel(tmp_path / "notawheel-1.0-py3-none-any.whl", {"notawheel/__init__.py": b""})
+    rc, doc = check_json(tmp_path, str(p))
+    assert rc == 2 and doc["passed"] is False
+    (code, message), = target_problems(doc)
+    assert code == "E004" and CODES[code].title == "not a wheel"
+    assert message.endswith("not a wheel: .dist-info directory not found (pip refuses to install it)")
+    assert doc["targets"][0]["libraries"] == []
+
+
+def test_a_whl_with_a_library_but_no_dist_info_is_refused_too(tmp_path):
+    p = wheel(tmp_path / "x-1.0-py3-none-linux_x86_64.whl", {"x/libhost.so": HOST.read_bytes()})
+    rc, doc = check_json(tmp_path, str(p))
+    assert rc == 2 and [c for c, _ in target_problems(doc)] == ["E004"]
+
+
+def test_a_whl_with_two_dist_info_directories_is_refused(tmp_path):
+    p = wheel(tmp_path / "x-1.0-py3-none-any.whl", {"a-1.0.dist-info/WHEEL": b"", "b-1.0.dist-info/WHEEL": b""})
+    rc, doc = check_json(tmp_path, str(p))
+    (code, message), = target_problems(doc)
+    assert rc == 2 and code == "E004"
+    assert "multiple .dist-info directories found (a-1.0.dist-info, b-1.0.dist-info" in message
+
+
+def test_the_example_wheel_is_a_wheel():
+    assert core.example_wheel().endswith(".whl")
+    rc = main(["check", "--no-config", "-q", "--arch", "80;90", "--format", "json", "-o", "/dev/null",
+               core.example_wheel()])
+    assert rc != 2
+
+
+def _sdist(path: Path) -> Path:
+    """An sdist as `python -m build --sdist` lays it out: name-version/ with PKG-INFO, gzipped tar."""
+    with tarfile.open(path, "w:gz") as t:
+        for name, data in {"pkg-1.0/PKG-INFO": b"Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n",
+                           "pkg-1.0/pyproject.toml": b"[project]\nname = 'pkg'\nversion = '1.0'\n",
+                           "pkg-1.0/pkg/__init__.py": b""}.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            t.addfile(info, io.BytesIO(data))
+    return path
+
+
+@pytest.mark.parametrize("name, make, words", [
+    ("plain.zip", lambda p: wheel(p, {"a.txt": b"hello"}),
+     "not a wheel: a zip archive whose name does not end in .whl"),
+    ("pkg-1.0.tar.gz", _sdist, "not a wheel: a gzip archive (an sdist?)"),
+    ("notes.txt", lambda p: p.write_text("hello\n"), "not a wheel, library or device-code file"),
+])
+def test_a_file_that_is_no_wheel_and_no_library_is_exit_2_and_not_malformed_elf(tmp_path, name, make, words):
+    p = tmp_path / name
+    make(p)
+    rc, doc = check_json(tmp_path, str(p))
+    (code, message), = target_problems(doc)
+    assert rc == 2 and code == "E004" and words in message, message
+    assert "ELF" not in message.split(":")[1]
+    assert doc["targets"][0]["libraries"] == []
+
+
+def test_a_library_in_a_directory_is_still_read_however_it_is_named(tmp_path):
+    """The refusal is for a file given by name only: a directory's files are chosen by content."""
+    (tmp_path / "d").mkdir()
+    shutil.copy(HOST, tmp_path / "d" / "kernels.dat")
+    (tmp_path / "d" / "notes.txt").write_text("hello\n")
+    rc, doc = check_json(tmp_path, str(tmp_path / "d"))
+    assert rc == 0 and [lib["path"] for lib in doc["targets"][0]["libraries"]] == ["kernels.dat"]
+
+
+@pytest.mark.parametrize("ident, code, words", [
+    (b"\x7fELF" + bytes(60), "E010", "malformed ELF: ELF class 0 is neither 32-bit (1) nor 64-bit (2)"),
+    (b"\x7fELF\x01\x01" + bytes(58), "E020", "unsupported library format: 32-bit ELF is not supported"),
+    (b"\x7fELF\x02\x02" + bytes(58), "E020", "unsupported library format: big-endian ELF is not supported"),
+    (b"\x7fELF\x02\x07" + bytes(58), "E010", "malformed ELF: ELF data encoding 7 is neither"),
+])
+def test_a_short_elf_gets_a_code_whose_title_its_words_repeat(tmp_path, ident, code, words):
+    p = wheel(tmp_path / "tiny-1.0-py3-none-linux_x86_64.whl",
+              {"tiny/libfoo.so": ident, "tiny-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\n"})
+    rc, doc = check_json(tmp_path, str(p))
+    (lib,) = doc["targets"][0]["libraries"]
+    found = [(f["code"], f["message"]) for f in doc["targets"][0]["findings"]]
+    assert rc == 1 and lib["path"] == "tiny/libfoo.so"
+    assert [c for c, _ in found] == [code] and words in found[0][1], found
+    title = CODES[code].title
+    assert found[0][1].split(": ", 2)[1] == title, (found, title)
+
+
+# ---- 6: a repeated --arch adds up ----
+
+@pytest.mark.parametrize("flags, claimed", [
+    (["--arch", "80", "--arch", "90"], ["80", "90"]),
+    (["--arch", "80;90-real", "--arch", "-gencode arch=compute_100,code=compute_100"], ["80", "90", "100"]),
+    (["--arch", "8.0", "--arch", "80"], ["80"]),
+])
+def test_a_repeated_arch_claims_every_architecture_given(tmp_path, flags, claimed):
+    rc, doc = check_json(tmp_path, *flags, core.example_wheel())
+    assert doc["targets"][0]["claim"]["gpus"] == claimed, doc["targets"][0]["claim"]
+
+
+def test_a_repeated_arch_keeps_sass_and_ptx_from_each(tmp_path):
+    """`--arch 90-real --arch 90-virtual` claims SASS and PTX for 90, as `90-real;90-virtual` does."""
+    _, both = check_json(tmp_path, "--arch", "90-real", "--arch", "90-virtual", core.example_wheel())
+    _, one = check_json(tmp_path, "--arch", "90-real;90-virtual", core.example_wheel())
+    assert one["targets"][0]["claim"]["archs"] == [{"target": "90", "sass": True, "ptx": True}]
+    assert both["targets"][0]["claim"]["archs"] == one["targets"][0]["claim"]["archs"]
+
+
+def test_an_amd_target_in_a_repeated_arch_beside_a_cuda_one_is_a_usage_error(tmp_path, capsys):
+    rc = main(["check", "--no-config", "-q", "--arch", "80", "--arch", "gfx90a", core.example_wheel()])
+    assert rc == 2 and "'gfx90a' is an AMD target" in capsys.readouterr().err
