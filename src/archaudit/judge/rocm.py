@@ -104,8 +104,22 @@ def select(container: Container, gpu: str) -> Selection:
     for e in container.entries:
         if not hip_reads(e) or not compatible(e.target, gpu):
             continue
+        if too_old_alone(e):
+            return Selection("refused", e)
         return Selection("native" if compatible(judged_target(e), gpu) else "refused", e)
     return NOTHING
+
+
+# A bare code object (hipModuleLoad of an .hsaco) is matched by comgr's getElfIsaName, which names
+# the ISA of code object v4 to v6 only (ELFABIVERSION_AMDGPU_HSA_V4..V6; anything else is
+# AMD_COMGR_STATUS_ERROR_INVALID_ARGUMENT): a bare v3 object is never looked up.
+BARE_MIN_VERSION: int = gfx.rocm_rule("bare-code-object-versions")[0]
+
+
+def too_old_alone(e: Entry) -> bool:
+    """A bare code object whose recorded version comgr does not look up (0: not recorded, as in
+    records built by hand; the reader records every bare code object's version)."""
+    return not e.identifier and 0 < e.code_version[0] < BARE_MIN_VERSION
 
 
 def modules(lib: Library) -> tuple[Container, ...]:
@@ -207,5 +221,6 @@ def kernel_gaps(mods: Sequence[Container], paths: Iterable[AmdPath]) -> tuple[Am
     return tuple(out)
 
 
-__all__ = ["AmdKernelGap", "AmdPath", "HIP_KINDS", "NOTHING", "Selection", "compatible", "disagrees",
-           "hip_reads", "judged_target", "kernel_gaps", "kind", "modules", "path", "select", "settings"]
+__all__ = ["AmdKernelGap", "AmdPath", "BARE_MIN_VERSION", "HIP_KINDS", "NOTHING", "Selection", "compatible",
+           "disagrees", "hip_reads", "judged_target", "kernel_gaps", "kind", "modules", "path", "select", "settings",
+           "too_old_alone"]
