@@ -15,6 +15,12 @@ from importlib import resources
 from typing import Any, Literal
 
 CC = tuple[int, int]
+"""A compute capability, (major, minor): (9, 0) is 9.0. The one definition."""
+
+
+def label(cc: CC) -> str:
+    """A compute capability as claims spell it: (9, 0) -> "90"."""
+    return f"{cc[0]}{cc[1]}"
 
 _SUFFIXES = ("", "a", "f")
 

@@ -19,19 +19,14 @@ from functools import cache, cached_property, lru_cache
 from typing import Literal
 
 from .. import arch
+from ..arch import CC, label
 from ..claims import Claim
 from ..model import CODE_OBJECT, DEVICE_LINK, PTX, RELOCATABLE, SASS, Container, Entry, Library
 from . import rocm
 from .policy import Policy
 from .selection import NOTHING, Choice, NvCode, Runs, choose, nv_codes
 
-CC = tuple[int, int]
 UNKNOWN_KEY = (1 << 30,)
-
-
-def label(cc: CC) -> str:
-    """A compute capability as claims spell it: (9, 0) -> "90"."""
-    return f"{cc[0]}{cc[1]}"
 
 
 @dataclass(frozen=True, slots=True)

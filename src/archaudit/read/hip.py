@@ -37,6 +37,7 @@ import zstandard
 
 from .. import gfx, model
 from ..errors import ArchauditError
+from ..findings import Code
 
 Buffer = bytes | bytearray | memoryview
 
@@ -44,9 +45,9 @@ UNCOMPRESSED_MAGIC = b"__CLANG_OFFLOAD_BUNDLE__"
 COMPRESSED_MAGIC = b"CCOB"
 MAGICS: tuple[bytes, ...] = (UNCOMPRESSED_MAGIC, COMPRESSED_MAGIC)
 
-MALFORMED = "E030"
-UNDECODABLE = "E031"
-TOO_LARGE = "E032"
+MALFORMED = Code.E030
+UNDECODABLE = Code.E031
+TOO_LARGE = Code.E032
 
 MAX_ENTRIES = 4096  # far above any real bundle (one entry per target plus host)
 MAX_ID_LEN = 1024
