@@ -361,6 +361,13 @@ def gpu_catalog() -> tuple[Gpu, ...]:
     )
 
 
+@cache
+def generations() -> dict[CC, str]:
+    """The GPU architecture of each compute capability in the catalog ("Turing" for 7.5), from
+    ``generations`` in ``data/gpus.json``."""
+    return {_cc(k): v["name"] for k, v in _data("gpus.json")["generations"].items()}
+
+
 def lookup_gpu(name_or_target: str) -> list[Gpu]:
     """GPUs matching a catalog name or alias (case, spaces and dashes ignored; an NVML name such as
     "NVIDIA A100-SXM4-80GB" matches by its longest catalog prefix) or a target (``sm_90``,
@@ -408,9 +415,14 @@ def last_cuda(gpu: CC) -> CC | None:
 
 def runtime_major(soname: str) -> int | None:
     """The CUDA major a NEEDED library name proves the library was built by
-    (``libcudart.so.12`` -> 12), or None for a name that says nothing about it."""
+    (``libcudart.so.12`` -> 12; ``cudart64_110.dll`` -> 11, ``cudart64_12.dll`` -> 12), or None
+    for a name that says nothing about it. Windows names up to CUDA 11 carry major and minor
+    (``digits`` in data/cuda.json)."""
     for row in _data("cuda.json")["runtime_sonames"]["patterns"].values():
         m = re.match(row["pattern"], soname)
         if m:
-            return int(m.group("major"))
+            number = int(m.group("major"))
+            if row.get("digits") == "major-and-minor-through-11" and number >= 20:
+                return number // 10  # cudart64_110.dll: 11.x; cudart64_102.dll: 10.2; cudart64_92.dll: 9.2
+            return number
     return None

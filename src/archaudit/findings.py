@@ -233,9 +233,10 @@ _CODES = [
          "libfoo.so carries no PTX for compute_120"),
     CodeInfo(Code.G005, INFO, "specialised library",
          "All of the library's device code is arch-specific ('a') or family ('f') code: it serves "
-         "only those GPUs, by design (a runtime dispatch picks it). Under --strict it is judged "
-         "like any other library.",
-         "Nothing, if the library is loaded only on those GPUs.",
+         "only those GPUs. This is said, not excused: a claimed GPU it does not serve is G001 like "
+         "any other (a library built only for sm_100f fails a claim of 80;90;100).",
+         "Nothing, if the claim names only the GPUs it serves; otherwise build the claim's plain "
+         "architectures too, or record a deliberate gap with ignore-library and its reason.",
          "libhopper.so is specialised: serves only 9.0 (sm_90a)"),
     CodeInfo(Code.G006, ERROR, "GPU wheel without device code",
          "The wheel links a GPU runtime or was given a claim, yet no library carries device code.",
@@ -256,11 +257,13 @@ _CODES = [
          "Build for that GPU's architecture (or PTX of an older one).",
          "libfoo.so on RTX 5090 (12.0): not at all"),
     CodeInfo(Code.G010, INFO, "device code without kernels",
-         "The library's only device code is nvlink's kernel-less device-link stubs (a library with "
-         "no device code of its own): nothing in it can be launched, so there is no coverage to "
-         "judge. Any other container is judged by its targets, kernels identified or not.",
-         "Nothing; a build that needs no device link can drop it.",
-         "libcufftw.so.12 carries device code without kernels (sm_75)"),
+         "Every container of the library was read whole and defines no kernel: nvlink's kernel-less "
+         "device-link stubs, or cubins with no kernel (NPP 13.2's libnppc.so.13 carries one sm_75 "
+         "cubin with no .text and no symbols, in an ordinary .nv_fatbin). Nothing in it can be "
+         "launched, so there is no coverage to judge; a kernel-less container beside others is not "
+         "judged either. Any other container is judged by its targets, kernels identified or not.",
+         "Nothing; a build that needs no device code there can drop it.",
+         "libcufftw.so.12 carries device code without kernels (its containers define no kernel: sm_75)"),
     CodeInfo(Code.G011, ERROR, "claimed vendor without device code",
          "Architectures were claimed for a GPU vendor (CUDA through --arch, AMD through --amd-arch) "
          "but no library of the target carries loadable device code of that vendor: nothing runs on "

@@ -76,6 +76,8 @@ class Entry:
     # which the loader checks against the GPU; it may be more specific than the bundle id
     # (`target`), which is what a bundle entry is selected by. None when not AMD.
     own_target: str | None = None
+    # A decoded cubin with no .text section and no symbol but section symbols: it defines nothing.
+    defines_nothing: bool = False
 
 
 @dataclass(frozen=True, slots=True)

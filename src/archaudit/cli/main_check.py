@@ -38,7 +38,7 @@ def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     g.add_argument("--require-ptx", choices=("newest",), default=None,
                    help="require PTX for the newest claimed architecture")
     g.add_argument("--strict", action="store_true", default=None,
-                   help="judge arch-specific-only libraries like any other")
+                   help="accepted for compatibility: arch-specific-only libraries are always judged like any other")
     g.add_argument("--strict-kernels", action="store_true", default=None,
                    help="judge arch-specific-only containers like any other")
     g.add_argument("--driver", metavar="VERSION", help="fail when the device code needs a newer NVIDIA driver")

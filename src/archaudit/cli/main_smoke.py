@@ -39,6 +39,9 @@ def add_smoke_arguments(parser: argparse.ArgumentParser) -> None:
                              f"is killed with everything it started (default {DEFAULT_TIMEOUT:g})")
     parser.add_argument("--system-site-packages", action="store_true",
                         help="let the fresh environment see this interpreter's site-packages")
+    parser.add_argument("--allow-source-dependencies", action="store_true",
+                        help="let the wheel's dependencies install from sdists (their build backends run); "
+                             "by default only binary wheels are installed, and the report says which")
     parser.add_argument("--probe", dest="probes", action="append", metavar="NAME",
                         help="run only this probe (repeatable); --list-probes names them")
     parser.add_argument("--list-probes", action="store_true", help="list the probes and exit")
@@ -88,7 +91,8 @@ def execute(args: argparse.Namespace) -> int:
     try:
         report = run_smoke(target, installed=args.installed, require_gpu=args.require_gpu,
                            timeout=args.timeout, system_site_packages=args.system_site_packages,
-                           probes=args.probes)
+                           probes=args.probes,
+                           allow_source_dependencies=getattr(args, "allow_source_dependencies", False))
     except SmokeInputError as exc:
         return _emit_error(str(exc), fmt, output)
     except KeyboardInterrupt:

@@ -105,7 +105,7 @@ def _verdict(f: LibraryFacts, findings: list[Finding]) -> LibraryVerdict:
         status = "fail"
     elif any(x.code == Code.G005 for x in findings):
         status = "specialised"
-    coverage = [(label(cc), how) for cc, how in f.coverage] if f.codes and not f.specialised else []
+    coverage = [(label(cc), how) for cc, how in f.coverage] if f.codes else []
     if f.amd and f.policy.amd_claim:
         coverage += [(want, "none" if amd_missing(f, want) else "native") for want in f.policy.amd_claim]
     floor = f.floor if f.codes else None

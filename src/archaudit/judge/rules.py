@@ -216,12 +216,13 @@ def rule_reader_problems(f: LibraryFacts) -> list[Finding]:
 
 @library_rule(Code.G010)
 def rule_g010(f: LibraryFacts) -> list[Finding]:
-    """G010: device code in which nothing can be launched (nvlink's kernel-less device-link
-    stubs only). Anything else that holds code, kernels identified or not, is judged."""
+    """G010: device code in which nothing can be launched: every container was read whole and
+    defines no kernel (nvlink's device-link stubs, an empty cubin wherever it sits). Anything
+    else that holds code, kernels identified or not, is judged."""
     if not f.stubs_only or f.relocatable:
         return []
     return [finding(Code.G010, f.path, f"{f.path} carries device code without kernels "
-                                    f"(only kernel-less device-link stubs: "
+                                    f"(its containers define no kernel: "
                                     f"{' '.join(sorted({e.target for e in f.library.entries}))})")]
 
 
@@ -242,7 +243,7 @@ def rule_g001(f: LibraryFacts) -> list[Finding]:
     if f.claim is not None and not f.codes and not f.amd and f.relocatable:
         labels = [label(c) for c in f.claimed]
         out.append(_g001(f.path, labels, f.claim.source, [], labels, None))
-    elif f.claim is not None and f.codes and not f.specialised:
+    elif f.claim is not None and f.codes:
         absent = [label(cc) for cc in f.missing if not f.paths[cc].dead  # G012's
                   and not all(c.unlinked for c in f.paths[cc].choices)]  # G013's
         if absent:
@@ -308,7 +309,7 @@ def rule_g012(f: LibraryFacts) -> list[Finding]:
     of its generation supports (Kepler's R470 stops at CUDA 11.4, PTX ISA 7.4): no driver
     that still runs the GPU can run the code."""
     out: list[Finding] = []
-    if f.claim is None or f.specialised:
+    if f.claim is None:
         return out
     for cc in f.missing:
         dead = f.paths[cc].dead
@@ -359,8 +360,9 @@ def _dead_phrase(c: NvCode) -> str:
 
 @library_rule(Code.G005)
 def rule_g005(f: LibraryFacts) -> list[Finding]:
-    """G005: all the library's code is arch-specific or family code: by design it serves only
-    those GPUs (a runtime dispatch picks it), so the claim is not held against it."""
+    """G005: all the library's code is arch-specific or family code, so it serves only those
+    GPUs. It says so; it excuses nothing: a claimed GPU it does not serve is G001 like any
+    other (one wrong CMAKE_CUDA_ARCHITECTURES=100f must not pass "80;90;100")."""
     if not f.specialised:
         return []
     served = sorted({cc for cc in arch.KNOWN_CCS if any(runs(c, cc) != "none" for c in f.codes)})
@@ -372,7 +374,7 @@ def rule_g005(f: LibraryFacts) -> list[Finding]:
 @library_rule(Code.G002)
 def rule_g002(f: LibraryFacts) -> list[Finding]:
     """G002: a claimed GPU that runs the library only through the PTX JIT (slow first load)."""
-    if f.claim is None or f.specialised or not f.codes:
+    if f.claim is None or not f.codes:
         return []
     jit = [label(cc) for cc, how in f.coverage if how == "jit"]
     if not jit:
@@ -384,7 +386,7 @@ def rule_g002(f: LibraryFacts) -> list[Finding]:
 @library_rule(Code.G003)
 def rule_g003(f: LibraryFacts) -> list[Finding]:
     """G003 (--exact): SASS for an architecture the claim does not list."""
-    if not f.policy.exact or f.claim is None or f.specialised:
+    if not f.policy.exact or f.claim is None:
         return []
     claimed = set(f.claimed)
     extra = sorted({c.target.label for c in f.codes if c.kind == SASS
@@ -398,7 +400,7 @@ def rule_g003(f: LibraryFacts) -> list[Finding]:
 def rule_g004(f: LibraryFacts) -> list[Finding]:
     """G004 (--require-ptx newest): no plain PTX for the newest claimed architecture, judged
     by the target its text compiles for (compute_90 whose text says sm_90a is not plain)."""
-    if f.policy.require_ptx != "newest" or f.claim is None or f.specialised or not f.claimed or not f.codes:
+    if f.policy.require_ptx != "newest" or f.claim is None or not f.claimed or not f.codes:
         return []
     newest = max(f.claimed)
     if any(c.kind == PTX and c.target.cc == newest and c.jit_target is not None

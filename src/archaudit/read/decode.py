@@ -150,7 +150,9 @@ def decode_entry(eh: fatbin.EntryHeader, raw: bytes, pos: int, max_payload: int,
         # From sm_90 on a cubin marks the arch-specific 'a' (e_flags or .nv.compat): it must agree.
         if eh.arch >= 90 and target.endswith("a") != (eh.suffix == "a"):
             raise fatbin.FatbinError(f"cubin says {target}, entry header says {eh.target}", code=Code.E014, offset=pos)
-        return replace(base, kernels=_interned(kernels), toolkit=toolkit, decoded=True, unresolved=unresolved)
+        empty = not kernels and fatbin.cubin_defines_nothing(data)
+        return replace(base, kernels=_interned(kernels), toolkit=toolkit, decoded=True, unresolved=unresolved,
+                       defines_nothing=empty)
     written, _, kernels = fatbin.ptx_facts(bytes(fatbin.decode_payload_into(eh, raw, pos, max_payload, out)))
     if written is None:
         raise fatbin.FatbinError(f"{eh.target} PTX has no .target directive", code=Code.E014, offset=pos)

@@ -473,6 +473,32 @@ def _tables(data: bytes | memoryview, h: elf.Header) -> tuple[list[str], bytes |
     return kernels, named(b".nv.compat"), named(b".note.nv.tkinfo")
 
 
+def cubin_defines_nothing(data: bytes | memoryview) -> bool:
+    """Whether a cubin holds no code and names nothing: no ``.text`` section and no symbol but
+    section symbols (nvcc's cubin for a translation unit with host code only; NPP 13.2's
+    libnppc.so.13 ships one). Such code defines no kernel. Asked only of cubins in which no
+    kernel was found; unreadable tables say False (the container stays judged: fail closed)."""
+    try:
+        h = elf.parse_header(data, len(data))
+        table = bytes(data[h.shoff:h.shoff + h.shnum * _SHDR.size])
+        if not h.shnum or len(table) != h.shnum * _SHDR.size or not 0 < h.shstrndx < h.shnum:
+            return False
+        shdrs = [_SHDR.unpack_from(table, i * _SHDR.size) for i in range(h.shnum)]
+        names = bytes(data[shdrs[h.shstrndx][4]:shdrs[h.shstrndx][4] + shdrs[h.shstrndx][5]])
+        for name, kind, _, _, offset, size, *_ in shdrs:
+            if names.startswith(b".text", name):
+                return False
+            if kind == elf.SHT_SYMTAB:
+                raw = bytes(data[offset:offset + size])
+                for at in range(0, len(raw) - _SYM.size + 1, _SYM.size):
+                    info = _SYM.unpack_from(raw, at)[1]
+                    if info & 0xF not in (0, 3):  # STT_NOTYPE, STT_SECTION: no function, no object
+                        return False
+        return True
+    except (elf.ElfError, struct.error, IndexError):
+        return False
+
+
 # Undefined symbols every relocatable cubin has: nvlink's unified function and data tables
 # and the reserved shared memory base. The driver supplies them when it loads the object alone.
 _LINKER_SYMBOLS = re.compile(r"__U[FD]T(_OFFSET|_CANONICAL|_END)?|\.nv\.reservedSmem\..*")

@@ -759,7 +759,8 @@ def _device_elf(f: OpenFile, h: elf.Header) -> Library:
             if not is_cuda_target(target):
                 raise fatbin.FatbinError(f"cubin e_flags name no CUDA architecture ({target})", code=Code.E014)
             entry = Entry("nvidia", SASS, target, (1, h.abiversion), "none", size, size, 0,
-                          kernels=kernels, toolkit=toolkit, decoded=True)
+                          kernels=kernels, toolkit=toolkit, decoded=True,
+                          defines_nothing=not kernels and fatbin.cubin_defines_nothing(data))
             fmt = "cubin"
         else:
             small = elf.parse_small(data)
