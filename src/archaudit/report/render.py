@@ -400,6 +400,8 @@ def _target_json(t: TargetReport, detail: str, timings: bool = True) -> dict[str
                         "stored_size": e.stored_size, "size": e.size, "offset": e.offset,
                         "identifier": e.identifier, "debug": e.debug,
                         **({"ptx_target": e.ptx_target} if e.ptx_target else {}),
+                        **({"own_target": e.own_target, "judged_target": rocm.judged_target(e),
+                            "hip_selects": rocm.hip_reads(e)} if e.own_target is not None else {}),
                         **({"kernels": list(e.kernels) if e.kernels is not None else None}
                            if detail == "kernels" else {}),
                     } for e in c.entries],
