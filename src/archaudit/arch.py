@@ -15,6 +15,12 @@ from importlib import resources
 from typing import Any, Literal
 
 CC = tuple[int, int]
+"""A compute capability, (major, minor): (9, 0) is 9.0. The one definition."""
+
+
+def label(cc: CC) -> str:
+    """A compute capability as claims spell it: (9, 0) -> "90"."""
+    return f"{cc[0]}{cc[1]}"
 
 _SUFFIXES = ("", "a", "f")
 
@@ -402,9 +408,14 @@ def last_cuda(gpu: CC) -> CC | None:
 
 def runtime_major(soname: str) -> int | None:
     """The CUDA major a NEEDED library name proves the library was built by
-    (``libcudart.so.12`` -> 12), or None for a name that says nothing about it."""
+    (``libcudart.so.12`` -> 12; ``cudart64_110.dll`` -> 11, ``cudart64_12.dll`` -> 12), or None
+    for a name that says nothing about it. Windows names up to CUDA 11 carry major and minor
+    (``digits`` in data/cuda.json)."""
     for row in _data("cuda.json")["runtime_sonames"]["patterns"].values():
         m = re.match(row["pattern"], soname)
         if m:
-            return int(m.group("major"))
+            number = int(m.group("major"))
+            if row.get("digits") == "major-and-minor-through-11" and number >= 20:
+                return number // 10  # cudart64_110.dll: 11.x; cudart64_102.dll: 10.2; cudart64_92.dll: 9.2
+            return number
     return None

@@ -235,3 +235,20 @@ def test_generic_code_is_not_selected_for_a_gpu_and_says_why(tmp_path):
     assert "gfx11-generic code is not selected for gfx1100" in message and "archaudit smoke" in message
     rc, _, _ = check(tmp_path, "--amd-arch", "gfx942", str(lib))
     assert rc == 0
+
+
+def test_a_bare_code_object_before_version_4_is_never_looked_up(tmp_path):
+    """hipModuleLoad of an .hsaco goes through comgr's getElfIsaName, which knows code object v4 to
+    v6 only. clang 19 no longer writes v3, so the v3 object is clang's v5 one with EI_ABIVERSION
+    set to 1 (a v3 header reads the same feature bits as set or clear)."""
+    v5 = LOADING / "gfx90a_any_k.hsaco"
+    data = bytearray(v5.read_bytes())
+    assert data[8] == 3  # EI_ABIVERSION: code object v5
+    rc, _, _ = check(tmp_path, "--amd-arch", "gfx90a:xnack+", str(v5))
+    assert rc == 0
+    data[8] = 1
+    v3 = tmp_path / "k_v3.hsaco"
+    v3.write_bytes(bytes(data))
+    rc, doc, _ = check(tmp_path, "--amd-arch", "gfx90a:xnack+", str(v3))
+    assert rc == 1
+    assert "bare code object of version 3" in findings(doc, "G001")[0]["message"]

@@ -109,3 +109,13 @@ def test_mxnet_floor_is_unknown_and_driver_fails_closed():
     rep = check("mxnet-cu112", "1.9.1", "50;60;70;75;80;86", driver="418.67")
     (d,) = found(rep, "D001")
     assert d.get("driver") == "unknown" and rep.exit_code == 1
+
+
+def test_npp_empty_cubins_define_no_kernel():
+    """nvidia-npp 13.2.0.58: libnppc.so.13 and libnppisu.so.13 each carry one sm_75 cubin with no
+    .text and no symbols, in an ordinary .nv_fatbin. They were G001 on every claimed GPU but 7.5
+    and G009 'not at all' on an A100; code that defines no kernel leaves no kernel to fail."""
+    rep = check("nvidia-npp", "13.2.0.58", "75;80;86;89;90;100;103;120;121", gpus=(("A100", (8, 0)),))
+    assert {f.subject for f in found(rep, "G010")} >= {"nvidia/cu13/lib/libnppc.so.13",
+                                                       "nvidia/cu13/lib/libnppisu.so.13"}
+    assert rep.exit_code == 0, [f.message[:200] for f in rep.findings if f.severity == "error"]

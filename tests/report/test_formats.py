@@ -373,3 +373,18 @@ def test_sarif_of_unreadable_input_fails_its_invocation(scratch):
     assert rc == 2 and run["invocations"][0] == {"executionSuccessful": False, "exitCode": 2}
     assert run["results"][0]["ruleId"] == "E002" and run["results"][0]["level"] == "error"
     assert "helpUri" not in run["tool"]["driver"]["rules"][0]  # no --docs-url: no URL is made up
+
+
+def test_also_write_renders_one_read_into_every_format(scratch, capsys):
+    """--also-write FORMAT=FILE: each rendering equals what a run of that format alone writes."""
+    args = ["check", "--no-config", "-q", "--no-timings", *SCENARIOS["libs_gpu"], "--format", "json", "-o", "r.json"]
+    rc = main([*args, *(f"--also-write={fmt}={scratch / ('also.' + EXT[fmt])}" for fmt in EXT if fmt != "json")])
+    assert rc == 1
+    for fmt in EXT:
+        alone = run_check(SCENARIOS["libs_gpu"], fmt, scratch / "alone")[1]
+        written = (scratch / ("r.json" if fmt == "json" else "also." + EXT[fmt])).read_text(encoding="utf-8")
+        assert written == alone, fmt
+    for bad in (["--also-write", "xml=x"], ["--also-write", "text"], ["--also-write", "text=r.json"],
+                ["--also-write", "text=-", "--also-write", "github=-"]):
+        assert main([*args, *bad]) == 2
+        assert "--also-write" in capsys.readouterr().err

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..config import DETAILS
@@ -39,7 +40,7 @@ def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     g.add_argument("--require-ptx", choices=("newest",), default=None,
                    help="require PTX for the newest claimed architecture")
     g.add_argument("--strict", action="store_true", default=None,
-                   help="judge arch-specific-only libraries like any other")
+                   help="accepted for compatibility: arch-specific-only libraries are always judged like any other")
     g.add_argument("--strict-kernels", action="store_true", default=None,
                    help="judge arch-specific-only containers like any other")
     g.add_argument("--driver", metavar="VERSION", help="fail when the device code needs a newer NVIDIA driver")
@@ -56,6 +57,9 @@ def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     common.add_config_options(g)
     common.add_output_options(p)
     common.add_colour_option(p)
+    p.add_argument("--also-write", action="append", metavar="FORMAT=FILE", default=None,
+                   help="also write the report in FORMAT to FILE ('-': standard output), from the same read "
+                        "(repeatable; e.g. --format json -o report.json --also-write markdown=summary.md)")
     g = p.add_argument_group("presentation")
     g.add_argument("--detail", choices=DETAILS, default=None,
                    help="what the text lists: one line per library (default), also each container, or also "
@@ -122,6 +126,10 @@ def execute(args: argparse.Namespace) -> int:
     finally:
         if stop is not None:
             stop()
+    for also in s.also:  # every rendering from the one report: each wheel is read once
+        also_s = replace(s, output=replace(s.output, format=also.format, path=also.path))
+        also_text = common.terminal_safe(render(report, also_s, unicode=common.unicode_ok(also.path)), also.format)
+        common.write(also_text, also.path)
     text = common.terminal_safe(render(report, s, unicode=common.unicode_ok(s.output.path)), s.output.format)
     if common.colour_on(args.color, s.output.format, s.output.path):
         text = common.paint(text)

@@ -49,6 +49,7 @@ class CheckSettings:
     jobs: int | None = None
     max_payload: int = DEFAULT_MAX_PAYLOAD
     decode: bool = True  # False: --fast, entry headers only (E015 wherever that leaves facts unread)
+    also: tuple[Output, ...] = ()  # --also-write: more renderings of the same report
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,6 +255,20 @@ def policy(args: argparse.Namespace, cfg: Config, amd_claim: tuple[str, ...], am
     )
 
 
+def also_write(values: Sequence[str] | None, primary: Output) -> tuple[Output, ...]:
+    """--also-write FORMAT=FILE ('-' for standard output), each format and file once."""
+    out: list[Output] = []
+    for value in values or ():
+        fmt, sep, path = value.partition("=")
+        if not sep or fmt not in FORMATS or not path:
+            raise UsageError(f"--also-write {value!r}: give FORMAT=FILE, FORMAT one of {', '.join(FORMATS)}")
+        out.append(Output(fmt, None if path == "-" else path, primary.docs_url))
+    paths = [o.path for o in (*out, primary)]
+    if len(set(paths)) != len(paths):
+        raise UsageError("--also-write: each report needs a file of its own (standard output at most once)")
+    return tuple(out)
+
+
 def check_settings(args: argparse.Namespace, cfg: Config, targets: Sequence[str]) -> CheckSettings:
     cuda, amd, amd_source = claim(args, cfg)
     detail = _flag_or(cfg, args.detail, "detail", "libraries")
@@ -262,7 +277,7 @@ def check_settings(args: argparse.Namespace, cfg: Config, targets: Sequence[str]
         output=output(args, cfg), detail=cast(Detail, detail), verbose=bool(args.verbose),
         costs=bool(_flag_or(cfg, args.costs, "costs", False)), timings=not args.no_timings,
         progress=not args.quiet, jobs=args.jobs, max_payload=args.max_payload,
-        decode=not args.fast)
+        decode=not args.fast, also=also_write(getattr(args, "also_write", None), output(args, cfg)))
 
 
 def diff_settings(args: argparse.Namespace, cfg: Config, formats: Sequence[str]) -> DiffSettings:

@@ -31,6 +31,9 @@ def add_smoke_arguments(parser: argparse.ArgumentParser) -> None:
                              f"is killed with everything it started (default {DEFAULT_TIMEOUT:g})")
     parser.add_argument("--system-site-packages", action="store_true",
                         help="let the fresh environment see this interpreter's site-packages")
+    parser.add_argument("--allow-source-dependencies", action="store_true",
+                        help="let the wheel's dependencies install from sdists (their build backends run); "
+                             "by default only binary wheels are installed, and the report says which")
     parser.add_argument("--probe", dest="probes", action="append", metavar="NAME",
                         help="run only this probe (repeatable); --list-probes names them")
     parser.add_argument("--list-probes", action="store_true", help="list the probes and exit")

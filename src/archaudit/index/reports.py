@@ -16,10 +16,10 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from .. import arch
-from ..findings import ERROR
+from ..arch import CC, label
+from ..findings import ERROR, Code
 from ..judge import diff
 from ..judge.audit import judge
-from ..judge.facts import label
 from ..judge.policy import AmdGpu, NvidiaGpu, Policy
 from ..model import TargetInventory
 from .store import inventory_of
@@ -99,12 +99,12 @@ def runs_on(db: sqlite3.Connection, gpu_name: str, nvidia: Sequence[tuple[str, t
     out = []
     for w, inv in _inventories(db, wheels(db, project)):
         t = judge(inv, None, policy)
-        bad = sorted({f.subject for f in t.findings if f.code == "G009"})
+        bad = sorted({f.subject for f in t.findings if f.code == Code.G009})
         unverified = [f for f in t.findings if f.code.startswith("E") and f.severity == ERROR]
-        answered = [f for f in t.findings if f.code in ("G008", "G009")]
+        answered = [f for f in t.findings if f.code in (Code.G008, Code.G009)]
         hows = [str(f.get("runs")) for f in answered]
         if unverified or inv.unusable:
-            answer, how = "unverified", unverified[0].code if unverified else "E001"
+            answer, how = "unverified", str(unverified[0].code if unverified else Code.E001)
         elif not answered:
             answer, how = "no device code", ""
         elif bad:
@@ -139,18 +139,18 @@ def _runs(inv: TargetInventory, axis: Sequence[tuple[int, int]]) -> _Runs:
     worst: dict[str, int] = {}
     failing: dict[str, list[str]] = {}
     for f in t.findings:
-        if f.code in ("G008", "G009"):
+        if f.code in (Code.G008, Code.G009):
             g = str(f.get("gpu"))
             # G009 decides: a library with kernels that cannot run there does not run there
-            rank = 0 if f.code == "G009" else RANK.get(str(f.get("runs")), 0)
+            rank = 0 if f.code == Code.G009 else RANK.get(str(f.get("runs")), 0)
             worst[g] = min(worst.get(g, 2), rank)
-            if f.code == "G009":
+            if f.code == Code.G009:
                 failing.setdefault(g, []).append(f.subject)
     bad = inv.unusable or any(f.code.startswith("E") and f.severity == ERROR for f in t.findings)
     return _Runs(worst, {k: tuple(v) for k, v in failing.items()}, bad)
 
 
-def _sm(cc: tuple[int, int]) -> str:
+def _sm(cc: CC) -> str:
     return f"sm_{cc[0]}{cc[1]}"
 
 

@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import IO, Literal
 
+from ..findings import Code
 from ..model import LTO, Library, Problem, TargetInventory
 from ..printable import printable
 from . import fatbin, hip, zipread
@@ -162,7 +163,7 @@ def inventories(targets: list[str], *, jobs: int | None = None, decode: bool = T
         problems_t = tuple(problems)
         unusable = kind == "directory" and not jobs_list and not problems_t
         if unusable:
-            problems_t += (Problem("E001", "directory holds no files to audit"),)
+            problems_t += (Problem(Code.E001, "directory holds no files to audit"),)
         out.append(TargetInventory(target, kind, libs, problems_t, unusable,
                                    sum(j.size for j in jobs_list), time.perf_counter() - start, dist))
     return out
@@ -180,7 +181,7 @@ def archive_inventory(target: str, size: int, read_at: zipread.ReadAt, opener: C
     try:
         members, hazards = zipread.read_directory_at(read_at, size, _counting(MAX_LIBRARIES))
     except zipread.ZipError as e:
-        return TargetInventory(target, "wheel", (), (Problem("E002", f"malformed archive: {e}"),), unusable=True)
+        return TargetInventory(target, "wheel", (), (Problem(Code.E002, f"malformed archive: {e}"),), unusable=True)
     except _TooManyLibraries:
         return TargetInventory(target, "wheel", (), (_too_many(),), False, 0, time.perf_counter() - start,
                                _wheel_dist(target))
@@ -238,12 +239,12 @@ def _plan(target: str) -> _Plan | TargetInventory:
         return "directory", jobs_list, problems, ""
     if os.path.exists(target) and target.lower().endswith(".whl"):
         if not os.path.isfile(target):  # a FIFO would block its open forever; a device reads as anything
-            return TargetInventory(target, "wheel", (), (Problem("E001", "cannot read: not a regular file"),),
+            return TargetInventory(target, "wheel", (), (Problem(Code.E001, "cannot read: not a regular file"),),
                                    unusable=True)
         try:
             jobs_list, problems = _wheel_jobs(target)
         except zipread.ZipError as e:
-            return TargetInventory(target, "wheel", (), (Problem("E002", f"malformed archive: {e}"),),
+            return TargetInventory(target, "wheel", (), (Problem(Code.E002, f"malformed archive: {e}"),),
                                    unusable=True)
         except NotAWheel as e:
             return TargetInventory(target, "wheel", (), e.problems, unusable=True)
@@ -251,15 +252,15 @@ def _plan(target: str) -> _Plan | TargetInventory:
     if os.path.exists(target) or _names_a_file(target):
         if not os.path.isfile(target):
             why = "not a regular file" if os.path.exists(target) else "no such file"
-            return TargetInventory(target, "file", (), (Problem("E001", f"cannot read: {why}"),), unusable=True)
+            return TargetInventory(target, "file", (), (Problem(Code.E001, f"cannot read: {why}"),), unusable=True)
         refused = _not_a_library(target)
         if refused is not None:
-            return TargetInventory(target, "file", (), (Problem("E004", refused),), unusable=True)
+            return TargetInventory(target, "file", (), (Problem(Code.E004, refused),), unusable=True)
         return "file", [_file_job(target, os.path.basename(target))], [], ""
     found = _distribution_jobs(target)
     if found is None:
         return TargetInventory(target, "distribution", (), (Problem(
-            "E001", f"cannot read: no such file, directory or installed distribution '{target}'"),),
+            Code.E001, f"cannot read: no such file, directory or installed distribution '{target}'"),),
             unusable=True)
     jobs_list, problems, dist = found
     return "distribution", jobs_list, problems, dist
@@ -306,7 +307,7 @@ def _unverified(lib: Library) -> Library:
     skipped = [e for e in lib.entries if not e.decoded and e.kind != LTO]
     if not skipped:
         return lib
-    problem = Problem("E015", f"{len(skipped)} of {len(lib.entries)} device-code entries not decoded "
+    problem = Problem(Code.E015, f"{len(skipped)} of {len(lib.entries)} device-code entries not decoded "
                               f"(--fast): kernels, cubin flags, PTX .target and payload integrity "
                               f"unverified")
     return replace(lib, problems=lib.problems + (problem,))
@@ -350,7 +351,7 @@ class _Budget:
         if not self.refused:
             return None
         shown = ", ".join(self.refused[:3]) + (", ..." if len(self.refused) > 3 else "")
-        return Problem("E003", f"{len(self.refused)} member(s) not read ({shown}): they would inflate "
+        return Problem(Code.E003, f"{len(self.refused)} member(s) not read ({shown}): they would inflate "
                                f"the audit past {self.limit} bytes, {BUDGET_RATIO}x the wheel's size "
                                f"(zip bomb?)")
 
@@ -382,7 +383,7 @@ def _counting(limit: int) -> zipread.Select:
 
 
 def _too_many() -> Problem:
-    return Problem("E003", f"more than {MAX_LIBRARIES} members are libraries or device code, more than "
+    return Problem(Code.E003, f"more than {MAX_LIBRARIES} members are libraries or device code, more than "
                            f"any real wheel holds: none is read")
 
 
@@ -393,7 +394,7 @@ class NotAWheel(Exception):
     def __init__(self, why: str, hazards: list[zipread.Hazard]):
         super().__init__(why)
         self.problems = (*(Problem(code, f"{printable(name)}: {msg}") for code, name, msg in hazards),
-                         Problem("E004", why))
+                         Problem(Code.E004, why))
 
 
 def not_a_wheel(names: Iterator[str] | list[str]) -> str | None:
@@ -473,11 +474,11 @@ def _nested_jobs(opener: Callable[[], IO[bytes]], m: zipread.Member, display: st
                  budget: _Budget) -> tuple[list[_Job], list[Problem]]:
     """A zip inside the archive: held in memory (bounded) and read with the same rules."""
     if depth + 1 > MAX_NESTING:
-        return [], [Problem("E003", f"{display}: a zip nested {depth + 1} deep; its members are not read")]
+        return [], [Problem(Code.E003, f"{display}: a zip nested {depth + 1} deep; its members are not read")]
     if m.method == 0 and m.whole is None:
         return _stored_nested_jobs(opener, m, display, depth, budget)
     if m.size > NESTED_MAX or not budget.hold(m.size):
-        return [], [Problem("E003", f"{display}: a zip of {m.size} bytes inside the archive, over the "
+        return [], [Problem(Code.E003, f"{display}: a zip of {m.size} bytes inside the archive, over the "
                                     f"{NESTED_MAX}-byte bound for zips read in memory; its members are not read")]
     if not budget.take(display, m.size):
         return [], []
@@ -490,7 +491,7 @@ def _nested_jobs(opener: Callable[[], IO[bytes]], m: zipread.Member, display: st
     except zipread.MemberError as e:
         return [], [Problem(e.code, f"{display}: {e}")]
     except zipread.ZipError as e:
-        return [], [Problem("E002", f"{display}: a zip whose members cannot be read: {e}")]
+        return [], [Problem(Code.E002, f"{display}: a zip whose members cannot be read: {e}")]
     data = whole
     return _archive_jobs(lambda: io.BytesIO(data), members, hazards, display + "!", depth + 1, budget)
 
@@ -514,11 +515,11 @@ def _stored_nested_jobs(opener: Callable[[], IO[bytes]], m: zipread.Member, disp
         with zipread.Window(opener(), base, size) as w:
             members, hazards = zipread.read_directory_at(w.pread, size, select_member)
     except OSError as e:
-        return [], [Problem("E001", f"{display}: cannot read: {e}")]
+        return [], [Problem(Code.E001, f"{display}: cannot read: {e}")]
     except zipread.MemberError as e:
         return [], [Problem(e.code, f"{display}: {e}")]
     except zipread.ZipError as e:
-        return [], [Problem("E002", f"{display}: a zip whose members cannot be read: {e}")]
+        return [], [Problem(Code.E002, f"{display}: a zip whose members cannot be read: {e}")]
     return _archive_jobs(window, members, hazards, display + "!", depth + 1, budget)
 
 
@@ -543,22 +544,22 @@ def _directory_jobs(root: str) -> tuple[list[_Job], list[Problem]]:
                 target = os.path.realpath(full)
                 if not (target == real_root or target.startswith(real_root + os.sep)):
                     rel = printable(os.path.relpath(full, root).replace(os.sep, "/"))
-                    problems.append(Problem("E003", f"{rel}: symbolic link to a directory outside the "
+                    problems.append(Problem(Code.E003, f"{rel}: symbolic link to a directory outside the "
                                                     f"target (its files are not audited)"))
     seen: set[tuple[int, int]] = set()
     for is_link, rel, full in sorted(candidates):  # real files first: a link names its target
         try:
             st = os.stat(full)  # follows links: a link to a library is that library
         except OSError as e:
-            problems.append(Problem("E003", f"{rel}: unreadable or a broken/looping link ({e.strerror})"))
+            problems.append(Problem(Code.E003, f"{rel}: unreadable or a broken/looping link ({e.strerror})"))
             continue
         if is_link:
             target = os.path.realpath(full)
             if not (target == real_root or target.startswith(real_root + os.sep)):
-                problems.append(Problem("E003", f"{rel}: symbolic link points outside the target"))
+                problems.append(Problem(Code.E003, f"{rel}: symbolic link points outside the target"))
                 continue
         if not stat.S_ISREG(st.st_mode):
-            problems.append(Problem("E003", f"{rel}: not a regular file"))
+            problems.append(Problem(Code.E003, f"{rel}: not a regular file"))
             continue
         key = (st.st_dev, st.st_ino)
         if key in seen:  # libfoo.so -> libfoo.so.1: audit the file once
@@ -595,10 +596,10 @@ def _add_file(jobs_list: list[_Job], problems: list[Problem], full: str, rel: st
             problems += probs + ([over] if over else [])
             return
     except zipread.ZipError as e:
-        problems.append(Problem("E002", f"{rel}: a zip whose members cannot be read: {e}"))
+        problems.append(Problem(Code.E002, f"{rel}: a zip whose members cannot be read: {e}"))
         return
     except OSError as e:
-        problems.append(Problem("E001", f"{rel}: cannot read: {e.strerror}"))
+        problems.append(Problem(Code.E001, f"{rel}: cannot read: {e.strerror}"))
         return
     job = _file_job(full, rel, size)
     note = _name_note(rel, kind)
@@ -624,7 +625,7 @@ def _distribution_jobs(name: str) -> tuple[list[_Job], list[Problem], str] | Non
             continue
         seen.add(real)
         if not os.path.isfile(full):
-            problems.append(Problem("E001", f"{f}: listed in RECORD but missing"))
+            problems.append(Problem(Code.E001, f"{f}: listed in RECORD but missing"))
             continue
         _add_file(jobs_list, problems, full, str(f), os.path.getsize(full))
     label = f"{dist.metadata['Name']}-{dist.version}"

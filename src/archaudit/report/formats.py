@@ -12,8 +12,9 @@ import re
 from collections import Counter
 from xml.etree import ElementTree as ET
 
-from ..findings import CODES, ERROR, INFO, WARNING, Finding
-from ..judge.audit import Report, TargetReport, _label
+from ..arch import label
+from ..findings import CODES, ERROR, INFO, WARNING, Code, Finding
+from ..judge.audit import Report, TargetReport
 from ..judge.filters import Suppression
 from .render import (
     QUIET_INFO,
@@ -38,11 +39,11 @@ def _failed(t: TargetReport) -> bool:
 def _claim_words(t: TargetReport) -> str:
     if t.claim is None:
         return "no claim"
-    return f"{', '.join(_label(c) for c in t.claim.gpus)} (from {t.claim.source})"
+    return f"{', '.join(label(c) for c in t.claim.gpus)} (from {t.claim.source})"
 
 
 def _driver_floor(t: TargetReport) -> Finding | None:
-    floors = [f for f in t.findings if f.code == "D002"]
+    floors = [f for f in t.findings if f.code == Code.D002]
     return max(floors, key=lambda f: _driver_key(str(f.get("driver")))) if floors else None
 
 
@@ -138,7 +139,7 @@ def _summary_md(t: TargetReport, hidden: tuple[Suppression, ...] = ()) -> str:
     if not t.gpu_wheel:
         return "CPU wheel: no device code to verify"
     if t.claim is not None:
-        return f"device code covers every claimed GPU architecture ({', '.join(_label(c) for c in t.claim.gpus)})"
+        return f"device code covers every claimed GPU architecture ({', '.join(label(c) for c in t.claim.gpus)})"
     return "device code verified"
 
 
@@ -269,7 +270,7 @@ def render_junit(report: Report, **_: object) -> str:
                 failure = ET.SubElement(
                     case, "failure",
                     message=xml_text(first.message) if first else xml_text(f"{t.target}: unusable input"),
-                    type=",".join(sorted({f.code for f in errors})) or "E001")
+                    type=",".join(sorted({f.code for f in errors})) or Code.E001)
                 failure.text = "\n".join(_line(f) for f in errors) + "\n" if errors else note + "\n"
             others = [f for f in findings if f.severity != ERROR]
             text = "\n".join(([xml_text(note)] if note and name != f"({t.kind})" else []) + [_line(f) for f in others])

@@ -7,28 +7,29 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from ..findings import CODES, ERROR, INFO, WARNING, Finding
+from ..arch import label
+from ..findings import CODES, ERROR, INFO, WARNING, Code, Finding
 from ..judge import rocm
-from ..judge.audit import LibraryVerdict, Report, TargetReport, _label
+from ..judge.audit import LibraryVerdict, Report, TargetReport
 from ..judge.filters import Suppression
 from ..model import Container, Entry
 
 MARK = {ERROR: "✗", WARNING: "!", INFO: "·"}
-QUIET_INFO = {"D002"}  # summarised once per target instead of per library
-GROUPED = {"K001", "K002"}  # one line per group of containers; long libraries are cut at
+QUIET_INFO = {Code.D002}  # summarised once per target instead of per library
+GROUPED = {Code.K001, Code.K002}  # one line per group of containers; long libraries are cut at
 GROUP_LINES = 5
 PASS_LINES = 20  # more passing libraries than this are counted, not listed
 
 
 def _claimed(t: TargetReport, amd: tuple[str, ...]) -> list[str]:
     """Every claimed architecture: CUDA compute capabilities, then AMD gfx targets."""
-    return ([_label(c) for c in t.claim.gpus] if t.claim is not None else []) + list(amd)
+    return ([label(c) for c in t.claim.gpus] if t.claim is not None else []) + list(amd)
 
 
 def _claim_text(t: TargetReport, amd: tuple[str, ...] = (), amd_source: str = "") -> str:
     parts = []
     if t.claim is not None:
-        parts.append(f"claim {', '.join(_label(c) for c in t.claim.gpus)} (from {t.claim.source})")
+        parts.append(f"claim {', '.join(label(c) for c in t.claim.gpus)} (from {t.claim.source})")
     if amd:
         parts.append(f"AMD claim {', '.join(amd)} (from {amd_source or '--amd-arch'})")
     return "; ".join(parts) or "no claim"
@@ -141,7 +142,7 @@ def _target_text(t: TargetReport, detail: str, verbose: bool, *, costs: bool = F
         else:
             out.append(f"✓ {len(passing)} libraries cover every claimed GPU architecture")
     shown = [f for f in t.findings if f.code not in QUIET_INFO or verbose]
-    per_group: Counter[tuple[str, str]] = Counter()
+    per_group: Counter[tuple[Code, str]] = Counter()
     for f in shown:
         key = (f.code, f.subject)
         per_group[key] += 1
@@ -152,7 +153,7 @@ def _target_text(t: TargetReport, detail: str, verbose: bool, *, costs: bool = F
         if code in GROUPED and n > GROUP_LINES and not verbose:
             out.append(f"{MARK[CODES[code].severity]} {code} {subject}: {n - GROUP_LINES} more groups "
                        f"(-v or --format json lists them)")
-    floors = [f for f in t.findings if f.code == "D002"]
+    floors = [f for f in t.findings if f.code == Code.D002]
     if floors and not verbose:
         top = max(floors, key=lambda f: _driver_key(str(f.get("driver"))))
         out.append(f"· D002 driver floor: {floor_words(top)}, from {top.subject})")
@@ -180,8 +181,8 @@ def device_code_bytes(t: TargetReport) -> list[dict[str, Any]]:
     summed over its libraries: what dropping that target from every library saves."""
     acc: dict[str, list[int]] = {}
     for v in t.libraries:
-        for label, stored, decoded in v.bytes_by_target:
-            row = acc.setdefault(label, [0, 0, 0])
+        for target, stored, decoded in v.bytes_by_target:
+            row = acc.setdefault(target, [0, 0, 0])
             row[0] += stored
             row[1] += decoded
             row[2] += 1
@@ -269,7 +270,7 @@ def _verdict(v: LibraryVerdict, hidden: tuple[Suppression, ...] = ()) -> str:
 
 
 def _verdict_words(v: LibraryVerdict) -> str:
-    if v.status == "pass" and not v.coverage and not any(f.code == "G008" for f in v.findings):
+    if v.status == "pass" and not v.coverage and not any(f.code == Code.G008 for f in v.findings):
         return "? no claim to judge by"  # nothing was judged: not a pass (C001 says why)
     if v.status == "pass":
         cov = [lbl for lbl, how in v.coverage]
@@ -302,7 +303,7 @@ def _summary(t: TargetReport, amd: tuple[str, ...] = (), hidden: tuple[Suppressi
         counts = ", ".join(f"{c} x{n}" for c, n in sorted(by.items()))
         return f"✗ {len(errors)} finding{'s' * (len(errors) != 1)} ({counts})"
     libs = [v for v in t.libraries if v.carried]
-    answered = sorted({str(f.get("gpu")) for f in t.findings if f.code == "G008"})
+    answered = sorted({str(f.get("gpu")) for f in t.findings if f.code == Code.G008})
     if t.claim is None and not amd and answered:
         return f"✓ every library with device code runs on {', '.join(answered)}"
     if t.claim is not None or amd:
@@ -410,7 +411,7 @@ def _target_json(t: TargetReport, detail: str, timings: bool = True) -> dict[str
         "claim": None if t.claim is None else {
             "source": t.claim.source, "raw": t.claim.raw,
             "archs": [{"target": a.target.label, "sass": a.sass, "ptx": a.ptx} for a in t.claim.archs],
-            "gpus": [_label(c) for c in t.claim.gpus]},
+            "gpus": [label(c) for c in t.claim.gpus]},
         "bytes_read": t.bytes_read, "seconds": round(t.seconds, 3),
         "libraries": libs,
         "findings": [_finding_json(f) for f in t.findings],

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
 
 from .. import __version__
-from ..findings import CODES, ERROR, INFO, WARNING
+from ..findings import CODES, ERROR, INFO, WARNING, Code
 
 if TYPE_CHECKING:
     from ..judge.audit import Report
@@ -55,7 +55,7 @@ class Rule:
                f"\n\nFix: {self.fix}"
 
 
-def _code_rule(code: str) -> Rule:
+def _code_rule(code: Code) -> Rule:
     c = CODES[code]
     return Rule(c.code, c.title, c.cause, c.fix, c.severity, c.example)
 

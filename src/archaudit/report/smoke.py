@@ -19,6 +19,9 @@ def render_text(report: SmokeReport) -> str:
         lines.append(f"  GPUs: none ({report.gpu_error})")
     lines.append(f"  require-gpu: {'yes' if report.require_gpu else 'no'}; "
                  f"timeout {report.timeout:g} s without progress per child")
+    if report.install_policy:
+        lines.append(f"  installed {len(report.installed)} distribution(s), {report.install_policy}:")
+        lines += [f"    {name} {version} from {source}" for name, version, source in report.installed]
     lines.append("")
     width = max((len(r.probe) for r in report.rows), default=4)
     for r in report.rows:

@@ -78,7 +78,7 @@ def _first_info(run: child.TaskRun) -> dict[str, Any]:
 
 def run_smoke(target: str | None, *, installed: str | None = None, require_gpu: bool = False,
               timeout: float = DEFAULT_TIMEOUT, system_site_packages: bool = False,
-              probes: list[str] | None = None) -> SmokeReport:
+              probes: list[str] | None = None, allow_source_dependencies: bool = False) -> SmokeReport:
     if (target is None) == (installed is None):
         raise SmokeInputError("give either a wheel or --installed NAME")
     linux_only()
@@ -109,7 +109,8 @@ def run_smoke(target: str | None, *, installed: str | None = None, require_gpu: 
             assert target is not None  # exactly one of target and installed, checked above
             name, _ = venv.wheel_distribution(target)
             try:
-                env = venv.create(target, system_site_packages=system_site_packages, timeout=timeout)
+                env = venv.create(target, system_site_packages=system_site_packages, timeout=timeout,
+                                  allow_source_dependencies=allow_source_dependencies)
             except venv.InstallError as exc:
                 raise SmokeInputError(str(exc)) from None
             child_env = child.child_env()
@@ -155,7 +156,8 @@ def run_smoke(target: str | None, *, installed: str | None = None, require_gpu: 
             version=info["version"], environment=env.description, python=info.get("python", "?"),
             gpus=tuple(f"GPU{d['ordinal']} {d['name']} ({d['sm']})" for d in devices),
             gpu_error=None if devices else gpu_error, driver=gpu.get("driver"),
-            require_gpu=require_gpu, timeout=timeout, rows=tuple(rows), resources=_resources(started))
+            require_gpu=require_gpu, timeout=timeout, rows=tuple(rows), resources=_resources(started),
+            installed=tuple((d.name, d.version, d.source) for d in env.installed), install_policy=env.install_policy)
     finally:
         child.sweep()
         if env is not None:
@@ -219,7 +221,8 @@ def main_smoke(args: argparse.Namespace) -> int:
     try:
         report = run_smoke(target, installed=args.installed, require_gpu=args.require_gpu,
                            timeout=args.timeout, system_site_packages=args.system_site_packages,
-                           probes=args.probes)
+                           probes=args.probes,
+                           allow_source_dependencies=getattr(args, "allow_source_dependencies", False))
     except SmokeInputError as exc:
         return _emit_error(str(exc), fmt, output)
     except KeyboardInterrupt:
