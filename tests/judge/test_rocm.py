@@ -252,3 +252,15 @@ def test_a_bare_code_object_before_version_4_is_never_looked_up(tmp_path):
     rc, doc, _ = check(tmp_path, "--amd-arch", "gfx90a:xnack+", str(v3))
     assert rc == 1
     assert "bare code object of version 3" in findings(doc, "G001")[0]["message"]
+
+
+@needs_bundler
+def test_features_in_either_order_are_the_same_id(tmp_path):
+    """comgr's isCompatibleIsaName reads an id's features in any order (CLR's own unbundler, used
+    only under HIP_USE_RUNTIME_UNBUNDLER=1, reads sramecc first: docs/amd.md)."""
+    fb = LOADING / "features_xnack_first.hipfb"
+    assert "hipv4-amdgcn-amd-amdhsa--gfx942:xnack-:sramecc+" in bundle_ids(fb)
+    rc, doc, _ = check(tmp_path, "--amd-arch", "gfx942:sramecc+:xnack-", str(fb))
+    assert rc == 0 and not findings(doc, "G015")
+    rc, _, _ = check(tmp_path, "--amd-arch", "gfx942", str(fb))  # xnack+ and sramecc- settings get nothing
+    assert rc == 1
