@@ -138,7 +138,7 @@ def _target_text(t: TargetReport, detail: str, verbose: bool, *, costs: bool = F
         if len(passing) <= PASS_LINES or verbose:
             for v in passing:
                 out.append(f"✓ {v.path} covers every claimed GPU architecture "
-                           f"{[lbl for lbl, _ in v.coverage]}")
+                           f"({', '.join(lbl for lbl, _ in v.coverage)})")
         else:
             out.append(f"✓ {len(passing)} libraries cover every claimed GPU architecture")
     shown = [f for f in t.findings if f.code not in QUIET_INFO or verbose]
@@ -307,7 +307,7 @@ def _summary(t: TargetReport, amd: tuple[str, ...] = (), hidden: tuple[Suppressi
     if t.claim is None and not amd and answered:
         return f"✓ every library with device code runs on {', '.join(answered)}"
     if t.claim is not None or amd:
-        return (f"✓ device code covers every claimed GPU architecture {_claimed(t, amd)} "
+        return (f"✓ device code covers every claimed GPU architecture ({', '.join(_claimed(t, amd))}) "
                 f"in {len(libs)} librar{'y' if len(libs) == 1 else 'ies'}")
     return f"✓ device code verified in {len(libs)} librar{'y' if len(libs) == 1 else 'ies'}"
 
