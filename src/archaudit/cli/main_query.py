@@ -57,7 +57,7 @@ def execute(args: argparse.Namespace) -> int:
                      "driver-floor": reports.driver_floor}[args.report](db, args.project)
     finally:
         db.close()
-    common.write(reports.render(table, args.format or "text"), args.output)
+    common.write(common.terminal_safe(reports.render(table, args.format or "text"), args.format or "text"), args.output)
     return 0
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from .. import arch, gfx
 from ..errors import UsageError
-from ..findings import ERROR
+from ..findings import ERROR, Code
 from ..index import reports
 from ..index.store import inventory_of
 from ..judge.audit import judge
@@ -87,8 +87,8 @@ def _column(db: sqlite3.Connection, w: reports.WheelRow, rows: Sequence[GpuRow])
     t = judge(inv, None, policy)
     worst: dict[str, int] = {}
     for f in t.findings:
-        if f.code in ("G008", "G009") and str(f.get("gpu")) in row_of:
-            rank = 0 if f.code == "G009" else reports.RANK.get(str(f.get("runs")), 2)
+        if f.code in (Code.G008, Code.G009) and str(f.get("gpu")) in row_of:
+            rank = 0 if f.code == Code.G009 else reports.RANK.get(str(f.get("runs")), 2)
             key = row_of[str(f.get("gpu"))]
             worst[key] = min(worst.get(key, 2), rank)
     unverified = inv.unusable or any(f.code.startswith("E") and f.severity == ERROR for f in t.findings)
