@@ -361,6 +361,13 @@ def gpu_catalog() -> tuple[Gpu, ...]:
     )
 
 
+@cache
+def generations() -> dict[CC, str]:
+    """The GPU architecture of each compute capability in the catalog ("Turing" for 7.5), from
+    ``generations`` in ``data/gpus.json``."""
+    return {_cc(k): v["name"] for k, v in _data("gpus.json")["generations"].items()}
+
+
 def lookup_gpu(name_or_target: str) -> list[Gpu]:
     """GPUs matching a catalog name or alias (case, spaces and dashes ignored; an NVML name such as
     "NVIDIA A100-SXM4-80GB" matches by its longest catalog prefix) or a target (``sm_90``,

@@ -5,6 +5,7 @@ that are true, or, for a library inside a wheel, a code whose title its message 
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import shutil
@@ -181,3 +182,145 @@ def test_a_repeated_arch_keeps_sass_and_ptx_from_each(tmp_path):
 def test_an_amd_target_in_a_repeated_arch_beside_a_cuda_one_is_a_usage_error(tmp_path, capsys):
     rc = main(["check", "--no-config", "-q", "--arch", "80", "--arch", "gfx90a", core.example_wheel()])
     assert rc == 2 and "'gfx90a' is an AMD target" in capsys.readouterr().err
+
+
+# ---- 3: what is not printable is escaped in every text format ----
+
+HOSTILE = "pkg/lib\r\x1b[2K\x1b[1A\x1b[8m\u202eevil.so"
+
+
+def _hostile_wheel(tmp_path: Path) -> Path:
+    """A real nvcc-built sm_80 library under a name that, printed raw, would erase the line
+    before it and hide what follows; claimed for 90, so it fails (G001)."""
+    lib = (HERE / "fixtures" / "cuda" / "bin" / "lib_sm80.so").read_bytes()
+    return wheel(tmp_path / "evil-1.0-py3-none-linux_x86_64.whl",
+                 {HOSTILE: lib, "evil-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\n"})
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown", "github"])
+def test_a_member_name_cannot_move_the_cursor_or_hide_a_failure(tmp_path, fmt):
+    p = _hostile_wheel(tmp_path)
+    out = tmp_path / "out.txt"
+    rc = main(["check", "--no-config", "-q", "--format", fmt, "--arch", "80;90", "-o", str(out), str(p)])
+    text = out.read_text(encoding="utf-8")
+    assert rc == 1
+    assert not any(ch in text for ch in "\r\x1b\u202e"), repr(text)
+    assert "pkg/lib\\r\\x1b[2K\\x1b[1A\\x1b[8m\\u202eevil.so" in text
+    assert "G001" in text
+
+
+def test_json_keeps_the_name_escaped_as_json_does(tmp_path):
+    rc, doc = check_json(tmp_path, "--arch", "80;90", str(_hostile_wheel(tmp_path)))
+    (lib,) = doc["targets"][0]["libraries"]
+    assert rc == 1 and lib["path"] == "pkg/lib\\r\\x1b[2K\\x1b[1A\\x1b[8m\\u202eevil.so"
+
+
+# ---- 11: the conventions of the tools users already run ----
+
+def test_output_to_a_json_file_without_format_writes_json(tmp_path):
+    out = tmp_path / "report.json"
+    rc = main(["check", "--no-config", "-q", "-o", str(out), core.example_wheel()])
+    assert rc == 1 and json.loads(out.read_text(encoding="utf-8"))["schema"] == "archaudit-report"
+    md = tmp_path / "report.md"
+    main(["check", "--no-config", "-q", "-o", str(md), core.example_wheel()])
+    assert md.read_text(encoding="utf-8").startswith("#")
+    txt = tmp_path / "report.txt"
+    main(["check", "--no-config", "-q", "--format", "json", "-o", str(txt), core.example_wheel()])
+    assert json.loads(txt.read_text(encoding="utf-8"))  # --format wins over the suffix
+
+
+def _on_a_terminal(args: list[str], env: dict[str, str]) -> str:
+    """archaudit's stdout as a terminal (a pseudo-terminal) shows it."""
+    import os
+    import pty
+
+    leader, follower = pty.openpty()
+    proc = subprocess.run([sys.executable, "-m", "archaudit", *args], stdout=follower, stderr=subprocess.DEVNULL,
+                          env={**os.environ, **env}, timeout=120)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            block = os.read(leader, 65536)
+        except OSError:
+            break
+        if not block:
+            break
+        chunks.append(block)
+    os.close(leader)
+    assert proc.returncode == 1
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a pseudo-terminal")
+def test_colour_on_a_terminal_unless_no_color_or_never():
+    args = ["check", "--no-config", "-q", "--arch", "80;90", core.example_wheel()]
+    env = {"NO_COLOR": "", "TERM": "xterm"}
+    assert "\x1b[31m✗\x1b[0m G001" in _on_a_terminal(args, env)
+    assert "\x1b[" not in _on_a_terminal(args, {**env, "NO_COLOR": "1"})
+    assert "\x1b[" not in _on_a_terminal([*args, "--color", "never"], env)
+    assert "\x1b[31m" in _on_a_terminal([*args, "--color", "always"], {**env, "NO_COLOR": "1"})
+
+
+def test_no_colour_into_a_pipe_or_a_file(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "archaudit", "check", "--no-config", "-q", "--arch", "80;90",
+                        core.example_wheel()], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and "\x1b" not in r.stdout and "✗ G001" in r.stdout
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["chek", "x.whl"], "unknown command 'chek'; did you mean 'check'?"),
+    (["check", "--no-config", "--example", "--gpu", "RTX 4099"], "not sm_XX; did you mean 'RTX 4090'?"),
+])
+def test_did_you_mean(capsys, argv, words):
+    assert main(argv) == 2
+    assert words in capsys.readouterr().err
+
+
+def test_did_you_mean_a_config_key(tmp_path, capsys):
+    cfg = tmp_path / "pyproject.toml"
+    cfg.write_text('[tool.archaudit]\ncuda_archs = "80"\n')
+    assert main(["check", "--config", str(cfg), "--example"]) == 2
+    assert "unknown key(s) in [tool.archaudit]: cuda_archs; did you mean 'cuda-archs'" in capsys.readouterr().err
+
+
+def _flags(parser) -> list[tuple[str, str, object]]:
+    import argparse
+
+    out = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                out += [(f"{name} {flag}", flag, h) for _, flag, h in _flags(sub)]
+        elif action.option_strings and not isinstance(action, (argparse._HelpAction, argparse._VersionAction)):
+            out.append(("", action.option_strings[-1], action.help))
+    return out
+
+
+def test_every_flag_has_help_and_none_does_nothing():
+    from archaudit.cli import build_parser
+
+    flags = _flags(build_parser())
+    assert [where for where, _, h in flags if not h] == []
+    assert not any(flag == "--decode" for _, flag, _ in flags)
+    assert any(where == "check --arch-style" for where, _, _ in flags)
+
+
+def test_messages_hold_no_python_list_reprs(tmp_path):
+    out = tmp_path / "out.txt"
+    main(["check", "--no-config", "-q", "-v", "--arch", "80;90", "-o", str(out), "--format", "text",
+          core.example_wheel()])
+    text = out.read_text(encoding="utf-8")
+    assert "['" not in text and "covers every claimed GPU architecture (80, 90)" in text
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="Ray is an optional extra (archaudit[ray])")
+def test_ray_auto_without_a_cluster_is_one_usage_line_naming_ray_local(tmp_path):
+    (tmp_path / "wh").mkdir()
+    shutil.copy(core.example_wheel(), tmp_path / "wh")
+    r = subprocess.run([sys.executable, "-m", "archaudit", "index", str(tmp_path / "wh"), "--db",
+                        str(tmp_path / "x.db"), "--ray", "auto", "-q"], capture_output=True, text=True, timeout=300,
+                       env={**__import__("os").environ, "RAY_ADDRESS": ""})
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    (line,) = r.stderr.strip().splitlines()
+    assert line.startswith("archaudit: --ray auto: no Ray cluster to connect to") and "--ray local" in line

@@ -252,3 +252,29 @@ def test_a_bare_code_object_before_version_4_is_never_looked_up(tmp_path):
     rc, doc, _ = check(tmp_path, "--amd-arch", "gfx90a:xnack+", str(v3))
     assert rc == 1
     assert "bare code object of version 3" in findings(doc, "G001")[0]["message"]
+
+
+@needs_bundler
+def test_features_in_either_order_are_the_same_id(tmp_path):
+    """comgr's isCompatibleIsaName reads an id's features in any order (CLR's own unbundler, used
+    only under HIP_USE_RUNTIME_UNBUNDLER=1, reads sramecc first: docs/amd.md)."""
+    fb = LOADING / "features_xnack_first.hipfb"
+    assert "hipv4-amdgcn-amd-amdhsa--gfx942:xnack-:sramecc+" in bundle_ids(fb)
+    rc, doc, _ = check(tmp_path, "--amd-arch", "gfx942:sramecc+:xnack-", str(fb))
+    assert rc == 0 and not findings(doc, "G015")
+    rc, _, _ = check(tmp_path, "--amd-arch", "gfx942", str(fb))  # xnack+ and sramecc- settings get nothing
+    assert rc == 1
+
+
+def test_json_detail_kernels_shows_each_entry_as_rocm_judges_it(tmp_path):
+    out = tmp_path / "k.json"
+    fb = LOADING / "first_fit_wins.hipfb"
+    assert main(["check", "--no-config", "-q", "--format", "json", "--detail", "kernels", "-o", str(out),
+                 "--amd-arch", "gfx90a:xnack+", str(fb)]) == 1
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    (c,) = doc["targets"][0]["libraries"][0]["container_list"]
+    assert [(e["identifier"], e["target"], e["own_target"], e["judged_target"], e["hip_selects"],
+             sorted(e["kernels"])) for e in c["entries"]] == [
+        ("hipv4-amdgcn-amd-amdhsa--gfx90a", "gfx90a", "gfx90a:xnack+", "gfx90a:xnack+", True,
+         ["_Z5scaleIdEvPT_S0_", "_Z5scaleIfEvPT_S0_", "saxpy"]),
+        ("hip-amdgcn-amd-amdhsa--gfx90a", "gfx90a", "gfx90a", "gfx90a", True, ["k"])]

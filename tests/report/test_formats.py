@@ -258,7 +258,7 @@ def test_junit_escapes_hostile_text(tmp_path, monkeypatch):
     assert rc == 1
     root = validate_junit(xml)
     names = [c.get("name") for c in root.iter("testcase")]
-    assert 'odd/<&"\ufffd>.so' in names
+    assert 'odd/<&"\\x01>.so' in names  # the control character escaped where the name is read
 
 
 # ---- GitHub annotations ----

@@ -123,7 +123,7 @@ def execute(args: argparse.Namespace) -> int:
         for c in changes:
             lines.append(f"verdict changed: {c.file}: {c.before} (archaudit {c.before_version}) -> {c.after}")
         text = "\n".join(lines) + "\n"
-    common.write(text, args.output)
+    common.write(common.terminal_safe(text, args.format or "text"), args.output)
     return 1 if s.verdicts.get("fail") or s.verdicts.get("unusable") else 0
 
 

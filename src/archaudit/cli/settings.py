@@ -21,6 +21,7 @@ from ..errors import UsageError
 from ..judge.filters import IgnoreRule, parse_patterns
 from ..judge.policy import AmdGpu, DataMember, NvidiaGpu, Policy
 from ..read.scan import DEFAULT_MAX_PAYLOAD
+from ..suggest import did_you_mean
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,9 +73,23 @@ def output(args: argparse.Namespace, cfg: Config, formats: Sequence[str] = FORMA
     """--format (validated by the parser's choices) over the config's format (validated on load;
     one a command does not write, such as junit for smoke, leaves it at text) and -o."""
     fmt = getattr(args, "format", None)
+    path = getattr(args, "output", None)
+    if fmt is None and path is not None:
+        fmt = format_for(path, formats)
     if fmt is None:
         fmt = cfg.get("format", "text") if cfg.get("format", "text") in formats else "text"
     return Output(cast(Format, fmt), getattr(args, "output", None), getattr(args, "docs_url", None))
+
+
+SUFFIX_FORMATS: tuple[tuple[str, Format], ...] = (
+    (".sarif.json", "sarif"), (".sarif", "sarif"), (".json", "json"), (".md", "markdown"), (".xml", "junit"))
+
+
+def format_for(path: str, formats: Sequence[str] = FORMATS) -> Format | None:
+    """The format a -o file's name asks for, as ruff and pytest do (report.json: JSON), when
+    --format is not given; None when its suffix names none this command writes."""
+    low = path.lower()
+    return next((f for suffix, f in SUFFIX_FORMATS if low.endswith(suffix) and f in formats), None)
 
 
 # ---- claims ----
@@ -172,8 +187,15 @@ def gpus(names: Sequence[str]) -> tuple[tuple[NvidiaGpu, ...], tuple[AmdGpu, ...
             whole = all(p.feature(n) is not None for n in gfx.FEATURES if gfx.processors()[p.processor].supports(n))
             amd.append(AmdGpu(name, target, target if whole else ""))
             continue
-        raise UsageError(f"--gpu {name!r}: not in the GPU catalog (see 'archaudit gpus') and not sm_XX")
+        raise UsageError(f"--gpu {name!r}: not in the GPU catalog (see 'archaudit gpus') and not sm_XX"
+                         f"{did_you_mean(name, _gpu_names())}")
     return tuple(nvidia), tuple(amd)
+
+
+def _gpu_names() -> list[str]:
+    """Every name and alias of the NVIDIA and AMD catalogs, for 'did you mean'."""
+    return ([n for g in arch.gpu_catalog() for n in (g.name, *g.aliases)]
+            + [n for a in gfx.gpus() for n in (a.name, *a.aliases)])
 
 
 def _local_gpus() -> list[NvidiaGpu]:

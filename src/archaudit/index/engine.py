@@ -82,7 +82,12 @@ def _ray(todo: Sequence[tuple[WheelRef, str | None]], opts: TaskOptions, address
                                   "include_dashboard": False}
         if address == "local" and jobs:
             kwargs["num_cpus"] = jobs
-        ray.init(**kwargs)
+        try:
+            ray.init(**kwargs)
+        except ConnectionError as e:  # "Could not find any running Ray instance"
+            why = (str(e).splitlines() or [type(e).__name__])[0]
+            raise UsageError(f"--ray {address}: no Ray cluster to connect to ({why}); start one with `ray start "
+                             f"--head`, or run Ray on this machine alone with --ray local") from None
     try:
         task = ray.remote(num_cpus=1, max_retries=1)(audit_wheel)
         cap = jobs or max(1, int(ray.cluster_resources().get("CPU", 1)))

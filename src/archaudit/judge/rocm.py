@@ -179,14 +179,18 @@ def kernel_gaps(mods: Sequence[Container], paths: Iterable[AmdPath]) -> tuple[Am
     Linear in the kernels: per setting, only the kernels a module defines but its selection
     does not launch are candidates, and each is checked against its other modules."""
     defined: list[frozenset[str] | None] = []  # per module: its kernels (None: some entry unread)
+    uniform: list[bool] = []  # per module: every entry defines the same kernels (the usual bundle)
     homes: dict[str, list[int]] = {}
+    launch: dict[int, frozenset[str]] = {}  # id(entry) -> its kernels, built when first needed
     for i, c in enumerate(mods):
-        entries = [e for e in c.entries if hip_reads(e)]
-        names = frozenset(k for e in entries for k in (e.kernels or ()))
-        defined.append(None if any(e.kernels is None for e in entries) else names)
+        lists = [e.kernels for e in c.entries if hip_reads(e)]
+        read = [k for k in lists if k is not None]
+        same = bool(read) and all(k == read[0] for k in read[1:])  # tuples: one C comparison each
+        names = frozenset(read[0]) if same else frozenset().union(*map(frozenset, read))
+        defined.append(names if len(read) == len(lists) else None)
+        uniform.append(same and len(read) == len(lists))
         for k in names:
             homes.setdefault(k, []).append(i)
-    launch: dict[int, frozenset[str]] = {}  # id(entry) -> its kernels, built once per entry
 
     def launchable(sel: Selection) -> frozenset[str] | None:
         if sel.outcome != "native" or sel.entry is None:
@@ -204,6 +208,8 @@ def kernel_gaps(mods: Sequence[Container], paths: Iterable[AmdPath]) -> tuple[Am
             continue
         here = [launchable(sel) for sel in p.selections]
         for i, mine in enumerate(defined):
+            if uniform[i] and p.selections[i].outcome == "native":
+                continue  # its selection launches every kernel it defines
             if mine is None and p.selections[i].outcome != "native":
                 fails.setdefault((None, i), []).append(p.gpu)
             got = here[i]

@@ -722,8 +722,8 @@ def rule_c003(t: TargetFacts) -> list[Finding]:
     e, c = t.embedded, t.claim
     if e is None or c is None or e is c or e.gpus == c.gpus:
         return []
-    return [finding(Code.C003, t.target, f"{e.source[12:]} embeds {[label(x) for x in e.gpus]} but "
-                                      f"{c.source} says {[label(x) for x in c.gpus]}")]
+    return [finding(Code.C003, t.target, f"{e.source[12:]} embeds {', '.join(label(x) for x in e.gpus)} but "
+                                      f"{c.source} says {', '.join(label(x) for x in c.gpus)}")]
 
 
 @target_rule(Code.C001)
@@ -778,7 +778,7 @@ def rule_g011(t: TargetFacts) -> list[Finding]:
     out = []
     if t.claim is not None and not nvidia:
         out.append(finding(Code.G011, t.target, f"{t.target}: claims CUDA architectures "
-                                             f"{[label(c) for c in t.claim.gpus]} ({t.claim.source}) but no "
+                                             f"{', '.join(label(c) for c in t.claim.gpus)} ({t.claim.source}) but no "
                                              f"library carries NVIDIA device code", vendor="nvidia",
                            missing=[label(c) for c in t.claim.gpus]))
     if t.policy.amd_claim and not amd:

@@ -18,6 +18,7 @@ from typing import IO, Literal
 
 from ..findings import Code
 from ..model import LTO, Library, Problem, TargetInventory
+from ..printable import printable
 from . import fatbin, hip, zipread
 from .decode import DecodePool
 from .library import scan_stream
@@ -403,7 +404,8 @@ class NotAWheel(Exception):
 
     def __init__(self, why: str, hazards: list[zipread.Hazard]):
         super().__init__(why)
-        self.problems = (*(Problem(code, f"{name}: {msg}") for code, name, msg in hazards), Problem(Code.E004, why))
+        self.problems = (*(Problem(code, f"{printable(name)}: {msg}") for code, name, msg in hazards),
+                         Problem(Code.E004, why))
 
 
 def not_a_wheel(names: Iterator[str] | list[str]) -> str | None:
@@ -448,12 +450,12 @@ def _archive_jobs(opener: Callable[[], IO[bytes]], members: list[zipread.Member]
     """Jobs for the members of one archive chosen by content (their first bytes, read with the
     directory, without inflating the rest) or by name; a zip among them is read in turn, its
     members named `outer!inner`."""
-    problems = [Problem(code, f"{prefix}{name}: {msg}") for code, name, msg in hazards]
+    problems = [Problem(code, f"{prefix}{printable(name)}: {msg}") for code, name, msg in hazards]
     jobs_list: list[_Job] = []
     for m in members:
         if not m.tag:
             continue
-        display = prefix + m.name
+        display = prefix + printable(m.name)  # a name is shown, never obeyed (CR, ESC: docs/threat-model.md)
         kind: ContentKind | None = None if m.tag == "name" else m.tag  # type: ignore[assignment]
         if kind == "zip":
             nested = _nested_jobs(opener, m, display, depth, budget)
@@ -548,12 +550,12 @@ def _directory_jobs(root: str) -> tuple[list[_Job], list[Problem]]:
         for name in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
             full = os.path.join(dirpath, name)
             if is_library_name(name) or (name not in dirnames and _file_kind(full) is not None):
-                rel = os.path.relpath(full, root).replace(os.sep, "/")
+                rel = printable(os.path.relpath(full, root).replace(os.sep, "/"))
                 candidates.append((os.path.islink(full), rel, full))
             elif name in dirnames:  # a link to a directory is not walked: its files must lie inside
                 target = os.path.realpath(full)
                 if not (target == real_root or target.startswith(real_root + os.sep)):
-                    rel = os.path.relpath(full, root).replace(os.sep, "/")
+                    rel = printable(os.path.relpath(full, root).replace(os.sep, "/"))
                     problems.append(Problem(Code.E003, f"{rel}: symbolic link to a directory outside the "
                                                     f"target (its files are not audited)"))
     seen: set[tuple[int, int]] = set()

@@ -138,7 +138,7 @@ def _target_text(t: TargetReport, detail: str, verbose: bool, *, costs: bool = F
         if len(passing) <= PASS_LINES or verbose:
             for v in passing:
                 out.append(f"✓ {v.path} covers every claimed GPU architecture "
-                           f"{[lbl for lbl, _ in v.coverage]}")
+                           f"({', '.join(lbl for lbl, _ in v.coverage)})")
         else:
             out.append(f"✓ {len(passing)} libraries cover every claimed GPU architecture")
     shown = [f for f in t.findings if f.code not in QUIET_INFO or verbose]
@@ -307,7 +307,7 @@ def _summary(t: TargetReport, amd: tuple[str, ...] = (), hidden: tuple[Suppressi
     if t.claim is None and not amd and answered:
         return f"✓ every library with device code runs on {', '.join(answered)}"
     if t.claim is not None or amd:
-        return (f"✓ device code covers every claimed GPU architecture {_claimed(t, amd)} "
+        return (f"✓ device code covers every claimed GPU architecture ({', '.join(_claimed(t, amd))}) "
                 f"in {len(libs)} librar{'y' if len(libs) == 1 else 'ies'}")
     return f"✓ device code verified in {len(libs)} librar{'y' if len(libs) == 1 else 'ies'}"
 
@@ -400,6 +400,8 @@ def _target_json(t: TargetReport, detail: str, timings: bool = True) -> dict[str
                         "stored_size": e.stored_size, "size": e.size, "offset": e.offset,
                         "identifier": e.identifier, "debug": e.debug,
                         **({"ptx_target": e.ptx_target} if e.ptx_target else {}),
+                        **({"own_target": e.own_target, "judged_target": rocm.judged_target(e),
+                            "hip_selects": rocm.hip_reads(e)} if e.own_target is not None else {}),
                         **({"kernels": list(e.kernels) if e.kernels is not None else None}
                            if detail == "kernels" else {}),
                     } for e in c.entries],
