@@ -264,3 +264,17 @@ def test_features_in_either_order_are_the_same_id(tmp_path):
     assert rc == 0 and not findings(doc, "G015")
     rc, _, _ = check(tmp_path, "--amd-arch", "gfx942", str(fb))  # xnack+ and sramecc- settings get nothing
     assert rc == 1
+
+
+def test_json_detail_kernels_shows_each_entry_as_rocm_judges_it(tmp_path):
+    out = tmp_path / "k.json"
+    fb = LOADING / "first_fit_wins.hipfb"
+    assert main(["check", "--no-config", "-q", "--format", "json", "--detail", "kernels", "-o", str(out),
+                 "--amd-arch", "gfx90a:xnack+", str(fb)]) == 1
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    (c,) = doc["targets"][0]["libraries"][0]["container_list"]
+    assert [(e["identifier"], e["target"], e["own_target"], e["judged_target"], e["hip_selects"],
+             sorted(e["kernels"])) for e in c["entries"]] == [
+        ("hipv4-amdgcn-amd-amdhsa--gfx90a", "gfx90a", "gfx90a:xnack+", "gfx90a:xnack+", True,
+         ["_Z5scaleIdEvPT_S0_", "_Z5scaleIfEvPT_S0_", "saxpy"]),
+        ("hip-amdgcn-amd-amdhsa--gfx90a", "gfx90a", "gfx90a", "gfx90a", True, ["k"])]

@@ -135,6 +135,9 @@ def test_a_real_browser_applies_the_filters(db: Path, tmp_path: Path) -> None:
         return {re.search(rf'{attribute}="([^"]+)"', t)[1]: " hidden" not in t  # type: ignore[index]
                 for t in re.findall(rf"<{tag} [^>]*{attribute}=[^>]*>", dom)}
     assert shown("section", "data-project") == {"demo": True, "gpu-example": False, "rocdemo": False}
+    cells = [(re.search(r'data-project="([^"]+)"', t)[1], " hidden" in t)  # type: ignore[index]
+             for t in re.findall(r'<td class="cell[^>]*>', dom)]
+    assert {p for p, h in cells if not h} == {"demo"} and {p for p, h in cells if h} == {"gpu-example", "rocdemo"}
     rows = shown("tr", "data-gpu")
     assert {g for g, visible in rows.items() if visible} == {"sm_75"} and len(rows) > 10
 

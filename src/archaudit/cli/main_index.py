@@ -66,7 +66,7 @@ def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 
 def _line(r: WheelResult) -> str:
-    from ..report.render import size_text
+    from ..report.view import size_text
 
     share = f"{100 * r.fetched / r.size:.0f}%" if r.size else "-"
     return (f"{r.verdict:8} {r.ref.file}  fetched {size_text(r.fetched)} of {size_text(r.size)} ({share})  "
@@ -94,7 +94,7 @@ def execute(args: argparse.Namespace) -> int:
     from ..index import engine, sources
     from ..index.store import Store
     from ..index.task import TaskOptions
-    from ..report.render import size_text
+    from ..report.view import size_text
 
     if args.arch:
         try:

@@ -24,7 +24,7 @@ from ..findings import ERROR
 from ..model import RELOCATABLE, Library, TargetInventory
 from ..report import formats
 from ..report.formats import code_span as _code, md_text as _md
-from ..report.render import size_text, target_order
+from ..report.view import size_text, target_order
 from .audit import LibraryVerdict, Policy, TargetReport, judge
 from .selection import best, nv_codes
 

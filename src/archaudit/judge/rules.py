@@ -690,19 +690,6 @@ def _modes_matter(target: str) -> bool:
                for p in gfx.family(target) for n in gfx.FEATURES)
 
 
-def amd_configs(target: str) -> list[str]:
-    """Every concrete GPU setting a claimed target stands for (rocm.settings)."""
-    return rocm.settings(target)
-
-
-def amd_covers(targets: Sequence[str], want: str) -> bool:
-    """Whether code for ``targets`` runs on every GPU setting ``want`` stands for: a claim
-    without xnack (gfx90a) needs an object that runs either way, or one for each setting
-    (LLVM AMDGPUUsage "Target ID"; ROCR-Runtime isa.cpp matches a code object's setting
-    against the agent's, and an unspecified one matches both)."""
-    return all(any(gfx.runs_on(t, mode) for t in targets) for mode in amd_configs(want))
-
-
 # ---- target rules ---------------------------------------------------------------------------
 
 
@@ -834,8 +821,6 @@ __all__ = [
     "REGISTRY",
     "TARGET_RULES",
     "TargetFacts",
-    "amd_configs",
-    "amd_covers",
     "amd_kernel_gaps",
     "amd_missing",
     "demangle",

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from .. import arch, gfx
 from ..errors import UsageError
-from ..findings import ERROR
+from ..findings import ERROR, Code
 from ..index import reports
 from ..index.store import inventory_of
 from ..judge.audit import judge
@@ -87,8 +87,8 @@ def _column(db: sqlite3.Connection, w: reports.WheelRow, rows: Sequence[GpuRow])
     t = judge(inv, None, policy)
     worst: dict[str, int] = {}
     for f in t.findings:
-        if f.code in ("G008", "G009") and str(f.get("gpu")) in row_of:
-            rank = 0 if f.code == "G009" else reports.RANK.get(str(f.get("runs")), 2)
+        if f.code in (Code.G008, Code.G009) and str(f.get("gpu")) in row_of:
+            rank = 0 if f.code == Code.G009 else reports.RANK.get(str(f.get("runs")), 2)
             key = row_of[str(f.get("gpu"))]
             worst[key] = min(worst.get(key, 2), rank)
     unverified = inv.unusable or any(f.code.startswith("E") and f.severity == ERROR for f in t.findings)
@@ -128,6 +128,7 @@ section.project h2{margin:0 0 8px;font-size:18px}.scroll{overflow-x:auto}
 table.grid{border-collapse:separate;border-spacing:2px}
 table.grid th{font-size:12px;font-weight:600;text-align:left;white-space:nowrap;padding:2px 6px}
 table.grid thead th{vertical-align:bottom;text-align:center}
+table.grid thead th.project{background:#e8ecf4;border-radius:3px}table.grid thead th.project a{color:inherit}
 table.grid thead th small{display:block;font-weight:400;color:#666}
 table.grid th.gpu small{color:#666;font-weight:400}
 td.cell{width:68px;height:22px;text-align:center;font-size:11px;border-radius:3px;padding:0}
@@ -144,7 +145,7 @@ footer{color:#666;font-size:12px;padding:0 28px 24px}
 _SCRIPT = """
 const project = document.getElementById('project'), gpu = document.getElementById('gpu');
 function apply() {
-  document.querySelectorAll('section.project').forEach(s => {
+  document.querySelectorAll('section.project, #atlas [data-project]').forEach(s => {
     s.hidden = project.value !== '' && s.dataset.project !== project.value;
   });
   document.querySelectorAll('tr[data-gpu]').forEach(r => {
@@ -165,22 +166,31 @@ def _e(text: object) -> str:
 
 def _header_cell(c: WheelColumn) -> str:
     py, os_name, cpu = reports.WheelRow(0, c.file, c.project, c.release, c.tags, c.verdict, None).line
-    return f'<th title="{_e(c.file)}">{_e(c.release)}<small>{_e(py)} {_e(os_name)} {_e(cpu)}</small></th>'
+    return (f'<th data-project="{_e(c.project)}" title="{_e(c.file)}">{_e(c.release)}'
+            f'<small>{_e(py)} {_e(os_name)} {_e(cpu)}</small></th>')
 
 
-def _grid(cols: Sequence[WheelColumn], rows: Sequence[GpuRow]) -> str:
-    out = ['<div class=scroll><table class=grid><thead><tr><th>GPU</th>']
+def _grid(by_project: dict[str, list[WheelColumn]], rows: Sequence[GpuRow]) -> str:
+    """One grid for the whole database: a row per GPU, a column per wheel, grouped by project
+    (each header and cell carries its project, which the project filter hides by)."""
+    cols = [c for cs in by_project.values() for c in cs]
+    out = ['<div class=scroll><table class=grid id=atlas><thead><tr><th rowspan=2>GPU</th>']
+    out += [f'<th colspan={len(cs)} class=project data-project="{_e(p)}"><a href="#p-{_e(p)}">{_e(p)}</a></th>'
+            for p, cs in by_project.items()]
+    out.append("</tr><tr>")
     out += [_header_cell(c) for c in cols]
     out.append("</tr></thead><tbody>")
     for r in rows:
         if all(c.cells[r.key] == HOST for c in cols):
-            continue  # no wheel of the project carries code for this vendor: nothing to say
+            continue  # no wheel carries code of this vendor: nothing to say
         names = ", ".join(r.gpus[:3]) + (" ..." if len(r.gpus) > 3 else "")
+        label = r.generation if r.vendor == "nvidia" else ""
         out.append(f'<tr data-gpu="{_e(r.key)}"><th class=gpu title="{_e(", ".join(r.gpus))}">{_e(r.key)} '
-                   f'{_e(r.generation if r.vendor == "nvidia" else "")}<br><small>{_e(names)}</small></th>')
+                   f'{_e(label)}<br><small>{_e(names)}</small></th>')
         for c in cols:
             state = c.cells[r.key]
-            out.append(f'<td class="cell {state}" title="{_e(c.release)} on {_e(r.gpus[0])}: {CELL_TITLE[state]}">'
+            out.append(f'<td class="cell {state}" data-project="{_e(c.project)}" title="{_e(c.project)} '
+                       f'{_e(c.release)} on {_e(r.gpus[0])}: {CELL_TITLE[state]}">'
                        f'<a href="#w{c.wheel_id}">{CELL_TEXT[state]}</a></td>')
         out.append("</tr>")
     out.append("</tbody></table></div>")
@@ -255,15 +265,16 @@ def page(db: sqlite3.Connection, title: str = "GPU atlas") -> str:
              f"against every GPU of its catalog.</p></header><main>",
              f'<div class=filters><label for=project>Project</label><select id=project><option value="">all</option>'
              f'{options}</select><label for=gpu>GPU</label><select id=gpu><option value="">all</option>{gpu_options}'
-             f'</select></div><p class=legend>{legend}</p>']
+             f'</select></div><p class=legend>{legend}</p>', _grid(by_project, rows),
+             "<h2>By project: the driver floor over time, and each wheel's findings</h2>"]
     for project, cols in by_project.items():
         parts.append(f'<section class=project data-project="{_e(project)}" id="p-{_e(project)}">'
-                     f"<h2>{_e(project)}</h2>{_grid(cols, rows)}"
+                     f"<h2>{_e(project)}</h2>"
                      f"<h3>Driver floor over time</h3><div class=floor>{floor_svg(cols)}</div>"
                      f"<h3>Findings by wheel</h3>{''.join(_findings(c) for c in cols)}</section>")
     parts.append(f"</main><footer>Rows: each compute capability of archaudit's NVIDIA catalog with its "
                  f"architecture and GPUs, each AMD processor of its AMD catalog; a row is shown where some wheel "
-                 f"of the project carries code of that vendor. Generated by archaudit.</footer>"
+                 f"of the database carries code of that vendor. Generated by archaudit.</footer>"
                  f"<script>{_SCRIPT}</script></body></html>")
     return "\n".join(parts) + "\n"
 

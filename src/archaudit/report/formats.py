@@ -16,16 +16,16 @@ from ..arch import label
 from ..findings import CODES, ERROR, INFO, WARNING, Code, Finding
 from ..judge.audit import Report, TargetReport
 from ..judge.filters import Suppression
-from .render import (
+from .view import (
     QUIET_INFO,
-    _driver_key,
-    _verdict,
     cost_table,
+    driver_key,
     floor_words,
     size_text,
     suppressed_errors,
     suppressed_in,
     suppression_groups,
+    verdict_text,
 )
 
 ICON = {ERROR: "❌", WARNING: "⚠️", INFO: "ℹ️"}
@@ -44,7 +44,7 @@ def _claim_words(t: TargetReport) -> str:
 
 def _driver_floor(t: TargetReport) -> Finding | None:
     floors = [f for f in t.findings if f.code == Code.D002]
-    return max(floors, key=lambda f: _driver_key(str(f.get("driver")))) if floors else None
+    return max(floors, key=lambda f: driver_key(str(f.get("driver")))) if floors else None
 
 
 # ---- Markdown ----
@@ -98,7 +98,7 @@ def _target_md(t: TargetReport, costs: bool, verbose: bool, hidden: tuple[Suppre
         out.append("|---|---|---|")
         for v in device:
             carried = " ".join(v.carried) or ("(relocatable only)" if v.relocatable else "(none read)")
-            verdict = _verdict(v, hidden)
+            verdict = verdict_text(v, hidden)
             icon = "❓" if verdict.startswith("?") else STATUS_ICON.get(v.status, "")
             out.append(f"| {code_span(v.path)} | {md_text(carried)} | {icon} "
                        f"{md_text(verdict.lstrip('✓✗? ') or v.status)} |")

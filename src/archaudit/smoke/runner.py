@@ -14,15 +14,13 @@ through libcuda.so.1, and they install Linux wheels. A Windows or macOS wheel is
 
 from __future__ import annotations
 
-import argparse
 import shutil
-import signal
 import sys
 import tempfile
 import time
 from typing import Any
 
-from ..cli.smoke_options import DEFAULT_TIMEOUT, EXIT_CODES, FORMATS, add_smoke_arguments  # noqa: F401 - still runner's names
+from ..cli.main_smoke import DEFAULT_TIMEOUT
 from ..errors import ArchauditError
 from . import child, probes as probes_mod, venv
 from .report import FAIL, Row, SmokeReport
@@ -165,19 +163,6 @@ def run_smoke(target: str | None, *, installed: str | None = None, require_gpu: 
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-# ---------------------------------------------------------------------------------------
-# the command line
-# ---------------------------------------------------------------------------------------
-
-def _target(args: argparse.Namespace) -> str | None:
-    if getattr(args, "example", False):
-        from ..core import example_wheel
-
-        return example_wheel()
-    target: str | None = args.target
-    return target
-
-
 def list_probes() -> tuple[str, int]:
     """The probes, one a line; a plugin is asked for its description in a child (exit 1 if one is broken)."""
     lines, rc = [], 0
@@ -196,79 +181,3 @@ def list_probes() -> tuple[str, int]:
         child.sweep()
         shutil.rmtree(work, ignore_errors=True)
     return "\n".join(lines) + "\n", rc
-
-
-def main_smoke(args: argparse.Namespace) -> int:
-    from ..report.smoke import render
-
-    fmt = getattr(args, "format", None) or ("json" if getattr(args, "json", False) else "text")
-    output = getattr(args, "output", None)
-    if args.list_probes:
-        text, rc = list_probes()
-        return _emit(text, output) or rc
-    target = _target(args)
-    if target is None and args.installed is None:
-        return _emit_error("give a wheel, --example or --installed NAME", fmt, output)
-
-    def on_signal(signum: int, frame: object) -> None:
-        child.stop_all()  # children run in sessions of their own: end them first
-        if signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        raise SystemExit(128 + signum)  # unwinds through run_smoke's cleanup
-
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
-    child.reset()
-    try:
-        report = run_smoke(target, installed=args.installed, require_gpu=args.require_gpu,
-                           timeout=args.timeout, system_site_packages=args.system_site_packages,
-                           probes=args.probes,
-                           allow_source_dependencies=getattr(args, "allow_source_dependencies", False))
-    except SmokeInputError as exc:
-        return _emit_error(str(exc), fmt, output)
-    except KeyboardInterrupt:
-        print("archaudit smoke: interrupted", file=sys.stderr)
-        return 130
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-    return _emit(render(report, fmt, docs_url=getattr(args, "docs_url", None)), output) or report.exit_code
-
-
-def _emit(text: str, output: str | None) -> int:
-    """Write the report; an unwritable -o is one line and exit 2."""
-    if output is None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return 0
-    try:
-        with open(output, "w", encoding="utf-8") as f:
-            f.write(text)
-    except OSError as e:
-        print(f"archaudit smoke: error: -o {output}: cannot write the report: {e.strerror or e}", file=sys.stderr)
-        return 2
-    return 0
-
-
-def _emit_error(message: str, fmt: str, output: str | None) -> int:
-    if fmt == "json":
-        import json
-
-        _emit(json.dumps({"error": message, "exit_code": 2}, indent=2) + "\n", output)
-    elif fmt == "sarif":
-        from ..report.sarif import render_failure
-
-        _emit(render_failure(message), output)
-    print(f"archaudit smoke: error: {message}", file=sys.stderr)
-    return 2
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="archaudit smoke", description=(
-        "Install a GPU wheel in isolation and prove it loads, its device code loads on this "
-        "machine's GPUs as archaudit predicts, and a model with weights runs. Linux only."))
-    add_smoke_arguments(parser)
-    g = parser.add_argument_group("output")
-    g.add_argument("--format", choices=FORMATS, default=None, help="report format (default text)")
-    g.add_argument("-o", "--output", metavar="FILE", help="write the report here instead of standard output")
-    args = parser.parse_args(argv)
-    return main_smoke(args)
