@@ -211,13 +211,13 @@ def worse_gpus(old: Library | None, new: Library | None) -> tuple[Worse, ...]:
 
 
 def _side(t: TargetReport) -> Side:
-    from ..report.render import _driver_key, floor_words
+    from ..report.view import driver_key, floor_words
 
     carries = _sorted(x for v in t.libraries for x in v.carried)
     problems = tuple(f.message for f in t.findings if f.severity == ERROR and f.code.startswith("E")
                      and f.subject not in {v.path for v in t.libraries})
     floors = [f for f in t.findings if f.code == "D002"]
-    top = max(floors, key=lambda f: _driver_key(str(f.get("driver")))) if floors else None
+    top = max(floors, key=lambda f: driver_key(str(f.get("driver")))) if floors else None
     return Side(t.target, t.kind, t.distribution, carries, t.unusable, problems,
                 str(top.get("driver")) if top else "", floor_words(top) + ")" if top else "")
 
