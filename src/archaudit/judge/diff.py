@@ -3,8 +3,11 @@ releases (wheels, directories, or an installed distribution against a new wheel)
 
 Libraries are matched by path, then (for those left over) by file name without its version
 suffix or auditwheel hash (`libfoo-1a2b3c4d.so.12` ~ `libfoo.so.13`). A library with device
-code that disappears loses all of it; one that appears gains all of it. Any loss fails
-(exit 1) unless allowed; whatever could not be read fails closed.
+code that disappears loses all of it; one that appears gains all of it. A loss fails (exit 1,
+unless allowed) when some catalog GPU the old library ran on runs worse with the new one
+(native -> JIT, or no longer at all), or when it is not a CUDA target (AMD code is not weighed);
+a lost target whose GPUs still run as well costs nothing and is reported only. The driver floor
+of each release is reported. Whatever could not be read fails closed.
 """
 
 from __future__ import annotations
@@ -12,10 +15,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .. import __version__, arch
-from ..findings import ERROR
+from ..findings import ERROR, Code
 from ..model import RELOCATABLE, Library, TargetInventory
 from ..report.view import target_order
 from .audit import LibraryVerdict, Policy, TargetReport, judge
@@ -35,6 +38,16 @@ class Lost:
 
 
 @dataclass(frozen=True, slots=True)
+class Worse:
+    """A GPU the old library ran on that the new one runs worse."""
+
+    cc: str  # "8.6"
+    was: str  # "native" | "jit"
+    now: str  # "jit" | "none"
+    gpus: tuple[str, ...] = ()  # catalog GPUs of that compute capability, a few
+
+
+@dataclass(frozen=True, slots=True)
 class LibraryDiff:
     path: str  # the new path when the library is in NEW, else the old one
     old_path: str | None
@@ -48,6 +61,12 @@ class LibraryDiff:
     old_bytes: int
     new_bytes: int
     problems: tuple[str, ...] = ()
+    worse: tuple[Worse, ...] = ()
+
+    @property
+    def costly(self) -> bool:
+        """A loss that costs some GPU (or cannot be weighed: not a CUDA target)."""
+        return bool(self.worse) or any(not x.now for x in self.lost)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +77,8 @@ class Side:
     carries: tuple[str, ...]
     unusable: bool
     problems: tuple[str, ...]
+    driver: str = ""  # the driver floor (D002 of its most demanding library), "" when none
+    driver_words: str = ""  # ">= 580.65.06 on Linux (CUDA 13.0"
 
 
 @dataclass(frozen=True)
@@ -73,7 +94,13 @@ class DiffReport:
 
     @property
     def losses(self) -> tuple[LibraryDiff, ...]:
-        return tuple(d for d in self.libraries if d.lost)
+        """Libraries whose loss costs some GPU: what fails."""
+        return tuple(d for d in self.libraries if d.costly)
+
+    @property
+    def free_losses(self) -> tuple[LibraryDiff, ...]:
+        """Libraries that lost targets while every GPU they ran on runs as well."""
+        return tuple(d for d in self.libraries if d.lost and not d.costly)
 
     @property
     def problems(self) -> tuple[str, ...]:
@@ -157,11 +184,38 @@ def _how_now(label: str, lib: Library | None) -> tuple[str, tuple[str, ...]]:
     return best(nv_codes(e for c in lib.containers if c.role != RELOCATABLE for e in c.entries), cc), gpus
 
 
+_RANK = {"native": 2, "jit": 1, "none": 0}
+
+
+def _lib_codes(lib: Library | None) -> tuple[Any, ...]:
+    return nv_codes(e for c in lib.containers if c.role != RELOCATABLE for e in c.entries) if lib else ()
+
+
+def worse_gpus(old: Library | None, new: Library | None) -> tuple[Worse, ...]:
+    """Each catalog compute capability the old library's code ran on (natively or through the
+    JIT) that the new library's code runs worse."""
+    a, b = _lib_codes(old), _lib_codes(new)
+    if not a:
+        return ()
+    out = []
+    for cc in sorted({arch.canonical_cc(g.cc) for g in arch.gpu_catalog()}):
+        was, now = best(a, cc), best(b, cc)
+        if _RANK[was] > _RANK[now]:
+            gpus = tuple(g.name for g in arch.gpu_catalog() if arch.canonical_cc(g.cc) == cc)[:GPU_EXAMPLES]
+            out.append(Worse(f"{cc[0]}.{cc[1]}", was, now, gpus))
+    return tuple(out)
+
+
 def _side(t: TargetReport) -> Side:
+    from ..report.view import driver_key, floor_words
+
     carries = _sorted(x for v in t.libraries for x in v.carried)
     problems = tuple(f.message for f in t.findings if f.severity == ERROR and f.code.startswith("E")
                      and f.subject not in {v.path for v in t.libraries})
-    return Side(t.target, t.kind, t.distribution, carries, t.unusable, problems)
+    floors = [f for f in t.findings if f.code == Code.D002]
+    top = max(floors, key=lambda f: driver_key(str(f.get("driver")))) if floors else None
+    return Side(t.target, t.kind, t.distribution, carries, t.unusable, problems,
+                str(top.get("driver")) if top else "", floor_words(top) + ")" if top else "")
 
 
 def compare(old: TargetInventory, new: TargetInventory, *, allow_loss: bool = False) -> DiffReport:
@@ -171,6 +225,7 @@ def compare(old: TargetInventory, new: TargetInventory, *, allow_loss: bool = Fa
     v_old = {v.path: v for v in t_old.libraries}
     v_new = {v.path: v for v in t_new.libraries}
     l_new = {lib.path: lib for lib in new.libraries}
+    l_old = {lib.path: lib for lib in old.libraries}
 
     def interesting(v: LibraryVerdict) -> bool:
         return bool(v.carried or v.relocatable) or v.status == "unverified"
@@ -200,7 +255,8 @@ def compare(old: TargetInventory, new: TargetInventory, *, allow_loss: bool = Fa
         rows.append(LibraryDiff(
             np_ or op or "", op, np_, how if op and np_ else "", change, _sorted(a), _sorted(b), gained, lost,
             sum(s for _, s, _ in vo.bytes_by_target) if vo else 0,
-            sum(s for _, s, _ in vn.bytes_by_target) if vn else 0, problems))
+            sum(s for _, s, _ in vn.bytes_by_target) if vn else 0, problems,
+            worse_gpus(l_old.get(op) if op else None, l_new.get(np_) if np_ else None) if lost else ()))
     rows.sort(key=lambda d: ({"removed": 0, "changed": 1, "added": 2, "unchanged": 3}[d.change], d.path))
     s_old, s_new = _side(t_old), _side(t_new)
     if old.unusable or new.unusable:
@@ -210,4 +266,4 @@ def compare(old: TargetInventory, new: TargetInventory, *, allow_loss: bool = Fa
 
 
 __all__ = ["compare", "match_libraries", "Match", "library_key", "DiffReport", "LibraryDiff", "Lost", "Side",
-           "NOW_WORDS", "DIFF_SCHEMA_VERSION"]
+           "Worse", "NOW_WORDS", "DIFF_SCHEMA_VERSION", "worse_gpus"]

@@ -42,9 +42,24 @@ def _verdict(r: DiffReport) -> str:
         return f"✗ {len(r.problems)} librar{'y' if len(r.problems) == 1 else 'ies'} could not be verified"
     n = len(r.losses)
     if n:
-        what = f"{n} librar{'y' if n == 1 else 'ies'} lost GPU architectures"
+        what = f"{n} librar{'y' if n == 1 else 'ies'} run worse on GPUs the old release ran on"
         return f"! {what} (allowed)" if r.allow_loss else f"✗ {what} (--allow-loss to accept)"
+    free = len(r.free_losses)
+    if free:
+        return (f"✓ no GPU runs worse ({free} librar{'y' if free == 1 else 'ies'} lost targets whose GPUs "
+                f"still run as well)")
     return "✓ no GPU architecture lost"
+
+
+def driver_change(r: DiffReport) -> str:
+    """"driver floor: >= A on Linux (CUDA x) -> >= B ..." when the floor moved, else ""."""
+    if r.old.driver == r.new.driver or not (r.old.driver or r.new.driver):
+        return ""
+    return f"driver floor: {r.old.driver_words or 'none'} -> {r.new.driver_words or 'none'}"
+
+
+def _worse_words(d: LibraryDiff) -> str:
+    return ", ".join(f"{w.cc} ({', '.join(w.gpus) or 'no catalog GPU'}) {w.was} -> {w.now}" for w in d.worse)
 
 
 def render_text(r: DiffReport, *, verbose: bool = False) -> str:
@@ -55,6 +70,8 @@ def render_text(r: DiffReport, *, verbose: bool = False) -> str:
         out.append(f"✗ new: {p}")
     if not (r.old.unusable or r.new.unusable):
         out.append(f"  wheel-wide: gained {' '.join(r.gained) or 'nothing'}; lost {' '.join(r.lost) or 'nothing'}")
+        if driver_change(r):
+            out.append(f"  {driver_change(r)}")
     mark = {"added": "+", "removed": "-", "changed": "~", "unchanged": "="}
     unchanged = 0
     for d in r.libraries:
@@ -76,6 +93,8 @@ def render_text(r: DiffReport, *, verbose: bool = False) -> str:
         if d.old_bytes != d.new_bytes:
             parts.append(f"device code {_bytes(d.old_bytes)} -> {_bytes(d.new_bytes)}")
         out.append(f"  {mark[d.change]} {where}: {'; '.join(parts)}")
+        if d.worse:
+            out.append(f"    ✗ runs worse on {_worse_words(d)}")
         for p in d.problems:
             out.append(f"    ✗ {p}")
     if unchanged:
@@ -87,7 +106,7 @@ def render_text(r: DiffReport, *, verbose: bool = False) -> str:
 def to_dict(r: DiffReport) -> dict[str, Any]:
     def side(s: Side) -> dict[str, Any]:
         return {"target": s.target, "kind": s.kind, "distribution": s.distribution, "carries": list(s.carries),
-                "unusable": s.unusable, "problems": list(s.problems)}
+                "unusable": s.unusable, "problems": list(s.problems), "driver_floor": s.driver or None}
 
     return {
         "schema": "archaudit-diff",
@@ -105,6 +124,8 @@ def to_dict(r: DiffReport) -> dict[str, Any]:
             "change": d.change, "old": list(d.old), "new": list(d.new), "gained": list(d.gained),
             "lost": [{"target": x.target, "now": x.now or None, "gpus": list(x.gpus)} for x in d.lost],
             "old_bytes": d.old_bytes, "new_bytes": d.new_bytes, "problems": list(d.problems),
+            "worse": [{"gpu": w.cc, "was": w.was, "now": w.now, "gpus": list(w.gpus)} for w in d.worse],
+            "fails": d.costly,
         } for d in r.libraries],
     }
 
