@@ -200,8 +200,11 @@ _CODES = [
          "The wheel carries GPU device code (or links a GPU runtime) but no claimed architecture "
          "list reached the check, so coverage cannot be verified.",
          "Pass --arch, --arch-from-env VAR, set cuda-archs in [tool.archaudit], or ship a binary "
-         "that embeds its arch list.",
-         "x.whl: GPU wheel but no claimed architectures reached the check"),
+         "that embeds its arch list. Auditing someone else's wheel (NVIDIA's, CuPy's), ask about "
+         "the GPUs you run instead: --gpu T4 --gpu H100 answers without a claim.",
+         "x.whl: GPU wheel but no claimed architectures reached the check: give the architectures it "
+         "was built for (--arch '80;90', cuda-archs in [tool.archaudit]), or ask whether it runs on "
+         "your GPUs (--gpu T4 --gpu H100)"),
     CodeInfo(Code.C002, ERROR, "unparseable claim",
          "A claimed architecture list could not be parsed.",
          "Use one of the spellings in the README (CMake, TORCH_CUDA_ARCH_LIST, -gencode, plain).",
@@ -221,12 +224,12 @@ _CODES = [
          "A claimed architecture has no native code (SASS) in the library; the driver JIT-compiles "
          "PTX on first use, which costs seconds to minutes at start-up.",
          "Add real (SASS) code for the architecture, e.g. '90-real' or code=sm_90.",
-         "libfoo.so runs on ['120'] only through PTX JIT (compute_90)"),
+         "libfoo.so runs on 120 only through PTX JIT (compute_90)"),
     CodeInfo(Code.G003, ERROR, "architecture carried but not claimed (--exact)",
          "With --exact, a library carrying code for an unclaimed architecture means the release's "
          "list never reached the build.",
          "Make the build use the release's list, or claim the architecture.",
-         "libfoo.so carries ['75'] which the claim does not list"),
+         "libfoo.so carries 75 which the claim does not list"),
     CodeInfo(Code.G004, ERROR, "no PTX for the newest architecture (--require-ptx newest)",
          "No PTX for the newest claimed architecture, so future GPUs cannot JIT this library.",
          "Add PTX for it (e.g. '120' or '120-virtual', or '12.0+PTX').",
@@ -269,7 +272,7 @@ _CODES = [
          "but no library of the target carries loadable device code of that vendor: nothing runs on "
          "the GPUs claimed.",
          "Ship the vendor's build, or stop claiming its architectures.",
-         "x.whl: claims AMD targets ['gfx942'] (--amd-arch) but no library carries AMD device code"),
+         "x.whl: claims AMD targets gfx942 (--amd-arch) but no library carries AMD device code"),
     CodeInfo(Code.G012, ERROR, "code no driver can run on a claimed GPU",
          "A claimed GPU is covered only by code that needs a newer CUDA release than the last driver "
          "of the GPU's generation supports (Kepler's R470 stops at CUDA 11.4, PTX ISA 7.4; Maxwell to "

@@ -119,3 +119,13 @@ def test_npp_empty_cubins_define_no_kernel():
     assert {f.subject for f in found(rep, "G010")} >= {"nvidia/cu13/lib/libnppc.so.13",
                                                        "nvidia/cu13/lib/libnppisu.so.13"}
     assert rep.exit_code == 0, [f.message[:200] for f in rep.findings if f.severity == "error"]
+
+
+def test_the_largest_wheel_tried_is_read_whole():
+    """flashinfer-cubin 0.6.13: 458 MB, 15,970 .cubin members, once refused whole (E003 'more than
+    10000 members ... more than any real wheel holds', then G006). The bound is bytes now: one
+    library per 4 KiB of the wheel beyond 10,000 (docs/threat-model.md)."""
+    inv = inventory(str(fetch("flashinfer-cubin", "0.6.13")), decode=True)
+    cubins = [lib for lib in inv.libraries if lib.path.endswith(".cubin")]
+    assert len(cubins) == 15_970 and not inv.problems
+    assert sum(1 for lib in cubins for e in lib.entries if e.target == "sm_103a") >= 1_952

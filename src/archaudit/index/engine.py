@@ -37,6 +37,7 @@ class RunSummary:
     requests: int = 0
     seconds: float = 0.0
     results: list[tuple[str, str, int, int]] = field(default_factory=list)  # (file, verdict, size, fetched)
+    failed_by: dict[str, int] = field(default_factory=dict)  # error code -> wheels it failed: why verdicts failed
 
 
 OnResult = Callable[[WheelResult], None]
@@ -143,6 +144,8 @@ def run(refs: Sequence[WheelRef], store: Store, opts: TaskOptions, *, jobs: int 
         summary.fetched += r.fetched
         summary.requests += r.requests
         summary.results.append((r.ref.file, r.verdict, r.size, r.fetched))
+        for code in sorted({f.code for f in r.report.findings if f.severity == "error"}):
+            summary.failed_by[code] = summary.failed_by.get(code, 0) + 1
         if on_result is not None:
             on_result(r)
     summary.not_started = len(todo) - summary.judged

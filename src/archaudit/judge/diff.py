@@ -3,8 +3,11 @@ releases (wheels, directories, or an installed distribution against a new wheel)
 
 Libraries are matched by path, then (for those left over) by file name without its version
 suffix or auditwheel hash (`libfoo-1a2b3c4d.so.12` ~ `libfoo.so.13`). A library with device
-code that disappears loses all of it; one that appears gains all of it. Any loss fails
-(exit 1) unless allowed; whatever could not be read fails closed.
+code that disappears loses all of it; one that appears gains all of it. A loss fails (exit 1,
+unless allowed) when some catalog GPU the old library ran on runs worse with the new one
+(native -> JIT, or no longer at all), or when it is not a CUDA target (AMD code is not weighed);
+a lost target whose GPUs still run as well costs nothing and is reported only. The driver floor
+of each release is reported. Whatever could not be read fails closed.
 """
 
 from __future__ import annotations
@@ -39,6 +42,16 @@ class Lost:
 
 
 @dataclass(frozen=True, slots=True)
+class Worse:
+    """A GPU the old library ran on that the new one runs worse."""
+
+    cc: str  # "8.6"
+    was: str  # "native" | "jit"
+    now: str  # "jit" | "none"
+    gpus: tuple[str, ...] = ()  # catalog GPUs of that compute capability, a few
+
+
+@dataclass(frozen=True, slots=True)
 class LibraryDiff:
     path: str  # the new path when the library is in NEW, else the old one
     old_path: str | None
@@ -52,6 +65,12 @@ class LibraryDiff:
     old_bytes: int
     new_bytes: int
     problems: tuple[str, ...] = ()
+    worse: tuple[Worse, ...] = ()
+
+    @property
+    def costly(self) -> bool:
+        """A loss that costs some GPU (or cannot be weighed: not a CUDA target)."""
+        return bool(self.worse) or any(not x.now for x in self.lost)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +81,8 @@ class Side:
     carries: tuple[str, ...]
     unusable: bool
     problems: tuple[str, ...]
+    driver: str = ""  # the driver floor (D002 of its most demanding library), "" when none
+    driver_words: str = ""  # ">= 580.65.06 on Linux (CUDA 13.0"
 
 
 @dataclass(frozen=True)
@@ -77,7 +98,13 @@ class DiffReport:
 
     @property
     def losses(self) -> tuple[LibraryDiff, ...]:
-        return tuple(d for d in self.libraries if d.lost)
+        """Libraries whose loss costs some GPU: what fails."""
+        return tuple(d for d in self.libraries if d.costly)
+
+    @property
+    def free_losses(self) -> tuple[LibraryDiff, ...]:
+        """Libraries that lost targets while every GPU they ran on runs as well."""
+        return tuple(d for d in self.libraries if d.lost and not d.costly)
 
     @property
     def problems(self) -> tuple[str, ...]:
@@ -161,11 +188,38 @@ def _how_now(label: str, lib: Library | None) -> tuple[str, tuple[str, ...]]:
     return best(nv_codes(e for c in lib.containers if c.role != RELOCATABLE for e in c.entries), cc), gpus
 
 
+_RANK = {"native": 2, "jit": 1, "none": 0}
+
+
+def _lib_codes(lib: Library | None) -> tuple[Any, ...]:
+    return nv_codes(e for c in lib.containers if c.role != RELOCATABLE for e in c.entries) if lib else ()
+
+
+def worse_gpus(old: Library | None, new: Library | None) -> tuple[Worse, ...]:
+    """Each catalog compute capability the old library's code ran on (natively or through the
+    JIT) that the new library's code runs worse."""
+    a, b = _lib_codes(old), _lib_codes(new)
+    if not a:
+        return ()
+    out = []
+    for cc in sorted({arch.canonical_cc(g.cc) for g in arch.gpu_catalog()}):
+        was, now = best(a, cc), best(b, cc)
+        if _RANK[was] > _RANK[now]:
+            gpus = tuple(g.name for g in arch.gpu_catalog() if arch.canonical_cc(g.cc) == cc)[:GPU_EXAMPLES]
+            out.append(Worse(f"{cc[0]}.{cc[1]}", was, now, gpus))
+    return tuple(out)
+
+
 def _side(t: TargetReport) -> Side:
+    from ..report.view import driver_key, floor_words
+
     carries = _sorted(x for v in t.libraries for x in v.carried)
     problems = tuple(f.message for f in t.findings if f.severity == ERROR and f.code.startswith("E")
                      and f.subject not in {v.path for v in t.libraries})
-    return Side(t.target, t.kind, t.distribution, carries, t.unusable, problems)
+    floors = [f for f in t.findings if f.code == "D002"]
+    top = max(floors, key=lambda f: driver_key(str(f.get("driver")))) if floors else None
+    return Side(t.target, t.kind, t.distribution, carries, t.unusable, problems,
+                str(top.get("driver")) if top else "", floor_words(top) + ")" if top else "")
 
 
 def compare(old: TargetInventory, new: TargetInventory, *, allow_loss: bool = False) -> DiffReport:
@@ -175,6 +229,7 @@ def compare(old: TargetInventory, new: TargetInventory, *, allow_loss: bool = Fa
     v_old = {v.path: v for v in t_old.libraries}
     v_new = {v.path: v for v in t_new.libraries}
     l_new = {lib.path: lib for lib in new.libraries}
+    l_old = {lib.path: lib for lib in old.libraries}
 
     def interesting(v: LibraryVerdict) -> bool:
         return bool(v.carried or v.relocatable) or v.status == "unverified"
@@ -204,7 +259,8 @@ def compare(old: TargetInventory, new: TargetInventory, *, allow_loss: bool = Fa
         rows.append(LibraryDiff(
             np_ or op or "", op, np_, how if op and np_ else "", change, _sorted(a), _sorted(b), gained, lost,
             sum(s for _, s, _ in vo.bytes_by_target) if vo else 0,
-            sum(s for _, s, _ in vn.bytes_by_target) if vn else 0, problems))
+            sum(s for _, s, _ in vn.bytes_by_target) if vn else 0, problems,
+            worse_gpus(l_old.get(op) if op else None, l_new.get(np_) if np_ else None) if lost else ()))
     rows.sort(key=lambda d: ({"removed": 0, "changed": 1, "added": 2, "unchanged": 3}[d.change], d.path))
     s_old, s_new = _side(t_old), _side(t_new)
     if old.unusable or new.unusable:
@@ -244,9 +300,24 @@ def _verdict(r: DiffReport) -> str:
         return f"✗ {len(r.problems)} librar{'y' if len(r.problems) == 1 else 'ies'} could not be verified"
     n = len(r.losses)
     if n:
-        what = f"{n} librar{'y' if n == 1 else 'ies'} lost GPU architectures"
+        what = f"{n} librar{'y' if n == 1 else 'ies'} run worse on GPUs the old release ran on"
         return f"! {what} (allowed)" if r.allow_loss else f"✗ {what} (--allow-loss to accept)"
+    free = len(r.free_losses)
+    if free:
+        return (f"✓ no GPU runs worse ({free} librar{'y' if free == 1 else 'ies'} lost targets whose GPUs "
+                f"still run as well)")
     return "✓ no GPU architecture lost"
+
+
+def driver_change(r: DiffReport) -> str:
+    """"driver floor: >= A on Linux (CUDA x) -> >= B ..." when the floor moved, else ""."""
+    if r.old.driver == r.new.driver or not (r.old.driver or r.new.driver):
+        return ""
+    return f"driver floor: {r.old.driver_words or 'none'} -> {r.new.driver_words or 'none'}"
+
+
+def _worse_words(d: LibraryDiff) -> str:
+    return ", ".join(f"{w.cc} ({', '.join(w.gpus) or 'no catalog GPU'}) {w.was} -> {w.now}" for w in d.worse)
 
 
 def render_text(r: DiffReport, *, verbose: bool = False) -> str:
@@ -257,6 +328,8 @@ def render_text(r: DiffReport, *, verbose: bool = False) -> str:
         out.append(f"✗ new: {p}")
     if not (r.old.unusable or r.new.unusable):
         out.append(f"  wheel-wide: gained {' '.join(r.gained) or 'nothing'}; lost {' '.join(r.lost) or 'nothing'}")
+        if driver_change(r):
+            out.append(f"  {driver_change(r)}")
     mark = {"added": "+", "removed": "-", "changed": "~", "unchanged": "="}
     unchanged = 0
     for d in r.libraries:
@@ -278,6 +351,8 @@ def render_text(r: DiffReport, *, verbose: bool = False) -> str:
         if d.old_bytes != d.new_bytes:
             parts.append(f"device code {_bytes(d.old_bytes)} -> {_bytes(d.new_bytes)}")
         out.append(f"  {mark[d.change]} {where}: {'; '.join(parts)}")
+        if d.worse:
+            out.append(f"    ✗ runs worse on {_worse_words(d)}")
         for p in d.problems:
             out.append(f"    ✗ {p}")
     if unchanged:
@@ -289,7 +364,7 @@ def render_text(r: DiffReport, *, verbose: bool = False) -> str:
 def to_dict(r: DiffReport) -> dict[str, Any]:
     def side(s: Side) -> dict[str, Any]:
         return {"target": s.target, "kind": s.kind, "distribution": s.distribution, "carries": list(s.carries),
-                "unusable": s.unusable, "problems": list(s.problems)}
+                "unusable": s.unusable, "problems": list(s.problems), "driver_floor": s.driver or None}
 
     return {
         "schema": "archaudit-diff",
@@ -307,6 +382,8 @@ def to_dict(r: DiffReport) -> dict[str, Any]:
             "change": d.change, "old": list(d.old), "new": list(d.new), "gained": list(d.gained),
             "lost": [{"target": x.target, "now": x.now or None, "gpus": list(x.gpus)} for x in d.lost],
             "old_bytes": d.old_bytes, "new_bytes": d.new_bytes, "problems": list(d.problems),
+            "worse": [{"gpu": w.cc, "was": w.was, "now": w.now, "gpus": list(w.gpus)} for w in d.worse],
+            "fails": d.costly,
         } for d in r.libraries],
     }
 

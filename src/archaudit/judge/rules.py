@@ -380,7 +380,8 @@ def rule_g002(f: LibraryFacts) -> list[Finding]:
     if not jit:
         return []
     ptx = sorted({c.label for c in f.codes if c.kind == PTX})
-    return [finding(Code.G002, f.path, f"{f.path} runs on {jit} only through PTX JIT ({', '.join(ptx)})", jit=jit)]
+    return [finding(Code.G002, f.path, f"{f.path} runs on {', '.join(jit)} only through PTX JIT ({', '.join(ptx)})",
+                    jit=jit)]
 
 
 @library_rule(Code.G003)
@@ -393,7 +394,8 @@ def rule_g003(f: LibraryFacts) -> list[Finding]:
                     and arch.canonical_cc(c.target.cc) not in claimed}, key=_label_key)
     if not extra:
         return []
-    return [finding(Code.G003, f.path, f"{f.path} carries {extra} which the claim does not list", extra=extra)]
+    return [finding(Code.G003, f.path, f"{f.path} carries {', '.join(extra)} which the claim does not list",
+                    extra=extra)]
 
 
 @library_rule(Code.G004)
@@ -688,19 +690,6 @@ def _modes_matter(target: str) -> bool:
                for p in gfx.family(target) for n in gfx.FEATURES)
 
 
-def amd_configs(target: str) -> list[str]:
-    """Every concrete GPU setting a claimed target stands for (rocm.settings)."""
-    return rocm.settings(target)
-
-
-def amd_covers(targets: Sequence[str], want: str) -> bool:
-    """Whether code for ``targets`` runs on every GPU setting ``want`` stands for: a claim
-    without xnack (gfx90a) needs an object that runs either way, or one for each setting
-    (LLVM AMDGPUUsage "Target ID"; ROCR-Runtime isa.cpp matches a code object's setting
-    against the agent's, and an unspecified one matches both)."""
-    return all(any(gfx.runs_on(t, mode) for t in targets) for mode in amd_configs(want))
-
-
 # ---- target rules ---------------------------------------------------------------------------
 
 
@@ -736,11 +725,15 @@ def rule_c001(t: TargetFacts) -> list[Finding]:
         if f.amd and not t.policy.amd_claim and not t.policy.amd_gpus:
             targets = sorted({e.target for e in f.amd})
             out.append(finding(Code.C001, f.path, f"{f.path} carries AMD device code ({', '.join(targets)}) but no "
-                                               f"claimed gfx targets reached the check (--amd-arch)"))
+                                               f"claimed gfx targets reached the check: give the targets it was "
+                                               f"built for (--amd-arch 'gfx90a;gfx942'), or ask about your GPUs "
+                                               f"(--gpu MI300X)"))
     if t.gpu_wheel and not t.inventory.unusable and t.claim is None and not asked and (
             t.has_nvidia or (t.links_runtime and not t.policy.amd_claim)):
         out.append(finding(Code.C001, t.target,
-                           f"{t.target}: GPU wheel but no claimed architectures reached the check"))
+                           f"{t.target}: GPU wheel but no claimed architectures reached the check: give "
+                           f"the architectures it was built for (--arch '80;90', cuda-archs in "
+                           f"[tool.archaudit]), or ask whether it runs on your GPUs (--gpu T4 --gpu H100)"))
     return out
 
 
@@ -782,7 +775,7 @@ def rule_g011(t: TargetFacts) -> list[Finding]:
                                              f"library carries NVIDIA device code", vendor="nvidia",
                            missing=[label(c) for c in t.claim.gpus]))
     if t.policy.amd_claim and not amd:
-        out.append(finding(Code.G011, t.target, f"{t.target}: claims AMD targets {list(t.policy.amd_claim)} "
+        out.append(finding(Code.G011, t.target, f"{t.target}: claims AMD targets {', '.join(t.policy.amd_claim)} "
                                              f"({t.policy.amd_claim_source or '--amd-arch'}) but no library "
                                              f"carries AMD device code", vendor="amd",
                            missing=list(t.policy.amd_claim)))
@@ -828,8 +821,6 @@ __all__ = [
     "REGISTRY",
     "TARGET_RULES",
     "TargetFacts",
-    "amd_configs",
-    "amd_covers",
     "amd_kernel_gaps",
     "amd_missing",
     "demangle",

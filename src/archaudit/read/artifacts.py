@@ -28,7 +28,11 @@ LIBRARY_SUFFIXES = (".so", ".cubin", ".fatbin", ".ptx", ".hsaco", ".pyd", ".dll"
 
 ContentKind = Literal["elf", "fatbin", "offload-bundle", "zip", "pe", "mach-o"]
 HEAD = zipread.HEAD  # bytes of a file's start that say what it is
-MAX_LIBRARIES = 10_000  # per target; the largest real wheels hold well under 100
+# Libraries per target, bounded by the bytes that bring them: any wheel may hold MAX_LIBRARIES,
+# and beyond that one per BYTES_PER_LIBRARY of its own size (flashinfer-cubin 0.6.13: 15,970
+# cubins in 458 MB, one per 28.7 KB; docs/threat-model.md has the measurements).
+MAX_LIBRARIES = 10_000
+BYTES_PER_LIBRARY = 4096
 BUDGET_FLOOR = 64 << 20  # bytes any wheel may inflate for the audit, however small
 BUDGET_RATIO = 32  # and beyond the floor, this many times its own size (real wheels: under 6)
 MAX_NESTING = 2  # a wheel, a zip in it, a zip in that
@@ -179,11 +183,11 @@ def archive_inventory(target: str, size: int, read_at: zipread.ReadAt, opener: C
     `on_members` is told the members once the directory is read (where their data lies)."""
     start = time.perf_counter()
     try:
-        members, hazards = zipread.read_directory_at(read_at, size, _counting(MAX_LIBRARIES))
+        members, hazards = zipread.read_directory_at(read_at, size, _counting(max_libraries(size)))
     except zipread.ZipError as e:
         return TargetInventory(target, "wheel", (), (Problem(Code.E002, f"malformed archive: {e}"),), unusable=True)
     except _TooManyLibraries:
-        return TargetInventory(target, "wheel", (), (_too_many(),), False, 0, time.perf_counter() - start,
+        return TargetInventory(target, "wheel", (), (_too_many(size),), False, 0, time.perf_counter() - start,
                                _wheel_dist(target))
     why = not_a_wheel([m.name for m in members])
     if why is not None:
@@ -382,9 +386,16 @@ def _counting(limit: int) -> zipread.Select:
     return select
 
 
-def _too_many() -> Problem:
-    return Problem(Code.E003, f"more than {MAX_LIBRARIES} members are libraries or device code, more than "
-                           f"any real wheel holds: none is read")
+def max_libraries(size: int) -> int:
+    """How many library members a wheel of ``size`` bytes may hold: work is bounded by the bytes
+    that bring it, never by a guess at what real wheels hold."""
+    return max(MAX_LIBRARIES, size // BYTES_PER_LIBRARY)
+
+
+def _too_many(size: int) -> Problem:
+    return Problem(Code.E003, f"more than {max_libraries(size)} members are libraries or device code: a wheel "
+                              f"may hold {MAX_LIBRARIES}, and beyond that one per {BYTES_PER_LIBRARY} bytes of "
+                              f"its own size ({size}): none is read")
 
 
 class NotAWheel(Exception):
@@ -411,9 +422,10 @@ def not_a_wheel(names: Iterator[str] | list[str]) -> str | None:
 
 def _wheel_jobs(path: str) -> tuple[list[_Job], list[Problem]]:
     try:
-        members, hazards = zipread.read_directory(path, _counting(MAX_LIBRARIES))
+        size = os.path.getsize(path)
+        members, hazards = zipread.read_directory(path, _counting(max_libraries(size)))
     except _TooManyLibraries:
-        return [], [_too_many()]
+        return [], [_too_many(size)]
     why = not_a_wheel([m.name for m in members])
     if why is not None:
         raise NotAWheel(why, hazards)
@@ -427,8 +439,8 @@ def _wheel_member_jobs(opener: Callable[[], IO[bytes]], members: list[zipread.Me
     over = budget.problem()
     if over is not None:
         problems.append(over)
-    if len(jobs_list) > MAX_LIBRARIES:  # with those of zips inside it
-        problems.append(_too_many())
+    if len(jobs_list) > max_libraries(size):  # with those of zips inside it
+        problems.append(_too_many(size))
         jobs_list = []
     return jobs_list, problems
 
