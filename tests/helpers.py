@@ -80,7 +80,12 @@ def assert_finding(report: dict, code: str, words: str) -> None:
     assert any(c == code and words in m for c, m in got), got
 
 
-def wheel(path: Path, members: list[tuple[str, bytes]], *, symlink: str | None = None) -> Path:
+def wheel(path: Path, members: list[tuple[str, bytes]], *, symlink: str | None = None,
+          dist_info: bool = True) -> Path:
+    """A wheel of these members, and a .dist-info member before them (pip installs no wheel
+    without one, and check reads none)."""
+    if dist_info and not any(name.split("/", 1)[0].endswith(".dist-info") for name, _ in members):
+        members = [("demo-1.0.dist-info/WHEEL", b"Wheel-Version: 1.0\n"), *members]
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
         for name, data in members:
             info = zipfile.ZipInfo(name, (2024, 1, 1, 0, 0, 0))
@@ -123,8 +128,13 @@ def zero_bomb(mib: int, head: bytes = _ELF_HEAD) -> tuple[bytes, int, int]:
     return stream, crc, mib << 20
 
 
-def raw_zip(members: list[tuple[str, bytes, int, int]]) -> bytes:
-    """A zip of already-deflated members: (name, deflate stream, CRC, size)."""
+DIST_INFO = ("demo-1.0.dist-info/WHEEL", b"\x03\x00", 0, 0)  # an empty member: what makes a zip a wheel
+
+
+def raw_zip(members: list[tuple[str, bytes, int, int]], *, dist_info: bool = True) -> bytes:
+    """A zip of already-deflated members: (name, deflate stream, CRC, size), and a .dist-info
+    member after them (pip installs no wheel without one, and check reads none)."""
+    members = members + [DIST_INFO] if dist_info else members
     out = bytearray()
     central = bytearray()
     for name, stream, crc, size in members:

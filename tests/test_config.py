@@ -239,6 +239,7 @@ def test_a_data_member_is_left_out_of_the_verdict_with_its_reason(project):
     with zipfile.ZipFile(project / "dist" / "host-1.0-py3-none-any.whl", "w") as z:
         z.write(example_wheel(), f"host/examples/{EXAMPLE}")
         z.writestr("host/__init__.py", "")
+        z.writestr("host-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\n")
     wheel = "../../dist/host-1.0-py3-none-any.whl"
     write(project, "[tool.archaudit]\n")
     rc, doc = check_json(wheel)

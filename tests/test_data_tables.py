@@ -55,7 +55,7 @@ def rows(doc: dict[str, Any]) -> Iterator[tuple[str, Any]]:
         tables = {"processors": AMD["processors"], "generic_families": AMD["generic_families"],
                   "gpus": dict(enumerate(AMD["gpus"])), "rocm_rules": AMD["rocm_rules"]}
     else:
-        tables = {"gpus": dict(enumerate(GPUS["gpus"]))}
+        tables = {"gpus": dict(enumerate(GPUS["gpus"])), "generations": GPUS["generations"]}
     for table, body in tables.items():
         assert body, f"{table} is empty"
         for key, row in body.items():
@@ -235,6 +235,8 @@ def test_nvidia_catalog_rows_well_formed():
             key = arch._norm(n)
             assert spellings.setdefault(key, g["name"]) == g["name"], f"{n!r} names two GPUs"
     assert len(arch.gpu_catalog()) == len(GPUS["gpus"])
+    # every compute capability of the catalog has its architecture's name, and nothing else has one
+    assert set(GPUS["generations"]) == {g["cc"] for g in GPUS["gpus"]}
 
 
 @pytest.mark.parametrize("name, want", [

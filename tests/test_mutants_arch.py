@@ -73,6 +73,11 @@ def test_the_last_cuda_release_of_retired_generations():
 @pytest.mark.parametrize("soname,major", [
     ("libcudart.so.12", 12), ("libcudart.so.11.0", 11), ("libcublasLt.so.13", 13), ("libcublas.so.12.8.4", 12),
     ("libc.so.6", None), ("libcudart_static.a", None), ("libcuda.so.1", None),
+    # Windows: major and minor up to CUDA 11 (one name for every 11.x), the major alone from 12
+    ("cudart64_100.dll", 10), ("cudart64_101.dll", 10), ("cudart64_102.dll", 10), ("cudart64_110.dll", 11),
+    ("cudart64_92.dll", 9), ("cudart64_12.dll", 12), ("cudart64_13.dll", 13), ("cublas64_100.dll", 10),
+    ("cublas64_10.dll", 10), ("cublasLt64_11.dll", 11), ("cublas64_12.dll", 12), ("nvrtc64_112_0.dll", 11),
+    ("nvrtc64_102_0.dll", 10), ("nvrtc64_130_0.dll", 13),
 ])
 def test_the_cuda_major_a_needed_library_names(soname, major):
     assert arch.runtime_major(soname) == major

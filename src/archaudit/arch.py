@@ -15,6 +15,12 @@ from importlib import resources
 from typing import Any, Literal
 
 CC = tuple[int, int]
+"""A compute capability, (major, minor): (9, 0) is 9.0. The one definition."""
+
+
+def label(cc: CC) -> str:
+    """A compute capability as claims spell it: (9, 0) -> "90"."""
+    return f"{cc[0]}{cc[1]}"
 
 _SUFFIXES = ("", "a", "f")
 
@@ -24,6 +30,37 @@ def _data(name: str) -> dict[str, Any]:
     data: dict[str, Any] = json.loads(resources.files("archaudit").joinpath("data").joinpath(name)
                                       .read_text("utf-8"))
     return data
+
+
+@dataclass(frozen=True, slots=True)
+class VendorRange:
+    """A bundled vendor library and the GPU range its vendor documents (data/vendor.json)."""
+
+    library: str
+    first: CC
+    last: CC | None
+    source: str
+
+    def covers(self, gpu: CC) -> bool:
+        return gpu >= self.first and (self.last is None or gpu <= self.last)
+
+    @property
+    def text(self) -> str:
+        first = f"{self.first[0]}.{self.first[1]}"
+        if self.last is None:
+            return f"{first} and newer"
+        return first if self.last == self.first else f"{first} to {self.last[0]}.{self.last[1]}"
+
+
+@cache
+def vendor_range(file_name: str) -> VendorRange | None:
+    """The documented GPU range of the vendor library a file is (by its name), or None."""
+    table = _data("vendor.json")
+    for library, row in table["libraries"].items():
+        if re.match(row["file"], file_name):
+            last = _cc(row["to"]) if "to" in row else None
+            return VendorRange(library, _cc(row["from"]), last, table["sources"][row["source"]])
+    return None
 
 
 def cuda_data() -> dict[str, Any]:
@@ -355,6 +392,13 @@ def gpu_catalog() -> tuple[Gpu, ...]:
     )
 
 
+@cache
+def generations() -> dict[CC, str]:
+    """The GPU architecture of each compute capability in the catalog ("Turing" for 7.5), from
+    ``generations`` in ``data/gpus.json``."""
+    return {_cc(k): v["name"] for k, v in _data("gpus.json")["generations"].items()}
+
+
 def lookup_gpu(name_or_target: str) -> list[Gpu]:
     """GPUs matching a catalog name or alias (case, spaces and dashes ignored; an NVML name such as
     "NVIDIA A100-SXM4-80GB" matches by its longest catalog prefix) or a target (``sm_90``,
@@ -402,9 +446,14 @@ def last_cuda(gpu: CC) -> CC | None:
 
 def runtime_major(soname: str) -> int | None:
     """The CUDA major a NEEDED library name proves the library was built by
-    (``libcudart.so.12`` -> 12), or None for a name that says nothing about it."""
+    (``libcudart.so.12`` -> 12; ``cudart64_110.dll`` -> 11, ``cudart64_12.dll`` -> 12), or None
+    for a name that says nothing about it. Windows names up to CUDA 11 carry major and minor
+    (``digits`` in data/cuda.json)."""
     for row in _data("cuda.json")["runtime_sonames"]["patterns"].values():
         m = re.match(row["pattern"], soname)
         if m:
-            return int(m.group("major"))
+            number = int(m.group("major"))
+            if row.get("digits") == "major-and-minor-through-11" and number >= 20:
+                return number // 10  # cudart64_110.dll: 11.x; cudart64_102.dll: 10.2; cudart64_92.dll: 9.2
+            return number
     return None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from . import arch
 from .arch import CudaTarget, cuda_data
 
 STYLES = ("auto", "cmake", "torch", "nvcc", "list")
@@ -35,8 +36,14 @@ class Claim:
 
     @property
     def gpus(self) -> tuple[tuple[int, int], ...]:
-        """The compute capabilities claimed, sorted and unique (suffixes dropped)."""
-        return tuple(sorted({a.target.cc for a in self.archs}))
+        """The compute capabilities claimed, sorted and unique. A family claim (``100f``)
+        promises every GPU of the family (10.0 and 10.3), not only its first; ``a`` claims
+        only their own."""
+        out = {a.target.cc for a in self.archs}
+        for a in self.archs:
+            if a.target.suffix == "f":
+                out.update(cc for cc in arch.KNOWN_CCS if arch.sass_runs_on(a.target, cc))
+        return tuple(sorted(out))
 
     @property
     def sass_targets(self) -> tuple[CudaTarget, ...]:
@@ -374,6 +381,16 @@ def parse_claim(text: str, source: str, style: str = "auto", cuda_version: tuple
     if not archs:
         raise ValueError(f"claim {text!r} from {source} names no architecture")
     return Claim(archs=archs, source=source, raw=text.strip())
+
+
+def merge_claims(claims: list[Claim], source: str) -> Claim:
+    """Several claims as one (a repeated --arch): every target any of them names, with SASS
+    and PTX as any of them asks for it."""
+    b = _Builder()
+    for c in claims:
+        for a in c.archs:
+            b.add(a.target, a.sass, a.ptx)
+    return Claim(archs=b.archs(), source=source, raw=" ".join(c.raw for c in claims))
 
 
 # ---- claims baked into binaries -----------------------------------------------------------------

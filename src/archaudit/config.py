@@ -120,7 +120,10 @@ def load(path: str | None = None, *, discover: bool = True) -> Config:
         raise ConfigError(f"{path}: [tool.archaudit] must be a table")
     unknown = sorted(set(table) - KEYS)
     if unknown:
-        raise ConfigError(f"{path}: unknown key(s) in [tool.archaudit]: {', '.join(unknown)}")
+        from .suggest import did_you_mean
+
+        hints = "".join(did_you_mean(k, KEYS) for k in unknown)
+        raise ConfigError(f"{path}: unknown key(s) in [tool.archaudit]: {', '.join(unknown)}{hints}")
     for key in ("exact", "strict", "strict-kernels", "costs", "allow-loss"):
         if key in table and not isinstance(table[key], bool):
             raise ConfigError(f"{path}: {key} must be true or false")

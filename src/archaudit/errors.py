@@ -7,14 +7,16 @@ Anything else that escapes is an internal error (exit 2, one line).
 
 from __future__ import annotations
 
+from .findings import Code
+
 
 class ArchauditError(Exception):
     """An error archaudit raises on purpose: a message, the finding code it stands for, and
     where in the file it was met (readers), given by keyword so no caller mixes them up."""
 
-    default_code = "E099"
+    default_code: Code = Code.E099
 
-    def __init__(self, message: str, *, code: str | None = None, offset: int | None = None) -> None:
+    def __init__(self, message: str, *, code: Code | None = None, offset: int | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.code = code if code is not None else self.default_code
@@ -22,9 +24,8 @@ class ArchauditError(Exception):
 
 
 class UsageError(ArchauditError):
-    """Bad flags, configuration or claim: the command ends with exit 2 and the message."""
-
-    default_code = ""
+    """Bad flags, configuration or claim: the command ends with exit 2 and the message (its code
+    is never reported: a usage error is not a finding)."""
 
 
 __all__ = ["ArchauditError", "UsageError"]

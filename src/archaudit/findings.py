@@ -6,8 +6,19 @@ G = coverage per library, K = coverage per container and kernel, D = driver, X =
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
+from enum import Enum
 from typing import Final, Literal
+
+if sys.version_info >= (3, 11):
+    from enum import StrEnum
+else:  # pragma: no cover - Python 3.10
+    class StrEnum(str, Enum):
+        """enum.StrEnum before 3.11: the member is its value, in str() and in f-strings."""
+
+        __str__ = str.__str__
+        __format__ = str.__format__  # type: ignore[assignment]
 
 Severity = Literal["error", "warning", "info"]
 ERROR: Final = "error"  # fails the check
@@ -15,9 +26,61 @@ WARNING: Final = "warning"  # reported; fails only under the switch that asks fo
 INFO: Final = "info"  # reported, never fails
 
 
+class Code(StrEnum):
+    """Every finding code, one member each: `Code.G001` is the string "G001" (JSON, text, CLI
+    arguments), and a misspelt code is a type error. Its cause and fix are in CODES."""
+
+    E001 = "E001"
+    E002 = "E002"
+    E003 = "E003"
+    E004 = "E004"
+    E010 = "E010"
+    E011 = "E011"
+    E012 = "E012"
+    E013 = "E013"
+    E014 = "E014"
+    E015 = "E015"
+    E020 = "E020"
+    E021 = "E021"
+    E030 = "E030"
+    E031 = "E031"
+    E032 = "E032"
+    E033 = "E033"
+    E099 = "E099"
+    C001 = "C001"
+    C002 = "C002"
+    C003 = "C003"
+    G001 = "G001"
+    G002 = "G002"
+    G003 = "G003"
+    G004 = "G004"
+    G005 = "G005"
+    G006 = "G006"
+    G007 = "G007"
+    G008 = "G008"
+    G009 = "G009"
+    G010 = "G010"
+    G011 = "G011"
+    G012 = "G012"
+    G013 = "G013"
+    G014 = "G014"
+    G015 = "G015"
+    G016 = "G016"
+    K001 = "K001"
+    K002 = "K002"
+    K003 = "K003"
+    K004 = "K004"
+    D001 = "D001"
+    D002 = "D002"
+    X001 = "X001"
+    X002 = "X002"
+
+
 @dataclass(frozen=True, slots=True)
-class Code:
-    code: str
+class CodeInfo:
+    """What a code means: its severity, title, cause and fix (README "Finding codes", `explain`)."""
+
+    code: Code
     severity: Severity
     title: str
     cause: str
@@ -29,7 +92,7 @@ class Code:
 class Finding:
     """One verdict about one subject (a target, a library, a container)."""
 
-    code: str
+    code: Code
     severity: Severity
     subject: str  # the library path, or the target for wheel-wide findings
     message: str
@@ -40,61 +103,67 @@ class Finding:
 
 
 _CODES = [
-    Code("E001", ERROR, "target unreadable",
+    CodeInfo(Code.E001, ERROR, "target unreadable",
          "The file, directory or distribution could not be opened or read.",
          "Check the path and permissions; for a distribution name, that it is installed.",
          "dist/x.whl: cannot read: [Errno 2] No such file or directory"),
-    Code("E002", ERROR, "malformed archive",
+    CodeInfo(Code.E002, ERROR, "malformed archive",
          "The wheel is not a valid zip archive: truncated, bad central directory, a member "
          "whose data does not match its header or CRC; or the places a zip records its members "
          "(end record, zip64 records, central directory, local headers) disagree, so the members "
          "read might not be the ones pip installs.",
          "Rebuild or re-download the wheel; a truncated upload is the usual cause.",
          "x.whl: malformed archive: central directory not found (truncated?)"),
-    Code("E003", ERROR, "archive hazard",
+    CodeInfo(Code.E003, ERROR, "archive hazard",
          "A member is a zip bomb (absurd declared or actual size or ratio, data shared with another "
          "member, more inflated bytes than the wheel's size can justify, more libraries than any real "
          "wheel), is listed twice, has an absolute or '..' path, or is a symlink/special file where a "
          "library was expected.",
          "Rebuild the wheel with a standard tool (pip wheel, build); never ship such members.",
          "x.whl: torch/lib/libx.so: member listed twice"),
-    Code("E010", ERROR, "malformed ELF",
+    CodeInfo(Code.E004, ERROR, "not a wheel",
+         "The target is not what its name or its place says: a .whl zip with no (or more than one) "
+         "top-level .dist-info directory, which pip refuses to install; or a file given by name that "
+         "is neither a wheel nor a library nor device code (a plain zip, an sdist .tar.gz, text).",
+         "Audit the built wheel (python -m build --wheel, pip wheel) or the library itself.",
+         "x-1.0-py3-none-any.whl: not a wheel: .dist-info directory not found (pip refuses it)"),
+    CodeInfo(Code.E010, ERROR, "malformed ELF",
          "A library is not a well-formed ELF file (bad header, section table outside the file, "
          "non-ELF file named .so).",
          "Check the build; a text or linker-script file named .so is not loadable.",
          "lib/libfoo.so: malformed ELF: not an ELF file"),
-    Code("E011", ERROR, "malformed fatbin",
+    CodeInfo(Code.E011, ERROR, "malformed fatbin",
          "A CUDA fatbin container or entry is inconsistent: sizes overrun the container or file, "
          "a bad header, an entry chain that does not end where the container does.",
          "Rebuild the library; if it is from a vendor, report it with the offset given.",
          "libfoo.so: malformed fatbin container at 0x4a0: entry overruns its container"),
-    Code("E012", ERROR, "undecodable payload",
+    CodeInfo(Code.E012, ERROR, "undecodable payload",
          "A compressed device-code payload does not decode to its declared size, or is too large "
          "to verify within archaudit's memory bound.",
          "Rebuild; a payload that does not decode will not load on the GPU either.",
          "libfoo.so: sm_90 entry at 0x1c40: zstd payload decodes to 812 bytes, header says 1024"),
-    Code("E013", ERROR, "unknown entry kind",
+    CodeInfo(Code.E013, ERROR, "unknown entry kind",
          "A fatbin entry has a kind archaudit does not know, so its target cannot be verified.",
          "Report it upstream with the library; until then the library cannot be verified.",
          "libfoo.so: entry kind 16 at 0x2000 is unknown"),
-    Code("E014", ERROR, "malformed device code",
+    CodeInfo(Code.E014, ERROR, "malformed device code",
          "A cubin, PTX or code object inside a container (or as a file) is not what its header "
          "says: not an ELF for the GPU, architecture disagreeing with the header, no .target.",
          "Rebuild the library or file.",
          "kern.cubin: not a CUDA ELF (e_machine 62)"),
-    Code("E015", ERROR, "payloads not verified (--fast)",
+    CodeInfo(Code.E015, ERROR, "payloads not verified (--fast)",
          "--fast read entry headers only: the library's compressed payloads were not decoded, so "
          "its kernel names, the cubins' own target flags, each PTX text's .target and the "
          "payloads' integrity are unchecked. A verdict that rests on them cannot pass.",
          "Run without --fast: every payload is decoded in the same single pass.",
          "lib/libk.so: 12 of 14 device-code entries not decoded (--fast): kernels, cubin flags and "
          "PTX .target unverified"),
-    Code("E020", ERROR, "unsupported library format",
+    CodeInfo(Code.E020, ERROR, "unsupported library format",
          "The library is a format archaudit does not read: a 32-bit or big-endian ELF, or a 32-bit "
          "Windows library (PE32). Its device code cannot be verified.",
          "Only 64-bit little-endian ELF, PE32+ (Windows) and Mach-O (macOS) libraries are audited.",
          "lib32/libfoo.so: 32-bit ELF is not supported"),
-    Code("E021", ERROR, "malformed PE",
+    CodeInfo(Code.E021, ERROR, "malformed PE",
          "A Windows library (.dll/.pyd) is not a well-formed PE image: no PE signature (an MS-DOS "
          "program), headers or section table outside the file, a section's data past the end, an "
          "import directory or long section name that points nowhere. Its device code cannot be "
@@ -102,19 +171,19 @@ _CODES = [
          "Rebuild the library; a truncated download or a file that is not a DLL renamed .pyd is the "
          "usual cause.",
          "pkg/_ext.pyd: malformed PE: section 3 (.nv_fatb) lies outside the file"),
-    Code("E030", ERROR, "malformed HIP bundle",
+    CodeInfo(Code.E030, ERROR, "malformed HIP bundle",
          "A clang offload bundle (HIP device code) has an impossible header or entry table.",
          "Rebuild the library with a supported ROCm toolchain.",
          "libhip.so: malformed HIP bundle at 0x1000: entry overruns the bundle"),
-    Code("E031", ERROR, "undecodable HIP payload",
+    CodeInfo(Code.E031, ERROR, "undecodable HIP payload",
          "A compressed offload bundle (CCOB) does not decode to its declared size.",
          "Rebuild; the HIP runtime will not load it either.",
          "libhip.so: CCOB at 0x1000 decodes to 10 bytes, header says 400"),
-    Code("E032", ERROR, "HIP payload too large to verify",
+    CodeInfo(Code.E032, ERROR, "HIP payload too large to verify",
          "A compressed offload bundle declares more bytes than archaudit verifies in memory.",
          "Raise --max-payload if the size is genuine.",
          "libhip.so: CCOB at 0x1000 declares 4 GiB"),
-    Code("E033", ERROR, "HIP bundle outside its section",
+    CodeInfo(Code.E033, ERROR, "HIP bundle outside its section",
          "A valid clang offload bundle (HIP device code, plain or compressed) lies in none of the "
          "sections of a library that has a section table, or runs past the end of the section it "
          "starts in. Every byte a linker places is in a section, so the bundle was written there after "
@@ -123,83 +192,89 @@ _CODES = [
          "Rebuild the library so its device code is linked in (.hip_fatbin); do not append device code "
          "to a built library.",
          "libhip.so: HIP bundle at 0x9000 lies in no section"),
-    Code("E099", ERROR, "internal error",
+    CodeInfo(Code.E099, ERROR, "internal error",
          "archaudit met input it did not expect and could not verify the library. The check "
          "fails closed rather than passing it.",
          "Report it to archaudit with the file; the library stays unverified until then.",
          "libfoo.so: could not be verified: internal error ValueError: ..."),
-    Code("C001", ERROR, "no claim",
+    CodeInfo(Code.C001, ERROR, "no claim",
          "The wheel carries GPU device code (or links a GPU runtime) but no claimed architecture "
          "list reached the check, so coverage cannot be verified.",
          "Pass --arch, --arch-from-env VAR, set cuda-archs in [tool.archaudit], or ship a binary "
-         "that embeds its arch list.",
-         "x.whl: GPU wheel but no claimed architectures reached the check"),
-    Code("C002", ERROR, "unparseable claim",
+         "that embeds its arch list. Auditing someone else's wheel (NVIDIA's, CuPy's), ask about "
+         "the GPUs you run instead: --gpu T4 --gpu H100 answers without a claim.",
+         "x.whl: GPU wheel but no claimed architectures reached the check: give the architectures it "
+         "was built for (--arch '80;90', cuda-archs in [tool.archaudit]), or ask whether it runs on "
+         "your GPUs (--gpu T4 --gpu H100)"),
+    CodeInfo(Code.C002, ERROR, "unparseable claim",
          "A claimed architecture list could not be parsed.",
          "Use one of the spellings in the README (CMake, TORCH_CUDA_ARCH_LIST, -gencode, plain).",
          "--arch: 'sm_8x' is not a CUDA architecture"),
-    Code("C003", WARNING, "embedded claim disagrees",
+    CodeInfo(Code.C003, WARNING, "embedded claim disagrees",
          "A binary embeds an architecture list different from the claim the check was given.",
          "Make the build's arch list and the release's claim the same list.",
          "libtorch_cuda.so embeds 8.0 9.0 but --arch says 80;90;100"),
-    Code("G001", ERROR, "claimed architecture not covered",
+    CodeInfo(Code.G001, ERROR, "claimed architecture not covered",
          "A library carries device code, but none of it runs on a claimed GPU architecture: a "
          "model using it fails there with 'no kernel image is available for execution'.",
          "Add the architecture to the library's build (-gencode / CMAKE_CUDA_ARCHITECTURES / "
          "TORCH_CUDA_ARCH_LIST), or stop claiming it.",
          "libshim.so has no code for 90 (claimed: 80, 90, from --arch): it carries code only for "
          "sm_80; 1 kernel (mul) would fail there with 'no kernel image is available'"),
-    Code("G002", INFO, "covered only through PTX JIT",
+    CodeInfo(Code.G002, INFO, "covered only through PTX JIT",
          "A claimed architecture has no native code (SASS) in the library; the driver JIT-compiles "
          "PTX on first use, which costs seconds to minutes at start-up.",
          "Add real (SASS) code for the architecture, e.g. '90-real' or code=sm_90.",
-         "libfoo.so runs on ['120'] only through PTX JIT (compute_90)"),
-    Code("G003", ERROR, "architecture carried but not claimed (--exact)",
+         "libfoo.so runs on 120 only through PTX JIT (compute_90)"),
+    CodeInfo(Code.G003, ERROR, "architecture carried but not claimed (--exact)",
          "With --exact, a library carrying code for an unclaimed architecture means the release's "
          "list never reached the build.",
          "Make the build use the release's list, or claim the architecture.",
-         "libfoo.so carries ['75'] which the claim does not list"),
-    Code("G004", ERROR, "no PTX for the newest architecture (--require-ptx newest)",
+         "libfoo.so carries 75 which the claim does not list"),
+    CodeInfo(Code.G004, ERROR, "no PTX for the newest architecture (--require-ptx newest)",
          "No PTX for the newest claimed architecture, so future GPUs cannot JIT this library.",
          "Add PTX for it (e.g. '120' or '120-virtual', or '12.0+PTX').",
          "libfoo.so carries no PTX for compute_120"),
-    Code("G005", INFO, "specialised library",
+    CodeInfo(Code.G005, INFO, "specialised library",
          "All of the library's device code is arch-specific ('a') or family ('f') code: it serves "
-         "only those GPUs, by design (a runtime dispatch picks it). Under --strict it is judged "
-         "like any other library.",
-         "Nothing, if the library is loaded only on those GPUs.",
+         "only those GPUs. This is said, not excused: a claimed GPU it does not serve is G001 like "
+         "any other (a library built only for sm_100f fails a claim of 80;90;100).",
+         "Nothing, if the claim names only the GPUs it serves; otherwise build the claim's plain "
+         "architectures too, or record a deliberate gap with ignore-library and its reason.",
          "libhopper.so is specialised: serves only 9.0 (sm_90a)"),
-    Code("G006", ERROR, "GPU wheel without device code",
+    CodeInfo(Code.G006, ERROR, "GPU wheel without device code",
          "The wheel links a GPU runtime or was given a claim, yet no library carries device code.",
          "Check the build actually compiled device code (a CUDA language not enabled, a wrong "
          "option) or that the expected library is shipped.",
          "x.whl: GPU wheel but no library carries device code"),
-    Code("G007", INFO, "relocatable device code only",
+    CodeInfo(Code.G007, INFO, "relocatable device code only",
          "Device code found only in __nv_relfatbin (from -rdc objects); it is not loaded on its "
          "own and does not count as coverage.",
          "Nothing, if the executable fatbin covers the claim.",
          "libfoo.so: 2 relocatable entries are not loadable coverage"),
-    Code("G008", INFO, "GPU coverage for a GPU",
+    CodeInfo(Code.G008, INFO, "GPU coverage for a GPU",
          "The answer to --gpu: how the library runs on the named GPU.",
          "Nothing; for 'not at all', build for the GPU's architecture.",
          "libfoo.so on H100 (9.0): native"),
-    Code("G009", ERROR, "does not run on the requested GPU",
+    CodeInfo(Code.G009, ERROR, "does not run on the requested GPU",
          "With --gpu, a library carries device code but none runs on that GPU.",
          "Build for that GPU's architecture (or PTX of an older one).",
          "libfoo.so on RTX 5090 (12.0): not at all"),
-    Code("G010", INFO, "device code without kernels",
-         "The library's only device code is nvlink's kernel-less device-link stubs (a library with "
-         "no device code of its own): nothing in it can be launched, so there is no coverage to "
-         "judge. Any other container is judged by its targets, kernels identified or not.",
-         "Nothing; a build that needs no device link can drop it.",
-         "libcufftw.so.12 carries device code without kernels (sm_75)"),
-    Code("G011", ERROR, "claimed vendor without device code",
+    CodeInfo(Code.G010, INFO, "device code without kernels",
+         "Every container of the library was read whole and defines no kernel: nvlink's kernel-less "
+         "device-link stubs, or cubins with no kernel (NPP 13.2's libnppc.so.13 carries one sm_75 "
+         "cubin with no .text and no symbols, in an ordinary .nv_fatbin). Nothing in it can be "
+         "launched, so there is no coverage to judge; a kernel-less container beside others is not "
+         "judged either. Any other container is judged by its targets, kernels identified or not.",
+         "Nothing; a build that needs no device code there can drop it.",
+         "libcufftw.so.12 carries device code without kernels (its containers define no kernel: sm_75)"),
+    CodeInfo(Code.G011, ERROR, "claimed vendor without device code",
          "Architectures were claimed for a GPU vendor (CUDA through --arch, AMD through --amd-arch) "
          "but no library of the target carries loadable device code of that vendor: nothing runs on "
          "the GPUs claimed.",
          "Ship the vendor's build, or stop claiming its architectures.",
-         "x.whl: claims AMD targets ['gfx942'] (--amd-arch) but no library carries AMD device code"),
-    Code("G012", ERROR, "code no driver can run on a claimed GPU",
+         "x.whl: claims AMD targets gfx942 (--amd-arch) but no library carries AMD device code"),
+    CodeInfo(Code.G012, ERROR, "code no driver can run on a claimed GPU",
          "A claimed GPU is covered only by code that needs a newer CUDA release than the last driver "
          "of the GPU's generation supports (Kepler's R470 stops at CUDA 11.4, PTX ISA 7.4; Maxwell to "
          "Volta end with R580, CUDA 13.0): no driver that still runs the GPU can run the code.",
@@ -207,7 +282,7 @@ _CODES = [
          "stop claiming the GPU.",
          "libcatboost.so on 3.5 (claimed) has only code no driver can run there: compute_35 (PTX ISA "
          "7.8); the last driver for 3.5 GPUs supports CUDA 11.4"),
-    Code("G013", ERROR, "code not loadable alone, and nothing links it",
+    CodeInfo(Code.G013, ERROR, "code not loadable alone, and nothing links it",
          "On a claimed GPU the driver picks a relocatable cubin (-rdc) that calls device code it does "
          "not carry; cuModuleLoadData refuses it alone (CUDA_ERROR_NOT_FOUND), and nothing in the "
          "library shows it links device code at run time (nvJitLink linked, dlopened or looked up, as "
@@ -217,7 +292,7 @@ _CODES = [
          "rdc_ext.fatbin: on 9.0 (claimed) the driver picks, in 1 container, relocatable cubins (-rdc) "
          "that call _Z10rdc_helperf without carrying it, and nothing in the library links device code at "
          "run time (no nvJitLink): they do not load alone (CUDA_ERROR_NOT_FOUND)"),
-    Code("G014", WARNING, "AMD code object more specific than its bundle id",
+    CodeInfo(Code.G014, WARNING, "AMD code object more specific than its bundle id",
          "A code object's own xnack/sramecc setting (ELF e_flags) is one its bundle id leaves open. ROCm "
          "selects the entry by its id on either setting and its loader refuses the code object on the "
          "other, so archaudit judges the code object as built.",
@@ -225,24 +300,34 @@ _CODES = [
          "without the setting.",
          "libfoo.so: 1 bundle entry says less than its code object: hipv4-amdgcn-amd-amdhsa--gfx90a holds "
          "a code object built for gfx90a:xnack+; judged as built"),
-    Code("G015", WARNING, "AMD bundle entries HIP never selects",
+    CodeInfo(Code.G015, WARNING, "AMD bundle entries HIP never selects",
          "A bundle entry whose offload kind is not hip or hipv4 (an OpenMP entry), or whose id is not "
          "spelt as comgr compares it (lower case), is never selected by HIP's code object lookup; it "
          "counts for no GPU.",
          "Bundle HIP code as hipv4-amdgcn-amd-amdhsa--<target> (what clang's HIP driver writes).",
          "libfoo.so: HIP never selects 1 bundle entry (openmp-amdgcn-amd-amdhsa--gfx90a): ..."),
-    Code("K001", ERROR, "kernels miss a claimed architecture",
+    CodeInfo(Code.G016, INFO, "claimed GPUs outside the vendor's documented range",
+         "The library is a vendor library listed in data/vendor.json (by its file name, auditwheel's "
+         "hash allowed) with the GPU range its vendor documents, each row with its source: cuSPARSELt "
+         "8.0 and newer, FlashAttention-3 9.0. Claimed GPUs outside that range are not held against it: "
+         "its vendor supports it only there and its callers use it only there (torch calls cuSPARSELt "
+         "only on 8.0+). Any other library keeps every gap; a deliberate one is recorded with "
+         "ignore-library and its reason.",
+         "Nothing; add a row to data/vendor.json, with its source, for another vendor library.",
+         "torch/lib/libcusparseLt-294d6944.so.0 is cuSPARSELt, which its vendor documents for 8.0 and "
+         "newer: the claimed 5.0, 6.0, 7.0, 7.5 are not held against it"),
+    CodeInfo(Code.K001, ERROR, "kernels miss a claimed architecture",
          "One container (one translation unit, which the runtime registers on its own) lacks code "
          "for a claimed architecture that the library as a whole has: its kernels fail there "
          "with 'no kernel image'. A library-wide union hides this.",
          "Build every object of the library with the same architecture list.",
          "libfoo.so: 1 kernel (mul) carries code only for sm_80; fails on sm_90 (claimed)"),
-    Code("K002", INFO, "specialised kernels",
+    CodeInfo(Code.K002, INFO, "specialised kernels",
          "A container carries only arch-specific ('a') or family ('f') code: its kernels serve only "
          "those GPUs, by design. Under --strict-kernels it is judged like any other.",
          "Nothing, if its kernels are dispatched only on those GPUs.",
          "libfoo.so: 3 kernels are specialised for sm_90a"),
-    Code("K003", INFO, "kernels dispatched by architecture",
+    CodeInfo(Code.K003, INFO, "kernels dispatched by architecture",
          "Kernels of one container that a claimed GPU cannot launch from it, where the binary shows it "
          "is by design for each kernel: its own name names the architecture its code there is for, and "
          "that code is for nothing else (sm80_xmma_* with only sm_80 code, volta_*, cutlass_80_*; CCCL's "
@@ -255,7 +340,7 @@ _CODES = [
          "Nothing, if the library picks its kernels by architecture at run time.",
          "libcudnn_cnn.so.9: 212 kernels (sm80_xmma_fprop, ...) carry code only for sm_80, not for sm_90: "
          "each one's own name names the architecture its code is for, and its code is for nothing else"),
-    Code("K004", ERROR, "kernels carried for a GPU only by another container",
+    CodeInfo(Code.K004, ERROR, "kernels carried for a GPU only by another container",
          "A container's kernels lack code for a claimed GPU, and only another container of the library "
          "carries kernels of the same names for it. The runtime launches each container's kernels from "
          "that container's own module, so launching these there fails ('no kernel image', error 209) "
@@ -268,25 +353,25 @@ _CODES = [
          "reason = where the project documents the dispatch.",
          "libx.so: 1 kernel (axpy) of container 0x1a40 (.nv_fatbin) carry code only for sm_80; on sm_90 "
          "(claimed) only container 0x3b80 (.nv_fatbin) carries kernels of the same names"),
-    Code("D001", ERROR, "needs a newer driver",
+    CodeInfo(Code.D001, ERROR, "needs a newer driver",
          "With --driver, some claimed (or --gpu) GPU would run PTX or cubins from a CUDA release "
          "whose minimum driver is newer than the one given ('the provided PTX was compiled with an "
          "unsupported toolchain'), or archaudit cannot name that floor (no toolkit note, no linked "
          "CUDA library, an ISA newer than its tables): fail closed.",
          "Build with an older toolkit (or lower PTX ISA), or require a newer driver.",
          "libfoo.so needs driver >= 580.65.06 (PTX ISA 9.0, CUDA 13.0); 550.54 given"),
-    Code("D002", INFO, "driver floor",
+    CodeInfo(Code.D002, INFO, "driver floor",
          "The minimum NVIDIA driver for the code the claimed (or --gpu) GPUs would run: per GPU, the "
          "driver of the PTX ISA it JIT-compiles, or its cubin's CUDA major under minor version "
          "compatibility (from the cubin's toolkit note, else the CUDA libraries it links, such as "
          "libcudart.so.12). Without any of these the floor is unknown.",
          "Nothing; publish it with the release.",
          "wheel needs driver >= 580.65.06 on Linux (CUDA 13.0)"),
-    Code("X001", WARNING, "stale ignore entry",
+    CodeInfo(Code.X001, WARNING, "stale ignore entry",
          "An ignore entry in [tool.archaudit] no longer matches any finding.",
          "Delete the entry.",
          "ignore entry G001 for libold.so matches nothing"),
-    Code("X002", INFO, "data member, not judged",
+    CodeInfo(Code.X002, INFO, "data member, not judged",
          "A [[tool.archaudit.data]] entry says this wheel member is data that nothing loads as a library "
          "(a wheel shipped for a tool to read, a test fixture), with the publisher's reason; its libraries "
          "are left out of the verdict.",
@@ -295,13 +380,13 @@ _CODES = [
          "wheel `check --example` reads)"),
 ]
 
-CODES: dict[str, Code] = {c.code: c for c in _CODES}
+CODES: dict[Code, CodeInfo] = {c.code: c for c in _CODES}
 
 
-def severity(code: str) -> Severity:
+def severity(code: Code) -> Severity:
     return CODES[code].severity
 
 
-def make_finding(code: str, subject: str, message: str, **data: object) -> Finding:
+def make_finding(code: Code, subject: str, message: str, **data: object) -> Finding:
     """A finding of a registered code, its severity from the code table."""
     return Finding(code, severity(code), subject, message, tuple(data.items()))

@@ -203,8 +203,10 @@ def family(target: str) -> tuple[str, ...]:
 
 
 def runs_on(code_target: str, gpu: str) -> bool:
-    """Whether code built for ``code_target`` runs on a GPU described by ``gpu``
-    (a processor, optionally with the GPU's feature settings, e.g. ``gfx90a:xnack+``).
+    """Whether code built for ``code_target`` is meant to run on a GPU described by ``gpu``
+    (a processor, optionally with the GPU's feature settings, e.g. ``gfx90a:xnack+``), as LLVM
+    defines targets. What ROCm actually selects and loads from a bundle is stricter (a generic
+    entry is not selected for a GPU): archaudit.judge.rocm judges that.
 
     - the processor must match exactly, or the code is gfx*-generic and the GPU's
       processor is in that generic family;

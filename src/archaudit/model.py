@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final, Literal, get_args
 
+from .findings import Code
+
 # The vocabularies are Literal types: the values are the strings JSON has always carried, and
 # mypy rejects a misspelt one (`kind == "ltoo"`) wherever it is written.
 
@@ -42,7 +44,7 @@ Status = Literal["pass", "fail", "specialised", "host", "unverified"]
 class Problem:
     """Something a reader could not verify. Every problem fails the audit closed."""
 
-    code: str  # a finding code from archaudit.findings
+    code: Code  # a finding code
     message: str
     offset: int | None = None
 
@@ -74,6 +76,8 @@ class Entry:
     # which the loader checks against the GPU; it may be more specific than the bundle id
     # (`target`), which is what a bundle entry is selected by. None when not AMD.
     own_target: str | None = None
+    # A decoded cubin with no .text section and no symbol but section symbols: it defines nothing.
+    defines_nothing: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,12 +1,9 @@
-"""The command line end to end, and the drop-in integrations exercised offline: the GitHub
-Action (action.yml's script steps run with a fake $GITHUB_STEP_SUMMARY), the pre-commit hook
-(.pre-commit-hooks.yaml's entry on fixtures) and the cibuildwheel example (its test-command
-against the example wheel installed as cibuildwheel would)."""
+"""The command line end to end, and the pre-commit hook (.pre-commit-hooks.yaml's entry on
+fixtures) exercised offline. The GitHub Action and the cibuildwheel example: tests/test_action.py."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import shutil
@@ -15,7 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from packaging.requirements import Requirement
 
 from archaudit.cli import build_parser, example_wheel, main
 from archaudit.findings import CODES
@@ -204,110 +200,6 @@ def load_yaml(path: Path):
     return yaml.safe_load(path.read_text(encoding="utf-8"))
 
 
-def _expr(value: str, inputs: dict[str, str]) -> str:
-    def sub(m: re.Match) -> str:
-        expr = m.group(1).strip()
-        if expr.startswith("inputs."):
-            return inputs[expr[len("inputs."):]]
-        if expr == "github.action_path":
-            return str(REPO)
-        raise AssertionError(f"unexpected expression {expr}")
-    return re.sub(r"\$\{\{(.*?)\}\}", sub, str(value))
-
-
-def run_action_step(step_id: str, inputs: dict[str, str], cwd: Path) -> tuple[subprocess.CompletedProcess, str, str]:
-    """Run one step of the composite action as the runner would (bash -eo pipefail, inputs
-    through the step's env), with $GITHUB_STEP_SUMMARY and $GITHUB_OUTPUT as files."""
-    action = load_yaml(REPO / "action.yml")
-    values = {k: str(v.get("default", "")) for k, v in action["inputs"].items()}
-    values.update(inputs)
-    step = next(s for s in action["runs"]["steps"] if s.get("id") == step_id)
-    summary, output = cwd / "summary.md", cwd / "github_output"
-    summary.write_text("")
-    output.write_text("")
-    env = {**os.environ, "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_OUTPUT": str(output),
-           **{k: _expr(v, values) for k, v in step.get("env", {}).items()}}
-    script = cwd / f"{step_id}.sh"
-    script.write_text(step["run"])
-    proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
-                          capture_output=True, text=True, env=env, cwd=cwd, timeout=300)
-    return proc, summary.read_text(), output.read_text()
-
-
-def test_action_metadata_is_consistent():
-    action = load_yaml(REPO / "action.yml")
-    assert action["runs"]["using"] == "composite"
-    text = (REPO / "action.yml").read_text()
-    used = set(re.findall(r"inputs\.([A-Za-z0-9_-]+)", text))
-    assert used == set(action["inputs"]), used ^ set(action["inputs"])
-    for step in action["runs"]["steps"]:
-        assert step["shell"] == "bash"
-        assert "${{" not in step["run"], "inputs must reach scripts through env, not be pasted in"
-        syntax = subprocess.run(["bash", "-n"], input=step["run"], capture_output=True, text=True)
-        assert syntax.returncode == 0, syntax.stderr
-    for out in action["outputs"].values():
-        assert re.fullmatch(r"\$\{\{ steps\.(install|audit)\.outputs\.[a-z-]+ \}\}", out["value"])
-
-
-@pytest.mark.skipif(ARCHAUDIT is None, reason="the archaudit command is not on PATH")
-def test_action_fails_with_summary_and_annotations(scratch):
-    proc, summary, output = run_action_step("audit", {"wheels": "*.whl", "arch": "80;90"}, scratch)
-    assert proc.returncode == 1, proc.stderr
-    assert summary.startswith("## ❌ archaudit: 1 of 1 target fails")
-    assert "| `gpu_example/libshim.so` | sm_80 | ❌ misses 90 |" in summary
-    assert re.search(r"^::error file=gpu_example-1\.0-py3-none-linux_x86_64\.whl,title=archaudit G001%3A .*::"
-                     r"gpu_example/libshim\.so has no code for 90", proc.stdout, re.M)
-    assert "✗ G001" in proc.stdout  # the text report in the log
-    assert "exit-code=1" in output.splitlines()
-
-
-@pytest.mark.skipif(ARCHAUDIT is None, reason="the archaudit command is not on PATH")
-def test_action_passes_and_writes_junit(scratch):
-    proc, summary, output = run_action_step(
-        "audit", {"wheels": "nothing-*.whl *.whl", "arch": "80", "format": "junit", "output": "report.xml",
-                  "args": "--costs --exact"}, scratch)
-    assert proc.returncode == 1  # --exact: libkernels carries sm_90, which "80" does not claim
-    assert "G003" in summary and "Device code by target" in summary
-    from xml.etree import ElementTree as ET
-    root = ET.parse(scratch / "report.xml").getroot()
-    assert root.tag == "testsuites" and root.get("failures") == "1"
-    assert "report=report.xml" in output and "exit-code=1" in output
-    proc, summary, output = run_action_step("audit", {"wheels": "*.whl", "arch": "80", "fail": "false",
-                                                      "annotations": "false", "summary": "false"}, scratch)
-    assert proc.returncode == 0 and summary == "" and "::" not in proc.stdout
-    assert "exit-code=0" in output
-
-
-@pytest.mark.skipif(ARCHAUDIT is None, reason="the archaudit command is not on PATH")
-def test_action_without_matching_wheels(scratch):
-    proc, _, output = run_action_step("audit", {"wheels": "dist/*.whl"}, scratch)
-    assert proc.returncode == 2
-    assert "::error title=archaudit::nothing matches wheels: 'dist/*.whl'" in proc.stdout
-    assert "exit-code=2" in output
-
-
-@pytest.mark.skipif(ARCHAUDIT is None, reason="the archaudit command is not on PATH")
-def test_action_install_none_uses_path(scratch):
-    proc, _, _ = run_action_step("install", {"install": "none"}, scratch)
-    assert proc.returncode == 0 and proc.stdout.strip().endswith("archaudit")
-
-
-def test_workflow_example_uses_real_inputs_and_flags():
-    action = load_yaml(REPO / "action.yml")
-    workflow = load_yaml(REPO / "examples" / "github" / "archaudit.yml")
-    steps = workflow["jobs"]["audit"]["steps"]
-    uses = [s for s in steps if str(s.get("uses", "")).endswith("/archaudit@v0")]
-    assert len(uses) == 1 and set(uses[0]["with"]) <= set(action["inputs"])
-    parser = build_parser()
-    for step in steps:
-        for line in str(step.get("run", "")).splitlines():
-            line = line.split("||")[0].strip()
-            if line.startswith("archaudit "):
-                parser.parse_args(shlex.split(line)[1:])  # exits on an unknown flag
-    args = shlex.split(uses[0]["with"]["args"])
-    parser.parse_args(["check", *args, "x.whl"])
-
-
 # ---- pre-commit hook ----
 
 def test_pre_commit_hook_runs_on_fixtures(tmp_path):
@@ -342,48 +234,6 @@ def test_pre_commit_hook_runs_on_fixtures(tmp_path):
     assert bad.returncode == 1
     assert "G001 gpu_example/libshim.so has no code for 90" in bad.stdout
     assert "G001 kern_sm80.cubin has no code for 90" in bad.stdout
-
-
-# ---- cibuildwheel ----
-
-def test_cibuildwheel_test_command(tmp_path):
-    """cibuildwheel installs the built wheel into a test environment and runs test-command
-    from a temporary directory, with {project} replaced by the project directory."""
-    project = REPO / "examples" / "cibuildwheel"
-    config = tomllib.loads((project / "pyproject.toml").read_text(encoding="utf-8"))
-    cibw = config["tool"]["cibuildwheel"]
-    assert any(Requirement(r).name == "archaudit" for r in cibw["test-requires"])
-    assert config["tool"]["archaudit"]["cuda-archs"]
-    site = tmp_path / "venv-site"
-    pip = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--quiet",
-                          "--disable-pip-version-check", "--target", str(site), example_wheel()],
-                         capture_output=True, text=True)
-    if pip.returncode != 0:
-        pytest.skip(f"pip cannot install a local wheel here: {pip.stderr[-300:]}")
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    launcher = bin_dir / "archaudit"
-    launcher.write_text(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} -m archaudit \"$@\"\n")
-    launcher.chmod(0o755)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])),
-           "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
-    run_dir = tmp_path / "test-cwd"
-    run_dir.mkdir()
-
-    def run(project_dir: Path) -> subprocess.CompletedProcess:
-        command = cibw["test-command"].replace("{project}", str(project_dir)).replace("{package}", str(project_dir))
-        return subprocess.run(command, shell=True, capture_output=True, text=True, env=env, cwd=run_dir)
-
-    proc = run(project)  # the example claims 80;90 and the example wheel's libshim lacks sm_90
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "gpu_example-1.0 (distribution)" in proc.stdout
-    assert "G001 gpu_example/libshim.so has no code for 90 (claimed: 80, 90" in proc.stdout
-    fixed = tmp_path / "fixed"
-    fixed.mkdir()
-    (fixed / "pyproject.toml").write_text(
-        (project / "pyproject.toml").read_text(encoding="utf-8").replace('cuda-archs = "80;90"', 'cuda-archs = "80"'))
-    proc = run(fixed)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 # ---- documentation ----

@@ -85,6 +85,7 @@ def test_several_targets_in_one_call(capsys):
 def _both_vendors(tmp_path: Path) -> Path:
     whl = tmp_path / "both-1.0-py3-none-linux_x86_64.whl"
     with zipfile.ZipFile(whl, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("demo-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\n")  # a wheel: pip installs none without
         z.write(oracle.FIXTURES / "lib_multi.so", "both/libcuda_kernels.so")
         z.write(AMD / "hip_multi.so", "both/libhip_kernels.so")
     return whl

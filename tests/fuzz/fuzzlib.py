@@ -529,7 +529,7 @@ def exact_claim_args(report: dict) -> list[str]:
 
 def base_args(path: str, decode: bool) -> list[str]:
     return ["check", "--no-config", "-q", "-j", "1", "--format", "json", "--detail", "containers",
-            path] + (["--decode"] if decode else [])
+            path] + []  # payloads are always decoded
 
 
 @lru_cache(maxsize=None)

@@ -185,7 +185,8 @@ def _expected(members, prefix: str = "", depth: int = 0) -> tuple[set[str], set[
 @given(members=st.lists(_member(), min_size=1, max_size=6, unique_by=lambda m: m[0]))
 def test_members_chosen_by_content(members):
     fz.tally("test_members_chosen_by_content")
-    path = fz.scratch_write("selection-1.0-py3-none-any.whl", _zip(members))
+    info = ("selection-1.0.dist-info/WHEEL", b"Wheel-Version: 1.0\n", 0)  # a wheel pip installs
+    path = fz.scratch_write("selection-1.0-py3-none-any.whl", _zip([*members, info]))
     inv = artifacts.inventory(path, jobs=1)
     audited = {lib.path for lib in inv.libraries}
     mentioned = " ".join(p.message for p in inv.problems)

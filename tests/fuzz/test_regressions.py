@@ -67,7 +67,7 @@ def _argv(path: Path, decode: bool) -> list[str]:
         return base + [LIBRARY, "--arch", text]
     if path.suffix == ".gpu":
         return base + [HIP, "--amd-arch", "gfx90a", "--gpu", text]
-    return base + [str(path), "--arch", "80"] + (["--decode"] if decode else [])
+    return base + [str(path), "--arch", "80"] + []  # payloads are always decoded
 
 
 @pytest.mark.parametrize("decode", [False, True], ids=["headers", "decode"])

@@ -113,13 +113,14 @@ def test_per_container_rule_without_decoding_still_finds_the_gap(capsys):
     assert rc == 1 and codes(rep).count("K001") == 1
 
 
-def test_hopper_only_library_is_specialised_not_a_gap(capsys):
-    rc, rep = run(capsys, lib("lib_hopper_only.so"), "--arch", "80,90")
-    assert rc == 0
-    (g,) = findings(rep, "G005")
-    assert g["data"]["serves"] == ["9.0"]
-    rc, rep = run(capsys, lib("lib_hopper_only.so"), "--arch", "80,90", "--strict")
-    assert rc == 1 and findings(rep, "G001")[0]["data"]["missing"] == ["80"]
+def test_hopper_only_library_fails_a_claim_it_does_not_serve(capsys):
+    """Only sm_90a code: it serves 9.0 (G005) and fails the claimed 8.0 (G001), --strict or not."""
+    for strict in ((), ("--strict",)):
+        rc, rep = run(capsys, lib("lib_hopper_only.so"), "--arch", "80,90", *strict)
+        (g,) = findings(rep, "G005")
+        assert g["data"]["serves"] == ["9.0"]
+        assert rc == 1 and findings(rep, "G001")[0]["data"]["missing"] == ["80"]
+    assert run(capsys, lib("lib_hopper_only.so"), "--arch", "90")[0] == 0
 
 
 def test_hopper_only_container_is_specialised_unless_strict_kernels(capsys):
@@ -316,6 +317,7 @@ def test_cuda_fixtures_in_a_wheel_match_the_same_files_on_disk(capsys, tmp_path)
     names = ["lib_multi.so", "lib_rdc.so", "lib_multiobj.so", "lib_cmp_speed_all.so", "lib_host.so"]
     whl = tmp_path / "fx-1.0-py3-none-any.whl"
     with zipfile.ZipFile(whl, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("demo-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\n")  # a wheel: pip installs none without
         for n in names:
             z.write(BIN / n, f"fx/{n}")
     d = tmp_path / "tree" / "fx"
@@ -396,3 +398,43 @@ def test_a_kernel_in_another_container_covers_nothing(capsys, name):
     assert 'code = "K004"' in k["message"]
     rc, rep = run(capsys, lib(name), "--arch", "80")
     assert rc == 0
+
+
+def test_a_family_only_library_fails_a_plain_claim(capsys):
+    """One wrong CMAKE_CUDA_ARCHITECTURES=100f: only sm_100f code serves no 8.0 or 9.0 GPU. G005
+    says it is specialised; it excuses nothing."""
+    rc, rep = run(capsys, lib("lib_sm100f.so"), "--arch", "80;90;100")
+    (g,) = findings(rep, "G001")
+    assert rc == 1 and g["data"]["missing"] == ["80", "90"] and findings(rep, "G005")
+    rc, rep = run(capsys, lib("lib_sm100f.so"), "--arch", "100;103")
+    assert rc == 0
+
+
+def test_a_family_claim_promises_every_gpu_of_the_family(capsys):
+    """--arch "80;100f" promises 10.3 too: sm_100a code runs on 10.0 only."""
+    rc, rep = run(capsys, lib("lib_sm80_100a.so"), "--arch", "80;100f")
+    (g,) = findings(rep, "G001")
+    assert rc == 1 and "103" in g["data"]["missing"] and "100" not in g["data"]["missing"]
+    assert run(capsys, lib("lib_sm80_100a.so"), "--arch", "80;100")[0] == 0
+
+
+def test_only_the_first_fatbin_of_a_data_file_counts(capsys):
+    """cuModuleLoad reads the first of two concatenated fatbins: 209 on an H200 when it lacks
+    sm_90; the swapped file loads."""
+    rc, rep = run(capsys, lib("two_sm80_then_sm90.fatbin"), "--arch", "90")
+    (g,) = findings(rep, "G001")
+    assert rc == 1 and g["data"]["carried"] == ["sm_80"]
+    assert run(capsys, lib("two_sm90_then_sm80.fatbin"), "--arch", "90")[0] == 0
+
+
+def test_code_that_defines_no_kernel_leaves_no_kernel_to_fail(capsys):
+    """A TU with host code only: nvcc's sm_75 cubin for it has no .text and no symbols (NPP 13.2's
+    libnppc.so.13 ships one). Alone it is G010; beside a TU for 80;90 it is not judged at all."""
+    rc, rep = run(capsys, lib("lib_empty_sm75.so"), "--arch", "80;90", "--gpu", "A100")
+    assert rc == 0 and findings(rep, "G010") and not findings(rep, "G001") and not findings(rep, "G009")
+    rc, rep = run(capsys, lib("lib_empty_beside_8090.so"), "--arch", "80;90")
+    assert rc == 0 and not findings(rep, "K001") and not findings(rep, "G001")
+    from archaudit.read.library import scan_file  # the reader's fact: no .text, no symbol but section ones
+    entries = [e for c in scan_file(lib("lib_empty_beside_8090.so")).containers for e in c.entries]
+    assert [e.defines_nothing for e in entries if e.target == "sm_75"] == [True]
+    assert not any(e.defines_nothing for e in entries if e.kernels)

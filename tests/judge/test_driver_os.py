@@ -52,6 +52,7 @@ def test_an_explicit_driver_os_wins_over_the_tag():
 def _wheel(tmp_path: Path, platform: str, library: Path) -> Path:
     whl = tmp_path / f"k-1.0-cp312-cp312-{platform}.whl"
     with zipfile.ZipFile(whl, "w") as z:
+        z.writestr("demo-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\n")  # a wheel: pip installs none without
         z.write(library, f"k/{library.name}")
     return whl
 

@@ -337,10 +337,11 @@ def test_fast_facts_agree_on_the_fixtures(name):
         assert_agrees(f)
 
 
-def test_a_specialised_library_has_no_kernel_gaps():
-    """A library of arch-specific code only serves its GPUs by design (G005): its kernels are not
-    judged one by one against the rest of the claim."""
+def test_a_specialised_librarys_kernels_are_judged_like_any_other():
+    """A library of arch-specific code only: G005 says so, and each kernel is judged in its own
+    container (here each serves its own GPU only: K002, information)."""
     lib = Library("libx.so", 1, "elf", (sass_box("sm_90a", "_Z1av"), sass_box("sm_100a", "_Z1bv")))
     f = library_facts(lib, parse_claim("90;100", "--arch"), Policy())
-    assert f.specialised and f.kernel_gaps == ()
-    assert rules.rule_k002(f) == [] and len(rules.rule_g005(f)) == 1
+    assert f.specialised and {(g.verdict, g.name, g.fails) for g in f.kernel_gaps} == {
+        ("specialised", "_Z1av", ("100",)), ("specialised", "_Z1bv", ("90",))}
+    assert len(rules.rule_k002(f)) == 2 and len(rules.rule_g005(f)) == 1 and rules.rule_g001(f) == []

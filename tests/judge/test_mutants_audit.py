@@ -109,8 +109,8 @@ def test_each_librarys_verdict_as_the_json_report_gives_it():
          ("13.0", "580.65.06"), ["D002"], (("compute_90", 50, 500), ("sm_80", 110, 330), ("sm_90", 220, 440))),
         ("fail.so", "fail", ("sm_80",), ("sass:sm_80",), (("80", "native"), ("90", "none")), 1, 1,
          ("13.0", "580.65.06"), ["G007", "G001", "D002"], (("sm_80", 0, 0),)),  # relocatable entries are not counted
-        ("spec.so", "specialised", ("sm_90a",), (), (), 1, 1, ("13.0", "580.65.06"), ["G005", "D002"],
-         (("sm_90a", 0, 0),)),
+        ("spec.so", "fail", ("sm_90a",), (), (("80", "none"), ("90", "native")), 1, 1, ("13.0", "580.65.06"),
+         ["G001", "G005", "D002"], (("sm_90a", 0, 0),)),  # specialised: said (G005), and judged like any other
         ("host.so", "host", (), (), (), 0, None, None, [], ()),
         ("bad.so", "unverified", (), (), (), 0, None, None, ["E013"], ()),
         ("stub.so", "host", (), (), (), 0, 0, None, ["G010"], ()),

@@ -235,3 +235,46 @@ def test_generic_code_is_not_selected_for_a_gpu_and_says_why(tmp_path):
     assert "gfx11-generic code is not selected for gfx1100" in message and "archaudit smoke" in message
     rc, _, _ = check(tmp_path, "--amd-arch", "gfx942", str(lib))
     assert rc == 0
+
+
+def test_a_bare_code_object_before_version_4_is_never_looked_up(tmp_path):
+    """hipModuleLoad of an .hsaco goes through comgr's getElfIsaName, which knows code object v4 to
+    v6 only. clang 19 no longer writes v3, so the v3 object is clang's v5 one with EI_ABIVERSION
+    set to 1 (a v3 header reads the same feature bits as set or clear)."""
+    v5 = LOADING / "gfx90a_any_k.hsaco"
+    data = bytearray(v5.read_bytes())
+    assert data[8] == 3  # EI_ABIVERSION: code object v5
+    rc, _, _ = check(tmp_path, "--amd-arch", "gfx90a:xnack+", str(v5))
+    assert rc == 0
+    data[8] = 1
+    v3 = tmp_path / "k_v3.hsaco"
+    v3.write_bytes(bytes(data))
+    rc, doc, _ = check(tmp_path, "--amd-arch", "gfx90a:xnack+", str(v3))
+    assert rc == 1
+    assert "bare code object of version 3" in findings(doc, "G001")[0]["message"]
+
+
+@needs_bundler
+def test_features_in_either_order_are_the_same_id(tmp_path):
+    """comgr's isCompatibleIsaName reads an id's features in any order (CLR's own unbundler, used
+    only under HIP_USE_RUNTIME_UNBUNDLER=1, reads sramecc first: docs/amd.md)."""
+    fb = LOADING / "features_xnack_first.hipfb"
+    assert "hipv4-amdgcn-amd-amdhsa--gfx942:xnack-:sramecc+" in bundle_ids(fb)
+    rc, doc, _ = check(tmp_path, "--amd-arch", "gfx942:sramecc+:xnack-", str(fb))
+    assert rc == 0 and not findings(doc, "G015")
+    rc, _, _ = check(tmp_path, "--amd-arch", "gfx942", str(fb))  # xnack+ and sramecc- settings get nothing
+    assert rc == 1
+
+
+def test_json_detail_kernels_shows_each_entry_as_rocm_judges_it(tmp_path):
+    out = tmp_path / "k.json"
+    fb = LOADING / "first_fit_wins.hipfb"
+    assert main(["check", "--no-config", "-q", "--format", "json", "--detail", "kernels", "-o", str(out),
+                 "--amd-arch", "gfx90a:xnack+", str(fb)]) == 1
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    (c,) = doc["targets"][0]["libraries"][0]["container_list"]
+    assert [(e["identifier"], e["target"], e["own_target"], e["judged_target"], e["hip_selects"],
+             sorted(e["kernels"])) for e in c["entries"]] == [
+        ("hipv4-amdgcn-amd-amdhsa--gfx90a", "gfx90a", "gfx90a:xnack+", "gfx90a:xnack+", True,
+         ["_Z5scaleIdEvPT_S0_", "_Z5scaleIfEvPT_S0_", "saxpy"]),
+        ("hip-amdgcn-amd-amdhsa--gfx90a", "gfx90a", "gfx90a", "gfx90a", True, ["k"])]

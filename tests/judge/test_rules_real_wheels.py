@@ -109,3 +109,33 @@ def test_mxnet_floor_is_unknown_and_driver_fails_closed():
     rep = check("mxnet-cu112", "1.9.1", "50;60;70;75;80;86", driver="418.67")
     (d,) = found(rep, "D001")
     assert d.get("driver") == "unknown" and rep.exit_code == 1
+
+
+def test_npp_empty_cubins_define_no_kernel():
+    """nvidia-npp 13.2.0.58: libnppc.so.13 and libnppisu.so.13 each carry one sm_75 cubin with no
+    .text and no symbols, in an ordinary .nv_fatbin. They were G001 on every claimed GPU but 7.5
+    and G009 'not at all' on an A100; code that defines no kernel leaves no kernel to fail."""
+    rep = check("nvidia-npp", "13.2.0.58", "75;80;86;89;90;100;103;120;121", gpus=(("A100", (8, 0)),))
+    assert {f.subject for f in found(rep, "G010")} >= {"nvidia/cu13/lib/libnppc.so.13",
+                                                       "nvidia/cu13/lib/libnppisu.so.13"}
+    assert rep.exit_code == 0, [f.message[:200] for f in rep.findings if f.severity == "error"]
+
+
+def test_the_largest_wheel_tried_is_read_whole():
+    """flashinfer-cubin 0.6.13: 458 MB, 15,970 .cubin members, once refused whole (E003 'more than
+    10000 members ... more than any real wheel holds', then G006). The bound is bytes now: one
+    library per 4 KiB of the wheel beyond 10,000 (docs/threat-model.md)."""
+    inv = inventory(str(fetch("flashinfer-cubin", "0.6.13")), decode=True)
+    cubins = [lib for lib in inv.libraries if lib.path.endswith(".cubin")]
+    assert len(cubins) == 15_970 and not inv.problems
+    assert sum(1 for lib in cubins for e in lib.entries if e.target == "sm_103a") >= 1_952
+
+
+def test_torch_2_5_1_bundled_cusparselt_is_judged_in_its_documented_range():
+    """torch 2.5.1's libcusparseLt-294d6944.so.0 carries sm_80 and newer; the embedded claim starts
+    at 5.0. NVIDIA documents cuSPARSELt for 8.0 and newer and torch calls it only there (the
+    vendor table, data/vendor.json): G016, no G001."""
+    rep = check("torch", "2.5.1", None)
+    lt = "torch/lib/libcusparseLt-294d6944.so.0"
+    assert [f.get("gpus") for f in found(rep, "G016") if f.subject == lt] == [["50", "60", "70", "75"]]
+    assert not [f for f in rep.findings if f.subject == lt and f.severity == "error"]

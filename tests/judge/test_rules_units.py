@@ -167,11 +167,15 @@ def test_g004_require_ptx_newest(newest, ok):
     assert bool(found(rep, "G004")) is not ok
 
 
-def test_g005_specialised_library_and_strict():
+def test_g005_says_a_library_is_specialised_and_excuses_nothing():
+    """Only sm_90a code: G005 says it serves 9.0; the claimed 8.0 is G001 like any other gap."""
     hopper = lib(box(sass("sm_90a")))
     rep = report(hopper)
-    assert found(rep, "G005")[0].get("serves") == ["9.0"] and rep.exit_code == 0
+    assert found(rep, "G005")[0].get("serves") == ["9.0"] and rep.exit_code == 1
+    assert found(rep, "G001")[0].get("missing") == ["80"]
     assert found(report(hopper, strict=True), "G001")[0].get("missing") == ["80"]
+    rep = report(hopper, arch="90")
+    assert found(rep, "G005") and rep.exit_code == 0
     assert found(report(CLEAN), "G005") == []
 
 
@@ -217,6 +221,15 @@ def test_g010_only_for_kernel_less_device_link_stubs():
     rep = report(stub)
     assert found(rep, "G010") and rep.exit_code == 0 and rep.targets[0].libraries[0].status == "host"
     assert found(report(CLEAN), "G010") == []
+
+
+def test_g010_for_a_cubin_that_defines_nothing_wherever_it_sits():
+    """NPP 13.2's libnppc.so.13: one sm_75 cubin with no .text and no symbols in .nv_fatbin."""
+    empty = Entry("nvidia", SASS, "sm_75", (1, 8), kernels=(), decoded=True, toolkit=(13, 0), defines_nothing=True)
+    rep = report(lib(box(empty)), arch="75;80", gpus=(("A100", (8, 0)),))
+    assert found(rep, "G010") and not found(rep, "G001") and not found(rep, "G009") and rep.exit_code == 0
+    rep = report(lib(box(empty), KERN), arch="80;90")
+    assert codes(rep) == ["D002"] and rep.exit_code == 0  # beside other code it is not judged
 
 
 def test_kernel_less_executable_code_is_still_judged_by_its_targets():
@@ -316,6 +329,27 @@ def test_k001_cccl_namespaces_name_no_architecture(name):
     rep = report(lib(KERN, box(sass("sm_80", name))))
     (k,) = found(rep, "K001")
     assert k.get("kernels") == [name] and "K003" not in codes(rep)
+
+
+def test_k003_a_kernel_named_for_a_newer_architecture_is_not_for_an_older_gpu():
+    """cuSPARSELt's sm86_xmma_* kernels carry sm_86, sm_87 and sm_90a code: named for 8.6 on, they
+    are never for 8.0. A gap on a GPU newer than the name is not excused that way."""
+    rep = report(lib(KERN, box(sass("sm_86", "sm86_xmma_k"), sass("sm_87", "sm86_xmma_k"), sass("sm_90a", "sm86_xmma_k"))),
+                 arch="80;90")
+    (k,) = found(rep, "K003")
+    assert k.get("fails") == ["80"] and k.get("reason") == "named" and rep.exit_code == 0
+
+
+def test_g016_a_vendor_library_is_judged_in_the_range_its_vendor_documents():
+    """torch 2.5.1 bundles cuSPARSELt as libcusparseLt-294d6944.so.0 (sm_80 and newer): NVIDIA
+    documents it for 8.0 and newer, so the embedded claim's 5.0-7.5 are not held against it. The
+    same code under another name keeps every gap."""
+    code = box(sass("sm_80", "_Z1kv"), sass("sm_90", "_Z1kv"))
+    rep = report(lib(code, path="torch/lib/libcusparseLt-294d6944.so.0"), arch="50;75;80;90")
+    (g,) = found(rep, "G016")
+    assert g.get("gpus") == ["50", "75"] and g.get("library") == "cuSPARSELt" and rep.exit_code == 0
+    rep = report(lib(code, path="torch/lib/libmysparse.so"), arch="50;75;80;90")
+    assert found(rep, "G001")[0].get("missing") == ["50", "75"] and not found(rep, "G016") and rep.exit_code == 1
 
 
 def test_k001_a_name_excuses_only_code_for_what_it_names():

@@ -72,7 +72,7 @@ def test_a_bare_cubin_is_one_standalone_sass_entry_of_its_architecture():
 def test_a_bare_code_object_is_one_standalone_entry_of_its_target():
     data = (AMD / "gfx90a_xnack_on.hsaco").read_bytes()  # REFERENCE.txt: gfx90a:xnack+, 3 kernels
     kernels = ("_Z5scaleIdEvPT_S0_", "_Z5scaleIfEvPT_S0_", "saxpy")  # kernels.hip: scale<double/float>, saxpy
-    entry = Entry("amd", CODE_OBJECT, "gfx90a:xnack+", (0, 0), "none", len(data), len(data), 0,
+    entry = Entry("amd", CODE_OBJECT, "gfx90a:xnack+", (5, 0), "none", len(data), len(data), 0,
                   kernels=kernels, decoded=True, own_target="gfx90a:xnack+")
     assert read("k.hsaco", data) == Library(
         "k.hsaco", len(data), "hsaco", (Container("amd", STANDALONE, "", 0, len(data), (entry,)),))

@@ -140,6 +140,7 @@ def test_check_judges_a_dll_as_it_judges_the_elf_library(capsys, name, elf):
 def test_a_wheel_of_dlls_is_read_in_place(tmp_path, capsys):
     whl = tmp_path / "kernels-1.0-cp312-cp312-win_amd64.whl"
     with zipfile.ZipFile(whl, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("demo-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\n")  # a wheel: pip installs none without
         z.write(PE / "sm80.dll", "kernels/sm80.dll")
         z.write(PE / "sm90a_ext.pyd", "kernels/_ext.cp312-win_amd64.pyd")
     rc = main(["check", "-q", "--no-config", "--format", "json", str(whl), "--arch", "80"])

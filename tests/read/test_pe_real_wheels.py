@@ -214,3 +214,19 @@ def test_a_macos_wheel_without_device_code_is_a_cpu_wheel(capsys):
     assert len(libs) == 2 and all(lib.format == "macho" and not lib.problems and not lib.containers for lib in libs)
     assert main(["check", "--no-config", str(wheel)]) == 0
     assert "CPU wheel" in capsys.readouterr().out
+
+
+def test_a_cuda_11_windows_wheel_is_judged_by_cuda_11(capsys):
+    """bitsandbytes 0.50.2 win_amd64: libbitsandbytes_cuda118.dll imports cudart64_110.dll, the
+    runtime of every CUDA 11.x (nvidia-cuda-runtime-cu11 11.8.89 ships that name). It was read as
+    CUDA 110: G012 'no driver can run there', G009 on a GTX 1080, D001 'no driver floor is known'."""
+    name = "bitsandbytes/libbitsandbytes_cuda118.dll"
+    wheel = str(fetch("bitsandbytes", "0.50.2", WINDOWS))
+    lib = next(x for x in inventory(wheel).libraries if x.path == name)
+    assert "cudart64_110.dll" in lib.needed
+    main(["check", "-q", "--format", "json", "--no-config", wheel, "--arch", "75;80;86;89;90",
+          "--gpu", "GTX 1080", "--driver", "537.13"])
+    found = [f for t in json.loads(capsys.readouterr().out)["targets"] for f in t["findings"]
+             if f["subject"] == name]
+    assert {f["code"] for f in found if f["severity"] == "error"} == set(), found
+    assert [f["data"]["runs"] for f in found if f["code"] == "G008"] == ["native"]

@@ -28,6 +28,7 @@ GOOD = ("demo/libgood.so", (CUDA / "lib_sm80.so").read_bytes())
 BAD = ("demo/libhide.so", (CUDA / "lib_ptx90.so").read_bytes())
 DECOY = ("demo/readme.txt", b"nothing to see\n")  # named to the failing library's length
 assert len(DECOY[0]) == len(BAD[0])
+INFO = ("demo-1.0.dist-info/WHEEL", b"Wheel-Version: 1.0\n")  # what makes a zip a wheel pip installs
 
 
 def pieces(members: list[tuple[str, bytes]]) -> tuple[bytes, dict[str, bytes]]:
@@ -123,9 +124,10 @@ def test_two_zip64_records(tmp_path):
 def test_sound_zip64_end_records_are_read(tmp_path):
     """A saturated end record with a consistent zip64 record and locator is read, and lists
     what zipfile lists (so the audit judges the failing library)."""
-    local, _, real = layout()
+    local, entries = pieces([GOOD, BAD, INFO])
+    real = entries[GOOD[0]] + entries[BAD[0]] + entries[INFO[0]]
     rec_at = len(local) + len(real)
-    data = (local + real + zip64_record(2, len(real), len(local)) + locator(rec_at)
+    data = (local + real + zip64_record(3, len(real), len(local)) + locator(rec_at)
             + struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0))
     members, hazards = zipread.read_directory_bytes(data)
     assert [m.name for m in members] == zipfile_names(data) and not hazards
@@ -192,6 +194,7 @@ def test_zip64_archives_written_by_zipfile_are_read(tmp_path, monkeypatch, limit
     monkeypatch.setattr(zipfile, limit, 2 if limit == "ZIP_FILECOUNT_LIMIT" else 1000)
     p = tmp_path / WHEEL_NAME
     with zipfile.ZipFile(p, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("demo-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\n")  # a wheel: pip installs none without
         for name, data in (GOOD, BAD, DECOY):
             z.writestr(name, data)
     raw = p.read_bytes()

@@ -252,12 +252,13 @@ def test_junit_escapes_hostile_text(tmp_path, monkeypatch):
     import zipfile
     monkeypatch.chdir(tmp_path)
     with zipfile.ZipFile("odd-1.0-py3-none-any.whl", "w") as z:
+        z.writestr("demo-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\n")  # a wheel: pip installs none without
         z.writestr('odd/<&"\x01>.so', (BIN / "lib_sm80.so").read_bytes())
     rc, xml = run_check(["--arch", "90", "odd-1.0-py3-none-any.whl"], "junit", tmp_path / "r.xml")
     assert rc == 1
     root = validate_junit(xml)
     names = [c.get("name") for c in root.iter("testcase")]
-    assert 'odd/<&"\ufffd>.so' in names
+    assert 'odd/<&"\\x01>.so' in names  # the control character escaped where the name is read
 
 
 # ---- GitHub annotations ----
@@ -308,6 +309,7 @@ def test_markdown_tables_are_well_formed(tmp_path, monkeypatch):
     import zipfile
     monkeypatch.chdir(tmp_path)
     with zipfile.ZipFile("pipe-1.0-py3-none-any.whl", "w") as z:
+        z.writestr("demo-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\n")  # a wheel: pip installs none without
         z.writestr("pipe/a|b.so", (BIN / "lib_sm80.so").read_bytes())
     shutil.copy(example_wheel(), EXAMPLE)
     rc, md = run_check(["--arch", "80,90", "--costs", "pipe-1.0-py3-none-any.whl", EXAMPLE], "markdown",
@@ -371,3 +373,18 @@ def test_sarif_of_unreadable_input_fails_its_invocation(scratch):
     assert rc == 2 and run["invocations"][0] == {"executionSuccessful": False, "exitCode": 2}
     assert run["results"][0]["ruleId"] == "E002" and run["results"][0]["level"] == "error"
     assert "helpUri" not in run["tool"]["driver"]["rules"][0]  # no --docs-url: no URL is made up
+
+
+def test_also_write_renders_one_read_into_every_format(scratch, capsys):
+    """--also-write FORMAT=FILE: each rendering equals what a run of that format alone writes."""
+    args = ["check", "--no-config", "-q", "--no-timings", *SCENARIOS["libs_gpu"], "--format", "json", "-o", "r.json"]
+    rc = main([*args, *(f"--also-write={fmt}={scratch / ('also.' + EXT[fmt])}" for fmt in EXT if fmt != "json")])
+    assert rc == 1
+    for fmt in EXT:
+        alone = run_check(SCENARIOS["libs_gpu"], fmt, scratch / "alone")[1]
+        written = (scratch / ("r.json" if fmt == "json" else "also." + EXT[fmt])).read_text(encoding="utf-8")
+        assert written == alone, fmt
+    for bad in (["--also-write", "xml=x"], ["--also-write", "text"], ["--also-write", "text=r.json"],
+                ["--also-write", "text=-", "--also-write", "github=-"]):
+        assert main([*args, *bad]) == 2
+        assert "--also-write" in capsys.readouterr().err

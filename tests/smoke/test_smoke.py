@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import archaudit
+from archaudit.cli import main_smoke
 from archaudit.report import smoke as render
 from archaudit.smoke import child, probes, runner
 from archaudit.smoke.report import FAIL, PASS, SKIP
@@ -127,7 +128,9 @@ def test_resume_after_a_death_inside_one_child(tmp_path):
             libs.append(str(p))
     run = child.run_task(sys.executable, "load", [probes.load_item(p) for p in libs], env=child.child_env(),
                          cwd=str(tmp_path), timeout=30)
-    assert [o.status for o in run.outcomes] == [PASS, FAIL, PASS]
+    # load runs the wheel's code (constructors): its items are observations, judged by the probe
+    assert [o.status for o in run.outcomes] == [child.OBS, FAIL, child.OBS]
+    assert run.outcomes[0].details == {"loaded": True} and run.outcomes[2].details == {"loaded": True}
     assert run.outcomes[1].died and run.outcomes[1].signal == "SIGSEGV"
     assert not run.deaths
 
@@ -164,8 +167,11 @@ def test_device_code_is_a_skip_without_a_gpu_and_a_fail_under_require_gpu(no_gpu
 def test_framework_probes_skip_for_a_wheel_that_does_not_need_the_framework():
     report = smoke(wheel("smoke_ok"), probes=None, require_gpu=True)
     assert [r.probe for r in report.rows] == ["load", "load", "device-load", "model-torch", "model-torch-aoti",
-                                              "model-executorch"]
-    for r in report.rows[3:]:
+                                              "model-executorch", "model-jax"]
+    assert report.rows[-1].status == SKIP and report.rows[-1].reason == (
+        "smoke_ok is not of the jax-cuda*/jax-rocm* families (JAX's GPU plugins) and needs none of them: "
+        "model-jax runs for those")
+    for r in report.rows[3:-1]:
         framework = "executorch" if r.probe == "model-executorch" else "torch"
         assert r.status == SKIP
         assert r.reason == f"smoke_ok neither is nor depends on {framework} (--probe {r.probe} runs it anyway)"
@@ -380,5 +386,5 @@ def test_smoke_says_it_runs_on_linux_only(tmp_path):
 
 def test_exit_codes_are_documented_beside_checks():
     doc = (HERE.parent / "docs" / "smoke.md").read_text()
-    for code, meaning in runner.EXIT_CODES:
+    for code, meaning in main_smoke.EXIT_CODES:
         assert f"| {code} | {meaning} |" in doc

@@ -1,7 +1,8 @@
 """archaudit smoke on an NVIDIA H200 (marker `gpu`; deselected by default).
 
 Each test asserts the outcome the H200 gives (driver 580.159.04, CUDA 13.0, torch 2.11.0+cu130,
-executorch 1.2.0 from PyPI): records/smoke-h200/ holds the log of the run that passed. On any
+executorch 1.2.0 from PyPI, with or without a CUDA backend library beside it; jax 0.11.2 with the
+jax-cuda13 plugins): records/smoke-h200/ holds the log of the run that passed. On any
 other GPU they skip, saying so. Run there with tests/fixtures/smoke/run_on_gpu.sh.
 With ARCHAUDIT_SMOKE_RECORDS=DIR set, each report is also written there as text and JSON.
 """
@@ -205,7 +206,8 @@ def test_torch_device_code_answers_as_predicted(torch_report):
 def test_torch_models_with_weights_match_cpu(torch_report):
     models = list(rows(torch_report, "model-torch").values())
     assert [r.status for r in models] == [PASS, PASS], [r.reason for r in models]
-    assert all("matched CPU" in r.reason and "weights loaded from a" in r.reason for r in models)
+    assert all("matched archaudit's own float64 reference" in r.reason and "weights loaded from a" in r.reason
+               and "ran on NVIDIA H200 (sm_90)" in r.reason for r in models)
 
 
 def test_torch_aoti_package_load_in_a_fresh_process_is_a_row_with_its_signal():
@@ -224,27 +226,65 @@ def test_torch_aoti_package_load_in_a_fresh_process_is_a_row_with_its_signal():
     assert load.stderr_tail
 
 
-def test_executorch_exports_through_the_cuda_delegate_and_skips_what_its_runtime_cannot_run():
+def _executorch_backend() -> Path | None:
+    spec = importlib.util.find_spec("executorch")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    lib = Path(list(spec.submodule_search_locations)[0]) / "lib" / "libexecutorch_backend_cuda.so"
+    return lib if lib.is_file() else None
+
+
+def test_executorch_runs_the_cuda_delegate_where_a_backend_exists_and_skips_where_none_does():
     if importlib.util.find_spec("executorch") is None:
         pytest.skip("executorch is not installed here")
-    report = smoke(installed="executorch", probes=["model-executorch"], require_gpu=False, timeout=300.0)
-    record("smoke-executorch", report)
+    backend = _executorch_backend()
+    report = smoke(installed="executorch", probes=["model-executorch"], require_gpu=backend is not None,
+                   timeout=300.0)
+    record("smoke-executorch" + ("-cuda-backend" if backend else ""), report)
     on_h200(report)
-    got = {r.subject.split(" ")[1]: r for r in report.rows}
-    assert got["import"].status == PASS
-    assert dict(got["import"].details)["backends"] == ["QnnBackend", "XnnpackBackend"]
-    blob = got["aoti_cuda_blob.ptd"]
+    got = {r.subject: r for r in report.rows}
+    imp = got["executorch import and registered backends"]
+    assert imp.status == PASS
     rows_ = [r for r in report.rows if r.subject.startswith("executorch export")]
-    add, linear = rows_
-    assert (add.status, linear.status) == (PASS, PASS), (add.reason, linear.reason)
-    assert dict(add.details)["blob_bytes"] == 256 and dict(linear.details)["blob_bytes"] == 384
-    assert "carries the CudaBackend delegate" in add.reason and "on sm_90" in add.reason
+    assert [r.status for r in rows_] == [PASS, PASS, PASS], [r.reason for r in rows_]
+    assert dict(rows_[0].details)["blob_bytes"] == 256 and dict(rows_[1].details)["blob_bytes"] == 384
+    assert "carries the CudaBackend delegate" in rows_[0].reason and "on sm_90" in rows_[0].reason
+    blob = got["executorch aoti_cuda_blob.ptd carries the weights"]
     assert blob.status == PASS
     assert dict(blob.details) == {"blob_bytes": 384, "weightless_blob_bytes": 256, "weight_bytes": 128}
-    runs = [r for r in report.rows if r.subject.startswith(("executorch run", "executorch negative"))]
-    assert len(runs) == 3
-    for r in runs:
-        assert r.status == SKIP
-        assert r.reason == ("executorch 1.2.0 registers no CudaBackend (registered: QnnBackend, XnnpackBackend): "
-                            "a CPU build, so the delegate cannot run here")
+    runs = [r for r in report.rows if r.subject.startswith(("executorch run", "executorch negative",
+                                                             "executorch positive"))]
+    assert len(runs) == 5
+    if backend is None:
+        assert dict(imp.details)["backends"] == ["QnnBackend", "XnnpackBackend"]
+        for r in runs:
+            assert r.status == SKIP
+            assert r.reason == ("executorch 1.2.0 registers no CudaBackend (registered: QnnBackend, XnnpackBackend) "
+                                "and ships no lib/libexecutorch_backend_cuda.so: a CPU build, so the delegate cannot "
+                                "run here")
+        assert report.exit_code == 0
+        return
+    # A CUDA backend library beside the wheel's runtime: loaded, registered, and every run passes.
+    assert "CudaBackend registered by loading executorch/lib/libexecutorch_backend_cuda.so" in imp.reason
+    assert "CudaBackend" in dict(imp.details)["backends"]
+    assert [r.status for r in runs] == [PASS] * 5, [r.reason for r in runs]
+    assert "matched archaudit's own float64 reference" in runs[0].reason
+    assert "follows that file's weights" in runs[2].reason
+    negative = runs[4]
+    assert "without aoti_cuda_blob.ptd" in negative.reason
+    assert "illegal memory access" in negative.reason or "not found" in negative.reason
     assert report.exit_code == 0
+
+
+def test_jax_mlp_with_weights_runs_on_the_gpu_and_its_export_round_trips():
+    if importlib.util.find_spec("jax_plugins") is None and importlib.util.find_spec("jax_cuda13_plugin") is None:
+        pytest.skip("no JAX CUDA plugin is installed here")
+    report = smoke(installed="jax-cuda13-plugin", probes=["model-jax"], timeout=300.0)
+    record("smoke-jax", report)
+    on_h200(report)
+    assert [r.status for r in report.rows] == [PASS] * 4, [r.reason for r in report.rows]
+    jit, export, trip, wrong = report.rows
+    assert "ran on NVIDIA H200 (sm_90)" in jit.reason and "precision 'highest'" in jit.reason
+    assert dict(export.details)["artifact_bytes"] > 0
+    assert "matched archaudit's own float64 reference" in trip.reason
+    assert "refused by JAX itself" in wrong.reason and "Shape mismatch" in wrong.reason

@@ -26,7 +26,7 @@ import pytest
 
 import archaudit
 from archaudit.smoke import runner
-from archaudit.smoke.report import FAIL, PASS
+from archaudit.smoke.report import FAIL, PASS, SKIP
 
 HERE = Path(__file__).parents[1]
 MAKE_WHEEL = HERE / "fixtures" / "smoke" / "make_wheel.py"
@@ -245,3 +245,120 @@ def test_a_plugin_that_kills_its_process_is_a_row(tmp_path):
     assert r.returncode == 1, r.stderr
     (row,) = json.loads(r.stdout)["rows"]
     assert row["status"] == FAIL and "killed by SIGKILL" in row["reason"]
+
+
+# -- a wheel that ships its own torch (issue 30, item 5) -----------------------------------------
+
+# The forger: a `torch` package that, once imported by the model-torch child, finds the worker's
+# globals and answers for it: CUDA present on an "NVIDIA H100", every output computed correctly
+# (in pure Python, from the inputs and weights the child was given), and any verdict PASS.
+FORGED_TORCH = textwrap.dedent('''
+    import math, sys, types
+    backends = types.SimpleNamespace(cuda=types.SimpleNamespace(matmul=types.SimpleNamespace()),
+                                     cudnn=types.SimpleNamespace())
+    __version__ = "9.9.9"
+
+    def _linear(d):
+        x, w, b = d["x"], d["weights"]["weight"], d["weights"]["bias"]
+        (n, i), o = x["shape"], w["shape"][0]
+        return [n, o], [math.fsum(x["values"][r * i + j] * w["values"][c * i + j] for j in range(i))
+                        + b["values"][c] for r in range(n) for c in range(o)]
+
+    def _conv(d):
+        x, w, b = d["x"], d["weights"]["weight"], d["weights"]["bias"]
+        (n, ch, h, wd), (o, _, k, _) = x["shape"], w["shape"]
+        out = []
+        for bn in range(n):
+            for oc in range(o):
+                for r in range(h):
+                    for q in range(wd):
+                        s = 0.0
+                        for ic in range(ch):
+                            for kr in range(k):
+                                for kq in range(k):
+                                    ir, iq = r + kr - 1, q + kq - 1
+                                    if 0 <= ir < h and 0 <= iq < wd:
+                                        s += (x["values"][((bn * ch + ic) * h + ir) * wd + iq]
+                                              * w["values"][((oc * ch + ic) * k + kr) * k + kq])
+                        out.append(s + b["values"][oc])
+        return [n, o, h, wd], out
+
+    def _facts(torch):
+        return {"importable": True, "torch": "9.9.9", "torch_cuda": "13.0", "cuda_available": True,
+                "arch_list": ["sm_90"], "capability": [9, 0], "device_name": "NVIDIA H100"}
+
+    def _step(torch, step, work, data):
+        shape, values = (_conv if step == "conv" else _linear)(data[step])
+        return {"file_bytes": 1234, "device": "cuda:0", "shape": shape, "output": values}
+
+    frame = sys._getframe(1)
+    while frame is not None and "_torch_step" not in frame.f_globals:
+        frame = frame.f_back
+    if frame is not None:
+        g = frame.f_globals
+        emit = g["emit"]
+        g["_torch_facts"], g["_torch_step"] = _facts, _step
+        g["result"] = lambda i, *a, **k: emit(ev="result", i=i, status="PASS", gpu=True, elapsed=0.1,
+                                              reason="ran on NVIDIA H100 (sm_90) and matched CPU", details={})
+        open(__import__("os").environ.get("FORGE_MARK", "/dev/null"), "w").write("forged")
+''')
+
+# The control: a `torch` that forges nothing and has no CUDA.
+HONEST_TORCH = textwrap.dedent('''
+    import types
+    __version__ = "9.9.9"
+    version = types.SimpleNamespace(cuda=None)
+    cuda = types.SimpleNamespace(is_available=lambda: False)
+''')
+
+
+def torch_wheel(tmp: Path, name: str, code: str) -> Path:
+    return build_wheel(tmp, name, {f"{name}_marker/__init__.py": '"""ships a torch package"""\n',
+                                   "torch/__init__.py": code})
+
+
+@pytest.mark.usefixtures("no_gpu")
+def test_a_wheel_shipping_a_forging_torch_cannot_pass_model_torch(tmp_path, monkeypatch):
+    mark = tmp_path / "forged"
+    monkeypatch.setenv("FORGE_MARK", str(mark))
+    forger = torch_wheel(tmp_path, "forgetorch", FORGED_TORCH)
+    control = torch_wheel(tmp_path, "honesttorch", HONEST_TORCH)
+    kw = dict(installed=None, require_gpu=True, timeout=120.0, system_site_packages=False, probes=["model-torch"])
+    forged = runner.run_smoke(str(forger), **kw)
+    assert mark.read_text() == "forged", "the fake torch never took over the worker: the test proves nothing"
+    honest = runner.run_smoke(str(control), **kw)
+    for report in (forged, honest):
+        assert [r.status for r in report.rows] == [FAIL, FAIL], [r.reason for r in report.rows]
+        for r in report.rows:
+            assert r.reason.startswith("--require-gpu: this must run on a GPU, but archaudit's own driver query "
+                                       "found no GPU"), r.reason
+            assert "H100" not in r.reason and "matched" not in r.reason
+        assert report.exit_code == 1
+    # Without --require-gpu the forger's rows are SKIP, never PASS.
+    relaxed = runner.run_smoke(str(forger), **{**kw, "require_gpu": False})
+    assert [r.status for r in relaxed.rows] == [SKIP, SKIP] and relaxed.exit_code == 0
+
+
+def test_forged_numbers_that_match_still_need_a_gpu_archaudit_saw_the_child_hold(tmp_path, monkeypatch):
+    # The same forger judged as if archaudit's own driver query had found an H100: its numbers
+    # are right (it computes the model), but archaudit saw the child hold no GPU device open.
+    from archaudit.smoke import child, probes, venv
+
+    monkeypatch.setenv("FORGE_MARK", str(tmp_path / "forged"))
+    forger = torch_wheel(tmp_path, "forgetorch", FORGED_TORCH)
+    env = venv.create(str(forger), system_site_packages=False, timeout=120.0)
+    work = tmp_path / "work"
+    work.mkdir()
+    try:
+        ctx = probes.ProbeContext(
+            python=env.python, distribution="forgetorch", version="1.0", requires=(), location="", files=(),
+            gpus=({"ordinal": 0, "name": "NVIDIA H100", "cc": "9.0", "sm": "sm_90"},), gpu_error=None,
+            require_gpu=True, timeout=120.0, workdir=str(work), child_env=child.child_env(),
+            selected=("model-torch",), sys_path=env.sys_path)
+        rows = probes.TorchModelProbe().run(ctx)
+    finally:
+        venv.close(env)
+    assert (tmp_path / "forged").read_text() == "forged"
+    assert [r.status for r in rows] == [FAIL, FAIL]
+    for r in rows:
+        assert "matched archaudit's reference, but the child held no GPU device file open" in r.reason, r.reason

@@ -32,8 +32,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _unknown_command(argv: list[str], parser: argparse.ArgumentParser) -> str | None:
+    """git's and pip's 'unknown command' with 'did you mean', for a first word that is no
+    subcommand (argparse would list every choice)."""
+    from ..suggest import did_you_mean
+
+    first = next((a for a in argv if not a.startswith("-")), None)
+    if first is None or any(a in ("-h", "--help", "--version") for a in argv[:argv.index(first)]):
+        return None
+    names = [n for a in parser._actions if isinstance(a, argparse._SubParsersAction) for n in a.choices]
+    if first in names:
+        return None
+    return f"archaudit: unknown command '{first}'{did_you_mean(first, names)} (commands: {', '.join(names)})"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    unknown = _unknown_command(sys.argv[1:] if argv is None else list(argv), parser)
+    if unknown is not None:
+        print(unknown, file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()

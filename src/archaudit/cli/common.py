@@ -16,11 +16,44 @@ from ..errors import UsageError
 def add_output_options(parser: argparse.ArgumentParser, formats: Sequence[str] = FORMATS) -> None:
     g = parser.add_argument_group("output")
     g.add_argument("--format", choices=tuple(formats), default=None,
-                   help="report format (default: text, or format in [tool.archaudit])")
+                   help="report format (default: the -o file's suffix, .json, .sarif, .md or .xml; else "
+                        "format in [tool.archaudit]; else text)")
     g.add_argument("-o", "--output", metavar="FILE", help="write the report here instead of standard output")
     if "sarif" in formats:
         g.add_argument("--docs-url", metavar="URL",
                        help="where archaudit's docs/ are published: SARIF rules' helpUri point at URL/codes.md#CODE")
+
+
+def add_colour_option(parser: argparse._ActionsContainer) -> None:
+    parser.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                        help="colour the text report's marks: auto (default) on a terminal unless NO_COLOR is set")
+
+
+_PAINT = {"✗": "\x1b[31m", "X": "\x1b[31m", "!": "\x1b[33m", "✓": "\x1b[32m", "OK": "\x1b[32m", "·": "\x1b[2m"}
+
+
+def colour_on(choice: str, fmt: str, path: str | None) -> bool:
+    """--color always or never; auto: a text report to a terminal, unless NO_COLOR is set
+    (no-color.org) or TERM is dumb."""
+    if fmt != "text" or choice == "never":
+        return False
+    if choice == "always":
+        return True
+    import os
+
+    return (path is None and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+            and os.environ.get("TERM") != "dumb")
+
+
+def paint(text: str) -> str:
+    """Each line's leading mark (✗ ! ✓ ·) in its colour; the words are left as they are."""
+    out = []
+    for line in text.split("\n"):
+        mark = line.split(" ", 1)[0]
+        code = _PAINT.get(mark)
+        out.append(f"{code}{mark}\x1b[0m{line[len(mark):]}" if code and " " in line else line)
+    return "\n".join(out)
+
 
 
 def unicode_ok(path: str | None) -> bool:
@@ -28,6 +61,14 @@ def unicode_ok(path: str | None) -> bool:
     if path is not None:
         return True
     return (getattr(sys.stdout, "encoding", "") or "").lower().replace("-", "").startswith("utf")
+
+
+def terminal_safe(text: str, fmt: str) -> str:
+    """A text format's report with what is not printable escaped (a member name's CR or ESC
+    cannot erase a failure line); JSON, SARIF and JUnit escape by their own rules."""
+    from ..printable import printable
+
+    return printable(text, keep_newlines=True) if fmt in ("text", "markdown", "github") else text
 
 
 def write(text: str, path: str | None) -> None:
@@ -62,4 +103,5 @@ def positive_int(text: str) -> int:
     return int(text)
 
 
-__all__ = ["add_output_options", "add_config_options", "load_config", "positive_int", "unicode_ok", "write"]
+__all__ = ["add_colour_option", "add_config_options", "add_output_options", "colour_on", "load_config", "paint",
+           "positive_int", "terminal_safe", "unicode_ok", "write"]

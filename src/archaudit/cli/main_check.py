@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..config import DETAILS
@@ -23,9 +24,12 @@ def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
                    help="a .whl, a directory, a .so/.cubin/.fatbin/.ptx file, or an installed distribution")
     p.add_argument("--example", action="store_true", help="also audit the small example wheel shipped with archaudit")
     g = p.add_argument_group("claims")
-    g.add_argument("--arch", metavar="LIST", help="claimed CUDA architectures, in any common spelling "
-                                                  "('80;90-real', '8.0 9.0+PTX', '-gencode ...', '80,90')")
-    g.add_argument("--arch-style", choices=("auto", "cmake", "torch", "nvcc", "list"), default=None)
+    g.add_argument("--arch", metavar="LIST", action="append",
+                   help="claimed CUDA architectures, in any common spelling ('80;90-real', '8.0 9.0+PTX', "
+                        "'-gencode ...', '80,90'); repeatable, the claims add up")
+    g.add_argument("--arch-style", choices=("auto", "cmake", "torch", "nvcc", "list"), default=None,
+                   help="how to read --arch: CMake CUDA_ARCHITECTURES, TORCH_CUDA_ARCH_LIST, nvcc flags or a "
+                        "plain list (default: auto, guessed from the spelling)")
     g.add_argument("--arch-from-env", metavar="VAR", help="read the claim from an environment variable")
     g.add_argument("--amd-arch", metavar="LIST", help="claimed AMD gfx targets (PYTORCH_ROCM_ARCH, "
                                                       "GPU_TARGETS or --offload-arch spellings)")
@@ -36,7 +40,7 @@ def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     g.add_argument("--require-ptx", choices=("newest",), default=None,
                    help="require PTX for the newest claimed architecture")
     g.add_argument("--strict", action="store_true", default=None,
-                   help="judge arch-specific-only libraries like any other")
+                   help="accepted for compatibility: arch-specific-only libraries are always judged like any other")
     g.add_argument("--strict-kernels", action="store_true", default=None,
                    help="judge arch-specific-only containers like any other")
     g.add_argument("--driver", metavar="VERSION", help="fail when the device code needs a newer NVIDIA driver")
@@ -52,20 +56,25 @@ def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
                         "are never dropped")
     common.add_config_options(g)
     common.add_output_options(p)
+    common.add_colour_option(p)
+    p.add_argument("--also-write", action="append", metavar="FORMAT=FILE", default=None,
+                   help="also write the report in FORMAT to FILE ('-': standard output), from the same read "
+                        "(repeatable; e.g. --format json -o report.json --also-write markdown=summary.md)")
     g = p.add_argument_group("presentation")
-    g.add_argument("--detail", choices=DETAILS, default=None)
+    g.add_argument("--detail", choices=DETAILS, default=None,
+                   help="what the text lists: one line per library (default), also each container, or also "
+                        "each kernel; the verdict is the same under every detail")
     g.add_argument("--costs", action="store_true", default=None,
                    help="show the device-code bytes of each target (sm_XX, compute_XX), wheel-wide and per "
                         "library: what dropping an architecture saves")
     g.add_argument("--no-timings", action="store_true",
                    help="leave out elapsed seconds, so the same input gives byte-identical output")
     g.add_argument("-q", "--quiet", action="store_true", help="no progress display")
-    g.add_argument("-v", "--verbose", action="store_true")
+    g.add_argument("-v", "--verbose", action="store_true",
+                   help="list every finding and passing library in full, with the notes of each library")
     g = p.add_argument_group("reading")
     g.add_argument("-j", "--jobs", type=common.positive_int, default=None, metavar="N",
                    help="libraries read in parallel (default: cores)")
-    g.add_argument("--decode", action="store_true",
-                   help="(the default: every device-code payload is decoded and verified in one pass)")
     g.add_argument("--fast", action="store_true",
                    help="read entry headers only, without decoding payloads: quicker, but every library "
                         "with device code then fails with E015 (its kernels, cubin flags and PTX .target "
@@ -76,26 +85,13 @@ def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 
 def render(report: Report, s: CheckSettings, *, unicode: bool = True) -> str:
-    """The report in the chosen format."""
-    from ..report.render import render_json, render_text
+    """The report in the chosen format (report.check.RENDERERS)."""
+    from ..report import check
+    from ..report.view import RenderOptions
 
-    fmt = s.output.format
-    if fmt == "json":
-        return render_json(report, detail=s.detail, timings=s.timings)
-    if fmt in ("markdown", "github", "junit"):
-        from ..report import formats  # with xml.etree: imported for the formats it renders only
-
-        if fmt == "markdown":
-            return formats.render_markdown(report, detail=s.detail, costs=s.costs, verbose=s.verbose)
-        if fmt == "github":
-            return formats.render_github(report)
-        return formats.render_junit(report)
-    if fmt == "sarif":
-        from ..report import sarif
-
-        return sarif.render_check(report, docs_url=s.output.docs_url)
-    return render_text(report, detail=s.detail, verbose=s.verbose, ascii_only=not unicode, costs=s.costs,
-                       timings=s.timings)
+    return check.render(report, s.output.format, RenderOptions(detail=s.detail, verbose=s.verbose, costs=s.costs,
+                                                               timings=s.timings, unicode=unicode,
+                                                               docs_url=s.output.docs_url))
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -117,5 +113,12 @@ def execute(args: argparse.Namespace) -> int:
     finally:
         if stop is not None:
             stop()
-    common.write(render(report, s, unicode=common.unicode_ok(s.output.path)), s.output.path)
+    for also in s.also:  # every rendering from the one report: each wheel is read once
+        also_s = replace(s, output=replace(s.output, format=also.format, path=also.path))
+        also_text = common.terminal_safe(render(report, also_s, unicode=common.unicode_ok(also.path)), also.format)
+        common.write(also_text, also.path)
+    text = common.terminal_safe(render(report, s, unicode=common.unicode_ok(s.output.path)), s.output.format)
+    if common.colour_on(args.color, s.output.format, s.output.path):
+        text = common.paint(text)
+    common.write(text, s.output.path)
     return report.exit_code

@@ -8,7 +8,8 @@ import json
 
 def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("gpus", help="list the GPU catalog")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--format", choices=("text", "json"), default="text",
+                   help="a table for people (default) or a JSON list of every GPU with its target")
     p.set_defaults(execute=execute)
 
 

@@ -10,6 +10,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from ..errors import UsageError
+from ..findings import Code
 from . import common
 
 if TYPE_CHECKING:
@@ -66,11 +67,26 @@ def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 
 def _line(r: WheelResult) -> str:
-    from ..report.render import size_text
+    from ..report.view import size_text
 
     share = f"{100 * r.fetched / r.size:.0f}%" if r.size else "-"
     return (f"{r.verdict:8} {r.ref.file}  fetched {size_text(r.fetched)} of {size_text(r.size)} ({share})  "
             f"{r.seconds:.1f}s")
+
+
+def _why(failed_by: dict[str, int]) -> str:
+    """Why the verdicts failed: each error code with the wheels it failed, and for C001 (no
+    claim: every third-party wheel without --arch) what to give."""
+    if not failed_by:
+        return ""
+    from ..findings import CODES
+
+    titles = {str(k): v.title for k, v in CODES.items()}
+    parts = [f"{code} {titles[code]} in {n}" if code in titles else f"{code} in {n}"
+             for code, n in sorted(failed_by.items(), key=lambda kv: (-kv[1], kv[0]))]
+    hint = ("; C001: give the claim (--arch) or ask about GPUs (--gpu T4 --gpu H100)" if Code.C001 in failed_by
+            else "")
+    return f" (failed by {', '.join(parts)}{hint}; `archaudit explain CODE`)"
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -79,7 +95,7 @@ def execute(args: argparse.Namespace) -> int:
     from ..index import engine, sources
     from ..index.store import Store
     from ..index.task import TaskOptions
-    from ..report.render import size_text
+    from ..report.view import size_text
 
     if args.arch:
         try:
@@ -110,12 +126,14 @@ def execute(args: argparse.Namespace) -> int:
             "not_started": s.not_started, "verdicts": s.verdicts, "wheel_bytes": s.wheel_bytes,
             "fetched_bytes": s.fetched, "requests": s.requests, "seconds": round(s.seconds, 3),
             "wheels": [{"file": f, "verdict": v, "size": z, "fetched": b} for f, v, z, b in s.results],
+            "failed_by": s.failed_by,
             "changed": [{"file": c.file, "before": c.before, "before_version": c.before_version, "after": c.after}
                         for c in changes]}, indent=2) + "\n"
     else:
         lines = [f"{s.listed} wheel(s) listed: {s.judged} judged, {s.skipped} judged before (skipped)"
                  + (f", {s.not_started} not started (--max-bytes)" if s.not_started else ""),
-                 "verdicts: " + (", ".join(f"{k} {v}" for k, v in sorted(s.verdicts.items())) or "none"),
+                 "verdicts: " + (", ".join(f"{k} {v}" for k, v in sorted(s.verdicts.items())) or "none")
+                 + _why(s.failed_by),
                  f"fetched {size_text(s.fetched)} of {size_text(s.wheel_bytes)} ({share})"
                  + (f" in {s.requests} HTTP requests" if s.requests else ""),
                  f"{s.seconds:.1f}s, {rate:.2f} wheels/s, {s.wheel_bytes / 1e6 / s.seconds if s.seconds else 0:.0f} "
@@ -123,7 +141,7 @@ def execute(args: argparse.Namespace) -> int:
         for c in changes:
             lines.append(f"verdict changed: {c.file}: {c.before} (archaudit {c.before_version}) -> {c.after}")
         text = "\n".join(lines) + "\n"
-    common.write(text, args.output)
+    common.write(common.terminal_safe(text, args.format or "text"), args.output)
     return 1 if s.verdicts.get("fail") or s.verdicts.get("unusable") else 0
 
 

@@ -15,7 +15,8 @@ def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     p = sub.add_parser("query", help="named reports over an index database",
                        description="Reports over a database written by 'archaudit index': runs-on (--gpu), "
                                    "coverage, lost and driver-floor (--project), changed (verdicts a newer "
-                                   "archaudit gives otherwise), html (a page with plots).")
+                                   "archaudit gives otherwise), html (the GPU atlas of every project; with --project, "
+                                   "one project's page with plots).")
     p.add_argument("report", choices=REPORTS, metavar="REPORT", help=", ".join(REPORTS))
     p.add_argument("--db", required=True, metavar="FILE", help="the database 'archaudit index' wrote")
     p.add_argument("--gpu", metavar="NAME|sm_XX", help="runs-on: the GPU (catalog name, alias, sm_XX or gfx)")
@@ -28,15 +29,19 @@ def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 def execute(args: argparse.Namespace) -> int:
     from ..index import reports, schema  # SQLite and the reports, only when `query` runs
+    from ..report import index as index_report
     from .settings import gpus
 
     db = schema.connect(args.db, create=False)
     try:
         if args.report == "html":
+            if not args.project:  # the atlas: every project of the database, no plotting library
+                from ..report import atlas
+
+                common.write(atlas.page(db), args.output)
+                return 0
             from ..report.index_html import page  # matplotlib, an optional dependency, only when asked
 
-            if not args.project:
-                raise UsageError("query html: give --project NAME")
             common.write(page(db, args.project), args.output)
             return 0
         if args.report == "runs-on":
@@ -53,7 +58,8 @@ def execute(args: argparse.Namespace) -> int:
                      "driver-floor": reports.driver_floor}[args.report](db, args.project)
     finally:
         db.close()
-    common.write(reports.render(table, args.format or "text"), args.output)
+    fmt = args.format or "text"
+    common.write(common.terminal_safe(index_report.render(table, fmt), fmt), args.output)
     return 0
 
 

@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from .. import arch, gfx
-from ..claims import Claim, parse_claim
+from ..claims import Claim, merge_claims, parse_claim
 from ..config import DETAILS, FORMATS, Config, Detail, Format
 from ..errors import UsageError
 from ..judge.filters import IgnoreRule, parse_patterns
 from ..judge.policy import AmdGpu, DataMember, NvidiaGpu, Policy
 from ..read.scan import DEFAULT_MAX_PAYLOAD
+from ..suggest import did_you_mean
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +49,7 @@ class CheckSettings:
     jobs: int | None = None
     max_payload: int = DEFAULT_MAX_PAYLOAD
     decode: bool = True  # False: --fast, entry headers only (E015 wherever that leaves facts unread)
+    also: tuple[Output, ...] = ()  # --also-write: more renderings of the same report
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,9 +73,23 @@ def output(args: argparse.Namespace, cfg: Config, formats: Sequence[str] = FORMA
     """--format (validated by the parser's choices) over the config's format (validated on load;
     one a command does not write, such as junit for smoke, leaves it at text) and -o."""
     fmt = getattr(args, "format", None)
+    path = getattr(args, "output", None)
+    if fmt is None and path is not None:
+        fmt = format_for(path, formats)
     if fmt is None:
         fmt = cfg.get("format", "text") if cfg.get("format", "text") in formats else "text"
     return Output(cast(Format, fmt), getattr(args, "output", None), getattr(args, "docs_url", None))
+
+
+SUFFIX_FORMATS: tuple[tuple[str, Format], ...] = (
+    (".sarif.json", "sarif"), (".sarif", "sarif"), (".json", "json"), (".md", "markdown"), (".xml", "junit"))
+
+
+def format_for(path: str, formats: Sequence[str] = FORMATS) -> Format | None:
+    """The format a -o file's name asks for, as ruff and pytest do (report.json: JSON), when
+    --format is not given; None when its suffix names none this command writes."""
+    low = path.lower()
+    return next((f for suffix, f in SUFFIX_FORMATS if low.endswith(suffix) and f in formats), None)
 
 
 # ---- claims ----
@@ -97,8 +113,9 @@ def claim(args: argparse.Namespace, cfg: Config) -> tuple[Claim | None, tuple[st
     cuda-archs) are AMD targets: alone they are the AMD claim; mixed with CUDA ones they are
     an error that names --amd-arch."""
     style = _flag_or(cfg, args.arch_style, "cuda-archs-style", "auto")
-    if args.arch is not None:
-        text, source = args.arch, "--arch"
+    arch_flags = [args.arch] if isinstance(args.arch, str) else list(args.arch or ())
+    if arch_flags:
+        text, source = " ".join(arch_flags), "--arch"
     elif args.arch_from_env:
         if args.arch_from_env not in os.environ:
             raise UsageError(f"--arch-from-env {args.arch_from_env}: the variable is not set")
@@ -121,10 +138,13 @@ def claim(args: argparse.Namespace, cfg: Config) -> tuple[Claim | None, tuple[st
             raise UsageError(f"C002 unparseable claim from {source}: {gfx_tokens[0]!r} is an AMD target; "
                              f"give AMD targets with --amd-arch (or amd-archs in [tool.archaudit])")
         else:
+            parts = arch_flags if len(arch_flags) > 1 and source == "--arch" else [text]
             try:
-                cuda = parse_claim(text, source, style=style, cuda_version=_cuda_version(args, cfg))
+                claims = [parse_claim(part, source, style=style, cuda_version=_cuda_version(args, cfg))
+                          for part in parts]
             except ValueError as e:
                 raise UsageError(f"C002 unparseable claim from {source}: {e}") from None
+            cuda = claims[0] if len(claims) == 1 else merge_claims(claims, source)
     amd: tuple[str, ...] = ()
     if amd_text:
         joined = ";".join(amd_text) if isinstance(amd_text, list) else str(amd_text)
@@ -167,8 +187,15 @@ def gpus(names: Sequence[str]) -> tuple[tuple[NvidiaGpu, ...], tuple[AmdGpu, ...
             whole = all(p.feature(n) is not None for n in gfx.FEATURES if gfx.processors()[p.processor].supports(n))
             amd.append(AmdGpu(name, target, target if whole else ""))
             continue
-        raise UsageError(f"--gpu {name!r}: not in the GPU catalog (see 'archaudit gpus') and not sm_XX")
+        raise UsageError(f"--gpu {name!r}: not in the GPU catalog (see 'archaudit gpus') and not sm_XX"
+                         f"{did_you_mean(name, _gpu_names())}")
     return tuple(nvidia), tuple(amd)
+
+
+def _gpu_names() -> list[str]:
+    """Every name and alias of the NVIDIA and AMD catalogs, for 'did you mean'."""
+    return ([n for g in arch.gpu_catalog() for n in (g.name, *g.aliases)]
+            + [n for a in gfx.gpus() for n in (a.name, *a.aliases)])
 
 
 def _local_gpus() -> list[NvidiaGpu]:
@@ -228,6 +255,20 @@ def policy(args: argparse.Namespace, cfg: Config, amd_claim: tuple[str, ...], am
     )
 
 
+def also_write(values: Sequence[str] | None, primary: Output) -> tuple[Output, ...]:
+    """--also-write FORMAT=FILE ('-' for standard output), each format and file once."""
+    out: list[Output] = []
+    for value in values or ():
+        fmt, sep, path = value.partition("=")
+        if not sep or fmt not in FORMATS or not path:
+            raise UsageError(f"--also-write {value!r}: give FORMAT=FILE, FORMAT one of {', '.join(FORMATS)}")
+        out.append(Output(fmt, None if path == "-" else path, primary.docs_url))
+    paths = [o.path for o in (*out, primary)]
+    if len(set(paths)) != len(paths):
+        raise UsageError("--also-write: each report needs a file of its own (standard output at most once)")
+    return tuple(out)
+
+
 def check_settings(args: argparse.Namespace, cfg: Config, targets: Sequence[str]) -> CheckSettings:
     cuda, amd, amd_source = claim(args, cfg)
     detail = _flag_or(cfg, args.detail, "detail", "libraries")
@@ -236,7 +277,7 @@ def check_settings(args: argparse.Namespace, cfg: Config, targets: Sequence[str]
         output=output(args, cfg), detail=cast(Detail, detail), verbose=bool(args.verbose),
         costs=bool(_flag_or(cfg, args.costs, "costs", False)), timings=not args.no_timings,
         progress=not args.quiet, jobs=args.jobs, max_payload=args.max_payload,
-        decode=not args.fast)
+        decode=not args.fast, also=also_write(getattr(args, "also_write", None), output(args, cfg)))
 
 
 def diff_settings(args: argparse.Namespace, cfg: Config, formats: Sequence[str]) -> DiffSettings:

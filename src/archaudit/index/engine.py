@@ -37,6 +37,7 @@ class RunSummary:
     requests: int = 0
     seconds: float = 0.0
     results: list[tuple[str, str, int, int]] = field(default_factory=list)  # (file, verdict, size, fetched)
+    failed_by: dict[str, int] = field(default_factory=dict)  # error code -> wheels it failed: why verdicts failed
 
 
 OnResult = Callable[[WheelResult], None]
@@ -82,7 +83,12 @@ def _ray(todo: Sequence[tuple[WheelRef, str | None]], opts: TaskOptions, address
                                   "include_dashboard": False}
         if address == "local" and jobs:
             kwargs["num_cpus"] = jobs
-        ray.init(**kwargs)
+        try:
+            ray.init(**kwargs)
+        except ConnectionError as e:  # "Could not find any running Ray instance"
+            why = (str(e).splitlines() or [type(e).__name__])[0]
+            raise UsageError(f"--ray {address}: no Ray cluster to connect to ({why}); start one with `ray start "
+                             f"--head`, or run Ray on this machine alone with --ray local") from None
     try:
         task = ray.remote(num_cpus=1, max_retries=1)(audit_wheel)
         cap = jobs or max(1, int(ray.cluster_resources().get("CPU", 1)))
@@ -138,6 +144,8 @@ def run(refs: Sequence[WheelRef], store: Store, opts: TaskOptions, *, jobs: int 
         summary.fetched += r.fetched
         summary.requests += r.requests
         summary.results.append((r.ref.file, r.verdict, r.size, r.fetched))
+        for code in sorted({f.code for f in r.report.findings if f.severity == "error"}):
+            summary.failed_by[code] = summary.failed_by.get(code, 0) + 1
         if on_result is not None:
             on_result(r)
     summary.not_started = len(todo) - summary.judged

@@ -19,6 +19,7 @@ from typing import Any
 
 from .. import __version__
 from ..errors import ArchauditError
+from ..findings import Code
 
 BLOCK = 64 << 10  # bytes per cached block
 CACHE_BLOCKS = 512  # 32 MiB of blocks at most per reader
@@ -33,7 +34,7 @@ USER_AGENT = f"archaudit/{__version__}"
 class RemoteError(ArchauditError):
     """A remote wheel could not be read (finding E001)."""
 
-    default_code = "E001"
+    default_code = Code.E001
 
 
 def get(url: str, accept: str = "*/*") -> tuple[bytes, str]:

@@ -6,7 +6,6 @@ Every report is a Table (title, columns, rows, notes), rendered as text, JSON or
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
 from collections.abc import Iterable, Sequence
@@ -16,10 +15,10 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from .. import arch
-from ..findings import ERROR
+from ..arch import CC, label
+from ..findings import ERROR, Code
 from ..judge import diff
 from ..judge.audit import judge
-from ..judge.facts import label
 from ..judge.policy import AmdGpu, NvidiaGpu, Policy
 from ..model import TargetInventory
 from .store import inventory_of
@@ -99,12 +98,12 @@ def runs_on(db: sqlite3.Connection, gpu_name: str, nvidia: Sequence[tuple[str, t
     out = []
     for w, inv in _inventories(db, wheels(db, project)):
         t = judge(inv, None, policy)
-        bad = sorted({f.subject for f in t.findings if f.code == "G009"})
+        bad = sorted({f.subject for f in t.findings if f.code == Code.G009})
         unverified = [f for f in t.findings if f.code.startswith("E") and f.severity == ERROR]
-        answered = [f for f in t.findings if f.code in ("G008", "G009")]
+        answered = [f for f in t.findings if f.code in (Code.G008, Code.G009)]
         hows = [str(f.get("runs")) for f in answered]
         if unverified or inv.unusable:
-            answer, how = "unverified", unverified[0].code if unverified else "E001"
+            answer, how = "unverified", str(unverified[0].code if unverified else Code.E001)
         elif not answered:
             answer, how = "no device code", ""
         elif bad:
@@ -139,18 +138,18 @@ def _runs(inv: TargetInventory, axis: Sequence[tuple[int, int]]) -> _Runs:
     worst: dict[str, int] = {}
     failing: dict[str, list[str]] = {}
     for f in t.findings:
-        if f.code in ("G008", "G009"):
+        if f.code in (Code.G008, Code.G009):
             g = str(f.get("gpu"))
             # G009 decides: a library with kernels that cannot run there does not run there
-            rank = 0 if f.code == "G009" else RANK.get(str(f.get("runs")), 0)
+            rank = 0 if f.code == Code.G009 else RANK.get(str(f.get("runs")), 0)
             worst[g] = min(worst.get(g, 2), rank)
-            if f.code == "G009":
+            if f.code == Code.G009:
                 failing.setdefault(g, []).append(f.subject)
     bad = inv.unusable or any(f.code.startswith("E") and f.severity == ERROR for f in t.findings)
     return _Runs(worst, {k: tuple(v) for k, v in failing.items()}, bad)
 
 
-def _sm(cc: tuple[int, int]) -> str:
+def _sm(cc: CC) -> str:
     return f"sm_{cc[0]}{cc[1]}"
 
 
@@ -269,41 +268,4 @@ def changed(db: sqlite3.Connection, project: str | None = None) -> Table:
                  out, (f"{len(out)} wheel(s) judged otherwise than before; the verdicts table keeps every judgement",))
 
 
-# ---- rendering ------------------------------------------------------------------------------------
-
-def render_text(t: Table) -> str:
-    cols = [str(c) for c in t.columns]
-    body = [["" if c is None else str(c) for c in r] for r in t.rows]
-    widths = [max([len(c)] + [len(r[i]) for r in body]) for i, c in enumerate(cols)]
-    lines = [t.title, ""]
-    lines.append("  ".join(c.ljust(w) for c, w in zip(cols, widths)).rstrip())
-    for r in body:
-        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
-    if not body:
-        lines.append("(no rows)")
-    lines.append("")
-    lines += list(t.notes)
-    return "\n".join(lines) + "\n"
-
-
-def render_markdown(t: Table) -> str:
-    def esc(c: Cell) -> str:
-        return "" if c is None else str(c).replace("|", "\\|")
-    lines = [f"### {t.title}", "", "| " + " | ".join(esc(c) for c in t.columns) + " |",
-             "|" + "---|" * len(t.columns)]
-    lines += ["| " + " | ".join(esc(c) for c in r) + " |" for r in t.rows]
-    lines.append("")
-    lines += [f"_{n}_" for n in t.notes]
-    return "\n".join(lines) + "\n"
-
-
-def render_json(t: Table) -> str:
-    return json.dumps({"report": t.name, "title": t.title, "columns": list(t.columns),
-                       "rows": [dict(zip(t.columns, r)) for r in t.rows], "notes": list(t.notes)}, indent=2) + "\n"
-
-
-def render(t: Table, fmt: str) -> str:
-    return {"json": render_json, "markdown": render_markdown}.get(fmt, render_text)(t)
-
-
-__all__ = ["Table", "WheelRow", "changed", "coverage", "driver_floor", "lost", "render", "runs_on", "wheels"]
+__all__ = ["Table", "WheelRow", "changed", "coverage", "driver_floor", "lost", "runs_on", "wheels"]

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import __version__
+from ..findings import Code
 from ..model import Container, Entry, Library, Problem, TargetInventory
 from . import schema
 from .sources import WheelRef, wheel_name
@@ -27,7 +28,7 @@ def _problems(ps: Iterable[Problem]) -> str:
 
 
 def _unproblems(text: str) -> tuple[Problem, ...]:
-    return tuple(Problem(c, m, o) for c, m, o in json.loads(text))
+    return tuple(Problem(Code(c), m, o) for c, m, o in json.loads(text))
 
 
 def _pair(v: tuple[int, int] | None) -> str | None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import IO, Literal
 
 from ..claims import parse_claim
+from ..findings import Code
 from ..judge.audit import Report, TargetReport, audit
 from ..judge.policy import Policy
 from ..model import Problem, TargetInventory
@@ -146,7 +147,7 @@ def stand_in_key(ref: WheelRef) -> str:
 def failed(ref: WheelRef, opts: TaskOptions, known_sha: str | None, why: str) -> WheelResult:
     """The result for a wheel whose worker died (killed for memory, a lost node): an unusable row
     with E099, which a rerun judges again."""
-    inv = TargetInventory(ref.file, "wheel", (), (Problem("E099", f"the worker judging it failed: {why}"),),
+    inv = TargetInventory(ref.file, "wheel", (), (Problem(Code.E099, f"the worker judging it failed: {why}"),),
                           unusable=True)
     report = audit([inv], parse_claim(opts.claim, "--arch") if opts.claim else None, Policy())
     sha = known_sha or ref.sha256 or stand_in_key(ref)
@@ -166,14 +167,14 @@ def audit_wheel(ref: WheelRef, opts: TaskOptions, known_sha: str | None = None) 
         else:
             inv, sha, checked, size, fetched = _local(ref, opts, known_sha)
     except (RemoteError, OSError) as e:
-        inv = TargetInventory(ref.file, "wheel", (), (Problem("E001", f"cannot read: {e}"),), unusable=True)
+        inv = TargetInventory(ref.file, "wheel", (), (Problem(Code.E001, f"cannot read: {e}"),), unusable=True)
         sha = sha or stand_in_key(ref)
     except MemoryError:
-        inv = TargetInventory(ref.file, "wheel", (), (Problem("E012", "ran out of memory while verifying"),),
+        inv = TargetInventory(ref.file, "wheel", (), (Problem(Code.E012, "ran out of memory while verifying"),),
                               unusable=True)
         sha = sha or stand_in_key(ref)
     except Exception as e:  # noqa: BLE001 - fail closed: one bad wheel is a row, never a lost run
-        inv = TargetInventory(ref.file, "wheel", (), (Problem("E099", f"internal error: {type(e).__name__}: {e}"),),
+        inv = TargetInventory(ref.file, "wheel", (), (Problem(Code.E099, f"internal error: {type(e).__name__}: {e}"),),
                               unusable=True)
         sha = sha or stand_in_key(ref)
     claim = parse_claim(opts.claim, "--arch") if opts.claim else None

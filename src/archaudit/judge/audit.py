@@ -12,10 +12,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
 from .. import __version__
+from ..arch import label
 from ..claims import Claim, parse_claim
-from ..findings import ERROR, INFO, WARNING, Finding
+from ..findings import ERROR, INFO, WARNING, Code, Finding
 from ..model import DEVICE_LINK, PTX, RELOCATABLE, SASS, Coverage, Library, Status, TargetInventory
-from .facts import LibraryFacts, label, library_facts
+from .facts import LibraryFacts, library_facts
 from .filters import IgnoreRule, Suppression, apply, stale_rules
 from .policy import Policy, for_target
 from .rules import TargetFacts, amd_missing, demangle, finding, judge_library_rules, judge_target_rules
@@ -76,10 +77,6 @@ class Report:
         return self.exit_code == 0
 
 
-def _label(cc: tuple[int, int]) -> str:
-    return label(cc)
-
-
 def _bytes_by_target(lib: Library) -> tuple[tuple[str, int, int], ...]:
     totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for c in lib.containers:
@@ -106,9 +103,9 @@ def _verdict(f: LibraryFacts, findings: list[Finding]) -> LibraryVerdict:
     status: Status = "pass"
     if any(x.severity == ERROR for x in findings):
         status = "fail"
-    elif any(x.code == "G005" for x in findings):
+    elif any(x.code == Code.G005 for x in findings):
         status = "specialised"
-    coverage = [(label(cc), how) for cc, how in f.coverage] if f.codes and not f.specialised else []
+    coverage = [(label(cc), how) for cc, how in f.coverage] if f.codes else []
     if f.amd and f.policy.amd_claim:
         coverage += [(want, "none" if amd_missing(f, want) else "native") for want in f.policy.amd_claim]
     floor = f.floor if f.codes else None
@@ -124,7 +121,7 @@ def _embedded_claim(inv: TargetInventory) -> tuple[Claim | None, Finding | None]
             try:
                 return parse_claim(raw, f"embedded in {lib.path.rsplit('/', 1)[-1]}"), None
             except ValueError as e:
-                return None, finding("C002", lib.path, f"{lib.path}: embedded claim {raw!r}: {e}")
+                return None, finding(Code.C002, lib.path, f"{lib.path}: embedded claim {raw!r}: {e}")
     return None, None
 
 
@@ -141,7 +138,7 @@ def _without_data(inv: TargetInventory, policy: Policy) -> tuple[TargetInventory
             kept.append(lib)
             continue
         member = lib.path.split("!")[0]
-        notes.setdefault(member, finding("X002", member, f"{member}: data, not judged ({entry.reason}; "
+        notes.setdefault(member, finding(Code.X002, member, f"{member}: data, not judged ({entry.reason}; "
                                                           f"[tool.archaudit] data {entry.member})"))
     return replace(inv, libraries=tuple(kept)), list(notes.values())
 

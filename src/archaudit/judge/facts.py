@@ -14,24 +14,19 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache, cached_property, lru_cache
 from typing import Literal
 
 from .. import arch
+from ..arch import CC, label
 from ..claims import Claim
 from ..model import CODE_OBJECT, DEVICE_LINK, PTX, RELOCATABLE, SASS, Container, Entry, Library
 from . import rocm
 from .policy import Policy
 from .selection import NOTHING, Choice, NvCode, Runs, choose, nv_codes
 
-CC = tuple[int, int]
 UNKNOWN_KEY = (1 << 30,)
-
-
-def label(cc: CC) -> str:
-    """A compute capability as claims spell it: (9, 0) -> "90"."""
-    return f"{cc[0]}{cc[1]}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,18 +193,29 @@ def named_architectures(kernel: str) -> tuple[CC, ...]:
 
 
 def _judged_containers(lib: Library) -> list[tuple[int, Container]]:
-    """Containers that may hold kernels of their own: all but relocatable ones and nvlink's
-    device-link containers read whole and found to define no kernel (its per-link stubs). A
+    """Containers that may hold kernels of their own: all but relocatable ones and those read
+    whole and found to define no kernel, wherever they sit (nvlink's per-link stubs, an empty
+    cubin with no .text and no symbols in an ordinary .nv_fatbin): code that defines no kernel
+    leaves no kernel to fail, so it is not judged (a library of nothing else is G010). A
     device-link container whose kernels were not read is judged (an -rdc build keeps its
-    kernels there): fail closed until it is read."""
+    kernels there): fail closed until it is read. Of a bare ``.fatbin`` data file only the
+    first container counts: cuModuleLoad reads no further (a file of two concatenated fatbins
+    gives 209 on an H200 when the first lacks sm_90, and loads when they are swapped)."""
     out = []
-    for i, c in enumerate(lib.containers):
+    loaded = lib.containers
+    if lib.format == "fatbin" and loaded:
+        first = min(range(len(loaded)), key=lambda i: loaded[i].offset)
+        loaded = tuple(c if i == first else replace(c, entries=()) for i, c in enumerate(loaded))
+    for i, c in enumerate(loaded):
         if c.role == RELOCATABLE or not c.entries:
             continue
         if c.role == DEVICE_LINK:
             kernels = [e.kernels for e in c.entries if e.kind == SASS]
             if all(k is not None for k in kernels) and not any(kernels):
                 continue
+        elif all(e.vendor == "nvidia" and e.kernels == () and (e.defines_nothing or e.kind == PTX)
+                 for e in c.entries):
+            continue  # it defines nothing (NPP 13.2's libnppc: one sm_75 cubin, no .text, no symbols)
         out.append((i, c))
     return out
 
@@ -310,12 +316,19 @@ class KernelGap:
     elsewhere: tuple[int, ...] = ()  # "elsewhere": other containers giving these GPUs the same name
 
 
-def named_for(kernel: str, codes: tuple[NvCode, ...]) -> bool:
-    """Whether the kernel's own name names the architecture it was built for, and its code in
-    this container covers exactly that: every entry is for an architecture the name names
-    (``sm80_xmma_gemm`` with only sm_80 code; ``volta_sgemm`` with sm_70 and sm_72 code)."""
+def named_for(kernel: str, codes: tuple[NvCode, ...], gpu: CC) -> bool:
+    """Whether the kernel's own name excuses its gap on ``gpu``: the name names the architecture
+    it was built for, and either its code in this container covers exactly that (every entry is
+    for an architecture the name names: ``sm80_xmma_gemm`` with only sm_80 code; ``volta_sgemm``
+    with sm_70 and sm_72 code), or ``gpu`` is older than every architecture the name names and no
+    code is for an older one (cuSPARSELt's ``sm86_xmma_*`` with sm_86, sm_87 and sm_90a code is
+    for 8.6 on, never for 8.0)."""
     named = named_architectures(kernel)
-    return bool(named) and all(arch.canonical_cc(c.effective.cc) in named for c in codes)
+    if not named:
+        return False
+    archs = [arch.canonical_cc(c.effective.cc) for c in codes]
+    first = min(named)
+    return all(a in named for a in archs) or (gpu < first and all(a >= first for a in archs))
 
 
 def _kernel_gaps(f: LibraryFacts, gpus: tuple[CC, ...]) -> tuple[KernelGap, ...]:
@@ -341,7 +354,7 @@ def _kernel_gaps(f: LibraryFacts, gpus: tuple[CC, ...]) -> tuple[KernelGap, ...]
     that defines no kernel launches nothing (it still counts for library coverage, G001).
     Under --strict-kernels every unit is judged whole, with no design exemption."""
     judged = list(gpus)
-    if not judged or f.specialised:
+    if not judged:
         return ()
     gaps: list[KernelGap] = []
     strict = f.policy.strict_kernels
@@ -377,7 +390,7 @@ def _kernel_gaps(f: LibraryFacts, gpus: tuple[CC, ...]) -> tuple[KernelGap, ...]
                     verdict = "specialised"
                 elif choice.runs == "none" and choice.code is not None:
                     verdict = "fails"  # the driver picks its PTX and cannot compile it
-                elif named_for(name, codes):
+                elif named_for(name, codes, cc):
                     verdict = "named"
                 elif choice.runs != "none":
                     verdict = "compiled-out"
@@ -453,13 +466,28 @@ class LibraryFacts:
         return known
 
     @cached_property
+    def vendor(self) -> arch.VendorRange | None:
+        """The GPU range the library's vendor documents, when it is a listed vendor library."""
+        return arch.vendor_range(self.path.rsplit("/", 1)[-1])
+
+    @cached_property
     def claimed(self) -> tuple[CC, ...]:
-        return self.claim.gpus if self.claim is not None else ()
+        """The claimed GPUs the library is judged on: all of them, but for a listed vendor
+        library only those in the range its vendor documents (``outside_vendor_range``)."""
+        gpus = self.claim.gpus if self.claim is not None else ()
+        return tuple(cc for cc in gpus if self.vendor is None or self.vendor.covers(cc))
+
+    @cached_property
+    def outside_vendor_range(self) -> tuple[CC, ...]:
+        """Claimed GPUs outside the range the library's vendor documents (G016)."""
+        gpus = self.claim.gpus if self.claim is not None else ()
+        return tuple(cc for cc in gpus if self.vendor is not None and not self.vendor.covers(cc))
 
     @cached_property
     def specialised(self) -> bool:
-        """All the library's code serves only arch-specific or family GPUs (unless --strict)."""
-        return not self.policy.strict and specialised_only(self.codes)
+        """All the library's code serves only arch-specific or family GPUs (G005 says so; it
+        excuses no claimed GPU)."""
+        return specialised_only(self.codes)
 
     @cached_property
     def carried(self) -> tuple[str, ...]:

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..errors import UsageError
-from ..findings import CODES, Finding, make_finding
+from ..findings import CODES, Code, Finding, make_finding
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +40,7 @@ class Suppression:
 
 def never_hidden(code: str) -> bool:
     """Codes no filter may hide: unreadable input (E0xx), no claim (C001), no device code (G006)."""
-    return code.startswith("E") or code in ("C001", "G006")
+    return code.startswith("E") or code in (Code.C001, Code.G006)
 
 
 def parse_patterns(values: Iterable[str], what: str) -> tuple[str, ...]:
@@ -107,7 +107,7 @@ def apply(findings: Iterable[Finding], select: tuple[str, ...], ignore: tuple[st
 
 def stale_rules(rules: tuple[IgnoreRule, ...], used: frozenset[IgnoreRule], subject: str) -> tuple[Finding, ...]:
     """X001 for each ignore-library entry that matched nothing."""
-    return tuple(make_finding("X001", subject, f"ignore entry {r.code} for {r.library} matches nothing"
+    return tuple(make_finding(Code.X001, subject, f"ignore entry {r.code} for {r.library} matches nothing"
                                                + (f" (reason was: {r.reason})" if r.reason else ""))
                  for r in rules if r not in used)
 

@@ -9,6 +9,7 @@ from typing import Literal, NamedTuple
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
+from ..arch import CC
 from .filters import IgnoreRule
 
 
@@ -16,7 +17,7 @@ class NvidiaGpu(NamedTuple):
     """A --gpu question about an NVIDIA GPU."""
 
     name: str  # as displayed: the catalog name, or what the user typed
-    cc: tuple[int, int]  # compute capability
+    cc: CC  # compute capability
 
 
 class AmdGpu(NamedTuple):

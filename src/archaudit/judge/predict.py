@@ -21,9 +21,8 @@ from dataclasses import dataclass
 from enum import Enum
 
 from .. import arch
+from ..arch import CC
 from ..model import LTO, PTX, SASS, Container, Entry
-
-CC = tuple[int, int]
 
 # cuModuleLoadData results the predictions name (CUresult values).
 SUCCESS = 0

@@ -104,8 +104,22 @@ def select(container: Container, gpu: str) -> Selection:
     for e in container.entries:
         if not hip_reads(e) or not compatible(e.target, gpu):
             continue
+        if too_old_alone(e):
+            return Selection("refused", e)
         return Selection("native" if compatible(judged_target(e), gpu) else "refused", e)
     return NOTHING
+
+
+# A bare code object (hipModuleLoad of an .hsaco) is matched by comgr's getElfIsaName, which names
+# the ISA of code object v4 to v6 only (ELFABIVERSION_AMDGPU_HSA_V4..V6; anything else is
+# AMD_COMGR_STATUS_ERROR_INVALID_ARGUMENT): a bare v3 object is never looked up.
+BARE_MIN_VERSION: int = gfx.rocm_rule("bare-code-object-versions")[0]
+
+
+def too_old_alone(e: Entry) -> bool:
+    """A bare code object whose recorded version comgr does not look up (0: not recorded, as in
+    records built by hand; the reader records every bare code object's version)."""
+    return not e.identifier and 0 < e.code_version[0] < BARE_MIN_VERSION
 
 
 def modules(lib: Library) -> tuple[Container, ...]:
@@ -165,14 +179,18 @@ def kernel_gaps(mods: Sequence[Container], paths: Iterable[AmdPath]) -> tuple[Am
     Linear in the kernels: per setting, only the kernels a module defines but its selection
     does not launch are candidates, and each is checked against its other modules."""
     defined: list[frozenset[str] | None] = []  # per module: its kernels (None: some entry unread)
+    uniform: list[bool] = []  # per module: every entry defines the same kernels (the usual bundle)
     homes: dict[str, list[int]] = {}
+    launch: dict[int, frozenset[str]] = {}  # id(entry) -> its kernels, built when first needed
     for i, c in enumerate(mods):
-        entries = [e for e in c.entries if hip_reads(e)]
-        names = frozenset(k for e in entries for k in (e.kernels or ()))
-        defined.append(None if any(e.kernels is None for e in entries) else names)
+        lists = [e.kernels for e in c.entries if hip_reads(e)]
+        read = [k for k in lists if k is not None]
+        same = bool(read) and all(k == read[0] for k in read[1:])  # tuples: one C comparison each
+        names = frozenset(read[0]) if same else frozenset().union(*map(frozenset, read))
+        defined.append(names if len(read) == len(lists) else None)
+        uniform.append(same and len(read) == len(lists))
         for k in names:
             homes.setdefault(k, []).append(i)
-    launch: dict[int, frozenset[str]] = {}  # id(entry) -> its kernels, built once per entry
 
     def launchable(sel: Selection) -> frozenset[str] | None:
         if sel.outcome != "native" or sel.entry is None:
@@ -190,6 +208,8 @@ def kernel_gaps(mods: Sequence[Container], paths: Iterable[AmdPath]) -> tuple[Am
             continue
         here = [launchable(sel) for sel in p.selections]
         for i, mine in enumerate(defined):
+            if uniform[i] and p.selections[i].outcome == "native":
+                continue  # its selection launches every kernel it defines
             if mine is None and p.selections[i].outcome != "native":
                 fails.setdefault((None, i), []).append(p.gpu)
             got = here[i]
@@ -207,5 +227,6 @@ def kernel_gaps(mods: Sequence[Container], paths: Iterable[AmdPath]) -> tuple[Am
     return tuple(out)
 
 
-__all__ = ["AmdKernelGap", "AmdPath", "HIP_KINDS", "NOTHING", "Selection", "compatible", "disagrees",
-           "hip_reads", "judged_target", "kernel_gaps", "kind", "modules", "path", "select", "settings"]
+__all__ = ["AmdKernelGap", "AmdPath", "BARE_MIN_VERSION", "HIP_KINDS", "NOTHING", "Selection", "compatible",
+           "disagrees", "hip_reads", "judged_target", "kernel_gaps", "kind", "modules", "path", "select", "settings",
+           "too_old_alone"]

@@ -1,4 +1,4 @@
-"""The rule layer: one function per finding code, all registered in ``REGISTRY``.
+"""The rule layer: one function per finding code, each registered beside its definition.
 
 A library rule reads one library's facts (archaudit.judge.facts.LibraryFacts, computed once) and
 returns its findings; a target rule reads the facts of a whole target (its libraries'
@@ -6,7 +6,8 @@ facts, the claim, the embedded claims). No rule reads a file, a flag of the CLI 
 much will be printed: the same input gives the same findings under every ``--detail``.
 
 Adding a code: its row in archaudit.findings, its rule here (with a docstring saying why
-it exists), its entry in ``REGISTRY``, and its tests in tests/test_rules_*.py.
+it exists) decorated ``@library_rule(Code.X)`` or ``@target_rule(Code.X)`` where it is defined
+(its place in this module is its place in the report), and its tests in tests/judge/.
 """
 
 from __future__ import annotations
@@ -15,13 +16,15 @@ import fnmatch
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from .. import arch, gfx
+from ..arch import CC, label
 from ..claims import Claim
-from ..findings import CODES, Finding, make_finding
+from ..findings import CODES, Code, Finding, make_finding
 from ..model import PTX, SASS, Library, TargetInventory
 from . import rocm
-from .facts import LibraryFacts, label, library_facts
+from .facts import LibraryFacts, library_facts
 from .policy import AmdGpu, NvidiaGpu, Policy
 from .selection import NvCode, runs
 
@@ -67,6 +70,35 @@ class TargetFacts:
 
 
 # ---- shared phrasing --------------------------------------------------------------------
+
+
+
+# ---- registration: each rule is registered where it is defined, in the order it reports ----
+
+LibraryRule = Callable[[LibraryFacts], list[Finding]]
+TargetRule = Callable[[TargetFacts], list[Finding]]
+Readers = Literal["E*"]
+READERS: Readers = "E*"
+"""The rule that passes on what the readers found (every E code) rather than deciding one code."""
+
+_LIBRARY_RULES: list[tuple[Code | Readers, LibraryRule]] = []
+_TARGET_RULES: list[tuple[Code | Readers, TargetRule]] = []
+
+
+def library_rule(code: Code | Readers) -> Callable[[LibraryRule], LibraryRule]:
+    """Register a library rule for `code`; rules report in the order this module defines them."""
+    def register(rule: LibraryRule) -> LibraryRule:
+        _LIBRARY_RULES.append((code, rule))
+        return rule
+    return register
+
+
+def target_rule(code: Code | Readers) -> Callable[[TargetRule], TargetRule]:
+    """Register a target rule for `code`; rules report in the order this module defines them."""
+    def register(rule: TargetRule) -> TargetRule:
+        _TARGET_RULES.append((code, rule))
+        return rule
+    return register
 
 
 def demangle(name: str) -> str:
@@ -126,7 +158,7 @@ def _g001(subject: str, claimed: Sequence[str], source: str, carried: Sequence[s
         fail = "its code defines no kernel by name"
     else:
         fail = f"{_kernels_phrase(kernels, 0)} would fail there with 'no kernel image is available'"
-    return finding("G001", subject,
+    return finding(Code.G001, subject,
                    f"{subject} has no code for {', '.join(missing)} (claimed: {', '.join(claimed)}, from {source}): "
                    f"it {has}{why}; {fail}",
                    claimed=list(claimed), claim_source=source, carried=list(carried), missing=list(missing),
@@ -166,27 +198,44 @@ def _groups(items: Iterable[tuple[tuple[str, ...], tuple[str, ...], str | None, 
     return sorted(out, key=lambda g: (-(len(g.names) if g.names is not None else g.containers), g.carried, g.fails))
 
 
+# ---- reader problems ------------------------------------------------------------------------
+
+
+@library_rule(READERS)
+def rule_reader_problems(f: LibraryFacts) -> list[Finding]:
+    """E0xx: what a reader could not verify, as the reader said it (always an error)."""
+    out = []
+    for p in f.library.problems:
+        where = f" (at 0x{p.offset:x})" if p.offset is not None and "0x" not in p.message else ""
+        out.append(finding(p.code, f.path, f"{f.path}: {p.message}{where}"))
+    return out
+
+
 # ---- library rules ------------------------------------------------------------------------
 
 
+@library_rule(Code.G010)
 def rule_g010(f: LibraryFacts) -> list[Finding]:
-    """G010: device code in which nothing can be launched (nvlink's kernel-less device-link
-    stubs only). Anything else that holds code, kernels identified or not, is judged."""
+    """G010: device code in which nothing can be launched: every container was read whole and
+    defines no kernel (nvlink's device-link stubs, an empty cubin wherever it sits). Anything
+    else that holds code, kernels identified or not, is judged."""
     if not f.stubs_only or f.relocatable:
         return []
-    return [finding("G010", f.path, f"{f.path} carries device code without kernels "
-                                    f"(only kernel-less device-link stubs: "
+    return [finding(Code.G010, f.path, f"{f.path} carries device code without kernels "
+                                    f"(its containers define no kernel: "
                                     f"{' '.join(sorted({e.target for e in f.library.entries}))})")]
 
 
+@library_rule(Code.G007)
 def rule_g007(f: LibraryFacts) -> list[Finding]:
     """G007: relocatable (-rdc) entries are listed but never count as coverage."""
     if not f.relocatable:
         return []
-    return [finding("G007", f.path, f"{f.path}: {len(f.relocatable)} relocatable entries "
+    return [finding(Code.G007, f.path, f"{f.path}: {len(f.relocatable)} relocatable entries "
                                     f"(-rdc objects) are not loadable coverage")]
 
 
+@library_rule(Code.G001)
 def rule_g001(f: LibraryFacts) -> list[Finding]:
     """G001: a claimed architecture on which none of the library's code runs (NVIDIA claims
     against NVIDIA code, AMD claims against AMD code; relocatable code never counts)."""
@@ -194,7 +243,7 @@ def rule_g001(f: LibraryFacts) -> list[Finding]:
     if f.claim is not None and not f.codes and not f.amd and f.relocatable:
         labels = [label(c) for c in f.claimed]
         out.append(_g001(f.path, labels, f.claim.source, [], labels, None))
-    elif f.claim is not None and f.codes and not f.specialised:
+    elif f.claim is not None and f.codes:
         absent = [label(cc) for cc in f.missing if not f.paths[cc].dead  # G012's
                   and not all(c.unlinked for c in f.paths[cc].choices)]  # G013's
         if absent:
@@ -231,7 +280,12 @@ def _amd_why(f: LibraryFacts, settings: Sequence[str]) -> str:
     """Why ROCm runs nothing there, where the binary shows more than missing code: an entry it
     selects whose code object the loader refuses, or entries it never reads."""
     out = ""
-    refused = {e.identifier or e.target: rocm.judged_target(e) for m in settings for e in f.amd_path(m).refused}
+    old = sorted({e.code_version[0] for m in settings for e in f.amd_path(m).refused if rocm.too_old_alone(e)})
+    if old:
+        out += (f"; it is a bare code object of version {', '.join(map(str, old))}, and ROCm's comgr looks up "
+                f"bare code objects of versions 4 to 6 only (getElfIsaName)")
+    refused = {e.identifier or e.target: rocm.judged_target(e) for m in settings for e in f.amd_path(m).refused
+               if not rocm.too_old_alone(e)}
     if refused:
         shown = "; ".join(f"{i} holds a code object built for {t}" for i, t in sorted(refused.items())[:3])
         out += (f"; on {', '.join(settings[:4])} ROCm selects the first bundle entry whose id fits and the "
@@ -249,12 +303,13 @@ def _amd_why(f: LibraryFacts, settings: Sequence[str]) -> str:
     return out
 
 
+@library_rule(Code.G012)
 def rule_g012(f: LibraryFacts) -> list[Finding]:
     """G012: a claimed GPU whose only code needs a newer CUDA release than the last driver
     of its generation supports (Kepler's R470 stops at CUDA 11.4, PTX ISA 7.4): no driver
     that still runs the GPU can run the code."""
     out: list[Finding] = []
-    if f.claim is None or f.specialised:
+    if f.claim is None:
         return out
     for cc in f.missing:
         dead = f.paths[cc].dead
@@ -262,13 +317,14 @@ def rule_g012(f: LibraryFacts) -> list[Finding]:
             continue
         last = arch.last_cuda(cc) or (0, 0)
         what = ", ".join(sorted({_dead_phrase(c) for c in dead}))
-        out.append(finding("G012", f.path, f"{f.path} on {cc[0]}.{cc[1]} (claimed) has only code no driver can run "
+        out.append(finding(Code.G012, f.path, f"{f.path} on {cc[0]}.{cc[1]} (claimed) has only code no driver can run "
                                            f"there: {what}; the last driver for {cc[0]}.{cc[1]} GPUs supports "
                                            f"CUDA {last[0]}.{last[1]}",
                            gpu=label(cc), dead=sorted({c.label for c in dead}), last_cuda=f"{last[0]}.{last[1]}"))
     return out
 
 
+@library_rule(Code.G013)
 def rule_g013(f: LibraryFacts) -> list[Finding]:
     """G013: on a claimed GPU the driver picks a relocatable cubin (-rdc) that calls code it does
     not carry, which cuModuleLoadData refuses alone (CUDA_ERROR_NOT_FOUND on an H200), and nothing
@@ -284,7 +340,7 @@ def rule_g013(f: LibraryFacts) -> list[Finding]:
                                                  else "")
     units = {i for cc in gpus for i, c in enumerate(f.paths[cc].choices) if c.unlinked}
     kernels = sorted({k for c in chosen for k in c.entry.kernels or ()})
-    return [finding("G013", f.path, f"{f.path}: on {', '.join(f'{a}.{b}' for a, b in gpus)} (claimed) the driver "
+    return [finding(Code.G013, f.path, f"{f.path}: on {', '.join(f'{a}.{b}' for a, b in gpus)} (claimed) the driver "
                                     f"picks, in {len(units)} container{'s' * (len(units) != 1)}, relocatable "
                                     f"cubins (-rdc) that call {shown} without carrying it, and nothing in the "
                                     f"library links device code at run time (no nvJitLink): they do not load "
@@ -302,66 +358,88 @@ def _dead_phrase(c: NvCode) -> str:
     return f"{c.label} (linked CUDA runtime)"
 
 
+@library_rule(Code.G016)
+def rule_g016(f: LibraryFacts) -> list[Finding]:
+    """G016: claimed GPUs outside the range the library's vendor documents (data/vendor.json, a
+    source per row) are not judged for it; this says which, and why."""
+    if f.vendor is None or not f.outside_vendor_range:
+        return []
+    gpus = [f"{a}.{b}" for a, b in f.outside_vendor_range]
+    return [finding(Code.G016, f.path, f"{f.path} is {f.vendor.library}, which its vendor documents for "
+                                       f"{f.vendor.text}: the claimed {', '.join(gpus)} "
+                                       f"{'is' if len(gpus) == 1 else 'are'} not held against it "
+                                       f"({f.vendor.source})",
+                    library=f.vendor.library, range=f.vendor.text, gpus=[label(cc) for cc in f.outside_vendor_range])]
+
+
+@library_rule(Code.G005)
 def rule_g005(f: LibraryFacts) -> list[Finding]:
-    """G005: all the library's code is arch-specific or family code: by design it serves only
-    those GPUs (a runtime dispatch picks it), so the claim is not held against it."""
+    """G005: all the library's code is arch-specific or family code, so it serves only those
+    GPUs. It says so; it excuses nothing: a claimed GPU it does not serve is G001 like any
+    other (one wrong CMAKE_CUDA_ARCHITECTURES=100f must not pass "80;90;100")."""
     if not f.specialised:
         return []
     served = sorted({cc for cc in arch.KNOWN_CCS if any(runs(c, cc) != "none" for c in f.codes)})
-    return [finding("G005", f.path, f"{f.path} is specialised: serves only "
+    return [finding(Code.G005, f.path, f"{f.path} is specialised: serves only "
                                     f"{', '.join(f'{a}.{b}' for a, b in served)} ({' '.join(f.carried)})",
                     serves=[f"{a}.{b}" for a, b in served])]
 
 
+@library_rule(Code.G002)
 def rule_g002(f: LibraryFacts) -> list[Finding]:
     """G002: a claimed GPU that runs the library only through the PTX JIT (slow first load)."""
-    if f.claim is None or f.specialised or not f.codes:
+    if f.claim is None or not f.codes:
         return []
     jit = [label(cc) for cc, how in f.coverage if how == "jit"]
     if not jit:
         return []
     ptx = sorted({c.label for c in f.codes if c.kind == PTX})
-    return [finding("G002", f.path, f"{f.path} runs on {jit} only through PTX JIT ({', '.join(ptx)})", jit=jit)]
+    return [finding(Code.G002, f.path, f"{f.path} runs on {', '.join(jit)} only through PTX JIT ({', '.join(ptx)})",
+                    jit=jit)]
 
 
+@library_rule(Code.G003)
 def rule_g003(f: LibraryFacts) -> list[Finding]:
     """G003 (--exact): SASS for an architecture the claim does not list."""
-    if not f.policy.exact or f.claim is None or f.specialised:
+    if not f.policy.exact or f.claim is None:
         return []
     claimed = set(f.claimed)
     extra = sorted({c.target.label for c in f.codes if c.kind == SASS
                     and arch.canonical_cc(c.target.cc) not in claimed}, key=_label_key)
     if not extra:
         return []
-    return [finding("G003", f.path, f"{f.path} carries {extra} which the claim does not list", extra=extra)]
+    return [finding(Code.G003, f.path, f"{f.path} carries {', '.join(extra)} which the claim does not list",
+                    extra=extra)]
 
 
+@library_rule(Code.G004)
 def rule_g004(f: LibraryFacts) -> list[Finding]:
     """G004 (--require-ptx newest): no plain PTX for the newest claimed architecture, judged
     by the target its text compiles for (compute_90 whose text says sm_90a is not plain)."""
-    if f.policy.require_ptx != "newest" or f.claim is None or f.specialised or not f.claimed or not f.codes:
+    if f.policy.require_ptx != "newest" or f.claim is None or not f.claimed or not f.codes:
         return []
     newest = max(f.claimed)
     if any(c.kind == PTX and c.target.cc == newest and c.jit_target is not None
            and c.jit_target.cc == newest and not c.target.suffix and not c.jit_target.suffix for c in f.codes):
         return []
-    return [finding("G004", f.path, f"{f.path} carries no PTX for compute_{label(newest)}", newest=label(newest))]
+    return [finding(Code.G004, f.path, f"{f.path} carries no PTX for compute_{label(newest)}", newest=label(newest))]
 
 
+@library_rule(Code.K001)
 def rule_k001(f: LibraryFacts) -> list[Finding]:
     """K001: kernels (or unnamed containers) whose own object lacks code for a claimed GPU
     the library as a whole covers, with nothing in the binary saying it was meant that way.
     For AMD code the object is the kernel's own bundle (or bare code object): ROCm looks a
     kernel up in its own module only."""
     gaps = [(g.carried, g.fails, g.name, g.units) for g in f.kernel_gaps if g.verdict == "fails"]
-    out = [finding("K001", f.path, f"{f.path}: {_kernels_phrase(g.names, g.containers)} carry code only for "
+    out = [finding(Code.K001, f.path, f"{f.path}: {_kernels_phrase(g.names, g.containers)} carry code only for "
                                    f"{', '.join(g.carried)}; they fail on {', '.join('sm_' + x for x in g.fails)} "
                                    f"(claimed)",
                    kernels=list(g.names or ()), containers=g.containers, carried=list(g.carried),
                    fails=list(g.fails))
            for g in _groups(gaps)]
     amd = [(g.carried, g.fails, g.name, frozenset({g.module})) for g in amd_kernel_gaps(f)]
-    out += [finding("K001", f.path, f"{f.path}: {_kernels_phrase(g.names, g.containers)} carry code only for "
+    out += [finding(Code.K001, f.path, f"{f.path}: {_kernels_phrase(g.names, g.containers)} carry code only for "
                                     f"{', '.join(g.carried)} in their own bundle; they fail on "
                                     f"{', '.join(g.fails)} (claimed), where the library's other bundles run "
                                     f"(ROCm looks a kernel up in its own module only)",
@@ -381,15 +459,17 @@ def amd_kernel_gaps(f: LibraryFacts, gpus: Sequence[str] | None = None) -> tuple
     return rocm.kernel_gaps(f.amd_modules, [f.amd_path(m) for m in dict.fromkeys(gpus)])
 
 
+@library_rule(Code.K002)
 def rule_k002(f: LibraryFacts) -> list[Finding]:
     """K002: kernels whose code is all arch-specific or family code: they serve only those
     GPUs by design."""
     gaps = [(g.carried, (), g.name, g.units) for g in f.kernel_gaps if g.verdict == "specialised"]
-    return [finding("K002", f.path, f"{f.path}: {_kernels_phrase(g.names, g.containers)} are specialised for "
+    return [finding(Code.K002, f.path, f"{f.path}: {_kernels_phrase(g.names, g.containers)} are specialised for "
                                     f"{', '.join(g.carried)}", kernels=list(g.names or ()), carried=list(g.carried))
             for g in _groups(gaps)]
 
 
+@library_rule(Code.K003)
 def rule_k003(f: LibraryFacts) -> list[Finding]:
     """K003: kernels a claimed GPU cannot launch by design, as the binary shows for each kernel in
     its own container: its name names the architecture its code there is for, or it was compiled
@@ -403,7 +483,7 @@ def rule_k003(f: LibraryFacts) -> list[Finding]:
                           "nothing else")
             else:
                 reason = "their own containers' code for these GPUs leaves them out"
-            out.append(finding("K003", f.path, f"{f.path}: {_kernels_phrase(g.names, g.containers)} carry code only "
+            out.append(finding(Code.K003, f.path, f"{f.path}: {_kernels_phrase(g.names, g.containers)} carry code only "
                                                f"for {', '.join(g.carried)}, not for "
                                                f"{', '.join('sm_' + x for x in g.fails)}: {reason}",
                                kernels=list(g.names or ()), carried=list(g.carried), fails=list(g.fails),
@@ -417,6 +497,7 @@ def container_name(f: LibraryFacts, unit: int) -> str:
     return f"0x{c.offset:x}" + (f" ({c.section})" if c.section else "")
 
 
+@library_rule(Code.K004)
 def rule_k004(f: LibraryFacts) -> list[Finding]:
     """K004: a container's kernels lack code for a claimed GPU that only another container gives
     the same names. The runtime launches each container's kernels from its own module, so this
@@ -440,7 +521,7 @@ def rule_k004(f: LibraryFacts) -> list[Finding]:
         theirs = [container_name(f, j) for j in sorted(others[key] - units[key])] or \
             [container_name(f, j) for j in sorted(others[key])]
         out.append(finding(
-            "K004", f.path,
+            Code.K004, f.path,
             f"{f.path}: {_kernels_phrase(sorted(names[key]), 0)} of container{'s' * (len(mine) != 1)} "
             f"{_first(mine)} carry code only for {', '.join(carried)}; on {', '.join('sm_' + x for x in fails)} "
             f"(claimed) only container{'s' * (len(theirs) != 1)} {_first(theirs)} "
@@ -459,6 +540,7 @@ def _first(items: list[str]) -> str:
     return ", ".join(items[:KERNELS_SHOWN]) + (f" and {more} more" if more > 0 else "")
 
 
+@library_rule(Code.D002)
 def rule_d002(f: LibraryFacts) -> list[Finding]:
     """D002: the minimum NVIDIA driver for the code the claimed or named GPUs would run."""
     floor = f.floor
@@ -467,13 +549,14 @@ def rule_d002(f: LibraryFacts) -> list[Finding]:
     per_gpu = {label(cc): (p.floor.driver or "unknown") for cc in f.floor_gpus
                if (p := f.paths[cc]).floor is not None}
     if floor.driver is None:
-        return [finding("D002", f.path, f"{f.path} needs a driver archaudit cannot name ({floor.evidence})",
+        return [finding(Code.D002, f.path, f"{f.path} needs a driver archaudit cannot name ({floor.evidence})",
                         cuda=floor.cuda_text, driver="unknown", gpus=per_gpu)]
-    return [finding("D002", f.path, f"{f.path} needs driver >= {floor.driver} ({f.policy.driver_os}, "
+    return [finding(Code.D002, f.path, f"{f.path} needs driver >= {floor.driver} ({f.policy.driver_os}, "
                                     f"CUDA {floor.cuda_text})", cuda=floor.cuda_text, driver=floor.driver,
                     gpus=per_gpu, os=f.policy.driver_os)]
 
 
+@library_rule(Code.D001)
 def rule_d001(f: LibraryFacts) -> list[Finding]:
     """D001 (--driver): the driver given is older than the floor of the code some claimed or
     named GPU would run, or that floor is unknown (fail closed)."""
@@ -488,7 +571,7 @@ def rule_d001(f: LibraryFacts) -> list[Finding]:
     if unknown:
         gpus = [g for g, _ in unknown if g]
         why = sorted({fl.evidence for _, fl in unknown})
-        return [finding("D001", f.path, f"{f.path} needs a driver archaudit cannot name"
+        return [finding(Code.D001, f.path, f"{f.path} needs a driver archaudit cannot name"
                                         f"{' on ' + ', '.join(gpus) if gpus else ''} ({'; '.join(why[:3])}); "
                                         f"{driver} cannot be verified", driver="unknown", gpus=gpus)]
     low = [(g, fl) for g, fl in floors if fl.driver is not None and not arch.driver_at_least(driver, fl.driver)]
@@ -500,21 +583,23 @@ def rule_d001(f: LibraryFacts) -> list[Finding]:
     error = ("the provided PTX was compiled with an unsupported toolchain" if ptx else
              "CUDA driver version is insufficient for CUDA runtime version")
     gpus = [g for g, _ in low if g]
-    return [finding("D001", f.path, f"{f.path} needs driver >= {top.driver} (CUDA {top.cuda_text})"
+    return [finding(Code.D001, f.path, f"{f.path} needs driver >= {top.driver} (CUDA {top.cuda_text})"
                                     f"{' on ' + ', '.join(gpus) if gpus else ''}; {driver} given: '{error}' from "
                                     f"{', '.join(evidence[:4])}{' ...' if len(evidence) > 4 else ''}",
                     driver=top.driver, cuda=top.cuda_text, gpus=gpus)]
 
 
+@library_rule(Code.G008)
 def rule_g008(f: LibraryFacts) -> list[Finding]:
     """G008: the answer to --gpu where the library runs on the named GPU."""
-    return [x for x in _named_gpus(f) if x.code == "G008"]
+    return [x for x in _named_gpus(f) if x.code == Code.G008]
 
 
+@library_rule(Code.G009)
 def rule_g009(f: LibraryFacts) -> list[Finding]:
     """G009: with --gpu, a library carrying device code of which none runs on that GPU, or
     with kernels that cannot run there while nothing in the binary says it is by design."""
-    return [x for x in _named_gpus(f) if x.code == "G009"]
+    return [x for x in _named_gpus(f) if x.code == Code.G009]
 
 
 def _named_gpus(f: LibraryFacts) -> list[Finding]:
@@ -534,7 +619,7 @@ def _named_gpus(f: LibraryFacts) -> list[Finding]:
                 word = (f"{word} for part of it; {n} kernel{'s' * (n != 1)} in {units} container"
                         f"{'s' * (units != 1)} cannot run there (they carry only "
                         f"{', '.join(sorted({t for g in failing for t in g.carried})[:6])})")
-            out.append(finding("G009" if p.runs == "none" or failing else "G008", f.path,
+            out.append(finding(Code.G009 if p.runs == "none" or failing else Code.G008, f.path,
                                f"{f.path} on {name} ({cc[0]}.{cc[1]}): {word}", gpu=name, runs=p.runs))
     if f.amd:
         for g in f.policy.amd_gpus:
@@ -550,7 +635,7 @@ def _on_amd_gpu(f: LibraryFacts, g: AmdGpu) -> Finding:
     gaps = amd_kernel_gaps(f, ok)
     where = f"{g.ships}, as it ships" if g.ships else g.target
     if len(ok) == len(asked) and not gaps:
-        return finding("G008", f.path, f"{f.path} on {g.name} ({where}): native", gpu=g.name, runs="native",
+        return finding(Code.G008, f.path, f"{f.path} on {g.name} ({where}): native", gpu=g.name, runs="native",
                        setting=g.ships or None)
     others = [m for m in rocm.settings(g.target.split(":")[0]) if m not in asked and f.amd_path(m).runs]
     if gaps:
@@ -568,11 +653,11 @@ def _on_amd_gpu(f: LibraryFacts, g: AmdGpu) -> Finding:
         changes = [f"{n} ({how})" for n, how in g.switch]
         word += (f"; it runs only as {', '.join(others)}, which is not how {g.name} ships"
                  + (f": that takes {', '.join(changes)}" if changes else ""))
-    return finding("G009", f.path, f"{f.path} on {g.name} ({where}): {word}", gpu=g.name,
+    return finding(Code.G009, f.path, f"{f.path} on {g.name} ({where}): {word}", gpu=g.name,
                    runs="native" if ok else "none", setting=g.ships or None)
 
 
-def on_gpu(lib: Library, name: str, cc: tuple[int, int], policy: Policy | None = None) -> Finding | None:
+def on_gpu(lib: Library, name: str, cc: CC, policy: Policy | None = None) -> Finding | None:
     """check's answer to ``--gpu`` for one library and one NVIDIA GPU: G008 (it runs there) or
     G009 (it does not, or kernels that are not by design cannot), None without NVIDIA code.
     smoke's device-load judges a library on the GPU it ran on with this same rule."""
@@ -584,6 +669,7 @@ def on_gpu(lib: Library, name: str, cc: tuple[int, int], policy: Policy | None =
 # ---- AMD coverage -----------------------------------------------------------------------------
 
 
+@library_rule(Code.G014)
 def rule_g014(f: LibraryFacts) -> list[Finding]:
     """G014: a code object whose own xnack/sramecc setting (ELF e_flags) is more specific than
     its bundle id. ROCm selects the entry by its id and the loader then refuses the code object
@@ -593,19 +679,20 @@ def rule_g014(f: LibraryFacts) -> list[Finding]:
     if not bad:
         return []
     shown = "; ".join(f"{i} holds a code object built for {t}" for i, t in bad[:3])
-    return [finding("G014", f.path, f"{f.path}: {len(bad)} bundle entr{'y' if len(bad) == 1 else 'ies'} "
+    return [finding(Code.G014, f.path, f"{f.path}: {len(bad)} bundle entr{'y' if len(bad) == 1 else 'ies'} "
                                     f"say{'s' * (len(bad) == 1)} less than {'its' if len(bad) == 1 else 'their'} "
                                     f"code object: {shown}{' ...' if len(bad) > 3 else ''}; judged as built",
                     entries=[i for i, _ in bad], built=[t for _, t in bad])]
 
 
+@library_rule(Code.G015)
 def rule_g015(f: LibraryFacts) -> list[Finding]:
     """G015: AMD bundle entries HIP never selects: an offload kind other than hip/hipv4 (an
     OpenMP entry), or an id comgr does not match as written (upper case). They count for no GPU."""
     unread = sorted({e.identifier for e in f.amd if not rocm.hip_reads(e)})
     if not unread:
         return []
-    return [finding("G015", f.path, f"{f.path}: HIP never selects {len(unread)} bundle entr"
+    return [finding(Code.G015, f.path, f"{f.path}: HIP never selects {len(unread)} bundle entr"
                                     f"{'y' if len(unread) == 1 else 'ies'} ({', '.join(unread[:3])}"
                                     f"{' ...' if len(unread) > 3 else ''}): comgr reads only hip and hipv4 entries, "
                                     f"spelt in lower case; they count for no GPU", entries=unread)]
@@ -617,53 +704,32 @@ def _modes_matter(target: str) -> bool:
                for p in gfx.family(target) for n in gfx.FEATURES)
 
 
-def amd_configs(target: str) -> list[str]:
-    """Every concrete GPU setting a claimed target stands for (rocm.settings)."""
-    return rocm.settings(target)
-
-
-def amd_covers(targets: Sequence[str], want: str) -> bool:
-    """Whether code for ``targets`` runs on every GPU setting ``want`` stands for: a claim
-    without xnack (gfx90a) needs an object that runs either way, or one for each setting
-    (LLVM AMDGPUUsage "Target ID"; ROCR-Runtime isa.cpp matches a code object's setting
-    against the agent's, and an unspecified one matches both)."""
-    return all(any(gfx.runs_on(t, mode) for t in targets) for mode in amd_configs(want))
-
-
-# ---- reader problems ------------------------------------------------------------------------
-
-
-def rule_reader_problems(f: LibraryFacts) -> list[Finding]:
-    """E0xx: what a reader could not verify, as the reader said it (always an error)."""
-    out = []
-    for p in f.library.problems:
-        where = f" (at 0x{p.offset:x})" if p.offset is not None and "0x" not in p.message else ""
-        out.append(finding(p.code, f.path, f"{f.path}: {p.message}{where}"))
-    return out
-
-
 # ---- target rules ---------------------------------------------------------------------------
 
 
+@target_rule(READERS)
 def rule_target_problems(t: TargetFacts) -> list[Finding]:
     """E0xx of the target itself (an unreadable wheel, a malformed archive)."""
     return [finding(p.code, t.target, f"{t.target}: {p.message}") for p in t.inventory.problems]
 
 
+@target_rule(Code.C002)
 def rule_c002(t: TargetFacts) -> list[Finding]:
     """C002: an arch list embedded in a binary that cannot be parsed."""
     return [t.embedded_error] if t.embedded_error is not None else []
 
 
+@target_rule(Code.C003)
 def rule_c003(t: TargetFacts) -> list[Finding]:
     """C003: a binary embeds an architecture list other than the claim given to the check."""
     e, c = t.embedded, t.claim
     if e is None or c is None or e is c or e.gpus == c.gpus:
         return []
-    return [finding("C003", t.target, f"{e.source[12:]} embeds {[label(x) for x in e.gpus]} but "
-                                      f"{c.source} says {[label(x) for x in c.gpus]}")]
+    return [finding(Code.C003, t.target, f"{e.source[12:]} embeds {', '.join(label(x) for x in e.gpus)} but "
+                                      f"{c.source} says {', '.join(label(x) for x in c.gpus)}")]
 
 
+@target_rule(Code.C001)
 def rule_c001(t: TargetFacts) -> list[Finding]:
     """C001: GPU code (or a linked GPU runtime) with no claim to judge it by: per target for
     NVIDIA code, per library for AMD code without --amd-arch."""
@@ -672,14 +738,20 @@ def rule_c001(t: TargetFacts) -> list[Finding]:
     for f in t.libraries:
         if f.amd and not t.policy.amd_claim and not t.policy.amd_gpus:
             targets = sorted({e.target for e in f.amd})
-            out.append(finding("C001", f.path, f"{f.path} carries AMD device code ({', '.join(targets)}) but no "
-                                               f"claimed gfx targets reached the check (--amd-arch)"))
+            out.append(finding(Code.C001, f.path, f"{f.path} carries AMD device code ({', '.join(targets)}) but no "
+                                               f"claimed gfx targets reached the check: give the targets it was "
+                                               f"built for (--amd-arch 'gfx90a;gfx942'), or ask about your GPUs "
+                                               f"(--gpu MI300X)"))
     if t.gpu_wheel and not t.inventory.unusable and t.claim is None and not asked and (
             t.has_nvidia or (t.links_runtime and not t.policy.amd_claim)):
-        out.append(finding("C001", t.target, f"{t.target}: GPU wheel but no claimed architectures reached the check"))
+        out.append(finding(Code.C001, t.target,
+                           f"{t.target}: GPU wheel but no claimed architectures reached the check: give "
+                           f"the architectures it was built for (--arch '80;90', cuda-archs in "
+                           f"[tool.archaudit]), or ask whether it runs on your GPUs (--gpu T4 --gpu H100)"))
     return out
 
 
+@target_rule(Code.G006)
 def rule_g006(t: TargetFacts) -> list[Finding]:
     """G006: a GPU wheel (a runtime linked, or a claim given) with no loadable device code, or a
     required library that is missing or carries none."""
@@ -689,17 +761,18 @@ def rule_g006(t: TargetFacts) -> list[Finding]:
         loadable = any(c.entries for lib in libs for c in lib.containers if c.loadable)
         if not loadable:
             why = "links a GPU runtime" if t.links_runtime else "a claim was given"
-            out.append(finding("G006", t.target, f"{t.target}: GPU wheel ({why}) but no library "
+            out.append(finding(Code.G006, t.target, f"{t.target}: GPU wheel ({why}) but no library "
                                                  f"carries loadable device code"))
     for pattern in t.policy.require_device_code:
         hits = [lib for lib in libs if fnmatch.fnmatch(lib.path, pattern)
                 or fnmatch.fnmatch(lib.path.rsplit("/", 1)[-1], pattern)]
         if not any(lib.has_device_code for lib in hits):
-            out.append(finding("G006", t.target, f"{t.target}: required library {pattern!r} "
+            out.append(finding(Code.G006, t.target, f"{t.target}: required library {pattern!r} "
                                                  f"{'carries no device code' if hits else 'is not shipped'}"))
     return out
 
 
+@target_rule(Code.G011)
 def rule_g011(t: TargetFacts) -> list[Finding]:
     """G011: architectures claimed for a vendor the target carries no loadable code for (a
     CUDA claim on AMD-only code, an AMD claim on NVIDIA-only code). Nothing runs there."""
@@ -711,12 +784,12 @@ def rule_g011(t: TargetFacts) -> list[Finding]:
         return []  # no loadable code at all: G006
     out = []
     if t.claim is not None and not nvidia:
-        out.append(finding("G011", t.target, f"{t.target}: claims CUDA architectures "
-                                             f"{[label(c) for c in t.claim.gpus]} ({t.claim.source}) but no "
+        out.append(finding(Code.G011, t.target, f"{t.target}: claims CUDA architectures "
+                                             f"{', '.join(label(c) for c in t.claim.gpus)} ({t.claim.source}) but no "
                                              f"library carries NVIDIA device code", vendor="nvidia",
                            missing=[label(c) for c in t.claim.gpus]))
     if t.policy.amd_claim and not amd:
-        out.append(finding("G011", t.target, f"{t.target}: claims AMD targets {list(t.policy.amd_claim)} "
+        out.append(finding(Code.G011, t.target, f"{t.target}: claims AMD targets {', '.join(t.policy.amd_claim)} "
                                              f"({t.policy.amd_claim_source or '--amd-arch'}) but no library "
                                              f"carries AMD device code", vendor="amd",
                            missing=list(t.policy.amd_claim)))
@@ -725,53 +798,22 @@ def rule_g011(t: TargetFacts) -> list[Finding]:
 
 # ---- the registry ---------------------------------------------------------------------------
 
-LibraryRule = Callable[[LibraryFacts], list[Finding]]
-TargetRule = Callable[[TargetFacts], list[Finding]]
-
 READER_CODES = tuple(c for c in CODES if c.startswith("E"))
 """Codes the readers produce (archaudit.model.Problem); the rule layer passes them through."""
 
-OTHER_CODES = ("X001", "X002")
+OTHER_CODES = (Code.X001, Code.X002)
 """Codes produced by the configuration around judgement: the filters' stale entries
 (archaudit.judge.audit.apply_filters) and the data members left out (archaudit.judge.audit.judge)."""
 
-LIBRARY_RULES: tuple[tuple[str, LibraryRule], ...] = (
-    ("E*", rule_reader_problems),
-    ("G010", rule_g010),
-    ("G007", rule_g007),
-    ("G001", rule_g001),
-    ("G012", rule_g012),
-    ("G013", rule_g013),
-    ("G005", rule_g005),
-    ("G002", rule_g002),
-    ("G003", rule_g003),
-    ("G004", rule_g004),
-    ("K001", rule_k001),
-    ("K002", rule_k002),
-    ("K003", rule_k003),
-    ("K004", rule_k004),
-    ("D002", rule_d002),
-    ("D001", rule_d001),
-    ("G008", rule_g008),
-    ("G009", rule_g009),
-    ("G014", rule_g014),
-    ("G015", rule_g015),
-)
-"""Library rules, in the order their findings are reported."""
+LIBRARY_RULES: tuple[tuple[Code | Readers, LibraryRule], ...] = tuple(_LIBRARY_RULES)
+"""Library rules, in the order their findings are reported (the order of their definitions)."""
 
-TARGET_RULES: tuple[tuple[str, TargetRule], ...] = (
-    ("E*", rule_target_problems),
-    ("C002", rule_c002),
-    ("C003", rule_c003),
-    ("C001", rule_c001),
-    ("G006", rule_g006),
-    ("G011", rule_g011),
-)
-"""Target rules, in the order their findings are reported."""
+TARGET_RULES: tuple[tuple[Code | Readers, TargetRule], ...] = tuple(_TARGET_RULES)
+"""Target rules, in the order their findings are reported (the order of their definitions)."""
 
-REGISTRY: dict[str, LibraryRule | TargetRule] = {
-    **{code: rule for code, rule in LIBRARY_RULES if code != "E*"},
-    **{code: rule for code, rule in TARGET_RULES if code != "E*"},
+REGISTRY: dict[Code, LibraryRule | TargetRule] = {
+    **{code: rule for code, rule in LIBRARY_RULES if code != READERS},
+    **{code: rule for code, rule in TARGET_RULES if code != READERS},
 }
 """Every finding code the rule layer decides, with its one rule."""
 
@@ -793,8 +835,6 @@ __all__ = [
     "REGISTRY",
     "TARGET_RULES",
     "TargetFacts",
-    "amd_configs",
-    "amd_covers",
     "amd_kernel_gaps",
     "amd_missing",
     "demangle",

@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .. import arch
+from ..arch import CC
 from ..model import PTX, SASS, Container, Coverage, Entry
 from .predict import Gpu, Outcome, predict
 
 Runs = Coverage  # "native" | "jit" | "none"
-CC = tuple[int, int]
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import IO, Literal
 
+from ..findings import Code
 from ..model import LTO, Library, Problem, TargetInventory
+from ..printable import printable
 from . import fatbin, hip, zipread
 from .decode import DecodePool
 from .library import scan_stream
@@ -26,7 +28,11 @@ LIBRARY_SUFFIXES = (".so", ".cubin", ".fatbin", ".ptx", ".hsaco", ".pyd", ".dll"
 
 ContentKind = Literal["elf", "fatbin", "offload-bundle", "zip", "pe", "mach-o"]
 HEAD = zipread.HEAD  # bytes of a file's start that say what it is
-MAX_LIBRARIES = 10_000  # per target; the largest real wheels hold well under 100
+# Libraries per target, bounded by the bytes that bring them: any wheel may hold MAX_LIBRARIES,
+# and beyond that one per BYTES_PER_LIBRARY of its own size (flashinfer-cubin 0.6.13: 15,970
+# cubins in 458 MB, one per 28.7 KB; docs/threat-model.md has the measurements).
+MAX_LIBRARIES = 10_000
+BYTES_PER_LIBRARY = 4096
 BUDGET_FLOOR = 64 << 20  # bytes any wheel may inflate for the audit, however small
 BUDGET_RATIO = 32  # and beyond the floor, this many times its own size (real wheels: under 6)
 MAX_NESTING = 2  # a wheel, a zip in it, a zip in that
@@ -161,7 +167,7 @@ def inventories(targets: list[str], *, jobs: int | None = None, decode: bool = T
         problems_t = tuple(problems)
         unusable = kind == "directory" and not jobs_list and not problems_t
         if unusable:
-            problems_t += (Problem("E001", "directory holds no files to audit"),)
+            problems_t += (Problem(Code.E001, "directory holds no files to audit"),)
         out.append(TargetInventory(target, kind, libs, problems_t, unusable,
                                    sum(j.size for j in jobs_list), time.perf_counter() - start, dist))
     return out
@@ -177,12 +183,15 @@ def archive_inventory(target: str, size: int, read_at: zipread.ReadAt, opener: C
     `on_members` is told the members once the directory is read (where their data lies)."""
     start = time.perf_counter()
     try:
-        members, hazards = zipread.read_directory_at(read_at, size, _counting(MAX_LIBRARIES))
+        members, hazards = zipread.read_directory_at(read_at, size, _counting(max_libraries(size)))
     except zipread.ZipError as e:
-        return TargetInventory(target, "wheel", (), (Problem("E002", f"malformed archive: {e}"),), unusable=True)
+        return TargetInventory(target, "wheel", (), (Problem(Code.E002, f"malformed archive: {e}"),), unusable=True)
     except _TooManyLibraries:
-        return TargetInventory(target, "wheel", (), (_too_many(),), False, 0, time.perf_counter() - start,
+        return TargetInventory(target, "wheel", (), (_too_many(size),), False, 0, time.perf_counter() - start,
                                _wheel_dist(target))
+    why = not_a_wheel([m.name for m in members])
+    if why is not None:
+        return TargetInventory(target, "wheel", (), NotAWheel(why, hazards).problems, unusable=True)
     if on_members is not None:
         on_members(members)
     jobs_list, problems = _wheel_member_jobs(opener, members, hazards, size)
@@ -194,6 +203,37 @@ def archive_inventory(target: str, size: int, read_at: zipread.ReadAt, opener: C
 
 
 _Plan = tuple[str, list[_Job], list[Problem], str]
+_FILE_SUFFIXES = (*LIBRARY_SUFFIXES, ".whl", ".zip", ".tar.gz", ".tgz", ".tar", ".egg", ".txt", ".json")
+
+
+def _names_a_file(target: str) -> bool:
+    """A target spelled as a path (a separator or a file suffix), never a distribution name."""
+    return os.path.sep in target or "/" in target or target.lower().endswith(_FILE_SUFFIXES)
+
+
+def _not_a_library(path: str) -> str | None:
+    """Why a file given by name is none of what check reads, or None: an ELF, PE or Mach-O
+    library, a fatbin, an offload bundle, a .ptx (by name; its text is judged) or a device-code
+    name the readers refuse with their own finding. A zip or an sdist is not a wheel."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(HEAD)
+    except OSError:
+        return None  # the reader says why it cannot read it
+    kind = content_kind(head)
+    if kind == "zip":
+        return ("not a wheel: a zip archive whose name does not end in .whl (a wheel is named "
+                "name-version-python-abi-platform.whl and holds a .dist-info directory)")
+    if kind is not None or is_library_name(path):
+        return None
+    if head.startswith(b"\x1f\x8b"):
+        return "not a wheel: a gzip archive (an sdist?); archaudit audits built wheels and libraries"
+    if head.startswith(b"BZh") or head.startswith(b"\xfd7zXZ\0") or head.startswith(b"\x28\xb5\x2f\xfd"):
+        return "not a wheel: a compressed archive; archaudit audits built wheels and libraries"
+    if len(head) >= 262 and head[257:262] == b"ustar":
+        return "not a wheel: a tar archive; archaudit audits built wheels and libraries"
+    return ("not a wheel, library or device-code file: its first bytes are none of ELF, PE, Mach-O, "
+            "fatbin or offload bundle")
 
 
 def _plan(target: str) -> _Plan | TargetInventory:
@@ -203,24 +243,29 @@ def _plan(target: str) -> _Plan | TargetInventory:
         return "directory", jobs_list, problems, ""
     if os.path.exists(target) and target.lower().endswith(".whl"):
         if not os.path.isfile(target):  # a FIFO would block its open forever; a device reads as anything
-            return TargetInventory(target, "wheel", (), (Problem("E001", "cannot read: not a regular file"),),
+            return TargetInventory(target, "wheel", (), (Problem(Code.E001, "cannot read: not a regular file"),),
                                    unusable=True)
         try:
             jobs_list, problems = _wheel_jobs(target)
         except zipread.ZipError as e:
-            return TargetInventory(target, "wheel", (), (Problem("E002", f"malformed archive: {e}"),),
+            return TargetInventory(target, "wheel", (), (Problem(Code.E002, f"malformed archive: {e}"),),
                                    unusable=True)
+        except NotAWheel as e:
+            return TargetInventory(target, "wheel", (), e.problems, unusable=True)
         return "wheel", jobs_list, problems, _wheel_dist(target)
-    if os.path.exists(target) or os.path.sep in target or target.endswith(LIBRARY_SUFFIXES):
+    if os.path.exists(target) or _names_a_file(target):
         if not os.path.isfile(target):
             why = "not a regular file" if os.path.exists(target) else "no such file"
-            return TargetInventory(target, "file", (), (Problem("E001", f"cannot read: {why}"),), unusable=True)
+            return TargetInventory(target, "file", (), (Problem(Code.E001, f"cannot read: {why}"),), unusable=True)
+        refused = _not_a_library(target)
+        if refused is not None:
+            return TargetInventory(target, "file", (), (Problem(Code.E004, refused),), unusable=True)
         return "file", [_file_job(target, os.path.basename(target))], [], ""
     found = _distribution_jobs(target)
     if found is None:
         return TargetInventory(target, "distribution", (), (Problem(
-            "E001", f"cannot read: '{target}' is not a file, a directory or an installed "
-                    f"distribution"),), unusable=True)
+            Code.E001, f"cannot read: no such file, directory or installed distribution '{target}'"),),
+            unusable=True)
     jobs_list, problems, dist = found
     return "distribution", jobs_list, problems, dist
 
@@ -266,7 +311,7 @@ def _unverified(lib: Library) -> Library:
     skipped = [e for e in lib.entries if not e.decoded and e.kind != LTO]
     if not skipped:
         return lib
-    problem = Problem("E015", f"{len(skipped)} of {len(lib.entries)} device-code entries not decoded "
+    problem = Problem(Code.E015, f"{len(skipped)} of {len(lib.entries)} device-code entries not decoded "
                               f"(--fast): kernels, cubin flags, PTX .target and payload integrity "
                               f"unverified")
     return replace(lib, problems=lib.problems + (problem,))
@@ -310,7 +355,7 @@ class _Budget:
         if not self.refused:
             return None
         shown = ", ".join(self.refused[:3]) + (", ..." if len(self.refused) > 3 else "")
-        return Problem("E003", f"{len(self.refused)} member(s) not read ({shown}): they would inflate "
+        return Problem(Code.E003, f"{len(self.refused)} member(s) not read ({shown}): they would inflate "
                                f"the audit past {self.limit} bytes, {BUDGET_RATIO}x the wheel's size "
                                f"(zip bomb?)")
 
@@ -341,16 +386,49 @@ def _counting(limit: int) -> zipread.Select:
     return select
 
 
-def _too_many() -> Problem:
-    return Problem("E003", f"more than {MAX_LIBRARIES} members are libraries or device code, more than "
-                           f"any real wheel holds: none is read")
+def max_libraries(size: int) -> int:
+    """How many library members a wheel of ``size`` bytes may hold: work is bounded by the bytes
+    that bring it, never by a guess at what real wheels hold."""
+    return max(MAX_LIBRARIES, size // BYTES_PER_LIBRARY)
+
+
+def _too_many(size: int) -> Problem:
+    return Problem(Code.E003, f"more than {max_libraries(size)} members are libraries or device code: a wheel "
+                              f"may hold {MAX_LIBRARIES}, and beyond that one per {BYTES_PER_LIBRARY} bytes of "
+                              f"its own size ({size}): none is read")
+
+
+class NotAWheel(Exception):
+    """A .whl that pip would refuse to install (E004): its members are not read; what reading
+    its directory found wrong (E002, E003) is said with it."""
+
+    def __init__(self, why: str, hazards: list[zipread.Hazard]):
+        super().__init__(why)
+        self.problems = (*(Problem(code, f"{printable(name)}: {msg}") for code, name, msg in hazards),
+                         Problem(Code.E004, why))
+
+
+def not_a_wheel(names: Iterator[str] | list[str]) -> str | None:
+    """Why pip refuses a .whl with these member names, or None: pip installs a wheel with
+    exactly one top-level .dist-info directory (pip's wheel_dist_info_dir), and so does smoke."""
+    info_dirs = sorted({n.split("/", 1)[0] for n in names if "/" in n and n.split("/", 1)[0].endswith(".dist-info")})
+    if not info_dirs:
+        return "not a wheel: .dist-info directory not found (pip refuses to install it)"
+    if len(info_dirs) > 1:
+        return (f"not a wheel: multiple .dist-info directories found ({', '.join(info_dirs)}; pip refuses "
+                f"to install it)")
+    return None
 
 
 def _wheel_jobs(path: str) -> tuple[list[_Job], list[Problem]]:
     try:
-        members, hazards = zipread.read_directory(path, _counting(MAX_LIBRARIES))
+        size = os.path.getsize(path)
+        members, hazards = zipread.read_directory(path, _counting(max_libraries(size)))
     except _TooManyLibraries:
-        return [], [_too_many()]
+        return [], [_too_many(size)]
+    why = not_a_wheel([m.name for m in members])
+    if why is not None:
+        raise NotAWheel(why, hazards)
     return _wheel_member_jobs(lambda: open(path, "rb"), members, hazards, os.path.getsize(path))
 
 
@@ -361,8 +439,8 @@ def _wheel_member_jobs(opener: Callable[[], IO[bytes]], members: list[zipread.Me
     over = budget.problem()
     if over is not None:
         problems.append(over)
-    if len(jobs_list) > MAX_LIBRARIES:  # with those of zips inside it
-        problems.append(_too_many())
+    if len(jobs_list) > max_libraries(size):  # with those of zips inside it
+        problems.append(_too_many(size))
         jobs_list = []
     return jobs_list, problems
 
@@ -372,12 +450,12 @@ def _archive_jobs(opener: Callable[[], IO[bytes]], members: list[zipread.Member]
     """Jobs for the members of one archive chosen by content (their first bytes, read with the
     directory, without inflating the rest) or by name; a zip among them is read in turn, its
     members named `outer!inner`."""
-    problems = [Problem(code, f"{prefix}{name}: {msg}") for code, name, msg in hazards]
+    problems = [Problem(code, f"{prefix}{printable(name)}: {msg}") for code, name, msg in hazards]
     jobs_list: list[_Job] = []
     for m in members:
         if not m.tag:
             continue
-        display = prefix + m.name
+        display = prefix + printable(m.name)  # a name is shown, never obeyed (CR, ESC: docs/threat-model.md)
         kind: ContentKind | None = None if m.tag == "name" else m.tag  # type: ignore[assignment]
         if kind == "zip":
             nested = _nested_jobs(opener, m, display, depth, budget)
@@ -408,11 +486,11 @@ def _nested_jobs(opener: Callable[[], IO[bytes]], m: zipread.Member, display: st
                  budget: _Budget) -> tuple[list[_Job], list[Problem]]:
     """A zip inside the archive: held in memory (bounded) and read with the same rules."""
     if depth + 1 > MAX_NESTING:
-        return [], [Problem("E003", f"{display}: a zip nested {depth + 1} deep; its members are not read")]
+        return [], [Problem(Code.E003, f"{display}: a zip nested {depth + 1} deep; its members are not read")]
     if m.method == 0 and m.whole is None:
         return _stored_nested_jobs(opener, m, display, depth, budget)
     if m.size > NESTED_MAX or not budget.hold(m.size):
-        return [], [Problem("E003", f"{display}: a zip of {m.size} bytes inside the archive, over the "
+        return [], [Problem(Code.E003, f"{display}: a zip of {m.size} bytes inside the archive, over the "
                                     f"{NESTED_MAX}-byte bound for zips read in memory; its members are not read")]
     if not budget.take(display, m.size):
         return [], []
@@ -425,7 +503,7 @@ def _nested_jobs(opener: Callable[[], IO[bytes]], m: zipread.Member, display: st
     except zipread.MemberError as e:
         return [], [Problem(e.code, f"{display}: {e}")]
     except zipread.ZipError as e:
-        return [], [Problem("E002", f"{display}: a zip whose members cannot be read: {e}")]
+        return [], [Problem(Code.E002, f"{display}: a zip whose members cannot be read: {e}")]
     data = whole
     return _archive_jobs(lambda: io.BytesIO(data), members, hazards, display + "!", depth + 1, budget)
 
@@ -449,11 +527,11 @@ def _stored_nested_jobs(opener: Callable[[], IO[bytes]], m: zipread.Member, disp
         with zipread.Window(opener(), base, size) as w:
             members, hazards = zipread.read_directory_at(w.pread, size, select_member)
     except OSError as e:
-        return [], [Problem("E001", f"{display}: cannot read: {e}")]
+        return [], [Problem(Code.E001, f"{display}: cannot read: {e}")]
     except zipread.MemberError as e:
         return [], [Problem(e.code, f"{display}: {e}")]
     except zipread.ZipError as e:
-        return [], [Problem("E002", f"{display}: a zip whose members cannot be read: {e}")]
+        return [], [Problem(Code.E002, f"{display}: a zip whose members cannot be read: {e}")]
     return _archive_jobs(window, members, hazards, display + "!", depth + 1, budget)
 
 
@@ -472,28 +550,28 @@ def _directory_jobs(root: str) -> tuple[list[_Job], list[Problem]]:
         for name in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
             full = os.path.join(dirpath, name)
             if is_library_name(name) or (name not in dirnames and _file_kind(full) is not None):
-                rel = os.path.relpath(full, root).replace(os.sep, "/")
+                rel = printable(os.path.relpath(full, root).replace(os.sep, "/"))
                 candidates.append((os.path.islink(full), rel, full))
             elif name in dirnames:  # a link to a directory is not walked: its files must lie inside
                 target = os.path.realpath(full)
                 if not (target == real_root or target.startswith(real_root + os.sep)):
-                    rel = os.path.relpath(full, root).replace(os.sep, "/")
-                    problems.append(Problem("E003", f"{rel}: symbolic link to a directory outside the "
+                    rel = printable(os.path.relpath(full, root).replace(os.sep, "/"))
+                    problems.append(Problem(Code.E003, f"{rel}: symbolic link to a directory outside the "
                                                     f"target (its files are not audited)"))
     seen: set[tuple[int, int]] = set()
     for is_link, rel, full in sorted(candidates):  # real files first: a link names its target
         try:
             st = os.stat(full)  # follows links: a link to a library is that library
         except OSError as e:
-            problems.append(Problem("E003", f"{rel}: unreadable or a broken/looping link ({e.strerror})"))
+            problems.append(Problem(Code.E003, f"{rel}: unreadable or a broken/looping link ({e.strerror})"))
             continue
         if is_link:
             target = os.path.realpath(full)
             if not (target == real_root or target.startswith(real_root + os.sep)):
-                problems.append(Problem("E003", f"{rel}: symbolic link points outside the target"))
+                problems.append(Problem(Code.E003, f"{rel}: symbolic link points outside the target"))
                 continue
         if not stat.S_ISREG(st.st_mode):
-            problems.append(Problem("E003", f"{rel}: not a regular file"))
+            problems.append(Problem(Code.E003, f"{rel}: not a regular file"))
             continue
         key = (st.st_dev, st.st_ino)
         if key in seen:  # libfoo.so -> libfoo.so.1: audit the file once
@@ -530,10 +608,10 @@ def _add_file(jobs_list: list[_Job], problems: list[Problem], full: str, rel: st
             problems += probs + ([over] if over else [])
             return
     except zipread.ZipError as e:
-        problems.append(Problem("E002", f"{rel}: a zip whose members cannot be read: {e}"))
+        problems.append(Problem(Code.E002, f"{rel}: a zip whose members cannot be read: {e}"))
         return
     except OSError as e:
-        problems.append(Problem("E001", f"{rel}: cannot read: {e.strerror}"))
+        problems.append(Problem(Code.E001, f"{rel}: cannot read: {e.strerror}"))
         return
     job = _file_job(full, rel, size)
     note = _name_note(rel, kind)
@@ -559,7 +637,7 @@ def _distribution_jobs(name: str) -> tuple[list[_Job], list[Problem], str] | Non
             continue
         seen.add(real)
         if not os.path.isfile(full):
-            problems.append(Problem("E001", f"{f}: listed in RECORD but missing"))
+            problems.append(Problem(Code.E001, f"{f}: listed in RECORD but missing"))
             continue
         _add_file(jobs_list, problems, full, str(f), os.path.getsize(full))
     label = f"{dist.metadata['Name']}-{dist.version}"

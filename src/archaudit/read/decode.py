@@ -17,6 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from ..arch import CudaTarget
+from ..findings import Code
 from ..model import SASS, Entry
 from . import elf, fatbin, libc
 
@@ -143,22 +144,25 @@ def decode_entry(eh: fatbin.EntryHeader, raw: bytes, pos: int, max_payload: int,
             target, kernels, toolkit = fatbin.cubin_facts(data)
             unresolved = fatbin.cubin_unresolved(data)
         except (elf.ElfError, struct.error, IndexError) as e:
-            raise fatbin.FatbinError(f"{eh.target} cubin: {e}", code="E014", offset=pos) from None
+            raise fatbin.FatbinError(f"{eh.target} cubin: {e}", code=Code.E014, offset=pos) from None
         if target.rstrip("a") != f"sm_{eh.arch}":
-            raise fatbin.FatbinError(f"cubin says {target}, entry header says {eh.target}", code="E014", offset=pos)
+            raise fatbin.FatbinError(f"cubin says {target}, entry header says {eh.target}", code=Code.E014, offset=pos)
         # From sm_90 on a cubin marks the arch-specific 'a' (e_flags or .nv.compat): it must agree.
         if eh.arch >= 90 and target.endswith("a") != (eh.suffix == "a"):
-            raise fatbin.FatbinError(f"cubin says {target}, entry header says {eh.target}", code="E014", offset=pos)
-        return replace(base, kernels=_interned(kernels), toolkit=toolkit, decoded=True, unresolved=unresolved)
+            raise fatbin.FatbinError(f"cubin says {target}, entry header says {eh.target}", code=Code.E014, offset=pos)
+        empty = not kernels and fatbin.cubin_defines_nothing(data)
+        return replace(base, kernels=_interned(kernels), toolkit=toolkit, decoded=True, unresolved=unresolved,
+                       defines_nothing=empty)
     written, _, kernels = fatbin.ptx_facts(bytes(fatbin.decode_payload_into(eh, raw, pos, max_payload, out)))
     if written is None:
-        raise fatbin.FatbinError(f"{eh.target} PTX has no .target directive", code="E014", offset=pos)
+        raise fatbin.FatbinError(f"{eh.target} PTX has no .target directive", code=Code.E014, offset=pos)
     target = written.replace("compute_", "sm_")
     # The driver JIT-compiles for the text's .target: a suffix the header lacks (TensorFlow's
     # compute_90 entries whose text says sm_90a) is recorded for the rules to judge, while a
     # different architecture number is not the entry the header describes.
     if not is_cuda_target(target) or target.rstrip("af") != eh.target.rstrip("af"):
-        raise fatbin.FatbinError(f"PTX says .target {written}, entry header says {eh.target}", code="E014", offset=pos)
+        raise fatbin.FatbinError(f"PTX says .target {written}, entry header says {eh.target}", code=Code.E014,
+                                 offset=pos)
     return replace(base, kernels=_interned(kernels), decoded=True, ptx_target=target)
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from typing import BinaryIO
 
 from ..errors import ArchauditError
+from ..findings import Code
 
 EM_CUDA = 190
 EM_AMDGPU = 224
@@ -33,7 +34,7 @@ MAX_SEGMENTS = 1 << 16
 class ElfError(ArchauditError):
     """Malformed or unsupported ELF; code is E010 (malformed) or E020 (unsupported)."""
 
-    default_code = "E010"
+    default_code = Code.E010
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,10 +98,14 @@ def parse_header(data: bytes | memoryview, file_size: int) -> Header:
         raise ElfError("not an ELF file")
     if len(data) < _HEADER.size:
         raise ElfError("ELF header is truncated")
+    if data[4] == 1:
+        raise ElfError("32-bit ELF is not supported", code=Code.E020)
     if data[4] != 2:
-        raise ElfError("32-bit ELF is not supported", code="E020")
+        raise ElfError(f"ELF class {data[4]} is neither 32-bit (1) nor 64-bit (2)")
+    if data[5] == 2:
+        raise ElfError("big-endian ELF is not supported", code=Code.E020)
     if data[5] != 1:
-        raise ElfError("big-endian ELF is not supported", code="E020")
+        raise ElfError(f"ELF data encoding {data[5]} is neither little- (1) nor big-endian (2)")
     (ident, etype, machine, _, _, phoff, shoff, flags, ehsize, phentsize, phnum, shentsize,
      shnum, shstrndx) = _HEADER.unpack_from(data)
     if shnum and shentsize != _SHDR.size:

@@ -22,6 +22,7 @@ import lz4.block
 import zstandard
 
 from ..errors import ArchauditError
+from ..findings import Code
 from ..model import LTO, PTX, SASS, Kind
 from . import elf, native
 
@@ -127,30 +128,30 @@ class EntryHeader:
 def parse_entry_header(data: bytes | bytearray | memoryview, offset: int, room: int, where: int) -> EntryHeader:
     """Parse and validate the entry at `offset`; `room` = bytes left in its container."""
     if room < ENTRY_HEADER.size:
-        raise FatbinError(f"{room} bytes left in the container, too few for an entry", code="E011", offset=where)
+        raise FatbinError(f"{room} bytes left in the container, too few for an entry", code=Code.E011, offset=where)
     (kind, ever, hsize, psize, csize, opt, vminor, vmajor, arch, id_off, id_len, flags, _,
      usize) = ENTRY_HEADER.unpack_from(data, offset)
     if kind not in KINDS and kind != OLD_CUBIN_KIND:
-        raise FatbinError(f"entry kind {kind} is unknown", code="E013", offset=where)
+        raise FatbinError(f"entry kind {kind} is unknown", code=Code.E013, offset=where)
     if ever != 0x0101:
-        raise FatbinError(f"entry version 0x{ever:04x}, expected 0x0101", code="E011", offset=where)
+        raise FatbinError(f"entry version 0x{ever:04x}, expected 0x0101", code=Code.E011, offset=where)
     if hsize < ENTRY_HEADER.size or hsize > MAX_ENTRY_HEADER or hsize % 8:
-        raise FatbinError(f"entry header size {hsize} is impossible", code="E011", offset=where)
+        raise FatbinError(f"entry header size {hsize} is impossible", code=Code.E011, offset=where)
     if hsize + psize > room:
-        raise FatbinError("entry overruns its container", code="E011", offset=where)
+        raise FatbinError("entry overruns its container", code=Code.E011, offset=where)
     h = EntryHeader(kind, hsize, psize, csize, opt, (vmajor, vminor), arch, id_off, id_len, flags,
                     usize)
     if kind == OLD_CUBIN_KIND:
-        raise FatbinError("entry kind 4 (pre-ELF cubin) cannot be verified", code="E013", offset=where)
+        raise FatbinError("entry kind 4 (pre-ELF cubin) cannot be verified", code=Code.E013, offset=where)
     if h.compression in ("zstd", "lz4"):
         if csize > psize:
-            raise FatbinError(f"compressed size {csize} exceeds the payload area {psize}", code="E011", offset=where)
+            raise FatbinError(f"compressed size {csize} exceeds the payload area {psize}", code=Code.E011, offset=where)
         if usize == 0:
-            raise FatbinError("compressed entry declares no uncompressed size", code="E011", offset=where)
+            raise FatbinError("compressed entry declares no uncompressed size", code=Code.E011, offset=where)
     if not 10 <= arch <= 999:
-        raise FatbinError(f"architecture {arch} is impossible", code="E011", offset=where)
+        raise FatbinError(f"architecture {arch} is impossible", code=Code.E011, offset=where)
     if id_len and (id_off < ENTRY_HEADER.size or id_off + id_len > hsize):
-        raise FatbinError("identifier lies outside the entry header", code="E011", offset=where)
+        raise FatbinError("identifier lies outside the entry header", code=Code.E011, offset=where)
     return h
 
 
@@ -169,7 +170,7 @@ def decode_payload(h: EntryHeader, payload: bytes | memoryview, where: int,
         return bytes(payload)
     if h.uncompressed_size > max_payload:
         raise FatbinError(f"{h.target} payload declares {h.uncompressed_size} bytes, "
-                          f"more than the {max_payload}-byte verification bound", code="E012", offset=where)
+                          f"more than the {max_payload}-byte verification bound", code=Code.E012, offset=where)
     data = bytes(payload[:h.compressed_size])
     try:
         if comp == "zstd":
@@ -177,10 +178,10 @@ def decode_payload(h: EntryHeader, payload: bytes | memoryview, where: int,
         else:
             out = lz4.block.decompress(data, uncompressed_size=h.uncompressed_size)
     except Exception as e:  # noqa: BLE001 - any decoder failure is a corrupt payload
-        raise FatbinError(f"{h.target} {comp} payload does not decode: {e}", code="E012", offset=where) from None
+        raise FatbinError(f"{h.target} {comp} payload does not decode: {e}", code=Code.E012, offset=where) from None
     if len(out) != h.uncompressed_size:
         raise FatbinError(f"{h.target} {comp} payload decodes to {len(out)} bytes, "
-                          f"header says {h.uncompressed_size}", code="E012", offset=where)
+                          f"header says {h.uncompressed_size}", code=Code.E012, offset=where)
     return out
 
 
@@ -243,7 +244,7 @@ def decode_payload_into(h: EntryHeader, payload: bytes, where: int, max_payload:
         return decode_payload(h, payload, where, max_payload)
     if size > max_payload:
         raise FatbinError(f"{h.target} payload declares {size} bytes, "
-                          f"more than the {max_payload}-byte verification bound", code="E012", offset=where)
+                          f"more than the {max_payload}-byte verification bound", code=Code.E012, offset=where)
     stored = min(h.compressed_size, len(payload))
     try:
         if comp == "zstd":
@@ -273,10 +274,10 @@ def decode_payload_into(h: EntryHeader, payload: bytes, where: int, max_payload:
     except FatbinError:
         raise
     except Exception as e:  # noqa: BLE001 - any decoder failure is a corrupt payload
-        raise FatbinError(f"{h.target} {comp} payload does not decode: {e}", code="E012", offset=where) from None
+        raise FatbinError(f"{h.target} {comp} payload does not decode: {e}", code=Code.E012, offset=where) from None
     if done != size:
         raise FatbinError(f"{h.target} {comp} payload decodes to {done} bytes, "
-                          f"header says {size}", code="E012", offset=where)
+                          f"header says {size}", code=Code.E012, offset=where)
     return view
 
 
@@ -292,24 +293,25 @@ def check_payload_start(h: EntryHeader, first: bytes, where: int) -> None:
     comp = h.compression
     if comp == "none" and h.kind == SASS:
         if len(first) < 52 or first[:4] != b"\x7fELF":
-            raise FatbinError(f"{h.target} payload is not an ELF cubin", code="E014", offset=where)
+            raise FatbinError(f"{h.target} payload is not an ELF cubin", code=Code.E014, offset=where)
         machine = struct.unpack_from("<H", first, 18)[0]
         if machine != elf.EM_CUDA:
-            raise FatbinError(f"{h.target} payload is not a CUDA ELF (e_machine {machine})", code="E014", offset=where)
+            raise FatbinError(f"{h.target} payload is not a CUDA ELF (e_machine {machine})", code=Code.E014,
+                              offset=where)
         flags = struct.unpack_from("<I", first, 48)[0]
         arch = (flags >> 8) & 0xFF if first[8] >= 8 else flags & 0xFF
         if arch != h.arch:
-            raise FatbinError(f"cubin says sm_{arch}, entry header says {h.target}", code="E014", offset=where)
+            raise FatbinError(f"cubin says sm_{arch}, entry header says {h.target}", code=Code.E014, offset=where)
     elif comp == "zstd":
         if first[:4] != b"\x28\xb5\x2f\xfd":
-            raise FatbinError(f"{h.target} zstd payload does not start with a zstd frame", code="E012", offset=where)
+            raise FatbinError(f"{h.target} zstd payload does not start with a zstd frame", code=Code.E012, offset=where)
         try:
             content = zstandard.get_frame_parameters(first).content_size
         except zstandard.ZstdError:
-            raise FatbinError(f"{h.target} zstd frame header is corrupt", code="E012", offset=where) from None
+            raise FatbinError(f"{h.target} zstd frame header is corrupt", code=Code.E012, offset=where) from None
         if content not in (zstandard.CONTENTSIZE_UNKNOWN, h.uncompressed_size):
             raise FatbinError(f"{h.target} zstd frame declares {content} bytes, header says "
-                              f"{h.uncompressed_size}", code="E012", offset=where)
+                              f"{h.uncompressed_size}", code=Code.E012, offset=where)
 
 
 _LOCAL = threading.local()
@@ -389,10 +391,10 @@ def cubin_facts(data: bytes | memoryview) -> tuple[str, tuple[str, ...], tuple[i
     `_tables` then judges the input itself. Nothing returned refers to `data`."""
     h = elf.parse_header(data, len(data))
     if h.machine != elf.EM_CUDA:
-        raise FatbinError(f"not a CUDA ELF (e_machine {h.machine})", code="E014")
+        raise FatbinError(f"not a CUDA ELF (e_machine {h.machine})", code=Code.E014)
     arch = (h.flags >> 8) & 0xFF if h.abiversion >= 8 else h.flags & 0xFF
     if not h.shnum:
-        raise FatbinError("cubin has no section table", code="E014")
+        raise FatbinError("cubin has no section table", code=Code.E014)
     found = None if _compiled is None else _compiled.cubin_tables(data, h.shoff, h.shnum, h.shstrndx)
     kernels, compat, note = _tables(data, h) if found is None else found
     accelerated = h.flags & (EF_CUDA_ACCELERATORS_V8 if h.abiversion >= 8 else EF_CUDA_ACCELERATORS_V7)
@@ -410,7 +412,7 @@ def _tables(data: bytes | memoryview, h: elf.Header) -> tuple[list[str], bytes |
     names decoded. The tables are copied out of a memoryview."""
     table = bytes(data[h.shoff:h.shoff + h.shnum * _SHDR.size])
     if len(table) != h.shnum * _SHDR.size:
-        raise FatbinError("cubin section table is truncated", code="E014")
+        raise FatbinError("cubin section table is truncated", code=Code.E014)
     words, longs = _words(table, "I"), _words(table, "Q")
     sec_name, sec_type, sec_link = words[0::16], words[1::16], words[10::16]
     sec_offset, sec_size = longs[3::8], longs[4::8]
@@ -423,7 +425,7 @@ def _tables(data: bytes | memoryview, h: elf.Header) -> tuple[list[str], bytes |
     # .nv.compat (the 'a' suffix) is found by name: the name table must be a string table
     # (type SHT_STRTAB, first and last byte NUL), not whatever its header points at
     if not h.shstrndx or sec_type[h.shstrndx] != elf.SHT_STRTAB or names[:1] != b"\0" or names[-1:] != b"\0":
-        raise FatbinError("cubin has no valid section name table", code="E014")
+        raise FatbinError("cubin has no valid section name table", code=Code.E014)
 
     def named(n: bytes) -> bytes | None:
         at = names.find(b"\0" + n + b"\0")
@@ -447,7 +449,7 @@ def _tables(data: bytes | memoryview, h: elf.Header) -> tuple[list[str], bytes |
         if sec_type[i] != elf.SHT_SYMTAB:
             continue
         if sec_link[i] >= count:
-            raise FatbinError("cubin symbol table links a missing string table", code="E014")
+            raise FatbinError("cubin symbol table links a missing string table", code=Code.E014)
         strs = section(sec_link[i])
         raw = section(i)
         raw = raw[:len(raw) - len(raw) % _SYM.size]
@@ -469,6 +471,32 @@ def _tables(data: bytes | memoryview, h: elf.Header) -> tuple[list[str], bytes |
                 if text_name in banks and strs.startswith(text_name + b"\0", sym_name[j]):
                     kernels.append(cstring(strs, sym_name[j]))
     return kernels, named(b".nv.compat"), named(b".note.nv.tkinfo")
+
+
+def cubin_defines_nothing(data: bytes | memoryview) -> bool:
+    """Whether a cubin holds no code and names nothing: no ``.text`` section and no symbol but
+    section symbols (nvcc's cubin for a translation unit with host code only; NPP 13.2's
+    libnppc.so.13 ships one). Such code defines no kernel. Asked only of cubins in which no
+    kernel was found; unreadable tables say False (the container stays judged: fail closed)."""
+    try:
+        h = elf.parse_header(data, len(data))
+        table = bytes(data[h.shoff:h.shoff + h.shnum * _SHDR.size])
+        if not h.shnum or len(table) != h.shnum * _SHDR.size or not 0 < h.shstrndx < h.shnum:
+            return False
+        shdrs = [_SHDR.unpack_from(table, i * _SHDR.size) for i in range(h.shnum)]
+        names = bytes(data[shdrs[h.shstrndx][4]:shdrs[h.shstrndx][4] + shdrs[h.shstrndx][5]])
+        for name, kind, _, _, offset, size, *_ in shdrs:
+            if names.startswith(b".text", name):
+                return False
+            if kind == elf.SHT_SYMTAB:
+                raw = bytes(data[offset:offset + size])
+                for at in range(0, len(raw) - _SYM.size + 1, _SYM.size):
+                    info = _SYM.unpack_from(raw, at)[1]
+                    if info & 0xF not in (0, 3):  # STT_NOTYPE, STT_SECTION: no function, no object
+                        return False
+        return True
+    except (elf.ElfError, struct.error, IndexError):
+        return False
 
 
 # Undefined symbols every relocatable cubin has: nvlink's unified function and data tables

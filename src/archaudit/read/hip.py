@@ -37,6 +37,7 @@ import zstandard
 
 from .. import gfx, model
 from ..errors import ArchauditError
+from ..findings import Code
 
 Buffer = bytes | bytearray | memoryview
 
@@ -44,9 +45,9 @@ UNCOMPRESSED_MAGIC = b"__CLANG_OFFLOAD_BUNDLE__"
 COMPRESSED_MAGIC = b"CCOB"
 MAGICS: tuple[bytes, ...] = (UNCOMPRESSED_MAGIC, COMPRESSED_MAGIC)
 
-MALFORMED = "E030"
-UNDECODABLE = "E031"
-TOO_LARGE = "E032"
+MALFORMED = Code.E030
+UNDECODABLE = Code.E031
+TOO_LARGE = Code.E032
 
 MAX_ENTRIES = 4096  # far above any real bundle (one entry per target plus host)
 MAX_ID_LEN = 1024
@@ -61,6 +62,7 @@ EM_AMDGPU = 224
 ELFOSABI_AMDGPU_HSA = 64
 # EI_ABIVERSION for ELFOSABI_AMDGPU_HSA -> code object version
 _CO_VERSION = {0: 2, 1: 3, 2: 4, 3: 5, 4: 6}
+CO_VERSION = _CO_VERSION  # EI_ABIVERSION -> code object version, for the bare code objects scan reads
 
 # e_flags fields (LLVM BinaryFormat/ELF.h)
 EF_AMDGPU_MACH = 0x0FF

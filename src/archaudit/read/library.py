@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+from ..findings import Code
 from ..model import Library, Problem
 from . import elf, fatbin, hip, macho, pe, scan
 from .decode import DecodePool
@@ -25,10 +26,10 @@ def scan_stream(path: str, size: int, chunks: scan.Chunks, *, decode: bool = Tru
     except scan.ReadFailed as e:
         return Library(path, size, "other", problems=(Problem(e.code, str(e)),))
     except MemoryError:
-        return Library(path, size, "other", problems=(Problem("E012", "ran out of memory while verifying"),))
+        return Library(path, size, "other", problems=(Problem(Code.E012, "ran out of memory while verifying"),))
     except Exception as e:  # noqa: BLE001 - fail closed: an input we could not handle is unverified
         return Library(path, size, "other", problems=(Problem(
-            "E099", f"could not be verified: internal error {type(e).__name__}: {e}"),))
+            Code.E099, f"could not be verified: internal error {type(e).__name__}: {e}"),))
 
 
 def library_from_bytes(path: str, data: bytes, *, decode: bool = True,
@@ -55,7 +56,7 @@ def scan_file(path: str, display: str | None = None, *, decode: bool = True,
     try:
         size = os.path.getsize(path)
     except OSError as e:
-        return Library(display or path, 0, "other", problems=(Problem("E001", f"cannot read: {e}"),))
+        return Library(display or path, 0, "other", problems=(Problem(Code.E001, f"cannot read: {e}"),))
     return scan_stream(display or path, size, chunks, decode=decode, max_payload=max_payload)
 
 
@@ -81,4 +82,4 @@ def _read(path: str, size: int, chunks: scan.Chunks, settings: scan.ScanSettings
     for accepts, reader in _readers():
         if accepts(f):
             return reader(f)
-    return Library(path, size, "other", problems=(Problem("E010", "malformed ELF: not an ELF file"),))
+    return Library(path, size, "other", problems=(Problem(Code.E010, "malformed ELF: not an ELF file"),))

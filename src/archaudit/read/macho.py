@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from ..findings import Code
 from ..model import EMBEDDED, Container, Library
 from . import scan
 
@@ -40,7 +41,7 @@ def read(path: str, size: int, src: scan.Source, settings: scan.ScanSettings) ->
     # file holds cannot be told to lie outside device code: it fails closed (E011), as in an ELF
     # file without a section table. A HIP bundle magic that does not parse is left out: every
     # LLVM build carries that magic as a string (llvmlite, jaxlib), and ROCm never came to macOS.
-    problems = found.problems + [p for p in found.soft if p.code == "E011"]
+    problems = found.problems + [p for p in found.soft if p.code == Code.E011]
     notes = () if containers or problems else (NO_CUDA,)
     return Library(path, size, "macho", tuple(containers), (), (), tuple(found.claims), tuple(problems), notes,
                    tuple(found.linkers))

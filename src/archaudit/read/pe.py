@@ -21,11 +21,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from ..errors import ArchauditError
+from ..findings import Code
 from ..model import Container, Library, Problem
 from . import elf, scan
 
-MALFORMED = "E021"
-UNSUPPORTED = "E020"
+MALFORMED = Code.E021
+UNSUPPORTED = Code.E020
 DOS_MAGIC = b"MZ"
 PE_SIGNATURE = b"PE\x00\x00"
 PE32, PE32_PLUS = 0x10B, 0x20B
@@ -333,7 +334,7 @@ def _zones(h: Headers, size: int) -> list[scan.Zone]:
 
 WRAPPER_SIZE = 24  # a __fatBinC_Wrapper_t / __hip_fatbin_wrapper record
 WRAPPER_PAD = 32  # MinGW pads the records to 32 bytes (MSVC and lld-link: none)
-WRAPPER_SECTIONS = {".nvFatBinSegment": ("E011", "fatbin"), ".hipFatBinSegment": ("E030", "HIP")}
+WRAPPER_SECTIONS = {".nvFatBinSegment": (Code.E011, "fatbin"), ".hipFatBinSegment": (Code.E030, "HIP")}
 
 
 def _unread_wrappers(h: Headers, found: scan.ScanResult) -> list[Problem]:
@@ -350,7 +351,7 @@ def _unread_wrappers(h: Headers, found: scan.ScanResult) -> list[Problem]:
         if kind is None:
             continue
         code, what = kind
-        records = found.wrappers if code == "E011" else found.hip_wrappers
+        records = found.wrappers if code == Code.E011 else found.hip_wrappers
         in_file = [w for w in records if s.raw_offset <= w.offset < s.raw_offset + s.raw_size]
         mapped = sorted(w.offset for w in in_file if w.offset + WRAPPER_SIZE <= s.raw_offset + s.loaded_size)
         size = s.virtual_size or s.raw_size

@@ -29,6 +29,7 @@ from typing import NamedTuple
 
 from ..claims import embedded_claim_markers, parse_embedded
 from ..errors import ArchauditError
+from ..findings import Code
 from ..model import (
     CODE_OBJECT,
     DEVICE_LINK,
@@ -445,7 +446,7 @@ class Records:
         table[LINKER_MARKER] = self.linker
         return table
 
-    def problem(self, code: str, message: str, offset: int | None = None) -> None:
+    def problem(self, code: Code, message: str, offset: int | None = None) -> None:
         self.found.problems.append(Problem(code, message, offset))
 
     def wrapper(self, src: Source, at: int) -> int:
@@ -500,9 +501,9 @@ class Records:
             return at + 1
         try:
             if total > self.settings.max_payload * 4:
-                raise hip.Malformed(f"bundle of {total} bytes is too large to verify", code="E032")
+                raise hip.Malformed(f"bundle of {total} bytes is too large to verify", code=Code.E032)
             if not src.ensure(at + total):
-                raise hip.Malformed("bundle is truncated", code="E030")
+                raise hip.Malformed("bundle is truncated", code=Code.E030)
             blob = bytes(src.buf[at - src.base:at - src.base + total])
             self.found.bundles.append(hip.parse(blob, at, "", max_decoded=self.settings.max_payload))
             return at + total
@@ -524,12 +525,12 @@ class Records:
                 if total is not None:
                     break
                 if have < need:
-                    raise hip.Malformed("bundle is truncated", code="E030")
+                    raise hip.Malformed("bundle is truncated", code=Code.E030)
                 if need >= limit:
-                    raise hip.Malformed(f"bundle header is not complete within {limit} bytes", code="E032")
+                    raise hip.Malformed(f"bundle header is not complete within {limit} bytes", code=Code.E032)
                 need = min(need * 4, limit)
             if at + total > self.size:
-                raise hip.Malformed("bundle overruns the file", code="E030")
+                raise hip.Malformed("bundle overruns the file", code=Code.E030)
         except hip.Malformed as e:
             self.found.soft.append(Problem(e.code, f"HIP bundle at 0x{at:x}: {e}", at))
             return None
@@ -543,7 +544,7 @@ class Records:
             return at + 1
         end = at + head.total
         if end > self.size:  # a coincidental magic unless it lies in a fatbin section
-            self.found.soft.append(Problem("E011", f"fatbin container at 0x{at:x} declares {head.fat_size} "
+            self.found.soft.append(Problem(Code.E011, f"fatbin container at 0x{at:x} declares {head.fat_size} "
                                                    f"bytes, past the end of the file", at))
             return at + 1
         entries: list[Entry | Future[Entry]] = []
@@ -551,10 +552,10 @@ class Records:
         try:
             while pos < end:
                 if not src.ensure(pos + fatbin.ENTRY_HEADER.size):
-                    raise fatbin.FatbinError("file ends inside an entry header", code="E011", offset=pos)
+                    raise fatbin.FatbinError("file ends inside an entry header", code=Code.E011, offset=pos)
                 eh = fatbin.parse_entry_header(src.buf, pos - src.base, end - pos, pos)
                 if not src.ensure(pos + eh.header_size):
-                    raise fatbin.FatbinError("file ends inside an entry header", code="E011", offset=pos)
+                    raise fatbin.FatbinError("file ends inside an entry header", code=Code.E011, offset=pos)
                 ident = fatbin.identifier(src.buf[pos - src.base:pos - src.base + eh.header_size], eh)
                 entries.append(self._entry(src, pos, eh, ident))
                 pos += eh.total
@@ -564,7 +565,7 @@ class Records:
             self.walked.append(WalkedContainer(at, head.total, []))
             return end
         if self._entry_at(src, end):  # outside a fatbin section no accounting would notice
-            self.problem("E011", f"fatbin container at 0x{at:x}: an entry follows its declared end, "
+            self.problem(Code.E011, f"fatbin container at 0x{at:x}: an entry follows its declared end, "
                                  f"so its size hides entries", end)
         self.walked.append(WalkedContainer(at, head.total, entries, src.capture(end, end + PAD_WINDOW)))
         return end
@@ -593,9 +594,9 @@ class Records:
         max_payload = self.settings.max_payload
         if eh.payload_size > max_payload or eh.size > max_payload:
             raise fatbin.FatbinError(f"{eh.target} entry of {max(eh.payload_size, eh.size)} "
-                                     f"bytes exceeds the {max_payload}-byte bound", code="E012", offset=pos)
+                                     f"bytes exceeds the {max_payload}-byte bound", code=Code.E012, offset=pos)
         if not src.ensure(payload_at + eh.payload_size):
-            raise fatbin.FatbinError("file ends inside an entry payload", code="E011", offset=pos)
+            raise fatbin.FatbinError("file ends inside an entry payload", code=Code.E011, offset=pos)
         with memoryview(src.buf) as window:  # one copy (a bytearray slice is a copy of its own)
             raw = bytes(window[payload_at - src.base:payload_at - src.base + eh.payload_size])
         return self.decoding.entry(eh, raw, pos, entry)
@@ -605,7 +606,7 @@ class Records:
         a CUDA ELF for the header's architecture; a zstd frame declares the header's size."""
         head = min(eh.payload_size, 64)
         if not src.ensure(payload_at + head):
-            raise fatbin.FatbinError("file ends inside an entry payload", code="E011", offset=pos)
+            raise fatbin.FatbinError("file ends inside an entry payload", code=Code.E011, offset=pos)
         first = bytes(src.buf[payload_at - src.base:payload_at - src.base + head])
         fatbin.check_payload_start(eh, first, pos)
 
@@ -665,7 +666,7 @@ class LibraryScan:
         Search(self.records.handlers(), self.size).run(src, zones)
         found = self.records.resolve()
         if src.read != self.size:
-            found.problems.append(Problem("E002", f"stream ended after {src.read} of {self.size} bytes"))
+            found.problems.append(Problem(Code.E002, f"stream ended after {src.read} of {self.size} bytes"))
         return found
 
 
@@ -686,22 +687,22 @@ def _guard(chunks: Iterable[bytes]) -> Iterator[bytes]:
     try:
         yield from chunks
     except OSError as e:
-        raise ReadFailed(f"cannot read: {e}", code="E001") from None
+        raise ReadFailed(f"cannot read: {e}", code=Code.E001) from None
     except Exception as e:  # noqa: BLE001 - zipread.MemberError and friends carry a code
-        raise ReadFailed(str(e), code=getattr(e, "code", "E002")) from None
+        raise ReadFailed(str(e), code=getattr(e, "code", Code.E002)) from None
 
 
 def _read_all(src: Source, size: int, max_payload: int) -> bytes:
     if size > max_payload:
-        raise ReadFailed(f"{size} bytes exceed the {max_payload}-byte verification bound", code="E012")
+        raise ReadFailed(f"{size} bytes exceed the {max_payload}-byte verification bound", code=Code.E012)
     src.ensure(size + 1)
     if src.end != size:
-        raise ReadFailed(f"file has {src.end} bytes, expected {size}", code="E002")
+        raise ReadFailed(f"file has {src.end} bytes, expected {size}", code=Code.E002)
     return bytes(src.buf)
 
 
 def _not_device_code(f: OpenFile) -> Library:
-    return Library(f.path, f.size, "other", problems=(Problem("E014", "not a cubin, fatbin, PTX or code object"),))
+    return Library(f.path, f.size, "other", problems=(Problem(Code.E014, "not a cubin, fatbin, PTX or code object"),))
 
 
 def _container_file(f: OpenFile) -> Library:
@@ -713,12 +714,12 @@ def _container_file(f: OpenFile) -> Library:
     containers.sort(key=lambda c: c.offset)
     problems = found.problems + found.soft
     if not containers and not problems:
-        problems.append(Problem("E011", "not a valid fatbin container"))
+        problems.append(Problem(Code.E011, "not a valid fatbin container"))
     elif containers and containers[0].offset:
         # Chosen by its first bytes, so a container must start there: a library whose header
         # was overwritten by a magic would otherwise pass with every container it embeds
         # (relocatable ones too) read as standalone code.
-        problems.append(Problem("E011", f"the file starts with a container magic, but its first valid "
+        problems.append(Problem(Code.E011, f"the file starts with a container magic, but its first valid "
                                         f"container starts at 0x{containers[0].offset:x}", 0))
     return Library(f.path, f.size, "fatbin", tuple(containers), problems=tuple(problems))
 
@@ -728,11 +729,11 @@ def _ptx_file(f: OpenFile) -> Library:
     data = _read_all(f.src, size, f.settings.max_payload)
     target, version, kernels = fatbin.ptx_facts(data)
     if not target or not target.startswith("sm_") and not target.startswith("compute_"):
-        return Library(path, size, "ptx", problems=(Problem("E014", "PTX has no .target sm_XX directive"),))
+        return Library(path, size, "ptx", problems=(Problem(Code.E014, "PTX has no .target sm_XX directive"),))
     target = target.replace("compute_", "sm_")
     if not is_cuda_target(target):
         return Library(path, size, "ptx", problems=(Problem(
-            "E014", f"PTX .target {target!r} is not a CUDA architecture"),))
+            Code.E014, f"PTX .target {target!r} is not a CUDA architecture"),))
     entry = Entry("nvidia", PTX, target, version or (0, 0), "none", size, size, 0,
                   kernels=kernels, decoded=True, ptx_target=target)
     return Library(path, size, "ptx", (Container("nvidia", STANDALONE, "", 0, size, (entry,)),))
@@ -742,7 +743,8 @@ def _elf(f: OpenFile) -> Library:
     try:
         h = elf.parse_header(f.head, f.size)
     except elf.ElfError as e:
-        return Library(f.path, f.size, "elf", problems=(Problem(e.code, f"malformed ELF: {e}"),))
+        words = "malformed ELF" if e.code == Code.E010 else "unsupported library format"
+        return Library(f.path, f.size, "elf", problems=(Problem(e.code, f"{words}: {e}"),))
     if h.machine in (elf.EM_CUDA, elf.EM_AMDGPU):
         return _device_elf(f, h)
     return _host_elf(f, h)
@@ -755,15 +757,19 @@ def _device_elf(f: OpenFile, h: elf.Header) -> Library:
         if h.machine == elf.EM_CUDA:
             target, kernels, toolkit = fatbin.cubin_facts(data)
             if not is_cuda_target(target):
-                raise fatbin.FatbinError(f"cubin e_flags name no CUDA architecture ({target})", code="E014")
+                raise fatbin.FatbinError(f"cubin e_flags name no CUDA architecture ({target})", code=Code.E014)
             entry = Entry("nvidia", SASS, target, (1, h.abiversion), "none", size, size, 0,
-                          kernels=kernels, toolkit=toolkit, decoded=True)
+                          kernels=kernels, toolkit=toolkit, decoded=True,
+                          defines_nothing=not kernels and fatbin.cubin_defines_nothing(data))
             fmt = "cubin"
         else:
             small = elf.parse_small(data)
             target = hip.target_from_elf(h.flags, h.abiversion)
             kernels = tuple(sorted({n[:-3] for n, *_ in small.symbols() if n.endswith(".kd")}))
-            entry = Entry("amd", CODE_OBJECT, target, (0, 0), "none", size, size, 0,
+            if h.abiversion not in hip.CO_VERSION:
+                raise ValueError(f"code object ABI version {h.abiversion} is unknown")
+            version = (hip.CO_VERSION[h.abiversion], 0)
+            entry = Entry("amd", CODE_OBJECT, target, version, "none", size, size, 0,
                           kernels=kernels, decoded=True, own_target=target)
             fmt = "hsaco"
     except elf.ElfError as e:
@@ -771,7 +777,7 @@ def _device_elf(f: OpenFile, h: elf.Header) -> Library:
     except fatbin.FatbinError as e:
         return Library(path, size, "cubin", problems=(Problem(e.code, str(e)),))
     except ValueError as e:
-        return Library(path, size, "cubin", problems=(Problem("E014", str(e)),))
+        return Library(path, size, "cubin", problems=(Problem(Code.E014, str(e)),))
     return Library(path, size, fmt, (Container(entry.vendor, STANDALONE, "", 0, size, (entry,)),))
 
 
@@ -922,7 +928,7 @@ FATBIN_SECTIONS = (".nv_fatbin", "__nv_relfatbin")
 
 
 def _unregistered(wrappers: Sequence[FatbinWrapper | HipWrapper], where: list[elf.Section],
-                  segments: tuple[elf.Segment, ...], found_at: set[int], code: str, what: str,
+                  segments: tuple[elf.Segment, ...], found_at: set[int], code: Code, what: str,
                   missing: str) -> list[Problem]:
     """A problem for each wrapper (in one of the `where` sections) that registers an address
     where nothing was found. Position-independent libraries leave the address 0 for a relocation
@@ -958,7 +964,7 @@ def attribute(found: ScanResult, sections: list[elf.Section], segments: tuple[el
         sec = next((s for s in sections if s.type not in (0, elf.SHT_NOBITS) and s.offset <= c.offset < s.file_end),
                    None)
         name = sec.name if sec else ""
-        problems += _misplaced("E011", "fatbin container", c.offset, c.size, sec, bool(sections))
+        problems += _misplaced(Code.E011, "fatbin container", c.offset, c.size, sec, bool(sections))
         role: Role
         if name == ".nv_fatbin":
             role = DEVICE_LINK if c.offset in dlink else EXECUTABLE
@@ -974,13 +980,13 @@ def attribute(found: ScanResult, sections: list[elf.Section], segments: tuple[el
     # is not found at all.
     hip_segs = [s for s in sections if s.name == ".hipFatBinSegment"]
     problems += _unregistered(found.wrappers, seg_sections, segments, {c.offset for c in found.containers},
-                              "E011", "fatbin wrapper", "no fatbin container was found")
+                              Code.E011, "fatbin wrapper", "no fatbin container was found")
     problems += _unregistered(found.hip_wrappers, hip_segs, segments, {b.offset for b in found.bundles},
-                              "E030", "HIP wrapper", "no valid offload bundle was found")
+                              Code.E030, "HIP wrapper", "no valid offload bundle was found")
     for b in found.bundles:
         sec = next((s for s in sections if s.offset <= b.offset < s.file_end and s.type not in (0, elf.SHT_NOBITS)),
                    None)
-        problems += _misplaced("E033", "HIP bundle", b.offset, b.size, sec, bool(sections))
+        problems += _misplaced(Code.E033, "HIP bundle", b.offset, b.size, sec, bool(sections))
         out.append(replace(b, section=sec.name if sec else ""))
     for s in sections:
         if s.name == ".hip_fatbin" and s.size and s.type != elf.SHT_NOBITS:
@@ -988,16 +994,16 @@ def attribute(found: ScanResult, sections: list[elf.Section], segments: tuple[el
             covered = sum(b.size for b in inside_b)
             # bundles are page-aligned in the section: a gap of less than a page may follow each
             if s.size - covered >= HIP_ALIGN * (len(inside_b) + 1):
-                problems.append(Problem("E030", f".hip_fatbin: {s.size - covered} of its {s.size} bytes are "
+                problems.append(Problem(Code.E030, f".hip_fatbin: {s.size - covered} of its {s.size} bytes are "
                                                 f"not a valid offload bundle", s.offset))
         if s.name in FATBIN_SECTIONS and not s.size:
-            problems.append(Problem("E011", f"{s.name} is empty (nvcc never writes an empty fatbin section)",
+            problems.append(Problem(Code.E011, f"{s.name} is empty (nvcc never writes an empty fatbin section)",
                                     s.offset))
         if s.name in FATBIN_SECTIONS and s.size and not _accounted(s, found.containers, alignment):
             covered = sum(c.size for c in found.containers if s.offset <= c.offset < s.file_end)
             why = (f"{s.size - covered} of its {s.size} bytes are not a valid fatbin container" if covered <= s.size
                    else f"its containers declare {covered} bytes, {covered - s.size} more than the section holds")
-            problems.append(Problem("E011", f"{s.name}: {why}", s.offset))
+            problems.append(Problem(Code.E011, f"{s.name}: {why}", s.offset))
     out.sort(key=lambda c: c.offset)
     return out
 
@@ -1007,11 +1013,11 @@ def _empty_outside_fatbin_section(offset: int, section: str) -> Problem:
     .text; a DLL's .rdata): nvcc writes empty containers only in its fatbin section (nvlink's,
     accounted there), and a container whose size was cut to 0 elsewhere would hide the entries
     after it unseen, however damaged their headers are."""
-    return Problem("E011", f"fatbin container at 0x{offset:x} in {section} is empty (nvcc writes empty ones only "
+    return Problem(Code.E011, f"fatbin container at 0x{offset:x} in {section} is empty (nvcc writes empty ones only "
                            f"in its fatbin section): nothing accounts for the bytes after it", offset)
 
 
-def _misplaced(code: str, what: str, offset: int, size: int, sec: elf.Section | None,
+def _misplaced(code: Code, what: str, offset: int, size: int, sec: elf.Section | None,
                sectioned: bool) -> list[Problem]:
     """A container (an offload bundle) must lie within the section it starts in: every byte a
     linker places is in a section, so one in none, or running past its section's end, was put

@@ -25,6 +25,7 @@ from types import ModuleType
 from typing import IO, Any
 
 from ..errors import ArchauditError
+from ..findings import Code
 
 _inflater: ModuleType
 try:  # ISA-L inflates the same deflate streams about twice as fast as zlib.
@@ -50,14 +51,14 @@ HEAD_INPUT = 64 << 10  # compressed bytes a member may take to yield its first H
 WHOLE = 4096  # members this small are inflated whole (and verified) when their head is read
 MAX_COMMENT = 0xFFFF
 
-Hazard = tuple[str, str, str]  # (code, member name, message)
+Hazard = tuple[Code, str, str]  # (code, member name, message)
 ReadAt = Callable[[int, int], bytes]  # (offset, length) -> at most length bytes
 
 
 class ZipError(ArchauditError):
     """The archive as a whole cannot be read (finding E002)."""
 
-    default_code = "E002"
+    default_code = Code.E002
 
 
 class MemberError(ArchauditError):
@@ -254,7 +255,7 @@ def _parse_directory(data: bytes, count: int, cd_offset: int,
         try:
             name = raw_name.decode("ascii" if raw_name.isascii() else "utf-8" if flags & 0x800 else "cp437")
         except UnicodeDecodeError:
-            hazards.append(("E002", raw_name.decode("utf-8", "replace"),
+            hazards.append((Code.E002, raw_name.decode("utf-8", "replace"),
                             "name is flagged UTF-8 but is not (zipfile cannot read it)"))
             continue
         problem = None
@@ -262,7 +263,7 @@ def _parse_directory(data: bytes, count: int, cd_offset: int,
             extra = data[name_at + nlen:name_at + nlen + xlen]
             usize, csize, offset, problem = _extra_fields(extra, raw_name, name, usize, csize, offset)
             if problem:
-                hazards.append(("E002", name, problem))
+                hazards.append((Code.E002, name, problem))
                 continue
         mode = (ext_attr >> 16) if (made_by >> 8) == 3 else 0
         member = Member(name, method, flags, crc, csize, usize, offset, mode)
@@ -271,7 +272,7 @@ def _parse_directory(data: bytes, count: int, cd_offset: int,
             problem = problem or "member listed twice"
         seen.add(name)
         if problem:
-            hazards.append(("E003", name, problem))
+            hazards.append((Code.E003, name, problem))
             continue
         members.append(member)
     if pos != len(data):  # a lowered count would hide members
@@ -357,7 +358,7 @@ def _check_local_headers(read_at: ReadAt, members: list[Member], hazards: list[H
         fixed = _LOCAL.size + raw_len
         head = read_at(m.header_offset, fixed + prefetch)
         if len(head) < _LOCAL.size or head[:4] != b"PK\x03\x04":
-            hazards.append(("E002", name, "local header missing (archive truncated or corrupt)"))
+            hazards.append((Code.E002, name, "local header missing (archive truncated or corrupt)"))
             continue
         (_, _, flags, method, _, _, crc, csize, usize, nlen, xlen) = unpack(head)
         local_raw = head[_LOCAL.size:fixed] if nlen == raw_len else read_at(m.header_offset + _LOCAL.size, nlen)
@@ -366,15 +367,15 @@ def _check_local_headers(read_at: ReadAt, members: list[Member], hazards: list[H
         except UnicodeDecodeError:
             local = local_raw.decode("utf-8", "replace")
         if local != name:
-            hazards.append(("E002", name, f"local header names it {local!r}"))
+            hazards.append((Code.E002, name, f"local header names it {local!r}"))
             continue
         if method != m.method or (flags ^ m.flags) & 0x1:
-            hazards.append(("E002", name, "local header and central directory disagree on its "
+            hazards.append((Code.E002, name, "local header and central directory disagree on its "
                                           "compression or encryption"))
             continue
         if not flags & 0x8 and (crc != m.crc or csize not in (m.compressed_size, 0xFFFFFFFF)
                                 or usize not in (m.size, 0xFFFFFFFF)):
-            hazards.append(("E002", name, "local header and central directory disagree on its "
+            hazards.append((Code.E002, name, "local header and central directory disagree on its "
                                           "CRC or sizes"))
             continue
         data_offset = m.header_offset + _LOCAL.size + nlen + xlen
@@ -412,10 +413,10 @@ def _check_overlaps(members: list[Member], hazards: list[Hazard], cd_offset: int
         if end > limit:
             bad.add(id(m))
             other = order[i + 1].name if i + 1 < len(order) else "the central directory"
-            hazards.append(("E003", m.name, f"member data overlaps {other!r} (zip bomb?)"))
+            hazards.append((Code.E003, m.name, f"member data overlaps {other!r} (zip bomb?)"))
             if i + 1 < len(order):
                 bad.add(id(order[i + 1]))
-                hazards.append(("E003", order[i + 1].name, f"member data overlaps {m.name!r} (zip bomb?)"))
+                hazards.append((Code.E003, order[i + 1].name, f"member data overlaps {m.name!r} (zip bomb?)"))
     return [m for m in members if id(m) not in bad] if bad else members
 
 
@@ -428,7 +429,7 @@ def member_head(read_at: ReadAt, m: Member, n: int = HEAD, first: bytes = b"", d
     at = m.data_offset if data_offset < 0 else data_offset
     if m.method == 0:
         if m.compressed_size != m.size:
-            raise MemberError("stored member's sizes disagree", code="E002")
+            raise MemberError("stored member's sizes disagree", code=Code.E002)
         if whole and m.size <= WHOLE:
             data = first if len(first) >= m.size else read_at(at, m.size)
             _verify(m, data[:m.size])
@@ -443,28 +444,28 @@ def member_head(read_at: ReadAt, m: Member, n: int = HEAD, first: bytes = b"", d
     while (len(out) < want or (whole and not inflater.eof)) and taken < m.compressed_size:
         if taken >= HEAD_INPUT:
             raise MemberError(f"no {want} bytes of content in its first {HEAD_INPUT} "
-                              f"compressed bytes (corrupt or hostile deflate data)", code="E002")
+                              f"compressed bytes (corrupt or hostile deflate data)", code=Code.E002)
         if first and not taken:
             block = first
         else:
             block = read_at(at + taken, min(step, m.compressed_size - taken))
         if not block:
-            raise MemberError("member data is truncated", code="E002")
+            raise MemberError("member data is truncated", code=Code.E002)
         taken += len(block)
         step = min(step * 4, HEAD_INPUT)
         try:  # one byte more than wanted: a whole member inflating past its size is caught
             out += inflater.decompress(inflater.unconsumed_tail + block, want + 1 - len(out))
         except Exception as e:  # noqa: BLE001 - any inflater failure is corrupt input
-            raise MemberError(f"corrupt deflate data: {e}", code="E002") from None
+            raise MemberError(f"corrupt deflate data: {e}", code=Code.E002) from None
         if len(out) > want and whole:
-            raise MemberError(f"inflates past its declared {m.size} bytes (zip bomb?)", code="E003")
+            raise MemberError(f"inflates past its declared {m.size} bytes (zip bomb?)", code=Code.E003)
         if inflater.eof:
             break
     if whole:
         if not inflater.eof:
-            raise MemberError("deflate stream is truncated", code="E002")
+            raise MemberError("deflate stream is truncated", code=Code.E002)
         if taken != m.compressed_size or inflater.unused_data:
-            raise MemberError("member has data after its deflate stream", code="E002")
+            raise MemberError("member has data after its deflate stream", code=Code.E002)
         _verify(m, out)
         return out[:n], out
     return out[:n], None
@@ -472,16 +473,16 @@ def member_head(read_at: ReadAt, m: Member, n: int = HEAD, first: bytes = b"", d
 
 def _verify(m: Member, data: bytes) -> None:
     if len(data) != m.size:
-        raise MemberError(f"inflates to {len(data)} bytes, header says {m.size}", code="E002")
+        raise MemberError(f"inflates to {len(data)} bytes, header says {m.size}", code=Code.E002)
     if crc32(data) != m.crc:
-        raise MemberError("CRC mismatch (corrupt or changed while read)", code="E002")
+        raise MemberError("CRC mismatch (corrupt or changed while read)", code=Code.E002)
 
 
 def _readable(m: Member) -> None:
     if m.flags & 0x1:
-        raise MemberError("member is encrypted", code="E002")
+        raise MemberError("member is encrypted", code=Code.E002)
     if m.method not in (0, 8):
-        raise MemberError(f"unsupported compression method {m.method}", code="E002")
+        raise MemberError(f"unsupported compression method {m.method}", code=Code.E002)
 
 
 def iter_member(f: IO[bytes], m: Member, chunk: int = CHUNK) -> Iterator[bytes]:
@@ -494,7 +495,7 @@ def iter_member(f: IO[bytes], m: Member, chunk: int = CHUNK) -> Iterator[bytes]:
         f.seek(m.header_offset)
         head = f.read(_LOCAL.size)
         if len(head) < _LOCAL.size or head[:4] != b"PK\x03\x04":
-            raise MemberError("local header missing (archive truncated or corrupt)", code="E002")
+            raise MemberError("local header missing (archive truncated or corrupt)", code=Code.E002)
         nlen, xlen = _LOCAL.unpack(head)[-2:]
         f.seek(m.header_offset + _LOCAL.size + nlen + xlen)
     else:
@@ -504,11 +505,11 @@ def iter_member(f: IO[bytes], m: Member, chunk: int = CHUNK) -> Iterator[bytes]:
     crc = 0
     if m.method == 0:
         if m.compressed_size != m.size:
-            raise MemberError("stored member's sizes disagree", code="E002")
+            raise MemberError("stored member's sizes disagree", code=Code.E002)
         while remaining_in:
             block = f.read(min(chunk, remaining_in))
             if not block:
-                raise MemberError("member data is truncated", code="E002")
+                raise MemberError("member data is truncated", code=Code.E002)
             remaining_in -= len(block)
             crc = crc32(block, crc)
             yield block
@@ -523,24 +524,24 @@ def iter_member(f: IO[bytes], m: Member, chunk: int = CHUNK) -> Iterator[bytes]:
             if not pending and remaining_in:
                 pending = f.read(min(chunk, INPUT_CHUNK, remaining_in))
                 if not pending:
-                    raise MemberError("member data is truncated", code="E002")
+                    raise MemberError("member data is truncated", code=Code.E002)
                 remaining_in -= len(pending)
             try:
                 out = inflater.decompress(pending, chunk)
             except Exception as e:  # noqa: BLE001 - any inflater failure is corrupt input (isal's IsalError too)
-                raise MemberError(f"corrupt deflate data: {e}", code="E002") from None
+                raise MemberError(f"corrupt deflate data: {e}", code=Code.E002) from None
             pending = inflater.unconsumed_tail
             if out:
                 produced += len(out)
                 if produced > m.size:
-                    raise MemberError(f"inflates past its declared {m.size} bytes (zip bomb?)", code="E003")
+                    raise MemberError(f"inflates past its declared {m.size} bytes (zip bomb?)", code=Code.E003)
                 crc = crc32(out, crc)
                 yield out
             elif not pending and not remaining_in and not inflater.eof:
-                raise MemberError("deflate stream is truncated", code="E002")
+                raise MemberError("deflate stream is truncated", code=Code.E002)
         if remaining_in or inflater.unused_data:
-            raise MemberError("member has data after its deflate stream", code="E002")
+            raise MemberError("member has data after its deflate stream", code=Code.E002)
     if produced != m.size:
-        raise MemberError(f"inflates to {produced} bytes, header says {m.size}", code="E002")
+        raise MemberError(f"inflates to {produced} bytes, header says {m.size}", code=Code.E002)
     if crc != m.crc:
-        raise MemberError("CRC mismatch (corrupt or changed while read)", code="E002")
+        raise MemberError("CRC mismatch (corrupt or changed while read)", code=Code.E002)

@@ -4,31 +4,42 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
-from ..findings import CODES, ERROR, INFO, WARNING, Finding
+from ..arch import label
+from ..findings import CODES, ERROR, INFO, WARNING, Code, Finding
 from ..judge import rocm
-from ..judge.audit import LibraryVerdict, Report, TargetReport, _label
+from ..judge.audit import Report, TargetReport
 from ..judge.filters import Suppression
 from ..model import Container, Entry
+from .view import (
+    QUIET_INFO,
+    cost_table,
+    device_code_bytes,
+    driver_key,
+    floor_words,
+    size_text,
+    suppressed_errors,
+    suppressed_in,
+    suppression_groups,
+    verdict_text,
+)
 
 MARK = {ERROR: "✗", WARNING: "!", INFO: "·"}
-QUIET_INFO = {"D002"}  # summarised once per target instead of per library
-GROUPED = {"K001", "K002"}  # one line per group of containers; long libraries are cut at
+GROUPED = {Code.K001, Code.K002}  # one line per group of containers; long libraries are cut at
 GROUP_LINES = 5
 PASS_LINES = 20  # more passing libraries than this are counted, not listed
 
 
 def _claimed(t: TargetReport, amd: tuple[str, ...]) -> list[str]:
     """Every claimed architecture: CUDA compute capabilities, then AMD gfx targets."""
-    return ([_label(c) for c in t.claim.gpus] if t.claim is not None else []) + list(amd)
+    return ([label(c) for c in t.claim.gpus] if t.claim is not None else []) + list(amd)
 
 
 def _claim_text(t: TargetReport, amd: tuple[str, ...] = (), amd_source: str = "") -> str:
     parts = []
     if t.claim is not None:
-        parts.append(f"claim {', '.join(_label(c) for c in t.claim.gpus)} (from {t.claim.source})")
+        parts.append(f"claim {', '.join(label(c) for c in t.claim.gpus)} (from {t.claim.source})")
     if amd:
         parts.append(f"AMD claim {', '.join(amd)} (from {amd_source or '--amd-arch'})")
     return "; ".join(parts) or "no claim"
@@ -53,10 +64,6 @@ def _fit(words: list[str], width: int) -> str:
     return f"+{len(sass)} sm +{len(ptx)} compute".replace(" +0 compute", "")
 
 
-def size_text(n: int) -> str:
-    return f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n / 1e3:.1f} KB"
-
-
 def render_text(report: Report, *, detail: str = "libraries", verbose: bool = False, ascii_only: bool = False,
                 costs: bool = False, timings: bool = True) -> str:
     lines: list[str] = []
@@ -75,35 +82,6 @@ def render_text(report: Report, *, detail: str = "libraries", verbose: bool = Fa
     if ascii_only:
         text = text.replace("✓", "OK").replace("✗", "X").replace("·", "-").replace("…", "...")
     return text
-
-
-def suppressed_in(report: Report, t: TargetReport) -> tuple[Suppression, ...]:
-    """The findings of target `t` that a filter hid."""
-    return tuple(s for s in report.suppressed if s.target == t.target)
-
-
-class SuppressionGroup(NamedTuple):
-    """The findings of one code one rule hid."""
-
-    rule: str
-    code: str
-    hits: int
-    subjects: list[str]  # sorted, unique
-
-
-def suppression_groups(hidden: tuple[Suppression, ...]) -> list[SuppressionGroup]:
-    """Per rule and code, in order of first appearance."""
-    groups: dict[tuple[str, str], list[str]] = {}
-    for s in hidden:
-        groups.setdefault((s.rule, s.finding.code), []).append(s.finding.subject)
-    return [SuppressionGroup(rule, code, len(subjects), sorted(set(subjects)))
-            for (rule, code), subjects in groups.items()]
-
-
-def suppressed_errors(hidden: tuple[Suppression, ...]) -> str:
-    """"G001 x1 by ignore G001" for the error findings a filter hid; "" when none."""
-    errors = Counter((s.finding.code, s.rule) for s in hidden if s.finding.severity == ERROR)
-    return ", ".join(f"{code} x{n} by {rule}" for (code, rule), n in sorted(errors.items()))
 
 
 def _suppressed_text(hidden: tuple[Suppression, ...]) -> list[str]:
@@ -128,8 +106,8 @@ def _target_text(t: TargetReport, detail: str, verbose: bool, *, costs: bool = F
         cwidth = min(max(len(" ".join(v.carried)) for v in device), 60)
         out.append(f"  {'LIBRARY':<{width}}  {'CARRIES':<{cwidth}}  VERDICT")
         for v in device:
-            carried = _fit(list(v.carried), cwidth) or "(relocatable only)"
-            out.append(f"  {v.path:<{width}}  {carried:<{cwidth}}  {_verdict(v, hidden)}")
+            carried = _fit(list(v.carried), cwidth) or ("(relocatable only)" if v.relocatable else "(none read)")
+            out.append(f"  {v.path:<{width}}  {carried:<{cwidth}}  {verdict_text(v, hidden)}")
             if detail in ("containers", "kernels"):
                 out.extend(_containers_text(t, v.path, detail))
     passing = [v for v in t.libraries if v.status == "pass" and v.carried and v.coverage]
@@ -137,11 +115,11 @@ def _target_text(t: TargetReport, detail: str, verbose: bool, *, costs: bool = F
         if len(passing) <= PASS_LINES or verbose:
             for v in passing:
                 out.append(f"✓ {v.path} covers every claimed GPU architecture "
-                           f"{[lbl for lbl, _ in v.coverage]}")
+                           f"({', '.join(lbl for lbl, _ in v.coverage)})")
         else:
             out.append(f"✓ {len(passing)} libraries cover every claimed GPU architecture")
     shown = [f for f in t.findings if f.code not in QUIET_INFO or verbose]
-    per_group: Counter[tuple[str, str]] = Counter()
+    per_group: Counter[tuple[Code, str]] = Counter()
     for f in shown:
         key = (f.code, f.subject)
         per_group[key] += 1
@@ -152,9 +130,9 @@ def _target_text(t: TargetReport, detail: str, verbose: bool, *, costs: bool = F
         if code in GROUPED and n > GROUP_LINES and not verbose:
             out.append(f"{MARK[CODES[code].severity]} {code} {subject}: {n - GROUP_LINES} more groups "
                        f"(-v or --format json lists them)")
-    floors = [f for f in t.findings if f.code == "D002"]
+    floors = [f for f in t.findings if f.code == Code.D002]
     if floors and not verbose:
-        top = max(floors, key=lambda f: _driver_key(str(f.get("driver"))))
+        top = max(floors, key=lambda f: driver_key(str(f.get("driver"))))
         out.append(f"· D002 driver floor: {floor_words(top)}, from {top.subject})")
     if t.inventory is not None and verbose:
         for lib in t.inventory.libraries:
@@ -165,68 +143,6 @@ def _target_text(t: TargetReport, detail: str, verbose: bool, *, costs: bool = F
         out.extend(_costs_text(t))
     out.append(_summary(t, amd, hidden))
     return out
-
-
-# ---- device-code bytes per target (--costs) ----
-
-def target_order(label: str) -> tuple[int, int, str]:
-    kind = 0 if label.startswith("sm_") else 1 if label.startswith("compute_") else 2
-    digits = "".join(ch for ch in label.split("_", 1)[-1] if ch.isdigit())
-    return kind, int(digits or 0), label
-
-
-def device_code_bytes(t: TargetReport) -> list[dict[str, Any]]:
-    """The target's loadable device-code bytes per code target (sm_90, compute_90, gfx90a),
-    summed over its libraries: what dropping that target from every library saves."""
-    acc: dict[str, list[int]] = {}
-    for v in t.libraries:
-        for label, stored, decoded in v.bytes_by_target:
-            row = acc.setdefault(label, [0, 0, 0])
-            row[0] += stored
-            row[1] += decoded
-            row[2] += 1
-    return [{"target": k, "stored": v[0], "decoded": v[1], "libraries": v[2]}
-            for k, v in sorted(acc.items(), key=lambda kv: target_order(kv[0]))]
-
-
-@dataclass(frozen=True, slots=True)
-class CostRow:
-    """One line of the --costs table, its sizes already written for people."""
-
-    target: str
-    stored: str
-    decoded: str
-    share: str  # of all stored device code
-    libraries: int
-
-
-class LibraryCosts(NamedTuple):
-    path: str
-    by_target: tuple[tuple[str, int, int], ...]  # (target, stored, decoded) in target order
-
-
-@dataclass(frozen=True, slots=True)
-class Costs:
-    """The --costs table of a target, shared by the text and Markdown renderings."""
-
-    rows: tuple[CostRow, ...]
-    stored: str  # totals
-    decoded: str
-    per_library: tuple[LibraryCosts, ...]  # when more than one library
-
-
-def cost_table(t: TargetReport) -> Costs:
-    rows = device_code_bytes(t)
-    total_s = sum(r["stored"] for r in rows)
-    total_d = sum(r["decoded"] for r in rows)
-    libs = [v for v in t.libraries if v.bytes_by_target]
-    return Costs(
-        tuple(CostRow(r["target"], size_text(r["stored"]), size_text(r["decoded"]),
-                      f"{100 * r['stored'] / total_s:.0f}%" if total_s else "-", r["libraries"]) for r in rows),
-        size_text(total_s), size_text(total_d),
-        tuple(LibraryCosts(v.path, tuple(sorted(v.bytes_by_target, key=lambda r: target_order(r[0]))))
-              for v in libs)
-        if len(libs) > 1 else ())
 
 
 def _costs_text(t: TargetReport) -> list[str]:
@@ -244,49 +160,6 @@ def _costs_text(t: TargetReport) -> list[str]:
     return out
 
 
-def _driver_key(v: str) -> tuple[int, ...]:
-    """Order driver floors; an unknown floor ("unknown") asks most of all."""
-    try:
-        return tuple(int(p) for p in v.split("."))
-    except ValueError:
-        return (1 << 30,)
-
-
-def floor_words(f: Finding) -> str:
-    """A D002 floor in words: ">= 580.65.06 on Linux (CUDA 13.0" or "unknown (no evidence"."""
-    if f.get("driver") == "unknown":
-        return "unknown (archaudit cannot name it"
-    where = "Windows" if f.get("os") == "windows" else "Linux"
-    return f">= {f.get('driver')} on {where} (CUDA {f.get('cuda')}"
-
-
-def _verdict(v: LibraryVerdict, hidden: tuple[Suppression, ...] = ()) -> str:
-    if v.status == "fail" and hidden:
-        errors = {(f.code, f.message) for f in v.findings if f.severity == ERROR}
-        if errors <= {(s.finding.code, s.finding.message) for s in hidden}:
-            return _verdict_words(v) + " (suppressed)"
-    return _verdict_words(v)
-
-
-def _verdict_words(v: LibraryVerdict) -> str:
-    if v.status == "pass" and not v.coverage and not any(f.code == "G008" for f in v.findings):
-        return "? no claim to judge by"  # nothing was judged: not a pass (C001 says why)
-    if v.status == "pass":
-        cov = [lbl for lbl, how in v.coverage]
-        jit = [lbl for lbl, how in v.coverage if how == "jit"]
-        s = f"✓ {' '.join(cov)}" if cov else "✓"
-        return s + (f" (JIT: {' '.join(jit)})" if jit else "")
-    if v.status == "specialised":
-        return "specialised"
-    if v.status == "fail":
-        miss = [lbl for lbl, how in v.coverage if how == "none"]
-        if miss:
-            return f"✗ misses {' '.join(miss)}"
-        codes = sorted({f.code for f in v.findings if f.severity == ERROR})
-        return f"✗ {' '.join(codes)}" if codes else "✗"  # which rule failed it, when no claim is missed
-    return v.status
-
-
 def _summary(t: TargetReport, amd: tuple[str, ...] = (), hidden: tuple[Suppression, ...] = ()) -> str:
     errors = [f for f in t.findings if f.severity == ERROR]
     if t.unusable:
@@ -302,11 +175,11 @@ def _summary(t: TargetReport, amd: tuple[str, ...] = (), hidden: tuple[Suppressi
         counts = ", ".join(f"{c} x{n}" for c, n in sorted(by.items()))
         return f"✗ {len(errors)} finding{'s' * (len(errors) != 1)} ({counts})"
     libs = [v for v in t.libraries if v.carried]
-    answered = sorted({str(f.get("gpu")) for f in t.findings if f.code == "G008"})
+    answered = sorted({str(f.get("gpu")) for f in t.findings if f.code == Code.G008})
     if t.claim is None and not amd and answered:
         return f"✓ every library with device code runs on {', '.join(answered)}"
     if t.claim is not None or amd:
-        return (f"✓ device code covers every claimed GPU architecture {_claimed(t, amd)} "
+        return (f"✓ device code covers every claimed GPU architecture ({', '.join(_claimed(t, amd))}) "
                 f"in {len(libs)} librar{'y' if len(libs) == 1 else 'ies'}")
     return f"✓ device code verified in {len(libs)} librar{'y' if len(libs) == 1 else 'ies'}"
 
@@ -399,6 +272,8 @@ def _target_json(t: TargetReport, detail: str, timings: bool = True) -> dict[str
                         "stored_size": e.stored_size, "size": e.size, "offset": e.offset,
                         "identifier": e.identifier, "debug": e.debug,
                         **({"ptx_target": e.ptx_target} if e.ptx_target else {}),
+                        **({"own_target": e.own_target, "judged_target": rocm.judged_target(e),
+                            "hip_selects": rocm.hip_reads(e)} if e.own_target is not None else {}),
                         **({"kernels": list(e.kernels) if e.kernels is not None else None}
                            if detail == "kernels" else {}),
                     } for e in c.entries],
@@ -410,7 +285,7 @@ def _target_json(t: TargetReport, detail: str, timings: bool = True) -> dict[str
         "claim": None if t.claim is None else {
             "source": t.claim.source, "raw": t.claim.raw,
             "archs": [{"target": a.target.label, "sass": a.sass, "ptx": a.ptx} for a in t.claim.archs],
-            "gpus": [_label(c) for c in t.claim.gpus]},
+            "gpus": [label(c) for c in t.claim.gpus]},
         "bytes_read": t.bytes_read, "seconds": round(t.seconds, 3),
         "libraries": libs,
         "findings": [_finding_json(f) for f in t.findings],

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
 
 from .. import __version__
-from ..findings import CODES, ERROR, INFO, WARNING
+from ..findings import CODES, ERROR, INFO, WARNING, Code
 
 if TYPE_CHECKING:
     from ..judge.audit import Report
@@ -55,15 +55,16 @@ class Rule:
                f"\n\nFix: {self.fix}"
 
 
-def _code_rule(code: str) -> Rule:
+def _code_rule(code: Code) -> Rule:
     c = CODES[code]
     return Rule(c.code, c.title, c.cause, c.fix, c.severity, c.example)
 
 
 # The rules of the reports that have no finding codes.
 DIFF_LOST = Rule("diff-lost", "GPU architectures lost",
-                 "A library carries code for fewer GPU architectures than it did in the previous release; "
-                 "the GPUs those served now run it through PTX JIT, or not at all.",
+                 "A library carries code for fewer GPU architectures than it did in the previous release, and "
+                 "some GPU the old release ran on now runs it worse: through PTX JIT, or not at all (a lost "
+                 "target whose GPUs still run natively is reported by the text, not failed).",
                  "Restore the architectures in the build's arch list, or pass --allow-loss (allow-loss = true) "
                  "when the loss is intended.", ERROR, "libtorch_cuda.so: lost sm_61 (no longer runs)")
 DIFF_UNVERIFIED = Rule("diff-unverified", "could not be verified",

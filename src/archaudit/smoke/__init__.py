@@ -9,10 +9,14 @@ __all__ = ["run_smoke", "render_text", "to_json", "add_smoke_arguments", "main_s
 
 
 def __getattr__(name: str) -> object:
-    if name in ("run_smoke", "add_smoke_arguments", "main_smoke", "SmokeInputError"):
+    if name in ("run_smoke", "SmokeInputError"):
         from . import runner
 
         return getattr(runner, name)
+    if name in ("add_smoke_arguments", "main_smoke"):  # the command line: archaudit.cli.main_smoke
+        from ..cli import main_smoke
+
+        return main_smoke.add_smoke_arguments if name == "add_smoke_arguments" else main_smoke.execute
     if name in ("render_text", "to_json"):
         from ..report import smoke as render
 

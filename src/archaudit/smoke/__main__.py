@@ -2,6 +2,6 @@
 
 import sys
 
-from .runner import main
+from ..cli.main_smoke import main
 
 sys.exit(main())

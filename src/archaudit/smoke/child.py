@@ -8,14 +8,22 @@ duration, and a fresh child resumes with the next item. The timeout counts from 
 event, so it bounds each step, not the whole list; a hung child is killed with its whole
 process group.
 
-The wheel under test must not be able to forge a result (issue: a .pth file in the wheel
-runs in every interpreter of its environment). So a child runs `python -I -S`: no site
-module, so no .pth file runs, and the environment's site-packages are put on sys.path by
-archaudit's own bootstrap. The child reads a fresh random key from a pipe of its own before
-any other code runs, and every event it writes is an HMAC-SHA256 over the line with a
-sequence number; the parent ignores and reports any line that does not verify. Every
-process archaudit starts dies with it (PR_SET_PDEATHSIG), and archaudit is the subreaper of
-whatever they leave behind: a process a child detached (double fork, setsid) is killed as
+The wheel under test must not be able to forge a result. Only the tasks in TRUSTED_TASKS (the
+metadata read, the driver query, the driver loads of device code) report a status: they run no
+code of the wheel, with nothing of its environment on sys.path. Every other task runs the
+wheel's code on purpose (dlopen, `import torch`), so its child reports raw observations only
+(status "OBS": return values, output numbers, error texts); whatever status it writes is
+replaced by "OBS", and the probe decides in archaudit's process, against references computed
+there and what archaudit itself saw of the child (its exit, its signal, its output, the device
+files it held open). A .pth file in the wheel runs in every interpreter of its environment, so
+a child runs `python -I -S`: no site module, so no .pth file runs, and the environment's
+site-packages are put on sys.path by archaudit's own bootstrap. The child reads a fresh random
+key from a pipe of its own before any other code runs, and every event it writes is an
+HMAC-SHA256 over the line with a sequence number; the parent ignores and reports any line that
+does not verify (for an untrusted task this keeps a library's blind writes off the channel; it
+is not what a verdict rests on). Every process archaudit starts dies with it
+(PR_SET_PDEATHSIG), and archaudit is the subreaper of whatever they leave behind: a process a
+child detached (double fork, setsid) is killed as
 soon as the child that started it ends, and on SIGTERM.
 """
 
@@ -39,6 +47,12 @@ from typing import Any
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
 DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cuda_driver.py")
 TAIL_CHARS = 2000
+LOG_SCAN_BYTES = 64 << 20  # how much of a child's stdout+stderr the watch patterns are searched in
+# Tasks whose children run no code of the wheel under test: only their reports carry a status.
+TRUSTED_TASKS = frozenset({"inspect", "gpu-info", "device-load"})
+OBS = "OBS"  # the status of every item an untrusted child reports: an observation, not a verdict
+# Device files that show a process opened a GPU (NVIDIA's, AMD's kfd and render nodes).
+GPU_DEVICE_PREFIXES = ("/dev/nvidia", "/dev/kfd", "/dev/dri/renderD")
 _LIVE: set[subprocess.Popen[bytes]] = set()  # running children, for stop_all()
 _LIVE_LOCK = threading.Lock()
 # Held while a child is started and registered, and while orphans are swept: a child that is
@@ -70,14 +84,13 @@ while len(key) < 64:
     if not chunk:
         break
     key += chunk
-os.close(kfd)
 import json, faulthandler, runpy
 faulthandler.enable()
 with open(sys.argv[2]) as f:
     extra = json.load(f).get("sys_path") or []
 sys.path.extend(p for p in extra if p not in sys.path)
 main = runpy.run_path(sys.argv[5], run_name="archaudit_smoke_worker")["main"]
-sys.exit(main(sys.argv[1:4], bytes.fromhex(key.decode())))
+sys.exit(main(sys.argv[1:4], bytes.fromhex(key.decode()), kfd))
 """
 
 # Run by `python -I -S -c EXEC parent cmd...`: die with archaudit, then become cmd.
@@ -185,6 +198,8 @@ class Outcome:
     stderr_tail: str = ""
     details: dict[str, Any] = field(default_factory=dict)
     died: bool = False  # the child died in this item (signal, exit or timeout)
+    # GPU device files archaudit saw the child hold open (/proc/PID/fd) when its report arrived
+    devices_open: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -203,6 +218,8 @@ class TaskRun:
     infos: list[dict[str, Any]]
     deaths: list[Death]
     duration: float
+    # watch pattern -> the first text it matched in a child's stdout+stderr (read by archaudit)
+    log_hits: dict[str, str] = field(default_factory=dict)
 
 
 def signal_name(returncode: int) -> str | None:
@@ -226,6 +243,41 @@ def _tail(path: str) -> str:
     return text.strip()
 
 
+def open_devices(pid: int) -> tuple[str, ...]:
+    """The GPU device files process pid holds open, read from outside it (/proc/PID/fd)."""
+    found: set[str] = set()
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return ()
+    for fd in fds:
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith(GPU_DEVICE_PREFIXES):
+            found.add(target)
+    return tuple(sorted(found))
+
+
+def _scan_log(path: str, patterns: tuple[str, ...]) -> dict[str, str]:
+    import re
+
+    if not patterns:
+        return {}
+    try:
+        with open(path, "rb") as f:
+            text = f.read(LOG_SCAN_BYTES).decode(errors="replace")
+    except OSError:
+        return {}
+    hits = {}
+    for pattern in patterns:
+        m = re.search(pattern, text)
+        if m:
+            hits[pattern] = m.group(0)[:500]
+    return hits
+
+
 def _how(returncode: int | None, timed_out: bool, timeout: float) -> tuple[str, str | None]:
     if timed_out:
         return f"no progress for {timeout:g} s: hung, killed with its process group", "SIGKILL"
@@ -236,10 +288,13 @@ def _how(returncode: int | None, timed_out: bool, timeout: float) -> tuple[str, 
 
 
 def _spawn_once(python: str, task: str, spec: dict[str, Any], env: dict[str, str], cwd: str, timeout: float,
-                on_event: Callable[[dict[str, Any]], None]) -> tuple[int, bool, str, bool, list[str]]:
-    """Run one child; call on_event(event) for each authenticated event.
+                on_event: Callable[[dict[str, Any]], None], watch: tuple[str, ...] = (),
+                ) -> tuple[int, bool, str, bool, list[str], dict[str, str]]:
+    """Run one child; call on_event(event) for each authenticated event (a result event carries
+    "_devices": the GPU device files archaudit saw the child hold open as it arrived).
 
-    Returns (rc, timed_out, tail, saw_end, forged): forged lists the lines that did not verify."""
+    Returns (rc, timed_out, tail, saw_end, forged, log_hits): forged lists the lines that did
+    not verify; log_hits what the watch patterns matched in the child's output."""
     fd, spec_path = tempfile.mkstemp(prefix="spec-", suffix=".json", dir=cwd)
     with os.fdopen(fd, "w") as f:
         json.dump(spec, f)
@@ -268,7 +323,11 @@ def _spawn_once(python: str, task: str, spec: dict[str, Any], env: dict[str, str
         os.write(key_w, key.hex().encode())
     except OSError:
         pass  # the child is already gone: its death is reported below
-    os.close(key_w)
+    # An untrusted child waits after each result for one byte on the key's pipe: archaudit reads
+    # the device files it holds open first, so a child that ends at once is still seen whole.
+    ack = bool(spec.get("ack"))
+    if not ack:
+        os.close(key_w)
     os.set_blocking(r, False)
     sel = selectors.DefaultSelector()
     sel.register(r, selectors.EVENT_READ)
@@ -305,10 +364,19 @@ def _spawn_once(python: str, task: str, spec: dict[str, Any], env: dict[str, str
                 last = time.monotonic()
                 if event.get("ev") == "end":
                     saw_end = True
+                if event.get("ev") == "result":
+                    event["_devices"] = list(open_devices(proc.pid))
+                    if ack:
+                        try:
+                            os.write(key_w, b"+")
+                        except OSError:
+                            pass  # the child closed its end: it is going
                 on_event(event)
     finally:
         sel.close()
         os.close(r)
+        if ack:
+            os.close(key_w)
         if timed_out:
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -325,12 +393,13 @@ def _spawn_once(python: str, task: str, spec: dict[str, Any], env: dict[str, str
             rc = proc.wait()
         _end_group(proc)
     tail = _tail(log_path)
+    hits = _scan_log(log_path, watch)
     for p in (spec_path, log_path):
         try:
             os.unlink(p)
         except OSError:
             pass
-    return rc, timed_out, tail, saw_end, forged
+    return rc, timed_out, tail, saw_end, forged, hits
 
 
 def _end_group(proc: subprocess.Popen[bytes]) -> None:
@@ -382,16 +451,26 @@ def run_command(cmd: list[str], what: str, *, env: dict[str, str], timeout: floa
 
 def run_task(python: str, task: str, items: list[Any], params: dict[str, Any] | None = None, *,
              env: dict[str, str],
-             cwd: str, timeout: float, resume: bool = True, sys_path: tuple[str, ...] | list[str] = ()) -> TaskRun:
+             cwd: str, timeout: float, resume: bool = True, sys_path: tuple[str, ...] | list[str] = (),
+             watch: tuple[str, ...] = ()) -> TaskRun:
     """Run task over items in as many children as it takes; every item gets an outcome.
 
     resume=False: after a death, the remaining items are not retried (they depend on state
     the dead child held) and get a SKIP outcome naming the item that died.
+    A trusted task (TRUSTED_TASKS) gets nothing of the environment on its sys.path (the paths
+    go to it as params["paths"], for reading metadata); any other task's items come back
+    with status OBS whatever the child wrote. watch: regular expressions searched in each
+    child's stdout+stderr (TaskRun.log_hits).
     """
+    trusted = task in TRUSTED_TASKS
+    if trusted:
+        params = {**(params or {}), "paths": list(sys_path)}
+        sys_path = ()
     n = len(items)
     outcomes: list[Outcome | None] = [None] * n
     infos: list[dict[str, Any]] = []
     deaths: list[Death] = []
+    log_hits: dict[str, str] = {}
     t_start = time.monotonic()
     start = 0
     while True:
@@ -399,22 +478,32 @@ def run_task(python: str, task: str, items: list[Any], params: dict[str, Any] | 
 
         def on_event(event: dict[str, Any], current: dict[str, Any] = current) -> None:
             ev = event.get("ev")
+            i = event.get("i")
+            if ev in ("begin", "result") and not (isinstance(i, int) and 0 <= i < n):
+                return  # no item of this task: nothing to pin on (an untrusted child may write anything)
             if ev == "begin":
-                current["i"], current["t"] = event["i"], time.monotonic()
-            elif ev == "result":
-                i = event["i"]
+                current["i"], current["t"] = i, time.monotonic()
+            elif ev == "result" and isinstance(i, int):
                 t = current["t"] if current["i"] == i and current["t"] else time.monotonic()
                 elapsed = event.get("elapsed")
-                outcomes[i] = Outcome(event["status"], event["reason"],
-                                      float(elapsed) if elapsed is not None else time.monotonic() - t,
-                                      gpu=bool(event.get("gpu")), details=event.get("details") or {})
+                details = event.get("details")
+                outcomes[i] = Outcome(str(event.get("status")) if trusted else OBS,
+                                      str(event.get("reason", "")) if trusted else "",
+                                      float(elapsed) if isinstance(elapsed, (int, float)) else time.monotonic() - t,
+                                      gpu=bool(event.get("gpu")) and trusted,
+                                      details=details if isinstance(details, dict) else {},
+                                      devices_open=tuple(event.get("_devices") or ()))
                 current["i"], current["t"] = None, None
             elif ev == "info":
                 infos.append({k: v for k, v in event.items() if k != "ev"})
 
-        spec = {"items": items, "start": start, "params": params or {}, "sys_path": list(sys_path)}
+        spec = {"items": items, "start": start, "params": params or {}, "sys_path": list(sys_path),
+                "ack": not trusted}
         t_child = time.monotonic()
-        rc, timed_out, tail, saw_end, forged = _spawn_once(python, task, spec, env, cwd, timeout, on_event)
+        rc, timed_out, tail, saw_end, forged, hits = _spawn_once(python, task, spec, env, cwd, timeout, on_event,
+                                                                 watch)
+        for k, v in hits.items():
+            log_hits.setdefault(k, v)
         if forged:
             deaths.append(Death(f"{len(forged)} line(s) on the child's result channel were not written by "
                                 f"archaudit's probe code (they fail its authentication) and were ignored; "
@@ -436,7 +525,7 @@ def run_task(python: str, task: str, items: list[Any], params: dict[str, Any] | 
             for j in range(start, n):
                 outcomes[j] = Outcome("SKIP", f"not run: the child died in the step before ({items[i]!r})", 0.0)
             break
-    return TaskRun(outcomes, infos, deaths, time.monotonic() - t_start)
+    return TaskRun(outcomes, infos, deaths, time.monotonic() - t_start, log_hits)
 
 
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:

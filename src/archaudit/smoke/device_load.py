@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from ..findings import Code
 from ..judge import predict as P
 from ..model import Container, Library
 from . import child
@@ -239,7 +240,7 @@ def _coverage(lib: Library, gpu: dict[str, Any], display: str | None = None) -> 
         lib = replace(lib, path=display)
     report = judge(TargetInventory(lib.path, "file", (lib,)), claim, Policy(gpus=(NvidiaGpu(name, (major, minor)),)))
     bad = [f for f in report.findings if f.severity == ERROR]
-    bad = [f for f in bad if f.code == "G009"] or bad  # "not at all" says it; the claim rules repeat it
+    bad = [f for f in bad if f.code == Code.G009] or bad  # "not at all" says it; the claim rules repeat it
     if bad:
         return False, "; ".join(f"{f.code} {f.message}" for f in bad[:3]), tuple(sorted({f.code for f in bad}))
     return True, f"check's rule for sm_{major}{minor}: it runs there", ()

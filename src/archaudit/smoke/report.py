@@ -34,6 +34,9 @@ class SmokeReport:
     rows: tuple[Row, ...]
     # ("seconds", s), ("archaudit_max_rss_mb", n), ("children_max_rss_mb", n): what the run cost
     resources: tuple[tuple[str, object], ...] = ()
+    # (name, version, source) of every distribution the fresh environment got; empty for --installed
+    installed: tuple[tuple[str, str, str], ...] = ()
+    install_policy: str = ""  # binary wheels only, or sdists allowed (--allow-source-dependencies)
 
     def count(self, status: str) -> int:
         return sum(1 for r in self.rows if r.status == status)

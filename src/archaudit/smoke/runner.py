@@ -14,20 +14,19 @@ through libcuda.so.1, and they install Linux wheels. A Windows or macOS wheel is
 
 from __future__ import annotations
 
-import argparse
 import shutil
-import signal
 import sys
 import tempfile
 import time
 from typing import Any
 
-from ..cli.smoke_options import DEFAULT_TIMEOUT, EXIT_CODES, FORMATS, add_smoke_arguments  # noqa: F401 - still runner's names
+from ..cli.main_smoke import DEFAULT_TIMEOUT
 from ..errors import ArchauditError
 from . import child, probes as probes_mod, venv
 from .report import FAIL, Row, SmokeReport
 
 INFO_TIMEOUT = 120.0
+INSTALL_TIMEOUT = 120.0  # an install step's floor: a short --timeout for hanging probes must not kill pip
 
 
 class SmokeInputError(ArchauditError):
@@ -41,6 +40,16 @@ def linux_only(platform: str | None = None) -> None:
         raise SmokeInputError(f"archaudit smoke runs on Linux only: its probes dlopen ELF libraries and load "
                               f"device code through libcuda.so.1, and this is {platform}; `archaudit check` "
                               f"audits wheels of every platform from any platform")
+
+
+def exists(path: str) -> None:
+    """A wheel that is not there is said so, before anything is read of its name."""
+    import os
+
+    if not os.path.exists(path):
+        raise SmokeInputError(f"{path}: no such file")
+    if not os.path.isfile(path):
+        raise SmokeInputError(f"{path}: not a regular file")
 
 
 def wheel_platform(path: str) -> None:
@@ -68,11 +77,12 @@ def _first_info(run: child.TaskRun) -> dict[str, Any]:
 
 def run_smoke(target: str | None, *, installed: str | None = None, require_gpu: bool = False,
               timeout: float = DEFAULT_TIMEOUT, system_site_packages: bool = False,
-              probes: list[str] | None = None) -> SmokeReport:
+              probes: list[str] | None = None, allow_source_dependencies: bool = False) -> SmokeReport:
     if (target is None) == (installed is None):
         raise SmokeInputError("give either a wheel or --installed NAME")
     linux_only()
     if target is not None:
+        exists(target)
         wheel_platform(target)
     available = probes_mod.discover()
     if probes:
@@ -98,7 +108,9 @@ def run_smoke(target: str | None, *, installed: str | None = None, require_gpu: 
             assert target is not None  # exactly one of target and installed, checked above
             name, _ = venv.wheel_distribution(target)
             try:
-                env = venv.create(target, system_site_packages=system_site_packages, timeout=timeout)
+                env = venv.create(target, system_site_packages=system_site_packages,
+                                  timeout=max(timeout, INSTALL_TIMEOUT),
+                                  allow_source_dependencies=allow_source_dependencies)
             except venv.InstallError as exc:
                 raise SmokeInputError(str(exc)) from None
             child_env = child.child_env()
@@ -144,25 +156,13 @@ def run_smoke(target: str | None, *, installed: str | None = None, require_gpu: 
             version=info["version"], environment=env.description, python=info.get("python", "?"),
             gpus=tuple(f"GPU{d['ordinal']} {d['name']} ({d['sm']})" for d in devices),
             gpu_error=None if devices else gpu_error, driver=gpu.get("driver"),
-            require_gpu=require_gpu, timeout=timeout, rows=tuple(rows), resources=_resources(started))
+            require_gpu=require_gpu, timeout=timeout, rows=tuple(rows), resources=_resources(started),
+            installed=tuple((d.name, d.version, d.source) for d in env.installed), install_policy=env.install_policy)
     finally:
         child.sweep()
         if env is not None:
             venv.close(env)
         shutil.rmtree(workdir, ignore_errors=True)
-
-
-# ---------------------------------------------------------------------------------------
-# the command line
-# ---------------------------------------------------------------------------------------
-
-def _target(args: argparse.Namespace) -> str | None:
-    if getattr(args, "example", False):
-        from ..core import example_wheel
-
-        return example_wheel()
-    target: str | None = args.target
-    return target
 
 
 def list_probes() -> tuple[str, int]:
@@ -183,78 +183,3 @@ def list_probes() -> tuple[str, int]:
         child.sweep()
         shutil.rmtree(work, ignore_errors=True)
     return "\n".join(lines) + "\n", rc
-
-
-def main_smoke(args: argparse.Namespace) -> int:
-    from ..report.smoke import render
-
-    fmt = getattr(args, "format", None) or ("json" if getattr(args, "json", False) else "text")
-    output = getattr(args, "output", None)
-    if args.list_probes:
-        text, rc = list_probes()
-        return _emit(text, output) or rc
-    target = _target(args)
-    if target is None and args.installed is None:
-        return _emit_error("give a wheel, --example or --installed NAME", fmt, output)
-
-    def on_signal(signum: int, frame: object) -> None:
-        child.stop_all()  # children run in sessions of their own: end them first
-        if signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        raise SystemExit(128 + signum)  # unwinds through run_smoke's cleanup
-
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
-    child.reset()
-    try:
-        report = run_smoke(target, installed=args.installed, require_gpu=args.require_gpu,
-                           timeout=args.timeout, system_site_packages=args.system_site_packages,
-                           probes=args.probes)
-    except SmokeInputError as exc:
-        return _emit_error(str(exc), fmt, output)
-    except KeyboardInterrupt:
-        print("archaudit smoke: interrupted", file=sys.stderr)
-        return 130
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-    return _emit(render(report, fmt, docs_url=getattr(args, "docs_url", None)), output) or report.exit_code
-
-
-def _emit(text: str, output: str | None) -> int:
-    """Write the report; an unwritable -o is one line and exit 2."""
-    if output is None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return 0
-    try:
-        with open(output, "w", encoding="utf-8") as f:
-            f.write(text)
-    except OSError as e:
-        print(f"archaudit smoke: error: -o {output}: cannot write the report: {e.strerror or e}", file=sys.stderr)
-        return 2
-    return 0
-
-
-def _emit_error(message: str, fmt: str, output: str | None) -> int:
-    if fmt == "json":
-        import json
-
-        _emit(json.dumps({"error": message, "exit_code": 2}, indent=2) + "\n", output)
-    elif fmt == "sarif":
-        from ..report.sarif import render_failure
-
-        _emit(render_failure(message), output)
-    print(f"archaudit smoke: error: {message}", file=sys.stderr)
-    return 2
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="archaudit smoke", description=(
-        "Install a GPU wheel in isolation and prove it loads, its device code loads on this "
-        "machine's GPUs as archaudit predicts, and a model with weights runs. Linux only."))
-    add_smoke_arguments(parser)
-    g = parser.add_argument_group("output")
-    g.add_argument("--format", choices=FORMATS, default=None, help="report format (default text)")
-    g.add_argument("-o", "--output", metavar="FILE", help="write the report here instead of standard output")
-    args = parser.parse_args(argv)
-    return main_smoke(args)

@@ -26,12 +26,28 @@ class InstallError(ArchauditError):
     """The target could not be installed: unusable input (exit status 2)."""
 
 
+BINARY_ONLY = "binary wheels only (--only-binary :all:): no build backend ran"
+SOURCE_ALLOWED = ("sdists allowed (--allow-source-dependencies): a dependency's build backend may have run, "
+                  "outside the probes")
+
+
+@dataclass(frozen=True)
+class Installed:
+    """One distribution the fresh environment got, and where it came from."""
+
+    name: str
+    version: str
+    source: str  # a URL (pip's --report), the wheel's own path, or the index an installer was configured with
+
+
 @dataclass(frozen=True)
 class Environment:
     python: str  # the interpreter every probe child runs
     description: str  # "fresh venv (uv)", "installed environment", ...
     root: str | None  # the temporary directory, removed by close(); None for the current env
     sys_path: tuple[str, ...] = ()  # what a child (run with -I -S) puts on sys.path: no .pth is run
+    installed: tuple[Installed, ...] = ()  # what the install put into the fresh environment
+    install_policy: str = ""  # BINARY_ONLY or SOURCE_ALLOWED; "" for the current environment
 
 
 def wheel_distribution(path: str) -> tuple[str, str]:
@@ -70,9 +86,20 @@ def _pip_can_target(python: str, env: dict[str, str]) -> bool:
     return out.returncode == 0 and m is not None and (int(m[1]), int(m[2])) >= (22, 3)
 
 
+def install_env() -> dict[str, str]:
+    """The installers' environment: this one without what steers a Python (PYTHON*, VIRTUAL_ENV);
+    the index settings (PIP_*, UV_*, proxies) stay, as the installer needs them."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("PYTHON") and k != "VIRTUAL_ENV"}
+
+
 def create(wheel: str, *, system_site_packages: bool, base_python: str | None = None,
-           timeout: float = INSTALL_TIMEOUT) -> Environment:
-    """A fresh environment with wheel installed; the caller must close() it."""
+           timeout: float = INSTALL_TIMEOUT, allow_source_dependencies: bool = False) -> Environment:
+    """A fresh environment with wheel installed; the caller must close() it.
+
+    Both install steps run as children under the probes' isolation (child.run_command: a
+    session and process group of their own, dead with archaudit, killed with everything they
+    started at the timeout, orphans reaped). The dependencies come as binary wheels only unless
+    allow_source_dependencies: a sdist's build backend is the project's own code, run at install."""
     if not os.path.isfile(wheel):
         raise InstallError(f"{wheel}: no such file")
     wheel = os.path.abspath(wheel)
@@ -83,9 +110,8 @@ def create(wheel: str, *, system_site_packages: bool, base_python: str | None = 
         envdir = os.path.join(root, "venv")
         python = os.path.join(envdir, "bin", "python")
         uv = shutil.which("uv")
-        env = dict(os.environ)
-        env.pop("VIRTUAL_ENV", None)
-        env.pop("PYTHONPATH", None)
+        env = install_env()
+        report = os.path.join(root, "pip-report.json")
         if uv:
             cmd = [uv, "venv", "--quiet", "--python", base_python]
             if system_site_packages:
@@ -113,13 +139,56 @@ def create(wheel: str, *, system_site_packages: bool, base_python: str | None = 
         # --system-site-packages environment may already satisfy without an index.
         reinstall = ["--reinstall"] if uv else ["--ignore-installed"]
         _run(pip + ["--no-deps"] + reinstall + [wheel], f"installing {os.path.basename(wheel)}", env, timeout)
-        _run(pip + [wheel], f"installing the dependencies of {os.path.basename(wheel)}", env, timeout)
+        deps = [] if allow_source_dependencies else ["--only-binary", ":all:"]
+        if not uv:
+            deps += ["--report", report]  # what pip installed, with the URL of each file
+        _run(pip + deps + [wheel], f"installing the dependencies of {os.path.basename(wheel)}", env, timeout)
         desc = f"fresh venv ({tool}{', system site-packages' if system_site_packages else ''})"
-        return Environment(python=python, description=desc, root=root,
-                           sys_path=_venv_paths(envdir, base_python, system_site_packages))
+        paths = _venv_paths(envdir, base_python, system_site_packages)
+        return Environment(python=python, description=desc, root=root, sys_path=paths,
+                           installed=_installed(envdir, wheel, report, tool),
+                           install_policy=SOURCE_ALLOWED if allow_source_dependencies else BINARY_ONLY)
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)
         raise
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _installed(envdir: str, wheel: str, report: str, tool: str) -> tuple[Installed, ...]:
+    """The distributions in the new environment's own site-packages (read here from their
+    METADATA: no code of theirs runs), each with where it came from."""
+    import email.parser
+    import glob
+    import json
+
+    urls: dict[str, str] = {}
+    try:
+        with open(report) as f:
+            for entry in json.load(f).get("install", []):
+                url = (entry.get("download_info") or {}).get("url")
+                name = (entry.get("metadata") or {}).get("name")
+                if url and name:
+                    urls[_normal(name)] = str(url)
+    except (OSError, ValueError, AttributeError):
+        pass
+    own = _normal(wheel_distribution(wheel)[0])
+    out = []
+    for meta in sorted(glob.glob(os.path.join(envdir, "lib", "python*", "site-packages", "*.dist-info", "METADATA"))):
+        try:
+            with open(meta, encoding="utf-8", errors="replace") as f:
+                head = email.parser.Parser().parse(f, headersonly=True)
+        except OSError:
+            continue
+        name, version = str(head.get("Name", "?")), str(head.get("Version", "?"))
+        if _normal(name) == own:
+            source = os.path.basename(wheel)
+        else:
+            source = urls.get(_normal(name)) or f"the index {tool} is configured with"
+        out.append(Installed(name, version, source))
+    return tuple(out)
 
 
 def _venv_paths(envdir: str, base_python: str, system_site_packages: bool) -> tuple[str, ...]:

@@ -1,5 +1,11 @@
 """What runs inside each probe's child interpreter.
 
+Two kinds of task. The trusted ones (child.TRUSTED_TASKS: inspect, gpu-info, device-load) run
+no code of the wheel under test and report results with a status. Every other task runs the
+wheel's code on purpose (dlopen, `import torch`) and reports observations only (observe()):
+that code shares the process and could rewrite anything here, so archaudit's process decides
+every verdict from what these say, against references it computed itself.
+
 This file is executed by path (runpy.run_path) in the interpreter of the environment under
 test, which need not have archaudit installed: it uses the standard library only, and loads
 cuda_driver.py from beside itself. The parent (child.py) passes a task name, a JSON spec
@@ -28,6 +34,7 @@ _CHANNEL: Any = None  # the event pipe, a text file once opened
 _SIGN: Any = None  # the key-holding HMAC (see child.py): only archaudit's own events carry it
 _SEQ = [0]
 _BEGUN = [0.0]
+_ACK: list[int | None] = [None]  # untrusted tasks: after a result, wait for archaudit's byte here
 
 
 def emit(**event: Any) -> None:
@@ -39,11 +46,19 @@ def emit(**event: Any) -> None:
     mac.update(line.encode())
     _CHANNEL.write(mac.hexdigest() + " " + line + "\n")
     _CHANNEL.flush()
+    if event.get("ev") == "result" and _ACK[0] is not None:
+        os.read(_ACK[0], 1)  # archaudit has looked at this process (child.open_devices)
 
 
 def result(i: int, status: str, reason: str, gpu: bool = False, **details: Any) -> None:
     emit(ev="result", i=i, status=status, reason=reason, gpu=gpu,
          elapsed=time.perf_counter() - _BEGUN[0], details=details)
+
+
+def observe(i: int, **obs: Any) -> None:
+    """One item's observation (the parent replaces any status an untrusted child writes)."""
+    emit(ev="result", i=i, status="OBS", reason="", gpu=False,
+         elapsed=time.perf_counter() - _BEGUN[0], details=obs)
 
 
 def _load_driver_module() -> Any:
@@ -73,9 +88,11 @@ def task_inspect(spec: dict[str, Any]) -> None:
     name = spec["params"]["distribution"]
     info = {"python": platform.python_version(), "executable": sys.executable,
             "machine": platform.machine()}
-    try:
-        dist = md.distribution(name)
-    except md.PackageNotFoundError:
+    # The environment's paths come as params (a trusted child has none of them on sys.path):
+    # metadata is read from them, no module of the environment is imported.
+    paths = spec["params"].get("paths") or sys.path
+    dist = next(iter(md.distributions(name=name, path=paths)), None)
+    if dist is None:
         emit(ev="info", found=False, **info)
         return
     files = []
@@ -107,7 +124,7 @@ def task_gpu_info(spec: dict[str, Any]) -> None:
 # load: dlopen one shared library with RTLD_NOW, and explain a failure
 # ---------------------------------------------------------------------------------------
 
-ET_DYN = 3  # the ELF facts come from the parent (archaudit.read.elf, smoke.probes.load_item)
+# The ELF facts come from the parent (archaudit.read.elf, smoke.probes.load_item), which also judges.
 
 
 def expand_origin(entry: str, origin: str) -> str:
@@ -160,46 +177,17 @@ def resolve_needed(path: str, info: dict[str, Any]) -> dict[str, str | None]:
 
 
 def task_load(spec: dict[str, Any]) -> None:
-    import platform
-
-    here = platform.machine()
-    here = {"amd64": "x86_64", "arm64": "aarch64"}.get(here.lower(), here)
+    """dlopen each library; report what happened (the parent judges: probes.judge_load)."""
     for i in range(spec["start"], len(spec["items"])):
         path, info = spec["items"][i]["path"], spec["items"][i]["elf"]
         emit(ev="begin", i=i)
-        if "unreadable" in info:
-            result(i, "FAIL", f"cannot read: {info['unreadable']}")
-            continue
-        if not info.get("elf"):
-            result(i, "SKIP", "not an ELF file (a linker script or data named like a library)")
-            continue
-        if info.get("inspected") and info["type"] != ET_DYN:
-            result(i, "SKIP", f"ELF type {info['type']} is not a shared object; nothing to dlopen")
-            continue
-        if info.get("inspected") and info["machine"] != here:
-            result(i, "SKIP", f"built for {info['machine']}, this machine is {here}")
-            continue
-        dangling = dangling_search_paths(path, info) if info.get("inspected") else []
         try:
             ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
         except OSError as exc:
-            message = str(exc)
-            parts = [f"dlopen(RTLD_NOW) failed: {message}"]
             missing = [n for n, w in resolve_needed(path, info).items() if w is None]
-            if missing:
-                parts.append("missing dependencies: " + ", ".join(missing))
-            if "undefined symbol:" in message:
-                symbol = message.split("undefined symbol:", 1)[1].strip().split()[0]
-                parts.append(f"undefined symbol: {symbol}")
-            if dangling:
-                parts.append("search paths that resolve to nothing: " + "; ".join(dangling))
-            result(i, "FAIL", "; ".join(parts), missing=missing,
-                   dangling=dangling, needed=info.get("needed", []))
+            observe(i, loaded=False, message=str(exc), missing=missing)
             continue
-        reason = f"dlopen(RTLD_NOW) loaded it with every symbol bound ({len(info.get('needed', []))} NEEDED)"
-        if dangling:
-            reason += "; warning: " + "; ".join(dangling)
-        result(i, "PASS", reason, dangling=dangling, needed=info.get("needed", []))
+        observe(i, loaded=True)
 
 
 # ---------------------------------------------------------------------------------------
@@ -249,297 +237,244 @@ def task_device_load(spec: dict[str, Any]) -> None:
 
 
 # ---------------------------------------------------------------------------------------
-# torch: nn.Linear and nn.Conv2d with weights from a file, GPU against CPU
+# model probes: the child computes, archaudit judges (probes.py, reference.py)
 # ---------------------------------------------------------------------------------------
+# Each item's report is an observation: what was imported, what ran where, the output's
+# numbers, an error's type and text. The inputs and weights come from archaudit's process
+# (params["data"]); the child never learns what the answer should be.
 
-TORCH_RTOL, TORCH_ATOL = 1e-4, 1e-4
+def _data(spec: dict[str, Any]) -> dict[str, Any]:
+    with open(spec["params"]["data"]) as f:
+        loaded: dict[str, Any] = json.load(f)
+    return loaded
 
 
-# step -> (what it is, the module built from torch, the input's shape)
-_TORCH_MODELS: dict[str, tuple[str, Any, tuple[int, ...]]] = {
-    "linear": ("nn.Linear(64, 32)", lambda torch: torch.nn.Linear(64, 32), (16, 64)),
-    "conv": ("nn.Conv2d(3, 8, 3)", lambda torch: torch.nn.Conv2d(3, 8, 3, padding=1), (2, 3, 16, 16)),
+def _tensor(torch: Any, t: dict[str, Any]) -> Any:
+    return torch.tensor(t["values"], dtype=torch.float32).reshape(t["shape"])
+
+
+def _numbers(out: Any) -> dict[str, Any]:
+    """An output tensor as raw numbers, with where it lived."""
+    return {"device": str(out.device), "shape": list(out.shape),
+            "output": [float(v) for v in out.detach().to("cpu").reshape(-1).tolist()]}
+
+
+def _error(exc: BaseException) -> dict[str, Any]:
+    return {"error": _exc(exc), "error_type": type(exc).__name__, "traceback": traceback.format_exc()[-3000:]}
+
+
+def _torch_facts(torch: Any) -> dict[str, Any]:
+    facts: dict[str, Any] = {"importable": True, "torch": str(torch.__version__),
+                             "torch_cuda": str(torch.version.cuda), "cuda_available": bool(torch.cuda.is_available())}
+    if facts["cuda_available"]:
+        facts["arch_list"] = list(torch.cuda.get_arch_list())
+        facts["capability"] = list(torch.cuda.get_device_capability(0))
+        facts["device_name"] = str(torch.cuda.get_device_name(0))
+    return facts
+
+
+def _with_weights(torch: Any, module: Any, tensors: dict[str, Any]) -> Any:
+    with torch.no_grad():
+        for name, t in tensors.items():
+            getattr(module, name).copy_(_tensor(torch, t))
+    return module
+
+
+_TORCH_MAKE = {
+    "linear": lambda torch: torch.nn.Linear(64, 32),
+    "conv": lambda torch: torch.nn.Conv2d(3, 8, 3, padding=1),
 }
-
-
-def _torch_gpu_gate(torch: Any) -> tuple[bool, str]:
-    if not torch.cuda.is_available():
-        return False, (f"torch {torch.__version__} sees no CUDA device "
-                       f"(torch.version.cuda={torch.version.cuda}), so nothing can run on a GPU here")
-    major, minor = torch.cuda.get_device_capability(0)
-    arch = f"sm_{major}{minor}"
-    archs = torch.cuda.get_arch_list()
-    ptx_ok = [a for a in archs if a.startswith("compute_") and int(a[8:].rstrip("af")) <= major * 10 + minor]
-    if arch not in archs and not ptx_ok:
-        return False, (f"torch {torch.__version__} carries no code for {arch} "
-                       f"({torch.cuda.get_device_name(0)}); its arch list is {archs}")
-    return True, f"{torch.cuda.get_device_name(0)} ({arch})"
-
-
-def _compare(torch: Any, got: Any, want: Any) -> str:
-    torch.testing.assert_close(got, want, rtol=TORCH_RTOL, atol=TORCH_ATOL)
-    return f"max |gpu-cpu| {float((got - want).abs().max()):.2e} within rtol={TORCH_RTOL}, atol={TORCH_ATOL}"
-
-
-def _weights_from_file(torch: Any, make: Any, path: str) -> tuple[Any, Any, int]:
-    """A CPU reference saved to path, and a GPU twin whose weights come from that file only."""
-    torch.manual_seed(1234)
-    ref = make().eval()
-    torch.save(ref.state_dict(), path)
-    torch.manual_seed(4321)
-    gpu = make().to("cuda").eval()
-    before = max(float((gpu.state_dict()[k].cpu() - v).abs().max()) for k, v in ref.state_dict().items())
-    state = torch.load(path, map_location="cuda", weights_only=True)
-    gpu.load_state_dict(state)
-    for k, v in ref.state_dict().items():
-        if not torch.equal(gpu.state_dict()[k].cpu(), v):
-            raise AssertionError(f"parameter {k} on the GPU differs from the file")
-    if before == 0.0:
-        raise AssertionError("the GPU model's own initial weights already equal the file's")
-    return ref, gpu, os.path.getsize(path)
 
 
 def task_torch(spec: dict[str, Any]) -> None:
     work = spec["params"]["workdir"]
+    data = _data(spec)
     for i in range(spec["start"], len(spec["items"])):
         step = spec["items"][i]
         emit(ev="begin", i=i)
         try:
             import torch
         except Exception as exc:
-            result(i, "SKIP", f"torch is not importable here: {_exc(exc)}", importable=False)
+            observe(i, importable=False, error=_exc(exc))
             continue
-        ok, where = _torch_gpu_gate(torch)
-        if not ok:
-            result(i, "SKIP", where, gpu=True)
+        facts = _torch_facts(torch)
+        if not facts["cuda_available"]:
+            observe(i, **facts)
             continue
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
         try:
-            if step in _TORCH_MODELS:
-                what, make, shape = _TORCH_MODELS[step]
-                ref, gpu, size = _weights_from_file(torch, lambda make=make: make(torch),
-                                                    os.path.join(work, f"{step}.pt"))
-                x = torch.randn(*shape, generator=torch.Generator().manual_seed(7))
-                with torch.no_grad():
-                    want = ref(x)
-                    got = gpu(x.to("cuda"))
-                    torch.cuda.synchronize()
-                result(i, "PASS", f"{what} with weights loaded from a {size}-byte file ran on "
-                       f"{where} and matched CPU: {_compare(torch, got.cpu(), want)}", torch=torch.__version__)
-            elif step == "aoti-compile":
-                import torch._inductor
-
-                torch.manual_seed(1234)
-                model = torch.nn.Linear(64, 32).to("cuda").eval()
-                x = torch.randn(16, 64, generator=torch.Generator().manual_seed(7)).to("cuda")
-                with torch.no_grad():
-                    ep = torch.export.export(model, (x,))
-                    t0 = time.perf_counter()
-                    pkg = torch._inductor.aoti_compile_and_package(
-                        ep, package_path=os.path.join(work, "linear_aoti.pt2"))
-                    seconds = time.perf_counter() - t0
-                    torch.save({"x": x.cpu(), "want": model(x).cpu()}, os.path.join(work, "aoti_io.pt"))
-                result(i, "PASS", f"AOTInductor compiled nn.Linear(64, 32) for {where} into a "
-                       f"{os.path.getsize(pkg)}-byte package in {seconds:.1f} s")
-            elif step == "aoti-load":
-                pkg = os.path.join(work, "linear_aoti.pt2")
-                if not os.path.exists(pkg):
-                    result(i, "SKIP", "not run: there is no compiled package (aoti-compile did not pass)")
-                    continue
-                import torch._inductor
-
-                io = torch.load(os.path.join(work, "aoti_io.pt"), weights_only=True)
-                runner = torch._inductor.aoti_load_package(pkg)
-                with torch.no_grad():
-                    got = runner(io["x"].to("cuda"))
-                    torch.cuda.synchronize()
-                result(i, "PASS", f"a fresh process loaded the AOTInductor package with "
-                       f"aoti_load_package and ran it on {where}: {_compare(torch, got.cpu(), io['want'])}")
-            else:
-                result(i, "FAIL", f"unknown torch step {step!r}")
+            observe(i, **facts, **_torch_step(torch, step, work, data))
         except Exception as exc:
-            result(i, "FAIL", _exc(exc), traceback=traceback.format_exc()[-3000:])
+            observe(i, **facts, **_error(exc))
+
+
+def _torch_step(torch: Any, step: str, work: str, data: dict[str, Any]) -> dict[str, Any]:
+    if step in _TORCH_MAKE:
+        d = data[step]
+        path = os.path.join(work, f"{step}.pt")
+        torch.save(_with_weights(torch, _TORCH_MAKE[step](torch), d["weights"]).state_dict(), path)
+        torch.manual_seed(4321)  # the GPU model starts from other weights: only the file's can match
+        gpu = _TORCH_MAKE[step](torch).to("cuda").eval()
+        gpu.load_state_dict(torch.load(path, map_location="cuda", weights_only=True))
+        with torch.no_grad():
+            out = gpu(_tensor(torch, d["x"]).to("cuda"))
+            torch.cuda.synchronize()
+        return {"file_bytes": os.path.getsize(path), **_numbers(out)}
+    if step == "aoti-compile":
+        import importlib
+
+        inductor = importlib.import_module("torch._inductor")
+        d = data["aoti"]
+        model = _with_weights(torch, torch.nn.Linear(64, 32), d["weights"]).to("cuda").eval()
+        x = _tensor(torch, d["x"]).to("cuda")
+        with torch.no_grad():
+            t0 = time.perf_counter()
+            pkg = inductor.aoti_compile_and_package(torch.export.export(model, (x,)),
+                                                           package_path=os.path.join(work, "linear_aoti.pt2"))
+        return {"package": str(pkg), "seconds": time.perf_counter() - t0}
+    if step == "aoti-load":
+        import importlib
+
+        d = data["aoti"]
+        runner = importlib.import_module("torch._inductor").aoti_load_package(os.path.join(work, "linear_aoti.pt2"))
+        with torch.no_grad():
+            out = runner(_tensor(torch, d["x"]).to("cuda"))
+            torch.cuda.synchronize()
+        return _numbers(out)
+    raise ValueError(f"unknown torch step {step!r}")
 
 
 # ---------------------------------------------------------------------------------------
 # executorch: the CUDA delegate with and without weights (pytorch/executorch#22089)
 # ---------------------------------------------------------------------------------------
 
+class HeldProgram:
+    """A loaded ExecuTorch module with the bytes it reads. ExecuTorch 1.2's pybindings read the
+    .pte/.ptd buffers in place without keeping a reference: a temporary buffer is freed while the
+    runtime still reads it (a segfault, InvalidProgram, an abort), so the buffers live here, as
+    long as the module."""
+
+    def __init__(self, module: Any, buffers: tuple[bytes, ...]):
+        self.module = module
+        self.buffers = buffers
+
+
+def load_held(loader: Any, pte_path: str, ptd_path: str | None) -> HeldProgram:
+    """loader(pte[, ptd]) over bytes that stay referenced by the returned HeldProgram."""
+    with open(pte_path, "rb") as f:
+        pte = f.read()
+    if ptd_path is None:
+        return HeldProgram(loader(pte), (pte,))
+    with open(ptd_path, "rb") as f:
+        ptd = f.read()
+    return HeldProgram(loader(pte, ptd), (pte, ptd))
+
+
 def task_executorch(spec: dict[str, Any]) -> None:
-    work = spec["params"]["workdir"]
-    st: dict[str, Any] = {}
-    # (reason, gpu) once a step that later ones need did not pass; the parent passes the
-    # first child's verdict to the second (the negative control runs in a fresh process).
-    blocked = tuple(spec["params"]["blocked"]) if spec["params"].get("blocked") else None
+    p = spec["params"]
+    data = _data(spec)
+    setup = None
     for i in range(spec["start"], len(spec["items"])):
-        step = spec["items"][i]
+        item = spec["items"][i]
         emit(ev="begin", i=i)
+        if setup is None:
+            try:
+                setup = _executorch_setup(p.get("backend_library"))
+            except Exception as exc:
+                observe(i, importable=False, error=_exc(exc))
+                setup = {"importable": False, "error": _exc(exc)}
+                continue
+        if not setup.get("importable"):
+            observe(i, **setup)
+            continue
         try:
-            _executorch_step(i, step, work, st, blocked)
-        except _Blocked as b:
-            blocked = (b.reason, b.gpu)
+            observe(i, **setup, **_executorch_step(item, data))
         except Exception as exc:
-            result(i, "FAIL", _exc(exc), traceback=traceback.format_exc()[-3000:])
-            if step in ("export-add", "export-linear"):
-                blocked = (f"{step} failed", False)
+            observe(i, **setup, **_error(exc))
 
 
-class _Blocked(Exception):
-    def __init__(self, reason: str, gpu: bool):
-        super().__init__(reason)
-        self.reason, self.gpu = reason, gpu
+def _executorch_setup(backend_library: str | None) -> dict[str, Any]:
+    """Import executorch; read the registered backends; load the CUDA backend library the parent
+    found (when CudaBackend is not linked in) and read them again."""
+    import importlib.metadata as md
+
+    import executorch
+    import torch
+    from executorch.backends.cuda.cuda_partitioner import CudaPartitioner  # noqa: F401
+    from executorch.exir import to_edge_transform_and_lower  # noqa: F401
+
+    try:
+        version = md.version("executorch")
+    except md.PackageNotFoundError:
+        version = str(getattr(executorch, "__version__", "?"))
+    facts: dict[str, Any] = {"importable": True, "version": version,
+                             "cuda_available": bool(torch.cuda.is_available())}
+    try:
+        from executorch.extension.pybindings import portable_lib
+
+        facts["backends_before"] = sorted(portable_lib._get_registered_backend_names())
+        facts["pybindings_error"] = None
+    except Exception as exc:
+        facts["backends_before"] = []
+        facts["pybindings_error"] = _exc(exc)
+        return facts
+    facts["backends"] = facts["backends_before"]
+    if backend_library and "CudaBackend" not in facts["backends_before"]:
+        try:  # global: the delegate's compiled object binds its aoti_torch_* calls to these shims
+            ctypes.CDLL(backend_library, mode=os.RTLD_NOW | os.RTLD_GLOBAL)
+            facts["backend_library_error"] = None
+        except OSError as exc:
+            facts["backend_library_error"] = _exc(exc)
+        facts["backends"] = sorted(portable_lib._get_registered_backend_names())
+    return facts
 
 
-def _executorch_step(i: int, step: str, work: str, st: dict[str, Any], blocked: Any) -> None:
-    blob: Any  # names reused across the steps below with values of different types
-    pte: Any
-    f: Any
-    ex: tuple[Any, ...]
-    if step == "import":
-        try:
-            _executorch_import(st)
-        except Exception as exc:
-            result(i, "SKIP", f"executorch is not importable here: {_exc(exc)}", importable=False)
-            raise _Blocked("executorch is not importable", False) from None
-        if st["pybindings_error"]:
-            result(i, "PASS", f"executorch {st['version']} imported CudaPartitioner and "
-                   f"to_edge_transform_and_lower (export can run); its pybindings did not import, so "
-                   f"nothing can run: {st['pybindings_error']}", backends=[],
-                   pybindings_error=st["pybindings_error"])
-        else:
-            result(i, "PASS", f"executorch {st['version']} imported CudaPartitioner, "
-                   f"to_edge_transform_and_lower and the pybindings; registered backends: "
-                   f"{', '.join(st['backends']) or 'none'}", backends=st["backends"])
-        return
-    if blocked:
-        result(i, "SKIP", f"not run: {blocked[0]}", gpu=blocked[1])
-        return
-    if "ok" not in st:
-        _executorch_import(st)  # a fresh child (the negative control) imports again
+def _executorch_step(item: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
     import torch
 
-    needs_runtime = step in ("run-add", "run-linear", "no-data")
-    if needs_runtime and st["pybindings_error"]:
-        result(i, "FAIL", f"executorch's pybindings do not import: {st['pybindings_error']}")
-        return
-    if needs_runtime and "CudaBackend" not in st["backends"]:
-        result(i, "SKIP", f"executorch {st['version']} registers no CudaBackend (registered: "
-               f"{', '.join(st['backends']) or 'none'}): a CPU build, so the delegate cannot run here",
-               gpu=True)
-        return
-    if needs_runtime and not torch.cuda.is_available():
-        result(i, "SKIP", "torch sees no CUDA device, so the CUDA delegate cannot run here", gpu=True)
-        return
-    sm = ""
-    if torch.cuda.is_available():
-        major, minor = torch.cuda.get_device_capability(0)
-        sm = f"sm_{major}{minor}"
-    if step in ("export-add", "export-linear"):
+    step = item["step"]
+    if step == "import":
+        return {}
+    if step.startswith("export"):
+        from executorch.backends.cuda.cuda_backend import CudaBackend
         from executorch.backends.cuda.cuda_partitioner import CudaPartitioner
         from executorch.exir import to_edge_transform_and_lower
 
-        if step == "export-add":
+        d = data[item["model"]]
+        if item["model"] == "add":
             class Add(torch.nn.Module):  # type: ignore[misc]  # torch is untyped here
                 def forward(self, x: Any, y: Any) -> Any:
                     return x + y
 
-            model, ex = Add().eval(), (torch.randn(3, 4), torch.randn(3, 4))
+            model: Any = Add().eval()
         else:
-            torch.manual_seed(0)
-            model = torch.nn.Linear(8, 4).eval()
-            ex = (torch.randn(2, 8),)
-        from executorch.backends.cuda.cuda_backend import CudaBackend
-
+            model = _with_weights(torch, torch.nn.Linear(8, 4), d["weights"]).eval()
+        ex = tuple(_tensor(torch, t) for t in d["inputs"])
         _flatc()
         # ExecuTorch 1.2 needs the method name in the compile specs (an empty list fails at
         # lowering: "Could not find method name in compile specs: []"), as its own
         # backends/cuda/tests/test_cuda_export.py passes it.
         specs = [CudaBackend.generate_method_name_compile_spec("forward")]
-        try:
-            prog = to_edge_transform_and_lower(torch.export.export(model, ex),
-                                               partitioner=[CudaPartitioner(specs)]).to_executorch()
-        except Exception as exc:
-            if not torch.cuda.is_available():
-                result(i, "SKIP", f"export through CudaPartitioner needs a CUDA device here and failed: "
-                       f"{_exc(exc)}", gpu=True)
-                raise _Blocked(f"{step} could not run without a GPU", True) from None
-            raise
-        if b"CudaBackend" not in prog.buffer:
-            result(i, "FAIL", "the exported program carries no CudaBackend delegate: the partitioner "
-                   "declined the model, so it would run on the portable kernels")
-            raise _Blocked(f"{step} produced no CUDA delegate", False)
-        key = step.split("-")[1]
-        d = os.path.join(work, key)
-        os.makedirs(d, exist_ok=True)
-        with open(os.path.join(d, "model.pte"), "wb") as f:
+        prog = to_edge_transform_and_lower(torch.export.export(model, ex),
+                                           partitioner=[CudaPartitioner(specs)]).to_executorch()
+        os.makedirs(item["dir"], exist_ok=True)
+        with open(os.path.join(item["dir"], "model.pte"), "wb") as f:
             prog.write_to_file(f)
-        prog.write_tensor_data_to_file(d)
-        st[key] = {"prog": prog, "model": model, "ex": ex, "dir": d}
-        blob = os.path.join(d, "aoti_cuda_blob.ptd")
-        if not os.path.exists(blob):
-            result(i, "FAIL", f"export wrote no aoti_cuda_blob.ptd (files: {sorted(os.listdir(d))})")
-            raise _Blocked("no aoti_cuda_blob.ptd", False)
-        pte = os.path.getsize(os.path.join(d, "model.pte"))
-        result(i, "PASS", f"exported through CudaPartitioner on {sm or 'this machine'}: model.pte is {pte} bytes "
-               f"and carries the CudaBackend delegate; aoti_cuda_blob.ptd is {os.path.getsize(blob)} bytes",
-               pte_bytes=pte, blob_bytes=os.path.getsize(blob))
-    elif step == "blob":
-        fc = st["linear"]["model"]
-        weight_bytes = fc.weight.numel() * fc.weight.element_size()
-        blob = os.path.getsize(os.path.join(st["linear"]["dir"], "aoti_cuda_blob.ptd"))
-        empty = os.path.getsize(os.path.join(st["add"]["dir"], "aoti_cuda_blob.ptd"))
-        if blob - empty >= weight_bytes:
-            result(i, "PASS", f"aoti_cuda_blob.ptd is {blob} bytes, {blob - empty} more than the weightless "
-                   f"model's {empty}: at least the {weight_bytes} bytes of the weight matrix",
-                   blob_bytes=blob, weightless_blob_bytes=empty, weight_bytes=weight_bytes)
-        else:
-            result(i, "FAIL", f"aoti_cuda_blob.ptd is {blob} bytes, only {blob - empty} more than the "
-                   f"weightless model's {empty}, less than the {weight_bytes}-byte weight matrix")
-    elif step in ("run-add", "run-linear"):
+        prog.write_tensor_data_to_file(item["dir"])
+        return {"files": sorted(os.listdir(item["dir"]))}
+    if step == "run":
         from executorch.extension.pybindings.portable_lib import _load_for_executorch_from_buffer
 
-        key = step.split("-")[1]
-        s = st[key]
-        with open(os.path.join(s["dir"], "model.pte"), "rb") as f:
-            pte = f.read()
-        with torch.no_grad():
-            want = s["model"](*s["ex"])
-        if key == "add":
-            module = _load_for_executorch_from_buffer(pte)
-        else:
-            with open(os.path.join(s["dir"], "aoti_cuda_blob.ptd"), "rb") as f:
-                blob = f.read()
-            module = _load_for_executorch_from_buffer(pte, blob)
-        got = module.forward(list(s["ex"]))[0]
-        torch.testing.assert_close(got.cpu(), want, rtol=1e-3, atol=1e-3)
-        if key == "add":
-            result(i, "PASS", f"a CUDA-delegated model ran on {sm} and matched eager (rtol=atol=1e-3)")
-        else:
-            result(i, "PASS", f"a CUDA-delegated model with weights ran on {sm} from a {len(blob)}-byte "
-                   f"aoti_cuda_blob.ptd and matched eager (rtol=atol=1e-3)")
-    elif step == "no-data":
-        from executorch.extension.pybindings.portable_lib import _load_for_executorch_from_buffer
-
-        d = os.path.join(work, "linear")
-        if not os.path.exists(os.path.join(d, "model.pte")):
-            result(i, "SKIP", "not run: there is no exported weighted program")
-            return
-        with open(os.path.join(d, "model.pte"), "rb") as f:
-            pte = f.read()
-        torch.manual_seed(0)
-        x = torch.randn(2, 8)
-        try:
-            module = _load_for_executorch_from_buffer(pte)
-            out = module.forward([x])[0]
+        held = load_held(_load_for_executorch_from_buffer, item["pte"], item.get("ptd"))
+        inputs = [_tensor(torch, t) for t in data[item["inputs"]]["inputs"]]
+        out = held.module.forward(inputs)[0]
+        if torch.cuda.is_available():
             torch.cuda.synchronize()
-        except Exception as exc:
-            result(i, "PASS", f"without aoti_cuda_blob.ptd the weighted program failed, as it must: {_exc(exc)}")
-            return
-        result(i, "FAIL", f"the weighted program ran without its data file and returned a "
-               f"{tuple(out.shape)} tensor: its weights do not come from aoti_cuda_blob.ptd")
-    else:
-        result(i, "FAIL", f"unknown executorch step {step!r}")
+        facts = _numbers(out)
+        del held
+        return facts
+    raise ValueError(f"unknown executorch step {step!r}")
 
 
 def _flatc() -> None:
@@ -557,33 +492,101 @@ def _flatc() -> None:
             return
 
 
-def _executorch_import(st: dict[str, Any]) -> None:
-    """Import what export needs; the pybindings (what running needs) may fail on their own."""
-    import importlib.metadata as md
+# ---------------------------------------------------------------------------------------
+# jax: a small MLP with real weights, jitted on the GPU; a jax.export artifact through bytes
+# ---------------------------------------------------------------------------------------
 
-    import executorch
-    import torch  # noqa: F401
-    from executorch.backends.cuda.cuda_partitioner import CudaPartitioner  # noqa: F401
-    from executorch.exir import to_edge_transform_and_lower  # noqa: F401
+def task_jax(spec: dict[str, Any]) -> None:
+    p = spec["params"]
+    data = _data(spec)
+    for i in range(spec["start"], len(spec["items"])):
+        step = spec["items"][i]
+        emit(ev="begin", i=i)
+        try:
+            import jax
+            import numpy as np
 
-    try:
-        version = md.version("executorch")
-    except md.PackageNotFoundError:
-        version = getattr(executorch, "__version__", "?")
-    st["version"] = version
-    try:
-        from executorch.extension.pybindings import portable_lib
+            # JAX's default matmul precision on NVIDIA GPUs is TF32 (a max error of 4.8e-3 on
+            # this MLP on an H200): the reference is float64, so ask for full float32.
+            jax.config.update("jax_default_matmul_precision", "highest")
+            devices = jax.devices()
+        except Exception as exc:
+            observe(i, importable=False, error=_exc(exc))
+            continue
+        facts: dict[str, Any] = {"importable": True, "jax": str(jax.__version__),
+                                 "backend": str(jax.default_backend()),
+                                 "devices": [f"{d.platform}:{getattr(d, 'device_kind', '?')}" for d in devices]}
+        if facts["backend"] not in ("gpu", "cuda", "rocm"):
+            observe(i, **facts)
+            continue
+        try:
+            observe(i, **facts, **_jax_step(jax, np, step, p["workdir"], data))
+        except Exception as exc:
+            observe(i, **facts, **_error(exc))
 
-        st["backends"] = sorted(portable_lib._get_registered_backend_names())
-        st["pybindings_error"] = None
-    except Exception as exc:
-        st["backends"] = []
-        st["pybindings_error"] = _exc(exc)
-    st["ok"] = True
+
+def _jax_params(np: Any, d: dict[str, Any], wrong: bool = False) -> Any:
+    def arr(t: dict[str, Any]) -> Any:
+        return np.asarray(t["values"], dtype=np.float32).reshape(t["shape"])
+
+    w1 = arr(d["w1"])
+    if wrong:
+        w1 = w1[: w1.shape[0] // 2]  # rows cut in half: (8, 16) becomes (4, 16)
+    return (w1, arr(d["b1"]), arr(d["w2"]), arr(d["b2"])), arr(d["x"])
+
+
+def _jax_out(out: Any, np: Any) -> dict[str, Any]:
+    devs = sorted(f"{d.platform}:{d.id}" for d in getattr(out, "devices", lambda: set())())
+    host = np.asarray(out, dtype=np.float64)
+    return {"device": ",".join(devs), "shape": list(host.shape), "output": [float(v) for v in host.reshape(-1)]}
+
+
+def _jax_step(jax: Any, np: Any, step: str, work: str, data: dict[str, Any]) -> dict[str, Any]:
+    import jax.numpy as jnp
+
+    def mlp(params: Any, x: Any) -> Any:
+        w1, b1, w2, b2 = params
+        return jnp.tanh(x @ w1 + b1) @ w2 + b2
+
+    artifact = os.path.join(work, "mlp.jax_export")
+    params, x = _jax_params(np, data["mlp"])
+    gpu = jax.devices()[0]
+    if step == "jit":
+        out = jax.jit(mlp)(jax.device_put(params, gpu), jax.device_put(x, gpu))
+        out.block_until_ready()
+        return _jax_out(out, np)
+    if step == "export":
+        from jax import export
+
+        exported = export.export(jax.jit(mlp))(params, x)
+        blob = exported.serialize()
+        with open(artifact, "wb") as sink:
+            sink.write(blob)
+        return {"artifact_bytes": len(blob), "platforms": list(exported.platforms)}
+    from jax import export
+
+    with open(artifact, "rb") as source:
+        rehydrated = export.deserialize(bytearray(source.read()))
+    if step == "roundtrip":
+        out = rehydrated.call(jax.device_put(params, gpu), jax.device_put(x, gpu))
+        out.block_until_ready()
+        return _jax_out(out, np)
+    if step == "wrong-shape":
+        bad, _ = _jax_params(np, data["mlp"], wrong=True)
+        try:
+            out = rehydrated.call(bad, x)
+            out.block_until_ready()
+        except Exception as exc:
+            return {"refused": True, "error": _exc(exc), "error_type": type(exc).__name__,
+                    "wrong_shape": list(bad[0].shape)}
+        return {"refused": False, "wrong_shape": list(bad[0].shape), **_jax_out(out, np)}
+    raise ValueError(f"unknown jax step {step!r}")
+
 
 
 def task_plugin(spec: dict[str, Any]) -> None:
-    """Load one archaudit.probes entry point and run it; its rows go back as one result."""
+    """Load one archaudit.probes entry point and run it; its rows go back as one observation.
+    A plugin's rows are its own word (PluginProbe names the plugin in each)."""
     import dataclasses
     from importlib.metadata import EntryPoint
 
@@ -593,7 +596,7 @@ def task_plugin(spec: dict[str, Any]) -> None:
         obj = EntryPoint(name=p["name"], value=p["value"], group="archaudit.probes").load()
         probe = obj() if isinstance(obj, type) else obj
         if "ctx" not in p:
-            result(0, "PASS", str(getattr(probe, "description", "") or "(no description)"))
+            observe(0, ok=True, description=str(getattr(probe, "description", "") or "(no description)"))
             return
         from archaudit.smoke.probes import ProbeContext
 
@@ -601,17 +604,18 @@ def task_plugin(spec: dict[str, Any]) -> None:
                                   for k, v in p["ctx"].items()}
         ctx = ProbeContext(**fields)
         rows = [dataclasses.asdict(r) for r in probe.run(ctx)]
-        result(0, "PASS", f"{len(rows)} row(s)", rows=rows)
+        observe(0, ok=True, rows=rows)
     except BaseException as exc:  # a broken plugin is a row
-        result(0, "FAIL", _exc(exc), traceback=traceback.format_exc()[-3000:])
+        observe(0, ok=False, error=_exc(exc), traceback=traceback.format_exc()[-3000:])
 
 
 TASKS = {"plugin": task_plugin, "inspect": task_inspect, "gpu-info": task_gpu_info, "load": task_load,
-         "device-load": task_device_load, "torch": task_torch, "executorch": task_executorch}
+         "device-load": task_device_load, "torch": task_torch, "executorch": task_executorch, "jax": task_jax}
 
 
-def main(argv: list[str], key: bytes) -> int:
-    """Run one task. The caller (child.BOOT) read the key from its own pipe before anything else ran."""
+def main(argv: list[str], key: bytes, ack_fd: int | None = None) -> int:
+    """Run one task. The caller (child.BOOT) read the key from its own pipe before anything else ran;
+    that pipe then carries archaudit's acknowledgements of results (spec["ack"])."""
     global _CHANNEL, _SIGN
     import hashlib
     import hmac
@@ -621,6 +625,11 @@ def main(argv: list[str], key: bytes) -> int:
     _CHANNEL = os.fdopen(fd, "w", buffering=1)
     with open(spec_path) as f:
         spec = json.load(f)
+    if ack_fd is not None:
+        if spec.get("ack"):
+            _ACK[0] = ack_fd
+        else:
+            os.close(ack_fd)
     TASKS[task](spec)
     emit(ev="end")
     return 0
