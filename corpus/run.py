@@ -157,13 +157,15 @@ def _libraries(report: dict[str, Any]) -> dict[str, str]:
 def judge(wheel: Wheel, report: dict[str, Any]) -> list[LibraryResult]:
     """Compare archaudit's per-library verdicts with the manifest's."""
     errors = _error_codes(report)
+    kernel_less = {f.get("subject") for t in report.get("targets", []) for f in t.get("findings", [])
+                   if f["code"] == "G010"}  # device code that defines no kernel: it runs, launching nothing
     recorded_by = {x.get("subject") for x in report.get("suppressed", [])
                    if x.get("severity") == "error" and str(x.get("suppressed_by", "")).startswith("ignore-library")}
     results = []
     seen: set[str] = set()
     for path, status in sorted(_libraries(report).items()):
         codes = tuple(sorted(errors.get(path, ())))
-        if status == "host" and not codes:
+        if status == "host" and not codes and path not in kernel_less:
             continue  # no device code and nothing to say: not judged
         seen.add(path)
         # a library whose every error a recorded ignore-library entry hid runs by that record

@@ -26,6 +26,7 @@ from reference_tools import needs_tool
 BROWSER = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 DOCS_SHOT = Path(__file__).resolve().parents[2] / "docs" / "atlas.png"
 COLOURS = {"native": (0x1A, 0x98, 0x50), "jit": (0xFE, 0xE0, 0x8B), "no": (0xD7, 0x30, 0x27)}
+HEADER = (0x14, 0x21, 0x3D)  # the page's title bar
 
 
 @pytest.fixture(scope="module")
@@ -152,9 +153,11 @@ def test_the_screenshot_shows_every_state_and_is_the_docs_one(db: Path, tmp_path
     shot = tmp_path / "atlas.png"
     _chromium("--window-size=1400,1600", f"--screenshot={shot}", page.as_uri(), profile=tmp_path / "p")
     counts = {state: _count(shot, rgb) for state, rgb in COLOURS.items()}
-    assert all(n > 500 for n in counts.values()), counts  # native, PTX only and no, drawn by the browser
+    # native and no on any index; PTX only where some wheel runs somewhere by JIT alone (the fixtures do)
+    assert counts["native"] > 500 and counts["no"] > 500, counts
+    assert counts["jit"] > 500 or "ARCHAUDIT_ATLAS_DB" in os.environ, counts
     if os.environ.get("ARCHAUDIT_REGEN_SCREENSHOT") == "1":
         shutil.copy(shot, DOCS_SHOT)
     assert DOCS_SHOT.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    docs = {state: _count(DOCS_SHOT, rgb) for state, rgb in COLOURS.items()}
-    assert all(n > 500 for n in docs.values()), docs
+    docs = {state: _count(DOCS_SHOT, rgb) for state, rgb in {**COLOURS, "header": HEADER}.items()}
+    assert docs["native"] > 500 and docs["no"] > 500 and docs["header"] > 5000, docs  # an atlas, drawn

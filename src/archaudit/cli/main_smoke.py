@@ -35,8 +35,8 @@ def add_smoke_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--require-gpu", action="store_true",
                         help="a check that could not run for want of a GPU (or of code for it) fails")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
-                        help=f"seconds a child (an install step, a probe) may go without progress before it "
-                             f"is killed with everything it started (default {DEFAULT_TIMEOUT:g})")
+                        help=f"seconds a child (a probe step; an install step at least 120) may go without progress "
+                             f"before it is killed with everything it started (default {DEFAULT_TIMEOUT:g})")
     parser.add_argument("--system-site-packages", action="store_true",
                         help="let the fresh environment see this interpreter's site-packages")
     parser.add_argument("--allow-source-dependencies", action="store_true",
@@ -68,6 +68,7 @@ def _target(args: argparse.Namespace) -> str | None:
 def execute(args: argparse.Namespace) -> int:
     """Run the smoke test the arguments ask for, render the report, write it."""
     from ..report.smoke import render
+    from ..report.view import RenderOptions
     from ..smoke import child
     from ..smoke.runner import SmokeInputError, list_probes, run_smoke
 
@@ -101,7 +102,8 @@ def execute(args: argparse.Namespace) -> int:
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
-    return _emit(render(report, fmt, docs_url=getattr(args, "docs_url", None)), output) or report.exit_code
+    options = RenderOptions(docs_url=getattr(args, "docs_url", None))
+    return _emit(render(report, fmt, options), output) or report.exit_code
 
 
 def _emit(text: str, output: str | None) -> int:
