@@ -51,15 +51,56 @@ def index(wheels: list[Wheel], db: Path, jobs: int = 1) -> None:
         raise SystemExit(f"archaudit index failed ({r.returncode}): {r.stderr.strip()[-400:]}")
 
 
-def runs_on(db: Path) -> dict[str, dict[tuple[str, str, str], tuple[str, str]]]:
-    """column -> wheel key -> (answer, how), from ``archaudit query runs-on --all``."""
-    out: dict[str, dict[tuple[str, str, str], tuple[str, str]]] = {}
-    for column, gpu in GPUS:
+Answers = dict[str, dict[tuple[str, str, str], tuple[str, str]]]  # column -> wheel key -> (answer, how)
+
+
+def runs_on_query(db: Path, gpus: tuple[tuple[str, str], ...] = GPUS) -> Answers:
+    """Each GPU's answers from ``archaudit query runs-on --gpu NAME --all`` (a process per GPU)."""
+    out: Answers = {}
+    for column, gpu in gpus:
         r = _archaudit("query", "runs-on", "--gpu", gpu, "--all", "--db", str(db), "--format", "json")
         if r.returncode != 0:
             raise SystemExit(f"archaudit query runs-on --gpu {gpu!r} failed: {r.stderr.strip()[-400:]}")
         rows = json.loads(r.stdout)["rows"]
         out[column] = {(x["project"], x["version"], x["tags"]): (x["runs"], x["how"]) for x in rows}
+    return out
+
+
+def runs_on(db: Path, gpus: tuple[tuple[str, str], ...] = GPUS) -> Answers:
+    """The same answers as runs_on_query, in one process: each stored inventory is rebuilt once and
+    judged for every GPU by the rule ``query runs-on`` applies (tests/test_census.py compares them)."""
+    from archaudit.cli.settings import gpus as resolve
+    from archaudit.findings import ERROR
+    from archaudit.index import reports, schema
+    from archaudit.index.store import inventory_of
+    from archaudit.judge.audit import judge
+    from archaudit.judge.policy import Policy
+
+    policies = []
+    for column, name in gpus:
+        nvidia, amd = resolve([name])
+        policies.append((column, Policy(gpus=nvidia, amd_gpus=amd)))
+    out: Answers = {column: {} for column, _ in gpus}
+    con = schema.connect(db, create=False)
+    try:
+        for w in reports.wheels(con):
+            inv = inventory_of(con, w.id)
+            for column, policy in policies:
+                t = judge(inv, None, policy)
+                bad = sorted({f.subject for f in t.findings if f.code == "G009"})
+                unverified = [f for f in t.findings if f.code.startswith("E") and f.severity == ERROR]
+                answered = [f for f in t.findings if f.code in ("G008", "G009")]
+                if unverified or inv.unusable:
+                    answer = ("unverified", unverified[0].code if unverified else "E001")
+                elif not answered:
+                    answer = ("no device code", "")
+                elif bad:
+                    answer = ("no", ", ".join(b.rsplit("/", 1)[-1] for b in bad[:3]) + (" ..." if len(bad) > 3 else ""))
+                else:
+                    answer = ("yes", min((str(f.get("runs")) for f in answered), key=lambda h: reports.RANK.get(h, 0)))
+                out[column][(w.project, w.release, w.tags)] = answer
+    finally:
+        con.close()
     return out
 
 

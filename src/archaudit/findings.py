@@ -65,6 +65,7 @@ class Code(StrEnum):
     G013 = "G013"
     G014 = "G014"
     G015 = "G015"
+    G016 = "G016"
     K001 = "K001"
     K002 = "K002"
     K003 = "K003"
@@ -305,6 +306,16 @@ _CODES = [
          "counts for no GPU.",
          "Bundle HIP code as hipv4-amdgcn-amd-amdhsa--<target> (what clang's HIP driver writes).",
          "libfoo.so: HIP never selects 1 bundle entry (openmp-amdgcn-amd-amdhsa--gfx90a): ..."),
+    CodeInfo(Code.G016, INFO, "claimed GPUs outside the vendor's documented range",
+         "The library is a vendor library listed in data/vendor.json (by its file name, auditwheel's "
+         "hash allowed) with the GPU range its vendor documents, each row with its source: cuSPARSELt "
+         "8.0 and newer, FlashAttention-3 9.0. Claimed GPUs outside that range are not held against it: "
+         "its vendor supports it only there and its callers use it only there (torch calls cuSPARSELt "
+         "only on 8.0+). Any other library keeps every gap; a deliberate one is recorded with "
+         "ignore-library and its reason.",
+         "Nothing; add a row to data/vendor.json, with its source, for another vendor library.",
+         "torch/lib/libcusparseLt-294d6944.so.0 is cuSPARSELt, which its vendor documents for 8.0 and "
+         "newer: the claimed 5.0, 6.0, 7.0, 7.5 are not held against it"),
     CodeInfo(Code.K001, ERROR, "kernels miss a claimed architecture",
          "One container (one translation unit, which the runtime registers on its own) lacks code "
          "for a claimed architecture that the library as a whole has: its kernels fail there "

@@ -351,3 +351,27 @@ def test_index_says_which_codes_failed_its_verdicts(tmp_path, capsys):
     rc = main(["index", str(tmp_path / "wh"), "--db", str(tmp_path / "y.db"), "-q", "--format", "json",
                "-o", str(tmp_path / "i.json")])
     assert json.loads((tmp_path / "i.json").read_text())["failed_by"] == {"C001": 1}
+
+
+# ---- 5: what nvcc accepts, for --arch and --gpu alike ----
+
+@pytest.mark.parametrize("flags, words", [
+    (["--arch", "85"], "'sm_85' is not an architecture any nvcc from 11.8 to"),
+    (["--arch", "compute_85"], "'compute_85' is not an architecture any nvcc"),
+    (["--arch", "sm_800"], "'sm_800' is not an architecture any nvcc"),
+    (["--arch", "sm_87a"], "'sm_87a' is not an architecture any nvcc"),
+    (["--arch", "50", "--cuda-version", "13.0"], "'sm_50' is not an architecture nvcc 13.0 accepts (it accepts sm_75"),
+    (["--gpu", "sm_85"], "--gpu 'sm_85': 'sm_85' is not an architecture any nvcc"),
+    (["--gpu", "sm_61", "--cuda-version", "13.0"], "nvcc 11.8 to 12.9 accepts it (--cuda-version)"),
+])
+def test_an_architecture_nvcc_refuses_is_refused_with_true_words(capsys, flags, words):
+    assert main(["check", "--no-config", "-q", *flags, core.example_wheel()]) == 2
+    err = capsys.readouterr().err
+    assert words in err and "not sm_XX" not in err, err
+
+
+@pytest.mark.parametrize("flags", [["--arch", "sm_90a;sm_100f;80"], ["--arch", "50;61", "--cuda-version", "12.9"],
+                                   ["--arch", "35;50"], ["--gpu", "sm_61"], ["--gpu", "sm_90"]])
+def test_what_nvcc_accepts_is_accepted(tmp_path, flags):
+    rc, _ = check_json(tmp_path, *flags, core.example_wheel())
+    assert rc in (0, 1)

@@ -104,6 +104,7 @@ def test_every_finding_names_the_library_or_target_it_is_about():
                              kernels=("k",), decoded=True, own_target="gfx942"), role=HIP), needed=(), path=nested),
                arch=None, amd_claim=("gfx90a:xnack+",)),
         report(lib(box(sass("sm_80", "_Z4workv")), box(sass("sm_90", "_Z4workv")), path=nested), arch="80;90"),
+        report(lib(box(sass("sm_80", "_Z4workv")), path="pkg/lib/libcusparseLt.so.0"), arch="50;80"),
     ]
     seen = set()
     for rep in reports:

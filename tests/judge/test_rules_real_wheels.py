@@ -129,3 +129,13 @@ def test_the_largest_wheel_tried_is_read_whole():
     cubins = [lib for lib in inv.libraries if lib.path.endswith(".cubin")]
     assert len(cubins) == 15_970 and not inv.problems
     assert sum(1 for lib in cubins for e in lib.entries if e.target == "sm_103a") >= 1_952
+
+
+def test_torch_2_5_1_bundled_cusparselt_is_judged_in_its_documented_range():
+    """torch 2.5.1's libcusparseLt-294d6944.so.0 carries sm_80 and newer; the embedded claim starts
+    at 5.0. NVIDIA documents cuSPARSELt for 8.0 and newer and torch calls it only there (the
+    vendor table, data/vendor.json): G016, no G001."""
+    rep = check("torch", "2.5.1", None)
+    lt = "torch/lib/libcusparseLt-294d6944.so.0"
+    assert [f.get("gpus") for f in found(rep, "G016") if f.subject == lt] == [["50", "60", "70", "75"]]
+    assert not [f for f in rep.findings if f.subject == lt and f.severity == "error"]

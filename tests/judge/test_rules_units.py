@@ -331,6 +331,27 @@ def test_k001_cccl_namespaces_name_no_architecture(name):
     assert k.get("kernels") == [name] and "K003" not in codes(rep)
 
 
+def test_k003_a_kernel_named_for_a_newer_architecture_is_not_for_an_older_gpu():
+    """cuSPARSELt's sm86_xmma_* kernels carry sm_86, sm_87 and sm_90a code: named for 8.6 on, they
+    are never for 8.0. A gap on a GPU newer than the name is not excused that way."""
+    rep = report(lib(KERN, box(sass("sm_86", "sm86_xmma_k"), sass("sm_87", "sm86_xmma_k"), sass("sm_90a", "sm86_xmma_k"))),
+                 arch="80;90")
+    (k,) = found(rep, "K003")
+    assert k.get("fails") == ["80"] and k.get("reason") == "named" and rep.exit_code == 0
+
+
+def test_g016_a_vendor_library_is_judged_in_the_range_its_vendor_documents():
+    """torch 2.5.1 bundles cuSPARSELt as libcusparseLt-294d6944.so.0 (sm_80 and newer): NVIDIA
+    documents it for 8.0 and newer, so the embedded claim's 5.0-7.5 are not held against it. The
+    same code under another name keeps every gap."""
+    code = box(sass("sm_80", "_Z1kv"), sass("sm_90", "_Z1kv"))
+    rep = report(lib(code, path="torch/lib/libcusparseLt-294d6944.so.0"), arch="50;75;80;90")
+    (g,) = found(rep, "G016")
+    assert g.get("gpus") == ["50", "75"] and g.get("library") == "cuSPARSELt" and rep.exit_code == 0
+    rep = report(lib(code, path="torch/lib/libmysparse.so"), arch="50;75;80;90")
+    assert found(rep, "G001")[0].get("missing") == ["50", "75"] and not found(rep, "G016") and rep.exit_code == 1
+
+
 def test_k001_a_name_excuses_only_code_for_what_it_names():
     """sm80_xmma_gemm with code for sm_80 and sm_86 is not 'built for what its name says'."""
     rep = report(lib(box(sass("sm_80", "_Z1av"), sass("sm_86", "_Z1av"), sass("sm_90", "_Z1av")),

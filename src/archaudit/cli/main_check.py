@@ -85,26 +85,13 @@ def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 
 def render(report: Report, s: CheckSettings, *, unicode: bool = True) -> str:
-    """The report in the chosen format."""
-    from ..report.render import render_json, render_text
+    """The report in the chosen format (report.check.RENDERERS)."""
+    from ..report import check
+    from ..report.view import RenderOptions
 
-    fmt = s.output.format
-    if fmt == "json":
-        return render_json(report, detail=s.detail, timings=s.timings)
-    if fmt in ("markdown", "github", "junit"):
-        from ..report import formats  # with xml.etree: imported for the formats it renders only
-
-        if fmt == "markdown":
-            return formats.render_markdown(report, detail=s.detail, costs=s.costs, verbose=s.verbose)
-        if fmt == "github":
-            return formats.render_github(report)
-        return formats.render_junit(report)
-    if fmt == "sarif":
-        from ..report import sarif
-
-        return sarif.render_check(report, docs_url=s.output.docs_url)
-    return render_text(report, detail=s.detail, verbose=s.verbose, ascii_only=not unicode, costs=s.costs,
-                       timings=s.timings)
+    return check.render(report, s.output.format, RenderOptions(detail=s.detail, verbose=s.verbose, costs=s.costs,
+                                                               timings=s.timings, unicode=unicode,
+                                                               docs_url=s.output.docs_url))
 
 
 def execute(args: argparse.Namespace) -> int:

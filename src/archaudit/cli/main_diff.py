@@ -30,11 +30,13 @@ def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 def execute(args: argparse.Namespace) -> int:
     from ..judge import diff  # the readers and the diff, only when `diff` runs
     from ..read.artifacts import inventory
+    from ..report import diff as diff_report
+    from ..report.view import RenderOptions
     from .settings import diff_settings
 
     s = diff_settings(args, common.load_config(args), FORMATS)
     report = diff.compare(inventory(s.old, jobs=s.jobs), inventory(s.new, jobs=s.jobs), allow_loss=s.allow_loss)
-    text = diff.render(report, s.output.format, verbose=s.verbose, docs_url=s.output.docs_url)
+    text = diff_report.render(report, s.output.format, RenderOptions(verbose=s.verbose, docs_url=s.output.docs_url))
     if s.output.format == "text" and not common.unicode_ok(s.output.path):
         text = text.replace("✓", "OK").replace("✗", "X")
     text = common.terminal_safe(text, s.output.format)

@@ -10,6 +10,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from ..errors import UsageError
+from ..findings import Code
 from . import common
 
 if TYPE_CHECKING:
@@ -83,7 +84,7 @@ def _why(failed_by: dict[str, int]) -> str:
     titles = {str(k): v.title for k, v in CODES.items()}
     parts = [f"{code} {titles[code]} in {n}" if code in titles else f"{code} in {n}"
              for code, n in sorted(failed_by.items(), key=lambda kv: (-kv[1], kv[0]))]
-    hint = ("; C001: give the claim (--arch) or ask about GPUs (--gpu T4 --gpu H100)" if "C001" in failed_by
+    hint = ("; C001: give the claim (--arch) or ask about GPUs (--gpu T4 --gpu H100)" if Code.C001 in failed_by
             else "")
     return f" (failed by {', '.join(parts)}{hint}; `archaudit explain CODE`)"
 

@@ -29,6 +29,7 @@ def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 def execute(args: argparse.Namespace) -> int:
     from ..index import reports, schema  # SQLite and the reports, only when `query` runs
+    from ..report import index as index_report
     from .settings import gpus
 
     db = schema.connect(args.db, create=False)
@@ -57,7 +58,8 @@ def execute(args: argparse.Namespace) -> int:
                      "driver-floor": reports.driver_floor}[args.report](db, args.project)
     finally:
         db.close()
-    common.write(common.terminal_safe(reports.render(table, args.format or "text"), args.format or "text"), args.output)
+    fmt = args.format or "text"
+    common.write(common.terminal_safe(index_report.render(table, fmt), fmt), args.output)
     return 0
 
 

@@ -68,6 +68,7 @@ def _target(args: argparse.Namespace) -> str | None:
 def execute(args: argparse.Namespace) -> int:
     """Run the smoke test the arguments ask for, render the report, write it."""
     from ..report.smoke import render
+    from ..report.view import RenderOptions
     from ..smoke import child
     from ..smoke.runner import SmokeInputError, list_probes, run_smoke
 
@@ -101,7 +102,8 @@ def execute(args: argparse.Namespace) -> int:
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
-    return _emit(render(report, fmt, docs_url=getattr(args, "docs_url", None)), output) or report.exit_code
+    options = RenderOptions(docs_url=getattr(args, "docs_url", None))
+    return _emit(render(report, fmt, options), output) or report.exit_code
 
 
 def _emit(text: str, output: str | None) -> int:

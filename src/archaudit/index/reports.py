@@ -6,7 +6,6 @@ Every report is a Table (title, columns, rows, notes), rendered as text, JSON or
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
 from collections.abc import Iterable, Sequence
@@ -269,41 +268,4 @@ def changed(db: sqlite3.Connection, project: str | None = None) -> Table:
                  out, (f"{len(out)} wheel(s) judged otherwise than before; the verdicts table keeps every judgement",))
 
 
-# ---- rendering ------------------------------------------------------------------------------------
-
-def render_text(t: Table) -> str:
-    cols = [str(c) for c in t.columns]
-    body = [["" if c is None else str(c) for c in r] for r in t.rows]
-    widths = [max([len(c)] + [len(r[i]) for r in body]) for i, c in enumerate(cols)]
-    lines = [t.title, ""]
-    lines.append("  ".join(c.ljust(w) for c, w in zip(cols, widths)).rstrip())
-    for r in body:
-        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
-    if not body:
-        lines.append("(no rows)")
-    lines.append("")
-    lines += list(t.notes)
-    return "\n".join(lines) + "\n"
-
-
-def render_markdown(t: Table) -> str:
-    def esc(c: Cell) -> str:
-        return "" if c is None else str(c).replace("|", "\\|")
-    lines = [f"### {t.title}", "", "| " + " | ".join(esc(c) for c in t.columns) + " |",
-             "|" + "---|" * len(t.columns)]
-    lines += ["| " + " | ".join(esc(c) for c in r) + " |" for r in t.rows]
-    lines.append("")
-    lines += [f"_{n}_" for n in t.notes]
-    return "\n".join(lines) + "\n"
-
-
-def render_json(t: Table) -> str:
-    return json.dumps({"report": t.name, "title": t.title, "columns": list(t.columns),
-                       "rows": [dict(zip(t.columns, r)) for r in t.rows], "notes": list(t.notes)}, indent=2) + "\n"
-
-
-def render(t: Table, fmt: str) -> str:
-    return {"json": render_json, "markdown": render_markdown}.get(fmt, render_text)(t)
-
-
-__all__ = ["Table", "WheelRow", "changed", "coverage", "driver_floor", "lost", "render", "runs_on", "wheels"]
+__all__ = ["Table", "WheelRow", "changed", "coverage", "driver_floor", "lost", "runs_on", "wheels"]

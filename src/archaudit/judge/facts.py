@@ -316,12 +316,19 @@ class KernelGap:
     elsewhere: tuple[int, ...] = ()  # "elsewhere": other containers giving these GPUs the same name
 
 
-def named_for(kernel: str, codes: tuple[NvCode, ...]) -> bool:
-    """Whether the kernel's own name names the architecture it was built for, and its code in
-    this container covers exactly that: every entry is for an architecture the name names
-    (``sm80_xmma_gemm`` with only sm_80 code; ``volta_sgemm`` with sm_70 and sm_72 code)."""
+def named_for(kernel: str, codes: tuple[NvCode, ...], gpu: CC) -> bool:
+    """Whether the kernel's own name excuses its gap on ``gpu``: the name names the architecture
+    it was built for, and either its code in this container covers exactly that (every entry is
+    for an architecture the name names: ``sm80_xmma_gemm`` with only sm_80 code; ``volta_sgemm``
+    with sm_70 and sm_72 code), or ``gpu`` is older than every architecture the name names and no
+    code is for an older one (cuSPARSELt's ``sm86_xmma_*`` with sm_86, sm_87 and sm_90a code is
+    for 8.6 on, never for 8.0)."""
     named = named_architectures(kernel)
-    return bool(named) and all(arch.canonical_cc(c.effective.cc) in named for c in codes)
+    if not named:
+        return False
+    archs = [arch.canonical_cc(c.effective.cc) for c in codes]
+    first = min(named)
+    return all(a in named for a in archs) or (gpu < first and all(a >= first for a in archs))
 
 
 def _kernel_gaps(f: LibraryFacts, gpus: tuple[CC, ...]) -> tuple[KernelGap, ...]:
@@ -383,7 +390,7 @@ def _kernel_gaps(f: LibraryFacts, gpus: tuple[CC, ...]) -> tuple[KernelGap, ...]
                     verdict = "specialised"
                 elif choice.runs == "none" and choice.code is not None:
                     verdict = "fails"  # the driver picks its PTX and cannot compile it
-                elif named_for(name, codes):
+                elif named_for(name, codes, cc):
                     verdict = "named"
                 elif choice.runs != "none":
                     verdict = "compiled-out"
@@ -459,8 +466,22 @@ class LibraryFacts:
         return known
 
     @cached_property
+    def vendor(self) -> arch.VendorRange | None:
+        """The GPU range the library's vendor documents, when it is a listed vendor library."""
+        return arch.vendor_range(self.path.rsplit("/", 1)[-1])
+
+    @cached_property
     def claimed(self) -> tuple[CC, ...]:
-        return self.claim.gpus if self.claim is not None else ()
+        """The claimed GPUs the library is judged on: all of them, but for a listed vendor
+        library only those in the range its vendor documents (``outside_vendor_range``)."""
+        gpus = self.claim.gpus if self.claim is not None else ()
+        return tuple(cc for cc in gpus if self.vendor is None or self.vendor.covers(cc))
+
+    @cached_property
+    def outside_vendor_range(self) -> tuple[CC, ...]:
+        """Claimed GPUs outside the range the library's vendor documents (G016)."""
+        gpus = self.claim.gpus if self.claim is not None else ()
+        return tuple(cc for cc in gpus if self.vendor is not None and not self.vendor.covers(cc))
 
     @cached_property
     def specialised(self) -> bool:

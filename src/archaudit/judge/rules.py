@@ -358,6 +358,20 @@ def _dead_phrase(c: NvCode) -> str:
     return f"{c.label} (linked CUDA runtime)"
 
 
+@library_rule(Code.G016)
+def rule_g016(f: LibraryFacts) -> list[Finding]:
+    """G016: claimed GPUs outside the range the library's vendor documents (data/vendor.json, a
+    source per row) are not judged for it; this says which, and why."""
+    if f.vendor is None or not f.outside_vendor_range:
+        return []
+    gpus = [f"{a}.{b}" for a, b in f.outside_vendor_range]
+    return [finding(Code.G016, f.path, f"{f.path} is {f.vendor.library}, which its vendor documents for "
+                                       f"{f.vendor.text}: the claimed {', '.join(gpus)} "
+                                       f"{'is' if len(gpus) == 1 else 'are'} not held against it "
+                                       f"({f.vendor.source})",
+                    library=f.vendor.library, range=f.vendor.text, gpus=[label(cc) for cc in f.outside_vendor_range])]
+
+
 @library_rule(Code.G005)
 def rule_g005(f: LibraryFacts) -> list[Finding]:
     """G005: all the library's code is arch-specific or family code, so it serves only those

@@ -8,14 +8,14 @@ targets as they were given (timings are shown only in text and JSON, and only on
 from __future__ import annotations
 
 import os
-import re
 from collections import Counter
-from xml.etree import ElementTree as ET
 
 from ..arch import label
 from ..findings import CODES, ERROR, INFO, WARNING, Code, Finding
 from ..judge.audit import Report, TargetReport
 from ..judge.filters import Suppression
+from . import junit
+from .junit import xml_text
 from .view import (
     QUIET_INFO,
     cost_table,
@@ -224,14 +224,6 @@ def render_github(report: Report, **_: object) -> str:
 
 # ---- JUnit XML ----
 
-_XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
-
-
-def xml_text(text: object) -> str:
-    """Text XML 1.0 can carry: control characters (other than tab, CR, LF) become U+FFFD."""
-    return _XML_BAD.sub("\ufffd", str(text))
-
-
 def _line(f: Finding) -> str:
     return xml_text(f"{f.severity} {f.code} {f.message}")
 
@@ -239,54 +231,37 @@ def _line(f: Finding) -> str:
 def render_junit(report: Report, **_: object) -> str:
     """JUnit XML: one <testsuite> per target, one <testcase> per library (plus one for the
     target as a whole), a <failure> per testcase that has error findings. No timings."""
-    root = ET.Element("testsuites", name="archaudit")
-    total = fails = 0
+    suites = []
     for t in report.targets:
-        suite_name = xml_text(t.distribution or t.target)
-        suite = ET.SubElement(root, "testsuite", name=suite_name)
-        props = ET.SubElement(suite, "properties")
-        ET.SubElement(props, "property", name="target", value=xml_text(t.target))
-        ET.SubElement(props, "property", name="kind", value=t.kind)
-        ET.SubElement(props, "property", name="claim", value=xml_text(_claim_words(t)))
+        suite_name = t.distribution or t.target
+        props = [("target", t.target), ("kind", t.kind), ("claim", _claim_words(t))]
         if report.policy.config is not None:
-            ET.SubElement(props, "property", name="config", value=xml_text(report.policy.config))
+            props.append(("config", report.policy.config))
         by_subject: dict[str, list[Finding]] = {}
         for f in t.findings:
             by_subject.setdefault(f.subject, []).append(f)
         paths = {v.path for v in t.libraries}
-        cases: list[tuple[str, list[Finding], str]] = [
-            (f"({t.kind})", [f for s, fs in by_subject.items() if s not in paths for f in fs],
+        whole = f"({t.kind})"
+        rows: list[tuple[str, list[Finding], str]] = [
+            (whole, [f for s, fs in by_subject.items() if s not in paths for f in fs],
              "unusable input" if t.unusable else "")]
         for v in t.libraries:
             carried = " ".join(v.carried)
-            cases.append((v.path, by_subject.get(v.path, []), f"{v.status}: {carried}" if carried else v.status))
-        s_fail = 0
-        for name, findings, note in cases:
-            case = ET.SubElement(suite, "testcase", classname=suite_name, name=xml_text(name))
+            rows.append((v.path, by_subject.get(v.path, []), f"{v.status}: {carried}" if carried else v.status))
+        cases = []
+        for name, findings, note in rows:
             errors = [f for f in findings if f.severity == ERROR]
-            if errors or (t.unusable and name == f"({t.kind})"):
-                s_fail += 1
+            failure = None
+            if errors or (t.unusable and name == whole):
                 first = errors[0] if errors else None
-                failure = ET.SubElement(
-                    case, "failure",
-                    message=xml_text(first.message) if first else xml_text(f"{t.target}: unusable input"),
-                    type=",".join(sorted({f.code for f in errors})) or Code.E001)
-                failure.text = "\n".join(_line(f) for f in errors) + "\n" if errors else note + "\n"
+                failure = junit.Failure(first.message if first else f"{t.target}: unusable input",
+                                        "\n".join(_line(f) for f in errors) + "\n" if errors else note + "\n",
+                                        ",".join(sorted({f.code for f in errors})) or Code.E001)
             others = [f for f in findings if f.severity != ERROR]
-            text = "\n".join(([xml_text(note)] if note and name != f"({t.kind})" else []) + [_line(f) for f in others])
-            if text:
-                ET.SubElement(case, "system-out").text = text + "\n"
-        suite.set("tests", str(len(cases)))
-        suite.set("failures", str(s_fail))
-        suite.set("errors", "0")
-        suite.set("skipped", "0")
-        total += len(cases)
-        fails += s_fail
-    root.set("tests", str(total))
-    root.set("failures", str(fails))
-    root.set("errors", "0")
-    ET.indent(root, space="  ")
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+            text = "\n".join(([note] if note and name != whole else []) + [_line(f) for f in others])
+            cases.append(junit.Case(suite_name, name, failure, out=text + "\n" if text else None))
+        suites.append(junit.Suite(suite_name, tuple(cases), tuple(props)))
+    return junit.write("archaudit", suites)
 
 
 __all__ = ["render_markdown", "render_github", "render_junit", "annotation", "escape_data", "escape_property",

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict
 
 from ..smoke.report import FAIL, PASS, SKIP, SmokeReport
+from . import junit
+from .view import DEFAULTS, RenderOptions
 
 SCHEMA = "archaudit-smoke/1"
 
@@ -98,37 +101,39 @@ def render_github(report: SmokeReport) -> str:
 
 
 def render_junit(report: SmokeReport) -> str:
-    from xml.sax.saxutils import escape, quoteattr
-
+    """JUnit XML: one testcase per row (its probe the class name), timed; FAIL a failure, SKIP
+    skipped, PASS its reason on system-out."""
     name = f"archaudit smoke {report.distribution} {report.version}"
-    total = sum(r.duration for r in report.rows)
-    out = ['<?xml version="1.0" encoding="UTF-8"?>',
-           f'<testsuites name={quoteattr(name)} tests="{len(report.rows)}" failures="{report.count(FAIL)}" '
-           f'skipped="{report.count(SKIP)}" time="{total:.3f}">',
-           f'  <testsuite name={quoteattr(name)} tests="{len(report.rows)}" failures="{report.count(FAIL)}" '
-           f'skipped="{report.count(SKIP)}" time="{total:.3f}">']
+    cases = []
     for r in report.rows:
-        head = f'    <testcase classname={quoteattr("smoke." + r.probe)} name={quoteattr(r.subject)} ' \
-               f'time="{r.duration:.3f}"'
+        failure = skipped = out = None
         if r.status == PASS:
-            out.append(head + f'><system-out>{escape(r.reason)}</system-out></testcase>')
+            out = r.reason
         elif r.status == SKIP:
-            out.append(head + f'><skipped message={quoteattr(r.reason)}/></testcase>')
+            skipped = r.reason
         else:
-            body = escape("\n".join(x for x in (r.reason, r.signal or "", r.stderr_tail) if x))
-            out.append(head + f'><failure message={quoteattr(r.reason)}>{body}</failure></testcase>')
-    out += ["  </testsuite>", "</testsuites>"]
-    return "\n".join(out)
+            failure = junit.Failure(r.reason, "\n".join(x for x in (r.reason, r.signal or "", r.stderr_tail) if x))
+        cases.append(junit.Case("smoke." + r.probe, r.subject, failure, skipped, out, r.duration))
+    return junit.write(name, [junit.Suite(name, tuple(cases))]).rstrip("\n")
 
 
-RENDERERS = {"text": render_text, "json": to_json, "markdown": render_markdown, "github": render_github,
-             "junit": render_junit}
+def _sarif(report: SmokeReport, options: RenderOptions) -> str:
+    from . import sarif  # only when asked for
+
+    return sarif.render_smoke(report, docs_url=options.docs_url)
 
 
-def render(report: SmokeReport, fmt: str, *, docs_url: str | None = None) -> str:
-    """The report in one of runner.FORMATS, ending in a newline."""
-    if fmt == "sarif":
-        from . import sarif
+RENDERERS: dict[str, Callable[[SmokeReport, RenderOptions], str]] = {
+    "text": lambda r, o: render_text(r) + "\n",
+    "json": lambda r, o: to_json(r) + "\n",
+    "markdown": lambda r, o: render_markdown(r) + "\n",
+    "github": lambda r, o: render_github(r) + "\n",
+    "junit": lambda r, o: render_junit(r) + "\n",
+    "sarif": _sarif,
+}
+"""The smoke report's renderer per output format (cli.main_smoke.FORMATS), each ending in a newline."""
 
-        return sarif.render_smoke(report, docs_url=docs_url)
-    return RENDERERS[fmt](report) + "\n"
+
+def render(report: SmokeReport, fmt: str, options: RenderOptions = DEFAULTS) -> str:
+    """The report in one of cli.main_smoke.FORMATS, ending in a newline."""
+    return RENDERERS[fmt](report, options)

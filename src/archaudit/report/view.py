@@ -6,13 +6,31 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..findings import ERROR, Code, Finding
-from ..judge.audit import LibraryVerdict, Report, TargetReport
-from ..judge.filters import Suppression
+
+if TYPE_CHECKING:  # annotations only: the smoke report renders without the judge loaded
+    from ..judge.audit import LibraryVerdict, Report, TargetReport
+    from ..judge.filters import Suppression
 
 QUIET_INFO = {Code.D002}  # summarised once per target instead of per library
+
+
+@dataclass(frozen=True, slots=True)
+class RenderOptions:
+    """How much a rendering shows, from the command line: the same for every format, each
+    renderer reading what it uses."""
+
+    detail: str = "libraries"
+    verbose: bool = False
+    costs: bool = False
+    timings: bool = True
+    unicode: bool = True  # the destination takes ✓ and ✗
+    docs_url: str | None = None  # SARIF rules' helpUri
+
+
+DEFAULTS = RenderOptions()
 
 
 def size_text(n: int) -> str:

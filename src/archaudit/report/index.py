@@ -1,0 +1,52 @@
+"""The renderings of an index query's Table (archaudit.index.reports): text, JSON and Markdown,
+one renderer per format in RENDERERS; the HTML page is index_html.py."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+from ..index.reports import Cell, Table
+
+
+def render_text(t: Table) -> str:
+    cols = [str(c) for c in t.columns]
+    body = [["" if c is None else str(c) for c in r] for r in t.rows]
+    widths = [max([len(c)] + [len(r[i]) for r in body]) for i, c in enumerate(cols)]
+    lines = [t.title, ""]
+    lines.append("  ".join(c.ljust(w) for c, w in zip(cols, widths)).rstrip())
+    for r in body:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+    if not body:
+        lines.append("(no rows)")
+    lines.append("")
+    lines += list(t.notes)
+    return "\n".join(lines) + "\n"
+
+
+def render_markdown(t: Table) -> str:
+    def esc(c: Cell) -> str:
+        return "" if c is None else str(c).replace("|", "\\|")
+    lines = [f"### {t.title}", "", "| " + " | ".join(esc(c) for c in t.columns) + " |",
+             "|" + "---|" * len(t.columns)]
+    lines += ["| " + " | ".join(esc(c) for c in r) + " |" for r in t.rows]
+    lines.append("")
+    lines += [f"_{n}_" for n in t.notes]
+    return "\n".join(lines) + "\n"
+
+
+def render_json(t: Table) -> str:
+    return json.dumps({"report": t.name, "title": t.title, "columns": list(t.columns),
+                       "rows": [dict(zip(t.columns, r)) for r in t.rows], "notes": list(t.notes)}, indent=2) + "\n"
+
+
+RENDERERS: dict[str, Callable[[Table], str]] = {"text": render_text, "json": render_json, "markdown": render_markdown}
+"""An index query's renderer per output format (`archaudit query --format`)."""
+
+
+def render(t: Table, fmt: str) -> str:
+    """The table in `fmt`; text for any other."""
+    return RENDERERS.get(fmt, render_text)(t)
+
+
+__all__ = ["RENDERERS", "render", "render_json", "render_markdown", "render_text"]
