@@ -20,7 +20,7 @@ from ..config import DETAILS, FORMATS, Config, Detail, Format
 from ..errors import UsageError
 from ..judge.filters import IgnoreRule, parse_patterns
 from ..judge.policy import AmdGpu, DataMember, NvidiaGpu, Policy
-from ..read.scan import DEFAULT_MAX_PAYLOAD
+from ..read.records import DEFAULT_MAX_PAYLOAD
 from ..suggest import did_you_mean
 
 

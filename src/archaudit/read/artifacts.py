@@ -22,7 +22,7 @@ from ..printable import printable
 from . import fatbin, hip, zipread
 from .decode import DecodePool
 from .library import scan_stream
-from .scan import DEFAULT_MAX_PAYLOAD
+from .records import DEFAULT_MAX_PAYLOAD
 
 LIBRARY_SUFFIXES = (".so", ".cubin", ".fatbin", ".ptx", ".hsaco", ".pyd", ".dll", ".dylib")
 
