@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import NamedTuple
 
 from ..findings import Code
 from ..model import DEVICE_LINK, EMBEDDED, EXECUTABLE, RELOCATABLE, Container, Problem, Role
@@ -37,24 +38,58 @@ def _unregistered(wrappers: Sequence[FatbinWrapper | HipWrapper], where: list[el
     return out
 
 
+class Attribution(NamedTuple):
+    """The containers of a library, each named by its section and given its role, and the
+    problems of where they (and the wrappers that register them) lie."""
+
+    containers: list[Container]
+    problems: list[Problem]
+
+
 def attribute(found: ScanResult, sections: list[elf.Section], segments: tuple[elf.Segment, ...],
-              problems: list[Problem], alignment: int = ALIGN_SLACK) -> list[Container]:
+              alignment: int = ALIGN_SLACK) -> Attribution:
     """Name each container's section and role; check fatbin sections are fully accounted for.
     A gap before the first container must be shorter than `alignment`; a gap after a container
     (before the next or the section's end) may reach the section's own alignment (aarch64
     libraries align containers to 256 bytes), and must be zeros."""
     seg_sections = [s for s in sections if s.name == ".nvFatBinSegment"]
+    problems = _soft_problems(found, sections)
+    containers, misplaced = _fatbin_containers(found, sections, segments, seg_sections)
+    problems += misplaced
+    # The runtimes register what the wrappers in .nvFatBinSegment / .hipFatBinSegment point at:
+    # each must be a container (a bundle) that was found and verified; one whose magic is damaged
+    # is not found at all.
+    hip_segs = [s for s in sections if s.name == ".hipFatBinSegment"]
+    problems += _unregistered(found.wrappers, seg_sections, segments, {c.offset for c in found.containers},
+                              Code.E011, "fatbin wrapper", "no fatbin container was found")
+    problems += _unregistered(found.hip_wrappers, hip_segs, segments, {b.offset for b in found.bundles},
+                              Code.E030, "HIP wrapper", "no valid offload bundle was found")
+    bundles, misplaced = _bundles(found, sections)
+    problems += misplaced
+    problems += _unaccounted(found, sections, alignment)
+    return Attribution(sorted(containers + bundles, key=lambda c: c.offset), problems)
+
+
+def _soft_problems(found: ScanResult, sections: list[elf.Section]) -> list[Problem]:
+    """The scan's soft problems that count: those inside a device-code section (or anywhere,
+    in a library without a section table)."""
+    device_sections = [s for s in sections if s.name in (*FATBIN_SECTIONS, ".hip_fatbin")]
+    return [p for p in found.soft
+            if not sections or any(s.offset <= (p.offset or 0) < s.file_end for s in device_sections)]
+
+
+def _fatbin_containers(found: ScanResult, sections: list[elf.Section], segments: tuple[elf.Segment, ...],
+                       seg_sections: list[elf.Section]) -> tuple[list[Container], list[Problem]]:
+    """Each fatbin container with its section and role (device-link when a v2 wrapper in
+    .nvFatBinSegment registers it), and the problems of where it lies."""
     dlink = set()
     for w in found.wrappers:
         if w.version == 2 and any(s.offset <= w.offset < s.file_end for s in seg_sections):
             off = elf.vaddr_to_offset(segments, w.address)
             if off is not None:
                 dlink.add(off)
-    device_sections = [s for s in sections if s.name in (*FATBIN_SECTIONS, ".hip_fatbin")]
-    for p in found.soft:
-        if not sections or any(s.offset <= (p.offset or 0) < s.file_end for s in device_sections):
-            problems.append(p)
     out: list[Container] = []
+    problems: list[Problem] = []
     for c in found.containers:
         sec = next((s for s in sections if s.type not in (0, elf.SHT_NOBITS) and s.offset <= c.offset < s.file_end),
                    None)
@@ -70,19 +105,25 @@ def attribute(found: ScanResult, sections: list[elf.Section], segments: tuple[el
             if sec is not None and not c.entries:
                 problems.append(_empty_outside_fatbin_section(c.offset, name))
         out.append(Container("nvidia", role, name, c.offset, c.size, c.entries))
-    # The runtimes register what the wrappers in .nvFatBinSegment / .hipFatBinSegment point at:
-    # each must be a container (a bundle) that was found and verified; one whose magic is damaged
-    # is not found at all.
-    hip_segs = [s for s in sections if s.name == ".hipFatBinSegment"]
-    problems += _unregistered(found.wrappers, seg_sections, segments, {c.offset for c in found.containers},
-                              Code.E011, "fatbin wrapper", "no fatbin container was found")
-    problems += _unregistered(found.hip_wrappers, hip_segs, segments, {b.offset for b in found.bundles},
-                              Code.E030, "HIP wrapper", "no valid offload bundle was found")
+    return out, problems
+
+
+def _bundles(found: ScanResult, sections: list[elf.Section]) -> tuple[list[Container], list[Problem]]:
+    """Each HIP offload bundle with its section, and the problems of where it lies."""
+    out: list[Container] = []
+    problems: list[Problem] = []
     for b in found.bundles:
         sec = next((s for s in sections if s.offset <= b.offset < s.file_end and s.type not in (0, elf.SHT_NOBITS)),
                    None)
         problems += _misplaced(Code.E033, "HIP bundle", b.offset, b.size, sec, bool(sections))
         out.append(replace(b, section=sec.name if sec else ""))
+    return out, problems
+
+
+def _unaccounted(found: ScanResult, sections: list[elf.Section], alignment: int) -> list[Problem]:
+    """Device-code sections whose bytes are not all containers (or bundles): an empty fatbin
+    section, bytes that are no valid container, containers that declare more than the section."""
+    problems: list[Problem] = []
     for s in sections:
         if s.name == ".hip_fatbin" and s.size and s.type != elf.SHT_NOBITS:
             inside_b = [b for b in found.bundles if s.offset <= b.offset < s.file_end]
@@ -99,8 +140,7 @@ def attribute(found: ScanResult, sections: list[elf.Section], segments: tuple[el
             why = (f"{s.size - covered} of its {s.size} bytes are not a valid fatbin container" if covered <= s.size
                    else f"its containers declare {covered} bytes, {covered - s.size} more than the section holds")
             problems.append(Problem(Code.E011, f"{s.name}: {why}", s.offset))
-    out.sort(key=lambda c: c.offset)
-    return out
+    return problems
 
 
 def _empty_outside_fatbin_section(offset: int, section: str) -> Problem:

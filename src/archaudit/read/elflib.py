@@ -135,7 +135,8 @@ def _host_elf(f: OpenFile, h: elf.Header) -> Library:
             problems.append(Problem(e.code, f"malformed ELF: {e}"))
             sections = []
     needed, runpath = _dynamic(dyn_names, notes)
-    containers = attribute(found, sections, segments, problems)
+    containers, placed = attribute(found, sections, segments)
+    problems += placed
     return Library(path, size, "elf", tuple(containers), needed, runpath, tuple(found.claims),
                    tuple(problems), tuple(notes), tuple(found.linkers))
 

@@ -289,7 +289,8 @@ def read(path: str, size: int, src: stream.Source, chunks: Chunks, settings: rec
         needed = ()
     sections = [elf.Section(0, 1 if s.loaded_size else elf.SHT_NOBITS, 0, h.image_base + s.rva, s.raw_offset,
                             s.loaded_size, 0, CANONICAL.get(s.name, s.name)) for s in h.sections]
-    containers = attribution.attribute(state, sections, segments, problems, alignment=CONTAINER_ALIGN)
+    containers, placed = attribution.attribute(state, sections, segments, alignment=CONTAINER_ALIGN)
+    problems += placed
     problems += _unread_wrappers(h, state)
     pe_name = {c: p for p, c in CANONICAL.items()}
     containers = [_in_section(c, h) for c in containers]
