@@ -375,3 +375,33 @@ def test_an_architecture_nvcc_refuses_is_refused_with_true_words(capsys, flags, 
 def test_what_nvcc_accepts_is_accepted(tmp_path, flags):
     rc, _ = check_json(tmp_path, *flags, core.example_wheel())
     assert rc in (0, 1)
+
+
+# ---- 9: a directory of wheels gets one verdict and one time per wheel ----
+
+def test_a_wheelhouse_is_one_target_per_wheel_with_its_own_time(tmp_path):
+    """A directory of wheels (dist/, a wheelhouse) is judged as twine judges dist/*: each wheel
+    its own target, verdict and time; the small wheel is not stamped with the large one's time."""
+    from wheels import fetch
+
+    house = tmp_path / "wheelhouse"
+    house.mkdir()
+    big = fetch("nvidia-curand", "10.4.5.25")
+    shutil.copy(big, house / big.name)
+    shutil.copy(core.example_wheel(), house)
+    rc, doc = check_json(tmp_path, "--arch", "80;90", str(house))
+    names = [t["distribution"] for t in doc["targets"]]
+    assert names == ["gpu_example-1.0", "nvidia_curand-10.4.5.25"]
+    assert all(t["kind"] == "wheel" for t in doc["targets"])
+    small, large = (t["seconds"] for t in doc["targets"])
+    assert small < large / 4, (small, large)
+    _, globbed = check_json(tmp_path, "--arch", "80;90", *sorted(str(p) for p in house.iterdir()))
+    assert [t["distribution"] for t in globbed["targets"]] == names
+
+
+def test_a_tree_with_libraries_and_a_wheel_stays_one_directory(tmp_path):
+    (tmp_path / "d").mkdir()
+    shutil.copy(HOST, tmp_path / "d" / "libhost.so")
+    shutil.copy(core.example_wheel(), tmp_path / "d")
+    rc, doc = check_json(tmp_path, str(tmp_path / "d"))
+    assert [t["kind"] for t in doc["targets"]] == ["directory"]
