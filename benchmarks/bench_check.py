@@ -32,10 +32,10 @@ import zstandard
 
 import archaudit
 from archaudit.judge import audit as audit_module
-from archaudit.read import decode, fatbin, library, zipread
-from archaudit.report import render
-from archaudit.read.artifacts import inventories, select_member
 from archaudit.judge.audit import Policy
+from archaudit.read import decode, fatbin, library, zipread
+from archaudit.read.artifacts import inventories, select_member
+from archaudit.report import render
 
 
 def library_members(path: str) -> list[zipread.Member]:

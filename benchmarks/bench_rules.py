@@ -11,10 +11,10 @@ import argparse
 import statistics
 import time
 
-from archaudit.read.artifacts import inventory
-from archaudit.judge.audit import audit
 from archaudit.claims import parse_claim
+from archaudit.judge.audit import audit
 from archaudit.judge.policy import Policy
+from archaudit.read.artifacts import inventory
 
 
 def main() -> None:

@@ -2,8 +2,8 @@
 
     python -m corpus.census --results results.json --markdown table.md
 
-The engine is ``archaudit index``: every wheel of both manifests that the cache holds is audited
-once into an SQLite database (``--db``, default in the cache: a rerun skips what this archaudit
+The engine is ``archaudit index``: every census wheel (``--all``: the corpus's too) that the
+cache holds is audited once into an SQLite database (``--db``, default in the cache: a rerun skips what this archaudit
 judged already), then ``archaudit query runs-on --gpu NAME --all`` answers each GPU of ``GPUS`` for
 every wheel (the same rule as ``archaudit check --gpu NAME``: G009 says no). The verdict against
 each project's documented claim comes from ``python -m corpus.run --json results.json``, which
@@ -51,15 +51,56 @@ def index(wheels: list[Wheel], db: Path, jobs: int = 1) -> None:
         raise SystemExit(f"archaudit index failed ({r.returncode}): {r.stderr.strip()[-400:]}")
 
 
-def runs_on(db: Path) -> dict[str, dict[tuple[str, str, str], tuple[str, str]]]:
-    """column -> wheel key -> (answer, how), from ``archaudit query runs-on --all``."""
-    out: dict[str, dict[tuple[str, str, str], tuple[str, str]]] = {}
-    for column, gpu in GPUS:
+Answers = dict[str, dict[tuple[str, str, str], tuple[str, str]]]  # column -> wheel key -> (answer, how)
+
+
+def runs_on_query(db: Path, gpus: tuple[tuple[str, str], ...] = GPUS) -> Answers:
+    """Each GPU's answers from ``archaudit query runs-on --gpu NAME --all`` (a process per GPU)."""
+    out: Answers = {}
+    for column, gpu in gpus:
         r = _archaudit("query", "runs-on", "--gpu", gpu, "--all", "--db", str(db), "--format", "json")
         if r.returncode != 0:
             raise SystemExit(f"archaudit query runs-on --gpu {gpu!r} failed: {r.stderr.strip()[-400:]}")
         rows = json.loads(r.stdout)["rows"]
         out[column] = {(x["project"], x["version"], x["tags"]): (x["runs"], x["how"]) for x in rows}
+    return out
+
+
+def runs_on(db: Path, gpus: tuple[tuple[str, str], ...] = GPUS) -> Answers:
+    """The same answers as runs_on_query, in one process: each stored inventory is rebuilt once and
+    judged for every GPU by the rule ``query runs-on`` applies (tests/test_census.py compares them)."""
+    from archaudit.cli.settings import gpus as resolve
+    from archaudit.findings import ERROR
+    from archaudit.index import reports, schema
+    from archaudit.index.store import inventory_of
+    from archaudit.judge.audit import judge
+    from archaudit.judge.policy import Policy
+
+    policies = []
+    for column, name in gpus:
+        nvidia, amd = resolve([name])
+        policies.append((column, Policy(gpus=nvidia, amd_gpus=amd)))
+    out: Answers = {column: {} for column, _ in gpus}
+    con = schema.connect(db, create=False)
+    try:
+        for w in reports.wheels(con):
+            inv = inventory_of(con, w.id)
+            for column, policy in policies:
+                t = judge(inv, None, policy)
+                bad = sorted({f.subject for f in t.findings if f.code == "G009"})
+                unverified = [f for f in t.findings if f.code.startswith("E") and f.severity == ERROR]
+                answered = [f for f in t.findings if f.code in ("G008", "G009")]
+                if unverified or inv.unusable:
+                    answer = ("unverified", unverified[0].code if unverified else "E001")
+                elif not answered:
+                    answer = ("no device code", "")
+                elif bad:
+                    answer = ("no", ", ".join(b.rsplit("/", 1)[-1] for b in bad[:3]) + (" ..." if len(bad) > 3 else ""))
+                else:
+                    answer = ("yes", min((str(f.get("runs")) for f in answered), key=lambda h: reports.RANK.get(h, 0)))
+                out[column][(w.project, w.release, w.tags)] = answer
+    finally:
+        con.close()
     return out
 
 
@@ -89,14 +130,15 @@ def table(wheels: list[Wheel], answers: dict[str, dict[tuple[str, str, str], tup
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m corpus.census", description=__doc__.split("\n\n")[0])
-    ap.add_argument("ids", nargs="*", help="manifest ids (default: every wheel of both manifests)")
+    ap.add_argument("ids", nargs="*", help="manifest ids (default: every census wheel)")
+    ap.add_argument("--all", action="store_true", help="the wheels of manifest.toml too")
     ap.add_argument("--db", type=Path, default=None, help="the index database (default: census.db in the cache)")
     ap.add_argument("--results", type=Path, help="python -m corpus.run --json output: the claim verdicts")
     ap.add_argument("--markdown", type=Path, help="write the table here (default: standard output)")
     ap.add_argument("--no-index", action="store_true", help="query the database as it is")
     ap.add_argument("-j", "--jobs", type=int, default=1, help="wheels indexed at once")
     args = ap.parse_args(argv)
-    wheels = [w for w in load() if not args.ids or w.id in args.ids]
+    wheels = [w for w in load() if (w.id in args.ids if args.ids else args.all or w.manifest == "census")]
     db = args.db or cache_dir() / "census.db"
     if not args.no_index:
         index(wheels, db, args.jobs)

@@ -18,9 +18,10 @@ from corpus import census, manifest  # noqa: E402
 
 CENSUS = manifest.load(manifest.CENSUS)
 ALL = manifest.load()
-MIN_WHEELS = 60  # the corpus and the census together (grown in steps toward issue 26's 120)
-STACKS = ("CUDA 11", "CUDA 13")
-FAMILIES = {"nvidia"}
+MIN_WHEELS = 120  # the corpus and the census together (issue 26)
+STACKS = ("CUDA 10", "CUDA 11", "CUDA 12", "CUDA 13", "ROCm 6", "ROCm 7")
+FAMILIES = {"nvidia", "rapids", "pytorch", "jax", "tensorflow", "paddle", "cupy", "llm-kernels", "cuquantum",
+            "dali", "onnxruntime"}
 
 
 def test_the_corpus_loads_both_manifests() -> None:
@@ -40,6 +41,7 @@ def test_the_census_spans_vendors_toolkits_and_platforms() -> None:
     assert {"x86_64", "aarch64", "win_amd64"} <= platforms, platforms
     families = {w.family for w in CENSUS}
     assert FAMILIES <= families, families
+    assert any("tegra" in w.name for w in CENSUS), "a Jetson (tegra) wheel"
     assert all(w.family for w in CENSUS)
     assert max(w.size_mb for w in CENSUS) > 400  # the largest wheels are in it
 
@@ -65,3 +67,25 @@ def test_the_index_key_of_a_wheel_file() -> None:
     assert census.key("nvidia_cuda_runtime_cu11-11.8.89-py3-none-win_amd64.whl") == \
         ("nvidia-cuda-runtime-cu11", "11.8.89", "py3-none-win_amd64")
     assert census.key("foo-1.0-3-py3-none-any.whl") == ("foo", "1.0-3", "py3-none-any")
+
+
+def test_the_tables_answers_are_query_runs_on(tmp_path: Path) -> None:
+    """corpus.census answers every GPU in one process; the answers are archaudit query runs-on's."""
+    import os
+
+    import pytest
+    from corpus.run import download
+
+    wheel = next(w for w in CENSUS if w.id == "nvjpeg2k-tegra-cu12")
+    problem = download(wheel, manifest.cache_dir())
+    if problem:
+        if os.environ.get("ARCHAUDIT_OFFLINE"):
+            pytest.skip(problem)
+        pytest.fail(problem)
+    db = tmp_path / "census.db"
+    census.index([wheel], db)
+    gpus = (("Orin", "Jetson Orin"), ("A100", "A100"), ("MI300X", "MI300X"))
+    answers = census.runs_on(db, gpus)
+    assert answers == census.runs_on_query(db, gpus)
+    assert answers["Orin"][census.key(wheel.filename)][0] == "yes"  # sm_87 SASS (corpus/evidence)
+    assert answers["A100"][census.key(wheel.filename)][0] == "no"  # a Jetson build: Orin's code only

@@ -50,6 +50,8 @@ def rows(doc: dict[str, Any]) -> Iterator[tuple[str, Any]]:
             "cmake_all.releases": t["cmake_all"]["releases"],
             "torch_named_arches.names": t["torch_named_arches"]["names"],
             "runtime_sonames.patterns": t["runtime_sonames"]["patterns"],
+            "nvcc_targets.suffixes": t["nvcc_targets"]["suffixes"],
+            "nvcc_targets.releases": t["nvcc_targets"]["releases"],
         }
     elif doc is AMD:
         tables = {"processors": AMD["processors"], "generic_families": AMD["generic_families"],
@@ -329,3 +331,32 @@ def test_amd_lookup_processor_and_misses():
 def test_device_names_as_drivers_report_them(name, want):
     """deviceQuery/NVML names (Jetson ones differ from the product names) find the catalog GPU."""
     assert [g.name for g in arch.lookup_gpu(name)] == [want]
+
+
+def test_nvcc_targets_are_what_this_nvcc_accepts():
+    """The accepted set of the nvcc on this machine (13.0 here) is the table's, as sm_XX and
+    compute_XX, and the 'a'/'f' rule refuses what this nvcc refuses (-dryrun, no GPU needed)."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    from archaudit import arch
+    from reference_tools import missing_tool
+
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        missing_tool("nvcc (the CUDA toolkit)")
+        return
+    out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, check=True).stdout
+    release = tuple(int(x) for x in out.split("release ")[1].split(",")[0].split("."))
+    codes = subprocess.run([nvcc, "--list-gpu-code"], capture_output=True, text=True, check=True).stdout.split()
+    listed = {arch.CudaTarget.parse(c).number for c in codes}
+    table = {n for n in range(10, 1300) if arch.nvcc_accepts(arch.CudaTarget.from_number(n), release)}
+    assert table == listed
+    with tempfile.TemporaryDirectory() as d:
+        src = f"{d}/k.cu"
+        with open(src, "w") as f:
+            f.write("__global__ void k() {}\n")
+        for spelled in ("sm_90a", "sm_89a", "sm_100f", "sm_90f", "compute_120f", "sm_87a", "sm_121a"):
+            ok = subprocess.run([nvcc, f"-arch={spelled}", "-dryrun", "-c", src], capture_output=True).returncode == 0
+            assert arch.nvcc_accepts(arch.CudaTarget.parse(spelled), release) is ok, spelled

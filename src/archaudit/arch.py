@@ -457,3 +457,58 @@ def runtime_major(soname: str) -> int | None:
                 return number // 10  # cudart64_110.dll: 11.x; cudart64_102.dll: 10.2; cudart64_92.dll: 9.2
             return number
     return None
+
+
+# ---- what nvcc accepts (data/cuda.json nvcc_targets over cmake_all) ----------------------------
+
+def _release_key(release: CC) -> str:
+    return f"{release[0]}.{release[1]}"
+
+
+def _nvcc_rows() -> dict[str, Any]:
+    table = _data("cuda.json")
+    return {**table["nvcc_targets"]["releases"], **table["cmake_all"]["releases"]}
+
+
+def nvcc_releases() -> tuple[CC, ...]:
+    """The CUDA releases whose accepted architectures are recorded, oldest first."""
+    return tuple(sorted(_cc(r) for r in _nvcc_rows()))
+
+
+def nvcc_accepts(target: CudaTarget, release: CC | None) -> bool:
+    """Whether nvcc of `release` accepts `target` as -arch/-code (sm_XX and compute_XX alike):
+    a real architecture of that release's 'all', with an 'a' or 'f' suffix only where the
+    release and the architecture allow it. False for a release without a row; `release` None:
+    whether any recorded release accepts it."""
+    if release is None:
+        return any(nvcc_accepts(target, r) for r in nvcc_releases())
+    table = _data("cuda.json")
+    row = _nvcc_rows().get(_release_key(release))
+    if row is None or target.number not in row["all"]:
+        return False
+    if not target.suffix:
+        return True
+    rule = table["nvcc_targets"]["suffixes"].get(target.suffix)
+    return rule is not None and release >= _cc(rule["since"]) and target.cc >= _cc(rule["min_cc"])
+
+
+def nvcc_refusal(target: CudaTarget, release: CC | None, spelled: str) -> str | None:
+    """Why nvcc of `release` (None: of every recorded release) refuses `target` (spelled as
+    given), naming what it accepts and the releases that accept it; None when it is accepted."""
+    if nvcc_accepts(target, release):
+        return None
+    if release is None:
+        first, last = nvcc_releases()[0], nvcc_releases()[-1]
+        return (f"{spelled!r} is not an architecture any nvcc from {_release_key(first)} to {_release_key(last)} "
+                f"accepts (`nvcc --list-gpu-code`; 'a' from sm_90a, 'f' from sm_100f)")
+    key = _release_key(release)
+    rows = _nvcc_rows()
+    if key not in rows:
+        known = ", ".join(_release_key(r) for r in nvcc_releases())
+        return f"no record of what nvcc {key} accepts (--cuda-version: {known})"
+    accepted = " ".join(f"sm_{n}" for n in rows[key]["all"])
+    others = [r for r in nvcc_releases() if nvcc_accepts(target, r)]
+    elsewhere = (f"; nvcc {_release_key(others[0])}" + (f" to {_release_key(others[-1])}" if len(others) > 1 else "")
+                 + " accepts it (--cuda-version)") if others else ""
+    return f"{spelled!r} is not an architecture nvcc {key} accepts (it accepts {accepted}, 'a' and 'f' " \
+           f"where the architecture has them){elsewhere}"

@@ -351,3 +351,57 @@ def test_index_says_which_codes_failed_its_verdicts(tmp_path, capsys):
     rc = main(["index", str(tmp_path / "wh"), "--db", str(tmp_path / "y.db"), "-q", "--format", "json",
                "-o", str(tmp_path / "i.json")])
     assert json.loads((tmp_path / "i.json").read_text())["failed_by"] == {"C001": 1}
+
+
+# ---- 5: what nvcc accepts, for --arch and --gpu alike ----
+
+@pytest.mark.parametrize("flags, words", [
+    (["--arch", "85"], "'sm_85' is not an architecture any nvcc from 11.8 to"),
+    (["--arch", "compute_85"], "'compute_85' is not an architecture any nvcc"),
+    (["--arch", "sm_800"], "'sm_800' is not an architecture any nvcc"),
+    (["--arch", "sm_87a"], "'sm_87a' is not an architecture any nvcc"),
+    (["--arch", "50", "--cuda-version", "13.0"], "'sm_50' is not an architecture nvcc 13.0 accepts (it accepts sm_75"),
+    (["--gpu", "sm_85"], "--gpu 'sm_85': 'sm_85' is not an architecture any nvcc"),
+    (["--gpu", "sm_61", "--cuda-version", "13.0"], "nvcc 11.8 to 12.9 accepts it (--cuda-version)"),
+])
+def test_an_architecture_nvcc_refuses_is_refused_with_true_words(capsys, flags, words):
+    assert main(["check", "--no-config", "-q", *flags, core.example_wheel()]) == 2
+    err = capsys.readouterr().err
+    assert words in err and "not sm_XX" not in err, err
+
+
+@pytest.mark.parametrize("flags", [["--arch", "sm_90a;sm_100f;80"], ["--arch", "50;61", "--cuda-version", "12.9"],
+                                   ["--arch", "35;50"], ["--gpu", "sm_61"], ["--gpu", "sm_90"]])
+def test_what_nvcc_accepts_is_accepted(tmp_path, flags):
+    rc, _ = check_json(tmp_path, *flags, core.example_wheel())
+    assert rc in (0, 1)
+
+
+# ---- 9: a directory of wheels gets one verdict and one time per wheel ----
+
+def test_a_wheelhouse_is_one_target_per_wheel_with_its_own_time(tmp_path):
+    """A directory of wheels (dist/, a wheelhouse) is judged as twine judges dist/*: each wheel
+    its own target, verdict and time; the small wheel is not stamped with the large one's time."""
+    from wheels import fetch
+
+    house = tmp_path / "wheelhouse"
+    house.mkdir()
+    big = fetch("nvidia-curand", "10.4.5.25")
+    shutil.copy(big, house / big.name)
+    shutil.copy(core.example_wheel(), house)
+    rc, doc = check_json(tmp_path, "--arch", "80;90", str(house))
+    names = [t["distribution"] for t in doc["targets"]]
+    assert names == ["gpu_example-1.0", "nvidia_curand-10.4.5.25"]
+    assert all(t["kind"] == "wheel" for t in doc["targets"])
+    small, large = (t["seconds"] for t in doc["targets"])
+    assert small < large / 4, (small, large)
+    _, globbed = check_json(tmp_path, "--arch", "80;90", *sorted(str(p) for p in house.iterdir()))
+    assert [t["distribution"] for t in globbed["targets"]] == names
+
+
+def test_a_tree_with_libraries_and_a_wheel_stays_one_directory(tmp_path):
+    (tmp_path / "d").mkdir()
+    shutil.copy(HOST, tmp_path / "d" / "libhost.so")
+    shutil.copy(core.example_wheel(), tmp_path / "d")
+    rc, doc = check_json(tmp_path, str(tmp_path / "d"))
+    assert [t["kind"] for t in doc["targets"]] == ["directory"]

@@ -165,25 +165,33 @@ def test_golden_outputs(wheels, tmp_path):
 def test_sarif_names_each_lost_library_as_a_member_of_the_new_wheel(wheels, tmp_path):
     from reference_tools import sarif_validator
 
-    old, new = wheels
+    old, new = wheels  # pkg/libkern.so drops sm_86, whose GPUs still run its sm_80 code natively: a note
+    rc, text = run_diff("--format", "sarif", str(old), str(new), out=tmp_path / "d.sarif")
+    log = json.loads(text)
+    sarif_validator().validate(log)
+    (run,) = log["runs"]
+    (result,) = run["results"]
+    assert rc == 0 and (result["ruleId"], result["level"]) == ("diff-dropped", "note")
+    assert result["message"]["text"].startswith("pkg/libkern.so: lost sm_86 (still runs natively on A10")
+    where = result["locations"][0]["physicalLocation"]["artifactLocation"]
+    assert where["uri"] == "pkg/libkern.so"
+    parent = run["artifacts"][run["artifacts"][where["index"]]["parentIndex"]]
+    assert parent["location"]["uri"] == str(new).replace(os.sep, "/")
+    # a loss that costs GPUs (Turing and Volta lose their code): an error, a warning under --allow-loss
+    (tmp_path / "costly").mkdir()
+    worse = make_wheel(tmp_path / "costly", "pkg", "1.2", {"pkg/libkern.so": "lib_sm80.so"})
+    older = make_wheel(tmp_path / "costly", "pkg", "0.9", {"pkg/libkern.so": "lib_multi.so"})
     for allow, level, code in ((False, "error", 1), (True, "warning", 0)):
-        rc, text = run_diff("--format", "sarif", *(["--allow-loss"] if allow else []), str(old), str(new),
-                            out=tmp_path / "d.sarif")
+        rc, text = run_diff("--format", "sarif", *(["--allow-loss"] if allow else []), str(older), str(worse),
+                            out=tmp_path / "c.sarif")
         log = json.loads(text)
         sarif_validator().validate(log)
-        (run,) = log["runs"]
-        (result,) = run["results"]
-        assert rc == code and result["ruleId"] == "diff-lost" and result["level"] == level
-        assert result["message"]["text"].startswith("pkg/libkern.so: lost sm_86 (still runs natively on A10")
-        where = result["locations"][0]["physicalLocation"]["artifactLocation"]
-        assert where["uri"] == "pkg/libkern.so"
-        parent = run["artifacts"][run["artifacts"][where["index"]]["parentIndex"]]
-        assert parent["location"]["uri"] == str(new).replace(os.sep, "/")
+        (result,) = log["runs"][0]["results"]
+        assert rc == code and (result["ruleId"], result["level"]) == ("diff-lost", level)
     rc, text = run_diff("--format", "sarif", str(old), "missing.whl", out=tmp_path / "d.sarif")
     (run,) = json.loads(text)["runs"]
     assert rc == 2 and run["invocations"][0]["executionSuccessful"] is False
     assert {r["ruleId"] for r in run["results"]} == {"diff-unverified"}
-
 
 def test_jit_fallback_named(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

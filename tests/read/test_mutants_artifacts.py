@@ -26,10 +26,10 @@ from archaudit.read.artifacts import (
     BUDGET_RATIO,
     BYTES_PER_LIBRARY,
     MAX_LIBRARIES,
-    max_libraries,
     content_kind,
     inventory,
     is_library_name,
+    max_libraries,
     select_member,
 )
 from helpers import WHEEL_NAME, inner_zip as zip_bytes, raw_zip, wheel, zero_bomb

@@ -20,8 +20,8 @@ import pytest
 
 from archaudit.cli import main
 from archaudit.model import CODE_OBJECT, PTX, SASS, STANDALONE, Container, Entry, Library, Problem
-from archaudit.read import fatbin, hip, library, scan, zipread
-from archaudit.read.scan import Chunks
+from archaudit.read import fatbin, hip, library, records, stream as window, zipread
+from archaudit.read.stream import Chunks
 from helpers import AMD_BIN as AMD, READELF, ccob, first_bundle, readelf_dynamic
 
 CUDA = Path(__file__).resolve().parents[1] / "fixtures" / "cuda" / "bin"
@@ -798,7 +798,7 @@ def test_a_container_cut_by_a_chunk_after_chunks_without_any_record(shift):
 def test_wrapper_magics_that_start_no_record_are_passed_over():
     """Both runtimes' wrapper records are 8-byte aligned in writable data: a magic at an odd
     offset there is a coincidence, and the search goes on past it."""
-    data = with_strings(LIB_SM80, (DATA + 1, fatbin.WRAPPER_MAGIC), (DATA + 25, scan.HIP_WRAPPER_MAGIC))
+    data = with_strings(LIB_SM80, (DATA + 1, fatbin.WRAPPER_MAGIC), (DATA + 25, records.HIP_WRAPPER_MAGIC))
     assert read("lib.so", data) == read("lib.so", LIB_SM80)
 
 
@@ -935,18 +935,18 @@ def test_a_container_longer_than_the_next_segment_does_not_end_the_search():
 
 def claims_at(data: bytes, at: int, base: int = 0) -> list[str]:
     """What the claim parser reads from a marker at `at` with the window starting at `base`."""
-    records = scan.Records(len(data), scan.ScanSettings())
-    src = scan.Source([data], len(data))
+    parser = records.Records(len(data), records.ScanSettings())
+    src = window.Source([data], len(data))
     src.ensure(len(data))
     src.release(base)
-    assert records.claim(src, at) == at + 1
-    return records.found.claims
+    assert parser.claim(src, at) == at + 1
+    return parser.found.claims
 
 
 def test_a_claim_marker_is_read_only_after_a_nul():
     """The marker must follow a NUL (the start of a string): not at the very first byte, not after
     another byte, whether that byte is still in the window or the window has just let it go."""
-    assert CLAIM.startswith(scan.MARKERS[0])  # the search's needle: the marker without its NUL
+    assert CLAIM.startswith(records.MARKERS[0])  # the search's needle: the marker without its NUL
     text = CLAIM + b"\0"
     assert claims_at(text, 0) == []
     for base in (0, 1):  # the byte before the marker in the window, or the last one it let go
@@ -960,7 +960,7 @@ def test_a_claim_cut_by_a_chunk_boundary_after_its_marker_is_read_whole():
     next chunk, which the claim parser waits for (a cut string is no claim)."""
     at = RODATA + 1
     data = with_strings(LIB_SM80, (RODATA, b"\0" + CLAIM + b"\0"))
-    for cut in (at + len(scan.MARKERS[0]), at + len(scan.MARKERS[0]) + 5):
+    for cut in (at + len(records.MARKERS[0]), at + len(records.MARKERS[0]) + 5):
         lib = library.scan_stream("lib.so", len(data), cut_at(data, cut))
         assert lib.embedded_claims == (CLAIM.decode(),), cut
 
@@ -968,7 +968,7 @@ def test_a_claim_cut_by_a_chunk_boundary_after_its_marker_is_read_whole():
 def test_the_window_knows_the_last_byte_it_let_go():
     """Source.before is the byte at base - 1 however the window moved past it: released, pulled
     past whole (a skip of more than a chunk's worth), or skimmed down to its last SEAM bytes."""
-    src = scan.Source([b"ab\0cd"], 5)
+    src = window.Source([b"ab\0cd"], 5)
     assert (src.base, src.before) == (0, -1)
     src.ensure(5)
     src.release(3)
@@ -977,13 +977,13 @@ def test_the_window_knows_the_last_byte_it_let_go():
     assert (src.base, src.before) == (4, ord("c"))
     src.release(2)  # already let go: nothing moves
     assert (src.base, src.before) == (4, ord("c"))
-    big = bytes(scan.CHUNK_GUESS + 99) + b"x"
-    src = scan.Source([big, b"\0" * 10], len(big) + 10)
+    big = bytes(window.CHUNK_GUESS + 99) + b"x"
+    src = window.Source([big, b"\0" * 10], len(big) + 10)
     assert src.skip_to(len(big)) and (src.base, src.before, len(src.buf)) == (len(big), ord("x"), 0)
     chunk = bytes(range(200))
-    src = scan.Source([chunk], 200)
+    src = window.Source([chunk], 200)
     assert src.skim(lambda _: False, 1000)
-    assert (src.base, src.before, bytes(src.buf)) == (200 - scan.SEAM, chunk[-scan.SEAM - 1], chunk[-scan.SEAM:])
+    assert (src.base, src.before, bytes(src.buf)) == (200 - window.SEAM, chunk[-window.SEAM - 1], chunk[-window.SEAM:])
 
 
 @pytest.mark.parametrize("lead", [b"\0", b""], ids=["own NUL", "the container's last byte"])

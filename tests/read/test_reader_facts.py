@@ -126,7 +126,8 @@ def test_hidden_device_code_is_judged(name, capsys):
 def test_padding_between_containers_is_zeros_up_to_the_section_alignment():
     """aarch64 libraries (nvidia-curand 10.4.0.35) align each container to .nv_fatbin's 256
     bytes: zero padding up to the alignment passes, anything else in it fails closed."""
-    from archaudit.read.scan import ALIGN_SLACK, FoundContainer, _accounted
+    from archaudit.read.attribution import ALIGN_SLACK, _accounted
+    from archaudit.read.records import FoundContainer
 
     sec = elf.Section(0, 1, 2, 0x10000, 0x10000, 0x300, 0, ".nv_fatbin", addralign=256)
 

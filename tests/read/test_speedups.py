@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from archaudit.read import elf, fatbin, library, native, scan
+from archaudit.read import elf, fatbin, library, native, search
 from archaudit.read.elf import ElfError
 from archaudit.read.fatbin import FatbinError
 from reference_tools import missing_tool, speedups
@@ -329,6 +329,6 @@ def test_the_scan_finds_the_same_containers_with_either_search(monkeypatch):
     compiled()
     paths = [p for pattern in ("*.so", "*.fatbin", "*.dll", "*.dylib") for p in sorted(FIXTURES.rglob(pattern))]
     fast = [library.scan_file(str(p)) for p in paths]
-    monkeypatch.setattr(scan, "_FIND", None)
+    monkeypatch.setattr(search, "_FIND", None)
     assert [library.scan_file(str(p)) for p in paths] == fast
     assert sum(len(lib.entries) for lib in fast) > 100

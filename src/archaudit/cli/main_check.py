@@ -101,7 +101,10 @@ def execute(args: argparse.Namespace) -> int:
     from .settings import check_settings
 
     cfg = common.load_config(args)
-    targets = list(args.targets) + ([core.example_wheel()] if args.example else [])
+    from ..read.artifacts import wheels_of
+
+    given = list(args.targets) + ([core.example_wheel()] if args.example else [])
+    targets = [w for t in given for w in (wheels_of(t) or [t])]  # a wheelhouse: one verdict per wheel
     if not targets:
         raise UsageError("check: give at least one TARGET (or --example)")
     s = check_settings(args, cfg, targets)

@@ -20,7 +20,7 @@ from ..config import DETAILS, FORMATS, Config, Detail, Format
 from ..errors import UsageError
 from ..judge.filters import IgnoreRule, parse_patterns
 from ..judge.policy import AmdGpu, DataMember, NvidiaGpu, Policy
-from ..read.scan import DEFAULT_MAX_PAYLOAD
+from ..read.records import DEFAULT_MAX_PAYLOAD
 from ..suggest import did_you_mean
 
 
@@ -104,6 +104,14 @@ def _cuda_version(args: argparse.Namespace, cfg: Config) -> tuple[int, int]:
     return int(m[1]), int(m[2])
 
 
+def _given_cuda_version(args: argparse.Namespace, cfg: Config) -> tuple[int, int] | None:
+    """The release whose nvcc decides which architectures --arch and --gpu may name: the one
+    given (--cuda-version, cuda-version), else None: any release recorded (11.8 to the newest),
+    so an older wheel's own list can be claimed without naming its toolkit."""
+    given = _flag_or(cfg, args.cuda_version, "cuda-version", None)
+    return None if given is None else _cuda_version(args, cfg)
+
+
 def _is_gfx(token: str) -> bool:
     return token.lower().startswith("gfx")
 
@@ -145,6 +153,11 @@ def claim(args: argparse.Namespace, cfg: Config) -> tuple[Claim | None, tuple[st
             except ValueError as e:
                 raise UsageError(f"C002 unparseable claim from {source}: {e}") from None
             cuda = claims[0] if len(claims) == 1 else merge_claims(claims, source)
+            release = _given_cuda_version(args, cfg)
+            for a in cuda.archs:
+                refused = arch.nvcc_refusal(a.target, release, a.target.sm if a.sass else a.target.compute)
+                if refused is not None:
+                    raise UsageError(f"C002 unparseable claim from {source}: {refused}")
     amd: tuple[str, ...] = ()
     if amd_text:
         joined = ";".join(amd_text) if isinstance(amd_text, list) else str(amd_text)
@@ -157,7 +170,8 @@ def claim(args: argparse.Namespace, cfg: Config) -> tuple[Claim | None, tuple[st
 
 # ---- GPUs ----
 
-def gpus(names: Sequence[str]) -> tuple[tuple[NvidiaGpu, ...], tuple[AmdGpu, ...]]:
+def gpus(names: Sequence[str], release: tuple[int, int] | None = None) -> tuple[tuple[NvidiaGpu, ...],
+                                                                                tuple[AmdGpu, ...]]:
     """--gpu names: catalog names or aliases, sm_XX, gfx targets, AMD catalog names, or 'local'."""
     nvidia: list[NvidiaGpu] = []
     amd: list[AmdGpu] = []
@@ -165,7 +179,15 @@ def gpus(names: Sequence[str]) -> tuple[tuple[NvidiaGpu, ...], tuple[AmdGpu, ...
         if name == "local":
             nvidia.extend(_local_gpus())
             continue
+        named = _gpu_target(name)
+        if named is not None:
+            refused = arch.nvcc_refusal(named, release, name)
+            if refused is not None:
+                raise UsageError(f"--gpu {name!r}: {refused}")
         found = arch.lookup_gpu(name)
+        if named is not None and not found:
+            raise UsageError(f"--gpu {name!r}: no GPU in the catalog has compute capability "
+                             f"{named.major}.{named.minor} (see 'archaudit gpus')")
         if found:
             g = found[0]
             nvidia.append(NvidiaGpu(g.name if len(found) == 1 else name, g.cc))
@@ -190,6 +212,14 @@ def gpus(names: Sequence[str]) -> tuple[tuple[NvidiaGpu, ...], tuple[AmdGpu, ...
         raise UsageError(f"--gpu {name!r}: not in the GPU catalog (see 'archaudit gpus') and not sm_XX"
                          f"{did_you_mean(name, _gpu_names())}")
     return tuple(nvidia), tuple(amd)
+
+
+def _gpu_target(name: str) -> arch.CudaTarget | None:
+    """The architecture a --gpu spelled as one (sm_90, 9.0, 90) names, else None (a catalog name)."""
+    try:
+        return arch.CudaTarget.parse(name)
+    except ValueError:
+        return None
 
 
 def _gpu_names() -> list[str]:
@@ -225,7 +255,7 @@ def _local_gpus() -> list[NvidiaGpu]:
 # ---- policy ----
 
 def policy(args: argparse.Namespace, cfg: Config, amd_claim: tuple[str, ...], amd_source: str) -> Policy:
-    nvidia, amd = gpus(list(args.gpu or cfg.get("gpus", [])))
+    nvidia, amd = gpus(list(args.gpu or cfg.get("gpus", [])), _given_cuda_version(args, cfg))
     rules: list[IgnoreRule] = []
     for r in cfg.get("ignore-library", []):
         code = parse_patterns([r["code"]], "[tool.archaudit] ignore-library")

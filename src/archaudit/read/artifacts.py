@@ -22,7 +22,7 @@ from ..printable import printable
 from . import fatbin, hip, zipread
 from .decode import DecodePool
 from .library import scan_stream
-from .scan import DEFAULT_MAX_PAYLOAD
+from .records import DEFAULT_MAX_PAYLOAD
 
 LIBRARY_SUFFIXES = (".so", ".cubin", ".fatbin", ".ptx", ".hsaco", ".pyd", ".dll", ".dylib")
 
@@ -149,28 +149,56 @@ def inventories(targets: list[str], *, jobs: int | None = None, decode: bool = T
     """Inventory several targets with one pool of readers and one of decoders: the libraries of
     every target are read in parallel, largest first, so many small wheels keep every core busy
     too, and each library is read once."""
-    start = time.perf_counter()
-    plans = [_plan(t) for t in targets]
+    plans, planned = [], []
+    for t in targets:
+        began = time.perf_counter()
+        plans.append(_plan(t))
+        planned.append(time.perf_counter() - began)
     everything = [j for p in plans if isinstance(p, tuple) for j in p[1]]
     if progress is not None:
         progress.total_bytes += sum(j.size for j in everything)
         progress.total_libraries += len(everything)
-    read = _run(everything, jobs, decode, max_payload, progress)
+    read_start = time.perf_counter()
+    finished = [read_start] * len(everything)
+    read = _run(everything, jobs, decode, max_payload, progress, finished)
     libraries = iter(read if decode else tuple(_unverified(lib) for lib in read))
+    done = iter(finished)
     out = []
-    for target, plan in zip(targets, plans):
+    for target, plan, plan_seconds in zip(targets, plans, planned):
         if isinstance(plan, TargetInventory):
-            out.append(plan)
+            out.append(replace(plan, seconds=plan_seconds))
             continue
         kind, jobs_list, problems, dist = plan
         libs = tuple(sorted((next(libraries) for _ in jobs_list), key=lambda lib: lib.path))
+        # its own time: its directory read, and the read until its last library was done (the
+        # pool reads every target's libraries at once, so a small wheel is not stamped with all)
+        last = max((next(done) for _ in jobs_list), default=read_start)
+        seconds = plan_seconds + (last - read_start)
         problems_t = tuple(problems)
         unusable = kind == "directory" and not jobs_list and not problems_t
         if unusable:
             problems_t += (Problem(Code.E001, "directory holds no files to audit"),)
         out.append(TargetInventory(target, kind, libs, problems_t, unusable,
-                                   sum(j.size for j in jobs_list), time.perf_counter() - start, dist))
+                                   sum(j.size for j in jobs_list), seconds, dist))
     return out
+
+
+def wheels_of(target: str) -> list[str] | None:
+    """The wheels a directory holds, when wheels are all it holds that the audit reads (a
+    wheelhouse, dist/): each is then its own target, with its own verdict and time, as twine
+    and check-wheel-contents report them. None for anything else (a tree with libraries)."""
+    if not os.path.isdir(target):
+        return None
+    wheels: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(target, followlinks=False):
+        dirnames.sort()
+        for name in sorted(filenames):
+            full = os.path.join(dirpath, name)
+            if name.lower().endswith(".whl") and os.path.isfile(full):
+                wheels.append(full)
+            elif is_audited_file(full):
+                return None
+    return wheels or None
 
 
 def archive_inventory(target: str, size: int, read_at: zipread.ReadAt, opener: Callable[[], IO[bytes]], *,
@@ -271,7 +299,7 @@ def _plan(target: str) -> _Plan | TargetInventory:
 
 
 def _run(jobs_list: list[_Job], jobs: int | None, decode: bool, max_payload: int,
-         progress: Progress | None) -> tuple[Library, ...]:
+         progress: Progress | None, finished: list[float] | None = None) -> tuple[Library, ...]:
     """Read every library once: `jobs` readers (inflating and scanning, largest library first)
     feed one shared pool of as many decoders. The libraries come back in the jobs' order
     (scan_stream turns every failure, MemoryError too, into a library with its problem)."""
@@ -288,6 +316,8 @@ def _run(jobs_list: list[_Job], jobs: int | None, decode: bool, max_payload: int
                 lib = replace(lib, notes=lib.notes + (j.note,))
             if progress is not None:
                 progress.add(libraries=1)
+            if finished is not None:
+                finished[i] = time.perf_counter()  # when this library's verdict could be given
             return lib
 
         if workers == 1:

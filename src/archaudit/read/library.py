@@ -11,19 +11,19 @@ from collections.abc import Callable, Iterator
 
 from ..findings import Code
 from ..model import Library, Problem
-from . import elf, fatbin, hip, macho, pe, scan
+from . import devicefiles, elf, elflib, fatbin, hip, macho, pe, records, scan, stream
 from .decode import DecodePool
 
 
-def scan_stream(path: str, size: int, chunks: scan.Chunks, *, decode: bool = True,
-                max_payload: int = scan.DEFAULT_MAX_PAYLOAD, pool: DecodePool | None = None) -> Library:
+def scan_stream(path: str, size: int, chunks: stream.Chunks, *, decode: bool = True,
+                max_payload: int = records.DEFAULT_MAX_PAYLOAD, pool: DecodePool | None = None) -> Library:
     """Inventory one file from a factory of its byte chunks (called again only if needed).
     Every payload is decoded unless `decode` is False (headers only); `pool` decodes beside
     the reader (without one, decoding happens in this thread)."""
-    settings = scan.ScanSettings(decode, max_payload, pool)
+    settings = records.ScanSettings(decode, max_payload, pool)
     try:
         return _read(path, size, chunks, settings)
-    except scan.ReadFailed as e:
+    except stream.ReadFailed as e:
         return Library(path, size, "other", problems=(Problem(e.code, str(e)),))
     except MemoryError:
         return Library(path, size, "other", problems=(Problem(Code.E012, "ran out of memory while verifying"),))
@@ -33,7 +33,7 @@ def scan_stream(path: str, size: int, chunks: scan.Chunks, *, decode: bool = Tru
 
 
 def library_from_bytes(path: str, data: bytes, *, decode: bool = True,
-                       max_payload: int = scan.DEFAULT_MAX_PAYLOAD) -> Library:
+                       max_payload: int = records.DEFAULT_MAX_PAYLOAD) -> Library:
     """Inventory a file already in memory (tests, small members)."""
     def chunks() -> Iterator[bytes]:
         for i in range(0, len(data), 1 << 20):
@@ -42,7 +42,7 @@ def library_from_bytes(path: str, data: bytes, *, decode: bool = True,
 
 
 def scan_file(path: str, display: str | None = None, *, decode: bool = True,
-              max_payload: int = scan.DEFAULT_MAX_PAYLOAD) -> Library:
+              max_payload: int = records.DEFAULT_MAX_PAYLOAD) -> Library:
     """Inventory a file on disk, read in chunks."""
     import os
 
@@ -66,17 +66,17 @@ FileReader = Callable[[scan.OpenFile], Library]
 def _readers() -> tuple[tuple[Callable[[scan.OpenFile], bool], FileReader], ...]:
     """Which reader takes a file, tried in order: the first whose test accepts it."""
     return (
-        (lambda f: elf.is_elf(f.head), scan._elf),
-        (lambda f: f.head.startswith((fatbin.MAGIC, *hip.MAGICS)), scan._container_file),
-        (lambda f: f.path.lower().endswith(".ptx"), scan._ptx_file),
-        (lambda f: f.path.lower().endswith(scan.DEVICE_SUFFIXES), scan._not_device_code),
+        (lambda f: elf.is_elf(f.head), elflib._elf),
+        (lambda f: f.head.startswith((fatbin.MAGIC, *hip.MAGICS)), devicefiles._container_file),
+        (lambda f: f.path.lower().endswith(".ptx"), devicefiles._ptx_file),
+        (lambda f: f.path.lower().endswith(scan.DEVICE_SUFFIXES), devicefiles._not_device_code),
         (lambda f: pe.is_pe(f.head), lambda f: pe.read(f.path, f.size, f.src, f.chunks, f.settings)),
         (lambda f: macho.is_macho(f.head), lambda f: macho.read(f.path, f.size, f.src, f.settings)),
     )
 
 
-def _read(path: str, size: int, chunks: scan.Chunks, settings: scan.ScanSettings) -> Library:
-    src = scan.Source(scan._guard(chunks()), size)
+def _read(path: str, size: int, chunks: stream.Chunks, settings: records.ScanSettings) -> Library:
+    src = stream.Source(stream._guard(chunks()), size)
     src.ensure(64)
     f = scan.OpenFile(path, size, src, chunks, settings, bytes(src.buf[:64]))
     for accepts, reader in _readers():

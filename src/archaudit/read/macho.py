@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 
 from ..findings import Code
 from ..model import EMBEDDED, Container, Library
-from . import scan
+from . import records, scan, search, stream
 
 MAGICS = (
     b"\xcf\xfa\xed\xfe",  # MH_MAGIC_64, little-endian (x86_64, arm64)
@@ -30,10 +30,10 @@ def is_macho(head: bytes) -> bool:
     return head[:4] in MAGICS
 
 
-def read(path: str, size: int, src: scan.Source, settings: scan.ScanSettings) -> Library:
-    """Inventory one Mach-O file from the scanner's window over its stream (scan.Source)."""
+def read(path: str, size: int, src: stream.Source, settings: records.ScanSettings) -> Library:
+    """Inventory one Mach-O file from the scanner's window over its stream (stream.Source)."""
     state = scan.LibraryScan(path, size, settings)
-    found = state.run(src, [scan.Zone(0, size, state.patterns(code=True, data=True))])
+    found = state.run(src, [search.Zone(0, size, state.patterns(code=True, data=True))])
     containers = [Container("nvidia", EMBEDDED, "", c.offset, c.size, c.entries) for c in found.containers]
     containers += found.bundles
     containers.sort(key=lambda c: c.offset)

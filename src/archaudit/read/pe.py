@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from ..errors import ArchauditError
 from ..findings import Code
 from ..model import Container, Library, Problem
-from . import elf, scan
+from . import attribution, elf, records, scan, search, stream
 
 MALFORMED = Code.E021
 UNSUPPORTED = Code.E020
@@ -246,8 +246,8 @@ def import_name_rvas(table: bytes, delay: bool, image_base: int, declared: int) 
 Chunks = Callable[[], Iterable[bytes]]
 
 
-def read(path: str, size: int, src: scan.Source, chunks: Chunks, settings: scan.ScanSettings) -> Library:
-    """Inventory one PE image from the scanner's window over its stream (scan.Source)."""
+def read(path: str, size: int, src: stream.Source, chunks: Chunks, settings: records.ScanSettings) -> Library:
+    """Inventory one PE image from the scanner's window over its stream (stream.Source)."""
     try:
         need = 64
         while True:
@@ -289,7 +289,8 @@ def read(path: str, size: int, src: scan.Source, chunks: Chunks, settings: scan.
         needed = ()
     sections = [elf.Section(0, 1 if s.loaded_size else elf.SHT_NOBITS, 0, h.image_base + s.rva, s.raw_offset,
                             s.loaded_size, 0, CANONICAL.get(s.name, s.name)) for s in h.sections]
-    containers = scan.attribute(state, sections, segments, problems, alignment=CONTAINER_ALIGN)
+    containers, placed = attribution.attribute(state, sections, segments, alignment=CONTAINER_ALIGN)
+    problems += placed
     problems += _unread_wrappers(h, state)
     pe_name = {c: p for p, c in CANONICAL.items()}
     containers = [_in_section(c, h) for c in containers]
@@ -298,7 +299,7 @@ def read(path: str, size: int, src: scan.Source, chunks: Chunks, settings: scan.
                    tuple(notes), tuple(state.linkers))
 
 
-def _zones(h: Headers, size: int) -> list[scan.Zone]:
+def _zones(h: Headers, size: int) -> list[search.Zone]:
     """Which patterns to search where. Every byte is searched for containers, as in ELF
     libraries: a library may load device code it reads from its own file (cuModuleLoadData),
     so bytes no section maps (header slack, raw data past a section's virtual size, the
@@ -317,18 +318,18 @@ def _zones(h: Headers, size: int) -> list[scan.Zone]:
     spans = sorted((s.raw_offset, s.raw_offset + s.loaded_size,
                     code if s.characteristics & SCN_EXECUTE else writable if s.characteristics & SCN_WRITE
                     else constant) for s in h.sections if s.loaded_size)
-    zones: list[scan.Zone] = []
+    zones: list[search.Zone] = []
     pos = 0
     for start, stop, patterns in spans:
         start = max(start, pos)
         if stop <= start:
             continue
         if start > pos:
-            zones.append(scan.Zone(pos, start, unmapped))
-        zones.append(scan.Zone(start, stop, patterns))
+            zones.append(search.Zone(pos, start, unmapped))
+        zones.append(search.Zone(start, stop, patterns))
         pos = stop
     if pos < size:
-        zones.append(scan.Zone(pos, size, unmapped))
+        zones.append(search.Zone(pos, size, unmapped))
     return zones
 
 
@@ -337,7 +338,7 @@ WRAPPER_PAD = 32  # MinGW pads the records to 32 bytes (MSVC and lld-link: none)
 WRAPPER_SECTIONS = {".nvFatBinSegment": (Code.E011, "fatbin"), ".hipFatBinSegment": (Code.E030, "HIP")}
 
 
-def _unread_wrappers(h: Headers, found: scan.ScanResult) -> list[Problem]:
+def _unread_wrappers(h: Headers, found: records.ScanResult) -> list[Problem]:
     """The wrapper records a section holds are what tells a container the runtime registers
     from bytes that merely look like data: every record the loader maps must be read.
     MSVC and lld-link size .nvFatBi (.hipFatB) to its records, 24 bytes each from its start,
@@ -409,7 +410,7 @@ def _imports(h: Headers, tables: list[tuple[bool, int, int, bytearray]], chunks:
             window, base = bytes(blob), at
         elif hi - lo <= NAMES_WINDOW * 16:
             notes.append("second pass: imported DLL names lie away from the import directory")
-            window, base = scan.fetch(chunks, lo, hi, size), lo
+            window, base = stream.fetch(chunks, lo, hi, size), lo
         else:
             raise PeError("imported DLL names are scattered over more than 1 MiB")
         for off in offsets:

@@ -67,6 +67,12 @@ DIFF_LOST = Rule("diff-lost", "GPU architectures lost",
                  "target whose GPUs still run natively is reported by the text, not failed).",
                  "Restore the architectures in the build's arch list, or pass --allow-loss (allow-loss = true) "
                  "when the loss is intended.", ERROR, "libtorch_cuda.so: lost sm_61 (no longer runs)")
+DIFF_DROPPED = Rule("diff-dropped", "GPU architectures dropped at no cost",
+                    "A library no longer carries a target it carried in the previous release, yet every GPU the "
+                    "old release ran on runs the new one as well (its GPUs run other code of the library "
+                    "natively): reported, never failed.",
+                    "Nothing, if the drop was meant (it makes the wheel smaller); else restore the target.", INFO,
+                    "libcurand.so: lost sm_86 (still runs natively on A10, A40)")
 DIFF_UNVERIFIED = Rule("diff-unverified", "could not be verified",
                        "A release or a library could not be read, so what it gained or lost is unknown.",
                        "Run `archaudit check` on the release: its finding says what could not be read.", ERROR,
@@ -91,7 +97,8 @@ def rules_markdown() -> str:
            "code table: `python -c \"from archaudit.report.sarif import rules_markdown; "
            "print(rules_markdown(), end='')\"`.",
            ""]
-    rules = [_code_rule(c) for c in CODES] + [DIFF_LOST, DIFF_UNVERIFIED] + [smoke_rule(p) for p in SMOKE_PROBES]
+    rules = [_code_rule(c) for c in CODES] + [DIFF_LOST, DIFF_DROPPED, DIFF_UNVERIFIED]
+    rules += [smoke_rule(p) for p in SMOKE_PROBES]
     for r in rules:
         out += [f"## {r.id}", "", f"**{r.title}** ({r.level})", "", f"Cause: {r.cause}", ""]
         out += [f"Example: `{r.example}`", "", f"Fix: {r.fix}", ""]
@@ -216,16 +223,21 @@ def _where(target: str, kind: str, subject: str) -> tuple[str | None, str | None
 
 
 def render_diff(r: DiffReport, *, docs_url: str | None = None) -> str:
-    """A result per library that lost architectures (a warning under --allow-loss) and per problem."""
+    """A result per library that lost architectures: an error where some GPU runs it worse (a
+    warning under --allow-loss), a note where none does; and an error per problem."""
     from ..judge.diff import NOW_WORDS
 
     results = [Result(DIFF_UNVERIFIED, "error", p, r.new.target, None) for p in r.problems]
-    for d in r.losses:
+    costly = set(r.losses)
+    for d in r.libraries:
+        if not d.lost:
+            continue
         side = r.new if d.new_path is not None else r.old
         lost = ", ".join(f"{x.target} ({NOW_WORDS.get(x.now, x.now)} on {', '.join(x.gpus) or 'its GPUs'})"
                          if x.now else x.target for x in d.lost)
-        results.append(Result(DIFF_LOST, "warning" if r.allow_loss else "error", f"{d.path}: lost {lost}",
-                              *_where(side.target, side.kind, d.path)))
+        level: Level = ("warning" if r.allow_loss else "error") if d in costly else "note"
+        rule = DIFF_LOST if d in costly else DIFF_DROPPED
+        results.append(Result(rule, level, f"{d.path}: lost {lost}", *_where(side.target, side.kind, d.path)))
     return _log(results, exit_code=r.exit_code, docs_url=docs_url)
 
 

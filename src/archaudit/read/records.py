@@ -1,0 +1,304 @@
+"""The record parsers of the scan, one method each, registered by magic (fatbin container,
+.nvFatBinSegment and HIP wrappers, embedded claims, the JIT linker's name, offload bundles),
+and what they found (ScanResult).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+from ..claims import embedded_claim_markers, parse_embedded
+from ..findings import Code
+from ..model import LTO, Container, Entry, Problem
+from . import fatbin, hip
+from .decode import DecodePool, Decoding, result
+from .search import Handler
+from .stream import Source
+
+DEFAULT_MAX_PAYLOAD = 256 << 20  # one entry decoded at a time, never more than this
+CLAIM_WINDOW = 4096
+PAD_WINDOW = 4096  # bytes kept after each container: alignment padding there must be zeros
+BUNDLE_HEAD = 4096  # first look at an offload bundle; grown until its extent is known
+HIP_WRAPPER_MAGIC = b"FPIH"  # 0x48495046, the __hip_fatbin_wrapper record in .hipFatBinSegment
+
+
+# ---- what the record parsers found ----
+
+@dataclass(frozen=True, slots=True)
+class FatbinWrapper:
+    """A .nvFatBinSegment record: the CUDA runtime registers the container at `address`."""
+
+    offset: int
+    version: int  # 2 = the nvlink (device-link) container
+    address: int
+
+
+@dataclass(frozen=True, slots=True)
+class HipWrapper:
+    """A .hipFatBinSegment record: the HIP runtime registers the bundle at `address`."""
+
+    offset: int
+    address: int
+
+
+@dataclass(slots=True)
+class WalkedContainer:
+    """A fatbin container as walked, its entries possibly still decoding."""
+
+    offset: int
+    size: int
+    entries: list[Entry | Future[Entry]]
+    trailing: bytearray = field(default_factory=bytearray)  # the bytes after it (padding)
+
+
+@dataclass(frozen=True, slots=True)
+class FoundContainer:
+    """A fatbin container the pass found, entries decoded (empty when it failed)."""
+
+    offset: int
+    size: int
+    entries: tuple[Entry, ...]
+    trailing: bytes = b""
+
+
+@dataclass
+class ScanResult:
+    """Everything one library's pass found, for attribution to sections."""
+
+    containers: list[FoundContainer] = field(default_factory=list)
+    bundles: list[Container] = field(default_factory=list)
+    wrappers: list[FatbinWrapper] = field(default_factory=list)
+    hip_wrappers: list[HipWrapper] = field(default_factory=list)
+    claims: list[str] = field(default_factory=list)
+    linkers: list[str] = field(default_factory=list)  # strings naming a run-time device-code linker
+    problems: list[Problem] = field(default_factory=list)
+    # Header-level rejects: real problems inside device-code sections, coincidences elsewhere.
+    soft: list[Problem] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class ScanSettings:
+    """How a library is read: decoding every payload (the default) or headers only (--fast),
+    the largest payload verified in memory, and the decode pool shared by the run."""
+
+    decode: bool = True
+    max_payload: int = DEFAULT_MAX_PAYLOAD
+    pool: DecodePool | None = None
+
+
+# ---- the record parsers ----
+
+class Records:
+    """The record parsers, one per magic: each validates the record at an offset, notes what it
+    found, and returns the offset to continue from. Owns the lists of walked containers,
+    wrappers, bundles and claims of one library; payloads go to its Decoding."""
+
+    def __init__(self, size: int, settings: ScanSettings):
+        self.size = size
+        self.settings = settings
+        self.decoding = Decoding(settings.pool, settings.max_payload)
+        self.walked: list[WalkedContainer] = []
+        self.found = ScanResult()
+
+    def handlers(self) -> dict[bytes, Handler]:
+        table: dict[bytes, Handler] = {
+            fatbin.MAGIC: self.container,
+            fatbin.WRAPPER_MAGIC: self.wrapper,
+            HIP_WRAPPER_MAGIC: self.hip_wrapper,
+        }
+        for magic in hip.MAGICS:
+            table[magic] = self.bundle
+        for needle in MARKERS:
+            table[needle] = self.claim
+        table[LINKER_MARKER] = self.linker
+        return table
+
+    def problem(self, code: Code, message: str, offset: int | None = None) -> None:
+        self.found.problems.append(Problem(code, message, offset))
+
+    def wrapper(self, src: Source, at: int) -> int:
+        if at % 8 == 0 and src.ensure(at + fatbin.WRAPPER.size):
+            rec = fatbin.parse_wrapper(src.buf, at - src.base)
+            if rec:
+                self.found.wrappers.append(FatbinWrapper(at, rec[0], rec[1]))
+                return at + fatbin.WRAPPER.size
+        return at + 1
+
+    def hip_wrapper(self, src: Source, at: int) -> int:
+        # __hip_fatbin_wrapper {u32 magic "HIPF", u32 version 1, void *bundle, void *unused}
+        if at % 8 == 0 and src.ensure(at + 24):
+            version = int.from_bytes(src.buf[at - src.base + 4:at - src.base + 8], "little")
+            if version == 1:
+                addr = int.from_bytes(src.buf[at - src.base + 8:at - src.base + 16], "little")
+                self.found.hip_wrappers.append(HipWrapper(at, addr))
+                return at + 24
+        return at + 1
+
+    def claim(self, src: Source, at: int) -> int:
+        # the needle is the marker without its leading NUL, which must precede it (the byte the
+        # window let go last when the marker starts it: a string right after a container)
+        if (src.buf[at - 1 - src.base] if at > src.base else src.before) != 0:
+            return at + 1
+        src.ensure(at + CLAIM_WINDOW)
+        window = b"\0" + bytes(src.buf[at - src.base:at - src.base + CLAIM_WINDOW - 1])
+        claims = self.found.claims
+        claims.extend(c for c in parse_embedded(window) if c not in claims)
+        return at + 1
+
+    def linker(self, src: Source, at: int) -> int:
+        """A name holding nvJitLinkCreate (looked up by name, or imported), as far as the window
+        around the hit holds it: the first few distinct names only."""
+        src.ensure(at + LINKER_WINDOW)
+        lo = max(src.base, at - LINKER_WINDOW)
+        before = bytes(src.buf[lo - src.base:at - src.base])
+        after = bytes(src.buf[at - src.base:at - src.base + LINKER_WINDOW])
+        start = len(before)
+        while start and before[start - 1] in _NAME_BYTES:
+            start -= 1
+        end = next((i for i, c in enumerate(after) if c not in _NAME_BYTES), len(after))
+        name = (before[start:] + after[:end]).decode("ascii")
+        found = self.found.linkers
+        if len(found) < LINKERS_KEPT and name not in found:
+            found.append(name)
+        return at + len(LINKER_MARKER)
+
+    def bundle(self, src: Source, at: int) -> int:
+        total = self._bundle_extent(src, at)
+        if total is None:
+            return at + 1
+        try:
+            if total > self.settings.max_payload * 4:
+                raise hip.Malformed(f"bundle of {total} bytes is too large to verify", code=Code.E032)
+            if not src.ensure(at + total):
+                raise hip.Malformed("bundle is truncated", code=Code.E030)
+            blob = bytes(src.buf[at - src.base:at - src.base + total])
+            self.found.bundles.append(hip.parse(blob, at, "", max_decoded=self.settings.max_payload))
+            return at + total
+        except hip.Malformed as e:
+            self.problem(e.code, f"HIP bundle at 0x{at:x}: {e}", at)
+            return at + 1
+
+    def _bundle_extent(self, src: Source, at: int) -> int | None:
+        """The bundle's size, reading as much of it as its header needs (a version-1 compressed
+        bundle states no size: its whole stream must be walked); None for an impossible header,
+        noted as a soft problem (a coincidence unless it lies in .hip_fatbin)."""
+        need = BUNDLE_HEAD
+        limit = max(hip.MAX_HEADER, self.settings.max_payload * 4)
+        try:
+            while True:
+                src.ensure(at + need)
+                have = min(src.end, self.size) - at
+                total = hip.extent(bytes(src.buf[at - src.base:at - src.base + min(need, have)]))
+                if total is not None:
+                    break
+                if have < need:
+                    raise hip.Malformed("bundle is truncated", code=Code.E030)
+                if need >= limit:
+                    raise hip.Malformed(f"bundle header is not complete within {limit} bytes", code=Code.E032)
+                need = min(need * 4, limit)
+            if at + total > self.size:
+                raise hip.Malformed("bundle overruns the file", code=Code.E030)
+        except hip.Malformed as e:
+            self.found.soft.append(Problem(e.code, f"HIP bundle at 0x{at:x}: {e}", at))
+            return None
+        return total
+
+    def container(self, src: Source, at: int) -> int:
+        if not src.ensure(at + fatbin.CONTAINER_HEADER.size):
+            return at + 1
+        head = fatbin.parse_container_header(src.buf, at - src.base)
+        if head is None:
+            return at + 1
+        end = at + head.total
+        if end > self.size:  # a coincidental magic unless it lies in a fatbin section
+            self.found.soft.append(Problem(Code.E011, f"fatbin container at 0x{at:x} declares {head.fat_size} "
+                                                   f"bytes, past the end of the file", at))
+            return at + 1
+        entries: list[Entry | Future[Entry]] = []
+        pos = at + head.header_size
+        try:
+            while pos < end:
+                if not src.ensure(pos + fatbin.ENTRY_HEADER.size):
+                    raise fatbin.FatbinError("file ends inside an entry header", code=Code.E011, offset=pos)
+                eh = fatbin.parse_entry_header(src.buf, pos - src.base, end - pos, pos)
+                if not src.ensure(pos + eh.header_size):
+                    raise fatbin.FatbinError("file ends inside an entry header", code=Code.E011, offset=pos)
+                ident = fatbin.identifier(src.buf[pos - src.base:pos - src.base + eh.header_size], eh)
+                entries.append(self._entry(src, pos, eh, ident))
+                pos += eh.total
+                src.release(pos)
+        except fatbin.FatbinError as e:
+            self.problem(e.code, f"fatbin container at 0x{at:x}: {e}", e.offset)
+            self.walked.append(WalkedContainer(at, head.total, []))
+            return end
+        if self._entry_at(src, end):  # outside a fatbin section no accounting would notice
+            self.problem(Code.E011, f"fatbin container at 0x{at:x}: an entry follows its declared end, "
+                                 f"so its size hides entries", end)
+        self.walked.append(WalkedContainer(at, head.total, entries, src.capture(end, end + PAD_WINDOW)))
+        return end
+
+    def _entry_at(self, src: Source, pos: int) -> bool:
+        """Whether a valid entry header starts at `pos` (where a container said it ends)."""
+        if not src.ensure(pos + fatbin.ENTRY_HEADER.size):
+            return False
+        try:
+            fatbin.parse_entry_header(src.buf, pos - src.base, self.size - pos, pos)
+        except fatbin.FatbinError:
+            return False
+        return True
+
+    def _entry(self, src: Source, pos: int, eh: fatbin.EntryHeader, ident: str) -> Entry | Future[Entry]:
+        kind = eh.kind
+        assert kind is not None  # parse_entry_header rejects unknown kinds
+        payload_at = pos + eh.header_size
+        entry = Entry("nvidia", kind, eh.target, eh.version, eh.compression, eh.stored_size, eh.size,
+                      pos, ident, bool(eh.flags & fatbin.FLAG_DEBUG))
+        if not self.settings.decode or kind == LTO:
+            if kind != LTO:
+                self._frame_check(src, pos, payload_at, eh)
+            src.skip_to(payload_at + eh.payload_size)
+            return entry
+        max_payload = self.settings.max_payload
+        if eh.payload_size > max_payload or eh.size > max_payload:
+            raise fatbin.FatbinError(f"{eh.target} entry of {max(eh.payload_size, eh.size)} "
+                                     f"bytes exceeds the {max_payload}-byte bound", code=Code.E012, offset=pos)
+        if not src.ensure(payload_at + eh.payload_size):
+            raise fatbin.FatbinError("file ends inside an entry payload", code=Code.E011, offset=pos)
+        with memoryview(src.buf) as window:  # one copy (a bytearray slice is a copy of its own)
+            raw = bytes(window[payload_at - src.base:payload_at - src.base + eh.payload_size])
+        return self.decoding.entry(eh, raw, pos, entry)
+
+    def _frame_check(self, src: Source, pos: int, payload_at: int, eh: fatbin.EntryHeader) -> None:
+        """Without decoding, still check what the payload's first bytes promise: a raw cubin is
+        a CUDA ELF for the header's architecture; a zstd frame declares the header's size."""
+        head = min(eh.payload_size, 64)
+        if not src.ensure(payload_at + head):
+            raise fatbin.FatbinError("file ends inside an entry payload", code=Code.E011, offset=pos)
+        first = bytes(src.buf[payload_at - src.base:payload_at - src.base + head])
+        fatbin.check_payload_start(eh, first, pos)
+
+    def resolve(self) -> ScanResult:
+        """Wait for the decodes, in stream order; a failed decode fails its container."""
+        for w in self.walked:
+            try:
+                entries = tuple(result(e) for e in w.entries)
+            except fatbin.FatbinError as err:
+                self.problem(err.code, f"fatbin container at 0x{w.offset:x}: {err}", err.offset)
+                entries = ()
+            self.found.containers.append(FoundContainer(w.offset, w.size, entries, bytes(w.trailing)))
+        self.walked.clear()
+        return self.found
+
+
+# Short markers cost a slow search over every library; the long one finds PyTorch's gencode
+# string in libtorch_cuda.so, which every CUDA torch wheel ships.
+MARKERS: tuple[bytes, ...] = tuple(m.lstrip(b"\0") for m in embedded_claim_markers() if len(m) >= 16)
+# The call every user of nvJitLink makes, in the strings of a library that links device code
+# at run time: the nvJitLinkCreate cuSPARSE 12.9 looks up in the libnvJitLink.so.13 it dlopens
+# (it neither NEEDs nor imports it), CUDA 12's versioned __nvJitLinkCreate_12_* imports. One
+# more needle for read-only data, like the claim markers (its cost: docs/rules.md).
+LINKER_MARKER = b"nvJitLinkCreate"
+LINKER_WINDOW = 64
+LINKERS_KEPT = 4
+_NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.")
