@@ -2,8 +2,8 @@
 
     python -m corpus.census --results results.json --markdown table.md
 
-The engine is ``archaudit index``: every wheel of both manifests that the cache holds is audited
-once into an SQLite database (``--db``, default in the cache: a rerun skips what this archaudit
+The engine is ``archaudit index``: every census wheel (``--all``: the corpus's too) that the
+cache holds is audited once into an SQLite database (``--db``, default in the cache: a rerun skips what this archaudit
 judged already), then ``archaudit query runs-on --gpu NAME --all`` answers each GPU of ``GPUS`` for
 every wheel (the same rule as ``archaudit check --gpu NAME``: G009 says no). The verdict against
 each project's documented claim comes from ``python -m corpus.run --json results.json``, which
@@ -130,14 +130,15 @@ def table(wheels: list[Wheel], answers: dict[str, dict[tuple[str, str, str], tup
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m corpus.census", description=__doc__.split("\n\n")[0])
-    ap.add_argument("ids", nargs="*", help="manifest ids (default: every wheel of both manifests)")
+    ap.add_argument("ids", nargs="*", help="manifest ids (default: every census wheel)")
+    ap.add_argument("--all", action="store_true", help="the wheels of manifest.toml too")
     ap.add_argument("--db", type=Path, default=None, help="the index database (default: census.db in the cache)")
     ap.add_argument("--results", type=Path, help="python -m corpus.run --json output: the claim verdicts")
     ap.add_argument("--markdown", type=Path, help="write the table here (default: standard output)")
     ap.add_argument("--no-index", action="store_true", help="query the database as it is")
     ap.add_argument("-j", "--jobs", type=int, default=1, help="wheels indexed at once")
     args = ap.parse_args(argv)
-    wheels = [w for w in load() if not args.ids or w.id in args.ids]
+    wheels = [w for w in load() if (w.id in args.ids if args.ids else args.all or w.manifest == "census")]
     db = args.db or cache_dir() / "census.db"
     if not args.no_index:
         index(wheels, db, args.jobs)
