@@ -278,14 +278,24 @@ def test_k001_groups_kernels_and_unread_containers_largest_first():
     ]
 
 
+def test_k003_compiled_out_names_the_code_the_gpus_do_get():
+    """onnxruntime: kernels absent from the compute_75 PTX their container gives 8.6, 8.9 and 9.0
+    through the JIT. The text says what those GPUs get, not that nothing is 'for' them."""
+    c = box(sass("sm_75", "_Z1av", "_Z1bv"), ptx("compute_75", "_Z1av"), sass("sm_80", "_Z1av", "_Z1bv"))
+    rep = report(lib(c), arch="75;80;86;90")
+    (k,) = found(rep, "K003")
+    assert k.get("reason") == "compiled-out" and k.get("fails") == ["90"]
+    assert "give sm_90" in k.message and "compute_75 (JIT)" in k.message
+
+
 def test_k002_k003_name_what_the_kernels_carry():
     rep = report(lib(KERN, box(sass("sm_90a", "_Z6hopperv")), box(sass("sm_80", "sm80_gemm"))))
     assert [whole(f) for f in rep.findings if f.code in ("K002", "K003")] == [
         ("K002", INFO, "libx.so", "libx.so: 1 kernel (hopper) are specialised for sm_90a",
          {"kernels": ["_Z6hopperv"], "carried": ["sm_90a"]}),
         ("K003", INFO, "libx.so", "libx.so: 1 kernel (sm80_gemm) carry code only for sm_80, not for sm_90: each "
-                                  "one's own name names the architecture its code is for, and its code is for "
-                                  "nothing else",
+                                  "one's own name names the architecture its code is for, and it has no code for "
+                                  "another one, nor for an older GPU",
          {"kernels": ["sm80_gemm"], "carried": ["sm_80"], "fails": ["90"], "reason": "named"}),
     ]
 

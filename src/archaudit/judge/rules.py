@@ -479,16 +479,35 @@ def rule_k003(f: LibraryFacts) -> list[Finding]:
         gaps = [(g.carried, g.fails, g.name, g.units) for g in f.kernel_gaps if g.verdict == why]
         for g in _groups(gaps):
             if why == "named":
-                reason = ("each one's own name names the architecture its code is for, and its code is for "
-                          "nothing else")
-            else:
-                reason = "their own containers' code for these GPUs leaves them out"
-            out.append(finding(Code.K003, f.path, f"{f.path}: {_kernels_phrase(g.names, g.containers)} carry code only "
-                                               f"for {', '.join(g.carried)}, not for "
-                                               f"{', '.join('sm_' + x for x in g.fails)}: {reason}",
+                reason = ("each one's own name names the architecture its code is for, and it has no code "
+                          "for another one, nor for an older GPU")
+                said = f"carry code only for {', '.join(g.carried)}, not for {', '.join('sm_' + x for x in g.fails)}"
+            else:  # the code their containers do give these GPUs, which leaves them out
+                said = (f"are compiled out of the code their own containers give "
+                        f"{', '.join('sm_' + x for x in g.fails)} ({', '.join(_given_labels(f, g))})")
+                reason = f"the kernels have code only for {', '.join(g.carried)}"
+            out.append(finding(Code.K003, f.path, f"{f.path}: {_kernels_phrase(g.names, g.containers)} {said}; "
+                                               f"{reason}" if why == "compiled-out" else
+                               f"{f.path}: {_kernels_phrase(g.names, g.containers)} {said}: {reason}",
                                kernels=list(g.names or ()), carried=list(g.carried), fails=list(g.fails),
                                reason=why))
     return out
+
+
+def _given_labels(f: LibraryFacts, g: Group) -> list[str]:
+    """The code the kernels' own containers give the GPUs of a compiled-out group (compute_75 PTX
+    through the JIT, or a cubin), each once."""
+    names = set(g.names or ())
+    fails = {cc for cc in f.claimed if label(cc) in g.fails}
+    out: dict[str, None] = {}
+    for gap in f.kernel_gaps:
+        if gap.verdict == "compiled-out" and gap.name in names and set(gap.fails) <= set(g.fails):
+            for u in gap.units:
+                for cc in fails:
+                    code = f.paths[cc].choices[u].code
+                    if code is not None and f.paths[cc].choices[u].runs != "none":
+                        out[code.label + (" (JIT)" if f.paths[cc].choices[u].runs == "jit" else "")] = None
+    return sorted(out, key=_label_key)
 
 
 def container_name(f: LibraryFacts, unit: int) -> str:

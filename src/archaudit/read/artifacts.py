@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import IO, Literal
+from typing import IO, Literal, NamedTuple
 
 from ..findings import Code
 from ..model import LTO, Library, Problem, TargetInventory
@@ -154,7 +154,7 @@ def inventories(targets: list[str], *, jobs: int | None = None, decode: bool = T
         began = time.perf_counter()
         plans.append(_plan(t))
         planned.append(time.perf_counter() - began)
-    everything = [j for p in plans if isinstance(p, tuple) for j in p[1]]
+    everything = [j for p in plans for j in p.jobs]
     if progress is not None:
         progress.total_bytes += sum(j.size for j in everything)
         progress.total_libraries += len(everything)
@@ -165,10 +165,10 @@ def inventories(targets: list[str], *, jobs: int | None = None, decode: bool = T
     done = iter(finished)
     out = []
     for target, plan, plan_seconds in zip(targets, plans, planned):
-        if isinstance(plan, TargetInventory):
-            out.append(replace(plan, seconds=plan_seconds))
+        if plan.unusable is not None:
+            out.append(replace(plan.unusable, seconds=plan_seconds))
             continue
-        kind, jobs_list, problems, dist = plan
+        kind, jobs_list, problems, dist, _ = plan
         libs = tuple(sorted((next(libraries) for _ in jobs_list), key=lambda lib: lib.path))
         # its own time: its directory read, and the read until its last library was done (the
         # pool reads every target's libraries at once, so a small wheel is not stamped with all)
@@ -230,7 +230,20 @@ def archive_inventory(target: str, size: int, read_at: zipread.ReadAt, opener: C
                            time.perf_counter() - start, _wheel_dist(target))
 
 
-_Plan = tuple[str, list[_Job], list[Problem], str]
+class _Plan(NamedTuple):
+    """What reading a target takes: its kind, the library jobs and the target's own problems;
+    or, for a target that cannot be read at all, the unusable inventory that says why."""
+
+    kind: str
+    jobs: list[_Job]
+    problems: list[Problem]
+    distribution: str = ""
+    unusable: TargetInventory | None = None
+
+
+def _refused(target: str, kind: str, problems: tuple[Problem, ...]) -> _Plan:
+    """The plan of a target that cannot be read: its unusable inventory (exit 2)."""
+    return _Plan(kind, [], [], unusable=TargetInventory(target, kind, (), problems, unusable=True))
 _FILE_SUFFIXES = (*LIBRARY_SUFFIXES, ".whl", ".zip", ".tar.gz", ".tgz", ".tar", ".egg", ".txt", ".json")
 
 
@@ -264,38 +277,35 @@ def _not_a_library(path: str) -> str | None:
             "fatbin or offload bundle")
 
 
-def _plan(target: str) -> _Plan | TargetInventory:
-    """(kind, jobs, problems, distribution) for a target, or an unusable TargetInventory."""
+def _plan(target: str) -> _Plan:
+    """The kind, jobs, problems and distribution of a target, or why it cannot be read."""
     if os.path.isdir(target):
         jobs_list, problems = _directory_jobs(target)
-        return "directory", jobs_list, problems, ""
+        return _Plan("directory", jobs_list, problems, "")
     if os.path.exists(target) and target.lower().endswith(".whl"):
         if not os.path.isfile(target):  # a FIFO would block its open forever; a device reads as anything
-            return TargetInventory(target, "wheel", (), (Problem(Code.E001, "cannot read: not a regular file"),),
-                                   unusable=True)
+            return _refused(target, "wheel", (Problem(Code.E001, "cannot read: not a regular file"),))
         try:
             jobs_list, problems = _wheel_jobs(target)
         except zipread.ZipError as e:
-            return TargetInventory(target, "wheel", (), (Problem(Code.E002, f"malformed archive: {e}"),),
-                                   unusable=True)
+            return _refused(target, "wheel", (Problem(Code.E002, f"malformed archive: {e}"),))
         except NotAWheel as e:
-            return TargetInventory(target, "wheel", (), e.problems, unusable=True)
-        return "wheel", jobs_list, problems, _wheel_dist(target)
+            return _refused(target, "wheel", e.problems)
+        return _Plan("wheel", jobs_list, problems, _wheel_dist(target))
     if os.path.exists(target) or _names_a_file(target):
         if not os.path.isfile(target):
             why = "not a regular file" if os.path.exists(target) else "no such file"
-            return TargetInventory(target, "file", (), (Problem(Code.E001, f"cannot read: {why}"),), unusable=True)
+            return _refused(target, "file", (Problem(Code.E001, f"cannot read: {why}"),))
         refused = _not_a_library(target)
         if refused is not None:
-            return TargetInventory(target, "file", (), (Problem(Code.E004, refused),), unusable=True)
-        return "file", [_file_job(target, os.path.basename(target))], [], ""
+            return _refused(target, "file", (Problem(Code.E004, refused),))
+        return _Plan("file", [_file_job(target, os.path.basename(target))], [])
     found = _distribution_jobs(target)
     if found is None:
-        return TargetInventory(target, "distribution", (), (Problem(
-            Code.E001, f"cannot read: no such file, directory or installed distribution '{target}'"),),
-            unusable=True)
+        return _refused(target, "distribution", (Problem(
+            Code.E001, f"cannot read: no such file, directory or installed distribution '{target}'"),))
     jobs_list, problems, dist = found
-    return "distribution", jobs_list, problems, dist
+    return _Plan("distribution", jobs_list, problems, dist)
 
 
 def _run(jobs_list: list[_Job], jobs: int | None, decode: bool, max_payload: int,
@@ -672,3 +682,8 @@ def _distribution_jobs(name: str) -> tuple[list[_Job], list[Problem], str] | Non
         _add_file(jobs_list, problems, full, str(f), os.path.getsize(full))
     label = f"{dist.metadata['Name']}-{dist.version}"
     return jobs_list, problems, label
+
+
+__all__ = ["archive_inventory", "BUDGET_FLOOR", "BUDGET_RATIO", "BYTES_PER_LIBRARY", "content_kind", "HEAD",
+           "inventories", "inventory", "is_audited_file", "is_library_name", "MAX_LIBRARIES", "max_libraries",
+           "MAX_NESTING", "Progress", "select_member", "wheels_of"]
