@@ -321,3 +321,6 @@ def _target_json(t: TargetReport, detail: str, timings: bool = True) -> dict[str
 
 def render_json(report: Report, *, detail: str = "libraries", timings: bool = True) -> str:
     return json.dumps(to_dict(report, detail=detail, timings=timings), indent=2, sort_keys=False) + "\n"
+
+
+__all__ = ["render_json", "render_text", "to_dict"]
