@@ -512,3 +512,9 @@ def nvcc_refusal(target: CudaTarget, release: CC | None, spelled: str) -> str | 
                  + " accepts it (--cuda-version)") if others else ""
     return f"{spelled!r} is not an architecture nvcc {key} accepts (it accepts {accepted}, 'a' and 'f' " \
            f"where the architecture has them){elsewhere}"
+
+
+__all__ = ["canonical_cc", "CC", "cuda_data", "cuda_release_for_ptx_isa", "CudaTarget", "driver_at_least",
+           "generations", "Gpu", "gpu_catalog", "is_tegra", "label", "last_cuda", "last_driver", "lookup_gpu",
+           "min_driver", "newest_ptx_isa", "nvcc_accepts", "nvcc_refusal", "ptx_runs_on", "renamed", "runs_on",
+           "runtime_major", "sass_runs_on", "vendor_range", "VendorRange"]

@@ -440,3 +440,7 @@ def parse_embedded(blob: bytes) -> list[str]:
         if pattern.fullmatch(string):
             return [string.decode("ascii")]
     return []
+
+
+__all__ = ["Claim", "ClaimedArch", "embedded_claim_markers", "guess_style", "merge_claims", "parse_claim",
+           "parse_embedded", "STYLES"]

@@ -171,3 +171,7 @@ def _check_data(path: str, entries: object) -> None:
         if _matches_every_library(entry["member"]):
             raise ConfigError(f"{path}: data entry member = {entry['member']!r} names no member: it would "
                               f"leave every library out of the verdict")
+
+
+__all__ = ["Config", "ConfigError", "Detail", "DETAILS", "find_project_root", "find_pyproject", "Format", "FORMATS",
+           "KEYS", "load"]

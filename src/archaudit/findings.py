@@ -390,3 +390,6 @@ def severity(code: Code) -> Severity:
 def make_finding(code: Code, subject: str, message: str, **data: object) -> Finding:
     """A finding of a registered code, its severity from the code table."""
     return Finding(code, severity(code), subject, message, tuple(data.items()))
+
+
+__all__ = ["Code", "CodeInfo", "CODES", "ERROR", "Finding", "INFO", "make_finding", "Severity", "severity", "WARNING"]

@@ -314,3 +314,7 @@ def _split_list(value: str, text: str) -> list[str]:
     if any(not p for p in parts):
         raise ValueError(f"empty entry in AMD target list {value!r} ({text!r})")
     return parts
+
+
+__all__ = ["family", "FEATURES", "GPU", "gpus", "is_generic", "lookup_gpu", "normalise", "parse_amd_claim",
+           "parse_target", "processor_by_mach", "processors", "rocm_rule", "runs_on", "Target"]

@@ -149,3 +149,8 @@ class TargetInventory:
     bytes_read: int = 0
     seconds: float = 0.0
     distribution: str = ""  # name-version, when known
+
+
+__all__ = ["AMD", "CODE_OBJECT", "Container", "Coverage", "DEVICE_LINK", "EMBEDDED", "Entry", "EXECUTABLE", "HIP",
+           "Kind", "Library", "LTO", "NVIDIA", "Problem", "PTX", "RELOCATABLE", "Role", "SASS", "STANDALONE",
+           "Status", "TargetInventory", "Vendor"]

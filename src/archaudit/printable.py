@@ -16,3 +16,6 @@ def printable(text: str, *, keep_newlines: bool = False) -> str:
     if text.isprintable():
         return text
     return "".join(ch if ch.isprintable() or (keep_newlines and ch == "\n") else _escape(ch) for ch in text)
+
+
+__all__ = ["printable"]

@@ -26,3 +26,6 @@ def did_you_mean(word: str, known: Iterable[str]) -> str:
     if not found:
         return ""
     return "; did you mean " + " or ".join(f"'{f}'" for f in found) + "?"
+
+
+__all__ = ["did_you_mean"]

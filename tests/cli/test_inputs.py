@@ -405,3 +405,37 @@ def test_a_tree_with_libraries_and_a_wheel_stays_one_directory(tmp_path):
     shutil.copy(core.example_wheel(), tmp_path / "d")
     rc, doc = check_json(tmp_path, str(tmp_path / "d"))
     assert [t["kind"] for t in doc["targets"]] == ["directory"]
+
+
+# ---- 8 (in part) and 2 (the text's flood): the default fits a screen ----
+
+GPUS = ["--gpu", "H100", "--gpu", "H200", "--gpu", "GH200", "--gpu", "RTX 5090", "--gpu", "B200", "--gpu", "L4"]
+
+
+def _text(tmp_path: Path, *args: str) -> str:
+    out = tmp_path / "out.txt"
+    main(["check", "--no-config", "-q", "--no-timings", "--format", "text", "-o", str(out), *args])
+    return out.read_text(encoding="utf-8")
+
+
+def test_findings_of_one_code_on_one_library_are_listed_three_times_then_counted(tmp_path):
+    text = _text(tmp_path, *GPUS, core.example_wheel())
+    g009 = [line for line in text.splitlines() if line.startswith("✗ G009 gpu_example/libshim.so on ")]
+    assert len(g009) == 3
+    assert "✗ G009 gpu_example/libshim.so: 2 more G009 findings (-v or --format json lists them)" in text
+    assert "· 7 information findings (G008 x7; -v lists them)" in text
+    verbose = _text(tmp_path, "-v", *GPUS, core.example_wheel())
+    assert len([line for line in verbose.splitlines() if line.startswith("✗ G009 ")]) == 5
+    assert verbose.count("· G008 ") == 7
+    rc, doc = check_json(tmp_path, *GPUS, core.example_wheel())
+    assert [f["code"] for f in doc["targets"][0]["findings"]].count("G009") == 5  # JSON keeps every one
+
+
+def test_default_lines_are_cut_at_240_characters_and_verbose_keeps_them(tmp_path):
+    long_name = "pkg/" + "x" * 300 + ".so"
+    lib = (HERE / "fixtures" / "cuda" / "bin" / "lib_sm80.so").read_bytes()
+    p = wheel(tmp_path / "long-1.0-py3-none-linux_x86_64.whl", {long_name: lib, "long-1.0.dist-info/WHEEL": b""})
+    text = _text(tmp_path, "--arch", "80;90", str(p))
+    g001 = [line for line in text.splitlines() if line.startswith("✗ G001")]
+    assert g001 and all(len(line) <= 240 for line in g001) and g001[0].endswith("…")
+    assert any(len(line) > 300 for line in _text(tmp_path, "-v", "--arch", "80;90", str(p)).splitlines())

@@ -125,3 +125,6 @@ def execute(args: argparse.Namespace) -> int:
         text = common.paint(text)
     common.write(text, s.output.path)
     return report.exit_code
+
+
+__all__ = ["configure_parser", "execute"]

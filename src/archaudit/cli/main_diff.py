@@ -44,3 +44,6 @@ def execute(args: argparse.Namespace) -> int:
         text = common.paint(text)
     common.write(text, s.output.path)
     return report.exit_code
+
+
+__all__ = ["configure_parser", "execute", "FORMATS"]

@@ -25,3 +25,6 @@ def execute(args: argparse.Namespace) -> int:
     print(f"{code.code} ({code.severity}): {code.title}\n\nCause: {code.cause}\n\nExample: {code.example}\n\n"
           f"Fix: {code.fix}")
     return 0
+
+
+__all__ = ["configure_parser", "execute"]

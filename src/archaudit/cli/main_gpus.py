@@ -30,3 +30,6 @@ def execute(args: argparse.Namespace) -> int:
     for name, where, kind, aliases in rows:
         print(f"{name:<{width}}  {where:>5}  {kind:<10}  {aliases}")
     return 0
+
+
+__all__ = ["configure_parser", "execute"]

@@ -145,3 +145,6 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("-o", "--output", metavar="FILE", help="write the report here instead of standard output")
     args = parser.parse_args(argv)
     return execute(args)
+
+
+__all__ = ["add_smoke_arguments", "configure_parser", "DEFAULT_TIMEOUT", "execute", "EXIT_CODES", "FORMATS", "main"]

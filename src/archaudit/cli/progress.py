@@ -38,3 +38,6 @@ def progress_display(progress: Progress, stream: IO[str] = sys.stderr) -> Callab
         stop.set()
         t.join()
     return finish
+
+
+__all__ = ["progress_display"]

@@ -651,3 +651,7 @@ def _needed(units: list[Unit], choices: list[Choice], given: list[frozenset[str]
                                              if v.identified and x.runs == "native"))
             out.append(not native.issuperset(ks))
     return out
+
+
+__all__ = ["Floor", "highest", "KernelGap", "labels_of", "library_facts", "LibraryFacts", "named_architectures",
+           "Unit"]

@@ -90,3 +90,6 @@ def for_target(policy: Policy, target: str, kind: str) -> Policy:
     if os_name is None or os_name == policy.driver_os:
         return policy
     return replace(policy, driver_os=os_name)
+
+
+__all__ = ["AmdGpu", "DataMember", "for_target", "NvidiaGpu", "Policy", "wheel_driver_os"]

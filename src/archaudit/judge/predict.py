@@ -194,3 +194,6 @@ def predict(container: Container, gpu: Gpu) -> Prediction:
     return Prediction(Outcome.NONE, None, f"nothing in it runs on {label}: {why}",
                       frozenset({NO_BINARY_FOR_GPU}))
 
+
+__all__ = ["Gpu", "INVALID_IMAGE", "INVALID_PTX", "JIT_COMPILATION_DISABLED", "NO_BINARY_FOR_GPU", "NOT_FOUND",
+           "Outcome", "predict", "SUCCESS", "unresolved", "UNSUPPORTED_PTX_VERSION"]

@@ -143,3 +143,6 @@ def best(codes: Iterable[NvCode], gpu: CC) -> Runs:
         if r == "jit":
             how = "jit"
     return how
+
+
+__all__ = ["best", "Choice", "choose", "NOTHING", "nv_codes", "NvCode", "parse_target", "Runs", "runs"]

@@ -682,3 +682,8 @@ def _distribution_jobs(name: str) -> tuple[list[_Job], list[Problem], str] | Non
         _add_file(jobs_list, problems, full, str(f), os.path.getsize(full))
     label = f"{dist.metadata['Name']}-{dist.version}"
     return jobs_list, problems, label
+
+
+__all__ = ["archive_inventory", "BUDGET_FLOOR", "BUDGET_RATIO", "BYTES_PER_LIBRARY", "content_kind", "HEAD",
+           "inventories", "inventory", "is_audited_file", "is_library_name", "MAX_LIBRARIES", "max_libraries",
+           "MAX_NESTING", "Progress", "select_member", "wheels_of"]

@@ -182,3 +182,6 @@ def _accounted(s: elf.Section, containers: list[FoundContainer], alignment: int)
         if gap and (len(c.trailing) < gap or any(c.trailing[:gap])):
             return False
     return True
+
+
+__all__ = ["ALIGN_SLACK", "attribute"]

@@ -172,3 +172,6 @@ def is_cuda_target(target: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+__all__ = ["BIG", "decode_entry", "DecodePool", "Decoding", "is_cuda_target", "result"]

@@ -15,7 +15,7 @@ from .search import Zone
 from .stream import ReadFailed, Source
 
 
-def _read_all(src: Source, size: int, max_payload: int) -> bytes:
+def read_all(src: Source, size: int, max_payload: int) -> bytes:
     if size > max_payload:
         raise ReadFailed(f"{size} bytes exceed the {max_payload}-byte verification bound", code=Code.E012)
     src.ensure(size + 1)
@@ -24,11 +24,11 @@ def _read_all(src: Source, size: int, max_payload: int) -> bytes:
     return bytes(src.buf)
 
 
-def _not_device_code(f: OpenFile) -> Library:
+def not_device_code(f: OpenFile) -> Library:
     return Library(f.path, f.size, "other", problems=(Problem(Code.E014, "not a cubin, fatbin, PTX or code object"),))
 
 
-def _container_file(f: OpenFile) -> Library:
+def container_file(f: OpenFile) -> Library:
     """A bare .fatbin or offload bundle file: all of it is device code."""
     scan = LibraryScan(f.path, f.size, f.settings)
     found = scan.run(f.src, [Zone(0, f.size, scan.patterns(code=True, strings=False))])
@@ -47,9 +47,9 @@ def _container_file(f: OpenFile) -> Library:
     return Library(f.path, f.size, "fatbin", tuple(containers), problems=tuple(problems))
 
 
-def _ptx_file(f: OpenFile) -> Library:
+def ptx_file(f: OpenFile) -> Library:
     path, size = f.path, f.size
-    data = _read_all(f.src, size, f.settings.max_payload)
+    data = read_all(f.src, size, f.settings.max_payload)
     target, version, kernels = fatbin.ptx_facts(data)
     if not target or not target.startswith("sm_") and not target.startswith("compute_"):
         return Library(path, size, "ptx", problems=(Problem(Code.E014, "PTX has no .target sm_XX directive"),))
@@ -60,3 +60,6 @@ def _ptx_file(f: OpenFile) -> Library:
     entry = Entry("nvidia", PTX, target, version or (0, 0), "none", size, size, 0,
                   kernels=kernels, decoded=True, ptx_target=target)
     return Library(path, size, "ptx", (Container("nvidia", STANDALONE, "", 0, size, (entry,)),))
+
+
+__all__ = ["container_file", "not_device_code", "ptx_file", "read_all"]

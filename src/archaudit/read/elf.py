@@ -265,3 +265,9 @@ def read_dynamic(f: BinaryIO, size: int) -> Dynamic:
     return Dynamic(header.type, header.machine, tuple(string(v) for t, v in entries if t == DT_NEEDED),
                    paths(DT_RUNPATH), paths(DT_RPATH),
                    next((string(v) for t, v in entries if t == DT_SONAME), None))
+
+
+__all__ = ["cstring", "Dynamic", "dynamic_entries", "ElfError", "EM_AMDGPU", "EM_CUDA", "ET_DYN", "Header", "is_elf",
+           "MAX_SECTIONS", "name_sections", "parse_header", "parse_sections", "parse_segments", "parse_small",
+           "PROGRAM_HEADER_SIZE", "PT_DYNAMIC", "PT_LOAD", "read_dynamic", "Section", "SECTION_HEADER_SIZE",
+           "Segment", "SHT_NOBITS", "SHT_STRTAB", "SHT_SYMTAB", "vaddr_to_offset"]

@@ -11,13 +11,13 @@ from ..model import CODE_OBJECT, SASS, STANDALONE, Container, Entry, Library, Pr
 from . import elf, fatbin, hip
 from .attribution import attribute
 from .decode import is_cuda_target
-from .devicefiles import _read_all
+from .devicefiles import read_all
 from .scan import LibraryScan, OpenFile
 from .search import Zone
 from .stream import HEAD, SHSTR_WINDOW, fetch
 
 
-def _elf(f: OpenFile) -> Library:
+def read(f: OpenFile) -> Library:
     try:
         h = elf.parse_header(f.head, f.size)
     except elf.ElfError as e:
@@ -30,7 +30,7 @@ def _elf(f: OpenFile) -> Library:
 
 def _device_elf(f: OpenFile, h: elf.Header) -> Library:
     path, size = f.path, f.size
-    data = _read_all(f.src, size, f.settings.max_payload)
+    data = read_all(f.src, size, f.settings.max_payload)
     try:
         if h.machine == elf.EM_CUDA:
             target, kernels, toolkit = fatbin.cubin_facts(data)
@@ -190,3 +190,6 @@ def _dynamic(names: _DynamicNames, notes: list[str]) -> tuple[tuple[str, ...], t
         elif tag in (elf.DT_RPATH, elf.DT_RUNPATH):
             runpath.extend(p for p in elf.cstring(strings, base + val - lo).split(":") if p)
     return tuple(needed), tuple(runpath)
+
+
+__all__ = ["read"]

@@ -497,3 +497,8 @@ def _kernels(co: memoryview) -> tuple[str, ...]:
         if name.endswith(b".kd") and len(name) > 3:
             names[name[:-3].decode("utf-8", "replace")] = None
     return tuple(names)
+
+
+__all__ = ["CO_VERSION", "COMPRESSED_MAGIC", "EF_AMDGPU_FEATURE_SRAMECC_V3", "EF_AMDGPU_FEATURE_XNACK_V3",
+           "EF_AMDGPU_MACH", "EM_AMDGPU", "extent", "MAGICS", "Malformed", "MAX_BUNDLE", "MAX_ENTRIES", "MAX_HEADER",
+           "MAX_ID_LEN", "parse", "read_code_object", "target_from_elf", "UNCOMPRESSED_MAGIC"]

@@ -30,3 +30,6 @@ def function(name: str) -> Any | None:
         return library[name]
     except AttributeError:
         return None
+
+
+__all__ = ["function"]

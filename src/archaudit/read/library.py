@@ -66,10 +66,10 @@ FileReader = Callable[[scan.OpenFile], Library]
 def _readers() -> tuple[tuple[Callable[[scan.OpenFile], bool], FileReader], ...]:
     """Which reader takes a file, tried in order: the first whose test accepts it."""
     return (
-        (lambda f: elf.is_elf(f.head), elflib._elf),
-        (lambda f: f.head.startswith((fatbin.MAGIC, *hip.MAGICS)), devicefiles._container_file),
-        (lambda f: f.path.lower().endswith(".ptx"), devicefiles._ptx_file),
-        (lambda f: f.path.lower().endswith(scan.DEVICE_SUFFIXES), devicefiles._not_device_code),
+        (lambda f: elf.is_elf(f.head), elflib.read),
+        (lambda f: f.head.startswith((fatbin.MAGIC, *hip.MAGICS)), devicefiles.container_file),
+        (lambda f: f.path.lower().endswith(".ptx"), devicefiles.ptx_file),
+        (lambda f: f.path.lower().endswith(scan.DEVICE_SUFFIXES), devicefiles.not_device_code),
         (lambda f: pe.is_pe(f.head), lambda f: pe.read(f.path, f.size, f.src, f.chunks, f.settings)),
         (lambda f: macho.is_macho(f.head), lambda f: macho.read(f.path, f.size, f.src, f.settings)),
     )
@@ -83,3 +83,6 @@ def _read(path: str, size: int, chunks: stream.Chunks, settings: records.ScanSet
         if accepts(f):
             return reader(f)
     return Library(path, size, "other", problems=(Problem(Code.E010, "malformed ELF: not an ELF file"),))
+
+
+__all__ = ["library_from_bytes", "scan_file", "scan_stream"]

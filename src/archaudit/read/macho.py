@@ -45,3 +45,6 @@ def read(path: str, size: int, src: stream.Source, settings: records.ScanSetting
     notes = () if containers or problems else (NO_CUDA,)
     return Library(path, size, "macho", tuple(containers), (), (), tuple(found.claims), tuple(problems), notes,
                    tuple(found.linkers))
+
+
+__all__ = ["Chunks", "is_macho", "MAGICS", "NO_CUDA", "read"]

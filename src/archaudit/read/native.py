@@ -14,3 +14,6 @@ except ImportError:  # pragma: no cover - a platform without a compiler
     built = None  # type: ignore[assignment]
 
 active = None if os.environ.get("ARCHAUDIT_PURE_PYTHON") else built
+
+
+__all__ = ["active"]

@@ -420,3 +420,8 @@ def _imports(h: Headers, tables: list[tuple[bool, int, int, bytearray]], chunks:
                 raise PeError(f"imported DLL name at 0x{off:x} is {'empty' if not name else 'not text'}")
             needed.append(name)
     return tuple(needed)
+
+
+__all__ = ["Chunks", "Headers", "headers_extent", "HEADERS_MAX", "import_name_rvas", "is_pe", "LONG_NAME",
+           "long_name_offsets", "MALFORMED", "MAX_IMPORTS", "name_sections", "NAMES_WINDOW", "parse_headers",
+           "PeError", "read", "SYMBOL_SIZE"]

@@ -302,3 +302,7 @@ LINKER_MARKER = b"nvJitLinkCreate"
 LINKER_WINDOW = 64
 LINKERS_KEPT = 4
 _NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.")
+
+
+__all__ = ["DEFAULT_MAX_PAYLOAD", "FatbinWrapper", "FoundContainer", "HIP_WRAPPER_MAGIC", "HipWrapper",
+           "LINKER_MARKER", "MARKERS", "PAD_WINDOW", "Records", "ScanResult", "ScanSettings"]

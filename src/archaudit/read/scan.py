@@ -80,3 +80,6 @@ class OpenFile:
     chunks: Chunks
     settings: ScanSettings
     head: bytes
+
+
+__all__ = ["DEVICE_SUFFIXES", "LibraryScan", "OpenFile"]

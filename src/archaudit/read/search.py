@@ -153,3 +153,6 @@ class Search:
                 continue
             cursor = self.handlers[best_pat.magic](src, best)
             src.release(cursor)
+
+
+__all__ = ["find_bytes", "Handler", "MEMMEM_MIN", "Pattern", "Search", "Zone"]

@@ -185,3 +185,6 @@ def fetch(chunks: Chunks, start: int, stop: int, size: int) -> bytes:
     if not src.skip_to(start) or not src.ensure(stop):
         raise elf.ElfError("range lies past the end of the file")
     return bytes(src.buf[:stop - start])
+
+
+__all__ = ["CHUNK_GUESS", "Chunks", "fetch", "HEAD", "ReadFailed", "SEAM", "SHSTR_WINDOW", "Source"]

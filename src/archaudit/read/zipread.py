@@ -545,3 +545,8 @@ def iter_member(f: IO[bytes], m: Member, chunk: int = CHUNK) -> Iterator[bytes]:
         raise MemberError(f"inflates to {produced} bytes, header says {m.size}", code=Code.E002)
     if crc != m.crc:
         raise MemberError("CRC mismatch (corrupt or changed while read)", code=Code.E002)
+
+
+__all__ = ["CHUNK", "crc32", "Hazard", "HEAD", "HEAD_INPUT", "INFLATER", "iter_member", "MAX_MEMBER", "MAX_RATIO",
+           "Member", "member_head", "MemberError", "read_directory", "read_directory_at", "read_directory_bytes",
+           "ReadAt", "Select", "WHOLE", "Window", "ZipError"]

@@ -65,12 +65,15 @@ def _fit(words: list[str], width: int) -> str:
 
 
 def render_text(report: Report, *, detail: str = "libraries", verbose: bool = False, ascii_only: bool = False,
-                costs: bool = False, timings: bool = True) -> str:
+                costs: bool = False, timings: bool = True, width: int = 240) -> str:
+    """The report for people. By default it fits a screen: one line per library and per error
+    or warning finding (at most FLOOD_LINES of one code on one library, the rest counted), each
+    cut to `width` characters, information findings counted; -v (verbose) lists everything whole."""
     lines: list[str] = []
     for t in report.targets:
         lines.extend(_target_text(t, detail, verbose, costs=costs, timings=timings,
                                   amd=report.policy.amd_claim, amd_source=report.policy.amd_claim_source,
-                                  hidden=suppressed_in(report, t)))
+                                  hidden=suppressed_in(report, t), line_width=width))
         lines.append("")
     if report.policy.config is not None:
         lines.append(f"config: {report.policy.config} [tool.archaudit]")
@@ -92,9 +95,21 @@ def _suppressed_text(hidden: tuple[Suppression, ...]) -> list[str]:
     return out
 
 
+FLOOD_LINES = 3  # findings of one code on one library listed by default; the rest counted
+
+
+def _group_limit(code: Code) -> int:
+    return GROUP_LINES if code in GROUPED else FLOOD_LINES
+
+
+def _cut(line: str, width: int | None) -> str:
+    """A line shortened to `width` characters with an ellipsis (-v and JSON keep it whole)."""
+    return line if width is None or len(line) <= width else line[:width - 1] + "…"
+
+
 def _target_text(t: TargetReport, detail: str, verbose: bool, *, costs: bool = False,
                  timings: bool = True, amd: tuple[str, ...] = (), amd_source: str = "",
-                 hidden: tuple[Suppression, ...] = ()) -> list[str]:
+                 hidden: tuple[Suppression, ...] = (), line_width: int = 240) -> list[str]:
     name = t.distribution or t.target
     device = [v for v in t.libraries if v.carried or v.relocatable or v.status in ("unverified",)]
     head = (f"{name} ({t.kind}): {len(t.libraries)} librar{'y' if len(t.libraries) == 1 else 'ies'}, "
@@ -119,17 +134,25 @@ def _target_text(t: TargetReport, detail: str, verbose: bool, *, costs: bool = F
         else:
             out.append(f"✓ {len(passing)} libraries cover every claimed GPU architecture")
     shown = [f for f in t.findings if f.code not in QUIET_INFO or verbose]
+    if not verbose:  # the default fits a screen: information is counted, not listed
+        infos = Counter(f.code for f in shown if f.severity == INFO)
+        shown = [f for f in shown if f.severity != INFO]
     per_group: Counter[tuple[Code, str]] = Counter()
     for f in shown:
         key = (f.code, f.subject)
         per_group[key] += 1
-        if f.code in GROUPED and per_group[key] > GROUP_LINES and not verbose:
+        if per_group[key] > _group_limit(f.code) and not verbose:
             continue
-        out.append(f"{MARK[f.severity]} {f.code} {f.message}")
+        out.append(_cut(f"{MARK[f.severity]} {f.code} {f.message}", None if verbose else line_width))
     for (code, subject), n in per_group.items():
-        if code in GROUPED and n > GROUP_LINES and not verbose:
-            out.append(f"{MARK[CODES[code].severity]} {code} {subject}: {n - GROUP_LINES} more groups "
-                       f"(-v or --format json lists them)")
+        if n > _group_limit(code) and not verbose:
+            what = "groups" if code in GROUPED else f"{code} findings"
+            out.append(_cut(f"{MARK[CODES[code].severity]} {code} {subject}: {n - _group_limit(code)} more {what} "
+                            f"(-v or --format json lists them)", line_width))
+    if not verbose and infos:
+        counted = ", ".join(f"{c} x{n}" for c, n in sorted(infos.items()))
+        out.append(f"· {sum(infos.values())} information finding{'s' * (sum(infos.values()) != 1)} "
+                   f"({counted}; -v lists them)")
     floors = [f for f in t.findings if f.code == Code.D002]
     if floors and not verbose:
         top = max(floors, key=lambda f: driver_key(str(f.get("driver"))))
@@ -298,3 +321,6 @@ def _target_json(t: TargetReport, detail: str, timings: bool = True) -> dict[str
 
 def render_json(report: Report, *, detail: str = "libraries", timings: bool = True) -> str:
     return json.dumps(to_dict(report, detail=detail, timings=timings), indent=2, sort_keys=False) + "\n"
+
+
+__all__ = ["render_json", "render_text", "to_dict"]

@@ -137,3 +137,6 @@ RENDERERS: dict[str, Callable[[SmokeReport, RenderOptions], str]] = {
 def render(report: SmokeReport, fmt: str, options: RenderOptions = DEFAULTS) -> str:
     """The report in one of cli.main_smoke.FORMATS, ending in a newline."""
     return RENDERERS[fmt](report, options)
+
+
+__all__ = ["render", "render_text", "RENDERERS", "to_json"]

@@ -169,3 +169,7 @@ def verdict_words(v: LibraryVerdict) -> str:
         codes = sorted({f.code for f in v.findings if f.severity == ERROR})
         return f"✗ {' '.join(codes)}" if codes else "✗"  # which rule failed it, when no claim is missed
     return v.status
+
+
+__all__ = ["cost_table", "DEFAULTS", "device_code_bytes", "driver_key", "floor_words", "QUIET_INFO", "RenderOptions",
+           "size_text", "suppressed_errors", "suppressed_in", "suppression_groups", "target_order", "verdict_text"]

@@ -536,3 +536,7 @@ def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     if extra:
         env.update(extra)
     return env
+
+
+__all__ = ["become_subreaper", "BOOT", "child_env", "Death", "GPU_DEVICE_PREFIXES", "OBS", "open_devices", "Outcome",
+           "reset", "run_command", "run_task", "stop_all", "sweep", "TaskRun", "TRUSTED_TASKS"]

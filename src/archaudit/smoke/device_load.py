@@ -421,3 +421,6 @@ def _short(a: Answer | None) -> str:
     if a is None:
         return "none"
     return "died" if a.code is None else str(a.code)
+
+
+__all__ = ["Answer", "children", "DeviceLoadProbe", "Item", "load_jit", "SPLIT_BYTES"]

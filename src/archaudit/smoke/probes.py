@@ -936,3 +936,8 @@ def discover() -> dict[str, ProbeLike]:
             continue  # a built-in, declared for other tools to see
         found[ep.name] = PluginProbe(ep.name, ep.value, dist)
     return found
+
+
+__all__ = ["discover", "executorch_data", "ExecuTorchCudaProbe", "find_cuda_backend", "JAX_FAMILY", "JaxModelProbe",
+           "judge_load", "load_item", "MISSING_WEIGHTS", "PluginProbe", "Probe", "ProbeContext", "TorchModelProbe",
+           "WEIGHTS_FOUND"]

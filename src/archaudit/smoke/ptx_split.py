@@ -144,3 +144,6 @@ def part_containers(image: bytes, parts: int) -> list[bytes]:
         fat = b"".join(pieces)
         out.append(fatbin.CONTAINER_HEADER.pack(0xBA55ED50, 1, 16, len(fat)) + fat)
     return out
+
+
+__all__ = ["entry_spans", "NotSplittable", "part_containers", "split"]

@@ -132,3 +132,6 @@ def compare(got_shape: Sequence[int] | None, got: Sequence[object] | None, want:
                                    f"rtol={rtol:g}, atol={atol:g} (first at {k}: {vals[k]!r} against "
                                    f"{want.values[k]!r}; max |got-ref| {worst:.2e})")
     return Match(True, worst, f"max |got-ref| {worst:.2e} within rtol={rtol:g}, atol={atol:g}")
+
+
+__all__ = ["add", "compare", "conv2d", "draw", "fresh_rng", "linear", "matmul", "mlp", "Tensor"]

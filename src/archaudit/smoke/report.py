@@ -48,3 +48,6 @@ class SmokeReport:
     @property
     def exit_code(self) -> int:
         return 1 if self.failed else 0
+
+
+__all__ = ["Row", "SmokeReport"]

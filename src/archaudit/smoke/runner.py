@@ -183,3 +183,6 @@ def list_probes() -> tuple[str, int]:
         child.sweep()
         shutil.rmtree(work, ignore_errors=True)
     return "\n".join(lines) + "\n", rc
+
+
+__all__ = ["exists", "linux_only", "list_probes", "run_smoke", "SmokeInputError"]

@@ -213,3 +213,7 @@ def current() -> Environment:
 def close(env: Environment) -> None:
     if env.root:
         shutil.rmtree(env.root, ignore_errors=True)
+
+
+__all__ = ["BINARY_ONLY", "close", "create", "current", "INSTALL_TIMEOUT", "InstallError", "SOURCE_ALLOWED",
+           "wheel_distribution"]
