@@ -110,30 +110,58 @@ def _cut(line: str, width: int | None) -> str:
 def _target_text(t: TargetReport, detail: str, verbose: bool, *, costs: bool = False,
                  timings: bool = True, amd: tuple[str, ...] = (), amd_source: str = "",
                  hidden: tuple[Suppression, ...] = (), line_width: int = 240) -> list[str]:
+    """One target in text: its head line, the library table, the passing libraries, the
+    findings, the driver floor, notes, suppressions, costs and the summary line."""
     name = t.distribution or t.target
+    out = [f"{name} ({t.kind}): {len(t.libraries)} librar{'y' if len(t.libraries) == 1 else 'ies'}, "
+           f"{sum(1 for v in t.libraries if v.carried)} with device code; {_claim_text(t, amd, amd_source)}; "
+           f"{size_text(t.bytes_read)}" + (f" in {t.seconds:.2f} s" if timings else "")]
+    out += _library_table(t, detail, hidden)
+    out += _passing_lines(t, verbose, amd)
+    out += _finding_lines(t, verbose, line_width)
+    out += _floor_line(t, verbose)
+    if t.inventory is not None and verbose:
+        out += [f"  note: {lib.path}: {note}" for lib in t.inventory.libraries for note in lib.notes]
+    out.extend(_suppressed_text(hidden))
+    if costs:
+        out.extend(_costs_text(t))
+    out.append(_summary(t, amd, hidden))
+    return out
+
+
+def _library_table(t: TargetReport, detail: str, hidden: tuple[Suppression, ...]) -> list[str]:
+    """LIBRARY / CARRIES / VERDICT for each library with device code (or unverified)."""
     device = [v for v in t.libraries if v.carried or v.relocatable or v.status in ("unverified",)]
-    head = (f"{name} ({t.kind}): {len(t.libraries)} librar{'y' if len(t.libraries) == 1 else 'ies'}, "
-            f"{sum(1 for v in t.libraries if v.carried)} with device code; {_claim_text(t, amd, amd_source)}; "
-            f"{size_text(t.bytes_read)}" + (f" in {t.seconds:.2f} s" if timings else ""))
-    out = [head]
-    if device:
-        width = min(max(len(v.path) for v in device), 60)
-        cwidth = min(max(len(" ".join(v.carried)) for v in device), 60)
-        out.append(f"  {'LIBRARY':<{width}}  {'CARRIES':<{cwidth}}  VERDICT")
-        for v in device:
-            carried = _fit(list(v.carried), cwidth) or ("(relocatable only)" if v.relocatable else "(none read)")
-            out.append(f"  {v.path:<{width}}  {carried:<{cwidth}}  {verdict_text(v, hidden)}")
-            if detail in ("containers", "kernels"):
-                out.extend(_containers_text(t, v.path, detail))
+    if not device:
+        return []
+    width = min(max(len(v.path) for v in device), 60)
+    cwidth = min(max(len(" ".join(v.carried)) for v in device), 60)
+    out = [f"  {'LIBRARY':<{width}}  {'CARRIES':<{cwidth}}  VERDICT"]
+    for v in device:
+        carried = _fit(list(v.carried), cwidth) or ("(relocatable only)" if v.relocatable else "(none read)")
+        out.append(f"  {v.path:<{width}}  {carried:<{cwidth}}  {verdict_text(v, hidden)}")
+        if detail in ("containers", "kernels"):
+            out.extend(_containers_text(t, v.path, detail))
+    return out
+
+
+def _passing_lines(t: TargetReport, verbose: bool, amd: tuple[str, ...]) -> list[str]:
+    """The libraries that cover every claimed GPU architecture: listed, or counted when many."""
     passing = [v for v in t.libraries if v.status == "pass" and v.carried and v.coverage]
-    if (t.claim is not None or amd) and passing:
-        if len(passing) <= PASS_LINES or verbose:
-            for v in passing:
-                out.append(f"✓ {v.path} covers every claimed GPU architecture "
-                           f"({', '.join(lbl for lbl, _ in v.coverage)})")
-        else:
-            out.append(f"✓ {len(passing)} libraries cover every claimed GPU architecture")
+    if not (t.claim is not None or amd) or not passing:
+        return []
+    if len(passing) > PASS_LINES and not verbose:
+        return [f"✓ {len(passing)} libraries cover every claimed GPU architecture"]
+    return [f"✓ {v.path} covers every claimed GPU architecture ({', '.join(lbl for lbl, _ in v.coverage)})"
+            for v in passing]
+
+
+def _finding_lines(t: TargetReport, verbose: bool, line_width: int) -> list[str]:
+    """The findings, one a line: grouped codes cut at their limit, information counted, not listed,
+    unless verbose."""
+    out: list[str] = []
     shown = [f for f in t.findings if f.code not in QUIET_INFO or verbose]
+    infos: Counter[Code] = Counter()
     if not verbose:  # the default fits a screen: information is counted, not listed
         infos = Counter(f.code for f in shown if f.severity == INFO)
         shown = [f for f in shown if f.severity != INFO]
@@ -149,23 +177,20 @@ def _target_text(t: TargetReport, detail: str, verbose: bool, *, costs: bool = F
             what = "groups" if code in GROUPED else f"{code} findings"
             out.append(_cut(f"{MARK[CODES[code].severity]} {code} {subject}: {n - _group_limit(code)} more {what} "
                             f"(-v or --format json lists them)", line_width))
-    if not verbose and infos:
+    if infos:
         counted = ", ".join(f"{c} x{n}" for c, n in sorted(infos.items()))
         out.append(f"· {sum(infos.values())} information finding{'s' * (sum(infos.values()) != 1)} "
                    f"({counted}; -v lists them)")
-    floors = [f for f in t.findings if f.code == Code.D002]
-    if floors and not verbose:
-        top = max(floors, key=lambda f: driver_key(str(f.get("driver"))))
-        out.append(f"· D002 driver floor: {floor_words(top)}, from {top.subject})")
-    if t.inventory is not None and verbose:
-        for lib in t.inventory.libraries:
-            for note in lib.notes:
-                out.append(f"  note: {lib.path}: {note}")
-    out.extend(_suppressed_text(hidden))
-    if costs:
-        out.extend(_costs_text(t))
-    out.append(_summary(t, amd, hidden))
     return out
+
+
+def _floor_line(t: TargetReport, verbose: bool) -> list[str]:
+    """The target's driver floor, the most demanding library's D002 (verbose lists them all)."""
+    floors = [f for f in t.findings if f.code == Code.D002]
+    if not floors or verbose:
+        return []
+    top = max(floors, key=lambda f: driver_key(str(f.get("driver"))))
+    return [f"· D002 driver floor: {floor_words(top)}, from {top.subject})"]
 
 
 def _costs_text(t: TargetReport) -> list[str]:
