@@ -29,7 +29,6 @@ FULL = os.environ.get("ARCHAUDIT_CORPUS") == "all"
 # Wheels that still disagree on main, with the issue-11 point whose fix makes them agree. Strict:
 # once a fix lands, the wheel agrees, its test "unexpectedly passes" and fails until the entry goes.
 KNOWN: dict[str, str] = {  # id -> the issue point it still disagrees on
-    "cuda-runtime-cu11-win": "census triage T2 (a 32-bit DLL in a win_amd64 wheel is E020)",
 }
 
 

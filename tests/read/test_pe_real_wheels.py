@@ -230,3 +230,13 @@ def test_a_cuda_11_windows_wheel_is_judged_by_cuda_11(capsys):
              if f["subject"] == name]
     assert {f["code"] for f in found if f["severity"] == "error"} == set(), found
     assert [f["data"]["runs"] for f in found if f["code"] == "G008"] == ["native"]
+
+
+def test_a_32_bit_dll_beside_the_64_bit_one_is_host_code():
+    """nvidia-cuda-runtime-cu11 11.8.89 win_amd64 ships cudart32_110.dll (PE32) beside
+    cudart64_110.dll: read by its own layout it holds no device code (census triage T2: it was
+    E020, exit 1, for a wheel with no device code at all)."""
+    inv = inventory(str(fetch("nvidia-cuda-runtime-cu11", "11.8.89", WINDOWS)))
+    libs = {lib.path.rsplit("/", 1)[-1]: lib for lib in inv.libraries}
+    assert {"cudart32_110.dll", "cudart64_110.dll"} <= set(libs)
+    assert not libs["cudart32_110.dll"].problems and not libs["cudart32_110.dll"].containers

@@ -153,11 +153,12 @@ def parse_headers(data: bytes, file_size: int) -> Headers:
     if opt_size < 2:
         raise PeError("no optional header: an object file, not an image")
     magic = int.from_bytes(data[opt:opt + 2], "little")
-    if magic == PE32:  # as 32-bit ELF: no CUDA toolkit of the last years builds for it
-        raise PeError("32-bit PE (PE32) is not supported", code=UNSUPPORTED)
-    if magic != PE32_PLUS:
+    if magic == PE32:  # a 32-bit image: a 4-byte image base after BaseOfData, 16 bytes less before
+        base_at, count_at, dirs_at, base_size = 28, 92, 96, 4  # the data directories (PE format spec)
+    elif magic == PE32_PLUS:
+        base_at, count_at, dirs_at, base_size = 24, 108, 112, 8
+    else:
         raise PeError(f"optional header magic 0x{magic:x} is neither PE32 nor PE32+")
-    base_at, count_at, dirs_at, base_size = 24, 108, 112, 8
     if opt_size < dirs_at:
         raise PeError(f"optional header of {opt_size} bytes is too short for its magic")
     image_base = int.from_bytes(data[opt + base_at:opt + base_at + base_size], "little")
