@@ -439,3 +439,11 @@ def test_default_lines_are_cut_at_240_characters_and_verbose_keeps_them(tmp_path
     g001 = [line for line in text.splitlines() if line.startswith("✗ G001")]
     assert g001 and all(len(line) <= 240 for line in g001) and g001[0].endswith("…")
     assert any(len(line) > 300 for line in _text(tmp_path, "-v", "--arch", "80;90", str(p)).splitlines())
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a pseudo-terminal")
+def test_on_a_terminal_lines_are_cut_to_its_width():
+    text = _on_a_terminal(["check", "--no-config", "-q", "--arch", "80;90", core.example_wheel()],
+                          {"NO_COLOR": "1", "COLUMNS": "100", "TERM": "xterm"})
+    g001 = [line.rstrip("\r") for line in text.splitlines() if line.startswith("✗ G001")]
+    assert g001 and all(len(line) <= 100 for line in g001) and g001[0].endswith("…"), g001

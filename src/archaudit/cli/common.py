@@ -45,6 +45,16 @@ def colour_on(choice: str, fmt: str, path: str | None) -> bool:
             and os.environ.get("TERM") != "dumb")
 
 
+def text_width(path: str | None) -> int:
+    """How long a default text line may be: the terminal's width (at least 80) when the report
+    goes to one, else 240 (a CI log, a file)."""
+    if path is None and sys.stdout.isatty():
+        import shutil
+
+        return max(80, min(240, shutil.get_terminal_size().columns))
+    return 240
+
+
 def paint(text: str) -> str:
     """Each line's leading mark (✗ ! ✓ ·) in its colour; the words are left as they are."""
     out = []
@@ -104,4 +114,4 @@ def positive_int(text: str) -> int:
 
 
 __all__ = ["add_colour_option", "add_config_options", "add_output_options", "colour_on", "load_config", "paint",
-           "positive_int", "terminal_safe", "unicode_ok", "write"]
+           "positive_int", "terminal_safe", "text_width", "unicode_ok", "write"]

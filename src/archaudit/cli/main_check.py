@@ -91,7 +91,8 @@ def render(report: Report, s: CheckSettings, *, unicode: bool = True) -> str:
 
     return check.render(report, s.output.format, RenderOptions(detail=s.detail, verbose=s.verbose, costs=s.costs,
                                                                timings=s.timings, unicode=unicode,
-                                                               docs_url=s.output.docs_url))
+                                                               docs_url=s.output.docs_url,
+                                                               width=common.text_width(s.output.path)))
 
 
 def execute(args: argparse.Namespace) -> int:

@@ -18,7 +18,7 @@ def _text(report: Report, o: RenderOptions) -> str:
     from .render import render_text
 
     return render_text(report, detail=o.detail, verbose=o.verbose, ascii_only=not o.unicode, costs=o.costs,
-                       timings=o.timings)
+                       timings=o.timings, width=o.width)
 
 
 def _json(report: Report, o: RenderOptions) -> str:

@@ -28,6 +28,7 @@ class RenderOptions:
     timings: bool = True
     unicode: bool = True  # the destination takes ✓ and ✗
     docs_url: str | None = None  # SARIF rules' helpUri
+    width: int = 240  # the text's longest line: the terminal's width on a terminal, else 240
 
 
 DEFAULTS = RenderOptions()
