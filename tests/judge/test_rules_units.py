@@ -386,6 +386,17 @@ def test_d002_floor_of_what_the_claimed_gpus_run():
     assert d.get("driver") == "580.65.06"  # sm_120 SASS runs on 12.1 too: the PTX is still not used
 
 
+def test_d001_names_the_kernels_a_ptx_floor_is_for():
+    """cuSOLVER 12.4.1.2: native SASS for 10.0, and a container of compute_90 PTX (ISA 9.4) whose
+    kernels 10.0 gets only through the JIT. The floor is theirs: D001 names them, and says how
+    many have native code in another container there."""
+    rep = report(lib(box(sass("sm_100", "_Z1kv")), box(ptx("compute_90", "_Z1kv", "_Z1jv", isa=(9, 4)))),
+                 arch="100", driver="580.65.06")
+    (d,) = found(rep, "D001")
+    assert d.get("kernels") == ["_Z1jv", "_Z1kv"] and "1 of them have native code there" in d.message
+    assert "not of the whole library" in d.message
+
+
 def test_d001_the_ptx_a_gpu_jit_compiles():
     rep = report(lib(box(ptx("compute_90", isa=(9, 2)))), arch="90", driver="580.159.04")
     (d,) = found(rep, "D001")

@@ -602,10 +602,50 @@ def rule_d001(f: LibraryFacts) -> list[Finding]:
     error = ("the provided PTX was compiled with an unsupported toolchain" if ptx else
              "CUDA driver version is insufficient for CUDA runtime version")
     gpus = [g for g, _ in low if g]
+    jit, native_elsewhere = _jit_only_kernels(f, [cc for cc in f.floor_gpus if label(cc) in gpus], driver) \
+        if ptx and gpus else ([], 0)
+    scope = ""
+    only_ptx = all("PTX ISA" in fl.evidence for _, fl in low)
+    if jit and only_ptx and (native_elsewhere or _some_native(f, gpus)):  # else it is the whole library's
+        scope = (f"; it is the floor of {_kernels_phrase(jit, 0)} that reach these GPUs only through PTX, "
+                 f"not of the whole library" + (f" ({native_elsewhere} of them have native code there in "
+                                                f"another container: K004 unless a dispatch is recorded)"
+                                                if native_elsewhere else ""))
     return [finding(Code.D001, f.path, f"{f.path} needs driver >= {top.driver} (CUDA {top.cuda_text})"
                                     f"{' on ' + ', '.join(gpus) if gpus else ''}; {driver} given: '{error}' from "
-                                    f"{', '.join(evidence[:4])}{' ...' if len(evidence) > 4 else ''}",
-                    driver=top.driver, cuda=top.cuda_text, gpus=gpus)]
+                                    f"{', '.join(evidence[:4])}{' ...' if len(evidence) > 4 else ''}{scope}",
+                    driver=top.driver, cuda=top.cuda_text, gpus=gpus, **({"kernels": jit[:100]} if scope else {}))]
+
+
+def _some_native(f: LibraryFacts, gpus: list[str]) -> bool:
+    """Whether these GPUs run some of the library natively (so a PTX floor is not all of it)."""
+    return any(c.runs == "native" for cc in f.floor_gpus if label(cc) in gpus for c in f.paths[cc].choices)
+
+
+def _jit_only_kernels(f: LibraryFacts, gpus: list[tuple[int, int]], driver: str) -> tuple[list[str], int]:
+    """The kernels these GPUs get only from PTX whose floor is above ``driver``, and how many of
+    them another container gives natively there (the PTX floor is theirs, not the library's)."""
+    jit: set[str] = set()
+    native: set[str] = set()
+    for cc in gpus:
+        p = f.paths[cc]
+        for choice, got in zip(p.choices, p.given):
+            if choice.runs == "native":
+                native |= got
+            elif choice.runs == "jit" and choice.code is not None and got:
+                floor = _ptx_floor(choice.code, f)
+                if floor is not None and not arch.driver_at_least(driver, floor):
+                    jit |= got
+    return sorted(jit), len(jit & native)
+
+
+def _ptx_floor(code: NvCode, f: LibraryFacts) -> str | None:
+    """The driver a PTX entry's ISA needs, or None when it is not known."""
+    try:
+        release = arch.cuda_release_for_ptx_isa(code.entry.code_version)
+        return arch.min_driver(release, f.policy.driver_os)
+    except LookupError:
+        return None
 
 
 @library_rule(Code.G008)

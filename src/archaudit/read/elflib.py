@@ -5,6 +5,7 @@ the section table at the end, attribution) and device ELF files (a cubin or an A
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ..findings import Code
 from ..model import CODE_OBJECT, SASS, STANDALONE, Container, Entry, Library, Problem
@@ -134,7 +135,9 @@ def _host_elf(f: OpenFile, h: elf.Header) -> Library:
         except elf.ElfError as e:
             problems.append(Problem(e.code, f"malformed ELF: {e}"))
             sections = []
-    needed, runpath = _dynamic(dyn_names, notes)
+    needed, runpath, note = _dynamic(dyn_names)
+    if note is not None:
+        notes.append(note)
     containers, placed = attribute(found, sections, segments)
     problems += placed
     return Library(path, size, "elf", tuple(containers), needed, runpath, tuple(found.claims),
@@ -175,12 +178,18 @@ def _zones(size: int, segments: tuple[elf.Segment, ...]) -> list[Zone]:
     return zones
 
 
-def _dynamic(names: _DynamicNames, notes: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+class _Dynamic(NamedTuple):
+    needed: tuple[str, ...]
+    runpath: tuple[str, ...]
+    note: str | None = None  # why the names are not listed, when they could not be read
+
+
+def _dynamic(names: _DynamicNames) -> _Dynamic:
+    """DT_NEEDED and DT_RUNPATH/DT_RPATH from the dynamic entries and strings the pass captured."""
     if not names.seen:
-        return (), ()
+        return _Dynamic((), ())
     if names.strings is None:
-        notes.append("NEEDED/RUNPATH names passed before they could be captured; not listed")
-        return (), ()
+        return _Dynamic((), (), "NEEDED/RUNPATH names passed before they could be captured; not listed")
     strings, base, lo = bytes(names.strings), names.base, names.lo
     needed: list[str] = []
     runpath: list[str] = []
@@ -189,7 +198,7 @@ def _dynamic(names: _DynamicNames, notes: list[str]) -> tuple[tuple[str, ...], t
             needed.append(elf.cstring(strings, base + val - lo))
         elif tag in (elf.DT_RPATH, elf.DT_RUNPATH):
             runpath.extend(p for p in elf.cstring(strings, base + val - lo).split(":") if p)
-    return tuple(needed), tuple(runpath)
+    return _Dynamic(tuple(needed), tuple(runpath))
 
 
 __all__ = ["read"]

@@ -79,20 +79,7 @@ def render_text(r: DiffReport, *, verbose: bool = False) -> str:
             unchanged += 1
             continue
         where = d.path if d.matched_by != "name" else f"{d.old_path} -> {d.new_path}"
-        parts = []
-        if d.change == "added":
-            parts.append("new library")
-        elif d.change == "removed":
-            parts.append("library removed" if d.new_path is None else "no device code any more")
-        if d.lost:
-            parts.append("lost " + _lost_list(d, ", "))
-        if d.gained:
-            parts.append("gained " + " ".join(d.gained))
-        if d.change == "unchanged":
-            parts.append("unchanged: " + " ".join(d.new))
-        if d.old_bytes != d.new_bytes:
-            parts.append(f"device code {_bytes(d.old_bytes)} -> {_bytes(d.new_bytes)}")
-        out.append(f"  {mark[d.change]} {where}: {'; '.join(parts)}")
+        out.append(f"  {mark[d.change]} {where}: {'; '.join(_change_parts(d))}")
         if d.worse:
             out.append(f"    ✗ runs worse on {_worse_words(d)}")
         for p in d.problems:
@@ -101,6 +88,24 @@ def render_text(r: DiffReport, *, verbose: bool = False) -> str:
         out.append(f"  = {unchanged} librar{'y' if unchanged == 1 else 'ies'} unchanged (-v lists them)")
     out.append(_verdict(r))
     return "\n".join(out) + "\n"
+
+
+def _change_parts(d: LibraryDiff) -> list[str]:
+    """What changed in one library, in words: added or removed, lost, gained, bytes."""
+    parts = []
+    if d.change == "added":
+        parts.append("new library")
+    elif d.change == "removed":
+        parts.append("library removed" if d.new_path is None else "no device code any more")
+    if d.lost:
+        parts.append("lost " + _lost_list(d, ", "))
+    if d.gained:
+        parts.append("gained " + " ".join(d.gained))
+    if d.change == "unchanged":
+        parts.append("unchanged: " + " ".join(d.new))
+    if d.old_bytes != d.new_bytes:
+        parts.append(f"device code {_bytes(d.old_bytes)} -> {_bytes(d.new_bytes)}")
+    return parts
 
 
 def to_dict(r: DiffReport) -> dict[str, Any]:
