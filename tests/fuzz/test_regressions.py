@@ -40,11 +40,11 @@ EXPECTED: dict[str, tuple[int, str]] = {
     "pe-embedded-container-size0-entry-damaged.dll": (1, "E011"),
     "pe-fatbin-magic-over-mz-rdc.dll": (1, "E011"),
     "pe-import-table-shifted-host.dll": (1, "E021"),
-    "pe-ptx-header-a-text-f.dll": (0, "compute_100f"),  # judged by its text's .target, not the header's 'a'
+    "pe-ptx-header-a-text-f.dll": (1, "G001"),  # judged by its text's .target (compute_100f serves 10.x only), not the header's 'a'
     "pe-wrapper-section-zero-fill-embedded.dll": (1, "E011"),
     "ptx-malformed-first-target.ptx": (1, "E014"),
     "ptx-target-no-number.ptx": (1, "E014"),
-    "ptx-version-5000-digits.ptx": (0, "compute_80"),  # read (bounded digits), its target reported
+    "ptx-version-5000-digits.ptx": (0, "G010"),  # read (bounded digits): no .entry, so it defines no kernel
     "relfatbin-unnamed.so": (1, "E010"),
     "sass-a-flag-cleared.so": (1, "E014"),
     "wheel-cd-name-differs.whl": (1, "E002"),
