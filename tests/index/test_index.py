@@ -353,3 +353,22 @@ def test_html_without_matplotlib_is_a_usage_error(corpus: Path, tmp_path: Path,
     assert main(["query", "html", "--db", str(db), "--project", "demo", "-o", str(out)]) == 2
     assert not out.exists()
     assert main(["query", "changed", "--db", str(db)]) == 0
+
+
+def test_own_target_and_defines_nothing_round_trip(tmp_path: Path) -> None:
+    """An AMD code object's own target (its e_flags) and an empty cubin's 'defines nothing' survive
+    the database: a query judges them as check does (an xnack+ object, a cubin with no kernel)."""
+    fix = Path(__file__).resolve().parents[1] / "fixtures"
+    corpus = tmp_path / "wheels"
+    corpus.mkdir()
+    make_wheel(corpus, "rt", "1.0", {"rt/lib_empty_sm75.so": fix / "cuda" / "bin" / "lib_empty_sm75.so",
+                                     "rt/hip_xnack.so": fix / "amd" / "bin" / "hip_xnack.so"})
+    db = tmp_path / "i.db"
+    _index(db, str(corpus), "-j", "1")
+    with sqlite3.connect(db) as c:
+        ((wid, file),) = c.execute("SELECT id, file FROM wheels").fetchall()
+        stored = inventory_of(c, wid)
+    direct = inventory(str(corpus / file), jobs=1, decode=True)
+    assert stored.libraries == direct.libraries
+    entries = [e for lib in stored.libraries for e in lib.entries]
+    assert any(e.defines_nothing for e in entries) and any(e.own_target for e in entries)

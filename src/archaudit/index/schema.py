@@ -12,7 +12,7 @@ import sqlite3
 
 from ..errors import UsageError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -96,6 +96,8 @@ CREATE TABLE IF NOT EXISTS entries (
     decoded INTEGER NOT NULL,
     ptx_target TEXT,
     unresolved TEXT NOT NULL,           -- JSON list
+    own_target TEXT,                    -- an AMD code object's own target ID (its e_flags)
+    defines_nothing INTEGER NOT NULL,   -- 1: a decoded cubin that defines no kernel and no symbol
     PRIMARY KEY (wheel_id, library_idx, container_idx, idx)
 );
 CREATE TABLE IF NOT EXISTS kernels (

@@ -143,11 +143,11 @@ class Store:
                     db.execute("INSERT INTO containers VALUES (?,?,?,?,?,?,?,?)",
                                (wid, li, ci, c.vendor, c.role, c.section, c.offset, c.size))
                     for ei, e in enumerate(c.entries):
-                        db.execute("INSERT INTO entries VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                        db.execute("INSERT INTO entries VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                                    (wid, li, ci, ei, e.vendor, e.kind, e.target, _pair(e.code_version),
                                     e.compression, e.stored_size, e.size, e.offset, e.identifier, int(e.debug),
                                     int(e.kernels is not None), _pair(e.toolkit), int(e.decoded), e.ptx_target,
-                                    json.dumps(list(e.unresolved))))
+                                    json.dumps(list(e.unresolved)), e.own_target, int(e.defines_nothing)))
                         if e.kernels:
                             db.executemany("INSERT INTO kernels VALUES (?,?,?,?,?)",
                                            [(wid, li, ci, ei, k) for k in e.kernels])
@@ -184,14 +184,14 @@ def inventory_of(db: sqlite3.Connection, wheel_id: int) -> TargetInventory:
     entries: dict[tuple[int, int], list[Entry]] = {}
     for row in db.execute("SELECT library_idx, container_idx, idx, vendor, kind, target, code_version, compression, "
                           "stored_size, size, offset, identifier, debug, kernels_read, toolkit, decoded, ptx_target, "
-                          "unresolved FROM entries WHERE wheel_id = ? ORDER BY library_idx, container_idx, idx",
+                          "unresolved, own_target, defines_nothing FROM entries WHERE wheel_id = ? ORDER BY library_idx, container_idx, idx",
                           (wheel_id,)):
         (li, ci, ei, vendor, kind, target, cv, comp, stored, size, off, ident, debug, kread, tk, dec, ptxt,
-         unres) = row
+         unres, own, nothing) = row
         ks = tuple(kernels.get((li, ci, ei), ())) if kread else None
         entries.setdefault((li, ci), []).append(Entry(
             vendor, kind, target, _unpair(cv) or (0, 0), comp, stored, size, off, ident, bool(debug), ks,
-            _unpair(tk), bool(dec), ptxt, tuple(json.loads(unres))))
+            _unpair(tk), bool(dec), ptxt, tuple(json.loads(unres)), own, bool(nothing)))
     containers: dict[int, list[Container]] = {}
     for li, ci, vendor, role, section, off, size in db.execute(
             "SELECT library_idx, idx, vendor, role, section, offset, size FROM containers WHERE wheel_id = ? "
