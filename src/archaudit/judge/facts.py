@@ -356,11 +356,22 @@ def _kernel_gaps(f: LibraryFacts, gpus: tuple[CC, ...]) -> tuple[KernelGap, ...]
     judged = list(gpus)
     if not judged:
         return ()
-    gaps: list[KernelGap] = []
     strict = f.policy.strict_kernels
+    gaps = _whole_unit_gaps(f, judged, strict)
+    if strict:
+        return gaps
+    carriers: dict[CC, dict[str, list[int]]] = {}  # filled per GPU on first need
+    return gaps + tuple(g for i, u in enumerate(f.units) if u.identified and u.kernels
+                        for g in _unit_kernel_gaps(f, i, judged, carriers))
+
+
+def _whole_unit_gaps(f: LibraryFacts, judged: list[CC], strict: bool) -> tuple[KernelGap, ...]:
+    """The gaps of units judged whole, by their targets: those whose kernels were not read, and
+    under --strict-kernels every unit that defines a kernel."""
+    gaps: list[KernelGap] = []
     for i, u in enumerate(f.units):
         if u.identified and (not strict or not u.kernels):
-            continue  # judged per kernel below; a unit read whole that defines none launches nothing
+            continue  # judged per kernel; a unit read whole that defines none launches nothing
         fails = tuple(label(cc) for cc in judged  # code the driver refuses alone is G013's
                       if f.paths[cc].choices[i].runs == "none" and not f.paths[cc].choices[i].unlinked)
         if fails:
@@ -368,43 +379,49 @@ def _kernel_gaps(f: LibraryFacts, gpus: tuple[CC, ...]) -> tuple[KernelGap, ...]
             names = tuple(sorted(u.kernels)) if u.identified else None
             for name in names or (None,):
                 gaps.append(KernelGap(verdict, labels_of(u.codes), fails, name, frozenset([i])))
-    if strict:
-        return tuple(gaps)
-    carriers: dict[CC, dict[str, list[int]]] = {}
-    for i, u in enumerate(f.units):
-        if not u.identified or not u.kernels:
-            continue
-        seen: dict[tuple[int, ...], tuple[tuple[str, ...], bool]] = {}  # code entries -> (carried, specialised)
-        where: dict[tuple[str, Verdict, tuple[int, ...]], list[str]] = defaultdict(list)
-        for cc in judged:
-            choice, got = f.paths[cc].choices[i], f.paths[cc].given[i]
-            if len(got) == len(u.kernels) or choice.unlinked:  # got is a subset; unlinked: G013's
-                continue
-            for name in u.kernels - got:
-                codes = u.codes_defining(name)
-                key = tuple(map(id, codes))
-                if key not in seen:
-                    seen[key] = (labels_of(codes), specialised_only(codes))
-                others: tuple[int, ...] = ()
-                if seen[key][1]:
-                    verdict = "specialised"
-                elif choice.runs == "none" and choice.code is not None:
-                    verdict = "fails"  # the driver picks its PTX and cannot compile it
-                elif named_for(name, codes, cc):
-                    verdict = "named"
-                elif choice.runs != "none":
-                    verdict = "compiled-out"
-                else:
-                    if cc not in carriers:
-                        carriers[cc] = _carriers(f, cc)
-                    others = tuple(j for j in carriers[cc].get(name, ()) if j != i)
-                    verdict = "elsewhere" if others else "fails"
-                where[(name, verdict, others)].append(label(cc))
-        for (name, verdict, others), at in where.items():
-            codes = u.codes_defining(name)
-            gaps.append(KernelGap(verdict, seen[tuple(map(id, codes))][0], tuple(at), name,
-                                  frozenset([i]), others))
     return tuple(gaps)
+
+
+def _unit_kernel_gaps(f: LibraryFacts, i: int, judged: list[CC],
+                      carriers: dict[CC, dict[str, list[int]]]) -> list[KernelGap]:
+    """The gaps of identified unit ``i``, kernel by kernel, each with its verdict and the GPUs
+    it misses (one gap per kernel, verdict and other carriers)."""
+    u = f.units[i]
+    seen: dict[tuple[int, ...], tuple[tuple[str, ...], bool]] = {}  # code entries -> (carried, specialised)
+    where: dict[tuple[str, Verdict, tuple[int, ...]], list[str]] = defaultdict(list)
+    for cc in judged:
+        choice, got = f.paths[cc].choices[i], f.paths[cc].given[i]
+        if len(got) == len(u.kernels) or choice.unlinked:  # got is a subset; unlinked: G013's
+            continue
+        for name in u.kernels - got:
+            codes = u.codes_defining(name)
+            key = tuple(map(id, codes))
+            if key not in seen:
+                seen[key] = (labels_of(codes), specialised_only(codes))
+            verdict, others = _kernel_verdict(f, i, name, codes, seen[key][1], cc, carriers)
+            where[(name, verdict, others)].append(label(cc))
+    return [KernelGap(verdict, seen[tuple(map(id, u.codes_defining(name)))][0], tuple(at), name,
+                      frozenset([i]), others)
+            for (name, verdict, others), at in where.items()]
+
+
+def _kernel_verdict(f: LibraryFacts, i: int, name: str, codes: tuple[NvCode, ...], specialised: bool, cc: CC,
+                    carriers: dict[CC, dict[str, list[int]]]) -> tuple[Verdict, tuple[int, ...]]:
+    """What the binary says about kernel ``name`` of unit ``i`` missing GPU ``cc``, and the other
+    units that give ``cc`` a kernel of that name (for "elsewhere")."""
+    choice = f.paths[cc].choices[i]
+    if specialised:
+        return "specialised", ()
+    if choice.runs == "none" and choice.code is not None:
+        return "fails", ()  # the driver picks its PTX and cannot compile it
+    if named_for(name, codes, cc):
+        return "named", ()
+    if choice.runs != "none":
+        return "compiled-out", ()
+    if cc not in carriers:
+        carriers[cc] = _carriers(f, cc)
+    others = tuple(j for j in carriers[cc].get(name, ()) if j != i)
+    return ("elsewhere" if others else "fails"), others
 
 
 def _carriers(f: LibraryFacts, gpu: CC) -> dict[str, list[int]]:
