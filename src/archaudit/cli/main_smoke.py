@@ -35,8 +35,8 @@ def add_smoke_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--require-gpu", action="store_true",
                         help="a check that could not run for want of a GPU (or of code for it) fails")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
-                        help=f"seconds a child (a probe step; an install step at least 120) may go without progress "
-                             f"before it is killed with everything it started (default {DEFAULT_TIMEOUT:g})")
+                        help=f"seconds a child (an install step, a probe) may go without progress before it "
+                             f"is killed with everything it started (default {DEFAULT_TIMEOUT:g})")
     parser.add_argument("--system-site-packages", action="store_true",
                         help="let the fresh environment see this interpreter's site-packages")
     parser.add_argument("--allow-source-dependencies", action="store_true",
