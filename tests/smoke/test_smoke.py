@@ -107,12 +107,13 @@ def test_a_segfaulting_constructor_is_a_failed_row_and_the_run_goes_on():
 
 def test_a_hanging_constructor_is_killed_at_the_timeout():
     t0 = time.monotonic()
-    (row,) = smoke(wheel("smoke_hang"), timeout=3.0).rows
+    # 10 s: --timeout bounds the install steps too, and pip needs a few seconds on a loaded machine
+    (row,) = smoke(wheel("smoke_hang"), timeout=10.0).rows
     elapsed = time.monotonic() - t0
     assert row.status == FAIL and row.signal == "SIGKILL"
-    assert "no progress for 3 s" in row.reason
-    assert 3.0 <= row.duration < 30
-    assert elapsed < 60
+    assert "no progress for 10 s" in row.reason
+    assert 10.0 <= row.duration < 40
+    assert elapsed < 90
 
 
 def test_resume_after_a_death_inside_one_child(tmp_path):

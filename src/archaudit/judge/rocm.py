@@ -172,16 +172,12 @@ class AmdKernelGap:
     module: int  # first module defining it
 
 
-def kernel_gaps(mods: Sequence[Container], paths: Iterable[AmdPath]) -> tuple[AmdKernelGap, ...]:
-    """Kernels defined in some module that a GPU setting cannot launch although another module of
-    the library runs there (the runtime looks a kernel up in its own module only).
-
-    Linear in the kernels: per setting, only the kernels a module defines but its selection
-    does not launch are candidates, and each is checked against its other modules."""
-    defined: list[frozenset[str] | None] = []  # per module: its kernels (None: some entry unread)
-    uniform: list[bool] = []  # per module: every entry defines the same kernels (the usual bundle)
+def _module_kernels(mods: Sequence[Container]) -> tuple[list[frozenset[str] | None], list[bool], dict[str, list[int]]]:
+    """Per module: the kernels it defines (None: some entry unread) and whether every entry
+    defines the same ones (the usual bundle); per kernel: the modules that define it."""
+    defined: list[frozenset[str] | None] = []
+    uniform: list[bool] = []
     homes: dict[str, list[int]] = {}
-    launch: dict[int, frozenset[str]] = {}  # id(entry) -> its kernels, built when first needed
     for i, c in enumerate(mods):
         lists = [e.kernels for e in c.entries if hip_reads(e)]
         read = [k for k in lists if k is not None]
@@ -191,6 +187,17 @@ def kernel_gaps(mods: Sequence[Container], paths: Iterable[AmdPath]) -> tuple[Am
         uniform.append(same and len(read) == len(lists))
         for k in names:
             homes.setdefault(k, []).append(i)
+    return defined, uniform, homes
+
+
+def kernel_gaps(mods: Sequence[Container], paths: Iterable[AmdPath]) -> tuple[AmdKernelGap, ...]:
+    """Kernels defined in some module that a GPU setting cannot launch although another module of
+    the library runs there (the runtime looks a kernel up in its own module only).
+
+    Linear in the kernels: per setting, only the kernels a module defines but its selection
+    does not launch are candidates, and each is checked against its other modules."""
+    defined, uniform, homes = _module_kernels(mods)
+    launch: dict[int, frozenset[str]] = {}  # id(entry) -> its kernels, built when first needed
 
     def launchable(sel: Selection) -> frozenset[str] | None:
         if sel.outcome != "native" or sel.entry is None:
