@@ -97,3 +97,35 @@ def test_every_expectation_names_its_evidence(wheel: manifest.Wheel) -> None:
     if wheel.libraries:
         listing = ROOT / "corpus" / "evidence" / (wheel.filename[:-4] + ".txt")
         assert listing.is_file(), listing.name
+
+
+SCREEN_LINES, SCREEN_WIDTH = 60, 240  # the default text of a wheel fits a screen (issue 27 item 8)
+
+
+def _screen_param(w: manifest.Wheel):
+    marks = [] if not w.slow else [pytest.mark.slow, pytest.mark.skipif(not FULL, reason="large wheel")]
+    return pytest.param(w, id=w.id, marks=marks)
+
+
+@pytest.mark.parametrize("wheel", [_screen_param(w) for w in WHEELS])
+def test_the_default_text_fits_a_screen(wheel: manifest.Wheel, tmp_path: Path) -> None:
+    """The default text of every corpus wheel (with its claim and its ignores) is at most 60 lines
+    of at most 240 characters: the verdict is on screen, -v and JSON hold the rest."""
+    from archaudit.cli import main
+
+    dest = manifest.cache_dir()
+    problem = download(wheel, dest)
+    if problem:
+        if os.environ.get("ARCHAUDIT_OFFLINE"):
+            pytest.skip(problem)
+        pytest.fail(problem)
+    options = ["--no-config"]
+    if wheel.config():
+        (tmp_path / "pyproject.toml").write_text(wheel.config())
+        options = ["--config", str(tmp_path / "pyproject.toml")]
+    out = tmp_path / "out.txt"
+    main(["check", *options, "-q", "--format", "text", "-o", str(out), *wheel.claim_args(), str(dest / wheel.filename)])
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= SCREEN_LINES, f"{len(lines)} lines"
+    long = [line for line in lines if len(line) > SCREEN_WIDTH]
+    assert not long, f"{len(long)} lines over {SCREEN_WIDTH} characters, the first: {long[0][:300]}"

@@ -113,17 +113,35 @@ def load(path: str | None = None, *, discover: bool = True) -> Config:
         path = find_pyproject()
     if path is None:
         return Config()
-    data = _read(path)
+    table = _archaudit_table(path, _read(path))
+    _check_keys(path, table)
+    _check_types(path, table)
+    _check_ignore_library(path, table.get("ignore-library", []))
+    _check_data(path, table.get("data", []))
+    return Config(path, table)
+
+
+def _archaudit_table(path: str, data: dict[str, Any]) -> dict[str, Any]:
+    """The [tool.archaudit] table of a parsed pyproject (empty when absent)."""
     tool = data.get("tool", {})
     table = tool.get("archaudit", {}) if isinstance(tool, dict) else None
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [tool.archaudit] must be a table")
+    return table
+
+
+def _check_keys(path: str, table: dict[str, Any]) -> None:
+    """Every key is one archaudit reads; a misspelt one gets a suggestion."""
     unknown = sorted(set(table) - KEYS)
     if unknown:
         from .suggest import did_you_mean
 
         hints = "".join(did_you_mean(k, KEYS) for k in unknown)
         raise ConfigError(f"{path}: unknown key(s) in [tool.archaudit]: {', '.join(unknown)}{hints}")
+
+
+def _check_types(path: str, table: dict[str, Any]) -> None:
+    """Each scalar and list key holds the type its option takes."""
     for key in ("exact", "strict", "strict-kernels", "costs", "allow-loss"):
         if key in table and not isinstance(table[key], bool):
             raise ConfigError(f"{path}: {key} must be true or false")
@@ -141,7 +159,12 @@ def load(path: str | None = None, *, discover: bool = True) -> Config:
         raise ConfigError(f"{path}: cuda-version must be a string such as \"13.0\"")
     if not isinstance(table.get("ignore-library", []), list):
         raise ConfigError(f"{path}: ignore-library must be a list of tables")
-    for rule in table.get("ignore-library", []):
+
+
+def _check_ignore_library(path: str, rules: list[Any]) -> None:
+    """[[tool.archaudit.ignore-library]]: each entry a code and a library glob; one that hides a whole
+    code prefix in every library needs a reason."""
+    for rule in rules:
         if not isinstance(rule, dict) or not {"code", "library"} <= set(rule) \
                 or not set(rule) <= {"code", "library", "reason"} \
                 or not all(isinstance(v, str) for v in rule.values()):
@@ -155,8 +178,6 @@ def load(path: str | None = None, *, discover: bool = True) -> Config:
             raise ConfigError(f"{path}: ignore-library entry code = {rule['code']!r}, library = "
                               f"{rule['library']!r} hides a whole code prefix in every library; give it "
                               f"a reason (or name the libraries, or use ignore = [...])")
-    _check_data(path, table.get("data", []))
-    return Config(path, table)
 
 
 def _check_data(path: str, entries: object) -> None:

@@ -258,7 +258,14 @@ def parse_amd_claim(text: str) -> list[str]:
     s = text.strip()
     if not s:
         raise ValueError("empty AMD target claim")
-    tokens = s.split()
+    out = _canonical_targets(_claim_items(s.split(), text), text)
+    if not out:
+        raise ValueError(f"no AMD targets in claim {text!r}")
+    return out
+
+
+def _claim_items(tokens: list[str], text: str) -> list[str]:
+    """The raw target names of a claim's tokens: flag values and setting values, in order."""
     items: list[str] = []
     i = 0
     while i < len(tokens):
@@ -277,18 +284,29 @@ def parse_amd_claim(text: str) -> list[str]:
         elif tok.startswith("-") and not tok.startswith("-D"):
             raise ValueError(f"unexpected flag {tok!r} in AMD target claim {text!r}")
         else:
-            if tok.startswith("-D") and "=" not in tok:
-                raise ValueError(f"unexpected flag {tok!r} in AMD target claim {text!r}")
-            if "=" in tok:
-                name, _, val = tok.partition("=")
-                name = name.strip().removeprefix("-D").split(":")[0]
-                if name.upper() not in _ENV_NAMES:
-                    raise ValueError(f"unknown setting {name!r} in AMD target claim {text!r}")
-                tok = val.strip("'\"")
-                if not tok:
-                    raise ValueError(f"{name} is empty in {text!r}")
-            items.extend(_split_list(tok, text))
+            items.extend(_split_list(_setting_value(tok, text), text))
         i += 1
+    return items
+
+
+def _setting_value(tok: str, text: str) -> str:
+    """The value of a ``NAME=value`` / ``-DNAME=value`` token, or the bare token itself."""
+    if tok.startswith("-D") and "=" not in tok:
+        raise ValueError(f"unexpected flag {tok!r} in AMD target claim {text!r}")
+    if "=" not in tok:
+        return tok
+    name, _, val = tok.partition("=")
+    name = name.strip().removeprefix("-D").split(":")[0]
+    if name.upper() not in _ENV_NAMES:
+        raise ValueError(f"unknown setting {name!r} in AMD target claim {text!r}")
+    value = val.strip("'\"")
+    if not value:
+        raise ValueError(f"{name} is empty in {text!r}")
+    return value
+
+
+def _canonical_targets(items: list[str], text: str) -> list[str]:
+    """Canonical target IDs of the raw names, in order, without duplicates."""
     out: list[str] = []
     for it in items:
         low = it.lower()
@@ -302,8 +320,6 @@ def parse_amd_claim(text: str) -> list[str]:
             raise ValueError(f"AMD target claim {text!r}: {e}") from None
         if t not in out:
             out.append(t)
-    if not out:
-        raise ValueError(f"no AMD targets in claim {text!r}")
     return out
 
 

@@ -356,13 +356,13 @@ def test_index_says_which_codes_failed_its_verdicts(tmp_path, capsys):
 # ---- 5: what nvcc accepts, for --arch and --gpu alike ----
 
 @pytest.mark.parametrize("flags, words", [
-    (["--arch", "85"], "'sm_85' is not an architecture any nvcc from 11.8 to"),
+    (["--arch", "85"], "'sm_85' is not an architecture any nvcc from 10.0 to"),
     (["--arch", "compute_85"], "'compute_85' is not an architecture any nvcc"),
     (["--arch", "sm_800"], "'sm_800' is not an architecture any nvcc"),
     (["--arch", "sm_87a"], "'sm_87a' is not an architecture any nvcc"),
     (["--arch", "50", "--cuda-version", "13.0"], "'sm_50' is not an architecture nvcc 13.0 accepts (it accepts sm_75"),
     (["--gpu", "sm_85"], "--gpu 'sm_85': 'sm_85' is not an architecture any nvcc"),
-    (["--gpu", "sm_61", "--cuda-version", "13.0"], "nvcc 11.8 to 12.9 accepts it (--cuda-version)"),
+    (["--gpu", "sm_61", "--cuda-version", "13.0"], "nvcc 10.0 to 12.9 accepts it (--cuda-version)"),
 ])
 def test_an_architecture_nvcc_refuses_is_refused_with_true_words(capsys, flags, words):
     assert main(["check", "--no-config", "-q", *flags, core.example_wheel()]) == 2

@@ -388,3 +388,26 @@ def test_also_write_renders_one_read_into_every_format(scratch, capsys):
                 ["--also-write", "text=-", "--also-write", "github=-"]):
         assert main([*args, *bad]) == 2
         assert "--also-write" in capsys.readouterr().err
+
+
+# Real small wheels whose default text is pinned (issue 27 item 8): a vendor library that passes
+# its claim, and one whose K004 flood and 19 targets must still fit a screen.
+REAL_TEXT = {
+    "curand_10.4.0.35": ("nvidia-curand", "10.4.0.35", "nvidia_curand-10.4.0.35-py3-none-manylinux_2_27_x86_64.whl",
+                         "75;80;86;89;90;100;103;120;121"),
+    "curand_10.4.5.25": ("nvidia-curand", "10.4.5.25", "nvidia_curand-10.4.5.25-py3-none-manylinux_2_27_x86_64.whl",
+                         "75;80;86;87;89;90;100;103;110;120;121"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REAL_TEXT))
+def test_default_text_of_real_wheels(name, tmp_path, monkeypatch):
+    from wheels import fetch
+
+    project, version, filename, claim = REAL_TEXT[name]
+    wheel = fetch(project, version, filename=filename)
+    monkeypatch.chdir(wheel.parent)  # a relative path: the text names no machine path
+    out = tmp_path / "out.txt"
+    main(["check", "--no-config", "-q", "--no-timings", "--format", "text", "-o", str(out), "--arch", claim,
+          wheel.name])
+    check_golden(f"check_{name}.txt", out.read_text(encoding="utf-8"))

@@ -179,7 +179,13 @@ def test_cusparselt_71_mb_ptx_container_is_compiled_in_parts_and_answers_as_pred
     on_h200(report)
     (r,) = report.rows
     details = dict(r.details)
-    assert r.status == PASS, r.reason
+    # The driver agrees with the prediction on every container; the row still fails, as check
+    # does (G009): four Blackwell-only containers hold kernels whose names name no architecture
+    # (cask_cusparse_lt::nopHardwareDetection), so nothing in the binary excuses them on 9.0 and
+    # the verdict fails closed until a release records that dispatch.
+    assert r.status == FAIL, r.reason
+    assert r.reason.startswith("all 994 container(s) answered on GPU0 NVIDIA H200 (sm_90) as predicted")
+    assert "G009" in r.reason and "nopHardwareDetection" in r.reason
     assert details["answers"] == {"native: 0 / 0": 115, "jit: 0 / 223": 1, "none: 209 / 209": 878}
     assert details["jit_split"] == {"containers": 1, "parts": 16, "reloaded_whole": 0}
     assert "1 container(s) compiled in 16 parts that share out their kernels" in r.reason

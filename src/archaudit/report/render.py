@@ -12,6 +12,7 @@ from ..judge import rocm
 from ..judge.audit import Report, TargetReport
 from ..judge.filters import Suppression
 from ..model import Container, Entry
+from .names import readable
 from .view import (
     QUIET_INFO,
     cost_table,
@@ -45,35 +46,30 @@ def _claim_text(t: TargetReport, amd: tuple[str, ...] = (), amd_source: str = ""
     return "; ".join(parts) or "no claim"
 
 
-def _fit(words: list[str], width: int) -> str:
-    """Space-joined targets cut to `width`, saying how many of which kind were left out (JSON
-    has them all). SASS is cut before PTX, so "+4 sm" never hides that a library carries PTX."""
-    text = " ".join(words)
-    if len(text) <= width:
-        return text
-    sass = [w for w in words if not w.startswith("compute_")]
-    ptx = [w for w in words if w.startswith("compute_")]
-    for keep_ptx in range(len(ptx), -1, -1):
-        tail = ptx[len(ptx) - keep_ptx:]  # the newest PTX is the one kept longest
-        hidden_ptx = f" +{len(ptx) - keep_ptx} compute" if keep_ptx < len(ptx) else ""
-        for keep in range(len(sass), -1, -1):
-            hidden = f" +{len(sass) - keep} sm" if keep < len(sass) else ""
-            text = " ".join(sass[:keep]) + hidden + (" " + " ".join(tail) if tail else "") + hidden_ptx
-            if len(text.strip()) <= width:
-                return text.strip()
-    return f"+{len(sass)} sm +{len(ptx)} compute".replace(" +0 compute", "")
+def _wrap(words: list[str], width: int) -> list[str]:
+    """Space-joined targets wrapped into lines of at most `width` characters (a word longer
+    than `width` stands alone): every target is shown, none is cut."""
+    lines: list[str] = []
+    for w in words:
+        if lines and len(lines[-1]) + 1 + len(w) <= width:
+            lines[-1] += " " + w
+        else:
+            lines.append(w)
+    return lines
 
 
 def render_text(report: Report, *, detail: str = "libraries", verbose: bool = False, ascii_only: bool = False,
                 costs: bool = False, timings: bool = True, width: int = 240) -> str:
-    """The report for people. By default it fits a screen: one line per library and per error
-    or warning finding (at most FLOOD_LINES of one code on one library, the rest counted), each
-    cut to `width` characters, information findings counted; -v (verbose) lists everything whole."""
+    """The report for people. By default it fits a screen: one line per library (its targets
+    wrapped) and per error or warning finding (at most FLOOD_LINES of one code on one library, the
+    rest counted), mangled kernel names shortened, each line cut to `width` characters,
+    information findings counted; -v (verbose) lists everything whole."""
     lines: list[str] = []
     for t in report.targets:
-        lines.extend(_target_text(t, detail, verbose, costs=costs, timings=timings,
-                                  amd=report.policy.amd_claim, amd_source=report.policy.amd_claim_source,
-                                  hidden=suppressed_in(report, t), line_width=width))
+        shown = _target_text(t, detail, verbose, costs=costs, timings=timings, amd=report.policy.amd_claim,
+                             amd_source=report.policy.amd_claim_source, hidden=suppressed_in(report, t),
+                             line_width=width)
+        lines.extend(shown if verbose else [_cut(line, width) for line in readable(shown)])
         lines.append("")
     if report.policy.config is not None:
         lines.append(f"config: {report.policy.config} [tool.archaudit]")
@@ -102,9 +98,9 @@ def _group_limit(code: Code) -> int:
     return GROUP_LINES if code in GROUPED else FLOOD_LINES
 
 
-def _cut(line: str, width: int | None) -> str:
+def _cut(line: str, width: int) -> str:
     """A line shortened to `width` characters with an ellipsis (-v and JSON keep it whole)."""
-    return line if width is None or len(line) <= width else line[:width - 1] + "…"
+    return line if len(line) <= width else line[:width - 1] + "…"
 
 
 def _target_text(t: TargetReport, detail: str, verbose: bool, *, costs: bool = False,
@@ -116,9 +112,9 @@ def _target_text(t: TargetReport, detail: str, verbose: bool, *, costs: bool = F
     out = [f"{name} ({t.kind}): {len(t.libraries)} librar{'y' if len(t.libraries) == 1 else 'ies'}, "
            f"{sum(1 for v in t.libraries if v.carried)} with device code; {_claim_text(t, amd, amd_source)}; "
            f"{size_text(t.bytes_read)}" + (f" in {t.seconds:.2f} s" if timings else "")]
-    out += _library_table(t, detail, hidden)
+    out += _library_table(t, detail, hidden, line_width)
     out += _passing_lines(t, verbose, amd)
-    out += _finding_lines(t, verbose, line_width)
+    out += _finding_lines(t, verbose)
     out += _floor_line(t, verbose)
     if t.inventory is not None and verbose:
         out += [f"  note: {lib.path}: {note}" for lib in t.inventory.libraries for note in lib.notes]
@@ -129,17 +125,27 @@ def _target_text(t: TargetReport, detail: str, verbose: bool, *, costs: bool = F
     return out
 
 
-def _library_table(t: TargetReport, detail: str, hidden: tuple[Suppression, ...]) -> list[str]:
-    """LIBRARY / CARRIES / VERDICT for each library with device code (or unverified)."""
+VERDICT_ROOM = 40  # the verdict width the CARRIES column leaves room for before it wraps
+CARRIES_MIN = 24  # the CARRIES column is never narrower than this, however long the paths
+
+
+def _library_table(t: TargetReport, detail: str, hidden: tuple[Suppression, ...],
+                   line_width: int = 240) -> list[str]:
+    """LIBRARY / CARRIES / VERDICT for each library with device code (or unverified). CARRIES
+    lists every target, wrapped onto further lines to fit `line_width`."""
     device = [v for v in t.libraries if v.carried or v.relocatable or v.status in ("unverified",)]
     if not device:
         return []
     width = min(max(len(v.path) for v in device), 60)
-    cwidth = min(max(len(" ".join(v.carried)) for v in device), 60)
+    verdicts = [verdict_text(v, hidden) for v in device]
+    room = line_width - 6 - width - min(max(len("VERDICT"), *(len(text) for text in verdicts)), VERDICT_ROOM)
+    cwidth = min(max(len(" ".join(v.carried)) for v in device), max(CARRIES_MIN, room))
+    cwidth = max(cwidth, len("CARRIES"), *(len(w) for v in device for w in v.carried))
     out = [f"  {'LIBRARY':<{width}}  {'CARRIES':<{cwidth}}  VERDICT"]
-    for v in device:
-        carried = _fit(list(v.carried), cwidth) or ("(relocatable only)" if v.relocatable else "(none read)")
-        out.append(f"  {v.path:<{width}}  {carried:<{cwidth}}  {verdict_text(v, hidden)}")
+    for v, verdict in zip(device, verdicts):
+        carried = _wrap(list(v.carried), cwidth) or ["(relocatable only)" if v.relocatable else "(none read)"]
+        out.append(f"  {v.path:<{width}}  {carried[0]:<{cwidth}}  {verdict}")
+        out += [f"  {'':<{width}}  {more}" for more in carried[1:]]
         if detail in ("containers", "kernels"):
             out.extend(_containers_text(t, v.path, detail))
     return out
@@ -156,7 +162,7 @@ def _passing_lines(t: TargetReport, verbose: bool, amd: tuple[str, ...]) -> list
             for v in passing]
 
 
-def _finding_lines(t: TargetReport, verbose: bool, line_width: int) -> list[str]:
+def _finding_lines(t: TargetReport, verbose: bool) -> list[str]:
     """The findings, one a line: grouped codes cut at their limit, information counted, not listed,
     unless verbose."""
     out: list[str] = []
@@ -171,12 +177,12 @@ def _finding_lines(t: TargetReport, verbose: bool, line_width: int) -> list[str]
         per_group[key] += 1
         if per_group[key] > _group_limit(f.code) and not verbose:
             continue
-        out.append(_cut(f"{MARK[f.severity]} {f.code} {f.message}", None if verbose else line_width))
+        out.append(f"{MARK[f.severity]} {f.code} {f.message}")
     for (code, subject), n in per_group.items():
         if n > _group_limit(code) and not verbose:
             what = "groups" if code in GROUPED else f"{code} findings"
-            out.append(_cut(f"{MARK[CODES[code].severity]} {code} {subject}: {n - _group_limit(code)} more {what} "
-                            f"(-v or --format json lists them)", line_width))
+            out.append(f"{MARK[CODES[code].severity]} {code} {subject}: {n - _group_limit(code)} more {what} "
+                       f"(-v or --format json lists them)")
     if infos:
         counted = ", ".join(f"{c} x{n}" for c, n in sorted(infos.items()))
         out.append(f"· {sum(infos.values())} information finding{'s' * (sum(infos.values()) != 1)} "
