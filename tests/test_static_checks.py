@@ -3,6 +3,7 @@ pyproject.toml, as part of the test command: a change that breaks either fails C
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -38,7 +39,22 @@ def test_the_complexity_gate_is_on():
         import tomli as tomllib  # type: ignore[no-redef]
 
     lint = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["ruff"]["lint"]
-    assert "C90" in lint["select"] and 10 <= lint["mccabe"]["max-complexity"] <= 24
+    assert "C90" in lint["select"] and 10 <= lint["mccabe"]["max-complexity"] <= 15
+
+
+# The functions over the bar, excused in pyproject.toml by a per-file C901 ignore until they are split.
+OVER_THE_BAR = {("src/archaudit/judge/facts.py", "_kernel_gaps"), ("src/archaudit/judge/rocm.py", "kernel_gaps")}
+
+
+def test_only_the_excused_functions_are_over_the_complexity_bar():
+    """The per-file C901 ignores excuse one function each, not the rest of their files: with no
+    ignores, at the bar, ruff finds no function over it but the excused ones."""
+    pytest.importorskip("ruff", reason="ruff is a test dependency: pip install -e '.[test]'")
+    result = _run("ruff", "check", "src", "--isolated", "--select", "C901", "--config",
+                  "lint.mccabe.max-complexity=15", "--output-format", "json")
+    found = {(Path(v["filename"]).resolve().relative_to(REPO).as_posix(), v["message"].split("`")[1])
+             for v in json.loads(result.stdout)}
+    assert found <= OVER_THE_BAR, sorted(found - OVER_THE_BAR)
 
 
 def test_every_module_says_what_it_exports():

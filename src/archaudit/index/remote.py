@@ -260,67 +260,91 @@ class RangeFile(io.RawIOBase):
         if n is None or n < 0:
             n = self._r.size - self._pos
         if self._mem is not None:  # a member read again (the scanner's second pass): from memory
-            data = bytes(self._mem[self._pos - self._mem_at:self._pos - self._mem_at + n])
-            self._pos += len(data)
-            return data
-        extent = self._r._extents.get(self._pos) if self._resp is None else None
-        held = self._r.held
-        if extent is not None and held is not None and held[0] == self._pos:
-            self._mem, self._mem_at = memoryview(held[1]), self._pos
-            return self.read(n)
-        if extent is not None and extent >= BIG:
-            self._start = self._pos
-            self._kept = [] if extent <= KEEP else None
-            prefix = self._r.cached(self._pos, min(n, extent))  # the start came with its local header
-            if prefix:
-                self._pos += len(prefix)
-                if self._kept is not None:
-                    self._kept.append(prefix)
-            end = self._start + extent
-            self._tail_at = self._r.cached_end(self._pos, end)  # the end came with the next member's header
-            self._tail_end = end
-            self._left = self._tail_at - self._pos
-            if self._left:
-                self._resp, self._conn = self._r._request(self._pos, self._tail_at - 1, reuse=False)
-            if end > self._tail_at:
-                tail = self._r.cached(self._tail_at, end - self._tail_at)
-                self._tail = tail
-                if self._kept is not None and not self._left:
-                    self._kept.append(tail)
-            elif self._kept is not None:
-                self._r.held = (self._start, b"".join(self._kept))
-            if prefix:
-                return prefix
-        elif extent is not None:
-            self._limit = self._pos + extent  # a small member: never read past its data
+            return self._from_memory(n)
+        first = self._start_member(n)
+        if first is not None:
+            return first
         if self._resp is not None:
-            try:
-                data = self._resp.read(min(n, self._left))
-            except (OSError, http.client.HTTPException) as e:
-                self._drop()
-                raise RemoteError(f"{self._r.url}: cannot read: {e}") from None
-            self._r.fetched += len(data)
-            self._left -= len(data)
-            self._pos += len(data)
-            if self._kept is not None:
-                self._kept.append(data)
-            if not self._left and self._tail and self._kept is not None:
-                self._kept.append(self._tail)
-            if not self._left and self._kept is not None:
-                self._r.held = (self._start, b"".join(self._kept))
-            if not self._left or not data:
-                self._drop()
-            return data
+            return self._from_response(n)
         if self._tail and self._pos >= self._tail_at:  # the member's last bytes, from the block cache
-            data = self._tail[self._pos - self._tail_at:self._pos - self._tail_at + n]
-            self._pos += len(data)
-            if self._pos >= self._tail_end:
-                self._tail = b""
-            return data
+            return self._from_tail(n)
         if self._limit > self._pos:
             n = min(n, self._limit - self._pos)
         data = self._r.read_at(self._pos, n)
         self._pos += len(data)
+        return data
+
+    def _from_memory(self, n: int) -> bytes:
+        assert self._mem is not None
+        data = bytes(self._mem[self._pos - self._mem_at:self._pos - self._mem_at + n])
+        self._pos += len(data)
+        return data
+
+    def _start_member(self, n: int) -> bytes | None:
+        """At a known member's data offset: the bytes to answer with now (the member from memory, or
+        the start of its stream the cache holds), or None to read on as set up here."""
+        extent = self._r._extents.get(self._pos) if self._resp is None else None
+        if extent is None:
+            return None
+        held = self._r.held
+        if held is not None and held[0] == self._pos:
+            self._mem, self._mem_at = memoryview(held[1]), self._pos
+            return self._from_memory(n)
+        if extent >= BIG:
+            return self._open_stream(extent, n) or None
+        self._limit = self._pos + extent  # a small member: never read past its data
+        return None
+
+    def _open_stream(self, extent: int, n: int) -> bytes:
+        """Set up one response for a big member's bytes that the cache lacks; returns the start of
+        the member the cache holds already (b"" when none)."""
+        self._start = self._pos
+        self._kept = [] if extent <= KEEP else None
+        prefix = self._r.cached(self._pos, min(n, extent))  # the start came with its local header
+        if prefix:
+            self._pos += len(prefix)
+            if self._kept is not None:
+                self._kept.append(prefix)
+        end = self._start + extent
+        self._tail_at = self._r.cached_end(self._pos, end)  # the end came with the next member's header
+        self._tail_end = end
+        self._left = self._tail_at - self._pos
+        if self._left:
+            self._resp, self._conn = self._r._request(self._pos, self._tail_at - 1, reuse=False)
+        if end > self._tail_at:
+            tail = self._r.cached(self._tail_at, end - self._tail_at)
+            self._tail = tail
+            if self._kept is not None and not self._left:
+                self._kept.append(tail)
+        elif self._kept is not None:
+            self._r.held = (self._start, b"".join(self._kept))
+        return prefix
+
+    def _from_response(self, n: int) -> bytes:
+        assert self._resp is not None
+        try:
+            data = self._resp.read(min(n, self._left))
+        except (OSError, http.client.HTTPException) as e:
+            self._drop()
+            raise RemoteError(f"{self._r.url}: cannot read: {e}") from None
+        self._r.fetched += len(data)
+        self._left -= len(data)
+        self._pos += len(data)
+        if self._kept is not None:
+            self._kept.append(data)
+        if not self._left and self._tail and self._kept is not None:
+            self._kept.append(self._tail)
+        if not self._left and self._kept is not None:
+            self._r.held = (self._start, b"".join(self._kept))
+        if not self._left or not data:
+            self._drop()
+        return data
+
+    def _from_tail(self, n: int) -> bytes:
+        data = self._tail[self._pos - self._tail_at:self._pos - self._tail_at + n]
+        self._pos += len(data)
+        if self._pos >= self._tail_end:
+            self._tail = b""
         return data
 
     def close(self) -> None:

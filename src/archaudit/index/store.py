@@ -184,7 +184,8 @@ def inventory_of(db: sqlite3.Connection, wheel_id: int) -> TargetInventory:
     entries: dict[tuple[int, int], list[Entry]] = {}
     for row in db.execute("SELECT library_idx, container_idx, idx, vendor, kind, target, code_version, compression, "
                           "stored_size, size, offset, identifier, debug, kernels_read, toolkit, decoded, ptx_target, "
-                          "unresolved, own_target, defines_nothing FROM entries WHERE wheel_id = ? ORDER BY library_idx, container_idx, idx",
+                          "unresolved, own_target, defines_nothing FROM entries WHERE wheel_id = ? "
+                          "ORDER BY library_idx, container_idx, idx",
                           (wheel_id,)):
         (li, ci, ei, vendor, kind, target, cv, comp, stored, size, off, ident, debug, kread, tk, dec, ptxt,
          unres, own, nothing) = row

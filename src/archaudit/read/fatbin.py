@@ -427,50 +427,62 @@ def _tables(data: bytes | memoryview, h: elf.Header) -> tuple[list[str], bytes |
     if not h.shstrndx or sec_type[h.shstrndx] != elf.SHT_STRTAB or names[:1] != b"\0" or names[-1:] != b"\0":
         raise FatbinError("cubin has no valid section name table", code=Code.E014)
 
-    def named(n: bytes) -> bytes | None:
-        at = names.find(b"\0" + n + b"\0")
-        if at < 0 and names.startswith(n + b"\0"):
-            at = -1
-        elif at < 0:
-            return None
-        try:
-            return section(sec_name.index(at + 1))
-        except ValueError:
-            return None
-
     # A kernel's parameters live in its own constant bank, section .nv.constant0.<kernel>:
     # device functions have none. With the entry flag (STO_CUDA_ENTRY) cleared, the driver still
     # launches the kernel, so either mark names it. The banks are listed only when a function
     # without the flag needs them (nvcc marks its kernels, so most cubins never do).
     banks: set[bytes] | None = None
-    kernels = []
-    cstring = elf.cstring
+    kernels: list[str] = []
     for i in range(count):
         if sec_type[i] != elf.SHT_SYMTAB:
             continue
         if sec_link[i] >= count:
             raise FatbinError("cubin symbol table links a missing string table", code=Code.E014)
-        strs = section(sec_link[i])
-        raw = section(i)
-        raw = raw[:len(raw) - len(raw) % _SYM.size]
-        sym_name, sym_shndx = _words(raw, "I")[0::6], _words(raw, "H")[3::12]
-        other = raw[5::_SYM.size]
-        # Kernels are functions (static ones are local) marked as entries (STO_CUDA_ENTRY)
-        # in their own .text.<name> section.
-        for j in itertools.compress(range(len(other)), raw[4::_SYM.size].translate(_FUNCTION)):
-            shndx = sym_shndx[j]
-            if not 0 < shndx < count or not names.startswith(b".text.", sec_name[shndx]):
-                continue
-            if other[j] & 0x10:
+        found, banks = _symtab_kernels(section(i), section(sec_link[i]), names, sec_name, banks)
+        kernels += found
+    return kernels, _named(names, sec_name, section, b".nv.compat"), _named(names, sec_name, section,
+                                                                            b".note.nv.tkinfo")
+
+
+def _symtab_kernels(raw: bytes, strs: bytes, names: bytes, sec_name: array.array[int],
+                    banks: set[bytes] | None) -> tuple[list[str], set[bytes] | None]:
+    """The kernel names one symbol table holds (its string table `strs`), and the constant banks
+    as listed so far (None until a function without the entry flag needs them)."""
+    count = len(sec_name)
+    raw = raw[:len(raw) - len(raw) % _SYM.size]
+    sym_name, sym_shndx = _words(raw, "I")[0::6], _words(raw, "H")[3::12]
+    other = raw[5::_SYM.size]
+    kernels = []
+    cstring = elf.cstring
+    # Kernels are functions (static ones are local) marked as entries (STO_CUDA_ENTRY)
+    # in their own .text.<name> section.
+    for j in itertools.compress(range(len(other)), raw[4::_SYM.size].translate(_FUNCTION)):
+        shndx = sym_shndx[j]
+        if not 0 < shndx < count or not names.startswith(b".text.", sec_name[shndx]):
+            continue
+        if other[j] & 0x10:
+            kernels.append(cstring(strs, sym_name[j]))
+            continue
+        if banks is None:
+            banks = {names[o + len(_BANK):names.find(b"\0", o)] for o in sec_name if names.startswith(_BANK, o)}
+        if banks:
+            text_name = names[sec_name[shndx] + 6:names.find(b"\0", sec_name[shndx])]
+            if text_name in banks and strs.startswith(text_name + b"\0", sym_name[j]):
                 kernels.append(cstring(strs, sym_name[j]))
-                continue
-            if banks is None:
-                banks = {names[o + len(_BANK):names.find(b"\0", o)] for o in sec_name if names.startswith(_BANK, o)}
-            if banks:
-                text_name = names[sec_name[shndx] + 6:names.find(b"\0", sec_name[shndx])]
-                if text_name in banks and strs.startswith(text_name + b"\0", sym_name[j]):
-                    kernels.append(cstring(strs, sym_name[j]))
-    return kernels, named(b".nv.compat"), named(b".note.nv.tkinfo")
+    return kernels, banks
+
+
+def _named(names: bytes, sec_name: array.array[int], section: Callable[[int], bytes], n: bytes) -> bytes | None:
+    """The contents of the section named `n`; None when there is none."""
+    at = names.find(b"\0" + n + b"\0")
+    if at < 0 and names.startswith(n + b"\0"):
+        at = -1
+    elif at < 0:
+        return None
+    try:
+        return section(sec_name.index(at + 1))
+    except ValueError:
+        return None
 
 
 def cubin_defines_nothing(data: bytes | memoryview) -> bool:

@@ -19,7 +19,7 @@ import os
 import stat
 import struct
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from types import ModuleType
 from typing import IO, Any
@@ -175,22 +175,59 @@ class Window(io.RawIOBase):
         super().close()
 
 
-def _end_records(read_at: ReadAt, size: int) -> tuple[int, int, int, int]:
-    """(end record offset, member count, directory size, directory offset), found where
-    zipfile finds them; every disagreement between the end record, the zip64 locator, the
-    zip64 record and the directory's position is a ZipError."""
+def _find_end_record(read_at: ReadAt, size: int) -> tuple[int, bytes]:
+    """(offset, bytes) of the end of central directory record, where zipfile finds it."""
     if size < _EOCD.size:
         raise ZipError("end of central directory not found (truncated or not a zip)")
     last = read_at(size - _EOCD.size, _EOCD.size)
     if last[:4] == b"PK\x05\x06" and last[-2:] == b"\0\0":
-        eocd_pos, rec = size - _EOCD.size, last
-    else:  # zipfile takes the last signature within a maximal comment's reach
-        start = max(0, size - MAX_COMMENT - _EOCD.size)
-        tail = read_at(start, size - start)
-        at = tail.rfind(b"PK\x05\x06")
-        if at < 0 or at + _EOCD.size > len(tail):
-            raise ZipError("end of central directory not found (truncated or not a zip)")
-        eocd_pos, rec = start + at, tail[at:at + _EOCD.size]
+        return size - _EOCD.size, last
+    # zipfile takes the last signature within a maximal comment's reach
+    start = max(0, size - MAX_COMMENT - _EOCD.size)
+    tail = read_at(start, size - start)
+    at = tail.rfind(b"PK\x05\x06")
+    if at < 0 or at + _EOCD.size > len(tail):
+        raise ZipError("end of central directory not found (truncated or not a zip)")
+    return start + at, tail[at:at + _EOCD.size]
+
+
+def _zip64_directory(read_at: ReadAt, locator: bytes, loc_pos: int,
+                     end_record: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
+    """(member count, directory size, directory offset, directory end) from the zip64 record the
+    locator at `loc_pos` names; `end_record` is the end record's (count, disk count, size, offset),
+    each of which must agree with it or be saturated."""
+    count, disk_count, cd_size, cd_offset = end_record
+    _, loc_disk, rec_offset, disks = _EOCD64_LOCATOR.unpack(locator)
+    rec_pos = loc_pos - _EOCD64.size
+    if loc_disk != 0 or disks > 1:
+        raise ZipError("multi-disk archives are not wheels")
+    if rec_pos < 0 or rec_offset != rec_pos:
+        raise ZipError("the zip64 locator points elsewhere than the zip64 record before it "
+                       "(zipfile reads the one before it)")
+    rec64 = read_at(rec_pos, _EOCD64.size)
+    if len(rec64) < _EOCD64.size or rec64[:4] != b"PK\x06\x06":
+        raise ZipError("zip64 end of central directory is corrupt")
+    (_, rec_size, _, _, disk64, cd_disk64, disk_count64, count64, cd_size64,
+     cd_offset64) = _EOCD64.unpack(rec64)
+    if rec_size != _EOCD64.size - 12:
+        raise ZipError("zip64 end record has extensible data (zipfile would misread it)")
+    if disk64 != 0 or cd_disk64 != 0 or disk_count64 != count64:
+        raise ZipError("multi-disk archives are not wheels")
+    for name, small, big, full in (("member count", count, count64, 0xFFFF),
+                                   ("member count", disk_count, count64, 0xFFFF),
+                                   ("directory size", cd_size, cd_size64, 0xFFFFFFFF),
+                                   ("directory offset", cd_offset, cd_offset64, 0xFFFFFFFF)):
+        if small != full and small != big:
+            raise ZipError(f"the end record and the zip64 record disagree on the {name} "
+                           f"({small} and {big})")
+    return count64, cd_size64, cd_offset64, rec_pos
+
+
+def _end_records(read_at: ReadAt, size: int) -> tuple[int, int, int, int]:
+    """(end record offset, member count, directory size, directory offset), found where
+    zipfile finds them; every disagreement between the end record, the zip64 locator, the
+    zip64 record and the directory's position is a ZipError."""
+    eocd_pos, rec = _find_end_record(read_at, size)
     (_, disk, cd_disk, disk_count, count, cd_size, cd_offset, comment_len) = _EOCD.unpack(rec)
     if eocd_pos + _EOCD.size + comment_len != size:
         raise ZipError("the end record's comment length does not reach the end of the file "
@@ -201,30 +238,8 @@ def _end_records(read_at: ReadAt, size: int) -> tuple[int, int, int, int]:
     loc_pos = eocd_pos - _EOCD64_LOCATOR.size
     locator = read_at(loc_pos, _EOCD64_LOCATOR.size) if loc_pos >= 0 else b""
     if locator[:4] == b"PK\x06\x07":  # zipfile honours a locator whatever the end record says
-        _, loc_disk, rec_offset, disks = _EOCD64_LOCATOR.unpack(locator)
-        rec_pos = loc_pos - _EOCD64.size
-        if loc_disk != 0 or disks > 1:
-            raise ZipError("multi-disk archives are not wheels")
-        if rec_pos < 0 or rec_offset != rec_pos:
-            raise ZipError("the zip64 locator points elsewhere than the zip64 record before it "
-                           "(zipfile reads the one before it)")
-        rec64 = read_at(rec_pos, _EOCD64.size)
-        if len(rec64) < _EOCD64.size or rec64[:4] != b"PK\x06\x06":
-            raise ZipError("zip64 end of central directory is corrupt")
-        (_, rec_size, _, _, disk64, cd_disk64, disk_count64, count64, cd_size64,
-         cd_offset64) = _EOCD64.unpack(rec64)
-        if rec_size != _EOCD64.size - 12:
-            raise ZipError("zip64 end record has extensible data (zipfile would misread it)")
-        if disk64 != 0 or cd_disk64 != 0 or disk_count64 != count64:
-            raise ZipError("multi-disk archives are not wheels")
-        for name, small, big, full in (("member count", count, count64, 0xFFFF),
-                                       ("member count", disk_count, count64, 0xFFFF),
-                                       ("directory size", cd_size, cd_size64, 0xFFFFFFFF),
-                                       ("directory offset", cd_offset, cd_offset64, 0xFFFFFFFF)):
-            if small != full and small != big:
-                raise ZipError(f"the end record and the zip64 record disagree on the {name} "
-                               f"({small} and {big})")
-        count, cd_size, cd_offset, dir_end = count64, cd_size64, cd_offset64, rec_pos
+        count, cd_size, cd_offset, dir_end = _zip64_directory(read_at, locator, loc_pos,
+                                                              (count, disk_count, cd_size, cd_offset))
     elif disk_count != count:
         raise ZipError("multi-disk archives are not wheels")
     if cd_offset + cd_size != dir_end:
@@ -485,62 +500,81 @@ def _readable(m: Member) -> None:
         raise MemberError(f"unsupported compression method {m.method}", code=Code.E002)
 
 
+def _seek_data(f: IO[bytes], m: Member) -> None:
+    """Put `f` at the member's data, past its local header when the directory did not say where."""
+    if m.data_offset >= 0:
+        f.seek(m.data_offset)
+        return
+    f.seek(m.header_offset)
+    head = f.read(_LOCAL.size)
+    if len(head) < _LOCAL.size or head[:4] != b"PK\x03\x04":
+        raise MemberError("local header missing (archive truncated or corrupt)", code=Code.E002)
+    nlen, xlen = _LOCAL.unpack(head)[-2:]
+    f.seek(m.header_offset + _LOCAL.size + nlen + xlen)
+
+
+def _stored(f: IO[bytes], m: Member, chunk: int) -> Generator[bytes, None, int]:
+    """Yield a stored member's bytes; returns their CRC."""
+    if m.compressed_size != m.size:
+        raise MemberError("stored member's sizes disagree", code=Code.E002)
+    remaining_in = m.compressed_size
+    crc = 0
+    while remaining_in:
+        block = f.read(min(chunk, remaining_in))
+        if not block:
+            raise MemberError("member data is truncated", code=Code.E002)
+        remaining_in -= len(block)
+        crc = crc32(block, crc)
+        yield block
+    return crc
+
+
+def _inflated(f: IO[bytes], m: Member, chunk: int) -> Generator[bytes, None, tuple[int, int]]:
+    """Yield a deflated member's bytes, never more than it declares; returns (bytes produced, CRC)."""
+    remaining_in = m.compressed_size
+    produced = 0
+    crc = 0
+    inflater = _inflater.decompressobj(-15)
+    pending = b""
+    # ISA-L may take all the input of a call and hold output it has not returned yet (zlib keeps
+    # such input in unconsumed_tail): with no input left, the inflater is asked again, and the
+    # stream is truncated only when it then yields nothing short of its end.
+    while not inflater.eof:
+        if not pending and remaining_in:
+            pending = f.read(min(chunk, INPUT_CHUNK, remaining_in))
+            if not pending:
+                raise MemberError("member data is truncated", code=Code.E002)
+            remaining_in -= len(pending)
+        try:
+            out = inflater.decompress(pending, chunk)
+        except Exception as e:  # noqa: BLE001 - any inflater failure is corrupt input (isal's IsalError too)
+            raise MemberError(f"corrupt deflate data: {e}", code=Code.E002) from None
+        pending = inflater.unconsumed_tail
+        if out:
+            produced += len(out)
+            if produced > m.size:
+                raise MemberError(f"inflates past its declared {m.size} bytes (zip bomb?)", code=Code.E003)
+            crc = crc32(out, crc)
+            yield out
+        elif not pending and not remaining_in and not inflater.eof:
+            raise MemberError("deflate stream is truncated", code=Code.E002)
+    if remaining_in or inflater.unused_data:
+        raise MemberError("member has data after its deflate stream", code=Code.E002)
+    return produced, crc
+
+
 def iter_member(f: IO[bytes], m: Member, chunk: int = CHUNK) -> Iterator[bytes]:
     """Yield the member's bytes in order, verifying size and CRC; raises MemberError.
 
     `f` is a binary file object owned by the caller (one per thread).
     """
     _readable(m)
-    if m.data_offset < 0:
-        f.seek(m.header_offset)
-        head = f.read(_LOCAL.size)
-        if len(head) < _LOCAL.size or head[:4] != b"PK\x03\x04":
-            raise MemberError("local header missing (archive truncated or corrupt)", code=Code.E002)
-        nlen, xlen = _LOCAL.unpack(head)[-2:]
-        f.seek(m.header_offset + _LOCAL.size + nlen + xlen)
-    else:
-        f.seek(m.data_offset)
-    remaining_in = m.compressed_size
-    produced = 0
-    crc = 0
+    _seek_data(f, m)
     if m.method == 0:
-        if m.compressed_size != m.size:
-            raise MemberError("stored member's sizes disagree", code=Code.E002)
-        while remaining_in:
-            block = f.read(min(chunk, remaining_in))
-            if not block:
-                raise MemberError("member data is truncated", code=Code.E002)
-            remaining_in -= len(block)
-            crc = crc32(block, crc)
-            yield block
+        crc = yield from _stored(f, m, chunk)
         produced = m.size
     else:
-        inflater = _inflater.decompressobj(-15)
-        pending = b""
-        # ISA-L may take all the input of a call and hold output it has not returned yet (zlib keeps
-        # such input in unconsumed_tail): with no input left, the inflater is asked again, and the
-        # stream is truncated only when it then yields nothing short of its end.
-        while not inflater.eof:
-            if not pending and remaining_in:
-                pending = f.read(min(chunk, INPUT_CHUNK, remaining_in))
-                if not pending:
-                    raise MemberError("member data is truncated", code=Code.E002)
-                remaining_in -= len(pending)
-            try:
-                out = inflater.decompress(pending, chunk)
-            except Exception as e:  # noqa: BLE001 - any inflater failure is corrupt input (isal's IsalError too)
-                raise MemberError(f"corrupt deflate data: {e}", code=Code.E002) from None
-            pending = inflater.unconsumed_tail
-            if out:
-                produced += len(out)
-                if produced > m.size:
-                    raise MemberError(f"inflates past its declared {m.size} bytes (zip bomb?)", code=Code.E003)
-                crc = crc32(out, crc)
-                yield out
-            elif not pending and not remaining_in and not inflater.eof:
-                raise MemberError("deflate stream is truncated", code=Code.E002)
-        if remaining_in or inflater.unused_data:
-            raise MemberError("member has data after its deflate stream", code=Code.E002)
+        produced, crc = yield from _inflated(f, m, chunk)
     if produced != m.size:
         raise MemberError(f"inflates to {produced} bytes, header says {m.size}", code=Code.E002)
     if crc != m.crc:

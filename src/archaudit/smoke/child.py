@@ -306,92 +306,24 @@ def _spawn_once(python: str, task: str, spec: dict[str, Any], env: dict[str, str
     r, w = os.pipe()
     key_r, key_w = os.pipe()
     cmd = [python, "-I", "-S", "-c", BOOT, task, spec_path, str(w), str(key_r), WORKER, str(os.getpid())]
-    try:
-        with _SPAWN_LOCK:
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log_fd, stderr=log_fd,
-                                    pass_fds=(w, key_r), cwd=cwd, env=env, start_new_session=True)
-            with _LIVE_LOCK:
-                _LIVE.add(proc)
-    except OSError:
-        for x in (r, w, key_r, key_w, log_fd):
-            os.close(x)
-        raise
+    proc = _launch(cmd, log_fd, (w, key_r), cwd, env, close_on_error=(r, w, key_r, key_w, log_fd))
     os.close(w)
     os.close(key_r)
     os.close(log_fd)
-    try:
-        os.write(key_w, key.hex().encode())
-    except OSError:
-        pass  # the child is already gone: its death is reported below
+    _write_quietly(key_w, key.hex().encode())  # a child already gone: its death is reported below
     # An untrusted child waits after each result for one byte on the key's pipe: archaudit reads
     # the device files it holds open first, so a child that ends at once is still seen whole.
     ack = bool(spec.get("ack"))
     if not ack:
         os.close(key_w)
-    os.set_blocking(r, False)
-    sel = selectors.DefaultSelector()
-    sel.register(r, selectors.EVENT_READ)
-    buf = b""
-    saw_end = False
     timed_out = False
-    forged: list[str] = []
-    seq = 0
-    last = time.monotonic()
     try:
-        while True:
-            remaining = timeout - (time.monotonic() - last)
-            if remaining <= 0:
-                timed_out = True
-                break
-            if not sel.select(min(remaining, 1.0)):
-                continue
-            chunk = os.read(r, 65536)
-            if not chunk:
-                break  # every writer closed: the child ended (or closed the pipe)
-            buf += chunk
-            while b"\n" in buf:
-                line, buf = buf.split(b"\n", 1)
-                mac, _, body = line.partition(b" ")
-                want = hmac.new(key, body, hashlib.sha256).hexdigest().encode()
-                try:
-                    event = json.loads(body) if hmac.compare_digest(mac, want) else None
-                except ValueError:
-                    event = None
-                if not isinstance(event, dict) or event.get("seq") != seq + 1:
-                    forged.append(line[:200].decode(errors="replace"))
-                    continue
-                seq += 1
-                last = time.monotonic()
-                if event.get("ev") == "end":
-                    saw_end = True
-                if event.get("ev") == "result":
-                    event["_devices"] = list(open_devices(proc.pid))
-                    if ack:
-                        try:
-                            os.write(key_w, b"+")
-                        except OSError:
-                            pass  # the child closed its end: it is going
-                on_event(event)
+        timed_out, saw_end, forged = _read_events(r, proc, key, key_w if ack else None, timeout, on_event)
     finally:
-        sel.close()
         os.close(r)
         if ack:
             os.close(key_w)
-        if timed_out:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        try:
-            rc = proc.wait(timeout=max(timeout, 5.0))
-        except subprocess.TimeoutExpired:  # the pipe closed but the process lingers
-            timed_out = True
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            rc = proc.wait()
-        _end_group(proc)
+        rc, timed_out = _reap(proc, timeout, timed_out)
     tail = _tail(log_path)
     hits = _scan_log(log_path, watch)
     for p in (spec_path, log_path):
@@ -400,6 +332,107 @@ def _spawn_once(python: str, task: str, spec: dict[str, Any], env: dict[str, str
         except OSError:
             pass
     return rc, timed_out, tail, saw_end, forged, hits
+
+
+def _launch(cmd: list[str], log_fd: int, pass_fds: tuple[int, ...], cwd: str, env: dict[str, str],
+            close_on_error: tuple[int, ...]) -> subprocess.Popen[bytes]:
+    """Start the child in its own session, registered as live; on failure close every fd given."""
+    try:
+        with _SPAWN_LOCK:
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log_fd, stderr=log_fd,
+                                    pass_fds=pass_fds, cwd=cwd, env=env, start_new_session=True)
+            with _LIVE_LOCK:
+                _LIVE.add(proc)
+    except OSError:
+        for x in close_on_error:
+            os.close(x)
+        raise
+    return proc
+
+
+def _write_quietly(fd: int, data: bytes) -> None:
+    """Write to the child's key pipe; a child that closed its end is going, and says so by its death."""
+    try:
+        os.write(fd, data)
+    except OSError:
+        pass
+
+
+def _read_events(r: int, proc: subprocess.Popen[bytes], key: bytes, ack_fd: int | None, timeout: float,
+                 on_event: Callable[[dict[str, Any]], None]) -> tuple[bool, bool, list[str]]:
+    """Read the child's event pipe until it closes or goes quiet for `timeout` seconds, calling
+    on_event for each authenticated event. Returns (timed_out, saw_end, forged)."""
+    os.set_blocking(r, False)
+    sel = selectors.DefaultSelector()
+    sel.register(r, selectors.EVENT_READ)
+    buf = b""
+    saw_end = False
+    forged: list[str] = []
+    seq = 0
+    last = time.monotonic()
+    try:
+        while True:
+            remaining = timeout - (time.monotonic() - last)
+            if remaining <= 0:
+                return True, saw_end, forged
+            if not sel.select(min(remaining, 1.0)):
+                continue
+            chunk = os.read(r, 65536)
+            if not chunk:
+                return False, saw_end, forged  # every writer closed: the child ended (or closed the pipe)
+            buf += chunk
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                event = _authentic_event(line, key, seq)
+                if event is None:
+                    forged.append(line[:200].decode(errors="replace"))
+                    continue
+                seq += 1
+                last = time.monotonic()
+                if event.get("ev") == "end":
+                    saw_end = True
+                if event.get("ev") == "result":
+                    event["_devices"] = list(open_devices(proc.pid))
+                    if ack_fd is not None:
+                        _write_quietly(ack_fd, b"+")
+                on_event(event)
+    finally:
+        sel.close()
+
+
+def _authentic_event(line: bytes, key: bytes, seq: int) -> dict[str, Any] | None:
+    """The event a line carries when its MAC verifies and it is the next in sequence; None otherwise."""
+    mac, _, body = line.partition(b" ")
+    want = hmac.new(key, body, hashlib.sha256).hexdigest().encode()
+    try:
+        event = json.loads(body) if hmac.compare_digest(mac, want) else None
+    except ValueError:
+        return None
+    if not isinstance(event, dict) or event.get("seq") != seq + 1:
+        return None
+    return event
+
+
+def _reap(proc: subprocess.Popen[bytes], timeout: float, timed_out: bool) -> tuple[int, bool]:
+    """Wait for the child (killing its group first when it timed out, or when it lingers after
+    closing its pipe) and end what it left. Returns (rc, timed_out)."""
+    if timed_out:
+        _kill_group(proc.pid)
+    try:
+        rc = proc.wait(timeout=max(timeout, 5.0))
+    except subprocess.TimeoutExpired:  # the pipe closed but the process lingers
+        timed_out = True
+        _kill_group(proc.pid)
+        rc = proc.wait()
+    _end_group(proc)
+    return rc, timed_out
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def _end_group(proc: subprocess.Popen[bytes]) -> None:

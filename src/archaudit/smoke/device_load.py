@@ -20,7 +20,7 @@ import os
 from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..findings import Code
@@ -312,96 +312,134 @@ class DeviceLoadProbe:
         subject = ctx.display(path)
         if cuda is None:
             return Row(self.name, subject, FAIL, "the driver's CUDA version is unknown, so nothing can be predicted")
-        disagreements: list[str] = []
-        tally: Counter[str] = Counter()
-        answers: Counter[str] = Counter()
-        unresolved: list[str] = []
-        jit_seconds, jit_max, crashes = 0.0, 0.0, 0
-        served: dict[int, set[str]] = {}  # GPU -> kernels some container runs there
-        stranded: dict[int, list[str]] = {}  # GPU -> kernels only containers without its code carry
+        cmp = _Comparison()
         for it, a_on, a_off in zip(items, on, off):
             for g, gpu in enumerate(ctx.gpus):
-                cc = tuple(int(p) for p in gpu["cc"].split("."))
-                target = P.Gpu(cc, cuda, True)  # type: ignore[arg-type]
-                p_on, p_off = P.predict(it.container, target), P.predict(it.container, target.with_jit(False))
-                tally[p_on.outcome.value] += 1
-                names = [k for e in it.container.entries for k in (e.kernels or ())]
-                if p_on.outcome in (P.Outcome.NATIVE, P.Outcome.JIT):
-                    served.setdefault(g, set()).update(names)
-                else:
-                    stranded.setdefault(g, []).extend(names)
-                got_on = _pick(a_on, g)
-                got_off = _pick(a_off, g)
-                modes = ((p_on, got_on, "with the JIT on"), (p_off, got_off, "with CUDA_DISABLE_PTX_JIT=1"))
-                for pred, got, mode in modes:
-                    if got is None:
-                        disagreements.append(f"{_label(it.container, it.index)} on GPU{gpu['ordinal']}: no answer "
-                                             f"{mode} (the child never reported it)")
-                        continue
-                    if got.code is None:
-                        crashes += 1
-                    if not pred.agrees(got.code):
-                        want = " or ".join(code_name(c) for c in sorted(pred.codes))
-                        disagreements.append(
-                            f"{_label(it.container, it.index)} on GPU{gpu['ordinal']} ({gpu['sm']}) {mode}: "
-                            f"predicted {pred.outcome.value} ({want}: {pred.reason}), the driver answered "
-                            f"{code_name(got.code)}" + (f" [{got.died}]" if got.died else ""))
-                answers[f"{p_on.outcome.value}: {_short(got_on)} / {_short(got_off)}"] += 1
-                if p_on.outcome is P.Outcome.JIT and got_on and got_on.code == 0:
-                    jit_seconds += got_on.seconds
-                    jit_max = max(jit_max, got_on.seconds)
-                if p_on.outcome is P.Outcome.NOT_LOADABLE and p_on.entry is not None:
-                    unresolved += [s for s in p_on.entry.unresolved if s not in unresolved]
+                cmp.add(it, g, gpu, cuda, _pick(a_on, g), _pick(a_off, g))
         verdicts = [(gpu, _coverage(lib, gpu, subject)) for gpu in ctx.gpus]
-        details: dict[str, object] = {
-            "containers": len(items), "predicted": dict(tally), "answers": dict(answers),
-            "jit_seconds": round(jit_seconds, 3), "disagreements": disagreements[:200],
-            "coverage": {f"GPU{g['ordinal']}": v[1] for g, v in verdicts},
-        }
-        if split:
-            details["jit_split"] = {"containers": len(split), "parts": sum(split),
-                                    "reloaded_whole": split.count(0)}
+        details = tuple(sorted(_details(len(items), cmp, verdicts, split).items()))
         gpus = ", ".join(f"GPU{g['ordinal']} {g['name']} ({g['sm']})" for g in ctx.gpus)
-        if disagreements:
-            more = f" (and {len(disagreements) - SHOWN} more)" if len(disagreements) > SHOWN else ""
+        if cmp.disagreements:
+            more = f" (and {len(cmp.disagreements) - SHOWN} more)" if len(cmp.disagreements) > SHOWN else ""
             return Row(self.name, subject, FAIL,
-                       f"{len(disagreements)} driver answer(s) on {gpus} disagree with archaudit's prediction: "
-                       + "; ".join(disagreements[:SHOWN]) + more, details=tuple(sorted(details.items())))
-        summary = ", ".join(f"{tally[o.value]} {_OUTCOME_WORDS[o]}" for o in P.Outcome if tally[o.value])
-        agreed = (f"all {len(items)} container(s) answered on {gpus} as predicted, with the JIT on and off: "
-                  f"{summary}")
-        if tally[P.Outcome.JIT.value]:
-            agreed += f" (the JIT took {jit_seconds:.2f} s in all, longest {jit_max:.2f} s"
-            if split and any(split):
-                agreed += (f"; {sum(1 for k in split if k)} container(s) compiled in {sum(split)} parts "
-                           f"that share out their kernels")
-            agreed += ")"
-        if unresolved:
-            shown = ", ".join(unresolved[:4]) + (f" and {len(unresolved) - 4} more" if len(unresolved) > 4 else "")
-            agreed += f"; not loadable alone: relocatable code that calls {shown}"
-        if crashes:
-            agreed += f"; the driver crashed on {crashes} of those (run in a child, as predicted not loadable)"
-        failing = [(g, v) for g, v in verdicts if not v[0]]
-        code = [e for c in lib.containers for e in c.entries if e.kind in ("sass", "ptx")]
-        if failing and code and all(e.decoded and e.kernels == () for e in code):
-            # nvcc's device-link stubs and the like: nothing here can be launched, so nothing
-            # can fail with "no kernel image is available" (check's G009 says otherwise)
-            why = "; ".join(f"GPU{g['ordinal']}: {v[1]}" for g, v in failing)
-            return Row(self.name, subject, PASS, f"{agreed}; its device code holds no kernel, so nothing it "
-                       f"launches can miss a GPU (check's rule says: {why})", details=tuple(sorted(details.items())))
-        if failing:
-            parts = []
-            for g, v in failing:
-                gi = ctx.gpus.index(g)
-                lost = sorted({k for k in stranded.get(gi, ()) if k not in served.get(gi, set())})
-                shown = ", ".join(lost[:8]) + (f" and {len(lost) - 8} more" if len(lost) > 8 else "")
-                parts.append(f"GPU{g['ordinal']}: {v[1]}" + (f"; kernels that would fail with 'no kernel image "
-                                                              f"is available': {shown}" if lost else ""))
-            why = "; ".join(parts)
-            return Row(self.name, subject, FAIL, f"{agreed}; but its code does not run on every GPU here: {why}",
-                       details=tuple(sorted(details.items())))
-        return Row(self.name, subject, PASS, f"{agreed}; check's rule: its code runs on {gpus}",
-                   details=tuple(sorted(details.items())))
+                       f"{len(cmp.disagreements)} driver answer(s) on {gpus} disagree with archaudit's prediction: "
+                       + "; ".join(cmp.disagreements[:SHOWN]) + more, details=details)
+        status, message = _coverage_verdict(ctx.gpus, lib, verdicts, cmp, _agreed(len(items), gpus, cmp, split))
+        return Row(self.name, subject, status, message, details=details)
+
+
+@dataclass
+class _Comparison:
+    """The driver's answers against archaudit's predictions, gathered over every container and GPU."""
+
+    disagreements: list[str] = field(default_factory=list)
+    tally: Counter[str] = field(default_factory=Counter)  # predicted outcome (JIT on) -> count
+    answers: Counter[str] = field(default_factory=Counter)
+    unresolved: list[str] = field(default_factory=list)
+    jit_seconds: float = 0.0
+    jit_max: float = 0.0
+    crashes: int = 0
+    served: dict[int, set[str]] = field(default_factory=dict)  # GPU -> kernels some container runs there
+    # GPU -> kernels only containers without its code carry
+    stranded: dict[int, list[str]] = field(default_factory=dict)
+
+    def add(self, it: Item, g: int, gpu: dict[str, Any], cuda: tuple[int, int],
+            got_on: Answer | None, got_off: Answer | None) -> None:
+        """Add one container on one GPU: its predictions with the JIT on and off, and the answers."""
+        cc = tuple(int(p) for p in gpu["cc"].split("."))
+        target = P.Gpu(cc, cuda, True)  # type: ignore[arg-type]
+        p_on, p_off = P.predict(it.container, target), P.predict(it.container, target.with_jit(False))
+        self.tally[p_on.outcome.value] += 1
+        names = [k for e in it.container.entries for k in (e.kernels or ())]
+        if p_on.outcome in (P.Outcome.NATIVE, P.Outcome.JIT):
+            self.served.setdefault(g, set()).update(names)
+        else:
+            self.stranded.setdefault(g, []).extend(names)
+        where = f"{_label(it.container, it.index)} on GPU{gpu['ordinal']}"
+        for pred, got, mode in ((p_on, got_on, "with the JIT on"), (p_off, got_off, "with CUDA_DISABLE_PTX_JIT=1")):
+            if got is not None and got.code is None:
+                self.crashes += 1
+            problem = _disagreement(where, gpu, pred, got, mode)
+            if problem is not None:
+                self.disagreements.append(problem)
+        self.answers[f"{p_on.outcome.value}: {_short(got_on)} / {_short(got_off)}"] += 1
+        if p_on.outcome is P.Outcome.JIT and got_on and got_on.code == 0:
+            self.jit_seconds += got_on.seconds
+            self.jit_max = max(self.jit_max, got_on.seconds)
+        if p_on.outcome is P.Outcome.NOT_LOADABLE and p_on.entry is not None:
+            self.unresolved += [s for s in p_on.entry.unresolved if s not in self.unresolved]
+
+
+def _disagreement(where: str, gpu: dict[str, Any], pred: P.Prediction, got: Answer | None, mode: str) -> str | None:
+    """How the driver's answer differs from the prediction; None when it agrees."""
+    if got is None:
+        return f"{where}: no answer {mode} (the child never reported it)"
+    if pred.agrees(got.code):
+        return None
+    want = " or ".join(code_name(c) for c in sorted(pred.codes))
+    return (f"{where} ({gpu['sm']}) {mode}: predicted {pred.outcome.value} ({want}: {pred.reason}), the driver "
+            f"answered {code_name(got.code)}" + (f" [{got.died}]" if got.died else ""))
+
+
+_Verdicts = list[tuple[dict[str, Any], tuple[bool, str, tuple[str, ...]]]]  # GPU -> check's _coverage of it
+
+
+def _details(containers: int, cmp: _Comparison, verdicts: _Verdicts, split: list[int] | None) -> dict[str, object]:
+    """The row's machine-readable details."""
+    details: dict[str, object] = {
+        "containers": containers, "predicted": dict(cmp.tally), "answers": dict(cmp.answers),
+        "jit_seconds": round(cmp.jit_seconds, 3), "disagreements": cmp.disagreements[:200],
+        "coverage": {f"GPU{g['ordinal']}": v[1] for g, v in verdicts},
+    }
+    if split:
+        details["jit_split"] = {"containers": len(split), "parts": sum(split),
+                                "reloaded_whole": split.count(0)}
+    return details
+
+
+def _agreed(containers: int, gpus: str, cmp: _Comparison, split: list[int] | None) -> str:
+    """The sentence for a library whose every answer was as predicted."""
+    summary = ", ".join(f"{cmp.tally[o.value]} {_OUTCOME_WORDS[o]}" for o in P.Outcome if cmp.tally[o.value])
+    agreed = (f"all {containers} container(s) answered on {gpus} as predicted, with the JIT on and off: "
+              f"{summary}")
+    if cmp.tally[P.Outcome.JIT.value]:
+        agreed += f" (the JIT took {cmp.jit_seconds:.2f} s in all, longest {cmp.jit_max:.2f} s"
+        if split and any(split):
+            agreed += (f"; {sum(1 for k in split if k)} container(s) compiled in {sum(split)} parts "
+                       f"that share out their kernels")
+        agreed += ")"
+    unresolved = cmp.unresolved
+    if unresolved:
+        shown = ", ".join(unresolved[:4]) + (f" and {len(unresolved) - 4} more" if len(unresolved) > 4 else "")
+        agreed += f"; not loadable alone: relocatable code that calls {shown}"
+    if cmp.crashes:
+        agreed += f"; the driver crashed on {cmp.crashes} of those (run in a child, as predicted not loadable)"
+    return agreed
+
+
+def _coverage_verdict(all_gpus: list[dict[str, Any]], lib: Library,
+                      verdicts: _Verdicts,
+                      cmp: _Comparison, agreed: str) -> tuple[str, str]:
+    """(status, message) once the driver agreed: check's own rule decides whether the code runs on every GPU."""
+    failing = [(g, v) for g, v in verdicts if not v[0]]
+    gpus = ", ".join(f"GPU{g['ordinal']} {g['name']} ({g['sm']})" for g in all_gpus)
+    if not failing:
+        return PASS, f"{agreed}; check's rule: its code runs on {gpus}"
+    code = [e for c in lib.containers for e in c.entries if e.kind in ("sass", "ptx")]
+    if code and all(e.decoded and e.kernels == () for e in code):
+        # nvcc's device-link stubs and the like: nothing here can be launched, so nothing
+        # can fail with "no kernel image is available" (check's G009 says otherwise)
+        why = "; ".join(f"GPU{g['ordinal']}: {v[1]}" for g, v in failing)
+        return PASS, (f"{agreed}; its device code holds no kernel, so nothing it "
+                      f"launches can miss a GPU (check's rule says: {why})")
+    parts = []
+    for g, v in failing:
+        gi = all_gpus.index(g)
+        lost = sorted({k for k in cmp.stranded.get(gi, ()) if k not in cmp.served.get(gi, set())})
+        shown = ", ".join(lost[:8]) + (f" and {len(lost) - 8} more" if len(lost) > 8 else "")
+        parts.append(f"GPU{g['ordinal']}: {v[1]}" + (f"; kernels that would fail with 'no kernel image "
+                                                      f"is available': {shown}" if lost else ""))
+    return FAIL, f"{agreed}; but its code does not run on every GPU here: {'; '.join(parts)}"
 
 
 _OUTCOME_WORDS = {P.Outcome.NATIVE: "native SASS", P.Outcome.JIT: "PTX JIT only",
