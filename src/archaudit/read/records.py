@@ -20,6 +20,13 @@ DEFAULT_MAX_PAYLOAD = 256 << 20  # one entry decoded at a time, never more than 
 CLAIM_WINDOW = 4096
 PAD_WINDOW = 4096  # bytes kept after each container: alignment padding there must be zeros
 BUNDLE_HEAD = 4096  # first look at an offload bundle; grown until its extent is known
+# The bytes all offload-bundle extents of one library may look at, as a multiple of its size plus
+# a constant. A real bundle's look grows x4 from BUNDLE_HEAD until its extent is known, so real
+# bundles (which never overlap) look at under 6x their bytes; hostile ones (a CCOB v1 record
+# every 32 bytes whose zstd frame never ends) would each look to the end of the file, and are
+# cut off here, as E032, once the library's look-ahead is spent (docs/threat-model.md).
+LOOKAHEAD_FACTOR = 8
+LOOKAHEAD_SLACK = 16 << 20
 HIP_WRAPPER_MAGIC = b"FPIH"  # 0x48495046, the __hip_fatbin_wrapper record in .hipFatBinSegment
 
 
@@ -49,7 +56,14 @@ class WalkedContainer:
     offset: int
     size: int
     entries: list[Entry | Future[Entry]]
-    trailing: bytearray = field(default_factory=bytearray)  # the bytes after it (padding)
+    trailing: bytes = b""  # the zero bytes after it (padding, up to PAD_WINDOW) and the byte ending them
+
+    def keep_padding(self, after: bytearray) -> None:
+        """Keep of the PAD_WINDOW bytes after the container only what the padding check reads:
+        its zeros and the first byte that is not (never a window per container: an empty
+        container is 16 bytes)."""
+        zeros = len(after) - len(after.lstrip(b"\0"))
+        self.trailing = bytes(after[:zeros + 1])
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +114,8 @@ class Records:
         self.decoding = Decoding(settings.pool, settings.max_payload)
         self.walked: list[WalkedContainer] = []
         self.found = ScanResult()
+        self.lookahead = LOOKAHEAD_FACTOR * size + LOOKAHEAD_SLACK
+        self.lookahead_left = self.lookahead
 
     def handlers(self) -> dict[bytes, Handler]:
         table: dict[bytes, Handler] = {
@@ -189,7 +205,12 @@ class Records:
             while True:
                 src.ensure(at + need)
                 have = min(src.end, self.size) - at
-                total = hip.extent(bytes(src.buf[at - src.base:at - src.base + min(need, have)]))
+                look = min(need, have)
+                if look > self.lookahead_left:
+                    raise hip.Malformed(f"bundle extent is not known within the library's look-ahead bound of "
+                                        f"{self.lookahead} bytes", code=Code.E032)
+                self.lookahead_left -= look
+                total = hip.extent(bytes(src.buf[at - src.base:at - src.base + look]))
                 if total is not None:
                     break
                 if have < need:
@@ -235,7 +256,9 @@ class Records:
         if self._entry_at(src, end):  # outside a fatbin section no accounting would notice
             self.problem(Code.E011, f"fatbin container at 0x{at:x}: an entry follows its declared end, "
                                  f"so its size hides entries", end)
-        self.walked.append(WalkedContainer(at, head.total, entries, src.capture(end, end + PAD_WINDOW)))
+        walked = WalkedContainer(at, head.total, entries)
+        self.walked.append(walked)
+        src.capture(end, end + PAD_WINDOW, walked.keep_padding)
         return end
 
     def _entry_at(self, src: Source, pos: int) -> bool:
@@ -286,7 +309,7 @@ class Records:
             except fatbin.FatbinError as err:
                 self.problem(err.code, f"fatbin container at 0x{w.offset:x}: {err}", err.offset)
                 entries = ()
-            self.found.containers.append(FoundContainer(w.offset, w.size, entries, bytes(w.trailing)))
+            self.found.containers.append(FoundContainer(w.offset, w.size, entries, w.trailing))
         self.walked.clear()
         return self.found
 
@@ -305,4 +328,5 @@ _NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01
 
 
 __all__ = ["DEFAULT_MAX_PAYLOAD", "FatbinWrapper", "FoundContainer", "HIP_WRAPPER_MAGIC", "HipWrapper",
-           "LINKER_MARKER", "MARKERS", "PAD_WINDOW", "Records", "ScanResult", "ScanSettings"]
+           "LINKER_MARKER", "LOOKAHEAD_FACTOR",
+           "LOOKAHEAD_SLACK", "MARKERS", "PAD_WINDOW", "Records", "ScanResult", "ScanSettings"]
