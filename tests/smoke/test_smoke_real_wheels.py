@@ -50,8 +50,9 @@ def test_a_cpu_torch_wheel_skips_the_gpu_model_steps_and_fails_them_under_requir
     rows = {r.subject: r for r in report.rows}
     for subject in ("torch nn.Linear(64, 32), weights from a file", "torch nn.Conv2d(3, 8, 3), weights from a file"):
         assert rows[subject].status == FAIL
-        assert rows[subject].reason.startswith("--require-gpu: this must run on a GPU, but torch ")
-        assert "sees no CUDA device" in rows[subject].reason
+        # the parent decides: its own driver query (not the wheel's torch) says there is no GPU
+        assert rows[subject].reason.startswith("--require-gpu: this must run on a GPU, but archaudit's own "
+                                               "driver query found no GPU")
     et = rows["executorch import and registered backends"]
     assert et.status == SKIP and et.reason == ("executorch is not importable here: ModuleNotFoundError: "
                                                "No module named 'executorch'")
