@@ -66,11 +66,12 @@ def render_text(report: Report, *, detail: str = "libraries", verbose: bool = Fa
     information findings counted; -v (verbose) lists everything whole."""
     lines: list[str] = []
     for t in report.targets:
-        shown = _target_text(t, detail, verbose, costs=costs, timings=timings, amd=report.policy.amd_claim,
-                             amd_source=report.policy.amd_claim_source, hidden=suppressed_in(report, t),
-                             line_width=width)
-        lines.extend(shown if verbose else [_cut(line, width) for line in readable(shown)])
+        lines.extend(_target_text(t, detail, verbose, costs=costs, timings=timings, amd=report.policy.amd_claim,
+                                  amd_source=report.policy.amd_claim_source, hidden=suppressed_in(report, t),
+                                  line_width=width))
         lines.append("")
+    if not verbose:  # every target's names in one demangler run, not one per target
+        lines = [_cut(line, width) for line in readable(lines)]
     if report.policy.config is not None:
         lines.append(f"config: {report.policy.config} [tool.archaudit]")
     if len(report.targets) > 1:
