@@ -8,6 +8,7 @@ from dataclasses import asdict
 
 from ..smoke.report import FAIL, PASS, SKIP, SmokeReport
 from . import junit
+from .formats import escape_data, escape_property
 from .view import DEFAULTS, RenderOptions
 
 SCHEMA = "archaudit-smoke/1"
@@ -78,23 +79,15 @@ def render_markdown(report: SmokeReport) -> str:
     return "\n".join(lines)
 
 
-def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _escape_property(text: str) -> str:
-    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
-
-
 def render_github(report: SmokeReport) -> str:
     """Workflow commands: one ::error per FAIL row, a ::notice per SKIP, then the summary."""
     lines = []
     for r in report.rows:
-        title = _escape_property(f"archaudit smoke {r.probe}: {r.subject}")
+        title = escape_property(f"archaudit smoke {r.probe}: {r.subject}")
         if r.status == FAIL:
-            lines.append(f"::error title={title}::{_escape_data(r.reason)}")
+            lines.append(f"::error title={title}::{escape_data(r.reason)}")
         elif r.status == SKIP:
-            lines.append(f"::notice title={title}::{_escape_data(r.reason)}")
+            lines.append(f"::notice title={title}::{escape_data(r.reason)}")
     lines.append(f"{report.distribution} {report.version}: {report.count(PASS)} passed, "
                  f"{report.count(FAIL)} failed, {report.count(SKIP)} skipped")
     return "\n".join(lines)

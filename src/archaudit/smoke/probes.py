@@ -694,8 +694,6 @@ class ExecuTorchCudaProbe(Probe):
                            f"matches neither model ({own.why}){gpu}")
 
     def judge_negative(self, subject: str, neg: child.TaskRun, twin: tuple[Row, child.TaskRun]) -> Row:
-        import re
-
         out = neg.outcomes[0]
         twin_row, twin_run = twin
         if twin_row.status != PASS:
