@@ -25,7 +25,7 @@ def load(name: str) -> dict[str, Any]:
     return json.loads(resources.files("archaudit").joinpath("data", name).read_text("utf-8"))
 
 
-CUDA, AMD, GPUS = load("cuda.json"), load("amd.json"), load("gpus.json")
+CUDA, AMD, GPUS, VENDOR = load("cuda.json"), load("amd.json"), load("gpus.json"), load("vendor.json")
 
 
 def cc(text: str) -> tuple[int, int]:
@@ -56,6 +56,8 @@ def rows(doc: dict[str, Any]) -> Iterator[tuple[str, Any]]:
     elif doc is AMD:
         tables = {"processors": AMD["processors"], "generic_families": AMD["generic_families"],
                   "gpus": dict(enumerate(AMD["gpus"])), "rocm_rules": AMD["rocm_rules"]}
+    elif doc is VENDOR:
+        tables = {"libraries": VENDOR["libraries"], "statements": VENDOR["statements"]}
     else:
         tables = {"gpus": dict(enumerate(GPUS["gpus"])), "generations": GPUS["generations"]}
     for table, body in tables.items():
@@ -64,7 +66,7 @@ def rows(doc: dict[str, Any]) -> Iterator[tuple[str, Any]]:
             yield f"{table}[{key!r}]", row
 
 
-DOCS = {"cuda.json": CUDA, "amd.json": AMD, "gpus.json": GPUS}
+DOCS = {"cuda.json": CUDA, "amd.json": AMD, "gpus.json": GPUS, "vendor.json": VENDOR}
 
 
 # ---- sources ---------------------------------------------------------------------------------
@@ -360,3 +362,14 @@ def test_nvcc_targets_are_what_this_nvcc_accepts():
         for spelled in ("sm_90a", "sm_89a", "sm_100f", "sm_90f", "compute_120f", "sm_87a", "sm_121a"):
             ok = subprocess.run([nvcc, f"-arch={spelled}", "-dryrun", "-c", src], capture_output=True).returncode == 0
             assert arch.nvcc_accepts(arch.CudaTarget.parse(spelled), release) is ok, spelled
+
+
+def test_vendor_rows_well_formed():
+    """A vendor range and a statement: a file pattern, the GPU range, and for a statement the exact
+    string and the kernel-name pattern it speaks for (each compiles; the range is a known CC)."""
+    for row in VENDOR["libraries"].values():
+        re.compile(row["file"])
+        assert cc(row["from"]) <= cc(row.get("to", row["from"])) or "to" not in row
+    for row in VENDOR["statements"].values():
+        re.compile(row["file"]), re.compile(row["kernels"])
+        assert cc(row["from"]) and len(row["string"]) >= 16 and row["speaks_for"]

@@ -63,6 +63,43 @@ def vendor_range(file_name: str) -> VendorRange | None:
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """A string a library's host code carries that states the GPU range of some of its kernels
+    (data/vendor.json ``statements``): NCCL refuses fp8 reductions below sm_90 with "FP8
+    reduction support begins with sm90 capable devices.", so its fp8 kernels never run there."""
+
+    name: str
+    file: re.Pattern[str]  # the library's file name (SONAME, with auditwheel's hash)
+    text: bytes  # the exact bytes the library must carry
+    kernels: re.Pattern[str]  # the kernels it speaks for, by name
+    speaks_for: str  # those kernels in words
+    first: CC  # the first GPU it allows them on
+    source: str
+
+    def applies(self, file_name: str, carried: tuple[str, ...]) -> bool:
+        """Whether a library of this file name, whose bytes held ``carried``, makes the statement."""
+        return self.text.decode("utf-8") in carried and self.file.match(file_name) is not None
+
+    def excuses(self, kernel: str, gpu: CC) -> bool:
+        """Whether it speaks for ``kernel`` on ``gpu``: a kernel it names, on a GPU below its range."""
+        return gpu < self.first and self.kernels.search(kernel) is not None
+
+
+@cache
+def statements() -> tuple[Statement, ...]:
+    """Every sourced statement (data/vendor.json ``statements``)."""
+    table = _data("vendor.json")
+    return tuple(Statement(name, re.compile(row["file"]), row["string"].encode("utf-8"), re.compile(row["kernels"]),
+                           row["speaks_for"], _cc(row["from"]), table["sources"][row["source"]])
+                 for name, row in table.get("statements", {}).items())
+
+
+def library_statements(file_name: str, carried: tuple[str, ...]) -> tuple[Statement, ...]:
+    """The statements a library makes: its file name is the row's, and its bytes hold the string."""
+    return tuple(s for s in statements() if s.applies(file_name, carried))
+
+
 def cuda_data() -> dict[str, Any]:
     """The parsed ``data/cuda.json`` (shared, do not mutate)."""
     return _data("cuda.json")
@@ -517,4 +554,5 @@ def nvcc_refusal(target: CudaTarget, release: CC | None, spelled: str) -> str | 
 __all__ = ["canonical_cc", "CC", "cuda_data", "cuda_release_for_ptx_isa", "CudaTarget", "driver_at_least",
            "generations", "Gpu", "gpu_catalog", "is_tegra", "label", "last_cuda", "last_driver", "lookup_gpu",
            "min_driver", "newest_ptx_isa", "nvcc_accepts", "nvcc_refusal", "ptx_runs_on", "renamed", "runs_on",
-           "runtime_major", "sass_runs_on", "vendor_range", "VendorRange"]
+           "runtime_major", "sass_runs_on", "Statement", "statements", "library_statements",
+           "vendor_range", "VendorRange"]

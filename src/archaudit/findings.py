@@ -329,7 +329,10 @@ _CODES = [
          "libfoo.so: 3 kernels are specialised for sm_90a"),
     CodeInfo(Code.K003, INFO, "kernels dispatched by architecture",
          "Kernels of one container that a claimed GPU cannot launch from it, where the binary shows it "
-         "is by design for each kernel: its own name names the architecture its code there is for, and "
+         "is by design for each kernel: the library's own bytes carry a sourced statement that its host "
+         "code never launches kernels of that name below a newer architecture (data/vendor.json "
+         "statements: NCCL's 'FP8 reduction support begins with sm90 capable devices.' for its fp8 "
+         "kernels), its own name names the architecture its code there is for, and "
          "that code is for nothing else (sm80_xmma_* with only sm_80 code, volta_*, cutlass_80_*; CCCL's "
          "namespaces such as CUB_200800_SM_500_520 list every architecture of the translation unit and "
          "are no such name), or the kernel was compiled out of its own container's code for that GPU "

@@ -112,6 +112,9 @@ class Library:
     # Names holding nvJitLinkCreate in its strings (looked up by name in a libnvJitLink it dlopens,
     # or imported): the library links device code at run time before loading it.
     linkers: tuple[str, ...] = ()
+    # Sourced statements (data/vendor.json ``statements``) its own bytes hold, each exactly as
+    # written there: NCCL's "FP8 reduction support begins with sm90 capable devices."
+    statements: tuple[str, ...] = ()
 
     @property
     def entries(self) -> tuple[Entry, ...]:

@@ -438,3 +438,40 @@ def test_code_that_defines_no_kernel_leaves_no_kernel_to_fail(capsys):
     entries = [e for c in scan_file(lib("lib_empty_beside_8090.so")).containers for e in c.entries]
     assert [e.defines_nothing for e in entries if e.target == "sm_75"] == [True]
     assert not any(e.defines_nothing for e in entries if e.kernels)
+
+
+# ---- a string in the binary (data/vendor.json statements): NCCL's fp8 refusal below sm_90 ----
+
+FP8_KERNEL = "_Z17reduce_sum_f8e4m3PKhPhi"
+
+
+def test_a_string_the_host_code_carries_excuses_the_kernels_it_speaks_for(capsys):
+    """reduce_sum_f8e4m3 in a TU for sm_90 only, beside reduce_sum_f32 for 80;90, in a libnccl.so.2
+    whose host code returns "FP8 reduction support begins with sm90 capable devices." below 9.0."""
+    rc, rep = run(capsys, lib("fp8_stated/libnccl.so.2"), "--arch", "80;90")
+    (k,) = findings(rep, "K003")
+    assert rc == 0 and k["data"]["reason"] == "stated" and k["data"]["kernels"] == [FP8_KERNEL]
+    assert k["data"]["fails"] == ["80"] and k["data"]["statement"].startswith("FP8 reduction support")
+
+
+def test_the_same_kernels_without_the_string_still_fail(capsys):
+    rc, rep = run(capsys, lib("fp8_unstated/libnccl.so.2"), "--arch", "80;90")
+    (k,) = findings(rep, "K001")
+    assert rc == 1 and k["data"]["kernels"] == [FP8_KERNEL] and not findings(rep, "K003")
+
+
+def test_the_string_excuses_no_kernel_it_does_not_speak_for(capsys):
+    """The string beside reduce_sum_bf16, also for sm_90 only: the bf16 kernel's gap stays K001."""
+    rc, rep = run(capsys, lib("fp8_bf16_stated/libnccl.so.2"), "--arch", "80;90")
+    (k,) = findings(rep, "K001")
+    assert rc == 1 and k["data"]["kernels"] == ["_Z15reduce_sum_bf16PKtPti"]
+    assert [f["data"]["kernels"] for f in findings(rep, "K003")] == [[FP8_KERNEL]]
+
+
+def test_the_string_speaks_only_for_the_library_it_is_sourced_for(capsys, tmp_path):
+    """The same bytes under another file name are not NCCL: the row's file pattern does not match."""
+    other = tmp_path / "libfoo.so"
+    shutil.copy(lib("fp8_stated/libnccl.so.2"), other)
+    rc, rep = run(capsys, str(other), "--arch", "80;90")
+    assert rc == 1 and [f["data"]["kernels"] for f in findings(rep, "K001")] == [[FP8_KERNEL]]
+

@@ -18,8 +18,8 @@ from wheels import fetch
 pytestmark = pytest.mark.slow
 
 
-def check(name: str, version: str, arch: str | None, **policy: object) -> Report:
-    inv = inventory(str(fetch(name, version)), decode=True)
+def check(name: str, version: str, arch: str | None, platform: str | None = None, **policy: object) -> Report:
+    inv = inventory(str(fetch(name, version) if platform is None else fetch(name, version, platform)), decode=True)
     claim = parse_claim(arch, "--arch") if arch is not None else None
     return audit([inv], claim, Policy(**policy))  # type: ignore[arg-type]
 
@@ -89,11 +89,38 @@ def test_nccl_passes_on_the_evidence_of_its_own_containers():
     assert found(rep, "K003")
 
 
-def test_nccl_fp8_kernels_are_compiled_out_below_sm_90():
-    rep = check("nvidia-nccl-cu12", "2.32.3", "70;75;80;86;89;90;100;103;120;121")
-    fp8 = [f for f in found(rep, "K003") if any("oneRankReduce" in k and "fp8" in k
-                                                for k in f.get("kernels") or ())]  # type: ignore[attr-defined]
-    assert fp8 and all(f.get("reason") == "compiled-out" for f in fp8)
+NCCL_FP8 = "FP8 reduction support begins with sm90 capable devices."
+
+
+def _fp8_gaps(rep: Report) -> list[Finding]:
+    return [f for f in found(rep, "K003") if any("oneRankReduce" in k and "fp8" in k
+                                                 for k in f.get("kernels") or ())]  # type: ignore[attr-defined]
+
+
+def test_nccl_fp8_kernels_are_excused_below_sm_90_by_the_string_its_host_code_carries():
+    """libnccl.so.2 2.32.3 carries NCCL's refusal of fp8 reductions below sm_90 (taskAppend); its
+    two fp8 oneRankReduce kernels have code only for sm_90, sm_100 and sm_120 in their container
+    (its 56 ncclDevKernel_*_f8e4m3/f8e5m2 kernels have code for every claimed GPU: no gap)."""
+    rep = check("nvidia-nccl-cu12", "2.32.3", "60;61;70;75;80;86;89;90;100;120")
+    fp8 = _fp8_gaps(rep)
+    assert rep.exit_code == 0 and fp8 and all(f.get("reason") == "stated" for f in fp8)
+    assert fp8[0].get("statement") == NCCL_FP8 and fp8[0].get("fails") == ["60", "61", "70", "75", "80", "86", "89"]
+
+
+def test_nccl_cu13_aarch64_fp8_kernels_are_excused_by_the_same_string():
+    rep = check("nvidia-nccl-cu13", "2.32.3", "75;80;86;89;90;100;103;110;120;121", platform="manylinux_2_27_aarch64")
+    fp8 = _fp8_gaps(rep)
+    assert rep.exit_code == 0 and fp8 and all(f.get("reason") == "stated" for f in fp8)
+    assert fp8[0].get("fails") == ["75", "80", "86", "89"]
+
+
+def test_nccl_cu11_carries_no_fp8_string_and_its_9_0_gap_stays():
+    """nvidia-nccl-cu11 2.21.5 predates NCCL's fp8 types: no fp8 kernel and no such string, and
+    nothing of it runs on 9.0 (sm_35 to sm_80 SASS, no PTX): G001 stands."""
+    rep = check("nvidia-nccl-cu11", "2.21.5", "35;50;60;70;75;80;86;89;90")
+    assert not [f for f in found(rep, "K003") if f.get("reason") == "stated"]
+    (g,) = found(rep, "G001")
+    assert g.get("missing") == ["90"] and rep.exit_code == 1
 
 
 def test_tensorflow_fails_on_blackwell_where_its_sm_90a_ptx_cannot_compile():

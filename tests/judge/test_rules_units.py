@@ -6,6 +6,8 @@ clean input that must not. The end-to-end tests on nvcc-built fixtures are in te
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from archaudit.claims import parse_claim
@@ -13,7 +15,7 @@ from archaudit.findings import CODES, ERROR
 from archaudit.judge import rules
 from archaudit.judge.facts import library_facts
 from archaudit.judge.policy import AmdGpu, Policy
-from archaudit.model import DEVICE_LINK, HIP, PTX, RELOCATABLE, SASS, Entry, Library, Problem
+from archaudit.model import DEVICE_LINK, HIP, PTX, RELOCATABLE, SASS, Container, Entry, Library, Problem
 from helpers import CLEAN, KERN, amd, box, codes, found, lib, ptx, report, sass
 
 # ---- hand-built inputs -------------------------------------------------------------------------
@@ -310,6 +312,33 @@ def test_k003_kernel_compiled_out_of_its_own_container():
     rep = report(lib(c), arch="80;90")
     (k,) = found(rep, "K003")
     assert k.get("reason") == "compiled-out" and k.get("fails") == ["80"] and rep.exit_code == 0
+
+
+NCCL_FP8 = "FP8 reduction support begins with sm90 capable devices."
+
+
+def _nccl(*containers: Container, said: tuple[str, ...] = (NCCL_FP8,), path: str = "nvidia/nccl/lib/libnccl.so.2"
+          ) -> Library:
+    return replace(lib(*containers, path=path), statements=said)
+
+
+def test_k003_a_string_in_the_library_excuses_the_kernels_it_speaks_for_below_its_architecture():
+    """NCCL's refusal below sm_90 excuses an fp8 kernel on 8.0, not on 9.0 (not below 9.0)."""
+    c = box(sass("sm_80", "_Z3allv"), sass("sm_90", "_Z3allv"), sass("sm_100", "_Z3allv"))
+    rep = report(_nccl(c, box(sass("sm_100", "_Z10red_f8e5m2v"))), arch="80;90;100")
+    (k,) = found(rep, "K003")
+    assert k.get("reason") == "stated" and k.get("fails") == ["80"] and k.get("kernels") == ["_Z10red_f8e5m2v"]
+    (f,) = found(rep, "K001")
+    assert f.get("fails") == ["90"] and rep.exit_code == 1
+
+
+@pytest.mark.parametrize("said, path", [((), "libnccl.so.2"), ((NCCL_FP8,), "libother.so"),
+                                        (("FP8 reduction support begins with sm90",), "libnccl.so.2")])
+def test_k001_a_string_speaks_only_whole_and_only_in_its_own_library(said, path):
+    """No string, the string in a library the row is not for, or only part of it: K001 stands."""
+    rep = report(_nccl(KERN, box(sass("sm_90", "_Z10red_f8e4m3v")), said=said, path=path))
+    (f,) = found(rep, "K001")
+    assert f.get("kernels") == ["_Z10red_f8e4m3v"] and rep.exit_code == 1 and "K003" not in codes(rep)
 
 
 def test_k001_a_neighbour_named_for_an_architecture_excuses_nothing():

@@ -12,7 +12,7 @@ import sqlite3
 
 from ..errors import UsageError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -63,6 +63,7 @@ CREATE TABLE IF NOT EXISTS libraries (
     problems TEXT NOT NULL,             -- JSON [[code, message, offset]]
     notes TEXT NOT NULL,                -- JSON list
     linkers TEXT NOT NULL,              -- JSON list: names holding nvJitLinkCreate (a run-time linker)
+    statements TEXT NOT NULL,           -- JSON list: sourced statements its bytes hold (data/vendor.json)
     PRIMARY KEY (wheel_id, idx)
 );
 CREATE TABLE IF NOT EXISTS containers (

@@ -133,12 +133,13 @@ class Store:
             for li, lib in enumerate(inv.libraries):
                 v = verdicts.get(lib.path)
                 fl = v.driver_floor if v else None
-                db.execute("INSERT INTO libraries VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                db.execute("INSERT INTO libraries VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                            (wid, li, lib.path, lib.size, lib.format, v.status if v else None,
                             json.dumps(list(v.carried) if v else []), fl[0] if fl else None, fl[1] if fl else None,
                             v.kernels if v else None, json.dumps(list(lib.needed)), json.dumps(list(lib.runpath)),
                             json.dumps(list(lib.embedded_claims)), _problems(lib.problems),
-                            json.dumps(list(lib.notes)), json.dumps(list(lib.linkers))))
+                            json.dumps(list(lib.notes)), json.dumps(list(lib.linkers)),
+                            json.dumps(list(lib.statements))))
                 for ci, c in enumerate(lib.containers):
                     db.execute("INSERT INTO containers VALUES (?,?,?,?,?,?,?,?)",
                                (wid, li, ci, c.vendor, c.role, c.section, c.offset, c.size))
@@ -200,12 +201,13 @@ def inventory_of(db: sqlite3.Connection, wheel_id: int) -> TargetInventory:
         containers.setdefault(li, []).append(Container(vendor, role, section, off, size,
                                                        tuple(entries.get((li, ci), ()))))
     libs = []
-    for li, path, size, fmt, needed, runpath, claims, problems, notes, linkers in db.execute(
-            "SELECT idx, path, size, format, needed, runpath, embedded_claims, problems, notes, linkers FROM libraries "
-            "WHERE wheel_id = ? ORDER BY idx", (wheel_id,)):
+    for li, path, size, fmt, needed, runpath, claims, problems, notes, linkers, said in db.execute(
+            "SELECT idx, path, size, format, needed, runpath, embedded_claims, problems, notes, linkers, statements "
+            "FROM libraries WHERE wheel_id = ? ORDER BY idx", (wheel_id,)):
         libs.append(Library(path, size, fmt, tuple(containers.get(li, ())), tuple(json.loads(needed)),
                             tuple(json.loads(runpath)), tuple(json.loads(claims)), _unproblems(problems),
-                            tuple(json.loads(notes)), tuple(json.loads(linkers))))
+                            tuple(json.loads(notes)), tuple(json.loads(linkers)),
+                            tuple(json.loads(said))))
     file, problems, exit_code, inflated, seconds, _, _ = w
     parts = file.split("-")
     dist = f"{parts[0]}-{parts[1]}" if len(parts) >= 2 else ""  # as artifacts names a wheel's distribution

@@ -299,7 +299,7 @@ def _dead(code: NvCode, runtime: Floor | None, last: CC) -> bool:
     return False
 
 
-Verdict = Literal["fails", "specialised", "named", "compiled-out", "elsewhere"]
+Verdict = Literal["fails", "specialised", "stated", "named", "compiled-out", "elsewhere"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -338,10 +338,13 @@ def _kernel_gaps(f: LibraryFacts, gpus: tuple[CC, ...]) -> tuple[KernelGap, ...]
     The runtime registers each container as a module and launches a kernel from the module its
     host stub belongs to, so a kernel is judged in its own container: a same-named kernel in
     another container never covers it. A gap is by design only where the binary shows it for
-    that kernel: all its code there is arch-specific or family code ("specialised"); its own
-    name names the architecture it was built for and its code there covers exactly that
-    ("named"); or its container gives that GPU code in which the kernel was compiled out (the
-    same translation unit was built for the GPU, so the source left it out there, as a
+    that kernel: all its code there is arch-specific or family code ("specialised"); the
+    library's own bytes carry a sourced statement that its host code never launches a kernel of
+    that name below an architecture newer than the GPU (NCCL's "FP8 reduction support begins
+    with sm90 capable devices.": "stated"); its own name names the architecture it was built
+    for and its code there covers exactly that ("named"); or its container gives that GPU code
+    in which the kernel was compiled out (the same translation unit was built for the GPU, so
+    the source left it out there, as a
     __CUDA_ARCH__ guard does: "compiled-out"). A container whose code the driver picks for the
     GPU and cannot compile (PTX whose text targets sm_90a, on 10.0: CUDA_ERROR_INVALID_PTX) is
     never by design: its kernels "fail"; one whose cubin for the GPU does not load alone and is
@@ -414,6 +417,8 @@ def _kernel_verdict(f: LibraryFacts, i: int, name: str, codes: tuple[NvCode, ...
         return "specialised", ()
     if choice.runs == "none" and choice.code is not None:
         return "fails", ()  # the driver picks its PTX and cannot compile it
+    if any(s.excuses(name, cc) for s in f.statements):
+        return "stated", ()
     if named_for(name, codes, cc):
         return "named", ()
     if choice.runs != "none":
@@ -486,6 +491,12 @@ class LibraryFacts:
     def vendor(self) -> arch.VendorRange | None:
         """The GPU range the library's vendor documents, when it is a listed vendor library."""
         return arch.vendor_range(self.path.rsplit("/", 1)[-1])
+
+    @cached_property
+    def statements(self) -> tuple[arch.Statement, ...]:
+        """The sourced statements the library makes about some of its kernels: its file name is
+        a row's, and its own bytes hold the row's exact string (Library.statements)."""
+        return arch.library_statements(self.path.rsplit("/", 1)[-1], self.library.statements)
 
     @cached_property
     def claimed(self) -> tuple[CC, ...]:

@@ -472,9 +472,10 @@ def rule_k002(f: LibraryFacts) -> list[Finding]:
 @library_rule(Code.K003)
 def rule_k003(f: LibraryFacts) -> list[Finding]:
     """K003: kernels a claimed GPU cannot launch by design, as the binary shows for each kernel in
-    its own container: its name names the architecture its code there is for, or it was compiled
+    its own container: a sourced statement in the library's own bytes speaks for it (data/vendor.json
+    ``statements``), its name names the architecture its code there is for, or it was compiled
     out of its own container's code for that GPU."""
-    out = []
+    out = _k003_stated(f)
     for why in ("named", "compiled-out"):
         gaps = [(g.carried, g.fails, g.name, g.units) for g in f.kernel_gaps if g.verdict == why]
         for g in _groups(gaps):
@@ -491,6 +492,26 @@ def rule_k003(f: LibraryFacts) -> list[Finding]:
                                f"{f.path}: {_kernels_phrase(g.names, g.containers)} {said}: {reason}",
                                kernels=list(g.names or ()), carried=list(g.carried), fails=list(g.fails),
                                reason=why))
+    return out
+
+
+def _k003_stated(f: LibraryFacts) -> list[Finding]:
+    """K003 for kernels a sourced statement in the library's own bytes speaks for, one finding
+    per statement and (carried, fails): the string, what it speaks for, and its source."""
+    out = []
+    for said in f.statements:
+        gaps = [(g.carried, g.fails, g.name, g.units) for g in f.kernel_gaps if g.verdict == "stated"
+                and g.name is not None and said.kernels.search(g.name)]
+        for g in _groups(gaps):
+            text = said.text.decode("utf-8")
+            out.append(finding(
+                Code.K003, f.path,
+                f"{f.path}: {_kernels_phrase(g.names, g.containers)} carry code only for {', '.join(g.carried)}, "
+                f"not for {', '.join('sm_' + x for x in g.fails)}: the library carries \"{text}\", so its host code "
+                f"launches {said.speaks_for} only from {said.first[0]}.{said.first[1]} on ({said.name}, "
+                f"data/vendor.json)",
+                kernels=list(g.names or ()), carried=list(g.carried), fails=list(g.fails), reason="stated",
+                statement=text, statement_kernels=said.kernels.pattern, statement_source=said.source))
     return out
 
 

@@ -141,7 +141,7 @@ def _host_elf(f: OpenFile, h: elf.Header) -> Library:
     containers, placed = attribute(found, sections, segments)
     problems += placed
     return Library(path, size, "elf", tuple(containers), needed, runpath, tuple(found.claims),
-                   tuple(problems), tuple(notes), tuple(found.linkers))
+                   tuple(problems), tuple(notes), tuple(found.linkers), tuple(found.statements))
 
 
 def _zones(size: int, segments: tuple[elf.Segment, ...]) -> list[Zone]:

@@ -44,7 +44,7 @@ def read(path: str, size: int, src: stream.Source, settings: records.ScanSetting
     problems = found.problems + [p for p in found.soft if p.code == Code.E011]
     notes = () if containers or problems else (NO_CUDA,)
     return Library(path, size, "macho", tuple(containers), (), (), tuple(found.claims), tuple(problems), notes,
-                   tuple(found.linkers))
+                   tuple(found.linkers), tuple(found.statements))
 
 
 __all__ = ["Chunks", "is_macho", "MAGICS", "NO_CUDA", "read"]

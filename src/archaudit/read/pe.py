@@ -297,7 +297,7 @@ def read(path: str, size: int, src: stream.Source, chunks: Chunks, settings: rec
     containers = [_in_section(c, h) for c in containers]
     problems = [_pe_names(p, pe_name, h) for p in problems]
     return Library(path, size, "pe", tuple(containers), needed, (), tuple(state.claims), tuple(problems),
-                   tuple(notes), tuple(state.linkers))
+                   tuple(notes), tuple(state.linkers), tuple(state.statements))
 
 
 def _zones(h: Headers, size: int) -> list[search.Zone]:

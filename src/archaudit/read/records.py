@@ -8,6 +8,7 @@ from __future__ import annotations
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
+from .. import arch
 from ..claims import embedded_claim_markers, parse_embedded
 from ..findings import Code
 from ..model import LTO, Container, Entry, Problem
@@ -86,6 +87,7 @@ class ScanResult:
     hip_wrappers: list[HipWrapper] = field(default_factory=list)
     claims: list[str] = field(default_factory=list)
     linkers: list[str] = field(default_factory=list)  # strings naming a run-time device-code linker
+    statements: list[str] = field(default_factory=list)  # sourced statements (STATEMENTS) found, each once
     problems: list[Problem] = field(default_factory=list)
     # Header-level rejects: real problems inside device-code sections, coincidences elsewhere.
     soft: list[Problem] = field(default_factory=list)
@@ -128,7 +130,18 @@ class Records:
         for needle in MARKERS:
             table[needle] = self.claim
         table[LINKER_MARKER] = self.linker
+        for text in STATEMENTS:
+            table[text] = self._statement_handler(text)
         return table
+
+    def _statement_handler(self, text: bytes) -> Handler:
+        def found(src: Source, at: int) -> int:
+            """A sourced statement (data/vendor.json), found whole in the library's own bytes."""
+            said = self.found.statements
+            if text.decode("utf-8") not in said:
+                said.append(text.decode("utf-8"))
+            return at + len(text)
+        return found
 
     def problem(self, code: Code, message: str, offset: int | None = None) -> None:
         self.found.problems.append(Problem(code, message, offset))
@@ -322,6 +335,10 @@ MARKERS: tuple[bytes, ...] = tuple(m.lstrip(b"\0") for m in embedded_claim_marke
 # (it neither NEEDs nor imports it), CUDA 12's versioned __nvJitLinkCreate_12_* imports. One
 # more needle for read-only data, like the claim markers (its cost: docs/rules.md).
 LINKER_MARKER = b"nvJitLinkCreate"
+# Strings a library's host code carries that state the GPU range of some of its kernels (NCCL's
+# "FP8 reduction support begins with sm90 capable devices."), from data/vendor.json, each with
+# its source: one more long needle each, like the claim markers; each is kept once when found.
+STATEMENTS: tuple[bytes, ...] = tuple(dict.fromkeys(s.text for s in arch.statements()))
 LINKER_WINDOW = 64
 LINKERS_KEPT = 4
 _NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.")
@@ -329,4 +346,5 @@ _NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01
 
 __all__ = ["DEFAULT_MAX_PAYLOAD", "FatbinWrapper", "FoundContainer", "HIP_WRAPPER_MAGIC", "HipWrapper",
            "LINKER_MARKER", "LOOKAHEAD_FACTOR",
-           "LOOKAHEAD_SLACK", "MARKERS", "PAD_WINDOW", "Records", "ScanResult", "ScanSettings"]
+           "LOOKAHEAD_SLACK", "MARKERS", "PAD_WINDOW", "Records", "ScanResult", "ScanSettings",
+           "STATEMENTS"]
