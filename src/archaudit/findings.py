@@ -360,15 +360,22 @@ _CODES = [
          "With --driver, some claimed (or --gpu) GPU would run PTX or cubins from a CUDA release "
          "whose minimum driver is newer than the one given ('the provided PTX was compiled with an "
          "unsupported toolchain'), or archaudit cannot name that floor (no toolkit note, no linked "
-         "CUDA library, an ISA newer than its tables): fail closed.",
+         "CUDA library, an ISA newer than its tables): fail closed. Where those GPUs run the rest of the "
+         "library natively, the floor is that of the kernels they reach only through that PTX, with no "
+         "native code there in any container and no evidence that they are not launched there (a kernel "
+         "named for another architecture, or one a sourced statement speaks for, sets no floor): the "
+         "finding names them and counts them per GPU.",
          "Build with an older toolkit (or lower PTX ISA), or require a newer driver.",
          "libfoo.so needs driver >= 580.65.06 (PTX ISA 9.0, CUDA 13.0); 550.54 given"),
     CodeInfo(Code.D002, INFO, "driver floor",
          "The minimum NVIDIA driver for the code the claimed (or --gpu) GPUs would run: per GPU, the "
          "driver of the PTX ISA it JIT-compiles, or its cubin's CUDA major under minor version "
          "compatibility (from the cubin's toolkit note, else the CUDA libraries it links, such as "
-         "libcudart.so.12). Without any of these the floor is unknown.",
-         "Nothing; publish it with the release.",
+         "libcudart.so.12). Without any of these the floor is unknown. With a claim it is the floor of "
+         "the claimed GPUs, and where all the code needs more (PTX only a GPU outside the claim would "
+         "JIT-compile) it says that floor too; without a claim it is the floor of all the code.",
+         "Nothing; publish the floor of the claimed GPUs with the release (the all-code floor only beside "
+         "a promise for the GPUs outside the claim that need it).",
          "wheel needs driver >= 580.65.06 on Linux (CUDA 13.0)"),
     CodeInfo(Code.X001, WARNING, "stale ignore entry",
          "An ignore entry in [tool.archaudit] no longer matches any finding.",

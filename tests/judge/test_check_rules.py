@@ -475,3 +475,32 @@ def test_the_string_speaks_only_for_the_library_it_is_sourced_for(capsys, tmp_pa
     rc, rep = run(capsys, str(other), "--arch", "80;90")
     assert rc == 1 and [f["data"]["kernels"] for f in findings(rep, "K001")] == [[FP8_KERNEL]]
 
+
+
+# ---- the floor of the code each GPU runs (issue 26 item 5) ----
+
+
+def test_a_ptx_floor_is_the_floor_of_the_kernels_that_reach_a_gpu_only_through_it(capsys):
+    """late_fill has sm_80 SASS and compute_80 PTX of ISA 9.4 (cuSOLVER 12.4.1.2's shape), beside
+    axpy for 80;90. On 8.0 everything is native: 580.65.06 is enough. On 9.0 late_fill's only code
+    is that PTX, which a 580 driver cannot JIT: D001 names late_fill, not the library."""
+    fixture = lib("lib_ptx94_late.so")
+    rc, rep = run(capsys, fixture, "--arch", "80;90", "--driver", "580.65.06")
+    (d,) = findings(rep, "D001")
+    assert rc == 1 and d["data"]["gpus"] == ["90"] and d["data"]["kernels"] == ["_Z9late_fillPfi"]
+    assert d["data"]["per_gpu"] == {"90": 1} and "(not K003)" in d["message"] and "PTX ISA 9.4" in d["message"]
+    assert run(capsys, fixture, "--arch", "80", "--driver", "580.65.06")[0] == 0  # SASS there: no PTX floor
+    assert run(capsys, fixture, "--arch", "80;90", "--driver", "615.71.09")[0] == 0
+    rc, rep = run(capsys, fixture, "--gpu", "H100")  # "native" says what it reaches only through the JIT
+    (g,) = findings(rep, "G008")
+    assert "1 kernel (late_fill) in 1 container reach it only through PTX JIT (compute_80, PTX ISA 9.4: " \
+           "driver >= 615.71.09)" in g["message"]
+
+
+def test_a_kernel_named_for_another_architecture_sets_no_ptx_floor(capsys):
+    """The same build with the kernel named sm80_tail_kernel: its name says it is for 8.0, so its
+    ISA 9.4 PTX sets no floor on 9.0 (K003's evidence): 580.65.06 passes."""
+    rc, rep = run(capsys, lib("lib_ptx94_named.so"), "--arch", "80;90", "--driver", "580.65.06")
+    (d,) = findings(rep, "D002")
+    assert rc == 0 and d["data"]["gpus"] == {"80": "580.65.06", "90": "580.65.06"}
+    assert d["data"]["all_code_driver"] == "615.71.09" and "the floor a release publishes" in d["message"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -32,7 +33,8 @@ _RANK = {"native": 2, "jit": 1, "none": 0}
 # ---- the direct formulations -------------------------------------------------------------------
 
 
-def reference_needed(units: list[facts.Unit], choices: list[Choice]) -> list[bool]:
+def reference_needed(units: list[facts.Unit], choices: list[Choice],
+                     excused: Callable[[facts.Unit, str], bool] = lambda u, k: False) -> list[bool]:
     best: dict[str, int] = {}
     for u, c in zip(units, choices):
         if u.identified and c.runs != "none":
@@ -44,9 +46,24 @@ def reference_needed(units: list[facts.Unit], choices: list[Choice]) -> list[boo
             out.append(False)
         elif not u.identified:
             out.append(True)
-        else:
-            out.append(any(best[k] == _RANK[c.runs] for k in c.kernels or ()))
+        else:  # a JIT unit's kernel that the binary shows is not launched on this GPU needs nothing
+            out.append(any(best[k] == _RANK[c.runs] and (c.runs == "native" or not excused(u, k))
+                           for k in c.kernels or ()))
     return out
+
+
+def reference_excused(f: LibraryFacts, gpu: CC) -> Callable[[facts.Unit, str], bool]:
+    """K003's evidence about a kernel of a unit on ``gpu``, formulated directly: a statement speaks
+    for it, or its name names architectures (not ``gpu``) and its code in the unit is for exactly
+    those, or is all for newer ones than ``gpu``."""
+    def excused(u: facts.Unit, k: str) -> bool:
+        if any(s.excuses(k, gpu) for s in f.statements):
+            return True
+        named = reference_named(k)
+        archs = [facts.arch.canonical_cc(c.effective.cc) for c in u.codes if k in (c.entry.kernels or ())]
+        return bool(named) and gpu not in named and (all(a in named for a in archs)
+                                                     or (gpu < min(named) and all(a >= min(named) for a in archs)))
+    return excused
 
 
 def reference_named(kernel: str) -> tuple[CC, ...]:
@@ -86,7 +103,7 @@ def reference_floor(f: LibraryFacts, gpu: CC) -> facts.Floor | None:
     choices = list(f.paths[gpu].choices)
     built = facts._unit_release(tuple(c for u in units for c in u.codes))
     floors = [facts._code_floor(c.code, f.runtime, f.policy.driver_os, facts._unit_release(u.codes) or built)
-              for u, c, needed in zip(units, choices, reference_needed(units, choices))
+              for u, c, needed in zip(units, choices, reference_needed(units, choices, reference_excused(f, gpu)))
               if needed and c.code is not None]
     if floors and f.runtime is not None:
         floors.append(f.runtime)
@@ -130,6 +147,8 @@ def assert_agrees(f: LibraryFacts) -> None:
             assert choice == asked or (choice == NOTHING and asked.code in path.dead)
         units, choices = list(f.units), list(path.choices)
         assert facts._needed(units, choices, list(path.given)) == reference_needed(units, choices)
+        assert facts._needed(units, choices, list(path.given), facts.excused_on(cc, f.statements)) == \
+            reference_needed(units, choices, reference_excused(f, cc))
         assert path.floor == reference_floor(f, cc)
         for name in f.kernel_homes:
             assert f.kernel_codes(name) == tuple(c for i in f.kernel_homes[name] for c in f.units[i].codes

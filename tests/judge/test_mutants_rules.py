@@ -329,8 +329,10 @@ def test_d001_d002_known_floor_per_claimed_gpu():
     code = lib(box(sass("sm_80"), ptx("compute_90", isa=(9, 2))))
     rep = report(code, arch="80;90", driver="580.65.06")
     assert [whole(f) for f in rep.findings if f.code.startswith("D")] == [
-        ("D002", INFO, "libx.so", "libx.so needs driver >= 595.45.04 (linux, CUDA 13.2)",
-         {"cuda": "13.2", "driver": "595.45.04", "gpus": {"80": "580.65.06", "90": "595.45.04"}, "os": "linux"}),
+        ("D002", INFO, "libx.so", "libx.so needs driver >= 595.45.04 (linux, CUDA 13.2) on its claimed GPUs, the "
+                                  "floor a release publishes",
+         {"cuda": "13.2", "driver": "595.45.04", "gpus": {"80": "580.65.06", "90": "595.45.04"}, "os": "linux",
+          "scope": "claimed"}),
         ("D001", ERROR, "libx.so", "libx.so needs driver >= 595.45.04 (CUDA 13.2) on 90; 580.65.06 given: 'the "
                                    "provided PTX was compiled with an unsupported toolchain' from compute_90 (PTX ISA "
                                    "9.2)", {"driver": "595.45.04", "cuda": "13.2", "gpus": ["90"]}),

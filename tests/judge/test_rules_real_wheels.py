@@ -166,3 +166,40 @@ def test_torch_2_5_1_bundled_cusparselt_is_judged_in_its_documented_range():
     lt = "torch/lib/libcusparseLt-294d6944.so.0"
     assert [f.get("gpus") for f in found(rep, "G016") if f.subject == lt] == [["50", "60", "70", "75"]]
     assert not [f for f in rep.findings if f.subject == lt and f.severity == "error"]
+
+
+CUSOLVER_CLAIM = "75;80;86;89;90;100;103;120;121"
+
+
+def test_cusolver_ptx_floor_is_that_of_the_kernels_blackwell_reaches_only_through_ptx():
+    """nvidia-cusolver 12.4.1.2 has SASS for every claimed GPU, and per-architecture containers
+    (sm_90 + compute_90 of ISA 9.4, sm_100 + compute_100, ...). 208 geqr4/getf5 instantiations
+    exist only in the sm_90 containers (cuobjdump -symbols: one sm_90 ELF each), so 10.0 reaches
+    them only through that PTX, which 580.65.06 cannot JIT; nothing in the binary excuses them."""
+    rep = check("nvidia-cusolver", "12.4.1.2", CUSOLVER_CLAIM, driver="580.65.06")
+    d = next(f for f in found(rep, "D001") if f.subject.endswith("libcusolver.so.12"))
+    assert d.get("gpus") == ["100", "103", "120", "121"]
+    assert d.get("per_gpu") == {"100": 208, "103": 196, "120": 479, "121": 479} and d.get("kernel_count") == 540
+    assert all("geqr4_kernel" in k or "getf5_kernel" in k for k in d.get("kernels"))  # type: ignore[union-attr]
+    assert "(not K003)" in d.message and "not the floor of the whole library" in d.message
+    assert not found(check("nvidia-cusolver", "12.4.1.2", CUSOLVER_CLAIM, driver="615.71.09"), "D001")
+
+
+def test_cusparselt_on_h100_says_what_it_reaches_only_through_ptx_and_what_that_needs():
+    """nvidia-cusparselt-cu13 0.10.0 on an H100: native for all but its cutlass compression
+    kernels (sm_75, sm_80, compute_75 of ISA 9.2): the --gpu answer and D001 say the same."""
+    rep = check("nvidia-cusparselt-cu13", "0.10.0", None, gpus=(("H100", (9, 0)),), driver="580.65.06")
+    (g,) = found(rep, "G009")
+    (d,) = found(rep, "D001")
+    assert "428 kernels (cutlass::Kernel, cutlass::Kernel2) in 1 container reach it only through PTX JIT " \
+           "(compute_75, PTX ISA 9.2: driver >= 595.45.04)" in g.message
+    assert d.get("driver") == "595.45.04" and d.get("kernel_count") == 428 and d.get("per_gpu") == {"90": 428}
+
+
+def test_curand_states_both_floors_and_which_one_a_release_publishes():
+    """nvidia-curand 10.4.5.25: its claimed GPUs need 580.65.06; all its code 615.71.09 (PTX of ISA
+    9.4 only a GPU outside the claim would JIT-compile)."""
+    (d,) = found(check("nvidia-curand", "10.4.5.25", CUSOLVER_CLAIM), "D002")
+    assert d.get("driver") == "580.65.06" and d.get("scope") == "claimed" and d.get("all_code_driver") == "615.71.09"
+    (d,) = found(check("nvidia-curand", "10.4.5.25", None), "D002")
+    assert d.get("driver") == "615.71.09" and d.get("scope") == "all-code"

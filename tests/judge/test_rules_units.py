@@ -422,8 +422,33 @@ def test_d001_names_the_kernels_a_ptx_floor_is_for():
     rep = report(lib(box(sass("sm_100", "_Z1kv")), box(ptx("compute_90", "_Z1kv", "_Z1jv", isa=(9, 4)))),
                  arch="100", driver="580.65.06")
     (d,) = found(rep, "D001")
-    assert d.get("kernels") == ["_Z1jv", "_Z1kv"] and "1 of them have native code there" in d.message
-    assert "not of the whole library" in d.message
+    assert d.get("kernels") == ["_Z1jv"] and d.get("per_gpu") == {"100": 1} and d.get("native_elsewhere") == 1
+    assert "not the floor of the whole library" in d.message and "(not K003)" in d.message
+    assert "1 more of those containers' kernels have native code there in another container" in d.message
+
+
+def test_d001_a_kernel_named_for_another_architecture_sets_no_ptx_floor():
+    """A kernel named for sm_90 whose only code on 10.0 is compute_90 PTX of ISA 9.4: its name says
+    it is not for 10.0 (K003's evidence), so its PTX sets no floor there; an unnamed one does."""
+    named = lib(box(sass("sm_100", "_Z1kv")),
+                box(sass("sm_90", "sm90_tail"), ptx("compute_90", "sm90_tail", isa=(9, 4))))
+    rep = report(named, arch="90;100", driver="580.65.06")
+    assert found(rep, "D001") == [] and found(rep, "D002")[0].get("gpus") == {"90": "580.65.06", "100": "580.65.06"}
+    plain = lib(box(sass("sm_100", "_Z1kv")),
+                box(sass("sm_90", "_Z4tailv"), ptx("compute_90", "_Z4tailv", isa=(9, 4))))
+    (d,) = found(report(plain, arch="90;100", driver="580.65.06"), "D001")
+    assert d.get("kernels") == ["_Z4tailv"] and d.get("gpus") == ["100"]
+
+
+def test_d002_says_which_floor_a_release_publishes():
+    """With a claim: the floor of the code the claimed GPUs run, and beside it the higher floor of
+    all the code (PTX only a GPU outside the claim would JIT); without a claim, all the code's."""
+    code = lib(box(sass("sm_80"), sass("sm_90"), ptx("compute_90", isa=(9, 4))))
+    (d,) = found(report(code, arch="80;90"), "D002")
+    assert d.get("driver") == "580.65.06" and d.get("scope") == "claimed" and d.get("all_code_driver") == "615.71.09"
+    assert "the floor a release publishes" in d.message and "no claimed GPU needs" in d.message
+    (d,) = found(report(code, arch=None, gpus=()), "D002")
+    assert d.get("driver") == "615.71.09" and d.get("scope") == "all-code" and "with no claim" in d.message
 
 
 def test_d001_the_ptx_a_gpu_jit_compiles():

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from functools import cache, cached_property, lru_cache
 from typing import Literal
@@ -567,6 +567,26 @@ class LibraryFacts:
         """The same question for one GPU (a --gpu question)."""
         return _kernel_gaps(self, (gpu,)) if gpu in self.paths and self.paths[gpu].runs != "none" else ()
 
+    def native_on(self, gpu: CC) -> frozenset[str]:
+        """The kernels some unit gives ``gpu`` natively."""
+        p = self.paths[gpu]
+        return frozenset().union(*(g for c, g in zip(p.choices, p.given) if c.runs == "native"))
+
+    def jit_only(self, gpu: CC) -> tuple[tuple[int, frozenset[str], frozenset[str]], ...]:
+        """The units ``gpu`` runs through the JIT for kernels it has no native code for in any unit:
+        (unit, the kernels nothing excuses there, the kernels K003's evidence excuses there), the
+        code that sets a PTX floor and the code that does not."""
+        p = self.paths[gpu]
+        native = self.native_on(gpu)
+        excused = excused_on(gpu, self.statements)
+        out = []
+        for i, (c, got) in enumerate(zip(p.choices, p.given)):
+            rest = got - native if c.runs == "jit" else frozenset()
+            if rest:
+                said = frozenset(k for k in rest if excused(self.units[i], k))
+                out.append((i, rest - said, said))
+        return tuple(out)
+
     @cached_property
     def floor_gpus(self) -> tuple[CC, ...]:
         """The GPUs whose driver floor is reported: claimed and named ones."""
@@ -578,6 +598,12 @@ class LibraryFacts:
         with neither, of all its code."""
         if self.floor_gpus:
             return highest([p.floor for cc in self.floor_gpus if (p := self.paths[cc]).floor is not None])
+        return self.code_floor
+
+    @cached_property
+    def code_floor(self) -> Floor | None:
+        """The floor of all the library's code, whichever GPU runs it: what a GPU outside the claim
+        that JIT-compiles its newest PTX would need (the floor without a claim)."""
         built = _unit_release(self.codes)
         floors = [_code_floor(c, self.runtime, self.policy.driver_os, u.release or built)
                   for u in self.units for c in u.codes]
@@ -605,16 +631,18 @@ def library_facts(lib: Library, claim: Claim | None, policy: Policy) -> LibraryF
     gpus = dict.fromkeys([*(claim.gpus if claim else ()), *(cc for _, cc in policy.gpus)])
     built = _unit_release(tuple(c for u in units for c in u.codes))
     linker = lib.device_linker is not None
-    paths = {cc: _gpu_path(cc, units, runtime, policy.driver_os, built, linker) for cc in gpus}
+    said = arch.library_statements(lib.path.rsplit("/", 1)[-1], lib.statements)
+    paths = {cc: _gpu_path(cc, units, runtime, policy.driver_os, built, linker, said) for cc in gpus}
     return LibraryFacts(lib, claim, policy, tuple(units), tuple(c for u in units for c in u.codes),
                         reloc, amd, stubs_only, runtime, paths)
 
 
 def _gpu_path(gpu: CC, units: list[Unit], runtime: Floor | None, os_name: str, built: CC | None,
-              linker: bool = False) -> GpuPath:
+              linker: bool = False, said: tuple[arch.Statement, ...] = ()) -> GpuPath:
     """What ``gpu`` runs from each unit, and the driver floor of the code it uses. ``built``: the
     newest CUDA release the library's PTX shows, dating cubins that record no toolkit; ``linker``:
-    the library links device code at run time, so a cubin not loadable alone runs."""
+    the library links device code at run time, so a cubin not loadable alone runs; ``said``: the
+    sourced statements the library makes (a kernel they speak for sets no floor there)."""
     last = arch.last_cuda(gpu)
     memo: dict[int, tuple[Runs, int | None]] = {}  # Unit.shape -> (runs, chosen position)
     choices: list[Choice] = []
@@ -638,7 +666,7 @@ def _gpu_path(gpu: CC, units: list[Unit], runtime: Floor | None, os_name: str, b
         if choice.runs == "native" or (choice.runs == "jit" and runs == "none"):
             runs = choice.runs
     known: dict[tuple[object, ...], Floor] = {}  # what a floor depends on beyond runtime and os_name
-    for u, choice, needed in zip(units, choices, _needed(units, choices, given)):
+    for u, choice, needed in zip(units, choices, _needed(units, choices, given, excused_on(gpu, said))):
         if needed and choice.code is not None:
             e = choice.code.entry
             key = (u.shape, memo[u.shape][1], e.code_version, e.toolkit, u.release or built)
@@ -654,7 +682,20 @@ def _gpu_path(gpu: CC, units: list[Unit], runtime: Floor | None, os_name: str, b
 _NONE: frozenset[str] = frozenset()
 
 
-def _needed(units: list[Unit], choices: list[Choice], given: list[frozenset[str]]) -> list[bool]:
+def excused_on(gpu: CC, said: tuple[arch.Statement, ...]) -> Callable[[Unit, str], bool]:
+    """Whether the binary shows a kernel of a unit is not launched on ``gpu`` (K003's evidence,
+    which holds whatever code reaches the GPU): its own name names the architecture its code in
+    the unit is for and that is not ``gpu``'s, or a sourced statement speaks for it there."""
+    def excused(u: Unit, kernel: str) -> bool:
+        if any(s.excuses(kernel, gpu) for s in said):
+            return True
+        codes = u.codes_defining(kernel)
+        return gpu not in named_architectures(kernel) and named_for(kernel, codes, gpu)
+    return excused
+
+
+def _needed(units: list[Unit], choices: list[Choice], given: list[frozenset[str]],
+            excused: Callable[[Unit, str], bool] | None = None) -> list[bool]:
     """Which units a GPU loads code from. A kernel compiled into several units (a library that
     dispatches by container: curand's single-architecture containers beside PTX-only ones) is
     launched from the unit that serves the GPU best, natively before through the JIT; a unit
@@ -662,8 +703,10 @@ def _needed(units: list[Unit], choices: list[Choice], given: list[frozenset[str]
     read is always counted (fail closed); one read whole without kernels launches nothing.
 
     Native is the best there is, so a unit run natively is used for each of its kernels; one run
-    through the JIT is used unless every kernel of it runs natively from another unit (the
-    kernels run natively are gathered only when some unit is run through the JIT)."""
+    through the JIT is used unless every kernel of it runs natively from another unit or is
+    excused there by evidence about that kernel (``excused``: named for another architecture, or
+    a sourced statement), as K003 excuses a gap: such a kernel's PTX sets no floor (the kernels
+    run natively are gathered only when some unit is run through the JIT)."""
     native: frozenset[str] | None = None
     out = []
     for u, c, ks in zip(units, choices, given):
@@ -677,7 +720,8 @@ def _needed(units: list[Unit], choices: list[Choice], given: list[frozenset[str]
             if native is None:
                 native = frozenset().union(*(g for v, x, g in zip(units, choices, given)
                                              if v.identified and x.runs == "native"))
-            out.append(not native.issuperset(ks))
+            rest = ks - native
+            out.append(bool(rest) and (excused is None or not all(excused(u, k) for k in rest)))
     return out
 
 

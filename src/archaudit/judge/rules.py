@@ -24,7 +24,7 @@ from ..claims import Claim
 from ..findings import CODES, Code, Finding, make_finding
 from ..model import PTX, SASS, Library, TargetInventory
 from . import rocm
-from .facts import LibraryFacts, library_facts
+from .facts import Floor, LibraryFacts, library_facts
 from .policy import AmdGpu, NvidiaGpu, Policy
 from .selection import NvCode, runs
 
@@ -591,9 +591,28 @@ def rule_d002(f: LibraryFacts) -> list[Finding]:
     if floor.driver is None:
         return [finding(Code.D002, f.path, f"{f.path} needs a driver archaudit cannot name ({floor.evidence})",
                         cuda=floor.cuda_text, driver="unknown", gpus=per_gpu)]
+    whose, also, more = _floor_scope(f, floor)
     return [finding(Code.D002, f.path, f"{f.path} needs driver >= {floor.driver} ({f.policy.driver_os}, "
-                                    f"CUDA {floor.cuda_text})", cuda=floor.cuda_text, driver=floor.driver,
-                    gpus=per_gpu, os=f.policy.driver_os)]
+                                    f"CUDA {floor.cuda_text}){whose}{also}", cuda=floor.cuda_text,
+                    driver=floor.driver, gpus=per_gpu, os=f.policy.driver_os, **more)]
+
+
+def _floor_scope(f: LibraryFacts, floor: Floor) -> tuple[str, str, dict[str, object]]:
+    """Whose floor a D002 states, and the other one: with a claim (or --gpu), the floor of the code
+    those GPUs run, which a release publishes; beside it, where it is higher, the floor of all the
+    code, which only a GPU outside the claim needs (one that JIT-compiles newer PTX)."""
+    every = f.code_floor
+    if not f.floor_gpus:
+        return (" for all its code, with no claim (a release publishes the floor of its claimed GPUs, which "
+                "may be lower: give the claim)", "", {"scope": "all-code"})
+    whose = " on its claimed GPUs" if f.claimed else " on the GPUs asked about"
+    whose += ", the floor a release publishes" if f.claimed else ""
+    if every is None or every.driver is None or every.key <= floor.key:
+        return whose, "", {"scope": "claimed" if f.claimed else "asked"}
+    return (whose, f"; all its code needs >= {every.driver} (CUDA {every.cuda_text}, {every.evidence}), which "
+                   f"no claimed GPU needs",
+            {"scope": "claimed" if f.claimed else "asked", "all_code_driver": every.driver,
+             "all_code_cuda": every.cuda_text})
 
 
 @library_rule(Code.D001)
@@ -623,45 +642,85 @@ def rule_d001(f: LibraryFacts) -> list[Finding]:
     error = ("the provided PTX was compiled with an unsupported toolchain" if ptx else
              "CUDA driver version is insufficient for CUDA runtime version")
     gpus = [g for g, _ in low if g]
-    jit, native_elsewhere = _jit_only_kernels(f, [cc for cc in f.floor_gpus if label(cc) in gpus], driver) \
-        if ptx and gpus else ([], 0)
-    scope = ""
-    only_ptx = all("PTX ISA" in fl.evidence for _, fl in low)
-    if jit and only_ptx and (native_elsewhere or _some_native(f, gpus)):  # else it is the whole library's
-        scope = (f"; it is the floor of {_kernels_phrase(jit, 0)} that reach these GPUs only through PTX, "
-                 f"not of the whole library" + (f" ({native_elsewhere} of them have native code there in "
-                                                f"another container: K004 unless a dispatch is recorded)"
-                                                if native_elsewhere else ""))
+    scope = _ptx_scope(f, [cc for cc in f.floor_gpus if label(cc) in gpus], driver) \
+        if ptx and gpus and all("PTX ISA" in fl.evidence for _, fl in low) else None
     return [finding(Code.D001, f.path, f"{f.path} needs driver >= {top.driver} (CUDA {top.cuda_text})"
                                     f"{' on ' + ', '.join(gpus) if gpus else ''}; {driver} given: '{error}' from "
-                                    f"{', '.join(evidence[:4])}{' ...' if len(evidence) > 4 else ''}{scope}",
-                    driver=top.driver, cuda=top.cuda_text, gpus=gpus, **({"kernels": jit[:100]} if scope else {}))]
+                                    f"{', '.join(evidence[:4])}{' ...' if len(evidence) > 4 else ''}"
+                                    f"{scope.text(driver) if scope else ''}",
+                    driver=top.driver, cuda=top.cuda_text, gpus=gpus,
+                    **(scope.data() if scope else {}))]
 
 
-def _some_native(f: LibraryFacts, gpus: list[str]) -> bool:
-    """Whether these GPUs run some of the library natively (so a PTX floor is not all of it)."""
-    return any(c.runs == "native" for cc in f.floor_gpus if label(cc) in gpus for c in f.paths[cc].choices)
+@dataclass(frozen=True, slots=True)
+class _PtxScope:
+    """Whose floor a PTX floor above the given driver is, where the GPUs run the rest natively:
+    the kernels that reach them only through that PTX, with no native code there in any container
+    and no evidence that they are not launched there (they set the floor: they fail on that
+    driver), and those of the same containers that set no floor (native elsewhere, or K003's
+    evidence: named for another architecture, or a sourced statement)."""
+
+    kernels: tuple[str, ...]  # set the floor
+    per_gpu: tuple[tuple[str, int], ...]  # how many of them on each GPU
+    native_elsewhere: int
+    excused: int
+
+    def text(self, driver: str) -> str:
+        each = ", ".join(f"{n} on {g[:-1]}.{g[-1]}" for g, n in self.per_gpu)
+        out = (f"; it is the floor of {_kernels_phrase(list(self.kernels), 0)} ({each}) that have no native code "
+               f"there in any container, only that PTX, and no evidence that they are not launched there (not "
+               f"K003): they fail there on {driver}. It is not the floor of the whole library: its other kernels run "
+               f"natively there")
+        if self.native_elsewhere or self.excused:
+            parts = [f"{self.native_elsewhere} more of those containers' kernels have native code there in another "
+                     f"container (K004 unless a dispatch is recorded)"] if self.native_elsewhere else []
+            parts += [f"{self.excused} are excused there by evidence (K003) and set no floor"] if self.excused else []
+            out += f" ({'; '.join(parts)})"
+        return out
+
+    def data(self) -> dict[str, object]:
+        return {"kernels": list(self.kernels[:100]), "kernel_count": len(self.kernels),
+                "per_gpu": dict(self.per_gpu), "native_elsewhere": self.native_elsewhere, "excused": self.excused}
 
 
-def _jit_only_kernels(f: LibraryFacts, gpus: list[tuple[int, int]], driver: str) -> tuple[list[str], int]:
-    """The kernels these GPUs get only from PTX whose floor is above ``driver``, and how many of
-    them another container gives natively there (the PTX floor is theirs, not the library's)."""
-    jit: set[str] = set()
-    native: set[str] = set()
+def _ptx_scope(f: LibraryFacts, gpus: list[CC], driver: str) -> _PtxScope | None:
+    """The kernels a PTX floor above ``driver`` belongs to on ``gpus`` (``_PtxScope``), or None
+    where these GPUs run nothing of the library natively (then the floor is the whole library's)."""
+    sets: set[str] = set()
+    per_gpu: list[tuple[str, int]] = []
+    elsewhere: set[str] = set()
+    excused: set[str] = set()
+    some_native = False
     for cc in gpus:
         p = f.paths[cc]
-        for choice, got in zip(p.choices, p.given):
-            if choice.runs == "native":
-                native |= got
-            elif choice.runs == "jit" and choice.code is not None and got:
-                floor = _ptx_floor(choice.code, f)
-                if floor is not None and not arch.driver_at_least(driver, floor):
-                    jit |= got
-    return sorted(jit), len(jit & native)
+        native = f.native_on(cc)
+        some_native = some_native or bool(native)
+        here: set[str] = set()
+        for i, rest, said in f.jit_only(cc):
+            floor = _ptx_floor(p.choices[i].code, f)
+            if floor is None or arch.driver_at_least(driver, floor):
+                continue
+            here |= rest
+            excused |= said
+        for choice, got in zip(p.choices, p.given):  # same-named kernels these containers give natively elsewhere
+            if choice.runs == "jit" and choice.code is not None and _above(choice.code, f, driver):
+                elsewhere |= got & native
+        sets |= here
+        per_gpu.append((label(cc), len(here)))
+    if not some_native or not sets:
+        return None
+    return _PtxScope(tuple(sorted(sets)), tuple(per_gpu), len(elsewhere - sets), len(excused - sets))
 
 
-def _ptx_floor(code: NvCode, f: LibraryFacts) -> str | None:
+def _above(code: NvCode, f: LibraryFacts, driver: str) -> bool:
+    floor = _ptx_floor(code, f)
+    return floor is not None and not arch.driver_at_least(driver, floor)
+
+
+def _ptx_floor(code: NvCode | None, f: LibraryFacts) -> str | None:
     """The driver a PTX entry's ISA needs, or None when it is not known."""
+    if code is None:
+        return None
     try:
         release = arch.cuda_release_for_ptx_isa(code.entry.code_version)
         return arch.min_driver(release, f.policy.driver_os)
@@ -699,12 +758,31 @@ def _named_gpus(f: LibraryFacts) -> list[Finding]:
                 word = (f"{word} for part of it; {n} kernel{'s' * (n != 1)} in {units} container"
                         f"{'s' * (units != 1)} cannot run there (they carry only "
                         f"{', '.join(sorted({t for g in failing for t in g.carried})[:6])})")
+            if p.runs == "native":
+                word += _jit_part(f, cc)
             out.append(finding(Code.G009 if p.runs == "none" or failing else Code.G008, f.path,
                                f"{f.path} on {name} ({cc[0]}.{cc[1]}): {word}", gpu=name, runs=p.runs))
     if f.amd:
         for g in f.policy.amd_gpus:
             out.append(_on_amd_gpu(f, g))
     return out
+
+
+def _jit_part(f: LibraryFacts, cc: CC) -> str:
+    """What of a library a GPU that runs it natively still reaches only through the JIT (kernels
+    with no native code there in any unit, and no evidence they are not launched there), and the
+    driver that PTX needs: so "native" and the driver floor of the same run agree."""
+    jit = [(i, rest) for i, rest, _ in f.jit_only(cc) if rest]
+    if not jit:
+        return ""
+    names = sorted(frozenset().union(*(r for _, r in jit)))
+    codes = [f.paths[cc].choices[i].code for i, _ in jit]
+    ptx = sorted({f"{c.label}, PTX ISA {c.entry.code_version[0]}.{c.entry.code_version[1]}" for c in codes
+                  if c is not None})
+    floors = sorted({d for c in codes if (d := _ptx_floor(c, f)) is not None}, key=lambda d: Floor(None, d, "").key)
+    need = f": driver >= {floors[-1]}" if floors else ""
+    return (f"; {_kernels_phrase(names, 0)} in {len(jit)} container{'s' * (len(jit) != 1)} reach it only through "
+            f"PTX JIT ({'; '.join(ptx)}{need})")
 
 
 def _on_amd_gpu(f: LibraryFacts, g: AmdGpu) -> Finding:

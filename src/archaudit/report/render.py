@@ -197,7 +197,13 @@ def _floor_line(t: TargetReport, verbose: bool) -> list[str]:
     if not floors or verbose:
         return []
     top = max(floors, key=lambda f: driver_key(str(f.get("driver"))))
-    return [f"· D002 driver floor: {floor_words(top)}, from {top.subject})"]
+    line = f"· D002 driver floor: {floor_words(top)}, from {top.subject})"
+    if top.get("scope") == "claimed":
+        line += " on the claimed GPUs: the floor to publish"
+        every = max((str(f.get("all_code_driver") or f.get("driver")) for f in floors), key=driver_key)
+        if driver_key(every) > driver_key(str(top.get("driver"))):
+            line += f"; all its code: >= {every}, which no claimed GPU needs"
+    return [line]
 
 
 def _costs_text(t: TargetReport) -> list[str]:
