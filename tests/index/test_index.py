@@ -372,3 +372,21 @@ def test_own_target_and_defines_nothing_round_trip(tmp_path: Path) -> None:
     assert stored.libraries == direct.libraries
     entries = [e for lib in stored.libraries for e in lib.entries]
     assert any(e.defines_nothing for e in entries) and any(e.own_target for e in entries)
+
+
+def test_statements_round_trip(tmp_path: Path) -> None:
+    """A library's sourced statements (schema 4, libraries.statements) survive the database, so a
+    query excuses NCCL's fp8 kernels below sm_90 as check does."""
+    fix = Path(__file__).resolve().parents[1] / "fixtures" / "cuda" / "bin"
+    corpus = tmp_path / "wheels"
+    corpus.mkdir()
+    make_wheel(corpus, "st", "1.0", {"st/lib/libnccl.so.2": fix / "fp8_stated" / "libnccl.so.2"})
+    db = tmp_path / "i.db"
+    _index(db, str(corpus), "-j", "1", "--arch", "80;90")
+    with sqlite3.connect(db) as c:
+        ((wid, file),) = c.execute("SELECT id, file FROM wheels").fetchall()
+        stored = inventory_of(c, wid)
+        (said,) = c.execute("SELECT statements FROM libraries WHERE wheel_id = ?", (wid,)).fetchone()
+    assert stored.libraries == inventory(str(corpus / file), jobs=1, decode=True).libraries
+    assert json.loads(said) == ["FP8 reduction support begins with sm90 capable devices."]
+    assert _rows(db, "SELECT verdict FROM wheels") == [("pass",)]

@@ -1030,3 +1030,24 @@ def test_a_bundle_header_cut_by_the_end_of_the_file_far_into_it_is_truncated():
     lib = read("k.hipfb", PLAIN + b"\0" * 4_400_000 + PLAIN[:100], max_payload=1 << 16)
     assert [c.offset for c in lib.containers] == [0]
     assert problems(lib) == [("E030", f"HIP bundle at 0x{at:x}: E030: bundle is truncated", at)]
+
+
+# ---- sourced statements (data/vendor.json statements): NCCL's fp8 refusal, whole, in any chunking ----
+
+NCCL_FP8 = "FP8 reduction support begins with sm90 capable devices."
+STATED = (Path(__file__).resolve().parents[1] / "fixtures" / "cuda" / "bin" / "fp8_stated"
+          / "libnccl.so.2").read_bytes()
+
+
+def test_a_statement_is_kept_when_the_library_holds_it_whole_in_any_chunking():
+    """reduce_f8.cu built with -DSTATEMENT holds NCCL's string once in .rodata: found whole however
+    the stream is cut, even through the string itself; with one byte of it changed (in the middle,
+    or the last word) it is not found."""
+    at = STATED.index(NCCL_FP8.encode())
+    assert read("libnccl.so.2", STATED).statements == (NCCL_FP8,)
+    for cut in (at + 1, at + 20, at + len(NCCL_FP8) - 1):
+        assert library.scan_stream("libnccl.so.2", len(STATED), cut_at(STATED, cut)).statements == (NCCL_FP8,)
+    changed = STATED[:at + 10] + b"X" + STATED[at + 11:]
+    assert read("libnccl.so.2", changed).statements == ()
+    unstated = STATED.replace(b"with sm90 capable devices.", b"with sm90 capable device!.")
+    assert read("libnccl.so.2", unstated).statements == ()
