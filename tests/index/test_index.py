@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -290,6 +292,29 @@ def test_cli_simple_index_json_summary_and_missing_paths(corpus: Path, tmp_path:
     assert main(["index", str(corpus), "--db", str(db), "--arch", "banana"]) == 2
     with pytest.raises(SystemExit):
         main(["index", str(corpus), "--db", str(db), "--max-bytes", "lots"])
+
+
+def test_a_file_that_is_neither_a_wheel_nor_a_list_is_a_usage_error(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    # a plain zip (binary, not UTF-8) given where a wheel or a list of wheel URLs is expected
+    plain = tmp_path / "plain.zip"
+    with zipfile.ZipFile(plain, "w") as z:
+        z.writestr("a.py", "x = 1\n")
+    db = tmp_path / "i.db"
+    assert main(["index", str(plain), "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert "not a list of wheel URLs" in err and "internal error" not in err
+    assert not db.exists()
+
+
+def test_ray_missing_is_refused_before_the_database_is_made(corpus: Path, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # Ray not installed, whether or not it is here
+    db = tmp_path / "i.db"
+    assert main(["index", str(corpus), "--db", str(db), "--ray", "auto"]) == 2
+    assert "--ray needs Ray" in capsys.readouterr().err
+    assert not db.exists()
 
 
 def test_a_dead_worker_is_a_row_judged_again_on_rerun(corpus: Path, tmp_path: Path) -> None:

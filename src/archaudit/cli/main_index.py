@@ -4,6 +4,7 @@ into a database (archaudit.index); a rerun skips what is done."""
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import sys
@@ -102,6 +103,9 @@ def execute(args: argparse.Namespace) -> int:
             parse_claim(args.arch, "--arch")
         except ValueError as e:
             raise UsageError(f"--arch {args.arch!r}: {e}") from None
+    if args.ray is not None and importlib.util.find_spec("ray") is None:
+        # before the database is opened: a refused run leaves no file behind
+        raise UsageError("--ray needs Ray: install archaudit with its 'ray' extra")
     filters = sources.Filters(tuple(args.platform), tuple(args.python))
     refs = sources.resolve(args.sources, args.project, filters)
     opts = TaskOptions(claim=args.arch, decode=not args.no_kernels, scope=args.libraries)

@@ -110,6 +110,9 @@ def from_url_file(path: str) -> Iterator[WheelRef]:
             lines = f.read().splitlines()
     except OSError as e:
         raise UsageError(f"{path}: cannot read the list of wheels: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: not a wheel (its name does not end in .whl) and not a list of wheel URLs "
+                         "(not UTF-8 text)") from None
     for line in lines:
         line = line.strip()
         if not line or line.startswith("#"):
