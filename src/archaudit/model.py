@@ -6,7 +6,7 @@ renderers only consume them. Nothing here reads files or knows a claim.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final, Literal, get_args
 
 from .findings import Code
@@ -47,6 +47,13 @@ class Problem:
     code: Code  # a finding code
     message: str
     offset: int | None = None
+    # Folded (findings.Fold): it stands for `count` problems of its code, the first
+    # FOLD_EXAMPLES messages in `examples` (empty when it stands for itself alone).
+    count: int = 1
+    examples: tuple[str, ...] = ()
+
+    def folded(self, count: int, examples: tuple[str, ...]) -> Problem:
+        return replace(self, count=count, examples=examples)
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,9 @@ the input at several sizes (tests/fuzz/test_linear_bounds.py, benchmarks/bench_h
 from __future__ import annotations
 
 import struct
+import zipfile
 from collections.abc import Callable
+from pathlib import Path
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
@@ -39,8 +41,26 @@ def empty_fatbin_containers(size: int) -> bytes:
     return _fill(struct.pack("<IHHQ", 0xBA55ED50, 1, 16, 0), size)
 
 
+def finding_flood(size: int) -> bytes:
+    """An uncompressed offload bundle header that declares no entries, every 32 bytes: one E030
+    each, the finding flood of issue 27 item 2 (a 180 KB wheel inflating to 2 million of them)."""
+    record = b"__CLANG_OFFLOAD_BUNDLE__" + struct.pack("<Q", 0)
+    assert len(record) == 32
+    return _fill(record, size)
+
+
+def flood_wheel(path: Path, size: int, member: str = "flood/data.hsaco") -> Path:
+    """A wheel whose one data member is `size` bytes of finding_flood, deflated (a few KB per
+    MiB): what a user would be handed, read by the real wheel reader."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
+        z.writestr("flood-1.0.dist-info/WHEEL", b"Wheel-Version: 1.0\n")
+        z.writestr(member, finding_flood(size))
+    return path
+
+
 GENERATORS: dict[str, Callable[[int], bytes]] = {
     "ccob_v1_endless_frames": ccob_v1_endless_frames,
     "ccob_v1_empty_blocks": ccob_v1_empty_blocks,
     "empty_fatbin_containers": empty_fatbin_containers,
+    "finding_flood": finding_flood,
 }

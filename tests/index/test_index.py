@@ -415,3 +415,30 @@ def test_statements_round_trip(tmp_path: Path) -> None:
     assert stored.libraries == inventory(str(corpus / file), jobs=1, decode=True).libraries
     assert json.loads(said) == ["FP8 reduction support begins with sm90 capable devices."]
     assert _rows(db, "SELECT verdict FROM wheels") == [("pass",)]
+
+
+def test_a_finding_flood_is_one_folded_row_and_an_older_database_is_refused(tmp_path: Path) -> None:
+    """A member of 32-byte bundle headers that declare no entries (one E030 each, E032 once the
+    look-ahead is spent) is stored as check reports it, one row per code with its count and first
+    messages (schema 5), and its inventory's folded problems round trip. A database of schema 4,
+    whose rows cannot say so, is refused, not read."""
+    import struct
+
+    member = tmp_path / "data.hsaco"
+    member.write_bytes((b"__CLANG_OFFLOAD_BUNDLE__" + struct.pack("<Q", 0)) * (1 << 15))  # 1 MiB
+    corpus = tmp_path / "wheels"
+    corpus.mkdir()
+    make_wheel(corpus, "fl", "1.0", {"fl/data.hsaco": member})
+    db = tmp_path / "i.db"
+    assert _index(db, str(corpus), "-j", "1", "--arch", "80") == 1
+    rows = _rows(db, "SELECT code, count, examples FROM findings")
+    assert sum(n for _, n, _ in rows) == (1 << 15) + 1 and len(rows) <= 3  # every header, and G006
+    assert all(len(json.loads(e)) == (5 if n > 5 else 0) for _, n, e in rows)
+    with sqlite3.connect(db) as c:
+        ((wid, file),) = c.execute("SELECT id, file FROM wheels").fetchall()
+        stored = inventory_of(c, wid)
+    assert stored.libraries == inventory(str(corpus / file), jobs=1, decode=True).libraries
+    assert sum(p.count for p in stored.libraries[0].problems) == 1 << 15
+    with sqlite3.connect(db) as c:
+        c.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+    assert main(["query", "--db", str(db), "changed"]) == 2

@@ -118,7 +118,8 @@ def test_schema_ships_with_the_package():
     from importlib import resources
     shipped = resources.files("archaudit").joinpath("data", "report.schema.json").read_text("utf-8")
     schema = json.loads(shipped)
-    assert schema["$defs"]["report"]["properties"]["schema_version"]["const"] == 1
+    from archaudit.judge.audit import SCHEMA_VERSION
+    assert schema["$defs"]["report"]["properties"]["schema_version"]["const"] == SCHEMA_VERSION == 2
 
 
 @pytest.mark.parametrize("detail", ["libraries", "containers", "kernels"])
@@ -131,7 +132,7 @@ def test_json_validates_against_schema(scratch, detail):
             doc = json.loads(Path("r.json").read_text())
             errors = sorted(validator.iter_errors(doc), key=str)
             assert not errors, f"{name}: {errors[0]}"
-            assert doc["schema"] == "archaudit-report" and doc["schema_version"] == 1
+            assert doc["schema"] == "archaudit-report" and doc["schema_version"] == 2
 
 
 def test_json_schema_rejects_drift(scratch):

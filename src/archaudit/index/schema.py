@@ -12,7 +12,7 @@ import sqlite3
 
 from ..errors import UsageError
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5  # 5: findings and problems carry their fold (count, examples)
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -44,7 +44,7 @@ CREATE TABLE IF NOT EXISTS wheels (
     previous_verdict TEXT,              -- set when re-judged by another archaudit version
     previous_version TEXT,
     verdict_changed INTEGER NOT NULL DEFAULT 0,
-    problems TEXT NOT NULL              -- JSON [[code, message, offset]] of the wheel as a whole
+    problems TEXT NOT NULL              -- JSON [[code, message, offset, count, examples]] of the wheel as a whole
 );
 CREATE TABLE IF NOT EXISTS libraries (
     wheel_id INTEGER NOT NULL REFERENCES wheels(id) ON DELETE CASCADE,
@@ -60,7 +60,7 @@ CREATE TABLE IF NOT EXISTS libraries (
     needed TEXT NOT NULL,               -- JSON list
     runpath TEXT NOT NULL,              -- JSON list
     embedded_claims TEXT NOT NULL,      -- JSON list
-    problems TEXT NOT NULL,             -- JSON [[code, message, offset]]
+    problems TEXT NOT NULL,             -- JSON [[code, message, offset, count, examples]]
     notes TEXT NOT NULL,                -- JSON list
     linkers TEXT NOT NULL,              -- JSON list: names holding nvJitLinkCreate (a run-time linker)
     statements TEXT NOT NULL,           -- JSON list: sourced statements its bytes hold (data/vendor.json)
@@ -113,7 +113,9 @@ CREATE TABLE IF NOT EXISTS findings (
     code TEXT NOT NULL,
     severity TEXT NOT NULL,
     subject TEXT NOT NULL,
-    message TEXT NOT NULL
+    message TEXT NOT NULL,              -- the first one's, when folded
+    count INTEGER NOT NULL,             -- how many findings of its code on its subject it stands for
+    examples TEXT NOT NULL              -- JSON list: the first 5 messages when folded, else []
 );
 CREATE TABLE IF NOT EXISTS verdicts (   -- every judgement of a wheel, oldest first
     sha256 TEXT NOT NULL,

@@ -24,11 +24,12 @@ from .task import WheelResult, stand_in_key
 
 
 def _problems(ps: Iterable[Problem]) -> str:
-    return json.dumps([[p.code, p.message, p.offset] for p in ps])
+    """Problems as stored, each with its fold (findings.Fold), so the inventory rebuilt judges alike."""
+    return json.dumps([[p.code, p.message, p.offset, p.count, list(p.examples)] for p in ps])
 
 
 def _unproblems(text: str) -> tuple[Problem, ...]:
-    return tuple(Problem(Code(c), m, o) for c, m, o in json.loads(text))
+    return tuple(Problem(Code(c), m, o, n, tuple(e)) for c, m, o, n, e in json.loads(text))
 
 
 def _pair(v: tuple[int, int] | None) -> str | None:
@@ -152,8 +153,9 @@ class Store:
                         if e.kernels:
                             db.executemany("INSERT INTO kernels VALUES (?,?,?,?,?)",
                                            [(wid, li, ci, ei, k) for k in e.kernels])
-            db.executemany("INSERT INTO findings VALUES (?,?,?,?,?)",
-                           [(wid, f.code, f.severity, f.subject, f.message) for f in t.findings])
+            db.executemany("INSERT INTO findings VALUES (?,?,?,?,?,?,?)",
+                           [(wid, f.code, f.severity, f.subject, f.message, f.count, json.dumps(list(f.examples)))
+                            for f in t.findings])
             db.execute("INSERT INTO verdicts VALUES (?,?,?,?)", (r.sha256, self.tool_version, r.verdict, now))
             if r.sha256_checked and not r.ref.remote:
                 try:

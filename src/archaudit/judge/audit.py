@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from .. import __version__
 from ..arch import label
 from ..claims import Claim, parse_claim
-from ..findings import ERROR, INFO, WARNING, Code, Finding
+from ..findings import ERROR, INFO, WARNING, Code, Finding, fold_findings
 from ..model import DEVICE_LINK, PTX, RELOCATABLE, SASS, Coverage, Library, Status, TargetInventory
 from .facts import LibraryFacts, library_facts
 from .filters import IgnoreRule, Suppression, apply, stale_rules
@@ -22,7 +22,7 @@ from .policy import Policy, for_target
 from .rules import TargetFacts, amd_missing, demangle, finding, judge_library_rules, judge_target_rules
 from .selection import parse_target
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: a finding may stand for many (count, examples)
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +150,7 @@ def judge(inv: TargetInventory, claim: Claim | None, policy: Policy) -> TargetRe
     embedded, bad = _embedded_claim(inv)
     judged_by = claim if claim is not None else embedded
     facts = tuple(library_facts(lib, judged_by, policy) for lib in inv.libraries)
-    per_library = [judge_library_rules(f) for f in facts]
+    per_library = [fold_findings(judge_library_rules(f)) for f in facts]
     target = TargetFacts(inv, judged_by, embedded, bad, policy, facts)
     wide = judge_target_rules(target)
     paths = {lib.path: i for i, lib in enumerate(inv.libraries)}
@@ -164,6 +164,8 @@ def judge(inv: TargetInventory, claim: Claim | None, policy: Policy) -> TargetRe
         else:
             tail.append(x)
     tail += data
+    per_library = [fold_findings(found) for found in per_library]  # with the target rules' findings added
+    head, tail = fold_findings(head), fold_findings(tail)
     verdicts = tuple(_verdict(f, found) for f, found in zip(facts, per_library))
     findings = head + [x for found in per_library for x in found] + tail
     return TargetReport(inv.target, inv.kind, inv.distribution, target.gpu_wheel, judged_by, verdicts,

@@ -22,7 +22,7 @@ from .. import arch, gfx
 from ..arch import CC, label
 from ..claims import Claim
 from ..findings import CODES, Code, Finding, make_finding
-from ..model import PTX, SASS, Library, TargetInventory
+from ..model import PTX, SASS, Library, Problem, TargetInventory
 from . import rocm
 from .facts import Floor, LibraryFacts, library_facts
 from .policy import AmdGpu, NvidiaGpu, Policy
@@ -207,8 +207,15 @@ def rule_reader_problems(f: LibraryFacts) -> list[Finding]:
     out = []
     for p in f.library.problems:
         where = f" (at 0x{p.offset:x})" if p.offset is not None and "0x" not in p.message else ""
-        out.append(finding(p.code, f.path, f"{f.path}: {p.message}{where}"))
+        out.append(_as_folded(finding(p.code, f.path, f"{f.path}: {p.message}{where}"), p, f.path))
     return out
+
+
+def _as_folded(found: Finding, p: Problem, subject: str) -> Finding:
+    """The finding of a problem the reader folded (model.Problem.count): as many, the same examples."""
+    if p.count == 1:
+        return found
+    return found.folded(p.count, tuple(f"{subject}: {m}" for m in p.examples))
 
 
 # ---- library rules ------------------------------------------------------------------------
@@ -868,7 +875,8 @@ def _modes_matter(target: str) -> bool:
 @target_rule(READERS)
 def rule_target_problems(t: TargetFacts) -> list[Finding]:
     """E0xx of the target itself (an unreadable wheel, a malformed archive)."""
-    return [finding(p.code, t.target, f"{t.target}: {p.message}") for p in t.inventory.problems]
+    return [_as_folded(finding(p.code, t.target, f"{t.target}: {p.message}"), p, t.target)
+            for p in t.inventory.problems]
 
 
 @target_rule(Code.C002)

@@ -74,8 +74,8 @@ def _soft_problems(found: ScanResult, sections: list[elf.Section]) -> list[Probl
     """The scan's soft problems that count: those inside a device-code section (or anywhere,
     in a library without a section table)."""
     device_sections = [s for s in sections if s.name in (*FATBIN_SECTIONS, ".hip_fatbin")]
-    return [p for p in found.soft
-            if not sections or any(s.offset <= (p.offset or 0) < s.file_end for s in device_sections)]
+    return found.soft.counted(lambda code, offset: not sections or any(s.offset <= offset < s.file_end
+                                                                        for s in device_sections))
 
 
 def _fatbin_containers(found: ScanResult, sections: list[elf.Section], segments: tuple[elf.Segment, ...],

@@ -35,7 +35,7 @@ def container_file(f: OpenFile) -> Library:
     containers = [Container("nvidia", STANDALONE, "", c.offset, c.size, c.entries) for c in found.containers]
     containers += [replace(c, role=STANDALONE) for c in found.bundles]
     containers.sort(key=lambda c: c.offset)
-    problems = found.problems + found.soft
+    problems = found.problems + found.soft.counted()
     if not containers and not problems:
         problems.append(Problem(Code.E011, "not a valid fatbin container"))
     elif containers and containers[0].offset:

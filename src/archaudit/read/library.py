@@ -8,8 +8,9 @@ macho.py), so that each of those imports the scanner and none imports this.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 
-from ..findings import Code
+from ..findings import Code, Fold
 from ..model import Library, Problem
 from . import devicefiles, elf, elflib, fatbin, hip, macho, pe, records, scan, stream
 from .decode import DecodePool
@@ -60,6 +61,15 @@ def scan_file(path: str, display: str | None = None, *, decode: bool = True,
     return scan_stream(display or path, size, chunks, decode=decode, max_payload=max_payload)
 
 
+def _folded(lib: Library) -> Library:
+    """The library with its problems folded by code (findings.Fold): the scan folds its own as it
+    goes; this folds what the readers add after it (one per container or wrapper misplaced)."""
+    if len(lib.problems) <= 1:
+        return lib
+    fold: Fold[Problem] = Fold(lambda p: p.code)
+    return replace(lib, problems=tuple(fold.extend(lib.problems).result()))
+
+
 FileReader = Callable[[scan.OpenFile], Library]
 
 
@@ -81,7 +91,7 @@ def _read(path: str, size: int, chunks: stream.Chunks, settings: records.ScanSet
     f = scan.OpenFile(path, size, src, chunks, settings, bytes(src.buf[:64]))
     for accepts, reader in _readers():
         if accepts(f):
-            return reader(f)
+            return _folded(reader(f))
     return Library(path, size, "other", problems=(Problem(Code.E010, "malformed ELF: not an ELF file"),))
 
 

@@ -41,7 +41,7 @@ def read(path: str, size: int, src: stream.Source, settings: records.ScanSetting
     # file holds cannot be told to lie outside device code: it fails closed (E011), as in an ELF
     # file without a section table. A HIP bundle magic that does not parse is left out: every
     # LLVM build carries that magic as a string (llvmlite, jaxlib), and ROCm never came to macOS.
-    problems = found.problems + [p for p in found.soft if p.code == Code.E011]
+    problems = found.problems + found.soft.counted(lambda code, offset: code == Code.E011)
     notes = () if containers or problems else (NO_CUDA,)
     return Library(path, size, "macho", tuple(containers), (), (), tuple(found.claims), tuple(problems), notes,
                    tuple(found.linkers), tuple(found.statements))

@@ -5,12 +5,15 @@ and what they found (ScanResult).
 
 from __future__ import annotations
 
+from array import array
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from functools import partial
 
 from .. import arch
 from ..claims import embedded_claim_markers, parse_embedded
-from ..findings import Code
+from ..findings import CODES, Code, Fold
 from ..model import LTO, Container, Entry, Problem
 from . import fatbin, hip
 from .decode import DecodePool, Decoding, result
@@ -77,6 +80,57 @@ class FoundContainer:
     trailing: bytes = b""
 
 
+SOFT_KEPT = 64  # soft problems of one code kept whole; past these only their offsets are
+
+
+class SoftProblems:
+    """Header-level rejects, which count only where attribution says (inside a device-code
+    section, or anywhere in a library without a section table), so each must be kept until the
+    section table is read at the end: every one's offset and code (9 bytes), and the first
+    SOFT_KEPT of each code whole. A hostile stream of them (one per 32 bytes) costs a fraction of
+    its own bytes, never a Python object each (docs/threat-model.md, "Bounded work")."""
+
+    __slots__ = ("_codes", "_kept", "_offsets")
+
+    def __init__(self) -> None:
+        self._offsets = array("Q")
+        self._codes = array("B")
+        self._kept: dict[Code, list[Problem]] = {}
+
+    def append(self, p: Problem) -> None:
+        assert p.offset is not None  # a soft problem is where a magic was found
+        self._offsets.append(p.offset)
+        self._codes.append(_CODE_INDEX[p.code])
+        kept = self._kept.setdefault(p.code, [])
+        if len(kept) < SOFT_KEPT:
+            kept.append(p)
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    def counted(self, counts: Callable[[Code, int], bool] = lambda code, offset: True) -> list[Problem]:
+        """The problems that count (`counts(code, offset)`), folded by code (findings.Fold), in
+        stream order; one past the whole-kept ones is named by its code's title and offset."""
+        fold: Fold[Problem] = Fold(lambda p: p.code)
+        seen = dict.fromkeys(self._kept, 0)
+        for off, ci in zip(self._offsets, self._codes):
+            code = _CODES[ci]
+            i = seen[code]
+            seen[code] = i + 1
+            if counts(code, off):
+                fold.note(code, partial(_soft_at, self._kept[code], i, code, off))
+        return fold.result()
+
+
+def _soft_at(kept: list[Problem], i: int, code: Code, offset: int) -> Problem:
+    """The i-th soft problem of its code: kept whole, or named by its code's title and offset."""
+    return kept[i] if i < len(kept) else Problem(code, f"{CODES[code].title} at 0x{offset:x}", offset)
+
+
+_CODES = tuple(Code)
+_CODE_INDEX = {c: i for i, c in enumerate(_CODES)}
+
+
 @dataclass
 class ScanResult:
     """Everything one library's pass found, for attribution to sections."""
@@ -88,9 +142,9 @@ class ScanResult:
     claims: list[str] = field(default_factory=list)
     linkers: list[str] = field(default_factory=list)  # strings naming a run-time device-code linker
     statements: list[str] = field(default_factory=list)  # sourced statements (STATEMENTS) found, each once
-    problems: list[Problem] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)  # folded by code (findings.Fold)
     # Header-level rejects: real problems inside device-code sections, coincidences elsewhere.
-    soft: list[Problem] = field(default_factory=list)
+    soft: SoftProblems = field(default_factory=SoftProblems)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +172,7 @@ class Records:
         self.found = ScanResult()
         self.lookahead = LOOKAHEAD_FACTOR * size + LOOKAHEAD_SLACK
         self.lookahead_left = self.lookahead
+        self.problems: Fold[Problem] = Fold(lambda p: p.code)  # one problem per code past FOLD_EXAMPLES
 
     def handlers(self) -> dict[bytes, Handler]:
         table: dict[bytes, Handler] = {
@@ -144,7 +199,7 @@ class Records:
         return found
 
     def problem(self, code: Code, message: str, offset: int | None = None) -> None:
-        self.found.problems.append(Problem(code, message, offset))
+        self.problems.note(code, lambda: Problem(code, message, offset))
 
     def wrapper(self, src: Source, at: int) -> int:
         if at % 8 == 0 and src.ensure(at + fatbin.WRAPPER.size):
@@ -324,6 +379,7 @@ class Records:
                 entries = ()
             self.found.containers.append(FoundContainer(w.offset, w.size, entries, w.trailing))
         self.walked.clear()
+        self.found.problems += self.problems.result()
         return self.found
 
 
@@ -347,4 +403,4 @@ _NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01
 __all__ = ["DEFAULT_MAX_PAYLOAD", "FatbinWrapper", "FoundContainer", "HIP_WRAPPER_MAGIC", "HipWrapper",
            "LINKER_MARKER", "LOOKAHEAD_FACTOR",
            "LOOKAHEAD_SLACK", "MARKERS", "PAD_WINDOW", "Records", "ScanResult", "ScanSettings",
-           "STATEMENTS"]
+           "SOFT_KEPT", "SoftProblems", "STATEMENTS"]

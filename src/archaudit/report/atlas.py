@@ -96,7 +96,9 @@ def _column(db: sqlite3.Connection, w: reports.WheelRow, rows: Sequence[GpuRow])
     cells = {r.key: UNVERIFIED if unverified else word[worst[r.key]] if r.key in worst else HOST for r in rows}
     floors = [v.driver_floor for v in t.libraries if v.driver_floor is not None]
     floor = max(floors, key=lambda f: _driver_key(f[1])) if floors else None
-    found = tuple(db.execute("SELECT code, severity, subject, message FROM findings WHERE wheel_id = ?", (w.id,)))
+    rows_found = db.execute("SELECT code, severity, subject, message, count FROM findings WHERE wheel_id = ?", (w.id,))
+    found = tuple((code, sev, subject, message if n == 1 else f"x{n} (folded): {message}")
+                  for code, sev, subject, message, n in rows_found)
     return WheelColumn(w.id, w.project, w.release, w.tags, w.file, w.verdict, w.upload_time or "", cells, floor,
                        found)
 

@@ -8,7 +8,6 @@ targets as they were given (timings are shown only in text and JSON, and only on
 from __future__ import annotations
 
 import os
-from collections import Counter
 
 from ..arch import label
 from ..findings import CODES, ERROR, INFO, WARNING, Code, Finding
@@ -18,8 +17,10 @@ from . import junit
 from .junit import xml_text
 from .view import (
     QUIET_INFO,
+    code_counts,
     cost_table,
     driver_key,
+    finding_text,
     floor_words,
     size_text,
     suppressed_errors,
@@ -109,7 +110,7 @@ def _target_md(t: TargetReport, costs: bool, verbose: bool, hidden: tuple[Suppre
         out.append("|---|---|---|")
         for f in shown:
             title = CODES[f.code].title if f.code in CODES else ""
-            out.append(f"| {ICON[f.severity]} | **{f.code}** {md_text(title)} | {md_text(f.message)} |")
+            out.append(f"| {ICON[f.severity]} | **{f.code}** {md_text(title)} | {md_text(finding_text(f))} |")
         out.append("")
     floor = _driver_floor(t)
     if floor is not None and not verbose:
@@ -133,8 +134,9 @@ def _summary_md(t: TargetReport, hidden: tuple[Suppression, ...] = ()) -> str:
     if not errors and suppressed_errors(hidden):
         return f"passes only because error findings are suppressed ({suppressed_errors(hidden)})"
     if errors:
-        by = Counter(f.code for f in errors)
-        return (f"{len(errors)} error{'s' * (len(errors) != 1)} "
+        by = code_counts(errors)
+        n = sum(by.values())
+        return (f"{n} error{'s' * (n != 1)} "
                 f"({', '.join(f'{c} ×{n}' for c, n in sorted(by.items()))})")
     if not t.gpu_wheel:
         return "CPU wheel: no device code to verify"
@@ -208,14 +210,14 @@ def render_github(report: Report, **_: object) -> str:
             if f.code in QUIET_INFO:
                 continue
             title = f"archaudit {f.code}: {CODES[f.code].title}" if f.code in CODES else f"archaudit {f.code}"
-            out.append(annotation(COMMAND[f.severity], f.message, file=file, title=title))
+            out.append(annotation(COMMAND[f.severity], finding_text(f), file=file, title=title))
         floor = _driver_floor(t)
         if floor is not None:
             out.append(annotation("notice", f"{t.distribution or t.target} needs NVIDIA driver "
                                             f"{floor_words(floor)}, from {floor.subject})",
                                   file=file, title="archaudit D002: driver floor"))
     bad = sum(1 for t in report.targets if _failed(t))
-    errors = sum(1 for f in report.findings if f.severity == ERROR)
+    errors = sum(f.count for f in report.findings if f.severity == ERROR)
     config = f"; config {report.policy.config}" if report.policy.config is not None else ""
     out.append(f"archaudit: {len(report.targets) - bad} of {len(report.targets)} target"
                f"{'s' * (len(report.targets) != 1)} pass; {errors} error{'s' * (errors != 1)}{config}")
@@ -225,7 +227,7 @@ def render_github(report: Report, **_: object) -> str:
 # ---- JUnit XML ----
 
 def _line(f: Finding) -> str:
-    return xml_text(f"{f.severity} {f.code} {f.message}")
+    return xml_text(f"{f.severity} {f.code} {finding_text(f)}")
 
 
 def render_junit(report: Report, **_: object) -> str:
@@ -254,7 +256,7 @@ def render_junit(report: Report, **_: object) -> str:
             failure = None
             if errors or (t.unusable and name == whole):
                 first = errors[0] if errors else None
-                failure = junit.Failure(first.message if first else f"{t.target}: unusable input",
+                failure = junit.Failure(finding_text(first) if first else f"{t.target}: unusable input",
                                         "\n".join(_line(f) for f in errors) + "\n" if errors else note + "\n",
                                         ",".join(sorted({f.code for f in errors})) or Code.E001)
             others = [f for f in findings if f.severity != ERROR]

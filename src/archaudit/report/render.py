@@ -9,15 +9,17 @@ from typing import Any
 from ..arch import label
 from ..findings import CODES, ERROR, INFO, WARNING, Code, Finding
 from ..judge import rocm
-from ..judge.audit import Report, TargetReport
+from ..judge.audit import LibraryVerdict, Report, TargetReport
 from ..judge.filters import Suppression
 from ..model import Container, Entry
 from .names import readable
 from .view import (
     QUIET_INFO,
+    code_counts,
     cost_table,
     device_code_bytes,
     driver_key,
+    finding_text,
     floor_words,
     size_text,
     suppressed_errors,
@@ -84,11 +86,18 @@ def render_text(report: Report, *, detail: str = "libraries", verbose: bool = Fa
     return text
 
 
-def _suppressed_text(hidden: tuple[Suppression, ...]) -> list[str]:
+def _suppressed_text(hidden: tuple[Suppression, ...], bounded: bool = False) -> list[str]:
+    """One line per rule and code that hid findings; bounded, at most SUPPRESSED_LINES."""
     out = []
-    for rule, code, n, subjects in suppression_groups(hidden):
+    groups = suppression_groups(hidden)
+    cut = SUPPRESSED_LINES - 1 if bounded and len(groups) > SUPPRESSED_LINES else len(groups)
+    for rule, code, n, subjects in groups[:cut]:
         shown = ", ".join(subjects[:3]) + (", ..." if len(subjects) > 3 else "")
         out.append(f"- suppressed by {rule}: {code} x{n} ({shown})")
+    if cut < len(groups):
+        rest = groups[cut:]
+        out.append(f"- suppressed: {sum(g.hits for g in rest)} more findings by {len(rest)} more rules and codes "
+                   f"(-v lists them)")
     return out
 
 
@@ -104,25 +113,95 @@ def _cut(line: str, width: int) -> str:
     return line if len(line) <= width else line[:width - 1] + "…"
 
 
+# The default text fits a screen by construction, whatever the input (issue 27 item 8): at most
+# SCREEN_LINES lines per target, each cut to the width (240 at most); what does not fit is folded
+# into counted lines that name the flag that shows it. -v, --detail containers/kernels and --costs
+# ask for more and get all of it.
+SCREEN_LINES = 60
+TARGET_LINES = SCREEN_LINES - 3  # one target's block: less its blank line, the config and totals lines
+SUPPRESSED_LINES = 4
+
+
 def _target_text(t: TargetReport, detail: str, verbose: bool, *, costs: bool = False,
                  timings: bool = True, amd: tuple[str, ...] = (), amd_source: str = "",
                  hidden: tuple[Suppression, ...] = (), line_width: int = 240) -> list[str]:
     """One target in text: its head line, the library table, the passing libraries, the
     findings, the driver floor, notes, suppressions, costs and the summary line."""
     name = t.distribution or t.target
-    out = [f"{name} ({t.kind}): {len(t.libraries)} librar{'y' if len(t.libraries) == 1 else 'ies'}, "
-           f"{sum(1 for v in t.libraries if v.carried)} with device code; {_claim_text(t, amd, amd_source)}; "
-           f"{size_text(t.bytes_read)}" + (f" in {t.seconds:.2f} s" if timings else "")]
-    out += _library_table(t, detail, hidden, line_width)
-    out += _passing_lines(t, verbose, amd)
-    out += _finding_lines(t, verbose)
-    out += _floor_line(t, verbose)
+    head = (f"{name} ({t.kind}): {len(t.libraries)} librar{'y' if len(t.libraries) == 1 else 'ies'}, "
+            f"{sum(1 for v in t.libraries if v.carried)} with device code; {_claim_text(t, amd, amd_source)}; "
+            f"{size_text(t.bytes_read)}" + (f" in {t.seconds:.2f} s" if timings else ""))
+    bounded = not verbose and detail == "libraries"
+    tail = _floor_line(t, verbose)
     if t.inventory is not None and verbose:
-        out += [f"  note: {lib.path}: {note}" for lib in t.inventory.libraries for note in lib.notes]
-    out.extend(_suppressed_text(hidden))
+        tail += [f"  note: {lib.path}: {lib_note}" for lib in t.inventory.libraries for lib_note in lib.notes]
+    tail += _suppressed_text(hidden, bounded)
+    rows = _library_table(t, detail, hidden, line_width)
+    passing = _passing_lines(t, verbose, amd)
+    listed, counted = _finding_lines(t, verbose)
+    if bounded:
+        rows, passing, listed = _fit(t, rows, passing, listed, TARGET_LINES - 2 - len(tail) - len(counted))
+    out = [head, *(line for row in rows for line in row), *passing, *(item[0] for item in listed), *counted, *tail]
     if costs:
         out.extend(_costs_text(t))
     out.append(_summary(t, amd, hidden))
+    return out
+
+
+Listed = tuple[str, Code, int]  # a finding line, its code, how many findings it stands for
+
+
+def _fit(t: TargetReport, rows: list[list[str]], passing: list[str], listed: list[Listed],
+         room: int) -> tuple[list[list[str]], list[str], list[Listed]]:
+    """The table's rows, the passing lines and the finding lines cut to `room` lines: passing
+    libraries are counted first, then the table and the findings share what is left (the
+    findings at least half), each cut ending in a line that counts what it left out."""
+    lines = sum(len(r) for r in rows)
+    if lines + len(passing) + len(listed) <= room:
+        return rows, passing, listed
+    n_pass = sum(1 for v in t.libraries if v.status == "pass" and v.carried and v.coverage)
+    passing = [f"✓ {n_pass} libraries cover every claimed GPU architecture (-v lists them)"] if passing else []
+    room -= len(passing)
+    if lines + len(listed) <= room:
+        return rows, passing, listed
+    table_room = min(lines, max(room - len(listed), room // 2))
+    return _cut_rows(t, rows, table_room), passing, _cut_listed(listed, room - table_room)
+
+
+def _cut_rows(t: TargetReport, rows: list[list[str]], room: int) -> list[list[str]]:
+    """The table (its header row first) cut at a row to `room` lines, the last counting the rest."""
+    kept: list[list[str]] = []
+    used = 1  # the counting line
+    for row in rows:
+        if used + len(row) > room:
+            break
+        kept.append(row)
+        used += len(row)
+    if len(kept) == len(rows):
+        return kept
+    left = len(rows) - len(kept)
+    failing = sum(1 for v in _table_libraries(t)[max(len(kept) - 1, 0):] if v.status in ("fail", "unverified"))
+    return kept + [[f"  … {left} more librar{'y' if left == 1 else 'ies'} ({failing} failing or "
+                    f"unverified; -v lists them)"]]
+
+
+def _cut_listed(listed: list[Listed], room: int) -> list[Listed]:
+    """The finding lines cut to `room` lines, the last counting the findings left out by code."""
+    if len(listed) <= room:
+        return listed
+    keep = max(room - 1, 0)
+    left = _listed_counts(listed[keep:])
+    n = sum(left.values())
+    worst = ERROR if any(CODES[c].severity == ERROR for c in left) else WARNING
+    counted = ", ".join(f"{c} x{k}" for c, k in sorted(left.items()))
+    line = f"{MARK[worst]} {n} more finding{'s' * (n != 1)} ({counted}; -v or --format json lists them)"
+    return listed[:keep] + [(line, next(iter(left)), 0)]
+
+
+def _listed_counts(listed: list[Listed]) -> Counter[Code]:
+    out: Counter[Code] = Counter()
+    for _, code, n in listed:
+        out[code] += n
     return out
 
 
@@ -130,11 +209,17 @@ VERDICT_ROOM = 40  # the verdict width the CARRIES column leaves room for before
 CARRIES_MIN = 24  # the CARRIES column is never narrower than this, however long the paths
 
 
+def _table_libraries(t: TargetReport) -> list[LibraryVerdict]:
+    """The libraries the table lists, a row each: those with device code, or unverified."""
+    return [v for v in t.libraries if v.carried or v.relocatable or v.status in ("unverified",)]
+
+
 def _library_table(t: TargetReport, detail: str, hidden: tuple[Suppression, ...],
-                   line_width: int = 240) -> list[str]:
-    """LIBRARY / CARRIES / VERDICT for each library with device code (or unverified). CARRIES
-    lists every target, wrapped onto further lines to fit `line_width`."""
-    device = [v for v in t.libraries if v.carried or v.relocatable or v.status in ("unverified",)]
+                   line_width: int = 240) -> list[list[str]]:
+    """LIBRARY / CARRIES / VERDICT for each library with device code (or unverified), a row
+    of lines each, the header first. CARRIES lists every target, wrapped onto further lines to
+    fit `line_width`."""
+    device = _table_libraries(t)
     if not device:
         return []
     width = min(max(len(v.path) for v in device), 60)
@@ -142,13 +227,14 @@ def _library_table(t: TargetReport, detail: str, hidden: tuple[Suppression, ...]
     room = line_width - 6 - width - min(max(len("VERDICT"), *(len(text) for text in verdicts)), VERDICT_ROOM)
     cwidth = min(max(len(" ".join(v.carried)) for v in device), max(CARRIES_MIN, room))
     cwidth = max(cwidth, len("CARRIES"), *(len(w) for v in device for w in v.carried))
-    out = [f"  {'LIBRARY':<{width}}  {'CARRIES':<{cwidth}}  VERDICT"]
+    out = [[f"  {'LIBRARY':<{width}}  {'CARRIES':<{cwidth}}  VERDICT"]]
     for v, verdict in zip(device, verdicts):
         carried = _wrap(list(v.carried), cwidth) or ["(relocatable only)" if v.relocatable else "(none read)"]
-        out.append(f"  {v.path:<{width}}  {carried[0]:<{cwidth}}  {verdict}")
-        out += [f"  {'':<{width}}  {more}" for more in carried[1:]]
+        row = [f"  {v.path:<{width}}  {carried[0]:<{cwidth}}  {verdict}"]
+        row += [f"  {'':<{width}}  {more}" for more in carried[1:]]
         if detail in ("containers", "kernels"):
-            out.extend(_containers_text(t, v.path, detail))
+            row.extend(_containers_text(t, v.path, detail))
+        out.append(row)
     return out
 
 
@@ -163,32 +249,38 @@ def _passing_lines(t: TargetReport, verbose: bool, amd: tuple[str, ...]) -> list
             for v in passing]
 
 
-def _finding_lines(t: TargetReport, verbose: bool) -> list[str]:
-    """The findings, one a line: grouped codes cut at their limit, information counted, not listed,
-    unless verbose."""
-    out: list[str] = []
+def _finding_lines(t: TargetReport, verbose: bool) -> tuple[list[Listed], list[str]]:
+    """The findings, one a line (a folded one says how many it stands for): at most
+    _group_limit of one code on one library, the rest counted; information counted, not listed,
+    unless verbose. Returns the lines listed and the line that counts information."""
+    out: list[Listed] = []
     shown = [f for f in t.findings if f.code not in QUIET_INFO or verbose]
     infos: Counter[Code] = Counter()
     if not verbose:  # the default fits a screen: information is counted, not listed
-        infos = Counter(f.code for f in shown if f.severity == INFO)
+        infos = code_counts(f for f in shown if f.severity == INFO)
         shown = [f for f in shown if f.severity != INFO]
     per_group: Counter[tuple[Code, str]] = Counter()
+    more: Counter[tuple[Code, str]] = Counter()
     for f in shown:
         key = (f.code, f.subject)
         per_group[key] += 1
         if per_group[key] > _group_limit(f.code) and not verbose:
+            more[key] += f.count
             continue
-        out.append(f"{MARK[f.severity]} {f.code} {f.message}")
-    for (code, subject), n in per_group.items():
-        if n > _group_limit(code) and not verbose:
-            what = "groups" if code in GROUPED else f"{code} findings"
-            out.append(f"{MARK[CODES[code].severity]} {code} {subject}: {n - _group_limit(code)} more {what} "
-                       f"(-v or --format json lists them)")
+        out.append((f"{MARK[f.severity]} {f.code} {finding_text(f)}", f.code, f.count))
+        if verbose:
+            out += [(f"    e.g. {example}", f.code, 0) for example in f.examples]
+    for (code, subject) in [key for key in per_group if key in more]:
+        n = more[(code, subject)]
+        what = "groups" if code in GROUPED else f"{code} findings"
+        out.append((f"{MARK[CODES[code].severity]} {code} {subject}: {n} more {what} "
+                    f"(-v or --format json lists them)", code, n))
+    counted = []
     if infos:
-        counted = ", ".join(f"{c} x{n}" for c, n in sorted(infos.items()))
-        out.append(f"· {sum(infos.values())} information finding{'s' * (sum(infos.values()) != 1)} "
-                   f"({counted}; -v lists them)")
-    return out
+        listed = ", ".join(f"{c} x{n}" for c, n in sorted(infos.items()))
+        counted.append(f"· {sum(infos.values())} information finding{'s' * (sum(infos.values()) != 1)} "
+                       f"({listed}; -v lists them)")
+    return out, counted
 
 
 def _floor_line(t: TargetReport, verbose: bool) -> list[str]:
@@ -232,9 +324,10 @@ def _summary(t: TargetReport, amd: tuple[str, ...] = (), hidden: tuple[Suppressi
     if not t.gpu_wheel and not errors:
         return "✓ CPU wheel: no device code to verify"
     if errors:
-        by = Counter(f.code for f in errors)
+        by = code_counts(errors)
         counts = ", ".join(f"{c} x{n}" for c, n in sorted(by.items()))
-        return f"✗ {len(errors)} finding{'s' * (len(errors) != 1)} ({counts})"
+        total = sum(by.values())
+        return f"✗ {total} finding{'s' * (total != 1)} ({counts})"
     libs = [v for v in t.libraries if v.carried]
     answered = sorted({str(f.get("gpu")) for f in t.findings if f.code == Code.G008})
     if t.claim is None and not amd and answered:
@@ -287,7 +380,7 @@ def _containers_text(t: TargetReport, path: str, detail: str) -> list[str]:
 
 def _finding_json(f: Finding) -> dict[str, object]:
     return {"code": f.code, "severity": f.severity, "subject": f.subject, "message": f.message,
-            "data": {k: v for k, v in f.data}}
+            "data": {k: v for k, v in f.data}, "count": f.count, "examples": list(f.examples)}
 
 
 def _suppressed_json(s: Suppression) -> dict[str, object]:

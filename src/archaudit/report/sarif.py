@@ -24,6 +24,7 @@ from urllib.parse import quote
 
 from .. import __version__
 from ..findings import CODES, ERROR, INFO, WARNING, Code
+from .view import finding_text
 
 if TYPE_CHECKING:
     from ..judge.audit import Report
@@ -114,6 +115,8 @@ class Result:
     message: str
     container: str | None  # the wheel, directory or file the member is in; None: an installed distribution
     member: str | None  # the path inside it, "!"-separated when nested (a wheel in a directory); None: the target
+    count: int = 1  # a folded finding: how many it stands for (SARIF's occurrenceCount)
+    examples: tuple[str, ...] = ()  # and its first messages (the result's property bag)
 
 
 class _Artifacts:
@@ -170,8 +173,13 @@ def _log(results: Iterable[Result], *, exit_code: int, docs_url: str | None, not
     artifacts = _Artifacts()
     rows = []
     for r in results:
-        rows.append({"ruleId": r.rule.id, "ruleIndex": seen[r.rule.id], "level": r.level,
-                     "message": {"text": r.message}, "locations": [artifacts.location(r.container, r.member)]})
+        row: dict[str, Any] = {"ruleId": r.rule.id, "ruleIndex": seen[r.rule.id], "level": r.level,
+                               "message": {"text": r.message},
+                               "locations": [artifacts.location(r.container, r.member)]}
+        if r.count > 1:
+            row["occurrenceCount"] = r.count
+            row["properties"] = {"examples": list(r.examples)}
+        rows.append(row)
     driver: dict[str, Any] = {"name": "archaudit", "version": __version__, "semanticVersion": __version__,
                               "rules": [_rule_json(rule, docs_url) for rule in rules]}
     if docs_url:
@@ -205,7 +213,8 @@ def render_check(report: Report, *, docs_url: str | None = None) -> str:
     for t in report.targets:
         for f in t.findings:
             rule = _code_rule(f.code) if f.code in CODES else Rule(f.code, f.code, "", "", f.severity)
-            results.append(Result(rule, LEVEL[f.severity], f.message, *_where(t.target, t.kind, f.subject)))
+            results.append(Result(rule, LEVEL[f.severity], finding_text(f), *_where(t.target, t.kind, f.subject),
+                                  f.count, f.examples))
     return _log(results, exit_code=report.exit_code, docs_url=docs_url, config=report.policy.config)
 
 

@@ -5,6 +5,7 @@ GitHub annotations, JUnit and the diff and index reports. Presentation only, no 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -52,18 +53,40 @@ class SuppressionGroup(NamedTuple):
     subjects: list[str]  # sorted, unique
 
 
+def finding_text(f: Finding) -> str:
+    """A finding's message, and for a folded one (findings.Fold) first how many it stands for, so
+    a line cut to the terminal's width still says it: every format but JSON shows one line for
+    them all."""
+    if f.count == 1:
+        return f.message
+    return f"x{f.count} (folded; -v and --format json list the first {len(f.examples)}): {f.message}"
+
+
+def code_counts(findings: Iterable[Finding]) -> Counter[Code]:
+    """How many findings of each code, a folded one counting as many as it stands for."""
+    out: Counter[Code] = Counter()
+    for f in findings:
+        out[f.code] += f.count
+    return out
+
+
 def suppression_groups(hidden: tuple[Suppression, ...]) -> list[SuppressionGroup]:
-    """Per rule and code, in order of first appearance."""
+    """Per rule and code, in order of first appearance; a folded finding counts as many."""
     groups: dict[tuple[str, str], list[str]] = {}
+    hits: Counter[tuple[str, str]] = Counter()
     for s in hidden:
         groups.setdefault((s.rule, s.finding.code), []).append(s.finding.subject)
-    return [SuppressionGroup(rule, code, len(subjects), sorted(set(subjects)))
+        hits[(s.rule, s.finding.code)] += s.finding.count
+    return [SuppressionGroup(rule, code, hits[(rule, code)], sorted(set(subjects)))
             for (rule, code), subjects in groups.items()]
 
 
 def suppressed_errors(hidden: tuple[Suppression, ...]) -> str:
     """"G001 x1 by ignore G001" for the error findings a filter hid; "" when none."""
-    errors = Counter((s.finding.code, s.rule) for s in hidden if s.finding.severity == ERROR)
+    errors: Counter[tuple[str, str]] = Counter()
+    for s in hidden:
+        if s.finding.severity == ERROR:
+            errors[(s.finding.code, s.rule)] += s.finding.count
     return ", ".join(f"{code} x{n} by {rule}" for (code, rule), n in sorted(errors.items()))
 
 
@@ -172,5 +195,6 @@ def verdict_words(v: LibraryVerdict) -> str:
     return v.status
 
 
-__all__ = ["cost_table", "DEFAULTS", "device_code_bytes", "driver_key", "floor_words", "QUIET_INFO", "RenderOptions",
-           "size_text", "suppressed_errors", "suppressed_in", "suppression_groups", "target_order", "verdict_text"]
+__all__ = ["code_counts", "cost_table", "DEFAULTS", "device_code_bytes", "driver_key", "finding_text", "floor_words",
+           "QUIET_INFO", "RenderOptions", "size_text", "suppressed_errors", "suppressed_in", "suppression_groups",
+           "target_order", "verdict_text"]
