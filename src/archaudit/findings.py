@@ -396,7 +396,8 @@ _CODES = [
     CodeInfo(Code.G016, INFO, "claimed GPUs outside the vendor's documented range",
          "The library is a vendor library listed in data/vendor.json (by its file name, auditwheel's "
          "hash allowed) with the GPU range its vendor documents, each row with its source: cuSPARSELt "
-         "8.0 and newer, FlashAttention-3 9.0. Claimed GPUs outside that range are not held against it: "
+         "8.0 and newer, FlashAttention-3 9.0. Claimed GPUs outside that range, and GPUs named with --gpu "
+         "outside it, are not held against it: "
          "its vendor supports it only there and its callers use it only there (torch calls cuSPARSELt "
          "only on 8.0+). Any other library keeps every gap; a deliberate one is recorded with "
          "ignore-library and its reason.",

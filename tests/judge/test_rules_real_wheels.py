@@ -166,6 +166,10 @@ def test_torch_2_5_1_bundled_cusparselt_is_judged_in_its_documented_range():
     lt = "torch/lib/libcusparseLt-294d6944.so.0"
     assert [f.get("gpus") for f in found(rep, "G016") if f.subject == lt] == [["50", "60", "70", "75"]]
     assert not [f for f in rep.findings if f.subject == lt and f.severity == "error"]
+    # the same on --gpu: torch 2.5.1 runs on a T4 (cuSPARSELt is not used there), by the same row
+    rep = check("torch", "2.5.1", None, gpus=(("T4", (7, 5)),))
+    assert [f.get("gpu") for f in found(rep, "G016") if f.subject == lt] == [None, "T4"]  # the embedded claim, T4
+    assert not found(rep, "G009")
 
 
 CUSOLVER_CLAIM = "75;80;86;89;90;100;103;120;121"

@@ -381,6 +381,19 @@ def test_g016_a_vendor_library_is_judged_in_the_range_its_vendor_documents():
     assert found(rep, "G001")[0].get("missing") == ["50", "75"] and not found(rep, "G016") and rep.exit_code == 1
 
 
+def test_g016_a_named_gpu_outside_the_vendor_range_is_not_a_g009():
+    """--gpu T4 asks the claim's question for one GPU: cuSPARSELt (8.0+) is not held against a
+    wheel on 7.5 (G016, not G009), but is judged on 8.0; any other name keeps its G009."""
+    code = box(sass("sm_80", "_Z1kv"), sass("sm_90", "_Z1kv"))
+    gpus = (("T4", (7, 5)), ("A100", (8, 0)))
+    rep = report(lib(code, path="torch/lib/libcusparseLt-294d6944.so.0"), arch=None, gpus=gpus)
+    (g,) = found(rep, "G016")
+    assert (g.get("gpu"), g.get("gpus"), g.get("library")) == ("T4", ["75"], "cuSPARSELt")
+    assert [f.get("gpu") for f in found(rep, "G008")] == ["A100"] and not found(rep, "G009")
+    rep = report(lib(code, path="torch/lib/libmysparse.so"), arch=None, gpus=gpus)
+    assert [f.get("gpu") for f in found(rep, "G009")] == ["T4"] and not found(rep, "G016")
+
+
 def test_k001_a_name_excuses_only_code_for_what_it_names():
     """sm80_xmma_gemm with code for sm_80 and sm_86 is not 'built for what its name says'."""
     rep = report(lib(box(sass("sm_80", "_Z1av"), sass("sm_86", "_Z1av"), sass("sm_90", "_Z1av")),

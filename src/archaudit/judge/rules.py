@@ -369,14 +369,18 @@ def _dead_phrase(c: NvCode) -> str:
 def rule_g016(f: LibraryFacts) -> list[Finding]:
     """G016: claimed GPUs outside the range the library's vendor documents (data/vendor.json, a
     source per row) are not judged for it; this says which, and why."""
-    if f.vendor is None or not f.outside_vendor_range:
+    if f.vendor is None:
         return []
+    out = [x for x in _named_gpus(f) if x.code == Code.G016]
+    if not f.outside_vendor_range:
+        return out
     gpus = [f"{a}.{b}" for a, b in f.outside_vendor_range]
     return [finding(Code.G016, f.path, f"{f.path} is {f.vendor.library}, which its vendor documents for "
                                        f"{f.vendor.text}: the claimed {', '.join(gpus)} "
                                        f"{'is' if len(gpus) == 1 else 'are'} not held against it "
                                        f"({f.vendor.source})",
-                    library=f.vendor.library, range=f.vendor.text, gpus=[label(cc) for cc in f.outside_vendor_range])]
+                    library=f.vendor.library, range=f.vendor.text, gpus=[label(cc) for cc in f.outside_vendor_range]),
+            *out]
 
 
 @library_rule(Code.G005)
@@ -752,6 +756,14 @@ def _named_gpus(f: LibraryFacts) -> list[Finding]:
     out = []
     if f.codes:
         for name, cc in f.policy.gpus:
+            if f.vendor is not None and not f.vendor.covers(cc):
+                # the same rule as for a claimed GPU: a vendor library is not held against a GPU
+                # outside the range its vendor documents (its callers use it only there)
+                out.append(finding(Code.G016, f.path, f"{f.path} on {name} ({cc[0]}.{cc[1]}): not held against "
+                                   f"the wheel: it is {f.vendor.library}, which its vendor documents for "
+                                   f"{f.vendor.text} ({f.vendor.source})", gpu=name, library=f.vendor.library,
+                                   range=f.vendor.text, gpus=[label(cc)]))
+                continue
             p = f.paths[cc]
             word = {"native": "native", "jit": "only through PTX JIT", "none": "not at all"}[p.runs]
             if p.runs == "none" and p.dead:
