@@ -220,13 +220,18 @@ def _cuda(driver: str | None) -> tuple[int, int] | None:
         return None
 
 
-def _coverage(lib: Library, gpu: dict[str, Any], display: str | None = None) -> tuple[bool, str, tuple[str, ...]]:
-    """check's own verdict on this library for this GPU: (runs, message, failing finding codes).
+def _coverage(lib: Library, gpu: dict[str, Any], cuda: tuple[int, int] | None = None,
+              display: str | None = None) -> tuple[bool, str, tuple[str, ...]]:
+    """check's own verdict on this library for this GPU and this driver: (runs, message, failing
+    finding codes).
 
     The GPU is both the claim and the --gpu question, so every rule of `archaudit check` that
-    can fail a library for this GPU is applied; G009 (the GPU runs none of it) is named first."""
+    can fail a library for this GPU is applied; G009 (the GPU runs none of it) is named first.
+    The driver is the first one of the CUDA release it reports (the PTX ISA it JITs is that
+    release's), so PTX it cannot compile is D001, as `check --driver` says."""
     from dataclasses import replace
 
+    from ..arch import min_driver
     from ..claims import parse_claim
     from ..findings import ERROR
     from ..judge.audit import judge
@@ -238,7 +243,14 @@ def _coverage(lib: Library, gpu: dict[str, Any], display: str | None = None) -> 
     claim = parse_claim(f"{major}{minor}", f"the GPU under test ({name})", style="list")
     if display:
         lib = replace(lib, path=display)
-    report = judge(TargetInventory(lib.path, "file", (lib,)), claim, Policy(gpus=(NvidiaGpu(name, (major, minor)),)))
+    driver = None
+    if cuda is not None:
+        try:
+            driver = min_driver(cuda, "linux")
+        except LookupError:  # a release newer than the driver table: newer than any PTX it knows
+            driver = None
+    report = judge(TargetInventory(lib.path, "file", (lib,)), claim,
+                   Policy(gpus=(NvidiaGpu(name, (major, minor)),), driver=driver))
     bad = [f for f in report.findings if f.severity == ERROR]
     bad = [f for f in bad if f.code == Code.G009] or bad  # "not at all" says it; the claim rules repeat it
     if bad:
@@ -316,7 +328,7 @@ class DeviceLoadProbe:
         for it, a_on, a_off in zip(items, on, off):
             for g, gpu in enumerate(ctx.gpus):
                 cmp.add(it, g, gpu, cuda, _pick(a_on, g), _pick(a_off, g))
-        verdicts = [(gpu, _coverage(lib, gpu, subject)) for gpu in ctx.gpus]
+        verdicts = [(gpu, _coverage(lib, gpu, cuda, subject)) for gpu in ctx.gpus]
         details = tuple(sorted(_details(len(items), cmp, verdicts, split).items()))
         gpus = ", ".join(f"GPU{g['ordinal']} {g['name']} ({g['sm']})" for g in ctx.gpus)
         if cmp.disagreements:
