@@ -92,6 +92,8 @@ def runs_on(db: Path, gpus: tuple[tuple[str, str], ...] = GPUS) -> Answers:
                 answered = [f for f in t.findings if f.code in ("G008", "G009")]
                 if unverified or inv.unusable:
                     answer = ("unverified", unverified[0].code if unverified else "E001")
+                elif not answered and (outside := reports.vendor_outside(t.findings)):
+                    answer = ("no", outside)
                 elif not answered:
                     answer = ("no device code", "")
                 elif bad:

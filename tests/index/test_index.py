@@ -252,6 +252,26 @@ def test_runs_on_depends_on_the_gpu_asked(corpus: Path, tmp_path: Path) -> None:
     assert {r[1]: r[3] for r in ampere.rows} == {"1.0": "yes", "2.0": "yes", "3.0": "unverified"}
 
 
+def test_runs_on_a_gpu_outside_a_vendor_range(tmp_path: Path) -> None:
+    """lib_sm80.so's code bundled as cuSPARSELt (documented for 8.0 and newer): a wheel of it alone
+    does not run on a T4 (G016, named as the reason, not 'no device code'); beside a library that
+    runs there it is not held against the wheel (torch 2.5.1 on a T4), in the coverage row too."""
+    wheels = tmp_path / "w"
+    wheels.mkdir()
+    make_wheel(wheels, "ltalone", "1.0", {"ltalone/libcusparseLt.so.0": FIXTURES / "lib_sm80.so"})
+    make_wheel(wheels, "ltbundled", "1.0", {"ltbundled/lib/libcusparseLt-294d6944.so.0": FIXTURES / "lib_sm80.so",
+                                            "ltbundled/lib/libtorchish.so": FIXTURES / "lib_all.so"})
+    db = tmp_path / "i.db"
+    _index(db, str(wheels), "-j", "1")
+    with sqlite3.connect(db) as c:
+        t4 = reports.runs_on(c, "T4", [("T4", (7, 5))], [], None, every=True)
+        bundled = reports.coverage(c, "ltbundled")
+    answers = {r[0]: (r[3], r[4]) for r in t4.rows}
+    assert answers["ltalone"] == ("no", "outside its vendor's range (cuSPARSELt 8.0 and newer)")
+    assert answers["ltbundled"][0] == "yes"
+    assert bundled.rows[0][bundled.columns.index("sm_75")] == "N"
+
+
 def test_coverage_cell_follows_g009_when_only_part_of_a_library_runs(tmp_path: Path) -> None:
     """lib_multiobj.so carries sm_90 and compute_90 for one object but only sm_80 for another: the
     library as a whole does not run on 9.0 (check --gpu says G009), so its cell is '-', not 'N'."""

@@ -16,7 +16,7 @@ from packaging.version import InvalidVersion, Version
 
 from .. import arch
 from ..arch import CC, label
-from ..findings import ERROR, Code
+from ..findings import ERROR, Code, Finding
 from ..judge import diff
 from ..judge.audit import judge
 from ..judge.policy import AmdGpu, NvidiaGpu, Policy
@@ -104,6 +104,8 @@ def runs_on(db: sqlite3.Connection, gpu_name: str, nvidia: Sequence[tuple[str, t
         hows = [str(f.get("runs")) for f in answered]
         if unverified or inv.unusable:
             answer, how = "unverified", str(unverified[0].code if unverified else Code.E001)
+        elif not answered and (outside := vendor_outside(t.findings)):
+            answer, how = "no", outside
         elif not answered:
             answer, how = "no device code", ""
         elif bad:
@@ -117,6 +119,14 @@ def runs_on(db: sqlite3.Connection, gpu_name: str, nvidia: Sequence[tuple[str, t
              f"(how: the worst of its libraries; native or jit)",)
     return Table("runs-on", f"Wheels that run on {gpu_name}", ("project", "version", "tags", "runs", "how"),
                  tuple(out), notes)
+
+
+def vendor_outside(findings: Iterable[Finding]) -> str:
+    """Where every library with device code is a vendor library outside its documented range on
+    the GPU asked (G016 for a --gpu, and no G008/G009 answer): that it does not run there, and why."""
+    libraries = sorted({f"{f.get('library')} {f.get('range')}" for f in findings
+                        if f.code == Code.G016 and f.get("gpu") is not None})
+    return f"outside its vendor's range ({', '.join(libraries)})" if libraries else ""
 
 
 # ---- coverage per release ---------------------------------------------------------------------
@@ -137,7 +147,10 @@ def _runs(inv: TargetInventory, axis: Sequence[tuple[int, int]]) -> _Runs:
     t = judge(inv, None, Policy(gpus=tuple(NvidiaGpu(label(cc), cc) for cc in axis)))
     worst: dict[str, int] = {}
     failing: dict[str, list[str]] = {}
+    outside: dict[str, list[str]] = {}  # vendor libraries outside their documented range (G016)
     for f in t.findings:
+        if f.code == Code.G016 and f.get("gpu") is not None:
+            outside.setdefault(str(f.get("gpu")), []).append(f.subject)
         if f.code in (Code.G008, Code.G009):
             g = str(f.get("gpu"))
             # G009 decides: a library with kernels that cannot run there does not run there
@@ -145,6 +158,9 @@ def _runs(inv: TargetInventory, axis: Sequence[tuple[int, int]]) -> _Runs:
             worst[g] = min(worst.get(g, 2), rank)
             if f.code == Code.G009:
                 failing.setdefault(g, []).append(f.subject)
+    for g, subjects in outside.items():  # only they carry device code: the wheel does not run there
+        if g not in worst:
+            worst[g], failing[g] = 0, subjects
     bad = inv.unusable or any(f.code.startswith("E") and f.severity == ERROR for f in t.findings)
     return _Runs(worst, {k: tuple(v) for k, v in failing.items()}, bad)
 
@@ -268,4 +284,4 @@ def changed(db: sqlite3.Connection, project: str | None = None) -> Table:
                  out, (f"{len(out)} wheel(s) judged otherwise than before; the verdicts table keeps every judgement",))
 
 
-__all__ = ["Table", "WheelRow", "changed", "coverage", "driver_floor", "lost", "runs_on", "wheels"]
+__all__ = ["Table", "WheelRow", "changed", "coverage", "driver_floor", "lost", "runs_on", "vendor_outside", "wheels"]
