@@ -150,7 +150,7 @@ def judge(inv: TargetInventory, claim: Claim | None, policy: Policy) -> TargetRe
     embedded, bad = _embedded_claim(inv)
     judged_by = claim if claim is not None else embedded
     facts = tuple(library_facts(lib, judged_by, policy) for lib in inv.libraries)
-    per_library = [fold_findings(judge_library_rules(f)) for f in facts]
+    per_library = [judge_library_rules(f) for f in facts]
     target = TargetFacts(inv, judged_by, embedded, bad, policy, facts)
     wide = judge_target_rules(target)
     paths = {lib.path: i for i, lib in enumerate(inv.libraries)}
@@ -164,7 +164,7 @@ def judge(inv: TargetInventory, claim: Claim | None, policy: Policy) -> TargetRe
         else:
             tail.append(x)
     tail += data
-    per_library = [fold_findings(found) for found in per_library]  # with the target rules' findings added
+    per_library = [fold_findings(found) for found in per_library]  # once, with the target rules' findings added
     head, tail = fold_findings(head), fold_findings(tail)
     verdicts = tuple(_verdict(f, found) for f, found in zip(facts, per_library))
     findings = head + [x for found in per_library for x in found] + tail
