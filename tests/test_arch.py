@@ -7,7 +7,7 @@ from importlib import resources
 
 import pytest
 
-from archaudit.arch import (
+from archaudit.gpus.cuda import (
     KNOWN_CCS,
     TEGRA_CCS,
     CudaTarget,
@@ -22,7 +22,7 @@ from archaudit.arch import (
     runs_on,
     sass_runs_on,
 )
-from archaudit.judge.selection import best, nv_codes
+from archaudit.gpus.selection import best, nv_codes
 from archaudit.model import Entry
 
 T = CudaTarget.parse
@@ -182,7 +182,7 @@ def test_known_ccs():
 
 
 def served_ccs(pairs):
-    """The known GPUs some of the entries run on (the library-wide union of archaudit.judge.selection)."""
+    """The known GPUs some of the entries run on (the library-wide union of archaudit.gpus.selection)."""
     codes = nv_codes(Entry("nvidia", kind, t.sm if kind == "sass" else t.compute) for kind, t in pairs)
     return [cc for cc in KNOWN_CCS if best(codes, cc) != "none"]
 

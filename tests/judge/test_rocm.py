@@ -1,4 +1,4 @@
-"""AMD code judged the way ROCm selects and loads it (archaudit.judge.rocm), on bundles built by clang 19
+"""AMD code judged the way ROCm selects and loads it (archaudit.gpus.rocm), on bundles built by clang 19
 and clang-offload-bundler 19 (tests/fixtures/amd/build_loading.sh): a kernel is looked up in its
 own bundle only; a code object is judged by its own e_flags where they say more than its bundle
 id; the first entry whose id fits is selected, with no fallback; HIP reads hip and hipv4
@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
 import amd_reference as ref  # noqa: E402
 from archaudit.cli import main  # noqa: E402
 from archaudit.cli.settings import gpus  # noqa: E402
-from archaudit.judge import rocm  # noqa: E402
+from archaudit.gpus import rocm  # noqa: E402
 from archaudit.model import CODE_OBJECT, HIP, Container, Entry  # noqa: E402
 
 LOADING = Path(__file__).parents[1] / "fixtures" / "amd" / "bin" / "loading"

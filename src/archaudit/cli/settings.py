@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from .. import arch, gfx
 from ..claims import Claim, merge_claims, parse_claim
 from ..config import DETAILS, FORMATS, Config, Detail, Format
 from ..errors import UsageError
+from ..gpus import amd as gfx, cuda as arch
 from ..judge.filters import IgnoreRule, parse_patterns
 from ..judge.policy import AmdGpu, DataMember, NvidiaGpu, Policy
 from ..read.records import DEFAULT_MAX_PAYLOAD

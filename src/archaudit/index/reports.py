@@ -14,9 +14,9 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from .. import arch
-from ..arch import CC, label
 from ..findings import ERROR, Code, Finding
+from ..gpus import cuda as arch
+from ..gpus.cuda import CC, label
 from ..judge import diff
 from ..judge.audit import judge
 from ..judge.policy import AmdGpu, NvidiaGpu, Policy

@@ -17,12 +17,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from .. import __version__, arch
+from .. import __version__
 from ..findings import ERROR, Code
+from ..gpus import cuda as arch
+from ..gpus.selection import best, nv_codes
 from ..model import RELOCATABLE, Library, TargetInventory
 from ..report.view import target_order
 from .audit import LibraryVerdict, Policy, TargetReport, judge
-from .selection import best, nv_codes
 
 DIFF_SCHEMA_VERSION = 1
 GPU_EXAMPLES = 3

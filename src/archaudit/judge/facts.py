@@ -2,7 +2,7 @@
 
 A library's device code is reduced here to what the rules need: which containers hold
 code of their own (``Unit``), what each claimed or named GPU runs from each of them
-(``GpuPath``, through archaudit.judge.selection), which kernels exist where, and the driver floor
+(``GpuPath``, through archaudit.gpus.selection), which kernels exist where, and the driver floor
 of the code each GPU would run. Rules (archaudit.judge.rules) only read these records, so two
 rules can never disagree about a fact, and nothing depends on how much was printed.
 
@@ -18,13 +18,12 @@ from dataclasses import dataclass, replace
 from functools import cache, cached_property, lru_cache
 from typing import Literal
 
-from .. import arch
-from ..arch import CC, label
 from ..claims import Claim
+from ..gpus import cuda as arch, rocm
+from ..gpus.cuda import CC, label
+from ..gpus.selection import NOTHING, Choice, NvCode, Runs, choose, nv_codes
 from ..model import CODE_OBJECT, DEVICE_LINK, PTX, RELOCATABLE, SASS, Container, Entry, Library
-from . import rocm
 from .policy import Policy
-from .selection import NOTHING, Choice, NvCode, Runs, choose, nv_codes
 
 UNKNOWN_KEY = (1 << 30,)
 

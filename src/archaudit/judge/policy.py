@@ -9,7 +9,7 @@ from typing import Literal, NamedTuple
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
-from ..arch import CC
+from ..gpus.cuda import CC
 from .filters import IgnoreRule
 
 

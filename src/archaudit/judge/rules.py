@@ -18,15 +18,14 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from .. import arch, gfx
-from ..arch import CC, label
 from ..claims import Claim
 from ..findings import CODES, Code, Finding, make_finding
+from ..gpus import amd as gfx, cuda as arch, rocm
+from ..gpus.cuda import CC, label
+from ..gpus.selection import NvCode, runs
 from ..model import PTX, SASS, Library, Problem, TargetInventory
-from . import rocm
 from .facts import Floor, LibraryFacts, library_facts
 from .policy import AmdGpu, NvidiaGpu, Policy
-from .selection import NvCode, runs
 
 KERNELS_SHOWN = 3
 

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
-from ..arch import CudaTarget
 from ..findings import Code
+from ..gpus.cuda import CudaTarget
 from ..model import SASS, Entry
 from . import elf, fatbin, libc
 

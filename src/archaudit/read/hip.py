@@ -35,9 +35,10 @@ import zlib
 
 import zstandard
 
-from .. import gfx, model
+from .. import model
 from ..errors import ArchauditError
 from ..findings import Code
+from ..gpus import amd as gfx
 
 Buffer = bytes | bytearray | memoryview
 

@@ -11,9 +11,9 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from functools import partial
 
-from .. import arch
 from ..claims import embedded_claim_markers, parse_embedded
 from ..findings import CODES, Code, Fold
+from ..gpus import cuda as arch
 from ..model import LTO, Container, Entry, Problem
 from . import fatbin, hip
 from .decode import DecodePool, Decoding, result

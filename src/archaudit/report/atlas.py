@@ -15,9 +15,9 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .. import arch, gfx
 from ..errors import UsageError
 from ..findings import ERROR, Code
+from ..gpus import amd as gfx, cuda as arch
 from ..index import reports
 from ..index.store import inventory_of
 from ..judge.audit import judge

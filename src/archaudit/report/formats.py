@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 
-from ..arch import label
 from ..findings import CODES, ERROR, INFO, WARNING, Code, Finding
+from ..gpus.cuda import label
 from ..judge.audit import Report, TargetReport
 from ..judge.filters import Suppression
 from . import junit

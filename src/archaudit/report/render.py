@@ -6,9 +6,9 @@ import json
 from collections import Counter
 from typing import Any
 
-from ..arch import label
 from ..findings import CODES, ERROR, INFO, WARNING, Code, Finding
-from ..judge import rocm
+from ..gpus import rocm
+from ..gpus.cuda import label
 from ..judge.audit import LibraryVerdict, Report, TargetReport
 from ..judge.filters import Suppression
 from ..model import Container, Entry

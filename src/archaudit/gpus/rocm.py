@@ -33,8 +33,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from .. import gfx
 from ..model import CODE_OBJECT, Container, Entry, Library
+from . import amd as gfx
 
 HIP_KINDS: tuple[str, ...] = tuple(gfx.rocm_rule("hip-kinds"))  # data/amd.json rocm_rules, with sources
 # (comgr also names "hcc", which clang 19 cannot write and archaudit does not read: such a bundle is E030)

@@ -20,9 +20,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 
-from .. import arch
-from ..arch import CC
 from ..model import LTO, PTX, SASS, Container, Entry
+from . import cuda as arch
+from .cuda import CC
 
 # cuModuleLoadData results the predictions name (CUresult values).
 SUCCESS = 0
