@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from archaudit.claims import parse_claim
-from archaudit.cli.settings import gpus
 from archaudit.findings import ERROR, INFO, Finding
+from archaudit.gpus.catalog import resolve as gpus
 from archaudit.judge.audit import Report, judge
 from archaudit.judge.policy import AmdGpu, Policy
 from archaudit.judge.rules import LIBRARY_RULES, on_gpu

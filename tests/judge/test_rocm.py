@@ -19,8 +19,8 @@ from reference_tools import needs_tool
 sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
 import amd_reference as ref  # noqa: E402
 from archaudit.cli import main  # noqa: E402
-from archaudit.cli.settings import gpus  # noqa: E402
 from archaudit.gpus import rocm  # noqa: E402
+from archaudit.gpus.catalog import resolve as gpus  # noqa: E402
 from archaudit.model import CODE_OBJECT, HIP, Container, Entry  # noqa: E402
 
 LOADING = Path(__file__).parents[1] / "fixtures" / "amd" / "bin" / "loading"
