@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from archaudit.gpus import cuda as arch
-from archaudit.gpus.cuda import CudaTarget, driver_at_least
+from archaudit.gpus.cuda import CudaTarget
+from archaudit.gpus.drivers import driver_at_least
 
 
 @pytest.mark.parametrize("have,need,ok", [

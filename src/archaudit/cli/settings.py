@@ -19,6 +19,7 @@ from ..config import DETAILS, FORMATS, Config, Detail, Format
 from ..errors import UsageError
 from ..gpus import amd as gfx, cuda as arch
 from ..gpus.catalog import is_gfx_name, resolve
+from ..gpus.drivers import driver_at_least
 from ..judge.filters import IgnoreRule, parse_patterns
 from ..judge.policy import DataMember, Policy
 from ..read.records import DEFAULT_MAX_PAYLOAD
@@ -175,7 +176,7 @@ def policy(args: argparse.Namespace, cfg: Config, amd_claim: tuple[str, ...], am
     driver = _flag_or(cfg, args.driver, "driver", None)
     if driver is not None:
         try:
-            arch.driver_at_least(driver, "0")
+            driver_at_least(driver, "0")
         except ValueError as e:
             raise UsageError(f"--driver: {e}") from None
     select = parse_patterns(args.select, "--select") if args.select else \

@@ -17,6 +17,7 @@ from packaging.version import InvalidVersion, Version
 from ..findings import ERROR, Code, Finding
 from ..gpus import cuda as arch
 from ..gpus.cuda import CC, label
+from ..gpus.drivers import driver_key
 from ..judge import diff
 from ..judge.audit import judge
 from ..judge.policy import AmdGpu, NvidiaGpu, Policy
@@ -246,10 +247,6 @@ def lost(db: sqlite3.Connection, project: str) -> Table:
 
 # ---- driver floor per release -------------------------------------------------------------------
 
-def _driver_key(text: str) -> tuple[int, ...]:
-    return tuple(int(p) if p.isdigit() else -1 for p in text.split("."))
-
-
 def driver_floor(db: sqlite3.Connection, project: str) -> Table:
     """Per wheel, oldest first: the newest driver any of its libraries needs (and the CUDA
     release that sets it, and the library)."""
@@ -258,7 +255,7 @@ def driver_floor(db: sqlite3.Connection, project: str) -> Table:
         t = judge(inv, None, Policy())
         floors = [(v.driver_floor, v.path) for v in t.libraries if v.driver_floor is not None]
         if floors:
-            (cuda, driver), path = max(floors, key=lambda f: _driver_key(f[0][1]))
+            (cuda, driver), path = max(floors, key=lambda f: driver_key(f[0][1]))
             rows.append((w.release, w.tags, w.upload_time or "", cuda, driver, path.rsplit("/", 1)[-1]))
         else:
             rows.append((w.release, w.tags, w.upload_time or "", "", "", ""))

@@ -208,7 +208,8 @@ def worse_gpus(old: Library | None, new: Library | None) -> tuple[Worse, ...]:
 
 
 def _side(t: TargetReport) -> Side:
-    from ..report.view import driver_key, floor_words
+    from ..gpus.drivers import driver_key
+    from ..report.view import floor_words
 
     carries = _sorted(x for v in t.libraries for x in v.carried)
     problems = tuple(f.message for f in t.findings if f.severity == ERROR and f.code.startswith("E")

@@ -22,6 +22,7 @@ from ..claims import Claim
 from ..findings import CODES, Code, Finding, make_finding
 from ..gpus import amd as gfx, cuda as arch, rocm
 from ..gpus.cuda import CC, label
+from ..gpus.drivers import driver_at_least
 from ..gpus.selection import NvCode, runs
 from ..model import PTX, SASS, Library, Problem, TargetInventory
 from .facts import Floor, LibraryFacts, library_facts
@@ -643,7 +644,7 @@ def rule_d001(f: LibraryFacts) -> list[Finding]:
         return [finding(Code.D001, f.path, f"{f.path} needs a driver archaudit cannot name"
                                         f"{' on ' + ', '.join(gpus) if gpus else ''} ({'; '.join(why[:3])}); "
                                         f"{driver} cannot be verified", driver="unknown", gpus=gpus)]
-    low = [(g, fl) for g, fl in floors if fl.driver is not None and not arch.driver_at_least(driver, fl.driver)]
+    low = [(g, fl) for g, fl in floors if fl.driver is not None and not driver_at_least(driver, fl.driver)]
     if not low:
         return []
     top = max((fl for _, fl in low), key=lambda fl: fl.key)
@@ -708,7 +709,7 @@ def _ptx_scope(f: LibraryFacts, gpus: list[CC], driver: str) -> _PtxScope | None
         here: set[str] = set()
         for i, rest, said in f.jit_only(cc):
             floor = _ptx_floor(p.choices[i].code, f)
-            if floor is None or arch.driver_at_least(driver, floor):
+            if floor is None or driver_at_least(driver, floor):
                 continue
             here |= rest
             excused |= said
@@ -724,7 +725,7 @@ def _ptx_scope(f: LibraryFacts, gpus: list[CC], driver: str) -> _PtxScope | None
 
 def _above(code: NvCode, f: LibraryFacts, driver: str) -> bool:
     floor = _ptx_floor(code, f)
-    return floor is not None and not arch.driver_at_least(driver, floor)
+    return floor is not None and not driver_at_least(driver, floor)
 
 
 def _ptx_floor(code: NvCode | None, f: LibraryFacts) -> str | None:

@@ -11,6 +11,7 @@ import os
 
 from ..findings import CODES, ERROR, INFO, WARNING, Code, Finding
 from ..gpus.cuda import label
+from ..gpus.drivers import driver_key
 from ..judge.audit import Report, TargetReport
 from ..judge.filters import Suppression
 from . import junit
@@ -19,7 +20,6 @@ from .view import (
     QUIET_INFO,
     code_counts,
     cost_table,
-    driver_key,
     finding_text,
     floor_words,
     size_text,

@@ -9,6 +9,7 @@ from typing import Any
 from ..findings import CODES, ERROR, INFO, WARNING, Code, Finding
 from ..gpus import rocm
 from ..gpus.cuda import label
+from ..gpus.drivers import driver_key
 from ..judge.audit import LibraryVerdict, Report, TargetReport
 from ..judge.filters import Suppression
 from ..model import Container, Entry
@@ -18,7 +19,6 @@ from .view import (
     code_counts,
     cost_table,
     device_code_bytes,
-    driver_key,
     finding_text,
     floor_words,
     size_text,

@@ -152,14 +152,6 @@ def cost_table(t: TargetReport) -> Costs:
         if len(libs) > 1 else ())
 
 
-def driver_key(v: str) -> tuple[int, ...]:
-    """Order driver floors; an unknown floor ("unknown") asks most of all."""
-    try:
-        return tuple(int(p) for p in v.split("."))
-    except ValueError:
-        return (1 << 30,)
-
-
 def floor_words(f: Finding) -> str:
     """A D002 floor in words: ">= 580.65.06 on Linux (CUDA 13.0" or "unknown (no evidence"."""
     if f.get("driver") == "unknown":
@@ -195,6 +187,6 @@ def verdict_words(v: LibraryVerdict) -> str:
     return v.status
 
 
-__all__ = ["code_counts", "cost_table", "DEFAULTS", "device_code_bytes", "driver_key", "finding_text", "floor_words",
+__all__ = ["code_counts", "cost_table", "DEFAULTS", "device_code_bytes", "finding_text", "floor_words",
            "QUIET_INFO", "RenderOptions", "size_text", "suppressed_errors", "suppressed_in", "suppression_groups",
            "target_order", "verdict_text"]
