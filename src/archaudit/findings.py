@@ -485,10 +485,16 @@ def severity(code: Code) -> Severity:
     return CODES[code].severity
 
 
+def means_unverified(f: Finding) -> bool:
+    """The one test of "this finding means unverified": a reader's error (E0xx), so what it
+    concerns was not verified and can never count as passing or running."""
+    return f.code.startswith("E") and f.severity == ERROR
+
+
 def make_finding(code: Code, subject: str, message: str, **data: object) -> Finding:
     """A finding of a registered code, its severity from the code table."""
     return Finding(code, severity(code), subject, message, tuple(data.items()))
 
 
 __all__ = ["Code", "CodeInfo", "CODES", "ERROR", "Finding", "FOLD_EXAMPLES", "Fold", "Foldable", "INFO", "finding_key",
-           "fold_findings", "make_finding", "Severity", "severity", "WARNING"]
+           "fold_findings", "make_finding", "means_unverified", "Severity", "severity", "WARNING"]

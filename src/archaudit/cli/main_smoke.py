@@ -11,11 +11,10 @@ import argparse
 import signal
 import sys
 
+from ..config import FORMATS  # every report format; smoke offers them all
 from . import common
 
 DEFAULT_TIMEOUT = 300.0
-
-FORMATS = ("text", "json", "markdown", "github", "junit", "sarif")
 EXIT_CODES = (
     (0, "every row passed (a SKIP passes, except one for want of a GPU under --require-gpu)"),
     (1, "a row failed: a library does not load, device code the driver refuses or answers otherwise "

@@ -22,7 +22,7 @@ from ..gpus.catalog import is_gfx_name, resolve
 from ..gpus.drivers import driver_at_least
 from ..judge.filters import IgnoreRule, parse_patterns
 from ..judge.policy import DataMember, Policy
-from ..read.records import DEFAULT_MAX_PAYLOAD
+from ..read.fatbin import DEFAULT_MAX_PAYLOAD
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,7 +219,8 @@ def check_settings(args: argparse.Namespace, cfg: Config, targets: Sequence[str]
         targets=tuple(targets), claim=cuda, policy=policy(args, cfg, amd, amd_source),
         output=output(args, cfg), detail=cast(Detail, detail), verbose=bool(args.verbose),
         costs=bool(_flag_or(cfg, args.costs, "costs", False)), timings=not args.no_timings,
-        progress=not args.quiet, jobs=args.jobs, max_payload=args.max_payload,
+        progress=not args.quiet, jobs=args.jobs,
+        max_payload=DEFAULT_MAX_PAYLOAD if args.max_payload is None else args.max_payload,
         decode=not args.fast, also=also_write(getattr(args, "also_write", None), output(args, cfg)))
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from ..findings import ERROR, Code, Finding
+from ..findings import Code, Finding, means_unverified
 from ..gpus import cuda as arch
 from ..gpus.cuda import CC, label
 from ..gpus.drivers import driver_key
@@ -100,7 +100,7 @@ def runs_on(db: sqlite3.Connection, gpu_name: str, nvidia: Sequence[tuple[str, t
     for w, inv in _inventories(db, wheels(db, project)):
         t = judge(inv, None, policy)
         bad = sorted({f.subject for f in t.findings if f.code == Code.G009})
-        unverified = [f for f in t.findings if f.code.startswith("E") and f.severity == ERROR]
+        unverified = [f for f in t.findings if means_unverified(f)]
         answered = [f for f in t.findings if f.code in (Code.G008, Code.G009)]
         hows = [str(f.get("runs")) for f in answered]
         if unverified or inv.unusable:
@@ -162,7 +162,7 @@ def _runs(inv: TargetInventory, axis: Sequence[tuple[int, int]]) -> _Runs:
     for g, subjects in outside.items():  # only they carry device code: the wheel does not run there
         if g not in worst:
             worst[g], failing[g] = 0, subjects
-    bad = inv.unusable or any(f.code.startswith("E") and f.severity == ERROR for f in t.findings)
+    bad = inv.unusable or any(means_unverified(f) for f in t.findings)
     return _Runs(worst, {k: tuple(v) for k, v in failing.items()}, bad)
 
 

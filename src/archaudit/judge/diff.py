@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from .. import __version__
-from ..findings import ERROR, Code
+from ..findings import Code, means_unverified
 from ..gpus import cuda as arch
 from ..gpus.selection import best, nv_codes
 from ..model import RELOCATABLE, Library, TargetInventory
@@ -212,7 +212,7 @@ def _side(t: TargetReport) -> Side:
     from ..report.view import floor_words
 
     carries = _sorted(x for v in t.libraries for x in v.carried)
-    problems = tuple(f.message for f in t.findings if f.severity == ERROR and f.code.startswith("E")
+    problems = tuple(f.message for f in t.findings if means_unverified(f)
                      and f.subject not in {v.path for v in t.libraries})
     floors = [f for f in t.findings if f.code == Code.D002]
     top = max(floors, key=lambda f: driver_key(str(f.get("driver")))) if floors else None
@@ -246,8 +246,7 @@ def compare(old: TargetInventory, new: TargetInventory, *, allow_loss: bool = Fa
         b = tuple(vn.carried) if vn else ()
         gained = _sorted(set(b) - set(a))
         lost = tuple(Lost(x, *_how_now(x, l_new.get(np_) if np_ else None)) for x in _sorted(set(a) - set(b)))
-        problems = tuple(f.message for v in (vo, vn) if v for f in v.findings
-                         if f.severity == ERROR and f.code.startswith("E"))
+        problems = tuple(f.message for v in (vo, vn) if v for f in v.findings if means_unverified(f))
         if vo is None or not interesting(vo):
             change = "added"
         elif vn is None or not interesting(vn):

@@ -44,7 +44,13 @@ FLAG_OPAQUE_LTO = 0x10000
 FLAG_ARCH_SPECIFIC = 0x100000
 FLAG_FAMILY = 0x200000
 MAX_ENTRY_HEADER = 4096
-DEFAULT_MAX_PAYLOAD = 1 << 30
+# The verification bound of one decoded payload: the one definition. `check --max-payload`
+# defaults to it and passes its value down (read/records.py, decode.py, hip.py), so a payload
+# declaring more is E012 (a HIP bundle's whole extent may be 4 times it, records.py).
+DEFAULT_MAX_PAYLOAD = 256 << 20
+# A caller that names no bound (smoke's PTX split, hip.parse on its own) decodes up to 4 times
+# the verification bound, 1 GiB, as before: derived here, never written again.
+STANDALONE_MAX_PAYLOAD = 4 * DEFAULT_MAX_PAYLOAD
 
 
 class FatbinError(ArchauditError):
@@ -163,7 +169,7 @@ def identifier(header_bytes: bytes | bytearray | memoryview, h: EntryHeader) -> 
 
 
 def decode_payload(h: EntryHeader, payload: bytes | memoryview, where: int,
-                   max_payload: int = DEFAULT_MAX_PAYLOAD) -> bytes:
+                   max_payload: int = STANDALONE_MAX_PAYLOAD) -> bytes:
     """The entry's payload, decompressed and checked against its declared size."""
     comp = h.compression
     if comp == "none" or comp == "opaque":
@@ -617,4 +623,4 @@ __all__ = ["check_payload_start", "CONTAINER_HEADER", "CONTAINER_MAGIC_TAIL", "C
            "DecodeBuffer", "decodes_into_buffers", "DEFAULT_MAX_PAYLOAD", "ENTRY_HEADER", "EntryHeader",
            "FatbinError", "FLAG_ARCH_SPECIFIC", "FLAG_DEBUG", "FLAG_LZ4", "FLAG_OPAQUE_LTO", "FLAG_ZSTD",
            "identifier", "MAGIC", "MAX_ENTRY_HEADER", "parse_container_header", "parse_entry_header",
-           "parse_wrapper", "ptx_facts", "WRAPPER", "WRAPPER_MAGIC"]
+           "parse_wrapper", "ptx_facts", "STANDALONE_MAX_PAYLOAD", "WRAPPER", "WRAPPER_MAGIC"]

@@ -39,6 +39,7 @@ from .. import model
 from ..errors import ArchauditError
 from ..findings import Code
 from ..gpus import amd as gfx
+from .fatbin import STANDALONE_MAX_PAYLOAD
 
 Buffer = bytes | bytearray | memoryview
 
@@ -286,7 +287,7 @@ def _decompress(payload: Buffer, method: str, usize: int) -> bytes:
     return out.getvalue()
 
 
-def parse(blob: bytes, offset: int, section: str, max_decoded: int = 1 << 30) -> model.Container:
+def parse(blob: bytes, offset: int, section: str, max_decoded: int = STANDALONE_MAX_PAYLOAD) -> model.Container:
     """Parse one complete bundle (``blob`` starts at its magic; ``offset`` is that
     magic's offset in the library file) into a HIP Container.
 

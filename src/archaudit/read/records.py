@@ -20,7 +20,6 @@ from .decode import DecodePool, Decoding, result
 from .search import Handler
 from .stream import Source
 
-DEFAULT_MAX_PAYLOAD = 256 << 20  # one entry decoded at a time, never more than this
 CLAIM_WINDOW = 4096
 PAD_WINDOW = 4096  # bytes kept after each container: alignment padding there must be zeros
 BUNDLE_HEAD = 4096  # first look at an offload bundle; grown until its extent is known
@@ -153,7 +152,7 @@ class ScanSettings:
     the largest payload verified in memory, and the decode pool shared by the run."""
 
     decode: bool = True
-    max_payload: int = DEFAULT_MAX_PAYLOAD
+    max_payload: int = fatbin.DEFAULT_MAX_PAYLOAD  # one entry decoded at a time, never more than this
     pool: DecodePool | None = None
 
 
@@ -400,7 +399,7 @@ LINKERS_KEPT = 4
 _NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.")
 
 
-__all__ = ["DEFAULT_MAX_PAYLOAD", "FatbinWrapper", "FoundContainer", "HIP_WRAPPER_MAGIC", "HipWrapper",
+__all__ = ["FatbinWrapper", "FoundContainer", "HIP_WRAPPER_MAGIC", "HipWrapper",
            "LINKER_MARKER", "LOOKAHEAD_FACTOR",
            "LOOKAHEAD_SLACK", "MARKERS", "PAD_WINDOW", "Records", "ScanResult", "ScanSettings",
            "SOFT_KEPT", "SoftProblems", "STATEMENTS"]

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import UsageError
-from ..findings import ERROR, Code
+from ..findings import Code, means_unverified
 from ..gpus import amd as gfx, cuda as arch
 from ..gpus.drivers import driver_key
 from ..index import reports
@@ -92,7 +92,7 @@ def _column(db: sqlite3.Connection, w: reports.WheelRow, rows: Sequence[GpuRow])
             rank = 0 if f.code == Code.G009 else reports.RANK.get(str(f.get("runs")), 2)
             key = row_of[str(f.get("gpu"))]
             worst[key] = min(worst.get(key, 2), rank)
-    unverified = inv.unusable or any(f.code.startswith("E") and f.severity == ERROR for f in t.findings)
+    unverified = inv.unusable or any(means_unverified(f) for f in t.findings)
     word = {2: NATIVE, 1: JIT, 0: NO}
     cells = {r.key: UNVERIFIED if unverified else word[worst[r.key]] if r.key in worst else HOST for r in rows}
     floors = [v.driver_floor for v in t.libraries if v.driver_floor is not None]
