@@ -12,9 +12,9 @@ import signal
 import sys
 
 from ..config import FORMATS  # every report format; smoke offers them all
+from ..smoke.defaults import DEFAULT_TIMEOUT  # imports nothing: parsing loads no probe
 from . import common
 
-DEFAULT_TIMEOUT = 300.0
 EXIT_CODES = (
     (0, "every row passed (a SKIP passes, except one for want of a GPU under --require-gpu)"),
     (1, "a row failed: a library does not load, device code the driver refuses or answers otherwise "
@@ -146,4 +146,4 @@ def main(argv: list[str] | None = None) -> int:
     return execute(args)
 
 
-__all__ = ["add_smoke_arguments", "configure_parser", "DEFAULT_TIMEOUT", "execute", "EXIT_CODES", "FORMATS", "main"]
+__all__ = ["add_smoke_arguments", "configure_parser", "execute", "EXIT_CODES", "FORMATS", "main"]

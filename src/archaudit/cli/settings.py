@@ -212,6 +212,27 @@ def also_write(values: Sequence[str] | None, primary: Output) -> tuple[Output, .
     return tuple(out)
 
 
+# What `archaudit check` parses when no flag is given: every flag "not given" (the defaults come
+# from [tool.archaudit], then the settings above). tests/test_api.py checks it is the parser's.
+_CHECK_UNSET: dict[str, Any] = {
+    "targets": [], "example": False, "arch": None, "arch_style": None, "arch_from_env": None, "amd_arch": None,
+    "cuda_version": None, "exact": None, "require_ptx": None, "strict": None, "strict_kernels": None,
+    "driver": None, "driver_os": None, "gpu": None, "select": None, "ignore": None, "config": None,
+    "no_config": False, "format": None, "output": None, "docs_url": None, "color": "auto", "also_write": None,
+    "detail": None, "costs": None, "no_timings": False, "quiet": False, "verbose": False, "jobs": None,
+    "fast": False, "max_payload": None,
+}
+
+
+def check_args(**given: Any) -> argparse.Namespace:
+    """The flags of `archaudit check` as a namespace, each not given unless in `given`: what the
+    Python API hands to check_settings, without building the command line's parser."""
+    unknown = sorted(set(given) - set(_CHECK_UNSET))
+    if unknown:
+        raise TypeError(f"check_args: no flag {unknown[0]!r}")
+    return argparse.Namespace(**{**_CHECK_UNSET, **given})
+
+
 def check_settings(args: argparse.Namespace, cfg: Config, targets: Sequence[str]) -> CheckSettings:
     cuda, amd, amd_source = claim(args, cfg)
     detail = _flag_or(cfg, args.detail, "detail", "libraries")
@@ -230,4 +251,4 @@ def diff_settings(args: argparse.Namespace, cfg: Config, formats: Sequence[str])
 
 
 __all__ = ["CheckSettings", "DiffSettings", "Output", "Format", "Detail", "FORMATS", "DETAILS",
-           "check_settings", "diff_settings", "output", "claim", "policy"]
+           "check_args", "check_settings", "diff_settings", "output", "claim", "policy"]

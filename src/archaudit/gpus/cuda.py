@@ -22,6 +22,14 @@ def label(cc: CC) -> str:
     """A compute capability as claims spell it: (9, 0) -> "90"."""
     return f"{cc[0]}{cc[1]}"
 
+def target_order(label: str) -> tuple[int, int, str]:
+    """The order code targets are listed in: sm_XX, then compute_XX, then any other vendor's
+    (gfx...), each by its number."""
+    kind = 0 if label.startswith("sm_") else 1 if label.startswith("compute_") else 2
+    digits = "".join(ch for ch in label.split("_", 1)[-1] if ch.isdigit())
+    return kind, int(digits or 0), label
+
+
 _SUFFIXES = ("", "a", "f")
 
 
@@ -542,4 +550,4 @@ __all__ = ["canonical_cc", "CC", "cuda_data", "cuda_release_for_ptx_isa", "CudaT
            "generations", "Gpu", "gpu_catalog", "is_tegra", "label", "last_cuda", "last_driver", "lookup_gpu",
            "min_driver", "newest_ptx_isa", "nvcc_accepts", "nvcc_refusal", "ptx_runs_on", "renamed", "runs_on",
            "runtime_major", "sass_runs_on", "Statement", "statements", "library_statements",
-           "vendor_range", "VendorRange"]
+           "target_order", "vendor_range", "VendorRange"]

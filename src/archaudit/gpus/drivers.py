@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 
+from ..findings import Finding
+
 UNKNOWN = "unknown"
 """The driver floor archaudit cannot name (no table row, an ISA newer than the tables)."""
 
@@ -36,6 +38,14 @@ def driver_key(version: str) -> tuple[int, ...]:
         return _ABOVE_ALL
 
 
+def floor_words(f: Finding) -> str:
+    """A D002 floor in words: ">= 580.65.06 on Linux (CUDA 13.0" or "unknown (archaudit cannot name it"."""
+    if f.get("driver") == UNKNOWN:
+        return "unknown (archaudit cannot name it"
+    where = "Windows" if f.get("os") == "windows" else "Linux"
+    return f">= {f.get('driver')} on {where} (CUDA {f.get('cuda')}"
+
+
 def driver_at_least(have: str, need: str) -> bool:
     """Compare dotted driver versions numerically ("580.65.06" >= "580.65.6", "575.57.08" < "580");
     ValueError when either is not a driver version."""
@@ -44,4 +54,4 @@ def driver_at_least(have: str, need: str) -> bool:
     return a + (0,) * (width - len(a)) >= b + (0,) * (width - len(b))
 
 
-__all__ = ["driver_at_least", "driver_key", "driver_parts", "UNKNOWN"]
+__all__ = ["driver_at_least", "driver_key", "driver_parts", "floor_words", "UNKNOWN"]

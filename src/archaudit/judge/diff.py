@@ -20,9 +20,10 @@ from typing import Any, NamedTuple
 from .. import __version__
 from ..findings import Code, means_unverified
 from ..gpus import cuda as arch
+from ..gpus.cuda import target_order
+from ..gpus.drivers import driver_key, floor_words
 from ..gpus.selection import best, nv_codes
 from ..model import RELOCATABLE, Library, TargetInventory
-from ..report.view import target_order
 from .audit import LibraryVerdict, Policy, TargetReport, judge
 
 DIFF_SCHEMA_VERSION = 1
@@ -208,9 +209,6 @@ def worse_gpus(old: Library | None, new: Library | None) -> tuple[Worse, ...]:
 
 
 def _side(t: TargetReport) -> Side:
-    from ..gpus.drivers import driver_key
-    from ..report.view import floor_words
-
     carries = _sorted(x for v in t.libraries for x in v.carried)
     problems = tuple(f.message for f in t.findings if means_unverified(f)
                      and f.subject not in {v.path for v in t.libraries})

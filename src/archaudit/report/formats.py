@@ -11,7 +11,7 @@ import os
 
 from ..findings import CODES, ERROR, INFO, WARNING, Code, Finding
 from ..gpus.cuda import label
-from ..gpus.drivers import driver_key
+from ..gpus.drivers import driver_key, floor_words
 from ..judge.audit import Report, TargetReport
 from ..judge.filters import Suppression
 from . import junit
@@ -21,7 +21,6 @@ from .view import (
     code_counts,
     cost_table,
     finding_text,
-    floor_words,
     size_text,
     suppressed_errors,
     suppressed_in,

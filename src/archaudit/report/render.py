@@ -9,7 +9,7 @@ from typing import Any
 from ..findings import CODES, ERROR, INFO, WARNING, Code, Finding
 from ..gpus import rocm
 from ..gpus.cuda import label
-from ..gpus.drivers import driver_key
+from ..gpus.drivers import driver_key, floor_words
 from ..judge.audit import LibraryVerdict, Report, TargetReport
 from ..judge.filters import Suppression
 from ..model import Container, Entry
@@ -20,7 +20,6 @@ from .view import (
     cost_table,
     device_code_bytes,
     finding_text,
-    floor_words,
     size_text,
     suppressed_errors,
     suppressed_in,

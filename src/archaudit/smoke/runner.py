@@ -20,9 +20,9 @@ import tempfile
 import time
 from typing import Any
 
-from ..cli.main_smoke import DEFAULT_TIMEOUT
 from ..errors import ArchauditError
 from . import child, probes as probes_mod, venv
+from .defaults import DEFAULT_TIMEOUT
 from .report import FAIL, Row, SmokeReport
 
 INFO_TIMEOUT = 120.0
