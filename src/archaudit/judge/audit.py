@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 
 from .. import __version__
 from ..claims import Claim, parse_claim
-from ..findings import ERROR, INFO, WARNING, Code, Finding, fold_findings
+from ..findings import ERROR, INFO, WARNING, Code, Finding, fold_findings, means_unverified
 from ..gpus.cuda import label
 from ..gpus.selection import parse_target
 from ..model import DEVICE_LINK, PTX, RELOCATABLE, SASS, Coverage, Library, Status, TargetInventory
@@ -154,7 +154,7 @@ def judge(inv: TargetInventory, claim: Claim | None, policy: Policy) -> TargetRe
     target = TargetFacts(inv, judged_by, embedded, bad, policy, facts)
     wide = judge_target_rules(target)
     paths = {lib.path: i for i, lib in enumerate(inv.libraries)}
-    head = [x for x in wide if x.code.startswith("E") and x.subject == inv.target]
+    head = [x for x in wide if means_unverified(x) and x.subject == inv.target]
     tail = []
     for x in wide:
         if x in head:
