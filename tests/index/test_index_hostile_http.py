@@ -17,10 +17,10 @@ import time
 from pathlib import Path
 
 import pytest
-from hostile_server import MAX_SEND, MAX_TRICKLE, TRICKLE_GAP, hostile
-from range_server import serving
 
 from archaudit.index import remote, sources
+from hostile_server import MAX_SEND, MAX_TRICKLE, TRICKLE_GAP, hostile
+from range_server import serving
 
 DEADLINE = 2.0
 

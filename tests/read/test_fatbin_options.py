@@ -15,10 +15,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from oracle import find_cuobjdump
-from reference_tools import missing_tool
 
 from archaudit.read.library import scan_file
+from oracle import find_cuobjdump
+from reference_tools import missing_tool
 
 FATBIN = Path(__file__).resolve().parents[1] / "fixtures" / "cuda" / "bin" / "kern.fatbin"
 

@@ -253,5 +253,5 @@ def resolve(sources: Sequence[str], specs: Sequence[str], filters: Filters,
     return list(out.values())
 
 
-__all__ = ["PageError", "Filters", "WheelName", "WheelRef", "from_directory", "from_index", "from_url_file", "project_files",
-           "resolve", "wheel_name"]
+__all__ = ["Filters", "WheelName", "WheelRef", "from_directory", "from_index", "from_url_file", "PageError",
+           "project_files", "resolve", "wheel_name"]

@@ -158,7 +158,8 @@ def parse_entry_header(data: bytes | bytearray | memoryview, offset: int, room: 
 def check_options(header_bytes: bytes | bytearray | memoryview, h: EntryHeader, where: int) -> None:
     """Refuse an options descriptor that contradicts its entry, as cuobjdump does ("Invalid fatbin
     header", docs/fuzzing.md "Options descriptors"): a PTX entry always has one; it is a pair
-    (string offset, length), and a string at a non-zero offset ends in a NUL byte. cuobjdump
+    (string offset, length), and a PTX entry's string at a non-zero offset is followed by a NUL
+    byte (an ELF entry's is the binary `.nv.compat` blob, checked for its extent only). cuobjdump
     also reads a descriptor or string that reaches into the payload when the bytes there happen
     to fit; archaudit refuses both (no compiler writes one: fail closed)."""
     opt = h.options_offset
@@ -172,10 +173,11 @@ def check_options(header_bytes: bytes | bytearray | memoryview, h: EntryHeader, 
     if not s_off:
         return
     end = s_off + s_len
-    if end >= h.header_size:
+    text = h.kind_code == 1  # a PTX entry's ptxas options; an ELF entry's is a binary .nv.compat blob
+    if end + text > h.header_size:
         raise FatbinError(f"options string at {s_off} ({s_len} bytes) does not end inside the entry header",
                           code=Code.E011, offset=where)
-    if header_bytes[end] != 0:
+    if text and header_bytes[end] != 0:
         raise FatbinError(f"options string at {s_off} ({s_len} bytes) is not followed by a NUL byte",
                           code=Code.E011, offset=where)
 

@@ -620,5 +620,5 @@ def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-__all__ = ["become_subreaper", "BOOT", "child_env", "Death", "GPU_DEVICE_PREFIXES", "OBS", "open_devices", "Outcome", "private_dirs",
-           "reset", "run_command", "run_task", "stop_all", "sweep", "TaskRun", "TRUSTED_TASKS"]
+__all__ = ["become_subreaper", "BOOT", "child_env", "Death", "GPU_DEVICE_PREFIXES", "OBS", "open_devices", "Outcome",
+           "private_dirs", "reset", "run_command", "run_task", "stop_all", "sweep", "TaskRun", "TRUSTED_TASKS"]
