@@ -80,7 +80,7 @@ def test_archaudit_refuses_every_descriptor_mutant_cuobjdump_refuses(tmp_path):
         refused += theirs
         if theirs and not ours:
             disagree.append(label)
-    assert refused >= 60  # the run compared something: most flips are refused by cuobjdump
+    assert refused >= 80  # the run compared something: 86 of the 96 flips are refused by cuobjdump 13
     assert disagree == []
 
 
