@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import time
@@ -136,5 +137,9 @@ def test_an_endless_wheel_costs_index_no_memory_beyond_its_bound(tmp_path: Path)
         settled(srv, "/endless.whl")
         assert srv.stopped_early.get("/endless.whl") is True  # the client hung up, long before MAX_SEND
     assert r.returncode == 1, r.stderr
+    with sqlite3.connect(tmp_path / "i.db") as db:
+        said = db.execute("SELECT message FROM findings").fetchall()
+    assert said and f"asked for {remote.TAIL} bytes, the server sent more" in said[0][0], said
     peak_mib = int(r.stderr.split("PEAK_KIB")[1].split()[0]) >> 10
-    assert peak_mib < 150 < MAX_SEND >> 20, peak_mib  # the body offered was 256 MiB
+    # main 6639437 peaked at 546 MiB for this 256 MiB body; now about 40 MiB (a worker interpreter)
+    assert peak_mib < 200 < MAX_SEND >> 20, (peak_mib, said, r.stderr)
