@@ -142,6 +142,7 @@ def get(url: str, accept: str = "*/*", *, limit: int = PAGE_LIMIT, seconds: floa
     try:
         for _ in range(MAX_REDIRECTS + 1):
             conn, path = _connect(url)
+            resp: http.client.HTTPResponse | None = None
             try:
                 deadline.watch(conn)
                 try:
@@ -165,6 +166,8 @@ def get(url: str, accept: str = "*/*", *, limit: int = PAGE_LIMIT, seconds: floa
                     raise RemoteError(f"{url}: the page is longer than the {limit}-byte bound")
                 return body, resp.getheader("Content-Type", "") or ""
             finally:
+                if resp is not None:
+                    resp.close()  # the answer holds the socket: closed, the server learns nobody reads
                 conn.close()
         raise RemoteError(f"{url}: more than {MAX_REDIRECTS} redirects")
     finally:
@@ -225,7 +228,8 @@ class RangeReader:
                     continue  # a kept-alive connection the server closed: once more on a new one
                 raise RemoteError(f"{self.url}: cannot read: {e}") from None
             if resp.status in (301, 302, 303, 307, 308):
-                conn.close()  # its body is never read: the connection goes with it
+                resp.close()  # its body is never read: the connection goes with it
+                conn.close()
                 if conn is self._conn:
                     self._conn = None
                 location = resp.getheader("Location")
@@ -234,9 +238,11 @@ class RangeReader:
                 self.url = url = urllib.parse.urljoin(url, location)
                 continue
             if resp.status == 200:
+                resp.close()
                 conn.close()
                 raise RemoteError(f"{self.url}: the server ignores Range requests (it would send the whole file)")
             if resp.status != 206:
+                resp.close()
                 conn.close()
                 raise RemoteError(f"{self.url}: HTTP {resp.status} {resp.reason}")
             self._check_length(resp, first, last, conn)
@@ -251,6 +257,7 @@ class RangeReader:
         want = (last - first + 1) if last is not None else first
         length = resp.getheader("Content-Length")
         if length is not None and (not length.strip().isdigit() or int(length) > want):
+            resp.close()
             conn.close()
             if conn is self._conn:
                 self._conn = None
@@ -262,17 +269,21 @@ class RangeReader:
         try:
             data = _read_body(resp, want, self.deadline, self.url)
         except RemoteError:
-            self._drop_conn()
+            self._drop_conn(resp)
             raise
         self.fetched += len(data)
         if len(data) > want:
-            self._drop_conn()
+            self._drop_conn(resp)
             raise RemoteError(f"{self.url}: asked for {want} bytes, the server sent more")
         if not resp.isclosed():
-            self._drop_conn()  # more was sent, or its end is not known: the next answer cannot be told from it
+            self._drop_conn(resp)  # more was sent, or its end is not known: the next answer cannot be told from it
         return data
 
-    def _drop_conn(self) -> None:
+    def _drop_conn(self, resp: http.client.HTTPResponse | None = None) -> None:
+        """Close the kept connection, and the answer on it: the answer holds the socket open
+        (http.client hands it over), so the server learns at once that nobody reads."""
+        if resp is not None:
+            resp.close()
         if self._conn is not None:
             self._conn.close()
             self._conn = None
@@ -414,6 +425,8 @@ class RangeFile(io.RawIOBase):
         return self._pos
 
     def _drop(self) -> None:
+        if self._resp is not None:
+            self._resp.close()
         if self._conn is not None:
             self._conn.close()
         self._resp, self._conn, self._left, self._kept = None, None, 0, None
