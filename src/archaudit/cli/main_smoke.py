@@ -102,7 +102,7 @@ def execute(args: argparse.Namespace) -> int:
         for s, handler in previous.items():
             signal.signal(s, handler)
     options = RenderOptions(docs_url=getattr(args, "docs_url", None))
-    return _emit(render(report, fmt, options), output) or report.exit_code
+    return _emit(common.terminal_safe(render(report, fmt, options), fmt), output) or report.exit_code
 
 
 def _emit(text: str, output: str | None) -> int:

@@ -115,6 +115,8 @@ def demangle(name: str) -> str:
         j = i
         while j < len(name) and name[j].isdigit():
             j += 1
+        if j - i > 9:  # no identifier is a gigabyte long: not a name this reading knows
+            break
         n = int(name[i:j])
         parts.append(name[j:j + n])
         i = j + n

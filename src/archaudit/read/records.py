@@ -312,7 +312,9 @@ class Records:
                 eh = fatbin.parse_entry_header(src.buf, pos - src.base, end - pos, pos)
                 if not src.ensure(pos + eh.header_size):
                     raise fatbin.FatbinError("file ends inside an entry header", code=Code.E011, offset=pos)
-                ident = fatbin.identifier(src.buf[pos - src.base:pos - src.base + eh.header_size], eh)
+                head_bytes = src.buf[pos - src.base:pos - src.base + eh.header_size]
+                fatbin.check_options(head_bytes, eh, pos)
+                ident = fatbin.identifier(head_bytes, eh)
                 entries.append(self._entry(src, pos, eh, ident))
                 pos += eh.total
                 src.release(pos)

@@ -14,6 +14,7 @@ from ..gpus.cuda import label
 from ..gpus.drivers import driver_key, floor_words
 from ..judge.audit import Report, TargetReport
 from ..judge.filters import Suppression
+from ..printable import markdown
 from . import junit
 from .junit import xml_text
 from .view import (
@@ -50,9 +51,8 @@ def _driver_floor(t: TargetReport) -> Finding | None:
 # ---- Markdown ----
 
 def md_text(text: object) -> str:
-    """Text safe inside a Markdown table cell."""
-    return (str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
-            .replace("<", "&lt;").replace(">", "&gt;"))
+    """Text safe inside a Markdown table cell (printable.markdown)."""
+    return markdown(str(text))
 
 
 def code_span(text: str) -> str:
