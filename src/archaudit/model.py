@@ -26,13 +26,14 @@ LTO: Final = "lto"  # NVVM IR for link-time optimisation; never loadable on its 
 CODE_OBJECT: Final = "code-object"  # AMD HSA code object (an amdgcn ELF)
 
 # Container roles: how the runtime treats the container.
-Role = Literal["executable", "device-link", "relocatable", "embedded", "standalone", "hip"]
+Role = Literal["executable", "device-link", "relocatable", "embedded", "standalone", "hip", "cubin"]
 EXECUTABLE: Final = "executable"  # registered and loaded by the runtime (.nv_fatbin)
 DEVICE_LINK: Final = "device-link"  # the nvlink container every nvcc link adds (wrapper version 2)
 RELOCATABLE: Final = "relocatable"  # -rdc objects in __nv_relfatbin: listed, never loadable coverage
 EMBEDDED: Final = "embedded"  # found in another section; the library loads it itself
 STANDALONE: Final = "standalone"  # a bare .fatbin/.cubin/.ptx/.hsaco file
 HIP: Final = "hip"  # an AMD clang offload bundle
+CUBIN: Final = "cubin"  # a whole cubin outside any container: the library loads it itself (cuModuleLoadData)
 LOADABLE_ROLES: Final = tuple(r for r in get_args(Role) if r != RELOCATABLE)  # what the runtime loads
 
 # How code runs on a GPU, and a library's verdict.
@@ -89,7 +90,8 @@ class Entry:
 
 @dataclass(frozen=True, slots=True)
 class Container:
-    """One unit the runtime registers on its own: a fatbin container or a HIP bundle."""
+    """One unit the runtime registers (or the library loads) on its own: a fatbin container, a
+    HIP bundle, or a whole cubin outside any container (role ``cubin``, its one entry)."""
 
     vendor: Vendor
     role: Role
@@ -161,6 +163,6 @@ class TargetInventory:
     distribution: str = ""  # name-version, when known
 
 
-__all__ = ["AMD", "CODE_OBJECT", "Container", "Coverage", "DEVICE_LINK", "EMBEDDED", "Entry", "EXECUTABLE", "HIP",
-           "Kind", "Library", "LTO", "NVIDIA", "Problem", "PTX", "RELOCATABLE", "Role", "SASS", "STANDALONE",
+__all__ = ["AMD", "CODE_OBJECT", "Container", "Coverage", "CUBIN", "DEVICE_LINK", "EMBEDDED", "Entry", "EXECUTABLE",
+           "HIP", "Kind", "Library", "LTO", "NVIDIA", "Problem", "PTX", "RELOCATABLE", "Role", "SASS", "STANDALONE",
            "Status", "TargetInventory", "Vendor"]

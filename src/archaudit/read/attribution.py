@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import NamedTuple
 
 from ..findings import Code
-from ..model import DEVICE_LINK, EMBEDDED, EXECUTABLE, RELOCATABLE, Container, Problem, Role
+from ..model import CUBIN, DEVICE_LINK, EMBEDDED, EXECUTABLE, RELOCATABLE, Container, Problem, Role
 from . import elf
 from .records import PAD_WINDOW, FatbinWrapper, FoundContainer, HipWrapper, ScanResult
 
@@ -66,8 +66,10 @@ def attribute(found: ScanResult, sections: list[elf.Section], segments: tuple[el
                               Code.E030, "HIP wrapper", "no valid offload bundle was found")
     bundles, misplaced = _bundles(found, sections)
     problems += misplaced
+    cubins, misplaced = _cubins(found, sections)
+    problems += misplaced
     problems += _unaccounted(found, sections, alignment)
-    return Attribution(sorted(containers + bundles, key=lambda c: c.offset), problems)
+    return Attribution(sorted(containers + bundles + cubins, key=lambda c: c.offset), problems)
 
 
 def _soft_problems(found: ScanResult, sections: list[elf.Section]) -> list[Problem]:
@@ -117,6 +119,24 @@ def _bundles(found: ScanResult, sections: list[elf.Section]) -> tuple[list[Conta
                    None)
         problems += _misplaced(Code.E033, "HIP bundle", b.offset, b.size, sec, bool(sections))
         out.append(replace(b, section=sec.name if sec else ""))
+    return out, problems
+
+
+def _cubins(found: ScanResult, sections: list[elf.Section]) -> tuple[list[Container], list[Problem]]:
+    """Each whole cubin outside any fatbin container, as a module of its own (the library loads
+    it with cuModuleLoadData; nothing registers it), with its section, and the problems of
+    where it lies (in no section, or past its section's end, as for a container). One in a fatbin
+    section is the entry of a container whose header was damaged, not a module: the section's
+    accounting fails it (E011)."""
+    out: list[Container] = []
+    problems: list[Problem] = []
+    for c in found.cubins:
+        sec = next((s for s in sections if s.offset <= c.offset < s.file_end and s.type not in (0, elf.SHT_NOBITS)),
+                   None)
+        if sec is not None and sec.name in FATBIN_SECTIONS:
+            continue  # an entry of a container whose header is damaged: the section's accounting says E011
+        problems += _misplaced(Code.E014, "cubin", c.offset, c.size, sec, bool(sections))
+        out.append(Container("nvidia", CUBIN, sec.name if sec else "", c.offset, c.size, (c.entry,)))
     return out, problems
 
 

@@ -1,6 +1,6 @@
 """The record parsers of the scan, one method each, registered by magic (fatbin container,
-.nvFatBinSegment and HIP wrappers, embedded claims, the JIT linker's name, offload bundles),
-and what they found (ScanResult).
+.nvFatBinSegment and HIP wrappers, embedded claims, the JIT linker's name, offload bundles,
+whole cubins outside any container), and what they found (ScanResult).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from .. import arch
 from ..claims import embedded_claim_markers, parse_embedded
 from ..findings import CODES, Code, Fold
 from ..model import LTO, Container, Entry, Problem
-from . import fatbin, hip
-from .decode import DecodePool, Decoding, result
+from . import elf, fatbin, hip
+from .decode import DecodePool, Decoding, result, whole_cubin
 from .search import Handler
 from .stream import Source
 
@@ -32,6 +32,10 @@ BUNDLE_HEAD = 4096  # first look at an offload bundle; grown until its extent is
 LOOKAHEAD_FACTOR = 8
 LOOKAHEAD_SLACK = 16 << 20
 HIP_WRAPPER_MAGIC = b"FPIH"  # 0x48495046, the __hip_fatbin_wrapper record in .hipFatBinSegment
+# A 64-bit little-endian ELF of version 1: a whole cubin when its e_machine is EM_CUDA (190). A host
+# library may carry one in its read-only data and load it itself (cuModuleLoadData); a cubin inside a
+# fatbin container is never searched for (the container's record skips its bytes), so none is counted twice.
+CUBIN_MAGIC = b"\x7fELF\x02\x01\x01"
 
 
 # ---- what the record parsers found ----
@@ -51,6 +55,15 @@ class HipWrapper:
 
     offset: int
     address: int
+
+
+@dataclass(frozen=True, slots=True)
+class FoundCubin:
+    """A whole cubin outside any fatbin container: the driver loads it alone (cuModuleLoadData)."""
+
+    offset: int
+    size: int
+    entry: Entry
 
 
 @dataclass(slots=True)
@@ -137,6 +150,7 @@ class ScanResult:
 
     containers: list[FoundContainer] = field(default_factory=list)
     bundles: list[Container] = field(default_factory=list)
+    cubins: list[FoundCubin] = field(default_factory=list)  # whole cubins outside any container
     wrappers: list[FatbinWrapper] = field(default_factory=list)
     hip_wrappers: list[HipWrapper] = field(default_factory=list)
     claims: list[str] = field(default_factory=list)
@@ -182,6 +196,7 @@ class Records:
         }
         for magic in hip.MAGICS:
             table[magic] = self.bundle
+        table[CUBIN_MAGIC] = self.cubin
         for needle in MARKERS:
             table[needle] = self.claim
         table[LINKER_MARKER] = self.linker
@@ -246,6 +261,51 @@ class Records:
         if len(found) < LINKERS_KEPT and name not in found:
             found.append(name)
         return at + len(LINKER_MARKER)
+
+    def cubin(self, src: Source, at: int) -> int:
+        """A whole cubin (an ELF whose e_machine is EM_CUDA) outside any container: read to the
+        end of its furthest section or table, and parsed as the driver would load it alone. Any
+        other ELF (the library's own header, a host object) is passed over."""
+        if not src.ensure(at + 64):
+            return at + 1
+        head = bytes(src.buf[at - src.base:at - src.base + 64])
+        if int.from_bytes(head[18:20], "little") != elf.EM_CUDA:
+            return at + 1
+        try:
+            total = self._cubin_extent(src, at, head)
+            if not src.ensure(at + total):
+                raise fatbin.FatbinError("the file ends inside it", code=Code.E014)
+            with memoryview(src.buf) as window:
+                data = bytes(window[at - src.base:at - src.base + total])
+            entry = whole_cubin(data, at)
+        except (fatbin.FatbinError, elf.ElfError) as e:
+            code = e.code if e.code in (Code.E012, Code.E014) else Code.E014
+            self.problem(code, f"cubin at 0x{at:x} outside any fatbin container: {e.message}", at)
+            return at + 1
+        self.found.cubins.append(FoundCubin(at, total, entry))
+        return at + total
+
+    def _cubin_extent(self, src: Source, at: int, head: bytes) -> int:
+        """The bytes a cubin starting at ``at`` spans: to the end of its section table, program
+        headers or furthest section, whichever is last (nvcc writes the section table last)."""
+        room = self.size - at
+        h = elf.parse_header(head, room)
+        if not h.shnum:
+            raise fatbin.FatbinError("it has no section table", code=Code.E014)
+        table_end = h.shoff + h.shnum * 64
+        if table_end > self.settings.max_payload:
+            raise fatbin.FatbinError(f"its section table ends past the {self.settings.max_payload}-byte bound",
+                                     code=Code.E012)
+        if not src.ensure(at + table_end):
+            raise fatbin.FatbinError("the file ends inside its section table", code=Code.E014)
+        sections = elf.parse_sections(bytes(src.buf[at + h.shoff - src.base:at + table_end - src.base]),
+                                      h.shnum, room)
+        ends = [s.file_end for s in sections if s.type not in (0, elf.SHT_NOBITS)]
+        total = max([table_end, h.phoff + h.phnum * 56, *ends])
+        if total > self.settings.max_payload:
+            raise fatbin.FatbinError(f"{total} bytes exceed the {self.settings.max_payload}-byte bound",
+                                     code=Code.E012)
+        return total
 
     def bundle(self, src: Source, at: int) -> int:
         total = self._bundle_extent(src, at)
@@ -400,7 +460,7 @@ LINKERS_KEPT = 4
 _NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.")
 
 
-__all__ = ["DEFAULT_MAX_PAYLOAD", "FatbinWrapper", "FoundContainer", "HIP_WRAPPER_MAGIC", "HipWrapper",
-           "LINKER_MARKER", "LOOKAHEAD_FACTOR",
+__all__ = ["CUBIN_MAGIC", "DEFAULT_MAX_PAYLOAD", "FatbinWrapper", "FoundContainer", "FoundCubin", "HIP_WRAPPER_MAGIC",
+           "HipWrapper",            "LINKER_MARKER", "LOOKAHEAD_FACTOR",
            "LOOKAHEAD_SLACK", "MARKERS", "PAD_WINDOW", "Records", "ScanResult", "ScanSettings",
            "SOFT_KEPT", "SoftProblems", "STATEMENTS"]
