@@ -67,6 +67,7 @@ class Code(StrEnum):
     G014 = "G014"
     G015 = "G015"
     G016 = "G016"
+    G017 = "G017"
     K001 = "K001"
     K002 = "K002"
     K003 = "K003"
@@ -404,6 +405,15 @@ _CODES = [
          "Nothing; add a row to data/vendor.json, with its source, for another vendor library.",
          "torch/lib/libcusparseLt-294d6944.so.0 is cuSPARSELt, which its vendor documents for 8.0 and "
          "newer: the claimed 5.0, 6.0, 7.0, 7.5 are not held against it"),
+    CodeInfo(Code.G017, ERROR, "kernels its loader never reaches",
+         "A bare device-code file (.fatbin, an offload-bundle file) holds several containers, and "
+         "kernels only the later ones define: cuModuleLoad and hipModuleLoad read the first container "
+         "and no further, so those kernels are reachable from no module (cuModuleGetFunction fails "
+         "with CUDA_ERROR_NOT_FOUND, 500, on an H100). The later containers count for no GPU.",
+         "Write one container per file (nvcc -fatbin of all the sources at once, or one file each), "
+         "or link the objects before packing them.",
+         "kernels.fatbin: 1 kernel (layernorm_kernel) is defined only in 1 later container, which "
+         "cuModuleLoad never reads: reachable from no module"),
     CodeInfo(Code.K001, ERROR, "kernels miss a claimed architecture",
          "One container (one translation unit, which the runtime registers on its own) lacks code "
          "for a claimed architecture that the library as a whole has: its kernels fail there "

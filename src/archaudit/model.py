@@ -130,6 +130,22 @@ class Library:
         return tuple(e for c in self.containers for e in c.entries)
 
     @property
+    def reachable(self) -> tuple[Container, ...]:
+        """The containers a loader reads: every one of a library (each is registered, or loaded
+        by the library itself); of a bare container file (.fatbin, an offload-bundle file) the
+        first only, for cuModuleLoad and hipModuleLoad read no further (a kernel only in a later
+        container: cuModuleGetFunction fails with 500 on an H100)."""
+        if self.format != "fatbin" or len(self.containers) < 2:
+            return self.containers
+        return (min(self.containers, key=lambda c: c.offset),)
+
+    @property
+    def unreachable(self) -> tuple[Container, ...]:
+        """The containers of a bare container file that its loader never reads (``reachable``)."""
+        reached = self.reachable
+        return tuple(c for c in self.containers if c not in reached) if reached != self.containers else ()
+
+    @property
     def has_device_code(self) -> bool:
         return any(c.entries for c in self.containers)
 

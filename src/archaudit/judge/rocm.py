@@ -123,8 +123,9 @@ def too_old_alone(e: Entry) -> bool:
 
 
 def modules(lib: Library) -> tuple[Container, ...]:
-    """The library's AMD modules: every loadable container holding AMD code objects."""
-    return tuple(c for c in lib.containers if c.loadable and any(e.kind == CODE_OBJECT for e in c.entries))
+    """The library's AMD modules: every loadable container holding AMD code objects that its loader
+    reads (of a bare bundle file the first only: hipModuleLoad reads no further)."""
+    return tuple(c for c in lib.reachable if c.loadable and any(e.kind == CODE_OBJECT for e in c.entries))
 
 
 def settings(target: str) -> list[str]:

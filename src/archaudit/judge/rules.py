@@ -242,6 +242,23 @@ def rule_g007(f: LibraryFacts) -> list[Finding]:
                                     f"(-rdc objects) are not loadable coverage")]
 
 
+@library_rule(Code.G017)
+def rule_g017(f: LibraryFacts) -> list[Finding]:
+    """G017: kernels only the later containers of a bare container file define, which its loader
+    never reads (cuModuleLoad, hipModuleLoad: the first container only)."""
+    u = f.unreached
+    if u is None:
+        return []
+    loader = "hipModuleLoad" if f.library.containers[0].vendor == "amd" else "cuModuleLoad"
+    where = f"{u.containers} later container{'s' * (u.containers != 1)}, which {loader} never reads"
+    if u.kernels:
+        what = f"{_kernels_phrase(u.kernels, 0)} {'is' if len(u.kernels) == 1 else 'are'} defined only in {where}"
+    else:
+        what = f"the kernels of {where}, were not read (--fast), so some may be defined only there"
+    return [finding(Code.G017, f.path, f"{f.path}: {what}: reachable from no module",
+                    kernels=list(u.kernels), containers=u.containers, loader=loader)]
+
+
 @library_rule(Code.G001)
 def rule_g001(f: LibraryFacts) -> list[Finding]:
     """G001: a claimed architecture on which none of the library's code runs (NVIDIA claims
