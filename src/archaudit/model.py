@@ -86,6 +86,9 @@ class Entry:
     own_target: str | None = None
     # A decoded cubin with no .text section and no symbol but section symbols: it defines nothing.
     defines_nothing: bool = False
+    # An AMD code object with no PT_LOAD segment (a relocatable object never linked, a bare ELF
+    # header): ROCr's loader refuses it whatever the GPU (HSA_STATUS_ERROR_INVALID_CODE_OBJECT).
+    unloadable: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -122,3 +122,19 @@ def test_the_library_itself_is_not_an_embedded_cubin():
     """The host ELF's own header (e_machine x86-64) matches the magic and is passed over."""
     lib = scan_file(str(BIN / "lib_host.so"))
     assert not lib.containers and not lib.problems
+
+
+def test_one_kernel_in_whole_cubins_for_each_architecture_is_the_librarys_choice(capsys):
+    """axpy in an sm_80 and an sm_90 whole cubin: nothing binds a launch to either (the library
+    loads the image it picks, and only the one whose SASS runs there loads): K003 "chosen", exit 0."""
+    rc, rep = _check(capsys, str(BIN / "lib_embedded_axpy_80_90.so"), "--arch", "80;90")
+    k003 = [f for t in rep["targets"] for f in t["findings"] if f["code"] == "K003"]
+    assert rc == 0 and {f["data"]["reason"] for f in k003} == {"chosen"} and len(k003) == 2
+    assert not {"K001", "K004"} & set(_codes(rep))
+
+
+def test_the_choice_holds_between_whole_cubins_only(capsys):
+    """Just outside it: the sm_90 code of axpy in a whole cubin, its sm_80 code in a fatbin container
+    the runtime registers (whose host stub launches from that container): K004 stays."""
+    rc, rep = _check(capsys, str(BIN / "lib_fatbin80_embedded90.so"), "--arch", "80;90")
+    assert rc == 1 and "K004" in _codes(rep) and "K003" not in _codes(rep)

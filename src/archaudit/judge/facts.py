@@ -21,7 +21,7 @@ from typing import Literal
 from .. import arch
 from ..arch import CC, label
 from ..claims import Claim
-from ..model import CODE_OBJECT, DEVICE_LINK, PTX, RELOCATABLE, SASS, Container, Entry, Library
+from ..model import CODE_OBJECT, CUBIN, DEVICE_LINK, PTX, RELOCATABLE, SASS, Container, Entry, Library
 from . import rocm
 from .policy import Policy
 from .selection import NOTHING, Choice, NvCode, Runs, choose, nv_codes
@@ -299,7 +299,7 @@ def _dead(code: NvCode, runtime: Floor | None, last: CC) -> bool:
     return False
 
 
-Verdict = Literal["fails", "specialised", "stated", "named", "compiled-out", "elsewhere"]
+Verdict = Literal["fails", "specialised", "stated", "named", "compiled-out", "elsewhere", "chosen"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -426,6 +426,10 @@ def _kernel_verdict(f: LibraryFacts, i: int, name: str, codes: tuple[NvCode, ...
     if cc not in carriers:
         carriers[cc] = _carriers(f, cc)
     others = tuple(j for j in carriers[cc].get(name, ()) if j != i)
+    if others and f.units[i].container.role == CUBIN and all(f.units[j].container.role == CUBIN for j in others):
+        # whole cubins the library loads itself: nothing binds a launch to one of them, the
+        # library loads the image it picks, and only one whose SASS runs on the GPU loads there
+        return "chosen", others
     return ("elsewhere" if others else "fails"), others
 
 
@@ -531,7 +535,7 @@ class LibraryFacts:
         sass = sorted({c.effective for c in self.codes if c.kind == SASS})
         ptx = sorted({c.effective for c in self.codes if c.kind == PTX})
         return tuple([t.sm for t in sass] + [t.compute for t in ptx]
-                     + sorted({rocm.judged_target(e) for e in self.amd}))
+                     + sorted({rocm.judged_target(e) for e in self.amd if not e.unloadable}))
 
     @cached_property
     def unreached(self) -> Unreached | None:
