@@ -74,13 +74,14 @@ class WalkedContainer:
     size: int
     entries: list[Entry | Future[Entry]]
     trailing: bytes = b""  # the zero bytes after it (padding, up to PAD_WINDOW) and the byte ending them
+    zeros: int = 0  # the zero bytes after it within the window looked at (PAD_WINDOW, or its slot's slack)
 
     def keep_padding(self, after: bytearray) -> None:
-        """Keep of the PAD_WINDOW bytes after the container only what the padding check reads:
-        its zeros and the first byte that is not (never a window per container: an empty
-        container is 16 bytes)."""
-        zeros = len(after) - len(after.lstrip(b"\0"))
-        self.trailing = bytes(after[:zeros + 1])
+        """Keep of the bytes after the container only what the padding check reads: how many are
+        zeros, and up to PAD_WINDOW of them with the first byte that is not (never a window per
+        container: an empty container is 16 bytes)."""
+        self.zeros = len(after) - len(after.lstrip(b"\0"))
+        self.trailing = bytes(after[:min(self.zeros, PAD_WINDOW) + 1])
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +92,12 @@ class FoundContainer:
     size: int
     entries: tuple[Entry, ...]
     trailing: bytes = b""
+    zeros: int = 0  # zero bytes right after it (WalkedContainer.zeros)
+
+    @property
+    def zeros_after(self) -> int:
+        """The zero bytes known to follow the container."""
+        return max(self.zeros, len(self.trailing) - len(self.trailing.lstrip(b"\0")))
 
 
 SOFT_KEPT = 64  # soft problems of one code kept whole; past these only their offsets are
@@ -169,6 +176,9 @@ class ScanSettings:
     decode: bool = True
     max_payload: int = DEFAULT_MAX_PAYLOAD
     pool: DecodePool | None = None
+    # The zero bytes a toolchain may leave after a container of a given size, looked at whole
+    # after each one (pe.msvc_slack: nvcc's host array for a DLL); None: PAD_WINDOW only.
+    container_slack: Callable[[int], int] | None = None
 
 
 # ---- the record parsers ----
@@ -386,7 +396,9 @@ class Records:
                                  f"so its size hides entries", end)
         walked = WalkedContainer(at, head.total, entries)
         self.walked.append(walked)
-        src.capture(end, end + PAD_WINDOW, walked.keep_padding)
+        slack = self.settings.container_slack
+        window = PAD_WINDOW if slack is None else max(PAD_WINDOW, min(slack(head.total), self.size - end))
+        src.capture(end, end + window, walked.keep_padding)
         return end
 
     def _entry_at(self, src: Source, pos: int) -> bool:
@@ -437,7 +449,7 @@ class Records:
             except fatbin.FatbinError as err:
                 self.problem(err.code, f"fatbin container at 0x{w.offset:x}: {err}", err.offset)
                 entries = ()
-            self.found.containers.append(FoundContainer(w.offset, w.size, entries, w.trailing))
+            self.found.containers.append(FoundContainer(w.offset, w.size, entries, w.trailing, w.zeros))
         self.walked.clear()
         self.found.problems += self.problems.result()
         return self.found
