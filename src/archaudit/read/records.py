@@ -308,6 +308,10 @@ class Records:
                                      code=Code.E012)
         if not src.ensure(at + table_end):
             raise fatbin.FatbinError("the file ends inside its section table", code=Code.E014)
+        names = at + h.shoff + 64 * h.shstrndx - src.base  # the section name table's own header, first
+        if int.from_bytes(src.buf[names + 4:names + 8], "little") != elf.SHT_STRTAB:
+            raise fatbin.FatbinError("its section name table is not a string table", code=Code.E014)
+        self._look_ahead(table_end)
         sections = elf.parse_sections(bytes(src.buf[at + h.shoff - src.base:at + table_end - src.base]),
                                       h.shnum, room)
         ends = [s.file_end for s in sections if s.type not in (0, elf.SHT_NOBITS)]
@@ -315,7 +319,17 @@ class Records:
         if total > self.settings.max_payload:
             raise fatbin.FatbinError(f"{total} bytes exceed the {self.settings.max_payload}-byte bound",
                                      code=Code.E012)
+        self._look_ahead(total - table_end)
         return total
+
+    def _look_ahead(self, n: int) -> None:
+        """Spend ``n`` bytes of the library's look-ahead (shared with the offload bundles' extents):
+        real cubins never overlap, so they spend less than the library's size; hostile headers
+        (one every 64 bytes, each claiming a far section table) are cut off as E012 once it is spent."""
+        if n > self.lookahead_left:
+            raise fatbin.FatbinError(f"its extent is past the library's look-ahead bound of {self.lookahead} bytes",
+                                     code=Code.E012)
+        self.lookahead_left -= n
 
     def bundle(self, src: Source, at: int) -> int:
         total = self._bundle_extent(src, at)
