@@ -138,3 +138,21 @@ def test_the_choice_holds_between_whole_cubins_only(capsys):
     the runtime registers (whose host stub launches from that container): K004 stays."""
     rc, rep = _check(capsys, str(BIN / "lib_fatbin80_embedded90.so"), "--arch", "80;90")
     assert rc == 1 and "K004" in _codes(rep) and "K003" not in _codes(rep)
+
+
+@pytest.mark.slow
+def test_cupti_carries_its_tool_kernels_as_whole_cubins(capsys):
+    """nvidia-cuda-cupti-cu12 12.9.79: 115 whole cubins outside any container (libcupti.so.12 71,
+    libnvperf_host.so and libnvperf_target.so 20 each, libcheckpoint.so 4), none damaged; its tool
+    kernels come one cubin per architecture, so a claim of 75;80;90;100;120 passes with K003
+    `chosen` (never K004), as the library loads the image it picks."""
+    from archaudit.read.artifacts import inventory
+    from wheels import fetch
+    wheel = str(fetch("nvidia-cuda-cupti-cu12", "12.9.79"))
+    inv = inventory(wheel, decode=False)
+    count = {lib.path.rsplit("/", 1)[-1]: sum(c.role == CUBIN for c in lib.containers) for lib in inv.libraries}
+    assert {k: v for k, v in count.items() if v} == {"libcupti.so.12": 71, "libnvperf_host.so": 20,
+                                                      "libnvperf_target.so": 20, "libcheckpoint.so": 4}
+    assert not [p for lib in inv.libraries for p in lib.problems if "cubin at" in p.message]
+    rc, rep = _check(capsys, wheel, "--arch", "75;80;90;100;120")
+    assert rc == 0 and "K004" not in _codes(rep) and "K003" in _codes(rep)
