@@ -392,7 +392,7 @@ _CODES = [
     CodeInfo(Code.G015, WARNING, "AMD bundle entries HIP never selects",
          "A bundle entry whose offload kind is not hip, hipv4 or hcc (an OpenMP entry), or whose id is not "
          "spelt as comgr compares it (the triple amdgcn-amd-amdhsa-- in lower case: clang 11 and older "
-         "wrote hip-amdgcn-amd-amdhsa-gfx906, which the HIP runtime of ROCm 3.5 to 4.3 selects and "
+         "wrote hip-amdgcn-amd-amdhsa-gfx906, which the HIP runtime of ROCm 3.5 to 5.4 selects and "
          "today's does not), is "
          "never selected by HIP's code object lookup; it counts for no GPU.",
          "Bundle HIP code as hipv4-amdgcn-amd-amdhsa--<target> (what clang's HIP driver writes).",
