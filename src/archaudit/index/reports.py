@@ -178,7 +178,7 @@ def coverage(db: sqlite3.Connection, project: str) -> Table:
     carried: set[tuple[int, int]] = set()
     for w, inv in _inventories(db, wheels(db, project)):
         for lib in inv.libraries:
-            for c in lib.containers:
+            for c in lib.reachable:
                 carried |= {arch.canonical_cc(arch.CudaTarget.parse(e.target).cc) for e in c.entries
                             if c.loadable and e.vendor == "nvidia" and e.kind in ("sass", "ptx")}
         r = _runs(inv, axis)

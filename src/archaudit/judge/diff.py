@@ -183,14 +183,14 @@ def _how_now(label: str, lib: Library | None) -> tuple[str, tuple[str, ...]]:
     gpus = tuple(g.name for g in arch.gpu_catalog() if g.cc == cc)[:GPU_EXAMPLES]
     if lib is None:
         return "none", gpus
-    return best(nv_codes(e for c in lib.containers if c.role != RELOCATABLE for e in c.entries), cc), gpus
+    return best(nv_codes(e for c in lib.reachable if c.role != RELOCATABLE for e in c.entries), cc), gpus
 
 
 _RANK = {"native": 2, "jit": 1, "none": 0}
 
 
 def _lib_codes(lib: Library | None) -> tuple[Any, ...]:
-    return nv_codes(e for c in lib.containers if c.role != RELOCATABLE for e in c.entries) if lib else ()
+    return nv_codes(e for c in lib.reachable if c.role != RELOCATABLE for e in c.entries) if lib else ()
 
 
 def worse_gpus(old: Library | None, new: Library | None) -> tuple[Worse, ...]:
