@@ -41,12 +41,6 @@ ROOT_CONSTANTS = {"__version__"}  # names a lower module may take from archaudit
 # smoke's records (Row, SmokeReport, PASS/FAIL/SKIP) are vocabulary where they stand: plain frozen
 # data that imports nothing, rendered by report/ and imported by probe plugins by this path.
 RECORDS = {"archaudit.smoke.report"}
-# The one door still open the wrong way, listed edge by edge so that it can only close: the
-# atlas and the index pages query the index themselves, until they take rows index/ queried
-# (report/ only renders). A new upward import fails; so does one listed here that is gone.
-PENDING = {("archaudit.report.atlas", "archaudit.index.reports"), ("archaudit.report.atlas", "archaudit.index.store"),
-           ("archaudit.report.index", "archaudit.index.reports"),
-           ("archaudit.report.index_html", "archaudit.index.reports")}
 
 
 def modules() -> dict[str, tuple[Path, bool]]:
@@ -109,13 +103,11 @@ def layer(mod: str) -> tuple[int, str]:
     return RANK[parts[1]], parts[1]
 
 
-def upward(edges: Iterable[tuple[str, str, int]], pending: frozenset[tuple[str, str]] = frozenset()) -> list[str]:
-    """Every import that goes up a layer, or sideways into another package (but those pending)."""
+def upward(edges: Iterable[tuple[str, str, int]]) -> list[str]:
+    """Every import that goes up a layer, or sideways into another package."""
     bad = []
     for src, dst, line in edges:
         (rs, ps), (rd, pd) = layer(src), layer(dst)
-        if (src, dst) in pending:
-            continue
         if rd > rs or (rd == rs and ps != pd):
             bad.append(f"{src}:{line} imports {dst}")
     return bad
@@ -173,8 +165,7 @@ def test_every_module_has_a_layer():
 
 
 def test_every_import_goes_down_or_sideways_within_its_package():
-    assert upward(EDGES, frozenset(PENDING)) == []
-    assert {(src, dst) for src, dst, _ in EDGES} >= PENDING  # a door closed: strike it from PENDING
+    assert upward(EDGES) == []
 
 
 def test_no_import_cycle_between_modules():

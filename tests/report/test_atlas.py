@@ -18,7 +18,7 @@ import pytest
 
 from archaudit.cli import main
 from archaudit.core import example_wheel
-from archaudit.index import reports, schema
+from archaudit.index import atlas as atlas_data, reports, schema
 from archaudit.report import atlas
 from helpers import AMD_BIN, CUDA_BIN, DEMO_LIB, make_wheel
 from reference_tools import needs_tool
@@ -67,7 +67,7 @@ def test_every_project_on_one_page_with_cells_the_coverage_report_agrees_with(db
     text = _page(db, tmp_path / "atlas.html")
     conn = schema.connect(str(db), create=False)
     try:
-        by_project = atlas.columns(conn, atlas.gpu_rows())
+        by_project = atlas_data.columns(conn, atlas.gpu_rows())
         assert set(by_project) == {"demo", "gpu-example", "rocdemo"}
         for project in by_project:
             assert f'data-project="{project}"' in text

@@ -36,13 +36,14 @@ def execute(args: argparse.Namespace) -> int:
     try:
         if args.report == "html":
             if not args.project:  # the atlas: every project of the database, no plotting library
-                from ..report import atlas
+                from ..index import atlas
 
                 common.write(atlas.page(db), args.output)
                 return 0
             from ..report.index_html import page  # matplotlib, an optional dependency, only when asked
 
-            common.write(page(db, args.project), args.output)
+            common.write(page(args.project, reports.coverage(db, args.project), reports.driver_floor(db, args.project),
+                              reports.lost(db, args.project)), args.output)
             return 0
         if args.report == "runs-on":
             if not args.gpu:

@@ -22,20 +22,11 @@ from ..judge import diff
 from ..judge.audit import judge
 from ..judge.policy import AmdGpu, NvidiaGpu, Policy
 from ..model import TargetInventory
+from ..report.index import Table
 from .store import inventory_of
 
-Cell = str | int | float | None
 RANK = {"native": 2, "jit": 1, "none": 0}
 MARKS = {"native": "N", "jit": "J", "none": "-"}
-
-
-@dataclass(frozen=True, slots=True)
-class Table:
-    name: str
-    title: str
-    columns: tuple[str, ...]
-    rows: tuple[tuple[Cell, ...], ...]
-    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,18 +11,12 @@ from __future__ import annotations
 
 import html
 import json
-import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..errors import UsageError
-from ..findings import Code, means_unverified
 from ..gpus import amd as gfx, cuda as arch
 from ..gpus.drivers import driver_key
-from ..index import reports
-from ..index.store import inventory_of
-from ..judge.audit import judge
-from ..judge.policy import AmdGpu, NvidiaGpu, Policy
 
 NATIVE, JIT, NO, UNVERIFIED, HOST = "native", "jit", "no", "unverified", "host"
 CELL_TEXT = {NATIVE: "native", JIT: "PTX only", NO: "no", UNVERIFIED: "?", HOST: "·"}
@@ -51,6 +45,7 @@ class WheelColumn:
     cells: dict[str, str]  # GpuRow.key -> NATIVE | JIT | NO | UNVERIFIED | HOST
     floor: tuple[str, str] | None  # (CUDA release, driver)
     findings: tuple[tuple[str, str, str, str], ...]  # (code, severity, subject, message), as indexed
+    line: tuple[str, str, str]  # (python tag, OS, CPU), from the wheel's tags
 
 
 def gpu_rows() -> tuple[GpuRow, ...]:
@@ -72,44 +67,6 @@ def gpu_rows() -> tuple[GpuRow, ...]:
         rows.append(GpuRow(ships if ships and targets.count(target) > 1 else target, "amd", ships or target,
                            tuple(gpus)))
     return tuple(rows)
-
-
-def _cc(key: str) -> tuple[int, int]:
-    number = key.removeprefix("sm_")
-    return int(number[:-1]), int(number[-1])
-
-
-def _column(db: sqlite3.Connection, w: reports.WheelRow, rows: Sequence[GpuRow]) -> WheelColumn:
-    inv = inventory_of(db, w.id)
-    policy = Policy(gpus=tuple(NvidiaGpu(r.key, _cc(r.key)) for r in rows if r.vendor == "nvidia"),
-                    amd_gpus=tuple(AmdGpu(r.gpus[0], r.generation.split(":")[0], r.generation if ":" in r.generation
-                                          else "") for r in rows if r.vendor == "amd"))
-    row_of = {r.key if r.vendor == "nvidia" else r.gpus[0]: r.key for r in rows}
-    t = judge(inv, None, policy)
-    worst: dict[str, int] = {}
-    for f in t.findings:
-        if f.code in (Code.G008, Code.G009) and str(f.get("gpu")) in row_of:
-            rank = 0 if f.code == Code.G009 else reports.RANK.get(str(f.get("runs")), 2)
-            key = row_of[str(f.get("gpu"))]
-            worst[key] = min(worst.get(key, 2), rank)
-    unverified = inv.unusable or any(means_unverified(f) for f in t.findings)
-    word = {2: NATIVE, 1: JIT, 0: NO}
-    cells = {r.key: UNVERIFIED if unverified else word[worst[r.key]] if r.key in worst else HOST for r in rows}
-    floors = [v.driver_floor for v in t.libraries if v.driver_floor is not None]
-    floor = max(floors, key=lambda f: driver_key(f[1])) if floors else None
-    rows_found = db.execute("SELECT code, severity, subject, message, count FROM findings WHERE wheel_id = ?", (w.id,))
-    found = tuple((code, sev, subject, message if n == 1 else f"x{n} (folded): {message}")
-                  for code, sev, subject, message, n in rows_found)
-    return WheelColumn(w.id, w.project, w.release, w.tags, w.file, w.verdict, w.upload_time or "", cells, floor,
-                       found)
-
-
-def columns(db: sqlite3.Connection, rows: Sequence[GpuRow]) -> dict[str, list[WheelColumn]]:
-    """Every wheel of the database, by project, oldest release first."""
-    out: dict[str, list[WheelColumn]] = {}
-    for w in reports.wheels(db):
-        out.setdefault(w.project, []).append(_column(db, w, rows))
-    return out
 
 
 # ---- the page ----
@@ -164,12 +121,12 @@ def _e(text: object) -> str:
 
 
 def _header_cell(c: WheelColumn) -> str:
-    py, os_name, cpu = reports.WheelRow(0, c.file, c.project, c.release, c.tags, c.verdict, None).line
+    py, os_name, cpu = c.line
     return (f'<th data-project="{_e(c.project)}" title="{_e(c.file)}">{_e(c.release)}'
             f'<small>{_e(py)} {_e(os_name)} {_e(cpu)}</small></th>')
 
 
-def _grid(by_project: dict[str, list[WheelColumn]], rows: Sequence[GpuRow]) -> str:
+def _grid(by_project: Mapping[str, Sequence[WheelColumn]], rows: Sequence[GpuRow]) -> str:
     """One grid for the whole database: a row per GPU, a column per wheel, grouped by project
     (each header and cell carries its project, which the project filter hides by)."""
     cols = [c for cs in by_project.values() for c in cs]
@@ -244,10 +201,8 @@ def _findings(c: WheelColumn) -> str:
             f'{"s" * (len(c.findings) != 1)}</summary>{rows}</details>')
 
 
-def page(db: sqlite3.Connection, title: str = "GPU atlas") -> str:
-    """The whole atlas of a database: every project, every wheel."""
-    rows = gpu_rows()
-    by_project = columns(db, rows)
+def page(by_project: Mapping[str, Sequence[WheelColumn]], rows: Sequence[GpuRow], title: str = "GPU atlas") -> str:
+    """The whole atlas of a database: every project, every wheel (the columns index/ judged)."""
     if not by_project:
         raise UsageError("query html: the database holds no wheels")
     wheels = sum(len(v) for v in by_project.values())
@@ -278,11 +233,11 @@ def page(db: sqlite3.Connection, title: str = "GPU atlas") -> str:
     return "\n".join(parts) + "\n"
 
 
-def data(db: sqlite3.Connection) -> str:
+def data(by_project: Mapping[str, Sequence[WheelColumn]]) -> str:
     """The atlas's cells as JSON, for a test or a script (what the page draws)."""
-    rows = gpu_rows()
     return json.dumps({p: [{"release": c.release, "tags": c.tags, "cells": c.cells} for c in cols]
-                       for p, cols in columns(db, rows).items()}, indent=2)
+                       for p, cols in by_project.items()}, indent=2)
 
 
-__all__ = ["GpuRow", "WheelColumn", "gpu_rows", "columns", "floor_svg", "page", "data"]
+__all__ = ["CELL_TEXT", "CELL_TITLE", "HOST", "JIT", "NATIVE", "NO", "UNVERIFIED", "GpuRow", "WheelColumn", "data",
+           "floor_svg", "gpu_rows", "page"]

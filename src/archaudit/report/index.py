@@ -1,13 +1,26 @@
-"""The renderings of an index query's Table (archaudit.index.reports): text, JSON and Markdown,
-one renderer per format in RENDERERS; the HTML page is index_html.py."""
+"""The renderings of an index query's Table (what archaudit.index.reports queried): text, JSON and
+Markdown, one renderer per format in RENDERERS; the HTML page is index_html.py."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 
-from ..index.reports import Cell, Table
 from ..printable import markdown
+
+Cell = str | int | float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """One index report as plain rows: what index/ queried and judged, for a renderer."""
+
+    name: str
+    title: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Cell, ...], ...]
+    notes: tuple[str, ...] = ()
 
 
 def render_text(t: Table) -> str:
@@ -50,4 +63,4 @@ def render(t: Table, fmt: str) -> str:
     return RENDERERS.get(fmt, render_text)(t)
 
 
-__all__ = ["RENDERERS", "render", "render_json", "render_markdown", "render_text"]
+__all__ = ["RENDERERS", "Cell", "Table", "render", "render_json", "render_markdown", "render_text"]

@@ -8,12 +8,11 @@ from __future__ import annotations
 import datetime
 import html
 import io
-import sqlite3
 from typing import Any
 
 from ..errors import UsageError
 from ..gpus.drivers import UNKNOWN
-from ..index import reports
+from .index import Cell, Table
 
 _CELL = {"N": 2.0, "J": 1.0, "-": 0.0}
 
@@ -36,7 +35,7 @@ def _svg(fig: Any) -> str:
     return text[text.index("<svg"):]
 
 
-def heat_map(table: reports.Table) -> str:
+def heat_map(table: Table) -> str:
     """Coverage as an SVG heat map: a row per architecture, a column per wheel."""
     plt = _pyplot()
     from matplotlib.colors import ListedColormap
@@ -57,7 +56,7 @@ def heat_map(table: reports.Table) -> str:
     return svg
 
 
-def _when(row: tuple[reports.Cell, ...]) -> datetime.datetime | None:
+def _when(row: tuple[Cell, ...]) -> datetime.datetime | None:
     text = str(row[2] or "")
     try:
         return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
@@ -65,7 +64,7 @@ def _when(row: tuple[reports.Cell, ...]) -> datetime.datetime | None:
         return None
 
 
-def floor_plot(table: reports.Table) -> str:
+def floor_plot(table: Table) -> str:
     """The driver floor by release, over upload time when the index said it, else release order;
     a release whose floor archaudit cannot name is in the table, not on the plot (as in the atlas)."""
     plt = _pyplot()
@@ -89,7 +88,7 @@ def floor_plot(table: reports.Table) -> str:
     return svg
 
 
-def _table(t: reports.Table) -> str:
+def _table(t: Table) -> str:
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in t.columns)
     body = "".join("<tr>" + "".join(f"<td>{html.escape('' if c is None else str(c))}</td>" for c in r) + "</tr>"
                    for r in t.rows)
@@ -98,11 +97,8 @@ def _table(t: reports.Table) -> str:
             f"<tbody>{body}</tbody></table>{notes}")
 
 
-def page(db: sqlite3.Connection, project: str) -> str:
-    """The whole page for a project."""
-    cov = reports.coverage(db, project)
-    floor = reports.driver_floor(db, project)
-    lost = reports.lost(db, project)
+def page(project: str, cov: Table, floor: Table, lost: Table) -> str:
+    """The whole page for a project, from its coverage, driver-floor and lost tables (index.reports)."""
     if not cov.rows:
         raise UsageError(f"query html: no wheels of {project!r} in the database")
     parts = [
