@@ -168,6 +168,15 @@ def test_every_import_goes_down_or_sideways_within_its_package():
     assert upward(EDGES) == []
 
 
+def test_the_report_asks_no_runtime_model_for_a_verdict():
+    """A Report carries every verdict it shows (the judge computed the AMD ones too): report/
+    imports no runtime model of gpus/ (selection, prediction, ROCm's loading), only names."""
+    models = {"archaudit.gpus.rocm", "archaudit.gpus.selection", "archaudit.gpus.predict"}
+    asked = [f"{src}:{line}" for src, dst, line in EDGES if src.startswith("archaudit.report.") and dst in models]
+    assert asked == []
+    assert any(src == "archaudit.judge.audit" and dst == "archaudit.gpus.rocm" for src, dst, _ in EDGES)
+
+
 def test_no_import_cycle_between_modules():
     assert cycles(EDGES) == []
 

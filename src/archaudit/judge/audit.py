@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from .. import __version__
 from ..claims import Claim, parse_claim
 from ..findings import ERROR, INFO, WARNING, Code, Finding, fold_findings, means_unverified
+from ..gpus import rocm
 from ..gpus.cuda import label
 from ..gpus.selection import parse_target
 from ..model import DEVICE_LINK, PTX, RELOCATABLE, SASS, Coverage, Library, Status, TargetInventory
@@ -23,6 +24,20 @@ from .policy import Policy, for_target
 from .rules import TargetFacts, amd_missing, demangle, finding, judge_library_rules, judge_target_rules
 
 SCHEMA_VERSION = 2  # 2: a finding may stand for many (count, examples)
+
+
+@dataclass(frozen=True, slots=True)
+class AmdEntryVerdict:
+    """How ROCm judges one AMD entry of a library (gpus.rocm): the target it runs on once selected
+    (the more specific of its bundle id and its code object's own), whether that differs from the
+    bundle id, and whether HIP selects it at all. `container` and `entry` index the library's
+    containers and that container's entries."""
+
+    container: int
+    entry: int
+    judged_target: str
+    disagrees: bool
+    hip_selects: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +52,7 @@ class LibraryVerdict:
     driver_floor: tuple[str, str] | None  # (CUDA release, minimum driver)
     findings: tuple[Finding, ...]
     bytes_by_target: tuple[tuple[str, int, int], ...] = ()  # (target, stored, decoded)
+    amd_entries: tuple[AmdEntryVerdict, ...] = ()  # each AMD entry as ROCm judges it
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,14 +108,22 @@ def _bytes_by_target(lib: Library) -> tuple[tuple[str, int, int], ...]:
     return tuple((k, v[0], v[1]) for k, v in sorted(totals.items()))
 
 
+def _amd_entries(lib: Library) -> tuple[AmdEntryVerdict, ...]:
+    """Every AMD entry of the library as ROCm judges it, so that a report carries what it shows."""
+    return tuple(AmdEntryVerdict(ci, ei, rocm.judged_target(e), rocm.disagrees(e), rocm.hip_reads(e))
+                 for ci, c in enumerate(lib.containers) for ei, e in enumerate(c.entries)
+                 if e.vendor == "amd" or e.own_target is not None)
+
+
 def _verdict(f: LibraryFacts, findings: list[Finding]) -> LibraryVerdict:
     lib = f.library
+    amd = _amd_entries(lib)
     if not lib.has_device_code:
         bare: Status = "unverified" if lib.problems else "host"
-        return LibraryVerdict(lib.path, bare, (), (), (), 0, None, None, tuple(findings))
+        return LibraryVerdict(lib.path, bare, (), (), (), 0, None, None, tuple(findings), amd_entries=amd)
     reloc = tuple(sorted({f"{e.kind}:{e.target}" for e in f.relocatable}))
     if f.stubs_only and not lib.problems:
-        return LibraryVerdict(lib.path, "host", f.carried, reloc, (), 0, 0, None, tuple(findings))
+        return LibraryVerdict(lib.path, "host", f.carried, reloc, (), 0, 0, None, tuple(findings), amd_entries=amd)
     status: Status = "pass"
     if any(x.severity == ERROR for x in findings):
         status = "fail"
@@ -112,7 +136,7 @@ def _verdict(f: LibraryFacts, findings: list[Finding]) -> LibraryVerdict:
     floor_out = (floor.cuda_text, floor.driver or "unknown") if floor is not None else None
     own = sum(1 for u in f.units if u.container.role != DEVICE_LINK or u.kernels)  # unread dlinks: not shown
     return LibraryVerdict(lib.path, status, f.carried, reloc, tuple(coverage), own, f.kernel_count,
-                          floor_out, tuple(findings), _bytes_by_target(lib))
+                          floor_out, tuple(findings), _bytes_by_target(lib), amd)
 
 
 def _embedded_claim(inv: TargetInventory) -> tuple[Claim | None, Finding | None]:
@@ -199,6 +223,7 @@ __all__ = [
     "INFO",
     "SCHEMA_VERSION",
     "WARNING",
+    "AmdEntryVerdict",
     "IgnoreRule",
     "LibraryVerdict",
     "Policy",

@@ -7,10 +7,9 @@ from collections import Counter
 from typing import Any
 
 from ..findings import CODES, ERROR, INFO, WARNING, Code, Finding
-from ..gpus import rocm
 from ..gpus.cuda import label
 from ..gpus.drivers import driver_key, floor_words
-from ..judge.audit import LibraryVerdict, Report, TargetReport
+from ..judge.audit import AmdEntryVerdict, LibraryVerdict, Report, TargetReport
 from ..judge.filters import Suppression
 from ..model import CUBIN, Container, Entry
 from .names import readable
@@ -232,7 +231,7 @@ def _library_table(t: TargetReport, detail: str, hidden: tuple[Suppression, ...]
         row = [f"  {v.path:<{width}}  {carried[0]:<{cwidth}}  {verdict}"]
         row += [f"  {'':<{width}}  {more}" for more in carried[1:]]
         if detail in ("containers", "kernels"):
-            row.extend(_containers_text(t, v.path, detail))
+            row.extend(_containers_text(t, v, detail))
         out.append(row)
     return out
 
@@ -344,21 +343,29 @@ def _entry_order(kind_target: str) -> tuple[int, int, str]:
     return ({"sass": 0, "ptx": 1}.get(kind, 2), int(digits or 0), target)
 
 
-def _amd_label(e: Entry) -> str:
-    """An AMD entry as ROCm judges it: its code object's own target where that is more specific
+def _amd_of(v: LibraryVerdict) -> dict[tuple[int, int], AmdEntryVerdict]:
+    """The judge's AMD verdicts of a library by (container, entry) index."""
+    return {(a.container, a.entry): a for a in v.amd_entries}
+
+
+def _amd_label(e: Entry, a: AmdEntryVerdict | None) -> str:
+    """An AMD entry as ROCm judged it: its code object's own target where that is more specific
     than the bundle id, and whether HIP selects it at all."""
-    text = rocm.judged_target(e) + (f"(id {e.target})" if rocm.disagrees(e) else "")
-    return text if rocm.hip_reads(e) else f"{text}(never selected: {e.identifier.split('-', 1)[0] or 'id'})"
+    if a is None:  # no verdict carried: the bundle id, as read
+        return e.target
+    text = a.judged_target + (f"(id {e.target})" if a.disagrees else "")
+    return text if a.hip_selects else f"{text}(never selected: {e.identifier.split('-', 1)[0] or 'id'})"
 
 
-def _containers_text(t: TargetReport, path: str, detail: str) -> list[str]:
-    lib = next((lib for lib in t.inventory.libraries if lib.path == path), None) if t.inventory else None
+def _containers_text(t: TargetReport, v: LibraryVerdict, detail: str) -> list[str]:
+    lib = next((lib for lib in t.inventory.libraries if lib.path == v.path), None) if t.inventory else None
     if lib is None:
         return []
+    amd = _amd_of(v)
     groups: dict[tuple[str, tuple[str, ...]], list[Container]] = {}
-    for c in lib.containers:
-        key = (c.role, tuple(sorted({f"{e.kind}:{_amd_label(e) if e.vendor == 'amd' else e.target}"
-                                     for e in c.entries}, key=_entry_order)))
+    for ci, c in enumerate(lib.containers):
+        key = (c.role, tuple(sorted({f"{e.kind}:{_amd_label(e, amd.get((ci, ei))) if e.vendor == 'amd' else e.target}"
+                                     for ei, e in enumerate(c.entries)}, key=_entry_order)))
         groups.setdefault(key, []).append(c)
     out = []
     for (role, targets), cs in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
@@ -419,6 +426,7 @@ def _target_json(t: TargetReport, detail: str, timings: bool = True) -> dict[str
             d["format"] = lib.format
             d["needed"] = list(lib.needed)
             if detail in ("containers", "kernels"):
+                amd = _amd_of(v)
                 d["container_list"] = [{
                     "role": c.role, "section": c.section, "offset": c.offset, "size": c.size,
                     "entries": [{
@@ -427,12 +435,12 @@ def _target_json(t: TargetReport, detail: str, timings: bool = True) -> dict[str
                         "stored_size": e.stored_size, "size": e.size, "offset": e.offset,
                         "identifier": e.identifier, "debug": e.debug,
                         **({"ptx_target": e.ptx_target} if e.ptx_target else {}),
-                        **({"own_target": e.own_target, "judged_target": rocm.judged_target(e),
-                            "hip_selects": rocm.hip_reads(e)} if e.own_target is not None else {}),
+                        **({"own_target": e.own_target, "judged_target": amd[ci, ei].judged_target,
+                            "hip_selects": amd[ci, ei].hip_selects} if e.own_target is not None else {}),
                         **({"kernels": list(e.kernels) if e.kernels is not None else None}
                            if detail == "kernels" else {}),
-                    } for e in c.entries],
-                } for c in lib.containers]
+                    } for ei, e in enumerate(c.entries)],
+                } for ci, c in enumerate(lib.containers)]
         libs.append(d)
     out = {
         "target": t.target, "kind": t.kind, "distribution": t.distribution, "gpu_wheel": t.gpu_wheel,
