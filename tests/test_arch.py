@@ -43,7 +43,8 @@ def test_target_properties():
 
 @pytest.mark.parametrize(
     "number, suffix, expected",
-    [(90, "", (9, 0, "")), (100, "f", (10, 0, "f")), (121, "", (12, 1, "")), (75, "", (7, 5, "")), (110, "a", (11, 0, "a"))],
+    [(90, "", (9, 0, "")), (100, "f", (10, 0, "f")), (121, "", (12, 1, "")), (75, "", (7, 5, "")),
+     (110, "a", (11, 0, "a"))],
 )
 def test_from_number(number, suffix, expected):
     t = CudaTarget.from_number(number, suffix)
@@ -69,7 +70,8 @@ def test_parse_spellings(text, expected):
     assert T(text) == expected
 
 
-@pytest.mark.parametrize("bad", ["", "sm_", "sm_9", "9", "90x", "gfx90a", "sm_90b", "9.10", "compute90", "8.6+PTX", "sm_90-real"])
+@pytest.mark.parametrize("bad", ["", "sm_", "sm_9", "9", "90x", "gfx90a", "sm_90b", "9.10", "compute90", "8.6+PTX",
+                                 "sm_90-real"])
 def test_parse_rejects(bad):
     with pytest.raises(ValueError) as err:
         T(bad)

@@ -40,7 +40,8 @@ def test_cmake_real_virtual_and_bare():
 
 def test_cmake_all_cuda_13():
     c = parse_claim("all", "pyproject.toml [tool.archaudit] cuda-archs", cuda_version=(13, 0))
-    assert c.sass_targets == tuple(T(x) for x in ["75", "80", "86", "87", "88", "89", "90", "100", "103", "110", "120", "121"])
+    assert c.sass_targets == tuple(T(x) for x in ["75", "80", "86", "87", "88", "89", "90", "100", "103", "110", "120",
+                                                  "121"])
     assert c.ptx_targets == (T("120"),)
 
 

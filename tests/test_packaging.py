@@ -21,8 +21,10 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-VERSION = re.search(r'^__version__ = "([^"]+)"', (REPO / "src" / "archaudit" / "__init__.py").read_text(encoding="utf-8"),
-                    re.M).group(1)  # type: ignore[union-attr]
+_VERSION = re.search(r'^__version__ = "([^"]+)"',
+                     (REPO / "src" / "archaudit" / "__init__.py").read_text(encoding="utf-8"), re.M)
+assert _VERSION is not None
+VERSION = _VERSION.group(1)
 
 
 def build(out: Path, *args: str, **env: str) -> Path:

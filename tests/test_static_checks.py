@@ -1,5 +1,6 @@
-"""The code is type-checked (mypy --strict on src/) and linted (ruff), with the configuration in
-pyproject.toml, as part of the test command: a change that breaks either fails CI like a bug."""
+"""The code is type-checked (mypy --strict on src/) and linted (ruff, on src/ and tests/), with the
+configuration in pyproject.toml, as part of the test command: a change that breaks either fails CI
+like a bug."""
 
 from __future__ import annotations
 
@@ -25,8 +26,9 @@ def test_mypy_strict_is_clean():
 
 
 def test_ruff_is_clean():
+    """The tests are linted by the same rules as the code they test."""
     pytest.importorskip("ruff", reason="ruff is a test dependency: pip install -e '.[test]'")
-    result = _run("ruff", "check", "src")
+    result = _run("ruff", "check", "src", "tests")
     assert result.returncode == 0, result.stdout + result.stderr
 
 

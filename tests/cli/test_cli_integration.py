@@ -109,7 +109,8 @@ def test_gpu_by_name_or_target(scratch, gpu, kernels, shim, rc):
 
 
 def test_gpu_text_answer(scratch, capsys):
-    main(["check", "--no-config", "-q", "-v", "--arch", "80", "--gpu", "H100", "-o", "o.txt", EXAMPLE])  # -v: G008 is info
+    # -v: G008 is info
+    main(["check", "--no-config", "-q", "-v", "--arch", "80", "--gpu", "H100", "-o", "o.txt", EXAMPLE])
     text = Path("o.txt").read_text()
     assert "G008 gpu_example/libkernels.so on H100 (9.0): native" in text
     assert "G009 gpu_example/libshim.so on H100 (9.0): not at all" in text

@@ -19,7 +19,7 @@ import tempfile
 import time
 import zlib
 from collections import Counter
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import lz4.block
@@ -72,7 +72,7 @@ def time_bound(size: int) -> float:
     return 2.0 + size / 10e6
 
 
-@lru_cache(maxsize=None)
+@cache
 def load(rel: str) -> bytes:
     return (ROOT / rel).read_bytes()
 
@@ -146,7 +146,29 @@ def elf_layout(data: bytes, base: int = 0, prefix: str = "elf") -> tuple[list[Fi
     return fields, regions, sections
 
 
-@lru_cache(maxsize=None)
+def _cubin_layout(data: bytes, at: int, size: int, entry: int) -> tuple[list[Field], list[Region],
+                                                                      list[tuple[int, int]]]:
+    """A raw cubin entry's own ELF tables (fields, regions) and the bytes decode mode reads by
+    section name; nothing when its ELF cannot be read."""
+    try:
+        f, r, _ = elf_layout(data[:at + size], at, f"cubin@{entry:x}")
+    except elf.ElfError:
+        return [], [], []
+    td: list[tuple[int, int]] = []
+    # decode mode: the cubin's 'a' lives in .nv.compat, found by section name;
+    # changing both it and the header flag agrees with itself
+    for x in f:
+        if x.name.endswith((".sh_name", ".e_shstrndx", ":.shstrtab].sh_offset",
+                            ":.shstrtab].sh_size", ":.nv.compat].sh_offset",
+                            ":.nv.compat].sh_size")):
+            td += [(x.offset + i, 0xFF) for i in range(x.width)]
+    for x in r:
+        if x.name.endswith((".section:.nv.compat", ".section:.shstrtab")):
+            td += [(i, 0xFF) for i in range(x.start, x.stop)]
+    return f, r, td
+
+
+@cache
 def layout(rel: str) -> Layout:
     data = load(rel)
     fields: list[Field] = []
@@ -200,22 +222,10 @@ def layout(rel: str) -> Layout:
                 if eh.compression in ("zstd", "lz4"):
                     regions.append(Region(f"compressed@{e.offset:x}", at, at + eh.compressed_size))
                 elif eh.kind_code == 2 and eh.payload_size >= 64:  # a raw cubin: its own ELF tables
-                    try:
-                        f, r, _ = elf_layout(data[:at + eh.payload_size], at, f"cubin@{e.offset:x}")
-                        fields += f
-                        regions += r
-                        # decode mode: the cubin's 'a' lives in .nv.compat, found by section name;
-                        # changing both it and the header flag agrees with itself
-                        for x in f:
-                            if x.name.endswith((".sh_name", ".e_shstrndx", ":.shstrtab].sh_offset",
-                                                ":.shstrtab].sh_size", ":.nv.compat].sh_offset",
-                                                ":.nv.compat].sh_size")):
-                                td += [(x.offset + i, 0xFF) for i in range(x.width)]
-                        for x in r:
-                            if x.name.endswith((".section:.nv.compat", ".section:.shstrtab")):
-                                td += [(i, 0xFF) for i in range(x.start, x.stop)]
-                    except elf.ElfError:
-                        pass
+                    f, r, d = _cubin_layout(data, at, eh.payload_size, e.offset)
+                    fields += f
+                    regions += r
+                    td += d
                 # header mode takes kind, arch and flags on trust: they are stated only there
                 th += [(e.offset + i, 0xFF) for i in (0, 1)]
                 th += [(e.offset + 28 + i, 0xFF) for i in range(4)]
@@ -390,7 +400,8 @@ def payload_lie(draw, data: bytes, entry: int, eh: fatbin.EntryHeader):
         if how == "garbage":
             blob = draw(st.binary(min_size=0, max_size=min(area, 256)))
         else:
-            n = {"expand": usize + draw(st.integers(1, 4096)), "shrink": max(0, usize - draw(st.integers(1, usize or 1))),
+            n = {"expand": usize + draw(st.integers(1, 4096)),
+                 "shrink": max(0, usize - draw(st.integers(1, usize or 1))),
                  "bomb": draw(st.sampled_from([1 << 20, 8 << 20, 64 << 20]))}[how]
             filler = draw(st.sampled_from([b"\x00", b"A", b"\x7fELF"]))
             raw = (filler * (n // len(filler) + 1))[:n]
@@ -411,7 +422,8 @@ def payload_lie(draw, data: bytes, entry: int, eh: fatbin.EntryHeader):
         v = draw(st.sampled_from([0, 1, usize - 1, usize + 1, usize * 2, 2**32, 2**63, 2**64 - 1, 4 << 30]))
         out[entry + 56:entry + 64] = (v & (2**64 - 1)).to_bytes(8, "little")
     elif how == "csize":
-        v = draw(st.sampled_from([0, 1, eh.compressed_size - 1, eh.compressed_size + 1, area, area + 1, 2**31, 2**32 - 1]))
+        v = draw(st.sampled_from([0, 1, eh.compressed_size - 1, eh.compressed_size + 1, area, area + 1, 2**31,
+                                  2**32 - 1]))
         out[entry + 16:entry + 20] = (v & (2**32 - 1)).to_bytes(4, "little")
     else:  # swap zstd <-> lz4
         flags = int.from_bytes(out[entry + 40:entry + 48], "little") ^ (fatbin.FLAG_ZSTD | fatbin.FLAG_LZ4)
@@ -497,7 +509,8 @@ def projection(report: dict) -> list:
     loadable, and the sorted (vendor, kind, target) of its entries). Offsets, sizes,
     identifiers, code versions and kernel names are left out: they are informational, not
     coverage. A decoded PTX entry's target is its text's .target (``ptx_target``), which the
-    JIT obeys and the rules judge, not its header's. Loadable roles (executable, device-link, embedded, standalone, hip) are one class
+    JIT obeys and the rules judge, not its header's. Loadable roles (executable, device-link, embedded,
+    standalone, hip) are one class
     here: a device-link container judged as an ordinary one only adds scrutiny, and the other
     direction (hiding a container's K001 by making it device-link) is caught by requiring the
     original to pass as well."""
@@ -532,7 +545,7 @@ def base_args(path: str, decode: bool) -> list[str]:
             path] + []  # payloads are always decoded
 
 
-@lru_cache(maxsize=None)
+@cache
 def original(rel: str, decode: bool) -> tuple[int, list, tuple[str, ...]]:
     """(exit code, projection, claim flags) of the unmutated fixture under its exact claim."""
     path = str(ROOT / rel)
@@ -629,7 +642,7 @@ _LOCAL_FIELDS = [("needed", 4, 2), ("flags", 6, 2), ("method", 8, 2), ("crc", 14
                  ("compressed_size", 18, 4), ("size", 22, 4), ("name_length", 26, 2), ("extra_length", 28, 2)]
 
 
-@lru_cache(maxsize=None)
+@cache
 def zip_layout(rel: str) -> Layout:
     data = load(rel)
     eocd = data.rfind(b"PK\x05\x06")

@@ -40,7 +40,8 @@ EXPECTED: dict[str, tuple[int, str]] = {
     "pe-embedded-container-size0-entry-damaged.dll": (1, "E011"),
     "pe-fatbin-magic-over-mz-rdc.dll": (1, "E011"),
     "pe-import-table-shifted-host.dll": (1, "E021"),
-    "pe-ptx-header-a-text-f.dll": (1, "G001"),  # judged by its text's .target (compute_100f serves 10.x only), not the header's 'a'
+    # judged by its text's .target (compute_100f serves 10.x only), not the header's 'a'
+    "pe-ptx-header-a-text-f.dll": (1, "G001"),
     "pe-wrapper-section-zero-fill-embedded.dll": (1, "E011"),
     "ptx-malformed-first-target.ptx": (1, "E014"),
     "ptx-target-no-number.ptx": (1, "E014"),

@@ -363,8 +363,8 @@ def test_k001_cccl_namespaces_name_no_architecture(name):
 def test_k003_a_kernel_named_for_a_newer_architecture_is_not_for_an_older_gpu():
     """cuSPARSELt's sm86_xmma_* kernels carry sm_86, sm_87 and sm_90a code: named for 8.6 on, they
     are never for 8.0. A gap on a GPU newer than the name is not excused that way."""
-    rep = report(lib(KERN, box(sass("sm_86", "sm86_xmma_k"), sass("sm_87", "sm86_xmma_k"), sass("sm_90a", "sm86_xmma_k"))),
-                 arch="80;90")
+    rep = report(lib(KERN, box(sass("sm_86", "sm86_xmma_k"), sass("sm_87", "sm86_xmma_k"),
+                               sass("sm_90a", "sm86_xmma_k"))), arch="80;90")
     (k,) = found(rep, "K003")
     assert k.get("fails") == ["80"] and k.get("reason") == "named" and rep.exit_code == 0
 

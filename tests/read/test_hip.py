@@ -83,7 +83,7 @@ def test_fixture_agrees_with_reference(path):
     off, size, _ = ref.elf_sections(data)[".hip_fatbin"]
     pieces = ref.split_section(data, off, size)
     assert [p[0] for p in pieces] == [c.offset for c in cs]
-    for (poff, piece), c in zip(pieces, cs):
+    for (_, piece), c in zip(pieces, cs):
         refs = ref.reference_bundle(piece)
         mine = {e.identifier: e for e in c.entries}
         assert sorted(mine) == sorted(r.ident for r in refs)
