@@ -29,13 +29,23 @@ from dataclasses import dataclass
 from ..findings import Code
 from ..model import Problem
 from . import fatbin, hip
-from .records import HIP_WRAPPER_MAGIC, LINKER_MARKER, MARKERS, STATEMENTS, Records, ScanResult, ScanSettings
+from .records import (
+    HIP_WRAPPER_MAGIC,
+    LINKER_MARKER,
+    MARKERS,
+    STATEMENTS,
+    VERSION_MARKERS,
+    Records,
+    ScanResult,
+    ScanSettings,
+)
 from .search import Pattern, Search, Zone
 from .stream import Chunks, Source
 
 DEVICE_SUFFIXES = (".cubin", ".fatbin", ".ptx", ".hsaco")
 _PATTERNS = {m: Pattern.of(m) for m in (fatbin.MAGIC, fatbin.WRAPPER_MAGIC, HIP_WRAPPER_MAGIC,
-                                        *hip.MAGICS, *MARKERS, LINKER_MARKER, *STATEMENTS)}
+                                        *hip.MAGICS, *MARKERS, LINKER_MARKER, *STATEMENTS,
+                                        *VERSION_MARKERS)}
 
 
 class LibraryScan:
@@ -52,14 +62,15 @@ class LibraryScan:
     def patterns(*, code: bool = True, data: bool = False, strings: bool = True) -> tuple[Pattern, ...]:
         """Containers (fatbin, offload bundles) can start anywhere; with `data`, the wrapper
         records the runtimes register (writable data); with `strings`, embedded claims, names
-        of a run-time device-code linker and the sourced statements (records.STATEMENTS)."""
+        of a run-time device-code linker, the sourced statements and vendor identity strings
+        (records.STATEMENTS) and the vendor version markers (records.VERSION_MARKERS)."""
         out = [fatbin.MAGIC]
         if data:
             out += [fatbin.WRAPPER_MAGIC, HIP_WRAPPER_MAGIC]
         if code:
             out += hip.MAGICS
         if strings:
-            out += [*MARKERS, LINKER_MARKER, *STATEMENTS]
+            out += [*MARKERS, LINKER_MARKER, *STATEMENTS, *VERSION_MARKERS]
         return tuple(_PATTERNS[m] for m in out)
 
     def run(self, src: Source, zones: Iterable[Zone]) -> ScanResult:
