@@ -401,7 +401,7 @@ _CODES = [
          "identify it; its release line is the CUDA major that built it and, where its bytes carry one, "
          "its vendor's version) and its vendor documents that release for a range of GPUs, each row with "
          "its source: cuBLAS for CUDA 13 from 7.5, cuSPARSELt from 8.0, cuDNN 9.17 for CUDA 12 from 7.5 to "
-         "12.0. Claimed GPUs outside that range, and GPUs named with --gpu outside it, are not supported "
+         "12.1. Claimed GPUs outside that range, and GPUs named with --gpu outside it, are not supported "
          "by it: it is not judged there, and its callers use it only inside it (torch calls cuSPARSELt "
          "only on 8.0+). Where no other library of the target runs on such a GPU, G017 fails it.",
          "Nothing, where another library serves those GPUs; otherwise stop claiming them.",
@@ -421,7 +421,7 @@ _CODES = [
          "newest row, which may not be its vendor's contract.",
          "Add the release's row to data/vendor.json from its vendor's documentation, with its source.",
          "nvidia/cudnn/lib/libcudnn_engines_precompiled.so.9 is cuDNN 9.28.0, newer than data/vendor.json "
-         "knows: judged by its line's newest row, cuDNN 9.17 for CUDA 12 (7.5 to 12.0)"),
+         "knows: judged by its line's newest row, cuDNN 9.17 for CUDA 12 (7.5 to 12.1)"),
     CodeInfo(Code.K001, ERROR, "kernels miss a claimed architecture",
          "One container (one translation unit, which the runtime registers on its own) lacks code "
          "for a claimed architecture that the library as a whole has: its kernels fail there "
