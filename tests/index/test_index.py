@@ -175,7 +175,8 @@ def test_queries_agree_with_check_and_diff(corpus: Path, tmp_path: Path, capsys:
     md = capsys.readouterr().out
     r = check([str(corpus / "demo-1.0-py3-none-manylinux_2_28_x86_64.whl")], None, Policy(), jobs=1)
     floor = next(v.driver_floor for v in r.targets[0].libraries if v.driver_floor)
-    assert f"| 1.0 | py3-none-manylinux_2_28_x86_64 |  | {floor[0]} | {floor[1]} | libkern.so |" in md
+    # Markdown shows each cell as text: its underscores escaped (printable.markdown)
+    assert f"| 1.0 | py3-none-manylinux\\_2\\_28\\_x86\\_64 |  | {floor[0]} | {floor[1]} | libkern.so |" in md
 
     # text output, and a report asked without what it needs is a usage error (exit 2)
     assert main(["query", "coverage", "--db", str(db), "--project", "demo"]) == 0
@@ -254,7 +255,7 @@ def test_runs_on_depends_on_the_gpu_asked(corpus: Path, tmp_path: Path) -> None:
 
 def test_runs_on_a_gpu_outside_a_vendor_range(tmp_path: Path) -> None:
     """An nvcc-built cuSPARSELt (its file name and CUSPARSELT_LOG_LEVEL; documented for 8.0 and
-    newer): a wheel of it alone does not run on a T4 (G017, the row named as the reason, not 'no
+    newer): a wheel of it alone does not run on a T4 (G019, the row named as the reason, not 'no
     device code'); beside a library that runs there it is not held against the wheel (torch 2.5.1
     on a T4), in the coverage row too. The identity string survives the database (schema 6)."""
     wheels = tmp_path / "w"

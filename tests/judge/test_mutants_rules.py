@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from archaudit.claims import parse_claim
-from archaudit.cli.settings import gpus
 from archaudit.findings import ERROR, INFO, Finding
+from archaudit.gpus.catalog import resolve as gpus
 from archaudit.judge.audit import Report, judge
 from archaudit.judge.policy import AmdGpu, Policy
 from archaudit.judge.rules import LIBRARY_RULES, on_gpu
@@ -108,6 +108,12 @@ def test_every_finding_names_the_library_or_target_it_is_about():
                    statements=("CUSPARSELT_LOG_LEVEL",)), arch="50;80"),
         report(lib(box(sass("sm_80", "_Z4workv")), box(sass("sm_90", "_Z5otherv")), path="pkg/lib/libnccl.so.2",
                    statements=("NCCL version 2.99.1+cuda13.0",)), arch="80;90"),
+        # a bare .fatbin whose second container alone defines a kernel (G017); an AMD code object
+        # without a loadable segment (G018)
+        report(replace(lib(box(sass("sm_80", "_Z4workv")), replace(box(sass("sm_80", "_Z5otherv")), offset=64),
+                           path=nested), format="fatbin"), arch="80"),
+        report(lib(box(replace(amd("gfx90a"), unloadable=True), role=HIP), needed=(), path=nested), arch=None,
+               amd_claim=("gfx90a",)),
     ]
     seen = set()
     for rep in reports:
@@ -118,7 +124,7 @@ def test_every_finding_names_the_library_or_target_it_is_about():
                            or (f.code == "C001" and f.subject != "t.whl"))
             assert (f.subject in libraries) if per_library else f.subject == "t.whl", whole(f)
             assert isinstance(f.message, str) and f.message.startswith(f.subject) or f.code == "C003", whole(f)
-    assert seen >= LIBRARY_CODES | {"E013", "C001", "C002", "C003", "G006", "G011", "G017"}, sorted(seen)
+    assert seen >= LIBRARY_CODES | {"E013", "C001", "C002", "C003", "G006", "G011", "G019"}, sorted(seen)
 
 
 def test_c003_names_the_library_the_list_is_embedded_in():

@@ -375,7 +375,7 @@ LT = ("CUSPARSELT_LOG_LEVEL",)  # cuSPARSELt's own bytes (data/vendor.json ident
 def test_g016_a_vendor_library_is_judged_in_the_range_its_vendor_documents():
     """torch 2.5.1 bundles cuSPARSELt as libcusparseLt-294d6944.so.0 (sm_80 and newer): NVIDIA
     documents it for 8.0 and newer, so the embedded claim's 5.0-7.5 are not held against it where
-    another library serves them; alone, nothing of the wheel runs there (G017). The same code
+    another library serves them; alone, nothing of the wheel runs there (G019). The same code
     under another name, or without cuSPARSELt's string, keeps every gap."""
     code = box(sass("sm_80", "_Z1kv"), sass("sm_90", "_Z1kv"))
     own = lib(box(sass("sm_50", "_Z1ov"), sass("sm_75", "_Z1ov"), sass("sm_80", "_Z1ov"), sass("sm_90", "_Z1ov")),
@@ -384,7 +384,7 @@ def test_g016_a_vendor_library_is_judged_in_the_range_its_vendor_documents():
     (g,) = found(rep, "G016")
     assert g.get("gpus") == ["50", "75"] and g.get("library") == "cuSPARSELt for CUDA 13" and rep.exit_code == 0
     rep = report(lib(code, path="torch/lib/libcusparseLt-294d6944.so.0", statements=LT), arch="50;75;80;90")
-    assert [f.get("gpu") for f in found(rep, "G017")] == ["50", "75"] and rep.exit_code == 1
+    assert [f.get("gpu") for f in found(rep, "G019")] == ["50", "75"] and rep.exit_code == 1
     for other in (lib(code, path="torch/lib/libmysparse.so", statements=LT),
                   lib(code, path="torch/lib/libcusparseLt-294d6944.so.0")):
         rep = report(other, arch="50;75;80;90")
@@ -393,7 +393,7 @@ def test_g016_a_vendor_library_is_judged_in_the_range_its_vendor_documents():
 
 def test_g016_a_named_gpu_outside_the_vendor_range_is_not_a_g009():
     """--gpu T4 asks the claim's question for one GPU: cuSPARSELt (8.0+) is not supported on 7.5
-    (G016, not G009; G017 as nothing else runs there), but is judged on 8.0; any other name keeps
+    (G016, not G009; G019 as nothing else runs there), but is judged on 8.0; any other name keeps
     its G009."""
     code = box(sass("sm_80", "_Z1kv"), sass("sm_90", "_Z1kv"))
     gpus = (("T4", (7, 5)), ("A100", (8, 0)))
@@ -401,7 +401,7 @@ def test_g016_a_named_gpu_outside_the_vendor_range_is_not_a_g009():
     (g,) = found(rep, "G016")
     assert (g.get("gpu"), g.get("gpus"), g.get("library")) == ("T4", ["75"], "cuSPARSELt for CUDA 13")
     assert [f.get("gpu") for f in found(rep, "G008")] == ["A100"] and not found(rep, "G009")
-    assert [f.get("gpu") for f in found(rep, "G017")] == ["75"]
+    assert [f.get("gpu") for f in found(rep, "G019")] == ["75"]
     rep = report(lib(code, path="torch/lib/libmysparse.so"), arch=None, gpus=gpus)
     assert [f.get("gpu") for f in found(rep, "G009")] == ["T4"] and not found(rep, "G016")
 
@@ -715,3 +715,40 @@ def test_an_unknown_floor_is_the_one_the_summary_shows():
     bare = lib(box(sass("sm_80", toolkit=None), sass("sm_90", toolkit=None)), needed=(), path="libb.so")
     text = render_text(report(known, bare), detail="libraries", verbose=False, ascii_only=False)
     assert "D002 driver floor: unknown (archaudit cannot name it, from libb.so)" in text
+
+
+# ---- what the loader reads: a bare container file's first container; AMD code ROCr refuses ----
+
+
+def _bare(*containers: Container) -> Library:
+    placed = tuple(replace(c, offset=64 * i, section="") for i, c in enumerate(containers))
+    return replace(lib(*placed), format="fatbin")
+
+
+def test_g017_a_kernel_only_in_a_later_container_of_a_bare_file():
+    rep = report(_bare(box(sass("sm_80", "_Z4workv")), box(sass("sm_80", "_Z5otherv"))), arch="80")
+    (g,) = found(rep, "G017")
+    assert g.severity == ERROR and dict(g.data)["kernels"] == ["_Z5otherv"] and dict(g.data)["loader"] == "cuModuleLoad"
+
+
+def test_g017_not_for_later_containers_the_first_covers_nor_in_a_library():
+    """The same kernels in both (nothing out of reach); a shared library registers every container."""
+    assert not found(report(_bare(box(sass("sm_80", "_Z4workv")), box(sass("sm_90", "_Z4workv"))), arch="80"), "G017")
+    two = lib(box(sass("sm_80", "_Z4workv")), replace(box(sass("sm_80", "_Z5otherv")), offset=64))
+    assert not found(report(two, arch="80"), "G017")
+
+
+def test_g017_later_containers_count_for_no_gpu():
+    """Only the first container's sm_80 code is read by cuModuleLoad: 9.0 is G001, whatever the second has."""
+    rep = report(_bare(box(sass("sm_80", "_Z4workv")), box(sass("sm_90", "_Z4workv"))), arch="80;90")
+    (g,) = found(rep, "G001")
+    assert dict(g.data)["missing"] == ["90"]
+
+
+def test_g018_an_amd_code_object_the_loader_refuses_covers_nothing():
+    refused = replace(amd("gfx90a"), unloadable=True)
+    rep = report(lib(box(refused, role=HIP), needed=()), arch=None, amd_claim=("gfx90a",))
+    assert found(rep, "G018") and found(rep, "G001")
+    assert "without a loadable segment" in found(rep, "G001")[0].message
+    ok = report(lib(box(amd("gfx90a"), role=HIP), needed=()), arch=None, amd_claim=("gfx90a",))
+    assert not found(ok, "G018") and not found(ok, "G001")

@@ -1,7 +1,7 @@
 """Vendor libraries are judged by their vendor's documented, versioned contract (data/vendor.json):
 identified by their file name AND their own bytes, a per-kernel gap inside the documented range is
-the vendor's dispatch (K005), a GPU outside it is not supported (G016; G017 where nothing else of
-the target runs there), a release newer than the table is judged by its line's newest row (G018),
+the vendor's dispatch (K005), a GPU outside it is not supported (G016; G019 where nothing else of
+the target runs there), a release newer than the table is judged by its line's newest row (G020),
 and the driver floor is the vendor's documented minimum driver.
 
 The fast tests use nvcc-built libraries (tests/fixtures/cuda/build_vendor.sh): two containers,
@@ -16,8 +16,8 @@ import shutil
 import pytest
 
 import oracle
-from archaudit import vendor
 from archaudit.cli import main
+from archaudit.gpus import vendor
 from wheels import fetch
 
 VENDOR = oracle.FIXTURES / "vendor"
@@ -69,10 +69,10 @@ def test_the_string_under_another_name_is_the_projects_own_code(capsys, tmp_path
 
 
 def test_a_gpu_outside_the_range_is_not_supported_and_a_wheel_of_only_that_library_fails(capsys):
-    """cuBLAS built by CUDA 13 on a V100 (7.0): CUDA 13 dropped 7.0. G016 for the library, G017
+    """cuBLAS built by CUDA 13 on a V100 (7.0): CUDA 13 dropped 7.0. G016 for the library, G019
     for the target, whose only device code it is: exit 1."""
     rc, rep = run(capsys, str(VENDOR / "cublas/libcublasLt.so.13"), "--gpu", "V100")
-    (g16,), (g17,) = findings(rep, "G016"), findings(rep, "G017")
+    (g16,), (g17,) = findings(rep, "G016"), findings(rep, "G019")
     assert rc == 1 and g16["data"]["gpu"] == "Tesla V100" and g17["data"]["gpu"] == "70"
     assert g17["data"]["rows"] == ["cuBLAS for CUDA 13: 7.5 and newer"] and not findings(rep, "G009")
 
@@ -81,14 +81,14 @@ def test_a_claimed_gpu_outside_the_range_fails_a_wheel_of_only_that_library(caps
     rc, rep = run(capsys, str(VENDOR / "cusparselt/libcusparseLt.so.0"), "--arch", "75;80;90")
     (g16,) = findings(rep, "G016")
     assert rc == 1 and g16["data"]["gpus"] == ["75"]
-    assert [(f["data"]["gpu"], f["data"]["asked"]) for f in findings(rep, "G017")] == [("75", "claimed")]
+    assert [(f["data"]["gpu"], f["data"]["asked"]) for f in findings(rep, "G019")] == [("75", "claimed")]
 
 
 def test_cusparselt_on_t4_does_not_run_and_on_h100_runs(capsys):
     """cuSPARSELt is documented for 8.0 and newer: --gpu T4 is a no (it was a pass), --gpu H100
     a yes."""
     rc, rep = run(capsys, str(VENDOR / "cusparselt/libcusparseLt.so.0"), "--gpu", "T4")
-    assert rc == 1 and findings(rep, "G017") and not findings(rep, "G008")
+    assert rc == 1 and findings(rep, "G019") and not findings(rep, "G008")
     rc, rep = run(capsys, str(VENDOR / "cusparselt/libcusparseLt.so.0"), "--gpu", "H100")
     assert rc == 0 and [f["data"]["gpu"] for f in findings(rep, "G008")] == ["H100"]
 
@@ -107,9 +107,9 @@ def test_a_gpu_in_the_range_with_no_loadable_code_still_fails(capsys):
 
 def test_a_release_newer_than_the_table_is_judged_by_its_lines_newest_row_with_a_warning(capsys):
     """libnccl.so.2 whose bytes say "NCCL version 2.99.1+cuda13.0": the CUDA 13 row judges it
-    (K005 for gemm_big) and G018 names the row to add."""
+    (K005 for gemm_big) and G020 names the row to add."""
     rc, rep = run(capsys, str(VENDOR / "nccl_newer/libnccl.so.2"), "--arch", "80;90")
-    (w,) = findings(rep, "G018")
+    (w,) = findings(rep, "G020")
     assert rc == 0 and w["severity"] == "warning" and w["data"]["release"] == "NCCL 2.99.1"
     assert w["data"]["library"] == "NCCL 2.0 for CUDA 13" and findings(rep, "K005")
 
@@ -167,14 +167,14 @@ def test_nvidias_wheels_pass_the_claims_nvidia_documents(capsys, name, version, 
 @pytest.mark.slow
 def test_cublas_answers_gpus_by_its_contract(capsys):
     """--gpu A100, H100, T4 on cuBLAS 13.1 gave G009; they are in its range and it runs there.
-    A V100 is outside CUDA 13's range: G016 and G017, exit 1. On a T4 the floor is the CUDA 13
+    A V100 is outside CUDA 13's range: G016 and G019, exit 1. On a T4 the floor is the CUDA 13
     family's 580.65.06, not that of one PTX-only kernel."""
     whl = str(fetch("nvidia-cublas", "13.1.1.3", filename="nvidia_cublas-13.1.1.3-py3-none-manylinux_2_27_x86_64.whl"))
     rc, rep = run(capsys, whl, "--gpu", "A100", "--gpu", "H100", "--gpu", "T4")
     assert rc == 0 and not findings(rep, "G009") and len(findings(rep, "G008")) == 6
     assert {f["data"]["driver"] for f in findings(rep, "D002")} == {"580.65.06"}
     rc, rep = run(capsys, whl, "--gpu", "V100")
-    assert rc == 1 and findings(rep, "G017") and len(findings(rep, "G016")) == 2
+    assert rc == 1 and findings(rep, "G019") and len(findings(rep, "G016")) == 2
 
 
 @pytest.mark.slow
@@ -183,7 +183,7 @@ def test_cusparselt_cu12_by_its_contract(capsys):
     whl = str(fetch("nvidia-cusparselt-cu12", "0.8.1",
                     filename="nvidia_cusparselt_cu12-0.8.1-py3-none-manylinux2014_x86_64.whl"))
     rc, rep = run(capsys, whl, "--gpu", "T4")
-    assert rc == 1 and findings(rep, "G017")
+    assert rc == 1 and findings(rep, "G019")
     rc, rep = run(capsys, whl, "--gpu", "H100")
     assert rc == 0 and findings(rep, "G008") and not findings(rep, "G009")
 

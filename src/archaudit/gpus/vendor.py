@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from . import arch
-from .arch import CC
+from . import cuda as arch
+from .cuda import CC
 
 Version = tuple[int, ...]
 
