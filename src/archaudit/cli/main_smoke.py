@@ -45,6 +45,10 @@ def add_smoke_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--probe", dest="probes", action="append", metavar="NAME",
                         help="run only this probe (repeatable); --list-probes names them")
     parser.add_argument("--list-probes", action="store_true", help="list the probes and exit")
+    parser.add_argument("--run", dest="run_command", metavar="COMMAND",
+                        help="trace probe: run this shell command (python -m pytest tests/gpu, a script) with "
+                             "every Python process it starts under the launch tracer, instead of the built-in "
+                             "workloads; implies --probe trace when no --probe is given")
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # old spelling of --format json
 
 
@@ -92,8 +96,9 @@ def execute(args: argparse.Namespace) -> int:
     try:
         report = run_smoke(target, installed=args.installed, require_gpu=args.require_gpu,
                            timeout=args.timeout, system_site_packages=args.system_site_packages,
-                           probes=args.probes,
-                           allow_source_dependencies=getattr(args, "allow_source_dependencies", False))
+                           probes=args.probes or (["trace"] if getattr(args, "run_command", None) else None),
+                           allow_source_dependencies=getattr(args, "allow_source_dependencies", False),
+                           run_command=getattr(args, "run_command", None))
     except SmokeInputError as exc:
         return _emit_error(str(exc), fmt, output)
     except KeyboardInterrupt:

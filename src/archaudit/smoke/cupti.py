@@ -1,0 +1,384 @@
+"""A launch tracer on CUPTI's callback API, through ctypes: what the `trace` probe runs in its child.
+
+Standard library only, like cuda_driver.py: it runs inside the interpreter of the environment
+under test (loaded by path, or by the bootstrap a traced command imports), next to the wheel's
+code. What it writes is an observation; archaudit's process judges it (smoke/trace.py).
+
+It subscribes one callback to three CUPTI domains:
+
+- resource: CUPTI_CBID_RESOURCE_MODULE_LOADED hands over the image the driver loaded into a
+  context (CUpti_ModuleResourceData: moduleId, cubinSize, pCubin). Its sha256 and size identify
+  it against check's inventory (a cubin entry decodes to these very bytes); the ELF's `.text.<name>`
+  sections say which functions it defines, so a launch is tied to the modules of its context that
+  define its kernel.
+- driver API: cuLaunchKernel, cuLaunchKernelEx, cuLaunchCooperativeKernel (and their _ptsz
+  forms); on exit, symbolName is the kernel's name and functionReturnValue its CUresult.
+- runtime API: cudaLaunchKernel, cudaLaunchKernelExC, cudaLaunchCooperativeKernel: a launch the
+  runtime refuses before it reaches the driver (no image for this GPU: 209) is seen here; and
+  cudaDeviceSynchronize / cudaStreamSynchronize / cuCtxSynchronize / cuStreamSynchronize, whose
+  failure is an error of a kernel that already ran (a trap: 710, 719), pinned on the last
+  launch of that context.
+
+Launches are counted per (layer, context, kernel, result): memory grows with the distinct
+kernels, never with the number of launches. Enum values and struct layouts are those of CUPTI's
+headers, identical in CUDA 12.8 (nvidia-cuda-cupti-cu12 12.8.90) and CUDA 13.0 (the toolkit's
+extras/CUPTI include): cupti_callbacks.h, cupti_driver_cbid.h, cupti_runtime_cbid.h,
+cupti_result.h.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import hashlib
+import json
+import os
+import struct
+import sys
+import threading
+from typing import Any
+
+# cupti_callbacks.h: CUpti_CallbackDomain
+DOMAIN_DRIVER_API, DOMAIN_RUNTIME_API, DOMAIN_RESOURCE = 1, 2, 3
+# cupti_callbacks.h: CUpti_ApiCallbackSite
+API_ENTER, API_EXIT = 0, 1
+# cupti_callbacks.h: CUpti_CallbackIdResource
+CBID_RESOURCE_MODULE_LOADED = 6
+# cupti_driver_cbid.h: CUpti_driver_api_trace_cbid
+DRIVER_LAUNCHES = {307: "cuLaunchKernel", 442: "cuLaunchKernel_ptsz", 477: "cuLaunchCooperativeKernel",
+                   478: "cuLaunchCooperativeKernel_ptsz", 652: "cuLaunchKernelEx", 653: "cuLaunchKernelEx_ptsz"}
+DRIVER_SYNCS = {17: "cuCtxSynchronize", 126: "cuStreamSynchronize", 440: "cuStreamSynchronize_ptsz",
+                800: "cuCtxSynchronize_v2"}
+# cupti_runtime_cbid.h: CUpti_runtime_api_trace_cbid
+RUNTIME_LAUNCHES = {211: "cudaLaunchKernel", 214: "cudaLaunchKernel_ptsz", 269: "cudaLaunchCooperativeKernel",
+                    270: "cudaLaunchCooperativeKernel_ptsz", 430: "cudaLaunchKernelExC",
+                    431: "cudaLaunchKernelExC_ptsz"}
+RUNTIME_SYNCS = {165: "cudaDeviceSynchronize", 131: "cudaStreamSynchronize", 239: "cudaStreamSynchronize_ptsz"}
+CUPTI_SUCCESS = 0  # cupti_result.h
+MAX_KEYS = 200_000  # distinct (layer, context, kernel, result) counted; beyond, launches are only tallied
+MAX_NAME = 4096  # characters of a kernel name kept
+MAX_ASYNC = 1000
+ENV_OUT = "ARCHAUDIT_TRACE_OUT"  # directory each traced process writes <pid>.json into
+ENV_MODULE = "ARCHAUDIT_TRACE_MODULE"  # this file, for the bootstrap of a traced command
+ENV_CUPTI = "ARCHAUDIT_CUPTI"  # a libcupti to use instead of the one found
+
+
+class CallbackData(ctypes.Structure):
+    """CUpti_CallbackData (cupti_callbacks.h, CUDA 12.8 and 13.0)."""
+
+    _fields_ = [("callbackSite", ctypes.c_int), ("functionName", ctypes.c_char_p),
+                ("functionParams", ctypes.c_void_p), ("functionReturnValue", ctypes.c_void_p),
+                ("symbolName", ctypes.c_char_p), ("context", ctypes.c_void_p), ("contextUid", ctypes.c_uint32),
+                ("correlationData", ctypes.c_void_p), ("correlationId", ctypes.c_uint32)]
+
+
+class ResourceData(ctypes.Structure):
+    """CUpti_ResourceData (cupti_callbacks.h): context, union { CUstream stream } resourceHandle, descriptor."""
+
+    _fields_ = [("context", ctypes.c_void_p), ("resourceHandle", ctypes.c_void_p),
+                ("resourceDescriptor", ctypes.c_void_p)]
+
+
+class ModuleResourceData(ctypes.Structure):
+    """CUpti_ModuleResourceData (cupti_callbacks.h)."""
+
+    _fields_ = [("moduleId", ctypes.c_uint32), ("cubinSize", ctypes.c_size_t), ("pCubin", ctypes.c_void_p)]
+
+
+CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p)
+
+
+
+class TracerUnavailable(Exception):
+    """No CUPTI here, or it refused to subscribe."""
+
+
+def candidates(paths: list[str] | None = None) -> list[str]:
+    """Where a libcupti may be: the environment's CUDA wheels (nvidia-cuda-cupti-cu12's
+    nvidia/cuda_cupti/lib, CUDA 13's nvidia/cu13/lib), torch's lib directory, the toolkit's."""
+    found: list[str] = []
+    if os.environ.get(ENV_CUPTI):
+        found.append(os.environ[ENV_CUPTI])
+    for base in paths if paths is not None else sys.path:
+        if not base or not os.path.isdir(base):
+            continue
+        for pattern in ("nvidia/cuda_cupti/lib/libcupti.so*", "nvidia/cu1*/lib/libcupti.so*",
+                        "torch/lib/libcupti*.so*"):
+            found += sorted(glob.glob(os.path.join(base, pattern)), reverse=True)
+    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if home:
+            for sub in ("extras/CUPTI/lib64", "lib64", "lib", "targets/x86_64-linux/lib"):
+                found += sorted(glob.glob(os.path.join(home, sub, "libcupti.so*")), reverse=True)
+    found.append("libcupti.so")
+    out: list[str] = []
+    for f in found:
+        if f not in out:
+            out.append(f)
+    return out
+
+
+def cubin_functions(image: bytes) -> list[str]:
+    """The functions a 64-bit little-endian CUDA ELF defines: its `.text.<name>` sections."""
+    if len(image) < 64 or image[:4] != b"\x7fELF" or image[4] != 2 or image[5] != 1:
+        return []
+    shoff, = struct.unpack_from("<Q", image, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", image, 0x3A)
+    if shentsize < 64 or shnum == 0 or shstrndx >= shnum or shoff + shnum * shentsize > len(image):
+        return []
+    str_off, str_size = struct.unpack_from("<QQ", image, shoff + shstrndx * shentsize + 0x18)
+    names = image[str_off:str_off + str_size]
+    out = []
+    for k in range(shnum):
+        name_at, = struct.unpack_from("<I", image, shoff + k * shentsize)
+        end = names.find(b"\0", name_at)
+        name = names[name_at:end if end >= 0 else len(names)]
+        if name.startswith(b".text."):
+            out.append(name[6:].decode(errors="replace")[:MAX_NAME])
+    return out
+
+
+class Recorder:
+    """What the callback does with what CUPTI hands it: count launches per kernel and result,
+    remember every module loaded. No CUPTI here: Tracer subscribes it."""
+
+    library = ""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.modules: dict[tuple[int, int], dict[str, Any]] = {}  # (context, moduleId) -> what was loaded
+        self.defines: dict[tuple[int, str], list[tuple[int, int]]] = {}  # (context, function) -> modules
+        self.counts: dict[tuple[str, int, str, int], int] = {}  # (layer, context, kernel, result) -> launches
+        self.apis: dict[tuple[str, int, str, int], set[str]] = {}
+        self.last: dict[int, str] = {}  # context -> the kernel launched last
+        self.async_errors: list[dict[str, Any]] = []
+        self.dropped = 0
+        self.callback_errors: list[str] = []
+        self.callback = CALLBACK(self._on_callback)  # kept referenced for as long as CUPTI may call it
+        self.running = True
+
+    def version(self) -> int:
+        return 0
+
+    # -- the callback: on the thread that made the call -------------------------------------
+    def _on_callback(self, userdata: int | None, domain: int, cbid: int, cbdata: int | None) -> None:
+        if not self.running or not cbdata:
+            return
+        try:
+            if domain == DOMAIN_RESOURCE:
+                if cbid == CBID_RESOURCE_MODULE_LOADED:
+                    self._module_loaded(ctypes.cast(cbdata, ctypes.POINTER(ResourceData)).contents)
+                return
+            cd = ctypes.cast(cbdata, ctypes.POINTER(CallbackData)).contents
+            if cd.callbackSite != API_EXIT:
+                return
+            layer = "driver" if domain == DOMAIN_DRIVER_API else "runtime"
+            launches = DRIVER_LAUNCHES if domain == DOMAIN_DRIVER_API else RUNTIME_LAUNCHES
+            code = ctypes.cast(cd.functionReturnValue, ctypes.POINTER(ctypes.c_int)).contents.value \
+                if cd.functionReturnValue else -1
+            ctx = cd.context or 0
+            if cbid in launches:
+                name = (cd.symbolName or b"").decode(errors="replace")[:MAX_NAME]
+                self._launch((layer, ctx, name, code), launches[cbid])
+            elif code != 0 and len(self.async_errors) < MAX_ASYNC:
+                syncs = DRIVER_SYNCS if domain == DOMAIN_DRIVER_API else RUNTIME_SYNCS
+                with self._lock:
+                    self.async_errors.append({"layer": layer, "api": syncs.get(cbid, str(cbid)), "code": code,
+                                              "context": ctx, "after": self.last.get(ctx, "")})
+        except Exception as exc:  # never into CUPTI: a Python error here is counted and reported
+            if len(self.callback_errors) < 10:
+                self.callback_errors.append(f"{type(exc).__name__}: {exc}")
+
+    def _module_loaded(self, rd: ResourceData) -> None:
+        if not rd.resourceDescriptor:
+            return
+        md = ctypes.cast(rd.resourceDescriptor, ctypes.POINTER(ModuleResourceData)).contents
+        image = ctypes.string_at(md.pCubin, md.cubinSize) if md.pCubin and md.cubinSize else b""
+        functions = cubin_functions(image)
+        ctx = rd.context or 0
+        key = (ctx, int(md.moduleId))
+        with self._lock:
+            self.modules[key] = {"context": ctx, "module": int(md.moduleId), "size": len(image),
+                                 "sha256": hashlib.sha256(image).hexdigest(), "magic": image[:4].hex(),
+                                 "functions": len(functions)}
+            for f in functions:
+                self.defines.setdefault((ctx, f), []).append(key)
+
+    def _launch(self, key: tuple[str, int, str, int], api: str) -> None:
+        with self._lock:
+            if key in self.counts:
+                self.counts[key] += 1
+            elif len(self.counts) < MAX_KEYS:
+                self.counts[key] = 1
+                self.apis[key] = set()
+            else:
+                self.dropped += 1
+                return
+            self.apis[key].add(api)
+            if key[3] == 0:
+                self.last[key[1]] = key[2]
+
+    # -- what the parent reads ---------------------------------------------------------------
+    def records(self) -> dict[str, Any]:
+        with self._lock:
+            launches = []
+            for (layer, ctx, name, code), n in sorted(self.counts.items(), key=lambda kv: kv[0][2:]):
+                mods = [self.modules[m]["sha256"] for m in self.defines.get((ctx, name), ())]
+                launches.append({"layer": layer, "context": ctx, "kernel": name, "code": code, "count": n,
+                                 "apis": sorted(self.apis[(layer, ctx, name, code)]), "modules": sorted(set(mods))})
+            return {"cupti": self.library, "cupti_version": self.version(), "pid": os.getpid(),
+                    "modules": list(self.modules.values()), "launches": launches,
+                    "async_errors": list(self.async_errors), "dropped": self.dropped,
+                    "callback_errors": list(self.callback_errors), "mapped": mapped_files()}
+
+    def write(self, directory: str) -> str:
+        """The records as <directory>/<pid>.json, replaced whole (a reader never sees half a file)."""
+        path = os.path.join(directory, f"{os.getpid()}.json")
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(self.records(), f)
+        os.replace(tmp, path)
+        return path
+
+
+class Tracer(Recorder):
+    """The Recorder subscribed to CUPTI's callbacks."""
+
+    def __init__(self, library: str | None = None, paths: list[str] | None = None):
+        errors = []
+        for path in [library] if library else candidates(paths):
+            try:
+                self.lib = ctypes.CDLL(path)
+                self.library = path
+                break
+            except OSError as exc:
+                errors.append(f"{path}: {exc}")
+        else:
+            raise TracerUnavailable("no libcupti could be loaded: " + "; ".join(errors[-4:]))
+        lib = self.lib
+        vp = ctypes.c_void_p
+        for fn, args in {"cuptiSubscribe": [ctypes.POINTER(vp), CALLBACK, vp],
+                         "cuptiUnsubscribe": [vp],
+                         "cuptiEnableDomain": [ctypes.c_uint32, vp, ctypes.c_int],
+                         "cuptiEnableCallback": [ctypes.c_uint32, vp, ctypes.c_int, ctypes.c_uint32],
+                         "cuptiGetResultString": [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)],
+                         "cuptiGetVersion": [ctypes.POINTER(ctypes.c_uint32)]}.items():
+            f = getattr(lib, fn)
+            f.argtypes, f.restype = args, ctypes.c_int
+        super().__init__()
+        self.running = False
+        self._subscriber = ctypes.c_void_p()
+
+    def _check(self, call: str, code: int) -> None:
+        if code != CUPTI_SUCCESS:
+            p = ctypes.c_char_p()
+            text = p.value.decode() if self.lib.cuptiGetResultString(code, ctypes.byref(p)) == 0 and p.value else ""
+            raise TracerUnavailable(f"{call} failed: CUPTI result {code} {text}".strip())
+
+    def version(self) -> int:
+        v = ctypes.c_uint32()
+        return v.value if self.lib.cuptiGetVersion(ctypes.byref(v)) == 0 else 0
+
+    def start(self) -> None:
+        self._check("cuptiSubscribe", self.lib.cuptiSubscribe(ctypes.byref(self._subscriber), self.callback, None))
+        sub = self._subscriber
+        self._check("cuptiEnableCallback(resource)",
+                    self.lib.cuptiEnableCallback(1, sub, DOMAIN_RESOURCE, CBID_RESOURCE_MODULE_LOADED))
+        for domain, cbids in ((DOMAIN_DRIVER_API, {**DRIVER_LAUNCHES, **DRIVER_SYNCS}),
+                              (DOMAIN_RUNTIME_API, {**RUNTIME_LAUNCHES, **RUNTIME_SYNCS})):
+            for cbid in cbids:
+                # A callback id this CUPTI does not know (cuCtxSynchronize_v2 before CUDA 12.x) is skipped.
+                self.lib.cuptiEnableCallback(1, sub, domain, cbid)
+        self.running = True
+
+    def stop(self) -> None:
+        if self.running:
+            self.running = False
+            self.lib.cuptiUnsubscribe(self._subscriber)
+
+
+def mapped_files() -> list[str]:
+    """The files this process maps (/proc/self/maps): where its device code can have come from."""
+    out: list[str] = []
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                parts = line.split(None, 5)
+                if len(parts) == 6 and parts[5].startswith("/"):
+                    path = parts[5].strip()
+                    if path not in out and not path.endswith(" (deleted)"):
+                        out.append(path)
+    except OSError:
+        pass
+    return out
+
+
+def start_from_environment() -> Tracer | None:
+    """The bootstrap of a traced command (trace_boot/sitecustomize.py): trace this process when
+    ARCHAUDIT_TRACE_OUT names a directory, write the records there at exit and every few seconds."""
+    import atexit
+
+    out = os.environ.get(ENV_OUT)
+    if not out or not os.path.isdir(out):
+        return None
+    try:
+        tracer = Tracer()
+        tracer.start()
+    except TracerUnavailable as exc:
+        with open(os.path.join(out, f"{os.getpid()}.error"), "w") as f:
+            f.write(str(exc))
+        return None
+    stop = threading.Event()
+
+    def flush() -> None:
+        while not stop.wait(5.0):
+            try:
+                tracer.write(out)
+            except OSError:
+                pass
+
+    def at_exit() -> None:
+        stop.set()
+        try:
+            tracer.write(out)
+        finally:
+            tracer.stop()
+
+    threading.Thread(target=flush, name="archaudit-trace-flush", daemon=True).start()
+    atexit.register(at_exit)
+    return tracer
+
+
+BOOTSTRAP = '''"""archaudit's launch tracer for a traced command, then the sitecustomize this one hides."""
+import os, sys
+try:
+    import importlib.util as _u
+    _s = _u.spec_from_file_location("_archaudit_cupti", os.environ["ARCHAUDIT_TRACE_MODULE"])
+    _m = _u.module_from_spec(_s)
+    _s.loader.exec_module(_m)
+    _m.start_from_environment()
+except Exception as _e:
+    sys.stderr.write("archaudit trace: the tracer did not start: %s\\n" % (_e,))
+_here = os.path.dirname(os.path.abspath(__file__))
+try:  # the environment's own sitecustomize, which this one hides on the path
+    import importlib.machinery as _mach
+    import importlib.util as _u
+    _next = _mach.PathFinder.find_spec("sitecustomize", [p for p in sys.path if os.path.abspath(p or ".") != _here])
+    if _next is not None and _next.loader is not None:
+        _next.loader.exec_module(_u.module_from_spec(_next))
+except Exception as _e:
+    sys.stderr.write("archaudit trace: the environment's sitecustomize failed: %s\\n" % (_e,))
+'''
+
+
+def write_bootstrap(directory: str) -> str:
+    """A directory holding the sitecustomize.py that starts the tracer in any Python process whose
+    PYTHONPATH names it (the traced command and every Python process it starts)."""
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, "sitecustomize.py"), "w") as f:
+        f.write(BOOTSTRAP)
+    return directory
+
+
+__all__ = ["CallbackData", "candidates", "cubin_functions", "ENV_CUPTI", "ENV_MODULE", "ENV_OUT",
+           "mapped_files", "ModuleResourceData", "Recorder", "ResourceData", "start_from_environment", "Tracer",
+           "TracerUnavailable", "write_bootstrap"]

@@ -1,0 +1,245 @@
+"""The trace probe without a GPU: the records its tracer writes, and the parent's judgement of them.
+
+The records are made by the tracer's own callback (cupti.Recorder, through its ctypes callback
+pointer), fed the structs CUPTI hands it (CUpti_ResourceData, CUpti_ModuleResourceData,
+CUpti_CallbackData, laid out as cupti_callbacks.h says) around real images: the cubins
+cuobjdump extracts from the nvcc-built fixtures in tests/fixtures/trace/. The judge is
+archaudit's own, against check's inventory of those fixtures read by archaudit's reader.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from archaudit.read.library import scan_file
+from archaudit.report import smoke as render
+from archaudit.smoke import cupti, probes, trace
+from archaudit.smoke.report import FAIL, PASS, SKIP, Row, SmokeReport
+
+HERE = Path(__file__).parents[1]
+BIN = HERE / "fixtures" / "trace" / "bin"
+H100 = {"ordinal": 0, "name": "NVIDIA H100 80GB HBM3", "cc": "9.0", "sm": "sm_90"}
+CTX = 0x5000  # a context handle, as CUPTI passes it
+SM90 = "_Z18hopper_axpy_kernelPfPKffi"
+SM80 = "_ZN12cutlass_like11gemm_kernelINS_4Sm80EEEvPfPKfS4_i"
+BF16 = "_Z17bf16_scale_kernelP13__nv_bfloat16fi"
+
+
+def cubins(lib: str, tmp_path: Path) -> list[bytes]:
+    """The cubins of a fixture library, as cuobjdump extracts them (the oracle, not archaudit's reader)."""
+    sys.path.insert(0, str(HERE))
+    import oracle
+
+    tool = oracle.find_cuobjdump()
+    if tool is None:
+        pytest.skip("cuobjdump is not installed (pip install nvidia-cuda-cuobjdump)")
+    out = Path(tempfile.mkdtemp(prefix=lib, dir=tmp_path))
+    subprocess.run([tool, "-xelf", "all", str(BIN / lib)], cwd=out, check=True, capture_output=True)
+    return [p.read_bytes() for p in sorted(out.glob("*.cubin"))]
+
+
+def load_module(rec: cupti.Recorder, image: bytes, module_id: int) -> None:
+    """CUPTI_CBID_RESOURCE_MODULE_LOADED with the image, through the tracer's callback pointer."""
+    buf = ctypes.create_string_buffer(image, len(image))
+    md = cupti.ModuleResourceData(module_id, len(image), ctypes.cast(buf, ctypes.c_void_p))
+    rd = cupti.ResourceData(CTX, None, ctypes.cast(ctypes.pointer(md), ctypes.c_void_p))
+    rec.callback(None, cupti.DOMAIN_RESOURCE, cupti.CBID_RESOURCE_MODULE_LOADED, ctypes.addressof(rd))
+
+
+def api_exit(rec: cupti.Recorder, domain: int, cbid: int, name: str, result: int) -> None:
+    """A driver or runtime API call's exit callback, with its return value and symbol name."""
+    ret = ctypes.c_int(result)
+    cd = cupti.CallbackData(cupti.API_EXIT, b"api", None, ctypes.cast(ctypes.pointer(ret), ctypes.c_void_p),
+                            name.encode() if name else None, CTX, 1, None, 7)
+    rec.callback(None, domain, cbid, ctypes.addressof(cd))
+
+
+def recorded(tmp_path: Path, *, sm90_fails: bool = False, sm80_runs: bool = False) -> Path:
+    """Records as the tracer writes them for the fixture run: sm_90 launched three times from its
+    module; the sm_80-only kernel refused by the runtime with 209; the bf16 kernel's trap seen at
+    cudaDeviceSynchronize (719)."""
+    rec = cupti.Recorder()
+    for k, image in enumerate(cubins("lib_trace_sm90.so", tmp_path)):
+        load_module(rec, image, k + 1)
+    for _ in range(3):
+        api_exit(rec, cupti.DOMAIN_RUNTIME_API, 211, SM90, 209 if sm90_fails else 0)
+        if not sm90_fails:
+            api_exit(rec, cupti.DOMAIN_DRIVER_API, 307, SM90, 0)
+    api_exit(rec, cupti.DOMAIN_RUNTIME_API, 211, SM80, 0 if sm80_runs else 209)
+    if sm80_runs:
+        api_exit(rec, cupti.DOMAIN_DRIVER_API, 307, SM80, 0)
+    api_exit(rec, cupti.DOMAIN_RUNTIME_API, 211, BF16, 0)
+    api_exit(rec, cupti.DOMAIN_DRIVER_API, 307, BF16, 0)
+    api_exit(rec, cupti.DOMAIN_RUNTIME_API, 165, "", 719)
+    out = tmp_path / "records"
+    out.mkdir()
+    rec.write(str(out))
+    return out
+
+
+def inventory(paths: list[Path], sizes: set[int]) -> trace.Inventory:
+    inv = trace.Inventory([(p.name, scan_file(str(p), decode=True)) for p in paths])
+    inv.index_kernels()
+    assert inv.index_hashes([str(p) for p in paths], sizes) == []
+    return inv
+
+
+LIBS = [BIN / "lib_trace_sm90.so", BIN / "lib_trace_sm80.so", BIN / "lib_trace_bf16_ptx75.so"]
+
+
+def judged(tmp_path: Path, **kw: bool) -> list[Row]:
+    t = trace.read_trace(str(recorded(tmp_path, **kw)))
+    return trace.judge_trace(t, inventory(LIBS, {m.size for m in t.modules}), H100, (13, 0))
+
+
+def test_the_recorder_counts_launches_per_kernel_and_result_and_hashes_each_image(tmp_path):
+    images = cubins("lib_trace_sm90.so", tmp_path)
+    raw = json.loads(next(recorded(tmp_path).glob("*.json")).read_text())
+    assert sorted(m["sha256"] for m in raw["modules"]) == sorted(hashlib.sha256(i).hexdigest() for i in images)
+    by = {(r["layer"], r["kernel"], r["code"]): r for r in raw["launches"]}
+    assert by[("runtime", SM90, 0)]["count"] == 3 and by[("driver", SM90, 0)]["count"] == 3
+    assert by[("runtime", SM80, 209)]["count"] == 1
+    # the kernel is tied to the one image that defines it, by that image's bytes
+    defining = [hashlib.sha256(i).hexdigest() for i in images if SM90 in cupti.cubin_functions(i)]
+    assert len(defining) == 1 and by[("driver", SM90, 0)]["modules"] == defining
+    assert raw["async_errors"] == [{"layer": "runtime", "api": "cudaDeviceSynchronize", "code": 719,
+                                    "context": CTX, "after": BF16}]
+    assert str(BIN / "lib_trace_sm90.so") not in raw["mapped"]  # the test process never dlopened it
+
+
+def test_the_judge_ties_each_launch_to_its_container_and_agrees_with_check(tmp_path):
+    rows = judged(tmp_path)
+    by = {(r.subject, r.status): r for r in rows}
+    served = by[("lib_trace_sm90.so", PASS)]
+    details = dict(served.details)
+    assert details["launches"] == 3 and details["launches_by_name"] == 0  # identified by its bytes
+    assert [c["served"] for c in details["containers"]] == ["sm_90 SASS"]
+    assert "none of its 0 container(s) without code for sm_90 was used" in served.reason
+    refused = by[(f"lib_trace_sm80.so: {SM80}", PASS)]
+    assert "failed with no kernel image for this GPU (209), as check predicted" in refused.reason
+    assert "predicted none" in refused.reason
+    ptx = by[("lib_trace_bf16_ptx75.so", PASS)]  # the PTX JIT serves 9.0: check says it runs there
+    assert "sm_75 PTX (JIT)" in ptx.reason and dict(ptx.details)["launches_by_name"] == 1
+    trap = by[(BF16, FAIL)]  # ... and the kernel then traps: a failed run is never passed
+    assert "cudaDeviceSynchronize returned error 719" in trap.reason
+    assert sorted(r.status for r in rows) == [FAIL, PASS, PASS, PASS]
+
+
+def test_a_failed_launch_check_said_runs_is_a_false_pass_of_check(tmp_path):
+    rows = judged(tmp_path, sm90_fails=True)
+    bad = [r for r in rows if r.subject == f"lib_trace_sm90.so: {SM90}"]
+    assert len(bad) == 1 and bad[0].status == FAIL
+    assert bad[0].reason.startswith("a false pass of check: 3 launch(es)")
+    assert "container 1" in bad[0].reason and "predicted native" in bad[0].reason
+
+
+def test_a_kernel_that_ran_from_a_container_without_code_for_the_gpu_fails(tmp_path):
+    rows = judged(tmp_path, sm80_runs=True)
+    bad = [r for r in rows if r.subject.startswith("lib_trace_sm80.so container")]
+    assert len(bad) == 1 and bad[0].status == FAIL
+    assert "from code check predicts cannot run there" in bad[0].reason
+
+
+def test_launches_from_code_no_file_holds_are_said_and_unreadable_records_fail(tmp_path):
+    rec = cupti.Recorder()
+    api_exit(rec, cupti.DOMAIN_DRIVER_API, 307, "triton_poi_fused_0", 0)
+    out = tmp_path / "r"
+    out.mkdir()
+    rec.write(str(out))
+    (out / "999.json").write_text("[1, 2")
+    (out / "998.error").write_text("no libcupti could be loaded")
+    t = trace.read_trace(str(out))
+    rows = trace.judge_trace(t, inventory(LIBS, set()), H100, (13, 0))
+    assert [(r.subject, r.status) for r in rows] == [("code no file holds", SKIP), ("tracer", FAIL),
+                                                     ("tracer", FAIL)]
+    assert "triton_poi_fused_0" in rows[0].reason
+    assert "the tracer did not start: no libcupti" in rows[1].reason + rows[2].reason
+
+
+def test_cubin_functions_reads_the_text_sections_of_a_real_cubin(tmp_path):
+    images = cubins("lib_trace_sm80.so", tmp_path)
+    assert [cupti.cubin_functions(i) for i in images] == [[], [SM80]]
+    assert cupti.cubin_functions(b"not an elf") == []
+
+
+def test_the_bootstrap_traces_a_plain_python_process_and_reports_why_it_could_not(tmp_path):
+    """A traced command's Python processes import the bootstrap; without a GPU, CUPTI refuses to
+    subscribe, and the process says so in its .error file instead of dying."""
+    boot = cupti.write_bootstrap(str(tmp_path / "boot"))
+    out = tmp_path / "out"
+    out.mkdir()
+    env = {"PYTHONPATH": boot, cupti.ENV_OUT: str(out), cupti.ENV_MODULE: cupti.__file__, "PATH": "/usr/bin:/bin",
+           cupti.ENV_CUPTI: str(tmp_path / "no-such-libcupti.so")}
+    done = subprocess.run([sys.executable, "-c", "import sys; print('ran', 'sitecustomize' in sys.modules)"],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "ran True"
+    errors = list(out.glob("*.error"))
+    # the libcupti named is not there; the next one found (the toolkit's, a wheel's) refuses to subscribe
+    assert len(errors) == 1 and errors[0].read_text().startswith(("no libcupti could be loaded",
+                                                                  "cuptiSubscribe failed: CUPTI result"))
+    assert trace.read_trace(str(out)).problems[0].endswith(errors[0].read_text()[:2000])
+
+
+def ctx(tmp_path: Path, **kw: object) -> probes.ProbeContext:
+    base: dict[str, object] = dict(python=sys.executable, distribution="torch", version="2.11.0", requires=(),
+                                   location=str(tmp_path), files=(), gpus=(), gpu_error="cuInit failed: no device",
+                                   require_gpu=False, timeout=60.0, workdir=str(tmp_path), child_env={})
+    base.update(kw)
+    return probes.ProbeContext(**base)  # type: ignore[arg-type]
+
+
+def test_without_a_gpu_the_probe_skips_and_require_gpu_makes_it_fail(tmp_path):
+    skip = trace.TraceProbe().run(ctx(tmp_path))
+    assert [(r.status, r.subject) for r in skip] == [(SKIP, "torch")]
+    assert "no launch to trace: cuInit failed: no device" in skip[0].reason
+    fail = trace.TraceProbe().run(ctx(tmp_path, require_gpu=True))
+    assert [r.status for r in fail] == [FAIL] and fail[0].reason.startswith("--require-gpu: this must run on a GPU")
+    other = trace.TraceProbe().run(ctx(tmp_path, distribution="numpy"))
+    assert other[0].status == SKIP and "no --run COMMAND was given" in other[0].reason
+    # a --run command is traced whatever the distribution is; without a GPU it is the same SKIP
+    run = trace.TraceProbe().run(ctx(tmp_path, distribution="numpy", run_command="python -c pass"))
+    assert run[0].status == SKIP and "no launch to trace" in run[0].reason
+
+
+def test_every_report_format_carries_the_trace(tmp_path):
+    rows = tuple(judged(tmp_path))
+    report = SmokeReport("torch", "torch", "2.11.0", "installed", "3.12", ("GPU0 NVIDIA H100 (sm_90)",), None,
+                         "13.0", False, 60.0, rows)
+    for fmt in render.RENDERERS:
+        text = render.render(report, fmt)
+        # the failed launch check predicted, the library's dispatch (a notice where only failures
+        # show), and the kernel that failed while it ran
+        if fmt not in ("github", "sarif"):
+            assert "lib_trace_sm80.so" in text and "as check predicted" in text, fmt
+        assert "from 1 of its 2 container(s): 1 sm_90 SASS" in text, fmt
+        assert "cudaDeviceSynchronize returned error 719" in text, fmt
+
+
+def test_the_index_stores_a_trace_and_query_dispatch_says_which_containers_served(tmp_path):
+    from archaudit.cli import main
+
+    rows = tuple(judged(tmp_path))
+    report = SmokeReport("torch", "torch", "2.11.0", "installed", "3.12", ("GPU0 NVIDIA H100 (sm_90)",), None,
+                         "13.0", False, 60.0, rows)
+    path = tmp_path / "smoke.json"
+    path.write_text(render.render(report, "json"))
+    db = str(tmp_path / "index.db")
+    assert main(["index", "--db", db, "--trace", str(path), "-q"]) == 0
+    assert main(["index", "--db", db, "--trace", str(path), "-q"]) == 0  # the same report: stored once
+    out = tmp_path / "dispatch.json"
+    assert main(["query", "dispatch", "--db", db, "--gpu", "sm_90", "--format", "json", "-o", str(out)]) == 0
+    table = json.loads(out.read_text())
+    got = [(r["library"], r["container"], r["served"], r["launches"]) for r in table["rows"]]
+    assert got == [("lib_trace_bf16_ptx75.so", 1, "sm_75 PTX (JIT)", 1), ("lib_trace_sm90.so", 1, "sm_90 SASS", 3)]
+    assert main(["query", "dispatch", "--db", db, "--gpu", "sm_100", "--format", "json", "-o", str(out)]) == 0
+    assert json.loads(out.read_text())["rows"] == []
+    (tmp_path / "not.json").write_text('{"schema": "archaudit-check/1"}')
+    assert main(["index", "--db", db, "--trace", str(tmp_path / "not.json"), "-q"]) == 2
