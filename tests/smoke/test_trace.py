@@ -203,7 +203,7 @@ def test_without_a_gpu_the_probe_skips_and_require_gpu_makes_it_fail(tmp_path):
     fail = trace.TraceProbe().run(ctx(tmp_path, require_gpu=True))
     assert [r.status for r in fail] == [FAIL] and fail[0].reason.startswith("--require-gpu: this must run on a GPU")
     other = trace.TraceProbe().run(ctx(tmp_path, distribution="numpy"))
-    assert other[0].status == SKIP and "no --run COMMAND was given" in other[0].reason
+    assert other[0].status == SKIP and "no --run COMMAND was given: no workload to trace" in other[0].reason
     # a --run command is traced whatever the distribution is; without a GPU it is the same SKIP
     run = trace.TraceProbe().run(ctx(tmp_path, distribution="numpy", run_command="python -c pass"))
     assert run[0].status == SKIP and "no launch to trace" in run[0].reason

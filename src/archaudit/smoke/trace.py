@@ -472,7 +472,8 @@ class TraceProbe:
         if not command and NAME not in ctx.selected and not ctx.depends_on("torch") \
                 and not ctx.depends_on("jax"):
             return [Row(NAME, ctx.distribution, SKIP, f"{ctx.distribution} neither is nor depends on torch or "
-                        f"jax, and no --run COMMAND was given: no workload to trace")]
+                        f"jax, and no --run COMMAND was given: no workload to trace (--probe trace runs the torch "
+                        f"sweep anyway)")]
         if not ctx.gpus:
             return [ctx.gpu_skip(NAME, ctx.distribution, f"no launch to trace: "
                                  f"{ctx.gpu_error or 'no CUDA device is visible'}")]
