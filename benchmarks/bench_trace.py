@@ -36,8 +36,7 @@ def main() -> None:
 
     sweep(torch, 1, args.size)
     off = min(sweep(torch, args.repeat, args.size) for _ in range(3))
-    tracer = cupti.Tracer()
-    tracer.start()
+    tracer = cupti.start_tracer()
     on = min(sweep(torch, args.repeat, args.size) for _ in range(3))
     tracer.stop()
     launches = sum(r["count"] for r in tracer.records()["launches"] if r["layer"] == "driver")

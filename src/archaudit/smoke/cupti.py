@@ -88,7 +88,6 @@ class ModuleResourceData(ctypes.Structure):
 CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p)
 
 
-
 class TracerUnavailable(Exception):
     """No CUPTI here, or it refused to subscribe."""
 
@@ -296,6 +295,20 @@ class Tracer(Recorder):
             self.lib.cuptiUnsubscribe(self._subscriber)
 
 
+def start_tracer(paths: list[str] | None = None) -> Tracer:
+    """A started Tracer on the first libcupti found that loads and subscribes (a CUPTI newer than
+    the driver refuses; the next one found may not); raises TracerUnavailable saying why each failed."""
+    errors = []
+    for path in candidates(paths):
+        try:
+            tracer = Tracer(library=path)
+            tracer.start()
+            return tracer
+        except TracerUnavailable as exc:
+            errors.append(f"{path}: {exc}")
+    raise TracerUnavailable("no libcupti here both loads and subscribes: " + "; ".join(errors[:8]))
+
+
 def mapped_files() -> list[str]:
     """The files this process maps (/proc/self/maps): where its device code can have come from."""
     out: list[str] = []
@@ -321,8 +334,7 @@ def start_from_environment() -> Tracer | None:
     if not out or not os.path.isdir(out):
         return None
     try:
-        tracer = Tracer()
-        tracer.start()
+        tracer = start_tracer()
     except TracerUnavailable as exc:
         with open(os.path.join(out, f"{os.getpid()}.error"), "w") as f:
             f.write(str(exc))
@@ -380,5 +392,6 @@ def write_bootstrap(directory: str) -> str:
 
 
 __all__ = ["CallbackData", "candidates", "cubin_functions", "ENV_CUPTI", "ENV_MODULE", "ENV_OUT",
-           "mapped_files", "ModuleResourceData", "Recorder", "ResourceData", "start_from_environment", "Tracer",
+           "mapped_files", "ModuleResourceData", "Recorder", "ResourceData", "start_from_environment", "start_tracer",
+           "Tracer",
            "TracerUnavailable", "write_bootstrap"]

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..judge import predict as P
-from ..model import SASS, Container, Library
+from ..model import SASS, Container, Entry, Library
 from . import child
 from .report import FAIL, PASS, SKIP, Row
 
@@ -171,7 +171,7 @@ class Inventory:
     """check's containers of the libraries the traced processes mapped, and two ways to find them."""
 
     libraries: list[tuple[str, Library]]  # (display name, library)
-    by_hash: dict[str, Source] = field(default_factory=dict)
+    by_hash: dict[str, list[Source]] = field(default_factory=dict)  # the same bytes may recur in containers
     by_kernel: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
 
     def index_kernels(self) -> None:
@@ -201,7 +201,7 @@ class Inventory:
                         eh = fatbin.parse_entry_header(head, 0, room, e.offset)
                         f.seek(e.offset + eh.header_size)
                         data = fatbin.decode_payload(eh, f.read(eh.payload_size), e.offset)
-                        self.by_hash.setdefault(hashlib.sha256(data).hexdigest(), Source(li, ci, ei))
+                        self.by_hash.setdefault(hashlib.sha256(data).hexdigest(), []).append(Source(li, ci, ei))
             except (OSError, fatbin.FatbinError) as exc:
                 problems.append(f"{self.libraries[li][0]}: its cubins could not be hashed: {exc}")
         return problems
@@ -219,13 +219,7 @@ class _Use:
     containers: dict[int, str] = field(default_factory=dict)  # container -> how it served ("sm_90a SASS")
     per_container: Counter[int] = field(default_factory=Counter)  # container -> launches
     by_name: int = 0  # launches tied to their container by the kernel's name only
-
-
-@dataclass
-class Judged:
-    rows: list[Row]
-    uses: dict[int, _Use]
-    outside: Counter[str]  # kernel -> launches from code no scanned file holds
+    shared: int = 0  # launches of a kernel more than one container could have served (the first credited)
 
 
 def _label(lib: Library, ci: int) -> str:
@@ -263,7 +257,7 @@ class Judge:
 
     def sources(self, launch: Launch) -> tuple[list[Source], str]:
         """The containers a launch came from, and how they were found ("bytes" or "name")."""
-        got = [self.inv.by_hash[m] for m in launch.modules if m in self.inv.by_hash]
+        got = [s for m in launch.modules for s in self.inv.by_hash.get(m, ())]
         if got:
             return got, "bytes"
         return [Source(li, ci, None) for li, ci in self.inv.by_kernel.get(launch.kernel, ())], "name"
@@ -285,25 +279,34 @@ class Judge:
                                  details=(("code", launch.code), ("kernel", launch.kernel),
                                           ("launches", launch.count))))
             return
-        for s, p in running[:1] if how == "name" else running:
-            name, lib = self.inv.libraries[s.library]
-            loaded = lib.containers[s.container].entries[s.entry] if s.entry is not None else None
-            if loaded is not None and p.entry is not None and loaded is not p.entry:
-                self.rows.append(Row(NAME, f"{name} {_label(lib, s.container)}", FAIL,
-                                     f"{launch.kernel}: the driver loaded its {loaded.target} cubin on {self.where}, "
-                                     f"check predicted the {p.entry.target} {p.entry.kind}",
-                                     details=(("kernel", launch.kernel), ("launches", launch.count))))
-            use = self.uses.setdefault(s.library, _Use())
-            use.launches += launch.count
-            use.kernels.add(launch.kernel)
-            use.containers[s.container] = _how(p) if loaded is None or loaded is p.entry else f"{loaded.target} SASS"
-            use.per_container[s.container] += launch.count
-            if how == "name":
-                use.by_name += launch.count
+        # Several sources: the kernel's name in several containers, or the loaded bytes in several. One
+        # is credited: one whose predicted entry is the one loaded, else the first (a FAIL says so).
+        agree = [(s, p) for s, p in running if s.entry is None or self._entry(s) is p.entry]
+        s, p = (agree or running)[0]
+        name, lib = self.inv.libraries[s.library]
+        loaded = self._entry(s)
+        if loaded is not None and loaded is not p.entry:
+            self.rows.append(Row(NAME, f"{name} {_label(lib, s.container)}", FAIL,
+                                 f"{launch.kernel}: the driver loaded its {loaded.target} cubin on {self.where}, "
+                                 f"check predicted {_how(p)}", details=(("kernel", launch.kernel),
+                                                                         ("launches", launch.count))))
+        use = self.uses.setdefault(s.library, _Use())
+        use.launches += launch.count
+        use.kernels.add(launch.kernel)
+        use.containers[s.container] = _how(p) if loaded is None or loaded is p.entry else f"{loaded.target} SASS"
+        use.per_container[s.container] += launch.count
+        if how == "name":
+            use.by_name += launch.count
+        if len({(x.library, x.container) for x, _ in running}) > 1:
+            use.shared += launch.count
+
+    def _entry(self, s: Source) -> Entry | None:
+        """The entry whose bytes the driver loaded; None when the source was found by name."""
+        return None if s.entry is None else self.inv.libraries[s.library][1].containers[s.container].entries[s.entry]
 
     def failed(self, launch: Launch) -> None:
         """A failed launch: agreeing with check only where check predicted that its code cannot run here."""
-        found, how = self.sources(launch)
+        found, _ = self.sources(launch)
         what = SELECTION_ERRORS.get(launch.code, f"error {launch.code}")
         facts = (("code", launch.code), ("kernel", launch.kernel), ("launches", launch.count),
                  ("layer", launch.layer))
@@ -347,6 +350,9 @@ class Judge:
             served = Counter(use.containers.values())
             kinds = ", ".join(f"{n} {h}" for h, n in sorted(served.items()))
             by_name = f" ({use.by_name} tied to their container by the kernel's name)" if use.by_name else ""
+            if use.shared:
+                by_name += (f" ({use.shared} of a kernel several containers define or hold the same bytes of; "
+                            f"the first that runs here credited)")
             rows.append(Row(NAME, name, PASS,
                             f"{use.launches} launch(es) of {len(use.kernels)} kernel(s) on {self.where} from "
                             f"{len(use.containers)} of its {len(preds)} container(s): {kinds}{by_name}; none of its "
@@ -357,7 +363,7 @@ class Judge:
                                      ("gpu", self.gpu["name"]), ("sm", self.gpu["sm"]),
                                      ("containers_total", len(preds)), ("containers_without_code", without),
                                      ("kernels", sorted(use.kernels)[:200]), ("launches", use.launches),
-                                     ("launches_by_name", use.by_name))))
+                                     ("launches_by_name", use.by_name), ("launches_shared", use.shared))))
         return rows
 
 

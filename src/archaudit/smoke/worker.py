@@ -98,8 +98,7 @@ def _start_trace(spec: dict[str, Any]) -> None:
         return
     cupti = _load_sibling("cupti")
     try:
-        tracer = cupti.Tracer(paths=list(sys.path))
-        tracer.start()
+        tracer = cupti.start_tracer(list(sys.path))
     except cupti.TracerUnavailable as exc:
         with open(os.path.join(out, f"{os.getpid()}.error"), "w") as f:
             f.write(str(exc))  # read by the parent (trace.read_trace): a trace that did not start fails
