@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -244,3 +245,22 @@ def test_the_index_stores_a_trace_and_query_dispatch_says_which_containers_serve
     assert json.loads(out.read_text())["rows"] == []
     (tmp_path / "not.json").write_text('{"schema": "archaudit-check/1"}')
     assert main(["index", "--db", db, "--trace", str(tmp_path / "not.json"), "-q"]) == 2
+
+
+def test_the_workload_children_carry_the_tracer_and_a_tracer_that_cannot_start_fails(tmp_path):
+    """End to end without a GPU: the sweep and model-torch children start the tracer before any
+    workload (here CUPTI refuses: no driver, or no libcupti), say why in their records directory,
+    and the parent turns that into a FAIL; the workload's own rows say torch is not importable."""
+    rows = trace.TraceProbe().run(ctx(tmp_path, gpus=(H100,), gpu_error=None, driver="13.0",
+                                      child_env=dict(os.environ)))
+    tracer = [r for r in rows if r.subject == "tracer"]
+    assert tracer and all(r.status == FAIL and "the tracer did not start: no libcupti here both loads and "
+                          "subscribes" in r.reason for r in tracer)
+    assert len(tracer) == 2  # the sweep's child and model-torch's, each its own process
+    sweep = [r for r in rows if r.subject.startswith("torch ")]
+    assert [r.subject for r in sweep] == [f"torch {s}" for s in trace.SWEEP]
+    assert all(r.status == FAIL and "not importable here" in r.reason for r in sweep)
+    assert [r.subject for r in rows if r.subject.startswith("model-torch: ")] == [
+        "model-torch: torch nn.Linear(64, 32), weights from a file",
+        "model-torch: torch nn.Conv2d(3, 8, 3), weights from a file"]
+

@@ -149,6 +149,25 @@ class ProbeContext:
                 for d in run.deaths]
 
 
+TRACED_TASKS = frozenset({"torch", "jax", "executorch", "trace-sweep"})
+
+
+@dataclass
+class TracedContext(ProbeContext):
+    """A context whose framework children run under the launch tracer (the trace probe runs the
+    model probes through it): each such task writes its launch records into trace_out."""
+
+    trace_out: str = ""
+    trace_env: dict[str, str] = field(default_factory=dict)
+
+    def run_task(self, task: str, items: list[Any], params: dict[str, Any] | None = None, *, resume: bool = True,
+                 extra_env: dict[str, str] | None = None, watch: tuple[str, ...] = ()) -> child.TaskRun:
+        if task in TRACED_TASKS:
+            params = {**(params or {}), "trace_out": self.trace_out}
+            extra_env = {**self.trace_env, **(extra_env or {})}
+        return super().run_task(task, items, params, resume=resume, extra_env=extra_env, watch=watch)
+
+
 def _normalise(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower().strip()
 
@@ -940,4 +959,4 @@ def discover() -> dict[str, ProbeLike]:
 
 __all__ = ["discover", "executorch_data", "ExecuTorchCudaProbe", "find_cuda_backend", "JAX_FAMILY", "JaxModelProbe",
            "judge_load", "load_item", "MISSING_WEIGHTS", "PluginProbe", "Probe", "ProbeContext", "TorchModelProbe",
-           "WEIGHTS_FOUND"]
+           "TracedContext", "TRACED_TASKS", "WEIGHTS_FOUND"]

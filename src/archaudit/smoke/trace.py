@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 from collections import Counter
 from collections.abc import Sequence
@@ -496,36 +497,48 @@ class TraceProbe:
         inv, inv_rows = inventory(ctx, trace)
         rows += inv_rows
         if not trace.launches and not trace.problems:
-            rows.append(Row(NAME, ctx.distribution, FAIL, f"the tracer ({trace.cupti}) saw no kernel launch in "
-                            f"{trace.processes} process(es)"))
+            if rows and all(r.status == SKIP for r in rows):
+                rows.append(ctx.verdict(NAME, ctx.distribution, None, SKIP, "no workload ran on the GPU, so the "
+                                        "tracer saw no launch", gpu=True))
+            else:
+                rows.append(Row(NAME, ctx.distribution, FAIL, f"the tracer ({trace.cupti}) saw no kernel launch in "
+                                f"{trace.processes} process(es)"))
         rows += judge_trace(trace, inv, ctx.gpus[0], cuda, os.environ.get("CUDA_DISABLE_PTX_JIT") != "1")
         return rows
 
     def run_workloads(self, ctx: Any, out: str) -> list[Row]:
-        from . import probes, reference
+        """The torch sweep, then the model probes the target wants, each of their framework children
+        traced (probes.TracedContext); their rows are this probe's, named after the model probe."""
+        import dataclasses
+
+        from . import probes
 
         env = {"CUDA_VISIBLE_DEVICES": visible_first(ctx.child_env)}
-        rows: list[Row] = []
-        if ctx.depends_on("torch") or NAME in ctx.selected:
-            run = ctx.run_task("trace-sweep", list(SWEEP), {"trace_out": out, "size": 512}, extra_env=env)
-            rows += [_step_row(ctx, f"torch {s}", o) for s, o in zip(SWEEP, run.outcomes)]
-            rows += ctx.death_rows(NAME, run, "trace child")
-            work = tempfile.mkdtemp(prefix="torch-", dir=ctx.workdir)
-            data = probes.write_data(ctx, "torch", probes.torch_data(reference.fresh_rng()))
-            steps = ["linear", "conv"]
-            run = ctx.run_task("torch", steps, {"workdir": work, "data": data, "trace_out": out}, extra_env=env)
-            rows += [_step_row(ctx, f"model-torch {s}", o) for s, o in zip(steps, run.outcomes)]
-            rows += ctx.death_rows(NAME, run, "trace child")
-        if ctx.depends_on("jax") or probes.JAX_FAMILY.match(probes._normalise(ctx.distribution)):
-            work = tempfile.mkdtemp(prefix="jax-", dir=ctx.workdir)
-            data = probes.write_data(ctx, "jax", probes.jax_data(reference.fresh_rng()))
+        jax = bool(probes.JAX_FAMILY.match(probes._normalise(ctx.distribution)) or any(
+            probes.JAX_FAMILY.match(probes._normalise(re.split(r"[\s;<>=!~\[(]", r, maxsplit=1)[0]))
+            for r in ctx.requires))
+        if jax:
             # XLA replays kernels inside CUDA graphs (command buffers), which launch no kernel one by one:
             # off here, so that each kernel's launch reaches the tracer.
-            jax_env = {**env, "XLA_FLAGS": " ".join(f for f in (ctx.child_env.get("XLA_FLAGS", ""),
-                                                                "--xla_gpu_enable_command_buffer=") if f)}
-            run = ctx.run_task("jax", ["jit"], {"workdir": work, "data": data, "trace_out": out}, extra_env=jax_env)
-            rows += [_step_row(ctx, "model-jax jit", run.outcomes[0])]
+            env["XLA_FLAGS"] = " ".join(f for f in (ctx.child_env.get("XLA_FLAGS", ""),
+                                                    "--xla_gpu_enable_command_buffer=") if f)
+        traced = probes.TracedContext(**{f.name: getattr(ctx, f.name) for f in dataclasses.fields(ctx)},
+                                      trace_out=out, trace_env=env)
+        rows: list[Row] = []
+        models: list[Any] = []
+        if ctx.depends_on("torch") or NAME in ctx.selected:
+            run = traced.run_task("trace-sweep", list(SWEEP), {"size": 512})
+            rows += [_step_row(ctx, f"torch {s}", o) for s, o in zip(SWEEP, run.outcomes)]
             rows += ctx.death_rows(NAME, run, "trace child")
+            models.append(probes.TorchModelProbe())
+            if "model-torch-aoti" in ctx.selected:  # an AOTInductor compile: only when asked for by name
+                models.append(probes.TorchAotiProbe())
+        if ctx.depends_on("executorch"):
+            models.append(probes.ExecuTorchCudaProbe())
+        if jax:
+            models.append(probes.JaxModelProbe())
+        for model in models:
+            rows += [dataclasses.replace(r, probe=NAME, subject=f"{r.probe}: {r.subject}") for r in model.run(traced)]
         return rows
 
     def run_command(self, ctx: Any, command: str, out: str) -> list[Row]:
