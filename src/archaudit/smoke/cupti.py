@@ -232,7 +232,7 @@ class Recorder:
     def write(self, directory: str) -> str:
         """The records as <directory>/<pid>.json, replaced whole (a reader never sees half a file)."""
         path = os.path.join(directory, f"{os.getpid()}.json")
-        tmp = path + ".tmp"
+        tmp = f"{path}.{threading.get_ident()}.tmp"  # the periodic writer and the one at exit may overlap
         with open(tmp, "w") as f:
             json.dump(self.records(), f)
         os.replace(tmp, path)
@@ -340,6 +340,7 @@ def start_from_environment() -> Tracer | None:
             f.write(str(exc))
         return None
     stop = threading.Event()
+    pid = os.getpid()
 
     def flush() -> None:
         while not stop.wait(5.0):
@@ -350,6 +351,8 @@ def start_from_environment() -> Tracer | None:
 
     def at_exit() -> None:
         stop.set()
+        if os.getpid() != pid:  # a forked child inherited the counts: they are its parent's
+            return
         try:
             tracer.write(out)
         finally:
