@@ -264,3 +264,20 @@ def test_the_workload_children_carry_the_tracer_and_a_tracer_that_cannot_start_f
         "model-torch: torch nn.Linear(64, 32), weights from a file",
         "model-torch: torch nn.Conv2d(3, 8, 3), weights from a file"]
 
+
+
+def test_the_command_line_runs_the_trace_for_run_and_require_gpu_fails_without_a_gpu(no_gpu):
+    """`smoke --run COMMAND` adds the trace probe to the probes asked for; with no GPU it skips, and
+    under --require-gpu it fails (exit 1)."""
+    cmd = [sys.executable, "-m", "archaudit", "smoke", "--installed", "pytest", "--probe", "load",
+           "--run", "python -c pass", "--format", "json"]
+    env = dict(os.environ, PYTHONPATH=str(HERE.parent / "src"))
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    rows = [r for r in json.loads(done.stdout)["rows"] if r["probe"] == "trace"]
+    assert [(r["status"], r["subject"]) for r in rows] == [(SKIP, "pytest")]
+    assert rows[0]["reason"].startswith("no launch to trace: ")
+    strict = subprocess.run([*cmd, "--require-gpu"], capture_output=True, text=True, env=env, timeout=300)
+    assert strict.returncode == 1, strict.stderr
+    rows = [r for r in json.loads(strict.stdout)["rows"] if r["probe"] == "trace"]
+    assert rows[0]["status"] == FAIL and rows[0]["reason"].startswith("--require-gpu: this must run on a GPU")
