@@ -281,3 +281,53 @@ def test_the_command_line_runs_the_trace_for_run_and_require_gpu_fails_without_a
     assert strict.returncode == 1, strict.stderr
     rows = [r for r in json.loads(strict.stdout)["rows"] if r["probe"] == "trace"]
     assert rows[0]["status"] == FAIL and rows[0]["reason"].startswith("--require-gpu: this must run on a GPU")
+
+
+def cupti_include() -> Path | None:
+    """The CUDA toolkit's include directory with CUPTI's headers, beside nvcc, if there is one."""
+    import shutil
+
+    nvcc = shutil.which("nvcc")
+    for base in ([Path(nvcc).resolve().parents[1]] if nvcc else []) + [Path("/usr/local/cuda")]:
+        for inc in (base / "include", base / "extras" / "CUPTI" / "include"):
+            if (inc / "cupti_callbacks.h").is_file():
+                return inc
+    return None
+
+
+def test_the_ctypes_layouts_are_the_cupti_headers(tmp_path):
+    """sizeof and offsetof of the three structs and the enum values, as a C compiler reads CUPTI's
+    headers, against the ctypes layouts and constants of cupti.py."""
+    import shutil
+
+    inc = cupti_include()
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if inc is None or cc is None:
+        pytest.skip("no CUPTI headers (a CUDA toolkit) or no C compiler here")
+    fields = {"CUpti_CallbackData": cupti.CallbackData, "CUpti_ResourceData": cupti.ResourceData,
+              "CUpti_ModuleResourceData": cupti.ModuleResourceData}
+    lines = ["#include <stdio.h>", "#include <stddef.h>", "#include <cupti.h>", "int main(void) {"]
+    for cname, struct in fields.items():
+        lines.append(f'printf("{cname} size %zu\\n", sizeof({cname}));')
+        for f, _ in struct._fields_:
+            cf = "resourceHandle.stream" if f == "resourceHandle" else f
+            lines.append(f'printf("{cname} {f} %zu\\n", offsetof({cname}, {cf}));')
+    enums = {"CUPTI_CB_DOMAIN_DRIVER_API": cupti.DOMAIN_DRIVER_API, "CUPTI_CB_DOMAIN_RUNTIME_API":
+             cupti.DOMAIN_RUNTIME_API, "CUPTI_CB_DOMAIN_RESOURCE": cupti.DOMAIN_RESOURCE,
+             "CUPTI_API_EXIT": cupti.API_EXIT, "CUPTI_CBID_RESOURCE_MODULE_LOADED": cupti.CBID_RESOURCE_MODULE_LOADED}
+    enums |= {f"CUPTI_DRIVER_TRACE_CBID_{n}": k for k, n in {**cupti.DRIVER_LAUNCHES, **cupti.DRIVER_SYNCS}.items()}
+    enums |= {f"CUPTI_RUNTIME_TRACE_CBID_{n}": k for k, n in {**cupti.RUNTIME_LAUNCHES,
+                                                              **cupti.RUNTIME_SYNCS}.items()}
+    lines += [f'printf("enum {e} %d\\n", (int){e});' for e in enums]
+    lines += ["return 0; }"]
+    src = tmp_path / "layout.c"
+    src.write_text("\n".join(lines) + "\n")
+    exe = tmp_path / "layout"
+    subprocess.run([cc, f"-I{inc}", "-o", str(exe), str(src)], check=True, capture_output=True)
+    got = dict(line.rsplit(" ", 1) for line in subprocess.run([str(exe)], capture_output=True, text=True,
+                                                               check=True).stdout.splitlines())
+    for cname, struct in fields.items():
+        assert int(got[f"{cname} size"]) == ctypes.sizeof(struct), cname
+        for f, _ in struct._fields_:
+            assert int(got[f"{cname} {f}"]) == getattr(struct, f).offset, (cname, f)
+    assert {e: int(got[f"enum {e}"]) for e in enums} == enums

@@ -23,7 +23,8 @@ Launches are counted per (layer, context, kernel, result): memory grows with the
 kernels, never with the number of launches. Enum values and struct layouts are those of CUPTI's
 headers, identical in CUDA 12.8 (nvidia-cuda-cupti-cu12 12.8.90) and CUDA 13.0 (the toolkit's
 extras/CUPTI include): cupti_callbacks.h, cupti_driver_cbid.h, cupti_runtime_cbid.h,
-cupti_result.h.
+cupti_result.h; cuCtxSynchronize_v2 (800) is 13.0's alone. tests/smoke/test_trace.py compiles the
+headers to check the layouts and values against a C compiler's reading.
 """
 
 from __future__ import annotations
@@ -50,10 +51,11 @@ DRIVER_LAUNCHES = {307: "cuLaunchKernel", 442: "cuLaunchKernel_ptsz", 477: "cuLa
 DRIVER_SYNCS = {17: "cuCtxSynchronize", 126: "cuStreamSynchronize", 440: "cuStreamSynchronize_ptsz",
                 800: "cuCtxSynchronize_v2"}
 # cupti_runtime_cbid.h: CUpti_runtime_api_trace_cbid
-RUNTIME_LAUNCHES = {211: "cudaLaunchKernel", 214: "cudaLaunchKernel_ptsz", 269: "cudaLaunchCooperativeKernel",
-                    270: "cudaLaunchCooperativeKernel_ptsz", 430: "cudaLaunchKernelExC",
-                    431: "cudaLaunchKernelExC_ptsz"}
-RUNTIME_SYNCS = {165: "cudaDeviceSynchronize", 131: "cudaStreamSynchronize", 239: "cudaStreamSynchronize_ptsz"}
+RUNTIME_LAUNCHES = {211: "cudaLaunchKernel_v7000", 214: "cudaLaunchKernel_ptsz_v7000",
+                    269: "cudaLaunchCooperativeKernel_v9000", 270: "cudaLaunchCooperativeKernel_ptsz_v9000",
+                    430: "cudaLaunchKernelExC_v11060", 431: "cudaLaunchKernelExC_ptsz_v11060"}
+RUNTIME_SYNCS = {165: "cudaDeviceSynchronize_v3020", 131: "cudaStreamSynchronize_v3020",
+                 239: "cudaStreamSynchronize_ptsz_v7000"}
 CUPTI_SUCCESS = 0  # cupti_result.h
 MAX_KEYS = 200_000  # distinct (layer, context, kernel, result) counted; beyond, launches are only tallied
 MAX_NAME = 4096  # characters of a kernel name kept
@@ -86,6 +88,12 @@ class ModuleResourceData(ctypes.Structure):
 
 
 CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p)
+
+
+def api_name(cbid_name: str) -> str:
+    """The API's name without the version suffix of its callback id (cudaLaunchKernel_v7000 -> cudaLaunchKernel)."""
+    head, _, tail = cbid_name.rpartition("_v")
+    return head if head and tail.isdigit() else cbid_name
 
 
 class TracerUnavailable(Exception):
@@ -177,11 +185,11 @@ class Recorder:
             ctx = cd.context or 0
             if cbid in launches:
                 name = (cd.symbolName or b"").decode(errors="replace")[:MAX_NAME]
-                self._launch((layer, ctx, name, code), launches[cbid])
+                self._launch((layer, ctx, name, code), api_name(launches[cbid]))
             elif code != 0 and len(self.async_errors) < MAX_ASYNC:
                 syncs = DRIVER_SYNCS if domain == DOMAIN_DRIVER_API else RUNTIME_SYNCS
                 with self._lock:
-                    self.async_errors.append({"layer": layer, "api": syncs.get(cbid, str(cbid)), "code": code,
+                    self.async_errors.append({"layer": layer, "api": api_name(syncs.get(cbid, str(cbid))), "code": code,
                                               "context": ctx, "after": self.last.get(ctx, "")})
         except Exception as exc:  # never into CUPTI: a Python error here is counted and reported
             if len(self.callback_errors) < 10:
@@ -285,7 +293,7 @@ class Tracer(Recorder):
         for domain, cbids in ((DOMAIN_DRIVER_API, {**DRIVER_LAUNCHES, **DRIVER_SYNCS}),
                               (DOMAIN_RUNTIME_API, {**RUNTIME_LAUNCHES, **RUNTIME_SYNCS})):
             for cbid in cbids:
-                # A callback id this CUPTI does not know (cuCtxSynchronize_v2 before CUDA 12.x) is skipped.
+                # A callback id this CUPTI does not know (cuCtxSynchronize_v2: 13.0's, not 12.8's) is skipped.
                 self.lib.cuptiEnableCallback(1, sub, domain, cbid)
         self.running = True
 
