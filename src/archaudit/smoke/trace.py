@@ -382,8 +382,11 @@ def judge_trace(trace: Trace, inv: Inventory, gpu: dict[str, Any], cuda: tuple[i
                 j.launched(launch)
         elif launch.layer == "driver" or (launch.kernel, launch.code) not in driver_failures:
             j.failed(launch)
-    for e in trace.async_errors:
-        j.async_error(e)
+    seen: set[tuple[int, str]] = set()
+    for e in trace.async_errors:  # the runtime's synchronize and the driver's under it report one error twice
+        if (e.code, e.after) not in seen:
+            seen.add((e.code, e.after))
+            j.async_error(e)
     rows = j.rows + j.library_rows()
     if j.outside:
         n = sum(j.outside.values())
