@@ -79,6 +79,7 @@ def recorded(tmp_path: Path, *, sm90_fails: bool = False, sm80_runs: bool = Fals
         api_exit(rec, cupti.DOMAIN_DRIVER_API, 307, SM80, 0)
     api_exit(rec, cupti.DOMAIN_RUNTIME_API, 211, BF16, 0)
     api_exit(rec, cupti.DOMAIN_DRIVER_API, 307, BF16, 0)
+    api_exit(rec, cupti.DOMAIN_DRIVER_API, 17, "", 719)  # cuCtxSynchronize under cudaDeviceSynchronize
     api_exit(rec, cupti.DOMAIN_RUNTIME_API, 165, "", 719)
     out = tmp_path / "records"
     out.mkdir()
@@ -111,7 +112,9 @@ def test_the_recorder_counts_launches_per_kernel_and_result_and_hashes_each_imag
     # the kernel is tied to the one image that defines it, by that image's bytes
     defining = [hashlib.sha256(i).hexdigest() for i in images if SM90 in cupti.cubin_functions(i)]
     assert len(defining) == 1 and by[("driver", SM90, 0)]["modules"] == defining
-    assert raw["async_errors"] == [{"layer": "runtime", "api": "cudaDeviceSynchronize", "code": 719,
+    assert raw["async_errors"] == [{"layer": "driver", "api": "cuCtxSynchronize", "code": 719, "context": CTX,
+                                    "after": BF16},
+                                   {"layer": "runtime", "api": "cudaDeviceSynchronize", "code": 719,
                                     "context": CTX, "after": BF16}]
     assert str(BIN / "lib_trace_sm90.so") not in raw["mapped"]  # the test process never dlopened it
 
@@ -130,7 +133,7 @@ def test_the_judge_ties_each_launch_to_its_container_and_agrees_with_check(tmp_p
     ptx = by[("lib_trace_bf16_ptx75.so", PASS)]  # the PTX JIT serves 9.0: check says it runs there
     assert "sm_75 PTX (JIT)" in ptx.reason and dict(ptx.details)["launches_by_name"] == 1
     trap = by[(BF16, FAIL)]  # ... and the kernel then traps: a failed run is never passed
-    assert "cudaDeviceSynchronize returned error 719" in trap.reason
+    assert "cuCtxSynchronize returned error 719" in trap.reason  # one row: the runtime's report is the same error
     assert sorted(r.status for r in rows) == [FAIL, PASS, PASS, PASS]
 
 
@@ -222,7 +225,7 @@ def test_every_report_format_carries_the_trace(tmp_path):
         if fmt not in ("github", "sarif"):
             assert "lib_trace_sm80.so" in text and "as check predicted" in text, fmt
         assert "from 1 of its 2 container(s): 1 sm_90 SASS" in text, fmt
-        assert "cudaDeviceSynchronize returned error 719" in text, fmt
+        assert "cuCtxSynchronize returned error 719" in text, fmt
 
 
 def test_the_index_stores_a_trace_and_query_dispatch_says_which_containers_served(tmp_path):
