@@ -23,9 +23,9 @@ export PYTHONPATH="$site:$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
   python3 -c "from archaudit.read import native; print('archaudit C speedups:', 'built' if native.active else 'not built: pure-Python readers')"
   python3 -c "from archaudit.smoke import cupti; print('libcupti candidates:', cupti.candidates()[:3])"
 } > "$out/device-env.txt" 2>&1
-timeout 400 python3 -m pytest -m gpu tests/smoke/test_trace_gpu.py -v -p no:cacheprovider --durations=0 \
+timeout 380 python3 -m pytest -m gpu tests/smoke/test_trace_gpu.py -v -p no:cacheprovider --durations=0 \
   > "$out/trace-pytest.log" 2>&1
-timeout 90 python3 benchmarks/bench_trace.py > "$out/trace-overhead.json" 2>&1
+timeout 60 python3 benchmarks/bench_trace.py > "$out/trace-overhead.json" 2>&1
 if [ -f "$out/trace-torch.json" ]; then
   db="$(mktemp -d)/index.db"
   { python3 -m archaudit index --db "$db" --trace "$out/trace-torch.json" -q
