@@ -334,3 +334,64 @@ def test_the_ctypes_layouts_are_the_cupti_headers(tmp_path):
         for f, _ in struct._fields_:
             assert int(got[f"{cname} {f}"]) == getattr(struct, f).offset, (cname, f)
     assert {e: int(got[f"enum {e}"]) for e in enums} == enums
+
+
+ABSENT = "_Z18bf16_absent_kernelP13__nv_bfloat16fi"
+F32 = "_Z16f32_scale_kernelPffi"
+
+
+def test_a_refused_runtime_launch_without_a_symbol_name_is_named_from_its_host_stub():
+    """CUPTI gives no symbolName for a launch the runtime refuses (209 on the H100): the params'
+    host stub `func` is named from the library's symbol table (nvcc's stubs are static)."""
+    path = BIN / "lib_trace_sm80.so"
+    try:
+        lib = ctypes.CDLL(str(path))
+    except OSError as exc:
+        pytest.skip(f"the fixture does not load here (its CUDA runtime): {exc}")
+    funcs = cupti.elf_functions(str(path))
+    assert funcs is not None and funcs[0]
+    stub = [a for a, n in funcs[1].items() if cupti.kernel_of_stub(n) == SM80]
+    assert stub  # the stub carries the kernel's name, with the internal-linkage marker
+    info = cupti.DlInfo()
+    libc = ctypes.CDLL(None)
+    libc.dladdr.argtypes = [ctypes.c_void_p, ctypes.POINTER(cupti.DlInfo)]
+    assert libc.dladdr(ctypes.cast(lib.trace_launch, ctypes.c_void_p), ctypes.byref(info))
+    params = (ctypes.c_void_p * 8)(info.dli_fbase + stub[0])  # cudaLaunchKernel_v7000_params: func first
+    rec = cupti.Recorder()
+    ret = ctypes.c_int(209)
+    cd = cupti.CallbackData(cupti.API_EXIT, b"cudaLaunchKernel", ctypes.cast(params, ctypes.c_void_p),
+                            ctypes.cast(ctypes.pointer(ret), ctypes.c_void_p), None, CTX, 1, None, 7)
+    rec.callback(None, cupti.DOMAIN_RUNTIME_API, 211, ctypes.addressof(cd))
+    params[0] = info.dli_fbase + stub[0] + 1  # not a function's start: no name, never a guess
+    rec.callback(None, cupti.DOMAIN_RUNTIME_API, 211, ctypes.addressof(cd))
+    assert {(k[2], k[3]): n for k, n in rec.counts.items()} == {(SM80, 209): 1, ("", 209): 1}
+    assert rec.callback_errors == []
+
+
+def test_kernel_of_stub_drops_only_the_internal_linkage_marker():
+    assert cupti.kernel_of_stub("_ZN12cutlass_likeL11gemm_kernelINS_4Sm80EEEvPfPKfS4_i") == SM80
+    assert cupti.kernel_of_stub("_ZL3foov") == "_Z3foov"
+    assert cupti.kernel_of_stub("_Z11hasL3insidev") == "_Z11hasL3insidev"
+    assert cupti.kernel_of_stub("_ZN2ns5kernelILi128EEEvv") == "_ZN2ns5kernelILi128EEEvv"
+
+
+def test_a_kernel_absent_from_the_ptx_the_driver_picks_fails_as_check_predicts():
+    """bf16_absent_kernel exists only for __CUDA_ARCH__ >= 800; built 7.5+PTX;8.0, 9.0 gets the
+    compute_75 PTX, which lacks it: the launch fails with 500, and check's inventory says so (the
+    f32 kernel beside it runs there from that PTX)."""
+    lib = BIN / "lib_trace_bf16_absent.so"
+    rec = cupti.Recorder()
+    for name, code in ((F32, 0), (ABSENT, 500)):
+        api_exit(rec, cupti.DOMAIN_RUNTIME_API, 211, name, code)
+    api_exit(rec, cupti.DOMAIN_DRIVER_API, 307, F32, 0)
+    out = Path(tempfile.mkdtemp())
+    rec.write(str(out))
+    t = trace.read_trace(str(out))
+    rows = trace.judge_trace(t, inventory([lib], set()), H100, (13, 0))
+    by = {(r.subject, r.status): r for r in rows}
+    refused = by[(f"lib_trace_bf16_absent.so: {ABSENT}", PASS)]
+    assert "failed with not found (500), as check predicted" in refused.reason
+    assert "sm_75 PTX on GPU 9.0, which does not define" in refused.reason and "sm_80 only" in refused.reason
+    served = by[("lib_trace_bf16_absent.so", PASS)]
+    assert "sm_75 PTX (JIT)" in served.reason
+    assert [r.status for r in rows] == [PASS, PASS]

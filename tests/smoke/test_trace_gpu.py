@@ -24,6 +24,8 @@ pytestmark = pytest.mark.gpu
 HERE = Path(__file__).parents[1]
 BIN = HERE / "fixtures" / "trace" / "bin"
 SM80 = "_ZN12cutlass_like11gemm_kernelINS_4Sm80EEEvPfPKfS4_i"
+ABSENT = "_Z18bf16_absent_kernelP13__nv_bfloat16fi"
+FIXTURES = ("lib_trace_sm90.so", "lib_trace_sm80.so", "lib_trace_bf16_ptx75.so", "lib_trace_bf16_absent.so")
 
 
 def neutral(text: str) -> str:
@@ -54,13 +56,16 @@ def dispatch(report) -> dict[str, str]:
 
 
 def test_the_fixtures_failed_launch_is_beside_checks_prediction():
-    libs = " ".join(str(BIN / n) for n in ("lib_trace_sm90.so", "lib_trace_sm80.so", "lib_trace_bf16_ptx75.so"))
+    libs = " ".join(str(BIN / n) for n in FIXTURES)
     report = traced("torch", run_command=f"{sys.executable} tests/fixtures/trace/launch.py {libs}")
     record("trace-fixtures", report)
     on_sm90(report)
     rows = {r.subject: r for r in report.rows}
     refused = [r for r in report.rows if r.subject.endswith(SM80)]
     assert refused and refused[0].status == PASS and "as check predicted" in refused[0].reason, report.rows
+    # the bf16 kernel absent from the compute_75 PTX 9.0 JIT-compiles: 500 (or 98), beside check's prediction
+    absent = [r for r in report.rows if r.subject.endswith(ABSENT)]
+    assert absent and absent[0].status == PASS and "as check predicted" in absent[0].reason, report.rows
     served = [s for s in dispatch(report) if s.endswith("lib_trace_sm90.so")]
     assert served and "sm_90 SASS" in dispatch(report)[served[0]]
     traps = [r for r in report.rows if r.status == FAIL and "bf16_scale_kernel" in r.subject]

@@ -19,6 +19,10 @@ It subscribes one callback to three CUPTI domains:
   failure is an error of a kernel that already ran (a trap: 710, 719), pinned on the last
   launch of that context.
 
+A launch the runtime refuses before the driver sees it has an empty symbolName (the H100's 209):
+its name is then the host stub's (the params' `func`), found by dladdr() and the library's symbol
+table; a driver launch without one is named by cuFuncGetName (Names).
+
 Launches are counted per (layer, context, kernel, result): memory grows with the distinct
 kernels, never with the number of launches. Enum values and struct layouts are those of CUPTI's
 headers, identical in CUDA 12.8 (nvidia-cuda-cupti-cu12 12.8.90) and CUDA 13.0 (the toolkit's
@@ -56,6 +60,11 @@ RUNTIME_LAUNCHES = {211: "cudaLaunchKernel_v7000", 214: "cudaLaunchKernel_ptsz_v
                     430: "cudaLaunchKernelExC_v11060", 431: "cudaLaunchKernelExC_ptsz_v11060"}
 RUNTIME_SYNCS = {165: "cudaDeviceSynchronize_v3020", 131: "cudaStreamSynchronize_v3020",
                  239: "cudaStreamSynchronize_ptsz_v7000"}
+# Where a launch's params struct (CUpti_CallbackData.functionParams) holds the kernel: the runtime's
+# host stub `func` (cupti_runtime_cbid.h's *_params: first field, after `config` in cudaLaunchKernelExC),
+# the driver's CUfunction `f` (cuLaunchKernel_params first, cuLaunchKernelEx_params after `config`).
+RUNTIME_FUNC_FIELD = {211: 0, 214: 0, 269: 0, 270: 0, 430: 1, 431: 1}
+DRIVER_FUNC_FIELD = {307: 0, 442: 0, 477: 0, 478: 0, 652: 1, 653: 1}
 CUPTI_SUCCESS = 0  # cupti_result.h
 MAX_KEYS = 200_000  # distinct (layer, context, kernel, result) counted; beyond, launches are only tallied
 MAX_NAME = 4096  # characters of a kernel name kept
@@ -144,6 +153,162 @@ def cubin_functions(image: bytes) -> list[str]:
     return out
 
 
+class DlInfo(ctypes.Structure):
+    """Dl_info (dlfcn.h): the file and the nearest symbol dladdr() finds for an address."""
+
+    _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p),
+                ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
+
+
+class Names:
+    """A kernel's name where CUPTI gives none (a launch the runtime refuses before the driver sees it:
+    symbolName is empty). The runtime's `func` is nvcc's host stub, a host function that carries the
+    kernel's mangled name: dladdr() names it when the symbol is exported and starts exactly there. The
+    driver's CUfunction is named by cuFuncGetName (CUDA 12.3 and newer) where the driver has it.
+    Bounded: one lookup per distinct address, at most MAX_LOOKUPS; never raises."""
+
+    MAX_LOOKUPS = 10_000
+
+    def __init__(self) -> None:
+        self.cache: dict[tuple[str, int], str] = {}
+        self.symbols: dict[str, tuple[bool, dict[int, str]] | None] = {}
+        self._dladdr: Any = None
+        self._func_name: Any = None
+        self._loaded = False
+
+    def _load(self) -> None:
+        self._loaded = True
+        try:
+            libc = ctypes.CDLL(None)
+            self._dladdr = libc.dladdr
+            self._dladdr.argtypes, self._dladdr.restype = [ctypes.c_void_p, ctypes.POINTER(DlInfo)], ctypes.c_int
+        except (OSError, AttributeError):
+            self._dladdr = None
+        try:
+            cuda = ctypes.CDLL("libcuda.so.1", mode=getattr(os, "RTLD_NOLOAD", 0) | ctypes.RTLD_GLOBAL)
+            self._func_name = cuda.cuFuncGetName
+            self._func_name.argtypes = [ctypes.POINTER(ctypes.c_char_p), ctypes.c_void_p]
+            self._func_name.restype = ctypes.c_int
+        except (OSError, AttributeError):  # no driver loaded, or one older than 12.3
+            self._func_name = None
+
+    def name(self, layer: str, address: int) -> str:
+        key = (layer, address)
+        if not address:
+            return ""
+        if key in self.cache:
+            return self.cache[key]
+        if len(self.cache) >= self.MAX_LOOKUPS:
+            return ""
+        if not self._loaded:
+            self._load()
+        got = ""
+        try:
+            if layer == "runtime" and self._dladdr is not None:
+                info = DlInfo()
+                if self._dladdr(address, ctypes.byref(info)):
+                    if info.dli_sname and info.dli_saddr == address:
+                        got = kernel_of_stub(info.dli_sname.decode(errors="replace"))
+                    elif info.dli_fname:  # nvcc's stubs are static: in .symtab, which dladdr does not read
+                        got = self._local_symbol(info.dli_fname.decode(errors="replace"), address,
+                                                 int(info.dli_fbase or 0))
+            elif layer == "driver" and self._func_name is not None:
+                p = ctypes.c_char_p()
+                if self._func_name(ctypes.byref(p), address) == 0 and p.value:
+                    got = p.value.decode(errors="replace")[:MAX_NAME]
+        except (OSError, ValueError):
+            got = ""
+        self.cache[key] = got[:MAX_NAME]
+        return got[:MAX_NAME]
+
+    def _local_symbol(self, path: str, address: int, base: int) -> str:
+        if path not in self.symbols:
+            if len(self.symbols) >= 64:
+                return ""
+            self.symbols[path] = elf_functions(path)
+        table = self.symbols[path]
+        is_dyn, funcs = table if table else (True, {})
+        name = funcs.get(address - base if is_dyn else address, "")
+        return kernel_of_stub(name) if name else ""
+
+
+MAX_SYMTAB = 64 << 20  # bytes of .symtab plus .strtab read from one file to name a host stub
+
+
+def elf_functions(path: str) -> tuple[bool, dict[int, str]] | None:
+    """A 64-bit little-endian ELF file's .symtab functions by address, and whether it is position
+    independent (ET_DYN: addresses relative to its load base); None when it has none or cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+            if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
+                return None
+            e_type, = struct.unpack_from("<H", head, 0x10)
+            shoff, = struct.unpack_from("<Q", head, 0x28)
+            shentsize, shnum = struct.unpack_from("<HH", head, 0x3A)
+            if shentsize != 64 or not 0 < shnum <= 65535:
+                return None
+            f.seek(shoff)
+            table = f.read(shnum * 64)
+            sections = [struct.unpack_from("<IIQQQQIIQQ", table, k * 64) for k in range(len(table) // 64)]
+            symtab = [sh for sh in sections if sh[1] == 2]  # SHT_SYMTAB
+            if not symtab:
+                return None
+            sh = symtab[0]
+            if sh[6] >= len(sections):
+                return None
+            strtab = sections[sh[6]]
+            if sh[5] + strtab[5] > MAX_SYMTAB:
+                return None
+            f.seek(sh[4])
+            syms = f.read(sh[5])
+            f.seek(strtab[4])
+            names = f.read(strtab[5])
+    except OSError:
+        return None
+    out: dict[int, str] = {}
+    for k in range(len(syms) // 24):
+        st_name, st_info, _, _, st_value, _ = struct.unpack_from("<IBBHQQ", syms, k * 24)
+        if st_info & 0xF == 2 and st_value and st_value not in out:  # STT_FUNC
+            end = names.find(b"\0", st_name)
+            out[st_value] = names[st_name:end if end >= 0 else len(names)].decode(errors="replace")
+    return e_type == 3, out
+
+
+def kernel_of_stub(symbol: str) -> str:
+    """The kernel's mangled name from its host stub's symbol: nvcc gives the stub the kernel's name,
+    with internal linkage where the stub is static, which the Itanium mangling marks with an `L`
+    before the unqualified name (_ZN12cutlass_likeL11gemm_kernel... for _ZN12cutlass_like11gemm_kernel...,
+    _ZL3foov for _Z3foov). Only that marker is dropped."""
+    if not symbol.startswith("_Z"):
+        return symbol
+    i = 2
+    if symbol[i:i + 1] == "L":
+        return symbol[:i] + symbol[i + 1:]
+    if symbol[i:i + 1] != "N":
+        return symbol
+    i += 1
+    while i < len(symbol):
+        if symbol[i] == "L" and symbol[i + 1:i + 2].isdigit():
+            return symbol[:i] + symbol[i + 1:]
+        j = i
+        while j < len(symbol) and symbol[j].isdigit():
+            j += 1
+        if j == i:
+            return symbol
+        i = j + int(symbol[i:j])
+    return symbol
+
+
+def launched_function(cd: CallbackData, layer: str, cbid: int) -> int:
+    """The host stub (runtime) or CUfunction (driver) a launch's params hold; 0 when unknown."""
+    fields = DRIVER_FUNC_FIELD if layer == "driver" else RUNTIME_FUNC_FIELD
+    at = fields.get(cbid)
+    if at is None or not cd.functionParams:
+        return 0
+    return int(ctypes.cast(cd.functionParams, ctypes.POINTER(ctypes.c_void_p))[at] or 0)
+
+
 class Recorder:
     """What the callback does with what CUPTI hands it: count launches per kernel and result,
     remember every module loaded. No CUPTI here: Tracer subscribes it."""
@@ -160,6 +325,7 @@ class Recorder:
         self.async_errors: list[dict[str, Any]] = []
         self.dropped = 0
         self.callback_errors: list[str] = []
+        self.names = Names()
         self.callback = CALLBACK(self._on_callback)  # kept referenced for as long as CUPTI may call it
         self.running = True
 
@@ -185,6 +351,8 @@ class Recorder:
             ctx = cd.context or 0
             if cbid in launches:
                 name = (cd.symbolName or b"").decode(errors="replace")[:MAX_NAME]
+                if not name:  # a launch refused before the driver named it: the stub's or function's name
+                    name = self.names.name(layer, launched_function(cd, layer, cbid))
                 self._launch((layer, ctx, name, code), api_name(launches[cbid]))
             elif code != 0 and len(self.async_errors) < MAX_ASYNC:
                 syncs = DRIVER_SYNCS if domain == DOMAIN_DRIVER_API else RUNTIME_SYNCS
@@ -402,7 +570,6 @@ def write_bootstrap(directory: str) -> str:
     return directory
 
 
-__all__ = ["CallbackData", "candidates", "cubin_functions", "ENV_CUPTI", "ENV_MODULE", "ENV_OUT",
-           "mapped_files", "ModuleResourceData", "Recorder", "ResourceData", "start_from_environment", "start_tracer",
-           "Tracer",
-           "TracerUnavailable", "write_bootstrap"]
+__all__ = ["CallbackData", "candidates", "cubin_functions", "DlInfo", "elf_functions", "ENV_CUPTI", "ENV_MODULE",
+           "ENV_OUT", "kernel_of_stub", "launched_function", "mapped_files", "ModuleResourceData", "Names", "Recorder",
+           "ResourceData", "start_from_environment", "start_tracer", "Tracer", "TracerUnavailable", "write_bootstrap"]

@@ -228,8 +228,19 @@ def _label(lib: Library, ci: int) -> str:
     return f"container {ci} ({c.section or c.role} @0x{c.offset:x})"
 
 
-def _predict(c: Container, gpu: P.Gpu) -> P.Prediction:
-    return P.predict(c, gpu)
+def _predict(c: Container, gpu: P.Gpu, kernel: str = "") -> P.Prediction:
+    """check's prediction for the container, narrowed to one kernel: where the entry the driver picks
+    is known not to define the kernel (a kernel compiled out of that PTX or cubin), a launch of it
+    finds no symbol there (500; the runtime may say 98), however well the container loads."""
+    pred = P.predict(c, gpu)
+    e = pred.entry
+    if kernel and _runs(pred) and e is not None and e.kernels is not None and kernel not in e.kernels:
+        kind = "SASS" if e.kind == SASS else "PTX"
+        return P.Prediction(P.Outcome.NONE, e, f"the driver picks its {e.target} {kind} on GPU "
+                            f"{gpu.cc[0]}.{gpu.cc[1]}, which does not define {kernel} (defined in "
+                            f"{', '.join(sorted({x.target for x in c.entries if kernel in (x.kernels or ())}))} "
+                            f"only): its launch finds no symbol", frozenset({P.NOT_FOUND, 98}))
+    return pred
 
 
 def _how(pred: P.Prediction) -> str:
@@ -269,7 +280,8 @@ class Judge:
         if not found:
             self.outside[launch.kernel] += launch.count
             return
-        preds = [(s, _predict(self.inv.libraries[s.library][1].containers[s.container], self.target)) for s in found]
+        preds = [(s, _predict(self.inv.libraries[s.library][1].containers[s.container], self.target,
+                              launch.kernel)) for s in found]
         running = [(s, p) for s, p in preds if _runs(p)]
         if not running:
             s, p = preds[0]
@@ -321,7 +333,8 @@ class Judge:
                                  f"{self.where} failed with {what}, and no container of the mapped files defines "
                                  f"that kernel: check could not have predicted it", details=facts))
             return
-        preds = [(s, _predict(self.inv.libraries[s.library][1].containers[s.container], self.target)) for s in found]
+        preds = [(s, _predict(self.inv.libraries[s.library][1].containers[s.container], self.target,
+                              launch.kernel)) for s in found]
         where = "; ".join(f"{self.inv.libraries[s.library][0]} {_label(self.inv.libraries[s.library][1], s.container)}"
                           f" predicted {p.outcome.value} ({p.reason})" for s, p in preds[:SHOWN])
         wrong = [(s, p) for s, p in preds if _runs(p)]
@@ -393,8 +406,9 @@ def judge_trace(trace: Trace, inv: Inventory, gpu: dict[str, Any], cuda: tuple[i
         shown = ", ".join(k for k, _ in j.outside.most_common(SHOWN))
         rows.append(Row(NAME, "code no file holds", SKIP,
                         f"{n} launch(es) of {len(j.outside)} kernel(s) came from images no container of the mapped "
-                        f"files holds, and no container defines their names (code compiled at run time: NVRTC, "
-                        f"Triton, a JIT cache): check has nothing to predict for them; e.g. {shown}",
+                        f"files holds, and no container check reads defines their names (code compiled at run time: "
+                        f"NVRTC, Triton, a JIT cache; or device code a mapped file stores outside a fatbin "
+                        f"container, which check does not read): check has nothing to predict for them; e.g. {shown}",
                         details=(("kernels", dict(j.outside.most_common(200))),)))
     for p in trace.problems:
         rows.append(Row(NAME, "tracer", FAIL, p))
