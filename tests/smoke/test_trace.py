@@ -395,3 +395,29 @@ def test_a_kernel_absent_from_the_ptx_the_driver_picks_fails_as_check_predicts()
     served = by[("lib_trace_bf16_absent.so", PASS)]
     assert "sm_75 PTX (JIT)" in served.reason
     assert [r.status for r in rows] == [PASS, PASS]
+
+
+def test_a_launch_from_a_cubin_stored_outside_any_container_is_not_skipped(tmp_path):
+    """cuBLASLt 13.1 keeps cubins as bare zstd frames outside its fatbin containers (.ldata), which
+    check does not read: a launch from one is tied to the file and frame, and fails, never SKIPs."""
+    import zstandard
+
+    image = [i for i in cubins("lib_trace_sm90.so", tmp_path) if SM90 in cupti.cubin_functions(i)][0]
+    host = (BIN / "lib_trace_sm80.so").read_bytes()
+    lib = tmp_path / "libloose.so"
+    lib.write_bytes(host + b"\0" * 13 + zstandard.ZstdCompressor().compress(image) + b"\0" * 7)
+    rec = cupti.Recorder()
+    load_module(rec, image, 1)
+    api_exit(rec, cupti.DOMAIN_DRIVER_API, 307, SM90, 0)
+    out = tmp_path / "records"
+    out.mkdir()
+    rec.write(str(out))
+    t = trace.read_trace(str(out))
+    inv = inventory([lib], {m.size for m in t.modules})
+    assert hashlib.sha256(image).hexdigest() not in inv.by_hash  # not in check's containers
+    assert inv.index_loose([str(lib)], t.modules) == []
+    assert inv.loose == {hashlib.sha256(image).hexdigest(): ("libloose.so", len(host) + 13)}
+    rows = trace.judge_trace(t, inv, H100, (13, 0))
+    assert [(r.subject, r.status) for r in rows] == [("libloose.so", FAIL)]
+    assert f"bare zstd frames at 0x{len(host) + 13:x}): check does not read them" in rows[0].reason
+    assert SM90 in rows[0].reason

@@ -167,6 +167,41 @@ class Source:
     entry: int | None  # the entry whose bytes the loaded image has; None when tied by name
 
 
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+MAX_LOOSE_FRAMES = 4096  # zstd frames of the loaded images' sizes decoded, over all mapped files
+
+
+def loose_cubins(path: str, sizes: set[int], budget: int) -> list[tuple[int, str]]:
+    """(offset, sha256) of the bare zstd frames of a file (no fatbin container around them: cuBLASLt
+    13.1 keeps cubins so in .ldata) that decode to a CUDA ELF of one of `sizes`; at most `budget`
+    frames decoded, each bounded by its declared size."""
+    import mmap
+
+    import zstandard
+
+    out: list[tuple[int, str]] = []
+    if not sizes:
+        return out
+    dctx = zstandard.ZstdDecompressor()
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        at = m.find(ZSTD_MAGIC)
+        while at >= 0 and budget > 0:
+            try:
+                size = zstandard.get_frame_parameters(m[at:at + 18]).content_size
+            except zstandard.ZstdError:
+                size = -1
+            if size in sizes:
+                budget -= 1
+                try:
+                    data = dctx.decompressobj().decompress(m[at:at + size + (size >> 3) + 4096])
+                except zstandard.ZstdError:
+                    data = b""
+                if len(data) == size and data[:4] == b"\x7fELF":
+                    out.append((at, hashlib.sha256(data).hexdigest()))
+            at = m.find(ZSTD_MAGIC, at + 4)
+    return out
+
+
 @dataclass
 class Inventory:
     """check's containers of the libraries the traced processes mapped, and two ways to find them."""
@@ -174,6 +209,26 @@ class Inventory:
     libraries: list[tuple[str, Library]]  # (display name, library)
     by_hash: dict[str, list[Source]] = field(default_factory=dict)  # the same bytes may recur in containers
     by_kernel: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    loose: dict[str, tuple[str, int]] = field(default_factory=dict)  # sha256 -> (file, offset): not check's
+
+    def index_loose(self, paths: Sequence[str], modules: Sequence[Module]) -> list[str]:
+        """The loaded images no container holds, looked for among the mapped files' bare zstd
+        frames: device code check does not read, which a launch can come from all the same."""
+        unmatched = {m.sha256: m.size for m in modules if m.sha256 not in self.by_hash}
+        sizes = set(unmatched.values())
+        budget = MAX_LOOSE_FRAMES
+        problems = []
+        for li, path in enumerate(paths):
+            try:
+                found = loose_cubins(path, sizes, budget)
+            except (OSError, ValueError) as exc:
+                problems.append(f"{self.libraries[li][0]}: its bytes outside containers could not be read: {exc}")
+                continue
+            budget -= len(found)
+            for offset, digest in found:
+                if digest in unmatched:
+                    self.loose.setdefault(digest, (self.libraries[li][0], offset))
+        return problems
 
     def index_kernels(self) -> None:
         for li, (_, lib) in enumerate(self.libraries):
@@ -266,6 +321,7 @@ class Judge:
         self.rows: list[Row] = []
         self.uses: dict[int, _Use] = {}
         self.outside: Counter[str] = Counter()
+        self.unread: dict[str, Counter[tuple[str, int]]] = {}  # file -> (kernel, frame offset) -> launches
 
     def sources(self, launch: Launch) -> tuple[list[Source], str]:
         """The containers a launch came from, and how they were found ("bytes" or "name")."""
@@ -278,7 +334,11 @@ class Judge:
         """A successful launch: its container must be predicted to run here, from the entry the driver loaded."""
         found, how = self.sources(launch)
         if not found:
-            self.outside[launch.kernel] += launch.count
+            loose = [self.inv.loose[m] for m in launch.modules if m in self.inv.loose]
+            if loose:
+                self.unread.setdefault(loose[0][0], Counter())[(launch.kernel, loose[0][1])] += launch.count
+            else:
+                self.outside[launch.kernel] += launch.count
             return
         preds = [(s, _predict(self.inv.libraries[s.library][1].containers[s.container], self.target,
                               launch.kernel)) for s in found]
@@ -401,6 +461,16 @@ def judge_trace(trace: Trace, inv: Inventory, gpu: dict[str, Any], cuda: tuple[i
             seen.add((e.code, e.after))
             j.async_error(e)
     rows = j.rows + j.library_rows()
+    for name, got in sorted(j.unread.items()):
+        n = sum(got.values())
+        kernels = sorted({k for k, _ in got})
+        frames = sorted({o for _, o in got})
+        rows.append(Row(NAME, name, FAIL,
+                        f"{n} launch(es) of {len(kernels)} kernel(s) on {j.where} came from {len(frames)} cubin(s) "
+                        f"this file stores outside any fatbin container (bare zstd frames at "
+                        f"{', '.join(f'0x{o:x}' for o in frames[:SHOWN])}): check does not read them, so it "
+                        f"predicted nothing for them; e.g. {', '.join(kernels[:SHOWN])}",
+                        details=(("frames", frames[:200]), ("kernels", kernels[:200]), ("launches", n))))
     if j.outside:
         n = sum(j.outside.values())
         shown = ", ".join(k for k, _ in j.outside.most_common(SHOWN))
@@ -456,6 +526,8 @@ def inventory(ctx: Any, trace: Trace) -> tuple[Inventory, list[Row]]:
     inv = Inventory(libs)
     inv.index_kernels()
     for p in inv.index_hashes(paths, {m.size for m in trace.modules}):
+        rows.append(Row(NAME, "inventory", FAIL, p))
+    for p in inv.index_loose(paths, trace.modules):
         rows.append(Row(NAME, "inventory", FAIL, p))
     return inv, rows
 
