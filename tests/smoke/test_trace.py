@@ -421,3 +421,29 @@ def test_a_launch_from_a_cubin_stored_outside_any_container_is_not_skipped(tmp_p
     assert [(r.subject, r.status) for r in rows] == [("libloose.so", FAIL)]
     assert f"bare zstd frames at 0x{len(host) + 13:x}): check does not read them" in rows[0].reason
     assert SM90 in rows[0].reason
+
+
+def test_the_launched_function_fields_are_the_params_structs_of_the_headers(tmp_path):
+    """Where a launch's params hold the host stub (runtime) or CUfunction (driver), as a C compiler
+    reads the generated_*_meta.h headers beside CUPTI's: offsetof == 8 * the field index cupti.py reads."""
+    import shutil
+
+    inc = cupti_include()
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if inc is None or cc is None or not (inc / "generated_cuda_meta.h").is_file():
+        pytest.skip("no CUDA toolkit headers or no C compiler here")
+    structs = {f"{n}_params": ("func", cupti.RUNTIME_FUNC_FIELD[k]) for k, n in cupti.RUNTIME_LAUNCHES.items()}
+    structs |= {f"{n}_params": ("f", cupti.DRIVER_FUNC_FIELD[k]) for k, n in cupti.DRIVER_LAUNCHES.items()}
+    # the legacy (_v1) typedefs the driver's meta header names are declared only for the API's own build
+    lines = ["#include <stdio.h>", "#include <stddef.h>", "#define __CUDA_API_VERSION_INTERNAL 1",
+             "#include <cuda.h>", "#include <cuda_runtime_api.h>",
+             "#include <generated_cuda_meta.h>", "#include <generated_cuda_runtime_api_meta.h>", "int main(void) {"]
+    lines += [f'printf("{s} %zu\\n", offsetof({s}, {f}));' for s, (f, _) in structs.items()]
+    lines += ["return 0; }"]
+    src = tmp_path / "params.c"
+    src.write_text("\n".join(lines) + "\n")
+    exe = tmp_path / "params"
+    subprocess.run([cc, f"-I{inc}", "-o", str(exe), str(src)], check=True, capture_output=True)
+    got = dict(line.rsplit(" ", 1) for line in subprocess.run([str(exe)], capture_output=True, text=True,
+                                                               check=True).stdout.splitlines())
+    assert {s: int(v) for s, v in got.items()} == {s: 8 * at for s, (_, at) in structs.items()}
