@@ -447,3 +447,21 @@ def test_the_launched_function_fields_are_the_params_structs_of_the_headers(tmp_
     got = dict(line.rsplit(" ", 1) for line in subprocess.run([str(exe)], capture_output=True, text=True,
                                                                check=True).stdout.splitlines())
     assert {s: int(v) for s, v in got.items()} == {s: 8 * at for s, (_, at) in structs.items()}
+
+
+@pytest.mark.parametrize("chunk", [7, 64, 1 << 20])
+def test_loose_frames_are_found_across_read_boundaries(tmp_path, monkeypatch, chunk):
+    import zstandard
+
+    images = [b"\x7fELF" + bytes([k]) * (3000 + k) for k in range(3)]
+    blob = bytearray(b"x" * 50)
+    offsets = []
+    for image in images:
+        offsets.append(len(blob))
+        blob += zstandard.ZstdCompressor().compress(image) + b"\x28\xb5\x2f\xfd" + b"y" * 5  # a stray magic too
+    path = tmp_path / "blob"
+    path.write_bytes(bytes(blob))
+    monkeypatch.setattr(trace, "CHUNK", chunk)
+    got = trace.loose_cubins(str(path), {len(i) for i in images[:2]}, 100)
+    assert got == [(o, hashlib.sha256(i).hexdigest()) for o, i in zip(offsets[:2], images[:2])]
+    assert trace.loose_cubins(str(path), {len(i) for i in images}, 1) == got[:1]  # the budget bounds the decoding

@@ -171,34 +171,43 @@ ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 MAX_LOOSE_FRAMES = 4096  # zstd frames of the loaded images' sizes decoded, over all mapped files
 
 
+CHUNK = 16 << 20  # bytes of a file read at once while looking for zstd frames
+
+
 def loose_cubins(path: str, sizes: set[int], budget: int) -> list[tuple[int, str]]:
     """(offset, sha256) of the bare zstd frames of a file (no fatbin container around them: cuBLASLt
-    13.1 keeps cubins so in .ldata) that decode to a CUDA ELF of one of `sizes`; at most `budget`
-    frames decoded, each bounded by its declared size."""
-    import mmap
-
+    13.1 keeps cubins so in .ldata) that decode to a CUDA ELF of one of `sizes`; read CHUNK bytes at a
+    time, at most `budget` frames decoded, each bounded by its declared size."""
     import zstandard
 
     out: list[tuple[int, str]] = []
     if not sizes:
         return out
     dctx = zstandard.ZstdDecompressor()
-    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-        at = m.find(ZSTD_MAGIC)
-        while at >= 0 and budget > 0:
-            try:
-                size = zstandard.get_frame_parameters(m[at:at + 18]).content_size
-            except zstandard.ZstdError:
-                size = -1
-            if size in sizes:
-                budget -= 1
+    with open(path, "rb") as f:
+        base = 0
+        while budget > 0:
+            f.seek(base)
+            chunk = f.read(CHUNK + 17)  # a frame header (at most 18 bytes) across the boundary is seen whole
+            at = chunk.find(ZSTD_MAGIC)
+            while 0 <= at < CHUNK and budget > 0:
                 try:
-                    data = dctx.decompressobj().decompress(m[at:at + size + (size >> 3) + 4096])
+                    size = zstandard.get_frame_parameters(chunk[at:at + 18]).content_size
                 except zstandard.ZstdError:
-                    data = b""
-                if len(data) == size and data[:4] == b"\x7fELF":
-                    out.append((at, hashlib.sha256(data).hexdigest()))
-            at = m.find(ZSTD_MAGIC, at + 4)
+                    size = -1
+                if size in sizes:
+                    budget -= 1
+                    f.seek(base + at)
+                    try:
+                        data = dctx.decompressobj().decompress(f.read(size + (size >> 3) + 4096))
+                    except zstandard.ZstdError:
+                        data = b""
+                    if len(data) == size and data[:4] == b"\x7fELF":
+                        out.append((base + at, hashlib.sha256(data).hexdigest()))
+                at = chunk.find(ZSTD_MAGIC, at + 4)
+            if len(chunk) <= CHUNK:
+                break
+            base += CHUNK
     return out
 
 
