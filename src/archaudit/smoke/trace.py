@@ -9,7 +9,7 @@ inventory of the files the traced processes mapped:
 - a loaded image is the cubin entry whose decoded bytes have its sha256 (read here, from the
   library file): the container the launch came from, identified by its bytes; an image no
   entry has (the JIT's output) is tied to the containers whose code defines the kernel's name;
-- each launched kernel must be predicted runnable on this GPU (judge.predict) from that
+- each launched kernel must be predicted runnable on this GPU (gpus.predict) from that
   container, and from the entry the driver chose;
 - a failed launch whose result is a code-selection error (209, 98, 500, 218, 222, ...) agrees
   with check only where check predicted that container cannot run here; otherwise it is a
@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..judge import predict as P
+from ..gpus import predict as P
 from ..model import SASS, Container, Entry, Library
 from . import child
 from .report import FAIL, PASS, SKIP, Row
@@ -604,39 +604,45 @@ class TraceProbe:
         rows += judge_trace(trace, inv, ctx.gpus[0], cuda, os.environ.get("CUDA_DISABLE_PTX_JIT") != "1")
         return rows
 
+    def kit(self) -> tuple[Any, Any, dict[str, Any]]:
+        """(the traced context class, the JAX distributions' pattern, the model probe classes by
+        framework): the probes module's, which registers this probe (probes.TraceProbe) and which
+        this module does not import."""
+        raise NotImplementedError("the trace probe's workloads come from probes.TraceProbe")
+
     def run_workloads(self, ctx: Any, out: str) -> list[Row]:
         """The torch sweep, then the model probes the target wants, each of their framework children
         traced (probes.TracedContext); their rows are this probe's, named after the model probe."""
         import dataclasses
 
-        from . import probes
+        from .context import _normalise
 
+        traced_context, jax_family, model = self.kit()
         env = {"CUDA_VISIBLE_DEVICES": visible_first(ctx.child_env)}
-        jax = bool(probes.JAX_FAMILY.match(probes._normalise(ctx.distribution)) or any(
-            probes.JAX_FAMILY.match(probes._normalise(re.split(r"[\s;<>=!~\[(]", r, maxsplit=1)[0]))
-            for r in ctx.requires))
+        jax = bool(jax_family.match(_normalise(ctx.distribution)) or any(
+            jax_family.match(_normalise(re.split(r"[\s;<>=!~\[(]", r, maxsplit=1)[0])) for r in ctx.requires))
         if jax:
             # XLA replays kernels inside CUDA graphs (command buffers), which launch no kernel one by one:
             # off here, so that each kernel's launch reaches the tracer.
             env["XLA_FLAGS"] = " ".join(f for f in (ctx.child_env.get("XLA_FLAGS", ""),
                                                     "--xla_gpu_enable_command_buffer=") if f)
-        traced = probes.TracedContext(**{f.name: getattr(ctx, f.name) for f in dataclasses.fields(ctx)},
-                                      trace_out=out, trace_env=env)
+        traced = traced_context(**{f.name: getattr(ctx, f.name) for f in dataclasses.fields(ctx)},
+                                trace_out=out, trace_env=env)
         rows: list[Row] = []
         models: list[Any] = []
         if ctx.depends_on("torch") or NAME in ctx.selected:
             run = traced.run_task("trace-sweep", list(SWEEP), {"size": 512})
             rows += [_step_row(ctx, f"torch {s}", o) for s, o in zip(SWEEP, run.outcomes)]
             rows += ctx.death_rows(NAME, run, "trace child")
-            models.append(probes.TorchModelProbe())
+            models.append(model["torch"]())
             if "model-torch-aoti" in ctx.selected:  # an AOTInductor compile: only when asked for by name
-                models.append(probes.TorchAotiProbe())
+                models.append(model["torch-aoti"]())
         if ctx.depends_on("executorch"):
-            models.append(probes.ExecuTorchCudaProbe())
+            models.append(model["executorch"]())
         if jax:
-            models.append(probes.JaxModelProbe())
-        for model in models:
-            rows += [dataclasses.replace(r, probe=NAME, subject=f"{r.probe}: {r.subject}") for r in model.run(traced)]
+            models.append(model["jax"]())
+        for m in models:
+            rows += [dataclasses.replace(r, probe=NAME, subject=f"{r.probe}: {r.subject}") for r in m.run(traced)]
         return rows
 
     def run_command(self, ctx: Any, command: str, out: str) -> list[Row]:
