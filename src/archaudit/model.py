@@ -122,6 +122,9 @@ class Library:
     # Sourced statements (data/vendor.json ``statements``) its own bytes hold, each exactly as
     # written there: NCCL's "FP8 reduction support begins with sm90 capable devices."
     statements: tuple[str, ...] = ()
+    # CUDA runtime versions linked in statically ("13.0"), as the runtime's cudaRuntimeGetVersion
+    # returns them in the library's own machine code (x86-64 ELF; read/records.py RUNTIME_MARKER)
+    runtimes: tuple[str, ...] = ()
 
     @property
     def entries(self) -> tuple[Entry, ...]:

@@ -314,7 +314,8 @@ def test_d001_without_a_claim_judges_all_the_code():
 def test_d001_d002_unknown_floor_per_claimed_gpu():
     bare = lib(box(sass("sm_80", toolkit=None), sass("sm_90", toolkit=None)), needed=())
     rep = report(bare, arch="80;90", driver="999")
-    why = "its cubin records no toolkit and the library links no CUDA library that names one"
+    why = ("its cubin records no toolkit, and neither the library (its CUDA runtime, its other cubins) nor its "
+           "package names the CUDA release that built it")
     assert [whole(f) for f in rep.findings] == [
         ("D002", INFO, "libx.so", f"libx.so needs a driver archaudit cannot name (sm_80: {why})",
          {"cuda": "unknown", "driver": "unknown", "gpus": {"80": "unknown", "90": "unknown"}}),

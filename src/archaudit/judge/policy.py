@@ -81,6 +81,18 @@ def wheel_driver_os(target: str) -> Literal["linux", "windows"] | None:
     return None
 
 
+def package_name(target: str, distribution: str = "") -> str:
+    """The distribution name of a target: of an installed distribution ("name-version"), or
+    of a wheel's file name; "" when it is neither."""
+    if distribution:
+        return distribution.rsplit("-", 1)[0]
+    name = target.replace("\\", "/").rsplit("/", 1)[-1]
+    try:
+        return str(parse_wheel_filename(name)[0])
+    except (InvalidWheelFilename, ValueError):
+        return ""
+
+
 def for_target(policy: Policy, target: str, kind: str) -> Policy:
     """The policy one target is judged by: without an explicit driver OS, a wheel's platform
     tag chooses the driver table (a win_amd64 wheel runs on Windows drivers)."""
@@ -92,4 +104,4 @@ def for_target(policy: Policy, target: str, kind: str) -> Policy:
     return replace(policy, driver_os=os_name)
 
 
-__all__ = ["AmdGpu", "DataMember", "for_target", "NvidiaGpu", "Policy", "wheel_driver_os"]
+__all__ = ["AmdGpu", "DataMember", "for_target", "NvidiaGpu", "package_name", "Policy", "wheel_driver_os"]

@@ -651,6 +651,7 @@ def rule_d001(f: LibraryFacts) -> list[Finding]:
     evidence = sorted({fl.evidence for _, fl in low})
     ptx = any("PTX ISA" in e for e in evidence)
     error = ("the provided PTX was compiled with an unsupported toolchain" if ptx else
+             "no CUDA-capable device is detected" if top.kind == "gpu" else
              "CUDA driver version is insufficient for CUDA runtime version")
     gpus = [g for g, _ in low if g]
     scope = _ptx_scope(f, [cc for cc in f.floor_gpus if label(cc) in gpus], driver) \

@@ -29,13 +29,14 @@ from dataclasses import dataclass
 from ..findings import Code
 from ..model import Problem
 from . import fatbin, hip
-from .records import HIP_WRAPPER_MAGIC, LINKER_MARKER, MARKERS, STATEMENTS, Records, ScanResult, ScanSettings
+from .records import (HIP_WRAPPER_MAGIC, LINKER_MARKER, MARKERS, RUNTIME_MARKER, STATEMENTS, Records, ScanResult,
+                      ScanSettings)
 from .search import Pattern, Search, Zone
 from .stream import Chunks, Source
 
 DEVICE_SUFFIXES = (".cubin", ".fatbin", ".ptx", ".hsaco")
 _PATTERNS = {m: Pattern.of(m) for m in (fatbin.MAGIC, fatbin.WRAPPER_MAGIC, HIP_WRAPPER_MAGIC,
-                                        *hip.MAGICS, *MARKERS, LINKER_MARKER, *STATEMENTS)}
+                                        *hip.MAGICS, *MARKERS, LINKER_MARKER, *STATEMENTS, RUNTIME_MARKER)}
 
 
 class LibraryScan:
@@ -49,11 +50,15 @@ class LibraryScan:
         self.records = Records(size, settings)
 
     @staticmethod
-    def patterns(*, code: bool = True, data: bool = False, strings: bool = True) -> tuple[Pattern, ...]:
+    def patterns(*, code: bool = True, data: bool = False, strings: bool = True,
+                 machine: bool = False) -> tuple[Pattern, ...]:
         """Containers (fatbin, offload bundles) can start anywhere; with `data`, the wrapper
         records the runtimes register (writable data); with `strings`, embedded claims, names
-        of a run-time device-code linker and the sourced statements (records.STATEMENTS)."""
+        of a run-time device-code linker and the sourced statements (records.STATEMENTS); with
+        `machine`, the version a statically linked CUDA runtime returns (records.RUNTIME_MARKER)."""
         out = [fatbin.MAGIC]
+        if machine:
+            out.append(RUNTIME_MARKER)
         if data:
             out += [fatbin.WRAPPER_MAGIC, HIP_WRAPPER_MAGIC]
         if code:
