@@ -25,7 +25,7 @@ from ..findings import CODES, Code, Finding, make_finding
 from ..model import PTX, SASS, Library, Problem, TargetInventory
 from . import rocm
 from .facts import Floor, LibraryFacts, library_facts
-from .policy import AmdGpu, NvidiaGpu, Policy
+from .policy import AmdGpu, NvidiaGpu, Policy, arm_linux
 from .selection import NvCode, runs
 
 KERNELS_SHOWN = 3
@@ -757,6 +757,13 @@ def _named_gpus(f: LibraryFacts) -> list[Finding]:
     out = []
     if f.codes:
         for name, cc in f.policy.gpus:
+            if arch.is_tegra(cc) and f.policy.platforms and not arm_linux(f.policy.platforms):
+                # a Jetson runs Linux on aarch64: a wheel for another platform is never installed there
+                out.append(finding(Code.G009, f.path, f"{f.path} on {name} ({cc[0]}.{cc[1]}): not at all (the wheel "
+                                   f"is for {', '.join(f.policy.platforms)}; a {name} runs Linux on aarch64, so "
+                                   f"it cannot be installed there)", gpu=name, runs="none",
+                                   platforms=list(f.policy.platforms)))
+                continue
             if f.vendor is not None and not f.vendor.covers(cc):
                 # the same rule as for a claimed GPU: a vendor library is not held against a GPU
                 # outside the range its vendor documents (its callers use it only there)
@@ -915,7 +922,8 @@ def rule_c001(t: TargetFacts) -> list[Finding]:
     out = []
     asked = bool(t.policy.gpus or t.policy.amd_gpus)  # a --gpu question needs no claim: G008/G009 answer it
     for f in t.libraries:
-        if f.amd and not t.policy.amd_claim and not t.policy.amd_gpus:
+        # a question about NVIDIA GPUs alone is not failed by the AMD libraries: they never load there
+        if f.amd and not t.policy.amd_claim and not t.policy.amd_gpus and not t.policy.gpus:
             targets = sorted({e.target for e in f.amd})
             out.append(finding(Code.C001, f.path, f"{f.path} carries AMD device code ({', '.join(targets)}) but no "
                                                f"claimed gfx targets reached the check: give the targets it was "
@@ -967,6 +975,17 @@ def rule_g011(t: TargetFacts) -> list[Finding]:
                                              f"{', '.join(label(c) for c in t.claim.gpus)} ({t.claim.source}) but no "
                                              f"library carries NVIDIA device code", vendor="nvidia",
                            missing=[label(c) for c in t.claim.gpus]))
+    # a --gpu question about the other vendor's GPU: nothing of the wheel runs there (no, never a pass)
+    if t.policy.gpus and not nvidia:
+        names = [g.name for g in t.policy.gpus]
+        out.append(finding(Code.G011, t.target, f"{t.target}: asked about {', '.join(names)} (NVIDIA) but no "
+                                             f"library carries NVIDIA device code: it does not run there",
+                           vendor="nvidia", gpus=names, missing=[label(g.cc) for g in t.policy.gpus]))
+    if t.policy.amd_gpus and not amd:
+        names = [g.name for g in t.policy.amd_gpus]
+        out.append(finding(Code.G011, t.target, f"{t.target}: asked about {', '.join(names)} (AMD) but no "
+                                             f"library carries AMD device code: it does not run there",
+                           vendor="amd", gpus=names, missing=[g.target for g in t.policy.amd_gpus]))
     if t.policy.amd_claim and not amd:
         out.append(finding(Code.G011, t.target, f"{t.target}: claims AMD targets {', '.join(t.policy.amd_claim)} "
                                              f"({t.policy.amd_claim_source or '--amd-arch'}) but no library "
