@@ -106,6 +106,8 @@ def runs_on(db: sqlite3.Connection, gpu_name: str, nvidia: Sequence[tuple[str, t
             answer, how = "unverified", str(unverified[0].code if unverified else Code.E001)
         elif not answered and (outside := vendor_outside(t.findings)):
             answer, how = "no", outside
+        elif other := [f for f in t.findings if f.code == Code.G011 and f.get("gpus") is not None]:
+            answer, how = "no", f"no {other[0].get('vendor')} device code"  # the other vendor's GPU (check: G011)
         elif not answered:
             answer, how = "no device code", ""
         elif bad:
@@ -228,6 +230,10 @@ def lost(db: sqlite3.Connection, project: str) -> Table:
             for d in r.losses:
                 for x in d.lost:
                     rows.append((pair, line, "carried", d.path, x.target, x.now or ""))
+                for w in d.worse:  # diff's container-by-container answer: kernels a GPU no longer runs
+                    if w.kernels:
+                        rows.append((pair, line, "kernels", d.path, "sm_" + w.cc.replace(".", ""),
+                                     ", ".join(w.kernels[:3]) + (" ..." if len(w.kernels) > 3 else "")))
             a, b = _runs(inv_old, axis), _runs(inv_new, axis)
             for cc in axis:
                 k = label(cc)
@@ -238,7 +244,9 @@ def lost(db: sqlite3.Connection, project: str) -> Table:
                     shown = ", ".join(p.rsplit("/", 1)[-1] for p in who[:3]) + (" ..." if len(who) > 3 else "")
                     rows.append((pair, line, "runs", shown, _sm(cc), _NAMES[after or 0]))
     notes.insert(0, f"{compared} consecutive pair(s) compared. carried: a target the library no longer carries "
-                    f"('now': how its new code runs there); runs: an architecture the wheel no longer runs on "
+                    f"('now': how its new code runs there); kernels: kernels of a library that GPUs of an "
+                    f"architecture no longer run from their own container ('now': which), whatever else the "
+                    f"library carries; runs: an architecture the wheel no longer runs on "
                     f"natively ('now': jit, only through PTX; none, not at all)")
     return Table("lost", f"Architectures lost between consecutive releases of {project}",
                  ("releases", "line", "kind", "library", "lost", "now"), tuple(rows), tuple(notes))
