@@ -4,6 +4,7 @@ runtime, and cubins that record no toolkit. nvcc-built fixtures (tests/fixtures/
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -111,3 +112,22 @@ def test_a_static_cuda_13_runtime_sets_the_floor_above_its_kernels(capsys):
                                          ("nvidia-cuda-runtime-cu12-extra", None)])
 def test_package_cuda(name, major):
     assert arch.package_cuda(name) == major
+
+
+# ---- diff: container by container ------------------------------------------------------------------
+
+
+def test_a_library_whose_object_lost_sm_90_runs_worse_though_its_union_is_the_same(capsys, tmp_path):
+    """lib_two_8090.so -> lib_two_mul80.so: both carry sm_80 and sm_90, but mul.o lost sm_90, so
+    launching mul on an H100 fails (209). It was 'unchanged, no GPU architecture lost'."""
+    for side, name in (("old", "lib_two_8090.so"), ("new", "lib_two_mul80.so")):
+        (tmp_path / side).mkdir()
+        shutil.copy(FLOORS / name, tmp_path / side / "libtwo.so")
+    rc = main(["diff", "--format", "json", "--no-config", str(tmp_path / "old"), str(tmp_path / "new")])
+    doc = json.loads(capsys.readouterr().out)
+    (lib,) = doc["libraries"]
+    assert rc == 1 and lib["change"] == "changed" and lib["lost"] == [] and lib["fails"]
+    assert [(w["gpu"], w["was"], w["now"], w["kernels"]) for w in lib["worse"]] == [
+        ("9.0", "native", "native", ["_Z3mulPKfS0_Pfi"])]
+    rc = main(["diff", "--no-config", str(tmp_path / "new"), str(tmp_path / "old")])  # the way back gains it
+    assert rc == 0 and "no GPU architecture lost" in capsys.readouterr().out

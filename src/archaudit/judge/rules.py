@@ -24,7 +24,7 @@ from ..claims import Claim
 from ..findings import CODES, Code, Finding, make_finding
 from ..model import PTX, SASS, Library, Problem, TargetInventory
 from . import rocm
-from .facts import Floor, LibraryFacts, library_facts
+from .facts import Floor, KernelGap, LibraryFacts, library_facts
 from .policy import AmdGpu, NvidiaGpu, Policy, arm_linux
 from .selection import NvCode, runs
 
@@ -780,11 +780,7 @@ def _named_gpus(f: LibraryFacts) -> list[Finding]:
                 word += " (its code for this GPU is not loadable alone, and the library links none)"
             failing = [g for g in f.kernel_gaps_on(cc) if g.verdict in ("fails", "elsewhere")]
             if failing:
-                n = len({g.name for g in failing if g.name is not None})
-                units = len({i for g in failing for i in g.units})
-                word = (f"{word} for part of it; {n} kernel{'s' * (n != 1)} in {units} container"
-                        f"{'s' * (units != 1)} cannot run there (they carry only "
-                        f"{', '.join(sorted({t for g in failing for t in g.carried})[:6])})")
+                word = f"{word} for part of it; {_failing_words(failing)}"
             if p.runs == "native":
                 word += _jit_part(f, cc)
             out.append(finding(Code.G009 if p.runs == "none" or failing else Code.G008, f.path,
@@ -793,6 +789,19 @@ def _named_gpus(f: LibraryFacts) -> list[Finding]:
         for g in f.policy.amd_gpus:
             out.append(_on_amd_gpu(f, g))
     return out
+
+
+def _failing_words(failing: list[KernelGap]) -> str:
+    """The kernels (and containers) a GPU cannot run, and the containers whose kernels were not
+    read (--fast reads no names): they are counted as what they are, never as '0 kernels'."""
+    n = len({g.name for g in failing if g.name is not None})
+    named = len({i for g in failing if g.name is not None for i in g.units})
+    unread = len({i for g in failing if g.name is None for i in g.units})
+    parts = [f"{n} kernel{'s' * (n != 1)} in {named} container{'s' * (named != 1)}"] if n else []
+    if unread:
+        parts.append(f"{unread} container{'s' * (unread != 1)} whose kernels were not read")
+    return (f"{' and '.join(parts)} cannot run there (they carry only "
+            f"{', '.join(sorted({t for g in failing for t in g.carried})[:6])})")
 
 
 def _jit_part(f: LibraryFacts, cc: CC) -> str:
