@@ -230,10 +230,10 @@ def lost(db: sqlite3.Connection, project: str) -> Table:
             for d in r.losses:
                 for x in d.lost:
                     rows.append((pair, line, "carried", d.path, x.target, x.now or ""))
-                for w in d.worse:  # diff's container-by-container answer: kernels a GPU no longer runs
-                    if w.kernels:
-                        rows.append((pair, line, "kernels", d.path, "sm_" + w.cc.replace(".", ""),
-                                     ", ".join(w.kernels[:3]) + (" ..." if len(w.kernels) > 3 else "")))
+                for gone in d.worse:  # diff's container-by-container answer: kernels a GPU no longer runs
+                    if gone.kernels:
+                        rows.append((pair, line, "kernels", d.path, "sm_" + gone.cc.replace(".", ""),
+                                     ", ".join(gone.kernels[:3]) + (" ..." if len(gone.kernels) > 3 else "")))
             a, b = _runs(inv_old, axis), _runs(inv_new, axis)
             for cc in axis:
                 k = label(cc)

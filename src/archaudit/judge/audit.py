@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
-from .. import __version__
-from .. import arch
+from .. import __version__, arch
 from ..arch import label
 from ..claims import Claim, parse_claim
 from ..findings import ERROR, INFO, WARNING, Code, Finding, fold_findings

@@ -232,7 +232,7 @@ def _answers(lib: Library, gpus: list[tuple[int, int]]) -> dict[tuple[int, int],
     per-architecture containers): check reports it; the diff does not count it as lost."""
     policy = Policy(gpus=tuple(NvidiaGpu(f"{cc[0]}.{cc[1]}", cc) for cc in gpus))
     f = library_facts(lib, None, policy)
-    out = {}
+    out: dict[tuple[int, int], tuple[str, frozenset[str]]] = {}
     for cc in gpus:
         failing = frozenset(g.name or "(unnamed)" for g in f.kernel_gaps_on(cc) if g.verdict == "fails")
         out[cc] = (f.paths[cc].runs, failing)

@@ -29,8 +29,16 @@ from dataclasses import dataclass
 from ..findings import Code
 from ..model import Problem
 from . import fatbin, hip
-from .records import (HIP_WRAPPER_MAGIC, LINKER_MARKER, MARKERS, RUNTIME_MARKER, STATEMENTS, Records, ScanResult,
-                      ScanSettings)
+from .records import (
+    HIP_WRAPPER_MAGIC,
+    LINKER_MARKER,
+    MARKERS,
+    RUNTIME_MARKER,
+    STATEMENTS,
+    Records,
+    ScanResult,
+    ScanSettings,
+)
 from .search import Pattern, Search, Zone
 from .stream import Chunks, Source
 
