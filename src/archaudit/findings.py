@@ -467,9 +467,9 @@ _CODES = [
          "compatibility (from the cubin's toolkit note, else the CUDA runtime it links, such as "
          "libcudart.so.12, or carries linked in statically, else another cubin's toolkit note, else the "
          "CUDA major its package is named for, such as -cu12), with the runtime's own floor and the "
-         "first driver of the GPU's generation. Without any of these the floor is unknown. With a claim it is the floor of "
-         "the claimed GPUs, and where all the code needs more (PTX only a GPU outside the claim would "
-         "JIT-compile) it says that floor too; without a claim it is the floor of all the code.",
+         "first driver of the GPU's generation. Without any of these the floor is unknown. With a claim "
+         "it is the floor of the claimed GPUs, and where all the code needs more (PTX only a GPU outside "
+         "the claim would JIT-compile) it says that floor too; without a claim it is the floor of all the code.",
          "Nothing; publish the floor of the claimed GPUs with the release (the all-code floor only beside "
          "a promise for the GPUs outside the claim that need it).",
          "wheel needs driver >= 580.65.06 on Linux (CUDA 13.0)"),

@@ -18,7 +18,7 @@ from .. import arch
 from ..arch import CC, label
 from ..findings import ERROR, Code, Finding
 from ..judge import diff
-from ..judge.audit import judge
+from ..judge.audit import TargetReport, judge
 from ..judge.policy import AmdGpu, NvidiaGpu, Policy
 from ..model import TargetInventory
 from .store import inventory_of
@@ -97,23 +97,7 @@ def runs_on(db: sqlite3.Connection, gpu_name: str, nvidia: Sequence[tuple[str, t
     policy = Policy(gpus=tuple(NvidiaGpu(*g) for g in nvidia), amd_gpus=tuple(amd))
     out = []
     for w, inv in _inventories(db, wheels(db, project)):
-        t = judge(inv, None, policy)
-        bad = sorted({f.subject for f in t.findings if f.code == Code.G009})
-        unverified = [f for f in t.findings if f.code.startswith("E") and f.severity == ERROR]
-        answered = [f for f in t.findings if f.code in (Code.G008, Code.G009)]
-        hows = [str(f.get("runs")) for f in answered]
-        if unverified or inv.unusable:
-            answer, how = "unverified", str(unverified[0].code if unverified else Code.E001)
-        elif not answered and (outside := vendor_outside(t.findings)):
-            answer, how = "no", outside
-        elif other := [f for f in t.findings if f.code == Code.G011 and f.get("gpus") is not None]:
-            answer, how = "no", f"no {other[0].get('vendor')} device code"  # the other vendor's GPU (check: G011)
-        elif not answered:
-            answer, how = "no device code", ""
-        elif bad:
-            answer, how = "no", ", ".join(b.rsplit("/", 1)[-1] for b in bad[:3]) + (" ..." if len(bad) > 3 else "")
-        else:
-            answer, how = "yes", min(hows, key=lambda h: RANK.get(h, 0))
+        answer, how = answer_of(judge(inv, None, policy), inv.unusable)
         if every or answer == "yes":
             out.append((w.project, w.release, w.tags, answer, how))
     n_yes = sum(1 for r in out if r[3] == "yes")
@@ -121,6 +105,24 @@ def runs_on(db: sqlite3.Connection, gpu_name: str, nvidia: Sequence[tuple[str, t
              f"(how: the worst of its libraries; native or jit)",)
     return Table("runs-on", f"Wheels that run on {gpu_name}", ("project", "version", "tags", "runs", "how"),
                  tuple(out), notes)
+
+
+def answer_of(t: TargetReport, unusable: bool) -> tuple[str, str]:
+    """A wheel's runs-on answer from the rules' own findings for the GPU asked: (answer, how)."""
+    bad = sorted({f.subject for f in t.findings if f.code == Code.G009})
+    unverified = [f for f in t.findings if f.code.startswith("E") and f.severity == ERROR]
+    answered = [f for f in t.findings if f.code in (Code.G008, Code.G009)]
+    if unverified or unusable:
+        return "unverified", str(unverified[0].code if unverified else Code.E001)
+    if not answered and (outside := vendor_outside(t.findings)):
+        return "no", outside
+    if other := [f for f in t.findings if f.code == Code.G011 and f.get("gpus") is not None]:
+        return "no", f"no {other[0].get('vendor')} device code"  # the other vendor's GPU (check: G011)
+    if not answered:
+        return "no device code", ""
+    if bad:
+        return "no", ", ".join(b.rsplit("/", 1)[-1] for b in bad[:3]) + (" ..." if len(bad) > 3 else "")
+    return "yes", min((str(f.get("runs")) for f in answered), key=lambda h: RANK.get(h, 0))
 
 
 def vendor_outside(findings: Iterable[Finding]) -> str:
@@ -292,4 +294,5 @@ def changed(db: sqlite3.Connection, project: str | None = None) -> Table:
                  out, (f"{len(out)} wheel(s) judged otherwise than before; the verdicts table keeps every judgement",))
 
 
-__all__ = ["Table", "WheelRow", "changed", "coverage", "driver_floor", "lost", "runs_on", "vendor_outside", "wheels"]
+__all__ = ["Table", "WheelRow", "answer_of", "changed", "coverage", "driver_floor", "lost", "runs_on", "vendor_outside",
+           "wheels"]
