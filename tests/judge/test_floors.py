@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 import oracle
-from archaudit import arch
+from archaudit.gpus import cuda as arch
 from archaudit.cli import main
 from archaudit.read.artifacts import inventory
 

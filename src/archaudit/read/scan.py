@@ -30,6 +30,7 @@ from ..findings import Code
 from ..model import Problem
 from . import fatbin, hip
 from .records import (
+    CUBIN_MAGIC,
     HIP_WRAPPER_MAGIC,
     LINKER_MARKER,
     MARKERS,
@@ -44,7 +45,8 @@ from .stream import Chunks, Source
 
 DEVICE_SUFFIXES = (".cubin", ".fatbin", ".ptx", ".hsaco")
 _PATTERNS = {m: Pattern.of(m) for m in (fatbin.MAGIC, fatbin.WRAPPER_MAGIC, HIP_WRAPPER_MAGIC,
-                                        *hip.MAGICS, *MARKERS, LINKER_MARKER, *STATEMENTS, RUNTIME_MARKER)}
+                                        *hip.MAGICS, CUBIN_MAGIC, *MARKERS, LINKER_MARKER, *STATEMENTS,
+                                        RUNTIME_MARKER)}
 
 
 class LibraryScan:
@@ -59,11 +61,13 @@ class LibraryScan:
 
     @staticmethod
     def patterns(*, code: bool = True, data: bool = False, strings: bool = True,
-                 machine: bool = False) -> tuple[Pattern, ...]:
-        """Containers (fatbin, offload bundles) can start anywhere; with `data`, the wrapper
-        records the runtimes register (writable data); with `strings`, embedded claims, names
-        of a run-time device-code linker and the sourced statements (records.STATEMENTS); with
-        `machine`, the version a statically linked CUDA runtime returns (records.RUNTIME_MARKER)."""
+                 cubins: bool = True, machine: bool = False) -> tuple[Pattern, ...]:
+        """Containers (fatbin, offload bundles) can start anywhere; with `cubins` (with `code`),
+        whole cubins outside any container, which a library loads itself (a container file's
+        loader reads its containers only); with `data`, the wrapper records the runtimes
+        register (writable data); with `strings`, embedded claims, names of a run-time
+        device-code linker and the sourced statements (records.STATEMENTS); with `machine`,
+        the version a statically linked CUDA runtime returns (records.RUNTIME_MARKER)."""
         out = [fatbin.MAGIC]
         if machine:
             out.append(RUNTIME_MARKER)
@@ -71,6 +75,8 @@ class LibraryScan:
             out += [fatbin.WRAPPER_MAGIC, HIP_WRAPPER_MAGIC]
         if code:
             out += hip.MAGICS
+        if code and cubins:
+            out.append(CUBIN_MAGIC)
         if strings:
             out += [*MARKERS, LINKER_MARKER, *STATEMENTS]
         return tuple(_PATTERNS[m] for m in out)
