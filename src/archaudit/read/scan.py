@@ -36,6 +36,7 @@ from .records import (
     MARKERS,
     RUNTIME_MARKER,
     STATEMENTS,
+    VERSION_MARKERS,
     Records,
     ScanResult,
     ScanSettings,
@@ -46,7 +47,7 @@ from .stream import Chunks, Source
 DEVICE_SUFFIXES = (".cubin", ".fatbin", ".ptx", ".hsaco")
 _PATTERNS = {m: Pattern.of(m) for m in (fatbin.MAGIC, fatbin.WRAPPER_MAGIC, HIP_WRAPPER_MAGIC,
                                         *hip.MAGICS, CUBIN_MAGIC, *MARKERS, LINKER_MARKER, *STATEMENTS,
-                                        RUNTIME_MARKER)}
+                                        *VERSION_MARKERS, RUNTIME_MARKER)}
 
 
 class LibraryScan:
@@ -66,8 +67,9 @@ class LibraryScan:
         whole cubins outside any container, which a library loads itself (a container file's
         loader reads its containers only); with `data`, the wrapper records the runtimes
         register (writable data); with `strings`, embedded claims, names of a run-time
-        device-code linker and the sourced statements (records.STATEMENTS); with `machine`,
-        the version a statically linked CUDA runtime returns (records.RUNTIME_MARKER)."""
+        device-code linker, the sourced statements and vendor identity strings
+        (records.STATEMENTS) and the vendor version markers (records.VERSION_MARKERS); with
+        `machine`, the version a statically linked CUDA runtime returns (records.RUNTIME_MARKER)."""
         out = [fatbin.MAGIC]
         if machine:
             out.append(RUNTIME_MARKER)
@@ -78,7 +80,7 @@ class LibraryScan:
         if code and cubins:
             out.append(CUBIN_MAGIC)
         if strings:
-            out += [*MARKERS, LINKER_MARKER, *STATEMENTS]
+            out += [*MARKERS, LINKER_MARKER, *STATEMENTS, *VERSION_MARKERS]
         return tuple(_PATTERNS[m] for m in out)
 
     def run(self, src: Source, zones: Iterable[Zone]) -> ScanResult:
