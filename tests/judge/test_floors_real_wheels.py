@@ -72,10 +72,25 @@ def test_the_cuda_runtime_version_is_read_from_its_own_code(name, version, membe
 
 def test_nccl_cu11_floor_is_its_static_runtime_family():
     """libnccl.so.2 of nvidia-nccl-cu11 2.21.5 NEEDs no libcudart: the CUDA 11.0 runtime it carries
-    sets a floor of CUDA 11's (450.80.02) under the code's own."""
+    needs CUDA 11's floor (450.80.02), which NCCL's documented contract states too."""
     rep = check(str(fetch("nvidia-nccl-cu11", "2.21.5")), "80", driver="450.51.05")
     (d,) = found(rep, "D001")
-    assert d.get("driver") == "450.80.02" and "CUDA 11.0 runtime it links in statically" in d.message
+    assert d.get("driver") == "450.80.02"
+
+
+def test_ctranslate2_static_cuda_12_8_runtime_is_no_driver_of_its_claimed_5_3():
+    """ctranslate2 4.8.5 links the CUDA 12.8 runtime statically (no libcudart NEEDed): its claimed
+    5.3 (Jetson Nano, TX1: JetPack 4.6, CUDA 10.2) has no driver that runs it, G012; the rest of
+    its claim runs from 525.60.13."""
+    wheel = str(fetch("ctranslate2", "4.8.5"))
+    (library,) = [lib for lib in inventory(wheel, decode=False).libraries if lib.runtimes]
+    assert library.runtimes == ("12.8",)
+    rep = check(wheel, "5.3;6.0;6.1;7.0;7.5;8.0;8.6+PTX")
+    (g,) = found(rep, "G012")
+    assert g.get("gpu") == "53" and rep.exit_code == 1
+    rep = check(wheel, "6.0;6.1;7.0;7.5;8.0;8.6+PTX", driver="520.61.05")
+    (d,) = found(rep, "D001")
+    assert d.get("driver") == "525.60.13"
 
 
 # ---- answers --------------------------------------------------------------------------------------
