@@ -168,11 +168,14 @@ def test_device_code_is_a_skip_without_a_gpu_and_a_fail_under_require_gpu(no_gpu
 def test_framework_probes_skip_for_a_wheel_that_does_not_need_the_framework():
     report = smoke(wheel("smoke_ok"), probes=None, require_gpu=True)
     assert [r.probe for r in report.rows] == ["load", "load", "device-load", "model-torch", "model-torch-aoti",
-                                              "model-executorch", "model-jax"]
-    assert report.rows[-1].status == SKIP and report.rows[-1].reason == (
+                                              "model-executorch", "model-jax", "trace"]
+    assert report.rows[-2].status == SKIP and report.rows[-2].reason == (
         "smoke_ok is not of the jax-cuda*/jax-rocm* families (JAX's GPU plugins) and needs none of them: "
         "model-jax runs for those")
-    for r in report.rows[3:-1]:
+    assert report.rows[-1].status == SKIP and report.rows[-1].reason == (
+        "smoke_ok neither is nor depends on torch or jax, and no --run COMMAND was given: no workload to trace "
+        "(--probe trace runs the torch sweep anyway)")
+    for r in report.rows[3:-2]:
         framework = "executorch" if r.probe == "model-executorch" else "torch"
         assert r.status == SKIP
         assert r.reason == f"smoke_ok neither is nor depends on {framework} (--probe {r.probe} runs it anyway)"

@@ -36,7 +36,10 @@ def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
                        description="Audit every wheel of the sources once (keyed by sha256) into an SQLite "
                                    "database; a rerun skips wheels this archaudit judged already. Remote wheels "
                                    "are read by HTTP range requests, never downloaded whole.")
-    p.add_argument("sources", nargs="+", metavar="SOURCE",
+    p.add_argument("--trace", action="append", default=[], metavar="REPORT.json",
+                   help="store the trace rows of an 'archaudit smoke --format json' report: the containers a GPU "
+                        "launched from ('archaudit query dispatch' reads them)")
+    p.add_argument("sources", nargs="*", metavar="SOURCE",
                    help="a directory or mirror tree of wheels, a .whl, a PEP 503/691 simple index URL (with "
                         "--project), a wheel URL, or a file of wheel URLs")
     p.add_argument("--db", required=True, metavar="FILE", help="the SQLite database (created if missing)")
@@ -90,6 +93,25 @@ def _why(failed_by: dict[str, int]) -> str:
     return f" (failed by {', '.join(parts)}{hint}; `archaudit explain CODE`)"
 
 
+def _store_traces(paths: list[str], db: str) -> int:
+    """The trace rows of smoke JSON reports into the database; unusable input is a UsageError."""
+    from ..index.store import Store
+
+    store = Store(db)
+    added = 0
+    try:
+        for path in paths:
+            try:
+                with open(path, "rb") as f:
+                    raw = f.read()
+                added += store.put_trace(json.loads(raw), raw)
+            except (OSError, ValueError, KeyError, TypeError) as e:
+                raise UsageError(f"--trace {path}: {type(e).__name__}: {e}") from None
+    finally:
+        store.close()
+    return added
+
+
 def execute(args: argparse.Namespace) -> int:
     # The index engine (HTTP, SQLite, process pools) is imported only when `index` runs.
     from ..claims import parse_claim
@@ -98,6 +120,13 @@ def execute(args: argparse.Namespace) -> int:
     from ..index.task import TaskOptions
     from ..report.view import size_text
 
+    if args.trace:
+        added = _store_traces(args.trace, args.db)
+        if not args.sources:
+            print(f"{added} dispatch row(s) stored from {len(args.trace)} smoke report(s)", file=sys.stderr)
+            return 0
+    elif not args.sources:
+        raise UsageError("index: give a SOURCE (a directory, an index, a URL list) or --trace REPORT.json")
     if args.arch:
         try:
             parse_claim(args.arch, "--arch")

@@ -7,7 +7,7 @@ import argparse
 from ..errors import UsageError
 from . import common
 
-REPORTS = ("runs-on", "coverage", "lost", "driver-floor", "changed", "html")
+REPORTS = ("runs-on", "coverage", "lost", "driver-floor", "changed", "dispatch", "html")
 FORMATS = ("text", "json", "markdown")
 
 
@@ -15,7 +15,9 @@ def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     p = sub.add_parser("query", help="named reports over an index database",
                        description="Reports over a database written by 'archaudit index': runs-on (--gpu), "
                                    "coverage, lost and driver-floor (--project), changed (verdicts a newer "
-                                   "archaudit gives otherwise), html (the GPU atlas of every project; with --project, "
+                                   "archaudit gives otherwise), dispatch (the containers a GPU launched from, "
+                                   "from smoke traces stored with 'archaudit index --trace'; --gpu, --project), "
+                                   "html (the GPU atlas of every project; with --project, "
                                    "one project's page with plots).")
     p.add_argument("report", choices=REPORTS, metavar="REPORT", help=", ".join(REPORTS))
     p.add_argument("--db", required=True, metavar="FILE", help="the database 'archaudit index' wrote")
@@ -49,6 +51,8 @@ def execute(args: argparse.Namespace) -> int:
                 raise UsageError("query runs-on: give --gpu NAME")
             nvidia, amd = resolve([args.gpu])
             table = reports.runs_on(db, args.gpu, nvidia, amd, args.project, args.all)
+        elif args.report == "dispatch":
+            table = reports.dispatch(db, args.gpu, args.project)
         elif args.report == "changed":
             table = reports.changed(db, args.project)
         else:

@@ -44,6 +44,10 @@ def add_smoke_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--probe", dest="probes", action="append", metavar="NAME",
                         help="run only this probe (repeatable); --list-probes names them")
     parser.add_argument("--list-probes", action="store_true", help="list the probes and exit")
+    parser.add_argument("--run", dest="run_command", metavar="COMMAND",
+                        help="trace probe: run this shell command (python -m pytest tests/gpu, a script) with "
+                             "every Python process it starts under the launch tracer, instead of the built-in "
+                             "workloads (--probe trace is added; --timeout bounds the whole command)")
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # old spelling of --format json
 
 
@@ -62,6 +66,14 @@ def _target(args: argparse.Namespace) -> str | None:
         return example_wheel()
     target: str | None = args.target
     return target
+
+
+def _probes(args: argparse.Namespace) -> list[str] | None:
+    """The probes asked for; --run COMMAND is the trace probe's workload, so it adds that probe."""
+    probes: list[str] | None = args.probes
+    if getattr(args, "run_command", None) and "trace" not in (probes or ()):
+        probes = [*(probes or ()), "trace"]
+    return probes
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -91,8 +103,9 @@ def execute(args: argparse.Namespace) -> int:
     try:
         report = run_smoke(target, installed=args.installed, require_gpu=args.require_gpu,
                            timeout=args.timeout, system_site_packages=args.system_site_packages,
-                           probes=args.probes,
-                           allow_source_dependencies=getattr(args, "allow_source_dependencies", False))
+                           probes=_probes(args),
+                           allow_source_dependencies=getattr(args, "allow_source_dependencies", False),
+                           run_command=getattr(args, "run_command", None))
     except SmokeInputError as exc:
         return _emit_error(str(exc), fmt, output)
     except KeyboardInterrupt:

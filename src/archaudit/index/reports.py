@@ -280,6 +280,29 @@ def driver_floor(db: sqlite3.Connection, project: str) -> Table:
 
 # ---- verdicts changed by a newer archaudit --------------------------------------------------------
 
+def dispatch(db: sqlite3.Connection, gpu: str | None = None, project: str | None = None) -> Table:
+    """The containers each GPU launched kernels from, as smoke traces recorded them (`archaudit index
+    --trace REPORT.json`): per library, which containers served, how, and how many launches."""
+    where, params = [], []
+    if gpu:
+        where.append("(sm = ? OR gpu LIKE ?)")
+        params += [gpu, f"%{gpu}%"]
+    if project:
+        where.append("distribution = ?")
+        params.append(project)
+    sql = ("SELECT gpu, sm, driver, distribution, version, library, container_idx, container_offset, served, "
+           "launches, containers_total, containers_without_code FROM dispatch"
+           + (" WHERE " + " AND ".join(where) if where else "")
+           + " ORDER BY sm, gpu, library, container_idx")
+    rows = [tuple(r) for r in db.execute(sql, params).fetchall()]
+    libraries = {(r[0], r[5]) for r in rows}
+    notes = (f"{len(rows)} container(s) of {len(libraries)} library(ies) served a traced launch; a trace proves "
+             f"dispatch on that GPU for the workloads traced, not for other shapes, paths or GPUs",)
+    return Table("dispatch", "containers that served traced launches, per GPU" + (f" ({gpu})" if gpu else ""),
+                 ("gpu", "sm", "driver", "distribution", "version", "library", "container", "offset", "served",
+                  "launches", "containers", "without code"), tuple(rows), notes)
+
+
 def changed(db: sqlite3.Connection, project: str | None = None) -> Table:
     """The wheels whose latest judgement differs from the one an earlier archaudit version gave."""
     sql = ("SELECT project, version, build, tags, previous_verdict, previous_version, verdict, archaudit_version "

@@ -12,7 +12,7 @@ import sqlite3
 
 from ..errors import UsageError
 
-SCHEMA_VERSION = 6  # 6: libraries.statements holds vendor identity and version strings (data/vendor.json)
+SCHEMA_VERSION = 7  # 5: folded findings; 6: vendor identity and version strings; 7: dispatch (smoke traces)
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -129,6 +129,23 @@ CREATE TABLE IF NOT EXISTS files (      -- local files already hashed: a rerun s
     mtime_ns INTEGER NOT NULL,
     sha256 TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS dispatch (  -- the containers a GPU launched kernels from, read from smoke trace reports
+    report_sha256 TEXT NOT NULL,        -- of the smoke JSON report it was read from (a report is stored once)
+    gpu TEXT NOT NULL,                  -- the GPU's name, as the driver gave it
+    sm TEXT NOT NULL,                   -- sm_90
+    driver TEXT,                        -- the CUDA version the driver reported
+    distribution TEXT NOT NULL,         -- what smoke tested (its name and version)
+    version TEXT NOT NULL,
+    library TEXT NOT NULL,              -- the library file, as the report names it
+    container_idx INTEGER NOT NULL,     -- its container, as check numbers them
+    container_offset INTEGER NOT NULL,
+    served TEXT NOT NULL,               -- the entry that served the GPU: "sm_90a SASS", "sm_80 PTX (JIT)"
+    launches INTEGER NOT NULL,
+    containers_total INTEGER NOT NULL,  -- the library's NVIDIA containers
+    containers_without_code INTEGER NOT NULL,  -- of those, check's count without code for this GPU
+    recorded_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS dispatch_gpu ON dispatch(sm, library);
 CREATE INDEX IF NOT EXISTS wheels_release ON wheels(project, version);
 CREATE INDEX IF NOT EXISTS kernels_wheel ON kernels(wheel_id);
 CREATE INDEX IF NOT EXISTS findings_wheel ON findings(wheel_id, code);

@@ -8,6 +8,7 @@ TargetInventory a row was judged from, so queries judge it with today's rules.
 from __future__ import annotations
 
 import datetime
+import hashlib
 import json
 import os
 import sqlite3
@@ -64,6 +65,34 @@ class Store:
 
     def close(self) -> None:
         self.db.close()
+
+    def put_trace(self, report: dict[str, Any], raw: bytes) -> int:
+        """The trace rows of one smoke JSON report (report/smoke.py's to_dict) as dispatch rows: one
+        per container a GPU launched from. A report already stored (same bytes) adds nothing.
+        Returns the rows added; raises ValueError for a report that is not a smoke report."""
+        if not isinstance(report, dict) or not str(report.get("schema", "")).startswith("archaudit-smoke/"):
+            raise ValueError("not an archaudit smoke JSON report (its 'schema' is not archaudit-smoke/N)")
+        sha = hashlib.sha256(raw).hexdigest()
+        db = self.db
+        if db.execute("SELECT 1 FROM dispatch WHERE report_sha256 = ? LIMIT 1", (sha,)).fetchone():
+            return 0
+        now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        added = 0
+        for row in report.get("rows") or ():
+            if not isinstance(row, dict):
+                continue
+            d = row.get("details") or {}
+            if row.get("probe") != "trace" or row.get("status") != "PASS" or "containers" not in d:
+                continue
+            for c in d["containers"]:
+                db.execute("INSERT INTO dispatch VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                           (sha, str(d["gpu"]), str(d["sm"]), report.get("driver"), str(report["distribution"]),
+                            str(report["version"]), str(row["subject"]), int(c["container"]), int(c["offset"]),
+                            str(c["served"]), int(c["launches"]), int(d["containers_total"]),
+                            int(d["containers_without_code"]), now))
+                added += 1
+        db.commit()
+        return added
 
     def known_sha(self, ref: WheelRef) -> str | None:
         """The sha256 of a local file hashed before, if it has not changed since."""

@@ -251,14 +251,15 @@ def render_diff(r: DiffReport, *, docs_url: str | None = None) -> str:
 
 
 def render_smoke(report: SmokeReport, *, docs_url: str | None = None) -> str:
-    """A result per failed probe step (error) and per skipped one (note); passes are not results."""
-    from ..smoke.report import FAIL, SKIP
+    """A result per failed probe step (error) and per skipped one (note); passes are not results,
+    but for the trace's dispatch rows (which containers served the GPU), which are notes."""
+    from ..smoke.report import FAIL, SKIP, is_dispatch
 
     container = report.target if report.target.endswith(".whl") else None
     results = [Result(smoke_rule(row.probe), "error" if row.status == FAIL else "note",
                       f"{row.subject}: {row.reason}", container,
                       row.subject if row.probe in LIBRARY_PROBES else None)
-               for row in report.rows if row.status in (FAIL, SKIP)]
+               for row in report.rows if row.status in (FAIL, SKIP) or is_dispatch(row)]
     return _log(results, exit_code=report.exit_code, docs_url=docs_url)
 
 

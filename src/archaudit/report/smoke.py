@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 
 from ..printable import markdown
-from ..smoke.report import FAIL, PASS, SKIP, SmokeReport
+from ..smoke.report import FAIL, PASS, SKIP, SmokeReport, is_dispatch
 from . import junit
 from .formats import escape_data, escape_property
 from .view import DEFAULTS, RenderOptions
@@ -80,13 +80,14 @@ def render_markdown(report: SmokeReport) -> str:
 
 
 def render_github(report: SmokeReport) -> str:
-    """Workflow commands: one ::error per FAIL row, a ::notice per SKIP, then the summary."""
+    """Workflow commands: one ::error per FAIL row, a ::notice per SKIP and per trace dispatch row
+    (which containers served the GPU), then the summary."""
     lines = []
     for r in report.rows:
         title = escape_property(f"archaudit smoke {r.probe}: {r.subject}")
         if r.status == FAIL:
             lines.append(f"::error title={title}::{escape_data(r.reason)}")
-        elif r.status == SKIP:
+        elif r.status == SKIP or is_dispatch(r):
             lines.append(f"::notice title={title}::{escape_data(r.reason)}")
     # a fixed start: a line of the log that begins with a name could be read as a workflow command
     lines.append(f"archaudit smoke: {report.distribution} {report.version}: {report.count(PASS)} passed, "

@@ -47,6 +47,7 @@ from typing import Any
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
 DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cuda_driver.py")
+CUPTI = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cupti.py")  # the traced child's tracer
 
 
 def _held(path: str) -> bytes:
@@ -57,7 +58,7 @@ def _held(path: str) -> bytes:
 # What a child runs, read once as this module loads (before any child starts): each child gets a
 # fresh copy written into a directory of its own, so code of the wheel that rewrites archaudit's
 # files, or a copy a previous child was given, never runs as the next trusted child's worker.
-CHILD_SOURCES = {"worker.py": _held(WORKER), "cuda_driver.py": _held(DRIVER)}
+CHILD_SOURCES = {"worker.py": _held(WORKER), "cuda_driver.py": _held(DRIVER), "cupti.py": _held(CUPTI)}
 TAIL_CHARS = 2000
 LOG_SCAN_BYTES = 64 << 20  # how much of a child's stdout+stderr the watch patterns are searched in
 # Tasks whose children run no code of the wheel under test: only their reports carry a status.

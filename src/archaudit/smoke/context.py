@@ -50,6 +50,7 @@ class ProbeContext:
     selected: tuple[str, ...] = ()  # probes named on the command line (--probe)
     driver: str | None = None  # the CUDA version the driver reports ("13.0")
     sys_path: tuple[str, ...] = ()  # the environment's import path, for children run with -I -S
+    run_command: str | None = None  # the user's own workload for the trace probe (--run)
     _scans: dict[str, Library] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 

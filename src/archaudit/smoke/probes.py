@@ -12,6 +12,7 @@ import re
 import tempfile
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from . import child, reference
@@ -716,13 +717,42 @@ class JaxModelProbe(Probe):
                            f"shape check (a ValueError naming both shapes): {message[:300]}")
 
 
+TRACED_TASKS = frozenset({"torch", "jax", "executorch", "trace-sweep"})
+
+
+@dataclass
+class TracedContext(ProbeContext):
+    """A context whose framework children run under the launch tracer (the trace probe runs the
+    model probes through it): each such task writes its launch records into trace_out."""
+
+    trace_out: str = ""
+    trace_env: dict[str, str] = field(default_factory=dict)
+
+    def run_task(self, task: str, items: list[Any], params: dict[str, Any] | None = None, *, resume: bool = True,
+                 extra_env: dict[str, str] | None = None, watch: tuple[str, ...] = ()) -> child.TaskRun:
+        if task in TRACED_TASKS:
+            params = {**(params or {}), "trace_out": self.trace_out}
+            extra_env = {**self.trace_env, **(extra_env or {})}
+        return super().run_task(task, items, params, resume=resume, extra_env=extra_env, watch=watch)
+
+
 from .device_load import DeviceLoadProbe  # noqa: E402
+from .trace import TraceProbe as _Trace  # noqa: E402
+
+
+class TraceProbe(_Trace):
+    """The trace probe, with the workloads of this module it traces (trace.py does not import it)."""
+
+    def kit(self) -> tuple[Any, Any, dict[str, Any]]:
+        return TracedContext, JAX_FAMILY, {"torch": TorchModelProbe, "torch-aoti": TorchAotiProbe,
+                                           "executorch": ExecuTorchCudaProbe, "jax": JaxModelProbe}
+
 
 BUILTIN: tuple[type[ProbeLike], ...] = (LoadProbe, DeviceLoadProbe, TorchModelProbe, TorchAotiProbe,
-                                        ExecuTorchCudaProbe, JaxModelProbe)
+                                        ExecuTorchCudaProbe, JaxModelProbe, TraceProbe)
 
 
-BUILTIN_MODULES = ("archaudit.smoke.probes:", "archaudit.smoke.device_load:")
+BUILTIN_MODULES = ("archaudit.smoke.probes:", "archaudit.smoke.device_load:", "archaudit.smoke.trace:")
 
 
 class PluginProbe:
@@ -805,4 +835,4 @@ def discover() -> dict[str, ProbeLike]:
 
 __all__ = ["discover", "executorch_data", "ExecuTorchCudaProbe", "find_cuda_backend", "JAX_FAMILY", "JaxModelProbe",
            "judge_load", "load_item", "MISSING_WEIGHTS", "PluginProbe", "Probe", "ProbeContext", "TorchModelProbe",
-           "WEIGHTS_FOUND"]
+           "TraceProbe", "TracedContext", "TRACED_TASKS", "WEIGHTS_FOUND"]

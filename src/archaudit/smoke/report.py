@@ -19,6 +19,12 @@ class Row:
     details: tuple[tuple[str, object], ...] = ()  # probe-specific facts (JSON-able values)
 
 
+def is_dispatch(row: Row) -> bool:
+    """A trace row that says which containers of a library served the GPU (smoke/trace.py): every
+    format shows it, those that show only failures as a notice."""
+    return row.probe == "trace" and row.status == PASS and any(k == "containers" for k, _ in row.details)
+
+
 @dataclass(frozen=True)
 class SmokeReport:
     target: str  # the wheel path, or the installed distribution's name
@@ -50,4 +56,4 @@ class SmokeReport:
         return 1 if self.failed else 0
 
 
-__all__ = ["Row", "SmokeReport"]
+__all__ = ["is_dispatch", "Row", "SmokeReport"]

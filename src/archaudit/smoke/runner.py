@@ -1,7 +1,7 @@
 """archaudit smoke: install a wheel in isolation and run the probes against it.
 
     run_smoke(target, installed=None, require_gpu=False, timeout=300.0,
-              system_site_packages=False, probes=None) -> SmokeReport
+              system_site_packages=False, probes=None, run_command=None) -> SmokeReport
 
 raises SmokeInputError for unusable input (a wheel that does not install, a distribution
 that is not installed, an unknown probe, a platform other than Linux); the CLI maps that to
@@ -77,7 +77,8 @@ def _first_info(run: child.TaskRun) -> dict[str, Any]:
 
 def run_smoke(target: str | None, *, installed: str | None = None, require_gpu: bool = False,
               timeout: float = DEFAULT_TIMEOUT, system_site_packages: bool = False,
-              probes: list[str] | None = None, allow_source_dependencies: bool = False) -> SmokeReport:
+              probes: list[str] | None = None, allow_source_dependencies: bool = False,
+              run_command: str | None = None) -> SmokeReport:
     if (target is None) == (installed is None):
         raise SmokeInputError("give either a wheel or --installed NAME")
     linux_only()
@@ -104,7 +105,8 @@ def run_smoke(target: str | None, *, installed: str | None = None, require_gpu: 
     try:
         report = _run(target, installed, name_probes=(probes, selected), require_gpu=require_gpu, timeout=timeout,
                       system_site_packages=system_site_packages,
-                      allow_source_dependencies=allow_source_dependencies, started=started)
+                      allow_source_dependencies=allow_source_dependencies, started=started,
+                      run_command=run_command)
     finally:
         changes = integrity.verify(held)
         if changes and report is None:  # the run ended in an error: the change is said all the same
@@ -121,7 +123,7 @@ def _changed_text(changes: tuple[integrity.Change, ...]) -> str:
 
 def _run(target: str | None, installed: str | None, *, name_probes: tuple[list[str] | None, list[Any]],
          require_gpu: bool, timeout: float, system_site_packages: bool, allow_source_dependencies: bool,
-         started: float) -> SmokeReport:
+         started: float, run_command: str | None = None) -> SmokeReport:
     probes, selected = name_probes
     child.become_subreaper()  # what a child detaches (double fork, setsid) is ours to end
     workdir = tempfile.mkdtemp(prefix="archaudit-smoke-")
@@ -164,7 +166,7 @@ def _run(target: str | None, installed: str | None, *, name_probes: tuple[list[s
             requires=tuple(info.get("requires") or ()), location=info["location"],
             files=tuple(info.get("files") or ()), gpus=devices, gpu_error=gpu_error,
             require_gpu=require_gpu, timeout=timeout, workdir=workdir, child_env=child_env,
-            selected=tuple(probes or ()), driver=gpu.get("driver"), sys_path=env.sys_path)
+            selected=tuple(probes or ()), driver=gpu.get("driver"), sys_path=env.sys_path, run_command=run_command)
         # A death or a forged line in the setup children is reported, never silently dropped.
         rows: list[Row] = [Row("setup", info["name"], FAIL, d.reason, d.duration, d.signal, d.stderr_tail)
                            for d in inspect.deaths + gpu_run.deaths]

@@ -35,6 +35,7 @@ _SIGN: Any = None  # the key-holding HMAC (see child.py): only archaudit's own e
 _SEQ = [0]
 _BEGUN = [0.0]
 _ACK: list[int | None] = [None]  # untrusted tasks: after a result, wait for archaudit's byte here
+_TRACE: list[Any] = [None, ""]  # the launch tracer of a traced task (cupti.py) and the directory it writes to
 
 
 def emit(**event: Any) -> None:
@@ -46,6 +47,11 @@ def emit(**event: Any) -> None:
     mac.update(line.encode())
     _CHANNEL.write(mac.hexdigest() + " " + line + "\n")
     _CHANNEL.flush()
+    if event.get("ev") == "result" and _TRACE[0] is not None:
+        try:
+            _TRACE[0].write(_TRACE[1])  # each item's launches are on disk before the next item runs
+        except OSError:
+            pass
     if event.get("ev") == "result" and _ACK[0] is not None:
         os.read(_ACK[0], 1)  # archaudit has looked at this process (child.open_devices)
 
@@ -70,6 +76,46 @@ def _load_driver_module() -> Any:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _load_sibling(name: str) -> Any:
+    """A module beside this file (cuda_driver.py, cupti.py), loaded by path: archaudit need not be installed."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"_archaudit_{name}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _start_trace(spec: dict[str, Any]) -> None:
+    """A traced task (params["trace_out"]): CUPTI's launch tracer starts before the task imports
+    anything of the wheel, and writes what it counted after every item and at the end."""
+    out = spec["params"].get("trace_out")
+    if not out:
+        return
+    cupti = _load_sibling("cupti")
+    try:
+        tracer = cupti.start_tracer(list(sys.path))
+    except cupti.TracerUnavailable as exc:
+        with open(os.path.join(out, f"{os.getpid()}.error"), "w") as f:
+            f.write(str(exc))  # read by the parent (trace.read_trace): a trace that did not start fails
+        emit(ev="info", trace_error=str(exc))
+        return
+    _TRACE[0], _TRACE[1] = tracer, out
+    emit(ev="info", trace_library=tracer.library, trace_version=tracer.version())
+
+
+def _stop_trace() -> None:
+    tracer = _TRACE[0]
+    if tracer is not None:
+        try:
+            tracer.write(_TRACE[1])
+        finally:
+            tracer.stop()
+            _TRACE[0] = None
 
 
 def _exc(exc: BaseException) -> str:
@@ -609,8 +655,98 @@ def task_plugin(spec: dict[str, Any]) -> None:
         observe(0, ok=False, error=_exc(exc), traceback=traceback.format_exc()[-3000:])
 
 
+# ---------------------------------------------------------------------------------------
+# trace-sweep: torch operations that reach the vendor libraries, run under the launch tracer
+# ---------------------------------------------------------------------------------------
+# Each step reports what it ran (or why it did not: a GPU without fp8, without 2:4 sparsity);
+# the launches themselves are what the tracer counted (params["trace_out"]), judged by the parent.
+
+def _sweep_matmul(torch: Any, dtype: str, n: int) -> dict[str, Any]:
+    torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
+    dt = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
+    a = torch.randn(n, n, device="cuda", dtype=dt)
+    b = torch.randn(n, n, device="cuda", dtype=dt)
+    out = a @ b
+    lt = torch.nn.functional.linear(a, b, torch.randn(n, device="cuda", dtype=dt))  # cuBLASLt's epilogue
+    torch.backends.cuda.matmul.allow_tf32 = False
+    return {"shape": list(out.shape), "linear_shape": list(lt.shape), "dtype": str(dt)}
+
+
+def _sweep_fp8(torch: Any, n: int) -> dict[str, Any]:
+    if tuple(torch.cuda.get_device_capability(0)) < (8, 9):
+        return {"not_run": "fp8 matmul (torch._scaled_mm) needs compute capability 8.9 or newer"}
+    a = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn)
+    b = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn).t()
+    one = torch.ones((), device="cuda")
+    out = torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+    return {"shape": list(out.shape)}
+
+
+def _sweep_sparse24(torch: Any, n: int) -> dict[str, Any]:
+    if tuple(torch.cuda.get_device_capability(0)) < (8, 0):
+        return {"not_run": "2:4 semi-structured sparsity needs compute capability 8.0 or newer"}
+    from torch.sparse import to_sparse_semi_structured
+
+    mask = torch.tensor([1, 1, 0, 0], device="cuda", dtype=torch.float16).tile(n, n // 4)
+    w = torch.randn(n, n, device="cuda", dtype=torch.float16) * mask
+    x = torch.randn(n, n, device="cuda", dtype=torch.float16)
+    out = torch.nn.functional.linear(x, to_sparse_semi_structured(w))
+    return {"shape": list(out.shape)}
+
+
+def _sweep_step(torch: Any, step: str, n: int) -> dict[str, Any]:
+    if step.startswith("matmul-") and step != "matmul-fp8":
+        return _sweep_matmul(torch, step.split("-", 1)[1], n)
+    if step == "matmul-fp8":
+        return _sweep_fp8(torch, n)
+    if step == "conv":
+        torch.backends.cudnn.allow_tf32 = False
+        x = torch.randn(8, 16, 64, 64, device="cuda")
+        out = torch.nn.functional.conv2d(x, torch.randn(32, 16, 3, 3, device="cuda"), padding=1)
+        half = torch.nn.functional.conv2d(x.half(), torch.randn(32, 16, 3, 3, device="cuda").half(), padding=1)
+        return {"shape": list(out.shape), "half_shape": list(half.shape)}
+    if step == "sdpa":
+        q, k, v = (torch.randn(4, 8, 256, 64, device="cuda", dtype=torch.float16) for _ in range(3))
+        return {"shape": list(torch.nn.functional.scaled_dot_product_attention(q, k, v).shape)}
+    if step == "fft":
+        return {"shape": list(torch.fft.rfft2(torch.randn(16, 256, 256, device="cuda")).shape)}
+    if step == "sparse":
+        dense = torch.randn(n, n, device="cuda") * (torch.rand(n, n, device="cuda") < 0.05)
+        out = torch.sparse.mm(dense.to_sparse_csr(), torch.randn(n, 64, device="cuda"))
+        return {"shape": list(out.shape)}
+    if step == "sparse-24":
+        return _sweep_sparse24(torch, n)
+    raise ValueError(f"unknown sweep step {step!r}")
+
+
+def task_trace_sweep(spec: dict[str, Any]) -> None:
+    n = int(spec["params"].get("size", 512))
+    repeat = int(spec["params"].get("repeat", 1))
+    for i in range(spec["start"], len(spec["items"])):
+        step = spec["items"][i]
+        emit(ev="begin", i=i)
+        try:
+            import torch
+        except Exception as exc:
+            observe(i, importable=False, error=_exc(exc))
+            continue
+        facts = _torch_facts(torch)
+        if not facts["cuda_available"]:
+            observe(i, **facts)
+            continue
+        try:
+            t0 = time.perf_counter()
+            for _ in range(repeat):
+                got = _sweep_step(torch, step, n)
+            torch.cuda.synchronize()
+            observe(i, **facts, **got, seconds=time.perf_counter() - t0)
+        except Exception as exc:
+            observe(i, **facts, **_error(exc))
+
+
 TASKS = {"plugin": task_plugin, "inspect": task_inspect, "gpu-info": task_gpu_info, "load": task_load,
-         "device-load": task_device_load, "torch": task_torch, "executorch": task_executorch, "jax": task_jax}
+         "device-load": task_device_load, "torch": task_torch, "executorch": task_executorch, "jax": task_jax,
+         "trace-sweep": task_trace_sweep}
 
 
 def main(argv: list[str], key: bytes, ack_fd: int | None = None) -> int:
@@ -630,6 +766,8 @@ def main(argv: list[str], key: bytes, ack_fd: int | None = None) -> int:
             _ACK[0] = ack_fd
         else:
             os.close(ack_fd)
+    _start_trace(spec)
     TASKS[task](spec)
+    _stop_trace()
     emit(ev="end")
     return 0
