@@ -70,7 +70,6 @@ def runs_on(db: Path, gpus: tuple[tuple[str, str], ...] = GPUS) -> Answers:
     """The same answers as runs_on_query, in one process: each stored inventory is rebuilt once and
     judged for every GPU by the rule ``query runs-on`` applies (tests/test_census.py compares them)."""
     from archaudit.gpus.catalog import resolve
-    from archaudit.findings import ERROR
     from archaudit.index import reports, schema
     from archaudit.index.store import inventory_of
     from archaudit.judge.audit import judge
@@ -86,21 +85,7 @@ def runs_on(db: Path, gpus: tuple[tuple[str, str], ...] = GPUS) -> Answers:
         for w in reports.wheels(con):
             inv = inventory_of(con, w.id)
             for column, policy in policies:
-                t = judge(inv, None, policy)
-                bad = sorted({f.subject for f in t.findings if f.code == "G009"})
-                unverified = [f for f in t.findings if f.code.startswith("E") and f.severity == ERROR]
-                answered = [f for f in t.findings if f.code in ("G008", "G009")]
-                if unverified or inv.unusable:
-                    answer = ("unverified", unverified[0].code if unverified else "E001")
-                elif not answered and (outside := reports.vendor_outside(t.findings)):
-                    answer = ("no", outside)
-                elif not answered:
-                    answer = ("no device code", "")
-                elif bad:
-                    answer = ("no", ", ".join(b.rsplit("/", 1)[-1] for b in bad[:3]) + (" ..." if len(bad) > 3 else ""))
-                else:
-                    answer = ("yes", min((str(f.get("runs")) for f in answered), key=lambda h: reports.RANK.get(h, 0)))
-                out[column][(w.project, w.release, w.tags)] = answer
+                out[column][(w.project, w.release, w.tags)] = reports.answer_of(judge(inv, None, policy), inv.unusable)
     finally:
         con.close()
     return out

@@ -50,6 +50,8 @@ def rows(doc: dict[str, Any]) -> Iterator[tuple[str, Any]]:
             "cmake_all.releases": t["cmake_all"]["releases"],
             "torch_named_arches.names": t["torch_named_arches"]["names"],
             "runtime_sonames.patterns": t["runtime_sonames"]["patterns"],
+            "first_driver.generations": t["first_driver"]["generations"],
+            "package_names.patterns": t["package_names"]["patterns"],
             "nvcc_targets.suffixes": t["nvcc_targets"]["suffixes"],
             "nvcc_targets.releases": t["nvcc_targets"]["releases"],
         }

@@ -349,7 +349,9 @@ _CODES = [
          "Nothing; for 'not at all', build for the GPU's architecture.",
          "libfoo.so on H100 (9.0): native"),
     CodeInfo(Code.G009, ERROR, "does not run on the requested GPU",
-         "With --gpu, a library carries device code but none runs on that GPU.",
+         "With --gpu, a library carries device code but none runs on that GPU, some of its kernels "
+         "cannot run there from their own container, or the wheel's platform cannot be installed there "
+         "(a Jetson runs Linux on aarch64: an x86-64 or Windows wheel never reaches it).",
          "Build for that GPU's architecture (or PTX of an older one).",
          "libfoo.so on RTX 5090 (12.0): not at all"),
     CodeInfo(Code.G010, INFO, "device code without kernels",
@@ -361,9 +363,10 @@ _CODES = [
          "Nothing; a build that needs no device code there can drop it.",
          "libcufftw.so.12 carries device code without kernels (its containers define no kernel: sm_75)"),
     CodeInfo(Code.G011, ERROR, "claimed vendor without device code",
-         "Architectures were claimed for a GPU vendor (CUDA through --arch, AMD through --amd-arch) "
-         "but no library of the target carries loadable device code of that vendor: nothing runs on "
-         "the GPUs claimed.",
+         "Architectures were claimed for a GPU vendor (CUDA through --arch, AMD through --amd-arch), or "
+         "--gpu asks about a GPU of that vendor, but no library of the target carries loadable device "
+         "code of that vendor: nothing runs on the GPUs claimed or asked about (--gpu MI300X on a "
+         "CUDA-only wheel is a no, never a pass).",
          "Ship the vendor's build, or stop claiming its architectures.",
          "x.whl: claims AMD targets gfx942 (--amd-arch) but no library carries AMD device code"),
     CodeInfo(Code.G012, ERROR, "code no driver can run on a claimed GPU",
@@ -500,8 +503,11 @@ _CODES = [
     CodeInfo(Code.D001, ERROR, "needs a newer driver",
          "With --driver, some claimed (or --gpu) GPU would run PTX or cubins from a CUDA release "
          "whose minimum driver is newer than the one given ('the provided PTX was compiled with an "
-         "unsupported toolchain'), or archaudit cannot name that floor (no toolkit note, no linked "
-         "CUDA library, an ISA newer than its tables): fail closed. Where those GPUs run the rest of the "
+         "unsupported toolchain'), than the CUDA runtime it links or carries linked in statically needs "
+         "(35, cudaErrorInsufficientDriver), or than the first driver of the GPU's own generation (a B200 "
+         "needs CUDA 12.8's, 570.26: an older driver does not drive it); or archaudit cannot name that "
+         "floor (nothing in the library or its package names the CUDA release of its code, an ISA newer "
+         "than its tables): fail closed. Where those GPUs run the rest of the "
          "library natively, the floor is that of the kernels they reach only through that PTX, with no "
          "native code there in any container and no evidence that they are not launched there (a kernel "
          "named for another architecture, or one a sourced statement speaks for, sets no floor): the "
@@ -511,10 +517,12 @@ _CODES = [
     CodeInfo(Code.D002, INFO, "driver floor",
          "The minimum NVIDIA driver for the code the claimed (or --gpu) GPUs would run: per GPU, the "
          "driver of the PTX ISA it JIT-compiles, or its cubin's CUDA major under minor version "
-         "compatibility (from the cubin's toolkit note, else the CUDA libraries it links, such as "
-         "libcudart.so.12). Without any of these the floor is unknown. With a claim it is the floor of "
-         "the claimed GPUs, and where all the code needs more (PTX only a GPU outside the claim would "
-         "JIT-compile) it says that floor too; without a claim it is the floor of all the code.",
+         "compatibility (from the cubin's toolkit note, else the CUDA runtime it links, such as "
+         "libcudart.so.12, or carries linked in statically, else another cubin's toolkit note, else the "
+         "CUDA major its package is named for, such as -cu12), with the runtime's own floor and the "
+         "first driver of the GPU's generation. Without any of these the floor is unknown. With a claim "
+         "it is the floor of the claimed GPUs, and where all the code needs more (PTX only a GPU outside "
+         "the claim would JIT-compile) it says that floor too; without a claim it is the floor of all the code.",
          "Nothing; publish the floor of the claimed GPUs with the release (the all-code floor only beside "
          "a promise for the GPUs outside the claim that need it).",
          "wheel needs driver >= 580.65.06 on Linux (CUDA 13.0)"),

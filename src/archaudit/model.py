@@ -129,6 +129,9 @@ class Library:
     # devices.", cuBLAS's "cublasGetCudartVersion"), and vendor version strings as read after
     # their marker ("NCCL version 2.21.5+cuda11.0").
     statements: tuple[str, ...] = ()
+    # CUDA runtime versions linked in statically ("13.0"), as the runtime's cudaRuntimeGetVersion
+    # returns them in the library's own machine code (x86-64 ELF; read/records.py RUNTIME_MARKER)
+    runtimes: tuple[str, ...] = ()
 
     @property
     def entries(self) -> tuple[Entry, ...]:

@@ -465,3 +465,24 @@ def test_a_finding_flood_is_one_folded_row_and_an_older_database_is_refused(tmp_
     with sqlite3.connect(db) as c:
         c.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
     assert main(["query", "--db", str(db), "changed"]) == 2
+
+
+def test_lost_and_diff_agree_kernel_by_kernel(tmp_path: Path) -> None:
+    """1.0 links kern.o and mul.o, each for 80;90; 2.0 links mul.o for sm_80 only. The library
+    carries sm_80 and sm_90 in both, but mul's launch fails on 9.0 in 2.0: diff and query lost
+    both name it."""
+    floors = FIXTURES / "floors"
+    wheels = tmp_path / "w"
+    wheels.mkdir()
+    make_wheel(wheels, "two", "1.0", {LIB: floors / "lib_two_8090.so"})
+    make_wheel(wheels, "two", "2.0", {LIB: floors / "lib_two_mul80.so"})
+    db = tmp_path / "i.db"
+    _index(db, str(wheels), "-j", "1")
+    old, new = sorted(wheels.iterdir())
+    d = diff.compare(inventory(str(old)), inventory(str(new)))
+    (lib,) = d.losses
+    assert lib.lost == () and [(w.cc, w.kernels) for w in lib.worse] == [("9.0", ("_Z3mulPKfS0_Pfi",))]
+    with sqlite3.connect(db) as c:
+        rows = reports.lost(c, "two").rows
+    assert [(r[2], r[4], r[5]) for r in rows if r[2] == "kernels"] == [("kernels", "sm_90", "_Z3mulPKfS0_Pfi")]
+    assert ("runs", "sm_90", "none") in {(r[2], r[4], r[5]) for r in rows}  # check --gpu H100: G009

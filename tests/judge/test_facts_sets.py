@@ -102,12 +102,16 @@ def reference_floor(f: LibraryFacts, gpu: CC) -> facts.Floor | None:
     units = list(f.units)
     choices = list(f.paths[gpu].choices)
     built = facts._unit_release(tuple(c for u in units for c in u.codes))
-    floors = [facts._code_floor(c.code, f.runtime, f.policy.driver_os, facts._unit_release(u.codes) or built)
+    floors = [facts._code_floor(c.code, f.undated, f.policy.driver_os, facts._unit_release(u.codes) or built)
               for u, c, needed in zip(units, choices, reference_needed(units, choices, reference_excused(f, gpu)))
               if needed and c.code is not None]
     if floors and f.runtime is not None:
         floors.append(f.runtime)
-    return max(floors, key=lambda x: x.key) if floors else None
+    row = facts.arch.first_driver(gpu)
+    if floors and row is not None:  # the GPU's own floor: the driver of its first release
+        floors.append(facts.Floor(row.cuda, facts.arch.min_driver(row.cuda, f.policy.driver_os), "", "gpu"))
+    top = max(floors, key=lambda x: x.key) if floors else None
+    return top
 
 
 def reference_missing(f: LibraryFacts, gpus: tuple[CC, ...]) -> dict[tuple[int, str], tuple[str, ...]]:
@@ -149,7 +153,12 @@ def assert_agrees(f: LibraryFacts) -> None:
         assert facts._needed(units, choices, list(path.given)) == reference_needed(units, choices)
         assert facts._needed(units, choices, list(path.given), facts.excused_on(cc, f.statements)) == \
             reference_needed(units, choices, reference_excused(f, cc))
-        assert path.floor == reference_floor(f, cc)
+        want = reference_floor(f, cc)
+        if want is not None and want.kind == "gpu":  # the GPU's own floor: the same floor, in its own words
+            assert path.floor is not None and (path.floor.cuda, path.floor.driver, path.floor.kind) == \
+                (want.cuda, want.driver, want.kind)
+        else:
+            assert path.floor == want
         for name in f.kernel_homes:
             assert f.kernel_codes(name) == tuple(c for i in f.kernel_homes[name] for c in f.units[i].codes
                                                  if name in (c.entry.kernels or ()))

@@ -323,7 +323,8 @@ def test_d001_without_a_claim_judges_all_the_code():
 def test_d001_d002_unknown_floor_per_claimed_gpu():
     bare = lib(box(sass("sm_80", toolkit=None), sass("sm_90", toolkit=None)), needed=())
     rep = report(bare, arch="80;90", driver="999")
-    why = "its cubin records no toolkit and the library links no CUDA library that names one"
+    why = ("its cubin records no toolkit, and neither the library (its CUDA runtime, its other cubins) nor its "
+           "package names the CUDA release that built it")
     assert [whole(f) for f in rep.findings] == [
         ("D002", INFO, "libx.so", f"libx.so needs a driver archaudit cannot name (sm_80: {why})",
          {"cuda": "unknown", "driver": "unknown", "gpus": {"80": "unknown", "90": "unknown"}}),
@@ -401,3 +402,16 @@ def test_g011_names_the_claim_without_code():
     assert [whole(f) for f in found(rep, "G011")] == [
         ("G011", ERROR, "t.whl", "t.whl: claims CUDA architectures 80 (--arch) but no library carries NVIDIA "
                                  "device code", {"vendor": "nvidia", "missing": ["80"]})]
+
+
+def test_g009_counts_containers_whose_kernels_were_not_read_as_what_they_are():
+    """--fast reads no kernel names: an sm_80-only container unread beside KERN is 'a container
+    whose kernels were not read' on an H100, never '0 kernels in 1 container'; with names, kernels."""
+    rep = report(lib(KERN, box(unread_sass("sm_80"))), arch=None, gpus=(("H100", (9, 0)),))
+    (g,) = found(rep, "G009")
+    assert g.message.endswith("on H100 (9.0): native for part of it; 1 container whose kernels were not read "
+                              "cannot run there (they carry only sm_80)")
+    rep = report(lib(KERN, box(unread_sass("sm_80")), box(sass("sm_80", "_Z1av"))), arch=None,
+                 gpus=(("H100", (9, 0)),))
+    (g,) = found(rep, "G009")
+    assert "; 1 kernel in 1 container and 1 container whose kernels were not read cannot run there" in g.message

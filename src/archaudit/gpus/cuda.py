@@ -445,6 +445,48 @@ def last_cuda(gpu: CC) -> CC | None:
     return _last_cuda().get(canonical_cc(gpu))
 
 
+@dataclass(frozen=True, slots=True)
+class FirstDriver:
+    """A GPU generation's own floor (``first_driver`` in ``data/cuda.json``): the CUDA release
+    that first supports it; that release's driver is the oldest that drives the GPU at all."""
+
+    generation: str
+    ccs: tuple[CC, ...]
+    cuda: CC
+    sources: tuple[str, ...]
+
+    def driver(self, os: str = "linux") -> str:
+        """The GPU's first driver on ``os`` (LookupError where NVIDIA lists none)."""
+        return min_driver(self.cuda, os)
+
+
+@cache
+def first_drivers() -> tuple[FirstDriver, ...]:
+    """Every row of ``first_driver`` in ``data/cuda.json``."""
+    rows = _data("cuda.json")["first_driver"]["generations"]
+    return tuple(FirstDriver(name, tuple(_cc(c) for c in row["ccs"]), _cc(row["cuda"]), tuple(row["source"]))
+                 for name, row in rows.items())
+
+
+def first_driver(gpu: CC) -> FirstDriver | None:
+    """The release a GPU's generation is first supported by, or None where no row says (Tegra,
+    generations older than every driver row)."""
+    cc = canonical_cc(gpu)
+    return next((row for row in first_drivers() if cc in row.ccs), None)
+
+
+def package_cuda(name: str) -> int | None:
+    """The CUDA major a package is named for (``nvidia-cuda-cupti-cu12`` -> 12, ``cupy-cuda12x``
+    -> 12; ``package_names`` in data/cuda.json), or None for a name that says none. ``name`` is
+    a distribution name, any spelling (normalised as PEP 503 does)."""
+    key = re.sub(r"[-_.]+", "-", name).lower()
+    for row in _data("cuda.json")["package_names"]["patterns"].values():
+        m = re.match(row["pattern"], key)
+        if m:
+            return int(m.group("major"))
+    return None
+
+
 def runtime_major(soname: str) -> int | None:
     """The CUDA major a NEEDED library name proves the library was built by
     (``libcudart.so.12`` -> 12; ``cudart64_110.dll`` -> 11, ``cudart64_12.dll`` -> 12), or None
@@ -516,7 +558,9 @@ def nvcc_refusal(target: CudaTarget, release: CC | None, spelled: str) -> str | 
 
 
 __all__ = ["canonical_cc", "CC", "cuda_data", "cuda_release_for_ptx_isa", "CudaTarget",
-           "generations", "Gpu", "gpu_catalog", "is_tegra", "label", "last_cuda", "last_driver", "lookup_gpu",
-           "min_driver", "newest_ptx_isa", "nvcc_accepts", "nvcc_refusal", "ptx_runs_on", "renamed", "runs_on",
+           "first_driver", "first_drivers", "FirstDriver", "generations", "Gpu", "gpu_catalog", "is_tegra", "label",
+           "last_cuda", "last_driver", "lookup_gpu",
+           "min_driver", "newest_ptx_isa", "nvcc_accepts", "nvcc_refusal", "package_cuda", "ptx_runs_on", "renamed",
+           "runs_on",
            "runtime_major", "sass_runs_on", "Statement", "statements", "library_statements",
            "target_order"]

@@ -19,7 +19,7 @@ from ..gpus import cuda as arch
 from ..gpus.cuda import CC, label
 from ..gpus.drivers import driver_key
 from ..judge import diff
-from ..judge.audit import judge
+from ..judge.audit import TargetReport, judge
 from ..judge.policy import AmdGpu, NvidiaGpu, Policy
 from ..model import TargetInventory
 from ..report.index import Table
@@ -89,21 +89,7 @@ def runs_on(db: sqlite3.Connection, gpu_name: str, nvidia: Sequence[tuple[str, t
     policy = Policy(gpus=tuple(NvidiaGpu(*g) for g in nvidia), amd_gpus=tuple(amd))
     out = []
     for w, inv in _inventories(db, wheels(db, project)):
-        t = judge(inv, None, policy)
-        bad = sorted({f.subject for f in t.findings if f.code == Code.G009})
-        unverified = [f for f in t.findings if means_unverified(f)]
-        answered = [f for f in t.findings if f.code in (Code.G008, Code.G009)]
-        hows = [str(f.get("runs")) for f in answered]
-        if unverified or inv.unusable:
-            answer, how = "unverified", str(unverified[0].code if unverified else Code.E001)
-        elif not answered and (outside := vendor_outside(t.findings)):
-            answer, how = "no", outside
-        elif not answered:
-            answer, how = "no device code", ""
-        elif bad:
-            answer, how = "no", ", ".join(b.rsplit("/", 1)[-1] for b in bad[:3]) + (" ..." if len(bad) > 3 else "")
-        else:
-            answer, how = "yes", min(hows, key=lambda h: RANK.get(h, 0))
+        answer, how = answer_of(judge(inv, None, policy), inv.unusable)
         if every or answer == "yes":
             out.append((w.project, w.release, w.tags, answer, how))
     n_yes = sum(1 for r in out if r[3] == "yes")
@@ -111,6 +97,24 @@ def runs_on(db: sqlite3.Connection, gpu_name: str, nvidia: Sequence[tuple[str, t
              f"(how: the worst of its libraries; native or jit)",)
     return Table("runs-on", f"Wheels that run on {gpu_name}", ("project", "version", "tags", "runs", "how"),
                  tuple(out), notes)
+
+
+def answer_of(t: TargetReport, unusable: bool) -> tuple[str, str]:
+    """A wheel's runs-on answer from the rules' own findings for the GPU asked: (answer, how)."""
+    bad = sorted({f.subject for f in t.findings if f.code == Code.G009})
+    unverified = [f for f in t.findings if means_unverified(f)]
+    answered = [f for f in t.findings if f.code in (Code.G008, Code.G009)]
+    if unverified or unusable:
+        return "unverified", str(unverified[0].code if unverified else Code.E001)
+    if not answered and (outside := vendor_outside(t.findings)):
+        return "no", outside
+    if other := [f for f in t.findings if f.code == Code.G011 and f.get("gpus") is not None]:
+        return "no", f"no {other[0].get('vendor')} device code"  # the other vendor's GPU (check: G011)
+    if not answered:
+        return "no device code", ""
+    if bad:
+        return "no", ", ".join(b.rsplit("/", 1)[-1] for b in bad[:3]) + (" ..." if len(bad) > 3 else "")
+    return "yes", min((str(f.get("runs")) for f in answered), key=lambda h: RANK.get(h, 0))
 
 
 def vendor_outside(findings: Iterable[Finding]) -> str:
@@ -224,6 +228,10 @@ def lost(db: sqlite3.Connection, project: str) -> Table:
             for d in r.losses:
                 for x in d.lost:
                     rows.append((pair, line, "carried", d.path, x.target, x.now or ""))
+                for gone in d.worse:  # diff's container-by-container answer: kernels a GPU no longer runs
+                    if gone.kernels:
+                        rows.append((pair, line, "kernels", d.path, "sm_" + gone.cc.replace(".", ""),
+                                     ", ".join(gone.kernels[:3]) + (" ..." if len(gone.kernels) > 3 else "")))
             a, b = _runs(inv_old, axis), _runs(inv_new, axis)
             for cc in axis:
                 k = label(cc)
@@ -234,7 +242,9 @@ def lost(db: sqlite3.Connection, project: str) -> Table:
                     shown = ", ".join(p.rsplit("/", 1)[-1] for p in who[:3]) + (" ..." if len(who) > 3 else "")
                     rows.append((pair, line, "runs", shown, _sm(cc), _NAMES[after or 0]))
     notes.insert(0, f"{compared} consecutive pair(s) compared. carried: a target the library no longer carries "
-                    f"('now': how its new code runs there); runs: an architecture the wheel no longer runs on "
+                    f"('now': how its new code runs there); kernels: kernels of a library that GPUs of an "
+                    f"architecture no longer run from their own container ('now': which), whatever else the "
+                    f"library carries; runs: an architecture the wheel no longer runs on "
                     f"natively ('now': jit, only through PTX; none, not at all)")
     return Table("lost", f"Architectures lost between consecutive releases of {project}",
                  ("releases", "line", "kind", "library", "lost", "now"), tuple(rows), tuple(notes))
@@ -299,4 +309,5 @@ def changed(db: sqlite3.Connection, project: str | None = None) -> Table:
                  out, (f"{len(out)} wheel(s) judged otherwise than before; the verdicts table keeps every judgement",))
 
 
-__all__ = ["Table", "WheelRow", "changed", "coverage", "driver_floor", "lost", "runs_on", "vendor_outside", "wheels"]
+__all__ = ["Table", "WheelRow", "answer_of", "changed", "coverage", "driver_floor", "lost", "runs_on", "vendor_outside",
+           "wheels"]

@@ -14,13 +14,13 @@ from dataclasses import dataclass, field, replace
 from .. import __version__
 from ..claims import Claim, parse_claim
 from ..findings import ERROR, INFO, WARNING, Code, Finding, fold_findings, means_unverified
-from ..gpus import rocm
+from ..gpus import cuda as arch, rocm
 from ..gpus.cuda import label
 from ..gpus.selection import parse_target
 from ..model import DEVICE_LINK, PTX, RELOCATABLE, SASS, Coverage, Library, Status, TargetInventory
 from .facts import LibraryFacts, library_facts
 from .filters import IgnoreRule, Suppression, apply, stale_rules
-from .policy import Policy, for_target
+from .policy import Policy, for_target, package_name
 from .rules import TargetFacts, amd_missing, demangle, finding, judge_library_rules, judge_target_rules
 
 SCHEMA_VERSION = 2  # 2: a finding may stand for many (count, examples)
@@ -173,7 +173,8 @@ def judge(inv: TargetInventory, claim: Claim | None, policy: Policy) -> TargetRe
     inv, data = _without_data(inv, policy)
     embedded, bad = _embedded_claim(inv)
     judged_by = claim if claim is not None else embedded
-    facts = tuple(library_facts(lib, judged_by, policy) for lib in inv.libraries)
+    package = arch.package_cuda(package_name(inv.target, inv.distribution))
+    facts = tuple(library_facts(lib, judged_by, policy, package) for lib in inv.libraries)
     per_library = [judge_library_rules(f) for f in facts]
     target = TargetFacts(inv, judged_by, embedded, bad, policy, facts)
     wide = judge_target_rules(target)

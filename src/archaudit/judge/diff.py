@@ -25,6 +25,8 @@ from ..gpus.drivers import driver_key, floor_words
 from ..gpus.selection import best, nv_codes
 from ..model import RELOCATABLE, Library, TargetInventory
 from .audit import LibraryVerdict, Policy, TargetReport, judge
+from .facts import library_facts
+from .policy import NvidiaGpu
 
 DIFF_SCHEMA_VERSION = 1
 GPU_EXAMPLES = 3
@@ -45,8 +47,12 @@ class Worse:
 
     cc: str  # "8.6"
     was: str  # "native" | "jit"
-    now: str  # "jit" | "none"
+    now: str  # "native" | "jit" | "none": how the library runs there now, its kernels aside
     gpus: tuple[str, ...] = ()  # catalog GPUs of that compute capability, a few
+    # kernels that ran there and no longer can from their own container (a kernel is its
+    # container and its name: one object that lost sm_90 fails its launch on an H100 with 209,
+    # whatever other objects of the library carry); "(unnamed)" for a container read without names
+    kernels: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,18 +199,64 @@ def _lib_codes(lib: Library | None) -> tuple[Any, ...]:
     return nv_codes(e for c in lib.reachable if c.role != RELOCATABLE for e in c.entries) if lib else ()
 
 
-def worse_gpus(old: Library | None, new: Library | None) -> tuple[Worse, ...]:
+def _catalog() -> list[tuple[int, int]]:
+    return sorted({arch.canonical_cc(g.cc) for g in arch.gpu_catalog()})
+
+
+def _examples(cc: tuple[int, int]) -> tuple[str, ...]:
+    return tuple(g.name for g in arch.gpu_catalog() if arch.canonical_cc(g.cc) == cc)[:GPU_EXAMPLES]
+
+
+def worse_gpus(old: Library | None, new: Library | None, elsewhere: Iterable[Library] = ()) -> tuple[Worse, ...]:
     """Each catalog compute capability the old library's code ran on (natively or through the
-    JIT) that the new library's code runs worse."""
+    JIT) that the new library's code runs worse. A removed library (``new`` None) is weighed
+    against ``elsewhere``, the new release's libraries: a variant folded into another library
+    costs no GPU that the other runs as well (bitsandbytes 0.50.2 dropped libbitsandbytes_cuda120.so
+    and kept the others)."""
     a, b = _lib_codes(old), _lib_codes(new)
     if not a:
         return ()
+    others = [_lib_codes(lib) for lib in elsewhere] if new is None else []
     out = []
-    for cc in sorted({arch.canonical_cc(g.cc) for g in arch.gpu_catalog()}):
-        was, now = best(a, cc), best(b, cc)
+    for cc in _catalog():
+        was = best(a, cc)
+        now = max([best(b, cc), *(best(o, cc) for o in others if o)], key=lambda h: _RANK[h])
         if _RANK[was] > _RANK[now]:
-            gpus = tuple(g.name for g in arch.gpu_catalog() if arch.canonical_cc(g.cc) == cc)[:GPU_EXAMPLES]
-            out.append(Worse(f"{cc[0]}.{cc[1]}", was, now, gpus))
+            out.append(Worse(f"{cc[0]}.{cc[1]}", was, now, _examples(cc)))
+    return tuple(out)
+
+
+def _answers(lib: Library, gpus: list[tuple[int, int]]) -> dict[tuple[int, int], tuple[str, frozenset[str]]]:
+    """How a library runs on each GPU, the rules' own --gpu answer: its path's verdict and the
+    kernels that cannot run there from their own container, where no other container carries a
+    kernel of that name for it either (KernelGap "fails", K001's). A kernel another container
+    carries for the GPU ("elsewhere", K004's) may be dispatched by architecture (cuRAND 10.4.5's
+    per-architecture containers): check reports it; the diff does not count it as lost."""
+    policy = Policy(gpus=tuple(NvidiaGpu(f"{cc[0]}.{cc[1]}", cc) for cc in gpus))
+    f = library_facts(lib, None, policy)
+    out: dict[tuple[int, int], tuple[str, frozenset[str]]] = {}
+    for cc in gpus:
+        failing = frozenset(g.name or "(unnamed)" for g in f.kernel_gaps_on(cc) if g.verdict == "fails")
+        out[cc] = (f.paths[cc].runs, failing)
+    return out
+
+
+def kernels_worse(old: Library, new: Library) -> tuple[Worse, ...]:
+    """Each catalog compute capability where the new library runs worse container by container:
+    its best code runs worse, or a kernel that ran there from its own container no longer can
+    (the union of what the library carries may not change at all)."""
+    if not _lib_codes(old):
+        return ()
+    gpus = _catalog()
+    a, b = _answers(old, gpus), _answers(new, gpus)
+    out = []
+    for cc in gpus:
+        (was, old_fail), (now, new_fail) = a[cc], b[cc]
+        if was == "none":
+            continue
+        lost = tuple(sorted(new_fail - old_fail)) if now != "none" else ()
+        if _RANK[was] > _RANK[now] or lost:
+            out.append(Worse(f"{cc[0]}.{cc[1]}", was, now, _examples(cc), lost))
     return tuple(out)
 
 
@@ -218,6 +270,26 @@ def _side(t: TargetReport) -> Side:
                 str(top.get("driver")) if top else "", floor_words(top) + ")" if top else "")
 
 
+def _lost(target: str, lib: Library | None, coded: list[Library], carried: set[str]) -> Lost:
+    """A target the library no longer carries, and how its GPU runs the library's new code; for a
+    removed library, the new release's code (another library may carry it: a variant folded in)."""
+    if lib is not None:
+        return Lost(target, *_how_now(target, lib))
+    if not (target.startswith("sm_") or target.startswith("compute_")):
+        return Lost(target, "native" if target in carried else "")  # an AMD target another library still carries
+    how, gpus = _how_now(target, None)
+    ranks = [_how_now(target, other)[0] for other in coded]
+    return Lost(target, max([how, *ranks], key=lambda h: _RANK.get(h, 0)), gpus)
+
+
+def _worse(old: Library | None, new: Library | None, coded: list[Library], lost: bool) -> tuple[Worse, ...]:
+    """The GPUs a library's change costs: by container and kernel where both releases have it,
+    else (added or removed) by what the new release runs."""
+    if old is not None and new is not None and old.has_device_code and new.has_device_code:
+        return kernels_worse(old, new)
+    return worse_gpus(old, new, coded) if lost else ()
+
+
 def compare(old: TargetInventory, new: TargetInventory, *, allow_loss: bool = False) -> DiffReport:
     """Compare the device code of two inventories, library by library."""
     policy = Policy()
@@ -226,6 +298,8 @@ def compare(old: TargetInventory, new: TargetInventory, *, allow_loss: bool = Fa
     v_new = {v.path: v for v in t_new.libraries}
     l_new = {lib.path: lib for lib in new.libraries}
     l_old = {lib.path: lib for lib in old.libraries}
+    coded = [lib for lib in new.libraries if lib.has_device_code]
+    carried_new = {x for v in t_new.libraries for x in v.carried}
 
     def interesting(v: LibraryVerdict) -> bool:
         return bool(v.carried or v.relocatable) or v.status == "unverified"
@@ -243,19 +317,19 @@ def compare(old: TargetInventory, new: TargetInventory, *, allow_loss: bool = Fa
         a = tuple(vo.carried) if vo else ()
         b = tuple(vn.carried) if vn else ()
         gained = _sorted(set(b) - set(a))
-        lost = tuple(Lost(x, *_how_now(x, l_new.get(np_) if np_ else None)) for x in _sorted(set(a) - set(b)))
+        lost = tuple(_lost(x, l_new.get(np_) if np_ else None, coded, carried_new) for x in _sorted(set(a) - set(b)))
         problems = tuple(f.message for v in (vo, vn) if v for f in v.findings if means_unverified(f))
+        worse = _worse(l_old.get(op) if op else None, l_new.get(np_) if np_ else None, coded, bool(lost))
         if vo is None or not interesting(vo):
             change = "added"
         elif vn is None or not interesting(vn):
             change = "removed"
-        else:
-            change = "changed" if gained or lost else "unchanged"
+        else:  # the same targets, but a kernel lost its own in one container: changed
+            change = "changed" if gained or lost or worse else "unchanged"
         rows.append(LibraryDiff(
             np_ or op or "", op, np_, how if op and np_ else "", change, _sorted(a), _sorted(b), gained, lost,
             sum(s for _, s, _ in vo.bytes_by_target) if vo else 0,
-            sum(s for _, s, _ in vn.bytes_by_target) if vn else 0, problems,
-            worse_gpus(l_old.get(op) if op else None, l_new.get(np_) if np_ else None) if lost else ()))
+            sum(s for _, s, _ in vn.bytes_by_target) if vn else 0, problems, worse))
     rows.sort(key=lambda d: ({"removed": 0, "changed": 1, "added": 2, "unchanged": 3}[d.change], d.path))
     s_old, s_new = _side(t_old), _side(t_new)
     if old.unusable or new.unusable:
@@ -265,4 +339,4 @@ def compare(old: TargetInventory, new: TargetInventory, *, allow_loss: bool = Fa
 
 
 __all__ = ["compare", "match_libraries", "Match", "library_key", "DiffReport", "LibraryDiff", "Lost", "Side",
-           "Worse", "NOW_WORDS", "DIFF_SCHEMA_VERSION", "worse_gpus"]
+           "Worse", "NOW_WORDS", "DIFF_SCHEMA_VERSION", "kernels_worse", "worse_gpus"]

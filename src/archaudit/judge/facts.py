@@ -37,6 +37,9 @@ class Floor:
     cuda: CC | None
     driver: str | None
     evidence: str
+    # what sets it: the code ("code"), the CUDA runtime the library links or carries ("runtime"),
+    # or the GPU itself, which no older driver drives ("gpu")
+    kind: Literal["code", "runtime", "gpu"] = "code"
 
     @property
     def key(self) -> tuple[int, ...]:
@@ -261,13 +264,15 @@ def _floor(kind: str, isa: CC, toolkit: CC | None, name: str, runtime: Floor | N
         return Floor(None, None, f"{name}: {err}")
     if runtime is not None:
         return runtime
-    return Floor(None, None, f"{name}: its cubin records no toolkit and the library links no "
-                             f"CUDA library that names one")
+    return Floor(None, None, f"{name}: its cubin records no toolkit, and neither the library (its CUDA "
+                             f"runtime, its other cubins) nor its package names the CUDA release that built it")
 
 
 def _runtime_floor(lib: Library, os_name: str) -> Floor | None:
     """The floor a linked CUDA library proves (libcudart.so.12: CUDA 12.x, minor version
-    compatibility), the highest over every NEEDED name that says one."""
+    compatibility), the highest over every NEEDED name that says one and every CUDA runtime the
+    library carries linked in statically (its own version record: a CUDA 13.0 runtime refuses
+    a 550 driver with 35, cudaErrorInsufficientDriver, whatever its kernels need)."""
     floors = []
     for soname in lib.needed:
         major = arch.runtime_major(soname)
@@ -275,10 +280,58 @@ def _runtime_floor(lib: Library, os_name: str) -> Floor | None:
             continue
         try:
             floors.append(Floor((major, 0), arch.min_driver((major, 0), os_name, kind="minor"),
-                                f"links {soname} (CUDA {major}.x)"))
+                                f"links {soname} (CUDA {major}.x)", "runtime"))
         except LookupError:
-            floors.append(Floor((major, 0), None, f"links {soname}: no driver floor is known for CUDA {major}"))
+            floors.append(Floor((major, 0), None, f"links {soname}: no driver floor is known for CUDA {major}",
+                                "runtime"))
+    for text in lib.runtimes:
+        major, minor = (int(p) for p in text.split("."))
+        floors.append(_family_floor((major, minor), f"the CUDA {text} runtime it links in statically",
+                                    os_name, "runtime"))
     return highest(floors)
+
+
+def _family_floor(release: CC, evidence: str, os_name: str, kind: Literal["code", "runtime"] = "code") -> Floor:
+    """The floor of code or a runtime of CUDA ``release``'s major family (minor version
+    compatibility); unknown where the tables name none (fail closed)."""
+    try:
+        return Floor(release, arch.min_driver(release, os_name, kind="minor"), evidence, kind)
+    except LookupError:
+        return Floor(release, None, f"{evidence}: no driver floor is known for CUDA {release[0]}", kind)
+
+
+def _undated_floor(lib: Library, runtime: Floor | None, package: int | None, os_name: str) -> Floor | None:
+    """The floor of a cubin that records no toolkit and has no PTX beside it: what the library
+    says of the CUDA release that built it. The CUDA runtime it links or carries; else the
+    newest toolkit another of its cubins records (CUPTI's tool cubins: the sm_100 ones record
+    12.9, the sm_90 ones nothing); else the CUDA major its package is named for (-cu12).
+    None where nothing says (its floor stays unknown: fail closed)."""
+    if runtime is not None:
+        return runtime
+    recorded = max((e.toolkit for e in lib.entries if e.vendor == "nvidia" and e.toolkit), default=None)
+    if recorded is not None:
+        return _family_floor(recorded, f"cubins that record no toolkit, dated by another cubin of the library "
+                                       f"(CUDA {recorded[0]}.{recorded[1]})", os_name)
+    if package is not None:
+        return _family_floor((package, 0), f"cubins that record no toolkit, dated by the package's name "
+                                           f"(CUDA {package}.x)", os_name)
+    return None
+
+
+@lru_cache(maxsize=256)
+def _gpu_floor(gpu: CC, os_name: str) -> Floor | None:
+    """The GPU's own floor: the driver of the CUDA release that first supports its generation
+    (data/cuda.json first_driver); None where no row says (Tegra, older generations)."""
+    row = arch.first_driver(gpu)
+    if row is None:
+        return None
+    try:
+        driver = row.driver(os_name)
+    except LookupError:
+        return Floor(row.cuda, None, f"{row.generation} ({label(gpu)}): no {os_name} driver is known for "
+                                     f"CUDA {row.cuda[0]}.{row.cuda[1]}, its first release", "gpu")
+    return Floor(row.cuda, driver, f"the GPU itself: {row.generation} ({gpu[0]}.{gpu[1]}) is first supported by "
+                                   f"CUDA {row.cuda[0]}.{row.cuda[1]}, no older driver drives it", "gpu")
 
 
 def _dead(code: NvCode, runtime: Floor | None, last: CC) -> bool:
@@ -480,6 +533,7 @@ class LibraryFacts:
     # The vendor library it is, by its file name and its own bytes, and the row of its release
     # (data/vendor.json): judged by that contract, not kernel by kernel (K005, G016, G019).
     vendor: vendors.Identified | None = None
+    undated: Floor | None = None  # the floor of a cubin that records no toolkit (_undated_floor)
 
     @property
     def path(self) -> str:
@@ -646,15 +700,16 @@ class LibraryFacts:
         if self.vendor is not None and (vf := vendor_floor(self.vendor, self.policy.driver_os)) is not None:
             return vf
         built = _unit_release(self.codes)
-        floors = [_code_floor(c, self.runtime, self.policy.driver_os, u.release or built)
+        floors = [_code_floor(c, self.undated, self.policy.driver_os, u.release or built)
                   for u in self.units for c in u.codes]
         if self.runtime is not None and floors:
             floors.append(self.runtime)
         return highest(floors)
 
 
-def library_facts(lib: Library, claim: Claim | None, policy: Policy) -> LibraryFacts:
-    """Compute the facts of one library once, for every rule."""
+def library_facts(lib: Library, claim: Claim | None, policy: Policy, package: int | None = None) -> LibraryFacts:
+    """Compute the facts of one library once, for every rule. ``package``: the CUDA major the
+    library's package is named for (arch.package_cuda), which dates cubins nothing else dates."""
     judged = _judged_containers(lib)
     units = []
     shapes: dict[object, int] = {}
@@ -669,18 +724,27 @@ def library_facts(lib: Library, claim: Claim | None, policy: Policy) -> LibraryF
     reloc = tuple(e for c in lib.containers if c.role == RELOCATABLE for e in c.entries)
     stubs_only = bool(loadable) and not judged and not amd
     runtime = _runtime_floor(lib, policy.driver_os)
+    undated = _undated_floor(lib, runtime, package, policy.driver_os)
     gpus = dict.fromkeys([*(claim.gpus if claim else ()), *(cc for _, cc in policy.gpus)])
     built = _unit_release(tuple(c for u in units for c in u.codes))
     linker = lib.device_linker is not None
     said = arch.library_statements(lib.path.rsplit("/", 1)[-1], lib.statements)
-    paths = {cc: _gpu_path(cc, units, runtime, policy.driver_os, built, linker, said) for cc in gpus}
+    paths = {cc: _gpu_path(cc, units, runtime, policy.driver_os, built, linker, said, undated) for cc in gpus}
     codes = tuple(c for u in units for c in u.codes)
     contract = vendors.identify(lib.path.rsplit("/", 1)[-1], lib.statements, _built_by(codes, runtime)) \
         if codes else None
     floor = vendor_floor(contract, policy.driver_os) if contract is not None else None
-    if floor is not None:  # the vendor's documented minimum driver, for whatever code a GPU runs
-        paths = {cc: p if p.floor is None else replace(p, floor=floor) for cc, p in paths.items()}
-    return LibraryFacts(lib, claim, policy, tuple(units), codes, reloc, amd, stubs_only, runtime, paths, contract)
+    if floor is not None:  # the vendor's documented minimum driver, for whatever code a GPU runs,
+        # never below the GPU's own first driver (a B200 needs R570 whatever cuBLAS 12.9 documents)
+        paths = {cc: p if p.floor is None else replace(p, floor=highest([floor, *_own(cc, policy.driver_os)]))
+                 for cc, p in paths.items()}
+    return LibraryFacts(lib, claim, policy, tuple(units), codes, reloc, amd, stubs_only, runtime, paths, contract,
+                        undated)
+
+
+def _own(gpu: CC, os_name: str) -> list[Floor]:
+    own = _gpu_floor(gpu, os_name)
+    return [own] if own is not None else []
 
 
 def _built_by(codes: tuple[NvCode, ...], runtime: Floor | None) -> CC | None:
@@ -703,11 +767,13 @@ def vendor_floor(identified: vendors.Identified, os_name: str) -> Floor | None:
 
 
 def _gpu_path(gpu: CC, units: list[Unit], runtime: Floor | None, os_name: str, built: CC | None,
-              linker: bool = False, said: tuple[arch.Statement, ...] = ()) -> GpuPath:
+              linker: bool = False, said: tuple[arch.Statement, ...] = (), undated: Floor | None = None) -> GpuPath:
     """What ``gpu`` runs from each unit, and the driver floor of the code it uses. ``built``: the
     newest CUDA release the library's PTX shows, dating cubins that record no toolkit; ``linker``:
     the library links device code at run time, so a cubin not loadable alone runs; ``said``: the
-    sourced statements the library makes (a kernel they speak for sets no floor there)."""
+    sourced statements the library makes (a kernel they speak for sets no floor there);
+    ``undated``: the floor of a cubin nothing else dates (_undated_floor). Where the GPU runs
+    anything, its own floor (the first driver of its generation) joins the floors."""
     last = arch.last_cuda(gpu)
     memo: dict[int, tuple[Runs, int | None]] = {}  # Unit.shape -> (runs, chosen position)
     choices: list[Choice] = []
@@ -737,10 +803,13 @@ def _gpu_path(gpu: CC, units: list[Unit], runtime: Floor | None, os_name: str, b
             key = (u.shape, memo[u.shape][1], e.code_version, e.toolkit, u.release or built)
             floor = known.get(key)
             if floor is None:
-                floor = known[key] = _code_floor(choice.code, runtime, os_name, u.release or built)
+                floor = known[key] = _code_floor(choice.code, undated, os_name, u.release or built)
             floors.append(floor)
     if floors and runtime is not None:
         floors.append(runtime)
+    own = _gpu_floor(gpu, os_name) if floors else None
+    if own is not None:
+        floors.append(own)
     return GpuPath(gpu, tuple(choices), tuple(given), runs, tuple(dead), highest(floors))
 
 

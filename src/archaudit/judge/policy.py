@@ -44,6 +44,9 @@ class Policy:
     amd_claim_source: str = ""
     data: tuple[DataMember, ...] = ()  # members left out of the verdict (X002), with the reason
     config: str | None = None  # the pyproject.toml read ([tool.archaudit]), named in every report
+    # The platform tags of the wheel judged (for_target), which say where it installs at all: a
+    # Jetson runs only linux aarch64 wheels. Empty for anything but a wheel.
+    platforms: tuple[str, ...] = ()
 
 
 def wheel_driver_os(target: str) -> Literal["linux", "windows"] | None:
@@ -63,10 +66,45 @@ def wheel_driver_os(target: str) -> Literal["linux", "windows"] | None:
     return None
 
 
+def package_name(target: str, distribution: str = "") -> str:
+    """The distribution name of a target: of an installed distribution ("name-version"), or
+    of a wheel's file name; "" when it is neither."""
+    if distribution:
+        return distribution.rsplit("-", 1)[0]
+    name = target.replace("\\", "/").rsplit("/", 1)[-1]
+    try:
+        return str(parse_wheel_filename(name)[0])
+    except (InvalidWheelFilename, ValueError):
+        return ""
+
+
+def wheel_platforms(target: str) -> tuple[str, ...]:
+    """The platform tags of a wheel's file name (``manylinux_2_28_x86_64``, ``win_amd64``,
+    ``any``), sorted; () for a name that is not a wheel's."""
+    name = target.replace("\\", "/").rsplit("/", 1)[-1]
+    try:
+        return tuple(sorted({t.platform for t in parse_wheel_filename(name)[3]}))
+    except (InvalidWheelFilename, ValueError):
+        return ()
+
+
+def arm_linux(platforms: tuple[str, ...]) -> bool:
+    """Whether a wheel of these platform tags installs on Linux on aarch64 (a Jetson's): a
+    ``linux``/``manylinux``/``musllinux`` tag for aarch64, or ``any``."""
+    return any(p == "any" or (p.startswith(("linux", "manylinux", "musllinux")) and p.endswith("aarch64"))
+               for p in platforms)
+
+
 def for_target(policy: Policy, target: str, kind: str) -> Policy:
-    """The policy one target is judged by: without an explicit driver OS, a wheel's platform
-    tag chooses the driver table (a win_amd64 wheel runs on Windows drivers)."""
-    if policy.driver_os_given or kind != "wheel":
+    """The policy one target is judged by: a wheel's platform tags (where it installs); without
+    an explicit driver OS, a wheel's platform tag chooses the driver table (a win_amd64 wheel
+    runs on Windows drivers)."""
+    if kind != "wheel":
+        return policy
+    platforms = wheel_platforms(target)
+    if platforms != policy.platforms:
+        policy = replace(policy, platforms=platforms)
+    if policy.driver_os_given:
         return policy
     os_name = wheel_driver_os(target)
     if os_name is None or os_name == policy.driver_os:
@@ -74,4 +112,5 @@ def for_target(policy: Policy, target: str, kind: str) -> Policy:
     return replace(policy, driver_os=os_name)
 
 
-__all__ = ["AmdGpu", "DataMember", "for_target", "NvidiaGpu", "Policy", "wheel_driver_os"]
+__all__ = ["AmdGpu", "arm_linux", "DataMember", "for_target", "NvidiaGpu", "package_name", "Policy",
+           "wheel_driver_os", "wheel_platforms"]

@@ -25,8 +25,8 @@ from ..gpus.cuda import CC, label
 from ..gpus.drivers import driver_at_least
 from ..gpus.selection import NvCode, runs
 from ..model import PTX, SASS, Library, Problem, TargetInventory
-from .facts import Floor, LibraryFacts, library_facts
-from .policy import AmdGpu, NvidiaGpu, Policy
+from .facts import Floor, KernelGap, LibraryFacts, library_facts
+from .policy import AmdGpu, NvidiaGpu, Policy, arm_linux
 
 KERNELS_SHOWN = 3
 
@@ -722,6 +722,7 @@ def rule_d001(f: LibraryFacts) -> list[Finding]:
     evidence = sorted({fl.evidence for _, fl in low})
     ptx = any("PTX ISA" in e for e in evidence)
     error = ("the provided PTX was compiled with an unsupported toolchain" if ptx else
+             "no CUDA-capable device is detected" if top.kind == "gpu" else
              "CUDA driver version is insufficient for CUDA runtime version")
     gpus = [g for g, _ in low if g]
     scope = _ptx_scope(f, [cc for cc in f.floor_gpus if label(cc) in gpus], driver) \
@@ -827,6 +828,13 @@ def _named_gpus(f: LibraryFacts) -> list[Finding]:
     out = []
     if f.codes:
         for name, cc in f.policy.gpus:
+            if arch.is_tegra(cc) and f.policy.platforms and not arm_linux(f.policy.platforms):
+                # a Jetson runs Linux on aarch64: a wheel for another platform is never installed there
+                out.append(finding(Code.G009, f.path, f"{f.path} on {name} ({cc[0]}.{cc[1]}): not at all (the wheel "
+                                   f"is for {', '.join(f.policy.platforms)}; a {name} runs Linux on aarch64, so "
+                                   f"it cannot be installed there)", gpu=name, runs="none",
+                                   platforms=list(f.policy.platforms)))
+                continue
             if f.vendor is not None and not f.vendor.covers(cc):
                 # the same rule as for a claimed GPU: a vendor library is not held against a GPU
                 # outside the range its vendor documents (its callers use it only there)
@@ -843,11 +851,7 @@ def _named_gpus(f: LibraryFacts) -> list[Finding]:
                 word += " (its code for this GPU is not loadable alone, and the library links none)"
             failing = [g for g in f.kernel_gaps_on(cc) if g.verdict in ("fails", "elsewhere")]
             if failing:
-                n = len({g.name for g in failing if g.name is not None})
-                units = len({i for g in failing for i in g.units})
-                word = (f"{word} for part of it; {n} kernel{'s' * (n != 1)} in {units} container"
-                        f"{'s' * (units != 1)} cannot run there (they carry only "
-                        f"{', '.join(sorted({t for g in failing for t in g.carried})[:6])})")
+                word = f"{word} for part of it; {_failing_words(failing)}"
             if p.runs == "native":
                 word += _jit_part(f, cc)
             out.append(finding(Code.G009 if p.runs == "none" or failing else Code.G008, f.path,
@@ -856,6 +860,19 @@ def _named_gpus(f: LibraryFacts) -> list[Finding]:
         for g in f.policy.amd_gpus:
             out.append(_on_amd_gpu(f, g))
     return out
+
+
+def _failing_words(failing: list[KernelGap]) -> str:
+    """The kernels (and containers) a GPU cannot run, and the containers whose kernels were not
+    read (--fast reads no names): they are counted as what they are, never as '0 kernels'."""
+    n = len({g.name for g in failing if g.name is not None})
+    named = len({i for g in failing if g.name is not None for i in g.units})
+    unread = len({i for g in failing if g.name is None for i in g.units})
+    parts = [f"{n} kernel{'s' * (n != 1)} in {named} container{'s' * (named != 1)}"] if n else []
+    if unread:
+        parts.append(f"{unread} container{'s' * (unread != 1)} whose kernels were not read")
+    return (f"{' and '.join(parts)} cannot run there (they carry only "
+            f"{', '.join(sorted({t for g in failing for t in g.carried})[:6])})")
 
 
 def _jit_part(f: LibraryFacts, cc: CC) -> str:
@@ -1001,7 +1018,8 @@ def rule_c001(t: TargetFacts) -> list[Finding]:
     out = []
     asked = bool(t.policy.gpus or t.policy.amd_gpus)  # a --gpu question needs no claim: G008/G009 answer it
     for f in t.libraries:
-        if f.amd and not t.policy.amd_claim and not t.policy.amd_gpus:
+        # a question about NVIDIA GPUs alone is not failed by the AMD libraries: they never load there
+        if f.amd and not t.policy.amd_claim and not t.policy.amd_gpus and not t.policy.gpus:
             targets = sorted({e.target for e in f.amd})
             out.append(finding(Code.C001, f.path, f"{f.path} carries AMD device code ({', '.join(targets)}) but no "
                                                f"claimed gfx targets reached the check: give the targets it was "
@@ -1053,6 +1071,17 @@ def rule_g011(t: TargetFacts) -> list[Finding]:
                                              f"{', '.join(label(c) for c in t.claim.gpus)} ({t.claim.source}) but no "
                                              f"library carries NVIDIA device code", vendor="nvidia",
                            missing=[label(c) for c in t.claim.gpus]))
+    # a --gpu question about the other vendor's GPU: nothing of the wheel runs there (no, never a pass)
+    if t.policy.gpus and not nvidia:
+        names = [g.name for g in t.policy.gpus]
+        out.append(finding(Code.G011, t.target, f"{t.target}: asked about {', '.join(names)} (NVIDIA) but no "
+                                             f"library carries NVIDIA device code: it does not run there",
+                           vendor="nvidia", gpus=names, missing=[label(g.cc) for g in t.policy.gpus]))
+    if t.policy.amd_gpus and not amd:
+        names = [g.name for g in t.policy.amd_gpus]
+        out.append(finding(Code.G011, t.target, f"{t.target}: asked about {', '.join(names)} (AMD) but no "
+                                             f"library carries AMD device code: it does not run there",
+                           vendor="amd", gpus=names, missing=[g.target for g in t.policy.amd_gpus]))
     if t.policy.amd_claim and not amd:
         out.append(finding(Code.G011, t.target, f"{t.target}: claims AMD targets {', '.join(t.policy.amd_claim)} "
                                              f"({t.policy.amd_claim_source or '--amd-arch'}) but no library "

@@ -142,7 +142,8 @@ def _host_elf(f: OpenFile, h: elf.Header) -> Library:
     containers, placed = attribute(found, sections, segments)
     problems += placed
     return Library(path, size, "elf", tuple(containers), needed, runpath, tuple(found.claims),
-                   tuple(problems), tuple(notes), tuple(found.linkers), tuple(found.statements))
+                   tuple(problems), tuple(notes), tuple(found.linkers), tuple(found.statements),
+                   tuple(found.runtimes))
 
 
 def _zones(size: int, segments: tuple[elf.Segment, ...]) -> list[Zone]:
@@ -154,7 +155,7 @@ def _zones(size: int, segments: tuple[elf.Segment, ...]) -> list[Zone]:
     loads = sorted((s for s in segments if s.type == elf.PT_LOAD and s.filesz), key=lambda s: s.offset)
     containers = LibraryScan.patterns(code=True, strings=False)
     if not loads:
-        return [Zone(0, size, LibraryScan.patterns(code=True, data=True))]
+        return [Zone(0, size, LibraryScan.patterns(code=True, data=True, machine=True))]
     # Separate-code layouts map the ELF header (offset 0) read-only and start machine code on a
     # page of its own; older ones map header, .text, .rodata and .nv_fatbin in one R+X segment.
     separate = not loads[0].executable and loads[0].offset == 0
@@ -167,7 +168,8 @@ def _zones(size: int, segments: tuple[elf.Segment, ...]) -> list[Zone]:
         if stop <= start:
             continue
         if seg.executable:
-            pats = containers if separate else LibraryScan.patterns(code=True)
+            pats = (LibraryScan.patterns(code=True, strings=False, machine=True) if separate
+                    else LibraryScan.patterns(code=True, machine=True))
         elif seg.writable:
             pats = LibraryScan.patterns(code=True, data=True, strings=False)
         else:

@@ -162,6 +162,7 @@ class ScanResult:
     claims: list[str] = field(default_factory=list)
     linkers: list[str] = field(default_factory=list)  # strings naming a run-time device-code linker
     statements: list[str] = field(default_factory=list)  # sourced statements (STATEMENTS) found, each once
+    runtimes: list[str] = field(default_factory=list)  # CUDA runtime versions linked in statically ("13.0")
     problems: list[Problem] = field(default_factory=list)  # folded by code (findings.Fold)
     # Header-level rejects: real problems inside device-code sections, coincidences elsewhere.
     soft: SoftProblems = field(default_factory=SoftProblems)
@@ -213,7 +214,21 @@ class Records:
             table[text] = self._statement_handler(text)
         for marker in VERSION_MARKERS:
             table[marker] = self._version_handler(marker)
+        table[RUNTIME_MARKER] = self.runtime
         return table
+
+    def runtime(self, src: Source, at: int) -> int:
+        """cudaRuntimeGetVersion of a statically linked CUDA runtime (RUNTIME_MARKER): the
+        version it returns, the runtime's own (13000 for CUDA 13.0), kept once as "13.0"."""
+        src.ensure(at + RUNTIME_RECORD)
+        body = bytes(src.buf[at - src.base:at - src.base + RUNTIME_RECORD])
+        if len(body) == RUNTIME_RECORD and body.endswith(RUNTIME_TAIL):
+            version = int.from_bytes(body[len(RUNTIME_MARKER):len(RUNTIME_MARKER) + 4], "little")
+            if RUNTIME_VERSIONS[0] <= version < RUNTIME_VERSIONS[1] and version % 10 == 0:
+                text = f"{version // 1000}.{version % 1000 // 10}"
+                if text not in self.found.runtimes:
+                    self.found.runtimes.append(text)
+        return at + len(RUNTIME_MARKER)
 
     def _version_handler(self, marker: bytes) -> Handler:
         def found(src: Source, at: int) -> int:
@@ -506,12 +521,23 @@ STATEMENTS: tuple[bytes, ...] = tuple(dict.fromkeys([*(s.text for s in arch.stat
 VERSION_MARKERS: tuple[bytes, ...] = vendor.version_markers()
 VERSION_WINDOW = 96
 VERSIONS_KEPT = 4
+# cudaRuntimeGetVersion of the CUDA runtime linked in statically (cudart_static), x86-64:
+# "if (!version) return 1; *version = CUDART_VERSION; return 0;" is test rdi,rdi; je +11;
+# movl $CUDART_VERSION,(rdi); xor eax,eax; ret. The same 14 bytes in CUDA 11.0's (NCCL 2.21.5
+# cu11's libnccl.so.2: 11000), 12.4's (libcudart.so.12 of nvidia-cuda-runtime-cu12 12.4.127:
+# 12040) and 13.0's (nvcc 13.0.88 -cudart static: 13000), measured (docs/rules.md). The runtime
+# refuses a driver older than its family's floor (35, cudaErrorInsufficientDriver), whatever
+# its kernels need: one more needle over machine code.
+RUNTIME_MARKER = b"\x48\x85\xff\x74\x0b\xc7\x07"
+RUNTIME_TAIL = b"\x31\xc0\xc3"
+RUNTIME_RECORD = len(RUNTIME_MARKER) + 4 + len(RUNTIME_TAIL)
+RUNTIME_VERSIONS = (9000, 100000)  # CUDA 9.0 to 99.x, as CUDART_VERSION spells them (major*1000 + minor*10)
 LINKER_WINDOW = 64
 LINKERS_KEPT = 4
 _NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.")
 
 
 __all__ = ["CUBIN_MAGIC", "FatbinWrapper", "FoundContainer", "FoundCubin", "HIP_WRAPPER_MAGIC", "HipWrapper",
-           "LINKER_MARKER", "LOOKAHEAD_FACTOR",
+           "LINKER_MARKER", "LOOKAHEAD_FACTOR", "RUNTIME_MARKER",
            "LOOKAHEAD_SLACK", "MARKERS", "PAD_WINDOW", "Records", "ScanResult", "ScanSettings",
            "SOFT_KEPT", "SoftProblems", "STATEMENTS", "VERSION_MARKERS", "VERSION_WINDOW", "VERSIONS_KEPT"]

@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from ..judge.diff import NOW_WORDS, DiffReport, LibraryDiff, Lost, Side
+from ..judge.diff import NOW_WORDS, DiffReport, LibraryDiff, Lost, Side, Worse
 from . import formats, junit
 from .formats import code_span as _code, md_text as _md
 from .view import DEFAULTS, RenderOptions, size_text
@@ -58,8 +58,21 @@ def driver_change(r: DiffReport) -> str:
     return f"driver floor: {r.old.driver_words or 'none'} -> {r.new.driver_words or 'none'}"
 
 
+KERNELS_SHOWN = 3
+
+
 def _worse_words(d: LibraryDiff) -> str:
-    return ", ".join(f"{w.cc} ({', '.join(w.gpus) or 'no catalog GPU'}) {w.was} -> {w.now}" for w in d.worse)
+    return ", ".join(f"{w.cc} ({', '.join(w.gpus) or 'no catalog GPU'}) {w.was} -> {w.now}{_kernel_words(w)}"
+                     for w in d.worse)
+
+
+def _kernel_words(w: Worse) -> str:
+    """The kernels a GPU no longer runs from their own container (the library's union may not change)."""
+    if not w.kernels:
+        return ""
+    n, shown = len(w.kernels), ", ".join(w.kernels[:KERNELS_SHOWN])
+    more = f" and {n - KERNELS_SHOWN} more" if n > KERNELS_SHOWN else ""
+    return f" but {n} kernel{'s' * (n != 1)} no longer run{'s' * (n == 1)} there ({shown}{more})"
 
 
 def render_text(r: DiffReport, *, verbose: bool = False) -> str:
@@ -129,7 +142,8 @@ def to_dict(r: DiffReport) -> dict[str, Any]:
             "change": d.change, "old": list(d.old), "new": list(d.new), "gained": list(d.gained),
             "lost": [{"target": x.target, "now": x.now or None, "gpus": list(x.gpus)} for x in d.lost],
             "old_bytes": d.old_bytes, "new_bytes": d.new_bytes, "problems": list(d.problems),
-            "worse": [{"gpu": w.cc, "was": w.was, "now": w.now, "gpus": list(w.gpus)} for w in d.worse],
+            "worse": [{"gpu": w.cc, "was": w.was, "now": w.now, "gpus": list(w.gpus), "kernels": list(w.kernels)}
+                      for w in d.worse],
             "fails": d.costly,
         } for d in r.libraries],
     }
