@@ -13,6 +13,15 @@ from ..config import FORMATS
 from ..errors import UsageError
 
 
+def nonempty_targets(command: str, targets: Sequence[str], what: str = "TARGET") -> tuple[str, ...]:
+    """The targets as given, or a usage error for an empty one: what an unset variable in a script
+    (`archaudit check "$WHEEL"`) gives, which names no file, directory or distribution."""
+    for t in targets:
+        if not t.strip():
+            raise UsageError(f"{command}: an empty {what} ({t!r}): is the variable that should name it unset?")
+    return tuple(targets)
+
+
 def add_output_options(parser: argparse.ArgumentParser, formats: Sequence[str] = FORMATS) -> None:
     g = parser.add_argument_group("output")
     g.add_argument("--format", choices=tuple(formats), default=None,
@@ -113,5 +122,5 @@ def positive_int(text: str) -> int:
     return int(text)
 
 
-__all__ = ["add_colour_option", "add_config_options", "add_output_options", "colour_on", "load_config", "paint",
+__all__ = ["add_colour_option", "add_config_options", "add_output_options", "colour_on", "load_config", "nonempty_targets", "paint",
            "positive_int", "terminal_safe", "text_width", "unicode_ok", "write"]

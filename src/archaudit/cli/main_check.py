@@ -104,7 +104,7 @@ def execute(args: argparse.Namespace) -> int:
     cfg = common.load_config(args)
     from ..read.artifacts import wheels_of
 
-    given = list(args.targets) + ([core.example_wheel()] if args.example else [])
+    given = list(common.nonempty_targets("check", args.targets)) + ([core.example_wheel()] if args.example else [])
     targets = [w for t in given for w in (wheels_of(t) or [t])]  # a wheelhouse: one verdict per wheel
     if not targets:
         raise UsageError("check: give at least one TARGET (or --example)")

@@ -106,6 +106,7 @@ def execute(args: argparse.Namespace) -> int:
     if args.ray is not None and importlib.util.find_spec("ray") is None:
         # before the database is opened: a refused run leaves no file behind
         raise UsageError("--ray needs Ray: install archaudit with its 'ray' extra")
+    common.nonempty_targets("index", args.sources, "SOURCE")
     filters = sources.Filters(tuple(args.platform), tuple(args.python))
     refs = sources.resolve(args.sources, args.project, filters)
     opts = TaskOptions(claim=args.arch, decode=not args.no_kernels, scope=args.libraries)

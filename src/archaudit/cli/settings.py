@@ -22,6 +22,7 @@ from ..judge.filters import IgnoreRule, parse_patterns
 from ..judge.policy import AmdGpu, DataMember, NvidiaGpu, Policy
 from ..read.records import DEFAULT_MAX_PAYLOAD
 from ..suggest import did_you_mean
+from .common import nonempty_targets
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,6 +301,7 @@ def also_write(values: Sequence[str] | None, primary: Output) -> tuple[Output, .
 
 
 def check_settings(args: argparse.Namespace, cfg: Config, targets: Sequence[str]) -> CheckSettings:
+    targets = nonempty_targets("check", targets)
     cuda, amd, amd_source = claim(args, cfg)
     detail = _flag_or(cfg, args.detail, "detail", "libraries")
     return CheckSettings(
@@ -311,9 +313,11 @@ def check_settings(args: argparse.Namespace, cfg: Config, targets: Sequence[str]
 
 
 def diff_settings(args: argparse.Namespace, cfg: Config, formats: Sequence[str]) -> DiffSettings:
+    nonempty_targets("diff", [args.old], "OLD")
+    nonempty_targets("diff", [args.new], "NEW")
     return DiffSettings(args.old, args.new, bool(_flag_or(cfg, args.allow_loss, "allow-loss", False)),
                         output(args, cfg, formats), verbose=bool(args.verbose), jobs=args.jobs)
 
 
 __all__ = ["CheckSettings", "DiffSettings", "Output", "Format", "Detail", "FORMATS", "DETAILS",
-           "check_settings", "diff_settings", "output", "claim", "policy", "gpus"]
+           "check_settings", "diff_settings", "nonempty_targets", "output", "claim", "policy", "gpus"]
