@@ -122,5 +122,5 @@ def positive_int(text: str) -> int:
     return int(text)
 
 
-__all__ = ["add_colour_option", "add_config_options", "add_output_options", "colour_on", "load_config", "nonempty_targets", "paint",
-           "positive_int", "terminal_safe", "text_width", "unicode_ok", "write"]
+__all__ = ["add_colour_option", "add_config_options", "add_output_options", "colour_on", "load_config",
+           "nonempty_targets", "paint", "positive_int", "terminal_safe", "text_width", "unicode_ok", "write"]
