@@ -106,14 +106,13 @@ def test_a_segfaulting_constructor_is_a_failed_row_and_the_run_goes_on():
 
 
 def test_a_hanging_constructor_is_killed_at_the_timeout():
-    t0 = time.monotonic()
-    # 10 s: --timeout bounds the install steps too, and pip needs a few seconds on a loaded machine
+    # 10 s: --timeout bounds the install steps too, and pip needs a few seconds on a loaded machine.
+    # The constructor never returns: a row at all says the kill ended it (no wall-clock upper bound,
+    # which a loaded machine would break; the child waited at least the timeout).
     (row,) = smoke(wheel("smoke_hang"), timeout=10.0).rows
-    elapsed = time.monotonic() - t0
     assert row.status == FAIL and row.signal == "SIGKILL"
     assert "no progress for 10 s" in row.reason
-    assert 10.0 <= row.duration < 40
-    assert elapsed < 90
+    assert row.duration >= 10.0
 
 
 def test_resume_after_a_death_inside_one_child(tmp_path):
