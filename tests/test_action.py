@@ -187,13 +187,53 @@ def test_sarif_for_code_scanning_links_its_rules_to_the_actions_docs(runner: Run
 
 
 def test_a_passing_wheel_with_fail_off_and_junit(runner: Runner, workspace: Path) -> None:
-    proc = runner.step("audit", {"arch": "80", "format": "junit", "output": "report.xml", "args": "--costs --exact"})
+    proc = runner.step("audit", {"arch": "80", "format": "junit", "output": "report.xml",
+                                 "args": "--costs\n  --exact\n\n"})  # one per line; blanks and indents are no arguments
     assert proc.returncode == 1  # --exact: libkernels carries sm_90, which "80" does not claim
     from xml.etree import ElementTree as ET
     assert ET.parse(workspace / "report.xml").getroot().get("failures") == "1"
     assert "G003" in runner.summary.read_text() and "Device code by target" in runner.summary.read_text()
     proc = runner.step("audit", {"arch": "80", "fail": "false", "annotations": "false", "summary": "false"})
     assert proc.returncode == 0 and "::" not in proc.stdout and runner.outputs["audit"]["exit-code"] == "0"
+
+
+def test_args_one_per_line_keep_a_gpu_name_with_a_space_whole(runner: Runner, workspace: Path) -> None:
+    """`--gpu` and `RTX 4090` on lines of their own, as the action's `args` input takes them: the
+    catalog's own spelling reaches archaudit as one argument (issue 39)."""
+    proc = runner.step("audit", {"arch": "80", "args": "--gpu\nRTX 4090\n--gpu=A100", "annotations": "false",
+                                 "format": "json", "output": "report.json"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads((workspace / "report.json").read_text())
+    asked = {f["message"].split(" on ")[1].split(":")[0] for t in report["targets"] for f in t["findings"]
+             if f["code"] == "G008"}
+    assert asked == {"GeForce RTX 4090 (8.9)", "A100 (8.0)"}, asked
+    assert runner.outputs["audit"]["report"] == "report.json" and runner.outputs["audit"]["exit-code"] == "0"
+
+
+def test_a_flag_and_its_value_on_one_line_is_refused_before_archaudit_runs(runner: Runner, workspace: Path) -> None:
+    log = counting(runner)
+    proc = runner.step("audit", {"arch": "80", "args": "--gpu RTX 4090", "format": "sarif",
+                                 "output": "archaudit.sarif"})
+    assert proc.returncode == 2
+    assert "::error title=archaudit::args takes one argument per line: '--gpu RTX 4090'" in proc.stdout
+    assert log.read_text() == ""  # archaudit never ran
+    assert runner.outputs["audit"] == {"exit-code": "2"}  # no report output naming a file that does not exist
+    assert not (workspace / "archaudit.sarif").exists() and "report written" not in proc.stdout
+
+
+def test_outputs_name_only_files_that_exist(runner: Runner, workspace: Path) -> None:
+    """archaudit refusing its arguments (exit 2) writes no report: the step says so, and sets no
+    `report` or `json` output for the SARIF upload that follows to trip on."""
+    proc = runner.step("audit", {"arch": "80", "args": "--gpu\nno such gpu", "format": "sarif",
+                                 "output": "archaudit.sarif"})
+    assert proc.returncode == 2
+    assert "no such gpu" in proc.stderr.lower()
+    assert not (workspace / "archaudit.sarif").exists() and "report written" not in proc.stdout
+    assert "::error title=archaudit::no report written to archaudit.sarif (archaudit exited 2" in proc.stdout
+    assert runner.outputs["audit"] == {"exit-code": "2"}
+    proc = runner.step("audit", {"arch": "80", "format": "sarif", "output": "archaudit.sarif"})
+    assert proc.returncode == 0 and runner.outputs["audit"]["report"] == "archaudit.sarif"
+    assert (workspace / "archaudit.sarif").is_file() and Path(runner.outputs["audit"]["json"]).is_file()
 
 
 def test_nothing_to_audit_is_exit_2(runner: Runner, workspace: Path) -> None:
@@ -237,7 +277,7 @@ def test_the_example_workflow_pins_commits_and_uses_real_inputs() -> None:
     upload = next(s for s in steps if str(s.get("uses", "")).startswith("github/codeql-action/upload-sarif@"))
     assert upload["with"]["sarif_file"] == audit["with"]["output"] and audit["with"]["format"] == "sarif"
     parser = build_parser()
-    parser.parse_args(["check", *shlex.split(audit["with"].get("args", "")), "x.whl"])
+    parser.parse_args(["check", *[a.strip() for a in audit["with"].get("args", "").splitlines() if a.strip()], "x.whl"])
     runs = [line.split("||")[0].strip() for step in steps for line in str(step.get("run", "")).splitlines()]
     commands = [shlex.split(line)[1:] for line in runs if line.startswith(('"$ARCHAUDIT" ', "archaudit "))]
     assert commands
