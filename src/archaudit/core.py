@@ -14,6 +14,7 @@ from contextlib import contextmanager
 
 from .claims import Claim
 from .judge.audit import Policy, Report, audit
+from .model import TargetInventory
 from .read.artifacts import Progress, inventories
 from .read.records import DEFAULT_MAX_PAYLOAD
 
@@ -27,18 +28,47 @@ def example_wheel() -> str:
 
 def check(targets: Sequence[str], claim: Claim | None = None, policy: Policy | None = None, *,
           jobs: int | None = None, max_payload: int = DEFAULT_MAX_PAYLOAD, decode: bool = True,
-          progress: Progress | None = None) -> Report:
+          progress: Progress | None = None, platform: str | None = None, index_url: str | None = None) -> Report:
     """Audit wheels, directories, files or installed distributions against a claim.
 
     `claim` None takes the claim a binary embeds about itself, if any; `policy` carries the
     switches, the --gpu questions and the filters. Every target is read once by one pool of
     workers, every payload decoded in that one pass (`decode=False`, the CLI's --fast, reads
     entry headers only, and each library with device code then fails with E015).
+
+    A wheel URL or a requirement spec (`torch==2.5.1`) is read over HTTP by range requests
+    (index/targets.py): the wheel for `platform` (a pip platform tag; None: this machine's) that
+    the simple index `index_url` lists (None: $PIP_INDEX_URL, else PyPI).
     """
     policy = policy if policy is not None else Policy()
     with collector_paused():
-        found = inventories(list(targets), jobs=jobs, decode=decode, max_payload=max_payload, progress=progress)
+        found = _inventories(list(targets), jobs, decode, max_payload, progress, platform, index_url)
         return audit(found, claim, policy)
+
+
+def _inventories(targets: list[str], jobs: int | None, decode: bool, max_payload: int, progress: Progress | None,
+                 platform: str | None, index_url: str | None) -> list[TargetInventory]:
+    """Local targets through one pool of readers; remote ones (index/targets.py, imported only
+    when one is given) each by range requests; in the order given."""
+    local = [t for t in targets if not _remote(t)]
+    read = iter(inventories(local, jobs=jobs, decode=decode, max_payload=max_payload, progress=progress))
+    if len(local) == len(targets):
+        return list(read)
+    from .index.targets import remote_inventory
+
+    return [next(read) if not _remote(t) else
+            remote_inventory(t, platform=platform, index=index_url, decode=decode, max_payload=max_payload)
+            for t in targets]
+
+
+def _remote(target: str) -> bool:
+    if target.startswith(("http://", "https://")):
+        return True
+    if not any(c in target for c in "=<>!~"):
+        return False  # the common case decided without importing packaging's requirement parser
+    from .index.targets import is_remote
+
+    return is_remote(target)
 
 
 @contextmanager
