@@ -23,6 +23,7 @@ from archaudit.report import smoke as render
 from archaudit.smoke import child, probes, runner
 from archaudit.smoke.report import FAIL, PASS, SKIP
 from helpers import no_gpu_reason
+from reference_tools import needs_tool
 
 HERE = Path(__file__).parents[1]
 FIXTURES = HERE / "fixtures" / "smoke"
@@ -293,7 +294,7 @@ def test_builtin_probes_in_order_and_a_plugin_from_an_entry_point(tmp_path):
 
 # -- the fixtures themselves -------------------------------------------------------------------
 
-@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
+@needs_tool("gcc (apt-get install gcc)", shutil.which("gcc"))
 def test_build_script_rebuilds_the_fixture_wheels(tmp_path):
     r = subprocess.run(["bash", str(FIXTURES / "build.sh"), str(tmp_path)], capture_output=True, text=True,
                        timeout=300)

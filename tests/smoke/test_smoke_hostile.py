@@ -27,6 +27,7 @@ import pytest
 import archaudit
 from archaudit.smoke import runner
 from archaudit.smoke.report import FAIL, PASS, SKIP
+from reference_tools import needs_tool
 
 HERE = Path(__file__).parents[1]
 MAKE_WHEEL = HERE / "fixtures" / "smoke" / "make_wheel.py"
@@ -171,7 +172,7 @@ def test_sigterm_ends_every_process_the_wheel_started(tmp_path):
     assert list(work.iterdir()) == []
 
 
-@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
+@needs_tool("gcc (apt-get install gcc)", shutil.which("gcc"))
 def test_a_library_constructor_cannot_forge_the_load_result(tmp_path):
     src = tmp_path / "forge.c"
     src.write_text(CONSTRUCTOR % FORGED.replace('"', '\\"'))
