@@ -218,7 +218,7 @@ def test_a_flag_and_its_value_on_one_line_is_refused_before_archaudit_runs(runne
     assert "::error title=archaudit::args takes one argument per line: '--gpu RTX 4090'" in proc.stdout
     assert log.read_text() == ""  # archaudit never ran
     assert runner.outputs["audit"] == {"exit-code": "2"}  # no report output naming a file that does not exist
-    assert not (workspace / "archaudit.sarif").exists() and "report written" not in proc.stdout
+    assert not (workspace / "archaudit.sarif").exists() and "archaudit: report written" not in proc.stdout
 
 
 def test_outputs_name_only_files_that_exist(runner: Runner, workspace: Path) -> None:
@@ -228,7 +228,7 @@ def test_outputs_name_only_files_that_exist(runner: Runner, workspace: Path) -> 
                                  "output": "archaudit.sarif"})
     assert proc.returncode == 2
     assert "no such gpu" in proc.stderr.lower()
-    assert not (workspace / "archaudit.sarif").exists() and "report written" not in proc.stdout
+    assert not (workspace / "archaudit.sarif").exists() and "archaudit: report written" not in proc.stdout
     assert "::error title=archaudit::no report written to archaudit.sarif (archaudit exited 2" in proc.stdout
     assert runner.outputs["audit"] == {"exit-code": "2"}
     proc = runner.step("audit", {"arch": "80", "format": "sarif", "output": "archaudit.sarif"})
