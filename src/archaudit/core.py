@@ -16,7 +16,7 @@ from .claims import Claim
 from .judge.audit import Policy, Report, audit
 from .model import TargetInventory
 from .read.artifacts import Progress, inventories
-from .read.records import DEFAULT_MAX_PAYLOAD
+from .read.fatbin import DEFAULT_MAX_PAYLOAD
 
 
 def example_wheel() -> str:

@@ -24,7 +24,7 @@ from ..errors import ArchauditError
 from ..findings import Code
 from ..model import Origin, Problem, TargetInventory
 from ..read.artifacts import archive_inventory
-from ..read.records import DEFAULT_MAX_PAYLOAD
+from ..read.fatbin import DEFAULT_MAX_PAYLOAD
 from . import sources
 from .remote import RangeReader
 
