@@ -75,6 +75,7 @@ def check(paths: StrPath | Iterable[StrPath], *, arch: str | Sequence[str] | Cla
     from dataclasses import replace
 
     from . import config as config_file, core
+    from .cli.common import fetch_for
     from .cli.settings import check_args, check_settings
     from .errors import UsageError
 
@@ -107,8 +108,9 @@ def check(paths: StrPath | Iterable[StrPath], *, arch: str | Sequence[str] | Cla
         claim = replace(claim, source="arch=")  # what the report says the claim came from
     return core.check(s.targets, claim,
                       policy if policy is not None else s.policy,
-                      jobs=s.jobs, max_payload=s.max_payload, decode=s.decode, platform=platform,
-                      index_url=index_url)
+                      jobs=s.jobs, max_payload=s.max_payload, decode=s.decode,
+                      fetch=fetch_for(s.targets, platform=platform, index_url=index_url, decode=s.decode,
+                                      max_payload=s.max_payload))
 
 
 def __getattr__(name: str) -> object:

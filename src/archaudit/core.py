@@ -9,7 +9,7 @@ user of the CLI get the same verdict. Nothing here parses flags or prints.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 from .claims import Claim
@@ -17,6 +17,8 @@ from .judge.audit import Policy, Report, audit
 from .model import TargetInventory
 from .read.artifacts import Progress, inventories
 from .read.fatbin import DEFAULT_MAX_PAYLOAD
+
+Fetch = Callable[[str], "TargetInventory | None"]  # a target read elsewhere than here, or None
 
 
 def example_wheel() -> str:
@@ -28,7 +30,7 @@ def example_wheel() -> str:
 
 def check(targets: Sequence[str], claim: Claim | None = None, policy: Policy | None = None, *,
           jobs: int | None = None, max_payload: int = DEFAULT_MAX_PAYLOAD, decode: bool = True,
-          progress: Progress | None = None, platform: str | None = None, index_url: str | None = None) -> Report:
+          progress: Progress | None = None, fetch: Fetch | None = None) -> Report:
     """Audit wheels, directories, files or installed distributions against a claim.
 
     `claim` None takes the claim a binary embeds about itself, if any; `policy` carries the
@@ -36,39 +38,23 @@ def check(targets: Sequence[str], claim: Claim | None = None, policy: Policy | N
     workers, every payload decoded in that one pass (`decode=False`, the CLI's --fast, reads
     entry headers only, and each library with device code then fails with E015).
 
-    A wheel URL or a requirement spec (`torch==2.5.1`) is read over HTTP by range requests
-    (index/targets.py): the wheel for `platform` (a pip platform tag; None: this machine's) that
-    the simple index `index_url` lists (None: $PIP_INDEX_URL, else PyPI).
+    `fetch`, when given, reads the targets that are not on this machine (a wheel URL, a
+    requirement: index/targets.py's `fetcher`, which the CLI and the API pass): it returns a
+    target's inventory, or None for a target read here.
     """
     policy = policy if policy is not None else Policy()
     with collector_paused():
-        found = _inventories(list(targets), jobs, decode, max_payload, progress, platform, index_url)
+        found = _inventories(list(targets), jobs, decode, max_payload, progress, fetch)
         return audit(found, claim, policy)
 
 
 def _inventories(targets: list[str], jobs: int | None, decode: bool, max_payload: int, progress: Progress | None,
-                 platform: str | None, index_url: str | None) -> list[TargetInventory]:
-    """Local targets through one pool of readers; remote ones (index/targets.py, imported only
-    when one is given) each by range requests; in the order given."""
-    local = [t for t in targets if not _remote(t)]
-    read = iter(inventories(local, jobs=jobs, decode=decode, max_payload=max_payload, progress=progress))
-    if len(local) == len(targets):
-        return list(read)
-    from .index.targets import remote_inventory
-
-    return [next(read) if not _remote(t) else
-            remote_inventory(t, platform=platform, index=index_url, decode=decode, max_payload=max_payload)
-            for t in targets]
-
-
-def _remote(target: str) -> bool:
-    if target.startswith(("http://", "https://")):
-        return True
-    if not any(c in target for c in "=<>!~"):
-        return False  # the common case decided without importing packaging's requirement parser
-    from .index.targets import is_remote
-
-    return is_remote(target)
+                 fetch: Fetch | None) -> list[TargetInventory]:
+    """Fetched targets as `fetch` reads them; the rest through one pool of readers; in the order given."""
+    fetched = {i: inv for i, t in enumerate(targets) if fetch is not None and (inv := fetch(t)) is not None}
+    local = iter(inventories([t for i, t in enumerate(targets) if i not in fetched], jobs=jobs, decode=decode,
+                             max_payload=max_payload, progress=progress))
+    return [fetched[i] if i in fetched else next(local) for i in range(len(targets))]
 
 
 @contextmanager

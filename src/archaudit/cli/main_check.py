@@ -120,7 +120,9 @@ def execute(args: argparse.Namespace) -> int:
     stop = progress_display(progress) if progress is not None else None
     try:
         report = core.check(s.targets, s.claim, s.policy, jobs=s.jobs, max_payload=s.max_payload,
-                            decode=s.decode, progress=progress, platform=args.platform, index_url=args.index_url)
+                            decode=s.decode, progress=progress,
+                            fetch=common.fetch_for(s.targets, platform=args.platform, index_url=args.index_url,
+                                                   decode=s.decode, max_payload=s.max_payload))
     finally:
         if stop is not None:
             stop()

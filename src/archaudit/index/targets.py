@@ -13,6 +13,7 @@ import os
 import re
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -156,9 +157,19 @@ def remote_inventory(target: str, *, platform: str | None = None, index: str | N
     return replace(inv, target=target, origin=origin, seconds=time.perf_counter() - start)
 
 
+def fetcher(*, platform: str | None = None, index: str | None = None, decode: bool = True,
+            max_payload: int = DEFAULT_MAX_PAYLOAD) -> Callable[[str], TargetInventory | None]:
+    """What core.check's `fetch` takes: a remote target's inventory, None for one read here."""
+    def fetch(target: str) -> TargetInventory | None:
+        if not is_remote(target):
+            return None
+        return remote_inventory(target, platform=platform, index=index, decode=decode, max_payload=max_payload)
+    return fetch
+
+
 def _unreadable(target: str, why: str) -> TargetInventory:
     return TargetInventory(target, "wheel", (), (Problem(Code.E001, f"cannot read: {why}"),), unusable=True)
 
 
-__all__ = ["PYPI", "Resolved", "choose", "default_index", "is_remote", "platform_tags", "remote_inventory",
-           "resolve"]
+__all__ = ["PYPI", "Resolved", "choose", "default_index", "fetcher", "is_remote", "platform_tags",
+           "remote_inventory", "resolve"]
