@@ -69,7 +69,7 @@ def runs_on_query(db: Path, gpus: tuple[tuple[str, str], ...] = GPUS) -> Answers
 def runs_on(db: Path, gpus: tuple[tuple[str, str], ...] = GPUS) -> Answers:
     """The same answers as runs_on_query, in one process: each stored inventory is rebuilt once and
     judged for every GPU by the rule ``query runs-on`` applies (tests/test_census.py compares them)."""
-    from archaudit.cli.settings import gpus as resolve
+    from archaudit.gpus.catalog import resolve
     from archaudit.findings import ERROR
     from archaudit.index import reports, schema
     from archaudit.index.store import inventory_of

@@ -168,8 +168,9 @@ def box(*entries: Entry, role: str = EXECUTABLE) -> Container:
 
 
 def lib(*containers: Container, needed: tuple[str, ...] = ("libcudart.so.13",), path: str = "libx.so",
-        problems: tuple[Problem, ...] = (), claims: tuple[str, ...] = ()) -> Library:
-    return Library(path, 1000, "elf", containers, needed, embedded_claims=claims, problems=problems)
+        problems: tuple[Problem, ...] = (), claims: tuple[str, ...] = (), statements: tuple[str, ...] = ()) -> Library:
+    return Library(path, 1000, "elf", containers, needed, embedded_claims=claims, problems=problems,
+                   statements=statements)
 
 
 def report(*libs: Library, arch: str | None = "80;90", **policy: object) -> Report:

@@ -57,7 +57,11 @@ def rows(doc: dict[str, Any]) -> Iterator[tuple[str, Any]]:
         tables = {"processors": AMD["processors"], "generic_families": AMD["generic_families"],
                   "gpus": dict(enumerate(AMD["gpus"])), "rocm_rules": AMD["rocm_rules"]}
     elif doc is VENDOR:
-        tables = {"libraries": VENDOR["libraries"], "statements": VENDOR["statements"]}
+        tables = {"libraries": {f"{name}.rows[{i}]": row for name, lib in VENDOR["libraries"].items()
+                                for i, row in enumerate(lib["rows"])}
+                  | {f"{name}.identity": {"source": lib["identity_source"]} for name, lib in VENDOR["libraries"].items()
+                     if "identity_source" in lib},
+                  "cuda": VENDOR["cuda"], "statements": VENDOR["statements"]}
     else:
         tables = {"gpus": dict(enumerate(GPUS["gpus"])), "generations": GPUS["generations"]}
     for table, body in tables.items():
@@ -365,11 +369,23 @@ def test_nvcc_targets_are_what_this_nvcc_accepts():
 
 
 def test_vendor_rows_well_formed():
-    """A vendor range and a statement: a file pattern, the GPU range, and for a statement the exact
-    string and the kernel-name pattern it speaks for (each compiles; the range is a known CC)."""
-    for row in VENDOR["libraries"].values():
-        re.compile(row["file"])
-        assert cc(row["from"]) <= cc(row.get("to", row["from"])) or "to" not in row
+    """A vendor library: a file pattern, identity strings of at least 16 bytes (each one more needle
+    of the search) or a version marker with its pattern, and rows oldest first with a known GPU
+    range (their own or their CUDA major's); a statement: the exact string and the kernel-name
+    pattern it speaks for (each compiles; the range is a known CC)."""
+    for name, lib in VENDOR["libraries"].items():
+        re.compile(lib["file"])
+        assert all(len(s) >= 11 for s in lib["identity"]), name
+        assert lib["identity"] or "version" in lib or lib.get("by_name"), name
+        if "version" in lib:
+            assert len(lib["version"]["marker"]) >= 12 and re.compile(lib["version"]["pattern"]).groupindex, name
+        for row in lib["rows"]:
+            base = VENDOR["cuda"].get(row.get("range_of", ""), {})
+            first, last = row.get("from", base.get("from")), row.get("to", base.get("to"))
+            assert first and cc(first) and (last is None or cc(first) <= cc(last)), (name, row)
+            assert row.get("driver") or "range_of" in row or lib.get("by_name"), (name, row)
+        since = [tuple(map(int, r["since"].split("."))) for r in lib["rows"] if "since" in r]
+        assert since == sorted(since), name
     for row in VENDOR["statements"].values():
         re.compile(row["file"]), re.compile(row["kernels"])
         assert cc(row["from"]) and len(row["string"]) >= 16 and row["speaks_for"]

@@ -69,10 +69,13 @@ class Code(StrEnum):
     G016 = "G016"
     G017 = "G017"
     G018 = "G018"
+    G019 = "G019"
+    G020 = "G020"
     K001 = "K001"
     K002 = "K002"
     K003 = "K003"
     K004 = "K004"
+    K005 = "K005"
     D001 = "D001"
     D002 = "D002"
     X001 = "X001"
@@ -398,16 +401,17 @@ _CODES = [
          "Bundle HIP code as hipv4-amdgcn-amd-amdhsa--<target> (what clang's HIP driver writes).",
          "libfoo.so: HIP never selects 1 bundle entry (openmp-amdgcn-amd-amdhsa--gfx90a): ..."),
     CodeInfo(Code.G016, INFO, "claimed GPUs outside the vendor's documented range",
-         "The library is a vendor library listed in data/vendor.json (by its file name, auditwheel's "
-         "hash allowed) with the GPU range its vendor documents, each row with its source: cuSPARSELt "
-         "8.0 and newer, FlashAttention-3 9.0. Claimed GPUs outside that range, and GPUs named with --gpu "
-         "outside it, are not held against it: "
-         "its vendor supports it only there and its callers use it only there (torch calls cuSPARSELt "
-         "only on 8.0+). Any other library keeps every gap; a deliberate one is recorded with "
-         "ignore-library and its reason.",
-         "Nothing; add a row to data/vendor.json, with its source, for another vendor library.",
-         "torch/lib/libcusparseLt-294d6944.so.0 is cuSPARSELt, which its vendor documents for 8.0 and "
-         "newer: the claimed 5.0, 6.0, 7.0, 7.5 are not held against it"),
+         "The library is a vendor library (data/vendor.json: its file name and a string of its own bytes "
+         "identify it; its release line is the CUDA major that built it and, where its bytes carry one, "
+         "its vendor's version) and its vendor documents that release for a range of GPUs, each row with "
+         "its source: cuBLAS for CUDA 13 from 7.5, cuSPARSELt from 8.0, cuDNN 9.17 for CUDA 12 from 7.5 to "
+         "12.1. Claimed GPUs outside that range, and GPUs named with --gpu outside it, are not supported "
+         "by it: it is not judged there, and its callers use it only inside it (torch calls cuSPARSELt "
+         "only on 8.0+). Where no other library of the target runs on such a GPU, G019 fails it.",
+         "Nothing, where another library serves those GPUs; otherwise stop claiming them.",
+         "torch/lib/libcusparseLt-294d6944.so.0 is cuSPARSELt for CUDA 12 (its bytes hold "
+         "\"cusparseLtGetVersion\"), which its vendor documents for 8.0 to 12.1: the claimed 7.5 is not "
+         "supported by it"),
     CodeInfo(Code.G017, ERROR, "kernels its loader never reaches",
          "A bare device-code file (.fatbin, an offload-bundle file) holds several containers, and "
          "kernels only the later ones define: cuModuleLoad and hipModuleLoad read the first container "
@@ -426,6 +430,20 @@ _CODES = [
          "bundling it.",
          "libfoo.so: 1 AMD code object without a loadable segment (hipv4-amdgcn-amd-amdhsa--gfx90a), as a "
          "relocatable object never linked is: ROCr's loader refuses it on every GPU, so it counts for no GPU"),
+    CodeInfo(Code.G019, ERROR, "GPU outside every vendor library's documented range",
+         "Every library of the target that carries NVIDIA device code is a vendor library (data/vendor.json) "
+         "whose vendor does not support the claimed or --gpu GPU for its release (G016): nothing of the "
+         "target runs there (cuSPARSELt on a T4, a CUDA 13 cuBLAS on a V100).",
+         "Ship the vendor's release that supports the GPU, or stop claiming it.",
+         "nvidia_cusparselt_cu12-0.8.1 does not run on T4 (7.5) (asked): its only device code is vendor "
+         "libraries whose vendor does not support that GPU (cuSPARSELt for CUDA 12: 8.0 to 12.1)"),
+    CodeInfo(Code.G020, WARNING, "vendor release newer than the vendor table",
+         "A vendor library's own bytes say it is a release newer than data/vendor.json has rows for (a "
+         "newer CUDA major, or a version past the table's known_through): it is judged by its line's "
+         "newest row, which may not be its vendor's contract.",
+         "Add the release's row to data/vendor.json from its vendor's documentation, with its source.",
+         "nvidia/cudnn/lib/libcudnn_engines_precompiled.so.9 is cuDNN 9.28.0, newer than data/vendor.json "
+         "knows: judged by its line's newest row, cuDNN 9.17 for CUDA 12 (7.5 to 12.1)"),
     CodeInfo(Code.K001, ERROR, "kernels miss a claimed architecture",
          "One container (one translation unit, which the runtime registers on its own) lacks code "
          "for a claimed architecture that the library as a whole has: its kernels fail there "
@@ -466,6 +484,19 @@ _CODES = [
          "reason = where the project documents the dispatch.",
          "libx.so: 1 kernel (axpy) of container 0x1a40 (.nv_fatbin) carry code only for sm_80; on sm_90 "
          "(claimed) only container 0x3b80 (.nv_fatbin) carries kernels of the same names"),
+    CodeInfo(Code.K005, INFO, "kernels dispatched by their vendor",
+         "Kernels of a vendor library (data/vendor.json: its file name and a string of its own bytes "
+         "identify it, the CUDA major that built it and its version choose the row) have no code for a "
+         "claimed GPU in their own container, and the GPU is inside the range its vendor documents for "
+         "that release. The vendor's host code picks a container per GPU (cuBLAS's and cuDNN's kernels "
+         "named for one architecture, curand's single-architecture containers), and the vendor builds "
+         "and tests the library for that range: a per-kernel gap there is its dispatch, not a crash. "
+         "A GPU in the range for which the library carries no loadable code at all is still G001; a "
+         "library its bytes do not identify is judged kernel by kernel (K001, K004).",
+         "Nothing; the row names the vendor's documentation.",
+         "nvidia/cu13/lib/libcublasLt.so.13: 1380 kernels in 760 containers have no code for sm_75 "
+         "(claimed) in their own container; it is cuBLAS for CUDA 13, which its vendor documents for "
+         "7.5 and newer"),
     CodeInfo(Code.D001, ERROR, "needs a newer driver",
          "With --driver, some claimed (or --gpu) GPU would run PTX or cubins from a CUDA release "
          "whose minimum driver is newer than the one given ('the provided PTX was compiled with an "

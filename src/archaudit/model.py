@@ -124,8 +124,10 @@ class Library:
     # Names holding nvJitLinkCreate in its strings (looked up by name in a libnvJitLink it dlopens,
     # or imported): the library links device code at run time before loading it.
     linkers: tuple[str, ...] = ()
-    # Sourced statements (data/vendor.json ``statements``) its own bytes hold, each exactly as
-    # written there: NCCL's "FP8 reduction support begins with sm90 capable devices."
+    # Sourced strings (data/vendor.json) its own bytes hold: statements and vendor identity
+    # strings exactly as written there (NCCL's "FP8 reduction support begins with sm90 capable
+    # devices.", cuBLAS's "cublasGetCudartVersion"), and vendor version strings as read after
+    # their marker ("NCCL version 2.21.5+cuda11.0").
     statements: tuple[str, ...] = ()
 
     @property

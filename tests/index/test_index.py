@@ -254,13 +254,15 @@ def test_runs_on_depends_on_the_gpu_asked(corpus: Path, tmp_path: Path) -> None:
 
 
 def test_runs_on_a_gpu_outside_a_vendor_range(tmp_path: Path) -> None:
-    """lib_sm80.so's code bundled as cuSPARSELt (documented for 8.0 and newer): a wheel of it alone
-    does not run on a T4 (G016, named as the reason, not 'no device code'); beside a library that
-    runs there it is not held against the wheel (torch 2.5.1 on a T4), in the coverage row too."""
+    """An nvcc-built cuSPARSELt (its file name and CUSPARSELT_LOG_LEVEL; documented for 8.0 and
+    newer): a wheel of it alone does not run on a T4 (G019, the row named as the reason, not 'no
+    device code'); beside a library that runs there it is not held against the wheel (torch 2.5.1
+    on a T4), in the coverage row too. The identity string survives the database (schema 6)."""
     wheels = tmp_path / "w"
     wheels.mkdir()
-    make_wheel(wheels, "ltalone", "1.0", {"ltalone/libcusparseLt.so.0": FIXTURES / "lib_sm80.so"})
-    make_wheel(wheels, "ltbundled", "1.0", {"ltbundled/lib/libcusparseLt-294d6944.so.0": FIXTURES / "lib_sm80.so",
+    lt = FIXTURES / "vendor" / "cusparselt" / "libcusparseLt.so.0"
+    make_wheel(wheels, "ltalone", "1.0", {"ltalone/libcusparseLt.so.0": lt})
+    make_wheel(wheels, "ltbundled", "1.0", {"ltbundled/lib/libcusparseLt-294d6944.so.0": lt,
                                             "ltbundled/lib/libtorchish.so": FIXTURES / "lib_all.so"})
     db = tmp_path / "i.db"
     _index(db, str(wheels), "-j", "1")
@@ -268,7 +270,7 @@ def test_runs_on_a_gpu_outside_a_vendor_range(tmp_path: Path) -> None:
         t4 = reports.runs_on(c, "T4", [("T4", (7, 5))], [], None, every=True)
         bundled = reports.coverage(c, "ltbundled")
     answers = {r[0]: (r[3], r[4]) for r in t4.rows}
-    assert answers["ltalone"] == ("no", "outside its vendor's range (cuSPARSELt 8.0 and newer)")
+    assert answers["ltalone"] == ("no", "outside its vendor's range (cuSPARSELt for CUDA 13: 8.0 and newer)")
     assert answers["ltbundled"][0] == "yes"
     assert bundled.rows[0][bundled.columns.index("sm_75")] == "N"
 

@@ -319,7 +319,7 @@ SPELLINGS = [  # (file, id as written, selected by today's comgr)
 
 
 def test_the_fixtures_cover_every_sourced_spelling():
-    from archaudit import gfx
+    from archaudit.gpus import amd as gfx
     assert sorted(gfx.rocm_rule("bundle-id-spellings")) == sorted(i.rsplit("gfx90a", 1)[0] for _, i, _ in SPELLINGS)
 
 

@@ -41,37 +41,6 @@ def _data(name: str) -> dict[str, Any]:
 
 
 @dataclass(frozen=True, slots=True)
-class VendorRange:
-    """A bundled vendor library and the GPU range its vendor documents (data/vendor.json)."""
-
-    library: str
-    first: CC
-    last: CC | None
-    source: str
-
-    def covers(self, gpu: CC) -> bool:
-        return gpu >= self.first and (self.last is None or gpu <= self.last)
-
-    @property
-    def text(self) -> str:
-        first = f"{self.first[0]}.{self.first[1]}"
-        if self.last is None:
-            return f"{first} and newer"
-        return first if self.last == self.first else f"{first} to {self.last[0]}.{self.last[1]}"
-
-
-@cache
-def vendor_range(file_name: str) -> VendorRange | None:
-    """The documented GPU range of the vendor library a file is (by its name), or None."""
-    table = _data("vendor.json")
-    for library, row in table["libraries"].items():
-        if re.match(row["file"], file_name):
-            last = _cc(row["to"]) if "to" in row else None
-            return VendorRange(library, _cc(row["from"]), last, table["sources"][row["source"]])
-    return None
-
-
-@dataclass(frozen=True, slots=True)
 class Statement:
     """A string a library's host code carries that states the GPU range of some of its kernels
     (data/vendor.json ``statements``): NCCL refuses fp8 reductions below sm_90 with "FP8
@@ -550,4 +519,4 @@ __all__ = ["canonical_cc", "CC", "cuda_data", "cuda_release_for_ptx_isa", "CudaT
            "generations", "Gpu", "gpu_catalog", "is_tegra", "label", "last_cuda", "last_driver", "lookup_gpu",
            "min_driver", "newest_ptx_isa", "nvcc_accepts", "nvcc_refusal", "ptx_runs_on", "renamed", "runs_on",
            "runtime_major", "sass_runs_on", "Statement", "statements", "library_statements",
-           "target_order", "vendor_range", "VendorRange"]
+           "target_order"]

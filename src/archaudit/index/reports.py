@@ -123,11 +123,15 @@ def runs_on(db: sqlite3.Connection, gpu_name: str, nvidia: Sequence[tuple[str, t
 
 
 def vendor_outside(findings: Iterable[Finding]) -> str:
-    """Where every library with device code is a vendor library outside its documented range on
-    the GPU asked (G016 for a --gpu, and no G008/G009 answer): that it does not run there, and why."""
-    libraries = sorted({f"{f.get('library')} {f.get('range')}" for f in findings
-                        if f.code == Code.G016 and f.get("gpu") is not None})
-    return f"outside its vendor's range ({', '.join(libraries)})" if libraries else ""
+    """Where every library with NVIDIA device code is a vendor library its vendor does not
+    support on the GPU asked (G019 for a --gpu): that the wheel does not run there, and why."""
+    rows = sorted({str(r) for f in findings if f.code == Code.G019 and f.get("asked") == "asked"
+                   for r in _listed(f.get("rows"))})
+    return f"outside its vendor's range ({'; '.join(rows)})" if rows else ""
+
+
+def _listed(value: object) -> list[object]:
+    return list(value) if isinstance(value, (list, tuple)) else []
 
 
 # ---- coverage per release ---------------------------------------------------------------------

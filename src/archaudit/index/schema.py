@@ -12,7 +12,7 @@ import sqlite3
 
 from ..errors import UsageError
 
-SCHEMA_VERSION = 5  # 5: findings and problems carry their fold (count, examples)
+SCHEMA_VERSION = 6  # 6: libraries.statements holds vendor identity and version strings (data/vendor.json)
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

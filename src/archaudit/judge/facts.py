@@ -19,7 +19,7 @@ from functools import cache, cached_property, lru_cache
 from typing import Literal
 
 from ..claims import Claim
-from ..gpus import cuda as arch, rocm
+from ..gpus import cuda as arch, rocm, vendor as vendors
 from ..gpus.cuda import CC, label
 from ..gpus.selection import NOTHING, Choice, NvCode, Runs, choose, nv_codes
 from ..model import CODE_OBJECT, CUBIN, DEVICE_LINK, PTX, RELOCATABLE, SASS, Container, Entry, Library
@@ -298,7 +298,7 @@ def _dead(code: NvCode, runtime: Floor | None, last: CC) -> bool:
     return False
 
 
-Verdict = Literal["fails", "specialised", "stated", "named", "compiled-out", "elsewhere", "chosen"]
+Verdict = Literal["fails", "specialised", "stated", "named", "compiled-out", "elsewhere", "chosen", "dispatched"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -378,6 +378,8 @@ def _whole_unit_gaps(f: LibraryFacts, judged: list[CC], strict: bool) -> tuple[K
                       if f.paths[cc].choices[i].runs == "none" and not f.paths[cc].choices[i].unlinked)
         if fails:
             verdict: Verdict = "specialised" if u.specialised and not strict else "fails"
+            if f.vendor is not None and f.vendor.dispatches and not strict:
+                verdict = "dispatched"  # a vendor library in its documented range: its host picks
             names = tuple(sorted(u.kernels)) if u.identified else None
             for name in names or (None,):
                 gaps.append(KernelGap(verdict, labels_of(u.codes), fails, name, frozenset([i])))
@@ -414,6 +416,8 @@ def _kernel_verdict(f: LibraryFacts, i: int, name: str, codes: tuple[NvCode, ...
     choice = f.paths[cc].choices[i]
     if specialised:
         return "specialised", ()
+    if f.vendor is not None and f.vendor.dispatches:  # in its documented range: its host picks the container
+        return ("stated" if any(s.excuses(name, cc) for s in f.statements) else "dispatched"), ()
     if choice.runs == "none" and choice.code is not None:
         return "fails", ()  # the driver picks its PTX and cannot compile it
     if any(s.excuses(name, cc) for s in f.statements):
@@ -473,6 +477,9 @@ class LibraryFacts:
     stubs_only: bool  # device code, but only kernel-less device-link stubs
     runtime: Floor | None
     paths: dict[CC, GpuPath]  # claimed and named GPUs
+    # The vendor library it is, by its file name and its own bytes, and the row of its release
+    # (data/vendor.json): judged by that contract, not kernel by kernel (K005, G016, G019).
+    vendor: vendors.Identified | None = None
 
     @property
     def path(self) -> str:
@@ -498,11 +505,6 @@ class LibraryFacts:
         if known is None:
             known = self._amd_paths[gpu] = rocm.path(self.amd_modules, gpu)
         return known
-
-    @cached_property
-    def vendor(self) -> arch.VendorRange | None:
-        """The GPU range the library's vendor documents, when it is a listed vendor library."""
-        return arch.vendor_range(self.path.rsplit("/", 1)[-1])
 
     @cached_property
     def statements(self) -> tuple[arch.Statement, ...]:
@@ -639,7 +641,10 @@ class LibraryFacts:
     @cached_property
     def code_floor(self) -> Floor | None:
         """The floor of all the library's code, whichever GPU runs it: what a GPU outside the claim
-        that JIT-compiles its newest PTX would need (the floor without a claim)."""
+        that JIT-compiles its newest PTX would need (the floor without a claim). A vendor
+        library's is its vendor's documented minimum driver for its release."""
+        if self.vendor is not None and (vf := vendor_floor(self.vendor, self.policy.driver_os)) is not None:
+            return vf
         built = _unit_release(self.codes)
         floors = [_code_floor(c, self.runtime, self.policy.driver_os, u.release or built)
                   for u in self.units for c in u.codes]
@@ -669,8 +674,32 @@ def library_facts(lib: Library, claim: Claim | None, policy: Policy) -> LibraryF
     linker = lib.device_linker is not None
     said = arch.library_statements(lib.path.rsplit("/", 1)[-1], lib.statements)
     paths = {cc: _gpu_path(cc, units, runtime, policy.driver_os, built, linker, said) for cc in gpus}
-    return LibraryFacts(lib, claim, policy, tuple(units), tuple(c for u in units for c in u.codes),
-                        reloc, amd, stubs_only, runtime, paths)
+    codes = tuple(c for u in units for c in u.codes)
+    contract = vendors.identify(lib.path.rsplit("/", 1)[-1], lib.statements, _built_by(codes, runtime)) \
+        if codes else None
+    floor = vendor_floor(contract, policy.driver_os) if contract is not None else None
+    if floor is not None:  # the vendor's documented minimum driver, for whatever code a GPU runs
+        paths = {cc: p if p.floor is None else replace(p, floor=floor) for cc, p in paths.items()}
+    return LibraryFacts(lib, claim, policy, tuple(units), codes, reloc, amd, stubs_only, runtime, paths, contract)
+
+
+def _built_by(codes: tuple[NvCode, ...], runtime: Floor | None) -> CC | None:
+    """The CUDA release that built a library's code: the newest toolkit its cubins record,
+    else the release its PTX shows, else the CUDA major of the runtime it links."""
+    noted = [c.entry.toolkit for c in codes if c.entry.toolkit]
+    if noted:
+        return max(noted)
+    return _unit_release(codes) or (runtime.cuda if runtime is not None else None)
+
+
+def vendor_floor(identified: vendors.Identified, os_name: str) -> Floor | None:
+    """A vendor library's driver floor: the minimum driver its vendor documents for its release
+    on ``os_name`` (None where the row names none for that OS)."""
+    driver = identified.row.driver(os_name)
+    if driver is None:
+        return None
+    cuda = (identified.row.cuda, 0) if identified.row.cuda is not None else identified.built
+    return Floor(cuda, driver, f"{identified.library}: its vendor's documented minimum driver ({identified.source})")
 
 
 def _gpu_path(gpu: CC, units: list[Unit], runtime: Floor | None, os_name: str, built: CC | None,
@@ -762,4 +791,4 @@ def _needed(units: list[Unit], choices: list[Choice], given: list[frozenset[str]
 
 
 __all__ = ["Floor", "highest", "KernelGap", "labels_of", "library_facts", "LibraryFacts", "named_architectures",
-           "Unit", "Unreached"]
+           "Unit", "Unreached", "vendor_floor"]

@@ -13,7 +13,7 @@ from functools import partial
 
 from ..claims import embedded_claim_markers, parse_embedded
 from ..findings import CODES, Code, Fold
-from ..gpus import cuda as arch
+from ..gpus import cuda as arch, vendor
 from ..model import LTO, Container, Entry, Problem
 from . import elf, fatbin, hip
 from .decode import DecodePool, Decoding, result, whole_cubin
@@ -211,7 +211,23 @@ class Records:
         table[LINKER_MARKER] = self.linker
         for text in STATEMENTS:
             table[text] = self._statement_handler(text)
+        for marker in VERSION_MARKERS:
+            table[marker] = self._version_handler(marker)
         return table
+
+    def _version_handler(self, marker: bytes) -> Handler:
+        def found(src: Source, at: int) -> int:
+            """A vendor's version string (data/vendor.json 'version'): the marker and the printable
+            bytes after it, up to VERSION_WINDOW; the first VERSIONS_KEPT distinct ones of a marker."""
+            src.ensure(at + VERSION_WINDOW)
+            window = bytes(src.buf[at - src.base:at - src.base + VERSION_WINDOW])
+            end = next((i for i, c in enumerate(window) if not 32 <= c < 127), len(window))
+            text = window[:end].decode("ascii")
+            said = self.found.statements
+            if text not in said and sum(1 for t in said if t.startswith(marker.decode("ascii"))) < VERSIONS_KEPT:
+                said.append(text)
+            return at + len(marker)
+        return found
 
     def _statement_handler(self, text: bytes) -> Handler:
         def found(src: Source, at: int) -> int:
@@ -481,7 +497,15 @@ LINKER_MARKER = b"nvJitLinkCreate"
 # Strings a library's host code carries that state the GPU range of some of its kernels (NCCL's
 # "FP8 reduction support begins with sm90 capable devices."), from data/vendor.json, each with
 # its source: one more long needle each, like the claim markers; each is kept once when found.
-STATEMENTS: tuple[bytes, ...] = tuple(dict.fromkeys(s.text for s in arch.statements()))
+# The strings only a vendor library carries (data/vendor.json 'identity': cuBLAS's
+# "cublasGetCudartVersion"), which identify it with its file name: kept once each, like the
+# statements; and the first bytes of each vendor version string ("NCCL version "), whose string
+# is kept (VERSION_WINDOW bytes, VERSIONS_KEPT distinct ones a marker): one needle each.
+STATEMENTS: tuple[bytes, ...] = tuple(dict.fromkeys([*(s.text for s in arch.statements()),
+                                                     *vendor.identity_strings()]))
+VERSION_MARKERS: tuple[bytes, ...] = vendor.version_markers()
+VERSION_WINDOW = 96
+VERSIONS_KEPT = 4
 LINKER_WINDOW = 64
 LINKERS_KEPT = 4
 _NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.")
@@ -490,4 +514,4 @@ _NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01
 __all__ = ["CUBIN_MAGIC", "FatbinWrapper", "FoundContainer", "FoundCubin", "HIP_WRAPPER_MAGIC", "HipWrapper",
            "LINKER_MARKER", "LOOKAHEAD_FACTOR",
            "LOOKAHEAD_SLACK", "MARKERS", "PAD_WINDOW", "Records", "ScanResult", "ScanSettings",
-           "SOFT_KEPT", "SoftProblems", "STATEMENTS"]
+           "SOFT_KEPT", "SoftProblems", "STATEMENTS", "VERSION_MARKERS", "VERSION_WINDOW", "VERSIONS_KEPT"]

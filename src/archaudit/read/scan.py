@@ -35,6 +35,7 @@ from .records import (
     LINKER_MARKER,
     MARKERS,
     STATEMENTS,
+    VERSION_MARKERS,
     Records,
     ScanResult,
     ScanSettings,
@@ -44,7 +45,8 @@ from .stream import Chunks, Source
 
 DEVICE_SUFFIXES = (".cubin", ".fatbin", ".ptx", ".hsaco")
 _PATTERNS = {m: Pattern.of(m) for m in (fatbin.MAGIC, fatbin.WRAPPER_MAGIC, HIP_WRAPPER_MAGIC,
-                                        *hip.MAGICS, CUBIN_MAGIC, *MARKERS, LINKER_MARKER, *STATEMENTS)}
+                                        *hip.MAGICS, CUBIN_MAGIC, *MARKERS, LINKER_MARKER, *STATEMENTS,
+                                        *VERSION_MARKERS)}
 
 
 class LibraryScan:
@@ -64,7 +66,8 @@ class LibraryScan:
         whole cubins outside any container, which a library loads itself (a container file's
         loader reads its containers only); with `data`, the wrapper records the runtimes
         register (writable data); with `strings`, embedded claims, names of a run-time
-        device-code linker and the sourced statements (records.STATEMENTS)."""
+        device-code linker, the sourced statements and vendor identity strings
+        (records.STATEMENTS) and the vendor version markers (records.VERSION_MARKERS)."""
         out = [fatbin.MAGIC]
         if data:
             out += [fatbin.WRAPPER_MAGIC, HIP_WRAPPER_MAGIC]
@@ -73,7 +76,7 @@ class LibraryScan:
         if code and cubins:
             out.append(CUBIN_MAGIC)
         if strings:
-            out += [*MARKERS, LINKER_MARKER, *STATEMENTS]
+            out += [*MARKERS, LINKER_MARKER, *STATEMENTS, *VERSION_MARKERS]
         return tuple(_PATTERNS[m] for m in out)
 
     def run(self, src: Source, zones: Iterable[Zone]) -> ScanResult:

@@ -1,0 +1,229 @@
+"""Vendor libraries and the contract their vendor documents, per release line (data/vendor.json).
+
+A vendor library (cuBLAS, cuDNN, NCCL, ...) is built and tested by its vendor for a documented
+range of GPUs, and its host code picks a container per GPU: a per-kernel gap inside that range
+is the vendor's dispatch, not a crash. A library is one only where its file name is the row's
+AND its own bytes say so (an identity string only that library carries, or the vendor's
+version string, found by the reader's one pass: Library.statements). Its release line is the
+CUDA major that built its code (its cubins' toolkit notes, else its PTX, else the CUDA runtime
+it links; a version string that names it wins) and, where its bytes carry the vendor's version,
+that version. Pure: no file is read.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from . import cuda as arch
+from .cuda import CC
+
+Version = tuple[int, ...]
+
+
+def _version(text: str) -> Version:
+    return tuple(int(p) for p in text.split("."))
+
+
+def _cc(text: str) -> CC:
+    major, _, minor = text.partition(".")
+    return int(major), int(minor)
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One release line of a vendor library: the GPUs and driver its vendor documents for it."""
+
+    library: str
+    cuda: int | None  # the CUDA major of the builds it speaks for (None: any)
+    since: Version | None  # the first release of the library it speaks for
+    built_from: CC | None  # the oldest CUDA release that built it, where the vendor says so
+    built_until: CC | None
+    first: CC
+    last: CC | None
+    drivers: tuple[tuple[str, str], ...]  # (os, minimum driver) the vendor documents
+    source: str  # the document, in words with its address
+
+    @property
+    def name(self) -> str:
+        """The row as a reader finds it in data/vendor.json: 'cuDNN 9.17 for CUDA 12'."""
+        since = f" {'.'.join(map(str, self.since))}" if self.since else ""
+        cuda = f" for CUDA {self.cuda}" if self.cuda is not None else ""
+        return f"{self.library}{since}{cuda}"
+
+    def covers(self, gpu: CC) -> bool:
+        gpu = arch.canonical_cc(gpu)
+        return gpu >= self.first and (self.last is None or gpu <= self.last)
+
+    @property
+    def text(self) -> str:
+        first = f"{self.first[0]}.{self.first[1]}"
+        if self.last is None:
+            return f"{first} and newer"
+        return first if self.last == self.first else f"{first} to {self.last[0]}.{self.last[1]}"
+
+    def driver(self, os_name: str) -> str | None:
+        """The minimum driver the vendor documents for this release on ``os_name``, or None."""
+        return dict(self.drivers).get(os_name)
+
+
+@dataclass(frozen=True, slots=True)
+class Library:
+    """A vendor library's table entry: how it is recognised, and its rows (oldest first)."""
+
+    name: str
+    file: re.Pattern[str]
+    identity: tuple[str, ...]
+    marker: str | None  # the vendor's version string starts with this
+    pattern: re.Pattern[str] | None  # and reads so
+    by_name: bool  # identified by its file name alone (a project's own build for one GPU)
+    known_through: Version | None
+    rows: tuple[Row, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Identified:
+    """A library identified as a vendor library, and the row its contract comes from."""
+
+    row: Row
+    evidence: str  # what in its bytes identified it
+    version: Version | None  # the vendor's version its bytes carry
+    built: CC | None  # the CUDA release that built its code
+    newer: str  # "" or the release the table does not know yet ("cuDNN 9.28"), judged by ``row``
+    dispatches: bool = True  # its host picks a container per GPU (False: a project's build, by name)
+
+    @property
+    def library(self) -> str:
+        return self.row.name
+
+    @property
+    def text(self) -> str:
+        return self.row.text
+
+    @property
+    def source(self) -> str:
+        return self.row.source
+
+    def covers(self, gpu: CC) -> bool:
+        return self.row.covers(gpu)
+
+
+@cache
+def _table() -> dict[str, Any]:
+    return arch._data("vendor.json")
+
+
+def _range(table: dict[str, Any], row: dict[str, Any]) -> tuple[CC, CC | None, tuple[tuple[str, str], ...]]:
+    """A row's GPUs and drivers: its own, else its CUDA major's (drivers.minor of data/cuda.json)."""
+    base = table["cuda"].get(row.get("range_of", ""), {})
+    first = _cc(row.get("from", base.get("from", "0.0")))
+    if "from" in row and "from" in base:
+        first = max(first, _cc(base["from"]))
+    last_text = row.get("to", base.get("to"))
+    drivers: dict[str, str] = dict(row.get("driver", {}))
+    if not drivers and "range_of" in row:
+        for os_name in ("linux", "windows"):
+            try:
+                drivers[os_name] = arch.min_driver((int(row["range_of"]), 0), os_name, kind="minor")
+            except LookupError:
+                continue
+    return first, (_cc(last_text) if last_text else None), tuple(sorted(drivers.items()))
+
+
+@cache
+def libraries() -> tuple[Library, ...]:
+    """Every vendor library of data/vendor.json."""
+    table = _table()
+    out = []
+    for name, lib in table["libraries"].items():
+        rows = []
+        for r in lib["rows"]:
+            first, last, drivers = _range(table, r)
+            rows.append(Row(name, int(r["cuda"]) if "cuda" in r else None,
+                            _version(r["since"]) if "since" in r else None,
+                            _cc(r["built_from"]) if "built_from" in r else None,
+                            _cc(r["built_until"]) if "built_until" in r else None,
+                            first, last, drivers, table["sources"][r["source"]]))
+        version = lib.get("version")
+        out.append(Library(name, re.compile(lib["file"]), tuple(lib.get("identity", ())),
+                           version["marker"] if version else None,
+                           re.compile(version["pattern"]) if version else None, bool(lib.get("by_name")),
+                           _version(lib["known_through"]) if "known_through" in lib else None, tuple(rows)))
+    return tuple(out)
+
+
+@cache
+def identity_strings() -> tuple[bytes, ...]:
+    """The exact strings the reader looks for in every library (each kept once when found)."""
+    return tuple(dict.fromkeys(s.encode("utf-8") for lib in libraries() for s in lib.identity))
+
+
+@cache
+def version_markers() -> tuple[bytes, ...]:
+    """The first bytes of each vendor version string: the reader keeps the string that follows."""
+    return tuple(dict.fromkeys(lib.marker.encode("utf-8") for lib in libraries() if lib.marker))
+
+
+def _read_version(lib: Library, carried: tuple[str, ...]) -> tuple[Version | None, int | None]:
+    """The vendor version (and the CUDA major it names) a library's own bytes carry."""
+    if lib.pattern is None:
+        return None, None
+    for text in carried:
+        m = lib.pattern.match(text)
+        if m:
+            parts = m.groupdict()
+            version = tuple(int(parts[k]) for k in ("major", "minor", "patch") if parts.get(k) is not None)
+            return version, (int(parts["cuda"]) if parts.get("cuda") else None)
+    return None, None
+
+
+def identify(file_name: str, carried: tuple[str, ...], built: CC | None) -> Identified | None:
+    """The vendor library a file is, by its name AND its own bytes (``carried``: the identity
+    strings and version strings the reader found in it), with the row its contract comes from;
+    None where nothing identifies it (then it is judged as a project's own code)."""
+    for lib in libraries():
+        if not lib.file.match(file_name):
+            continue
+        version, cuda = _read_version(lib, carried)
+        said = next((s for s in lib.identity if s in carried), None)
+        if lib.by_name:
+            return Identified(lib.rows[-1], f"its file name {file_name}", None, built, "", dispatches=False)
+        if said is None and version is None:
+            return None
+        shown = ".".join(map(str, version or ()))
+        evidence = f'its bytes hold "{said}"' if said else f"its bytes carry its version {shown}"
+        return _choose(lib, version, cuda if cuda is not None else (built[0] if built else None), built, evidence)
+    return None
+
+
+def _choose(lib: Library, version: Version | None, cuda: int | None, built: CC | None,
+            evidence: str) -> Identified | None:
+    """The row of a library's release: the last of its CUDA major whose 'since' and build
+    bounds allow it. A CUDA major or version newer than the table knows takes the newest row,
+    and says which release to add."""
+    majors = sorted({r.cuda for r in lib.rows if r.cuda is not None})
+    newer = ""
+    if majors and cuda is None:
+        return None  # nothing says which CUDA built it: no row can be chosen
+    if majors and cuda is not None and cuda not in majors:
+        if cuda < majors[-1]:
+            return None  # an older line than the table documents
+        newer, cuda = f"{lib.name} built by CUDA {cuda}", majors[-1]
+    fits = [r for r in lib.rows if (r.cuda is None or r.cuda == cuda)
+            and (built is None or newer or ((r.built_from is None or built >= r.built_from)
+                                            and (r.built_until is None or built <= r.built_until)))]
+    if not fits:
+        fits = [r for r in lib.rows if r.cuda is None or r.cuda == cuda]
+    if version is not None:
+        known = [r for r in fits if r.since is None or r.since <= version]
+        if lib.known_through is not None and version[:len(lib.known_through)] > lib.known_through and not newer:
+            newer = f"{lib.name} {'.'.join(map(str, version))}"
+        fits = known  # a release older than every row of its line: no row speaks for it
+    if not fits:
+        return None
+    return Identified(fits[-1], evidence, version, built, newer)
+
+
+__all__ = ["Identified", "Library", "Row", "identify", "identity_strings", "libraries", "version_markers"]

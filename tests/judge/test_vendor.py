@@ -1,0 +1,198 @@
+"""Vendor libraries are judged by their vendor's documented, versioned contract (data/vendor.json):
+identified by their file name AND their own bytes, a per-kernel gap inside the documented range is
+the vendor's dispatch (K005), a GPU outside it is not supported (G016; G019 where nothing else of
+the target runs there), a release newer than the table is judged by its line's newest row (G020),
+and the driver floor is the vendor's documented minimum driver.
+
+The fast tests use nvcc-built libraries (tests/fixtures/cuda/build_vendor.sh): two containers,
+gemm_any for 80;90 and gemm_big for sm_90 only, under a vendor's file name with and without a
+string of the table. The slow ones use NVIDIA's own wheels with the claims NVIDIA documents."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+import oracle
+from archaudit.cli import main
+from archaudit.gpus import vendor
+from wheels import fetch
+
+VENDOR = oracle.FIXTURES / "vendor"
+GAP = "_Z8gemm_bigPfi"  # the sm_90-only kernel
+
+
+def run(capsys, *args: str) -> tuple[int, dict]:
+    rc = main(["check", "-q", "--format", "json", "--no-config", *args])
+    return rc, json.loads(capsys.readouterr().out)
+
+
+def findings(report: dict, code: str) -> list[dict]:
+    return [f for t in report["targets"] for f in t["findings"] if f["code"] == code]
+
+
+# ---- identification: the file name AND the library's own bytes ----
+
+
+def test_a_vendor_library_identified_by_name_and_bytes_dispatches_its_kernels(capsys):
+    """libcublasLt.so.13 carrying "CUBLASLT_NVTX_LEVEL": gemm_big's gap on 8.0 is cuBLAS's
+    dispatch (K005, information), named with the row; nothing fails."""
+    rc, rep = run(capsys, str(VENDOR / "cublas/libcublasLt.so.13"), "--arch", "80;90")
+    (k,) = findings(rep, "K005")
+    assert rc == 0 and k["data"]["kernels"] == [GAP] and k["data"]["fails"] == ["80"]
+    assert k["data"]["library"] == "cuBLAS for CUDA 13" and k["data"]["range"] == "7.5 and newer"
+    assert "CUBLASLT_NVTX_LEVEL" in k["message"] and not findings(rep, "K001")
+
+
+def test_the_same_name_without_the_string_is_the_projects_own_code(capsys):
+    """The file name alone identifies nothing: the same containers under libcublasLt.so.13
+    without cuBLAS's string are judged kernel by kernel (K001)."""
+    rc, rep = run(capsys, str(VENDOR / "cublas_unsaid/libcublasLt.so.13"), "--arch", "80;90")
+    (k,) = findings(rep, "K001")
+    assert rc == 1 and k["data"]["kernels"] == [GAP] and not findings(rep, "K005")
+
+
+def test_the_string_under_another_name_is_the_projects_own_code(capsys, tmp_path):
+    """cuBLAS's string in a library whose name is not cuBLAS's identifies nothing: K001. The same
+    library renamed by auditwheel (a hash in its name) is still cuBLAS."""
+    rc, rep = run(capsys, str(VENDOR / "project/libgemm.so"), "--arch", "80;90")
+    assert rc == 1 and [f["data"]["kernels"] for f in findings(rep, "K001")] == [[GAP]]
+    renamed = tmp_path / "libcublasLt-0123abcd.so.13"  # auditwheel's hash: still cuBLAS
+    shutil.copy(VENDOR / "cublas/libcublasLt.so.13", renamed)
+    rc, rep = run(capsys, str(renamed), "--arch", "80;90")
+    assert rc == 0 and len(findings(rep, "K005")) == 1
+
+
+# ---- outside the documented range, and no loadable code inside it ----
+
+
+def test_a_gpu_outside_the_range_is_not_supported_and_a_wheel_of_only_that_library_fails(capsys):
+    """cuBLAS built by CUDA 13 on a V100 (7.0): CUDA 13 dropped 7.0. G016 for the library, G019
+    for the target, whose only device code it is: exit 1."""
+    rc, rep = run(capsys, str(VENDOR / "cublas/libcublasLt.so.13"), "--gpu", "V100")
+    (g16,), (g17,) = findings(rep, "G016"), findings(rep, "G019")
+    assert rc == 1 and g16["data"]["gpu"] == "Tesla V100" and g17["data"]["gpu"] == "70"
+    assert g17["data"]["rows"] == ["cuBLAS for CUDA 13: 7.5 and newer"] and not findings(rep, "G009")
+
+
+def test_a_claimed_gpu_outside_the_range_fails_a_wheel_of_only_that_library(capsys):
+    rc, rep = run(capsys, str(VENDOR / "cusparselt/libcusparseLt.so.0"), "--arch", "75;80;90")
+    (g16,) = findings(rep, "G016")
+    assert rc == 1 and g16["data"]["gpus"] == ["75"]
+    assert [(f["data"]["gpu"], f["data"]["asked"]) for f in findings(rep, "G019")] == [("75", "claimed")]
+
+
+def test_cusparselt_on_t4_does_not_run_and_on_h100_runs(capsys):
+    """cuSPARSELt is documented for 8.0 and newer: --gpu T4 is a no (it was a pass), --gpu H100
+    a yes."""
+    rc, rep = run(capsys, str(VENDOR / "cusparselt/libcusparseLt.so.0"), "--gpu", "T4")
+    assert rc == 1 and findings(rep, "G019") and not findings(rep, "G008")
+    rc, rep = run(capsys, str(VENDOR / "cusparselt/libcusparseLt.so.0"), "--gpu", "H100")
+    assert rc == 0 and [f["data"]["gpu"] for f in findings(rep, "G008")] == ["H100"]
+
+
+def test_a_gpu_in_the_range_with_no_loadable_code_still_fails(capsys):
+    """T4 (7.5) is in cuBLAS 13's range, but the library carries nothing a T4 loads: G009, and a
+    claim of 75 is G001. The vendor's range is no excuse for carrying no code."""
+    rc, rep = run(capsys, str(VENDOR / "cublas/libcublasLt.so.13"), "--gpu", "T4")
+    assert rc == 1 and [f["data"]["runs"] for f in findings(rep, "G009")] == ["none"]
+    rc, rep = run(capsys, str(VENDOR / "cublas/libcublasLt.so.13"), "--arch", "75;80;90")
+    assert rc == 1 and findings(rep, "G001")[0]["data"]["missing"] == ["75"]
+
+
+# ---- versions: the row of the release, and a release newer than the table ----
+
+
+def test_a_release_newer_than_the_table_is_judged_by_its_lines_newest_row_with_a_warning(capsys):
+    """libnccl.so.2 whose bytes say "NCCL version 2.99.1+cuda13.0": the CUDA 13 row judges it
+    (K005 for gemm_big) and G020 names the row to add."""
+    rc, rep = run(capsys, str(VENDOR / "nccl_newer/libnccl.so.2"), "--arch", "80;90")
+    (w,) = findings(rep, "G020")
+    assert rc == 0 and w["severity"] == "warning" and w["data"]["release"] == "NCCL 2.99.1"
+    assert w["data"]["library"] == "NCCL 2.0 for CUDA 13" and findings(rep, "K005")
+
+
+def test_rows_by_release():
+    """The row of a release: cuDNN by its version and the CUDA release that built it; a CUDA
+    major the table does not know takes its newest line; a version it does not know, the newest
+    row of the line; an older line than any row identifies nothing."""
+    cudnn = "libcudnn_engines_precompiled.so.9"
+    said = ("cudnn_version != (9 * 10000 + 5 * 100 + 1)",)
+    row = vendor.identify(cudnn, said, (12, 6))
+    assert row is not None and row.library == "cuDNN 9.0 for CUDA 12" and row.text == "5.0 to 9.0" and not row.newer
+    row = vendor.identify(cudnn, ("cudnn_version != (9 * 10000 + 8 * 100 + 0)",), (12, 8))
+    assert row is not None and row.text == "5.0 to 12.0" and row.row.driver("linux") == "570.26"
+    row = vendor.identify(cudnn, ("cudnn_version != (9 * 10000 + 28 * 100 + 0)",), (12, 9))
+    assert row is not None and row.library == "cuDNN 9.17 for CUDA 12" and row.newer == "cuDNN 9.28.0"
+    row = vendor.identify("libcublas.so.14", ("CUBLAS_NVTX_LEVEL",), (14, 0))
+    assert row is not None and row.library == "cuBLAS for CUDA 13" and row.newer == "cuBLAS built by CUDA 14"
+    assert vendor.identify("libcublas.so.10", ("CUBLAS_NVTX_LEVEL",), (10, 2)) is None
+    assert vendor.identify("libcublas.so.13", (), (13, 0)) is None
+    assert vendor.identify(cudnn, ("cudnn_version != (8 * 10000 + 9 * 100 + 7)",), (12, 2)) is None
+
+
+def test_the_driver_floor_is_the_vendors_documented_minimum():
+    """cuBLAS for CUDA 12: the CUDA 12 family's floor (525.60.13), whatever PTX some kernel
+    carries; cuDNN 9.10.2 built by 12.8: the 570.26 its matrix documents."""
+    row = vendor.identify("libcublasLt.so.12", ("CUBLASLT_NVTX_LEVEL",), (12, 9))
+    assert row is not None and row.row.driver("linux") == "525.60.13" and row.row.driver("windows") == "527.41"
+
+
+# ---- NVIDIA's own wheels with their documented claims ----
+
+CUDA13 = "75;80;86;89;90;100;103;120;121"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,version,filename,claim", [
+    ("nvidia-cublas", "13.1.1.3", "nvidia_cublas-13.1.1.3-py3-none-manylinux_2_27_x86_64.whl", CUDA13),
+    ("nvidia-cufft", "12.5.0.14", "nvidia_cufft-12.5.0.14-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
+     CUDA13),
+    ("nvidia-cusparse", "12.6.3.3",
+     "nvidia_cusparse-12.6.3.3-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl", CUDA13),
+    ("nvidia-curand", "10.4.5.25", "nvidia_curand-10.4.5.25-py3-none-manylinux_2_27_x86_64.whl",
+     "75;80;86;87;89;90;100;103;110;120;121"),
+    ("nvidia-cudnn-cu12", "9.28.0.42", "nvidia_cudnn_cu12-9.28.0.42-py3-none-manylinux_2_27_x86_64.whl",
+     "75;80;86;89;90;100;120"),
+])
+def test_nvidias_wheels_pass_the_claims_nvidia_documents(capsys, name, version, filename, claim):
+    """Each failed its documented claim with K001/K004 (cuDNN 9.28: K001 x17, K004 x31): their gaps
+    are their dispatch (K005), inside the range NVIDIA documents."""
+    rc, rep = run(capsys, str(fetch(name, version, filename=filename)), "--arch", claim)
+    assert rc == 0 and findings(rep, "K005") and not findings(rep, "K001") and not findings(rep, "K004")
+
+
+@pytest.mark.slow
+def test_cublas_answers_gpus_by_its_contract(capsys):
+    """--gpu A100, H100, T4 on cuBLAS 13.1 gave G009; they are in its range and it runs there.
+    A V100 is outside CUDA 13's range: G016 and G019, exit 1. On a T4 the floor is the CUDA 13
+    family's 580.65.06, not that of one PTX-only kernel."""
+    whl = str(fetch("nvidia-cublas", "13.1.1.3", filename="nvidia_cublas-13.1.1.3-py3-none-manylinux_2_27_x86_64.whl"))
+    rc, rep = run(capsys, whl, "--gpu", "A100", "--gpu", "H100", "--gpu", "T4")
+    assert rc == 0 and not findings(rep, "G009") and len(findings(rep, "G008")) == 6
+    assert {f["data"]["driver"] for f in findings(rep, "D002")} == {"580.65.06"}
+    rc, rep = run(capsys, whl, "--gpu", "V100")
+    assert rc == 1 and findings(rep, "G019") and len(findings(rep, "G016")) == 2
+
+
+@pytest.mark.slow
+def test_cusparselt_cu12_by_its_contract(capsys):
+    """cuSPARSELt cu12 0.8.1: --gpu T4 exited 0 and --gpu H100 exited 1; both are now right."""
+    whl = str(fetch("nvidia-cusparselt-cu12", "0.8.1",
+                    filename="nvidia_cusparselt_cu12-0.8.1-py3-none-manylinux2014_x86_64.whl"))
+    rc, rep = run(capsys, whl, "--gpu", "T4")
+    assert rc == 1 and findings(rep, "G019")
+    rc, rep = run(capsys, whl, "--gpu", "H100")
+    assert rc == 0 and findings(rep, "G008") and not findings(rep, "G009")
+
+
+@pytest.mark.slow
+def test_nccl_cu11_carries_no_hopper_code(capsys):
+    """nvidia-nccl-cu11 2.21.5 ("NCCL version 2.21.5+cuda11.0"): H100 is inside CUDA 11.8's range,
+    and the library carries nothing an H100 loads: still a failure."""
+    whl = str(fetch("nvidia-nccl-cu11", "2.21.5",
+                    filename="nvidia_nccl_cu11-2.21.5-py3-none-manylinux2014_x86_64.whl"))
+    rc, rep = run(capsys, whl, "--gpu", "H100")
+    assert rc == 1 and [f["data"]["runs"] for f in findings(rep, "G009")] == ["none"]
