@@ -120,7 +120,10 @@ SMALL_MB = 100.0  # wheels up to this size run in CI's test; larger ones are mar
 
 
 def cache_dir() -> Path:
-    d = Path(os.environ.get("ARCHAUDIT_WHEEL_CACHE") or Path.home() / ".cache" / "archaudit" / "wheels")
+    """$ARCHAUDIT_WHEEL_CACHE, else $XDG_CACHE_HOME/archaudit/wheels, else ~/.cache/archaudit/wheels."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    root = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache"
+    d = Path(os.environ.get("ARCHAUDIT_WHEEL_CACHE") or root / "archaudit" / "wheels")
     d.mkdir(parents=True, exist_ok=True)
     return d
 

@@ -10,7 +10,7 @@ The corpus is both manifests (corpus/manifest.toml, then the census, corpus/cens
 (one audit per wheel, stored: the same judgement as ``check``, kept for ``archaudit query``; see
 ``python -m corpus.census``); a wheel with an AMD claim, and every extra check, still runs ``check``.
 
-Downloads go to $ARCHAUDIT_WHEEL_CACHE (default ~/.cache/archaudit/wheels), several at once, with
+Downloads go to $ARCHAUDIT_WHEEL_CACHE (default $XDG_CACHE_HOME/archaudit/wheels, else ~/.cache/archaudit/wheels), several at once, with
 retries, for the exact platform tag of each manifest file name. Each check runs archaudit as a
 child process (``python -m archaudit check ... --format json``), so a crash is a disagreement,
 not a crash of the runner. Exit status: 0 when every wheel agrees, 1 otherwise.

@@ -129,10 +129,11 @@ def counting(runner: Runner) -> Path:
     log = runner.temp / "runs.log"
     log.write_text("")
     shim = runner.temp / "archaudit-shim"
-    shim.write_text(f'#!/bin/sh\necho "$*" >> {shlex.quote(str(log))}\n'
-                    f'exec {shlex.quote(runner.outputs["install"]["archaudit"])} "$@"\n')
+    # the installed command, not a shim an earlier test left in place (which would exec itself)
+    real = runner.outputs["install"].get("installed", runner.outputs["install"]["archaudit"])
+    shim.write_text(f'#!/bin/sh\necho "$*" >> {shlex.quote(str(log))}\nexec {shlex.quote(real)} "$@"\n')
     shim.chmod(0o755)
-    runner.outputs["install"] = {**runner.outputs["install"], "archaudit": str(shim)}
+    runner.outputs["install"] = {**runner.outputs["install"], "archaudit": str(shim), "installed": real}
     return log
 
 
@@ -162,7 +163,7 @@ def test_one_read_gives_the_summary_the_annotations_and_the_report(runner: Runne
     assert len(runs) == 1 and runs[0].startswith("check ")  # each wheel read once
     summary = runner.summary.read_text()
     assert summary.startswith("## ❌ archaudit: 1 of 1 target fails")
-    assert "| `gpu_example/libshim.so` | sm_80 | ❌ misses 90 |" in summary
+    assert "| `gpu_example/libshim.so` | sm\\_80 | ❌ misses 90 |" in summary  # Markdown escapes _ outside code
     assert re.search(r"^::error file=dist/gpu_example-1\.0-py3-none-linux_x86_64\.whl,title=archaudit G001%3A .*::"
                      r"gpu_example/libshim\.so has no code for 90", proc.stdout, re.M)
     assert "✗ G001" in proc.stdout  # the text report in the log
@@ -187,13 +188,53 @@ def test_sarif_for_code_scanning_links_its_rules_to_the_actions_docs(runner: Run
 
 
 def test_a_passing_wheel_with_fail_off_and_junit(runner: Runner, workspace: Path) -> None:
-    proc = runner.step("audit", {"arch": "80", "format": "junit", "output": "report.xml", "args": "--costs --exact"})
+    proc = runner.step("audit", {"arch": "80", "format": "junit", "output": "report.xml",
+                                 "args": "--costs\n  --exact\n\n"})  # one per line; blanks and indents are no arguments
     assert proc.returncode == 1  # --exact: libkernels carries sm_90, which "80" does not claim
     from xml.etree import ElementTree as ET
     assert ET.parse(workspace / "report.xml").getroot().get("failures") == "1"
     assert "G003" in runner.summary.read_text() and "Device code by target" in runner.summary.read_text()
     proc = runner.step("audit", {"arch": "80", "fail": "false", "annotations": "false", "summary": "false"})
     assert proc.returncode == 0 and "::" not in proc.stdout and runner.outputs["audit"]["exit-code"] == "0"
+
+
+def test_args_one_per_line_keep_a_gpu_name_with_a_space_whole(runner: Runner, workspace: Path) -> None:
+    """`--gpu` and `RTX 4090` on lines of their own, as the action's `args` input takes them: the
+    catalog's own spelling reaches archaudit as one argument (issue 39)."""
+    proc = runner.step("audit", {"arch": "80", "args": "--gpu\nRTX 4090\n--gpu=A100", "annotations": "false",
+                                 "format": "json", "output": "report.json"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads((workspace / "report.json").read_text())
+    asked = {f["message"].split(" on ")[1].split(":")[0] for t in report["targets"] for f in t["findings"]
+             if f["code"] == "G008"}
+    assert asked == {"GeForce RTX 4090 (8.9)", "A100 (8.0)"}, asked
+    assert runner.outputs["audit"]["report"] == "report.json" and runner.outputs["audit"]["exit-code"] == "0"
+
+
+def test_a_flag_and_its_value_on_one_line_is_refused_before_archaudit_runs(runner: Runner, workspace: Path) -> None:
+    log = counting(runner)
+    proc = runner.step("audit", {"arch": "80", "args": "--gpu RTX 4090", "format": "sarif",
+                                 "output": "archaudit.sarif"})
+    assert proc.returncode == 2
+    assert "::error title=archaudit::args takes one argument per line: '--gpu RTX 4090'" in proc.stdout
+    assert log.read_text() == ""  # archaudit never ran
+    assert runner.outputs["audit"] == {"exit-code": "2"}  # no report output naming a file that does not exist
+    assert not (workspace / "archaudit.sarif").exists() and "archaudit: report written" not in proc.stdout
+
+
+def test_outputs_name_only_files_that_exist(runner: Runner, workspace: Path) -> None:
+    """archaudit refusing its arguments (exit 2) writes no report: the step says so, and sets no
+    `report` or `json` output for the SARIF upload that follows to trip on."""
+    proc = runner.step("audit", {"arch": "80", "args": "--gpu\nno such gpu", "format": "sarif",
+                                 "output": "archaudit.sarif"})
+    assert proc.returncode == 2
+    assert "no such gpu" in proc.stderr.lower()
+    assert not (workspace / "archaudit.sarif").exists() and "archaudit: report written" not in proc.stdout
+    assert "::error title=archaudit::no report written to archaudit.sarif (archaudit exited 2" in proc.stdout
+    assert runner.outputs["audit"] == {"exit-code": "2"}
+    proc = runner.step("audit", {"arch": "80", "format": "sarif", "output": "archaudit.sarif"})
+    assert proc.returncode == 0 and runner.outputs["audit"]["report"] == "archaudit.sarif"
+    assert (workspace / "archaudit.sarif").is_file() and Path(runner.outputs["audit"]["json"]).is_file()
 
 
 def test_nothing_to_audit_is_exit_2(runner: Runner, workspace: Path) -> None:
@@ -237,7 +278,7 @@ def test_the_example_workflow_pins_commits_and_uses_real_inputs() -> None:
     upload = next(s for s in steps if str(s.get("uses", "")).startswith("github/codeql-action/upload-sarif@"))
     assert upload["with"]["sarif_file"] == audit["with"]["output"] and audit["with"]["format"] == "sarif"
     parser = build_parser()
-    parser.parse_args(["check", *shlex.split(audit["with"].get("args", "")), "x.whl"])
+    parser.parse_args(["check", *[a.strip() for a in audit["with"].get("args", "").splitlines() if a.strip()], "x.whl"])
     runs = [line.split("||")[0].strip() for step in steps for line in str(step.get("run", "")).splitlines()]
     commands = [shlex.split(line)[1:] for line in runs if line.startswith(('"$ARCHAUDIT" ', "archaudit "))]
     assert commands

@@ -76,7 +76,10 @@ def test_the_tables_answers_are_query_runs_on(tmp_path: Path) -> None:
     import pytest
     from corpus.run import download
 
+    from wheels import want
+
     wheel = next(w for w in CENSUS if w.id == "nvjpeg2k-tegra-cu12")
+    want(wheel.name, wheel.version, wheel.platform, wheel.filename)
     problem = download(wheel, manifest.cache_dir())
     if problem:
         if os.environ.get("ARCHAUDIT_OFFLINE"):

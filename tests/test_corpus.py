@@ -3,8 +3,9 @@
 Each wheel is checked as ``python -m corpus.run`` checks it: the default check with the claim its
 project documents, its extra checks (a driver, a GPU), and the same exit status under every
 ``--detail``. A disagreement fails the test with the library, archaudit's verdict and the
-evidence. Wheels over 100 MB are marked ``slow`` and run only with ARCHAUDIT_CORPUS=all (the
-whole corpus is several GB); ``python -m corpus.run`` runs them all.
+evidence. Wheels up to FAST_MB (20 MB) run in the fast tier; those up to 100 MB (the manifest's ``ci``
+wheels) are marked ``slow`` and run in the real-wheel tier; larger ones are ``slow`` too and run only
+with ARCHAUDIT_CORPUS=all (the whole corpus is several GB); ``python -m corpus.run`` runs them all.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from corpus import manifest  # noqa: E402
 from corpus.run import check, describe, download  # noqa: E402
+from wheels import want  # noqa: E402
 
 WHEELS = manifest.load()
 FULL = os.environ.get("ARCHAUDIT_CORPUS") == "all"
@@ -32,18 +34,28 @@ KNOWN: dict[str, str] = {  # id -> the issue point it still disagrees on
 }
 
 
+# The fast tier (README "Tests") reads the corpus wheels up to FAST_MB; the real-wheel tier (`-m slow`)
+# the rest up to manifest.SMALL_MB; larger ones run with ARCHAUDIT_CORPUS=all or python -m corpus.run.
+FAST_MB = 20.0
+
+
+def _tier_marks(w: manifest.Wheel) -> list[pytest.MarkDecorator]:
+    if w.slow:
+        return [pytest.mark.slow,
+                pytest.mark.skipif(not FULL, reason="large wheel: ARCHAUDIT_CORPUS=all, or python -m corpus.run")]
+    return [pytest.mark.slow] if w.size_mb > FAST_MB else []
+
+
 def _param(w: manifest.Wheel):
-    marks = []
+    marks = _tier_marks(w)
     if w.id in KNOWN:
         marks.append(pytest.mark.xfail(strict=True, reason=f"disagrees on main: issue 11 {KNOWN[w.id]}"))
-    if w.slow:
-        marks += [pytest.mark.slow,
-                  pytest.mark.skipif(not FULL, reason="large wheel: ARCHAUDIT_CORPUS=all, or python -m corpus.run")]
     return pytest.param(w, id=w.id, marks=marks)
 
 
 @pytest.mark.parametrize("wheel", [_param(w) for w in WHEELS])
 def test_archaudit_agrees_with_the_evidence(wheel: manifest.Wheel) -> None:
+    want(wheel.name, wheel.version, wheel.platform, wheel.filename)
     dest = manifest.cache_dir()
     problem = download(wheel, dest)
     if problem:
@@ -103,8 +115,7 @@ SCREEN_LINES, SCREEN_WIDTH = 60, 240  # the default text of a wheel fits a scree
 
 
 def _screen_param(w: manifest.Wheel):
-    marks = [] if not w.slow else [pytest.mark.slow, pytest.mark.skipif(not FULL, reason="large wheel")]
-    return pytest.param(w, id=w.id, marks=marks)
+    return pytest.param(w, id=w.id, marks=_tier_marks(w))
 
 
 @pytest.mark.parametrize("wheel", [_screen_param(w) for w in WHEELS])
@@ -113,6 +124,7 @@ def test_the_default_text_fits_a_screen(wheel: manifest.Wheel, tmp_path: Path) -
     of at most 240 characters: the verdict is on screen, -v and JSON hold the rest."""
     from archaudit.cli import main
 
+    want(wheel.name, wheel.version, wheel.platform, wheel.filename)
     dest = manifest.cache_dir()
     problem = download(wheel, dest)
     if problem:

@@ -1,16 +1,23 @@
 """Real wheels for tests: downloaded once with pip into a cache, reused from there.
 
-The cache is $ARCHAUDIT_WHEEL_CACHE, default ~/.cache/archaudit/wheels. A wheel is named by
+The cache is $ARCHAUDIT_WHEEL_CACHE, else $XDG_CACHE_HOME/archaudit/wheels, else
+~/.cache/archaudit/wheels. A wheel is named by
 its exact version (a local build such as ``2.13.0+cpu`` included) and, where the test needs
 one particular file, by its file name: pip is then asked for that file's own tags
 (``manylinux_2_27`` is not ``manylinux_2_28``), never for whatever the machine would pick.
 Downloads are retried; a wheel pip still cannot fetch fails the test that needs it (set
 ARCHAUDIT_OFFLINE=1 to skip instead).
+
+With ARCHAUDIT_WHEELS_LIST=FILE nothing is downloaded: each test that asks for a wheel appends
+one JSON line to FILE (the test, the wheel's name, version, platform and file name) and is
+skipped, so a tier's downloads can be listed and summed without fetching them
+(tools/test_wheel_sizes.py; README "Tests").
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import os
 import subprocess
 import sys
@@ -24,15 +31,34 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
 ATTEMPTS = 3
+HERE = LINUX = HERE_PLATFORM = "here"  # a wheel this interpreter can install (the default)
+
+
+def cache_root() -> Path:
+    """The XDG cache directory: $XDG_CACHE_HOME when set (and absolute), else ~/.cache."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    return Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache"
 
 
 def cache_dir() -> Path:
-    d = Path(os.environ.get("ARCHAUDIT_WHEEL_CACHE") or Path.home() / ".cache" / "archaudit" / "wheels")
+    d = Path(os.environ.get("ARCHAUDIT_WHEEL_CACHE") or cache_root() / "archaudit" / "wheels")
     d.mkdir(parents=True, exist_ok=True)
     return d
 
 
-HERE = LINUX = "here"  # a wheel this interpreter can install (the default)
+def want(name: str, version: str, platform: str = HERE_PLATFORM, filename: str | None = None) -> None:
+    """Say that the running test needs this wheel. Under ARCHAUDIT_WHEELS_LIST the wish is
+    written down and the test skipped; otherwise nothing happens."""
+    listing = os.environ.get("ARCHAUDIT_WHEELS_LIST")
+    if not listing:
+        return
+    test = os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" (", 1)[0]
+    with open(listing, "a", encoding="utf-8") as f:
+        f.write(json.dumps({"test": test, "name": name, "version": version, "platform": platform,
+                            "filename": filename}) + "\n")
+    pytest.skip(f"listing the wheels tests ask for (ARCHAUDIT_WHEELS_LIST): {name}=={version}")
+
+
 
 
 def _fits(tags: frozenset[Tag], platform: str) -> bool:
@@ -92,6 +118,7 @@ def _fail(msg: str) -> None:
 def fetch(name: str, version: str, platform: str = HERE, *, filename: str | None = None) -> Path:
     """The cached wheel ``name==version`` for ``platform`` (exactly ``filename`` when given),
     downloading it if needed."""
+    want(name, version, platform, filename)
     if filename is not None:
         path = cache_dir() / filename
         if path.exists():

@@ -51,7 +51,8 @@ def check(paths: StrPath | Iterable[StrPath], *, arch: str | Sequence[str] | Cla
           strict_kernels: bool | None = None, driver: str | None = None,
           driver_os: Literal["linux", "windows"] | None = None, select: Sequence[str] = (),
           ignore: Sequence[str] = (), policy: Policy | None = None, config: StrPath | None = None,
-          jobs: int | None = None, fast: bool = False, max_payload: int | None = None) -> Report:
+          jobs: int | None = None, fast: bool = False, max_payload: int | None = None,
+          platform: str | None = None, index_url: str | None = None) -> Report:
     """Audit wheels, directories, device-code files or installed distributions; return the Report.
 
     Each keyword is the `archaudit check` flag of the same name and takes the same text:
@@ -62,6 +63,9 @@ def check(paths: StrPath | Iterable[StrPath], *, arch: str | Sequence[str] | Cla
     table is read as the command reads it, else the command's default. No pyproject.toml is
     searched for unless `config` names one, so a library call does not depend on the
     working directory. `policy` replaces every policy keyword with a `Policy` built by hand.
+    A path may also be a wheel URL or a requirement (`"torch==2.5.1"`), read by HTTP range
+    requests: the wheel for `platform` (a pip platform tag, default this machine's) on the simple
+    index `index_url` (default $PIP_INDEX_URL, else PyPI); the report's target names the file.
 
     Nothing is raised for what a wheel holds: unreadable or unverifiable input is a finding
     (`report.exit_code` 2 or 1), as it is for the command. A bad argument raises
@@ -71,6 +75,7 @@ def check(paths: StrPath | Iterable[StrPath], *, arch: str | Sequence[str] | Cla
     from dataclasses import replace
 
     from . import config as config_file, core
+    from .cli.common import fetch_for
     from .cli.settings import check_args, check_settings
     from .errors import UsageError
 
@@ -103,7 +108,9 @@ def check(paths: StrPath | Iterable[StrPath], *, arch: str | Sequence[str] | Cla
         claim = replace(claim, source="arch=")  # what the report says the claim came from
     return core.check(s.targets, claim,
                       policy if policy is not None else s.policy,
-                      jobs=s.jobs, max_payload=s.max_payload, decode=s.decode)
+                      jobs=s.jobs, max_payload=s.max_payload, decode=s.decode,
+                      fetch=fetch_for(s.targets, platform=platform, index_url=index_url, decode=s.decode,
+                                      max_payload=s.max_payload))
 
 
 def __getattr__(name: str) -> object:

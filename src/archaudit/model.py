@@ -174,6 +174,21 @@ class Library:
 
 
 @dataclass(frozen=True, slots=True)
+class Origin:
+    """Where a remote target's wheel came from: the file judged, its URL, the sha256 its index
+    lists ("" when none does), its size, the bytes fetched by range requests, and the
+    requirement and platform it was resolved for ("" for a URL given as it is)."""
+
+    file: str
+    url: str
+    sha256: str
+    size: int
+    fetched: int
+    requirement: str = ""
+    platform: str = ""  # "" : this machine's
+
+
+@dataclass(frozen=True, slots=True)
 class TargetInventory:
     """What one target carries: its libraries and the problems of the target as a whole."""
 
@@ -185,8 +200,9 @@ class TargetInventory:
     bytes_read: int = 0
     seconds: float = 0.0
     distribution: str = ""  # name-version, when known
+    origin: Origin | None = None  # a wheel read over HTTP: which file, from where
 
 
 __all__ = ["AMD", "CODE_OBJECT", "Container", "Coverage", "CUBIN", "DEVICE_LINK", "EMBEDDED", "Entry", "EXECUTABLE",
-           "HIP", "Kind", "Library", "LTO", "NVIDIA", "Problem", "PTX", "RELOCATABLE", "Role", "SASS", "STANDALONE",
-           "Status", "TargetInventory", "Vendor"]
+           "HIP", "Kind", "Library", "LTO", "NVIDIA", "Origin", "Problem", "PTX", "RELOCATABLE", "Role", "SASS",
+           "STANDALONE", "Status", "TargetInventory", "Vendor"]

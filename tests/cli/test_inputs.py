@@ -393,8 +393,12 @@ def test_a_wheelhouse_is_one_target_per_wheel_with_its_own_time(tmp_path):
     names = [t["distribution"] for t in doc["targets"]]
     assert names == ["gpu_example-1.0", "nvidia_curand-10.4.5.25"]
     assert all(t["kind"] == "wheel" for t in doc["targets"])
-    small, large = (t["seconds"] for t in doc["targets"])
-    assert small < large / 4, (small, large)
+    # each its own: the bytes each target read are those it reads alone (a count, not a time, so a
+    # loaded machine cannot fail it); each has a time of its own
+    alone = [check_json(tmp_path, "--arch", "80;90", str(w))[1]["targets"][0]["bytes_read"]
+             for w in (core.example_wheel(), big)]
+    assert [t["bytes_read"] for t in doc["targets"]] == alone and alone[0] < alone[1]
+    assert all(isinstance(t["seconds"], float) for t in doc["targets"])
     _, globbed = check_json(tmp_path, "--arch", "80;90", *sorted(str(p) for p in house.iterdir()))
     assert [t["distribution"] for t in globbed["targets"]] == names
 

@@ -67,11 +67,6 @@ HSACO_FIXTURES = sorted(str(p.relative_to(ROOT)) for p in AMD.glob("*.hsaco"))
 HIP_FIXTURES = sorted(str(p.relative_to(ROOT)) for p in AMD.glob("*.so"))
 
 
-def time_bound(size: int) -> float:
-    """Seconds one run may take: 2 s plus 1 s per 10 MB of input."""
-    return 2.0 + size / 10e6
-
-
 @cache
 def load(rel: str) -> bytes:
     return (ROOT / rel).read_bytes()
@@ -479,27 +474,16 @@ def run_cli(argv: list[str]) -> Run:
     return Run(code, out.getvalue(), err.getvalue(), seconds, report)
 
 
-REPLAYS = 2  # further runs of an input that overran its time bound once
-
-
 def check_run(run: Run, size: int, what: str, replay: list[str] | None = None) -> None:
-    """The properties of every run: a known exit code, no traceback, no internal error,
-    and a time bound proportional to the input size. With `replay` (the argv), an input that
-    overruns the bound is run again up to REPLAYS times and judged by its fastest run: on a
-    loaded machine one wall-clock run measures the machine, while an input that is itself
-    slow overruns every time."""
-    if replay is not None and run.seconds >= time_bound(size):
-        for _ in range(REPLAYS):
-            again = run_cli(replay)
-            run = dataclasses.replace(run, seconds=min(run.seconds, again.seconds))
-            if run.seconds < time_bound(size):
-                break
+    """The properties of every run: a known exit code, no traceback, no internal error. No time
+    is asserted (a loaded machine would fail it): work linear in the bytes is counted in steps by
+    test_linear_bounds.py, and times are benchmarks/bench_hostile.py's; `run.seconds` stays for
+    long_run.py's report. `size` and `replay` are kept for the callers."""
     assert run.code in (0, 1, 2), f"{what}: exit code {run.code!r}"
     assert "Traceback" not in run.stderr and "Traceback" not in run.stdout, f"{what}: traceback\n{run.stderr}"
     assert "E099" not in run.finding_codes, f"{what}: internal error\n{run.stdout[:4000]}"
     if run.code == 0 and run.report is not None:
         assert run.report["passed"], what
-    assert run.seconds < time_bound(size), f"{what}: {run.seconds:.2f} s for {size} bytes"
 
 
 # ---- the fail-closed property ----------------------------------------------------------------

@@ -59,16 +59,15 @@ def test_a_content_length_beyond_the_range_is_refused_before_its_body():
 @pytest.mark.parametrize("path", ["/trickle.whl", "/slow-headers.whl"])
 def test_a_trickling_server_holds_a_wheel_no_longer_than_its_deadline(path):
     with hostile() as srv:
-        t0 = time.monotonic()
         with pytest.raises(remote.RemoteError) as e:
             remote.RangeReader(f"{srv.url}{path}", seconds=DEADLINE)
-        elapsed = time.monotonic() - t0
         settled(srv, path)
         assert "not read within its 2 s deadline" in str(e.value)
         # the server could trickle MAX_TRICKLE bytes; it got to send about DEADLINE / TRICKLE_GAP
         assert srv.stopped_early.get(path) is True
+        # counted, not timed (a loaded machine would fail a wall-clock bound): the bytes it could send
+        # before the deadline cut it short
         assert srv.sent[path] <= DEADLINE / TRICKLE_GAP + 3 < MAX_TRICKLE
-    assert elapsed < DEADLINE + 8  # the deadline under test, with a generous margin
 
 
 def test_an_endless_index_page_is_bounded_in_bytes():

@@ -10,11 +10,12 @@ import pytest
 from archaudit.read import elf
 from archaudit.read.library import scan_stream
 from helpers import READELF, readelf_dynamic
+from reference_tools import needs_tool
 
 BIN = Path(__file__).resolve().parents[1] / "fixtures" / "cuda" / "bin"
 
 
-@pytest.mark.skipif(READELF is None, reason="binutils' readelf is not installed")
+@needs_tool("binutils readelf (apt-get install binutils)", READELF)
 @pytest.mark.parametrize("name", sorted(p.name for p in BIN.glob("lib*.so")))
 def test_read_dynamic_agrees_with_readelf(name):
     path = BIN / name
@@ -41,7 +42,7 @@ def test_read_dynamic_rejects_what_is_not_a_64_bit_elf(tmp_path):
     assert err.value.code == "E020"
 
 
-@pytest.mark.skipif(READELF is None, reason="binutils' readelf is not installed")
+@needs_tool("binutils readelf (apt-get install binutils)", READELF)
 def test_scanner_reads_needed_and_runpath_in_any_chunking():
     """The one-pass reader captures the dynamic strings as they pass, whatever the stream's
     chunks: also when the rest of them lies in the chunk that completes the dynamic segment

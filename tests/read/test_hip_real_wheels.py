@@ -1,8 +1,8 @@
 """Real ROCm wheels from PyPI, read completely by archaudit.read.hip and checked against
 LLVM's own tools (clang-offload-bundler, llvm-readelf, zstd) where installed.
 
-Wheels are downloaded with pip into $ARCHAUDIT_WHEEL_CACHE (default
-~/.cache/archaudit/wheels) and reused from there.
+Wheels are downloaded with pip into tests/wheels.py's cache ($ARCHAUDIT_WHEEL_CACHE, else
+$XDG_CACHE_HOME/archaudit/wheels, else ~/.cache/archaudit/wheels) and reused from there.
 """
 
 from __future__ import annotations

@@ -901,19 +901,23 @@ def test_an_archive_read_through_ranges_reports_as_a_wheel_on_disk_does(tmp_path
 
     (tmp_path / "many").mkdir()
     many = wheel(tmp_path / "many" / WHEEL_NAME, [(f"demo/lib{i}.so", b"x") for i in range(MAX_LIBRARIES + 1)])
+    began = time.perf_counter()
     inv = archive(many)
+    took = time.perf_counter() - began
     assert (inv.target, inv.kind, inv.libraries, inv.unusable, inv.bytes_read, inv.distribution) == (
         WHEEL_NAME, "wheel", (), False, 0, "demo-1.0")
     assert problems(inv) == [too_many(many)]
-    assert isinstance(inv.seconds, float) and 0 <= inv.seconds < 60
+    assert isinstance(inv.seconds, float) and 0 <= inv.seconds <= took  # its own read, measured; no time bound
 
     (tmp_path / "good").mkdir()
     good = wheel(tmp_path / "good" / WHEEL_NAME, [("demo/libk.so", GOOD), ("demo/libskip.so", GOOD)])
     told: list[list[str]] = []
+    began = time.perf_counter()
     inv = archive(good, keep=lambda name: name != "demo/libskip.so", on_members=lambda ms: told.append(
         sorted(m.name for m in ms)))
+    took = time.perf_counter() - began
     assert (inv.target, inv.kind, inv.unusable, inv.bytes_read, inv.distribution) == (
         WHEEL_NAME, "wheel", False, len(GOOD), "demo-1.0")
     assert read_whole(inv) == ["demo/libk.so"] and problems(inv) == []
-    assert isinstance(inv.seconds, float) and 0 <= inv.seconds < 60
+    assert isinstance(inv.seconds, float) and 0 <= inv.seconds <= took
     assert told == [["demo-1.0.dist-info/WHEEL", "demo/libk.so", "demo/libskip.so"]]

@@ -15,6 +15,7 @@ from archaudit.model import Library, Problem
 from archaudit.read import elf
 from archaudit.read.library import library_from_bytes
 from helpers import READELF, readelf_dynamic
+from reference_tools import needs_tool
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 LIB = (FIXTURES / "cuda" / "bin" / "lib_sm80.so").read_bytes()
@@ -124,7 +125,7 @@ def test_read_dynamic_of_an_elf_without_a_dynamic_segment(tmp_path):
         assert elf.read_dynamic(f, len(LIB)) == elf.Dynamic(elf.ET_DYN, EM_X86_64)
 
 
-@pytest.mark.skipif(READELF is None, reason="binutils' readelf is not installed")
+@needs_tool("binutils readelf (apt-get install binutils)", READELF)
 @pytest.mark.parametrize("name", ["lib_patchelf_runpath.so", "lib_many_exports.so"])
 def test_read_dynamic_splits_runpaths_as_readelf_does(name):
     path = FIXTURES / "readers" / "bin" / name

@@ -23,6 +23,7 @@ from archaudit.model import CODE_OBJECT, PTX, SASS, STANDALONE, Container, Entry
 from archaudit.read import fatbin, hip, library, records, stream as window, zipread
 from archaudit.read.stream import Chunks
 from helpers import AMD_BIN as AMD, READELF, ccob, first_bundle, readelf_dynamic
+from reference_tools import needs_tool
 
 CUDA = Path(__file__).resolve().parents[1] / "fixtures" / "cuda" / "bin"
 FIXTURES_PE = CUDA.parent.parent / "pe" / "bin"
@@ -507,7 +508,7 @@ def test_a_container_header_cut_by_the_end_of_the_file_ends_the_search():
 READERS = CUDA.parent.parent / "readers" / "bin"
 
 
-@pytest.mark.skipif(READELF is None, reason="binutils' readelf is not installed")
+@needs_tool("binutils readelf (apt-get install binutils)", READELF)
 def test_needed_names_far_into_the_dynamic_string_table_are_read():
     """NEEDED is what makes a library that only links the CUDA runtime a GPU library: its names
     must be read wherever .dynstr holds them (here after 4 KiB of symbol names)."""

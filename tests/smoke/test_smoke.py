@@ -23,6 +23,7 @@ from archaudit.report import smoke as render
 from archaudit.smoke import child, probes, runner
 from archaudit.smoke.report import FAIL, PASS, SKIP
 from helpers import no_gpu_reason
+from reference_tools import needs_tool
 
 HERE = Path(__file__).parents[1]
 FIXTURES = HERE / "fixtures" / "smoke"
@@ -106,14 +107,13 @@ def test_a_segfaulting_constructor_is_a_failed_row_and_the_run_goes_on():
 
 
 def test_a_hanging_constructor_is_killed_at_the_timeout():
-    t0 = time.monotonic()
-    # 10 s: --timeout bounds the install steps too, and pip needs a few seconds on a loaded machine
+    # 10 s: --timeout bounds the install steps too, and pip needs a few seconds on a loaded machine.
+    # The constructor never returns: a row at all says the kill ended it (no wall-clock upper bound,
+    # which a loaded machine would break; the child waited at least the timeout).
     (row,) = smoke(wheel("smoke_hang"), timeout=10.0).rows
-    elapsed = time.monotonic() - t0
     assert row.status == FAIL and row.signal == "SIGKILL"
     assert "no progress for 10 s" in row.reason
-    assert 10.0 <= row.duration < 40
-    assert elapsed < 90
+    assert row.duration >= 10.0
 
 
 def test_resume_after_a_death_inside_one_child(tmp_path):
@@ -297,7 +297,7 @@ def test_builtin_probes_in_order_and_a_plugin_from_an_entry_point(tmp_path):
 
 # -- the fixtures themselves -------------------------------------------------------------------
 
-@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
+@needs_tool("gcc (apt-get install gcc)", shutil.which("gcc"))
 def test_build_script_rebuilds_the_fixture_wheels(tmp_path):
     r = subprocess.run(["bash", str(FIXTURES / "build.sh"), str(tmp_path)], capture_output=True, text=True,
                        timeout=300)

@@ -27,6 +27,7 @@ import pytest
 import archaudit
 from archaudit.smoke import runner
 from archaudit.smoke.report import FAIL, PASS, SKIP
+from reference_tools import needs_tool
 
 HERE = Path(__file__).parents[1]
 MAKE_WHEEL = HERE / "fixtures" / "smoke" / "make_wheel.py"
@@ -138,14 +139,13 @@ def test_a_pth_file_that_sleeps_in_the_installer_is_killed_at_the_timeout(tmp_pa
     whl = pth_wheel(tmp_path)
     work = tmp_path / "work"
     work.mkdir()
-    t0 = time.monotonic()
+    # the .pth sleeps 600 s: the run's ending at all (under subprocess's 300) is the kill, and the
+    # message says so; no wall-clock bound is asserted
     r = subprocess.run([sys.executable, "-m", "archaudit.smoke", str(whl), "--timeout", "10"],
                        capture_output=True, text=True, timeout=300,
                        env=env_without_uv(work, HOSTILE_DIR=str(hostile), HOSTILE_SLEEP="600"))
-    elapsed = time.monotonic() - t0
     assert r.returncode == 2, r.stdout + r.stderr
     assert "did not finish in 10 s: killed with every process it started" in r.stderr
-    assert elapsed < 120
     assert not [p for p in daemons(hostile) if alive(p)]
     assert list(work.iterdir()) == []
 
@@ -172,7 +172,7 @@ def test_sigterm_ends_every_process_the_wheel_started(tmp_path):
     assert list(work.iterdir()) == []
 
 
-@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
+@needs_tool("gcc (apt-get install gcc)", shutil.which("gcc"))
 def test_a_library_constructor_cannot_forge_the_load_result(tmp_path):
     src = tmp_path / "forge.c"
     src.write_text(CONSTRUCTOR % FORGED.replace('"', '\\"'))

@@ -19,9 +19,8 @@ import sys
 import sysconfig
 from pathlib import Path
 
-import pytest
-
 import archaudit
+from reference_tools import needs_tool
 
 HERE = Path(__file__).parents[1]
 MAKE_WHEEL = HERE / "fixtures" / "smoke" / "make_wheel.py"
@@ -101,7 +100,7 @@ def untimed(text: str) -> object:
     return walk(json.loads(text))
 
 
-@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
+@needs_tool("gcc (apt-get install gcc)", shutil.which("gcc"))
 def test_a_wheel_that_rewrites_archaudit_fails_the_run_and_is_undone(tmp_path):
     python, site = copy_of_archaudit(tmp_path)
     whl = attack_wheel(tmp_path)

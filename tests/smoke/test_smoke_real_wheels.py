@@ -1,7 +1,7 @@
 """archaudit smoke on real wheels from PyPI, without a GPU.
 
-Wheels are downloaded with pip into $ARCHAUDIT_WHEEL_CACHE (default
-~/.cache/archaudit/wheels) and reused from there.
+Wheels are downloaded with pip into tests/wheels.py's cache ($ARCHAUDIT_WHEEL_CACHE, else
+$XDG_CACHE_HOME/archaudit/wheels, else ~/.cache/archaudit/wheels) and reused from there.
 """
 
 from __future__ import annotations

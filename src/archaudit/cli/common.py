@@ -6,11 +6,36 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from .. import config
 from ..config import FORMATS
 from ..errors import UsageError
+
+if TYPE_CHECKING:
+    from ..model import TargetInventory
+
+
+def nonempty_targets(command: str, targets: Sequence[str], what: str = "TARGET") -> tuple[str, ...]:
+    """The targets as given, or a usage error for an empty one: what an unset variable in a script
+    (`archaudit check "$WHEEL"`) gives, which names no file, directory or distribution."""
+    for t in targets:
+        if not t.strip():
+            raise UsageError(f"{command}: an empty {what} ({t!r}): is the variable that should name it unset?")
+    return tuple(targets)
+
+
+def fetch_for(targets: Sequence[str], *, platform: str | None, index_url: str | None, decode: bool,
+              max_payload: int) -> Callable[[str], TargetInventory | None] | None:
+    """core.check's `fetch` for targets read over HTTP (a wheel URL, a requirement such as
+    torch==2.5.1: index/targets.py), or None when no target can be one (a URL or a version
+    operator is what the cheap test looks for), so a local check imports no HTTP client."""
+    if not any(t.startswith(("http://", "https://")) or any(c in t for c in "=<>!~") for t in targets):
+        return None
+    from ..index.targets import fetcher
+
+    return fetcher(platform=platform, index=index_url, decode=decode, max_payload=max_payload)
 
 
 def add_output_options(parser: argparse.ArgumentParser, formats: Sequence[str] = FORMATS) -> None:
@@ -113,5 +138,5 @@ def positive_int(text: str) -> int:
     return int(text)
 
 
-__all__ = ["add_colour_option", "add_config_options", "add_output_options", "colour_on", "load_config", "paint",
-           "positive_int", "terminal_safe", "text_width", "unicode_ok", "write"]
+__all__ = ["add_colour_option", "add_config_options", "add_output_options", "colour_on", "fetch_for", "load_config",
+           "nonempty_targets", "paint", "positive_int", "terminal_safe", "text_width", "unicode_ok", "write"]

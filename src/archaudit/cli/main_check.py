@@ -21,8 +21,15 @@ def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
                        description="Statically verify that every library's device code runs on every "
                                    "claimed GPU architecture. Fails closed.")
     p.add_argument("targets", nargs="*", metavar="TARGET",
-                   help="a .whl, a directory, a .so/.cubin/.fatbin/.ptx file, or an installed distribution")
+                   help="a .whl, a directory, a .so/.cubin/.fatbin/.ptx file, an installed distribution, a wheel "
+                        "URL, or a requirement (torch==2.5.1) fetched from the index")
     p.add_argument("--example", action="store_true", help="also audit the small example wheel shipped with archaudit")
+    g = p.add_argument_group("remote targets (a wheel URL, or a requirement such as torch==2.5.1)")
+    g.add_argument("--platform", metavar="TAG", default=None,
+                   help="the pip platform tag a requirement's wheel is chosen for (manylinux_2_28_x86_64, "
+                        "win_amd64, ...; default: this machine's); read by HTTP range requests")
+    g.add_argument("--index-url", metavar="URL", default=None,
+                   help="the simple index a requirement is resolved on (default: $PIP_INDEX_URL, else PyPI)")
     g = p.add_argument_group("claims")
     g.add_argument("--arch", metavar="LIST", action="append",
                    help="claimed CUDA architectures, in any common spelling ('80;90-real', '8.0 9.0+PTX', "
@@ -104,7 +111,7 @@ def execute(args: argparse.Namespace) -> int:
     cfg = common.load_config(args)
     from ..read.artifacts import wheels_of
 
-    given = list(args.targets) + ([core.example_wheel()] if args.example else [])
+    given = list(common.nonempty_targets("check", args.targets)) + ([core.example_wheel()] if args.example else [])
     targets = [w for t in given for w in (wheels_of(t) or [t])]  # a wheelhouse: one verdict per wheel
     if not targets:
         raise UsageError("check: give at least one TARGET (or --example)")
@@ -113,7 +120,9 @@ def execute(args: argparse.Namespace) -> int:
     stop = progress_display(progress) if progress is not None else None
     try:
         report = core.check(s.targets, s.claim, s.policy, jobs=s.jobs, max_payload=s.max_payload,
-                            decode=s.decode, progress=progress)
+                            decode=s.decode, progress=progress,
+                            fetch=common.fetch_for(s.targets, platform=args.platform, index_url=args.index_url,
+                                                   decode=s.decode, max_payload=s.max_payload))
     finally:
         if stop is not None:
             stop()

@@ -135,6 +135,7 @@ def execute(args: argparse.Namespace) -> int:
     if args.ray is not None and importlib.util.find_spec("ray") is None:
         # before the database is opened: a refused run leaves no file behind
         raise UsageError("--ray needs Ray: install archaudit with its 'ray' extra")
+    common.nonempty_targets("index", args.sources, "SOURCE")
     filters = sources.Filters(tuple(args.platform), tuple(args.python))
     page_errors: list[str] = []
     refs = sources.resolve(args.sources, args.project, filters, page_errors)

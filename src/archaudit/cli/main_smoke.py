@@ -89,6 +89,9 @@ def execute(args: argparse.Namespace) -> int:
         text, rc = list_probes()
         return _emit(text, output) or rc
     target = _target(args)
+    for given, what in ((target, "wheel"), (args.installed, "--installed NAME")):
+        if given is not None and not given.strip():
+            return _emit_error(f"an empty {what} ({given!r}): is the variable that should name it unset?", fmt, output)
     if target is None and args.installed is None:
         return _emit_error("give a wheel, --example or --installed NAME", fmt, output)
 

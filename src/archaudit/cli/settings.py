@@ -23,6 +23,7 @@ from ..gpus.drivers import driver_at_least
 from ..judge.filters import IgnoreRule, parse_patterns
 from ..judge.policy import DataMember, Policy
 from ..read.fatbin import DEFAULT_MAX_PAYLOAD
+from .common import nonempty_targets
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,7 +221,7 @@ _CHECK_UNSET: dict[str, Any] = {
     "driver": None, "driver_os": None, "gpu": None, "select": None, "ignore": None, "config": None,
     "no_config": False, "format": None, "output": None, "docs_url": None, "color": "auto", "also_write": None,
     "detail": None, "costs": None, "no_timings": False, "quiet": False, "verbose": False, "jobs": None,
-    "fast": False, "max_payload": None,
+    "fast": False, "max_payload": None, "platform": None, "index_url": None,
 }
 
 
@@ -234,6 +235,7 @@ def check_args(**given: Any) -> argparse.Namespace:
 
 
 def check_settings(args: argparse.Namespace, cfg: Config, targets: Sequence[str]) -> CheckSettings:
+    targets = nonempty_targets("check", targets)
     cuda, amd, amd_source = claim(args, cfg)
     detail = _flag_or(cfg, args.detail, "detail", "libraries")
     return CheckSettings(
@@ -246,9 +248,11 @@ def check_settings(args: argparse.Namespace, cfg: Config, targets: Sequence[str]
 
 
 def diff_settings(args: argparse.Namespace, cfg: Config, formats: Sequence[str]) -> DiffSettings:
+    nonempty_targets("diff", [args.old], "OLD")
+    nonempty_targets("diff", [args.new], "NEW")
     return DiffSettings(args.old, args.new, bool(_flag_or(cfg, args.allow_loss, "allow-loss", False)),
                         output(args, cfg, formats), verbose=bool(args.verbose), jobs=args.jobs)
 
 
 __all__ = ["CheckSettings", "DiffSettings", "Output", "Format", "Detail", "FORMATS", "DETAILS",
-           "check_args", "check_settings", "diff_settings", "output", "claim", "policy"]
+           "check_args", "check_settings", "diff_settings", "nonempty_targets", "output", "claim", "policy"]

@@ -279,6 +279,8 @@ def _not_a_library(path: str) -> str | None:
 
 def _plan(target: str) -> _Plan:
     """The kind, jobs, problems and distribution of a target, or why it cannot be read."""
+    if not target.strip():  # an unset variable in a script: names no file and no distribution
+        return _refused(target, "file", (Problem(Code.E001, "cannot read: an empty target names nothing"),))
     if os.path.isdir(target):
         jobs_list, problems = _directory_jobs(target)
         return _Plan("directory", jobs_list, problems, "")

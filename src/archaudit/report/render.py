@@ -139,11 +139,23 @@ def _target_text(t: TargetReport, detail: str, verbose: bool, *, costs: bool = F
     listed, counted = _finding_lines(t, verbose)
     if bounded:
         rows, passing, listed = _fit(t, rows, passing, listed, TARGET_LINES - 2 - len(tail) - len(counted))
-    out = [head, *(line for row in rows for line in row), *passing, *(item[0] for item in listed), *counted, *tail]
+    out = [head, *_origin_text(t), *(line for row in rows for line in row), *passing, *(item[0] for item in listed),
+           *counted, *tail]
     if costs:
         out.extend(_costs_text(t))
     out.append(_summary(t, amd, hidden))
     return out
+
+
+def _origin_text(t: TargetReport) -> list[str]:
+    """Which file a remote target judged: its name, URL, sha256 and the bytes fetched of it."""
+    o = t.inventory.origin if t.inventory is not None else None
+    if o is None:
+        return []
+    asked = f" for {o.requirement} on {o.platform or 'this platform'}" if o.requirement else ""
+    sha = f"sha256 {o.sha256} (as the index lists it)" if o.sha256 else "sha256 not listed by the index"
+    return [f"  judged {o.file}{asked}, {sha}",
+            f"  from {o.url} ({size_text(o.fetched)} of {size_text(o.size)} fetched by range requests)"]
 
 
 Listed = tuple[str, Code, int]  # a finding line, its code, how many findings it stands for
@@ -442,9 +454,13 @@ def _target_json(t: TargetReport, detail: str, timings: bool = True) -> dict[str
                     } for ei, e in enumerate(c.entries)],
                 } for ci, c in enumerate(lib.containers)]
         libs.append(d)
+    o = t.inventory.origin if t.inventory is not None else None
     out = {
         "target": t.target, "kind": t.kind, "distribution": t.distribution, "gpu_wheel": t.gpu_wheel,
         "unusable": t.unusable,
+        **({"origin": {"file": o.file, "url": o.url, "sha256": o.sha256 or None, "size": o.size,
+                       "fetched": o.fetched, "requirement": o.requirement or None,
+                       "platform": o.platform or None}} if o is not None else {}),
         "claim": None if t.claim is None else {
             "source": t.claim.source, "raw": t.claim.raw,
             "archs": [{"target": a.target.label, "sass": a.sass, "ptx": a.ptx} for a in t.claim.archs],
