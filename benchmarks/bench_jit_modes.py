@@ -118,7 +118,7 @@ def main(out: str) -> int:
     sys.path.insert(0, os.path.join(ROOT, "src"))
     import importlib.metadata as md
 
-    from archaudit.judge import predict as P
+    from archaudit.gpus import predict as P
     from archaudit.read.library import scan_file
 
     os.makedirs(out, exist_ok=True)

@@ -7,13 +7,12 @@ from importlib import resources
 
 import pytest
 
-from archaudit.arch import (
+from archaudit.gpus.cuda import (
     KNOWN_CCS,
     TEGRA_CCS,
     CudaTarget,
     canonical_cc,
     cuda_release_for_ptx_isa,
-    driver_at_least,
     gpu_catalog,
     is_tegra,
     lookup_gpu,
@@ -22,7 +21,8 @@ from archaudit.arch import (
     runs_on,
     sass_runs_on,
 )
-from archaudit.judge.selection import best, nv_codes
+from archaudit.gpus.drivers import UNKNOWN, driver_at_least, driver_key
+from archaudit.gpus.selection import best, nv_codes
 from archaudit.model import Entry
 
 T = CudaTarget.parse
@@ -182,7 +182,7 @@ def test_known_ccs():
 
 
 def served_ccs(pairs):
-    """The known GPUs some of the entries run on (the library-wide union of archaudit.judge.selection)."""
+    """The known GPUs some of the entries run on (the library-wide union of archaudit.gpus.selection)."""
     codes = nv_codes(Entry("nvidia", kind, t.sm if kind == "sass" else t.compute) for kind, t in pairs)
     return [cc for cc in KNOWN_CCS if best(codes, cc) != "none"]
 
@@ -310,6 +310,15 @@ def test_driver_at_least(have, need, ok):
 def test_driver_at_least_rejects_garbage():
     with pytest.raises(ValueError, match="r580"):
         driver_at_least("r580", "580")
+
+
+def test_one_driver_order_puts_the_unknown_floor_above_every_known_one():
+    """check's D002 line, the index's stored floor and `query driver-floor` take the most
+    demanding floor by this one key: a floor archaudit cannot name is never hidden behind a known one."""
+    floors = ["580.65.06", UNKNOWN, "525.60.13", "580", "575.57.08"]
+    assert sorted(floors, key=driver_key) == ["525.60.13", "575.57.08", "580", "580.65.06", UNKNOWN]
+    assert max(["580.65.06", "r580"], key=driver_key) == "r580"  # not a version: asks most too
+    assert driver_key("580.65.06") == (580, 65, 6)
 
 
 # ---- GPU catalog -------------------------------------------------------------------------------

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, strategies as st
 
-from archaudit.arch import CudaTarget
 from archaudit.claims import Claim, ClaimedArch, embedded_claim_markers, guess_style, parse_claim, parse_embedded
+from archaudit.gpus.cuda import CudaTarget
 from wheels import fetch
 
 T = CudaTarget.parse

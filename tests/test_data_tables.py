@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from archaudit import arch, gfx
+from archaudit.gpus import amd as gfx, cuda as arch
 
 CC_RE = re.compile(r"[1-9]\d?\.\d")
 DRIVER_RE = re.compile(r"\d{3}(\.\d{1,3}){0,2}")
@@ -345,7 +345,7 @@ def test_nvcc_targets_are_what_this_nvcc_accepts():
     import subprocess
     import tempfile
 
-    from archaudit import arch
+    from archaudit.gpus import cuda as arch
     from reference_tools import missing_tool
 
     nvcc = shutil.which("nvcc")

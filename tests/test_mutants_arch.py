@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from archaudit import arch
-from archaudit.arch import CudaTarget, driver_at_least
+from archaudit.gpus import cuda as arch
+from archaudit.gpus.cuda import CudaTarget
+from archaudit.gpus.drivers import driver_at_least
 
 
 @pytest.mark.parametrize("have,need,ok", [

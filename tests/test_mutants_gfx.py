@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from archaudit import gfx
+from archaudit.gpus import amd as gfx
 
 
 @pytest.mark.parametrize("text, want", [

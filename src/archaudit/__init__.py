@@ -71,14 +71,13 @@ def check(paths: StrPath | Iterable[StrPath], *, arch: str | Sequence[str] | Cla
     from dataclasses import replace
 
     from . import config as config_file, core
-    from .cli import build_parser
-    from .cli.settings import check_settings
+    from .cli.settings import check_args, check_settings
     from .errors import UsageError
 
     targets = [os.fspath(paths)] if isinstance(paths, (str, os.PathLike)) else [os.fspath(p) for p in paths]
     if not targets:
         raise UsageError("check: give at least one path")
-    args = build_parser().parse_args(["check"])  # every flag at its default, as the command starts
+    args = check_args()  # every flag not given, as the command starts
     given_claim = arch if not isinstance(arch, (str, Sequence)) else None
     args.arch = arch if isinstance(arch, str) else " ".join(arch) if isinstance(arch, Sequence) else None
     args.amd_arch = amd_arch if amd_arch is None or isinstance(amd_arch, str) else ";".join(amd_arch)

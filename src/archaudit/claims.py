@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from . import arch
-from .arch import CudaTarget, cuda_data
+from .gpus import cuda as arch
+from .gpus.cuda import CudaTarget, cuda_data
 
 STYLES = ("auto", "cmake", "torch", "nvcc", "list")
 

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from .claims import Claim
 from .judge.audit import Policy, Report, audit
 from .read.artifacts import Progress, inventories
-from .read.records import DEFAULT_MAX_PAYLOAD
+from .read.fatbin import DEFAULT_MAX_PAYLOAD
 
 
 def example_wheel() -> str:

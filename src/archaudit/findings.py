@@ -67,6 +67,8 @@ class Code(StrEnum):
     G014 = "G014"
     G015 = "G015"
     G016 = "G016"
+    G017 = "G017"
+    G018 = "G018"
     K001 = "K001"
     K002 = "K002"
     K003 = "K003"
@@ -396,9 +398,11 @@ _CODES = [
          "libfoo.so: 1 bundle entry says less than its code object: hipv4-amdgcn-amd-amdhsa--gfx90a holds "
          "a code object built for gfx90a:xnack+; judged as built"),
     CodeInfo(Code.G015, WARNING, "AMD bundle entries HIP never selects",
-         "A bundle entry whose offload kind is not hip or hipv4 (an OpenMP entry), or whose id is not "
-         "spelt as comgr compares it (lower case), is never selected by HIP's code object lookup; it "
-         "counts for no GPU.",
+         "A bundle entry whose offload kind is not hip, hipv4 or hcc (an OpenMP entry), or whose id is not "
+         "spelt as comgr compares it (the triple amdgcn-amd-amdhsa-- in lower case: clang 11 and older "
+         "wrote hip-amdgcn-amd-amdhsa-gfx906, which the HIP runtime of ROCm 3.5 to 5.4 selects and "
+         "today's does not), is "
+         "never selected by HIP's code object lookup; it counts for no GPU.",
          "Bundle HIP code as hipv4-amdgcn-amd-amdhsa--<target> (what clang's HIP driver writes).",
          "libfoo.so: HIP never selects 1 bundle entry (openmp-amdgcn-amd-amdhsa--gfx90a): ..."),
     CodeInfo(Code.G016, INFO, "claimed GPUs outside the vendor's documented range",
@@ -412,6 +416,24 @@ _CODES = [
          "Nothing; add a row to data/vendor.json, with its source, for another vendor library.",
          "torch/lib/libcusparseLt-294d6944.so.0 is cuSPARSELt, which its vendor documents for 8.0 and "
          "newer: the claimed 5.0, 6.0, 7.0, 7.5 are not held against it"),
+    CodeInfo(Code.G017, ERROR, "kernels its loader never reaches",
+         "A bare device-code file (.fatbin, an offload-bundle file) holds several containers, and "
+         "kernels only the later ones define: cuModuleLoad and hipModuleLoad read the first container "
+         "and no further, so those kernels are reachable from no module (cuModuleGetFunction fails "
+         "with CUDA_ERROR_NOT_FOUND, 500, on an H100). The later containers count for no GPU.",
+         "Write one container per file (nvcc -fatbin of all the sources at once, or one file each), "
+         "or link the objects before packing them.",
+         "kernels.fatbin: 1 kernel (layernorm_kernel) is defined only in 1 later container, which "
+         "cuModuleLoad never reads: reachable from no module"),
+    CodeInfo(Code.G018, WARNING, "AMD code objects the loader refuses",
+         "An AMD code object without a PT_LOAD segment: a relocatable object (ET_REL) never linked, or "
+         "a bare ELF header. ROCr loads code objects by their loadable segments and refuses one without "
+         "any on every GPU (HSA_STATUS_ERROR_INVALID_CODE_OBJECT), so it counts for no GPU; where HIP "
+         "selects it for a claimed GPU, that GPU runs nothing from its bundle (G001 says so).",
+         "Link the device code into a code object (clang's HIP driver does: lld -shared) before "
+         "bundling it.",
+         "libfoo.so: 1 AMD code object without a loadable segment (hipv4-amdgcn-amd-amdhsa--gfx90a), as a "
+         "relocatable object never linked is: ROCr's loader refuses it on every GPU, so it counts for no GPU"),
     CodeInfo(Code.K001, ERROR, "kernels miss a claimed architecture",
          "One container (one translation unit, which the runtime registers on its own) lacks code "
          "for a claimed architecture that the library as a whole has: its kernels fail there "
@@ -499,10 +521,16 @@ def severity(code: Code) -> Severity:
     return CODES[code].severity
 
 
+def means_unverified(f: Finding) -> bool:
+    """The one test of "this finding means unverified": a reader's error (E0xx), so what it
+    concerns was not verified and can never count as passing or running."""
+    return f.code.startswith("E") and f.severity == ERROR
+
+
 def make_finding(code: Code, subject: str, message: str, **data: object) -> Finding:
     """A finding of a registered code, its severity from the code table."""
     return Finding(code, severity(code), subject, message, tuple(data.items()))
 
 
 __all__ = ["Code", "CodeInfo", "CODES", "ERROR", "Finding", "FOLD_EXAMPLES", "Fold", "Foldable", "INFO", "finding_key",
-           "fold_findings", "make_finding", "Severity", "severity", "WARNING"]
+           "fold_findings", "make_finding", "means_unverified", "Severity", "severity", "WARNING"]

@@ -26,13 +26,14 @@ LTO: Final = "lto"  # NVVM IR for link-time optimisation; never loadable on its 
 CODE_OBJECT: Final = "code-object"  # AMD HSA code object (an amdgcn ELF)
 
 # Container roles: how the runtime treats the container.
-Role = Literal["executable", "device-link", "relocatable", "embedded", "standalone", "hip"]
+Role = Literal["executable", "device-link", "relocatable", "embedded", "standalone", "hip", "cubin"]
 EXECUTABLE: Final = "executable"  # registered and loaded by the runtime (.nv_fatbin)
 DEVICE_LINK: Final = "device-link"  # the nvlink container every nvcc link adds (wrapper version 2)
 RELOCATABLE: Final = "relocatable"  # -rdc objects in __nv_relfatbin: listed, never loadable coverage
 EMBEDDED: Final = "embedded"  # found in another section; the library loads it itself
 STANDALONE: Final = "standalone"  # a bare .fatbin/.cubin/.ptx/.hsaco file
 HIP: Final = "hip"  # an AMD clang offload bundle
+CUBIN: Final = "cubin"  # a whole cubin outside any container: the library loads it itself (cuModuleLoadData)
 LOADABLE_ROLES: Final = tuple(r for r in get_args(Role) if r != RELOCATABLE)  # what the runtime loads
 
 # How code runs on a GPU, and a library's verdict.
@@ -85,11 +86,15 @@ class Entry:
     own_target: str | None = None
     # A decoded cubin with no .text section and no symbol but section symbols: it defines nothing.
     defines_nothing: bool = False
+    # An AMD code object with no PT_LOAD segment (a relocatable object never linked, a bare ELF
+    # header): ROCr's loader refuses it whatever the GPU (HSA_STATUS_ERROR_INVALID_CODE_OBJECT).
+    unloadable: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class Container:
-    """One unit the runtime registers on its own: a fatbin container or a HIP bundle."""
+    """One unit the runtime registers (or the library loads) on its own: a fatbin container, a
+    HIP bundle, or a whole cubin outside any container (role ``cubin``, its one entry)."""
 
     vendor: Vendor
     role: Role
@@ -128,6 +133,22 @@ class Library:
         return tuple(e for c in self.containers for e in c.entries)
 
     @property
+    def reachable(self) -> tuple[Container, ...]:
+        """The containers a loader reads: every one of a library (each is registered, or loaded
+        by the library itself); of a bare container file (.fatbin, an offload-bundle file) the
+        first only, for cuModuleLoad and hipModuleLoad read no further (a kernel only in a later
+        container: cuModuleGetFunction fails with 500 on an H100)."""
+        if self.format != "fatbin" or len(self.containers) < 2:
+            return self.containers
+        return (min(self.containers, key=lambda c: c.offset),)
+
+    @property
+    def unreachable(self) -> tuple[Container, ...]:
+        """The containers of a bare container file that its loader never reads (``reachable``)."""
+        reached = self.reachable
+        return tuple(c for c in self.containers if c not in reached) if reached != self.containers else ()
+
+    @property
     def has_device_code(self) -> bool:
         return any(c.entries for c in self.containers)
 
@@ -161,6 +182,6 @@ class TargetInventory:
     distribution: str = ""  # name-version, when known
 
 
-__all__ = ["AMD", "CODE_OBJECT", "Container", "Coverage", "DEVICE_LINK", "EMBEDDED", "Entry", "EXECUTABLE", "HIP",
-           "Kind", "Library", "LTO", "NVIDIA", "Problem", "PTX", "RELOCATABLE", "Role", "SASS", "STANDALONE",
+__all__ = ["AMD", "CODE_OBJECT", "Container", "Coverage", "CUBIN", "DEVICE_LINK", "EMBEDDED", "Entry", "EXECUTABLE",
+           "HIP", "Kind", "Library", "LTO", "NVIDIA", "Problem", "PTX", "RELOCATABLE", "Role", "SASS", "STANDALONE",
            "Status", "TargetInventory", "Vendor"]

@@ -18,4 +18,18 @@ def printable(text: str, *, keep_newlines: bool = False) -> str:
     return "".join(ch if ch.isprintable() or (keep_newlines and ch == "\n") else _escape(ch) for ch in text)
 
 
-__all__ = ["printable"]
+# What Markdown (CommonMark and GitHub's tables) would read as markup: code, emphasis, strike,
+# links and images, raw HTML and entities, table cells. Each is written escaped.
+_MARKDOWN = {"\\": "\\\\", "`": "\\`", "*": "\\*", "_": "\\_", "[": "\\[", "]": "\\]", "~": "\\~",
+             "|": "\\|", "<": "&lt;", ">": "&gt;", "&": "&amp;", "\n": " ", "\r": " "}
+_MARKDOWN_TABLE = str.maketrans(_MARKDOWN)
+
+
+def markdown(text: str) -> str:
+    """`text` as literal Markdown inline text, fit for a table cell: no link, image, emphasis, code
+    span, HTML tag or entity of the text's own becomes markup (names from a wheel are shown, never
+    rendered)."""
+    return text.translate(_MARKDOWN_TABLE)
+
+
+__all__ = ["markdown", "printable"]

@@ -155,7 +155,7 @@ def test_gpu_local_finds_the_gpu(scratch):
     assert answers and all(f["data"]["gpu"].startswith("GPU 0 ") for f in answers[:2])
     print("\n".join(f["message"] for f in answers))
     # the NVML name (e.g. "NVIDIA H200") is a GPU of the catalog, with the capability NVML reports
-    from archaudit import arch
+    from archaudit.gpus import cuda as arch
     nvml_name = answers[0]["data"]["gpu"].split(" ", 2)[2]
     found = arch.lookup_gpu(nvml_name)
     assert found, f"{nvml_name!r} is not in the GPU catalog"

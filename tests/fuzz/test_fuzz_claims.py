@@ -7,7 +7,8 @@ never another exception, never a silently empty claim."""
 import fuzzlib as fz
 from hypothesis import given, strategies as st
 
-from archaudit import claims, gfx
+from archaudit import claims
+from archaudit.gpus import amd as gfx
 
 ARCH = st.sampled_from(["75", "80", "86", "87", "89", "90", "90a", "100", "100a", "100f", "103f", "120",
                         "121f", "8.0", "9.0a", "12.0", "0", "1", "99999999999", "8.", ".0", "-1", "80x"])

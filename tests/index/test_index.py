@@ -175,7 +175,8 @@ def test_queries_agree_with_check_and_diff(corpus: Path, tmp_path: Path, capsys:
     md = capsys.readouterr().out
     r = check([str(corpus / "demo-1.0-py3-none-manylinux_2_28_x86_64.whl")], None, Policy(), jobs=1)
     floor = next(v.driver_floor for v in r.targets[0].libraries if v.driver_floor)
-    assert f"| 1.0 | py3-none-manylinux_2_28_x86_64 |  | {floor[0]} | {floor[1]} | libkern.so |" in md
+    # Markdown shows each cell as text: its underscores escaped (printable.markdown)
+    assert f"| 1.0 | py3-none-manylinux\\_2\\_28\\_x86\\_64 |  | {floor[0]} | {floor[1]} | libkern.so |" in md
 
     # text output, and a report asked without what it needs is a usage error (exit 2)
     assert main(["query", "coverage", "--db", str(db), "--project", "demo"]) == 0

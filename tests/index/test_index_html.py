@@ -72,3 +72,15 @@ def test_a_real_browser_draws_the_heat_map(db: Path, tmp_path: Path) -> None:
     blank.write_text("<!doctype html><html><body><p>nothing</p></body></html>")
     _screenshot(blank, tmp_path / "blank.png", tmp_path / "profile2")
     assert _count(tmp_path / "blank.png", GREEN) == 0
+
+
+def test_a_release_whose_floor_is_unknown_is_left_off_the_plot_not_a_traceback():
+    """The one driver order makes "unknown" the floor of any wheel with one unnamed floor; the
+    plot draws the releases with a floor it can place and the table still lists "unknown"."""
+    from archaudit.index.reports import Table
+    from archaudit.report.index_html import floor_plot
+
+    columns = ("version", "tags", "uploaded", "cuda", "driver", "set by")
+    rows = (("1.0", "t", "", "12.0", "525.60.13", "liba.so"), ("1.1", "t", "", "13.0", "unknown", "libb.so"))
+    assert "<svg" in floor_plot(Table("driver-floor", "floor", columns, rows))
+    assert "<svg" in floor_plot(Table("driver-floor", "floor", columns, rows[1:]))

@@ -429,6 +429,30 @@ def test_only_the_first_fatbin_of_a_data_file_counts(capsys):
     assert run(capsys, lib("two_sm90_then_sm80.fatbin"), "--arch", "90")[0] == 0
 
 
+def test_a_kernel_only_in_a_later_container_of_a_data_file_is_reachable_from_no_module(capsys):
+    """axpy (80;90) then layernorm_kernel (80;90), concatenated: cuModuleLoad reads the first, so
+    cuModuleGetFunction of layernorm_kernel fails (500 on an H100): G017, not "covers 80, 90"."""
+    rc, rep = run(capsys, lib("two_axpy_then_layernorm.fatbin"), "--arch", "80;90")
+    (g,) = findings(rep, "G017")
+    assert rc == 1 and g["data"]["kernels"] == ["_Z16layernorm_kernelPKfPfi"] and g["data"]["loader"] == "cuModuleLoad"
+    assert codes(rep) == ["G017", "D002"]
+    # the same kernels in both (the swapped sm_80/sm_90 file): nothing is out of reach
+    rc, rep = run(capsys, lib("two_sm90_then_sm80.fatbin"), "--arch", "90")
+    assert rc == 0 and not findings(rep, "G017")
+    # headers only: the later container's kernels are not known, so it fails closed
+    rc, rep = run(capsys, "--fast", lib("two_axpy_then_layernorm.fatbin"), "--arch", "80;90")
+    assert findings(rep, "G017")[0]["data"]["kernels"] == []
+
+
+def test_a_kernel_only_in_a_later_bundle_of_a_bundle_file_is_reachable_from_no_module(capsys):
+    """Two offload bundles in one bare file (clang-offload-bundler -list reads the first only, as
+    hipModuleLoad does): kernel k is only in the second."""
+    path = str(BIN.parents[1] / "amd" / "bin" / "loading" / "two_bundles_k_second.hipfb")
+    rc, rep = run(capsys, path, "--amd-arch", "gfx90a:xnack+")
+    (g,) = findings(rep, "G017")
+    assert rc == 1 and g["data"]["kernels"] == ["k"] and g["data"]["loader"] == "hipModuleLoad"
+
+
 def test_code_that_defines_no_kernel_leaves_no_kernel_to_fail(capsys):
     """A TU with host code only: nvcc's sm_75 cubin for it has no .text and no symbols (NPP 13.2's
     libnppc.so.13 ships one). Alone it is G010; beside a TU for 80;90 it is not judged at all."""

@@ -20,10 +20,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from archaudit.claims import parse_claim
+from archaudit.gpus.selection import NOTHING, Choice, choose
 from archaudit.judge import facts, rules
 from archaudit.judge.facts import KernelGap, LibraryFacts, label, labels_of, library_facts, named_architectures
 from archaudit.judge.policy import NvidiaGpu, Policy
-from archaudit.judge.selection import NOTHING, Choice, choose
 from archaudit.model import CODE_OBJECT, DEVICE_LINK, EXECUTABLE, HIP, LTO, PTX, SASS, Container, Entry, Library
 from archaudit.read.library import scan_file
 

@@ -1,4 +1,4 @@
-"""archaudit.judge.predict's branches that mutation testing showed no test pinned (docs/mutation.md).
+"""archaudit.gpus.predict's branches that mutation testing showed no test pinned (docs/mutation.md).
 
 Every prediction names the entry the driver uses: paths.choose finds the library's code by that
 entry (identity), so a prediction that loses its entry makes a GPU the code runs on look
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from archaudit.judge import predict as P
+from archaudit.gpus import predict as P
 from archaudit.model import PTX, Container, Entry
 from archaudit.read.library import scan_file
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from archaudit.claims import parse_claim
-from archaudit.cli.settings import gpus
 from archaudit.findings import ERROR, INFO, Finding
+from archaudit.gpus.catalog import resolve as gpus
 from archaudit.judge.audit import Report, judge
 from archaudit.judge.policy import AmdGpu, Policy
 from archaudit.judge.rules import LIBRARY_RULES, on_gpu
@@ -105,6 +105,12 @@ def test_every_finding_names_the_library_or_target_it_is_about():
                arch=None, amd_claim=("gfx90a:xnack+",)),
         report(lib(box(sass("sm_80", "_Z4workv")), box(sass("sm_90", "_Z4workv")), path=nested), arch="80;90"),
         report(lib(box(sass("sm_80", "_Z4workv")), path="pkg/lib/libcusparseLt.so.0"), arch="50;80"),
+        # a bare .fatbin whose second container alone defines a kernel (G017); an AMD code object
+        # without a loadable segment (G018)
+        report(replace(lib(box(sass("sm_80", "_Z4workv")), replace(box(sass("sm_80", "_Z5otherv")), offset=64),
+                           path=nested), format="fatbin"), arch="80"),
+        report(lib(box(replace(amd("gfx90a"), unloadable=True), role=HIP), needed=(), path=nested), arch=None,
+               amd_claim=("gfx90a",)),
     ]
     seen = set()
     for rep in reports:

@@ -1,4 +1,4 @@
-"""archaudit.judge.predict on real nvcc-built containers (tests/fixtures/smoke, tests/fixtures/cuda).
+"""archaudit.gpus.predict on real nvcc-built containers (tests/fixtures/smoke, tests/fixtures/cuda).
 
 What the driver really answers for each of these containers on an H200 is pinned by
 tests/smoke/test_smoke_gpu.py and by the referee run in records/smoke-h200/; here the prediction
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from archaudit.judge import predict as P
+from archaudit.gpus import predict as P
 from archaudit.model import Container, Entry
 from archaudit.read.library import library_from_bytes, scan_file
 

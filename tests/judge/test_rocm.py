@@ -1,4 +1,4 @@
-"""AMD code judged the way ROCm selects and loads it (archaudit.judge.rocm), on bundles built by clang 19
+"""AMD code judged the way ROCm selects and loads it (archaudit.gpus.rocm), on bundles built by clang 19
 and clang-offload-bundler 19 (tests/fixtures/amd/build_loading.sh): a kernel is looked up in its
 own bundle only; a code object is judged by its own e_flags where they say more than its bundle
 id; the first entry whose id fits is selected, with no fallback; HIP reads hip and hipv4
@@ -19,8 +19,8 @@ from reference_tools import needs_tool
 sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
 import amd_reference as ref  # noqa: E402
 from archaudit.cli import main  # noqa: E402
-from archaudit.cli.settings import gpus  # noqa: E402
-from archaudit.judge import rocm  # noqa: E402
+from archaudit.gpus import rocm  # noqa: E402
+from archaudit.gpus.catalog import resolve as gpus  # noqa: E402
 from archaudit.model import CODE_OBJECT, HIP, Container, Entry  # noqa: E402
 
 LOADING = Path(__file__).parents[1] / "fixtures" / "amd" / "bin" / "loading"
@@ -278,3 +278,78 @@ def test_json_detail_kernels_shows_each_entry_as_rocm_judges_it(tmp_path):
         ("hipv4-amdgcn-amd-amdhsa--gfx90a", "gfx90a", "gfx90a:xnack+", "gfx90a:xnack+", True,
          ["_Z5scaleIdEvPT_S0_", "_Z5scaleIfEvPT_S0_", "saxpy"]),
         ("hip-amdgcn-amd-amdhsa--gfx90a", "gfx90a", "gfx90a", "gfx90a", True, ["k"])]
+
+
+# ---- code objects ROCr's loader refuses on every GPU (no PT_LOAD segment) --------------------------
+
+
+@needs_readelf
+@pytest.mark.parametrize("name", ["relocatable_entry.hipfb", "header_only_entry.hipfb",
+                                  "gfx90a_k_relocatable.o"])
+def test_a_code_object_without_a_loadable_segment_covers_no_gpu(tmp_path, name):
+    """ROCr's LoadSegmentsV2 refuses a code object without a PT_LOAD segment (a relocatable object
+    never linked, an ELF header alone): HIP selects it first and nothing loads; G018 names it."""
+    rc, doc, text = check(tmp_path, str(LOADING / name), "--amd-arch", "gfx90a")
+    (g001,) = findings(doc, "G001")
+    (g018,) = findings(doc, "G018")
+    assert rc == 1 and g001["data"]["carried"] == [] and "without a loadable segment" in g001["message"]
+    assert g018["severity"] == "warning"
+    if name.endswith(".o"):  # the reference reader: an ET_REL object, no program headers
+        out = subprocess.run([str(ref.READELF), "-h", str(LOADING / name)], capture_output=True, text=True,
+                             check=True, timeout=60).stdout
+        assert "REL (Relocatable file)" in out and "Number of program headers:         0" in out
+
+
+def test_a_linked_code_object_of_the_same_kernel_covers_its_gpu(tmp_path):
+    """The counter-example: the same kernel linked (gfx90a_any_k.hsaco, ET_DYN with PT_LOAD) runs."""
+    rc, doc, _ = check(tmp_path, str(LOADING / "gfx90a_any_k.hsaco"), "--amd-arch", "gfx90a")
+    assert rc == 0 and not findings(doc, "G018")
+
+
+# ---- every bundle-id spelling of ROCm 3.5 to 7 (docs/amd.md, "Bundle ids of every ROCm release") ----
+
+SPELLINGS = [  # (file, id as written, selected by today's comgr)
+    ("id_clang11_hip.hipfb", "hip-amdgcn-amd-amdhsa-gfx90a", False),  # four fields: parseTargetIdentifier fails
+    ("id_hcc.hipfb", "hcc-amdgcn-amd-amdhsa--gfx90a", True),  # kind hcc, comgr reads it
+    ("id_hcc_empty_vendor.hipfb", "hcc-amdgcn--amdhsa-gfx90a", False),  # not amdgcn-amd-amdhsa--
+    ("id_hip_new_driver.hipfb", "hip-amdgcn-amd-amdhsa--gfx90a", True),  # clang-linker-wrapper
+    ("id_hipv4.hipfb", "hipv4-amdgcn-amd-amdhsa--gfx90a", True),  # clang 12 and later
+    ("openmp_entry.hipfb", "openmp-amdgcn-amd-amdhsa--gfx90a", False),  # OpenMP: never HIP's
+]
+
+
+def test_the_fixtures_cover_every_sourced_spelling():
+    from archaudit import gfx
+    assert sorted(gfx.rocm_rule("bundle-id-spellings")) == sorted(i.rsplit("gfx90a", 1)[0] for _, i, _ in SPELLINGS)
+
+
+@needs_bundler
+@pytest.mark.parametrize("name, ident, selected", SPELLINGS)
+def test_every_bundle_id_spelling_is_read_and_judged_as_todays_rocm_selects_it(tmp_path, name, ident, selected):
+    """No spelling a HIP runtime of ROCm 3.5 to 7 reads is E030; each is selected or not as comgr's
+    lookUpCodeObject does today (G015 names the ones it never selects, with G001 for the claim)."""
+    assert ident in bundle_ids(LOADING / name)  # clang-offload-bundler lists the id as written
+    rc, doc, _ = check(tmp_path, str(LOADING / name), "--amd-arch", "gfx90a")
+    codes = {f["code"] for t in doc["targets"] for f in t["findings"]}
+    assert not {c for c in codes if c.startswith("E")}
+    from archaudit.read.library import scan_file
+    assert ident in [e.identifier for c in scan_file(str(LOADING / name)).containers for e in c.entries]
+    if selected:
+        assert rc == 0 and "G015" not in codes
+    else:
+        assert rc == 1 and {"G001", "G015"} <= codes
+        assert ident in findings(doc, "G015")[0]["message"]
+
+
+@pytest.mark.parametrize("ident", ["cuda-amdgcn-amd-amdhsa--gfx90a", "hip-nvptx64-nvidia-cuda--sm_80",
+                                   "hip-amdgcn-amd-amdhsa--", "hipv4-amdgcn-amd-amdpal--gfx90a"])
+def test_an_id_no_rocm_release_reads_is_still_e030(tmp_path, ident):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("rebundle", BIN.parent / "rebundle.py")
+    mod = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(mod)
+    out = tmp_path / "x.hipfb"
+    mod.main(str(LOADING / "id_hcc.hipfb"), str(out), [ident])
+    rc, doc, _ = check(tmp_path, str(out), "--amd-arch", "gfx90a")
+    assert rc == 1 and "E030" in {f["code"] for t in doc["targets"] for f in t["findings"]}

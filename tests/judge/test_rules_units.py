@@ -708,3 +708,40 @@ def test_an_unknown_floor_is_the_one_the_summary_shows():
     bare = lib(box(sass("sm_80", toolkit=None), sass("sm_90", toolkit=None)), needed=(), path="libb.so")
     text = render_text(report(known, bare), detail="libraries", verbose=False, ascii_only=False)
     assert "D002 driver floor: unknown (archaudit cannot name it, from libb.so)" in text
+
+
+# ---- what the loader reads: a bare container file's first container; AMD code ROCr refuses ----
+
+
+def _bare(*containers: Container) -> Library:
+    placed = tuple(replace(c, offset=64 * i, section="") for i, c in enumerate(containers))
+    return replace(lib(*placed), format="fatbin")
+
+
+def test_g017_a_kernel_only_in_a_later_container_of_a_bare_file():
+    rep = report(_bare(box(sass("sm_80", "_Z4workv")), box(sass("sm_80", "_Z5otherv"))), arch="80")
+    (g,) = found(rep, "G017")
+    assert g.severity == ERROR and dict(g.data)["kernels"] == ["_Z5otherv"] and dict(g.data)["loader"] == "cuModuleLoad"
+
+
+def test_g017_not_for_later_containers_the_first_covers_nor_in_a_library():
+    """The same kernels in both (nothing out of reach); a shared library registers every container."""
+    assert not found(report(_bare(box(sass("sm_80", "_Z4workv")), box(sass("sm_90", "_Z4workv"))), arch="80"), "G017")
+    two = lib(box(sass("sm_80", "_Z4workv")), replace(box(sass("sm_80", "_Z5otherv")), offset=64))
+    assert not found(report(two, arch="80"), "G017")
+
+
+def test_g017_later_containers_count_for_no_gpu():
+    """Only the first container's sm_80 code is read by cuModuleLoad: 9.0 is G001, whatever the second has."""
+    rep = report(_bare(box(sass("sm_80", "_Z4workv")), box(sass("sm_90", "_Z4workv"))), arch="80;90")
+    (g,) = found(rep, "G001")
+    assert dict(g.data)["missing"] == ["90"]
+
+
+def test_g018_an_amd_code_object_the_loader_refuses_covers_nothing():
+    refused = replace(amd("gfx90a"), unloadable=True)
+    rep = report(lib(box(refused, role=HIP), needed=()), arch=None, amd_claim=("gfx90a",))
+    assert found(rep, "G018") and found(rep, "G001")
+    assert "without a loadable segment" in found(rep, "G001")[0].message
+    ok = report(lib(box(amd("gfx90a"), role=HIP), needed=()), arch=None, amd_claim=("gfx90a",))
+    assert not found(ok, "G018") and not found(ok, "G001")

@@ -1,4 +1,4 @@
-"""HIP offload bundles (archaudit.read.hip) and AMD target rules (archaudit.gfx).
+"""HIP offload bundles (archaudit.read.hip) and AMD target rules (archaudit.gpus.amd).
 
 Fixtures in tests/fixtures/amd/bin were built by tests/fixtures/amd/build.sh with
 Debian's clang. Where LLVM's tools are installed, every parse is compared entry by
@@ -24,7 +24,8 @@ from reference_tools import needs_tool
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
 import amd_reference as ref  # noqa: E402
-from archaudit import gfx, model
+from archaudit import model
+from archaudit.gpus import amd as gfx
 from archaudit.read import hip  # noqa: E402
 from helpers import PLAIN, ccob, parse_section
 

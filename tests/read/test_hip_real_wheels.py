@@ -20,7 +20,8 @@ from reference_tools import missing_tool
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
 import amd_reference as ref  # noqa: E402
-from archaudit import gfx, model
+from archaudit import model
+from archaudit.gpus import amd as gfx
 from archaudit.read import hip  # noqa: E402
 from wheels import fetch  # noqa: E402
 

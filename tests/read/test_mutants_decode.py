@@ -22,7 +22,7 @@ import zstandard
 
 import oracle
 from archaudit.cli import main
-from archaudit.judge import predict as P
+from archaudit.gpus import predict as P
 from archaudit.model import Library
 from archaudit.read import decode, fatbin
 from archaudit.read.fatbin import FatbinError

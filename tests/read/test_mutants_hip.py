@@ -334,7 +334,8 @@ def test_a_head_of_exactly_the_header_knows_the_bundle_extent():
 @pytest.mark.parametrize("ident, words", [
     (b"hipv4-amdgcn-amd-amdhsa--gfx1100", None),
     (b"hipv4-amdgcn-amd-amdhsa--gfx9999", "bundle id 'hipv4-amdgcn-amd-amdhsa--gfx9999': "),
-    (b"hipv4-amdgcn-amd-amdhsa-xgfx1100", "names no gfx target"),
+    # four fields (clang 11 and older wrote hip-amdgcn-amd-amdhsa-gfx906): the target is what follows
+    (b"hipv4-amdgcn-amd-amdhsa-xgfx1100", "unknown AMD processor 'xgfx1100'"),
     (b"hipv4-amdgcn-amd-amdhsa--gfx11\xff0", "id is not ASCII"),
     (b"hipv4-amdgcn-amd-amdhsa--gfx11\x070", "is not printable"),
 ])
@@ -419,7 +420,7 @@ def test_code_object_identity_bytes(at, value, words):
 def test_code_object_v3_and_v4_feature_bits():
     """Code object v3 (EI_ABIVERSION 1) has one bit per feature, clear meaning off; v4 on
     (EI_ABIVERSION 2 and later) two bits per feature, 0 and 1 meaning unspecified."""
-    gfx906 = next(m for m, p in __import__("archaudit.gfx", fromlist=["x"]).processor_by_mach().items()
+    gfx906 = next(m for m, p in __import__("archaudit.gpus.amd", fromlist=["x"]).processor_by_mach().items()
                   if p.name == "gfx906")
     assert hip.target_from_elf(gfx906, 1) == "gfx906:sramecc-:xnack-"
     assert hip.target_from_elf(gfx906 | hip.EF_AMDGPU_FEATURE_XNACK_V3, 1) == "gfx906:sramecc-:xnack+"

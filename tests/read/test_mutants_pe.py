@@ -559,13 +559,17 @@ def test_a_wrapper_section_whose_raw_size_is_its_virtual_size_is_sound():
     assert not lib.problems
 
 
-def test_padding_after_the_wrapper_records_is_less_than_32_bytes():
-    """sm80.dll's .nvFatBi: 2 records (48 bytes); MinGW pads to 64. Up to 79 bytes are records
-    and padding; 80 hide room for a record unread."""
-    for vsize, bad in ((79, False), (80, True)):
+def test_padding_after_the_wrapper_records_is_zeros_read_or_less_than_32_bytes():
+    """sm80.dll's .nvFatBi: 2 records (48 bytes); MinGW pads to 64. The section is read whole, so
+    any zero bytes after the records are padding (80, 200); a byte that is not zero there is room
+    for a record unread (E011)."""
+    for vsize, nonzero, bad in ((79, None, False), (80, None, False), (200, None, False), (80, 70, True)):
         img = Image("sm80.dll")
-        lib = img.put(img.section(".nvFatBi") + 8, "<I", vsize).library()
+        img.put(img.section(".nvFatBi") + 8, "<I", vsize)
         s = next(s for s in img.h.sections if s.name == ".nvFatBi")
+        if nonzero is not None:
+            img.put(s.raw_offset + nonzero, "<B", 1)
+        lib = img.library()
         want = [pe.Problem("E011", f"section .nvFatBi: its {vsize} bytes are not 2 fatbin wrapper records and "
                                    "padding, so what it registers cannot be checked", s.raw_offset)]
         assert list(lib.problems) == (want if bad else []), vsize

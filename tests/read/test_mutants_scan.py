@@ -391,7 +391,9 @@ def test_a_container_cut_to_nothing_outside_a_fatbin_section_is_e011():
         ("E011", f"fatbin container at 0x{INCBIN_AT:x}: an entry follows its declared end, so its size hides "
                  f"entries", INCBIN_AT + 16), empty]
     lib = read("lib.so", patched(cut, INCBIN_AT + 16 + 2, "<H", lambda _: 0))  # and the entry's version
-    assert [(c.section, len(c.entries)) for c in lib.containers] == [(".text", 0)]
+    # the entry's uncompressed cubin, no longer inside any container, is a whole cubin of its own
+    assert [(c.section, c.role, len(c.entries)) for c in lib.containers] == [(".text", "embedded", 0),
+                                                                            (".text", "cubin", 1)]
     assert problems(lib) == [empty]
 
 
@@ -611,7 +613,8 @@ def test_a_container_declaring_past_the_file_is_a_finding_inside_a_fatbin_sectio
 def test_a_container_declaring_past_the_file_is_a_finding_where_there_are_no_sections():
     data = patched((READERS / "lib_noshdr_rx.so").read_bytes(), 0x2610 + 8, "<Q", lambda _: 1 << 30)
     lib = read("lib.so", data)
-    assert [c.offset for c in lib.containers] == [0x2010]
+    # the container's uncompressed cubin, at 0x2610 + 16 + 64, is then a whole cubin of its own
+    assert [(c.offset, c.role) for c in lib.containers] == [(0x2010, "embedded"), (0x2610 + 80, "cubin")]
     assert problems(lib) == [("E011", f"fatbin container at 0x2610 declares {1 << 30} bytes, past the end of the "
                                       "file", 0x2610)]
 

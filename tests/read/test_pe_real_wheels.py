@@ -18,6 +18,9 @@ with its cause (measured on these releases):
 - Roles: curand64_10.dll registers nvlink's container through a version-2 wrapper record
   in `.nvFatBi`, so it is "device-link"; libcurand.so.10 has no wrapper for it (10 records
   for 11 containers), so there it is "executable".
+- Entry identifiers name the compiled source with the build's own directory (catboost's
+  `D:/a/catboost/...` on Windows, `/src/catboost/...` on Linux): compared by their last four
+  path components.
 - Genuine build differences, asserted exactly (EXPECTED below).
 """
 
@@ -42,9 +45,10 @@ WINDOWS = "win_amd64"
 
 def _library_key(path: str) -> str:
     """nvidia/cu13/bin/x86_64/cublasLt64_13.dll ~ nvidia/cu13/lib/libcublasLt.so.13;
-    cupy/cuda/cub.cp312-win_amd64.pyd ~ cupy/cuda/cub.cpython-312-x86_64-linux-gnu.so."""
+    cupy/cuda/cub.cp312-win_amd64.pyd ~ cupy/cuda/cub.cpython-312-x86_64-linux-gnu.so;
+    catboost/_catboost.pyd ~ catboost/_catboost.so (a module without its ABI tag)."""
     folder, _, base = path.rpartition("/")
-    if base.endswith(".pyd") or ".cpython-" in base:
+    if base.endswith(".pyd") or ".cpython-" in base or (base.endswith(".so") and not base.startswith("lib")):
         return folder + "/" + base.split(".")[0]
     base = re.sub(r"^lib", "", base).split(".")[0]
     return re.sub(r"64(_\d+)*$", "", base)
@@ -76,7 +80,14 @@ def kernel_key(name: str) -> str:
 
 
 def _entry_key(e) -> tuple:
-    return (e.kind, e.target, e.code_version, e.toolkit, e.identifier, e.debug)
+    return (e.kind, e.target, e.code_version, e.toolkit, _source_key(e.identifier), e.debug)
+
+
+def _source_key(identifier: str) -> str:
+    """An entry identifier (the source file nvcc compiled) without the build's own directory
+    (catboost: D:/a/catboost/catboost/catboost/... on Windows, /src/catboost/... on Linux): its
+    last four path components."""
+    return "/".join(identifier.replace("\\", "/").split("/")[-4:])
 
 
 def _containers(lib: Library) -> Counter:
@@ -102,6 +113,8 @@ PAIRS = [
     ("onnxruntime-gpu", "1.31.1", True),
     ("nvidia-cufft", "12.5.0.14", True),
     ("nvidia-cusparse", "12.9.4.2", True),
+    # MSVC's layout (pe.msvc_slack, 32-byte wrapper records): 76 containers, E011 before
+    ("catboost", "1.2.10", True),
 ]
 EXPECTED = {
     # One cuBLASLt translation unit (cask_cublas::nopHardwareDetection) is built without

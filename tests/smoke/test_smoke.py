@@ -323,7 +323,7 @@ def test_every_format_renders_the_same_rows(tmp_path, no_gpu):
     assert [(x["subject"], x["status"]) for x in rows] == [("smoke_crash/liba_ok.so", PASS),
                                                            ("smoke_crash/libb_segv.so", FAIL),
                                                            ("smoke_crash/libc_ok.so", PASS)]
-    row = "| ✗ FAIL | load | smoke_crash/libb_segv.so | the child interpreter was killed by SIGSEGV |"
+    row = "| ✗ FAIL | load | smoke\\_crash/libb\\_segv.so | the child interpreter was killed by SIGSEGV |"
     assert row in docs["markdown"]
     assert docs["github"].splitlines()[0] == ("::error title=archaudit smoke load%3A smoke_crash/libb_segv.so::"
                                               "the child interpreter was killed by SIGSEGV")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from archaudit.judge import predict as P
+from archaudit.gpus import predict as P
 from archaudit.read.library import scan_file
 from archaudit.report import smoke as render
 from archaudit.smoke import child, runner

@@ -79,7 +79,7 @@ def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
                    help="read entry headers only, without decoding payloads: quicker, but every library "
                         "with device code then fails with E015 (its kernels, cubin flags and PTX .target "
                         "are not verified), so --fast can find failures but never pass")
-    g.add_argument("--max-payload", type=common.positive_int, default=256 << 20, metavar="BYTES",
+    g.add_argument("--max-payload", type=common.positive_int, default=None, metavar="BYTES",
                    help="largest single device-code payload verified in memory (default 256 MiB)")
     p.set_defaults(execute=execute)
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from ..config import FORMATS  # every report format; diff offers them all
 from . import common
-
-FORMATS = ("text", "json", "markdown", "github", "junit", "sarif")
 
 
 def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

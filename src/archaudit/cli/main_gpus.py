@@ -14,7 +14,7 @@ def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 
 def execute(args: argparse.Namespace) -> int:
-    from .. import arch, gfx
+    from ..gpus import amd as gfx, cuda as arch
 
     nvidia, amd = arch.gpu_catalog(), gfx.gpus()
     if args.format == "json":

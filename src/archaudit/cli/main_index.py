@@ -107,7 +107,8 @@ def execute(args: argparse.Namespace) -> int:
         # before the database is opened: a refused run leaves no file behind
         raise UsageError("--ray needs Ray: install archaudit with its 'ray' extra")
     filters = sources.Filters(tuple(args.platform), tuple(args.python))
-    refs = sources.resolve(args.sources, args.project, filters)
+    page_errors: list[str] = []
+    refs = sources.resolve(args.sources, args.project, filters, page_errors)
     opts = TaskOptions(claim=args.arch, decode=not args.no_kernels, scope=args.libraries)
     jobs = args.jobs or (os.cpu_count() or 1)
     store = Store(args.db)
@@ -130,7 +131,7 @@ def execute(args: argparse.Namespace) -> int:
             "not_started": s.not_started, "verdicts": s.verdicts, "wheel_bytes": s.wheel_bytes,
             "fetched_bytes": s.fetched, "requests": s.requests, "seconds": round(s.seconds, 3),
             "wheels": [{"file": f, "verdict": v, "size": z, "fetched": b} for f, v, z, b in s.results],
-            "failed_by": s.failed_by,
+            "failed_by": s.failed_by, "project_errors": page_errors,
             "changed": [{"file": c.file, "before": c.before, "before_version": c.before_version, "after": c.after}
                         for c in changes]}, indent=2) + "\n"
     else:
@@ -142,11 +143,12 @@ def execute(args: argparse.Namespace) -> int:
                  + (f" in {s.requests} HTTP requests" if s.requests else ""),
                  f"{s.seconds:.1f}s, {rate:.2f} wheels/s, {s.wheel_bytes / 1e6 / s.seconds if s.seconds else 0:.0f} "
                  f"MB/s of wheels"]
+        lines += [f"project page error: {e}" for e in page_errors]
         for c in changes:
             lines.append(f"verdict changed: {c.file}: {c.before} (archaudit {c.before_version}) -> {c.after}")
         text = "\n".join(lines) + "\n"
     common.write(common.terminal_safe(text, args.format or "text"), args.output)
-    return 1 if s.verdicts.get("fail") or s.verdicts.get("unusable") else 0
+    return 1 if s.verdicts.get("fail") or s.verdicts.get("unusable") or page_errors else 0
 
 
 __all__ = ["byte_count", "configure_parser", "execute"]

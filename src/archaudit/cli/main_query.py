@@ -28,9 +28,9 @@ def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 
 def execute(args: argparse.Namespace) -> int:
+    from ..gpus.catalog import resolve
     from ..index import reports, schema  # SQLite and the reports, only when `query` runs
     from ..report import index as index_report
-    from .settings import gpus
 
     db = schema.connect(args.db, create=False)
     try:
@@ -47,7 +47,7 @@ def execute(args: argparse.Namespace) -> int:
         if args.report == "runs-on":
             if not args.gpu:
                 raise UsageError("query runs-on: give --gpu NAME")
-            nvidia, amd = gpus([args.gpu])
+            nvidia, amd = resolve([args.gpu])
             table = reports.runs_on(db, args.gpu, nvidia, amd, args.project, args.all)
         elif args.report == "changed":
             table = reports.changed(db, args.project)

@@ -11,11 +11,10 @@ import argparse
 import signal
 import sys
 
+from ..config import FORMATS  # every report format; smoke offers them all
+from ..smoke.defaults import DEFAULT_TIMEOUT  # imports nothing: parsing loads no probe
 from . import common
 
-DEFAULT_TIMEOUT = 300.0
-
-FORMATS = ("text", "json", "markdown", "github", "junit", "sarif")
 EXIT_CODES = (
     (0, "every row passed (a SKIP passes, except one for want of a GPU under --require-gpu)"),
     (1, "a row failed: a library does not load, device code the driver refuses or answers otherwise "
@@ -103,7 +102,7 @@ def execute(args: argparse.Namespace) -> int:
         for s, handler in previous.items():
             signal.signal(s, handler)
     options = RenderOptions(docs_url=getattr(args, "docs_url", None))
-    return _emit(render(report, fmt, options), output) or report.exit_code
+    return _emit(common.terminal_safe(render(report, fmt, options), fmt), output) or report.exit_code
 
 
 def _emit(text: str, output: str | None) -> int:
@@ -147,4 +146,4 @@ def main(argv: list[str] | None = None) -> int:
     return execute(args)
 
 
-__all__ = ["add_smoke_arguments", "configure_parser", "DEFAULT_TIMEOUT", "execute", "EXIT_CODES", "FORMATS", "main"]
+__all__ = ["add_smoke_arguments", "configure_parser", "execute", "EXIT_CODES", "FORMATS", "main"]

@@ -14,14 +14,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from .. import arch, gfx
 from ..claims import Claim, merge_claims, parse_claim
 from ..config import DETAILS, FORMATS, Config, Detail, Format
 from ..errors import UsageError
+from ..gpus import amd as gfx, cuda as arch
+from ..gpus.catalog import is_gfx_name, resolve
+from ..gpus.drivers import driver_at_least
 from ..judge.filters import IgnoreRule, parse_patterns
-from ..judge.policy import AmdGpu, DataMember, LibraryClaim, LibraryGroup, NvidiaGpu, Policy
-from ..read.records import DEFAULT_MAX_PAYLOAD
-from ..suggest import did_you_mean
+from ..judge.policy import DataMember, LibraryClaim, LibraryGroup, Policy
+from ..read.fatbin import DEFAULT_MAX_PAYLOAD
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,10 +113,6 @@ def _given_cuda_version(args: argparse.Namespace, cfg: Config) -> tuple[int, int
     return None if given is None else _cuda_version(args, cfg)
 
 
-def _is_gfx(token: str) -> bool:
-    return token.lower().startswith("gfx")
-
-
 def claim(args: argparse.Namespace, cfg: Config) -> tuple[Claim | None, tuple[str, ...], str]:
     """The CUDA claim, and the AMD claim with its source. gfx targets given to --arch (or
     cuda-archs) are AMD targets: alone they are the AMD claim; mixed with CUDA ones they are
@@ -139,7 +136,7 @@ def claim(args: argparse.Namespace, cfg: Config) -> tuple[Claim | None, tuple[st
     cuda: Claim | None = None
     if text is not None:
         tokens = [t for t in re.split(r"[\s;,]+", text.strip()) if t]
-        gfx_tokens = [t for t in tokens if _is_gfx(t)]
+        gfx_tokens = [t for t in tokens if is_gfx_name(t)]
         if gfx_tokens and len(gfx_tokens) == len(tokens) and amd_text is None:
             amd_text, amd_source = text, source  # an AMD list given where a CUDA one was expected
         elif gfx_tokens:
@@ -168,94 +165,10 @@ def claim(args: argparse.Namespace, cfg: Config) -> tuple[Claim | None, tuple[st
     return cuda, amd, amd_source if amd else ""
 
 
-# ---- GPUs ----
-
-def gpus(names: Sequence[str], release: tuple[int, int] | None = None) -> tuple[tuple[NvidiaGpu, ...],
-                                                                                tuple[AmdGpu, ...]]:
-    """--gpu names: catalog names or aliases, sm_XX, gfx targets, AMD catalog names, or 'local'."""
-    nvidia: list[NvidiaGpu] = []
-    amd: list[AmdGpu] = []
-    for name in names:
-        if name == "local":
-            nvidia.extend(_local_gpus())
-            continue
-        named = _gpu_target(name)
-        if named is not None:
-            refused = arch.nvcc_refusal(named, release, name)
-            if refused is not None:
-                raise UsageError(f"--gpu {name!r}: {refused}")
-        found = arch.lookup_gpu(name)
-        if named is not None and not found:
-            raise UsageError(f"--gpu {name!r}: no GPU in the catalog has compute capability "
-                             f"{named.major}.{named.minor} (see 'archaudit gpus')")
-        if found:
-            g = found[0]
-            nvidia.append(NvidiaGpu(g.name if len(found) == 1 else name, g.cc))
-            continue
-        amd_found = gfx.lookup_gpu(name)
-        if amd_found:
-            a = amd_found[0]
-            one = len(amd_found) == 1  # a bare processor names several GPUs: no one shipped setting
-            amd.append(AmdGpu(name, a.target, (a.shipped or "") if one else "", a.switch if one else ()))
-            continue
-        if _is_gfx(name):
-            try:
-                target = gfx.normalise(name)
-            except ValueError as e:
-                raise UsageError(f"--gpu {name!r}: {e}") from None
-            if gfx.is_generic(target):
-                raise UsageError(f"--gpu {name!r} is a generic code target, not a GPU")
-            p = gfx.parse_target(target)
-            whole = all(p.feature(n) is not None for n in gfx.FEATURES if gfx.processors()[p.processor].supports(n))
-            amd.append(AmdGpu(name, target, target if whole else ""))
-            continue
-        raise UsageError(f"--gpu {name!r}: not in the GPU catalog (see 'archaudit gpus') and not sm_XX"
-                         f"{did_you_mean(name, _gpu_names())}")
-    return tuple(nvidia), tuple(amd)
-
-
-def _gpu_target(name: str) -> arch.CudaTarget | None:
-    """The architecture a --gpu spelled as one (sm_90, 9.0, 90) names, else None (a catalog name)."""
-    try:
-        return arch.CudaTarget.parse(name)
-    except ValueError:
-        return None
-
-
-def _gpu_names() -> list[str]:
-    """Every name and alias of the NVIDIA and AMD catalogs, for 'did you mean'."""
-    return ([n for g in arch.gpu_catalog() for n in (g.name, *g.aliases)]
-            + [n for a in gfx.gpus() for n in (a.name, *a.aliases)])
-
-
-def _local_gpus() -> list[NvidiaGpu]:
-    try:
-        import pynvml
-    except ImportError:
-        raise UsageError("--gpu local needs NVML: install archaudit with its 'gpu' extra (nvidia-ml-py)") from None
-    try:
-        pynvml.nvmlInit()
-    except Exception as e:  # NVML raises its own error types
-        raise UsageError(f"--gpu local: no NVIDIA GPU or driver on this machine ({e})") from None
-    try:
-        out: list[NvidiaGpu] = []
-        for i in range(pynvml.nvmlDeviceGetCount()):
-            h = pynvml.nvmlDeviceGetHandleByIndex(i)
-            name = pynvml.nvmlDeviceGetName(h)
-            name = name.decode() if isinstance(name, bytes) else str(name)
-            major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(h)
-            out.append(NvidiaGpu(f"GPU {i} {name}", (int(major), int(minor))))
-        if not out:
-            raise UsageError("--gpu local: NVML sees no GPU on this machine")
-        return out
-    finally:
-        pynvml.nvmlShutdown()
-
-
 # ---- policy ----
 
 def policy(args: argparse.Namespace, cfg: Config, amd_claim: tuple[str, ...], amd_source: str) -> Policy:
-    nvidia, amd = gpus(list(args.gpu or cfg.get("gpus", [])), _given_cuda_version(args, cfg))
+    nvidia, amd = resolve(list(args.gpu or cfg.get("gpus", [])), _given_cuda_version(args, cfg))
     rules: list[IgnoreRule] = []
     for r in cfg.get("ignore-library", []):
         code = parse_patterns([r["code"]], "[tool.archaudit] ignore-library")
@@ -263,7 +176,7 @@ def policy(args: argparse.Namespace, cfg: Config, amd_claim: tuple[str, ...], am
     driver = _flag_or(cfg, args.driver, "driver", None)
     if driver is not None:
         try:
-            arch.driver_at_least(driver, "0")
+            driver_at_least(driver, "0")
         except ValueError as e:
             raise UsageError(f"--driver: {e}") from None
     select = parse_patterns(args.select, "--select") if args.select else \
@@ -314,6 +227,27 @@ def also_write(values: Sequence[str] | None, primary: Output) -> tuple[Output, .
     return tuple(out)
 
 
+# What `archaudit check` parses when no flag is given: every flag "not given" (the defaults come
+# from [tool.archaudit], then the settings above). tests/test_api.py checks it is the parser's.
+_CHECK_UNSET: dict[str, Any] = {
+    "targets": [], "example": False, "arch": None, "arch_style": None, "arch_from_env": None, "amd_arch": None,
+    "cuda_version": None, "exact": None, "require_ptx": None, "strict": None, "strict_kernels": None,
+    "driver": None, "driver_os": None, "gpu": None, "select": None, "ignore": None, "config": None,
+    "no_config": False, "format": None, "output": None, "docs_url": None, "color": "auto", "also_write": None,
+    "detail": None, "costs": None, "no_timings": False, "quiet": False, "verbose": False, "jobs": None,
+    "fast": False, "max_payload": None,
+}
+
+
+def check_args(**given: Any) -> argparse.Namespace:
+    """The flags of `archaudit check` as a namespace, each not given unless in `given`: what the
+    Python API hands to check_settings, without building the command line's parser."""
+    unknown = sorted(set(given) - set(_CHECK_UNSET))
+    if unknown:
+        raise TypeError(f"check_args: no flag {unknown[0]!r}")
+    return argparse.Namespace(**{**_CHECK_UNSET, **given})
+
+
 def check_settings(args: argparse.Namespace, cfg: Config, targets: Sequence[str]) -> CheckSettings:
     cuda, amd, amd_source = claim(args, cfg)
     detail = _flag_or(cfg, args.detail, "detail", "libraries")
@@ -321,7 +255,8 @@ def check_settings(args: argparse.Namespace, cfg: Config, targets: Sequence[str]
         targets=tuple(targets), claim=cuda, policy=policy(args, cfg, amd, amd_source),
         output=output(args, cfg), detail=cast(Detail, detail), verbose=bool(args.verbose),
         costs=bool(_flag_or(cfg, args.costs, "costs", False)), timings=not args.no_timings,
-        progress=not args.quiet, jobs=args.jobs, max_payload=args.max_payload,
+        progress=not args.quiet, jobs=args.jobs,
+        max_payload=DEFAULT_MAX_PAYLOAD if args.max_payload is None else args.max_payload,
         decode=not args.fast, also=also_write(getattr(args, "also_write", None), output(args, cfg)))
 
 
@@ -331,4 +266,4 @@ def diff_settings(args: argparse.Namespace, cfg: Config, formats: Sequence[str])
 
 
 __all__ = ["CheckSettings", "DiffSettings", "Output", "Format", "Detail", "FORMATS", "DETAILS",
-           "check_settings", "diff_settings", "output", "claim", "policy", "gpus"]
+           "check_args", "check_settings", "diff_settings", "output", "claim", "policy"]

@@ -5,15 +5,22 @@ header and first bytes (to know what it is), then streams only the members that 
 device code. Small reads go through a block cache (neighbouring headers share one request);
 a member's data is fetched with one request for exactly its bytes. Every byte received is
 counted, so a report can say what was fetched against the wheel's size.
+
+Every read is bounded (docs/threat-model.md, "index over HTTP"): in bytes by what was asked
+(a range's length, which Content-Length and Content-Range must agree with; an index page at
+most PAGE_LIMIT bytes), and in time by a deadline for the whole wheel (WHEEL_DEADLINE) or the
+whole page (PAGE_DEADLINE), not per socket read: at the deadline a watchdog shuts every socket
+of that wheel down, so a server that trickles a byte every few seconds holds it no longer.
 """
 
 from __future__ import annotations
 
 import http.client
 import io
+import socket
 import threading
+import time
 import urllib.parse
-import urllib.request
 from collections import OrderedDict
 from typing import Any
 
@@ -26,7 +33,11 @@ CACHE_BLOCKS = 512  # 32 MiB of blocks at most per reader
 TAIL = 256 << 10  # bytes read from the end first: end records and, for most wheels, the directory
 BIG = 1 << 20  # reads at least this long bypass the cache
 KEEP = 96 << 20  # a streamed member up to this many compressed bytes is kept for a second read
-TIMEOUT = 60.0
+TIMEOUT = 60.0  # seconds one socket operation may wait (the deadlines below bound the total)
+WHEEL_DEADLINE = 1800.0  # seconds for every request of one wheel together
+PAGE_DEADLINE = 120.0  # seconds for one index page, redirects included
+PAGE_LIMIT = 64 << 20  # bytes of one index page at most (PyPI's largest JSON pages are a few MB)
+CHUNK = 64 << 10  # bytes asked of the socket at a time
 MAX_REDIRECTS = 5
 USER_AGENT = f"archaudit/{__version__}"
 
@@ -37,21 +48,138 @@ class RemoteError(ArchauditError):
     default_code = Code.E001
 
 
-def get(url: str, accept: str = "*/*") -> tuple[bytes, str]:
-    """A whole small resource (an index page): its body and content type."""
-    req = urllib.request.Request(url, headers={"Accept": accept, "User-Agent": USER_AGENT})
+class Deadline:
+    """A time limit over many socket operations: at its end every socket it watches is shut down
+    (a blocked read returns at once), and every later request or read raises RemoteError."""
+
+    def __init__(self, seconds: float, what: str):
+        self.seconds, self.what = seconds, what
+        self.end = time.monotonic() + seconds
+        self.expired = False
+        self._lock = threading.Lock()
+        self._socks: list[socket.socket] = []
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _fire(self) -> None:
+        with self._lock:
+            self.expired = True
+            socks, self._socks = self._socks, []
+        for sock in socks:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def error(self) -> RemoteError:
+        return RemoteError(f"{self.what}: not read within its {self.seconds:g} s deadline")
+
+    def left(self) -> float:
+        """Seconds a socket operation may wait now; RemoteError once the deadline has passed."""
+        left = self.end - time.monotonic()
+        if self.expired or left <= 0:
+            raise self.error()
+        return min(left, TIMEOUT)
+
+    def watch(self, conn: http.client.HTTPConnection) -> None:
+        """Connect conn (waiting at most what is left) and shut it down at the deadline."""
+        conn.timeout = self.left()
+        try:
+            conn.connect()
+        except OSError as e:
+            raise RemoteError(f"{self.what}: cannot connect: {e}") from None
+        if conn.sock is None:
+            return
+        with self._lock:
+            if not self.expired:
+                self._socks.append(conn.sock)
+                return
+        raise self.error()
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+        with self._lock:
+            self._socks = []
+
+
+def _read_body(resp: http.client.HTTPResponse, limit: int, deadline: Deadline, what: str) -> bytes:
+    """At most limit + 1 bytes of a response, a socket read at a time, within the deadline."""
+    parts, got = [], 0
+    while got <= limit:
+        deadline.left()
+        try:
+            data = resp.read1(min(CHUNK, limit + 1 - got))
+        except (OSError, http.client.HTTPException) as e:
+            if deadline.expired:
+                raise deadline.error() from None
+            raise RemoteError(f"{what}: cannot read: {e}") from None
+        if not data:
+            if deadline.expired:
+                raise deadline.error()
+            break
+        parts.append(data)
+        got += len(data)
+    return b"".join(parts)
+
+
+def _connect(url: str) -> tuple[http.client.HTTPConnection, str]:
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise RemoteError(f"{url}: not an http(s) URL")
+    cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
     try:
-        with urllib.request.urlopen(req, timeout=TIMEOUT) as resp:  # noqa: S310 - http(s) only, checked by callers
-            return resp.read(), resp.headers.get("Content-Type", "")
-    except (OSError, ValueError) as e:
-        raise RemoteError(f"{url}: cannot read: {e}") from None
+        conn = cls(parts.hostname, parts.port, timeout=TIMEOUT)
+    except (ValueError, http.client.InvalidURL) as e:
+        raise RemoteError(f"{url}: {e}") from None
+    return conn, (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+
+
+def get(url: str, accept: str = "*/*", *, limit: int = PAGE_LIMIT, seconds: float | None = None) -> tuple[bytes, str]:
+    """A whole small resource (an index page): its body and content type; at most `limit` bytes,
+    read within `seconds` (PAGE_DEADLINE), redirects included."""
+    deadline = Deadline(PAGE_DEADLINE if seconds is None else seconds, url)
+    try:
+        for _ in range(MAX_REDIRECTS + 1):
+            conn, path = _connect(url)
+            resp: http.client.HTTPResponse | None = None
+            try:
+                deadline.watch(conn)
+                try:
+                    conn.request("GET", path, headers={"Accept": accept, "User-Agent": USER_AGENT,
+                                                       "Accept-Encoding": "identity"})
+                    resp = conn.getresponse()
+                except (OSError, http.client.HTTPException) as e:
+                    if deadline.expired:
+                        raise deadline.error() from None
+                    raise RemoteError(f"{url}: cannot read: {e}") from None
+                if resp.status in (301, 302, 303, 307, 308) and resp.getheader("Location"):
+                    url = urllib.parse.urljoin(url, resp.getheader("Location") or "")
+                    continue
+                if resp.status != 200:
+                    raise RemoteError(f"{url}: HTTP {resp.status} {resp.reason}")
+                length = resp.getheader("Content-Length")
+                if length and length.isdigit() and int(length) > limit:
+                    raise RemoteError(f"{url}: the page declares {length} bytes, more than the {limit}-byte bound")
+                body = _read_body(resp, limit, deadline, url)
+                if len(body) > limit:
+                    raise RemoteError(f"{url}: the page is longer than the {limit}-byte bound")
+                return body, resp.getheader("Content-Type", "") or ""
+            finally:
+                if resp is not None:
+                    resp.close()  # the answer holds the socket: closed, the server learns nobody reads
+                conn.close()
+        raise RemoteError(f"{url}: more than {MAX_REDIRECTS} redirects")
+    finally:
+        deadline.cancel()
 
 
 class RangeReader:
     """One remote file read by byte ranges; `read_at` and `open` are what the zip reader needs."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, *, seconds: float | None = None):
         self.url = url
+        self.deadline = Deadline(WHEEL_DEADLINE if seconds is None else seconds, url)
         self.fetched = 0  # bytes of content received
         self.requests = 0
         self._lock = threading.Lock()
@@ -60,17 +188,18 @@ class RangeReader:
         self._conn: http.client.HTTPConnection | None = None
         self._path = ""
         self.held: tuple[int, bytes] | None = None  # (data offset, bytes) of the last member streamed whole
-        self.size = self._first_read()
+        try:
+            self.size = self._first_read()
+        except BaseException:
+            self.close()
+            raise
 
     # ---- HTTP ----
 
     def _connect(self, url: str) -> tuple[http.client.HTTPConnection, str]:
-        parts = urllib.parse.urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise RemoteError(f"{url}: not an http(s) URL")
-        cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-        conn = cls(parts.hostname, parts.port, timeout=TIMEOUT)
-        return conn, (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        conn, path = _connect(url)
+        self.deadline.watch(conn)
+        return conn, path
 
     def _request(self, first: int, last: int | None, *, reuse: bool) -> tuple[http.client.HTTPResponse, Any]:
         """A GET for bytes first..last (last None: a suffix of `first` bytes), following redirects."""
@@ -84,43 +213,85 @@ class RangeReader:
                 conn, path = self._connect(url)
             self.requests += 1
             try:
+                conn.timeout = self.deadline.left()
+                if conn.sock is not None:
+                    conn.sock.settimeout(conn.timeout)
                 conn.request("GET", path, headers={"Range": rng, "User-Agent": USER_AGENT,
                                                    "Accept-Encoding": "identity"})
                 resp = conn.getresponse()
             except (OSError, http.client.HTTPException) as e:
                 conn.close()
+                if self.deadline.expired:
+                    raise self.deadline.error() from None
                 if reuse and conn is self._conn:
                     self._conn = None
                     continue  # a kept-alive connection the server closed: once more on a new one
                 raise RemoteError(f"{self.url}: cannot read: {e}") from None
             if resp.status in (301, 302, 303, 307, 308):
-                resp.read()
+                resp.close()  # its body is never read: the connection goes with it
+                conn.close()
+                if conn is self._conn:
+                    self._conn = None
                 location = resp.getheader("Location")
                 if not location:
                     raise RemoteError(f"{self.url}: redirect without a Location")
                 self.url = url = urllib.parse.urljoin(url, location)
-                self._conn = None
                 continue
             if resp.status == 200:
+                resp.close()
                 conn.close()
                 raise RemoteError(f"{self.url}: the server ignores Range requests (it would send the whole file)")
             if resp.status != 206:
+                resp.close()
                 conn.close()
                 raise RemoteError(f"{self.url}: HTTP {resp.status} {resp.reason}")
+            self._check_length(resp, first, last, conn)
             if reuse and self._conn is None:
                 self._conn, self._path = conn, path
             return resp, conn
         raise RemoteError(f"{self.url}: more than {MAX_REDIRECTS} redirects")
 
+    def _check_length(self, resp: http.client.HTTPResponse, first: int, last: int | None,
+                      conn: http.client.HTTPConnection) -> None:
+        """A 206 answer must declare no more than was asked: Content-Length at most the range's length."""
+        want = (last - first + 1) if last is not None else first
+        length = resp.getheader("Content-Length")
+        if length is not None and (not length.strip().isdigit() or int(length) > want):
+            resp.close()
+            conn.close()
+            if conn is self._conn:
+                self._conn = None
+            raise RemoteError(f"{self.url}: asked for {want} bytes, the answer declares {length!r}")
+
+    def _body(self, resp: http.client.HTTPResponse, want: int) -> bytes:
+        """The body of a range answer: at most want bytes (one more is an error), within the deadline.
+        A connection whose answer was not read to its end is not used again."""
+        try:
+            data = _read_body(resp, want, self.deadline, self.url)
+        except RemoteError:
+            self._drop_conn(resp)
+            raise
+        self.fetched += len(data)
+        if len(data) > want:
+            self._drop_conn(resp)
+            raise RemoteError(f"{self.url}: asked for {want} bytes, the server sent more")
+        if not resp.isclosed():
+            self._drop_conn(resp)  # more was sent, or its end is not known: the next answer cannot be told from it
+        return data
+
+    def _drop_conn(self, resp: http.client.HTTPResponse | None = None) -> None:
+        """Close the kept connection, and the answer on it: the answer holds the socket open
+        (http.client hands it over), so the server learns at once that nobody reads."""
+        if resp is not None:
+            resp.close()
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
     def _fetch(self, first: int, last: int) -> bytes:
         with self._lock:
             resp, _ = self._request(first, last, reuse=True)
-            try:
-                data = resp.read()
-            except (OSError, http.client.HTTPException) as e:
-                self._conn = None
-                raise RemoteError(f"{self.url}: cannot read: {e}") from None
-        self.fetched += len(data)
+            data = self._body(resp, last - first + 1)
         if len(data) != last - first + 1:
             raise RemoteError(f"{self.url}: asked for {last - first + 1} bytes at {first}, got {len(data)}")
         return data
@@ -130,11 +301,12 @@ class RangeReader:
         with self._lock:
             resp, _ = self._request(TAIL, None, reuse=True)
             total = (resp.getheader("Content-Range") or "").rpartition("/")[2]
-            data = resp.read()
-        self.fetched += len(data)
+            data = self._body(resp, TAIL)
         if not total.isdigit():
             raise RemoteError(f"{self.url}: no file size in the Content-Range answer")
         size = int(total)
+        if len(data) != min(TAIL, size):
+            raise RemoteError(f"{self.url}: asked for the last {min(TAIL, size)} bytes, got {len(data)}")
         start = size - len(data)
         # keep the whole blocks the tail covers
         first_block = -(-start // BLOCK)
@@ -209,6 +381,7 @@ class RangeReader:
         return RangeFile(self)
 
     def close(self) -> None:
+        self.deadline.cancel()
         if self._conn is not None:
             self._conn.close()
             self._conn = None
@@ -252,6 +425,8 @@ class RangeFile(io.RawIOBase):
         return self._pos
 
     def _drop(self) -> None:
+        if self._resp is not None:
+            self._resp.close()
         if self._conn is not None:
             self._conn.close()
         self._resp, self._conn, self._left, self._kept = None, None, 0, None
@@ -323,10 +498,19 @@ class RangeFile(io.RawIOBase):
     def _from_response(self, n: int) -> bytes:
         assert self._resp is not None
         try:
-            data = self._resp.read(min(n, self._left))
+            self._r.deadline.left()
+            data = self._resp.read1(min(n, self._left, CHUNK))
         except (OSError, http.client.HTTPException) as e:
             self._drop()
+            if self._r.deadline.expired:
+                raise self._r.deadline.error() from None
             raise RemoteError(f"{self._r.url}: cannot read: {e}") from None
+        except RemoteError:
+            self._drop()
+            raise
+        if not data and self._r.deadline.expired:
+            self._drop()
+            raise self._r.deadline.error()
         self._r.fetched += len(data)
         self._left -= len(data)
         self._pos += len(data)

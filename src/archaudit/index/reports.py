@@ -14,9 +14,10 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from .. import arch
-from ..arch import CC, label
-from ..findings import ERROR, Code, Finding
+from ..findings import Code, Finding, means_unverified
+from ..gpus import cuda as arch
+from ..gpus.cuda import CC, label
+from ..gpus.drivers import driver_key
 from ..judge import diff
 from ..judge.audit import judge
 from ..judge.policy import AmdGpu, NvidiaGpu, Policy
@@ -99,7 +100,7 @@ def runs_on(db: sqlite3.Connection, gpu_name: str, nvidia: Sequence[tuple[str, t
     for w, inv in _inventories(db, wheels(db, project)):
         t = judge(inv, None, policy)
         bad = sorted({f.subject for f in t.findings if f.code == Code.G009})
-        unverified = [f for f in t.findings if f.code.startswith("E") and f.severity == ERROR]
+        unverified = [f for f in t.findings if means_unverified(f)]
         answered = [f for f in t.findings if f.code in (Code.G008, Code.G009)]
         hows = [str(f.get("runs")) for f in answered]
         if unverified or inv.unusable:
@@ -161,7 +162,7 @@ def _runs(inv: TargetInventory, axis: Sequence[tuple[int, int]]) -> _Runs:
     for g, subjects in outside.items():  # only they carry device code: the wheel does not run there
         if g not in worst:
             worst[g], failing[g] = 0, subjects
-    bad = inv.unusable or any(f.code.startswith("E") and f.severity == ERROR for f in t.findings)
+    bad = inv.unusable or any(means_unverified(f) for f in t.findings)
     return _Runs(worst, {k: tuple(v) for k, v in failing.items()}, bad)
 
 
@@ -177,7 +178,7 @@ def coverage(db: sqlite3.Connection, project: str) -> Table:
     carried: set[tuple[int, int]] = set()
     for w, inv in _inventories(db, wheels(db, project)):
         for lib in inv.libraries:
-            for c in lib.containers:
+            for c in lib.reachable:
                 carried |= {arch.canonical_cc(arch.CudaTarget.parse(e.target).cc) for e in c.entries
                             if c.loadable and e.vendor == "nvidia" and e.kind in ("sass", "ptx")}
         r = _runs(inv, axis)
@@ -246,10 +247,6 @@ def lost(db: sqlite3.Connection, project: str) -> Table:
 
 # ---- driver floor per release -------------------------------------------------------------------
 
-def _driver_key(text: str) -> tuple[int, ...]:
-    return tuple(int(p) if p.isdigit() else -1 for p in text.split("."))
-
-
 def driver_floor(db: sqlite3.Connection, project: str) -> Table:
     """Per wheel, oldest first: the newest driver any of its libraries needs (and the CUDA
     release that sets it, and the library)."""
@@ -258,7 +255,7 @@ def driver_floor(db: sqlite3.Connection, project: str) -> Table:
         t = judge(inv, None, Policy())
         floors = [(v.driver_floor, v.path) for v in t.libraries if v.driver_floor is not None]
         if floors:
-            (cuda, driver), path = max(floors, key=lambda f: _driver_key(f[0][1]))
+            (cuda, driver), path = max(floors, key=lambda f: driver_key(f[0][1]))
             rows.append((w.release, w.tags, w.upload_time or "", cuda, driver, path.rsplit("/", 1)[-1]))
         else:
             rows.append((w.release, w.tags, w.upload_time or "", "", "", ""))

@@ -138,42 +138,86 @@ class _Links(html.parser.HTMLParser):
                 self.links.append((d["href"] or "", d))
 
 
-def project_files(index: str, project: str) -> list[WheelRef]:
-    """The wheels a simple index lists for one project (PEP 691 JSON, else PEP 503 HTML);
-    yanked files are left out."""
-    base = index.rstrip("/") + "/"
-    page = urllib.parse.urljoin(base, canonicalize_name(project) + "/")
-    body, ctype = remote.get(page, accept=f"{JSON_TYPE}, text/html;q=0.1")
-    refs = []
-    if JSON_TYPE in ctype or body[:1] == b"{":
+class PageError(remote.RemoteError):
+    """A project's index page that cannot be read or makes no sense: that project's error, not the run's."""
+
+
+def _json_files(body: bytes, page: str) -> list[WheelRef]:
+    """The wheels of a PEP 691 page; anything not shaped as the PEP says is a PageError."""
+    try:
         data = json.loads(body)
-        for f in data.get("files", []):
-            name = f.get("filename", "")
-            if not name.endswith(".whl") or f.get("yanked"):
-                continue
-            url = urllib.parse.urljoin(page, f["url"])
-            refs.append(_url_ref(url, f.get("size"), f.get("upload-time"), (f.get("hashes") or {}).get("sha256")))
-        return refs
-    parser = _Links()
-    parser.feed(body.decode("utf-8", "replace"))
-    for href, attrs in parser.links:
-        if "data-yanked" in attrs:
+    except (ValueError, RecursionError) as e:
+        raise PageError(f"{page}: not a JSON index page: {e}") from None
+    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(files, list):
+        raise PageError(f"{page}: a JSON index page without a list of files")
+    refs = []
+    for f in files:
+        if not isinstance(f, dict):
+            raise PageError(f"{page}: a file entry that is not an object")
+        name, url = f.get("filename"), f.get("url")
+        if not isinstance(name, str) or not name.endswith(".whl") or f.get("yanked"):
             continue
-        url = urllib.parse.urljoin(page, href)
-        ref = _url_ref(url)
-        if ref.file.endswith(".whl"):
-            refs.append(ref)
+        size, hashes, uploaded = f.get("size"), f.get("hashes"), f.get("upload-time")
+        sha = hashes.get("sha256") if isinstance(hashes, dict) else None
+        if (not isinstance(url, str) or not isinstance(size, (int, type(None))) or isinstance(size, bool)
+                or not isinstance(sha, (str, type(None))) or not isinstance(uploaded, (str, type(None)))):
+            raise PageError(f"{page}: the entry of {name!r} is malformed (url, size, hashes or upload-time)")
+        try:
+            refs.append(_url_ref(urllib.parse.urljoin(page, url), size, uploaded, sha))
+        except ValueError as e:
+            raise PageError(f"{page}: the entry of {name!r} has a bad URL: {e}") from None
     return refs
 
 
-def from_index(index: str, specs: Sequence[str], filters: Filters) -> Iterator[WheelRef]:
-    """The wheels of each `project[version range]` that an index lists and the filters accept."""
+def project_files(index: str, project: str) -> list[WheelRef]:
+    """The wheels a simple index lists for one project (PEP 691 JSON, else PEP 503 HTML);
+    yanked files are left out. A page that cannot be read or parsed raises PageError."""
+    base = index.rstrip("/") + "/"
+    page = urllib.parse.urljoin(base, canonicalize_name(project) + "/")
+    try:
+        body, ctype = remote.get(page, accept=f"{JSON_TYPE}, text/html;q=0.1")
+    except remote.RemoteError as e:
+        raise PageError(str(e)) from None
+    if JSON_TYPE in ctype or body[:1] == b"{":
+        return _json_files(body, page)
+    return _html_files(body, page)
+
+
+def _html_files(body: bytes, page: str) -> list[WheelRef]:
+    refs = []
+    parser = _Links()
+    try:
+        parser.feed(body.decode("utf-8", "replace"))
+        parser.close()
+        for href, attrs in parser.links:
+            if "data-yanked" in attrs:
+                continue
+            ref = _url_ref(urllib.parse.urljoin(page, href))
+            if ref.file.endswith(".whl"):
+                refs.append(ref)
+    except (ValueError, AssertionError, RecursionError) as e:
+        raise PageError(f"{page}: not an HTML index page: {e}") from None
+    return refs
+
+
+def from_index(index: str, specs: Sequence[str], filters: Filters,
+               errors: list[str] | None = None) -> Iterator[WheelRef]:
+    """The wheels of each `project[version range]` that an index lists and the filters accept.
+    A project whose page cannot be read is a line in `errors` (raised when errors is None)."""
     for spec in specs:
         try:
             req = Requirement(spec)
         except InvalidRequirement as e:
             raise UsageError(f"--project {spec!r}: {e}") from None
-        for ref in project_files(index, req.name):
+        try:
+            listed = project_files(index, req.name)
+        except PageError as e:
+            if errors is None:
+                raise
+            errors.append(f"{req.name}: {e}")
+            continue
+        for ref in listed:
             name = wheel_name(ref.file)
             if name is None or not filters.accepts(ref.file):
                 continue
@@ -182,8 +226,10 @@ def from_index(index: str, specs: Sequence[str], filters: Filters) -> Iterator[W
             yield ref
 
 
-def resolve(sources: Sequence[str], specs: Sequence[str], filters: Filters) -> list[WheelRef]:
-    """Every wheel of every source, each location once, in the order given."""
+def resolve(sources: Sequence[str], specs: Sequence[str], filters: Filters,
+            errors: list[str] | None = None) -> list[WheelRef]:
+    """Every wheel of every source, each location once, in the order given; a project page that
+    cannot be read goes into `errors` when given (else raises PageError)."""
     out: dict[str, WheelRef] = {}
     for source in sources:
         if source.startswith(("http://", "https://")):
@@ -192,7 +238,7 @@ def resolve(sources: Sequence[str], specs: Sequence[str], filters: Filters) -> l
             else:
                 if not specs:
                     raise UsageError(f"{source}: an index needs --project NAME[RANGE] (which projects to read)")
-                refs = from_index(source, specs, filters)
+                refs = from_index(source, specs, filters, errors)
         elif os.path.isdir(source):
             refs = (r for r in from_directory(source) if filters.accepts(r.file))
         elif source.lower().endswith(".whl"):
@@ -207,5 +253,5 @@ def resolve(sources: Sequence[str], specs: Sequence[str], filters: Filters) -> l
     return list(out.values())
 
 
-__all__ = ["Filters", "WheelName", "WheelRef", "from_directory", "from_index", "from_url_file", "project_files",
-           "resolve", "wheel_name"]
+__all__ = ["Filters", "WheelName", "WheelRef", "from_directory", "from_index", "from_url_file", "PageError",
+           "project_files", "resolve", "wheel_name"]

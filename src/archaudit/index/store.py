@@ -17,6 +17,7 @@ from typing import Any
 
 from .. import __version__
 from ..findings import Code
+from ..gpus.drivers import driver_key
 from ..model import Container, Entry, Library, Problem, TargetInventory
 from . import schema
 from .sources import WheelRef, wheel_name
@@ -96,7 +97,7 @@ class Store:
         inv = r.inventory
         name = wheel_name(r.ref.file)
         floors = [v.driver_floor for v in t.libraries if v.driver_floor is not None]
-        top = max(floors, key=lambda f: _driver_key(f[1])) if floors else None
+        top = max(floors, key=lambda f: driver_key(f[1])) if floors else None
         claim = ", ".join(f"{a.target}" for a in t.claim.archs) if t.claim is not None else ""
         with db:
             old = db.execute("SELECT id, verdict, archaudit_version FROM wheels WHERE sha256 = ?",
@@ -165,13 +166,6 @@ class Store:
                 except OSError:
                     pass
         return wid
-
-
-def _driver_key(text: str) -> tuple[int, ...]:
-    out = []
-    for part in text.split("."):
-        out.append(int(part) if part.isdigit() else -1)
-    return tuple(out)
 
 
 def inventory_of(db: sqlite3.Connection, wheel_id: int) -> TargetInventory:

@@ -20,7 +20,7 @@ from ..judge.audit import Report, TargetReport, audit
 from ..judge.policy import Policy
 from ..model import Problem, TargetInventory
 from ..read.artifacts import archive_inventory
-from ..read.records import DEFAULT_MAX_PAYLOAD
+from ..read.fatbin import DEFAULT_MAX_PAYLOAD
 from ..read.zipread import CHUNK, Member
 from .remote import RangeReader, RemoteError
 from .sources import WheelRef

@@ -12,15 +12,15 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
 from .. import __version__
-from ..arch import label
 from ..claims import Claim, parse_claim
-from ..findings import ERROR, INFO, WARNING, Code, Finding, fold_findings
+from ..findings import ERROR, INFO, WARNING, Code, Finding, fold_findings, means_unverified
+from ..gpus.cuda import label
+from ..gpus.selection import parse_target
 from ..model import DEVICE_LINK, PTX, RELOCATABLE, SASS, Coverage, Library, Status, TargetInventory
 from .facts import LibraryFacts, library_facts
 from .filters import IgnoreRule, Suppression, apply, stale_rules
 from .policy import LibraryGroup, Policy, for_target, library_claim
 from .rules import TargetFacts, amd_missing, demangle, finding, judge_library_rules, judge_target_rules
-from .selection import parse_target
 
 SCHEMA_VERSION = 2  # 2: a finding may stand for many (count, examples)
 
@@ -157,7 +157,7 @@ def judge(inv: TargetInventory, claim: Claim | None, policy: Policy) -> TargetRe
     target = TargetFacts(inv, judged_by, embedded, bad, policy, facts)
     wide = judge_target_rules(target)
     paths = {lib.path: i for i, lib in enumerate(inv.libraries)}
-    head = [x for x in wide if x.code.startswith("E") and x.subject == inv.target]
+    head = [x for x in wide if means_unverified(x) and x.subject == inv.target]
     tail = []
     for x in wide:
         if x in head:

@@ -17,12 +17,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from .. import __version__, arch
-from ..findings import ERROR, Code
+from .. import __version__
+from ..findings import Code, means_unverified
+from ..gpus import cuda as arch
+from ..gpus.cuda import target_order
+from ..gpus.drivers import driver_key, floor_words
+from ..gpus.selection import best, nv_codes
 from ..model import RELOCATABLE, Library, TargetInventory
-from ..report.view import target_order
 from .audit import LibraryVerdict, Policy, TargetReport, judge
-from .selection import best, nv_codes
 
 DIFF_SCHEMA_VERSION = 1
 GPU_EXAMPLES = 3
@@ -181,14 +183,14 @@ def _how_now(label: str, lib: Library | None) -> tuple[str, tuple[str, ...]]:
     gpus = tuple(g.name for g in arch.gpu_catalog() if g.cc == cc)[:GPU_EXAMPLES]
     if lib is None:
         return "none", gpus
-    return best(nv_codes(e for c in lib.containers if c.role != RELOCATABLE for e in c.entries), cc), gpus
+    return best(nv_codes(e for c in lib.reachable if c.role != RELOCATABLE for e in c.entries), cc), gpus
 
 
 _RANK = {"native": 2, "jit": 1, "none": 0}
 
 
 def _lib_codes(lib: Library | None) -> tuple[Any, ...]:
-    return nv_codes(e for c in lib.containers if c.role != RELOCATABLE for e in c.entries) if lib else ()
+    return nv_codes(e for c in lib.reachable if c.role != RELOCATABLE for e in c.entries) if lib else ()
 
 
 def worse_gpus(old: Library | None, new: Library | None) -> tuple[Worse, ...]:
@@ -207,10 +209,8 @@ def worse_gpus(old: Library | None, new: Library | None) -> tuple[Worse, ...]:
 
 
 def _side(t: TargetReport) -> Side:
-    from ..report.view import driver_key, floor_words
-
     carries = _sorted(x for v in t.libraries for x in v.carried)
-    problems = tuple(f.message for f in t.findings if f.severity == ERROR and f.code.startswith("E")
+    problems = tuple(f.message for f in t.findings if means_unverified(f)
                      and f.subject not in {v.path for v in t.libraries})
     floors = [f for f in t.findings if f.code == Code.D002]
     top = max(floors, key=lambda f: driver_key(str(f.get("driver")))) if floors else None
@@ -244,8 +244,7 @@ def compare(old: TargetInventory, new: TargetInventory, *, allow_loss: bool = Fa
         b = tuple(vn.carried) if vn else ()
         gained = _sorted(set(b) - set(a))
         lost = tuple(Lost(x, *_how_now(x, l_new.get(np_) if np_ else None)) for x in _sorted(set(a) - set(b)))
-        problems = tuple(f.message for v in (vo, vn) if v for f in v.findings
-                         if f.severity == ERROR and f.code.startswith("E"))
+        problems = tuple(f.message for v in (vo, vn) if v for f in v.findings if means_unverified(f))
         if vo is None or not interesting(vo):
             change = "added"
         elif vn is None or not interesting(vn):

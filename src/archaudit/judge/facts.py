@@ -2,7 +2,7 @@
 
 A library's device code is reduced here to what the rules need: which containers hold
 code of their own (``Unit``), what each claimed or named GPU runs from each of them
-(``GpuPath``, through archaudit.judge.selection), which kernels exist where, and the driver floor
+(``GpuPath``, through archaudit.gpus.selection), which kernels exist where, and the driver floor
 of the code each GPU would run. Rules (archaudit.judge.rules) only read these records, so two
 rules can never disagree about a fact, and nothing depends on how much was printed.
 
@@ -17,14 +17,13 @@ from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 from typing import Literal
 
-from .. import arch
-from ..arch import CC, label
 from ..claims import Claim
-from ..model import CODE_OBJECT, DEVICE_LINK, PTX, RELOCATABLE, SASS, Container, Entry, Library
-from . import rocm
+from ..gpus import cuda as arch, rocm
+from ..gpus.cuda import CC, label
+from ..gpus.selection import NOTHING, Choice, NvCode, Runs, choose, nv_codes
+from ..model import CODE_OBJECT, CUBIN, DEVICE_LINK, PTX, RELOCATABLE, SASS, Container, Entry, Library
 from .names import excludes, name_floor, named_architectures
 from .policy import Policy
-from .selection import NOTHING, Choice, NvCode, Runs, choose, nv_codes
 
 UNKNOWN_KEY = (1 << 30,)
 
@@ -143,13 +142,13 @@ def _judged_containers(lib: Library) -> list[tuple[int, Container]]:
     leaves no kernel to fail, so it is not judged (a library of nothing else is G010). A
     device-link container whose kernels were not read is judged (an -rdc build keeps its
     kernels there): fail closed until it is read. Of a bare ``.fatbin`` data file only the
-    first container counts: cuModuleLoad reads no further (a file of two concatenated fatbins
-    gives 209 on an H200 when the first lacks sm_90, and loads when they are swapped)."""
+    first container counts (``Library.reachable``): cuModuleLoad reads no further (a file of two
+    concatenated fatbins gives 209 on an H200 when the first lacks sm_90, and loads when they
+    are swapped); what the later ones hold is G017's."""
     out = []
-    loaded = lib.containers
-    if lib.format == "fatbin" and loaded:
-        first = min(range(len(loaded)), key=lambda i: loaded[i].offset)
-        loaded = tuple(c if i == first else replace(c, entries=()) for i, c in enumerate(loaded))
+    reached = lib.reachable
+    loaded = lib.containers if reached == lib.containers else \
+        tuple(c if c in reached else replace(c, entries=()) for c in lib.containers)
     for i, c in enumerate(loaded):
         if c.role == RELOCATABLE or not c.entries:
             continue
@@ -243,7 +242,7 @@ def _dead(code: NvCode, runtime: Floor | None, last: CC) -> bool:
     return False
 
 
-Verdict = Literal["fails", "specialised", "stated", "named", "compiled-out", "elsewhere"]
+Verdict = Literal["fails", "specialised", "stated", "named", "compiled-out", "elsewhere", "chosen"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -391,6 +390,10 @@ def _kernel_verdict(f: LibraryFacts, i: int, name: str, codes: tuple[NvCode, ...
     if cc not in carriers:
         carriers[cc] = _carriers(f, cc)
     others = tuple(j for j in carriers[cc].get(name, ()) if j != i)
+    if others and f.units[i].container.role == CUBIN and all(f.units[j].container.role == CUBIN for j in others):
+        # whole cubins the library loads itself: nothing binds a launch to one of them, the
+        # library loads the image it picks, and only one whose SASS runs on the GPU loads there
+        return "chosen", others
     return ("elsewhere" if others else "fails"), others
 
 
@@ -410,6 +413,15 @@ def labels_of(codes: Iterable[NvCode]) -> tuple[str, ...]:
     sass = sorted({c.effective for c in codes if c.kind == SASS})
     ptx = sorted({c.effective for c in codes if c.kind == PTX})
     return tuple([t.sm for t in sass] + [t.compute for t in ptx])
+
+
+@dataclass(frozen=True, slots=True)
+class Unreached:
+    """Code in the later containers of a bare container file, which its loader never reads."""
+
+    containers: int  # later containers holding entries
+    kernels: tuple[str, ...]  # kernels only they define
+    unread: bool  # some of their code's kernels were not read (--fast): they may define more
 
 
 @dataclass(frozen=True)
@@ -494,7 +506,31 @@ class LibraryFacts:
         sass = sorted({c.effective for c in self.codes if c.kind == SASS})
         ptx = sorted({c.effective for c in self.codes if c.kind == PTX})
         return tuple([t.sm for t in sass] + [t.compute for t in ptx]
-                     + sorted({rocm.judged_target(e) for e in self.amd}))
+                     + sorted({rocm.judged_target(e) for e in self.amd if not e.unloadable}))
+
+    @cached_property
+    def unreached(self) -> Unreached | None:
+        """What the later containers of a bare container file hold that its loader never reads
+        (``Library.reachable``): the kernels only they define; None when there are none, or
+        when all they define the first container defines too."""
+        later = self.library.unreachable
+        if not later:
+            return None
+        def kernels(cs: Iterable[Container]) -> tuple[set[str], bool]:
+            names: set[str] = set()
+            unread = False
+            for c in cs:
+                for e in c.entries:
+                    if e.kind in (SASS, PTX, CODE_OBJECT):
+                        unread |= e.kernels is None
+                        names.update(e.kernels or ())
+            return names, unread
+        reached, _ = kernels(self.library.reachable)
+        names, unread = kernels(later)
+        only = tuple(sorted(names - reached))
+        if not only and not unread:
+            return None
+        return Unreached(sum(1 for c in later if c.entries), only, unread)
 
     @cached_property
     def coverage(self) -> tuple[tuple[CC, Runs], ...]:
@@ -595,7 +631,7 @@ def library_facts(lib: Library, claim: Claim | None, policy: Policy) -> LibraryF
             continue
         identified = all(x.entry.kernels is not None for x in codes)
         units.append(Unit(i, c, codes, identified, shapes.setdefault(shape_of(codes), len(shapes))))
-    loadable = [e for c in lib.containers if c.role != RELOCATABLE for e in c.entries]
+    loadable = [e for c in lib.reachable if c.role != RELOCATABLE for e in c.entries]
     amd = tuple(e for e in loadable if e.kind == CODE_OBJECT)
     reloc = tuple(e for c in lib.containers if c.role == RELOCATABLE for e in c.entries)
     stubs_only = bool(loadable) and not judged and not amd
@@ -697,4 +733,4 @@ def _needed(units: list[Unit], choices: list[Choice], given: list[frozenset[str]
 
 
 __all__ = ["Floor", "highest", "KernelGap", "labels_of", "library_facts", "LibraryFacts", "named_architectures",
-           "Unit"]
+           "Unit", "Unreached"]

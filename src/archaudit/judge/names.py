@@ -19,8 +19,8 @@ from functools import cache, lru_cache
 from importlib import resources
 from typing import Literal
 
-from .. import arch
-from ..arch import CC
+from ..gpus import cuda as arch
+from ..gpus.cuda import CC
 
 Meaning = Literal["from"]
 

@@ -9,27 +9,9 @@ from typing import Literal, NamedTuple
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
-from ..arch import CC
 from ..claims import Claim
+from ..gpus.catalog import AmdGpu, NvidiaGpu
 from .filters import IgnoreRule
-
-
-class NvidiaGpu(NamedTuple):
-    """A --gpu question about an NVIDIA GPU."""
-
-    name: str  # as displayed: the catalog name, or what the user typed
-    cc: CC  # compute capability
-
-
-class AmdGpu(NamedTuple):
-    """A --gpu question about an AMD GPU."""
-
-    name: str
-    target: str  # gfx target ID
-    # The concrete setting the GPU is judged in (gfx90a:sramecc+:xnack-): a catalog GPU as it
-    # ships, or a target ID that names every setting; "" when archaudit cannot tell.
-    ships: str = ""
-    switch: tuple[tuple[str, str], ...] = ()  # what changes a setting ("xnack", "HSA_XNACK=1")
 
 
 class DataMember(NamedTuple):

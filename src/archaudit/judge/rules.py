@@ -18,15 +18,15 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from .. import arch, gfx
-from ..arch import CC, label
 from ..claims import Claim
 from ..findings import CODES, Code, Finding, make_finding
+from ..gpus import amd as gfx, cuda as arch, rocm
+from ..gpus.cuda import CC, label
+from ..gpus.drivers import driver_at_least
+from ..gpus.selection import NvCode, runs
 from ..model import PTX, SASS, Library, Problem, TargetInventory
-from . import rocm
 from .facts import Floor, LibraryFacts, library_facts
 from .policy import AmdGpu, NvidiaGpu, Policy, library_claim
-from .selection import NvCode, runs
 
 KERNELS_SHOWN = 3
 
@@ -115,6 +115,8 @@ def demangle(name: str) -> str:
         j = i
         while j < len(name) and name[j].isdigit():
             j += 1
+        if j - i > 9:  # no identifier is a gigabyte long: not a name this reading knows
+            break
         n = int(name[i:j])
         parts.append(name[j:j + n])
         i = j + n
@@ -286,6 +288,23 @@ def rule_g007(f: LibraryFacts) -> list[Finding]:
                                     f"(-rdc objects) are not loadable coverage")]
 
 
+@library_rule(Code.G017)
+def rule_g017(f: LibraryFacts) -> list[Finding]:
+    """G017: kernels only the later containers of a bare container file define, which its loader
+    never reads (cuModuleLoad, hipModuleLoad: the first container only)."""
+    u = f.unreached
+    if u is None:
+        return []
+    loader = "hipModuleLoad" if f.library.containers[0].vendor == "amd" else "cuModuleLoad"
+    where = f"{u.containers} later container{'s' * (u.containers != 1)}, which {loader} never reads"
+    if u.kernels:
+        what = f"{_kernels_phrase(u.kernels, 0)} {'is' if len(u.kernels) == 1 else 'are'} defined only in {where}"
+    else:
+        what = f"the kernels of {where}, were not read (--fast), so some may be defined only there"
+    return [finding(Code.G017, f.path, f"{f.path}: {what}: reachable from no module",
+                    kernels=list(u.kernels), containers=u.containers, loader=loader)]
+
+
 @library_rule(Code.G001)
 def rule_g001(f: LibraryFacts) -> list[Finding]:
     """G001: a claimed architecture on which none of the library's code runs (NVIDIA claims
@@ -321,7 +340,7 @@ def rule_g001(f: LibraryFacts) -> list[Finding]:
 def amd_carried(f: LibraryFacts) -> list[str]:
     """The AMD targets HIP can select in the library, each as its code object runs (the more
     specific of bundle id and e_flags)."""
-    return sorted({rocm.judged_target(e) for e in f.amd if rocm.hip_reads(e)})
+    return sorted({rocm.judged_target(e) for e in f.amd if rocm.hip_reads(e) and not e.unloadable})
 
 
 def amd_missing(f: LibraryFacts, want: str) -> list[str]:
@@ -337,15 +356,20 @@ def _amd_why(f: LibraryFacts, settings: Sequence[str]) -> str:
     if old:
         out += (f"; it is a bare code object of version {', '.join(map(str, old))}, and ROCm's comgr looks up "
                 f"bare code objects of versions 4 to 6 only (getElfIsaName)")
+    unloadable = sorted({e.identifier or e.target for m in settings for e in f.amd_path(m).refused
+                         if e.unloadable and not rocm.too_old_alone(e)})
+    if unloadable:
+        out += (f"; ROCm selects {', '.join(unloadable[:3])}, a code object without a loadable segment (a "
+                f"relocatable object never linked), which ROCr's loader refuses on every GPU")
     refused = {e.identifier or e.target: rocm.judged_target(e) for m in settings for e in f.amd_path(m).refused
-               if not rocm.too_old_alone(e)}
+               if not rocm.too_old_alone(e) and not e.unloadable}
     if refused:
         shown = "; ".join(f"{i} holds a code object built for {t}" for i, t in sorted(refused.items())[:3])
         out += (f"; on {', '.join(settings[:4])} ROCm selects the first bundle entry whose id fits and the "
                 f"loader refuses its code object ({shown}), with no fallback to a later entry")
     unread = sorted({e.identifier for e in f.amd if not rocm.hip_reads(e)})
     if unread:
-        out += f"; HIP never selects {', '.join(unread[:3])} (not a hip/hipv4 entry as comgr spells it)"
+        out += f"; HIP never selects {', '.join(unread[:3])} (not a hip/hipv4/hcc entry as comgr spells it)"
     procs = {m.split(":")[0] for m in settings}
     generic = sorted({e.target for e in f.amd if rocm.hip_reads(e) and gfx.is_generic(e.target)
                       and procs & set(gfx.family(e.target))})
@@ -538,9 +562,19 @@ def rule_k003(f: LibraryFacts) -> list[Finding]:
     ``statements``), its name names the architecture its code there is for, or it was compiled
     out of its own container's code for that GPU."""
     out = _k003_stated(f)
-    for why in ("named", "compiled-out"):
+    for why in ("named", "compiled-out", "chosen"):
         gaps = [(g.carried, g.fails, g.name, g.units) for g in f.kernel_gaps if g.verdict == why]
         for g in _groups(gaps):
+            if why == "chosen":
+                out.append(finding(Code.K003, f.path,
+                                   f"{f.path}: {_kernels_phrase(g.names, g.containers)} carry code only for "
+                                   f"{', '.join(g.carried)} in whole cubins the library loads itself; on "
+                                   f"{', '.join('sm_' + x for x in g.fails)} another of its whole cubins carries "
+                                   f"them, and the library loads the image it picks (cuModuleLoadData): nothing "
+                                   f"binds a launch to one of them",
+                                   kernels=list(g.names or ()), carried=list(g.carried), fails=list(g.fails),
+                                   reason=why))
+                continue
             if why == "named":
                 said = (f"their names mean {_name_floor_text(g.names)} or newer ({_conventions(g.names)}), and "
                         f"their code is for no older GPU (only {', '.join(g.carried)})")
@@ -713,7 +747,7 @@ def rule_d001(f: LibraryFacts) -> list[Finding]:
         return [finding(Code.D001, f.path, f"{f.path} needs a driver archaudit cannot name"
                                         f"{' on ' + ', '.join(gpus) if gpus else ''} ({'; '.join(why[:3])}); "
                                         f"{driver} cannot be verified", driver="unknown", gpus=gpus)]
-    low = [(g, fl) for g, fl in floors if fl.driver is not None and not arch.driver_at_least(driver, fl.driver)]
+    low = [(g, fl) for g, fl in floors if fl.driver is not None and not driver_at_least(driver, fl.driver)]
     if not low:
         return []
     top = max((fl for _, fl in low), key=lambda fl: fl.key)
@@ -778,7 +812,7 @@ def _ptx_scope(f: LibraryFacts, gpus: list[CC], driver: str) -> _PtxScope | None
         here: set[str] = set()
         for i, rest, said in f.jit_only(cc):
             floor = _ptx_floor(p.choices[i].code, f)
-            if floor is None or arch.driver_at_least(driver, floor):
+            if floor is None or driver_at_least(driver, floor):
                 continue
             here |= rest
             excused |= said
@@ -794,7 +828,7 @@ def _ptx_scope(f: LibraryFacts, gpus: list[CC], driver: str) -> _PtxScope | None
 
 def _above(code: NvCode, f: LibraryFacts, driver: str) -> bool:
     floor = _ptx_floor(code, f)
-    return floor is not None and not arch.driver_at_least(driver, floor)
+    return floor is not None and not driver_at_least(driver, floor)
 
 
 def _ptx_floor(code: NvCode | None, f: LibraryFacts) -> str | None:
@@ -942,15 +976,31 @@ def rule_g014(f: LibraryFacts) -> list[Finding]:
 
 @library_rule(Code.G015)
 def rule_g015(f: LibraryFacts) -> list[Finding]:
-    """G015: AMD bundle entries HIP never selects: an offload kind other than hip/hipv4 (an
-    OpenMP entry), or an id comgr does not match as written (upper case). They count for no GPU."""
+    """G015: AMD bundle entries HIP never selects: an offload kind other than hip/hipv4/hcc (an
+    OpenMP entry), or an id comgr does not match as written (upper case; the four-field triple of
+    clang 11 and older; HCC's amdgcn--amdhsa). They count for no GPU."""
     unread = sorted({e.identifier for e in f.amd if not rocm.hip_reads(e)})
     if not unread:
         return []
     return [finding(Code.G015, f.path, f"{f.path}: HIP never selects {len(unread)} bundle entr"
                                     f"{'y' if len(unread) == 1 else 'ies'} ({', '.join(unread[:3])}"
-                                    f"{' ...' if len(unread) > 3 else ''}): comgr reads only hip and hipv4 entries, "
-                                    f"spelt in lower case; they count for no GPU", entries=unread)]
+                                    f"{' ...' if len(unread) > 3 else ''}): comgr reads only hip, hipv4 and hcc "
+                                    f"entries whose triple is amdgcn-amd-amdhsa-- (five fields), spelt in lower "
+                                    f"case; they count for no GPU", entries=unread)]
+
+
+@library_rule(Code.G018)
+def rule_g018(f: LibraryFacts) -> list[Finding]:
+    """G018: AMD code objects ROCr's loader refuses on every GPU (no PT_LOAD segment: a relocatable
+    object never linked, a bare ELF header). They count for no GPU, as NVIDIA's relocatable code."""
+    refused = sorted({e.identifier or e.target for e in f.amd if e.unloadable})
+    if not refused:
+        return []
+    return [finding(Code.G018, f.path, f"{f.path}: {len(refused)} AMD code object{'s' * (len(refused) != 1)} "
+                                    f"without a loadable segment ({', '.join(refused[:3])}"
+                                    f"{' ...' if len(refused) > 3 else ''}), as a relocatable object never linked "
+                                    f"is: ROCr's loader refuses it on every GPU, so it counts for no GPU",
+                    entries=refused)]
 
 
 def _modes_matter(target: str) -> bool:

@@ -21,8 +21,8 @@ from ..model import LTO, Library, Problem, TargetInventory
 from ..printable import printable
 from . import fatbin, hip, zipread
 from .decode import DecodePool
+from .fatbin import DEFAULT_MAX_PAYLOAD
 from .library import scan_stream
-from .records import DEFAULT_MAX_PAYLOAD
 
 LIBRARY_SUFFIXES = (".so", ".cubin", ".fatbin", ".ptx", ".hsaco", ".pyd", ".dll", ".dylib")
 

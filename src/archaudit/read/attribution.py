@@ -5,12 +5,12 @@ wrapper records that lie where the runtime would not register them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import NamedTuple
 
 from ..findings import Code
-from ..model import DEVICE_LINK, EMBEDDED, EXECUTABLE, RELOCATABLE, Container, Problem, Role
+from ..model import CUBIN, DEVICE_LINK, EMBEDDED, EXECUTABLE, RELOCATABLE, Container, Problem, Role
 from . import elf
 from .records import PAD_WINDOW, FatbinWrapper, FoundContainer, HipWrapper, ScanResult
 
@@ -47,7 +47,7 @@ class Attribution(NamedTuple):
 
 
 def attribute(found: ScanResult, sections: list[elf.Section], segments: tuple[elf.Segment, ...],
-              alignment: int = ALIGN_SLACK) -> Attribution:
+              alignment: int = ALIGN_SLACK, slack: Callable[[int], int] | None = None) -> Attribution:
     """Name each container's section and role; check fatbin sections are fully accounted for.
     A gap before the first container must be shorter than `alignment`; a gap after a container
     (before the next or the section's end) may reach the section's own alignment (aarch64
@@ -66,8 +66,10 @@ def attribute(found: ScanResult, sections: list[elf.Section], segments: tuple[el
                               Code.E030, "HIP wrapper", "no valid offload bundle was found")
     bundles, misplaced = _bundles(found, sections)
     problems += misplaced
-    problems += _unaccounted(found, sections, alignment)
-    return Attribution(sorted(containers + bundles, key=lambda c: c.offset), problems)
+    cubins, misplaced = _cubins(found, sections)
+    problems += misplaced
+    problems += _unaccounted(found, sections, alignment, slack)
+    return Attribution(sorted(containers + bundles + cubins, key=lambda c: c.offset), problems)
 
 
 def _soft_problems(found: ScanResult, sections: list[elf.Section]) -> list[Problem]:
@@ -120,7 +122,26 @@ def _bundles(found: ScanResult, sections: list[elf.Section]) -> tuple[list[Conta
     return out, problems
 
 
-def _unaccounted(found: ScanResult, sections: list[elf.Section], alignment: int) -> list[Problem]:
+def _cubins(found: ScanResult, sections: list[elf.Section]) -> tuple[list[Container], list[Problem]]:
+    """Each whole cubin outside any fatbin container, as a module of its own (the library loads
+    it with cuModuleLoadData; nothing registers it), with its section, and the problems of
+    where it lies (in no section, or past its section's end, as for a container). One in a fatbin
+    section is the entry of a container whose header was damaged, not a module: the section's
+    accounting fails it (E011)."""
+    out: list[Container] = []
+    problems: list[Problem] = []
+    for c in found.cubins:
+        sec = next((s for s in sections if s.offset <= c.offset < s.file_end and s.type not in (0, elf.SHT_NOBITS)),
+                   None)
+        if sec is not None and sec.name in FATBIN_SECTIONS:
+            continue  # an entry of a container whose header is damaged: the section's accounting says E011
+        problems += _misplaced(Code.E014, "cubin", c.offset, c.size, sec, bool(sections))
+        out.append(Container("nvidia", CUBIN, sec.name if sec else "", c.offset, c.size, (c.entry,)))
+    return out, problems
+
+
+def _unaccounted(found: ScanResult, sections: list[elf.Section], alignment: int,
+                 slack: Callable[[int], int] | None = None) -> list[Problem]:
     """Device-code sections whose bytes are not all containers (or bundles): an empty fatbin
     section, bytes that are no valid container, containers that declare more than the section."""
     problems: list[Problem] = []
@@ -135,7 +156,7 @@ def _unaccounted(found: ScanResult, sections: list[elf.Section], alignment: int)
         if s.name in FATBIN_SECTIONS and not s.size:
             problems.append(Problem(Code.E011, f"{s.name} is empty (nvcc never writes an empty fatbin section)",
                                     s.offset))
-        if s.name in FATBIN_SECTIONS and s.size and not _accounted(s, found.containers, alignment):
+        if s.name in FATBIN_SECTIONS and s.size and not _accounted(s, found.containers, alignment, slack):
             covered = sum(c.size for c in found.containers if s.offset <= c.offset < s.file_end)
             why = (f"{s.size - covered} of its {s.size} bytes are not a valid fatbin container" if covered <= s.size
                    else f"its containers declare {covered} bytes, {covered - s.size} more than the section holds")
@@ -164,10 +185,13 @@ def _misplaced(code: Code, what: str, offset: int, size: int, sec: elf.Section |
     return []
 
 
-def _accounted(s: elf.Section, containers: list[FoundContainer], alignment: int) -> bool:
+def _accounted(s: elf.Section, containers: list[FoundContainer], alignment: int,
+               slack: Callable[[int], int] | None = None) -> bool:
     """Whether a fatbin section holds containers and nothing else but alignment padding: a
     section holding no container at all (a header damaged, its size cut below one container)
-    hides its code, and so would non-zero bytes between containers."""
+    hides its code, and so would non-zero bytes between containers. With ``slack`` (a DLL: nvcc
+    sizes each container's host array to pe.msvc_slack), a gap of exactly that many zero bytes
+    is the rest of the container's own array."""
     inside = sorted((c for c in containers if s.offset <= c.offset < s.file_end), key=lambda c: c.offset)
     if not inside or inside[0].offset - s.offset >= alignment:
         return False
@@ -177,9 +201,13 @@ def _accounted(s: elf.Section, containers: list[FoundContainer], alignment: int)
         gap = stop - (c.offset + c.size)
         if gap < 0:
             return False
+        if slack is not None and gap and gap == slack(c.size):
+            if c.zeros_after < gap:
+                return False
+            continue
         if gap >= alignment and (gap >= pad or (stop - s.offset) % pad and nxt is not None):
             return False
-        if gap and (len(c.trailing) < gap or any(c.trailing[:gap])):
+        if gap and c.zeros_after < gap:
             return False
     return True
 

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
-from ..arch import CudaTarget
 from ..findings import Code
+from ..gpus.cuda import CudaTarget
 from ..model import SASS, Entry
 from . import elf, fatbin, libc
 
@@ -166,6 +166,25 @@ def decode_entry(eh: fatbin.EntryHeader, raw: bytes, pos: int, max_payload: int,
     return replace(base, kernels=_interned(kernels), decoded=True, ptx_target=target)
 
 
+def whole_cubin(data: bytes, offset: int) -> Entry:
+    """The entry of a whole cubin the driver loads alone (cuModuleLoadData on its bytes, found
+    outside any fatbin container): its architecture from e_flags, its kernels and toolkit, and,
+    for a relocatable one (ET_REL), the code it calls without carrying. FatbinError (E014) for a
+    CUDA ELF that names no CUDA architecture or whose tables do not parse."""
+    try:
+        h = elf.parse_header(data, len(data))
+        target, kernels, toolkit = fatbin.cubin_facts(data)
+        unresolved = fatbin.cubin_unresolved(data) if h.type == elf.ET_REL else ()
+    except (elf.ElfError, struct.error, IndexError) as e:
+        raise fatbin.FatbinError(str(e), code=Code.E014, offset=offset) from None
+    if not is_cuda_target(target):
+        raise fatbin.FatbinError(f"its e_flags name no CUDA architecture ({target})", code=Code.E014, offset=offset)
+    empty = not kernels and fatbin.cubin_defines_nothing(data)
+    return Entry("nvidia", SASS, target, (1, h.abiversion), "none", len(data), len(data), offset,
+                 kernels=_interned(kernels), toolkit=toolkit, decoded=True, unresolved=unresolved,
+                 defines_nothing=empty)
+
+
 def is_cuda_target(target: str) -> bool:
     try:
         CudaTarget.parse(target)
@@ -174,4 +193,4 @@ def is_cuda_target(target: str) -> bool:
     return True
 
 
-__all__ = ["BIG", "decode_entry", "DecodePool", "Decoding", "is_cuda_target", "result"]
+__all__ = ["BIG", "decode_entry", "DecodePool", "Decoding", "is_cuda_target", "result", "whole_cubin"]

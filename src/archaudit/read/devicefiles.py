@@ -31,7 +31,7 @@ def not_device_code(f: OpenFile) -> Library:
 def container_file(f: OpenFile) -> Library:
     """A bare .fatbin or offload bundle file: all of it is device code."""
     scan = LibraryScan(f.path, f.size, f.settings)
-    found = scan.run(f.src, [Zone(0, f.size, scan.patterns(code=True, strings=False))])
+    found = scan.run(f.src, [Zone(0, f.size, scan.patterns(code=True, strings=False, cubins=False))])
     containers = [Container("nvidia", STANDALONE, "", c.offset, c.size, c.entries) for c in found.containers]
     containers += [replace(c, role=STANDALONE) for c in found.bundles]
     containers.sort(key=lambda c: c.offset)

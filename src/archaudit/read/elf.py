@@ -222,6 +222,7 @@ HEADER_SIZE = _HEADER.size
 
 # ---- what the dynamic loader reads: smoke's load probe explains a failed dlopen with it ----
 
+ET_REL = 1
 ET_DYN = 3
 
 
@@ -267,7 +268,8 @@ def read_dynamic(f: BinaryIO, size: int) -> Dynamic:
                    next((string(v) for t, v in entries if t == DT_SONAME), None))
 
 
-__all__ = ["cstring", "Dynamic", "dynamic_entries", "ElfError", "EM_AMDGPU", "EM_CUDA", "ET_DYN", "Header", "is_elf",
-           "MAX_SECTIONS", "name_sections", "parse_header", "parse_sections", "parse_segments", "parse_small",
+__all__ = ["cstring", "Dynamic", "dynamic_entries", "ElfError", "EM_AMDGPU", "EM_CUDA", "ET_DYN", "ET_REL", "Header",
+           "is_elf", "MAX_SECTIONS", "name_sections", "parse_header", "parse_sections", "parse_segments",
+           "parse_small",
            "PROGRAM_HEADER_SIZE", "PT_DYNAMIC", "PT_LOAD", "read_dynamic", "Section", "SECTION_HEADER_SIZE",
            "Segment", "SHT_NOBITS", "SHT_STRTAB", "SHT_SYMTAB", "vaddr_to_offset"]

@@ -49,12 +49,13 @@ def _device_elf(f: OpenFile, h: elf.Header) -> Library:
                 raise ValueError(f"code object ABI version {h.abiversion} is unknown")
             version = (hip.CO_VERSION[h.abiversion], 0)
             entry = Entry("amd", CODE_OBJECT, target, version, "none", size, size, 0,
-                          kernels=kernels, decoded=True, own_target=target)
+                          kernels=kernels, decoded=True, own_target=target,
+                          unloadable=not hip.has_load_segment(data))
             fmt = "hsaco"
     except elf.ElfError as e:
         return Library(path, size, "cubin", problems=(Problem(e.code, str(e)),))
-    except fatbin.FatbinError as e:
-        return Library(path, size, "cubin", problems=(Problem(e.code, str(e)),))
+    except (fatbin.FatbinError, hip.Malformed) as e:
+        return Library(path, size, "cubin", problems=(Problem(e.code, e.message),))
     except ValueError as e:
         return Library(path, size, "cubin", problems=(Problem(Code.E014, str(e)),))
     return Library(path, size, fmt, (Container(entry.vendor, STANDALONE, "", 0, size, (entry,)),))

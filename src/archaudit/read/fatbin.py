@@ -44,7 +44,13 @@ FLAG_OPAQUE_LTO = 0x10000
 FLAG_ARCH_SPECIFIC = 0x100000
 FLAG_FAMILY = 0x200000
 MAX_ENTRY_HEADER = 4096
-DEFAULT_MAX_PAYLOAD = 1 << 30
+# The verification bound of one decoded payload: the one definition. `check --max-payload`
+# defaults to it and passes its value down (read/records.py, decode.py, hip.py), so a payload
+# declaring more is E012 (a HIP bundle's whole extent may be 4 times it, records.py).
+DEFAULT_MAX_PAYLOAD = 256 << 20
+# A caller that names no bound (smoke's PTX split, hip.parse on its own) decodes up to 4 times
+# the verification bound, 1 GiB, as before: derived here, never written again.
+STANDALONE_MAX_PAYLOAD = 4 * DEFAULT_MAX_PAYLOAD
 
 
 class FatbinError(ArchauditError):
@@ -155,6 +161,33 @@ def parse_entry_header(data: bytes | bytearray | memoryview, offset: int, room: 
     return h
 
 
+def check_options(header_bytes: bytes | bytearray | memoryview, h: EntryHeader, where: int) -> None:
+    """Refuse an options descriptor that contradicts its entry, as cuobjdump does ("Invalid fatbin
+    header", docs/fuzzing.md "Options descriptors"): a PTX entry always has one; it is a pair
+    (string offset, length), and a PTX entry's string at a non-zero offset is followed by a NUL
+    byte (an ELF entry's is the binary `.nv.compat` blob, checked for its extent only). cuobjdump
+    also reads a descriptor or string that reaches into the payload when the bytes there happen
+    to fit; archaudit refuses both (no compiler writes one: fail closed)."""
+    opt = h.options_offset
+    if not opt:
+        if h.kind_code == 1:
+            raise FatbinError("PTX entry has no options descriptor", code=Code.E011, offset=where)
+        return
+    if opt < ENTRY_HEADER.size or opt + 8 > h.header_size:
+        raise FatbinError(f"options descriptor at {opt} lies outside the entry header", code=Code.E011, offset=where)
+    s_off, s_len = struct.unpack_from("<II", header_bytes, opt)
+    if not s_off:
+        return
+    end = s_off + s_len
+    text = h.kind_code == 1  # a PTX entry's ptxas options; an ELF entry's is a binary .nv.compat blob
+    if end + text > h.header_size:
+        raise FatbinError(f"options string at {s_off} ({s_len} bytes) does not end inside the entry header",
+                          code=Code.E011, offset=where)
+    if text and header_bytes[end] != 0:
+        raise FatbinError(f"options string at {s_off} ({s_len} bytes) is not followed by a NUL byte",
+                          code=Code.E011, offset=where)
+
+
 def identifier(header_bytes: bytes | bytearray | memoryview, h: EntryHeader) -> str:
     if not h.identifier_length:
         return ""
@@ -163,7 +196,7 @@ def identifier(header_bytes: bytes | bytearray | memoryview, h: EntryHeader) -> 
 
 
 def decode_payload(h: EntryHeader, payload: bytes | memoryview, where: int,
-                   max_payload: int = DEFAULT_MAX_PAYLOAD) -> bytes:
+                   max_payload: int = STANDALONE_MAX_PAYLOAD) -> bytes:
     """The entry's payload, decompressed and checked against its declared size."""
     comp = h.compression
     if comp == "none" or comp == "opaque":
@@ -616,5 +649,5 @@ __all__ = ["check_payload_start", "CONTAINER_HEADER", "CONTAINER_MAGIC_TAIL", "C
            "cubin_defines_nothing", "cubin_facts", "cubin_unresolved", "decode_payload", "decode_payload_into",
            "DecodeBuffer", "decodes_into_buffers", "DEFAULT_MAX_PAYLOAD", "ENTRY_HEADER", "EntryHeader",
            "FatbinError", "FLAG_ARCH_SPECIFIC", "FLAG_DEBUG", "FLAG_LZ4", "FLAG_OPAQUE_LTO", "FLAG_ZSTD",
-           "identifier", "MAGIC", "MAX_ENTRY_HEADER", "parse_container_header", "parse_entry_header",
-           "parse_wrapper", "ptx_facts", "WRAPPER", "WRAPPER_MAGIC"]
+           "check_options", "identifier", "MAGIC", "MAX_ENTRY_HEADER", "parse_container_header", "parse_entry_header",
+           "parse_wrapper", "ptx_facts", "STANDALONE_MAX_PAYLOAD", "WRAPPER", "WRAPPER_MAGIC"]

@@ -30,14 +30,17 @@ its end is where the compressed stream ends.
 from __future__ import annotations
 
 import io
+import re
 import struct
 import zlib
 
 import zstandard
 
-from .. import gfx, model
+from .. import model
 from ..errors import ArchauditError
 from ..findings import Code
+from ..gpus import amd as gfx
+from .fatbin import STANDALONE_MAX_PAYLOAD
 
 Buffer = bytes | bytearray | memoryview
 
@@ -72,7 +75,22 @@ EF_AMDGPU_FEATURE_XNACK_V4 = 0x300
 EF_AMDGPU_FEATURE_SRAMECC_V4 = 0xC00
 _V4_SETTING = {0x0: None, 0x1: None, 0x2: False, 0x3: True}  # unsupported, any, off, on
 
-DEVICE_KINDS = ("hip", "hipv4", "openmp")
+DEVICE_KINDS = ("hip", "hipv4", "hcc", "openmp")
+# Every spelling of a device entry's id that a HIP runtime from ROCm 3.5 to 7 reads (docs/amd.md,
+# "Bundle ids of every ROCm release"): <kind>-amdgcn-<vendor>-amdhsa-[<environment>-]<target>.
+#   hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-   clang 12 and later (ROCm 4.1 on), an empty environment
+#   hip-amdgcn-amd-amdhsa--gfx90a            clang's new offload driver (clang-linker-wrapper)
+#   hip-amdgcn-amd-amdhsa-gfx906             clang 11 and older (ROCm 3.5 to 4.0): no environment field;
+#                                            ROCm/HIP rocclr/hip_platform.cpp (tag rocm-3.5.0) reads the
+#                                            target after "hip-amdgcn-amd-amdhsa" and one more character
+#   hcc-amdgcn-amd-amdhsa--gfx906            HCC (HCC_AMDGCN_AMDHSA_TRIPLE "hcc-amdgcn-amd-amdhsa-", the
+#                                            same file, plus one character)
+#   hcc-amdgcn--amdhsa-gfx900                HCC's older triple, with an empty vendor
+#   openmp-amdgcn-amd-amdhsa--gfx90a         OpenMP offloading (never selected by HIP)
+# Which release selects which spelling is the judge's (archaudit.gpus.rocm); the reader only reads
+# the kind, the triple and the target, and refuses any other triple (E030).
+_DEVICE_ID = re.compile(r"(?P<kind>[a-z0-9]+)-amdgcn-(?:amd)?-amdhsa-(?:-)?(?P<target>[^-].*)",
+                        re.IGNORECASE)
 
 
 class Malformed(ArchauditError):
@@ -285,7 +303,7 @@ def _decompress(payload: Buffer, method: str, usize: int) -> bytes:
     return out.getvalue()
 
 
-def parse(blob: bytes, offset: int, section: str, max_decoded: int = 1 << 30) -> model.Container:
+def parse(blob: bytes, offset: int, section: str, max_decoded: int = STANDALONE_MAX_PAYLOAD) -> model.Container:
     """Parse one complete bundle (``blob`` starts at its magic; ``offset`` is that
     magic's offset in the library file) into a HIP Container.
 
@@ -354,6 +372,7 @@ def _entries(b: Buffer, base: int | None, bundle_offset: int, compression: str,
         co = b[off : off + size]
         co_target, co_version, kernels = read_code_object(co)
         _check_agree(ident, target, co_target)
+        loads = has_load_segment(co)
         out.append(
             model.Entry(
                 vendor="amd",
@@ -368,6 +387,7 @@ def _entries(b: Buffer, base: int | None, bundle_offset: int, compression: str,
                 kernels=kernels,
                 decoded=True,
                 own_target=co_target,
+                unloadable=not loads,
             )
         )
     return out
@@ -382,18 +402,17 @@ def _split_id(ident: str) -> tuple[str, str]:
     # is the host's, never judged.
     if parts[0] == "host" and len(parts) >= 4 and all(parts[1:3]):
         return "host", ""
-    if len(parts) < 5:
+    if len(parts) < 4:
         raise Malformed(f"bundle id {ident!r} is not <kind>-<triple>-<target>", code=MALFORMED)
     kind = parts[0]
     if kind not in DEVICE_KINDS:
         raise Malformed(f"bundle id {ident!r} has an unknown offload kind {kind!r}", code=MALFORMED)
-    if parts[1] != "amdgcn" or parts[2] != "amd" or parts[3] != "amdhsa":
-        raise Malformed(f"bundle id {ident!r} is not an amdgcn-amd-amdhsa device entry", code=MALFORMED)
-    target = parts[5] if len(parts) == 6 else ""
-    if parts[4] != "" or not target:
-        raise Malformed(f"bundle id {ident!r} names no gfx target", code=MALFORMED)
+    m = _DEVICE_ID.fullmatch(ident)
+    if m is None:
+        raise Malformed(f"bundle id {ident!r} is not an amdgcn-amd-amdhsa device entry that names a gfx target",
+                        code=MALFORMED)
     try:
-        return kind, gfx.normalise(target)
+        return kind, gfx.normalise(m["target"])
     except ValueError as e:
         raise Malformed(f"bundle id {ident!r}: {e}", code=MALFORMED) from None
 
@@ -466,6 +485,26 @@ def read_code_object(co: Buffer) -> tuple[str, int, tuple[str, ...]]:
     return target, _CO_VERSION[abiver], _kernels(co)
 
 
+PT_LOAD = 1
+
+
+def has_load_segment(co: Buffer) -> bool:
+    """Whether an AMDGPU code object (already checked by ``read_code_object``) has a PT_LOAD
+    segment. ROCr loads code objects of version 2 and later by their PT_LOAD segments and
+    refuses one without any (ROCR-Runtime loader/executable.cpp ``LoadSegmentsV2``: no
+    ``DataSegmentCount()``, HSA_STATUS_ERROR_INVALID_CODE_OBJECT; amd_hsa_code.cpp ``PullElfV2``
+    counts the PT_LOAD headers): a relocatable object (ET_REL, never linked) has no program
+    headers at all. Malformed (E030) for a program header table outside the object."""
+    co = memoryview(co)
+    (e_phoff,) = struct.unpack_from("<Q", co, 32)
+    e_phentsize, e_phnum = struct.unpack_from("<HH", co, 54)
+    if e_phnum == 0:
+        return False
+    if e_phentsize != 56 or e_phoff > len(co) or e_phoff + e_phnum * 56 > len(co):
+        raise Malformed("code object program headers lie outside it", code=MALFORMED)
+    return any(struct.unpack_from("<I", co, e_phoff + i * 56)[0] == PT_LOAD for i in range(e_phnum))
+
+
 def _kernels(co: memoryview) -> tuple[str, ...]:
     n = len(co)
     e_shoff, = struct.unpack_from("<Q", co, 40)
@@ -500,5 +539,6 @@ def _kernels(co: memoryview) -> tuple[str, ...]:
 
 
 __all__ = ["CO_VERSION", "COMPRESSED_MAGIC", "EF_AMDGPU_FEATURE_SRAMECC_V3", "EF_AMDGPU_FEATURE_XNACK_V3",
-           "EF_AMDGPU_MACH", "EM_AMDGPU", "extent", "MAGICS", "Malformed", "MAX_BUNDLE", "MAX_ENTRIES", "MAX_HEADER",
+           "EF_AMDGPU_MACH", "EM_AMDGPU", "extent", "has_load_segment",
+           "MAGICS", "Malformed", "MAX_BUNDLE", "MAX_ENTRIES", "MAX_HEADER",
            "MAX_ID_LEN", "parse", "read_code_object", "target_from_elf", "UNCOMPRESSED_MAGIC"]

@@ -17,7 +17,7 @@ from .decode import DecodePool
 
 
 def scan_stream(path: str, size: int, chunks: stream.Chunks, *, decode: bool = True,
-                max_payload: int = records.DEFAULT_MAX_PAYLOAD, pool: DecodePool | None = None) -> Library:
+                max_payload: int = fatbin.DEFAULT_MAX_PAYLOAD, pool: DecodePool | None = None) -> Library:
     """Inventory one file from a factory of its byte chunks (called again only if needed).
     Every payload is decoded unless `decode` is False (headers only); `pool` decodes beside
     the reader (without one, decoding happens in this thread)."""
@@ -34,7 +34,7 @@ def scan_stream(path: str, size: int, chunks: stream.Chunks, *, decode: bool = T
 
 
 def library_from_bytes(path: str, data: bytes, *, decode: bool = True,
-                       max_payload: int = records.DEFAULT_MAX_PAYLOAD) -> Library:
+                       max_payload: int = fatbin.DEFAULT_MAX_PAYLOAD) -> Library:
     """Inventory a file already in memory (tests, small members)."""
     def chunks() -> Iterator[bytes]:
         for i in range(0, len(data), 1 << 20):
@@ -43,7 +43,7 @@ def library_from_bytes(path: str, data: bytes, *, decode: bool = True,
 
 
 def scan_file(path: str, display: str | None = None, *, decode: bool = True,
-              max_payload: int = records.DEFAULT_MAX_PAYLOAD) -> Library:
+              max_payload: int = fatbin.DEFAULT_MAX_PAYLOAD) -> Library:
     """Inventory a file on disk, read in chunks."""
     import os
 

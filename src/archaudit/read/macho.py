@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from ..findings import Code
-from ..model import EMBEDDED, Container, Library
+from ..model import CUBIN, EMBEDDED, Container, Library
 from . import records, scan, search, stream
 
 MAGICS = (
@@ -36,6 +36,7 @@ def read(path: str, size: int, src: stream.Source, settings: records.ScanSetting
     found = state.run(src, [search.Zone(0, size, state.patterns(code=True, data=True))])
     containers = [Container("nvidia", EMBEDDED, "", c.offset, c.size, c.entries) for c in found.containers]
     containers += found.bundles
+    containers += [Container("nvidia", CUBIN, "", c.offset, c.size, (c.entry,)) for c in found.cubins]
     containers.sort(key=lambda c: c.offset)
     # Mach-O sections are not read, so a container header that declares more bytes than the
     # file holds cannot be told to lie outside device code: it fails closed (E011), as in an ELF

@@ -39,6 +39,15 @@ NAMES_WINDOW = 64 << 10  # bytes after an import table kept in the hope its DLL 
 MAX_IMPORTS = 4096
 SYMBOL_SIZE = 18  # a COFF symbol record; the string table follows the symbols
 CONTAINER_ALIGN = 16  # MSVC places each fatbin container in .nv_fatb on a 16-byte boundary
+WRAPPER_BYTES_MAX = 1 << 20  # a wrapper section's bytes are read whole up to this (catboost 1.2.10: 2,804)
+
+
+def msvc_slack(size: int) -> int:
+    """The zero bytes after a container of ``size`` bytes in a DLL's .nv_fatb: nvcc's host array
+    for it holds 6/5 of the container, rounded up to 16 bytes, the rest zeros (all 76 containers
+    of catboost 1.2.10's _catboost.pyd, 45 MB of its 270 MB .nv_fatb, end exactly there)."""
+    slot = (size * 6 + 4) // 5
+    return (slot + 15) // 16 * 16 - size
 
 _COFF = struct.Struct("<HHIIIHH")
 _SECTION = struct.Struct("<8sIIIIIIHHI")
@@ -278,6 +287,9 @@ def read(path: str, size: int, src: stream.Source, chunks: Chunks, settings: rec
 
     segments = tuple(elf.Segment(elf.PT_LOAD, s.raw_offset, h.image_base + s.rva, s.loaded_size, s.elf_flags)
                      for s in h.sections if s.loaded_size)
+    wrapper_bytes = {s.raw_offset: src.capture(s.raw_offset, s.raw_offset + s.loaded_size) for s in h.sections
+                     if s.name in WRAPPER_SECTIONS_PE and 0 < s.loaded_size <= WRAPPER_BYTES_MAX}
+    settings = replace(settings, container_slack=msvc_slack)
     state = scan.LibraryScan(path, size, settings).run(src, _zones(h, size))
     problems = state.problems
     notes: list[str] = []
@@ -290,9 +302,10 @@ def read(path: str, size: int, src: stream.Source, chunks: Chunks, settings: rec
         needed = ()
     sections = [elf.Section(0, 1 if s.loaded_size else elf.SHT_NOBITS, 0, h.image_base + s.rva, s.raw_offset,
                             s.loaded_size, 0, CANONICAL.get(s.name, s.name)) for s in h.sections]
-    containers, placed = attribution.attribute(state, sections, segments, alignment=CONTAINER_ALIGN)
+    containers, placed = attribution.attribute(state, sections, segments, alignment=CONTAINER_ALIGN,
+                                               slack=msvc_slack)
     problems += placed
-    problems += _unread_wrappers(h, state)
+    problems += _unread_wrappers(h, state, {at: bytes(b) for at, b in wrapper_bytes.items()})
     pe_name = {c: p for p, c in CANONICAL.items()}
     containers = [_in_section(c, h) for c in containers]
     problems = [_pe_names(p, pe_name, h) for p in problems]
@@ -337,16 +350,38 @@ def _zones(h: Headers, size: int) -> list[search.Zone]:
 WRAPPER_SIZE = 24  # a __fatBinC_Wrapper_t / __hip_fatbin_wrapper record
 WRAPPER_PAD = 32  # MinGW pads the records to 32 bytes (MSVC and lld-link: none)
 WRAPPER_SECTIONS = {".nvFatBinSegment": (Code.E011, "fatbin"), ".hipFatBinSegment": (Code.E030, "HIP")}
+WRAPPER_SECTIONS_PE = tuple(short for short, name in CANONICAL.items() if name in WRAPPER_SECTIONS)
 
 
-def _unread_wrappers(h: Headers, found: records.ScanResult) -> list[Problem]:
+def _records_and_padding(start: int, mapped: list[int], size: int, blob: bytes | None) -> bool:
+    """Whether a wrapper section's mapped bytes are its records, from its start, and padding:
+    24-byte records (MSVC, lld-link; MinGW pads the section to 32 bytes), or records each padded
+    to 32 bytes (MSVC's 32-byte wrapper records, catboost 1.2.10: 76 of them and 372 zero bytes
+    after). Where the section's bytes were read (``blob``), any zero bytes may pad it: every byte
+    outside a record must be zero; otherwise the padding is under WRAPPER_PAD bytes."""
+    for stride in (WRAPPER_SIZE, WRAPPER_PAD):
+        if mapped != list(range(start, start + stride * len(mapped), stride)):
+            continue
+        if stride == WRAPPER_SIZE and size - WRAPPER_SIZE * len(mapped) < WRAPPER_PAD:
+            return True
+        if blob is not None and len(blob) >= size:
+            rest = bytearray(blob[:size])
+            for at in mapped:
+                rest[at - start:at - start + WRAPPER_SIZE] = bytes(WRAPPER_SIZE)
+            if not any(rest):
+                return True
+    return False
+
+
+def _unread_wrappers(h: Headers, found: records.ScanResult, blobs: dict[int, bytes] | None = None) -> list[Problem]:
     """The wrapper records a section holds are what tells a container the runtime registers
     from bytes that merely look like data: every record the loader maps must be read.
-    MSVC and lld-link size .nvFatBi (.hipFatB) to its records, 24 bytes each from its start,
-    all in the file (no real DLL has zero fill there); MinGW pads them to 32 bytes. So a
-    wrapper section whose mapped bytes are not all in the file, are not records from its
-    start and padding, or whose records continue past the virtual size, hides what it
-    registers (a container damaged beside it would vanish unseen): E011 (E030 for HIP)."""
+    MSVC and lld-link size .nvFatBi (.hipFatB) to its records, 24 bytes each from its start
+    (or each padded to 32 bytes, then zeros: catboost 1.2.10), all in the file (no real DLL has
+    zero fill there); MinGW pads them to 32 bytes. So a wrapper section whose mapped bytes are
+    not all in the file, are not records from its start and padding (``_records_and_padding``),
+    or whose records continue past the virtual size, hides what it registers (a container
+    damaged beside it would vanish unseen): E011 (E030 for HIP)."""
     out = []
     for s in h.sections:
         kind = WRAPPER_SECTIONS.get(CANONICAL.get(s.name, s.name))
@@ -360,8 +395,7 @@ def _unread_wrappers(h: Headers, found: records.ScanResult) -> list[Problem]:
         why = ""
         if s.virtual_size > s.raw_size:
             why = f"{s.virtual_size - s.raw_size} of its {s.virtual_size} bytes are not in the file (zero fill)"
-        elif (mapped != list(range(s.raw_offset, s.raw_offset + WRAPPER_SIZE * len(mapped), WRAPPER_SIZE))
-              or size - WRAPPER_SIZE * len(mapped) >= WRAPPER_PAD):
+        elif not _records_and_padding(s.raw_offset, mapped, size, (blobs or {}).get(s.raw_offset)):
             why = f"its {size} bytes are not {len(mapped)} {what} wrapper records and padding"
         elif len(in_file) > len(mapped):
             why = f"{len(in_file) - len(mapped)} {what} wrapper records lie past its virtual size"

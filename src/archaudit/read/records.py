@@ -1,6 +1,6 @@
 """The record parsers of the scan, one method each, registered by magic (fatbin container,
-.nvFatBinSegment and HIP wrappers, embedded claims, the JIT linker's name, offload bundles),
-and what they found (ScanResult).
+.nvFatBinSegment and HIP wrappers, embedded claims, the JIT linker's name, offload bundles,
+whole cubins outside any container), and what they found (ScanResult).
 """
 
 from __future__ import annotations
@@ -11,16 +11,15 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from functools import partial
 
-from .. import arch
 from ..claims import embedded_claim_markers, parse_embedded
 from ..findings import CODES, Code, Fold
+from ..gpus import cuda as arch
 from ..model import LTO, Container, Entry, Problem
-from . import fatbin, hip
-from .decode import DecodePool, Decoding, result
+from . import elf, fatbin, hip
+from .decode import DecodePool, Decoding, result, whole_cubin
 from .search import Handler
 from .stream import Source
 
-DEFAULT_MAX_PAYLOAD = 256 << 20  # one entry decoded at a time, never more than this
 CLAIM_WINDOW = 4096
 PAD_WINDOW = 4096  # bytes kept after each container: alignment padding there must be zeros
 BUNDLE_HEAD = 4096  # first look at an offload bundle; grown until its extent is known
@@ -32,6 +31,10 @@ BUNDLE_HEAD = 4096  # first look at an offload bundle; grown until its extent is
 LOOKAHEAD_FACTOR = 8
 LOOKAHEAD_SLACK = 16 << 20
 HIP_WRAPPER_MAGIC = b"FPIH"  # 0x48495046, the __hip_fatbin_wrapper record in .hipFatBinSegment
+# A 64-bit little-endian ELF of version 1: a whole cubin when its e_machine is EM_CUDA (190). A host
+# library may carry one in its read-only data and load it itself (cuModuleLoadData); a cubin inside a
+# fatbin container is never searched for (the container's record skips its bytes), so none is counted twice.
+CUBIN_MAGIC = b"\x7fELF\x02\x01\x01"
 
 
 # ---- what the record parsers found ----
@@ -53,6 +56,15 @@ class HipWrapper:
     address: int
 
 
+@dataclass(frozen=True, slots=True)
+class FoundCubin:
+    """A whole cubin outside any fatbin container: the driver loads it alone (cuModuleLoadData)."""
+
+    offset: int
+    size: int
+    entry: Entry
+
+
 @dataclass(slots=True)
 class WalkedContainer:
     """A fatbin container as walked, its entries possibly still decoding."""
@@ -61,13 +73,14 @@ class WalkedContainer:
     size: int
     entries: list[Entry | Future[Entry]]
     trailing: bytes = b""  # the zero bytes after it (padding, up to PAD_WINDOW) and the byte ending them
+    zeros: int = 0  # the zero bytes after it within the window looked at (PAD_WINDOW, or its slot's slack)
 
     def keep_padding(self, after: bytearray) -> None:
-        """Keep of the PAD_WINDOW bytes after the container only what the padding check reads:
-        its zeros and the first byte that is not (never a window per container: an empty
-        container is 16 bytes)."""
-        zeros = len(after) - len(after.lstrip(b"\0"))
-        self.trailing = bytes(after[:zeros + 1])
+        """Keep of the bytes after the container only what the padding check reads: how many are
+        zeros, and up to PAD_WINDOW of them with the first byte that is not (never a window per
+        container: an empty container is 16 bytes)."""
+        self.zeros = len(after) - len(after.lstrip(b"\0"))
+        self.trailing = bytes(after[:min(self.zeros, PAD_WINDOW) + 1])
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +91,12 @@ class FoundContainer:
     size: int
     entries: tuple[Entry, ...]
     trailing: bytes = b""
+    zeros: int = 0  # zero bytes right after it (WalkedContainer.zeros)
+
+    @property
+    def zeros_after(self) -> int:
+        """The zero bytes known to follow the container."""
+        return max(self.zeros, len(self.trailing) - len(self.trailing.lstrip(b"\0")))
 
 
 SOFT_KEPT = 64  # soft problems of one code kept whole; past these only their offsets are
@@ -137,6 +156,7 @@ class ScanResult:
 
     containers: list[FoundContainer] = field(default_factory=list)
     bundles: list[Container] = field(default_factory=list)
+    cubins: list[FoundCubin] = field(default_factory=list)  # whole cubins outside any container
     wrappers: list[FatbinWrapper] = field(default_factory=list)
     hip_wrappers: list[HipWrapper] = field(default_factory=list)
     claims: list[str] = field(default_factory=list)
@@ -153,8 +173,11 @@ class ScanSettings:
     the largest payload verified in memory, and the decode pool shared by the run."""
 
     decode: bool = True
-    max_payload: int = DEFAULT_MAX_PAYLOAD
+    max_payload: int = fatbin.DEFAULT_MAX_PAYLOAD  # one entry decoded at a time, never more than this
     pool: DecodePool | None = None
+    # The zero bytes a toolchain may leave after a container of a given size, looked at whole
+    # after each one (pe.msvc_slack: nvcc's host array for a DLL); None: PAD_WINDOW only.
+    container_slack: Callable[[int], int] | None = None
 
 
 # ---- the record parsers ----
@@ -182,6 +205,7 @@ class Records:
         }
         for magic in hip.MAGICS:
             table[magic] = self.bundle
+        table[CUBIN_MAGIC] = self.cubin
         for needle in MARKERS:
             table[needle] = self.claim
         table[LINKER_MARKER] = self.linker
@@ -246,6 +270,65 @@ class Records:
         if len(found) < LINKERS_KEPT and name not in found:
             found.append(name)
         return at + len(LINKER_MARKER)
+
+    def cubin(self, src: Source, at: int) -> int:
+        """A whole cubin (an ELF whose e_machine is EM_CUDA) outside any container: read to the
+        end of its furthest section or table, and parsed as the driver would load it alone. Any
+        other ELF (the library's own header, a host object) is passed over."""
+        if not src.ensure(at + 64):
+            return at + 1
+        head = bytes(src.buf[at - src.base:at - src.base + 64])
+        if int.from_bytes(head[18:20], "little") != elf.EM_CUDA:
+            return at + 1
+        try:
+            total = self._cubin_extent(src, at, head)
+            if not src.ensure(at + total):
+                raise fatbin.FatbinError("the file ends inside it", code=Code.E014)
+            with memoryview(src.buf) as window:
+                data = bytes(window[at - src.base:at - src.base + total])
+            entry = whole_cubin(data, at)
+        except (fatbin.FatbinError, elf.ElfError) as e:
+            code = e.code if e.code in (Code.E012, Code.E014) else Code.E014
+            self.problem(code, f"cubin at 0x{at:x} outside any fatbin container: {e.message}", at)
+            return at + 1
+        self.found.cubins.append(FoundCubin(at, total, entry))
+        return at + total
+
+    def _cubin_extent(self, src: Source, at: int, head: bytes) -> int:
+        """The bytes a cubin starting at ``at`` spans: to the end of its section table, program
+        headers or furthest section, whichever is last (nvcc writes the section table last)."""
+        room = self.size - at
+        h = elf.parse_header(head, room)
+        if not h.shnum:
+            raise fatbin.FatbinError("it has no section table", code=Code.E014)
+        table_end = h.shoff + h.shnum * 64
+        if table_end > self.settings.max_payload:
+            raise fatbin.FatbinError(f"its section table ends past the {self.settings.max_payload}-byte bound",
+                                     code=Code.E012)
+        if not src.ensure(at + table_end):
+            raise fatbin.FatbinError("the file ends inside its section table", code=Code.E014)
+        names = at + h.shoff + 64 * h.shstrndx - src.base  # the section name table's own header, first
+        if int.from_bytes(src.buf[names + 4:names + 8], "little") != elf.SHT_STRTAB:
+            raise fatbin.FatbinError("its section name table is not a string table", code=Code.E014)
+        self._look_ahead(table_end)
+        sections = elf.parse_sections(bytes(src.buf[at + h.shoff - src.base:at + table_end - src.base]),
+                                      h.shnum, room)
+        ends = [s.file_end for s in sections if s.type not in (0, elf.SHT_NOBITS)]
+        total = max([table_end, h.phoff + h.phnum * 56, *ends])
+        if total > self.settings.max_payload:
+            raise fatbin.FatbinError(f"{total} bytes exceed the {self.settings.max_payload}-byte bound",
+                                     code=Code.E012)
+        self._look_ahead(total - table_end)
+        return total
+
+    def _look_ahead(self, n: int) -> None:
+        """Spend ``n`` bytes of the library's look-ahead (shared with the offload bundles' extents):
+        real cubins never overlap, so they spend less than the library's size; hostile headers
+        (one every 64 bytes, each claiming a far section table) are cut off as E012 once it is spent."""
+        if n > self.lookahead_left:
+            raise fatbin.FatbinError(f"its extent is past the library's look-ahead bound of {self.lookahead} bytes",
+                                     code=Code.E012)
+        self.lookahead_left -= n
 
     def bundle(self, src: Source, at: int) -> int:
         total = self._bundle_extent(src, at)
@@ -313,7 +396,9 @@ class Records:
                 eh = fatbin.parse_entry_header(src.buf, pos - src.base, end - pos, pos)
                 if not src.ensure(pos + eh.header_size):
                     raise fatbin.FatbinError("file ends inside an entry header", code=Code.E011, offset=pos)
-                ident = fatbin.identifier(src.buf[pos - src.base:pos - src.base + eh.header_size], eh)
+                head_bytes = src.buf[pos - src.base:pos - src.base + eh.header_size]
+                fatbin.check_options(head_bytes, eh, pos)
+                ident = fatbin.identifier(head_bytes, eh)
                 entries.append(self._entry(src, pos, eh, ident))
                 pos += eh.total
                 src.release(pos)
@@ -326,7 +411,9 @@ class Records:
                                  f"so its size hides entries", end)
         walked = WalkedContainer(at, head.total, entries)
         self.walked.append(walked)
-        src.capture(end, end + PAD_WINDOW, walked.keep_padding)
+        slack = self.settings.container_slack
+        window = PAD_WINDOW if slack is None else max(PAD_WINDOW, min(slack(head.total), self.size - end))
+        src.capture(end, end + window, walked.keep_padding)
         return end
 
     def _entry_at(self, src: Source, pos: int) -> bool:
@@ -377,7 +464,7 @@ class Records:
             except fatbin.FatbinError as err:
                 self.problem(err.code, f"fatbin container at 0x{w.offset:x}: {err}", err.offset)
                 entries = ()
-            self.found.containers.append(FoundContainer(w.offset, w.size, entries, w.trailing))
+            self.found.containers.append(FoundContainer(w.offset, w.size, entries, w.trailing, w.zeros))
         self.walked.clear()
         self.found.problems += self.problems.result()
         return self.found
@@ -400,7 +487,7 @@ LINKERS_KEPT = 4
 _NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.")
 
 
-__all__ = ["DEFAULT_MAX_PAYLOAD", "FatbinWrapper", "FoundContainer", "HIP_WRAPPER_MAGIC", "HipWrapper",
+__all__ = ["CUBIN_MAGIC", "FatbinWrapper", "FoundContainer", "FoundCubin", "HIP_WRAPPER_MAGIC", "HipWrapper",
            "LINKER_MARKER", "LOOKAHEAD_FACTOR",
            "LOOKAHEAD_SLACK", "MARKERS", "PAD_WINDOW", "Records", "ScanResult", "ScanSettings",
            "SOFT_KEPT", "SoftProblems", "STATEMENTS"]

@@ -29,13 +29,22 @@ from dataclasses import dataclass
 from ..findings import Code
 from ..model import Problem
 from . import fatbin, hip
-from .records import HIP_WRAPPER_MAGIC, LINKER_MARKER, MARKERS, STATEMENTS, Records, ScanResult, ScanSettings
+from .records import (
+    CUBIN_MAGIC,
+    HIP_WRAPPER_MAGIC,
+    LINKER_MARKER,
+    MARKERS,
+    STATEMENTS,
+    Records,
+    ScanResult,
+    ScanSettings,
+)
 from .search import Pattern, Search, Zone
 from .stream import Chunks, Source
 
 DEVICE_SUFFIXES = (".cubin", ".fatbin", ".ptx", ".hsaco")
 _PATTERNS = {m: Pattern.of(m) for m in (fatbin.MAGIC, fatbin.WRAPPER_MAGIC, HIP_WRAPPER_MAGIC,
-                                        *hip.MAGICS, *MARKERS, LINKER_MARKER, *STATEMENTS)}
+                                        *hip.MAGICS, CUBIN_MAGIC, *MARKERS, LINKER_MARKER, *STATEMENTS)}
 
 
 class LibraryScan:
@@ -49,15 +58,20 @@ class LibraryScan:
         self.records = Records(size, settings)
 
     @staticmethod
-    def patterns(*, code: bool = True, data: bool = False, strings: bool = True) -> tuple[Pattern, ...]:
-        """Containers (fatbin, offload bundles) can start anywhere; with `data`, the wrapper
-        records the runtimes register (writable data); with `strings`, embedded claims, names
-        of a run-time device-code linker and the sourced statements (records.STATEMENTS)."""
+    def patterns(*, code: bool = True, data: bool = False, strings: bool = True,
+                 cubins: bool = True) -> tuple[Pattern, ...]:
+        """Containers (fatbin, offload bundles) can start anywhere; with `cubins` (with `code`),
+        whole cubins outside any container, which a library loads itself (a container file's
+        loader reads its containers only); with `data`, the wrapper records the runtimes
+        register (writable data); with `strings`, embedded claims, names of a run-time
+        device-code linker and the sourced statements (records.STATEMENTS)."""
         out = [fatbin.MAGIC]
         if data:
             out += [fatbin.WRAPPER_MAGIC, HIP_WRAPPER_MAGIC]
         if code:
             out += hip.MAGICS
+        if code and cubins:
+            out.append(CUBIN_MAGIC)
         if strings:
             out += [*MARKERS, LINKER_MARKER, *STATEMENTS]
         return tuple(_PATTERNS[m] for m in out)

@@ -15,9 +15,10 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .. import arch, gfx
 from ..errors import UsageError
-from ..findings import ERROR, Code
+from ..findings import Code, means_unverified
+from ..gpus import amd as gfx, cuda as arch
+from ..gpus.drivers import driver_key
 from ..index import reports
 from ..index.store import inventory_of
 from ..judge.audit import judge
@@ -91,20 +92,16 @@ def _column(db: sqlite3.Connection, w: reports.WheelRow, rows: Sequence[GpuRow])
             rank = 0 if f.code == Code.G009 else reports.RANK.get(str(f.get("runs")), 2)
             key = row_of[str(f.get("gpu"))]
             worst[key] = min(worst.get(key, 2), rank)
-    unverified = inv.unusable or any(f.code.startswith("E") and f.severity == ERROR for f in t.findings)
+    unverified = inv.unusable or any(means_unverified(f) for f in t.findings)
     word = {2: NATIVE, 1: JIT, 0: NO}
     cells = {r.key: UNVERIFIED if unverified else word[worst[r.key]] if r.key in worst else HOST for r in rows}
     floors = [v.driver_floor for v in t.libraries if v.driver_floor is not None]
-    floor = max(floors, key=lambda f: _driver_key(f[1])) if floors else None
+    floor = max(floors, key=lambda f: driver_key(f[1])) if floors else None
     rows_found = db.execute("SELECT code, severity, subject, message, count FROM findings WHERE wheel_id = ?", (w.id,))
     found = tuple((code, sev, subject, message if n == 1 else f"x{n} (folded): {message}")
                   for code, sev, subject, message, n in rows_found)
     return WheelColumn(w.id, w.project, w.release, w.tags, w.file, w.verdict, w.upload_time or "", cells, floor,
                        found)
-
-
-def _driver_key(text: str) -> tuple[int, ...]:
-    return tuple(int(p) if p.isdigit() else -1 for p in text.split("."))
 
 
 def columns(db: sqlite3.Connection, rows: Sequence[GpuRow]) -> dict[str, list[WheelColumn]]:
@@ -206,7 +203,7 @@ def floor_svg(cols: Sequence[WheelColumn]) -> str:
     if not points:
         return "<p class=note>No driver floor: no wheel of this project carries NVIDIA device code.</p>"
     width, height, left, bottom = max(320, 70 * len(cols)), 170, 60, 40
-    values = [_driver_key(c.floor[1])[0] + _driver_key(c.floor[1])[1] / 100 for _, c in points if c.floor]
+    values = [driver_key(c.floor[1])[0] + driver_key(c.floor[1])[1] / 100 for _, c in points if c.floor]
     lo, hi = min(values), max(values)
     span = (hi - lo) or 1.0
 

@@ -9,19 +9,19 @@ from __future__ import annotations
 
 import os
 
-from ..arch import label
 from ..findings import CODES, ERROR, INFO, WARNING, Code, Finding
+from ..gpus.cuda import label
+from ..gpus.drivers import driver_key, floor_words
 from ..judge.audit import Report, TargetReport
 from ..judge.filters import Suppression
+from ..printable import markdown
 from . import junit
 from .junit import xml_text
 from .view import (
     QUIET_INFO,
     code_counts,
     cost_table,
-    driver_key,
     finding_text,
-    floor_words,
     size_text,
     suppressed_errors,
     suppressed_in,
@@ -51,9 +51,8 @@ def _driver_floor(t: TargetReport) -> Finding | None:
 # ---- Markdown ----
 
 def md_text(text: object) -> str:
-    """Text safe inside a Markdown table cell."""
-    return (str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
-            .replace("<", "&lt;").replace(">", "&gt;"))
+    """Text safe inside a Markdown table cell (printable.markdown)."""
+    return markdown(str(text))
 
 
 def code_span(text: str) -> str:

@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable
 
 from ..index.reports import Cell, Table
+from ..printable import markdown
 
 
 def render_text(t: Table) -> str:
@@ -26,12 +27,12 @@ def render_text(t: Table) -> str:
 
 def render_markdown(t: Table) -> str:
     def esc(c: Cell) -> str:
-        return "" if c is None else str(c).replace("|", "\\|")
-    lines = [f"### {t.title}", "", "| " + " | ".join(esc(c) for c in t.columns) + " |",
+        return "" if c is None else markdown(str(c))
+    lines = [f"### {markdown(t.title)}", "", "| " + " | ".join(esc(c) for c in t.columns) + " |",
              "|" + "---|" * len(t.columns)]
     lines += ["| " + " | ".join(esc(c) for c in r) + " |" for r in t.rows]
     lines.append("")
-    lines += [f"_{n}_" for n in t.notes]
+    lines += [f"_{markdown(n)}_" for n in t.notes]
     return "\n".join(lines) + "\n"
 
 

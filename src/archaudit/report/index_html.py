@@ -12,6 +12,7 @@ import sqlite3
 from typing import Any
 
 from ..errors import UsageError
+from ..gpus.drivers import UNKNOWN
 from ..index import reports
 
 _CELL = {"N": 2.0, "J": 1.0, "-": 0.0}
@@ -65,9 +66,10 @@ def _when(row: tuple[reports.Cell, ...]) -> datetime.datetime | None:
 
 
 def floor_plot(table: reports.Table) -> str:
-    """The driver floor by release, over upload time when the index said it, else release order."""
+    """The driver floor by release, over upload time when the index said it, else release order;
+    a release whose floor archaudit cannot name is in the table, not on the plot (as in the atlas)."""
     plt = _pyplot()
-    pts = [(r, _when(r)) for r in table.rows if r[4]]
+    pts = [(r, _when(r)) for r in table.rows if r[4] and r[4] != UNKNOWN]
     fig, ax = plt.subplots(figsize=(6.5, 3.0))
     if pts:
         dated = all(w is not None for _, w in pts)

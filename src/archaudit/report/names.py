@@ -4,6 +4,12 @@ A cuBLAS kernel's Itanium name can be 2.5 KB of template arguments. The default 
 its qualified name with the template arguments elided (`cutlass::Kernel2<…>`), demangled by
 `c++filt` where the machine has one and by a pure reading of the name's prefix where it has not
 (or where `c++filt` fails): a missing demangler never fails a check.
+
+Bounded per name and per report (docs/threat-model.md): a name longer than MAX_MANGLED is not
+demangled; one c++filt run per report gets at most MAX_CXXFILT_NAMES names and MAX_CXXFILT_INPUT
+bytes of them, has CXXFILT_SECONDS, and its output is read to at most MAX_CXXFILT_OUTPUT bytes
+(more: the pure reading for every name); a short form longer than MAX_SHOWN is shown cut, with
+the start of its mangled form, so a name that demangles to something huge is never shown whole.
 """
 
 from __future__ import annotations
@@ -18,6 +24,12 @@ from ..judge.rules import demangle
 MANGLED = re.compile(r"(?<![A-Za-z0-9_$.])_Z[A-Za-z0-9_$.]+")
 CXXFILT_SECONDS = 10.0  # one c++filt run for every name of a report; measured well under 0.1 s
 FALLBACK_CHARS = 40  # a name neither reading understands is cut to this many characters
+MAX_MANGLED = 8192  # a longer mangled name is not demangled (cuBLAS's longest are about 2.5 KB)
+MAX_CXXFILT_NAMES = 20_000  # names per report given to c++filt; beyond, the pure reading
+MAX_CXXFILT_INPUT = 8 << 20  # bytes of names per report given to c++filt
+MAX_CXXFILT_OUTPUT = 32 << 20  # bytes of c++filt's answer read; beyond, the pure reading for all
+MAX_SHOWN = 200  # characters of a short form shown; a longer one is cut and its mangled form named
+MANGLED_SHOWN = 40  # characters of the mangled form shown beside a cut short form
 ANONYMOUS = "(anonymous namespace)"
 
 
@@ -53,27 +65,68 @@ def _pure(name: str) -> str:
 
 
 def _cxxfilt(names: list[str]) -> list[str] | None:
-    """Every name demangled by one c++filt run, or None where there is none or it fails."""
+    """Every name demangled by one c++filt run, or None where there is none, it fails, or its
+    answer is longer than MAX_CXXFILT_OUTPUT bytes or slower than CXXFILT_SECONDS."""
     tool = shutil.which("c++filt")
     if tool is None or not names:
         return None
+    import tempfile
+
     try:
-        r = subprocess.run([tool], input="\n".join(names) + "\n", capture_output=True, text=True,
-                           timeout=CXXFILT_SECONDS, check=False)
-    except (OSError, subprocess.SubprocessError, UnicodeError):
+        with tempfile.TemporaryFile() as out:
+            proc = subprocess.Popen([tool], stdin=subprocess.PIPE, stdout=out, stderr=subprocess.DEVNULL)
+            try:
+                proc.communicate(("\n".join(names) + "\n").encode(), timeout=CXXFILT_SECONDS)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                return None
+            if proc.returncode != 0 or out.tell() > MAX_CXXFILT_OUTPUT:
+                return None
+            out.seek(0)
+            text = out.read(MAX_CXXFILT_OUTPUT + 1).decode("utf-8", "replace")
+    except (OSError, subprocess.SubprocessError):
         return None
-    lines = r.stdout.splitlines()
-    return lines if r.returncode == 0 and len(lines) == len(names) else None
+    lines = text.splitlines()
+    return lines if len(lines) == len(names) else None
+
+
+def _shown(short: str, name: str) -> str:
+    """A short form as shown: cut at MAX_SHOWN characters, with the start of its mangled form."""
+    if len(short) <= MAX_SHOWN:
+        return short
+    mangled = name if len(name) <= MANGLED_SHOWN else name[:MANGLED_SHOWN - 1] + "…"
+    return f"{short[:MAX_SHOWN - 1]}… [mangled {mangled}, {len(name)} chars]"
+
+
+def _for_cxxfilt(unique: list[str]) -> list[str]:
+    """The names one c++filt run gets: short enough each, and within the report's bounds."""
+    out: list[str] = []
+    total = 0
+    for name in unique:
+        if len(name) > MAX_MANGLED or "\n" in name:
+            continue
+        total += len(name) + 1
+        if len(out) >= MAX_CXXFILT_NAMES or total > MAX_CXXFILT_INPUT:
+            break
+        out.append(name)
+    return out
 
 
 def short_names(names: Iterable[str], *, use_cxxfilt: bool = True) -> dict[str, str]:
     """Each mangled name -> its short readable form; `use_cxxfilt=False` gives the pure reading."""
     unique = sorted(set(names))
-    demangled = _cxxfilt(unique) if use_cxxfilt else None
+    asked = _for_cxxfilt(unique) if use_cxxfilt else []
+    answers = _cxxfilt(asked) if asked else None
+    demangled = dict(zip(asked, answers)) if answers is not None else {}
     out = {}
-    for i, name in enumerate(unique):
-        whole = demangled[i] if demangled is not None else name
-        out[name] = _elide(whole) if whole != name else _pure(name)
+    for name in unique:
+        whole = demangled.get(name, name)
+        if len(name) > MAX_MANGLED:
+            short = name[:FALLBACK_CHARS - 1] + "…"
+        else:
+            short = _elide(whole) if whole != name else _pure(name)
+        out[name] = _shown(short, name)
     return out
 
 

@@ -6,21 +6,20 @@ import json
 from collections import Counter
 from typing import Any
 
-from ..arch import label
 from ..findings import CODES, ERROR, INFO, WARNING, Code, Finding
-from ..judge import rocm
+from ..gpus import rocm
+from ..gpus.cuda import label
+from ..gpus.drivers import driver_key, floor_words
 from ..judge.audit import LibraryVerdict, Report, TargetReport
 from ..judge.filters import Suppression
-from ..model import Container, Entry
+from ..model import CUBIN, Container, Entry
 from .names import readable
 from .view import (
     QUIET_INFO,
     code_counts,
     cost_table,
     device_code_bytes,
-    driver_key,
     finding_text,
-    floor_words,
     size_text,
     suppressed_errors,
     suppressed_in,
@@ -365,7 +364,9 @@ def _containers_text(t: TargetReport, path: str, detail: str) -> list[str]:
     for (role, targets), cs in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         label = " ".join(t.replace("sass:", "").replace("ptx:sm_", "compute_").replace("code-object:", "")
                          .replace("lto:sm_", "lto_") for t in targets) or "(empty)"
-        line = f"      {len(cs):>5} {role} container{'s' * (len(cs) != 1)} in {cs[0].section or '(file)'}: {label}"
+        what = (f"whole cubin{'s' * (len(cs) != 1)} outside any container, loaded by the library itself,"
+                if role == CUBIN else f"{role} container{'s' * (len(cs) != 1)}")
+        line = f"      {len(cs):>5} {what} in {cs[0].section or '(file)'}: {label}"
         if detail == "kernels":
             names = sorted({k for c in cs for e in c.entries for k in (e.kernels or ())})
             from ..judge.audit import demangle

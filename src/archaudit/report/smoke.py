@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable
 from dataclasses import asdict
 
+from ..printable import markdown
 from ..smoke.report import FAIL, PASS, SKIP, SmokeReport
 from . import junit
 from .formats import escape_data, escape_property
@@ -65,16 +66,15 @@ def to_json(report: SmokeReport) -> str:
 
 
 def render_markdown(report: SmokeReport) -> str:
-    def cell(text: str) -> str:
-        return text.replace("|", "\\|").replace("\n", " ")
-
+    cell = markdown
     gpus = ", ".join(report.gpus) if report.gpus else f"none ({report.gpu_error})"
-    lines = [f"### archaudit smoke: {report.distribution} {report.version}", "",
-             f"{report.environment}, Python {report.python}; GPUs: {cell(gpus)}; driver {report.driver}", "",
+    lines = [f"### archaudit smoke: {cell(report.distribution)} {cell(report.version)}", "",
+             f"{cell(report.environment)}, Python {cell(report.python)}; GPUs: {cell(gpus)}; "
+             f"driver {cell(str(report.driver))}", "",
              "| status | probe | subject | result |", "|---|---|---|---|"]
     mark = {PASS: "✓ PASS", FAIL: "✗ FAIL", SKIP: "· SKIP"}
     for r in report.rows:
-        lines.append(f"| {mark[r.status]} | {r.probe} | {cell(r.subject)} | {cell(r.reason)} |")
+        lines.append(f"| {mark[r.status]} | {cell(r.probe)} | {cell(r.subject)} | {cell(r.reason)} |")
     lines += ["", f"{report.count(PASS)} passed, {report.count(FAIL)} failed, {report.count(SKIP)} skipped"]
     return "\n".join(lines)
 
@@ -88,7 +88,8 @@ def render_github(report: SmokeReport) -> str:
             lines.append(f"::error title={title}::{escape_data(r.reason)}")
         elif r.status == SKIP:
             lines.append(f"::notice title={title}::{escape_data(r.reason)}")
-    lines.append(f"{report.distribution} {report.version}: {report.count(PASS)} passed, "
+    # a fixed start: a line of the log that begins with a name could be read as a workflow command
+    lines.append(f"archaudit smoke: {report.distribution} {report.version}: {report.count(PASS)} passed, "
                  f"{report.count(FAIL)} failed, {report.count(SKIP)} skipped")
     return "\n".join(lines)
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..findings import ERROR, Code, Finding
+from ..gpus.cuda import target_order
 
 if TYPE_CHECKING:  # annotations only: the smoke report renders without the judge loaded
     from ..judge.audit import LibraryVerdict, Report, TargetReport
@@ -92,12 +93,6 @@ def suppressed_errors(hidden: tuple[Suppression, ...]) -> str:
 
 # ---- device-code bytes per target (--costs) ----
 
-def target_order(label: str) -> tuple[int, int, str]:
-    kind = 0 if label.startswith("sm_") else 1 if label.startswith("compute_") else 2
-    digits = "".join(ch for ch in label.split("_", 1)[-1] if ch.isdigit())
-    return kind, int(digits or 0), label
-
-
 def device_code_bytes(t: TargetReport) -> list[dict[str, Any]]:
     """The target's loadable device-code bytes per code target (sm_90, compute_90, gfx90a),
     summed over its libraries: what dropping that target from every library saves."""
@@ -152,22 +147,6 @@ def cost_table(t: TargetReport) -> Costs:
         if len(libs) > 1 else ())
 
 
-def driver_key(v: str) -> tuple[int, ...]:
-    """Order driver floors; an unknown floor ("unknown") asks most of all."""
-    try:
-        return tuple(int(p) for p in v.split("."))
-    except ValueError:
-        return (1 << 30,)
-
-
-def floor_words(f: Finding) -> str:
-    """A D002 floor in words: ">= 580.65.06 on Linux (CUDA 13.0" or "unknown (no evidence"."""
-    if f.get("driver") == "unknown":
-        return "unknown (archaudit cannot name it"
-    where = "Windows" if f.get("os") == "windows" else "Linux"
-    return f">= {f.get('driver')} on {where} (CUDA {f.get('cuda')}"
-
-
 def verdict_text(v: LibraryVerdict, hidden: tuple[Suppression, ...] = ()) -> str:
     if v.status == "fail" and hidden:
         errors = {(f.code, f.message) for f in v.findings if f.severity == ERROR}
@@ -195,6 +174,6 @@ def verdict_words(v: LibraryVerdict) -> str:
     return v.status
 
 
-__all__ = ["code_counts", "cost_table", "DEFAULTS", "device_code_bytes", "driver_key", "finding_text", "floor_words",
+__all__ = ["code_counts", "cost_table", "DEFAULTS", "device_code_bytes", "finding_text",
            "QUIET_INFO", "RenderOptions", "size_text", "suppressed_errors", "suppressed_in", "suppression_groups",
-           "target_order", "verdict_text"]
+           "verdict_text"]

@@ -5,7 +5,7 @@ Kept light: child interpreters of environments without archaudit load worker.py 
 cuda_driver.py by path, and importing this package imports nothing else.
 """
 
-__all__ = ["run_smoke", "render_text", "to_json", "add_smoke_arguments", "main_smoke"]
+__all__ = ["run_smoke", "render_text", "to_json"]
 
 
 def __getattr__(name: str) -> object:
@@ -13,10 +13,6 @@ def __getattr__(name: str) -> object:
         from . import runner
 
         return getattr(runner, name)
-    if name in ("add_smoke_arguments", "main_smoke"):  # the command line: archaudit.cli.main_smoke
-        from ..cli import main_smoke
-
-        return main_smoke.add_smoke_arguments if name == "add_smoke_arguments" else main_smoke.execute
     if name in ("render_text", "to_json"):
         from ..report import smoke as render
 

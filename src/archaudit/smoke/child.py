@@ -34,6 +34,7 @@ import hmac
 import json
 import os
 import selectors
+import shutil
 import signal
 import subprocess
 import sys
@@ -46,6 +47,17 @@ from typing import Any
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
 DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cuda_driver.py")
+
+
+def _held(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+# What a child runs, read once as this module loads (before any child starts): each child gets a
+# fresh copy written into a directory of its own, so code of the wheel that rewrites archaudit's
+# files, or a copy a previous child was given, never runs as the next trusted child's worker.
+CHILD_SOURCES = {"worker.py": _held(WORKER), "cuda_driver.py": _held(DRIVER)}
 TAIL_CHARS = 2000
 LOG_SCAN_BYTES = 64 << 20  # how much of a child's stdout+stderr the watch patterns are searched in
 # Tasks whose children run no code of the wheel under test: only their reports carry a status.
@@ -89,6 +101,14 @@ faulthandler.enable()
 with open(sys.argv[2]) as f:
     extra = json.load(f).get("sys_path") or []
 sys.path.extend(p for p in extra if p not in sys.path)
+if sys.argv[1] != "plugin":  # a probe plugin is built on archaudit; no other child may import it
+    class _NoArchaudit:
+        @staticmethod
+        def find_spec(name, path=None, target=None):
+            if name == "archaudit" or name.startswith("archaudit."):
+                raise ImportError("archaudit is not importable in a smoke child")
+            return None
+    sys.meta_path.insert(0, _NoArchaudit)
 main = runpy.run_path(sys.argv[5], run_name="archaudit_smoke_worker")["main"]
 sys.exit(main(sys.argv[1:4], bytes.fromhex(key.decode()), kfd))
 """
@@ -303,10 +323,16 @@ def _spawn_once(python: str, task: str, spec: dict[str, Any], env: dict[str, str
         os.close(log_fd)
         raise Stopped()
     key = os.urandom(32)
+    stage = _stage(cwd)
     r, w = os.pipe()
     key_r, key_w = os.pipe()
-    cmd = [python, "-I", "-S", "-c", BOOT, task, spec_path, str(w), str(key_r), WORKER, str(os.getpid())]
-    proc = _launch(cmd, log_fd, (w, key_r), cwd, env, close_on_error=(r, w, key_r, key_w, log_fd))
+    cmd = [python, "-I", "-S", "-c", BOOT, task, spec_path, str(w), str(key_r), os.path.join(stage, "worker.py"),
+           str(os.getpid())]
+    try:
+        proc = _launch(cmd, log_fd, (w, key_r), cwd, env, close_on_error=(r, w, key_r, key_w, log_fd))
+    except OSError:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
     os.close(w)
     os.close(key_r)
     os.close(log_fd)
@@ -326,12 +352,22 @@ def _spawn_once(python: str, task: str, spec: dict[str, Any], env: dict[str, str
         rc, timed_out = _reap(proc, timeout, timed_out)
     tail = _tail(log_path)
     hits = _scan_log(log_path, watch)
+    shutil.rmtree(stage, ignore_errors=True)
     for p in (spec_path, log_path):
         try:
             os.unlink(p)
         except OSError:
             pass
     return rc, timed_out, tail, saw_end, forged, hits
+
+
+def _stage(cwd: str) -> str:
+    """A fresh directory in cwd holding the worker and the driver module, from the bytes read at start."""
+    stage = tempfile.mkdtemp(prefix="worker-", dir=cwd)
+    for name, data in CHILD_SOURCES.items():
+        with open(os.path.join(stage, name), "wb") as f:
+            f.write(data)
+    return stage
 
 
 def _launch(cmd: list[str], log_fd: int, pass_fds: tuple[int, ...], cwd: str, env: dict[str, str],
@@ -561,6 +597,19 @@ def run_task(python: str, task: str, items: list[Any], params: dict[str, Any] | 
     return TaskRun(outcomes, infos, deaths, time.monotonic() - t_start, log_hits)
 
 
+def private_dirs(workdir: str) -> dict[str, str]:
+    """HOME, TMPDIR and the XDG directories of the probes' children: fresh directories under the
+    run's work directory (removed with it), so what the wheel's code writes to its home or temp
+    never lands in archaudit's user's (its caches, configuration, a user site-packages)."""
+    out = {}
+    for var, sub in (("HOME", "home"), ("TMPDIR", "tmp"), ("XDG_CACHE_HOME", "home/.cache"),
+                     ("XDG_CONFIG_HOME", "home/.config"), ("XDG_DATA_HOME", "home/.local/share")):
+        path = os.path.join(workdir, sub)
+        os.makedirs(path, exist_ok=True)
+        out[var] = path
+    return out
+
+
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONFAULTHANDLER"] = "1"  # a crash prints the Python stack into the stderr tail
@@ -572,4 +621,4 @@ def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 
 __all__ = ["become_subreaper", "BOOT", "child_env", "Death", "GPU_DEVICE_PREFIXES", "OBS", "open_devices", "Outcome",
-           "reset", "run_command", "run_task", "stop_all", "sweep", "TaskRun", "TRUSTED_TASKS"]
+           "private_dirs", "reset", "run_command", "run_task", "stop_all", "sweep", "TaskRun", "TRUSTED_TASKS"]

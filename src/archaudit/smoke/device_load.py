@@ -2,7 +2,7 @@
 
 Every NVIDIA fatbin container of every library (registered, embedded elsewhere, relocatable,
 empty) is handed to cuModuleLoadData on each visible GPU, in child processes, once with the
-PTX JIT on and once with CUDA_DISABLE_PTX_JIT=1. archaudit.judge.predict says beforehand what the
+PTX JIT on and once with CUDA_DISABLE_PTX_JIT=1. archaudit.gpus.predict says beforehand what the
 driver will answer; a library passes when every answer agrees and check's own rule (the
 --gpu question of `archaudit check`) says its code runs on the GPU. Each disagreement is
 named: library, container, prediction, the driver's answer.
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..findings import Code
-from ..judge import predict as P
+from ..gpus import predict as P
 from ..model import Container, Library
 from . import child
 from .report import FAIL, PASS, SKIP, Row
@@ -231,9 +231,9 @@ def _coverage(lib: Library, gpu: dict[str, Any], cuda: tuple[int, int] | None = 
     release's), so PTX it cannot compile is D001, as `check --driver` says."""
     from dataclasses import replace
 
-    from ..arch import min_driver
     from ..claims import parse_claim
     from ..findings import ERROR
+    from ..gpus.cuda import min_driver
     from ..judge.audit import judge
     from ..judge.policy import NvidiaGpu, Policy
     from ..model import TargetInventory
@@ -259,7 +259,7 @@ def _coverage(lib: Library, gpu: dict[str, Any], cuda: tuple[int, int] | None = 
 
 
 class DeviceLoadProbe:
-    """The driver answers for every container; archaudit.judge.predict said what it would answer."""
+    """The driver answers for every container; archaudit.gpus.predict said what it would answer."""
 
     name = "device-load"
     description = ("cuModuleLoadData on every fatbin container of every library, on each visible GPU, "

@@ -18,11 +18,12 @@ import shutil
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from typing import Any
 
-from ..cli.main_smoke import DEFAULT_TIMEOUT
 from ..errors import ArchauditError
-from . import child, probes as probes_mod, venv
+from . import child, integrity, probes as probes_mod, venv
+from .defaults import DEFAULT_TIMEOUT
 from .report import FAIL, Row, SmokeReport
 
 INFO_TIMEOUT = 120.0
@@ -95,6 +96,33 @@ def run_smoke(target: str | None, *, installed: str | None = None, require_gpu: 
         raise SmokeInputError("--timeout must be positive")
 
     started = time.monotonic()
+    # Everything the verdict is written with is in memory, and archaudit's files are held, before
+    # any code of the wheel runs (the install runs it too): see integrity.py.
+    integrity.preload()
+    held = integrity.snapshot()
+    report: SmokeReport | None = None
+    try:
+        report = _run(target, installed, name_probes=(probes, selected), require_gpu=require_gpu, timeout=timeout,
+                      system_site_packages=system_site_packages,
+                      allow_source_dependencies=allow_source_dependencies, started=started)
+    finally:
+        changes = integrity.verify(held)
+        if changes and report is None:  # the run ended in an error: the change is said all the same
+            raise SmokeInputError(_changed_text(changes)) from None
+    if changes:
+        report = replace(report, rows=report.rows + (Row("integrity", "archaudit", FAIL, _changed_text(changes)),))
+    return report
+
+
+def _changed_text(changes: tuple[integrity.Change, ...]) -> str:
+    return ("archaudit's own installation changed while the wheel's code ran, so no verdict of this run stands: "
+            + integrity.describe(changes))
+
+
+def _run(target: str | None, installed: str | None, *, name_probes: tuple[list[str] | None, list[Any]],
+         require_gpu: bool, timeout: float, system_site_packages: bool, allow_source_dependencies: bool,
+         started: float) -> SmokeReport:
+    probes, selected = name_probes
     child.become_subreaper()  # what a child detaches (double fork, setsid) is ours to end
     workdir = tempfile.mkdtemp(prefix="archaudit-smoke-")
     env = None
@@ -102,7 +130,7 @@ def run_smoke(target: str | None, *, installed: str | None = None, require_gpu: 
         if installed is not None:
             env = venv.current()
             name = installed
-            child_env = child.child_env()
+            child_env = child.child_env(child.private_dirs(workdir))
         else:
             assert target is not None  # exactly one of target and installed, checked above
             name, _ = venv.wheel_distribution(target)
@@ -111,7 +139,7 @@ def run_smoke(target: str | None, *, installed: str | None = None, require_gpu: 
                                   allow_source_dependencies=allow_source_dependencies)
             except venv.InstallError as exc:
                 raise SmokeInputError(str(exc)) from None
-            child_env = child.child_env()
+            child_env = child.child_env(child.private_dirs(workdir))
             child_env.pop("PYTHONPATH", None)  # the fresh environment, not this process's path
         info_timeout = max(timeout, INFO_TIMEOUT)
         inspect = child.run_task(env.python, "inspect", [], {"distribution": name}, env=child_env,

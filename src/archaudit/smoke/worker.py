@@ -598,7 +598,7 @@ def task_plugin(spec: dict[str, Any]) -> None:
         if "ctx" not in p:
             observe(0, ok=True, description=str(getattr(probe, "description", "") or "(no description)"))
             return
-        from archaudit.smoke.probes import ProbeContext
+        from archaudit.smoke.context import ProbeContext
 
         fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) and k != "child_env" else v
                                   for k, v in p["ctx"].items()}

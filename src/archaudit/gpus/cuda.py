@@ -22,6 +22,14 @@ def label(cc: CC) -> str:
     """A compute capability as claims spell it: (9, 0) -> "90"."""
     return f"{cc[0]}{cc[1]}"
 
+def target_order(label: str) -> tuple[int, int, str]:
+    """The order code targets are listed in: sm_XX, then compute_XX, then any other vendor's
+    (gfx...), each by its number."""
+    kind = 0 if label.startswith("sm_") else 1 if label.startswith("compute_") else 2
+    digits = "".join(ch for ch in label.split("_", 1)[-1] if ch.isdigit())
+    return kind, int(digits or 0), label
+
+
 _SUFFIXES = ("", "a", "f")
 
 
@@ -372,19 +380,6 @@ def _first_of_branch(branch: str, major: int, os: str, releases: dict[str, dict[
     return driver if driver and driver.split(".")[0] == branch else branch
 
 
-def _driver_parts(version: str) -> tuple[int, ...]:
-    if not re.fullmatch(r"[0-9]+(\.[0-9]+)*", version.strip()):
-        raise ValueError(f"not a driver version: {version!r}")
-    return tuple(int(p) for p in version.strip().split("."))
-
-
-def driver_at_least(have: str, need: str) -> bool:
-    """Compare dotted driver versions numerically ("580.65.06" >= "580.65.6", "575.57.08" < "580")."""
-    a, b = _driver_parts(have), _driver_parts(need)
-    width = max(len(a), len(b))
-    return a + (0,) * (width - len(a)) >= b + (0,) * (width - len(b))
-
-
 # ---- GPU catalog ----------------------------------------------------------------------
 
 
@@ -551,8 +546,8 @@ def nvcc_refusal(target: CudaTarget, release: CC | None, spelled: str) -> str | 
            f"where the architecture has them){elsewhere}"
 
 
-__all__ = ["canonical_cc", "CC", "cuda_data", "cuda_release_for_ptx_isa", "CudaTarget", "driver_at_least",
+__all__ = ["canonical_cc", "CC", "cuda_data", "cuda_release_for_ptx_isa", "CudaTarget",
            "generations", "Gpu", "gpu_catalog", "is_tegra", "label", "last_cuda", "last_driver", "lookup_gpu",
            "min_driver", "newest_ptx_isa", "nvcc_accepts", "nvcc_refusal", "ptx_runs_on", "renamed", "runs_on",
            "runtime_major", "sass_runs_on", "Statement", "statements", "library_statements",
-           "vendor_range", "VendorRange"]
+           "target_order", "vendor_range", "VendorRange"]

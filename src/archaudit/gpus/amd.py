@@ -88,7 +88,7 @@ def _data() -> dict[str, Any]:
 
 def rocm_rule(name: str) -> Any:
     """The value of one of ROCm's selection and loading rules (data/amd.json "rocm_rules", each
-    with its source in ROCm's code; archaudit.judge.rocm applies them)."""
+    with its source in ROCm's code; archaudit.gpus.rocm applies them)."""
     return _data()["rocm_rules"][name]["value"]
 
 
@@ -206,7 +206,7 @@ def runs_on(code_target: str, gpu: str) -> bool:
     """Whether code built for ``code_target`` is meant to run on a GPU described by ``gpu``
     (a processor, optionally with the GPU's feature settings, e.g. ``gfx90a:xnack+``), as LLVM
     defines targets. What ROCm actually selects and loads from a bundle is stricter (a generic
-    entry is not selected for a GPU): archaudit.judge.rocm judges that.
+    entry is not selected for a GPU): archaudit.gpus.rocm judges that.
 
     - the processor must match exactly, or the code is gfx*-generic and the GPU's
       processor is in that generic family;

@@ -20,9 +20,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 
-from .. import arch
-from ..arch import CC
 from ..model import LTO, PTX, SASS, Container, Entry
+from . import cuda as arch
+from .cuda import CC
+from .drivers import driver_at_least
 
 # cuModuleLoadData results the predictions name (CUresult values).
 SUCCESS = 0
@@ -59,7 +60,7 @@ class Gpu:
         for release, row in releases.items():
             need = row.get(os)
             major, minor = (int(p) for p in release.split("."))
-            if need and arch.driver_at_least(driver, need) and (best is None or (major, minor) > best):
+            if need and driver_at_least(driver, need) and (best is None or (major, minor) > best):
                 best = (major, minor)
         if best is None:
             raise LookupError(f"driver {driver} is older than every CUDA release archaudit knows")

@@ -18,7 +18,9 @@ The rules are ROCm's own, read from its sources (docs/amd.md cites each):
   by ``ExecutableImpl::LoadCodeObject`` in loader/executable.cpp): the code object's own target,
   from its ELF ``e_flags``, must match the GPU the same way; a code object whose id says less
   than its ``e_flags`` (id ``gfx90a``, object built ``xnack+``) is selected for both settings
-  and refused on the other.
+  and refused on the other. A code object without a PT_LOAD segment (a relocatable object
+  never linked, a bare ELF header) is refused on every GPU (``LoadSegmentsV2``:
+  HSA_STATUS_ERROR_INVALID_CODE_OBJECT; ``Entry.unloadable``), and it too is selected first.
 - **Kernels** are looked up in the module (the selected code object) of their own bundle only
   (CLR ``hipModuleGetFunction`` / ``DynCO::getDynFunc``; a static kernel's stub is registered
   with its own translation unit's fat binary).
@@ -33,11 +35,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from .. import gfx
 from ..model import CODE_OBJECT, Container, Entry, Library
+from . import amd as gfx
 
 HIP_KINDS: tuple[str, ...] = tuple(gfx.rocm_rule("hip-kinds"))  # data/amd.json rocm_rules, with sources
-# (comgr also names "hcc", which clang 19 cannot write and archaudit does not read: such a bundle is E030)
+# What comgr compares an entry's id with: the GPU's ISA name, "amdgcn-amd-amdhsa--" + processor and
+# settings; parseTargetIdentifier wants its five dash-separated fields (data/amd.json rocm_rules).
+ISA_TRIPLE: str = gfx.rocm_rule("bundle-id-triple")
 
 
 def kind(e: Entry) -> str:
@@ -47,10 +51,17 @@ def kind(e: Entry) -> str:
 
 def hip_reads(e: Entry) -> bool:
     """Whether HIP's lookup considers the entry at all (a bare code object always): its kind is
-    hip or hipv4, and its id is spelt as comgr compares it (lower case: comgr's processor and
-    feature names are compared as written, so an id saying GFX90A is never selected)."""
-    return e.kind == CODE_OBJECT and (not e.identifier or (kind(e) in HIP_KINDS
-                                                          and e.identifier == e.identifier.lower()))
+    hip, hipv4 or hcc, and its id is spelt as comgr compares it: the triple ``amdgcn-amd-amdhsa--``
+    (five fields; the ids of clang 11 and older, ``hip-amdgcn-amd-amdhsa-gfx906``, and HCC's
+    ``hcc-amdgcn--amdhsa-gfx900`` fail parseTargetIdentifier, so today's ROCm never selects them),
+    in lower case (comgr's processor and feature names are compared as written, so an id saying
+    GFX90A is never selected)."""
+    if e.kind != CODE_OBJECT:
+        return False
+    if not e.identifier:
+        return True
+    rest = e.identifier.split("-", 1)[1] if "-" in e.identifier else ""
+    return kind(e) in HIP_KINDS and e.identifier == e.identifier.lower() and rest.startswith(ISA_TRIPLE)
 
 
 def judged_target(e: Entry) -> str:
@@ -104,7 +115,7 @@ def select(container: Container, gpu: str) -> Selection:
     for e in container.entries:
         if not hip_reads(e) or not compatible(e.target, gpu):
             continue
-        if too_old_alone(e):
+        if too_old_alone(e) or e.unloadable:
             return Selection("refused", e)
         return Selection("native" if compatible(judged_target(e), gpu) else "refused", e)
     return NOTHING
@@ -123,8 +134,9 @@ def too_old_alone(e: Entry) -> bool:
 
 
 def modules(lib: Library) -> tuple[Container, ...]:
-    """The library's AMD modules: every loadable container holding AMD code objects."""
-    return tuple(c for c in lib.containers if c.loadable and any(e.kind == CODE_OBJECT for e in c.entries))
+    """The library's AMD modules: every loadable container holding AMD code objects that its loader
+    reads (of a bare bundle file the first only: hipModuleLoad reads no further)."""
+    return tuple(c for c in lib.reachable if c.loadable and any(e.kind == CODE_OBJECT for e in c.entries))
 
 
 def settings(target: str) -> list[str]:

@@ -1,6 +1,6 @@
 """Which code a GPU runs: for one NVIDIA GPU and one container, the entry the driver picks.
 
-The choice is archaudit.judge.predict's (a cubin that runs natively, else the PTX the JIT takes,
+The choice is archaudit.gpus.predict's (a cubin that runs natively, else the PTX the JIT takes,
 else nothing), the prediction smoke's device-load checks against the driver on a GPU.
 Every rule that asks "does this run on that GPU" (coverage, kernels, the driver floor) asks
 it here, so they cannot disagree with each other or with that prediction.
@@ -19,9 +19,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .. import arch
-from ..arch import CC
 from ..model import PTX, SASS, Container, Coverage, Entry
+from . import cuda as arch
+from .cuda import CC
 from .predict import Gpu, Outcome, predict
 
 Runs = Coverage  # "native" | "jit" | "none"
@@ -121,7 +121,7 @@ _RUNS: dict[Outcome, Runs] = {Outcome.NATIVE: "native", Outcome.NOT_LOADABLE: "n
 
 
 def choose(container: Container, codes: tuple[NvCode, ...], gpu: CC, linker: bool = False) -> Choice:
-    """The entry of one container the driver loads on ``gpu``, by archaudit.judge.predict (the same
+    """The entry of one container the driver loads on ``gpu``, by archaudit.gpus.predict (the same
     prediction smoke's device-load checks against the driver).
 
     A relocatable cubin that is not loadable alone (CUDA_ERROR_NOT_FOUND on an H200) runs
