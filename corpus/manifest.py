@@ -61,6 +61,18 @@ class Ignore:
 
 
 @dataclass(frozen=True)
+class Gate:
+    """The project's own record of where its host code gates a library, passed to archaudit as
+    [[tool.archaudit.library]] (``arch``) or, with ``paths``, [[tool.archaudit.library-group]]:
+    ``reason`` cites the line of the project's public source that does it."""
+
+    reason: str
+    path: str = ""  # a library glob judged by its own architectures
+    arch: str = ""
+    paths: tuple[str, ...] = ()  # alternative libraries of which the host loads one
+
+
+@dataclass(frozen=True)
 class Wheel:
     id: str
     spec: str
@@ -80,15 +92,23 @@ class Wheel:
     family: str = ""  # the census's family (nvidia, rapids, pytorch, ...); empty in manifest.toml
     ci: bool = True  # census wheels run in CI only when marked ci = true (manifest.toml: by size)
     ignores: tuple[Ignore, ...] = ()  # ignore-library entries the check runs with
+    gates: tuple[Gate, ...] = ()  # the project's recorded host gating, each citing its source line
 
     def config(self) -> str:
-        """The [tool.archaudit] table of ``ignores`` (empty: none)."""
-        if not self.ignores:
+        """The [tool.archaudit] table of ``ignores`` and ``gates`` (empty: none)."""
+        if not self.ignores and not self.gates:
             return ""
         rows = ["[tool.archaudit]"]
         for i in self.ignores:
             rows += ["[[tool.archaudit.ignore-library]]", f"code = {_toml(i.code)}",
                      f"library = {_toml(i.library)}", f"reason = {_toml(i.reason)}"]
+        for g in self.gates:
+            if g.paths:
+                rows += ["[[tool.archaudit.library-group]]",
+                         f"paths = [{', '.join(_toml(p) for p in g.paths)}]", f"reason = {_toml(g.reason)}"]
+            else:
+                rows += ["[[tool.archaudit.library]]", f"path = {_toml(g.path)}", f"arch = {_toml(g.arch)}",
+                         f"reason = {_toml(g.reason)}"]
         return "\n".join(rows) + "\n"
 
     @property
@@ -171,5 +191,7 @@ def _load_one(path: Path) -> list[Wheel]:
             notes=raw.get("notes", ""), driver_floor_known=bool(raw.get("driver_floor_known", False)),
             manifest="census" if census else "manifest", family=raw.get("family", ""),
             ci=bool(raw.get("ci", not census)),
-            ignores=tuple(Ignore(x["code"], x["library"], x["reason"]) for x in raw.get("ignore", ()))))
+            ignores=tuple(Ignore(x["code"], x["library"], x["reason"]) for x in raw.get("ignore", ())),
+            gates=tuple(Gate(x["reason"], x.get("path", ""), x.get("arch", ""), tuple(x.get("paths", ())))
+                        for x in raw.get("gate", ()))))
     return wheels

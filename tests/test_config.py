@@ -204,6 +204,14 @@ def test_policy_keys(project):
     ('[[tool.archaudit.data]]\nmember = "x/*.whl"\nreason = " "\n', "needs a member glob and a reason"),
     ('[[tool.archaudit.data]]\nmember = "*/*"\nreason = "all"\n', "names no member"),
     ('[tool.archaudit]\ndata = "x.whl"\n', "data must be a list of tables"),
+    ('[[tool.archaudit.library]]\npath = "libx.so"\narch = "80"\n', "each library entry needs path"),
+    ('[[tool.archaudit.library]]\npath = "libx.so"\narch = ""\nreason = "r"\n', "each library entry needs path"),
+    ('[[tool.archaudit.library]]\npath = "*"\narch = "80"\nreason = "r"\n', "names no library"),
+    ('[[tool.archaudit.library]]\npath = "libx.so"\narch = "sm_8x"\nreason = "r"\n', "library 'libx.so'"),
+    ('[[tool.archaudit.library-group]]\npaths = ["a*.so"]\n', "each library-group entry needs paths"),
+    ('[[tool.archaudit.library-group]]\npaths = []\nreason = "r"\n', "each library-group entry needs paths"),
+    ('[[tool.archaudit.library-group]]\npaths = ["**"]\nreason = "r"\n', "glob names no library"),
+    ('[tool.archaudit]\nlibrary = "x"\n', "library must be a list of tables"),
     ('[tool.archaudit\n', "not valid TOML"),
 ])
 def test_bad_config_exits_2(project, capsys, body, message):

@@ -26,6 +26,7 @@ def load(name: str) -> dict[str, Any]:
 
 
 CUDA, AMD, GPUS, VENDOR = load("cuda.json"), load("amd.json"), load("gpus.json"), load("vendor.json")
+NAMES = load("names.json")
 
 
 def cc(text: str) -> tuple[int, int]:
@@ -58,6 +59,8 @@ def rows(doc: dict[str, Any]) -> Iterator[tuple[str, Any]]:
     elif doc is AMD:
         tables = {"processors": AMD["processors"], "generic_families": AMD["generic_families"],
                   "gpus": dict(enumerate(AMD["gpus"])), "rocm_rules": AMD["rocm_rules"]}
+    elif doc is NAMES:
+        tables = {"conventions": NAMES["conventions"]}
     elif doc is VENDOR:
         tables = {"libraries": {f"{name}.rows[{i}]": row for name, lib in VENDOR["libraries"].items()
                                 for i, row in enumerate(lib["rows"])}
@@ -72,7 +75,7 @@ def rows(doc: dict[str, Any]) -> Iterator[tuple[str, Any]]:
             yield f"{table}[{key!r}]", row
 
 
-DOCS = {"cuda.json": CUDA, "amd.json": AMD, "gpus.json": GPUS, "vendor.json": VENDOR}
+DOCS = {"cuda.json": CUDA, "amd.json": AMD, "gpus.json": GPUS, "vendor.json": VENDOR, "names.json": NAMES}
 
 
 # ---- sources ---------------------------------------------------------------------------------
@@ -105,7 +108,7 @@ def test_every_table_is_checked(name):
     """A table added to a data file without a line in rows() would escape the source check."""
     doc = DOCS[name]
     checked = {where.split("[", 1)[0].split(".", 1)[0] for where, _ in rows(doc)}
-    assert set(doc) - {"schema", "about", "sources"} == checked
+    assert set(doc) - {"schema", "about", "sources", "cccl_namespace"} == checked
 
 
 def test_no_machine_paths_in_tables():
@@ -391,3 +394,25 @@ def test_vendor_rows_well_formed():
     for row in VENDOR["statements"].values():
         re.compile(row["file"]), re.compile(row["kernels"])
         assert cc(row["from"]) and len(row["string"]) >= 16 and row["speaks_for"]
+
+
+# ---- names.json ---------------------------------------------------------------------------------
+
+
+def test_name_conventions_well_formed():
+    """Each row is a pattern that holds its word, means "from" (a name never excludes a newer
+    GPU), and either captures the architecture's digits or lists the CCs its word spans; the
+    loader reads the same rows."""
+    from archaudit.judge import names
+
+    assert re.compile(NAMES["cccl_namespace"])
+    for key, row in NAMES["conventions"].items():
+        pattern = re.compile(row["pattern"])
+        assert row["means"] == "from", key
+        assert row["word"] in key.lower() or row["word"] in row["pattern"], key
+        if "ccs" in row:
+            ccs = [cc(c) for c in row["ccs"]]
+            assert ccs == sorted(ccs) and pattern.groups == 0, key
+        else:
+            assert pattern.groups == 1, key
+    assert [c.name for c in names.conventions()] == list(NAMES["conventions"])

@@ -24,7 +24,7 @@ DETAILS: tuple[Detail, ...] = get_args(Detail)
 KEYS = {
     "cuda-archs", "cuda-archs-style", "amd-archs", "cuda-version", "exact", "require-ptx", "strict",
     "strict-kernels", "driver", "driver-os", "gpus", "select", "ignore", "ignore-library",
-    "require-device-code", "detail", "format", "costs", "allow-loss", "data",
+    "require-device-code", "detail", "format", "costs", "allow-loss", "data", "library", "library-group",
 }
 
 
@@ -118,6 +118,8 @@ def load(path: str | None = None, *, discover: bool = True) -> Config:
     _check_types(path, table)
     _check_ignore_library(path, table.get("ignore-library", []))
     _check_data(path, table.get("data", []))
+    _check_libraries(path, table.get("library", []))
+    _check_library_groups(path, table.get("library-group", []))
     return Config(path, table)
 
 
@@ -192,6 +194,40 @@ def _check_data(path: str, entries: object) -> None:
         if _matches_every_library(entry["member"]):
             raise ConfigError(f"{path}: data entry member = {entry['member']!r} names no member: it would "
                               f"leave every library out of the verdict")
+
+
+def _check_libraries(path: str, entries: object) -> None:
+    """[[tool.archaudit.library]]: each entry a library glob that names libraries, its own
+    architectures (a claim in any spelling) and a reason: where the project's host code gates it."""
+    if not isinstance(entries, list):
+        raise ConfigError(f"{path}: library must be a list of tables ([[tool.archaudit.library]])")
+    for entry in entries:
+        if not isinstance(entry, dict) or set(entry) != {"path", "arch", "reason"} \
+                or not all(isinstance(entry[k], str) and entry[k].strip() for k in ("path", "reason")) \
+                or not (isinstance(entry["arch"], str) and entry["arch"].strip()
+                        or isinstance(entry["arch"], list) and entry["arch"]
+                        and all(isinstance(x, str) for x in entry["arch"])):
+            raise ConfigError(f"{path}: each library entry needs path (a library glob), arch (its architectures) "
+                              f"and reason (where the host code gates it)")
+        if _matches_every_library(entry["path"]):
+            raise ConfigError(f"{path}: library entry path = {entry['path']!r} names no library: give the "
+                              f"wheel's claim instead (cuda-archs)")
+
+
+def _check_library_groups(path: str, entries: object) -> None:
+    """[[tool.archaudit.library-group]]: each entry library globs (paths) and a reason: where the
+    host code picks one of them."""
+    if not isinstance(entries, list):
+        raise ConfigError(f"{path}: library-group must be a list of tables ([[tool.archaudit.library-group]])")
+    for entry in entries:
+        if not isinstance(entry, dict) or set(entry) != {"paths", "reason"} \
+                or not (isinstance(entry["paths"], list) and entry["paths"]
+                        and all(isinstance(x, str) and x.strip() for x in entry["paths"])) \
+                or not (isinstance(entry["reason"], str) and entry["reason"].strip()):
+            raise ConfigError(f"{path}: each library-group entry needs paths (library globs) and reason (where "
+                              f"the host code picks one of them)")
+        if any(_matches_every_library(g) for g in entry["paths"]):
+            raise ConfigError(f"{path}: a library-group glob names no library: {entry['paths']!r}")
 
 
 __all__ = ["Config", "ConfigError", "Detail", "DETAILS", "find_project_root", "find_pyproject", "Format", "FORMATS",

@@ -292,12 +292,10 @@ _CODES = [
     CodeInfo(Code.C001, ERROR, "no claim",
          "The wheel carries GPU device code (or links a GPU runtime) but no claimed architecture "
          "list reached the check, so coverage cannot be verified.",
-         "Pass --arch, --arch-from-env VAR, set cuda-archs in [tool.archaudit], or ship a binary "
-         "that embeds its arch list. Auditing someone else's wheel (NVIDIA's, CuPy's), ask about "
-         "the GPUs you run instead: --gpu T4 --gpu H100 answers without a claim.",
-         "x.whl: GPU wheel but no claimed architectures reached the check: give the architectures it "
-         "was built for (--arch '80;90', cuda-archs in [tool.archaudit]), or ask whether it runs on "
-         "your GPUs (--gpu T4 --gpu H100)"),
+         "Give the architectures it was built for (--arch '80;90', or cuda-archs in [tool.archaudit]); "
+         "auditing someone else's wheel, ask about your GPUs instead (--gpu T4 --gpu H100).",
+         "x.whl: GPU wheel, no claimed architectures. Fix: give them (--arch '80;90', cuda-archs in "
+         "[tool.archaudit]) or ask about GPUs (--gpu T4 --gpu H100)"),
     CodeInfo(Code.C002, ERROR, "unparseable claim",
          "A claimed architecture list could not be parsed.",
          "Use one of the spellings in the README (CMake, TORCH_CUDA_ARCH_LIST, -gencode, plain).",
@@ -309,10 +307,14 @@ _CODES = [
     CodeInfo(Code.G001, ERROR, "claimed architecture not covered",
          "A library carries device code, but none of it runs on a claimed GPU architecture: a "
          "model using it fails there with 'no kernel image is available for execution'.",
-         "Add the architecture to the library's build (-gencode / CMAKE_CUDA_ARCHITECTURES / "
-         "TORCH_CUDA_ARCH_LIST), or stop claiming it.",
-         "libshim.so has no code for 90 (claimed: 80, 90, from --arch): it carries code only for "
-         "sm_80; 1 kernel (mul) would fail there with 'no kernel image is available'"),
+         "The project's own library: build it for the architecture (-gencode / CMAKE_CUDA_ARCHITECTURES "
+         "/ TORCH_CUDA_ARCH_LIST), or, where the project's host code never loads it there, record that "
+         "gate with the entry the message ends with ([[tool.archaudit.library]] path, arch, reason = the "
+         "source line). A vendor library (cuBLAS, cuDNN): nothing to rebuild; it is judged by its "
+         "vendor's documented range.",
+         "libshim.so has no code for 9.0 (claimed). Fix: build for sm_90, or record its gate: "
+         "[[tool.archaudit.library]] path = \"libshim.so\" arch = \"80\" reason = \"<file:line>\"; it carries "
+         "code only for sm_80 (claimed: 80, 90, from --arch); 1 kernel (mul) would fail there"),
     CodeInfo(Code.G002, INFO, "covered only through PTX JIT",
          "A claimed architecture has no native code (SASS) in the library; the driver JIT-compiles "
          "PTX on first use, which costs seconds to minutes at start-up.",
@@ -350,10 +352,16 @@ _CODES = [
          "libfoo.so on H100 (9.0): native"),
     CodeInfo(Code.G009, ERROR, "does not run on the requested GPU",
          "With --gpu, a library carries device code but none runs on that GPU, some of its kernels "
-         "cannot run there from their own container, or the wheel's platform cannot be installed there "
-         "(a Jetson runs Linux on aarch64: an x86-64 or Windows wheel never reaches it).",
-         "Build for that GPU's architecture (or PTX of an older one).",
-         "libfoo.so on RTX 5090 (12.0): not at all"),
+         "cannot run there with nothing in the binary saying it is by design, or the wheel's platform "
+         "cannot be installed there (a Jetson runs Linux on aarch64: an x86-64 or Windows wheel never "
+         "reaches it).",
+         "The project's own library: build for that GPU's architecture (or PTX of an older one), or "
+         "record the host's gate with the [[tool.archaudit.library]] entry the message ends with. A "
+         "vendor library: nothing to rebuild; a GPU outside its vendor's documented range is not "
+         "supported.",
+         "libfoo.so on H100 (9.0): 1 kernel cannot run there (native for the rest). Fix: build for "
+         "sm_90, or record its gate: [[tool.archaudit.library]] path = \"libfoo.so\" arch = \"100\" "
+         "reason = \"<file:line>\""),
     CodeInfo(Code.G010, INFO, "device code without kernels",
          "Every container of the library was read whole and defines no kernel: nvlink's kernel-less "
          "device-link stubs, or cubins with no kernel (NPP 13.2's libnppc.so.13 carries one sm_75 "
@@ -450,30 +458,34 @@ _CODES = [
     CodeInfo(Code.K001, ERROR, "kernels miss a claimed architecture",
          "One container (one translation unit, which the runtime registers on its own) lacks code "
          "for a claimed architecture that the library as a whole has: its kernels fail there "
-         "with 'no kernel image'. A library-wide union hides this.",
-         "Build every object of the library with the same architecture list.",
-         "libfoo.so: 1 kernel (mul) carries code only for sm_80; fails on sm_90 (claimed)"),
+         "with 'no kernel image' (209). A library-wide union hides this.",
+         "The project's own code: build every object of the library with the claim's architectures, or, "
+         "where the host code never launches these kernels there, record that gate with the "
+         "[[tool.archaudit.library]] entry the message ends with. A vendor library: nothing to rebuild.",
+         "libfoo.so: 1 kernel fails on 9.0 (claimed): its container lacks it. Fix: build for sm_90, or "
+         "record its gate: [[tool.archaudit.library]] path = \"libfoo.so\" arch = \"80\" reason = "
+         "\"<file:line>\". They carry only sm_80: 1 kernel (mul)"),
     CodeInfo(Code.K002, INFO, "specialised kernels",
-         "A container carries only arch-specific ('a') or family ('f') code: its kernels serve only "
-         "those GPUs, by design. Under --strict-kernels it is judged like any other.",
-         "Nothing, if its kernels are dispatched only on those GPUs.",
-         "libfoo.so: 3 kernels are specialised for sm_90a"),
+         "A kernel's code is all arch-specific ('a') or family ('f') code, and it cannot be meant for "
+         "the GPU it misses: its name excludes that GPU (data/names.json), or no generic code of the "
+         "library runs there. A generic kernel beside generic code that runs on the GPU is K001. Under "
+         "--strict-kernels containers are judged whole.",
+         "Nothing: the host must launch these kernels only on the GPUs their code serves.",
+         "libfoo.so: 1 kernel not meant for 8.0 (claimed), as designed: all their code is arch-specific "
+         "or family code (sm_90a), and their names say so or no generic code of the library runs there"),
     CodeInfo(Code.K003, INFO, "kernels dispatched by architecture",
-         "Kernels of one container that a claimed GPU cannot launch from it, where the binary shows it "
-         "is by design for each kernel: the library's own bytes carry a sourced statement that its host "
-         "code never launches kernels of that name below a newer architecture (data/vendor.json "
-         "statements: NCCL's 'FP8 reduction support begins with sm90 capable devices.' for its fp8 "
-         "kernels), its own name names the architecture its code there is for, and "
-         "that code is for nothing else (sm80_xmma_* with only sm_80 code, volta_*, cutlass_80_*; CCCL's "
-         "namespaces such as CUB_200800_SM_500_520 list every architecture of the translation unit and "
-         "are no such name), or the kernel was compiled out of its own container's code for that GPU "
-         "(the same translation unit was built for it, so the source left the kernel out there, as a "
-         "__CUDA_ARCH__ guard does). Nothing about a neighbouring kernel excuses a gap. The library's host "
-         "code must not launch them there; archaudit cannot see host code. Under --strict-kernels "
-         "containers are judged whole instead.",
-         "Nothing, if the library picks its kernels by architecture at run time.",
-         "libcudnn_cnn.so.9: 212 kernels (sm80_xmma_fprop, ...) carry code only for sm_80, not for sm_90: "
-         "each one's own name names the architecture its code is for, and its code is for nothing else"),
+         "A claimed GPU cannot launch a kernel from its own container, and the binary shows the kernel "
+         "is not meant for that GPU: a sourced string in the library's own bytes says its host code "
+         "launches it only from a newer architecture (data/vendor.json statements); its name, read by "
+         "its author's convention (data/names.json: CUTLASS ArchTags, SM80_* atoms, sm80_xmma_*, "
+         "generation words all mean 'this or newer'), names only newer architectures than the GPU; or "
+         "the code the GPU runs from that container was compiled for that GPU itself (or is newer than "
+         "all code that carries the kernel) and the source left the kernel out (a __CUDA_ARCH__ "
+         "guard). A name never excuses a GPU at or above what it names, and a kernel missing from PTX "
+         "a newer GPU JIT-compiles is a gap there.",
+         "Nothing: the host must not launch these kernels there; archaudit cannot see host code.",
+         "libfoo.so: 1 kernel not meant for 7.5 (claimed), as designed: their names mean 8.0 or newer "
+         "(CUTLASS ArchTag, data/names.json), and their code is for no older GPU (only sm_80)"),
     CodeInfo(Code.K004, ERROR, "kernels carried for a GPU only by another container",
          "A container's kernels lack code for a claimed GPU, and only another container of the library "
          "carries kernels of the same names for it. The runtime launches each container's kernels from "
@@ -482,11 +494,13 @@ _CODES = [
          "onnxruntime's 4-bit GEMM kernels in their own sm_80 translation unit, or curand's "
          "single-architecture containers, are dispatched; a template instantiated in two objects built "
          "for different lists is not.",
-         "Build every object with the claim's architectures; if the host does pick the container by "
-         "architecture, record it: [[tool.archaudit.ignore-library]] code = \"K004\", library = the library, "
-         "reason = where the project documents the dispatch.",
-         "libx.so: 1 kernel (axpy) of container 0x1a40 (.nv_fatbin) carry code only for sm_80; on sm_90 "
-         "(claimed) only container 0x3b80 (.nv_fatbin) carries kernels of the same names"),
+         "The project's own code: build every object with the claim's architectures, or, where the "
+         "host picks the container by architecture, record that dispatch with the ignore-library entry "
+         "the message ends with. A vendor library: nothing to rebuild.",
+         "libx.so: 1 kernel fails on 9.0 unless the host picks another container there. Fix: build for "
+         "sm_90 or record: [[tool.archaudit.ignore-library]] code = \"K004\" library = \"libx.so\" reason = "
+         "\"<file:line>\". .nv_fatbin[1] (claimed 90) carries only sm_80; only .nv_fatbin[2] carries the "
+         "same names"),
     CodeInfo(Code.K005, INFO, "kernels dispatched by their vendor",
          "Kernels of a vendor library (data/vendor.json: its file name and a string of its own bytes "
          "identify it, the CUDA major that built it and its version choose the row) have no code for a "

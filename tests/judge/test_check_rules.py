@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -40,8 +41,8 @@ def test_example_wheel_shows_the_pass_line_and_the_failure_line(capsys):
     text = capsys.readouterr().out
     assert rc == 1
     assert "gpu_example/libkernels.so" in text and "✓ 80 90" in text
-    assert ("✗ G001 gpu_example/libshim.so has no code for 90 (claimed: 80, 90, from --arch): it carries "
-            "code only for sm_80; 1 kernel (mul) would fail there with 'no kernel image is available'") in text
+    assert ("✗ G001 gpu_example/libshim.so has no code for 9.0 (claimed). Fix: build for sm_90, or record its "
+            "gate: [[tool.archaudit.library]] path = \"libshim.so\" arch = \"80\" reason = \"<file:line>\"") in text
 
 
 def test_example_wheel_passes_when_the_claim_is_what_it_carries(capsys):
@@ -57,7 +58,8 @@ def test_library_union_passes_but_a_kernel_fails(capsys):
     assert "G001" not in codes(rep)  # the library as a whole carries sm_90
     (k,) = findings(rep, "K001")
     assert [n[:6] for n in k["data"]["kernels"]] == ["_Z3mul"] and k["data"]["fails"] == ["90"]
-    assert "1 kernel (mul) carry code only for sm_80; they fail on sm_90 (claimed)" in k["message"]
+    assert k["message"].startswith("lib_multiobj.so: 1 kernel fails on 9.0 (claimed): its container "
+                                   "lacks it. Fix: build for sm_90") and k["message"].endswith("1 kernel (mul)")
 
 
 def test_rdc_library_fails_per_kernel_too(capsys):
@@ -90,7 +92,7 @@ def test_kernels_are_named_in_the_one_pass(capsys):
     read, and the same facts give the same verdict under every --detail."""
     rc = main(["check", "-q", "--no-config", "-v", lib("lib_multiobj.so"), "--arch", "80,90"])
     out = capsys.readouterr().out
-    assert rc == 1 and "1 kernel (mul) carry code only for sm_80" in out
+    assert rc == 1 and "They carry only sm_80: 1 kernel (mul)" in out
     assert "second pass" not in out
     for detail in ("libraries", "containers", "kernels"):
         assert main(["check", "-q", "--no-config", "--detail", detail, lib("lib_multiobj.so"),
@@ -521,10 +523,160 @@ def test_a_ptx_floor_is_the_floor_of_the_kernels_that_reach_a_gpu_only_through_i
            "driver >= 615.71.09)" in g["message"]
 
 
-def test_a_kernel_named_for_another_architecture_sets_no_ptx_floor(capsys):
-    """The same build with the kernel named sm80_tail_kernel: its name says it is for 8.0, so its
-    ISA 9.4 PTX sets no floor on 9.0 (K003's evidence): 580.65.06 passes."""
-    rc, rep = run(capsys, lib("lib_ptx94_named.so"), "--arch", "80;90", "--driver", "580.65.06")
-    (d,) = findings(rep, "D002")
-    assert rc == 0 and d["data"]["gpus"] == {"80": "580.65.06", "90": "580.65.06"}
-    assert d["data"]["all_code_driver"] == "615.71.09" and "the floor a release publishes" in d["message"]
+def test_a_kernel_named_for_an_older_architecture_still_sets_its_ptx_floor(capsys):
+    """The same build with the kernel named sm80_tail_kernel: NVIDIA's sm80_* means "8.0 or newer"
+    (data/names.json), so 9.0 may launch it, through its ISA 9.4 PTX: D001 names it, as it names
+    late_fill; 615.71.09 passes."""
+    fixture = lib("lib_ptx94_named.so")
+    rc, rep = run(capsys, fixture, "--arch", "80;90", "--driver", "580.65.06")
+    (d,) = findings(rep, "D001")
+    assert rc == 1 and d["data"]["gpus"] == ["90"] and d["data"]["kernels"] == ["_Z16sm80_tail_kernelPfi"]
+    assert run(capsys, fixture, "--arch", "80;90", "--driver", "615.71.09")[0] == 0
+
+
+# ---- excuses that hold only where they hold on the GPU (issue 35 item 3) ----
+# Each counter-example was measured on an H100 (driver 580.159.04, nvcc 13.0 build): see
+# tests/fixtures/cuda/README.md.
+
+
+def test_a_cutlass_arch_tag_means_this_architecture_or_newer(capsys):
+    """GemmKernel<cutlass::arch::Sm80> built for sm_80 only, beside axpy for 75;80;90. CUTLASS's
+    ArchTag is kMinComputeCapability 80: on 9.0 the kernel is meant and missing (209 on an H100),
+    so K001 and exit 1; on 7.5 the name excludes the GPU (K003 named, exit 0)."""
+    fixture = lib("lib_archtag_sm80.so")
+    rc, rep = run(capsys, fixture, "--arch", "80;90")
+    (k,) = findings(rep, "K001")
+    assert rc == 1 and k["data"]["kernels"] == ["_Z10GemmKernelIN7cutlass4arch4Sm80EEvPfi"]
+    assert k["data"]["fails"] == ["90"] and not findings(rep, "K003")
+    rc, rep = run(capsys, fixture, "--gpu", "H100")
+    assert rc == 1 and findings(rep, "G009")
+    rc, rep = run(capsys, fixture, "--arch", "75;80")
+    (k,) = findings(rep, "K003")
+    assert rc == 0 and k["data"]["reason"] == "named" and k["data"]["fails"] == ["75"]
+
+
+def test_a_kernel_compiled_out_of_the_ptx_a_newer_gpu_jit_compiles_fails_there(capsys):
+    """bf16_scale under __CUDA_ARCH__ >= 800, built 7.5+PTX;8.0. 9.0 JIT-compiles the compute_75
+    PTX, which lacks it (500 on an H100): a gap on 9.0 although sm_80 code carries it. 7.5 runs its
+    own sm_75 code, from which the source left it out by design (K003 compiled-out); 8.6 runs the
+    sm_80 SASS that carries it."""
+    fixture = lib("lib_guard_75ptx_80.so")
+    rc, rep = run(capsys, fixture, "--arch", "7.5+PTX;8.0", "--gpu", "H100")
+    (g,) = findings(rep, "G009")
+    assert rc == 1 and "bf16_scale" in g["message"]
+    rc, rep = run(capsys, fixture, "--arch", "75;80;90")
+    (k,) = findings(rep, "K001")
+    assert rc == 1 and k["data"]["kernels"] == ["_Z10bf16_scaleP13__nv_bfloat16i"] and k["data"]["fails"] == ["90"]
+    rc, rep = run(capsys, fixture, "--arch", "75;80;86")
+    (k,) = findings(rep, "K003")
+    assert rc == 0 and k["data"]["reason"] == "compiled-out" and k["data"]["fails"] == ["75"]
+
+
+def test_a_generic_kernel_left_in_arch_specific_code_fails_where_generic_code_runs(capsys):
+    """zero_fill in a TU built only for sm_100a, beside axpy for 90;100: generic code runs on 9.0,
+    and the kernel's name names no architecture, so its container's target excuses nothing there
+    (209 on an H100): K001, G009 with --gpu H100. Named sm100_zero_fill, it is for 10.0 and newer:
+    K002, exit 0."""
+    rc, rep = run(capsys, lib("lib_zero_fill_100a.so"), "--arch", "90;100")
+    (k,) = findings(rep, "K001")
+    assert rc == 1 and k["data"]["kernels"] == ["_Z9zero_fillPfi"] and k["data"]["fails"] == ["90"]
+    assert not findings(rep, "K002")
+    rc, rep = run(capsys, lib("lib_zero_fill_100a.so"), "--gpu", "H100")
+    assert rc == 1 and findings(rep, "G009")
+    rc, rep = run(capsys, lib("lib_sm100_zero_fill_100a.so"), "--arch", "90;100")
+    (k,) = findings(rep, "K002")
+    assert rc == 0 and k["data"]["kernels"] == ["_Z15sm100_zero_fillPfi"]
+
+
+# ---- the project's own dispatch, recorded where it lives (issue 35 item 2) ----
+
+ENTRY = re.compile(r'(\[\[tool\.archaudit\.(?:library|ignore-library)\]\]) (.*?reason = "<file:line>")')
+
+
+def _entry_toml(message: str) -> str:
+    """The entry a finding's message ends its fix with, as pyproject.toml lines."""
+    m = ENTRY.search(message[:240])
+    assert m, f"no entry in the first 240 characters: {message}"
+    header, body = m.groups()
+    keys = re.findall(r'(\w+) = ("[^"]*")', body)
+    return header + "\n" + "".join(f"{k} = {v}\n" for k, v in keys)
+
+
+@pytest.mark.parametrize(("fixture", "args", "code"), [
+    ("lib_sm80.so", ("--arch", "80;90"), "G001"),
+    ("lib_multiobj.so", ("--arch", "80;90"), "K001"),
+    ("lib_axpy_narrow_first.so", ("--arch", "80;90"), "K004"),
+    ("lib_zero_fill_100a.so", ("--gpu", "H100"), "G009"),
+    ("lib_guard_75ptx_80.so", ("--arch", "75;80;90"), "K001"),
+])
+def test_a_failure_a_record_resolves_ends_with_the_entry_to_write(capsys, tmp_path, fixture, args, code):
+    """G001, K001, K004 and G009 end, within their first 240 characters, with the exact entry that
+    records the host's gate (or dispatch); written into pyproject.toml it resolves the finding."""
+    rc, rep = run(capsys, lib(fixture), *args)
+    (f,) = findings(rep, code)
+    assert rc == 1 and f["message"].index("Fix: ") < 240
+    (tmp_path / "pyproject.toml").write_text("[tool.archaudit]\n" + _entry_toml(f["message"]).replace(
+        "<file:line>", "the host's gate"), encoding="utf-8")
+    rc = main(["check", "-q", "--format", "json", "--config", str(tmp_path / "pyproject.toml"), lib(fixture), *args])
+    rep = json.loads(capsys.readouterr().out)
+    assert not findings(rep, code) and rc == 0, codes(rep)
+
+
+def test_a_library_claim_judges_that_library_by_its_own_architectures(capsys, tmp_path):
+    """[[tool.archaudit.library]]: lib_sm80.so is judged by "80", and the report names the entry as
+    its claim's source; another library keeps the wheel's claim."""
+    toml = tmp_path / "pyproject.toml"
+    toml.write_text('[tool.archaudit]\n[[tool.archaudit.library]]\npath = "lib_sm80.so"\narch = "80"\n'
+                    'reason = "ops.py:12 loads it only on 8.x"\n', encoding="utf-8")
+    rc = main(["check", "-q", "--format", "json", "--config", str(toml), lib("lib_sm80.so"), lib("lib_sm75.so"),
+               "--arch", "80;90"])
+    rep = json.loads(capsys.readouterr().out)
+    assert rc == 1 and [f["subject"] for f in findings(rep, "G001")] == ["lib_sm75.so"]
+
+
+def test_a_library_group_is_met_where_some_member_runs_the_gpu(capsys, tmp_path):
+    """Alternative libraries of which the host loads one (bitsandbytes' per-CUDA-release libraries):
+    sm_75-only and sm_80-only members together meet "75;80"; nothing runs 9.0, so "75;80;90" fails."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    shutil.copy(lib("lib_sm75.so"), pkg / "libk_cuda11.so")
+    shutil.copy(lib("lib_sm80.so"), pkg / "libk_cuda12.so")
+    toml = tmp_path / "pyproject.toml"
+    toml.write_text('[tool.archaudit]\n[[tool.archaudit.library-group]]\npaths = ["libk_cuda*.so"]\n'
+                    'reason = "loader.py picks the library of the CUDA release it finds"\n', encoding="utf-8")
+    rc = main(["check", "-q", "--format", "json", "--config", str(toml), str(pkg), "--arch", "75;80"])
+    rep = json.loads(capsys.readouterr().out)
+    assert rc == 0 and not findings(rep, "G001")
+    assert len(rep["suppressed"]) == 2
+    assert all("library-group libk_cuda*.so" in s["suppressed_by"] for s in rep["suppressed"])
+    rc = main(["check", "-q", "--format", "json", "--config", str(toml), str(pkg), "--arch", "75;80;90"])
+    rep = json.loads(capsys.readouterr().out)
+    assert rc == 1 and len(findings(rep, "G001")) == 2
+
+
+# ---- findings one can act on (issue 39): verdict and fix in the first 240 characters ----
+
+LINE = 240
+FIX_ENDS = {  # where each code's fix ends: the entry it writes, or its advice
+    "G001": 'reason = "<file:line>"', "K001": 'reason = "<file:line>"', "K004": 'reason = "<file:line>"',
+    "G009": 'reason = "<file:line>"', "C001": "H100)",
+}
+VERDICT = {"K002": "as designed", "K003": "as designed"}
+
+
+@pytest.mark.parametrize("args", [
+    ("lib_sm80.so", "--arch", "80;90"), ("lib_multiobj.so", "--arch", "80;90"),
+    ("lib_axpy_narrow_first.so", "--arch", "80;90"), ("lib_zero_fill_100a.so", "--gpu", "H100"),
+    ("lib_sm100_zero_fill_100a.so", "--arch", "90;100"), ("lib_archtag_sm80.so", "--arch", "75;80"),
+    ("lib_guard_75ptx_80.so", "--arch", "75;80;90"), ("lib_sm100_zero_fill_100a.so",),
+    ("lib_dispatch.so", "--arch", "80;90"), ("lib_thrust_layernorm.so", "--arch", "80;90"),
+])
+def test_verdict_and_fix_fit_in_the_first_240_characters(capsys, args):
+    """Every G001, K001, K004, G009 and C001 says which claimed GPU fails and its fix (K002/K003:
+    which GPU and that it is by design) before the 240th character; examples come after."""
+    rc, rep = run(capsys, lib(args[0]), *args[1:])
+    seen = [f for t in rep["targets"] for f in t["findings"] if f["code"] in FIX_ENDS or f["code"] in VERDICT]
+    assert seen
+    for f in seen:
+        end = FIX_ENDS.get(f["code"]) or VERDICT[f["code"]]
+        assert end in f["message"] and f["message"].index(end) + len(end) <= LINE, f["message"]

@@ -9,9 +9,11 @@ kernel gaps and the driver floors must be the same.
 
 from __future__ import annotations
 
+import json
 import re
 from collections import defaultdict
 from collections.abc import Callable
+from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -54,29 +56,33 @@ def reference_needed(units: list[facts.Unit], choices: list[Choice],
 
 def reference_excused(f: LibraryFacts, gpu: CC) -> Callable[[facts.Unit, str], bool]:
     """K003's evidence about a kernel of a unit on ``gpu``, formulated directly: a statement speaks
-    for it, or its name names architectures (not ``gpu``) and its code in the unit is for exactly
-    those, or is all for newer ones than ``gpu``."""
+    for it, or its name (each convention "this or newer") names only architectures newer than
+    ``gpu`` and its code in the unit is for none older than the oldest of them."""
     def excused(u: facts.Unit, k: str) -> bool:
         if any(s.excuses(k, gpu) for s in f.statements):
             return True
         named = reference_named(k)
         archs = [facts.arch.canonical_cc(c.effective.cc) for c in u.codes if k in (c.entry.kernels or ())]
-        return bool(named) and gpu not in named and (all(a in named for a in archs)
-                                                     or (gpu < min(named) and all(a >= min(named) for a in archs)))
+        return bool(named) and gpu < min(named) and all(a >= min(named) for a in archs)
     return excused
 
 
+NAMES = json.loads(resources.files("archaudit").joinpath("data", "names.json").read_text("utf-8"))
+
+
 def reference_named(kernel: str) -> tuple[CC, ...]:
-    """named_architectures without its substring shortcut: both patterns on every name."""
-    words = "|".join(facts._GENERATIONS)
-    kernel = re.sub(r"(?:cub|thrust)_\d+(?:_sm)?(?:_\d+)+(?:_ns)?", "_", kernel, flags=re.I)  # TU's list
+    """named_architectures without its substring shortcut: every row of data/names.json, in order,
+    case-insensitive, on every name."""
+    kernel = re.sub(NAMES["cccl_namespace"], "_", kernel, flags=re.I)  # the TU's list
     out: list[CC] = []
-    for m in re.finditer(r"(?:^|[^a-z])(?:sm_?|cutlass_|cutlass3x_sm)(\d{2,3})(?:[af])?(?![0-9])", kernel, re.I):
-        n = int(m.group(1))
-        if n >= 20:
-            out.append(facts.arch.canonical_cc((n // 10, n % 10)))
-    for m in re.finditer(r"(?:^|[^a-z])(" + words + r")(?![a-z])", kernel, re.I):
-        out.extend(facts._GENERATIONS[m.group(1).lower()])
+    for row in NAMES["conventions"].values():
+        for m in re.finditer(row["pattern"], kernel, re.I):
+            if "ccs" in row:
+                out.extend(tuple(int(p) for p in c.split(".")) for c in row["ccs"])  # type: ignore[misc]
+                continue
+            n = int(m.group(1))
+            if n >= 20:
+                out.append(facts.arch.canonical_cc((n // 10, n % 10)))
     return tuple(dict.fromkeys(out))
 
 
@@ -253,7 +259,8 @@ def test_a_kernel_run_natively_elsewhere_keeps_a_jit_only_unit_unused():
     assert on80.floor is not None and "PTX" not in on80.floor.evidence
 
 
-NAME_PIECES = ("sm", "SM", "Sm_", "_", "8", "0", "9", "1", "a", "f", "cutlass", "Cutlass3x_sm", "volta",
+NAME_PIECES = ("sm", "SM", "Sm_", "_", "8", "0", "9", "1", "a", "f", "cutlass", "Cutlass3x_sm", "volta", "4arch",
+               "arch::",
                "Ampere", "xturing", "hopperx", "blackwell", "kepler", "\u017fm", "\u212aepler", "x", "N5", "::",
                "CUB_", "thrust_", "300001", "_SM_", "_NS", "cub_2_")
 
@@ -269,6 +276,9 @@ def test_named_architectures_is_the_patterns_on_every_name(name):
 @pytest.mark.parametrize("name, expected", [
     ("sm80_xmma_gemm", ((8, 0),)), ("volta_sgemm", ((7, 0), (7, 2))), ("_Z4axpyfPKfPfi", ()),
     ("cutlass_80_tensorop", ((8, 0),)), ("xsm80", ()), ("sm_90a_kernel", ((9, 0),)), ("sm_1000", ()),
+    ("_Z10GemmKernelIN7cutlass4arch4Sm80EEvPfi", ((8, 0),)),
+    ("_ZN4cute30SM80_16x8x16_F32F16F16F32_TN3fmaEv", ((8, 0),)),
+    ("ampere_sgemm_128x64_nn", ((8, 0), (8, 6), (8, 7))),
     ("_ZN3cub20CUB_300001_SM_800_900E11EmptyKernelIvEEvv", ()), ("_ZN3cub21CUB_200800_SM_500_5206kernelEv", ()),
     ("_ZN6thrust20THRUST_200302_800_NS8cuda_cub4core8_kernelEv", ()),
     ("_ZN3cub20CUB_300001_SM_800_900E13sm90_xmma_gemmEv", ((9, 0),)),
@@ -333,14 +343,22 @@ def test_ptx_the_driver_cannot_compile_on_a_retired_gpu_fails_even_when_named():
     assert (gap.verdict, gap.fails) == ("fails", ("35",))
 
 
-def test_kernels_of_family_code_alone_are_specialised():
-    """A kernel whose only code is sm_100f serves the 10.x family by design (K002), not K001."""
-    lib = Library("libx.so", 1, "elf", (sass_box("sm_100f", "_Z1fv"),
-                                        Container("nvidia", EXECUTABLE, ".nv_fatbin", 0, 0,
-                                                  sass_box("sm_80", "_Z1kv").entries
-                                                  + sass_box("sm_100", "_Z1kv").entries)))
-    f = library_facts(lib, parse_claim("80;100", "--arch"), Policy())
-    assert [(g.verdict, g.name, g.fails) for g in f.kernel_gaps] == [("specialised", "_Z1fv", ("80",))]
+def test_a_generic_kernel_of_family_code_beside_generic_code_is_no_design():
+    """A kernel whose only code is sm_100f, beside generic code that runs on 8.0: its name names
+    nothing, so it may be meant for 8.0 too and its container's target excuses nothing there
+    (K001; zero_fill for sm_100a beside code for 9.0 gives 209 on an H100). Named for 10.0, it is
+    specialised by design (K002)."""
+    def facts_of(name: str) -> LibraryFacts:
+        lib = Library("libx.so", 1, "elf", (sass_box("sm_100f", name),
+                                            Container("nvidia", EXECUTABLE, ".nv_fatbin", 0, 0,
+                                                      sass_box("sm_80", "_Z1kv").entries
+                                                      + sass_box("sm_100", "_Z1kv").entries)))
+        return library_facts(lib, parse_claim("80;100", "--arch"), Policy())
+    f = facts_of("_Z1fv")
+    assert [(g.verdict, g.name, g.fails) for g in f.kernel_gaps] == [("fails", "_Z1fv", ("80",))]
+    assert len(rules.rule_k001(f)) == 1 and rules.rule_k002(f) == []
+    f = facts_of("sm100_fill")
+    assert [(g.verdict, g.name, g.fails) for g in f.kernel_gaps] == [("specialised", "sm100_fill", ("80",))]
     assert rules.rule_k001(f) == [] and len(rules.rule_k002(f)) == 1
 
 

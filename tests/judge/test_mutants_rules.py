@@ -40,7 +40,7 @@ def test_g012_sass_built_by_the_generations_last_toolkit_still_runs():
 def test_on_gpu_judges_with_the_policy_it_is_given():
     """smoke asks on_gpu with the run's policy: under --strict-kernels a kernel that carries only
     sm_90a code cannot run on an A100, and the answer must say so (G009), not the default's G008."""
-    hopper = lib(box(sass("sm_80", "_Z1kv"), sass("sm_90", "_Z1kv")), box(sass("sm_90a", "_Z6hopperv")))
+    hopper = lib(box(sass("sm_80", "_Z1kv"), sass("sm_90", "_Z1kv")), box(sass("sm_90a", "_Z11sm90_hopperv")))
     assert on_gpu(hopper, "A100", (8, 0)).code == "G008"
     strict = on_gpu(hopper, "A100", (8, 0), Policy(strict_kernels=True))
     assert strict is not None and strict.code == "G009" and "sm_90a" in strict.message
@@ -88,8 +88,8 @@ def test_every_finding_names_the_library_or_target_it_is_about():
                lib(box(stub, role=DEVICE_LINK), path="s.so"), lib(box(sass("sm_80"), role=RELOCATABLE), path="r.so"),
                lib(box(sass("sm_90a")), path="h.so"),
                arch="80;90", exact=True, require_ptx="newest", driver="418.67", gpus=(("H100", (9, 0)),)),
-        report(lib(KERN, box(sass("sm_80", "_Z3mulv")), box(sass("sm_90a", "_Z6hopperv")), path=nested),
-               lib(KERN, box(sass("sm_80", "sm80_gemm")), path="d.so")),
+        report(lib(KERN, box(sass("sm_80", "_Z3mulv")), box(sass("sm_90a", "_Z11sm90_hopperv")), path=nested),
+               lib(KERN, box(sass("sm_90", "sm90_gemm")), path="d.so")),
         report(lib(box(sass("sm_35", toolkit=(12, 0))), needed=KEPLER_RUNTIME, path=nested,
                    problems=(Problem("E013", "bad", 0x40),), claims=("8.0",)), arch="35", gpus=(("K80", (3, 7)),)),
         report(lib(box(amd("gfx90a:xnack+"), role=HIP), needed=(), path=nested), arch="80",
@@ -246,8 +246,10 @@ def test_g003_and_g001_list_architectures_in_numeric_order():
     assert (g.get("extra"), g.message) == (["75", "100"], "libx.so carries 75, 100 which the claim does not list")
     (g,) = found(report(lib(box(sass("sm_80"), sass("sm_100"))), arch="80;90;100"), "G001")
     assert whole(g) == ("G001", ERROR, "libx.so",
-                        "libx.so has no code for 90 (claimed: 80, 90, 100, from --arch): it carries code only for "
-                        "sm_80, sm_100; 1 kernel (k) would fail there with 'no kernel image is available'",
+                        "libx.so has no code for 9.0 (claimed). Fix: build for sm_90, or record its gate: "
+                        "[[tool.archaudit.library]] path = \"libx.so\" arch = \"80;100\" reason = \"<file:line>\"; it "
+                        "carries code only for sm_80, sm_100 (claimed: 80, 90, 100, from --arch); 1 kernel (k) would "
+                        "fail there with 'no kernel image is available'",
                         {"claimed": ["80", "90", "100"], "claim_source": "--arch", "carried": ["sm_80", "sm_100"],
                          "missing": ["90"], "kernels": ["_Z1kv"]})
 
@@ -278,34 +280,53 @@ def test_k001_groups_kernels_and_unread_containers_largest_first():
     rep = report(lib(KERN, box(unread_sass("sm_80")), box(unread_sass("sm_80")),
                      box(sass("sm_80", "_Z1av", "_Z1bv")), box(sass("sm_80", "_Z1cv"))))
     assert [whole(f) for f in found(rep, "K001")] == [
-        ("K001", ERROR, "libx.so", "libx.so: 3 kernels (a, b, c) carry code only for sm_80; they fail on sm_90 "
-                                   "(claimed)",
+        ("K001", ERROR, "libx.so", "libx.so: 3 kernels fail on 9.0 (claimed): their container lacks it. Fix: build "
+                                   "for sm_90, or record its gate: [[tool.archaudit.library]] path = \"libx.so\" "
+                                   "arch = \"80\" reason = \"<file:line>\". They carry only sm_80: 3 kernels (a, b, c)",
          {"kernels": ["_Z1av", "_Z1bv", "_Z1cv"], "containers": 2, "carried": ["sm_80"], "fails": ["90"]}),
-        ("K001", ERROR, "libx.so", "libx.so: 2 containers without identifiable kernels carry code only for sm_80; "
-                                   "they fail on sm_90 (claimed)",
+        ("K001", ERROR, "libx.so", "libx.so: 2 containers without identifiable kernels fail on 9.0 (claimed): their "
+                                   "container lacks it. Fix: build for sm_90, or record its gate: "
+                                   "[[tool.archaudit.library]] path = \"libx.so\" arch = \"80\" reason = "
+                                   "\"<file:line>\". They carry only sm_80: 2 containers without identifiable kernels",
          {"kernels": [], "containers": 2, "carried": ["sm_80"], "fails": ["90"]}),
     ]
 
 
 def test_k003_compiled_out_names_the_code_the_gpus_do_get():
-    """onnxruntime: kernels absent from the compute_75 PTX their container gives 8.6, 8.9 and 9.0
-    through the JIT. The text says what those GPUs get, not that nothing is 'for' them."""
-    c = box(sass("sm_75", "_Z1av", "_Z1bv"), ptx("compute_75", "_Z1av"), sass("sm_80", "_Z1av", "_Z1bv"))
-    rep = report(lib(c), arch="75;80;86;90")
+    """A kernel absent from the sm_90 cubin of its own container, which 9.0 runs: the text says
+    which GPU, which code it runs and why that is by design."""
+    c = box(sass("sm_80", "_Z1av", "_Z1bv"), sass("sm_90", "_Z1av"))
+    rep = report(lib(c), arch="80;90")
     (k,) = found(rep, "K003")
     assert k.get("reason") == "compiled-out" and k.get("fails") == ["90"]
-    assert "give sm_90" in k.message and "compute_75 (JIT)" in k.message
+    assert "not meant for 9.0 (claimed), as designed: 9.0 runs sm_90 of their own container" in k.message
+
+
+def test_k001_a_kernel_missing_from_the_ptx_a_gpu_jit_compiles():
+    """onnxruntime's shape: a kernel absent from the compute_75 PTX its container gives 9.0
+    through the JIT, present in the sm_80 SASS: the source left it out of 7.5's code, not 9.0's
+    (a >= 8.0 guard passes on 9.0), so 9.0 fails it (lib_guard_75ptx_80.so: 500 on an H100)."""
+    c = box(sass("sm_75", "_Z1av"), ptx("compute_75", "_Z1av"), sass("sm_80", "_Z1av", "_Z1bv"))
+    rep = report(lib(c), arch="75;80;86;90")
+    (k,) = found(rep, "K001")
+    assert k.get("kernels") == ["_Z1bv"] and k.get("fails") == ["90"]
+    (k,) = found(rep, "K003")
+    assert k.get("reason") == "compiled-out" and k.get("fails") == ["75"]
 
 
 def test_k002_k003_name_what_the_kernels_carry():
-    rep = report(lib(KERN, box(sass("sm_90a", "_Z6hopperv")), box(sass("sm_80", "sm80_gemm"))))
+    rep = report(lib(box(sass("sm_75", "_Z4axpyv"), sass("sm_80", "_Z4axpyv"), sass("sm_90", "_Z4axpyv")),
+                     box(sass("sm_90a", "_Z11sm90_kernelv")), box(sass("sm_80", "sm80_gemm"))), arch="75;80;90")
     assert [whole(f) for f in rep.findings if f.code in ("K002", "K003")] == [
-        ("K002", INFO, "libx.so", "libx.so: 1 kernel (hopper) are specialised for sm_90a",
-         {"kernels": ["_Z6hopperv"], "carried": ["sm_90a"]}),
-        ("K003", INFO, "libx.so", "libx.so: 1 kernel (sm80_gemm) carry code only for sm_80, not for sm_90: each "
-                                  "one's own name names the architecture its code is for, and it has no code for "
-                                  "another one, nor for an older GPU",
-         {"kernels": ["sm80_gemm"], "carried": ["sm_80"], "fails": ["90"], "reason": "named"}),
+        ("K002", INFO, "libx.so", "libx.so: 1 kernel not meant for 7.5, 8.0 (claimed), as designed: all their code is "
+                                  "arch-specific or family code (sm_90a), and their names say so or no generic code "
+                                  "of the library runs there: 1 kernel (sm90_kernel)",
+         {"kernels": ["_Z11sm90_kernelv"], "carried": ["sm_90a"], "fails": ["75", "80"]}),
+        ("K003", INFO, "libx.so", "libx.so: 1 kernel not meant for 7.5 (claimed), as designed: their names mean 8.0 "
+                                  "or newer (architecture prefix (CuTe SM80_* atoms, cuBLAS/cuDNN sm80_xmma_*, "
+                                  "sm_90a_*), data/names.json), and their code is for no older GPU (only sm_80): "
+                                  "1 kernel (sm80_gemm)",
+         {"kernels": ["sm80_gemm"], "carried": ["sm_80"], "fails": ["75"], "reason": "named"}),
     ]
 
 
@@ -388,9 +409,9 @@ def test_g011_and_c001_for_amd_without_a_named_source():
                                              "carries AMD device code")
     rep = report(lib(box(amd("gfx90a"), amd("gfx942"), role=HIP), needed=()), arch=None)
     assert [whole(f) for f in found(rep, "C001")] == [
-        ("C001", ERROR, "libx.so", "libx.so carries AMD device code (gfx90a, gfx942) but no claimed gfx targets "
-                                   "reached the check: give the targets it was built for (--amd-arch "
-                                   "'gfx90a;gfx942'), or ask about your GPUs (--gpu MI300X)", {})]
+        ("C001", ERROR, "libx.so", "libx.so: no claimed gfx target reached the check. Fix: give its targets "
+                                   "(--amd-arch 'gfx90a;gfx942') or ask about a GPU (--gpu MI300X). It carries AMD "
+                                   "device code (gfx90a, gfx942)", {})]
 
 
 def test_g011_names_the_claim_without_code():

@@ -290,20 +290,39 @@ def test_k001_the_driver_picks_one_entry_per_container():
 
 
 def test_k002_specialised_kernels():
-    rep = report(lib(KERN, box(sass("sm_90a", "_Z6hopperv"))))
+    """A kernel whose code is all sm_90a, named for 9.0 (and newer): not meant for 8.0 (K002)."""
+    rep = report(lib(KERN, box(sass("sm_90a", "_Z11sm90_kernelv"))))
     (k,) = found(rep, "K002")
-    assert k.get("kernels") == ["_Z6hopperv"] and rep.exit_code == 0
+    assert k.get("kernels") == ["_Z11sm90_kernelv"] and rep.exit_code == 0
     assert found(report(lib(KERN)), "K002") == []
 
 
-@pytest.mark.parametrize(("name", "target"), [("sm80_xmma_gemm_f16", "sm_80"), ("volta_sgemm_128x64_nn", "sm_70"),
+def test_k001_a_generic_kernel_of_arch_specific_code_beside_generic_code():
+    """The same code with a name that names nothing: generic code of the library runs on 8.0, so
+    the kernel may be meant for 8.0 too; its container's target excuses nothing (zero_fill for
+    sm_100a beside code for 9.0 fails with 209 on an H100)."""
+    rep = report(lib(KERN, box(sass("sm_90a", "_Z6hopperv"))))
+    (k,) = found(rep, "K001")
+    assert k.get("kernels") == ["_Z6hopperv"] and k.get("fails") == ["80"] and rep.exit_code == 1
+    assert "K002" not in codes(rep)
+
+
+@pytest.mark.parametrize(("name", "target"), [("sm80_xmma_gemm_f16", "sm_80"), ("ampere_sgemm_128x64_nn", "sm_80"),
                                               ("cutlass_80_tensorop_s1688gemm", "sm_80"),
-                                              ("_ZN7cutlass6KernelINS_4arch4Sm80EEEvv", "sm_80")])
+                                              ("_ZN7cutlass6KernelINS_4arch4Sm80EEEvv", "sm_80"),
+                                              ("_ZN4cute30SM80_16x8x16_F32F16F16F32_TN3fmaEv", "sm_80")])
 def test_k003_kernels_named_for_an_architecture(name, target):
-    """The kernel's own name names the architecture its code is for (and only that)."""
-    rep = report(lib(KERN, box(sass(target, name))))
+    """The kernel's own name names the architecture its code is for, and its author's convention
+    means "this or newer": it excludes an older GPU (7.5), never a newer one (9.0: K001)."""
+    older = lib(box(sass("sm_75", "_Z4axpyv"), sass("sm_80", "_Z4axpyv"), sass("sm_90", "_Z4axpyv")),
+                box(sass(target, name)))
+    rep = report(older, arch="75;80")
     (k,) = found(rep, "K003")
-    assert k.get("reason") == "named" and k.get("kernels") == [name] and "K001" not in codes(rep)
+    assert k.get("reason") == "named" and k.get("kernels") == [name] and k.get("fails") == ["75"]
+    assert "K001" not in codes(rep) and rep.exit_code == 0
+    rep = report(older, arch="80;90")
+    (k,) = found(rep, "K001")
+    assert k.get("kernels") == [name] and k.get("fails") == ["90"] and rep.exit_code == 1 and "K003" not in codes(rep)
 
 
 def test_k003_kernel_compiled_out_of_its_own_container():
@@ -431,7 +450,7 @@ def test_k001_a_name_excuses_only_code_for_what_it_names():
 
 def test_k001_arch_specific_units_alone_are_no_dispatch_evidence():
     """sm_90a-only code shows the library checks the GPU before using that code, not any other."""
-    rep = report(lib(KERN, box(sass("sm_90a", "_Z6hopperv")), box(sass("sm_90", "_Z5splitv"))))
+    rep = report(lib(KERN, box(sass("sm_90a", "_Z11sm90_kernelv")), box(sass("sm_90", "_Z5splitv"))))
     (k,) = found(rep, "K001")
     assert k.get("kernels") == ["_Z5splitv"] and k.get("fails") == ["80"] and rep.exit_code == 1
 
@@ -467,17 +486,13 @@ def test_d001_names_the_kernels_a_ptx_floor_is_for():
     assert "1 more of those containers' kernels have native code there in another container" in d.message
 
 
-def test_d001_a_kernel_named_for_another_architecture_sets_no_ptx_floor():
-    """A kernel named for sm_90 whose only code on 10.0 is compute_90 PTX of ISA 9.4: its name says
-    it is not for 10.0 (K003's evidence), so its PTX sets no floor there; an unnamed one does."""
-    named = lib(box(sass("sm_100", "_Z1kv")),
-                box(sass("sm_90", "sm90_tail"), ptx("compute_90", "sm90_tail", isa=(9, 4))))
-    rep = report(named, arch="90;100", driver="580.65.06")
-    assert found(rep, "D001") == [] and found(rep, "D002")[0].get("gpus") == {"90": "580.65.06", "100": "580.65.06"}
-    plain = lib(box(sass("sm_100", "_Z1kv")),
-                box(sass("sm_90", "_Z4tailv"), ptx("compute_90", "_Z4tailv", isa=(9, 4))))
-    (d,) = found(report(plain, arch="90;100", driver="580.65.06"), "D001")
-    assert d.get("kernels") == ["_Z4tailv"] and d.get("gpus") == ["100"]
+def test_d001_a_name_sets_aside_no_ptx_floor_on_a_gpu_it_does_not_exclude():
+    """A kernel named for sm_90 whose only code on 10.0 is compute_90 PTX of ISA 9.4: sm90_* means
+    "9.0 or newer", so 10.0 may launch it and its PTX sets the floor there, as an unnamed one's does."""
+    for name in ("sm90_tail", "_Z4tailv"):
+        built = lib(box(sass("sm_100", "_Z1kv")), box(sass("sm_90", name), ptx("compute_90", name, isa=(9, 4))))
+        (d,) = found(report(built, arch="90;100", driver="580.65.06"), "D001")
+        assert d.get("kernels") == [name] and d.get("gpus") == ["100"]
 
 
 def test_d002_says_which_floor_a_release_publishes():
@@ -591,7 +606,7 @@ def test_g009_a_named_gpu_on_which_some_kernels_cannot_run():
     rep = report(tf, arch="80;90", gpus=(("RTX 5090", (12, 0)), ("H100", (9, 0))))
     assert {f.get("gpu"): f.code for f in rep.findings if f.code in ("G008", "G009")} == {
         "RTX 5090": "G009", "H100": "G008"}
-    assert "1 kernel in 1 container cannot run there" in found(rep, "G009")[0].message
+    assert "1 kernel cannot run there" in found(rep, "G009")[0].message
 
 
 def test_k001_ptx_the_driver_picks_and_cannot_compile_is_never_by_design():
@@ -699,8 +714,13 @@ def test_c001_not_for_amd_code_asked_about_by_gpu():
 
 
 def test_k002_an_unread_unit_of_ptx_whose_text_is_arch_specific():
+    """An unread unit of PTX whose text targets sm_90a: specialised where no generic code runs on
+    the GPU; beside generic code that runs there (KERN on 8.0) nothing shows it is not meant for
+    it, so it fails closed (K001)."""
     unread = Entry("nvidia", PTX, "compute_90", (9, 0), kernels=None, ptx_target="sm_90a")
     rep = report(lib(KERN, box(unread)))
+    assert found(rep, "K001") and "K002" not in codes(rep)
+    rep = report(lib(box(sass("sm_100a", "_Z1kv")), box(unread)), arch="90a;100a")
     assert found(rep, "K002") and "K001" not in codes(rep)
 
 

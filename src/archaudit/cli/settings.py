@@ -21,7 +21,7 @@ from ..gpus import amd as gfx, cuda as arch
 from ..gpus.catalog import is_gfx_name, resolve
 from ..gpus.drivers import driver_at_least
 from ..judge.filters import IgnoreRule, parse_patterns
-from ..judge.policy import DataMember, Policy
+from ..judge.policy import DataMember, LibraryClaim, LibraryGroup, Policy
 from ..read.fatbin import DEFAULT_MAX_PAYLOAD
 from .common import nonempty_targets
 
@@ -195,8 +195,23 @@ def policy(args: argparse.Namespace, cfg: Config, amd_claim: tuple[str, ...], am
         select=select, ignore=ignore, ignore_rules=tuple(rules),
         require_device_code=tuple(cfg.get("require-device-code", [])),
         data=tuple(DataMember(d["member"], d["reason"]) for d in cfg.get("data", [])),
+        library_claims=library_claims(cfg), library_groups=tuple(
+            LibraryGroup(tuple(g["paths"]), g["reason"]) for g in cfg.get("library-group", [])),
         amd_claim=amd_claim, amd_claim_source=amd_source, config=cfg.path,
     )
+
+
+def library_claims(cfg: Config) -> tuple[LibraryClaim, ...]:
+    """[[tool.archaudit.library]] entries, each claim parsed as the wheel's is (any spelling)."""
+    out = []
+    for entry in cfg.get("library", []):
+        raw = entry["arch"] if isinstance(entry["arch"], str) else ";".join(entry["arch"])
+        source = f"[tool.archaudit] library {entry['path']}"
+        try:
+            out.append(LibraryClaim(entry["path"], parse_claim(raw, source), entry["reason"]))
+        except ValueError as e:
+            raise UsageError(f"{cfg.path}: library {entry['path']!r}: {e}") from None
+    return tuple(out)
 
 
 def also_write(values: Sequence[str] | None, primary: Output) -> tuple[Output, ...]:

@@ -20,7 +20,7 @@ from ..gpus.selection import parse_target
 from ..model import DEVICE_LINK, PTX, RELOCATABLE, SASS, Coverage, Library, Status, TargetInventory
 from .facts import LibraryFacts, library_facts
 from .filters import IgnoreRule, Suppression, apply, stale_rules
-from .policy import Policy, for_target, package_name
+from .policy import LibraryGroup, Policy, for_target, library_claim, package_name
 from .rules import TargetFacts, amd_missing, demangle, finding, judge_library_rules, judge_target_rules
 
 SCHEMA_VERSION = 2  # 2: a finding may stand for many (count, examples)
@@ -68,6 +68,8 @@ class TargetReport:
     bytes_read: int
     seconds: float
     inventory: TargetInventory = field(repr=False, compare=False, default=None)  # type: ignore[assignment]
+    # findings a [[tool.archaudit.library-group]] set aside: another member of the group runs the GPU
+    grouped: tuple[Suppression, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,8 +176,10 @@ def judge(inv: TargetInventory, claim: Claim | None, policy: Policy) -> TargetRe
     embedded, bad = _embedded_claim(inv)
     judged_by = claim if claim is not None else embedded
     package = arch.package_cuda(package_name(inv.target, inv.distribution))
-    facts = tuple(library_facts(lib, judged_by, policy, package) for lib in inv.libraries)
+    facts = tuple(library_facts(lib, _claim_of(lib.path, judged_by, policy), policy, package)
+                  for lib in inv.libraries)
     per_library = [judge_library_rules(f) for f in facts]
+    per_library, grouped = _set_aside_by_groups(facts, per_library, policy, inv.target)
     target = TargetFacts(inv, judged_by, embedded, bad, policy, facts)
     wide = judge_target_rules(target)
     paths = {lib.path: i for i, lib in enumerate(inv.libraries)}
@@ -194,7 +198,80 @@ def judge(inv: TargetInventory, claim: Claim | None, policy: Policy) -> TargetRe
     verdicts = tuple(_verdict(f, found) for f, found in zip(facts, per_library))
     findings = head + [x for found in per_library for x in found] + tail
     return TargetReport(inv.target, inv.kind, inv.distribution, target.gpu_wheel, judged_by, verdicts,
-                        tuple(findings), inv.unusable, inv.bytes_read, inv.seconds, inv)
+                        tuple(findings), inv.unusable, inv.bytes_read, inv.seconds, inv, grouped)
+
+
+def _claim_of(path: str, claim: Claim | None, policy: Policy) -> Claim | None:
+    """The claim a library is judged by: its [[tool.archaudit.library]] entry's, else the wheel's."""
+    own = library_claim(policy, path)
+    return own.claim if own is not None else claim
+
+
+# The failures a recorded choice between alternative libraries resolves, and the data key that
+# names the GPUs each one is about.
+_GROUPED = {Code.G001: "missing", Code.K001: "fails", Code.K004: "fails", Code.G009: "gpu"}
+
+
+def _runs_clean(f: LibraryFacts, cc: tuple[int, int]) -> bool:
+    """Whether a GPU runs a library with no failing kernel: some unit runs there, and no kernel
+    gap on it is a failure (K001/K004)."""
+    if cc not in f.paths or f.paths[cc].runs == "none":
+        return False
+    return not any(g.verdict in ("fails", "elsewhere") for g in f.kernel_gaps_on(cc))
+
+
+def _finding_gpus(x: Finding, policy: Policy) -> list[tuple[int, int]] | None:
+    """The NVIDIA GPUs a G001/K001/K004/G009 finding is about, or None when it names another kind."""
+    key = _GROUPED.get(x.code)
+    value = x.get(key) if key is not None else None
+    if key == "gpu":
+        named = [cc for name, cc in policy.gpus if name == value]
+        return named or None
+    if not isinstance(value, list) or x.get("vendor") == "amd":
+        return None
+    try:
+        return [parse_target(v if v.startswith(("sm_", "compute_")) else f"sm_{v}").cc for v in value]
+    except ValueError:
+        return None
+
+
+def _set_aside_by_groups(facts: tuple[LibraryFacts, ...], per_library: list[list[Finding]], policy: Policy,
+                         target: str) -> tuple[list[list[Finding]], tuple[Suppression, ...]]:
+    """Findings of a library-group member about GPUs another member of its group runs cleanly:
+    the host loads one member, so the claim is met there (bitsandbytes loads the library of the
+    CUDA release it finds). Each is kept as a suppression naming the group and the member that
+    runs the GPU; a GPU no member runs keeps every finding (fail closed)."""
+    if not policy.library_groups:
+        return per_library, ()
+    out = [list(found) for found in per_library]
+    aside: list[Suppression] = []
+    for group in policy.library_groups:
+        members = [i for i, f in enumerate(facts) if group.matches(f.path)]
+        for i in members:
+            kept = []
+            for x in out[i]:
+                runner = _other_runner(facts, members, i, _finding_gpus(x, policy))
+                if runner is None:
+                    kept.append(x)
+                else:
+                    aside.append(Suppression(x, f"{_describe(group)}: {runner} runs it", target))
+            out[i] = kept
+    return out, tuple(aside)
+
+
+def _other_runner(facts: tuple[LibraryFacts, ...], members: list[int], me: int,
+                  gpus: list[tuple[int, int]] | None) -> str | None:
+    """A member of the group other than ``me`` that runs every one of ``gpus`` cleanly (its path)."""
+    if not gpus:
+        return None
+    for j in members:
+        if j != me and all(_runs_clean(facts[j], cc) for cc in gpus):
+            return facts[j].path
+    return None
+
+
+def _describe(group: LibraryGroup) -> str:
+    return group.describe()
 
 
 def apply_filters(report: Report) -> Report:
@@ -206,6 +283,7 @@ def apply_filters(report: Report) -> Report:
     for t in report.targets:
         result = apply(t.findings, policy.select, policy.ignore, policy.ignore_rules, t.target)
         used |= result.used
+        suppressed += t.grouped
         suppressed += result.suppressed
         targets.append(replace(t, findings=result.kept))
     stale = stale_rules(policy.ignore_rules, frozenset(used), targets[0].target) if targets else ()

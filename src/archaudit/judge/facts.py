@@ -11,11 +11,10 @@ Pure: no file is read.
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from functools import cache, cached_property, lru_cache
+from functools import cached_property, lru_cache
 from typing import Literal
 
 from ..claims import Claim
@@ -23,6 +22,7 @@ from ..gpus import cuda as arch, rocm, vendor as vendors
 from ..gpus.cuda import CC, label
 from ..gpus.selection import NOTHING, Choice, NvCode, Runs, choose, nv_codes
 from ..model import CODE_OBJECT, CUBIN, DEVICE_LINK, PTX, RELOCATABLE, SASS, Container, Entry, Library
+from .names import excludes, name_floor, named_architectures
 from .policy import Policy
 
 UNKNOWN_KEY = (1 << 30,)
@@ -134,64 +134,8 @@ class GpuPath:
         return tuple(c.code for c in self.choices if c.unlinked and c.code is not None)
 
 
-# Architecture names in kernel names: libraries that dispatch on the GPU at run time name
-# their kernels for the architecture they are launched on (cuDNN's sm80_xmma_*, cuBLAS'
-# ampere_*/volta_*/maxwell_*, CUTLASS's cutlass_80_*, mangled cutlass::arch::Sm90).
-_SM_IN_NAME = r"(?:^|[^a-z])(?:sm_?|cutlass_|cutlass3x_sm)(\d{2,3})(?:[af])?(?![0-9])"
-_GENERATIONS: dict[str, tuple[CC, ...]] = {
-    "kepler": ((3, 0), (3, 2), (3, 5), (3, 7)),
-    "maxwell": ((5, 0), (5, 2), (5, 3)),
-    "pascal": ((6, 0), (6, 1), (6, 2)),
-    "volta": ((7, 0), (7, 2)),
-    "turing": ((7, 5),),
-    "ampere": ((8, 0), (8, 6), (8, 7)),
-    "hopper": ((9, 0),),
-    "blackwell": ((10, 0), (10, 3), (11, 0), (12, 0), (12, 1)),
-}
-_GENERATION_IN_NAME = r"(?:^|[^a-z])(" + "|".join(_GENERATIONS) + r")(?![a-z])"
-
-
-@cache
-def _name_patterns(ascii_lower: bool) -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """The two name patterns, compiled when a name first holds their words (most checks: never):
-    case-sensitive for a lower-cased ASCII name (the same matches, a third faster), else
-    case-insensitive (which also folds a few non-ASCII letters onto s and k)."""
-    flags = 0 if ascii_lower else re.IGNORECASE
-    return re.compile(_SM_IN_NAME, flags), re.compile(_GENERATION_IN_NAME, flags)
-
-
-# CCCL's versioned namespaces (CUB_200800_SM_500_520, cub::CUB_300001_SM_800_900,
-# THRUST_200302_800_NS) list every architecture of the translation unit that instantiated the
-# kernel, not one the kernel is for: they say nothing about a gap, so they are no name evidence.
-_CCCL_NAMESPACE = re.compile(r"(?:cub|thrust)_\d+(?:_sm)?(?:_\d+)+(?:_ns)?", re.IGNORECASE)
-
-
-@lru_cache(maxsize=1 << 14)
-def named_architectures(kernel: str) -> tuple[CC, ...]:
-    """The GPUs a kernel's name says it is for (``sm80_xmma_gemm`` -> 8.0; ``volta_sgemm``
-    -> 7.0, 7.2); empty when the name names none. CCCL's namespaces (``_CCCL_NAMESPACE``) are
-    not read."""
-    # Most names hold none of the words the patterns need: a substring test skips the regexes
-    # (ASCII only: case-insensitive matching also folds a few non-ASCII letters onto s and k).
-    sm_words = generation_words = True
-    ascii_name = kernel.isascii()
-    text = kernel.lower() if ascii_name else kernel
-    if not ascii_name or "cub_" in text or "thrust_" in text:
-        text = _CCCL_NAMESPACE.sub("_", text)
-    if ascii_name:
-        sm_words = "sm" in text or "cutlass" in text
-        generation_words = any(word in text for word in _GENERATIONS)
-        if not sm_words and not generation_words:
-            return ()
-    sm_in_name, generation_in_name = _name_patterns(ascii_name)
-    out: list[CC] = []
-    for m in sm_in_name.finditer(text) if sm_words else ():
-        n = int(m.group(1))
-        if n >= 20:
-            out.append(arch.canonical_cc((n // 10, n % 10)))
-    for m in generation_in_name.finditer(text) if generation_words else ():
-        out.extend(_GENERATIONS[m.group(1).lower()])
-    return tuple(dict.fromkeys(out))
+# What a word in a kernel's name says is read by its author's convention (judge/names.py,
+# data/names.json): every convention there means "this architecture or newer".
 
 
 def _judged_containers(lib: Library) -> list[tuple[int, Container]]:
@@ -369,18 +313,37 @@ class KernelGap:
 
 
 def named_for(kernel: str, codes: tuple[NvCode, ...], gpu: CC) -> bool:
-    """Whether the kernel's own name excuses its gap on ``gpu``: the name names the architecture
-    it was built for, and either its code in this container covers exactly that (every entry is
-    for an architecture the name names: ``sm80_xmma_gemm`` with only sm_80 code; ``volta_sgemm``
-    with sm_70 and sm_72 code), or ``gpu`` is older than every architecture the name names and no
-    code is for an older one (cuSPARSELt's ``sm86_xmma_*`` with sm_86, sm_87 and sm_90a code is
-    for 8.6 on, never for 8.0)."""
-    named = named_architectures(kernel)
-    if not named:
+    """Whether the kernel's own name excuses its gap on ``gpu``: read by its author's convention
+    (data/names.json), the name says the kernel is for its first architecture and newer ones
+    (CUTLASS's ``cutlass::arch::Sm80`` is kMinComputeCapability 80; ``sm80_xmma_*``, ``SM80_*``
+    atoms, ``ampere_*`` likewise), so it excludes only a GPU older than that, and none of the
+    kernel's code in this container is for an older one (cuSPARSELt's ``sm86_xmma_*`` with
+    sm_86, sm_87 and sm_90a code is for 8.6 on, never for 8.0). A name never excuses a GPU at
+    or above what it names: ``GemmKernel<cutlass::arch::Sm80>`` built for sm_80 only fails on 9.0
+    (209 on an H100)."""
+    if not excludes(kernel, gpu):
         return False
-    archs = [arch.canonical_cc(c.effective.cc) for c in codes]
-    first = min(named)
-    return all(a in named for a in archs) or (gpu < first and all(a >= first for a in archs))
+    floor = name_floor(kernel)
+    return floor is not None and all(arch.canonical_cc(c.effective.cc) >= floor for c in codes)
+
+
+def compiled_out(choice: Choice, codes: tuple[NvCode, ...], gpu: CC) -> bool:
+    """Whether a kernel absent from the code its own container gives ``gpu`` was left out of
+    that code by the source, as a ``__CUDA_ARCH__`` guard does, for ``gpu`` as well.
+
+    With A the architecture the code ``gpu`` runs was compiled for (its SASS, or the PTX it
+    JIT-compiles) and C the architectures of the container's code that carries the kernel:
+    the source saw A's ``__CUDA_ARCH__`` and left the kernel out. That says the kernel is not
+    meant for ``gpu`` only when A is ``gpu`` itself, or when every carrier is older than A (a
+    ``< X`` guard, which ``gpu`` >= A fails too). A carrier newer than A shows a ``>= X`` guard
+    that ``gpu`` may pass: ``bf16_scale`` under ``__CUDA_ARCH__ >= 800`` built 7.5+PTX;8.0 is
+    left out of the compute_75 PTX that 9.0 JIT-compiles, and its launch fails there with 500."""
+    if choice.code is None or choice.runs == "none":
+        return False
+    built = arch.canonical_cc(choice.code.effective.cc)
+    if built == gpu:
+        return True
+    return all(arch.canonical_cc(c.effective.cc) < built for c in codes)
 
 
 def _kernel_gaps(f: LibraryFacts, gpus: tuple[CC, ...]) -> tuple[KernelGap, ...]:
@@ -427,16 +390,27 @@ def _whole_unit_gaps(f: LibraryFacts, judged: list[CC], strict: bool) -> tuple[K
     for i, u in enumerate(f.units):
         if u.identified and (not strict or not u.kernels):
             continue  # judged per kernel; a unit read whole that defines none launches nothing
-        fails = tuple(label(cc) for cc in judged  # code the driver refuses alone is G013's
-                      if f.paths[cc].choices[i].runs == "none" and not f.paths[cc].choices[i].unlinked)
-        if fails:
-            verdict: Verdict = "specialised" if u.specialised and not strict else "fails"
-            if f.vendor is not None and f.vendor.dispatches and not strict:
-                verdict = "dispatched"  # a vendor library in its documented range: its host picks
-            names = tuple(sorted(u.kernels)) if u.identified else None
+        missed = [cc for cc in judged  # code the driver refuses alone is G013's
+                  if f.paths[cc].choices[i].runs == "none" and not f.paths[cc].choices[i].unlinked]
+        by: dict[Verdict, list[str]] = defaultdict(list)
+        for cc in missed:  # arch-specific code excuses a GPU only where no generic code runs beside it
+            by[_whole_unit_verdict(f, u, cc, strict)].append(label(cc))
+        names = tuple(sorted(u.kernels)) if u.identified else None
+        for verdict, fails in by.items():
             for name in names or (None,):
-                gaps.append(KernelGap(verdict, labels_of(u.codes), fails, name, frozenset([i])))
+                gaps.append(KernelGap(verdict, labels_of(u.codes), tuple(fails), name, frozenset([i])))
     return tuple(gaps)
+
+
+def _whole_unit_verdict(f: LibraryFacts, u: Unit, cc: CC, strict: bool) -> Verdict:
+    """Why a unit judged whole misses GPU ``cc``: a vendor library in its documented range
+    dispatches by its host; arch-specific code with no generic code of the library running
+    there is specialised; anything else fails."""
+    if strict:
+        return "fails"
+    if f.vendor is not None and f.vendor.dispatches:
+        return "dispatched"  # a vendor library in its documented range: its host picks
+    return "specialised" if u.specialised and not f.generic_runs(cc) else "fails"
 
 
 def _unit_kernel_gaps(f: LibraryFacts, i: int, judged: list[CC],
@@ -467,7 +441,7 @@ def _kernel_verdict(f: LibraryFacts, i: int, name: str, codes: tuple[NvCode, ...
     """What the binary says about kernel ``name`` of unit ``i`` missing GPU ``cc``, and the other
     units that give ``cc`` a kernel of that name (for "elsewhere")."""
     choice = f.paths[cc].choices[i]
-    if specialised:
+    if specialised and (excludes(name, cc) or not f.generic_runs(cc)):
         return "specialised", ()
     if f.vendor is not None and f.vendor.dispatches:  # in its documented range: its host picks the container
         return ("stated" if any(s.excuses(name, cc) for s in f.statements) else "dispatched"), ()
@@ -477,7 +451,7 @@ def _kernel_verdict(f: LibraryFacts, i: int, name: str, codes: tuple[NvCode, ...
         return "stated", ()
     if named_for(name, codes, cc):
         return "named", ()
-    if choice.runs != "none":
+    if compiled_out(choice, codes, cc):
         return "compiled-out", ()
     if cc not in carriers:
         carriers[cc] = _carriers(f, cc)
@@ -584,6 +558,13 @@ class LibraryFacts:
         """All the library's code serves only arch-specific or family GPUs (G005 says so; it
         excuses no claimed GPU)."""
         return specialised_only(self.codes)
+
+    def generic_runs(self, gpu: CC) -> bool:
+        """Whether ``gpu`` runs some of the library's generic code (not arch-specific or family
+        code): then a generic kernel left only in arch-specific code beside it may be meant for
+        ``gpu`` too, and its container's target excuses nothing there (K001, not K002)."""
+        return any(c.code is not None and c.runs != "none" and c.code.effective.suffix not in ("a", "f")
+                   for c in self.paths[gpu].choices)
 
     @cached_property
     def carried(self) -> tuple[str, ...]:
@@ -823,8 +804,7 @@ def excused_on(gpu: CC, said: tuple[arch.Statement, ...]) -> Callable[[Unit, str
     def excused(u: Unit, kernel: str) -> bool:
         if any(s.excuses(kernel, gpu) for s in said):
             return True
-        codes = u.codes_defining(kernel)
-        return gpu not in named_architectures(kernel) and named_for(kernel, codes, gpu)
+        return named_for(kernel, u.codes_defining(kernel), gpu)
     return excused
 
 

@@ -9,6 +9,7 @@ from typing import Literal, NamedTuple
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
+from ..claims import Claim
 from ..gpus.catalog import AmdGpu, NvidiaGpu
 from .filters import IgnoreRule
 
@@ -21,6 +22,44 @@ class DataMember(NamedTuple):
 
     def matches(self, library_path: str) -> bool:
         return fnmatch.fnmatch(library_path, self.member) or fnmatch.fnmatch(library_path.split("!")[0], self.member)
+
+
+def _glob_matches(library_path: str, glob: str) -> bool:
+    """A library glob matches the library's path, its member path (before a nested wheel's '!')
+    or its file name, as ignore-library's globs do."""
+    return (fnmatch.fnmatch(library_path, glob) or fnmatch.fnmatch(library_path.split("!")[0], glob)
+            or fnmatch.fnmatch(library_path.rsplit("/", 1)[-1], glob))
+
+
+class LibraryClaim(NamedTuple):
+    """A [[tool.archaudit.library]] entry: the project's host code gates a library to its own
+    architectures, recorded where it does so (``reason``); the library is judged by this claim
+    instead of the wheel's."""
+
+    path: str  # a glob over library paths (or their file names)
+    claim: Claim
+    reason: str
+
+    def matches(self, library_path: str) -> bool:
+        return _glob_matches(library_path, self.path)
+
+    def describe(self) -> str:
+        return f"library {self.path} arch {self.claim.raw} ({self.reason})"
+
+
+class LibraryGroup(NamedTuple):
+    """A [[tool.archaudit.library-group]] entry: alternative libraries of which the host loads one
+    (bitsandbytes' libbitsandbytes_cuda118.so, _cuda121.so, ...). A claimed GPU is met when some
+    member runs it; a member's failure on a GPU another member runs is the host's choice."""
+
+    paths: tuple[str, ...]  # globs: a library matching any is a member
+    reason: str
+
+    def matches(self, library_path: str) -> bool:
+        return any(_glob_matches(library_path, g) for g in self.paths)
+
+    def describe(self) -> str:
+        return f"library-group {', '.join(self.paths)} ({self.reason})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +82,10 @@ class Policy:
     amd_claim: tuple[str, ...] = ()
     amd_claim_source: str = ""
     data: tuple[DataMember, ...] = ()  # members left out of the verdict (X002), with the reason
+    # [[tool.archaudit.library]]: libraries the host gates to architectures of their own
+    library_claims: tuple[LibraryClaim, ...] = ()
+    # [[tool.archaudit.library-group]]: alternative libraries of which the host loads one
+    library_groups: tuple[LibraryGroup, ...] = ()
     config: str | None = None  # the pyproject.toml read ([tool.archaudit]), named in every report
     # The platform tags of the wheel judged (for_target), which say where it installs at all: a
     # Jetson runs only linux aarch64 wheels. Empty for anything but a wheel.
@@ -112,5 +155,10 @@ def for_target(policy: Policy, target: str, kind: str) -> Policy:
     return replace(policy, driver_os=os_name)
 
 
-__all__ = ["AmdGpu", "arm_linux", "DataMember", "for_target", "NvidiaGpu", "package_name", "Policy",
-           "wheel_driver_os", "wheel_platforms"]
+def library_claim(policy: Policy, library_path: str) -> LibraryClaim | None:
+    """The first [[tool.archaudit.library]] entry whose glob matches the library, if any."""
+    return next((c for c in policy.library_claims if c.matches(library_path)), None)
+
+
+__all__ = ["AmdGpu", "arm_linux", "DataMember", "for_target", "library_claim", "LibraryClaim", "LibraryGroup",
+           "NvidiaGpu", "package_name", "Policy", "wheel_driver_os", "wheel_platforms"]

@@ -26,7 +26,7 @@ from ..gpus.drivers import driver_at_least
 from ..gpus.selection import NvCode, runs
 from ..model import PTX, SASS, Library, Problem, TargetInventory
 from .facts import Floor, KernelGap, LibraryFacts, library_facts
-from .policy import AmdGpu, NvidiaGpu, Policy, arm_linux
+from .policy import AmdGpu, NvidiaGpu, Policy, arm_linux, library_claim
 
 KERNELS_SHOWN = 3
 
@@ -134,6 +134,21 @@ def _kernels_phrase(names: Sequence[str] | None, containers: int) -> str:
     return f"{len(names)} kernel{'s' * (len(names) != 1)} ({listed})"
 
 
+def _count(names: Sequence[str] | None, containers: int) -> str:
+    """How many kernels (or unnamed containers) a finding is about, without their names."""
+    if names is None:
+        return f"{containers} container{'s' * (containers != 1)} without identifiable kernels"
+    return f"{len(names)} kernel{'s' * (len(names) != 1)}"
+
+
+def _verb(names: Sequence[str] | None) -> str:
+    return "fails" if names is not None and len(names) == 1 else "fail"
+
+
+def _its(names: Sequence[str] | None) -> str:
+    return "its" if names is not None and len(names) == 1 else "their"
+
+
 def _label_key(text: str) -> tuple[int, str]:
     digits = "".join(ch for ch in text if ch.isdigit())
     return int(digits or 0), text
@@ -147,9 +162,32 @@ def _present(codes: Iterable[NvCode]) -> list[str]:
     return sass + [t.compute for t in ptx]
 
 
+def dotted(labels: Iterable[str]) -> str:
+    """Claim labels as compute capabilities, for a person: "90", "100" -> "9.0, 10.0"."""
+    return ", ".join(f"{x[:-1]}.{x[-1]}" if x.isdigit() and len(x) >= 2 else x for x in labels)
+
+
+ENTRY_REASON = "<file:line>"  # where the project's host code gates it
+
+
+def library_entry(path: str, keep: Iterable[str]) -> str:
+    """The exact [[tool.archaudit.library]] entry that records a host gate: the library's file
+    name, the architectures it is launched on, and the reason to fill in."""
+    base = path.rsplit("!", 1)[-1].rsplit("/", 1)[-1]
+    return f'[[tool.archaudit.library]] path = "{base}" arch = "{";".join(keep)}" reason = "{ENTRY_REASON}"'
+
+
+def _kept(f: LibraryFacts, fails: Iterable[str]) -> list[str]:
+    """The claimed GPUs (labels) a library keeps once the failing ones are gated away."""
+    gone = set(fails)
+    keep = [label(cc) for cc in f.claimed if label(cc) not in gone]
+    return keep or [x.removeprefix("sm_") for x in _present(f.codes) if x.startswith("sm_")][:1]
+
+
 def _g001(subject: str, claimed: Sequence[str], source: str, carried: Sequence[str], missing: Sequence[str],
           kernels: Sequence[str] | None, why: str = "",
-          nothing: str = "carries only relocatable device code, which never loads on its own") -> Finding:
+          nothing: str = "carries only relocatable device code, which never loads on its own",
+          fix: str = "") -> Finding:
     """The one G001 message, for NVIDIA, AMD and relocatable-only code alike: what is missing,
     the claim and where it came from, what the library carries, and the kernels that would fail
     (``kernels`` None: its code names none that could be read)."""
@@ -160,6 +198,12 @@ def _g001(subject: str, claimed: Sequence[str], source: str, carried: Sequence[s
         fail = "its code defines no kernel by name"
     else:
         fail = f"{_kernels_phrase(kernels, 0)} would fail there with 'no kernel image is available'"
+    if fix:
+        return finding(Code.G001, subject,
+                       f"{subject} has no code for {dotted(missing)} (claimed). {fix}; it {has}{why} (claimed: "
+                       f"{', '.join(claimed)}, from {source}); {fail}",
+                       claimed=list(claimed), claim_source=source, carried=list(carried), missing=list(missing),
+                       kernels=sorted(kernels) if kernels is not None else None)
     return finding(Code.G001, subject,
                    f"{subject} has no code for {', '.join(missing)} (claimed: {', '.join(claimed)}, from {source}): "
                    f"it {has}{why}; {fail}",
@@ -273,8 +317,10 @@ def rule_g001(f: LibraryFacts) -> list[Finding]:
         absent = [label(cc) for cc in f.missing if not f.paths[cc].dead  # G012's
                   and not all(c.unlinked for c in f.paths[cc].choices)]  # G013's
         if absent:
+            fix = (f"Fix: build for {', '.join('sm_' + x for x in absent)}, or record its gate: "
+                   f"{library_entry(f.path, _kept(f, absent))}")
             out.append(_g001(f.path, [label(c) for c in f.claimed], f.claim.source, _present(f.codes), absent,
-                             _library_kernels(f)))
+                             _library_kernels(f), fix=fix))
     if f.amd and f.policy.amd_claim:
         missing = [want for want in f.policy.amd_claim if amd_missing(f, want)]
         if missing:
@@ -480,9 +526,11 @@ def rule_k001(f: LibraryFacts) -> list[Finding]:
     For AMD code the object is the kernel's own bundle (or bare code object): ROCm looks a
     kernel up in its own module only."""
     gaps = [(g.carried, g.fails, g.name, g.units) for g in f.kernel_gaps if g.verdict == "fails"]
-    out = [finding(Code.K001, f.path, f"{f.path}: {_kernels_phrase(g.names, g.containers)} carry code only for "
-                                   f"{', '.join(g.carried)}; they fail on {', '.join('sm_' + x for x in g.fails)} "
-                                   f"(claimed)",
+    out = [finding(Code.K001, f.path, f"{f.path}: {_count(g.names, g.containers)} {_verb(g.names)} on "
+                                   f"{dotted(g.fails)} (claimed): {_its(g.names)} container lacks it. Fix: build for "
+                                   f"{', '.join('sm_' + x for x in g.fails)}, or record its gate: "
+                                   f"{library_entry(f.path, _kept(f, g.fails))}. They carry only "
+                                   f"{', '.join(g.carried)}: {_kernels_phrase(g.names, g.containers)}",
                    kernels=list(g.names or ()), containers=g.containers, carried=list(g.carried),
                    fails=list(g.fails))
            for g in _groups(gaps)]
@@ -511,9 +559,12 @@ def amd_kernel_gaps(f: LibraryFacts, gpus: Sequence[str] | None = None) -> tuple
 def rule_k002(f: LibraryFacts) -> list[Finding]:
     """K002: kernels whose code is all arch-specific or family code: they serve only those
     GPUs by design."""
-    gaps = [(g.carried, (), g.name, g.units) for g in f.kernel_gaps if g.verdict == "specialised"]
-    return [finding(Code.K002, f.path, f"{f.path}: {_kernels_phrase(g.names, g.containers)} are specialised for "
-                                    f"{', '.join(g.carried)}", kernels=list(g.names or ()), carried=list(g.carried))
+    gaps = [(g.carried, g.fails, g.name, g.units) for g in f.kernel_gaps if g.verdict == "specialised"]
+    return [finding(Code.K002, f.path, f"{f.path}: {_count(g.names, g.containers)} not meant for {dotted(g.fails)} "
+                                    f"(claimed), as designed: all their code is arch-specific or family code "
+                                    f"({', '.join(g.carried)}), and their names say so or no generic code of the "
+                                    f"library runs there: {_kernels_phrase(g.names, g.containers)}",
+                    kernels=list(g.names or ()), carried=list(g.carried), fails=list(g.fails))
             for g in _groups(gaps)]
 
 
@@ -538,19 +589,34 @@ def rule_k003(f: LibraryFacts) -> list[Finding]:
                                    reason=why))
                 continue
             if why == "named":
-                reason = ("each one's own name names the architecture its code is for, and it has no code "
-                          "for another one, nor for an older GPU")
-                said = f"carry code only for {', '.join(g.carried)}, not for {', '.join('sm_' + x for x in g.fails)}"
+                said = (f"their names mean {_name_floor_text(g.names)} or newer ({_conventions(g.names)}), and "
+                        f"their code is for no older GPU (only {', '.join(g.carried)})")
             else:  # the code their containers do give these GPUs, which leaves them out
-                said = (f"are compiled out of the code their own containers give "
-                        f"{', '.join('sm_' + x for x in g.fails)} ({', '.join(_given_labels(f, g))})")
-                reason = f"the kernels have code only for {', '.join(g.carried)}"
-            out.append(finding(Code.K003, f.path, f"{f.path}: {_kernels_phrase(g.names, g.containers)} {said}; "
-                                               f"{reason}" if why == "compiled-out" else
-                               f"{f.path}: {_kernels_phrase(g.names, g.containers)} {said}: {reason}",
+                said = (f"{dotted(g.fails)} runs {', '.join(_given_labels(f, g))} of their own container, built "
+                        f"for it (or newer than all code that carries them), and the source left them out there; "
+                        f"they have code only for {', '.join(g.carried)}")
+            out.append(finding(Code.K003, f.path,
+                               f"{f.path}: {_count(g.names, g.containers)} not meant for {dotted(g.fails)} (claimed), "
+                               f"as designed: {said}: {_kernels_phrase(g.names, g.containers)}",
                                kernels=list(g.names or ()), carried=list(g.carried), fails=list(g.fails),
                                reason=why))
     return out
+
+
+def _name_floor_text(names: Sequence[str] | None) -> str:
+    """The oldest architecture the kernels' names allow ("8.0"), over all of them."""
+    from .names import name_floor
+
+    floors = [x for n in names or () if (x := name_floor(n)) is not None]
+    return f"{min(floors)[0]}.{min(floors)[1]}" if floors else "another architecture"
+
+
+def _conventions(names: Sequence[str] | None) -> str:
+    """The conventions (data/names.json rows) the kernels' names are read by."""
+    from .names import conventions_of
+
+    seen = dict.fromkeys(c for n in names or () for c in conventions_of(n))
+    return "; ".join(list(seen)[:2]) + ", data/names.json"
 
 
 def _k003_stated(f: LibraryFacts) -> list[Finding]:
@@ -590,9 +656,12 @@ def _given_labels(f: LibraryFacts, g: Group) -> list[str]:
 
 
 def container_name(f: LibraryFacts, unit: int) -> str:
-    """One container of a library as a reader can find it: its offset and section."""
+    """One container of a library as a person can find it: its section and its index among the
+    library's containers in that section (``.nv_fatbin[3]``; cuobjdump lists them in this order)."""
     c = f.units[unit].container
-    return f"0x{c.offset:x}" + (f" ({c.section})" if c.section else "")
+    same = [x for x in f.library.containers if x.section == c.section]
+    index = next((i for i, x in enumerate(same) if x is c), 0)
+    return f"{c.section or 'container'}[{index}]"
 
 
 @library_rule(Code.K004)
@@ -618,16 +687,16 @@ def rule_k004(f: LibraryFacts) -> list[Finding]:
         mine = [container_name(f, i) for i in sorted(units[key])]
         theirs = [container_name(f, j) for j in sorted(others[key] - units[key])] or \
             [container_name(f, j) for j in sorted(others[key])]
+        base = f.path.rsplit("!", 1)[-1].rsplit("/", 1)[-1]
+        listed = sorted(names[key])
         out.append(finding(
             Code.K004, f.path,
-            f"{f.path}: {_kernels_phrase(sorted(names[key]), 0)} of container{'s' * (len(mine) != 1)} "
-            f"{_first(mine)} carry code only for {', '.join(carried)}; on {', '.join('sm_' + x for x in fails)} "
-            f"(claimed) only container{'s' * (len(theirs) != 1)} {_first(theirs)} "
-            f"carr{'ies' if len(theirs) == 1 else 'y'} "
-            f"kernels of the same names. The runtime launches each container's kernels from its own module, and "
-            f"nothing in the binary shows the host picks the container by architecture: if it does, record it with "
-            f"[[tool.archaudit.ignore-library]] code = \"K004\", library = \"{f.path}\", reason = where the project "
-            f"documents the dispatch",
+            f"{f.path}: {_count(listed, 0)} {_verb(listed)} on {dotted(fails)} unless the host picks another "
+            f"container there. Fix: build for {', '.join('sm_' + x for x in fails)} or record: "
+            f"[[tool.archaudit.ignore-library]] code = \"K004\" library = \"{base}\" reason = \"{ENTRY_REASON}\". "
+            f"{_first(mine)} (claimed {', '.join(fails)}) carr{'ies' if len(mine) == 1 else 'y'} only "
+            f"{', '.join(carried)}; only {_first(theirs)} carr{'ies' if len(theirs) == 1 else 'y'} the same names; "
+            f"the runtime launches each container's kernels from its own module: {_kernels_phrase(listed, 0)}",
             kernels=sorted(names[key]), containers=mine, carried=list(carried), fails=list(fails), elsewhere=theirs))
     return out
 
@@ -843,6 +912,12 @@ def _named_gpus(f: LibraryFacts) -> list[Finding]:
                                    f"{f.vendor.text} ({f.vendor.source})", gpu=name, library=f.vendor.library,
                                    range=f.vendor.text, gpus=[label(cc)]))
                 continue
+            own = library_claim(f.policy, f.path)
+            if own is not None and cc not in own.claim.gpus:  # the project records its host gates it away
+                out.append(finding(Code.G008, f.path, f"{f.path} on {name} ({cc[0]}.{cc[1]}): not launched there: "
+                                   f"its host code gates it to {own.claim.raw} ({own.reason}; [tool.archaudit] "
+                                   f"library {own.path})", gpu=name, runs="gated"))
+                continue
             p = f.paths[cc]
             word = {"native": "native", "jit": "only through PTX JIT", "none": "not at all"}[p.runs]
             if p.runs == "none" and p.dead:
@@ -851,7 +926,14 @@ def _named_gpus(f: LibraryFacts) -> list[Finding]:
                 word += " (its code for this GPU is not loadable alone, and the library links none)"
             failing = [g for g in f.kernel_gaps_on(cc) if g.verdict in ("fails", "elsewhere")]
             if failing:
-                word = f"{word} for part of it; {_failing_words(failing)}"
+                names = sorted({g.name for g in failing if g.name is not None})
+                keep = [label(c) for c in f.claimed if c != cc] or \
+                    [x.removeprefix("sm_") for x in _present(f.codes) if x.startswith("sm_") and x != f"sm_{label(cc)}"]
+                word = (f"{_failing_count(failing)} cannot run there ({word} for the rest). "
+                        f"Fix: build for sm_{label(cc)}, or record its gate: "
+                        f"{library_entry(f.path, keep)}. They carry only "
+                        f"{', '.join(sorted({t for g in failing for t in g.carried})[:6])}: "
+                        f"{_kernels_phrase(names, 0)}")
             if p.runs == "native":
                 word += _jit_part(f, cc)
             out.append(finding(Code.G009 if p.runs == "none" or failing else Code.G008, f.path,
@@ -862,17 +944,16 @@ def _named_gpus(f: LibraryFacts) -> list[Finding]:
     return out
 
 
-def _failing_words(failing: list[KernelGap]) -> str:
-    """The kernels (and containers) a GPU cannot run, and the containers whose kernels were not
-    read (--fast reads no names): they are counted as what they are, never as '0 kernels'."""
+def _failing_count(failing: list[KernelGap]) -> str:
+    """How many kernels (in how many containers) a GPU cannot run, and the containers whose
+    kernels were not read (--fast reads no names): counted as what they are, never '0 kernels'."""
     n = len({g.name for g in failing if g.name is not None})
     named = len({i for g in failing if g.name is not None for i in g.units})
     unread = len({i for g in failing if g.name is None for i in g.units})
     parts = [f"{n} kernel{'s' * (n != 1)} in {named} container{'s' * (named != 1)}"] if n else []
     if unread:
         parts.append(f"{unread} container{'s' * (unread != 1)} whose kernels were not read")
-    return (f"{' and '.join(parts)} cannot run there (they carry only "
-            f"{', '.join(sorted({t for g in failing for t in g.carried})[:6])})")
+    return " and ".join(parts)
 
 
 def _jit_part(f: LibraryFacts, cc: CC) -> str:
@@ -1021,16 +1102,14 @@ def rule_c001(t: TargetFacts) -> list[Finding]:
         # a question about NVIDIA GPUs alone is not failed by the AMD libraries: they never load there
         if f.amd and not t.policy.amd_claim and not t.policy.amd_gpus and not t.policy.gpus:
             targets = sorted({e.target for e in f.amd})
-            out.append(finding(Code.C001, f.path, f"{f.path} carries AMD device code ({', '.join(targets)}) but no "
-                                               f"claimed gfx targets reached the check: give the targets it was "
-                                               f"built for (--amd-arch 'gfx90a;gfx942'), or ask about your GPUs "
-                                               f"(--gpu MI300X)"))
+            out.append(finding(Code.C001, f.path, f"{f.path}: no claimed gfx target reached the check. Fix: give "
+                                               f"its targets (--amd-arch 'gfx90a;gfx942') or ask about a GPU "
+                                               f"(--gpu MI300X). It carries AMD device code ({', '.join(targets)})"))
     if t.gpu_wheel and not t.inventory.unusable and t.claim is None and not asked and (
             t.has_nvidia or (t.links_runtime and not t.policy.amd_claim)):
         out.append(finding(Code.C001, t.target,
-                           f"{t.target}: GPU wheel but no claimed architectures reached the check: give "
-                           f"the architectures it was built for (--arch '80;90', cuda-archs in "
-                           f"[tool.archaudit]), or ask whether it runs on your GPUs (--gpu T4 --gpu H100)"))
+                           f"{t.target}: GPU wheel, no claimed architectures. Fix: give them (--arch '80;90', "
+                           f"cuda-archs in [tool.archaudit]) or ask about GPUs (--gpu T4 --gpu H100)"))
     return out
 
 
