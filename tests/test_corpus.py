@@ -23,6 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from corpus import manifest  # noqa: E402
 from corpus.run import check, describe, download  # noqa: E402
+
 from wheels import want  # noqa: E402
 
 WHEELS = manifest.load()

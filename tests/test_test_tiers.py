@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 import wheels
 from reference_tools import missing_tool
 
@@ -63,7 +64,8 @@ def test_a_listing_run_names_the_wheels_and_downloads_none(tmp_path: Path) -> No
     (tmp_path / "test_wants.py").write_text(
         "from wheels import fetch\n\n"
         "def test_wants_curand():\n"
-        "    fetch('nvidia-curand', '10.4.0.35', filename='nvidia_curand-10.4.0.35-py3-none-manylinux_2_27_x86_64.whl')\n"
+        "    fetch('nvidia-curand', '10.4.0.35',\n"
+        "          filename='nvidia_curand-10.4.0.35-py3-none-manylinux_2_27_x86_64.whl')\n"
         "    raise AssertionError('never reached: the listing skips first')\n", encoding="utf-8")
     listing, cache = tmp_path / "wanted.jsonl", tmp_path / "cache"
     env = {"ARCHAUDIT_WHEELS_LIST": str(listing), "ARCHAUDIT_WHEEL_CACHE": str(cache), "PATH": "/usr/bin:/bin"}

@@ -13,11 +13,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from range_server import RangeServer, serving
 
 import archaudit
 from archaudit.cli import main
 from archaudit.core import example_wheel
+from range_server import RangeServer, serving
 
 EXAMPLE = Path(example_wheel())
 SHA = hashlib.sha256(EXAMPLE.read_bytes()).hexdigest()
@@ -42,8 +42,8 @@ def verdicts(doc: dict) -> list[tuple[str, str, list[str]]]:
     return [(lib["path"], lib["status"], lib["carries"]) for t in doc["targets"] for lib in t["libraries"]]
 
 
-def test_a_wheel_url_is_read_by_ranges_with_the_verdict_of_the_file_on_disk(tmp_path: Path, server: RangeServer,
-                                                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_wheel_url_is_read_by_ranges_with_the_verdict_of_the_file_on_disk(
+        tmp_path: Path, server: RangeServer, capsys: pytest.CaptureFixture[str]) -> None:
     url = f"{server.url}/{EXAMPLE.name}"
     rc, doc = check_json(tmp_path, "--arch", "80;90", url)
     local_rc, local = check_json(tmp_path, "--arch", "80;90", str(EXAMPLE))
@@ -74,7 +74,8 @@ def test_a_requirement_is_resolved_on_the_index_for_the_platform_asked(tmp_path:
     if platform == "manylinux_2_28_x86_64":
         assert rc == 2 and t["unusable"]
         (f,) = t["findings"]
-        assert f["code"] == "E001" and "lists 1 wheel(s) of" in f["message"] and "none for this platform" in f["message"]
+        assert f["code"] == "E001" and "lists 1 wheel(s) of" in f["message"]
+        assert "none for this platform" in f["message"]
         return
     assert rc == 1 and verdicts(doc) == verdicts(check_json(tmp_path, "--arch", "80;90", str(EXAMPLE))[1])
     o = t["origin"]
@@ -102,8 +103,9 @@ def test_a_bare_name_is_still_an_installed_distribution(tmp_path: Path, monkeypa
 
 
 def test_the_api_takes_a_requirement_and_the_schema_its_origin(tmp_path: Path, server: RangeServer) -> None:
-    import jsonschema
     from importlib import resources
+
+    import jsonschema
 
     report = archaudit.check("gpu-example==1.0", arch="80;90", index_url=f"{server.url}/simple/")
     assert report.exit_code == 1

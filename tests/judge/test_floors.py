@@ -9,8 +9,8 @@ import shutil
 import pytest
 
 import oracle
-from archaudit.gpus import cuda as arch
 from archaudit.cli import main
+from archaudit.gpus import cuda as arch
 from archaudit.read.artifacts import inventory
 
 FLOORS = oracle.FIXTURES / "floors"

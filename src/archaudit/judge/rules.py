@@ -950,9 +950,10 @@ def _failing_count(failing: list[KernelGap]) -> str:
     n = len({g.name for g in failing if g.name is not None})
     named = len({i for g in failing if g.name is not None for i in g.units})
     unread = len({i for g in failing if g.name is None for i in g.units})
+    if not unread:
+        return f"{n} kernel{'s' * (n != 1)}"
     parts = [f"{n} kernel{'s' * (n != 1)} in {named} container{'s' * (named != 1)}"] if n else []
-    if unread:
-        parts.append(f"{unread} container{'s' * (unread != 1)} whose kernels were not read")
+    parts.append(f"{unread} container{'s' * (unread != 1)} whose kernels were not read")
     return " and ".join(parts)
 
 
