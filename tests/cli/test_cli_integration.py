@@ -233,8 +233,8 @@ def test_pre_commit_hook_runs_on_fixtures(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.archaudit]\ncuda-archs = "80;90"\n')
     bad = subprocess.run([*shlex.split(hook["entry"]), *staged], capture_output=True, text=True, cwd=tmp_path)
     assert bad.returncode == 1
-    assert "G001 gpu_example/libshim.so has no code for 90" in bad.stdout
-    assert "G001 kern_sm80.cubin has no code for 90" in bad.stdout
+    assert "G001 gpu_example/libshim.so has no code for 9.0" in bad.stdout
+    assert "G001 kern_sm80.cubin has no code for 9.0" in bad.stdout
 
 
 # ---- documentation ----

@@ -139,6 +139,9 @@ def test_an_endless_wheel_costs_index_no_memory_beyond_its_bound(tmp_path: Path)
     with sqlite3.connect(tmp_path / "i.db") as db:
         said = db.execute("SELECT message FROM findings").fetchall()
     assert said and f"asked for {remote.TAIL} bytes, the server sent more" in said[0][0], said
-    peak_mib = int(r.stderr.split("PEAK_KIB")[1].split()[0]) >> 10
-    # main 6639437 peaked at 546 MiB for this 256 MiB body; now about 40 MiB (a worker interpreter)
-    assert peak_mib < 200 < MAX_SEND >> 20, (peak_mib, said, r.stderr)
+    # Counted, not timed or sampled: the client read at most TAIL + 1 bytes (the finding above), so
+    # the server could push no more than what the sockets' buffers hold before it stopped early.
+    # main 6639437 took the whole 256 MiB body and peaked at 546 MiB; the peak is printed (about
+    # 40 MiB, a worker interpreter), not asserted: a process's maximum RSS also counts what its
+    # interpreters and workers map, which the bytes read do not decide.
+    assert srv.sent["/endless.whl"] < 64 << 20 < MAX_SEND, (srv.sent, r.stderr)

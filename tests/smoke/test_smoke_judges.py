@@ -178,7 +178,9 @@ def test_device_load_verdict_holds_the_driver_to_check_s_ptx_floor() -> None:
     """On the H200 (driver 580.159.04, CUDA 13.0) lib_ptx94_late.so's PTX of ISA 9.4 is refused
     with 222 (records/smoke-h200/ptx94.txt): late_fill has no other code for 9.0, so check's rule
     with that driver is D001 and the library does not run there; from CUDA 13.4 on it does.
-    lib_ptx94_named.so's kernel is named for sm_80, so its PTX sets no floor on 9.0."""
+    lib_ptx94_named.so's kernel is named sm80_tail_kernel, which by NVIDIA's naming means 8.0 and
+    newer, so the name excuses nothing on 9.0: its PTX sets the floor there too, as the driver
+    answered for both (222)."""
     from archaudit.read.artifacts import inventory
     from archaudit.smoke.device_load import _coverage
     from helpers import CUDA_BIN
@@ -188,4 +190,5 @@ def test_device_load_verdict_holds_the_driver_to_check_s_ptx_floor() -> None:
     runs, why, failing = _coverage(late, H200, (13, 0))
     assert (runs, failing) == (False, ("D001",)) and "late_fill" in why
     assert _coverage(late, H200, (13, 4))[0] and _coverage(late, H200, None)[0]
-    assert _coverage(named, H200, (13, 0))[0]
+    runs, why, failing = _coverage(named, H200, (13, 0))
+    assert (runs, failing) == (False, ("D001",)) and _coverage(named, H200, (13, 4))[0]
