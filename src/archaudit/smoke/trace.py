@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..gpus import predict as P
-from ..model import SASS, Container, Entry, Library
+from ..model import CUBIN, SASS, Container, Entry, Library
 from . import child
 from .report import FAIL, PASS, SKIP, Row
 
@@ -254,14 +254,18 @@ class Inventory:
 
         problems = []
         for li, (_, lib) in enumerate(self.libraries):
-            wanted = [(ci, ei, e, c.offset + c.size - e.offset) for ci, c in enumerate(lib.containers)
+            wanted = [(ci, ei, e, c.offset + c.size - e.offset, c.role == CUBIN) for ci, c in enumerate(lib.containers)
                       if c.vendor == "nvidia" for ei, e in enumerate(c.entries) if e.kind == SASS and e.size in sizes]
             if not wanted:
                 continue
             try:
                 with open(paths[li], "rb") as f:
-                    for ci, ei, e, room in wanted:
+                    for ci, ei, e, room, whole in wanted:
                         f.seek(e.offset)
+                        if whole:  # a whole cubin outside any container: its bytes are the image loaded
+                            data = f.read(e.size)
+                            self.by_hash.setdefault(hashlib.sha256(data).hexdigest(), []).append(Source(li, ci, ei))
+                            continue
                         head = f.read(fatbin.ENTRY_HEADER.size)
                         eh = fatbin.parse_entry_header(head, 0, room, e.offset)
                         f.seek(e.offset + eh.header_size)
