@@ -332,21 +332,31 @@ _TORCH_MAKE = {
 }
 
 
+def _torch_with_cuda(i: int) -> tuple[Any, dict[str, Any]] | None:
+    """torch and its facts for step i, or None once the step is observed as torch that does not
+    import or sees no CUDA device (the torch model steps and the trace sweep start alike)."""
+    try:
+        import torch
+    except Exception as exc:
+        observe(i, importable=False, error=_exc(exc))
+        return None
+    facts = _torch_facts(torch)
+    if not facts["cuda_available"]:
+        observe(i, **facts)
+        return None
+    return torch, facts
+
+
 def task_torch(spec: dict[str, Any]) -> None:
     work = spec["params"]["workdir"]
     data = _data(spec)
     for i in range(spec["start"], len(spec["items"])):
         step = spec["items"][i]
         emit(ev="begin", i=i)
-        try:
-            import torch
-        except Exception as exc:
-            observe(i, importable=False, error=_exc(exc))
+        got_torch = _torch_with_cuda(i)
+        if got_torch is None:
             continue
-        facts = _torch_facts(torch)
-        if not facts["cuda_available"]:
-            observe(i, **facts)
-            continue
+        torch, facts = got_torch
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
         try:
@@ -725,15 +735,10 @@ def task_trace_sweep(spec: dict[str, Any]) -> None:
     for i in range(spec["start"], len(spec["items"])):
         step = spec["items"][i]
         emit(ev="begin", i=i)
-        try:
-            import torch
-        except Exception as exc:
-            observe(i, importable=False, error=_exc(exc))
+        got_torch = _torch_with_cuda(i)
+        if got_torch is None:
             continue
-        facts = _torch_facts(torch)
-        if not facts["cuda_available"]:
-            observe(i, **facts)
-            continue
+        torch, facts = got_torch
         try:
             t0 = time.perf_counter()
             for _ in range(repeat):
