@@ -1,4 +1,4 @@
-"""archaudit smoke on an NVIDIA H200 (marker `gpu`; deselected by default).
+"""archaudit smoke on an NVIDIA H200 or H100 (marker `gpu`; deselected by default).
 
 Each test asserts the outcome the H200 gives (driver 580.159.04, CUDA 13.0, torch 2.11.0+cu130,
 executorch 1.2.0 from PyPI, with or without a CUDA backend library beside it; jax 0.11.2 with the
@@ -69,7 +69,13 @@ def rows(report, probe: str) -> dict:
     return {r.subject: r for r in report.rows if r.probe == probe}
 
 
-GPU = "GPU0 NVIDIA H200 (sm_90)"
+def gpu_row_name(report) -> str:
+    """The one GPU as rows name it, an H200's or an H100's ("GPU0 NVIDIA H200 (sm_90)")."""
+    return f"GPU0 {report.gpus[0]}"
+
+
+def gpu_name(report) -> str:
+    return report.gpus[0].removesuffix(" (sm_90)")
 
 
 def test_fixture_libraries_all_load(fixture_report):
@@ -79,7 +85,7 @@ def test_fixture_libraries_all_load(fixture_report):
 def test_a_library_with_only_sm80_code_fails_naming_its_kernel(fixture_report):
     r = rows(fixture_report, "device-load")["smoke_cuda/libsmoke_sm80.so"]
     assert r.status == FAIL
-    assert r.reason.startswith(f"all 2 container(s) answered on {GPU} as predicted, with the JIT on and off: "
+    assert r.reason.startswith(f"all 2 container(s) answered on {gpu_row_name(fixture_report)} as predicted, with the JIT on and off: "
                                f"2 with no code for this GPU; but its code does not run on every GPU here: GPU0: G009 ")
     assert "kernels that would fail with 'no kernel image is available': _Z11smoke_scalePffi" in r.reason
     assert dict(r.details)["answers"] == {"none: 209 / 209": 2}
@@ -89,7 +95,7 @@ def test_a_library_with_only_sm80_code_fails_naming_its_kernel(fixture_report):
 def test_ptx_only_code_runs_through_the_jit_and_is_refused_without_it(fixture_report):
     r = rows(fixture_report, "device-load")["smoke_cuda/libsmoke_ptx80.so"]
     assert r.status == PASS, r.reason
-    assert r.reason.startswith(f"all 2 container(s) answered on {GPU} as predicted, with the JIT on and off: "
+    assert r.reason.startswith(f"all 2 container(s) answered on {gpu_row_name(fixture_report)} as predicted, with the JIT on and off: "
                                f"1 PTX JIT only, 1 with no code for this GPU (the JIT took ")
     # the JIT compiles it (0); with CUDA_DISABLE_PTX_JIT=1 the driver refuses it (223); the
     # empty device-link container nvcc adds has nothing for any GPU (209)
@@ -113,7 +119,7 @@ def test_relocatable_code_that_needs_linking_is_predicted_and_refused(fixture_re
     assert dict(r.details)["answers"] == {"native: 0 / 0": 3, "not-loadable-alone: 500 / 500": 1}
 
 
-# The driver's answers to bare containers, JIT on and off (CUresult codes), as the H200 gave them.
+# The driver's answers to bare containers, JIT on and off (CUresult codes), as the H200 gave them (the H100 gives the same).
 EDGE = {
     "lto90.fatbin": (209, 209),          # LTO IR is never loaded
     "ptx90_as100a.fatbin": (218, 223),   # header compute_90, text .target sm_100a: CUDA_ERROR_INVALID_PTX
@@ -180,13 +186,12 @@ def test_cusparselt_71_mb_ptx_container_is_compiled_in_parts_and_answers_as_pred
     on_h200(report)
     (r,) = report.rows
     details = dict(r.details)
-    # The driver agrees with the prediction on every container; the row still fails, as check
-    # does (G009): four Blackwell-only containers hold kernels whose names name no architecture
-    # (cask_cusparse_lt::nopHardwareDetection), so nothing in the binary excuses them on 9.0 and
-    # the verdict fails closed until a release records that dispatch.
-    assert r.status == FAIL, r.reason
-    assert r.reason.startswith("all 994 container(s) answered on GPU0 NVIDIA H200 (sm_90) as predicted")
-    assert "G009" in r.reason and "nopHardwareDetection" in r.reason
+    # The driver agrees with the prediction on every container, and the row passes, as check does:
+    # cuSPARSELt is NVIDIA's, identified by its own bytes, and 9.0 is in the range its release
+    # documents, so the Blackwell-only containers are its host's dispatch (K005), not a gap.
+    assert r.status == PASS, r.reason
+    assert r.reason.startswith(f"all 994 container(s) answered on {gpu_row_name(report)} as predicted")
+    assert r.reason.endswith(f"check's rule: its code runs on {gpu_row_name(report)}")
     assert details["answers"] == {"native: 0 / 0": 115, "jit: 0 / 223": 1, "none: 209 / 209": 878}
     assert details["jit_split"] == {"containers": 1, "parts": 16, "reloaded_whole": 0}
     assert "1 container(s) compiled in 16 parts that share out their kernels" in r.reason
@@ -214,7 +219,7 @@ def test_torch_models_with_weights_match_cpu(torch_report):
     models = list(rows(torch_report, "model-torch").values())
     assert [r.status for r in models] == [PASS, PASS], [r.reason for r in models]
     assert all("matched archaudit's own float64 reference" in r.reason and "weights loaded from a" in r.reason
-               and "ran on NVIDIA H200 (sm_90)" in r.reason for r in models)
+               and f"ran on {gpu_name(torch_report)} (sm_90)" in r.reason for r in models)
 
 
 def test_torch_aoti_package_load_in_a_fresh_process_is_a_row_with_its_signal():
@@ -291,7 +296,7 @@ def test_jax_mlp_with_weights_runs_on_the_gpu_and_its_export_round_trips():
     on_h200(report)
     assert [r.status for r in report.rows] == [PASS] * 4, [r.reason for r in report.rows]
     jit, export, trip, wrong = report.rows
-    assert "ran on NVIDIA H200 (sm_90)" in jit.reason and "precision 'highest'" in jit.reason
+    assert f"ran on {gpu_name(report)} (sm_90)" in jit.reason and "precision 'highest'" in jit.reason
     assert dict(export.details)["artifact_bytes"] > 0
     assert "matched archaudit's own float64 reference" in trip.reason
     assert "refused by JAX itself" in wrong.reason and "Shape mismatch" in wrong.reason
