@@ -71,11 +71,11 @@ def rows(report, probe: str) -> dict:
 
 def gpu_row_name(report) -> str:
     """The one GPU as rows name it, an H200's or an H100's ("GPU0 NVIDIA H200 (sm_90)")."""
-    return f"GPU0 {report.gpus[0]}"
+    return report.gpus[0]
 
 
 def gpu_name(report) -> str:
-    return report.gpus[0].removesuffix(" (sm_90)")
+    return report.gpus[0].removeprefix("GPU0 ").removesuffix(" (sm_90)")
 
 
 def test_fixture_libraries_all_load(fixture_report):
