@@ -19,6 +19,8 @@ from .stream import HEAD, SHSTR_WINDOW, fetch
 
 
 def read(f: OpenFile) -> Library:
+    if elf.is_elf32_host(f.head):
+        return _elf32(f)
     try:
         h = elf.parse_header(f.head, f.size)
     except elf.ElfError as e:
@@ -59,6 +61,26 @@ def _device_elf(f: OpenFile, h: elf.Header) -> Library:
     except ValueError as e:
         return Library(path, size, "cubin", problems=(Problem(Code.E014, str(e)),))
     return Library(path, size, fmt, (Container(entry.vendor, STANDALONE, "", 0, size, (entry,)),))
+
+
+def _elf32(f: OpenFile) -> Library:
+    """A 32-bit little-endian host ELF (Compute Sanitizer ships x86 helpers for 32-bit programs).
+    Its headers are not read, but every byte is searched for device code as in any library: one
+    holding none is host code, verified; one holding any is unsupported (E020), for which of its
+    containers loads is what its headers would say."""
+    try:
+        elf.check_elf32_header(f.head, f.size)
+    except elf.ElfError as e:
+        return Library(f.path, f.size, "elf", problems=(Problem(e.code, f"malformed ELF: {e}"),))
+    found = LibraryScan(f.path, f.size, f.settings).run(f.src, _zones(f.size, ()))
+    containers, _ = attribute(found, [], ())
+    if containers or found.problems:
+        return Library(f.path, f.size, "elf", problems=(
+            Problem(Code.E020, f"unsupported library format: a 32-bit ELF carrying device code ({len(containers)} "
+                               f"container(s)): its headers are not read, so what it loads is not verified"),
+            *found.problems))
+    return Library(f.path, f.size, "elf", notes=("32-bit ELF: its headers are not read; every byte was searched "
+                                                 "and holds no device code",))
 
 
 # ---- host ELF libraries ----
