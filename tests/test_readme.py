@@ -153,3 +153,13 @@ def test_the_notebook_check_catches(line: str, what: str) -> None:
 ])
 def test_the_notebook_check_passes(line: str) -> None:
     assert notebook_lines(line) == []
+
+
+@pytest.mark.parametrize("doc", USER_DOCS)
+def test_every_relative_link_of_a_user_doc_resolves(doc: str) -> None:
+    """A measurement moved to records/ leaves a link behind; each must lead somewhere."""
+    text = (REPO / doc).read_text(encoding="utf-8")
+    for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
+        if re.match(r"[a-z]+:", target):
+            continue
+        assert ((REPO / doc).parent / target).exists(), f"{doc}: {target}"
