@@ -103,9 +103,9 @@ def test_console_blocks_print_what_they_show(command: str, output: str, status: 
 
 USER_DOCS = ["README.md", "ARCHITECTURE.md", "CONTRIBUTING.md", "CHANGELOG.md",
              *sorted(p.relative_to(REPO).as_posix() for p in (REPO / "docs").glob("*.md"))]
-# A commit id, short or full, on its own (not a library's auditwheel hash `libx-294d6944.so`, not
-# `0x…`); `uses: owner/action@<sha>` pins another project's action and is what the docs advise.
-COMMIT_ID = re.compile(r"(?<![\w./@-])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}(?![\w/-])")
+# A commit id, short or full, on its own, digits only included (not a library's auditwheel hash
+# `libx-294d6944.so`, not `0x…`; counts are written with thousands separators); `uses: owner/action@<sha>` pins another project's action and is what the docs advise.
+COMMIT_ID = re.compile(r"(?<![\w./@-])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}(?![\w/-])")
 NOTEBOOK = {
     "a commit id": COMMIT_ID,
     "an issue number": re.compile(r"\bissues? #?\d+", re.I),
@@ -136,6 +136,7 @@ def test_user_docs_name_no_commit_issue_date_or_workplace(doc: str) -> None:
 @pytest.mark.parametrize("line,what", [
     ("All 137 agreed at main 91ed825; since then", "a commit id"),
     ("fixed in `75d223e`.", "a commit id"),
+    ("where main 6639437 held 546 MiB", "a commit id"),
     ("From a fresh clone of e7cdd90f1b2a3c4d5e6f7a8b9c0d1e2f3a4b5c6d, with", "a commit id"),
     ("see issue 37 for the floors", "an issue number"),
     ("(Issue #12)", "an issue number"),
@@ -147,7 +148,8 @@ def test_the_notebook_check_catches(line: str, what: str) -> None:
 
 
 @pytest.mark.parametrize("line", [
-    "torch/lib/libcusparseLt-294d6944.so.0 is cuSPARSELt", "offset 0x4a0c3f1", "524288 findings",
+    "torch/lib/libcusparseLt-294d6944.so.0 is cuSPARSELt", "offset 0x4a0c3f1", "524288 findings", "2,097,153 findings",
+    "an effaced label", "a version 1.2.3456789",
     "uses: github/codeql-action/upload-sarif@8aad20d150bbac5944a9f9d289da16a4b0d87c1e  # v4.36.2",
     "tests/helpers.py builds records", "a sha256 of 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
 ])
