@@ -104,7 +104,8 @@ def test_console_blocks_print_what_they_show(command: str, output: str, status: 
 USER_DOCS = ["README.md", "ARCHITECTURE.md", "CONTRIBUTING.md", "CHANGELOG.md",
              *sorted(p.relative_to(REPO).as_posix() for p in (REPO / "docs").glob("*.md"))]
 # A commit id, short or full, on its own, digits only included (not a library's auditwheel hash
-# `libx-294d6944.so`, not `0x…`; counts are written with thousands separators); `uses: owner/action@<sha>` pins another project's action and is what the docs advise.
+# `libx-294d6944.so`, not `0x…`; counts are written with thousands separators);
+# `uses: owner/action@<sha>` pins another project's action and is what the docs advise.
 COMMIT_ID = re.compile(r"(?<![\w./@-])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}(?![\w/-])")
 NOTEBOOK = {
     "a commit id": COMMIT_ID,

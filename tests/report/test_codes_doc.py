@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from archaudit.findings import CODES
+from archaudit.findings import CODES, Code
 from archaudit.report import codes_doc
 
 REPO = Path(__file__).resolve().parents[2]
@@ -51,7 +51,7 @@ def _copy(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("rel", ["README.md", "docs/codes.md"])
 def test_a_stale_document_fails_the_check_and_is_rewritten(tmp_path: Path, rel: str) -> None:
     root = _copy(tmp_path)
-    info = CODES["G001"]
+    info = CODES[Code.G001]
     path = root / rel
     path.write_text(path.read_text(encoding="utf-8").replace(info.title, "a hand-edited title", 1), encoding="utf-8")
     run = gen_docs("--check", "--root", str(root))
