@@ -158,9 +158,12 @@ def test_the_notebook_check_passes(line: str) -> None:
     assert notebook_lines(line) == []
 
 
-@pytest.mark.parametrize("doc", USER_DOCS)
+RECORDS = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "records").rglob("*.md"))
+
+
+@pytest.mark.parametrize("doc", USER_DOCS + RECORDS)
 def test_every_relative_link_of_a_user_doc_resolves(doc: str) -> None:
-    """A measurement moved to records/ leaves a link behind; each must lead somewhere."""
+    """A measurement moved to records/ leaves a link behind; each, and each of a record, must lead somewhere."""
     text = (REPO / doc).read_text(encoding="utf-8")
     for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
         if re.match(r"[a-z]+:", target):
