@@ -34,7 +34,7 @@ from .records import (
     HIP_WRAPPER_MAGIC,
     LINKER_MARKER,
     MARKERS,
-    RUNTIME_MARKER,
+    RUNTIME_MARKERS,
     STATEMENTS,
     VERSION_MARKERS,
     Records,
@@ -47,7 +47,7 @@ from .stream import Chunks, Source
 DEVICE_SUFFIXES = (".cubin", ".fatbin", ".ptx", ".hsaco")
 _PATTERNS = {m: Pattern.of(m) for m in (fatbin.MAGIC, fatbin.WRAPPER_MAGIC, HIP_WRAPPER_MAGIC,
                                         *hip.MAGICS, CUBIN_MAGIC, *MARKERS, LINKER_MARKER, *STATEMENTS,
-                                        *VERSION_MARKERS, RUNTIME_MARKER)}
+                                        *VERSION_MARKERS, *RUNTIME_MARKERS)}
 
 
 class LibraryScan:
@@ -69,10 +69,10 @@ class LibraryScan:
         register (writable data); with `strings`, embedded claims, names of a run-time
         device-code linker, the sourced statements and vendor identity strings
         (records.STATEMENTS) and the vendor version markers (records.VERSION_MARKERS); with
-        `machine`, the version a statically linked CUDA runtime returns (records.RUNTIME_MARKER)."""
+        `machine`, the version a statically linked CUDA runtime returns (records.RUNTIME_MARKERS)."""
         out = [fatbin.MAGIC]
         if machine:
-            out.append(RUNTIME_MARKER)
+            out += RUNTIME_MARKERS
         if data:
             out += [fatbin.WRAPPER_MAGIC, HIP_WRAPPER_MAGIC]
         if code:
