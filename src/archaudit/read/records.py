@@ -553,6 +553,7 @@ RUNTIME_MARKER_A64 = bytes.fromhex("e10300aaa00000b4")
 RUNTIME_TAIL_A64 = bytes.fromhex("00008052220000b9c0035fd6")
 RUNTIME_RECORD_A64 = len(RUNTIME_MARKER_A64) + 4 + len(RUNTIME_TAIL_A64)
 RUNTIME_MARKERS = (RUNTIME_MARKER, RUNTIME_MARKER_A64)
+RUNTIME_BY_MACHINE = {62: (RUNTIME_MARKER,), 183: (RUNTIME_MARKER_A64,)}  # ELF e_machine: x86-64, aarch64
 # CUDA 9.0 to 19.x, as CUDART_VERSION spells them (major*1000 + minor*10). Other getters share
 # the function's shape: NCCL's ncclGetVersion returns 23203 for 2.32.3 (measured on aarch64),
 # which a bound at CUDA 20 keeps out whatever NCCL's patch number.
@@ -563,6 +564,6 @@ _NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01
 
 
 __all__ = ["CUBIN_MAGIC", "FatbinWrapper", "FoundContainer", "FoundCubin", "HIP_WRAPPER_MAGIC", "HipWrapper",
-           "LINKER_MARKER", "LOOKAHEAD_FACTOR", "RUNTIME_MARKER", "RUNTIME_MARKERS",
+           "LINKER_MARKER", "LOOKAHEAD_FACTOR", "RUNTIME_BY_MACHINE", "RUNTIME_MARKER", "RUNTIME_MARKERS",
            "LOOKAHEAD_SLACK", "MARKERS", "PAD_WINDOW", "Records", "ScanResult", "ScanSettings",
            "SOFT_KEPT", "SoftProblems", "STATEMENTS", "VERSION_MARKERS", "VERSION_WINDOW", "VERSIONS_KEPT"]
