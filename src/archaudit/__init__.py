@@ -84,7 +84,7 @@ def check(paths: StrPath | Iterable[StrPath], *, arch: str | Sequence[str] | Cla
         raise UsageError("check: give at least one path")
     args = check_args()  # every flag not given, as the command starts
     given_claim = arch if not isinstance(arch, (str, Sequence)) else None
-    args.arch = arch if isinstance(arch, str) else " ".join(arch) if isinstance(arch, Sequence) else None
+    args.arch = _arch_text(arch)
     args.amd_arch = amd_arch if amd_arch is None or isinstance(amd_arch, str) else ";".join(amd_arch)
     args.arch_style, args.cuda_version = arch_style, cuda_version
     args.gpu = list(gpus) or None
@@ -95,12 +95,9 @@ def check(paths: StrPath | Iterable[StrPath], *, arch: str | Sequence[str] | Cla
     if max_payload is not None:
         args.max_payload = max_payload
     if policy is not None:
-        given = [name for name, value in (("gpus", gpus), ("exact", exact), ("require_ptx", require_ptx),
-                                          ("strict", strict), ("strict_kernels", strict_kernels),
-                                          ("driver", driver), ("driver_os", driver_os), ("select", select),
-                                          ("ignore", ignore), ("amd_arch", amd_arch)) if value]
-        if given:
-            raise UsageError(f"check: policy= replaces {', '.join(given)}; give one or the other")
+        _refuse_beside_policy(gpus=gpus, exact=exact, require_ptx=require_ptx, strict=strict,
+                              strict_kernels=strict_kernels, driver=driver, driver_os=driver_os, select=select,
+                              ignore=ignore, amd_arch=amd_arch)
     cfg = config_file.load(os.fspath(config), discover=False) if config is not None else config_file.Config()
     s = check_settings(args, cfg, targets)
     claim = given_claim if given_claim is not None else s.claim
@@ -111,6 +108,27 @@ def check(paths: StrPath | Iterable[StrPath], *, arch: str | Sequence[str] | Cla
                       jobs=s.jobs, max_payload=s.max_payload, decode=s.decode,
                       fetch=fetch_for(s.targets, platform=platform, index_url=index_url, decode=s.decode,
                                       max_payload=s.max_payload))
+
+
+def _arch_text(arch: str | Sequence[str] | Claim | None) -> str | None:
+    """The --arch text of the arch keyword: a string as it is, a list of tokens joined; None for
+    a Claim built by hand (passed apart) or none."""
+    from collections.abc import Sequence
+
+    if isinstance(arch, str):
+        return arch
+    if isinstance(arch, Sequence):
+        return " ".join(arch)
+    return None
+
+
+def _refuse_beside_policy(**keywords: object) -> None:
+    """policy= replaces every policy keyword: any of them given beside it is a usage error."""
+    from .errors import UsageError
+
+    given = [name for name, value in keywords.items() if value]
+    if given:
+        raise UsageError(f"check: policy= replaces {', '.join(given)}; give one or the other")
 
 
 def __getattr__(name: str) -> object:

@@ -144,20 +144,35 @@ def _check_keys(path: str, table: dict[str, Any]) -> None:
 
 def _check_types(path: str, table: dict[str, Any]) -> None:
     """Each scalar and list key holds the type its option takes."""
+    _check_switches_and_lists(path, table)
+    _check_scalars(path, table)
+
+
+def _is_strings(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(x, str) for x in value)
+
+
+def _check_switches_and_lists(path: str, table: dict[str, Any]) -> None:
+    """The true/false switches, the lists of strings, and cuda-archs (a string or a list)."""
     for key in ("exact", "strict", "strict-kernels", "costs", "allow-loss"):
         if key in table and not isinstance(table[key], bool):
             raise ConfigError(f"{path}: {key} must be true or false")
     for key in ("select", "ignore", "require-device-code", "gpus", "amd-archs"):
-        if key in table and not (isinstance(table[key], list) and all(isinstance(x, str) for x in table[key])):
+        if key in table and not _is_strings(table[key]):
             raise ConfigError(f"{path}: {key} must be a list of strings")
-    if "cuda-archs" in table and not (isinstance(table["cuda-archs"], str) or (
-            isinstance(table["cuda-archs"], list) and all(isinstance(x, str) for x in table["cuda-archs"]))):
+    if "cuda-archs" in table and not (isinstance(table["cuda-archs"], str) or _is_strings(table["cuda-archs"])):
         raise ConfigError(f"{path}: cuda-archs must be a string or a list of strings")
+
+
+def _check_scalars(path: str, table: dict[str, Any]) -> None:
+    """The string options (one of their choices, where they have some), cuda-version and the
+    ignore-library list."""
     for key, choices in _SCALARS.items():
         if key in table and not (isinstance(table[key], str) and (not choices or table[key] in choices)):
-            raise ConfigError(f"{path}: {key} must be " + (f"one of {', '.join(choices)}" if choices else "a string"))
-    if "cuda-version" in table and (isinstance(table["cuda-version"], bool)
-                                    or not isinstance(table["cuda-version"], (str, int, float))):
+            what = f"one of {', '.join(choices)}" if choices else "a string"
+            raise ConfigError(f"{path}: {key} must be {what}")
+    version = table.get("cuda-version", "")
+    if isinstance(version, bool) or not isinstance(version, (str, int, float)):
         raise ConfigError(f"{path}: cuda-version must be a string such as \"13.0\"")
     if not isinstance(table.get("ignore-library", []), list):
         raise ConfigError(f"{path}: ignore-library must be a list of tables")

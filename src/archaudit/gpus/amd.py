@@ -148,10 +148,17 @@ def lookup_gpu(name: str) -> list[GPU]:
     exact = [g for g, spellings in names.items() if any("".join(t) == key for t in spellings)]
     if exact:
         return exact
-    tail = [g for g, spellings in names.items()
+    return _by_tail(names, words) or _by_head(names, words)
+
+
+def _by_tail(names: dict[GPU, list[tuple[str, ...]]], words: tuple[str, ...]) -> list[GPU]:
+    """GPUs a spelling of which ends with the query's words ("MI300X": "Instinct MI300X")."""
+    return [g for g, spellings in names.items()
             if any(len(t) > len(words) and t[-len(words):] == words for t in spellings)]
-    if tail:
-        return tail
+
+
+def _by_head(names: dict[GPU, list[tuple[str, ...]]], words: tuple[str, ...]) -> list[GPU]:
+    """GPUs of the longest spelling the query starts with (a ROCm marketing name)."""
     heads = [(len(t), g) for g, spellings in names.items() for t in spellings
              if len(t) < len(words) and words[: len(t)] == t]
     longest = max((n for n, _ in heads), default=0)

@@ -221,29 +221,37 @@ def kernel_gaps(mods: Sequence[Container], paths: Iterable[AmdPath]) -> tuple[Am
             got = launch[id(sel.entry)] = frozenset(sel.entry.kernels)
         return got
 
-    fails: dict[tuple[str | None, int], list[str]] = {}
+    fails: dict[tuple[str | None, int], list[str]] = {}  # (kernel or None, its module) -> settings
     for p in paths:
-        if not p.runs:
-            continue
-        here = [launchable(sel) for sel in p.selections]
-        for i, mine in enumerate(defined):
-            if uniform[i] and p.selections[i].outcome == "native":
-                continue  # its selection launches every kernel it defines
-            if mine is None and p.selections[i].outcome != "native":
-                fails.setdefault((None, i), []).append(p.gpu)
-            got = here[i]
-            if got is None:
-                continue
-            for k in (mine if mine is not None else frozenset()) - got:
-                where = homes[k]
-                if where[0] == i and not any((h := here[j]) is None or k in h for j in where):
-                    fails.setdefault((k, i), []).append(p.gpu)
+        if p.runs:
+            _path_fails(p, [launchable(sel) for sel in p.selections], defined, uniform, homes, fails)
     out = []
     for (name, first), gpus in fails.items():
         where = homes.get(name, [first]) if name is not None else [first]
         carried = sorted({judged_target(e) for i in where for e in mods[i].entries if hip_reads(e)})
         out.append(AmdKernelGap(name, tuple(carried), tuple(gpus), first))
     return tuple(out)
+
+
+def _path_fails(p: AmdPath, here: list[frozenset[str] | None], defined: list[frozenset[str] | None],
+                uniform: list[bool], homes: dict[str, list[int]],
+                fails: dict[tuple[str | None, int], list[str]]) -> None:
+    """Add to ``fails`` what one GPU setting cannot launch from its own module: the kernels of a
+    module its selection does not launch and no other module launches there either (``here``:
+    what each module's selection launches, None where unread), and each unread module it does
+    not run natively."""
+    for i, mine in enumerate(defined):
+        if uniform[i] and p.selections[i].outcome == "native":
+            continue  # its selection launches every kernel it defines
+        if mine is None and p.selections[i].outcome != "native":
+            fails.setdefault((None, i), []).append(p.gpu)
+        got = here[i]
+        if got is None or mine is None:
+            continue
+        for k in mine - got:
+            where = homes[k]
+            if where[0] == i and not any((h := here[j]) is None or k in h for j in where):
+                fails.setdefault((k, i), []).append(p.gpu)
 
 
 __all__ = ["AmdKernelGap", "AmdPath", "BARE_MIN_VERSION", "HIP_KINDS", "NOTHING", "Selection", "compatible",

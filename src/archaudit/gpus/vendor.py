@@ -203,27 +203,49 @@ def _choose(lib: Library, version: Version | None, cuda: int | None, built: CC |
     """The row of a library's release: the last of its CUDA major whose 'since' and build
     bounds allow it. A CUDA major or version newer than the table knows takes the newest row,
     and says which release to add."""
-    majors = sorted({r.cuda for r in lib.rows if r.cuda is not None})
-    newer = ""
-    if majors and cuda is None:
-        return None  # nothing says which CUDA built it: no row can be chosen
-    if majors and cuda is not None and cuda not in majors:
-        if cuda < majors[-1]:
-            return None  # an older line than the table documents
-        newer, cuda = f"{lib.name} built by CUDA {cuda}", majors[-1]
-    fits = [r for r in lib.rows if (r.cuda is None or r.cuda == cuda)
-            and (built is None or newer or ((r.built_from is None or built >= r.built_from)
-                                            and (r.built_until is None or built <= r.built_until)))]
+    line = _line(lib, cuda)
+    if line is None:
+        return None
+    cuda, newer = line
+    of_line = [r for r in lib.rows if r.cuda is None or r.cuda == cuda]
+    fits = [r for r in of_line if built is None or newer or _built_within(r, built)]
     if not fits:
-        fits = [r for r in lib.rows if r.cuda is None or r.cuda == cuda]
+        fits = of_line
     if version is not None:
-        known = [r for r in fits if r.since is None or r.since <= version]
-        if lib.known_through is not None and version[:len(lib.known_through)] > lib.known_through and not newer:
-            newer = f"{lib.name} {'.'.join(map(str, version))}"
-        fits = known  # a release older than every row of its line: no row speaks for it
+        if not newer:
+            newer = _newer_release(lib, version)
+        fits = [r for r in fits if r.since is None or r.since <= version]  # none: older than every row
     if not fits:
         return None
     return Identified(fits[-1], evidence, version, built, newer)
+
+
+def _line(lib: Library, cuda: int | None) -> tuple[int | None, str] | None:
+    """The CUDA major whose rows judge the library, and the release to add where it is newer
+    than the table knows (else ""); None where no row can be chosen: nothing says which CUDA
+    built it, or a line older than the table documents."""
+    majors = sorted({r.cuda for r in lib.rows if r.cuda is not None})
+    if not majors:
+        return cuda, ""
+    if cuda is None:
+        return None
+    if cuda in majors:
+        return cuda, ""
+    if cuda < majors[-1]:
+        return None
+    return majors[-1], f"{lib.name} built by CUDA {cuda}"
+
+
+def _built_within(r: Row, built: CC) -> bool:
+    """Whether the CUDA release that built the library is within a row's build bounds."""
+    return (r.built_from is None or built >= r.built_from) and (r.built_until is None or built <= r.built_until)
+
+
+def _newer_release(lib: Library, version: Version) -> str:
+    """The release to add where the library's version is newer than its rows know, else ""."""
+    if lib.known_through is not None and version[:len(lib.known_through)] > lib.known_through:
+        return f"{lib.name} {'.'.join(map(str, version))}"
+    return ""
 
 
 __all__ = ["Identified", "Library", "Row", "identify", "identity_strings", "libraries", "version_markers"]

@@ -118,6 +118,7 @@ def _amd_entries(lib: Library) -> tuple[AmdEntryVerdict, ...]:
 
 
 def _verdict(f: LibraryFacts, findings: list[Finding]) -> LibraryVerdict:
+    """A library's verdict: host code, kernel-less stubs, or its status, coverage and floor."""
     lib = f.library
     amd = _amd_entries(lib)
     if not lib.has_device_code:
@@ -126,19 +127,28 @@ def _verdict(f: LibraryFacts, findings: list[Finding]) -> LibraryVerdict:
     reloc = tuple(sorted({f"{e.kind}:{e.target}" for e in f.relocatable}))
     if f.stubs_only and not lib.problems:
         return LibraryVerdict(lib.path, "host", f.carried, reloc, (), 0, 0, None, tuple(findings), amd_entries=amd)
-    status: Status = "pass"
-    if any(x.severity == ERROR for x in findings):
-        status = "fail"
-    elif any(x.code == Code.G005 for x in findings):
-        status = "specialised"
-    coverage = [(label(cc), how) for cc, how in f.coverage] if f.codes else []
-    if f.amd and f.policy.amd_claim:
-        coverage += [(want, "none" if amd_missing(f, want) else "native") for want in f.policy.amd_claim]
     floor = f.floor if f.codes else None
     floor_out = (floor.cuda_text, floor.driver or "unknown") if floor is not None else None
     own = sum(1 for u in f.units if u.container.role != DEVICE_LINK or u.kernels)  # unread dlinks: not shown
-    return LibraryVerdict(lib.path, status, f.carried, reloc, tuple(coverage), own, f.kernel_count,
+    return LibraryVerdict(lib.path, _status(findings), f.carried, reloc, _coverage(f), own, f.kernel_count,
                           floor_out, tuple(findings), _bytes_by_target(lib), amd)
+
+
+def _status(findings: list[Finding]) -> Status:
+    """Fail on any error; specialised where G005 says so; else pass."""
+    if any(x.severity == ERROR for x in findings):
+        return "fail"
+    if any(x.code == Code.G005 for x in findings):
+        return "specialised"
+    return "pass"
+
+
+def _coverage(f: LibraryFacts) -> tuple[tuple[str, Coverage], ...]:
+    """How each claimed NVIDIA GPU and each claimed AMD target runs the library."""
+    coverage: list[tuple[str, Coverage]] = [(label(cc), how) for cc, how in f.coverage] if f.codes else []
+    if f.amd and f.policy.amd_claim:
+        coverage += [(want, "none" if amd_missing(f, want) else "native") for want in f.policy.amd_claim]
+    return tuple(coverage)
 
 
 def _embedded_claim(inv: TargetInventory) -> tuple[Claim | None, Finding | None]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from .. import __version__
 from ..findings import Code, means_unverified
@@ -30,6 +30,7 @@ from .policy import NvidiaGpu
 
 DIFF_SCHEMA_VERSION = 1
 GPU_EXAMPLES = 3
+_T = TypeVar("_T")
 NOW_WORDS = {"native": "still runs natively", "jit": "now only through PTX JIT", "none": "no longer runs",
              "": "not a CUDA target"}
 
@@ -290,50 +291,82 @@ def _worse(old: Library | None, new: Library | None, coded: list[Library], lost:
     return worse_gpus(old, new, coded) if lost else ()
 
 
+def _interesting(v: LibraryVerdict) -> bool:
+    """A library the diff reports: it carries device code, or it could not be verified."""
+    return bool(v.carried or v.relocatable) or v.status == "unverified"
+
+
+def _at(by_path: dict[str, _T], path: str | None) -> _T | None:
+    """The entry of ``path`` where a library is on that side, else None."""
+    return by_path.get(path) if path else None
+
+
+def _bytes(v: LibraryVerdict | None) -> int:
+    """The bytes of device code a library carries (0 where it is absent)."""
+    return sum(s for _, s, _ in v.bytes_by_target) if v else 0
+
+
+@dataclass(frozen=True)
+class _Releases:
+    """Both releases' verdicts and libraries by path, what compare weighs a matched pair by."""
+
+    old: dict[str, LibraryVerdict]
+    new: dict[str, LibraryVerdict]
+    old_libraries: dict[str, Library]
+    new_libraries: dict[str, Library]
+    coded: list[Library]  # the new release's libraries that carry device code
+    carried: set[str]  # every target the new release carries
+
+    def wanted(self, m: Match) -> bool:
+        """A pair the diff reports: either side is interesting (matching ran over every library,
+        so device code that vanished from a library still shipped is a loss)."""
+        old, new = _at(self.old, m.old), _at(self.new, m.new)
+        return (old is not None and _interesting(old)) or (new is not None and _interesting(new))
+
+
+def _change(vo: LibraryVerdict | None, vn: LibraryVerdict | None, differs: bool) -> str:
+    """added, removed, changed or unchanged (the same targets, but a kernel that lost its own
+    code in one container: changed)."""
+    if vo is None or not _interesting(vo):
+        return "added"
+    if vn is None or not _interesting(vn):
+        return "removed"
+    return "changed" if differs else "unchanged"
+
+
+def _library_diff(r: _Releases, m: Match) -> LibraryDiff:
+    """What one matched pair (or an added or removed library) gained, lost and costs."""
+    vo, vn = _at(r.old, m.old), _at(r.new, m.new)
+    a = tuple(vo.carried) if vo else ()
+    b = tuple(vn.carried) if vn else ()
+    new_library = _at(r.new_libraries, m.new)
+    gained = _sorted(set(b) - set(a))
+    lost = tuple(_lost(x, new_library, r.coded, r.carried) for x in _sorted(set(a) - set(b)))
+    problems = tuple(f.message for v in (vo, vn) if v for f in v.findings if means_unverified(f))
+    worse = _worse(_at(r.old_libraries, m.old), new_library, r.coded, bool(lost))
+    return LibraryDiff(
+        path=m.new or m.old or "", old_path=m.old, new_path=m.new, matched_by=m.how if m.old and m.new else "",
+        change=_change(vo, vn, bool(gained or lost or worse)), old=_sorted(a), new=_sorted(b), gained=gained,
+        lost=lost, old_bytes=_bytes(vo), new_bytes=_bytes(vn), problems=problems, worse=worse)
+
+
+_CHANGE_ORDER = {"removed": 0, "changed": 1, "added": 2, "unchanged": 3}
+
+
 def compare(old: TargetInventory, new: TargetInventory, *, allow_loss: bool = False) -> DiffReport:
     """Compare the device code of two inventories, library by library."""
     policy = Policy()
     t_old, t_new = judge(old, None, policy), judge(new, None, policy)
-    v_old = {v.path: v for v in t_old.libraries}
-    v_new = {v.path: v for v in t_new.libraries}
-    l_new = {lib.path: lib for lib in new.libraries}
-    l_old = {lib.path: lib for lib in old.libraries}
-    coded = [lib for lib in new.libraries if lib.has_device_code]
-    carried_new = {x for v in t_new.libraries for x in v.carried}
-
-    def interesting(v: LibraryVerdict) -> bool:
-        return bool(v.carried or v.relocatable) or v.status == "unverified"
-
-    olds = [p for p, v in v_old.items() if interesting(v)]
-    news = [p for p, v in v_new.items() if interesting(v)]
-    # match among every library, so device code that vanished from a library still shipped is a loss
-    pairs = match_libraries(list(v_old), list(v_new))
-    wanted = set(olds) | {("new", p) for p in news}
-    rows: list[LibraryDiff] = []
-    for op, np_, how in pairs:
-        if op not in wanted and ("new", np_) not in wanted:
-            continue
-        vo, vn = v_old.get(op) if op else None, v_new.get(np_) if np_ else None
-        a = tuple(vo.carried) if vo else ()
-        b = tuple(vn.carried) if vn else ()
-        gained = _sorted(set(b) - set(a))
-        lost = tuple(_lost(x, l_new.get(np_) if np_ else None, coded, carried_new) for x in _sorted(set(a) - set(b)))
-        problems = tuple(f.message for v in (vo, vn) if v for f in v.findings if means_unverified(f))
-        worse = _worse(l_old.get(op) if op else None, l_new.get(np_) if np_ else None, coded, bool(lost))
-        if vo is None or not interesting(vo):
-            change = "added"
-        elif vn is None or not interesting(vn):
-            change = "removed"
-        else:  # the same targets, but a kernel lost its own in one container: changed
-            change = "changed" if gained or lost or worse else "unchanged"
-        rows.append(LibraryDiff(
-            np_ or op or "", op, np_, how if op and np_ else "", change, _sorted(a), _sorted(b), gained, lost,
-            sum(s for _, s, _ in vo.bytes_by_target) if vo else 0,
-            sum(s for _, s, _ in vn.bytes_by_target) if vn else 0, problems, worse))
-    rows.sort(key=lambda d: ({"removed": 0, "changed": 1, "added": 2, "unchanged": 3}[d.change], d.path))
     s_old, s_new = _side(t_old), _side(t_new)
     if old.unusable or new.unusable:
         return DiffReport(s_old, s_new, (), (), (), allow_loss)
+    r = _Releases(old={v.path: v for v in t_old.libraries}, new={v.path: v for v in t_new.libraries},
+                  old_libraries={lib.path: lib for lib in old.libraries},
+                  new_libraries={lib.path: lib for lib in new.libraries},
+                  coded=[lib for lib in new.libraries if lib.has_device_code],
+                  carried={x for v in t_new.libraries for x in v.carried})
+    rows = [_library_diff(r, m) for m in match_libraries(list(r.old), list(r.new)) if r.wanted(m)]
+    rows.sort(key=lambda d: (_CHANGE_ORDER[d.change], d.path))
     return DiffReport(s_old, s_new, tuple(rows), _sorted(set(s_new.carries) - set(s_old.carries)),
                       _sorted(set(s_old.carries) - set(s_new.carries)), allow_loss)
 

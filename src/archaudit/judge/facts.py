@@ -168,19 +168,9 @@ def _kernel_verdict(f: LibraryFacts, i: int, name: str, codes: tuple[NvCode, ...
                     carriers: dict[CC, dict[str, list[int]]]) -> tuple[Verdict, tuple[int, ...]]:
     """What the binary says about kernel ``name`` of unit ``i`` missing GPU ``cc``, and the other
     units that give ``cc`` a kernel of that name (for "elsewhere")."""
-    choice = f.paths[cc].choices[i]
-    if specialised and (excludes(name, cc) or not f.generic_runs(cc)):
-        return "specialised", ()
-    if f.vendor is not None and f.vendor.dispatches:  # in its documented range: its host picks the container
-        return ("stated" if any(s.excuses(name, cc) for s in f.statements) else "dispatched"), ()
-    if choice.runs == "none" and choice.code is not None:
-        return "fails", ()  # the driver picks its PTX and cannot compile it
-    if any(s.excuses(name, cc) for s in f.statements):
-        return "stated", ()
-    if named_for(name, codes, cc):
-        return "named", ()
-    if compiled_out(choice, codes, cc):
-        return "compiled-out", ()
+    said = _own_verdict(f, f.paths[cc].choices[i], name, codes, specialised, cc)
+    if said is not None:
+        return said, ()
     if cc not in carriers:
         carriers[cc] = _carriers(f, cc)
     others = tuple(j for j in carriers[cc].get(name, ()) if j != i)
@@ -189,6 +179,25 @@ def _kernel_verdict(f: LibraryFacts, i: int, name: str, codes: tuple[NvCode, ...
         # library loads the image it picks, and only one whose SASS runs on the GPU loads there
         return "chosen", others
     return ("elsewhere" if others else "fails"), others
+
+
+def _own_verdict(f: LibraryFacts, choice: Choice, name: str, codes: tuple[NvCode, ...], specialised: bool,
+                 cc: CC) -> Verdict | None:
+    """What the kernel's own container, name and library say of its gap on ``cc``, before any
+    other container is looked at; None where they say nothing."""
+    if specialised and (excludes(name, cc) or not f.generic_runs(cc)):
+        return "specialised"
+    if f.vendor is not None and f.vendor.dispatches:  # in its documented range: its host picks the container
+        return "stated" if any(s.excuses(name, cc) for s in f.statements) else "dispatched"
+    if choice.runs == "none" and choice.code is not None:
+        return "fails"  # the driver picks its PTX and cannot compile it
+    if any(s.excuses(name, cc) for s in f.statements):
+        return "stated"
+    if named_for(name, codes, cc):
+        return "named"
+    if compiled_out(choice, codes, cc):
+        return "compiled-out"
+    return None
 
 
 def _carriers(f: LibraryFacts, gpu: CC) -> dict[str, list[int]]:
@@ -420,14 +429,7 @@ def library_facts(lib: Library, claim: Claim | None, policy: Policy, package: in
     """Compute the facts of one library once, for every rule. ``package``: the CUDA major the
     library's package is named for (arch.package_cuda), which dates cubins nothing else dates."""
     judged = judged_containers(lib)
-    units = []
-    shapes: dict[object, int] = {}
-    for i, c in judged:
-        codes = nv_codes(c.entries)
-        if not codes:
-            continue
-        identified = all(x.entry.kernels is not None for x in codes)
-        units.append(Unit(i, c, codes, identified, shapes.setdefault(shape_of(codes), len(shapes))))
+    units = _units(judged)
     loadable = [e for c in lib.reachable if c.role != RELOCATABLE for e in c.entries]
     amd = tuple(e for e in loadable if e.kind == CODE_OBJECT)
     reloc = tuple(e for c in lib.containers if c.role == RELOCATABLE for e in c.entries)
@@ -440,15 +442,37 @@ def library_facts(lib: Library, claim: Claim | None, policy: Policy, package: in
     said = arch.library_statements(lib.path.rsplit("/", 1)[-1], lib.statements)
     paths = {cc: gpu_path(cc, units, runtime, policy.driver_os, built, linker, said, undated) for cc in gpus}
     codes = tuple(c for u in units for c in u.codes)
-    contract = vendors.identify(lib.path.rsplit("/", 1)[-1], lib.statements, built_by(codes, runtime)) \
-        if codes else None
-    floor = vendor_floor(contract, policy.driver_os) if contract is not None else None
-    if floor is not None:  # the vendor's documented minimum driver, for whatever code a GPU runs,
-        # never below the GPU's own first driver (a B200 needs R570 whatever cuBLAS 12.9 documents)
-        paths = {cc: p if p.floor is None else replace(p, floor=highest([floor, *own_floor(cc, policy.driver_os)]))
-                 for cc, p in paths.items()}
+    contract = None
+    if codes:
+        contract = vendors.identify(lib.path.rsplit("/", 1)[-1], lib.statements, built_by(codes, runtime))
+    if contract is not None:
+        paths = _vendor_floored(paths, contract, policy.driver_os)
     return LibraryFacts(lib, claim, policy, tuple(units), codes, reloc, amd, stubs_only, runtime, paths, contract,
                         undated)
+
+
+def _units(judged: list[tuple[int, Container]]) -> list[Unit]:
+    """The judged containers that hold NVIDIA code, as units; units of one shape share a number."""
+    units = []
+    shapes: dict[object, int] = {}
+    for i, c in judged:
+        codes = nv_codes(c.entries)
+        if not codes:
+            continue
+        identified = all(x.entry.kernels is not None for x in codes)
+        units.append(Unit(i, c, codes, identified, shapes.setdefault(shape_of(codes), len(shapes))))
+    return units
+
+
+def _vendor_floored(paths: dict[CC, GpuPath], contract: vendors.Identified, os_name: str) -> dict[CC, GpuPath]:
+    """A vendor library's paths with its vendor's documented minimum driver as the floor of
+    whatever code a GPU runs, never below the GPU's own first driver (a B200 needs R570 whatever
+    cuBLAS 12.9 documents); as they are where the row names no driver for ``os_name``."""
+    floor = vendor_floor(contract, os_name)
+    if floor is None:
+        return paths
+    return {cc: p if p.floor is None else replace(p, floor=highest([floor, *own_floor(cc, os_name)]))
+            for cc, p in paths.items()}
 
 
 __all__ = ["Floor", "GpuPath", "highest", "KernelGap", "labels_of", "library_facts", "LibraryFacts",

@@ -156,14 +156,9 @@ def gpu_path(gpu: CC, units: list[Unit], runtime: Floor | None, os_name: str, bu
     choices: list[Choice] = []
     given: list[frozenset[str]] = []
     dead: list[NvCode] = []
-    floors: list[Floor] = []
     runs: Runs = "none"
     for u in units:
-        shape = memo.get(u.shape)
-        if shape is None:
-            first = choose(u.container, u.codes, gpu, linker)
-            at = None if first.code is None else next(i for i, c in enumerate(u.codes) if c is first.code)
-            shape = memo[u.shape] = (first.runs, at)
+        shape = _shape_choice(u, gpu, linker, memo)
         choice = NOTHING if shape[1] is None else Choice(shape[0], u.codes[shape[1]])
         if choice.code is not None and choice.runs != "none" and last is not None \
                 and is_dead(choice.code, runtime, last):
@@ -173,21 +168,51 @@ def gpu_path(gpu: CC, units: list[Unit], runtime: Floor | None, os_name: str, bu
         given.append(_NONE if choice.kernels is None or shape[1] is None else u.code_kernels[shape[1]])
         if choice.runs == "native" or (choice.runs == "jit" and runs == "none"):
             runs = choice.runs
+    needed = _needed(units, choices, given, excused_on(gpu, said))
+    floors = _code_floors(units, choices, needed, memo, undated, os_name, built)
+    return GpuPath(gpu, tuple(choices), tuple(given), runs, tuple(dead), _path_floor(floors, gpu, runtime, os_name))
+
+
+def _shape_choice(u: Unit, gpu: CC, linker: bool, memo: dict[int, tuple[Runs, int | None]]) -> tuple[Runs, int | None]:
+    """The driver's choice in a unit as (how it runs, the chosen code's position), once per shape
+    (units of one shape get the entry at the same position)."""
+    shape = memo.get(u.shape)
+    if shape is None:
+        first = choose(u.container, u.codes, gpu, linker)
+        at = None if first.code is None else next(i for i, c in enumerate(u.codes) if c is first.code)
+        shape = memo[u.shape] = (first.runs, at)
+    return shape
+
+
+def _code_floors(units: list[Unit], choices: list[Choice], needed: list[bool],
+                 memo: dict[int, tuple[Runs, int | None]], undated: Floor | None, os_name: str,
+                 built: CC | None) -> list[Floor]:
+    """The floor of the code chosen in each unit the GPU loads code from, each computed once."""
+    floors: list[Floor] = []
     known: dict[tuple[object, ...], Floor] = {}  # what a floor depends on beyond runtime and os_name
-    for u, choice, needed in zip(units, choices, _needed(units, choices, given, excused_on(gpu, said))):
-        if needed and choice.code is not None:
+    for u, choice, used in zip(units, choices, needed):
+        if used and choice.code is not None:
             e = choice.code.entry
             key = (u.shape, memo[u.shape][1], e.code_version, e.toolkit, u.release or built)
             floor = known.get(key)
             if floor is None:
                 floor = known[key] = entry_floor(choice.code, undated, os_name, u.release or built)
             floors.append(floor)
-    if floors and runtime is not None:
+    return floors
+
+
+def _path_floor(floors: list[Floor], gpu: CC, runtime: Floor | None, os_name: str) -> Floor | None:
+    """The floor of what the GPU runs: its code's, the runtime's and, where it runs anything, the
+    GPU's own (the first driver of its generation)."""
+    if not floors:
+        return None
+    floors = list(floors)
+    if runtime is not None:
         floors.append(runtime)
-    own = gpu_floor(gpu, os_name) if floors else None
+    own = gpu_floor(gpu, os_name)
     if own is not None:
         floors.append(own)
-    return GpuPath(gpu, tuple(choices), tuple(given), runs, tuple(dead), highest(floors))
+    return highest(floors)
 
 
 _NONE: frozenset[str] = frozenset()

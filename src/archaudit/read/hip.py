@@ -506,24 +506,11 @@ def has_load_segment(co: Buffer) -> bool:
 
 
 def _kernels(co: memoryview) -> tuple[str, ...]:
-    n = len(co)
-    e_shoff, = struct.unpack_from("<Q", co, 40)
-    e_shentsize, e_shnum = struct.unpack_from("<HH", co, 58)
-    if e_shnum == 0:
+    """The kernels a code object defines: the names of its kernel descriptors (``NAME.kd``)."""
+    tables = _symbol_table(co)
+    if tables is None:
         return ()
-    if e_shentsize != 64 or e_shoff > n or e_shoff + e_shnum * 64 > n:
-        raise Malformed("code object section headers lie outside it", code=MALFORMED)
-    secs = [struct.unpack_from("<IIQQQQIIQQ", co, e_shoff + i * 64) for i in range(e_shnum)]
-    symtab = [s for s in secs if s[1] == 2] or [s for s in secs if s[1] == 11]
-    if not symtab:
-        return ()
-    _, _, _, _, off, size, link, _, _, entsize = symtab[0]
-    if entsize != 24 or off + size > n or link >= e_shnum:
-        raise Malformed("code object symbol table is malformed", code=MALFORMED)
-    str_off, str_size = secs[link][4], secs[link][5]
-    if str_off + str_size > n:
-        raise Malformed("code object string table lies outside it", code=MALFORMED)
-    strtab = bytes(co[str_off : str_off + str_size])
+    off, size, strtab = tables
     names: dict[str, None] = {}
     for i in range(size // 24):
         st_name, st_info = struct.unpack_from("<IB", co, off + i * 24)
@@ -536,6 +523,29 @@ def _kernels(co: memoryview) -> tuple[str, ...]:
         if name.endswith(b".kd") and len(name) > 3:
             names[name[:-3].decode("utf-8", "replace")] = None
     return tuple(names)
+
+
+def _symbol_table(co: memoryview) -> tuple[int, int, bytes] | None:
+    """The code object's symbol table (.symtab, else .dynsym) as its offset, its size and its
+    string table's bytes; None where it has none. Raises Malformed."""
+    n = len(co)
+    e_shoff, = struct.unpack_from("<Q", co, 40)
+    e_shentsize, e_shnum = struct.unpack_from("<HH", co, 58)
+    if e_shnum == 0:
+        return None
+    if e_shentsize != 64 or e_shoff > n or e_shoff + e_shnum * 64 > n:
+        raise Malformed("code object section headers lie outside it", code=MALFORMED)
+    secs = [struct.unpack_from("<IIQQQQIIQQ", co, e_shoff + i * 64) for i in range(e_shnum)]
+    symtab = [s for s in secs if s[1] == 2] or [s for s in secs if s[1] == 11]
+    if not symtab:
+        return None
+    _, _, _, _, off, size, link, _, _, entsize = symtab[0]
+    if entsize != 24 or off + size > n or link >= e_shnum:
+        raise Malformed("code object symbol table is malformed", code=MALFORMED)
+    str_off, str_size = secs[link][4], secs[link][5]
+    if str_off + str_size > n:
+        raise Malformed("code object string table lies outside it", code=MALFORMED)
+    return off, size, bytes(co[str_off : str_off + str_size])
 
 
 __all__ = ["CO_VERSION", "COMPRESSED_MAGIC", "EF_AMDGPU_FEATURE_SRAMECC_V3", "EF_AMDGPU_FEATURE_XNACK_V3",

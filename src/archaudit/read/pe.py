@@ -162,12 +162,7 @@ def parse_headers(data: bytes, file_size: int) -> Headers:
     if opt_size < 2:
         raise PeError("no optional header: an object file, not an image")
     magic = int.from_bytes(data[opt:opt + 2], "little")
-    if magic == PE32:  # a 32-bit image: a 4-byte image base after BaseOfData, 16 bytes less before
-        base_at, count_at, dirs_at, base_size = 28, 92, 96, 4  # the data directories (PE format spec)
-    elif magic == PE32_PLUS:
-        base_at, count_at, dirs_at, base_size = 24, 108, 112, 8
-    else:
-        raise PeError(f"optional header magic 0x{magic:x} is neither PE32 nor PE32+")
+    base_at, count_at, dirs_at, base_size = _optional_layout(magic)
     if opt_size < dirs_at:
         raise PeError(f"optional header of {opt_size} bytes is too short for its magic")
     image_base = int.from_bytes(data[opt + base_at:opt + base_at + base_size], "little")
@@ -176,6 +171,26 @@ def parse_headers(data: bytes, file_size: int) -> Headers:
     # The loader reads at most 16 directories, and only those the optional header holds.
     count = min(declared, 16, (opt_size - dirs_at) // 8)
     directories = tuple(struct.unpack_from("<II", data, opt + dirs_at + 8 * i) for i in range(count))
+    sections = _section_table(data, table, nsections, file_size)
+    strings = symtab + nsymbols * SYMBOL_SIZE if symtab else 0
+    if any(s.name.startswith("/") for s in sections) and (not strings or strings + 4 > file_size):
+        raise PeError("a long section name points into a string table the file does not have")
+    return Headers(machine, magic, image_base, min(size_of_headers, file_size), directories,
+                   tuple(sections), strings)
+
+
+def _optional_layout(magic: int) -> tuple[int, int, int, int]:
+    """Where the optional header of an image of this magic holds its image base, its count of
+    data directories and the directories, and the image base's size (PE format spec)."""
+    if magic == PE32:  # a 32-bit image: a 4-byte image base after BaseOfData, 16 bytes less before
+        return 28, 92, 96, 4
+    if magic == PE32_PLUS:
+        return 24, 108, 112, 8
+    raise PeError(f"optional header magic 0x{magic:x} is neither PE32 nor PE32+")
+
+
+def _section_table(data: bytes, table: int, nsections: int, file_size: int) -> list[Section]:
+    """The section table's entries, each whose raw data lies inside the file."""
     sections = []
     for i in range(nsections):
         raw_name, vsize, rva, raw_size, raw_offset, _, _, _, _, chars = _SECTION.unpack_from(
@@ -184,11 +199,7 @@ def parse_headers(data: bytes, file_size: int) -> Headers:
             raise PeError(f"section {i} ({_short_name(raw_name)}) lies outside the file")
         sections.append(Section(_short_name(raw_name), vsize, rva, raw_size if raw_offset else 0,
                                 raw_offset, chars))
-    strings = symtab + nsymbols * SYMBOL_SIZE if symtab else 0
-    if any(s.name.startswith("/") for s in sections) and (not strings or strings + 4 > file_size):
-        raise PeError("a long section name points into a string table the file does not have")
-    return Headers(machine, magic, image_base, min(size_of_headers, file_size), directories,
-                   tuple(sections), strings)
+    return sections
 
 
 def _short_name(raw: bytes) -> str:
@@ -259,31 +270,15 @@ Chunks = Callable[[], Iterable[bytes]]
 def read(path: str, size: int, src: stream.Source, chunks: Chunks, settings: records.ScanSettings) -> Library:
     """Inventory one PE image from the scanner's window over its stream (stream.Source)."""
     try:
-        need = 64
-        while True:
-            src.ensure(min(size, need))
-            grown = headers_extent(bytes(src.buf[:min(size, need, HEADERS_MAX)]))
-            if grown <= need or grown > HEADERS_MAX or need >= size:
-                break
-            need = grown
-        h = parse_headers(bytes(src.buf[:min(size, need, HEADERS_MAX)]), size)
+        h = _read_headers(src, size)
         long_names = long_name_offsets(h)
     except PeError as e:
         what = "malformed PE: " if e.code == MALFORMED else ""
         return Library(path, size, "pe", problems=(Problem(e.code, f"{what}{e}"),))
     strings = {at: src.capture(h.string_table + at, h.string_table + at + LONG_NAME) for at in long_names}
-    tables: list[tuple[bool, int, int, bytearray]] = []  # (delay, file offset, declared size, bytes)
-    for index, delay in ((DIR_IMPORT, False), (DIR_DELAY_IMPORT, True)):
-        rva, dir_size = h.directory(index)
-        if not rva:
-            continue
-        at = h.rva_to_offset(rva)
-        if at is None:
-            return Library(path, size, "pe", problems=(Problem(
-                MALFORMED, f"malformed PE: {'delay-' * delay}import directory at RVA 0x{rva:x} is in no section"),))
-        # the descriptors up to the most a table may list, then the names that usually follow
-        room = min(dir_size, (MAX_IMPORTS + 1) * (_DELAY if delay else _IMPORT).size)
-        tables.append((delay, at, dir_size, src.capture(at, at + room + NAMES_WINDOW)))
+    tables = _import_tables(h, src)
+    if isinstance(tables, Problem):
+        return Library(path, size, "pe", problems=(tables,))
 
     segments = tuple(elf.Segment(elf.PT_LOAD, s.raw_offset, h.image_base + s.rva, s.loaded_size, s.elf_flags)
                      for s in h.sections if s.loaded_size)
@@ -311,6 +306,37 @@ def read(path: str, size: int, src: stream.Source, chunks: Chunks, settings: rec
     problems = [_pe_names(p, pe_name, h) for p in problems]
     return Library(path, size, "pe", tuple(containers), needed, (), tuple(state.claims), tuple(problems),
                    tuple(notes), tuple(state.linkers), tuple(state.statements))
+
+
+def _read_headers(src: stream.Source, size: int) -> Headers:
+    """The headers, read from the stream's window as far as they say they reach (within
+    HEADERS_MAX). Raises PeError."""
+    need = 64
+    while True:
+        src.ensure(min(size, need))
+        grown = headers_extent(bytes(src.buf[:min(size, need, HEADERS_MAX)]))
+        if grown <= need or grown > HEADERS_MAX or need >= size:
+            break
+        need = grown
+    return parse_headers(bytes(src.buf[:min(size, need, HEADERS_MAX)]), size)
+
+
+def _import_tables(h: Headers, src: stream.Source) -> list[tuple[bool, int, int, bytearray]] | Problem:
+    """The import and delay-import directories as (delay, file offset, declared size, bytes
+    captured from the stream), or the problem of a directory that lies in no section."""
+    tables: list[tuple[bool, int, int, bytearray]] = []
+    for index, delay in ((DIR_IMPORT, False), (DIR_DELAY_IMPORT, True)):
+        rva, dir_size = h.directory(index)
+        if not rva:
+            continue
+        at = h.rva_to_offset(rva)
+        if at is None:
+            return Problem(MALFORMED, f"malformed PE: {'delay-' * delay}import directory at RVA 0x{rva:x} is in "
+                                      f"no section")
+        # the descriptors up to the most a table may list, then the names that usually follow
+        room = min(dir_size, (MAX_IMPORTS + 1) * (_DELAY if delay else _IMPORT).size)
+        tables.append((delay, at, dir_size, src.capture(at, at + room + NAMES_WINDOW)))
+    return tables
 
 
 def _zones(h: Headers, size: int) -> list[search.Zone]:

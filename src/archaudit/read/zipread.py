@@ -361,7 +361,6 @@ def _check_local_headers(read_at: ReadAt, members: list[Member], hazards: list[H
     installed under. Its method, CRC and sizes must agree too. Returns the members that pass,
     with their data offsets (and, with `select`, their tags)."""
     kept: dict[int, Member] = {}
-    unpack = _LOCAL.unpack_from
     prefetch = _PREFETCH if select is not None else 0
     data_end = 0  # end of the data of the member before, in file order
     # In file order, so that a member whose header lies inside the data before it (overlap,
@@ -370,29 +369,12 @@ def _check_local_headers(read_at: ReadAt, members: list[Member], hazards: list[H
     for index, m in sorted(enumerate(members), key=lambda im: im[1].header_offset):
         name = m.name
         raw_len = len(name) if name.isascii() else len(name.encode("utf-8" if m.flags & 0x800 else "cp437"))
-        fixed = _LOCAL.size + raw_len
-        head = read_at(m.header_offset, fixed + prefetch)
-        if len(head) < _LOCAL.size or head[:4] != b"PK\x03\x04":
-            hazards.append((Code.E002, name, "local header missing (archive truncated or corrupt)"))
+        head = read_at(m.header_offset, _LOCAL.size + raw_len + prefetch)
+        local = _local_header(read_at, m, head, raw_len)
+        if isinstance(local, str):
+            hazards.append((Code.E002, name, local))
             continue
-        (_, _, flags, method, _, _, crc, csize, usize, nlen, xlen) = unpack(head)
-        local_raw = head[_LOCAL.size:fixed] if nlen == raw_len else read_at(m.header_offset + _LOCAL.size, nlen)
-        try:
-            local = local_raw.decode("ascii" if local_raw.isascii() else "utf-8" if flags & 0x800 else "cp437")
-        except UnicodeDecodeError:
-            local = local_raw.decode("utf-8", "replace")
-        if local != name:
-            hazards.append((Code.E002, name, f"local header names it {local!r}"))
-            continue
-        if method != m.method or (flags ^ m.flags) & 0x1:
-            hazards.append((Code.E002, name, "local header and central directory disagree on its "
-                                          "compression or encryption"))
-            continue
-        if not flags & 0x8 and (crc != m.crc or csize not in (m.compressed_size, 0xFFFFFFFF)
-                                or usize not in (m.size, 0xFFFFFFFF)):
-            hazards.append((Code.E002, name, "local header and central directory disagree on its "
-                                          "CRC or sizes"))
-            continue
+        nlen, xlen = local
         data_offset = m.header_offset + _LOCAL.size + nlen + xlen
         tag: object = None
         whole = None
@@ -400,20 +382,57 @@ def _check_local_headers(read_at: ReadAt, members: list[Member], hazards: list[H
         data_end = max(data_end, data_offset + m.compressed_size)
         if select is not None and name[-1:] != "/" and not overlapped:
             first = head[_LOCAL.size + nlen + xlen:] if nlen == raw_len else b""
-            first = first[:m.compressed_size]
-            try:  # 64 bytes say what a file is; an MS-DOS stub points further, to its PE header
-                start, _ = member_head(read_at, m, _QUICK, first, data_offset, whole=False)
-                if start[:2] == b"MZ":
-                    start, _ = member_head(read_at, m, HEAD, first, data_offset, whole=False)
-                tag = select(name, start)
-                if tag and m.size <= WHOLE:
-                    _, whole = member_head(read_at, m, HEAD, first, data_offset)
+            try:
+                tag, whole = _selected(read_at, m, select, first[:m.compressed_size], data_offset)
             except MemberError as e:
                 hazards.append((e.code, name, str(e)))
                 continue
         kept[index] = Member(name, m.method, m.flags, m.crc, m.compressed_size, m.size, m.header_offset, m.mode,
                              data_offset, tag, whole)
     return [kept[i] for i in sorted(kept)]
+
+
+def _local_header(read_at: ReadAt, m: Member, head: bytes, raw_len: int) -> tuple[int, int] | str:
+    """The lengths of the local header's name and extra field, or why the header does not repeat
+    the central directory's name, method, encryption, CRC and sizes. ``head``: the bytes read at
+    the header, ``raw_len``: the length of the central directory's name as stored."""
+    if len(head) < _LOCAL.size or head[:4] != b"PK\x03\x04":
+        return "local header missing (archive truncated or corrupt)"
+    (_, _, flags, method, _, _, crc, csize, usize, nlen, xlen) = _LOCAL.unpack_from(head)
+    fixed = _LOCAL.size + raw_len
+    local_raw = head[_LOCAL.size:fixed] if nlen == raw_len else read_at(m.header_offset + _LOCAL.size, nlen)
+    local = _decoded_name(local_raw, flags)
+    if local != m.name:
+        return f"local header names it {local!r}"
+    if method != m.method or (flags ^ m.flags) & 0x1:
+        return "local header and central directory disagree on its compression or encryption"
+    if not flags & 0x8 and (crc != m.crc or csize not in (m.compressed_size, 0xFFFFFFFF)
+                            or usize not in (m.size, 0xFFFFFFFF)):
+        return "local header and central directory disagree on its CRC or sizes"
+    return nlen, xlen
+
+
+def _decoded_name(raw: bytes, flags: int) -> str:
+    """A local header's name as zipfile reads it: UTF-8 where its flag says so, else cp437."""
+    try:
+        return raw.decode("ascii" if raw.isascii() else "utf-8" if flags & 0x800 else "cp437")
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", "replace")
+
+
+def _selected(read_at: ReadAt, m: Member, select: Select, first: bytes,
+              data_offset: int) -> tuple[object, bytes | None]:
+    """What ``select`` tags the member by its first bytes (64 say what a file is; an MS-DOS stub
+    points further, to its PE header), and, for a tagged member of at most WHOLE bytes, the
+    whole member, verified. Raises MemberError."""
+    start, _ = member_head(read_at, m, _QUICK, first, data_offset, whole=False)
+    if start[:2] == b"MZ":
+        start, _ = member_head(read_at, m, HEAD, first, data_offset, whole=False)
+    tag = select(m.name, start)
+    whole = None
+    if tag and m.size <= WHOLE:
+        _, whole = member_head(read_at, m, HEAD, first, data_offset)
+    return tag, whole
 
 
 def _check_overlaps(members: list[Member], hazards: list[Hazard], cd_offset: int) -> list[Member]:
@@ -443,15 +462,38 @@ def member_head(read_at: ReadAt, m: Member, n: int = HEAD, first: bytes = b"", d
     _readable(m)
     at = m.data_offset if data_offset < 0 else data_offset
     if m.method == 0:
-        if m.compressed_size != m.size:
-            raise MemberError("stored member's sizes disagree", code=Code.E002)
-        if whole and m.size <= WHOLE:
-            data = first if len(first) >= m.size else read_at(at, m.size)
-            _verify(m, data[:m.size])
-            return data[:n], data[:m.size]
-        return (first if len(first) >= n else read_at(at, min(n, m.size)))[:n], None
+        return _stored_head(read_at, m, n, first, at, whole)
     whole = whole and m.size <= WHOLE
     want = m.size if whole else min(n, m.size)
+    out, eof, taken, unused = _inflate(read_at, m, first, at, want, whole)
+    if not whole:
+        return out[:n], None
+    if not eof:
+        raise MemberError("deflate stream is truncated", code=Code.E002)
+    if taken != m.compressed_size or unused:
+        raise MemberError("member has data after its deflate stream", code=Code.E002)
+    _verify(m, out)
+    return out[:n], out
+
+
+def _stored_head(read_at: ReadAt, m: Member, n: int, first: bytes, at: int,
+                 whole: bool) -> tuple[bytes, bytes | None]:
+    """member_head of a stored member: its bytes as they are."""
+    if m.compressed_size != m.size:
+        raise MemberError("stored member's sizes disagree", code=Code.E002)
+    if whole and m.size <= WHOLE:
+        data = first if len(first) >= m.size else read_at(at, m.size)
+        _verify(m, data[:m.size])
+        return data[:n], data[:m.size]
+    return (first if len(first) >= n else read_at(at, min(n, m.size)))[:n], None
+
+
+def _inflate(read_at: ReadAt, m: Member, first: bytes, at: int, want: int,
+             whole: bool) -> tuple[bytes, bool, int, bool]:
+    """Inflate a deflated member until ``want`` bytes (``whole``: to its end), reading its input
+    in growing steps and never more than HEAD_INPUT bytes of it for a head. Returns what it
+    inflated, whether the stream ended, the input bytes taken, and whether input followed the
+    stream's end. Raises MemberError."""
     inflater = zlib.decompressobj(-15)  # for a few bytes, zlib starts faster than ISA-L
     out = b""
     taken = 0
@@ -476,14 +518,7 @@ def member_head(read_at: ReadAt, m: Member, n: int = HEAD, first: bytes = b"", d
             raise MemberError(f"inflates past its declared {m.size} bytes (zip bomb?)", code=Code.E003)
         if inflater.eof:
             break
-    if whole:
-        if not inflater.eof:
-            raise MemberError("deflate stream is truncated", code=Code.E002)
-        if taken != m.compressed_size or inflater.unused_data:
-            raise MemberError("member has data after its deflate stream", code=Code.E002)
-        _verify(m, out)
-        return out[:n], out
-    return out[:n], None
+    return out, inflater.eof, taken, bool(inflater.unused_data)
 
 
 def _verify(m: Member, data: bytes) -> None:

@@ -8,8 +8,29 @@ from collections.abc import Sequence
 
 from ...findings import Code, Finding
 from ...gpus import amd as gfx, rocm
+from ...model import Entry
 from ..facts import LibraryFacts
-from .common import finding, library_rule
+from .common import finding, g001_finding, library_rule
+
+
+def amd_g001(f: LibraryFacts) -> list[Finding]:
+    """G001 of an AMD claim: claimed targets on a setting of which no module of the library loads."""
+    if not f.amd or not f.policy.amd_claim:
+        return []
+    missing = [want for want in f.policy.amd_claim if amd_missing(f, want)]
+    if not missing:
+        return []
+    settings = [m for want in missing for m in amd_missing(f, want)]
+    why = ""
+    if any(modes_matter(t) for t in missing):
+        why = " (a target without xnack/sramecc runs in either mode: it needs code for both)"
+    why += amd_why(f, settings)
+    entries = [e for e in f.amd if rocm.hip_reads(e)]
+    names = [k for e in entries for k in (e.kernels or ())]
+    read = all(e.kernels is not None for e in entries)
+    return [g001_finding(f.path, list(f.policy.amd_claim), f.policy.amd_claim_source or "--amd-arch",
+                         amd_carried(f), missing, sorted(set(names)) if read else None, why,
+                         nothing="carries no AMD code HIP selects")]
 
 
 def amd_carried(f: LibraryFacts) -> list[str]:
@@ -26,33 +47,58 @@ def amd_missing(f: LibraryFacts, want: str) -> list[str]:
 def amd_why(f: LibraryFacts, settings: Sequence[str]) -> str:
     """Why ROCm runs nothing there, where the binary shows more than missing code: an entry it
     selects whose code object the loader refuses, or entries it never reads."""
-    out = ""
-    old = sorted({e.code_version[0] for m in settings for e in f.amd_path(m).refused if rocm.too_old_alone(e)})
-    if old:
-        out += (f"; it is a bare code object of version {', '.join(map(str, old))}, and ROCm's comgr looks up "
-                f"bare code objects of versions 4 to 6 only (getElfIsaName)")
-    unloadable = sorted({e.identifier or e.target for m in settings for e in f.amd_path(m).refused
-                         if e.unloadable and not rocm.too_old_alone(e)})
-    if unloadable:
-        out += (f"; ROCm selects {', '.join(unloadable[:3])}, a code object without a loadable segment (a "
-                f"relocatable object never linked), which ROCr's loader refuses on every GPU")
-    refused = {e.identifier or e.target: rocm.judged_target(e) for m in settings for e in f.amd_path(m).refused
-               if not rocm.too_old_alone(e) and not e.unloadable}
-    if refused:
-        shown = "; ".join(f"{i} holds a code object built for {t}" for i, t in sorted(refused.items())[:3])
-        out += (f"; on {', '.join(settings[:4])} ROCm selects the first bundle entry whose id fits and the "
-                f"loader refuses its code object ({shown}), with no fallback to a later entry")
+    refused = [e for m in settings for e in f.amd_path(m).refused]
+    return (_too_old_why(refused) + _unloadable_why(refused) + _refused_why(refused, settings)
+            + _unread_why(f) + _generic_why(f, settings))
+
+
+def _too_old_why(refused: list[Entry]) -> str:
+    """Bare code objects of a version comgr does not look up."""
+    old = sorted({e.code_version[0] for e in refused if rocm.too_old_alone(e)})
+    if not old:
+        return ""
+    return (f"; it is a bare code object of version {', '.join(map(str, old))}, and ROCm's comgr looks up "
+            f"bare code objects of versions 4 to 6 only (getElfIsaName)")
+
+
+def _unloadable_why(refused: list[Entry]) -> str:
+    """Selected code objects without a loadable segment."""
+    unloadable = sorted({e.identifier or e.target for e in refused if e.unloadable and not rocm.too_old_alone(e)})
+    if not unloadable:
+        return ""
+    return (f"; ROCm selects {', '.join(unloadable[:3])}, a code object without a loadable segment (a "
+            f"relocatable object never linked), which ROCr's loader refuses on every GPU")
+
+
+def _refused_why(refused: list[Entry], settings: Sequence[str]) -> str:
+    """Selected entries whose code object is built for another setting than their id says."""
+    built = {e.identifier or e.target: rocm.judged_target(e) for e in refused
+             if not rocm.too_old_alone(e) and not e.unloadable}
+    if not built:
+        return ""
+    shown = "; ".join(f"{i} holds a code object built for {t}" for i, t in sorted(built.items())[:3])
+    return (f"; on {', '.join(settings[:4])} ROCm selects the first bundle entry whose id fits and the "
+            f"loader refuses its code object ({shown}), with no fallback to a later entry")
+
+
+def _unread_why(f: LibraryFacts) -> str:
+    """Bundle entries HIP never selects (G015's)."""
     unread = sorted({e.identifier for e in f.amd if not rocm.hip_reads(e)})
-    if unread:
-        out += f"; HIP never selects {', '.join(unread[:3])} (not a hip/hipv4/hcc entry as comgr spells it)"
+    if not unread:
+        return ""
+    return f"; HIP never selects {', '.join(unread[:3])} (not a hip/hipv4/hcc entry as comgr spells it)"
+
+
+def _generic_why(f: LibraryFacts, settings: Sequence[str]) -> str:
+    """Generic entries (gfx9-generic) of the GPUs' family, which comgr selects for no GPU."""
     procs = {m.split(":")[0] for m in settings}
     generic = sorted({e.target for e in f.amd if rocm.hip_reads(e) and gfx.is_generic(e.target)
                       and procs & set(gfx.family(e.target))})
-    if generic:
-        out += (f"; {', '.join(generic)} code is not selected for {', '.join(sorted(procs))}: ROCm's comgr "
-                f"(lookUpCodeObject) compares a bundle entry's processor with the GPU's own, so a generic "
-                f"entry fits no GPU; only a run on the GPU (archaudit smoke) can show a ROCm that selects it")
-    return out
+    if not generic:
+        return ""
+    return (f"; {', '.join(generic)} code is not selected for {', '.join(sorted(procs))}: ROCm's comgr "
+            f"(lookUpCodeObject) compares a bundle entry's processor with the GPU's own, so a generic "
+            f"entry fits no GPU; only a run on the GPU (archaudit smoke) can show a ROCm that selects it")
 
 
 
@@ -120,6 +166,7 @@ def modes_matter(target: str) -> bool:
 
 __all__ = [
     "amd_carried",
+    "amd_g001",
     "amd_kernel_gaps",
     "amd_missing",
     "amd_why",

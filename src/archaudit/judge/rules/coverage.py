@@ -5,12 +5,12 @@ and what the coverage says beside the verdict (G002, G003, G004, G005)."""
 from __future__ import annotations
 
 from ...findings import Code, Finding
-from ...gpus import cuda as arch, rocm
+from ...gpus import cuda as arch
 from ...gpus.cuda import label
 from ...gpus.selection import NvCode, runs
 from ...model import PTX, SASS
 from ..facts import LibraryFacts
-from .amd import amd_carried, amd_missing, amd_why, modes_matter
+from .amd import amd_g001
 from .common import (
     KERNELS_SHOWN,
     finding,
@@ -67,33 +67,27 @@ def rule_g017(f: LibraryFacts) -> list[Finding]:
 def rule_g001(f: LibraryFacts) -> list[Finding]:
     """G001: a claimed architecture on which none of the library's code runs (NVIDIA claims
     against NVIDIA code, AMD claims against AMD code; relocatable code never counts)."""
-    out = []
-    if f.claim is not None and not f.codes and not f.amd and f.relocatable:
-        labels = [label(c) for c in f.claimed]
-        out.append(g001_finding(f.path, labels, f.claim.source, [], labels, None))
-    elif f.claim is not None and f.codes:
-        absent = [label(cc) for cc in f.missing if not f.paths[cc].dead  # G012's
-                  and not all(c.unlinked for c in f.paths[cc].choices)]  # G013's
-        if absent:
-            fix = (f"Fix: build for {', '.join('sm_' + x for x in absent)}, or record its gate: "
-                   f"{library_entry(f.path, kept(f, absent))}")
-            out.append(g001_finding(f.path, [label(c) for c in f.claimed], f.claim.source, present_codes(f.codes),
-                                    absent, library_kernels(f), fix=fix))
-    if f.amd and f.policy.amd_claim:
-        missing = [want for want in f.policy.amd_claim if amd_missing(f, want)]
-        if missing:
-            settings = [m for want in missing for m in amd_missing(f, want)]
-            why = "" if all(not modes_matter(t) for t in missing) else \
-                " (a target without xnack/sramecc runs in either mode: it needs code for both)"
-            why += amd_why(f, settings)
-            entries = [e for e in f.amd if rocm.hip_reads(e)]
-            names = [k for e in entries for k in (e.kernels or ())]
-            read = all(e.kernels is not None for e in entries)
-            out.append(g001_finding(f.path, list(f.policy.amd_claim), f.policy.amd_claim_source or "--amd-arch",
-                             amd_carried(f), missing, sorted(set(names)) if read else None, why,
-                             nothing="carries no AMD code HIP selects"))
-    return out
+    return [*_g001_nvidia(f), *amd_g001(f)]
 
+
+def _g001_nvidia(f: LibraryFacts) -> list[Finding]:
+    """G001 of a CUDA claim: relocatable code alone, or claimed GPUs none of the code runs on (but
+    those G012 and G013 explain)."""
+    if f.claim is None:
+        return []
+    if not f.codes and not f.amd and f.relocatable:
+        labels = [label(c) for c in f.claimed]
+        return [g001_finding(f.path, labels, f.claim.source, [], labels, None)]
+    if not f.codes:
+        return []
+    absent = [label(cc) for cc in f.missing if not f.paths[cc].dead  # G012's
+              and not all(c.unlinked for c in f.paths[cc].choices)]  # G013's
+    if not absent:
+        return []
+    fix = (f"Fix: build for {', '.join('sm_' + x for x in absent)}, or record its gate: "
+           f"{library_entry(f.path, kept(f, absent))}")
+    return [g001_finding(f.path, [label(c) for c in f.claimed], f.claim.source, present_codes(f.codes), absent,
+                         library_kernels(f), fix=fix)]
 
 
 @library_rule(Code.G012)

@@ -56,35 +56,56 @@ def rule_d001(f: LibraryFacts) -> list[Finding]:
     driver = f.policy.driver
     if driver is None or not f.codes:
         return []
-    if f.floor_gpus:
-        floors = [(label(cc), p.floor) for cc in f.floor_gpus if (p := f.paths[cc]).floor is not None]
-    else:
-        floors = [("", f.floor)] if f.floor is not None else []
+    floors = _judged_floors(f)
     unknown = [(g, fl) for g, fl in floors if fl.driver is None]
     if unknown:
-        gpus = [g for g, _ in unknown if g]
-        why = sorted({fl.evidence for _, fl in unknown})
-        return [finding(Code.D001, f.path, f"{f.path} needs a driver archaudit cannot name"
-                                        f"{' on ' + ', '.join(gpus) if gpus else ''} ({'; '.join(why[:3])}); "
-                                        f"{driver} cannot be verified", driver="unknown", gpus=gpus)]
+        return [_d001_unknown(f, unknown, driver)]
     low = [(g, fl) for g, fl in floors if fl.driver is not None and not driver_at_least(driver, fl.driver)]
-    if not low:
-        return []
+    return [_d001_low(f, low, driver)] if low else []
+
+
+def _d001_low(f: LibraryFacts, low: list[tuple[str, Floor]], driver: str) -> Finding:
+    """D001 where the driver given is below some floor: the highest, what the driver answers
+    there, the evidence, and whose floor a PTX floor is (``_PtxScope``)."""
     top = max((fl for _, fl in low), key=lambda fl: fl.key)
     evidence = sorted({fl.evidence for _, fl in low})
     ptx = any("PTX ISA" in e for e in evidence)
-    error = ("the provided PTX was compiled with an unsupported toolchain" if ptx else
-             "no CUDA-capable device is detected" if top.kind == "gpu" else
-             "CUDA driver version is insufficient for CUDA runtime version")
     gpus = [g for g, _ in low if g]
-    scope = _ptx_scope(f, [cc for cc in f.floor_gpus if label(cc) in gpus], driver) \
-        if ptx and gpus and all("PTX ISA" in fl.evidence for _, fl in low) else None
-    return [finding(Code.D001, f.path, f"{f.path} needs driver >= {top.driver} (CUDA {top.cuda_text})"
-                                    f"{' on ' + ', '.join(gpus) if gpus else ''}; {driver} given: '{error}' from "
-                                    f"{', '.join(evidence[:4])}{' ...' if len(evidence) > 4 else ''}"
-                                    f"{scope.text(driver) if scope else ''}",
-                    driver=top.driver, cuda=top.cuda_text, gpus=gpus,
-                    **(scope.data() if scope else {}))]
+    scope = None
+    if ptx and gpus and all("PTX ISA" in fl.evidence for _, fl in low):
+        scope = _ptx_scope(f, [cc for cc in f.floor_gpus if label(cc) in gpus], driver)
+    return finding(Code.D001, f.path, f"{f.path} needs driver >= {top.driver} (CUDA {top.cuda_text})"
+                                   f"{' on ' + ', '.join(gpus) if gpus else ''}; {driver} given: "
+                                   f"'{_driver_error(ptx, top)}' from "
+                                   f"{', '.join(evidence[:4])}{' ...' if len(evidence) > 4 else ''}"
+                                   f"{scope.text(driver) if scope else ''}",
+                   driver=top.driver, cuda=top.cuda_text, gpus=gpus,
+                   **(scope.data() if scope else {}))
+
+
+def _judged_floors(f: LibraryFacts) -> list[tuple[str, Floor]]:
+    """The floors D001 weighs: each claimed or named GPU's (by its label), else the library's."""
+    if f.floor_gpus:
+        return [(label(cc), p.floor) for cc in f.floor_gpus if (p := f.paths[cc]).floor is not None]
+    return [("", f.floor)] if f.floor is not None else []
+
+
+def _d001_unknown(f: LibraryFacts, unknown: list[tuple[str, Floor]], driver: str) -> Finding:
+    """D001 where a floor is unknown: the driver given cannot be verified (fail closed)."""
+    gpus = [g for g, _ in unknown if g]
+    why = sorted({fl.evidence for _, fl in unknown})
+    return finding(Code.D001, f.path, f"{f.path} needs a driver archaudit cannot name"
+                                   f"{' on ' + ', '.join(gpus) if gpus else ''} ({'; '.join(why[:3])}); "
+                                   f"{driver} cannot be verified", driver="unknown", gpus=gpus)
+
+
+def _driver_error(ptx: bool, top: Floor) -> str:
+    """The error a driver below the floor gives: the PTX JIT's, the GPU's, or the runtime's."""
+    if ptx:
+        return "the provided PTX was compiled with an unsupported toolchain"
+    if top.kind == "gpu":
+        return "no CUDA-capable device is detected"
+    return "CUDA driver version is insufficient for CUDA runtime version"
 
 
 @dataclass(frozen=True, slots=True)

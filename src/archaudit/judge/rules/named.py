@@ -30,55 +30,66 @@ def rule_g009(f: LibraryFacts) -> list[Finding]:
 
 
 def named_gpus(f: LibraryFacts) -> list[Finding]:
-    out = []
-    if f.codes:
-        for name, cc in f.policy.gpus:
-            if arch.is_tegra(cc) and f.policy.platforms and not arm_linux(f.policy.platforms):
-                # a Jetson runs Linux on aarch64: a wheel for another platform is never installed there
-                out.append(finding(Code.G009, f.path, f"{f.path} on {name} ({cc[0]}.{cc[1]}): not at all (the wheel "
-                                   f"is for {', '.join(f.policy.platforms)}; a {name} runs Linux on aarch64, so "
-                                   f"it cannot be installed there)", gpu=name, runs="none",
-                                   platforms=list(f.policy.platforms)))
-                continue
-            if f.vendor is not None and not f.vendor.covers(cc):
-                # the same rule as for a claimed GPU: a vendor library is not held against a GPU
-                # outside the range its vendor documents (its callers use it only there)
-                out.append(finding(Code.G016, f.path, f"{f.path} on {name} ({cc[0]}.{cc[1]}): not held against "
-                                   f"the wheel: it is {f.vendor.library}, which its vendor documents for "
-                                   f"{f.vendor.text} ({f.vendor.source})", gpu=name, library=f.vendor.library,
-                                   range=f.vendor.text, gpus=[label(cc)]))
-                continue
-            own = library_claim(f.policy, f.path)
-            if own is not None and cc not in own.claim.gpus:  # the project records its host gates it away
-                out.append(finding(Code.G008, f.path, f"{f.path} on {name} ({cc[0]}.{cc[1]}): not launched there: "
-                                   f"its host code gates it to {own.claim.raw} ({own.reason}; [tool.archaudit] "
-                                   f"library {own.path})", gpu=name, runs="gated"))
-                continue
-            p = f.paths[cc]
-            word = {"native": "native", "jit": "only through PTX JIT", "none": "not at all"}[p.runs]
-            if p.runs == "none" and p.dead:
-                word += " (its code needs a newer driver than any for this GPU)"
-            elif p.runs == "none" and p.unlinked:
-                word += " (its code for this GPU is not loadable alone, and the library links none)"
-            failing = [g for g in f.kernel_gaps_on(cc) if g.verdict in ("fails", "elsewhere")]
-            if failing:
-                names = sorted({g.name for g in failing if g.name is not None})
-                keep = [label(c) for c in f.claimed if c != cc] or \
-                    [x.removeprefix("sm_") for x in present_codes(f.codes)
-                     if x.startswith("sm_") and x != f"sm_{label(cc)}"]
-                word = (f"{_failing_count(failing)} cannot run there ({word} for the rest). "
-                        f"Fix: build for sm_{label(cc)}, or record its gate: "
-                        f"{library_entry(f.path, keep)}. They carry only "
-                        f"{', '.join(sorted({t for g in failing for t in g.carried})[:6])}: "
-                        f"{kernels_phrase(names, 0)}")
-            if p.runs == "native":
-                word += _jit_part(f, cc)
-            out.append(finding(Code.G009 if p.runs == "none" or failing else Code.G008, f.path,
-                               f"{f.path} on {name} ({cc[0]}.{cc[1]}): {word}", gpu=name, runs=p.runs))
+    """The answer for each NVIDIA and AMD GPU asked about with --gpu, in the order asked."""
+    out = [_on_nvidia_gpu(f, name, cc) for name, cc in f.policy.gpus] if f.codes else []
     if f.amd:
-        for g in f.policy.amd_gpus:
-            out.append(_on_amd_gpu(f, g))
+        out += [_on_amd_gpu(f, g) for g in f.policy.amd_gpus]
     return out
+
+
+def _on_nvidia_gpu(f: LibraryFacts, name: str, cc: CC) -> Finding:
+    """--gpu for an NVIDIA GPU: not installable there, outside a vendor library's range, gated
+    away by the project's host code, or what the GPU runs of the library."""
+    if arch.is_tegra(cc) and f.policy.platforms and not arm_linux(f.policy.platforms):
+        # a Jetson runs Linux on aarch64: a wheel for another platform is never installed there
+        return finding(Code.G009, f.path, f"{f.path} on {name} ({cc[0]}.{cc[1]}): not at all (the wheel "
+                       f"is for {', '.join(f.policy.platforms)}; a {name} runs Linux on aarch64, so "
+                       f"it cannot be installed there)", gpu=name, runs="none",
+                       platforms=list(f.policy.platforms))
+    if f.vendor is not None and not f.vendor.covers(cc):
+        # the same rule as for a claimed GPU: a vendor library is not held against a GPU
+        # outside the range its vendor documents (its callers use it only there)
+        return finding(Code.G016, f.path, f"{f.path} on {name} ({cc[0]}.{cc[1]}): not held against "
+                       f"the wheel: it is {f.vendor.library}, which its vendor documents for "
+                       f"{f.vendor.text} ({f.vendor.source})", gpu=name, library=f.vendor.library,
+                       range=f.vendor.text, gpus=[label(cc)])
+    own = library_claim(f.policy, f.path)
+    if own is not None and cc not in own.claim.gpus:  # the project records its host gates it away
+        return finding(Code.G008, f.path, f"{f.path} on {name} ({cc[0]}.{cc[1]}): not launched there: "
+                       f"its host code gates it to {own.claim.raw} ({own.reason}; [tool.archaudit] "
+                       f"library {own.path})", gpu=name, runs="gated")
+    p = f.paths[cc]
+    failing = [g for g in f.kernel_gaps_on(cc) if g.verdict in ("fails", "elsewhere")]
+    word = _runs_word(f, cc)
+    if failing:
+        word = _failing_word(f, cc, failing, word)
+    if p.runs == "native":
+        word += _jit_part(f, cc)
+    return finding(Code.G009 if p.runs == "none" or failing else Code.G008, f.path,
+                   f"{f.path} on {name} ({cc[0]}.{cc[1]}): {word}", gpu=name, runs=p.runs)
+
+
+def _runs_word(f: LibraryFacts, cc: CC) -> str:
+    """How the GPU runs the library (its best unit), and why not where the code cannot run."""
+    p = f.paths[cc]
+    word = {"native": "native", "jit": "only through PTX JIT", "none": "not at all"}[p.runs]
+    if p.runs == "none" and p.dead:
+        return word + " (its code needs a newer driver than any for this GPU)"
+    if p.runs == "none" and p.unlinked:
+        return word + " (its code for this GPU is not loadable alone, and the library links none)"
+    return word
+
+
+def _failing_word(f: LibraryFacts, cc: CC, failing: list[KernelGap], word: str) -> str:
+    """The kernels the GPU cannot run, the fix, and how it runs the rest (``word``)."""
+    names = sorted({g.name for g in failing if g.name is not None})
+    keep = [label(c) for c in f.claimed if c != cc] or \
+        [x.removeprefix("sm_") for x in present_codes(f.codes) if x.startswith("sm_") and x != f"sm_{label(cc)}"]
+    return (f"{_failing_count(failing)} cannot run there ({word} for the rest). "
+            f"Fix: build for sm_{label(cc)}, or record its gate: "
+            f"{library_entry(f.path, keep)}. They carry only "
+            f"{', '.join(sorted({t for g in failing for t in g.carried})[:6])}: "
+            f"{kernels_phrase(names, 0)}")
 
 
 def _failing_count(failing: list[KernelGap]) -> str:
@@ -121,24 +132,34 @@ def _on_amd_gpu(f: LibraryFacts, g: AmdGpu) -> Finding:
     if len(ok) == len(asked) and not gaps:
         return finding(Code.G008, f.path, f"{f.path} on {g.name} ({where}): native", gpu=g.name, runs="native",
                        setting=g.ships or None)
-    others = [m for m in rocm.settings(g.target.split(":")[0]) if m not in asked and f.amd_path(m).runs]
-    if gaps:
-        names = sorted({x.name for x in gaps if x.name is not None})
-        word = (f"native for part of it; {kernels_phrase(names, sum(1 for x in gaps if x.name is None))} cannot "
-                f"run there (their own bundles carry only {', '.join(sorted({t for x in gaps for t in x.carried}))})")
-    elif not ok:
-        word = "not at all" + amd_why(f, asked)
-    else:
-        word = f"only as {', '.join(ok)}, not as {', '.join(m for m in asked if m not in ok)}"
-    if not g.ships and ok != asked:
-        word += (f"; how {g.name} is set up is not recorded, so every setting must run (name one: "
-                 f"--gpu {asked[0]})")
-    elif others and not ok:
-        changes = [f"{n} ({how})" for n, how in g.switch]
-        word += (f"; it runs only as {', '.join(others)}, which is not how {g.name} ships"
-                 + (f": that takes {', '.join(changes)}" if changes else ""))
+    word = _amd_runs_word(f, asked, ok, gaps) + _amd_setting_note(f, g, asked, ok)
     return finding(Code.G009, f.path, f"{f.path} on {g.name} ({where}): {word}", gpu=g.name,
                    runs="native" if ok else "none", setting=g.ships or None)
+
+
+def _amd_runs_word(f: LibraryFacts, asked: list[str], ok: list[str], gaps: tuple[rocm.AmdKernelGap, ...]) -> str:
+    """How an AMD GPU that does not run all of the library in every asked setting runs it."""
+    if gaps:
+        names = sorted({x.name for x in gaps if x.name is not None})
+        return (f"native for part of it; {kernels_phrase(names, sum(1 for x in gaps if x.name is None))} cannot "
+                f"run there (their own bundles carry only {', '.join(sorted({t for x in gaps for t in x.carried}))})")
+    if not ok:
+        return "not at all" + amd_why(f, asked)
+    return f"only as {', '.join(ok)}, not as {', '.join(m for m in asked if m not in ok)}"
+
+
+def _amd_setting_note(f: LibraryFacts, g: AmdGpu, asked: list[str], ok: list[str]) -> str:
+    """What the GPU's setting adds: it is not recorded (every setting must run), or the library
+    runs only in a setting the GPU does not ship with, and what changing it takes."""
+    if not g.ships and ok != asked:
+        return (f"; how {g.name} is set up is not recorded, so every setting must run (name one: "
+                f"--gpu {asked[0]})")
+    others = [m for m in rocm.settings(g.target.split(":")[0]) if m not in asked and f.amd_path(m).runs]
+    if not others or ok:
+        return ""
+    changes = [f"{n} ({how})" for n, how in g.switch]
+    return (f"; it runs only as {', '.join(others)}, which is not how {g.name} ships"
+            + (f": that takes {', '.join(changes)}" if changes else ""))
 
 
 def on_gpu(lib: Library, name: str, cc: CC, policy: Policy | None = None) -> Finding | None:

@@ -78,24 +78,35 @@ def rule_g011(t: TargetFacts) -> list[Finding]:
     amd = any(f.amd for f in t.libraries)
     if not nvidia and not amd:
         return []  # no loadable code at all: G006
+    return (_no_nvidia_code(t) if not nvidia else []) + (_no_amd_code(t) if not amd else [])
+
+
+def _no_nvidia_code(t: TargetFacts) -> list[Finding]:
+    """G011 of a CUDA claim, and of a --gpu question about an NVIDIA GPU (nothing of the wheel
+    runs there: no, never a pass), on a target without NVIDIA code."""
     out = []
-    if t.claim is not None and not nvidia:
+    if t.claim is not None:
         out.append(finding(Code.G011, t.target, f"{t.target}: claims CUDA architectures "
                                              f"{', '.join(label(c) for c in t.claim.gpus)} ({t.claim.source}) but no "
                                              f"library carries NVIDIA device code", vendor="nvidia",
                            missing=[label(c) for c in t.claim.gpus]))
-    # a --gpu question about the other vendor's GPU: nothing of the wheel runs there (no, never a pass)
-    if t.policy.gpus and not nvidia:
+    if t.policy.gpus:
         names = [g.name for g in t.policy.gpus]
         out.append(finding(Code.G011, t.target, f"{t.target}: asked about {', '.join(names)} (NVIDIA) but no "
                                              f"library carries NVIDIA device code: it does not run there",
                            vendor="nvidia", gpus=names, missing=[label(g.cc) for g in t.policy.gpus]))
-    if t.policy.amd_gpus and not amd:
+    return out
+
+
+def _no_amd_code(t: TargetFacts) -> list[Finding]:
+    """G011 of a --gpu question about an AMD GPU, and of an AMD claim, on a target without AMD code."""
+    out = []
+    if t.policy.amd_gpus:
         names = [g.name for g in t.policy.amd_gpus]
         out.append(finding(Code.G011, t.target, f"{t.target}: asked about {', '.join(names)} (AMD) but no "
                                              f"library carries AMD device code: it does not run there",
                            vendor="amd", gpus=names, missing=[g.target for g in t.policy.amd_gpus]))
-    if t.policy.amd_claim and not amd:
+    if t.policy.amd_claim:
         out.append(finding(Code.G011, t.target, f"{t.target}: claims AMD targets {', '.join(t.policy.amd_claim)} "
                                              f"({t.policy.amd_claim_source or '--amd-arch'}) but no library "
                                              f"carries AMD device code", vendor="amd",
