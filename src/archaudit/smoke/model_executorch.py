@@ -97,19 +97,32 @@ class ExecuTorchCudaProbe(Probe):
             rows.append(row)
         rows += ctx.death_rows(self.name, run1, "executorch child")
         rows.append(self.judge_blob(sub["blob"], dirs, exported))
-        blocked = None
-        if not all(exported.values()):
-            blocked = SKIP, "not run: an export did not pass", any(r.details and dict(r.details).get("gpu")
-                                                                   for r in rows)
-        elif "CudaBackend" not in (facts.get("backends") or ()):
-            blocked = SKIP, self.no_backend(facts, library), True
-        elif not ctx.gpus:
-            blocked = SKIP, no_gpu_here(ctx), True
+        blocked = self._blocked(ctx, rows, exported, facts, library)
         if blocked:
             status, why, gpu = blocked
             for s in ("run-add", "run-linear", "run-swapped", "run-twin", "no-data"):
                 rows.append(ctx.verdict(self.name, sub[s], None, status, why, gpu=bool(gpu)))
             return rows
+        return rows + self._runs(ctx, params, dirs, data)
+
+    def _blocked(self, ctx: ProbeContext, rows: list[Row], exported: dict[str, bool], facts: dict[str, Any],
+                 library: str | None) -> tuple[str, str, bool] | None:
+        """(status, why, whether for want of a GPU) when the runs cannot start; None when they can."""
+        if not all(exported.values()):
+            return SKIP, "not run: an export did not pass", any(r.details and dict(r.details).get("gpu")
+                                                                for r in rows)
+        if "CudaBackend" not in (facts.get("backends") or ()):
+            return SKIP, self.no_backend(facts, library), True
+        if not ctx.gpus:
+            return SKIP, no_gpu_here(ctx), True
+        return None
+
+    def _runs(self, ctx: ProbeContext, params: dict[str, Any], dirs: dict[str, str],
+              data: dict[str, Any]) -> list[Row]:
+        """The runs, each in a fresh child: x + y, nn.Linear with its data file, with the other
+        model's, the positive twin, then the negative control without a data file."""
+        sub = dict(self.steps)
+        rows: list[Row] = []
         runs = {
             "run-add": ({"step": "run", "pte": f"{dirs['add']}/model.pte", "ptd": f"{dirs['add']}/aoti_cuda_blob.ptd",
                          "inputs": "add"}, reference.add(*data["add"]["inputs"])),

@@ -64,8 +64,9 @@ class TorchModelProbe(Probe):
             rows += ctx.death_rows(self.name, run, "torch child")
         return rows
 
-    def judge(self, ctx: ProbeContext, step: str, subject: str, out: child.Outcome | None,
-              data: dict[str, Any], work: str) -> Row:
+    def _gate(self, ctx: ProbeContext, subject: str, out: child.Outcome | None) -> Row | None:
+        """A row when the step could not run on this GPU (no observation, no torch, no GPU, no CUDA,
+        no code for the GPU); None when it could."""
         if out is None or out.status != child.OBS:
             return ctx.row(self.name, subject, out)
         d = out.details
@@ -87,17 +88,32 @@ class TorchModelProbe(Probe):
         if sm not in archs and not ptx:
             return ctx.verdict(self.name, subject, out, SKIP, f"torch {d.get('torch')} carries no code for {sm} "
                                f"({ctx.gpus[0]['name']}); its arch list is {archs}", gpu=True)
+        return None
+
+    def _judge_compile(self, ctx: ProbeContext, subject: str, out: child.Outcome, work: str) -> Row:
+        """aoti-compile: the package the child said it wrote is a file in the work directory."""
+        d = out.details
+        pkg = str(d.get("package", ""))
+        inside = os.path.realpath(pkg).startswith(os.path.realpath(work) + os.sep)
+        if not (inside and os.path.isfile(pkg)):
+            return ctx.verdict(self.name, subject, out, FAIL, f"no package where the child said it wrote "
+                               f"one ({pkg!r})")
+        return ctx.verdict(self.name, subject, out, PASS, f"AOTInductor compiled nn.Linear(64, 32) for "
+                           f"{gpu_name(ctx)} into a {os.path.getsize(pkg)}-byte package in "
+                           f"{float(d.get('seconds') or 0):.1f} s")
+
+    def judge(self, ctx: ProbeContext, step: str, subject: str, out: child.Outcome | None,
+              data: dict[str, Any], work: str) -> Row:
+        early = self._gate(ctx, subject, out)
+        if early is not None:
+            return early
+        assert out is not None
+        d = out.details
         if "error" in d:
             return ctx.verdict(self.name, subject, out, FAIL, str(d["error"]))
         where = gpu_name(ctx)
         if step == "aoti-compile":
-            pkg = str(d.get("package", ""))
-            inside = os.path.realpath(pkg).startswith(os.path.realpath(work) + os.sep)
-            if not (inside and os.path.isfile(pkg)):
-                return ctx.verdict(self.name, subject, out, FAIL, f"no package where the child said it wrote "
-                                   f"one ({pkg!r})")
-            return ctx.verdict(self.name, subject, out, PASS, f"AOTInductor compiled nn.Linear(64, 32) for {where} "
-                               f"into a {os.path.getsize(pkg)}-byte package in {float(d.get('seconds') or 0):.1f} s")
+            return self._judge_compile(ctx, subject, out, work)
         match = reference.compare(d.get("shape"), d.get("output"), torch_reference(data, step),
                                   TORCH_RTOL, TORCH_ATOL)
         what = self.what.get(step, step)
