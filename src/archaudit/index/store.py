@@ -19,6 +19,7 @@ from typing import Any
 from .. import __version__
 from ..findings import Code
 from ..gpus.drivers import driver_key
+from ..judge.audit import LibraryVerdict
 from ..model import Container, Entry, Library, Problem, TargetInventory
 from . import schema
 from .sources import WheelRef, wheel_name
