@@ -1,6 +1,6 @@
 """The record parsers of the scan, one method each, registered by magic (fatbin container,
 .nvFatBinSegment and HIP wrappers, embedded claims, the JIT linker's name, offload bundles,
-whole cubins outside any container), and what they found (ScanResult).
+whole cubins outside any container, bare or as a zstd frame), and what they found (ScanResult).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from ..claims import embedded_claim_markers, parse_embedded
 from ..findings import CODES, Code, Fold
 from ..gpus import cuda as arch, vendor
 from ..model import LTO, Container, Entry, Problem
-from . import elf, fatbin, hip
-from .decode import DecodePool, Decoding, result, whole_cubin
+from . import elf, fatbin, hip, zstdframe
+from .decode import DecodePool, Decoding, framed_cubin_head, result, whole_cubin
 from .search import Handler
 from .stream import Source
 
@@ -35,6 +35,14 @@ HIP_WRAPPER_MAGIC = b"FPIH"  # 0x48495046, the __hip_fatbin_wrapper record in .h
 # library may carry one in its read-only data and load it itself (cuModuleLoadData); a cubin inside a
 # fatbin container is never searched for (the container's record skips its bytes), so none is counted twice.
 CUBIN_MAGIC = b"\x7fELF\x02\x01\x01"
+# A bare zstd frame (zstdframe.py) outside any container: a whole cubin when its first block
+# decodes to one (cuBLASLt 13.1: 393 in .data and .ldata, 1.23 GB decoded from 85 MB, 2.3x the
+# 542 MB library). The frames of one library may decode to FRAME_FACTOR times its size plus
+# FRAME_SLACK in all (3.5x what cuBLASLt 13.1 needs); past that, E012. A zstd-compressed fatbin
+# entry is inside its container, whose record skips its bytes: never counted twice.
+ZSTD_MAGIC = zstdframe.MAGIC
+FRAME_FACTOR = 8
+FRAME_SLACK = 64 << 20
 
 
 # ---- what the record parsers found ----
@@ -63,6 +71,15 @@ class FoundCubin:
     offset: int
     size: int
     entry: Entry
+
+
+@dataclass(frozen=True, slots=True)
+class WalkedFrame:
+    """A bare zstd frame holding a whole cubin, its entry possibly still decoding."""
+
+    offset: int
+    size: int
+    entry: Entry | Future[Entry]
 
 
 @dataclass(slots=True)
@@ -156,7 +173,7 @@ class ScanResult:
 
     containers: list[FoundContainer] = field(default_factory=list)
     bundles: list[Container] = field(default_factory=list)
-    cubins: list[FoundCubin] = field(default_factory=list)  # whole cubins outside any container
+    cubins: list[FoundCubin] = field(default_factory=list)  # whole cubins outside any container, bare or framed
     wrappers: list[FatbinWrapper] = field(default_factory=list)
     hip_wrappers: list[HipWrapper] = field(default_factory=list)
     claims: list[str] = field(default_factory=list)
@@ -193,6 +210,9 @@ class Records:
         self.settings = settings
         self.decoding = Decoding(settings.pool, settings.max_payload)
         self.walked: list[WalkedContainer] = []
+        self.frames: list[WalkedFrame] = []
+        self.frame_bound = FRAME_FACTOR * size + FRAME_SLACK
+        self.frame_left = self.frame_bound  # bytes the library's frames may still decode to
         self.found = ScanResult()
         self.lookahead = LOOKAHEAD_FACTOR * size + LOOKAHEAD_SLACK
         self.lookahead_left = self.lookahead
@@ -207,6 +227,7 @@ class Records:
         for magic in hip.MAGICS:
             table[magic] = self.bundle
         table[CUBIN_MAGIC] = self.cubin
+        table[ZSTD_MAGIC] = self.frame
         for needle in MARKERS:
             table[needle] = self.claim
         table[LINKER_MARKER] = self.linker
@@ -350,6 +371,76 @@ class Records:
             raise fatbin.FatbinError(f"{total} bytes exceed the {self.settings.max_payload}-byte bound",
                                      code=Code.E012)
         self._look_ahead(total - table_end)
+        return total
+
+    def frame(self, src: Source, at: int) -> int:
+        """A bare zstd frame outside any container: its first block decoded to learn what it holds.
+        A whole cubin is decoded in full (on the pool) and read as one, the frame's bytes skipped;
+        one that cannot be read is E012/E014, never skipped. A frame holding anything else, or
+        whose header or first block does not decode (it says nothing of device code), is passed
+        over; so is one that needs a dictionary (docs/threat-model.md)."""
+        src.ensure(at + zstdframe.MAX_HEADER)
+        head = zstdframe.parse_header(bytes(src.buf[at - src.base:at - src.base + zstdframe.MAX_HEADER]))
+        if head is None or head.dictionary:
+            return at + 1
+        first_end = at + head.size + zstdframe.BLOCK_HEADER
+        src.ensure(first_end)
+        first_block = zstdframe.block(bytes(src.buf[first_end - zstdframe.BLOCK_HEADER - src.base:first_end - src.base]))
+        if first_block is None or not src.ensure(first_end + first_block[1]):
+            return at + 1
+        first = zstdframe.first_bytes(bytes(src.buf[first_end - zstdframe.BLOCK_HEADER - src.base:
+                                                    first_end + first_block[1] - src.base]))
+        holds = zstdframe.holds(first) if first is not None else None
+        if first is None or holds is None:
+            return at + 1
+        try:
+            if holds == "fatbin":
+                raise fatbin.FatbinError("it holds a fatbin container, which check does not read inside a zstd "
+                                         "frame", code=Code.E011)
+            total = self._frame_extent(src, at, head)
+            declared = head.content
+            if declared is not None and declared > self.frame_left:
+                raise fatbin.FatbinError(f"it declares {declared} bytes, past the library's bound of "
+                                         f"{self.frame_bound} bytes decoded from zstd frames", code=Code.E012)
+            with memoryview(src.buf) as window:
+                raw = bytes(window[at - src.base:at - src.base + total])
+            if not self.settings.decode:
+                entry: Entry | Future[Entry] = framed_cubin_head(first, total, declared, at)
+            else:
+                if declared is None:  # decoded here, within what the library's bound has left
+                    entry = self.decoding.frame(raw, at, None, min(self.frame_left, self.settings.max_payload))
+                    declared = result(entry).size
+                else:
+                    entry = self.decoding.frame(raw, at, declared)
+            self.frame_left -= declared or 0
+        except (fatbin.FatbinError, elf.ElfError) as e:
+            code = e.code if e.code in (Code.E011, Code.E012, Code.E014) else Code.E014
+            self.problem(code, f"zstd frame at 0x{at:x} outside any fatbin container: {e.message}", at)
+            return at + 1
+        self.frames.append(WalkedFrame(at, total, entry))
+        return at + total
+
+    def _frame_extent(self, src: Source, at: int, head: zstdframe.FrameHeader) -> int:
+        """The bytes a frame starting at ``at`` spans: its header, its blocks (each header says
+        how many bytes it stores), its checksum; within the verification bound and the library's
+        look-ahead, which frames share with cubins and bundles."""
+        pos = at + head.size
+        bound = self.settings.max_payload
+        while True:
+            if not src.ensure(pos + zstdframe.BLOCK_HEADER):
+                raise fatbin.FatbinError("the file ends inside it", code=Code.E012)
+            blk = zstdframe.block(bytes(src.buf[pos - src.base:pos - src.base + zstdframe.BLOCK_HEADER]))
+            if blk is None:
+                raise fatbin.FatbinError(f"its block at 0x{pos:x} has a reserved type or size", code=Code.E012)
+            pos += zstdframe.BLOCK_HEADER + blk[1]
+            if pos - at > bound:
+                raise fatbin.FatbinError(f"it stores more than the {bound}-byte verification bound", code=Code.E012)
+            if blk[0]:
+                break
+        total = pos - at + (zstdframe.CHECKSUM if head.checksum else 0)
+        self._look_ahead(total)
+        if not src.ensure(at + total):
+            raise fatbin.FatbinError("the file ends inside it", code=Code.E012)
         return total
 
     def _look_ahead(self, n: int) -> None:
@@ -497,6 +588,14 @@ class Records:
                 entries = ()
             self.found.containers.append(FoundContainer(w.offset, w.size, entries, w.trailing, w.zeros))
         self.walked.clear()
+        for f in self.frames:
+            try:
+                self.found.cubins.append(FoundCubin(f.offset, f.size, result(f.entry)))
+            except (fatbin.FatbinError, elf.ElfError) as err:
+                code = err.code if err.code in (Code.E012, Code.E014) else Code.E014
+                self.problem(code, f"zstd frame at 0x{f.offset:x} outside any fatbin container: {err.message}",
+                             f.offset)
+        self.frames.clear()
         self.found.problems += self.problems.result()
         return self.found
 
@@ -537,7 +636,8 @@ LINKERS_KEPT = 4
 _NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.")
 
 
-__all__ = ["CUBIN_MAGIC", "FatbinWrapper", "FoundContainer", "FoundCubin", "HIP_WRAPPER_MAGIC", "HipWrapper",
+__all__ = ["CUBIN_MAGIC", "FatbinWrapper", "FRAME_FACTOR", "FRAME_SLACK", "FoundContainer", "FoundCubin", "HIP_WRAPPER_MAGIC", "HipWrapper",
            "LINKER_MARKER", "LOOKAHEAD_FACTOR", "RUNTIME_MARKER",
            "LOOKAHEAD_SLACK", "MARKERS", "PAD_WINDOW", "Records", "ScanResult", "ScanSettings",
-           "SOFT_KEPT", "SoftProblems", "STATEMENTS", "VERSION_MARKERS", "VERSION_WINDOW", "VERSIONS_KEPT"]
+           "SOFT_KEPT", "SoftProblems", "STATEMENTS", "VERSION_MARKERS", "VERSION_WINDOW", "VERSIONS_KEPT",
+           "WalkedFrame", "ZSTD_MAGIC"]
