@@ -684,7 +684,8 @@ def _ptx_entries(text: bytes) -> tuple[str, ...]:
 
 
 __all__ = ["check_payload_start", "CONTAINER_HEADER", "CONTAINER_MAGIC_TAIL", "ContainerHeader",
-           "cubin_defines_nothing", "cubin_facts", "cubin_unresolved", "decode_frame", "decode_payload", "decode_payload_into",
+           "cubin_defines_nothing", "cubin_facts", "cubin_unresolved", "decode_frame", "decode_payload",
+           "decode_payload_into",
            "DecodeBuffer", "decodes_into_buffers", "DEFAULT_MAX_PAYLOAD", "ENTRY_HEADER", "EntryHeader",
            "FatbinError", "FLAG_ARCH_SPECIFIC", "FLAG_DEBUG", "FLAG_LZ4", "FLAG_OPAQUE_LTO", "FLAG_ZSTD",
            "check_options", "identifier", "MAGIC", "MAX_ENTRY_HEADER", "parse_container_header", "parse_entry_header",

@@ -40,9 +40,14 @@ CUBIN_MAGIC = b"\x7fELF\x02\x01\x01"
 # 542 MB library). The frames of one library may decode to FRAME_FACTOR times its size plus
 # FRAME_SLACK in all (3.5x what cuBLASLt 13.1 needs); past that, E012. A zstd-compressed fatbin
 # entry is inside its container, whose record skips its bytes: never counted twice.
+# The stored bytes of a library's cubin frames are walked block by block to find where each
+# ends: FRAME_WALK_FACTOR times its size plus FRAME_WALK_SLACK in all (cuBLASLt 13.1: 85 MB,
+# 0.16x), spent whether a walk ends or fails; past it, E012.
 ZSTD_MAGIC = zstdframe.MAGIC
 FRAME_FACTOR = 8
 FRAME_SLACK = 64 << 20
+FRAME_WALK_FACTOR = 1
+FRAME_WALK_SLACK = 1 << 20
 
 
 # ---- what the record parsers found ----
@@ -213,6 +218,8 @@ class Records:
         self.frames: list[WalkedFrame] = []
         self.frame_bound = FRAME_FACTOR * size + FRAME_SLACK
         self.frame_left = self.frame_bound  # bytes the library's frames may still decode to
+        self.frame_walk = FRAME_WALK_FACTOR * size + FRAME_WALK_SLACK
+        self.frame_walk_left = self.frame_walk  # stored bytes of frames that may still be walked
         self.found = ScanResult()
         self.lookahead = LOOKAHEAD_FACTOR * size + LOOKAHEAD_SLACK
         self.lookahead_left = self.lookahead
@@ -374,25 +381,15 @@ class Records:
         return total
 
     def frame(self, src: Source, at: int) -> int:
-        """A bare zstd frame outside any container: its first block decoded to learn what it holds.
-        A whole cubin is decoded in full (on the pool) and read as one, the frame's bytes skipped;
-        one that cannot be read is E012/E014, never skipped. A frame holding anything else, or
-        whose header or first block does not decode (it says nothing of device code), is passed
-        over; so is one that needs a dictionary (docs/threat-model.md)."""
-        src.ensure(at + zstdframe.MAX_HEADER)
-        head = zstdframe.parse_header(bytes(src.buf[at - src.base:at - src.base + zstdframe.MAX_HEADER]))
-        if head is None or head.dictionary:
+        """A bare zstd frame outside any container: its first block decoded to learn what it holds
+        (`_peek`). A whole cubin is decoded in full (on the pool) and read as one, the frame's bytes
+        skipped; one that cannot be read is E011/E012/E014, never skipped. A frame holding anything
+        else, or whose header or first block does not decode (it says nothing of device code), is
+        passed over; so is one that needs a dictionary (docs/threat-model.md)."""
+        peeked = self._peek(src, at)
+        if peeked is None:
             return at + 1
-        first_end = at + head.size + zstdframe.BLOCK_HEADER
-        src.ensure(first_end)
-        first_block = zstdframe.block(bytes(src.buf[first_end - zstdframe.BLOCK_HEADER - src.base:first_end - src.base]))
-        if first_block is None or not src.ensure(first_end + first_block[1]):
-            return at + 1
-        first = zstdframe.first_bytes(bytes(src.buf[first_end - zstdframe.BLOCK_HEADER - src.base:
-                                                    first_end + first_block[1] - src.base]))
-        holds = zstdframe.holds(first) if first is not None else None
-        if first is None or holds is None:
-            return at + 1
+        head, first, holds = peeked
         try:
             if holds == "fatbin":
                 raise fatbin.FatbinError("it holds a fatbin container, which check does not read inside a zstd "
@@ -404,14 +401,14 @@ class Records:
                                          f"{self.frame_bound} bytes decoded from zstd frames", code=Code.E012)
             with memoryview(src.buf) as window:
                 raw = bytes(window[at - src.base:at - src.base + total])
+            entry: Entry | Future[Entry]
             if not self.settings.decode:
-                entry: Entry | Future[Entry] = framed_cubin_head(first, total, declared, at)
+                entry = framed_cubin_head(first, total, declared, at)
+            elif declared is None:  # decoded here, within what the library's bound has left
+                entry = self.decoding.frame(raw, at, None, min(self.frame_left, self.settings.max_payload))
+                declared = result(entry).size
             else:
-                if declared is None:  # decoded here, within what the library's bound has left
-                    entry = self.decoding.frame(raw, at, None, min(self.frame_left, self.settings.max_payload))
-                    declared = result(entry).size
-                else:
-                    entry = self.decoding.frame(raw, at, declared)
+                entry = self.decoding.frame(raw, at, declared)
             self.frame_left -= declared or 0
         except (fatbin.FatbinError, elf.ElfError) as e:
             code = e.code if e.code in (Code.E011, Code.E012, Code.E014) else Code.E014
@@ -420,28 +417,66 @@ class Records:
         self.frames.append(WalkedFrame(at, total, entry))
         return at + total
 
+    def _peek(self, src: Source, at: int) -> tuple[zstdframe.FrameHeader, bytes, zstdframe.Holds] | None:
+        """The frame's header, its first block decoded, and the device code that says it holds;
+        None where these bytes are no frame or hold no device code. Every byte a first block
+        decodes to counts against the library's frame bound (one decodes to up to 128 KiB, from
+        4 stored bytes): past it, E012 and nothing more is decoded."""
+        src.ensure(at + zstdframe.MAX_HEADER)
+        head = zstdframe.parse_header(bytes(src.buf[at - src.base:at - src.base + zstdframe.MAX_HEADER]))
+        if head is None or head.dictionary:
+            return None
+        block_at = at + head.size
+        src.ensure(block_at + zstdframe.BLOCK_HEADER)
+        first_block = zstdframe.block(bytes(src.buf[block_at - src.base:block_at + zstdframe.BLOCK_HEADER - src.base]))
+        block_end = block_at + zstdframe.BLOCK_HEADER + (first_block[1] if first_block else 0)
+        if first_block is None or not src.ensure(block_end):
+            return None
+        if self.frame_left <= 0:
+            self.problem(Code.E012, f"zstd frame at 0x{at:x} not read: the library's zstd frames decode past its "
+                                    f"bound of {self.frame_bound} bytes", at)
+            return None
+        first = zstdframe.first_bytes(bytes(src.buf[block_at - src.base:block_end - src.base]))
+        holds = zstdframe.holds(first) if first is not None else None
+        if first is None or holds is None:
+            self.frame_left -= len(first or b"")
+            return None
+        return head, first, holds
+
     def _frame_extent(self, src: Source, at: int, head: zstdframe.FrameHeader) -> int:
         """The bytes a frame starting at ``at`` spans: its header, its blocks (each header says
-        how many bytes it stores), its checksum; within the verification bound and the library's
-        look-ahead, which frames share with cubins and bundles."""
+        how many bytes it stores), its checksum; within the verification bound and what is left of
+        the library's frame walk (FRAME_WALK_FACTOR x its size + FRAME_WALK_SLACK). The bytes walked
+        are spent whether the walk ends or fails, so frames that never end (each walking into the
+        next) cost that bound once, never a walk to the end of the file each."""
         pos = at + head.size
-        bound = self.settings.max_payload
-        while True:
-            if not src.ensure(pos + zstdframe.BLOCK_HEADER):
-                raise fatbin.FatbinError("the file ends inside it", code=Code.E012)
-            blk = zstdframe.block(bytes(src.buf[pos - src.base:pos - src.base + zstdframe.BLOCK_HEADER]))
-            if blk is None:
-                raise fatbin.FatbinError(f"its block at 0x{pos:x} has a reserved type or size", code=Code.E012)
-            pos += zstdframe.BLOCK_HEADER + blk[1]
-            if pos - at > bound:
-                raise fatbin.FatbinError(f"it stores more than the {bound}-byte verification bound", code=Code.E012)
-            if blk[0]:
-                break
-        total = pos - at + (zstdframe.CHECKSUM if head.checksum else 0)
-        self._look_ahead(total)
-        if not src.ensure(at + total):
-            raise fatbin.FatbinError("the file ends inside it", code=Code.E012)
-        return total
+        bound = min(self.settings.max_payload, self.frame_walk_left)
+        buf = src.buf
+        try:
+            while True:
+                if pos - at > bound:
+                    raise fatbin.FatbinError(f"it stores more than the {self.settings.max_payload}-byte verification "
+                                             f"bound or the library's frame walk bound of {self.frame_walk} bytes",
+                                             code=Code.E012)
+                i = pos - src.base
+                if i + zstdframe.BLOCK_HEADER > len(buf):
+                    if not src.ensure(pos + zstdframe.BLOCK_HEADER):
+                        raise fatbin.FatbinError("the file ends inside it", code=Code.E012)
+                    buf, i = src.buf, pos - src.base
+                word = buf[i] | buf[i + 1] << 8 | buf[i + 2] << 16
+                kind, size = (word >> 1) & 3, word >> 3
+                if kind == 3 or size > zstdframe.MAX_BLOCK:
+                    raise fatbin.FatbinError(f"its block at 0x{pos:x} has a reserved type or size", code=Code.E012)
+                pos += zstdframe.BLOCK_HEADER + (1 if kind == 1 else size)
+                if word & 1:
+                    break
+            pos += zstdframe.CHECKSUM if head.checksum else 0
+            if pos - at > bound or not src.ensure(pos):
+                raise fatbin.FatbinError("the file ends inside it" if pos - at <= bound else
+                                         f"it stores more than the {bound}-byte bound", code=Code.E012)
+        finally:
+            self.frame_walk_left -= min(pos - at, self.frame_walk_left)
+        return pos - at
 
     def _look_ahead(self, n: int) -> None:
         """Spend ``n`` bytes of the library's look-ahead (shared with the offload bundles' extents):
@@ -636,7 +671,8 @@ LINKERS_KEPT = 4
 _NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.")
 
 
-__all__ = ["CUBIN_MAGIC", "FatbinWrapper", "FRAME_FACTOR", "FRAME_SLACK", "FoundContainer", "FoundCubin", "HIP_WRAPPER_MAGIC", "HipWrapper",
+__all__ = ["CUBIN_MAGIC", "FatbinWrapper", "FRAME_FACTOR", "FRAME_SLACK", "FRAME_WALK_FACTOR", "FRAME_WALK_SLACK",
+           "FoundContainer", "FoundCubin", "HIP_WRAPPER_MAGIC", "HipWrapper",
            "LINKER_MARKER", "LOOKAHEAD_FACTOR", "RUNTIME_MARKER",
            "LOOKAHEAD_SLACK", "MARKERS", "PAD_WINDOW", "Records", "ScanResult", "ScanSettings",
            "SOFT_KEPT", "SoftProblems", "STATEMENTS", "VERSION_MARKERS", "VERSION_WINDOW", "VERSIONS_KEPT",

@@ -10,6 +10,7 @@ stored one). Only a frame whose first bytes are device code is decoded whole (de
 from __future__ import annotations
 
 import struct
+import threading
 from dataclasses import dataclass
 from typing import Literal
 
@@ -79,10 +80,16 @@ def first_bytes(first_block: bytes) -> bytes | None:
     decoded behind a header of its own, so what the frame's header declares (a size, a checksum)
     cannot hide what the block holds: a frame whose declared size is wrong still claims device
     code, and its full decoding then fails (E012)."""
+    dctx = getattr(_LOCAL, "dctx", None)
+    if dctx is None:
+        dctx = _LOCAL.dctx = zstandard.ZstdDecompressor()
     try:
-        return zstandard.ZstdDecompressor().decompressobj().decompress(_PEEK_HEADER + first_block)
+        return dctx.decompressobj().decompress(_PEEK_HEADER + first_block)
     except zstandard.ZstdError:
         return None
+
+
+_LOCAL = threading.local()  # one decompression context per scanning thread: making one costs more than a peek
 
 
 def holds(first: bytes) -> Holds | None:

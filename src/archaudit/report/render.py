@@ -377,15 +377,17 @@ def _containers_text(t: TargetReport, v: LibraryVerdict, detail: str) -> list[st
     groups: dict[tuple[str, tuple[str, ...]], list[Container]] = {}
     for ci, c in enumerate(lib.containers):
         framed = c.role == CUBIN and any(e.compression == "zstd" for e in c.entries)  # a bare zstd frame
-        key = (c.role + " zstd" * framed, tuple(sorted({f"{e.kind}:{_amd_label(e, amd.get((ci, ei))) if e.vendor == 'amd' else e.target}"
-                                     for ei, e in enumerate(c.entries)}, key=_entry_order)))
+        labels = {f"{e.kind}:{_amd_label(e, amd.get((ci, ei))) if e.vendor == 'amd' else e.target}"
+                  for ei, e in enumerate(c.entries)}
+        key = (c.role + " zstd" * framed, tuple(sorted(labels, key=_entry_order)))
         groups.setdefault(key, []).append(c)
     out = []
     for (role, targets), cs in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         label = " ".join(t.replace("sass:", "").replace("ptx:sm_", "compute_").replace("code-object:", "")
                          .replace("lto:sm_", "lto_") for t in targets) or "(empty)"
         if role.startswith(CUBIN):
-            how = (" stored as zstd frames" if len(cs) != 1 else " stored as a zstd frame") if role.endswith("zstd") else ""
+            how = ("" if not role.endswith("zstd") else
+                   " stored as zstd frames" if len(cs) != 1 else " stored as a zstd frame")
             what = f"whole cubin{'s' * (len(cs) != 1)}{how} outside any container, loaded by the library itself,"
         else:
             what = f"{role} container{'s' * (len(cs) != 1)}"
