@@ -22,7 +22,7 @@ import zstandard
 import oracle
 from archaudit.cli import main
 from archaudit.model import CUBIN, SASS
-from archaudit.read import elf, records
+from archaudit.read import elf, frames as frame_records
 from archaudit.read.library import library_from_bytes, scan_file
 from reference_tools import needs_tool
 
@@ -204,8 +204,8 @@ def test_a_frame_past_the_verification_bound_fails_closed():
 def test_the_frames_of_one_library_decode_within_a_bound_of_its_size(monkeypatch):
     """FRAME_FACTOR x the library's size + FRAME_SLACK (cuBLASLt 13.1 needs 2.3x): past it, E012.
     Here the slack and factor are cut so the one 3368-byte cubin is past them."""
-    monkeypatch.setattr(records, "FRAME_FACTOR", 0)
-    monkeypatch.setattr(records, "FRAME_SLACK", 3000)
+    monkeypatch.setattr(frame_records, "FRAME_FACTOR", 0)
+    monkeypatch.setattr(frame_records, "FRAME_SLACK", 3000)
     lib = scan_file(str(BIN / "lib_zstd_cubin_sm80.so"))
     assert not lib.containers
     assert [p.code for p in lib.problems] == ["E012"] and "bound of 3000 bytes" in lib.problems[0].message
@@ -288,7 +288,7 @@ def test_frames_that_never_end_are_walked_within_one_bound_of_the_library(monkey
     every one claims a cubin and fails (E012), and the walks together spend one bound of the
     library's size (FRAME_WALK_FACTOR x size + FRAME_WALK_SLACK, the slack cut to 0 here): the first
     frame walks to the end of the file, every later one is refused before walking."""
-    monkeypatch.setattr(records, "FRAME_WALK_SLACK", 0)
+    monkeypatch.setattr(frame_records, "FRAME_WALK_SLACK", 0)
     cuda_elf = b"\x7fELF\x02\x01\x01" + bytes(11) + struct.pack("<H", elf.EM_CUDA)
     head = MAGIC + b"\x00\x38"
     record = head + struct.pack("<I", (len(cuda_elf) + len(head)) << 3)[:3] + cuda_elf

@@ -1,6 +1,7 @@
 """The record parsers of the scan, one method each, registered by magic (fatbin container,
 .nvFatBinSegment and HIP wrappers, embedded claims, the JIT linker's name, offload bundles,
-whole cubins outside any container, bare or as a zstd frame), and what they found (ScanResult).
+whole cubins outside any container, bare or as a zstd frame: frames.py), and what they found
+(ScanResult).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from ..findings import CODES, Code, Fold
 from ..gpus import cuda as arch, vendor
 from ..model import LTO, Container, Entry, Problem
 from . import elf, fatbin, hip, zstdframe
-from .decode import DecodePool, Decoding, framed_cubin_head, result, whole_cubin
+from .decode import DecodePool, Decoding, result, whole_cubin
+from .frames import Frames
 from .search import Handler
 from .stream import Source
 
@@ -35,19 +37,8 @@ HIP_WRAPPER_MAGIC = b"FPIH"  # 0x48495046, the __hip_fatbin_wrapper record in .h
 # library may carry one in its read-only data and load it itself (cuModuleLoadData); a cubin inside a
 # fatbin container is never searched for (the container's record skips its bytes), so none is counted twice.
 CUBIN_MAGIC = b"\x7fELF\x02\x01\x01"
-# A bare zstd frame (zstdframe.py) outside any container: a whole cubin when its first block
-# decodes to one (cuBLASLt 13.1: 393 in .data and .ldata, 1.23 GB decoded from 85 MB, 2.3x the
-# 542 MB library). The frames of one library may decode to FRAME_FACTOR times its size plus
-# FRAME_SLACK in all (3.5x what cuBLASLt 13.1 needs); past that, E012. A zstd-compressed fatbin
-# entry is inside its container, whose record skips its bytes: never counted twice.
-# The stored bytes of a library's cubin frames are walked block by block to find where each
-# ends: FRAME_WALK_FACTOR times its size plus FRAME_WALK_SLACK in all (cuBLASLt 13.1: 85 MB,
-# 0.16x), spent whether a walk ends or fails; past it, E012.
+# Bare zstd frames holding whole cubins are frames.py's records (ZSTD_MAGIC).
 ZSTD_MAGIC = zstdframe.MAGIC
-FRAME_FACTOR = 8
-FRAME_SLACK = 64 << 20
-FRAME_WALK_FACTOR = 1
-FRAME_WALK_SLACK = 1 << 20
 
 
 # ---- what the record parsers found ----
@@ -76,15 +67,6 @@ class FoundCubin:
     offset: int
     size: int
     entry: Entry
-
-
-@dataclass(frozen=True, slots=True)
-class WalkedFrame:
-    """A bare zstd frame holding a whole cubin, its entry possibly still decoding."""
-
-    offset: int
-    size: int
-    entry: Entry | Future[Entry]
 
 
 @dataclass(slots=True)
@@ -215,11 +197,7 @@ class Records:
         self.settings = settings
         self.decoding = Decoding(settings.pool, settings.max_payload)
         self.walked: list[WalkedContainer] = []
-        self.frames: list[WalkedFrame] = []
-        self.frame_bound = FRAME_FACTOR * size + FRAME_SLACK
-        self.frame_left = self.frame_bound  # bytes the library's frames may still decode to
-        self.frame_walk = FRAME_WALK_FACTOR * size + FRAME_WALK_SLACK
-        self.frame_walk_left = self.frame_walk  # stored bytes of frames that may still be walked
+        self.frames = Frames(size, settings.decode, settings.max_payload, self.decoding, self.problem)
         self.found = ScanResult()
         self.lookahead = LOOKAHEAD_FACTOR * size + LOOKAHEAD_SLACK
         self.lookahead_left = self.lookahead
@@ -234,7 +212,7 @@ class Records:
         for magic in hip.MAGICS:
             table[magic] = self.bundle
         table[CUBIN_MAGIC] = self.cubin
-        table[ZSTD_MAGIC] = self.frame
+        table[ZSTD_MAGIC] = self.frames.frame
         for needle in MARKERS:
             table[needle] = self.claim
         table[LINKER_MARKER] = self.linker
@@ -243,20 +221,34 @@ class Records:
         for marker in VERSION_MARKERS:
             table[marker] = self._version_handler(marker)
         table[RUNTIME_MARKER] = self.runtime
+        table[RUNTIME_MARKER_A64] = self.runtime_a64
         return table
 
     def runtime(self, src: Source, at: int) -> int:
-        """cudaRuntimeGetVersion of a statically linked CUDA runtime (RUNTIME_MARKER): the
+        """cudaRuntimeGetVersion of a statically linked CUDA runtime, x86-64 (RUNTIME_MARKER): the
         version it returns, the runtime's own (13000 for CUDA 13.0), kept once as "13.0"."""
         src.ensure(at + RUNTIME_RECORD)
         body = bytes(src.buf[at - src.base:at - src.base + RUNTIME_RECORD])
         if len(body) == RUNTIME_RECORD and body.endswith(RUNTIME_TAIL):
-            version = int.from_bytes(body[len(RUNTIME_MARKER):len(RUNTIME_MARKER) + 4], "little")
-            if RUNTIME_VERSIONS[0] <= version < RUNTIME_VERSIONS[1] and version % 10 == 0:
-                text = f"{version // 1000}.{version % 1000 // 10}"
-                if text not in self.found.runtimes:
-                    self.found.runtimes.append(text)
+            self._keep_runtime(int.from_bytes(body[len(RUNTIME_MARKER):len(RUNTIME_MARKER) + 4], "little"))
         return at + len(RUNTIME_MARKER)
+
+    def runtime_a64(self, src: Source, at: int) -> int:
+        """The same function on aarch64 (RUNTIME_MARKER_A64): its version is the immediate of the
+        `movz w2, #imm16` between the marker and RUNTIME_TAIL_A64."""
+        src.ensure(at + RUNTIME_RECORD_A64)
+        body = bytes(src.buf[at - src.base:at - src.base + RUNTIME_RECORD_A64])
+        if len(body) == RUNTIME_RECORD_A64 and body.endswith(RUNTIME_TAIL_A64):
+            word = int.from_bytes(body[len(RUNTIME_MARKER_A64):len(RUNTIME_MARKER_A64) + 4], "little")
+            if word & 0xFFE0001F == 0x52800002:  # movz w2, #imm16
+                self._keep_runtime((word >> 5) & 0xFFFF)
+        return at + len(RUNTIME_MARKER_A64)
+
+    def _keep_runtime(self, version: int) -> None:
+        if RUNTIME_VERSIONS[0] <= version < RUNTIME_VERSIONS[1] and version % 10 == 0:
+            text = f"{version // 1000}.{version % 1000 // 10}"
+            if text not in self.found.runtimes:
+                self.found.runtimes.append(text)
 
     def _version_handler(self, marker: bytes) -> Handler:
         def found(src: Source, at: int) -> int:
@@ -379,104 +371,6 @@ class Records:
                                      code=Code.E012)
         self._look_ahead(total - table_end)
         return total
-
-    def frame(self, src: Source, at: int) -> int:
-        """A bare zstd frame outside any container: its first block decoded to learn what it holds
-        (`_peek`). A whole cubin is decoded in full (on the pool) and read as one, the frame's bytes
-        skipped; one that cannot be read is E011/E012/E014, never skipped. A frame holding anything
-        else, or whose header or first block does not decode (it says nothing of device code), is
-        passed over; so is one that needs a dictionary (docs/threat-model.md)."""
-        peeked = self._peek(src, at)
-        if peeked is None:
-            return at + 1
-        head, first, holds = peeked
-        try:
-            if holds == "fatbin":
-                raise fatbin.FatbinError("it holds a fatbin container, which check does not read inside a zstd "
-                                         "frame", code=Code.E011)
-            total = self._frame_extent(src, at, head)
-            declared = head.content
-            if declared is not None and declared > self.frame_left:
-                raise fatbin.FatbinError(f"it declares {declared} bytes, past the library's bound of "
-                                         f"{self.frame_bound} bytes decoded from zstd frames", code=Code.E012)
-            with memoryview(src.buf) as window:
-                raw = bytes(window[at - src.base:at - src.base + total])
-            entry: Entry | Future[Entry]
-            if not self.settings.decode:
-                entry = framed_cubin_head(first, total, declared, at)
-            elif declared is None:  # decoded here, within what the library's bound has left
-                entry = self.decoding.frame(raw, at, None, min(self.frame_left, self.settings.max_payload))
-                declared = result(entry).size
-            else:
-                entry = self.decoding.frame(raw, at, declared)
-            self.frame_left -= declared or 0
-        except (fatbin.FatbinError, elf.ElfError) as e:
-            code = e.code if e.code in (Code.E011, Code.E012, Code.E014) else Code.E014
-            self.problem(code, f"zstd frame at 0x{at:x} outside any fatbin container: {e.message}", at)
-            return at + 1
-        self.frames.append(WalkedFrame(at, total, entry))
-        return at + total
-
-    def _peek(self, src: Source, at: int) -> tuple[zstdframe.FrameHeader, bytes, zstdframe.Holds] | None:
-        """The frame's header, its first block decoded, and the device code that says it holds;
-        None where these bytes are no frame or hold no device code. Every byte a first block
-        decodes to counts against the library's frame bound (one decodes to up to 128 KiB, from
-        4 stored bytes): past it, E012 and nothing more is decoded."""
-        src.ensure(at + zstdframe.MAX_HEADER)
-        head = zstdframe.parse_header(bytes(src.buf[at - src.base:at - src.base + zstdframe.MAX_HEADER]))
-        if head is None or head.dictionary:
-            return None
-        block_at = at + head.size
-        src.ensure(block_at + zstdframe.BLOCK_HEADER)
-        first_block = zstdframe.block(bytes(src.buf[block_at - src.base:block_at + zstdframe.BLOCK_HEADER - src.base]))
-        block_end = block_at + zstdframe.BLOCK_HEADER + (first_block[1] if first_block else 0)
-        if first_block is None or not src.ensure(block_end):
-            return None
-        if self.frame_left <= 0:
-            self.problem(Code.E012, f"zstd frame at 0x{at:x} not read: the library's zstd frames decode past its "
-                                    f"bound of {self.frame_bound} bytes", at)
-            return None
-        first = zstdframe.first_bytes(bytes(src.buf[block_at - src.base:block_end - src.base]))
-        holds = zstdframe.holds(first) if first is not None else None
-        if first is None or holds is None:
-            self.frame_left -= len(first or b"")
-            return None
-        return head, first, holds
-
-    def _frame_extent(self, src: Source, at: int, head: zstdframe.FrameHeader) -> int:
-        """The bytes a frame starting at ``at`` spans: its header, its blocks (each header says
-        how many bytes it stores), its checksum; within the verification bound and what is left of
-        the library's frame walk (FRAME_WALK_FACTOR x its size + FRAME_WALK_SLACK). The bytes walked
-        are spent whether the walk ends or fails, so frames that never end (each walking into the
-        next) cost that bound once, never a walk to the end of the file each."""
-        pos = at + head.size
-        bound = min(self.settings.max_payload, self.frame_walk_left)
-        buf = src.buf
-        try:
-            while True:
-                if pos - at > bound:
-                    raise fatbin.FatbinError(f"it stores more than the {self.settings.max_payload}-byte verification "
-                                             f"bound or the library's frame walk bound of {self.frame_walk} bytes",
-                                             code=Code.E012)
-                i = pos - src.base
-                if i + zstdframe.BLOCK_HEADER > len(buf):
-                    if not src.ensure(pos + zstdframe.BLOCK_HEADER):
-                        raise fatbin.FatbinError("the file ends inside it", code=Code.E012)
-                    buf, i = src.buf, pos - src.base
-                word = buf[i] | buf[i + 1] << 8 | buf[i + 2] << 16
-                kind, size = (word >> 1) & 3, word >> 3
-                if kind == 3 or size > zstdframe.MAX_BLOCK:
-                    raise fatbin.FatbinError(f"its block at 0x{pos:x} has a reserved type or size", code=Code.E012)
-                pos += zstdframe.BLOCK_HEADER + (1 if kind == 1 else size)
-                if word & 1:
-                    break
-            pos += zstdframe.CHECKSUM if head.checksum else 0
-            if pos - at > bound or not src.ensure(pos):
-                raise fatbin.FatbinError("the file ends inside it" if pos - at <= bound else
-                                         f"it stores more than the {bound}-byte bound", code=Code.E012)
-        finally:
-            self.frame_walk_left -= min(pos - at, self.frame_walk_left)
-        return pos - at
 
     def _look_ahead(self, n: int) -> None:
         """Spend ``n`` bytes of the library's look-ahead (shared with the offload bundles' extents):
@@ -623,14 +517,8 @@ class Records:
                 entries = ()
             self.found.containers.append(FoundContainer(w.offset, w.size, entries, w.trailing, w.zeros))
         self.walked.clear()
-        for f in self.frames:
-            try:
-                self.found.cubins.append(FoundCubin(f.offset, f.size, result(f.entry)))
-            except (fatbin.FatbinError, elf.ElfError) as err:
-                code = err.code if err.code in (Code.E012, Code.E014) else Code.E014
-                self.problem(code, f"zstd frame at 0x{f.offset:x} outside any fatbin container: {err.message}",
-                             f.offset)
-        self.frames.clear()
+        for offset, size, entry in self.frames.resolve():
+            self.found.cubins.append(FoundCubin(offset, size, entry))
         self.found.problems += self.problems.result()
         return self.found
 
@@ -665,15 +553,26 @@ VERSIONS_KEPT = 4
 RUNTIME_MARKER = b"\x48\x85\xff\x74\x0b\xc7\x07"
 RUNTIME_TAIL = b"\x31\xc0\xc3"
 RUNTIME_RECORD = len(RUNTIME_MARKER) + 4 + len(RUNTIME_TAIL)
-RUNTIME_VERSIONS = (9000, 100000)  # CUDA 9.0 to 99.x, as CUDART_VERSION spells them (major*1000 + minor*10)
+# On aarch64: mov x1, x0; cbz x0, +0x14; movz w2, #CUDART_VERSION; mov w0, #0; str w2, [x1]; ret.
+# Measured in libcudart.so.12 of nvidia-cuda-runtime-cu12 12.4.127 (12040), libcudart.so.13 of
+# nvidia-cuda-runtime 13.5.37 (13050) and libnccl.so.2 of nvidia-nccl-cu13 2.32.3, which links
+# the runtime statically and needs no libcudart (13040), all manylinux aarch64 (docs/rules.md).
+RUNTIME_MARKER_A64 = bytes.fromhex("e10300aaa00000b4")
+RUNTIME_TAIL_A64 = bytes.fromhex("00008052220000b9c0035fd6")
+RUNTIME_RECORD_A64 = len(RUNTIME_MARKER_A64) + 4 + len(RUNTIME_TAIL_A64)
+RUNTIME_MARKERS = (RUNTIME_MARKER, RUNTIME_MARKER_A64)
+RUNTIME_BY_MACHINE = {62: (RUNTIME_MARKER,), 183: (RUNTIME_MARKER_A64,)}  # ELF e_machine: x86-64, aarch64
+# CUDA 9.0 to 19.x, as CUDART_VERSION spells them (major*1000 + minor*10). Other getters share
+# the function's shape: NCCL's ncclGetVersion returns 23203 for 2.32.3 (measured on aarch64),
+# which a bound at CUDA 20 keeps out whatever NCCL's patch number.
+RUNTIME_VERSIONS = (9000, 20000)
 LINKER_WINDOW = 64
 LINKERS_KEPT = 4
 _NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.")
 
 
-__all__ = ["CUBIN_MAGIC", "FatbinWrapper", "FRAME_FACTOR", "FRAME_SLACK", "FRAME_WALK_FACTOR", "FRAME_WALK_SLACK",
-           "FoundContainer", "FoundCubin", "HIP_WRAPPER_MAGIC", "HipWrapper",
-           "LINKER_MARKER", "LOOKAHEAD_FACTOR", "RUNTIME_MARKER",
+__all__ = ["CUBIN_MAGIC", "FatbinWrapper", "FoundContainer", "FoundCubin", "HIP_WRAPPER_MAGIC", "HipWrapper",
+           "LINKER_MARKER", "LOOKAHEAD_FACTOR", "RUNTIME_BY_MACHINE", "RUNTIME_MARKER", "RUNTIME_MARKERS",
            "LOOKAHEAD_SLACK", "MARKERS", "PAD_WINDOW", "Records", "ScanResult", "ScanSettings",
            "SOFT_KEPT", "SoftProblems", "STATEMENTS", "VERSION_MARKERS", "VERSION_WINDOW", "VERSIONS_KEPT",
-           "WalkedFrame", "ZSTD_MAGIC"]
+           "ZSTD_MAGIC"]
