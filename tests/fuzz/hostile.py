@@ -36,33 +36,6 @@ def ccob_v1_empty_blocks(size: int) -> bytes:
     return _fill(record + bytes(96 - len(record)), size)
 
 
-def _in_host_library(data: bytes) -> bytes:
-    """`data` after an x86-64 ELF header with no segments or sections: a host library whose every
-    byte is searched for whole cubins and frames."""
-    header = b"\x7fELF\x02\x01\x01" + bytes(9) + struct.pack("<HHIQQQIHHHHHH", 3, 62, 1, 0, 0, 0, 0, 64, 56, 0,
-                                                                   64, 0, 0)
-    return header + data[:len(data) - len(header)]
-
-
-def zstd_endless_cubin_frames(size: int) -> bytes:
-    """A bare zstd frame every 29 bytes whose first block decodes to a CUDA ELF header (so it
-    claims a cubin) and never ends: its raw block of 26 bytes (the header and the next frame's
-    magic and descriptor) lands on the next frame's block header, and so on to the end of the file.
-    Each frame's extent is walked, spent from the library's look-ahead."""
-    cuda_elf = b"\x7fELF\x02\x01\x01" + bytes(11) + struct.pack("<H", 190)
-    head = ZSTD_MAGIC + b"\x00\x38"  # no content size, a 128 KiB window
-    block = struct.pack("<I", (len(cuda_elf) + len(head)) << 3)[:3]  # raw, not the last
-    return _in_host_library(_fill(head + block + cuda_elf, size))
-
-
-def zstd_rle_first_blocks(size: int) -> bytes:
-    """A bare zstd frame every 10 bytes whose first block is RLE: 4 stored bytes decoding to 128
-    KiB, each decoded to learn what the frame holds; every such byte counts against the library's
-    frame bound."""
-    block = struct.pack("<I", 2 | (128 << 10) << 3)[:3]  # RLE of 128 KiB, not the last
-    return _in_host_library(_fill(ZSTD_MAGIC + b"\x00\x38" + block + b"\x41", size))
-
-
 def empty_fatbin_containers(size: int) -> bytes:
     """A 16-byte fatbin container with no entries, back to back."""
     return _fill(struct.pack("<IHHQ", 0xBA55ED50, 1, 16, 0), size)
@@ -90,6 +63,4 @@ GENERATORS: dict[str, Callable[[int], bytes]] = {
     "ccob_v1_empty_blocks": ccob_v1_empty_blocks,
     "empty_fatbin_containers": empty_fatbin_containers,
     "finding_flood": finding_flood,
-    "zstd_endless_cubin_frames": zstd_endless_cubin_frames,
-    "zstd_rle_first_blocks": zstd_rle_first_blocks,
 }

@@ -284,10 +284,10 @@ def frames_outside(data: bytes, inside: list[tuple[int, int]]) -> list[tuple[int
 
 def test_frames_that_never_end_are_walked_within_one_bound_of_the_library(monkeypatch):
     """A frame every 29 bytes whose first block decodes to a CUDA ELF header and lands on the next
-    frame's block header, to the end of the file (tests/fuzz/hostile.py zstd_endless_cubin_frames):
-    every one claims a cubin and fails (E012), and the walks together spend one bound of the
-    library's size (FRAME_WALK_FACTOR x size + FRAME_WALK_SLACK, the slack cut to 0 here): the first
-    frame walks to the end of the file, every later one is refused before walking."""
+    frame's block header, to the end of the file: every one claims a cubin and fails (E012), and
+    the walks together spend one bound of the library's size (FRAME_WALK_FACTOR x size +
+    FRAME_WALK_SLACK, the slack cut to 0 here): the first frame walks to the end of the file,
+    every later one is refused before walking."""
     monkeypatch.setattr(frame_records, "FRAME_WALK_SLACK", 0)
     cuda_elf = b"\x7fELF\x02\x01\x01" + bytes(11) + struct.pack("<H", elf.EM_CUDA)
     head = MAGIC + b"\x00\x38"
