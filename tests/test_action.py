@@ -19,10 +19,10 @@ import pytest
 
 from archaudit.cli import build_parser, example_wheel
 
-try:
+if sys.version_info >= (3, 11):
     import tomllib
-except ImportError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
+else:  # Python 3.10
+    import tomli as tomllib
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = "gpu_example-1.0-py3-none-linux_x86_64.whl"

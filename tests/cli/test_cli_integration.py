@@ -16,10 +16,10 @@ import pytest
 from archaudit.cli import build_parser, example_wheel, main
 from archaudit.findings import CODES
 
-try:
+if sys.version_info >= (3, 11):
     import tomllib
-except ImportError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
+else:  # Python 3.10
+    import tomli as tomllib
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = REPO / "tests" / "fixtures" / "cuda" / "bin"
