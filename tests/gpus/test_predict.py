@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from archaudit.gpus import predict as P
-from archaudit.model import Container, Entry
+from archaudit.model import PTX, Container, Entry
 from archaudit.read.library import library_from_bytes, scan_file
 
 HERE = Path(__file__).parents[1]
@@ -149,3 +149,133 @@ def test_the_driver_version_names_its_cuda_release(driver, cuda):
 def test_an_amd_container_is_not_judged_here():
     with pytest.raises(ValueError):
         P.predict(Container("amd", "hip", ".hip_fatbin", 0, 0, ()), H200)
+
+
+# ---- the entry the driver picks, branch by branch -------------------------------------------------
+# archaudit.gpus.predict's branches that mutation testing showed no test pinned (docs/mutation.md).
+#
+# Every prediction names the entry the driver uses: paths.choose finds the library's code by that
+# entry (identity), so a prediction that loses its entry makes a GPU the code runs on look
+# unserved. The containers are nvcc's (tests/fixtures/cuda, tests/fixtures/smoke); the driver's
+# answers to the smoke fixtures are the H200's (tests/smoke/test_smoke_gpu.py's EDGE, run there and
+# logged in records/smoke-h200/pytest-gpu.log).
+
+HERE = Path(__file__).parents[1]
+SMOKE_BIN = HERE / "fixtures" / "smoke" / "bin"
+CUDA_BIN = HERE / "fixtures" / "cuda" / "bin"
+H200 = P.Gpu((9, 0), (13, 0))
+
+
+def executable(path: Path) -> Container:
+    lib = scan_file(str(path), decode=True)
+    assert not lib.problems, lib.problems
+    (c,) = [c for c in lib.containers if c.role in ("executable", "standalone") and c.entries]
+    return c
+
+
+def entry(c: Container, kind: str, target: str) -> Entry:
+    (e,) = [e for e in c.entries if e.kind == kind and e.target == target]
+    return e
+
+
+@pytest.mark.parametrize("gpu, kind, target", [
+    ((7, 5), "sass", "sm_75"),
+    ((9, 0), "sass", "sm_90"),      # sm_75 ... sm_89 come first and do not run on 9.0: the search goes on
+    ((10, 3), "sass", "sm_100"),    # same major, older minor
+    ((12, 1), "sass", "sm_120"),
+    ((11, 0), "ptx", "sm_90"),      # no cubin for 11.0: the highest PTX not above it (sm_120's is above)
+])
+def test_the_entry_chosen_from_a_container_for_seven_architectures(gpu, kind, target):
+    """lib_multi.so (nvcc -gencode for sm_75 ... sm_120, PTX for 90 and 120): each GPU gets the
+    entry the driver loads, named as that very entry (paths.choose matches it by identity)."""
+    c = executable(CUDA_BIN / "lib_multi.so")
+    p = P.predict(c, P.Gpu(gpu, (13, 0)))
+    want = P.Outcome.NATIVE if kind == "sass" else P.Outcome.JIT
+    assert (p.outcome, p.codes) == (want, {P.SUCCESS})
+    assert p.entry is entry(c, kind, target)
+
+
+@pytest.mark.parametrize("gpu, target", [((8, 0), "sm_80"), ((8, 6), "sm_86"), ((8, 9), "sm_86")])
+def test_the_gpus_own_cubin_before_an_older_minor(gpu, target):
+    """lib_sm80_86.so carries sm_80 and sm_86, both of which run on an 8.6 GPU: the driver takes
+    the exact match; on 8.9 the newest minor that runs."""
+    c = executable(CUDA_BIN / "lib_sm80_86.so")
+    p = P.predict(c, P.Gpu(gpu, (13, 0)))
+    assert p.outcome is P.Outcome.NATIVE and p.entry is entry(c, "sass", target)
+
+
+def test_orin_takes_only_its_own_cubin():
+    """8.7 is Tegra (Orin): desktop sm_80 and sm_86 cubins do not load there."""
+    p = P.predict(executable(CUDA_BIN / "lib_sm80_86.so"), P.Gpu((8, 7), (13, 0)))
+    assert (p.outcome, p.entry, p.codes) == (P.Outcome.NONE, None, {P.NO_BINARY_FOR_GPU})
+
+
+def test_a_cubin_for_another_gpu_listed_before_the_ptx_does_not_hide_it():
+    """multi_ptx90.fatbin: sm_80 SASS first, then compute_90 PTX. The H200 answered 0 with the
+    JIT on and 223 (CUDA_ERROR_JIT_COMPILATION_DISABLED) with it off."""
+    c = executable(SMOKE_BIN / "multi_ptx90.fatbin")
+    assert [e.kind for e in c.entries] == ["sass", "ptx"]
+    on, off = P.predict(c, H200), P.predict(c, H200.with_jit(False))
+    assert (on.outcome, on.codes, on.entry) == (P.Outcome.JIT, {P.SUCCESS}, c.entries[1])
+    assert on.entry is c.entries[1]
+    assert (off.outcome, off.codes) == (P.Outcome.JIT, {P.JIT_COMPILATION_DISABLED})
+    assert off.entry is c.entries[1]
+
+
+def test_of_several_ptx_entries_the_highest_the_gpu_takes():
+    """lib_multi.so's two PTX entries (90 and 120, as nvcc wrote them), listed with the newer
+    first: a 9.0 GPU skips the 120 PTX and takes the 90 one; 12.0 takes 120 over 90."""
+    multi = executable(CUDA_BIN / "lib_multi.so")
+    ptx90, ptx120 = entry(multi, PTX, "sm_90"), entry(multi, PTX, "sm_120")
+    c = Container("nvidia", "executable", ".nv_fatbin", 0, 0, (ptx120, ptx90))
+    on_h200 = P.predict(c, H200)
+    assert on_h200.outcome is P.Outcome.JIT and on_h200.entry is ptx90
+    on_12 = P.predict(c, P.Gpu((12, 0), (13, 0)))
+    assert on_12.outcome is P.Outcome.JIT and on_12.entry is ptx120
+    on_8 = P.predict(c, P.Gpu((8, 0), (13, 0)))
+    assert (on_8.outcome, on_8.entry, on_8.codes) == (P.Outcome.NONE, None, {P.NO_BINARY_FOR_GPU})
+
+
+def test_refused_ptx_is_still_the_entry_the_driver_picked():
+    """ptx90_isa91.fatbin (ISA 9.1, newer than a CUDA 13.0 driver compiles: the H200 answered
+    222): the outcome is none, and the entry is that PTX (the report says which code failed)."""
+    c = executable(SMOKE_BIN / "ptx90_isa91.fatbin")
+    p = P.predict(c, H200)
+    assert (p.outcome, p.codes) == (P.Outcome.NONE, {P.UNSUPPORTED_PTX_VERSION}) and p.entry is c.entries[0]
+    assert "ISA 9.1" in p.reason and "CUDA 13.0" in p.reason
+
+
+def test_ptx_whose_text_targets_another_gpu_with_the_jit_off():
+    """ptx90_as100a.fatbin: header compute_90, text .target sm_100a. The H200 answered 218
+    (CUDA_ERROR_INVALID_PTX) with the JIT on and 223 with it off. The scanner refuses that
+    container (E014), so the entry is the one its decoded header and text give."""
+    lib = scan_file(str(SMOKE_BIN / "ptx90_as100a.fatbin"), decode=False)
+    (c,) = lib.containers
+    (e,) = c.entries
+    e = Entry(e.vendor, e.kind, e.target, e.code_version, ptx_target="sm_100a")
+    c = Container(c.vendor, c.role, c.section, c.offset, c.size, (e,))
+    on, off = P.predict(c, H200), P.predict(c, H200.with_jit(False))
+    assert (on.outcome, on.codes) == (P.Outcome.NONE, {P.INVALID_PTX}) and on.entry is e
+    assert (off.outcome, off.codes) == (P.Outcome.NONE, {P.JIT_COMPILATION_DISABLED}) and off.entry is e
+    assert "sm_100a" in on.reason
+
+
+def test_relocatable_code_that_is_not_loadable_names_its_cubin():
+    """rdc_ext.fatbin (the H200 answered 500): smoke collects the missing symbols from the
+    prediction's entry."""
+    c = executable(SMOKE_BIN / "rdc_ext.fatbin")
+    p = P.predict(c, H200)
+    assert p.outcome is P.Outcome.NOT_LOADABLE and p.entry is c.entries[0]
+    assert P.unresolved(p.entry) == ("_Z10rdc_helperf",)
+
+
+def test_a_gpu_from_its_driver_keeps_its_capability_and_jit_switch():
+    assert P.Gpu.from_driver((9, 0), "580.159.04") == P.Gpu((9, 0), (13, 0), True)
+    assert P.Gpu.from_driver((12, 0), "590.48.01", jit=False) == P.Gpu((12, 0), (13, 1), False)
+    assert H200.with_jit(False) == P.Gpu((9, 0), (13, 0), False)
+    assert H200.with_jit(False).with_jit(True) == H200
+
+
+def test_a_driver_older_than_every_release_is_refused():
+    with pytest.raises(LookupError, match="older than every CUDA release"):
+        P.Gpu.from_driver((9, 0), "100.0")
