@@ -50,7 +50,7 @@ def test_no_bare_code_literal_in_the_package():
     assert hits == []
 
 
-# ---- folding (issue 27 item 2): findings of one code on one subject reported once ----
+# ---- folding: findings of one code on one subject reported once ----
 
 def _g001(subject: str, i: int, **data: object):
     return make_finding(Code.G001, subject, f"{subject}: gap {i}", **data)

@@ -400,8 +400,8 @@ def test_entry_header_findings_carry_the_entrys_offset(at, data, room):
 # ---- what an entry's payload says, with each cubin reader -----------------------------------------
 # What a fatbin entry's payload says (fatbin.cubin_facts, _toolkit, _compat_arch_specific,
 # ptx_facts, parse_container_header, decode_payload_into), pinned where mutation testing found
-# fatbin.py loose (docs/mutation.md). test_mutants_fatbin.py holds the checks between an entry's
-# header and its payload.
+# fatbin.py loose (docs/mutation.md). The tests above hold the checks between an entry's header
+# and its payload. Each test below runs with each cubin reader (conftest.each_cubin_reader).
 #
 # Cubins and containers are nvcc 13.0's (tests/fixtures/cuda/bin, NVCC_VERSION); each malformed
 # case changes one field of a real cubin and asserts the finding code and its words.

@@ -391,7 +391,7 @@ def test_also_write_renders_one_read_into_every_format(scratch, capsys):
         assert "--also-write" in capsys.readouterr().err
 
 
-# Real small wheels whose default text is pinned (issue 27 item 8): a vendor library that passes
+# Real small wheels whose default text is pinned: a vendor library that passes
 # its claim, and one whose K004 flood and 19 targets must still fit a screen.
 REAL_TEXT = {
     "curand_10.4.0.35": ("nvidia-curand", "10.4.0.35", "nvidia_curand-10.4.0.35-py3-none-manylinux_2_27_x86_64.whl",

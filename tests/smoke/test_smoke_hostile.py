@@ -247,7 +247,7 @@ def test_a_plugin_that_kills_its_process_is_a_row(tmp_path):
     assert row["status"] == FAIL and "killed by SIGKILL" in row["reason"]
 
 
-# -- a wheel that ships its own torch (issue 30, item 5) -----------------------------------------
+# -- a wheel that ships its own torch -----------------------------------------------------------
 
 # The forger: a `torch` package that, once imported by the model-torch child, finds the worker's
 # globals and answers for it: CUDA present on an "NVIDIA H100", every output computed correctly
