@@ -44,7 +44,7 @@ _SASS_AT = 16  # kern.fatbin's sm_80 entry header
 # ---- archaudit check in a child process that must write nothing (read/test_hazards.py and its neighbours) ----
 
 def snapshot(*dirs: Path) -> dict:
-    out = {}
+    out: dict[str, object] = {}
     for d in dirs:
         for p in sorted(d.rglob("*")) if d.exists() else ():
             try:
@@ -221,6 +221,7 @@ READELF = shutil.which("readelf")
 
 
 def readelf_dynamic(path: Path) -> dict[str, list[str]]:
+    assert READELF is not None, "binutils readelf (apt-get install binutils)"
     out = subprocess.run([READELF, "-d", "-W", str(path)], capture_output=True, text=True, check=True).stdout
     found: dict[str, list[str]] = {"NEEDED": [], "RUNPATH": [], "RPATH": [], "SONAME": []}
     for tag, value in re.findall(r"\((NEEDED|RUNPATH|RPATH|SONAME)\)\s+[^[]*\[(.*)\]", out):
@@ -243,7 +244,7 @@ def parse_section(path: Path) -> tuple[bytes, list[model.Container]]:
             break
         n = hip.extent(mv[m.start() : m.start() + hip.MAX_HEADER])
         assert n is not None and m.start() + n <= end
-        out.append(hip.parse(mv[m.start() : m.start() + n], m.start(), ".hip_fatbin"))
+        out.append(hip.parse(bytes(mv[m.start() : m.start() + n]), m.start(), ".hip_fatbin"))
         pos = m.start() + n
     return data, out
 

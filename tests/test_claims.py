@@ -195,6 +195,7 @@ def _nvcc_accepts(flags_: str, tmp: Path) -> bool:
     split on whitespace only, so quotes reach nvcc as a claim string holds them."""
     src = tmp / "k.cu"
     src.write_text("__global__ void k() {}\n")
+    assert NVCC is not None, "nvcc (the CUDA toolkit)"
     done = subprocess.run([NVCC, "--dryrun", *flags_.split(), "-c", str(src), "-o", str(tmp / "k.o")],
                           capture_output=True, text=True, timeout=120)
     return done.returncode == 0 and "fatal" not in done.stderr

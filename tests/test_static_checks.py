@@ -1,6 +1,6 @@
-"""The code is type-checked (mypy --strict on src/) and linted (ruff, on src/ and tests/), with the
-configuration in pyproject.toml, as part of the test command: a change that breaks either fails CI
-like a bug."""
+"""The code is type-checked (mypy: --strict on src/, every body of tests/ with check_untyped_defs)
+and linted (ruff, on src/ and tests/), with the configuration in pyproject.toml, as part of the
+test command: a change that breaks either fails CI like a bug."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_mypy_strict_is_clean():
     pytest.importorskip("mypy", reason="mypy is a test dependency: pip install -e '.[test]'")
-    result = _run("mypy")  # files and strictness come from [tool.mypy] in pyproject.toml
+    result = _run("mypy")  # files (src/ and tests/) and strictness come from [tool.mypy] in pyproject.toml
     assert result.returncode == 0, result.stdout + result.stderr
 
 

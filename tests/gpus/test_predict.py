@@ -62,8 +62,8 @@ def test_ptx_only_is_jit_and_refused_with_the_jit_disabled():
     ptx = [c for c in lib if c.entries]
     assert len(ptx) == 1
     on, off = P.predict(ptx[0], H200), P.predict(ptx[0], H200_NOJIT)
-    assert (on.outcome, on.codes) == (P.Outcome.JIT, {P.SUCCESS})
-    assert (off.outcome, off.codes) == (P.Outcome.JIT, {P.JIT_COMPILATION_DISABLED})
+    assert (on.outcome, on.codes) == (P.Outcome.JIT, frozenset({P.SUCCESS}))
+    assert (off.outcome, off.codes) == (P.Outcome.JIT, frozenset({P.JIT_COMPILATION_DISABLED}))
     assert on.entry is not None and on.entry.kind == "ptx"
     # the device-link container nvcc adds to a PTX-only build holds no entry: nothing to run
     empty = [c for c in lib if not c.entries]
@@ -123,7 +123,7 @@ def test_ptx_of_an_isa_newer_than_the_driver_is_refused_by_its_jit():
 def _ptx(target: str, text: str | None) -> Container:
     e = Entry("nvidia", "ptx", target, code_version=(9, 0))
     if text is not None and "ptx_target" in Entry.__dataclass_fields__:
-        e = Entry("nvidia", "ptx", target, code_version=(9, 0), ptx_target=text)  # type: ignore[call-arg]
+        e = Entry("nvidia", "ptx", target, code_version=(9, 0), ptx_target=text)
     return Container("nvidia", "executable", ".nv_fatbin", 0, 64, (e,))
 
 
@@ -191,7 +191,7 @@ def test_the_entry_chosen_from_a_container_for_seven_architectures(gpu, kind, ta
     c = executable(CUDA_BIN / "lib_multi.so")
     p = P.predict(c, P.Gpu(gpu, (13, 0)))
     want = P.Outcome.NATIVE if kind == "sass" else P.Outcome.JIT
-    assert (p.outcome, p.codes) == (want, {P.SUCCESS})
+    assert (p.outcome, p.codes) == (want, frozenset({P.SUCCESS}))
     assert p.entry is entry(c, kind, target)
 
 
@@ -207,7 +207,7 @@ def test_the_gpus_own_cubin_before_an_older_minor(gpu, target):
 def test_orin_takes_only_its_own_cubin():
     """8.7 is Tegra (Orin): desktop sm_80 and sm_86 cubins do not load there."""
     p = P.predict(executable(CUDA_BIN / "lib_sm80_86.so"), P.Gpu((8, 7), (13, 0)))
-    assert (p.outcome, p.entry, p.codes) == (P.Outcome.NONE, None, {P.NO_BINARY_FOR_GPU})
+    assert (p.outcome, p.entry, p.codes) == (P.Outcome.NONE, None, frozenset({P.NO_BINARY_FOR_GPU}))
 
 
 def test_a_cubin_for_another_gpu_listed_before_the_ptx_does_not_hide_it():
@@ -216,9 +216,9 @@ def test_a_cubin_for_another_gpu_listed_before_the_ptx_does_not_hide_it():
     c = executable(SMOKE_BIN / "multi_ptx90.fatbin")
     assert [e.kind for e in c.entries] == ["sass", "ptx"]
     on, off = P.predict(c, H200), P.predict(c, H200.with_jit(False))
-    assert (on.outcome, on.codes, on.entry) == (P.Outcome.JIT, {P.SUCCESS}, c.entries[1])
+    assert (on.outcome, on.codes, on.entry) == (P.Outcome.JIT, frozenset({P.SUCCESS}), c.entries[1])
     assert on.entry is c.entries[1]
-    assert (off.outcome, off.codes) == (P.Outcome.JIT, {P.JIT_COMPILATION_DISABLED})
+    assert (off.outcome, off.codes) == (P.Outcome.JIT, frozenset({P.JIT_COMPILATION_DISABLED}))
     assert off.entry is c.entries[1]
 
 
@@ -233,7 +233,7 @@ def test_of_several_ptx_entries_the_highest_the_gpu_takes():
     on_12 = P.predict(c, P.Gpu((12, 0), (13, 0)))
     assert on_12.outcome is P.Outcome.JIT and on_12.entry is ptx120
     on_8 = P.predict(c, P.Gpu((8, 0), (13, 0)))
-    assert (on_8.outcome, on_8.entry, on_8.codes) == (P.Outcome.NONE, None, {P.NO_BINARY_FOR_GPU})
+    assert (on_8.outcome, on_8.entry, on_8.codes) == (P.Outcome.NONE, None, frozenset({P.NO_BINARY_FOR_GPU}))
 
 
 def test_refused_ptx_is_still_the_entry_the_driver_picked():
@@ -241,7 +241,7 @@ def test_refused_ptx_is_still_the_entry_the_driver_picked():
     222): the outcome is none, and the entry is that PTX (the report says which code failed)."""
     c = executable(SMOKE_BIN / "ptx90_isa91.fatbin")
     p = P.predict(c, H200)
-    assert (p.outcome, p.codes) == (P.Outcome.NONE, {P.UNSUPPORTED_PTX_VERSION}) and p.entry is c.entries[0]
+    assert (p.outcome, p.codes) == (P.Outcome.NONE, frozenset({P.UNSUPPORTED_PTX_VERSION})) and p.entry is c.entries[0]
     assert "ISA 9.1" in p.reason and "CUDA 13.0" in p.reason
 
 
@@ -255,8 +255,8 @@ def test_ptx_whose_text_targets_another_gpu_with_the_jit_off():
     e = Entry(e.vendor, e.kind, e.target, e.code_version, ptx_target="sm_100a")
     c = Container(c.vendor, c.role, c.section, c.offset, c.size, (e,))
     on, off = P.predict(c, H200), P.predict(c, H200.with_jit(False))
-    assert (on.outcome, on.codes) == (P.Outcome.NONE, {P.INVALID_PTX}) and on.entry is e
-    assert (off.outcome, off.codes) == (P.Outcome.NONE, {P.JIT_COMPILATION_DISABLED}) and off.entry is e
+    assert (on.outcome, on.codes) == (P.Outcome.NONE, frozenset({P.INVALID_PTX})) and on.entry is e
+    assert (off.outcome, off.codes) == (P.Outcome.NONE, frozenset({P.JIT_COMPILATION_DISABLED})) and off.entry is e
     assert "sm_100a" in on.reason
 
 

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from archaudit.claims import parse_claim
-from archaudit.cli import example_wheel
+from archaudit.core import example_wheel
+from archaudit.findings import Code
 from archaudit.judge.audit import audit
 from archaudit.judge.filters import IgnoreRule
 from archaudit.judge.policy import Policy
@@ -24,7 +25,7 @@ from oracle import fixture, kernel_names, list_entries
 
 def test_a_target_that_cannot_be_read_exits_2():
     """An unreadable wheel (E001) is unusable: exit 2, not the 1 of a failed check."""
-    inv = TargetInventory("bad.whl", "wheel", (), problems=(Problem("E001", "cannot read"),), unusable=True)
+    inv = TargetInventory("bad.whl", "wheel", (), problems=(Problem(Code.E001, "cannot read"),), unusable=True)
     rep = audit([inv], None, Policy())
     assert [(f.code, f.subject) for f in rep.findings] == [("E001", "bad.whl")] and rep.exit_code == 2
     assert rep.targets[0].unusable
@@ -33,7 +34,7 @@ def test_a_target_that_cannot_be_read_exits_2():
 def test_a_problem_of_the_archive_comes_first_and_keeps_every_later_finding():
     """A wheel with a CRC mismatch in one member and no claim: the archive's E002 first, then the
     library's findings, then C001. None is lost after the E002."""
-    inv = TargetInventory("t.whl", "wheel", (lib(box(sass("sm_80"))),), problems=(Problem("E002", "CRC mismatch"),))
+    inv = TargetInventory("t.whl", "wheel", (lib(box(sass("sm_80"))),), problems=(Problem(Code.E002, "CRC mismatch"),))
     rep = audit([inv], None, Policy())
     assert [(f.code, f.subject) for f in rep.findings] == [("E002", "t.whl"), ("D002", "libx.so"), ("C001", "t.whl")]
     assert rep.exit_code == 1
@@ -103,7 +104,7 @@ def test_each_librarys_verdict_as_the_json_report_gives_it():
         lib(box(sized(sass("sm_80"), 7, 9), role=RELOCATABLE), box(sass("sm_80")), path="fail.so"),
         lib(box(sass("sm_90a")), path="spec.so"),
         lib(needed=(), path="host.so"),
-        lib(needed=(), path="bad.so", problems=(Problem("E013", "bad"),)),
+        lib(needed=(), path="bad.so", problems=(Problem(Code.E013, "bad"),)),
         lib(box(stub, role=DEVICE_LINK), path="stub.so"),
         lib(box(sass("sm_80", toolkit=None), sass("sm_90", toolkit=None)), needed=(), path="bare.so"),
         lib(box(amd("gfx90a:xnack+"), amd("gfx942"), role=HIP), needed=(), path="amd.so"),

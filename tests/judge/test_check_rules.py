@@ -13,7 +13,8 @@ import zipfile
 import pytest
 
 import oracle
-from archaudit.cli import example_wheel, main
+from archaudit.cli import main
+from archaudit.core import example_wheel
 
 BIN = oracle.FIXTURES
 
@@ -273,11 +274,11 @@ def test_bad_input_is_a_clear_finding_not_a_traceback(capsys, tmp_path, make, co
         target = tmp_path / "libfake.so"
         target.write_text("INPUT(-lfoo)\n")  # a linker script named .so
     elif make == "corrupted_fatbin_size":
-        data = bytearray((BIN / "lib_sm80.so").read_bytes())
-        at = data.find(b"\x50\xed\x55\xba")
-        data[at + 8:at + 16] = (2**40).to_bytes(8, "little")
+        edited = bytearray((BIN / "lib_sm80.so").read_bytes())
+        at = edited.find(b"\x50\xed\x55\xba")
+        edited[at + 8:at + 16] = (2**40).to_bytes(8, "little")
         target = tmp_path / "libbad.so"
-        target.write_bytes(bytes(data))
+        target.write_bytes(bytes(edited))
     elif make == "windows_pyd":
         target = tmp_path / "kernels.pyd"
         target.write_bytes(b"MZ\x90\x00" + bytes(60))

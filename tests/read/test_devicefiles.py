@@ -15,12 +15,15 @@ from collections.abc import Iterator
 
 import pytest
 
+from archaudit.findings import Code
 from archaudit.model import CODE_OBJECT, PTX, SASS, STANDALONE, Container, Entry, Library, Problem
 from archaudit.read import fatbin, library
 from helpers import AMD_BIN, CUDA_BIN, KERN_FATBIN, PLAIN_TWO, ccob, patched, problems, read, run_check, stream_library
 
 AXPY = "_Z4axpyfPKfPfi"  # kern.cu's `axpy(float, const float*, float*, int)`, Itanium-mangled
-NVCC = tuple(int(x) for x in re.search(rb"release (\d+)\.(\d+)", (CUDA_BIN / "NVCC_VERSION").read_bytes()).groups())
+_RELEASE = re.search(rb"release (\d+)\.(\d+)", (CUDA_BIN / "NVCC_VERSION").read_bytes())
+assert _RELEASE is not None
+NVCC = (int(_RELEASE[1]), int(_RELEASE[2]))
 
 
 def test_ptx_file_without_a_target_directive_is_e014_not_an_internal_error(tmp_path):
@@ -95,7 +98,9 @@ KERN_80 = (CUDA_BIN / "kern_80.ptx").read_text()  # nvcc -ptx -arch=compute_80 k
 
 
 def test_a_bare_ptx_file_is_one_standalone_ptx_entry():
-    version = tuple(int(x) for x in re.search(r"^\.version (\d+)\.(\d+)$", KERN_80, re.M).groups())
+    m = re.search(r"^\.version (\d+)\.(\d+)$", KERN_80, re.M)
+    assert m is not None
+    version = (int(m[1]), int(m[2]))
     size = len(KERN_80.encode())
     entry = Entry("nvidia", PTX, "sm_80", version, "none", size, size, 0, kernels=(AXPY,), decoded=True,
                   ptx_target="sm_80")
@@ -122,14 +127,14 @@ def test_ptx_naming_its_target_as_compute_is_read_as_that_sm():
 def test_ptx_whose_target_is_no_cuda_architecture_is_e014(target, message):
     text = KERN_80.replace(".target sm_80", f".target {target}")
     size = len(text.encode())
-    assert ptx(text) == Library("k.ptx", size, "ptx", problems=(Problem("E014", message),))
+    assert ptx(text) == Library("k.ptx", size, "ptx", problems=(Problem(Code.E014, message),))
 
 
 def test_a_file_named_as_device_code_that_is_none_is_e014():
     data = b"\x00" * 100
     for name in ("k.cubin", "k.fatbin", "k.hsaco"):
         assert read(name, data) == Library(name, 100, "other", problems=(
-            Problem("E014", "not a cubin, fatbin, PTX or code object"),))
+            Problem(Code.E014, "not a cubin, fatbin, PTX or code object"),))
 
 
 # ---- bare containers: .fatbin files and offload bundles -----------------------------------------
@@ -236,7 +241,7 @@ def test_a_bare_device_file_is_read_whole_only_up_to_the_payload_bound():
     data = (CUDA_BIN / "kern_sm80.cubin").read_bytes()
     assert read("k.cubin", data, max_payload=len(data)).containers
     assert read("k.cubin", data, max_payload=len(data) - 1) == Library("k.cubin", len(data), "other", problems=(
-        Problem("E012", f"{len(data)} bytes exceed the {len(data) - 1}-byte verification bound"),))
+        Problem(Code.E012, f"{len(data)} bytes exceed the {len(data) - 1}-byte verification bound"),))
 
 
 @pytest.mark.parametrize("name", ["kern_sm80.cubin", "kern_80.ptx"])
@@ -245,7 +250,7 @@ def test_a_bare_device_file_longer_than_its_declared_size_is_e002(name):
     a chunk of its own) is not the member that was declared."""
     data = (CUDA_BIN / name).read_bytes()
     assert stream_library(name, len(data), data, b"x") == Library(name, len(data), "other", problems=(
-        Problem("E002", f"file has {len(data) + 1} bytes, expected {len(data)}"),))
+        Problem(Code.E002, f"file has {len(data) + 1} bytes, expected {len(data)}"),))
 
 
 def test_headers_only_reads_the_fixture_containers_clean():

@@ -12,6 +12,7 @@ import struct
 
 import pytest
 
+from archaudit.findings import Code
 from archaudit.model import Library, Problem
 from helpers import (
     AMD_BIN,
@@ -50,7 +51,7 @@ def test_a_segment_outside_the_file_is_e010_and_nothing_else():
     phoff, = struct.unpack_from("<Q", LIB_SM80, 0x20)  # program header 0: PT_LOAD; p_filesz at +32
     data = patched(LIB_SM80, phoff + 32, "<Q", lambda _: len(LIB_SM80) + 1)
     assert read("lib.so", data) == Library("lib.so", len(data), "elf", problems=(
-        Problem("E010", "malformed ELF: segment 0 lies outside the file"),))
+        Problem(Code.E010, "malformed ELF: segment 0 lies outside the file"),))
 
 
 def summary(lib: Library) -> tuple[object, ...]:
@@ -160,7 +161,7 @@ def test_an_amd_object_file_without_segments_is_searched_for_bundles():
     data = (AMD_BIN / "hip_gfx90a.o").read_bytes()
     lib = read("hip_gfx90a.o", data)
     kernels = ("_Z5scaleIdEvPT_S0_", "_Z5scaleIfEvPT_S0_", "saxpy")  # kernels.hip
-    assert [(c.vendor, c.section, c.offset, [(e.target, tuple(sorted(e.kernels))) for e in c.entries])
+    assert [(c.vendor, c.section, c.offset, [(e.target, tuple(sorted(e.kernels or ()))) for e in c.entries])
             for c in lib.containers] == [("amd", ".hip_fatbin", 0x1000, [("gfx90a", kernels)])]
     assert lib.format == "elf" and not lib.problems
 

@@ -189,7 +189,7 @@ PTX_TEXT = fatbin.decode_payload(entry(PTX_AT), FATBIN[PTX_AT + 80:PTX_AT + 80 +
 def test_zstd_payloads_whose_size_is_not_in_one_frame(frames):
     cut = len(PTX_TEXT) // len(frames)
     parts = [PTX_TEXT[i * cut:(i + 1) * cut if i + 1 < len(frames) else None] for i in range(len(frames))]
-    payload = b"".join(zstandard.ZstdCompressor(**p).compress(x) for p, x in zip(frames, parts))  # type: ignore[arg-type]
+    payload = b"".join(zstandard.ZstdCompressor(**p).compress(x) for p, x in zip(frames, parts))
     h, data = ptx_entry_with(payload, len(PTX_TEXT))
     if frames[0].get("write_content_size", True):  # the first frame names its own (smaller) size
         refused("E012", "payload does not decode: frame says", fatbin.decode_payload, h, data, 0)
@@ -491,9 +491,9 @@ def test_a_cubin_without_a_section_table_is_e014():
 def test_a_cubin_without_a_valid_section_name_table_is_e014(change):
     index, head = sections(SM90)[b".shstrtab"]
     if change == "index 0":
-        data = bytearray(SM90)
-        struct.pack_into("<H", data, 0x3E, 0)
-        data = bytes(data)
+        edited = bytearray(SM90)
+        struct.pack_into("<H", edited, 0x3E, 0)
+        data = bytes(edited)
     elif change == "not a string table":
         data = with_field(SM90, b".shstrtab", 1, 1)  # SHT_PROGBITS
     elif change == "no leading NUL":

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from archaudit.findings import Code
 from archaudit.model import Library, Problem
 from archaudit.read import library, zipread
 from helpers import CUDA_BIN, KERN_FATBIN, LIB_SM80, read
@@ -25,12 +26,12 @@ FIXTURES_PE = CUDA_BIN.parent.parent / "pe" / "bin"
 def test_a_file_no_reader_takes_is_e010():
     data = b"not a library\n" * 10
     assert read("lib.so", data) == Library("lib.so", len(data), "other", problems=(
-        Problem("E010", "malformed ELF: not an ELF file"),))
+        Problem(Code.E010, "malformed ELF: not an ELF file"),))
 
 
 @pytest.mark.parametrize("error, code, message", [
     (OSError(5, "Input/output error"), "E001", "cannot read: [Errno 5] Input/output error"),
-    (zipread.MemberError("libk.so: CRC-32 does not match", code="E003"), "E003", "libk.so: CRC-32 does not match"),
+    (zipread.MemberError("libk.so: CRC-32 does not match", code=Code.E003), "E003", "libk.so: CRC-32 does not match"),
     (ValueError("inflate failed"), "E002", "inflate failed"),
 ])
 
@@ -48,7 +49,7 @@ def test_a_stream_that_fails_midway_is_a_read_failure_of_its_code(error, code, m
 def test_an_internal_error_is_e099_and_never_a_library_read_without_findings():
     """A chunk source that yields something other than bytes (a caller's bug) fails inside the
     reader: the guard turns that into E099 for the file, whatever the exception says."""
-    lib = library.scan_stream("lib.so", len(LIB_SM80), lambda: iter([LIB_SM80[:4096], None]))  # type: ignore[list-item]
+    lib = library.scan_stream("lib.so", len(LIB_SM80), lambda: iter([LIB_SM80[:4096], None]))  # type: ignore[arg-type, return-value]
     assert (lib.path, lib.size, lib.format, lib.containers, [p.code for p in lib.problems]) == (
         "lib.so", len(LIB_SM80), "other", (), ["E099"])
     assert lib.problems[0].message.startswith("could not be verified: internal error TypeError: ")

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from archaudit.cli import main
-from archaudit.model import Entry, Library
+from archaudit.findings import Code
+from archaudit.model import Entry, Library, Problem
 from archaudit.read import pe
 from archaudit.read.library import library_from_bytes, scan_file
 from reference_tools import missing_tool
@@ -155,7 +156,8 @@ def test_a_wheel_of_dlls_is_read_in_place(tmp_path, capsys):
 
 # ---- malformed PE: E021, never a pass, never a traceback ----
 
-def _put(data: bytes, at: int, fmt: str, *values: int) -> bytes:
+def _put(data: bytes, at: int | None, fmt: str, *values: int | bytes) -> bytes:
+    assert at is not None
     out = bytearray(data)
     struct.pack_into(fmt, out, at, *values)
     return bytes(out)
@@ -753,7 +755,7 @@ class Image:
         (i,) = [i for i, s in enumerate(self.h.sections) if s.name == name]
         return self.table + 40 * i
 
-    def put(self, at: int, fmt: str, *values: int) -> Image:
+    def put(self, at: int, fmt: str, *values: int | bytes) -> Image:
         struct.pack_into(fmt, self.data, at, *values)
         return self
 
@@ -786,13 +788,13 @@ def test_a_malformed_header_is_the_librarys_only_finding():
     data = bytes(Image("sm80.dll").put(0x3C, "<I", 3).data)
     lib = library_from_bytes("x.dll", data)
     assert lib == Library("x.dll", len(data), "pe", problems=(
-        pe.Problem("E021", "malformed PE: PE header offset 0x3 lies outside the file's headers"),))
+        Problem(Code.E021, "malformed PE: PE header offset 0x3 lies outside the file's headers"),))
     pe32 = Image("sm80.dll")
     data = bytes(pe32.put(pe32.opt, "<H", pe.PE32).data)  # read by PE32's layout: its sections stay
     assert not any(p.code == "E020" for p in library_from_bytes("x.dll", data).problems)
     data = bytes(pe32.put(pe32.opt, "<H", 0x107).data)
     assert library_from_bytes("x.dll", data).problems == (
-        pe.Problem("E021", "malformed PE: optional header magic 0x107 is neither PE32 nor PE32+"),)
+        Problem(Code.E021, "malformed PE: optional header magic 0x107 is neither PE32 nor PE32+"),)
 
 
 def test_a_dll_without_an_import_directory_still_names_its_delay_loaded_dlls():
@@ -895,8 +897,8 @@ def test_long_section_names_need_a_string_table():
     nsymbols = struct.unpack_from("<I", img.data, img.lfanew + 16)[0]
     assert nsymbols and img.h.string_table
     lib = long_names(0).library()
-    assert lib == Library("x.dll", len(img.data), "pe", problems=(pe.Problem(
-        "E021", "malformed PE: a long section name points into a string table the file does not have"),))
+    assert lib == Library("x.dll", len(img.data), "pe", problems=(Problem(
+        Code.E021, "malformed PE: a long section name points into a string table the file does not have"),))
     size = len(img.data)
     for strings, words in ((size - 4, "section 3: long name '/4' lies outside the string table"),
                            (size - 3, "a long section name points into a string table the file does not have")):
@@ -1015,7 +1017,7 @@ def test_padding_after_the_wrapper_records_is_zeros_read_or_less_than_32_bytes()
         if nonzero is not None:
             img.put(s.raw_offset + nonzero, "<B", 1)
         lib = img.library()
-        want = [pe.Problem("E011", f"section .nvFatBi: its {vsize} bytes are not 2 fatbin wrapper records and "
+        want = [Problem(Code.E011, f"section .nvFatBi: its {vsize} bytes are not 2 fatbin wrapper records and "
                                    "padding, so what it registers cannot be checked", s.raw_offset)]
         assert list(lib.problems) == (want if bad else []), vsize
 

@@ -21,6 +21,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -323,7 +324,8 @@ def test_a_wheel_shipping_a_forging_torch_cannot_pass_model_torch(tmp_path, monk
     monkeypatch.setenv("FORGE_MARK", str(mark))
     forger = torch_wheel(tmp_path, "forgetorch", FORGED_TORCH)
     control = torch_wheel(tmp_path, "honesttorch", HONEST_TORCH)
-    kw = dict(installed=None, require_gpu=True, timeout=120.0, system_site_packages=False, probes=["model-torch"])
+    kw: dict[str, Any] = dict(installed=None, require_gpu=True, timeout=120.0, system_site_packages=False,
+                              probes=["model-torch"])
     forged = runner.run_smoke(str(forger), **kw)
     assert mark.read_text() == "forged", "the fake torch never took over the worker: the test proves nothing"
     honest = runner.run_smoke(str(control), **kw)
