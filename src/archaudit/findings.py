@@ -222,26 +222,30 @@ _CODES = [
     CodeInfo(Code.E010, ERROR, "malformed ELF",
          "A library is not a well-formed ELF file (bad header, section table outside the file, "
          "non-ELF file named .so).",
-         "Check the build; a text or linker-script file named .so is not loadable.",
+         "The project's own library: check the build; a text or linker-script file named .so is not loadable. "
+         "A vendor library: nothing to rebuild; report it to its vendor with the file, and use a release that reads.",
          "lib/libfoo.so: malformed ELF: not an ELF file"),
     CodeInfo(Code.E011, ERROR, "malformed fatbin",
          "A CUDA fatbin container or entry is inconsistent: sizes overrun the container or file, "
          "a bad header, an entry chain that does not end where the container does.",
-         "Rebuild the library; if it is from a vendor, report it with the offset given.",
+         "The project's own library: rebuild it. A vendor library: nothing to rebuild; report it to its vendor "
+         "with the file and the container named.",
          "libfoo.so: malformed fatbin container at 0x4a0: entry overruns its container"),
     CodeInfo(Code.E012, ERROR, "undecodable payload",
          "A compressed device-code payload does not decode to its declared size, or is too large "
          "to verify within archaudit's memory bound.",
-         "Rebuild; a payload that does not decode will not load on the GPU either.",
+         "The project's own library: rebuild it; a payload that does not decode will not load on the GPU either. "
+         "A vendor library: nothing to rebuild; report it to its vendor with the file, and use a release that reads.",
          "libfoo.so: sm_90 entry at 0x1c40: zstd payload decodes to 812 bytes, header says 1024"),
     CodeInfo(Code.E013, ERROR, "unknown entry kind",
          "A fatbin entry has a kind archaudit does not know, so its target cannot be verified.",
-         "Report it upstream with the library; until then the library cannot be verified.",
+         "Report it to archaudit with the library; until then it cannot be verified. The project's own library: "
+         "rebuild it with a released toolkit. A vendor library: nothing to rebuild; report it to archaudit.",
          "libfoo.so: entry kind 16 at 0x2000 is unknown"),
     CodeInfo(Code.E014, ERROR, "malformed device code",
          "A cubin, PTX or code object inside a container (or as a file) is not what its header "
          "says: not an ELF for the GPU, architecture disagreeing with the header, no .target.",
-         "Rebuild the library or file.",
+         "The project's own library or file: rebuild it. A vendor library: nothing to rebuild; report it to its vendor with the file, and use a release that reads.",
          "kern.cubin: not a CUDA ELF (e_machine 62)"),
     CodeInfo(Code.E015, ERROR, "payloads not verified (--fast)",
          "--fast read entry headers only: the library's compressed payloads were not decoded, so "
@@ -260,16 +264,16 @@ _CODES = [
          "program), headers or section table outside the file, a section's data past the end, an "
          "import directory or long section name that points nowhere. Its device code cannot be "
          "located, so it is unverified.",
-         "Rebuild the library; a truncated download or a file that is not a DLL renamed .pyd is the "
-         "usual cause.",
+         "The project's own library: rebuild it; a truncated download or a file that is not a DLL renamed .pyd "
+         "is the usual cause. A vendor library: nothing to rebuild; report it to its vendor with the file, and use a release that reads.",
          "pkg/_ext.pyd: malformed PE: section 3 (.nv_fatb) lies outside the file"),
     CodeInfo(Code.E030, ERROR, "malformed HIP bundle",
          "A clang offload bundle (HIP device code) has an impossible header or entry table.",
-         "Rebuild the library with a supported ROCm toolchain.",
+         "The project's own library: rebuild it with a supported ROCm toolchain. A vendor library: nothing to rebuild; report it to its vendor with the file, and use a release that reads.",
          "libhip.so: malformed HIP bundle at 0x1000: entry overruns the bundle"),
     CodeInfo(Code.E031, ERROR, "undecodable HIP payload",
          "A compressed offload bundle (CCOB) does not decode to its declared size.",
-         "Rebuild; the HIP runtime will not load it either.",
+         "The project's own library: rebuild it; the HIP runtime will not load it either. A vendor library: nothing to rebuild; report it to its vendor with the file, and use a release that reads.",
          "libhip.so: CCOB at 0x1000 decodes to 10 bytes, header says 400"),
     CodeInfo(Code.E032, ERROR, "HIP payload too large to verify",
          "A compressed offload bundle declares more bytes than archaudit verifies in memory.",
@@ -281,8 +285,8 @@ _CODES = [
          "starts in. Every byte a linker places is in a section, so the bundle was written there after "
          "the link (appended, in header slack or padding), where the HIP runtime's registration and "
          "every tool that reads sections miss it.",
-         "Rebuild the library so its device code is linked in (.hip_fatbin); do not append device code "
-         "to a built library.",
+         "The project's own library: rebuild it so its device code is linked in (.hip_fatbin); do not append "
+         "device code to a built library. A vendor library: nothing to rebuild; report it to its vendor with the file, and use a release that reads.",
          "libhip.so: HIP bundle at 0x9000 lies in no section"),
     CodeInfo(Code.E099, ERROR, "internal error",
          "archaudit met input it did not expect and could not verify the library. The check "
@@ -318,7 +322,8 @@ _CODES = [
     CodeInfo(Code.G002, INFO, "covered only through PTX JIT",
          "A claimed architecture has no native code (SASS) in the library; the driver JIT-compiles "
          "PTX on first use, which costs seconds to minutes at start-up.",
-         "Add real (SASS) code for the architecture, e.g. '90-real' or code=sm_90.",
+         "The project's own library: add real (SASS) code for the architecture, e.g. '90-real' or code=sm_90. "
+         "A vendor library: nothing to rebuild; the JIT cost is its vendor's choice.",
          "libfoo.so runs on 120 only through PTX JIT (compute_90)"),
     CodeInfo(Code.G003, ERROR, "architecture carried but not claimed (--exact)",
          "With --exact, a library carrying code for an unclaimed architecture means the release's "
@@ -333,8 +338,9 @@ _CODES = [
          "All of the library's device code is arch-specific ('a') or family ('f') code: it serves "
          "only those GPUs. This is said, not excused: a claimed GPU it does not serve is G001 like "
          "any other (a library built only for sm_100f fails a claim of 80;90;100).",
-         "Nothing, if the claim names only the GPUs it serves; otherwise build the claim's plain "
-         "architectures too, or record a deliberate gap with ignore-library and its reason.",
+         "Nothing, if the claim names only the GPUs it serves. Otherwise, the project's own library: build the "
+         "claim's plain architectures too, or record a deliberate gap with ignore-library and its reason; a "
+         "vendor library: nothing to rebuild, it is judged by its vendor's documented range.",
          "libhopper.so is specialised: serves only 9.0 (sm_90a)"),
     CodeInfo(Code.G006, ERROR, "GPU wheel without device code",
          "The wheel links a GPU runtime or was given a claim, yet no library carries device code.",
@@ -348,7 +354,8 @@ _CODES = [
          "libfoo.so: 2 relocatable entries are not loadable coverage"),
     CodeInfo(Code.G008, INFO, "GPU coverage for a GPU",
          "The answer to --gpu: how the library runs on the named GPU.",
-         "Nothing; for 'not at all', build for the GPU's architecture.",
+         "Nothing: it is the answer. A 'not at all' is G009 (the project's own library: build for the GPU's "
+         "architecture; a vendor library: nothing to rebuild).",
          "libfoo.so on H100 (9.0): native"),
     CodeInfo(Code.G009, ERROR, "does not run on the requested GPU",
          "With --gpu, a library carries device code but none runs on that GPU, some of its kernels "
@@ -368,7 +375,8 @@ _CODES = [
          "cubin with no .text and no symbols, in an ordinary .nv_fatbin). Nothing in it can be "
          "launched, so there is no coverage to judge; a kernel-less container beside others is not "
          "judged either. Any other container is judged by its targets, kernels identified or not.",
-         "Nothing; a build that needs no device code there can drop it.",
+         "Nothing; the project's own build that needs no device code there can drop it (a vendor library: "
+         "nothing to rebuild).",
          "libcufftw.so.12 carries device code without kernels (its containers define no kernel: sm_75)"),
     CodeInfo(Code.G011, ERROR, "claimed vendor without device code",
          "Architectures were claimed for a GPU vendor (CUDA through --arch, AMD through --amd-arch), or "
@@ -381,8 +389,9 @@ _CODES = [
          "A claimed GPU is covered only by code that needs a newer CUDA release than the last driver "
          "of the GPU's generation supports (Kepler's R470 stops at CUDA 11.4, PTX ISA 7.4; Maxwell to "
          "Volta end with R580, CUDA 13.0): no driver that still runs the GPU can run the code.",
-         "Build that GPU's code with a toolkit its last driver supports (or lower the PTX ISA), or "
-         "stop claiming the GPU.",
+         "The project's own library: build that GPU's code with a toolkit its last driver supports (or lower "
+         "the PTX ISA), or stop claiming the GPU. A vendor library: nothing to rebuild; ship the vendor's "
+         "release that supports the GPU, or stop claiming it.",
          "libcatboost.so on 3.5 (claimed) has only code no driver can run there: compute_35 (PTX ISA "
          "7.8); the last driver for 3.5 GPUs supports CUDA 11.4"),
     CodeInfo(Code.G013, ERROR, "code not loadable alone, and nothing links it",
@@ -390,8 +399,9 @@ _CODES = [
          "not carry; cuModuleLoadData refuses it alone (CUDA_ERROR_NOT_FOUND), and nothing in the "
          "library shows it links device code at run time (nvJitLink linked, dlopened or looked up, as "
          "cuSPARSE does for user operators). A bare .fatbin or .cubin file has no linker at all.",
-         "Link the device code at build time (nvcc -dlink, or without -rdc), or link it at run time "
-         "with nvJitLink before loading it.",
+         "The project's own library: link the device code at build time (nvcc -dlink, or without -rdc), or "
+         "link it at run time with nvJitLink before loading it. A vendor library: nothing to rebuild; report "
+         "it to its vendor.",
          "rdc_ext.fatbin: on 9.0 (claimed) the driver picks, in 1 container, relocatable cubins (-rdc) "
          "that call _Z10rdc_helperf without carrying it, and nothing in the library links device code at "
          "run time (no nvJitLink): they do not load alone (CUDA_ERROR_NOT_FOUND)"),
@@ -399,8 +409,9 @@ _CODES = [
          "A code object's own xnack/sramecc setting (ELF e_flags) is one its bundle id leaves open. ROCm "
          "selects the entry by its id on either setting and its loader refuses the code object on the "
          "other, so archaudit judges the code object as built.",
-         "Bundle the code object under the id it was built for (--offload-arch=gfx90a:xnack+), or build it "
-         "without the setting.",
+         "The project's own library: bundle the code object under the id it was built for "
+         "(--offload-arch=gfx90a:xnack+), or build it without the setting. A vendor library: nothing to "
+         "rebuild; report it to its vendor.",
          "libfoo.so: 1 bundle entry says less than its code object: hipv4-amdgcn-amd-amdhsa--gfx90a holds "
          "a code object built for gfx90a:xnack+; judged as built"),
     CodeInfo(Code.G015, WARNING, "AMD bundle entries HIP never selects",
@@ -409,7 +420,9 @@ _CODES = [
          "wrote hip-amdgcn-amd-amdhsa-gfx906, which the HIP runtime of ROCm 3.5 to 5.4 selects and "
          "today's does not), is "
          "never selected by HIP's code object lookup; it counts for no GPU.",
-         "Bundle HIP code as hipv4-amdgcn-amd-amdhsa--<target> (what clang's HIP driver writes).",
+         "The project's own library: bundle HIP code as hipv4-amdgcn-amd-amdhsa--<target> (what clang's HIP "
+         "driver writes; rebuild with a current clang). A vendor library: nothing to rebuild; use a release "
+         "built by a current ROCm.",
          "libfoo.so: HIP never selects 1 bundle entry (openmp-amdgcn-amd-amdhsa--gfx90a): ..."),
     CodeInfo(Code.G016, INFO, "claimed GPUs outside the vendor's documented range",
          "The library is a vendor library (data/vendor.json: its file name and a string of its own bytes "
@@ -428,8 +441,9 @@ _CODES = [
          "kernels only the later ones define: cuModuleLoad and hipModuleLoad read the first container "
          "and no further, so those kernels are reachable from no module (cuModuleGetFunction fails "
          "with CUDA_ERROR_NOT_FOUND, 500, on an H100). The later containers count for no GPU.",
-         "Write one container per file (nvcc -fatbin of all the sources at once, or one file each), "
-         "or link the objects before packing them.",
+         "The project's own file: build one container per file (nvcc -fatbin of all the sources at once, or "
+         "one file each), or link the objects before packing them. A vendor library: nothing to rebuild; "
+         "report it to its vendor.",
          "kernels.fatbin: 1 kernel (layernorm_kernel) is defined only in 1 later container, which "
          "cuModuleLoad never reads: reachable from no module"),
     CodeInfo(Code.G018, WARNING, "AMD code objects the loader refuses",
@@ -437,8 +451,9 @@ _CODES = [
          "a bare ELF header. ROCr loads code objects by their loadable segments and refuses one without "
          "any on every GPU (HSA_STATUS_ERROR_INVALID_CODE_OBJECT), so it counts for no GPU; where HIP "
          "selects it for a claimed GPU, that GPU runs nothing from its bundle (G001 says so).",
-         "Link the device code into a code object (clang's HIP driver does: lld -shared) before "
-         "bundling it.",
+         "The project's own library: link the device code into a code object (clang's HIP driver does: "
+         "lld -shared) before bundling it, then rebuild. A vendor library: nothing to rebuild; report it to "
+         "its vendor.",
          "libfoo.so: 1 AMD code object without a loadable segment (hipv4-amdgcn-amd-amdhsa--gfx90a), as a "
          "relocatable object never linked is: ROCr's loader refuses it on every GPU, so it counts for no GPU"),
     CodeInfo(Code.G019, ERROR, "GPU outside every vendor library's documented range",
@@ -526,7 +541,9 @@ _CODES = [
          "native code there in any container and no evidence that they are not launched there (a kernel "
          "named for another architecture, or one a sourced statement speaks for, sets no floor): the "
          "finding names them and counts them per GPU.",
-         "Build with an older toolkit (or lower PTX ISA), or require a newer driver.",
+         "Require the driver named (publish it with the release). The project's own library: or build it "
+         "with an older toolkit (or a lower PTX ISA). A vendor library: nothing to rebuild; its release "
+         "needs that driver.",
          "libfoo.so needs driver >= 580.65.06 (PTX ISA 9.0, CUDA 13.0); 550.54 given"),
     CodeInfo(Code.D002, INFO, "driver floor",
          "The minimum NVIDIA driver for the code the claimed (or --gpu) GPUs would run: per GPU, the "
