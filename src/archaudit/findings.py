@@ -230,7 +230,8 @@ _CODES = [
          "a bad header, an entry chain that does not end where the container does.",
          "The project's own library: rebuild it. A vendor library: nothing to rebuild; report it to its vendor "
          "with the file and the container named.",
-         "libfoo.so: malformed fatbin container at 0x4a0: entry overruns its container"),
+         "libfoo.so: fatbin container at 0x4a0: entry overruns its container (.nv_fatbin[1]). Fix: rebuild "
+         "it if it is the project's own, else report it to its vendor"),
     CodeInfo(Code.E012, ERROR, "undecodable payload",
          "A compressed device-code payload does not decode to its declared size, or is too large "
          "to verify within archaudit's memory bound.",
@@ -245,7 +246,9 @@ _CODES = [
     CodeInfo(Code.E014, ERROR, "malformed device code",
          "A cubin, PTX or code object inside a container (or as a file) is not what its header "
          "says: not an ELF for the GPU, architecture disagreeing with the header, no .target.",
-         "The project's own library or file: rebuild it. A vendor library: nothing to rebuild; report it to its vendor with the file, and use a release that reads.",
+         "The project's own library or file: rebuild it. "
+         "A vendor library: nothing to rebuild; report it to its vendor with the file, and use a "
+         "release that reads.",
          "kern.cubin: not a CUDA ELF (e_machine 62)"),
     CodeInfo(Code.E015, ERROR, "payloads not verified (--fast)",
          "--fast read entry headers only: the library's compressed payloads were not decoded, so "
@@ -265,15 +268,21 @@ _CODES = [
          "import directory or long section name that points nowhere. Its device code cannot be "
          "located, so it is unverified.",
          "The project's own library: rebuild it; a truncated download or a file that is not a DLL renamed .pyd "
-         "is the usual cause. A vendor library: nothing to rebuild; report it to its vendor with the file, and use a release that reads.",
+         "is the usual cause. "
+         "A vendor library: nothing to rebuild; report it to its vendor with the file, and use a "
+         "release that reads.",
          "pkg/_ext.pyd: malformed PE: section 3 (.nv_fatb) lies outside the file"),
     CodeInfo(Code.E030, ERROR, "malformed HIP bundle",
          "A clang offload bundle (HIP device code) has an impossible header or entry table.",
-         "The project's own library: rebuild it with a supported ROCm toolchain. A vendor library: nothing to rebuild; report it to its vendor with the file, and use a release that reads.",
+         "The project's own library: rebuild it with a supported ROCm toolchain. "
+         "A vendor library: nothing to rebuild; report it to its vendor with the file, and use a "
+         "release that reads.",
          "libhip.so: malformed HIP bundle at 0x1000: entry overruns the bundle"),
     CodeInfo(Code.E031, ERROR, "undecodable HIP payload",
          "A compressed offload bundle (CCOB) does not decode to its declared size.",
-         "The project's own library: rebuild it; the HIP runtime will not load it either. A vendor library: nothing to rebuild; report it to its vendor with the file, and use a release that reads.",
+         "The project's own library: rebuild it; the HIP runtime will not load it either. "
+         "A vendor library: nothing to rebuild; report it to its vendor with the file, and use a "
+         "release that reads.",
          "libhip.so: CCOB at 0x1000 decodes to 10 bytes, header says 400"),
     CodeInfo(Code.E032, ERROR, "HIP payload too large to verify",
          "A compressed offload bundle declares more bytes than archaudit verifies in memory.",
@@ -286,7 +295,9 @@ _CODES = [
          "the link (appended, in header slack or padding), where the HIP runtime's registration and "
          "every tool that reads sections miss it.",
          "The project's own library: rebuild it so its device code is linked in (.hip_fatbin); do not append "
-         "device code to a built library. A vendor library: nothing to rebuild; report it to its vendor with the file, and use a release that reads.",
+         "device code to a built library. "
+         "A vendor library: nothing to rebuild; report it to its vendor with the file, and use a "
+         "release that reads.",
          "libhip.so: HIP bundle at 0x9000 lies in no section"),
     CodeInfo(Code.E099, ERROR, "internal error",
          "archaudit met input it did not expect and could not verify the library. The check "
@@ -307,7 +318,8 @@ _CODES = [
     CodeInfo(Code.C003, WARNING, "embedded claim disagrees",
          "A binary embeds an architecture list different from the claim the check was given.",
          "Make the build's arch list and the release's claim the same list.",
-         "libtorch_cuda.so embeds 8.0 9.0 but --arch says 80;90;100"),
+         "libtorch_cuda.so embeds 8.0, 9.0 but --arch says 8.0, 9.0, 10.0. Fix: make the build's arch list and "
+         "the release's claim the same list"),
     CodeInfo(Code.G001, ERROR, "claimed architecture not covered",
          "A library carries device code, but none of it runs on a claimed GPU architecture: a "
          "model using it fails there with 'no kernel image is available for execution'.",
@@ -317,7 +329,7 @@ _CODES = [
          "source line). A vendor library (cuBLAS, cuDNN): nothing to rebuild; it is judged by its "
          "vendor's documented range.",
          "libshim.so has no code for 9.0 (claimed). Fix: build for sm_90, or record its gate: "
-         "[[tool.archaudit.library]] path = \"libshim.so\" arch = \"80\" reason = \"<file:line>\"; it carries "
+         "[[tool.archaudit.library]] path = \"libshim.so\" arch = \"80\" reason = \"<file:line>\". It carries "
          "code only for sm_80 (claimed: 80, 90, from --arch); 1 kernel (mul) would fail there"),
     CodeInfo(Code.G002, INFO, "covered only through PTX JIT",
          "A claimed architecture has no native code (SASS) in the library; the driver JIT-compiles "
@@ -329,11 +341,13 @@ _CODES = [
          "With --exact, a library carrying code for an unclaimed architecture means the release's "
          "list never reached the build.",
          "Make the build use the release's list, or claim the architecture.",
-         "libfoo.so carries 75 which the claim does not list"),
+         "libfoo.so carries 7.5, which the claim does not list (--exact). Fix: build with the release's list, "
+         "or claim it"),
     CodeInfo(Code.G004, ERROR, "no PTX for the newest architecture (--require-ptx newest)",
          "No PTX for the newest claimed architecture, so future GPUs cannot JIT this library.",
          "Add PTX for it (e.g. '120' or '120-virtual', or '12.0+PTX').",
-         "libfoo.so carries no PTX for compute_120"),
+         "libfoo.so carries no PTX for compute_120, the newest claimed (--require-ptx newest). Fix: add it "
+         "('120' or '12.0+PTX')"),
     CodeInfo(Code.G005, INFO, "specialised library",
          "All of the library's device code is arch-specific ('a') or family ('f') code: it serves "
          "only those GPUs. This is said, not excused: a claimed GPU it does not serve is G001 like "
@@ -368,7 +382,7 @@ _CODES = [
          "supported.",
          "libfoo.so on H100 (9.0): 1 kernel cannot run there (native for the rest). Fix: build for "
          "sm_90, or record its gate: [[tool.archaudit.library]] path = \"libfoo.so\" arch = \"100\" "
-         "reason = \"<file:line>\""),
+         "reason = \"<file:line>\". They carry only sm_100: 1 kernel (zero_fill)"),
     CodeInfo(Code.G010, INFO, "device code without kernels",
          "Every container of the library was read whole and defines no kernel: nvlink's kernel-less "
          "device-link stubs, or cubins with no kernel (NPP 13.2's libnppc.so.13 carries one sm_75 "
@@ -384,7 +398,8 @@ _CODES = [
          "code of that vendor: nothing runs on the GPUs claimed or asked about (--gpu MI300X on a "
          "CUDA-only wheel is a no, never a pass).",
          "Ship the vendor's build, or stop claiming its architectures.",
-         "x.whl: claims AMD targets gfx942 (--amd-arch) but no library carries AMD device code"),
+         "x.whl: claims AMD targets gfx942 (--amd-arch) but no library carries AMD device code. Fix: ship the "
+         "ROCm build, or stop claiming AMD targets"),
     CodeInfo(Code.G012, ERROR, "code no driver can run on a claimed GPU",
          "A claimed GPU is covered only by code that needs a newer CUDA release than the last driver "
          "of the GPU's generation supports (Kepler's R470 stops at CUDA 11.4, PTX ISA 7.4; Maxwell to "
@@ -392,8 +407,9 @@ _CODES = [
          "The project's own library: build that GPU's code with a toolkit its last driver supports (or lower "
          "the PTX ISA), or stop claiming the GPU. A vendor library: nothing to rebuild; ship the vendor's "
          "release that supports the GPU, or stop claiming it.",
-         "libcatboost.so on 3.5 (claimed) has only code no driver can run there: compute_35 (PTX ISA "
-         "7.8); the last driver for 3.5 GPUs supports CUDA 11.4"),
+         "libcatboost.so on 3.5 (claimed) has only code no driver can run there: the last driver for 3.5 GPUs "
+         "supports CUDA 11.4. Fix: build 3.5's code with CUDA 11.4 or older, or stop claiming it. It has only "
+         "compute_35 (PTX ISA 7.8)"),
     CodeInfo(Code.G013, ERROR, "code not loadable alone, and nothing links it",
          "On a claimed GPU the driver picks a relocatable cubin (-rdc) that calls device code it does "
          "not carry; cuModuleLoadData refuses it alone (CUDA_ERROR_NOT_FOUND), and nothing in the "
@@ -412,8 +428,9 @@ _CODES = [
          "The project's own library: bundle the code object under the id it was built for "
          "(--offload-arch=gfx90a:xnack+), or build it without the setting. A vendor library: nothing to "
          "rebuild; report it to its vendor.",
-         "libfoo.so: 1 bundle entry says less than its code object: hipv4-amdgcn-amd-amdhsa--gfx90a holds "
-         "a code object built for gfx90a:xnack+; judged as built"),
+         "libfoo.so: 1 bundle entry says less than its code object, judged as built. Fix: bundle it under the "
+         "id it was built for (--offload-arch=gfx90a:xnack+). Its id: hipv4-amdgcn-amd-amdhsa--gfx90a holds a "
+         "code object built for gfx90a:xnack+"),
     CodeInfo(Code.G015, WARNING, "AMD bundle entries HIP never selects",
          "A bundle entry whose offload kind is not hip, hipv4 or hcc (an OpenMP entry), or whose id is not "
          "spelt as comgr compares it (the triple amdgcn-amd-amdhsa-- in lower case: clang 11 and older "
@@ -423,7 +440,8 @@ _CODES = [
          "The project's own library: bundle HIP code as hipv4-amdgcn-amd-amdhsa--<target> (what clang's HIP "
          "driver writes; rebuild with a current clang). A vendor library: nothing to rebuild; use a release "
          "built by a current ROCm.",
-         "libfoo.so: HIP never selects 1 bundle entry (openmp-amdgcn-amd-amdhsa--gfx90a): ..."),
+         "libfoo.so: HIP never selects 1 bundle entry, which count for no GPU. Fix: bundle HIP code as "
+         "hipv4-amdgcn-amd-amdhsa--<target> (a current clang). openmp-amdgcn-amd-amdhsa--gfx90a: ..."),
     CodeInfo(Code.G016, INFO, "claimed GPUs outside the vendor's documented range",
          "The library is a vendor library (data/vendor.json: its file name and a string of its own bytes "
          "identify it; its release line is the CUDA major that built it and, where its bytes carry one, "
@@ -444,8 +462,9 @@ _CODES = [
          "The project's own file: build one container per file (nvcc -fatbin of all the sources at once, or "
          "one file each), or link the objects before packing them. A vendor library: nothing to rebuild; "
          "report it to its vendor.",
-         "kernels.fatbin: 1 kernel (layernorm_kernel) is defined only in 1 later container, which "
-         "cuModuleLoad never reads: reachable from no module"),
+         "kernels.fatbin: 1 kernel is defined only in 1 later container, which cuModuleLoad never reads: "
+         "reachable from no module. Fix: write one container per file (nvcc -fatbin of all the sources at "
+         "once). Unreached: 1 kernel (layernorm_kernel)"),
     CodeInfo(Code.G018, WARNING, "AMD code objects the loader refuses",
          "An AMD code object without a PT_LOAD segment: a relocatable object (ET_REL) never linked, or "
          "a bare ELF header. ROCr loads code objects by their loadable segments and refuses one without "
@@ -454,22 +473,25 @@ _CODES = [
          "The project's own library: link the device code into a code object (clang's HIP driver does: "
          "lld -shared) before bundling it, then rebuild. A vendor library: nothing to rebuild; report it to "
          "its vendor.",
-         "libfoo.so: 1 AMD code object without a loadable segment (hipv4-amdgcn-amd-amdhsa--gfx90a), as a "
-         "relocatable object never linked is: ROCr's loader refuses it on every GPU, so it counts for no GPU"),
+         "libfoo.so: 1 AMD code object without a loadable segment, which ROCr's loader refuses on every GPU: "
+         "it counts for no GPU. Fix: link the device code (lld -shared, as clang's HIP driver does) before "
+         "bundling. hipv4-amdgcn-amd-amdhsa--gfx90a, as a relocatable object never linked is"),
     CodeInfo(Code.G019, ERROR, "GPU outside every vendor library's documented range",
          "Every library of the target that carries NVIDIA device code is a vendor library (data/vendor.json) "
          "whose vendor does not support the claimed or --gpu GPU for its release (G016): nothing of the "
          "target runs there (cuSPARSELt on a T4, a CUDA 13 cuBLAS on a V100).",
          "Ship the vendor's release that supports the GPU, or stop claiming it.",
-         "nvidia_cusparselt_cu12-0.8.1 does not run on T4 (7.5) (asked): its only device code is vendor "
-         "libraries whose vendor does not support that GPU (cuSPARSELt for CUDA 12: 8.0 to 12.1)"),
+         "nvidia_cusparselt_cu12-0.8.1 does not run on Tesla T4 (7.5): its only device code is vendor "
+         "libraries not supported there. Fix: ship their release that supports it, or stop promising it. "
+         "Their vendor's range: cuSPARSELt for CUDA 12: 8.0 to 12.1"),
     CodeInfo(Code.G020, WARNING, "vendor release newer than the vendor table",
          "A vendor library's own bytes say it is a release newer than data/vendor.json has rows for (a "
          "newer CUDA major, or a version past the table's known_through): it is judged by its line's "
          "newest row, which may not be its vendor's contract.",
          "Add the release's row to data/vendor.json from its vendor's documentation, with its source.",
          "nvidia/cudnn/lib/libcudnn_engines_precompiled.so.9 is cuDNN 9.28.0, newer than data/vendor.json "
-         "knows: judged by its line's newest row, cuDNN 9.17 for CUDA 12 (7.5 to 12.1)"),
+         "knows: judged by its line's newest row, cuDNN 9.17 for CUDA 12 (7.5 to 12.1). Fix: add a row for "
+         "cuDNN 9.28.0 to data/vendor.json from its vendor's documentation"),
     CodeInfo(Code.K001, ERROR, "kernels miss a claimed architecture",
          "One container (one translation unit, which the runtime registers on its own) lacks code "
          "for a claimed architecture that the library as a whole has: its kernels fail there "
@@ -526,9 +548,9 @@ _CODES = [
          "A GPU in the range for which the library carries no loadable code at all is still G001; a "
          "library its bytes do not identify is judged kernel by kernel (K001, K004).",
          "Nothing; the row names the vendor's documentation.",
-         "nvidia/cu13/lib/libcublasLt.so.13: 1380 kernels in 760 containers have no code for sm_75 "
-         "(claimed) in their own container; it is cuBLAS for CUDA 13, which its vendor documents for "
-         "7.5 and newer"),
+         "nvidia/cu13/lib/libcublasLt.so.13: 1380 kernels in 760 containers have no code for 7.5 (claimed) in "
+         "their own container, as its vendor dispatches them: it is cuBLAS for CUDA 13, which its vendor "
+         "documents for 7.5 and newer, and its host code picks the container for each GPU. 1380 kernels (...)"),
     CodeInfo(Code.D001, ERROR, "needs a newer driver",
          "With --driver, some claimed (or --gpu) GPU would run PTX or cubins from a CUDA release "
          "whose minimum driver is newer than the one given ('the provided PTX was compiled with an "
@@ -544,7 +566,9 @@ _CODES = [
          "Require the driver named (publish it with the release). The project's own library: or build it "
          "with an older toolkit (or a lower PTX ISA). A vendor library: nothing to rebuild; its release "
          "needs that driver.",
-         "libfoo.so needs driver >= 580.65.06 (PTX ISA 9.0, CUDA 13.0); 550.54 given"),
+         "libfoo.so needs driver >= 580.65.06 (CUDA 13.0) on 9.0; 550.54 given. Fix: require driver >= "
+         "580.65.06, or build with an older toolkit. 'the provided PTX was compiled with an unsupported "
+         "toolchain' from compute_90 (PTX ISA 9.0)"),
     CodeInfo(Code.D002, INFO, "driver floor",
          "The minimum NVIDIA driver for the code the claimed (or --gpu) GPUs would run: per GPU, the "
          "driver of the PTX ISA it JIT-compiles, or its cubin's CUDA major under minor version "

@@ -181,16 +181,18 @@ def _kept(f: LibraryFacts, fails: Iterable[str]) -> list[str]:
     """The claimed GPUs (labels) a library keeps once the failing ones are gated away."""
     gone = set(fails)
     keep = [label(cc) for cc in f.claimed if label(cc) not in gone]
-    return keep or [x.removeprefix("sm_") for x in _present(f.codes) if x.startswith("sm_")][:1]
+    own = [x.removeprefix("sm_") for x in _present(f.codes) if x.startswith("sm_")]
+    return keep or (own or [x.removeprefix("compute_") for x in _present(f.codes)])[:1]
 
 
 def _g001(subject: str, claimed: Sequence[str], source: str, carried: Sequence[str], missing: Sequence[str],
           kernels: Sequence[str] | None, why: str = "",
           nothing: str = "carries only relocatable device code, which never loads on its own",
-          fix: str = "") -> Finding:
-    """The one G001 message, for NVIDIA, AMD and relocatable-only code alike: what is missing,
-    the claim and where it came from, what the library carries, and the kernels that would fail
-    (``kernels`` None: its code names none that could be read)."""
+          fix: str = "Fix: link its device code (nvcc -dlink, or build without -rdc)") -> Finding:
+    """The one G001 message, for NVIDIA, AMD and relocatable-only code alike: what is missing and
+    its fix first (within the 240 characters a text line shows), then the claim and where it came
+    from, what the library carries, and the kernels that would fail (``kernels`` None: its code
+    names none that could be read)."""
     has = f"carries code only for {', '.join(carried)}" if carried else nothing
     if kernels is None:
         fail = "its kernels cannot be named (its code defines none that could be read)"
@@ -198,15 +200,9 @@ def _g001(subject: str, claimed: Sequence[str], source: str, carried: Sequence[s
         fail = "its code defines no kernel by name"
     else:
         fail = f"{_kernels_phrase(kernels, 0)} would fail there with 'no kernel image is available'"
-    if fix:
-        return finding(Code.G001, subject,
-                       f"{subject} has no code for {dotted(missing)} (claimed). {fix}; it {has}{why} (claimed: "
-                       f"{', '.join(claimed)}, from {source}); {fail}",
-                       claimed=list(claimed), claim_source=source, carried=list(carried), missing=list(missing),
-                       kernels=sorted(kernels) if kernels is not None else None)
     return finding(Code.G001, subject,
-                   f"{subject} has no code for {', '.join(missing)} (claimed: {', '.join(claimed)}, from {source}): "
-                   f"it {has}{why}; {fail}",
+                   f"{subject} has no code for {dotted(missing)} (claimed). {fix}. It {has}{why} (claimed: "
+                   f"{', '.join(claimed)}, from {source}); {fail}",
                    claimed=list(claimed), claim_source=source, carried=list(carried), missing=list(missing),
                    kernels=sorted(kernels) if kernels is not None else None)
 
@@ -253,8 +249,35 @@ def rule_reader_problems(f: LibraryFacts) -> list[Finding]:
     out = []
     for p in f.library.problems:
         where = f" (at 0x{p.offset:x})" if p.offset is not None and "0x" not in p.message else ""
-        out.append(_as_folded(finding(p.code, f.path, f"{f.path}: {p.message}{where}"), p, f.path))
+        where += _problem_container(f, p)
+        out.append(_as_folded(finding(p.code, f.path, f"{f.path}: {p.message}{where}. Fix: {problem_fix(p.code)}"),
+                              p, f.path))
     return out
+
+
+PROBLEM_FIX = {  # what a reader's finding asks, in a few words (findings.CODES has the whole fix)
+    Code.E001: "check the path and its permissions",
+    Code.E002: "rebuild or re-download the wheel",
+    Code.E003: "rebuild the wheel with a standard tool (pip wheel, build)",
+    Code.E004: "check the built wheel (python -m build --wheel) or the library itself",
+    Code.E015: "run without --fast",
+    Code.E020: "check a 64-bit build of the library",
+    Code.E032: "raise --max-payload if the size is genuine",
+    Code.E099: "report it to archaudit with the file",
+}
+
+
+def problem_fix(code: Code) -> str:
+    """The fix a reader's finding ends its verdict with: a vendor library is its vendor's to rebuild."""
+    return PROBLEM_FIX.get(code, "rebuild it if it is the project's own, else report it to its vendor")
+
+
+def _problem_container(f: LibraryFacts, p: Problem) -> str:
+    """The container a problem's offset starts, named as a person finds it (.nv_fatbin[2]), where
+    the library's reader placed a container there."""
+    units = [i for i, u in enumerate(f.units) if p.offset is not None and u.container.offset == p.offset
+             and u.container.section]
+    return f" ({container_name(f, units[0])})" if units else ""
 
 
 def _as_folded(found: Finding, p: Problem, subject: str) -> Finding:
@@ -298,10 +321,12 @@ def rule_g017(f: LibraryFacts) -> list[Finding]:
     loader = "hipModuleLoad" if f.library.containers[0].vendor == "amd" else "cuModuleLoad"
     where = f"{u.containers} later container{'s' * (u.containers != 1)}, which {loader} never reads"
     if u.kernels:
-        what = f"{_kernels_phrase(u.kernels, 0)} {'is' if len(u.kernels) == 1 else 'are'} defined only in {where}"
+        what = f"{_count(u.kernels, 0)} {'is' if len(u.kernels) == 1 else 'are'} defined only in {where}"
     else:
         what = f"the kernels of {where}, were not read (--fast), so some may be defined only there"
-    return [finding(Code.G017, f.path, f"{f.path}: {what}: reachable from no module",
+    return [finding(Code.G017, f.path, f"{f.path}: {what}: reachable from no module. Fix: write one container "
+                                    f"per file (nvcc -fatbin of all the sources at once)"
+                                    + (f". Unreached: {_kernels_phrase(u.kernels, 0)}" if u.kernels else ""),
                     kernels=list(u.kernels), containers=u.containers, loader=loader)]
 
 
@@ -333,7 +358,8 @@ def rule_g001(f: LibraryFacts) -> list[Finding]:
             read = all(e.kernels is not None for e in entries)
             out.append(_g001(f.path, list(f.policy.amd_claim), f.policy.amd_claim_source or "--amd-arch",
                              amd_carried(f), missing, sorted(set(names)) if read else None, why,
-                             nothing="carries no AMD code HIP selects"))
+                             nothing="carries no AMD code HIP selects",
+                             fix=f"Fix: build for {', '.join(missing)} (--offload-arch={missing[0]})"))
     return out
 
 
@@ -395,8 +421,9 @@ def rule_g012(f: LibraryFacts) -> list[Finding]:
         last = arch.last_cuda(cc) or (0, 0)
         what = ", ".join(sorted({_dead_phrase(c) for c in dead}))
         out.append(finding(Code.G012, f.path, f"{f.path} on {cc[0]}.{cc[1]} (claimed) has only code no driver can run "
-                                           f"there: {what}; the last driver for {cc[0]}.{cc[1]} GPUs supports "
-                                           f"CUDA {last[0]}.{last[1]}",
+                                           f"there: the last driver for {cc[0]}.{cc[1]} GPUs supports CUDA "
+                                           f"{last[0]}.{last[1]}. Fix: build {cc[0]}.{cc[1]}'s code with CUDA "
+                                           f"{last[0]}.{last[1]} or older, or stop claiming it. It has only {what}",
                            gpu=label(cc), dead=sorted({c.label for c in dead}), last_cuda=f"{last[0]}.{last[1]}"))
     return out
 
@@ -418,10 +445,10 @@ def rule_g013(f: LibraryFacts) -> list[Finding]:
     units = {i for cc in gpus for i, c in enumerate(f.paths[cc].choices) if c.unlinked}
     kernels = sorted({k for c in chosen for k in c.entry.kernels or ()})
     return [finding(Code.G013, f.path, f"{f.path}: on {', '.join(f'{a}.{b}' for a, b in gpus)} (claimed) the driver "
-                                    f"picks, in {len(units)} container{'s' * (len(units) != 1)}, relocatable "
-                                    f"cubins (-rdc) that call {shown} without carrying it, and nothing in the "
-                                    f"library links device code at run time (no nvJitLink): they do not load "
-                                    f"alone (CUDA_ERROR_NOT_FOUND)"
+                                    f"picks relocatable cubins (-rdc) that do not load alone, and nothing links them "
+                                    f"at run time. Fix: link the device code at build time (nvcc -dlink, or without "
+                                    f"-rdc). In {len(units)} container{'s' * (len(units) != 1)} they call {shown} "
+                                    f"without carrying it, and the library has no nvJitLink (CUDA_ERROR_NOT_FOUND)"
                                     + (f"; {_kernels_phrase(kernels, 0)} cannot run there" if kernels else ""),
                     gpus=[label(cc) for cc in gpus], unresolved=calls, containers=len(units), kernels=kernels)]
 
@@ -446,10 +473,10 @@ def rule_g016(f: LibraryFacts) -> list[Finding]:
     if not f.outside_vendor_range:
         return out
     gpus = [f"{a}.{b}" for a, b in f.outside_vendor_range]
-    return [finding(Code.G016, f.path, f"{f.path} is {f.vendor.library} ({f.vendor.evidence}), which its vendor "
-                                       f"documents for {f.vendor.text}: the claimed {', '.join(gpus)} "
-                                       f"{'is' if len(gpus) == 1 else 'are'} not supported by it, and not held "
-                                       f"against it ({f.vendor.source})",
+    return [finding(Code.G016, f.path, f"{f.path}: the claimed {', '.join(gpus)} {'is' if len(gpus) == 1 else 'are'} "
+                                       f"not supported by it, and not held against it: it is {f.vendor.library}, "
+                                       f"which its vendor documents for {f.vendor.text} ({f.vendor.evidence}; "
+                                       f"{f.vendor.source})",
                     library=f.vendor.library, range=f.vendor.text, gpus=[label(cc) for cc in f.outside_vendor_range]),
             *out]
 
@@ -461,8 +488,8 @@ def rule_g020(f: LibraryFacts) -> list[Finding]:
     if f.vendor is None or not f.vendor.newer:
         return []
     return [finding(Code.G020, f.path, f"{f.path} is {f.vendor.newer}, newer than data/vendor.json knows: judged by "
-                                       f"its line's newest row, {f.vendor.library} ({f.vendor.text}); add a row for "
-                                       f"{f.vendor.newer} from its vendor's documentation",
+                                       f"its line's newest row, {f.vendor.library} ({f.vendor.text}). Fix: add a row "
+                                       f"for {f.vendor.newer} to data/vendor.json from its vendor's documentation",
                     library=f.vendor.library, release=f.vendor.newer, range=f.vendor.text)]
 
 
@@ -488,7 +515,7 @@ def rule_g002(f: LibraryFacts) -> list[Finding]:
     if not jit:
         return []
     ptx = sorted({c.label for c in f.codes if c.kind == PTX})
-    return [finding(Code.G002, f.path, f"{f.path} runs on {', '.join(jit)} only through PTX JIT ({', '.join(ptx)})",
+    return [finding(Code.G002, f.path, f"{f.path} runs on {dotted(jit)} only through PTX JIT ({', '.join(ptx)})",
                     jit=jit)]
 
 
@@ -502,7 +529,9 @@ def rule_g003(f: LibraryFacts) -> list[Finding]:
                     and arch.canonical_cc(c.target.cc) not in claimed}, key=_label_key)
     if not extra:
         return []
-    return [finding(Code.G003, f.path, f"{f.path} carries {', '.join(extra)} which the claim does not list",
+    return [finding(Code.G003, f.path, f"{f.path} carries {dotted(extra)}, which the claim does not list (--exact). "
+                                    f"Fix: build with the release's list, or claim "
+                                    f"{'it' if len(extra) == 1 else 'them'}",
                     extra=extra)]
 
 
@@ -516,7 +545,9 @@ def rule_g004(f: LibraryFacts) -> list[Finding]:
     if any(c.kind == PTX and c.target.cc == newest and c.jit_target is not None
            and c.jit_target.cc == newest and not c.target.suffix and not c.jit_target.suffix for c in f.codes):
         return []
-    return [finding(Code.G004, f.path, f"{f.path} carries no PTX for compute_{label(newest)}", newest=label(newest))]
+    return [finding(Code.G004, f.path, f"{f.path} carries no PTX for compute_{label(newest)}, the newest claimed "
+                                    f"(--require-ptx newest). Fix: add it ('{label(newest)}' or "
+                                    f"'{dotted([label(newest)])}+PTX')", newest=label(newest))]
 
 
 @library_rule(Code.K001)
@@ -535,10 +566,12 @@ def rule_k001(f: LibraryFacts) -> list[Finding]:
                    fails=list(g.fails))
            for g in _groups(gaps)]
     amd = [(g.carried, g.fails, g.name, frozenset({g.module})) for g in amd_kernel_gaps(f)]
-    out += [finding(Code.K001, f.path, f"{f.path}: {_kernels_phrase(g.names, g.containers)} carry code only for "
-                                    f"{', '.join(g.carried)} in their own bundle; they fail on "
-                                    f"{', '.join(g.fails)} (claimed), where the library's other bundles run "
-                                    f"(ROCm looks a kernel up in its own module only)",
+    out += [finding(Code.K001, f.path, f"{f.path}: {_count(g.names, g.containers)} {_verb(g.names)} on "
+                                    f"{', '.join(g.fails)} (claimed), where the library's other bundles run: "
+                                    f"{_its(g.names)} own bundle lacks it. Fix: build every bundle for "
+                                    f"{', '.join(sorted({x.split(':')[0] for x in g.fails}))}. They carry only "
+                                    f"{', '.join(g.carried)} (ROCm looks a kernel up in its own module only): "
+                                    f"{_kernels_phrase(g.names, g.containers)}",
                     kernels=list(g.names or ()), containers=g.containers, carried=list(g.carried),
                     fails=list(g.fails), vendor="amd")
             for g in _groups(amd)]
@@ -580,11 +613,11 @@ def rule_k003(f: LibraryFacts) -> list[Finding]:
         for g in _groups(gaps):
             if why == "chosen":
                 out.append(finding(Code.K003, f.path,
-                                   f"{f.path}: {_kernels_phrase(g.names, g.containers)} carry code only for "
-                                   f"{', '.join(g.carried)} in whole cubins the library loads itself; on "
-                                   f"{', '.join('sm_' + x for x in g.fails)} another of its whole cubins carries "
-                                   f"them, and the library loads the image it picks (cuModuleLoadData): nothing "
-                                   f"binds a launch to one of them",
+                                   f"{f.path}: {_count(g.names, g.containers)} not meant for {dotted(g.fails)} "
+                                   f"(claimed) from their own cubin, as designed: on {dotted(g.fails)} another of "
+                                   f"the whole cubins the library loads itself carries them, and it loads the image "
+                                   f"it picks (cuModuleLoadData); they carry code only for {', '.join(g.carried)}: "
+                                   f"{_kernels_phrase(g.names, g.containers)}",
                                    kernels=list(g.names or ()), carried=list(g.carried), fails=list(g.fails),
                                    reason=why))
                 continue
@@ -630,10 +663,10 @@ def _k003_stated(f: LibraryFacts) -> list[Finding]:
             text = said.text.decode("utf-8")
             out.append(finding(
                 Code.K003, f.path,
-                f"{f.path}: {_kernels_phrase(g.names, g.containers)} carry code only for {', '.join(g.carried)}, "
-                f"not for {', '.join('sm_' + x for x in g.fails)}: the library carries \"{text}\", so its host code "
-                f"launches {said.speaks_for} only from {said.first[0]}.{said.first[1]} on ({said.name}, "
-                f"data/vendor.json)",
+                f"{f.path}: {_count(g.names, g.containers)} not meant for {dotted(g.fails)} (claimed), as designed: "
+                f"the library carries \"{text}\", so its host code launches {said.speaks_for} only from "
+                f"{said.first[0]}.{said.first[1]} on ({said.name}, data/vendor.json); they carry code only for "
+                f"{', '.join(g.carried)}: {_kernels_phrase(g.names, g.containers)}",
                 kernels=list(g.names or ()), carried=list(g.carried), fails=list(g.fails), reason="stated",
                 statement=text, statement_kernels=said.kernels.pattern, statement_source=said.source))
     return out
@@ -692,7 +725,7 @@ def rule_k004(f: LibraryFacts) -> list[Finding]:
         out.append(finding(
             Code.K004, f.path,
             f"{f.path}: {_count(listed, 0)} {_verb(listed)} on {dotted(fails)} unless the host picks another "
-            f"container there. Fix: build for {', '.join('sm_' + x for x in fails)} or record: "
+            f"container. Fix: build for {', '.join('sm_' + x for x in fails)} or record: "
             f"[[tool.archaudit.ignore-library]] code = \"K004\" library = \"{base}\" reason = \"{ENTRY_REASON}\". "
             f"{_first(mine)} (claimed {', '.join(fails)}) carr{'ies' if len(mine) == 1 else 'y'} only "
             f"{', '.join(carried)}; only {_first(theirs)} carr{'ies' if len(theirs) == 1 else 'y'} the same names; "
@@ -716,11 +749,14 @@ def rule_k005(f: LibraryFacts) -> list[Finding]:
     gpus = sorted({x for g in gaps for x in g.fails}, key=_label_key)
     unnamed = len({i for g in gaps if g.name is None for i in g.units})
     what = _kernels_phrase(names, 0) if names else _kernels_phrase(None, unnamed)
-    return [finding(Code.K005, f.path, f"{f.path}: {what} in {len(units)} container{'s' * (len(units) != 1)} have "
-                                    f"no code for {', '.join('sm_' + x for x in gpus)} (claimed) in their own "
-                                    f"container; {f.path} is {f.vendor.library} ({f.vendor.evidence}), which its "
-                                    f"vendor documents for {f.vendor.text}: its host code picks the container for "
-                                    f"each GPU (data/vendor.json, {f.vendor.source})",
+    count = _count(names, 0) if names else _count(None, unnamed)
+    have = "has" if len(names) == 1 or (not names and unnamed == 1) else "have"
+    return [finding(Code.K005, f.path, f"{f.path}: {count} in {len(units)} container{'s' * (len(units) != 1)} {have} "
+                                    f"no code for {dotted(gpus)} (claimed) in their own container, as its vendor "
+                                    f"dispatches them: it is {f.vendor.library}, which its vendor documents for "
+                                    f"{f.vendor.text}, and its host code picks the container for each GPU. "
+                                    f"{what[:1].upper() + what[1:]}; {f.vendor.evidence} (data/vendor.json, "
+                                    f"{f.vendor.source})",
                     kernels=names[:100], kernel_count=len(names), containers=len(units), fails=gpus,
                     library=f.vendor.library, range=f.vendor.text)]
 
@@ -782,8 +818,9 @@ def rule_d001(f: LibraryFacts) -> list[Finding]:
         gpus = [g for g, _ in unknown if g]
         why = sorted({fl.evidence for _, fl in unknown})
         return [finding(Code.D001, f.path, f"{f.path} needs a driver archaudit cannot name"
-                                        f"{' on ' + ', '.join(gpus) if gpus else ''} ({'; '.join(why[:3])}); "
-                                        f"{driver} cannot be verified", driver="unknown", gpus=gpus)]
+                                        f"{' on ' + dotted(gpus) if gpus else ''}: {driver} cannot be verified. Fix: "
+                                        f"find the CUDA release that built it and require its driver. "
+                                        f"{'; '.join(why[:3])}", driver="unknown", gpus=gpus)]
     low = [(g, fl) for g, fl in floors if fl.driver is not None and not driver_at_least(driver, fl.driver)]
     if not low:
         return []
@@ -797,7 +834,8 @@ def rule_d001(f: LibraryFacts) -> list[Finding]:
     scope = _ptx_scope(f, [cc for cc in f.floor_gpus if label(cc) in gpus], driver) \
         if ptx and gpus and all("PTX ISA" in fl.evidence for _, fl in low) else None
     return [finding(Code.D001, f.path, f"{f.path} needs driver >= {top.driver} (CUDA {top.cuda_text})"
-                                    f"{' on ' + ', '.join(gpus) if gpus else ''}; {driver} given: '{error}' from "
+                                    f"{' on ' + dotted(gpus) if gpus else ''}; {driver} given. Fix: require driver "
+                                    f">= {top.driver}, or build with an older toolkit. '{error}' from "
                                     f"{', '.join(evidence[:4])}{' ...' if len(evidence) > 4 else ''}"
                                     f"{scope.text(driver) if scope else ''}",
                     driver=top.driver, cuda=top.cuda_text, gpus=gpus,
@@ -907,9 +945,10 @@ def _named_gpus(f: LibraryFacts) -> list[Finding]:
             if f.vendor is not None and not f.vendor.covers(cc):
                 # the same rule as for a claimed GPU: a vendor library is not held against a GPU
                 # outside the range its vendor documents (its callers use it only there)
-                out.append(finding(Code.G016, f.path, f"{f.path} on {name} ({cc[0]}.{cc[1]}): not held against "
-                                   f"the wheel: it is {f.vendor.library}, which its vendor documents for "
-                                   f"{f.vendor.text} ({f.vendor.source})", gpu=name, library=f.vendor.library,
+                out.append(finding(Code.G016, f.path, f"{f.path} on {name} ({cc[0]}.{cc[1]}): not supported by its "
+                                   f"vendor, so not held against the wheel: it is {f.vendor.library}, which its "
+                                   f"vendor documents for {f.vendor.text} ({f.vendor.source})", gpu=name,
+                                   library=f.vendor.library,
                                    range=f.vendor.text, gpus=[label(cc)]))
                 continue
             own = library_claim(f.policy, f.path)
@@ -934,6 +973,12 @@ def _named_gpus(f: LibraryFacts) -> list[Finding]:
                         f"{library_entry(f.path, keep)}. They carry only "
                         f"{', '.join(sorted({t for g in failing for t in g.carried})[:6])}: "
                         f"{_kernels_phrase(names, 0)}")
+            elif p.runs == "none" and not p.dead and not p.unlinked:
+                word += (f". Fix: build for sm_{label(cc)}, or record its gate: "
+                         f"{library_entry(f.path, _present_sass(f, cc))}. It carries only "
+                         f"{', '.join(_present(f.codes)[:6])}")
+            elif p.runs == "none":
+                word += f". Fix: build for sm_{label(cc)}"
             if p.runs == "native":
                 word += _jit_part(f, cc)
             out.append(finding(Code.G009 if p.runs == "none" or failing else Code.G008, f.path,
@@ -942,6 +987,12 @@ def _named_gpus(f: LibraryFacts) -> list[Finding]:
         for g in f.policy.amd_gpus:
             out.append(_on_amd_gpu(f, g))
     return out
+
+
+def _present_sass(f: LibraryFacts, cc: CC) -> list[str]:
+    """The architectures a library not running on `cc` is launched on, for its gate's entry: its
+    claim, else its own SASS (else PTX) architectures."""
+    return _kept(f, [label(cc)])
 
 
 def _failing_count(failing: list[KernelGap]) -> str:
@@ -1000,8 +1051,16 @@ def _on_amd_gpu(f: LibraryFacts, g: AmdGpu) -> Finding:
         changes = [f"{n} ({how})" for n, how in g.switch]
         word += (f"; it runs only as {', '.join(others)}, which is not how {g.name} ships"
                  + (f": that takes {', '.join(changes)}" if changes else ""))
-    return finding(Code.G009, f.path, f"{f.path} on {g.name} ({where}): {word}", gpu=g.name,
+    fix = f"Fix: build for {g.target.split(':')[0]} (--offload-arch={g.ships or g.target})"
+    return finding(Code.G009, f.path, f"{f.path} on {g.name} ({where}): {_fix_second(word, fix)}", gpu=g.name,
                    runs="native" if ok else "none", setting=g.ships or None)
+
+
+def _fix_second(word: str, fix: str) -> str:
+    """An answer's verdict (up to its first '; ' or ' (' of detail), the fix, then the detail."""
+    cut = min((i for i in (word.find("; "), word.find(" (")) if i >= 0), default=len(word))
+    rest = word[cut:].removeprefix("; ").strip()
+    return f"{word[:cut]}. {fix}" + (f". {rest[:1].upper() + rest[1:]}" if rest else "")
 
 
 def on_gpu(lib: Library, name: str, cc: CC, policy: Policy | None = None) -> Finding | None:
@@ -1028,7 +1087,10 @@ def rule_g014(f: LibraryFacts) -> list[Finding]:
     shown = "; ".join(f"{i} holds a code object built for {t}" for i, t in bad[:3])
     return [finding(Code.G014, f.path, f"{f.path}: {len(bad)} bundle entr{'y' if len(bad) == 1 else 'ies'} "
                                     f"say{'s' * (len(bad) == 1)} less than {'its' if len(bad) == 1 else 'their'} "
-                                    f"code object: {shown}{' ...' if len(bad) > 3 else ''}; judged as built",
+                                    f"code object, judged as built. Fix: bundle "
+                                    f"{'it' if len(bad) == 1 else 'each'} under the id it was built for "
+                                    f"(--offload-arch={bad[0][1]}). Its id: {shown}"
+                                    f"{' ...' if len(bad) > 3 else ''}",
                     entries=[i for i, _ in bad], built=[t for _, t in bad])]
 
 
@@ -1041,10 +1103,11 @@ def rule_g015(f: LibraryFacts) -> list[Finding]:
     if not unread:
         return []
     return [finding(Code.G015, f.path, f"{f.path}: HIP never selects {len(unread)} bundle entr"
-                                    f"{'y' if len(unread) == 1 else 'ies'} ({', '.join(unread[:3])}"
-                                    f"{' ...' if len(unread) > 3 else ''}): comgr reads only hip, hipv4 and hcc "
-                                    f"entries whose triple is amdgcn-amd-amdhsa-- (five fields), spelt in lower "
-                                    f"case; they count for no GPU", entries=unread)]
+                                    f"{'y' if len(unread) == 1 else 'ies'}, which count for no GPU. Fix: bundle HIP "
+                                    f"code as hipv4-amdgcn-amd-amdhsa--<target> (a current clang). "
+                                    f"{', '.join(unread[:3])}{' ...' if len(unread) > 3 else ''}: comgr reads only "
+                                    f"hip, hipv4 and hcc entries whose triple is amdgcn-amd-amdhsa-- (five fields), "
+                                    f"spelt in lower case", entries=unread)]
 
 
 @library_rule(Code.G018)
@@ -1055,9 +1118,11 @@ def rule_g018(f: LibraryFacts) -> list[Finding]:
     if not refused:
         return []
     return [finding(Code.G018, f.path, f"{f.path}: {len(refused)} AMD code object{'s' * (len(refused) != 1)} "
-                                    f"without a loadable segment ({', '.join(refused[:3])}"
-                                    f"{' ...' if len(refused) > 3 else ''}), as a relocatable object never linked "
-                                    f"is: ROCr's loader refuses it on every GPU, so it counts for no GPU",
+                                    f"without a loadable segment, which ROCr's loader refuses on every GPU: "
+                                    f"{'it counts' if len(refused) == 1 else 'they count'} for no GPU. Fix: link "
+                                    f"the device code (lld -shared, as clang's HIP driver does) before bundling. "
+                                    f"{', '.join(refused[:3])}{' ...' if len(refused) > 3 else ''}, as a "
+                                    f"relocatable object never linked is",
                     entries=refused)]
 
 
@@ -1073,7 +1138,7 @@ def _modes_matter(target: str) -> bool:
 @target_rule(READERS)
 def rule_target_problems(t: TargetFacts) -> list[Finding]:
     """E0xx of the target itself (an unreadable wheel, a malformed archive)."""
-    return [_as_folded(finding(p.code, t.target, f"{t.target}: {p.message}"), p, t.target)
+    return [_as_folded(finding(p.code, t.target, f"{t.target}: {p.message}. Fix: {problem_fix(p.code)}"), p, t.target)
             for p in t.inventory.problems]
 
 
@@ -1089,8 +1154,9 @@ def rule_c003(t: TargetFacts) -> list[Finding]:
     e, c = t.embedded, t.claim
     if e is None or c is None or e is c or e.gpus == c.gpus:
         return []
-    return [finding(Code.C003, t.target, f"{e.source[12:]} embeds {', '.join(label(x) for x in e.gpus)} but "
-                                      f"{c.source} says {', '.join(label(x) for x in c.gpus)}")]
+    return [finding(Code.C003, t.target, f"{e.source[12:]} embeds {dotted(label(x) for x in e.gpus)} but "
+                                      f"{c.source} says {dotted(label(x) for x in c.gpus)}. Fix: make the build's "
+                                      f"arch list and the release's claim the same list")]
 
 
 @target_rule(Code.C001)
@@ -1125,13 +1191,15 @@ def rule_g006(t: TargetFacts) -> list[Finding]:
         if not loadable:
             why = "links a GPU runtime" if t.links_runtime else "a claim was given"
             out.append(finding(Code.G006, t.target, f"{t.target}: GPU wheel ({why}) but no library "
-                                                 f"carries loadable device code"))
+                                                 f"carries loadable device code. Fix: check the build compiled "
+                                                 f"device code (CUDA or HIP enabled) and the wheel ships it"))
     for pattern in t.policy.require_device_code:
         hits = [lib for lib in libs if fnmatch.fnmatch(lib.path, pattern)
                 or fnmatch.fnmatch(lib.path.rsplit("/", 1)[-1], pattern)]
         if not any(lib.has_device_code for lib in hits):
             out.append(finding(Code.G006, t.target, f"{t.target}: required library {pattern!r} "
-                                                 f"{'carries no device code' if hits else 'is not shipped'}"))
+                                                 f"{'carries no device code' if hits else 'is not shipped'}. Fix: "
+                                                 f"check the build compiled it and the wheel ships it"))
     return out
 
 
@@ -1148,24 +1216,30 @@ def rule_g011(t: TargetFacts) -> list[Finding]:
     out = []
     if t.claim is not None and not nvidia:
         out.append(finding(Code.G011, t.target, f"{t.target}: claims CUDA architectures "
-                                             f"{', '.join(label(c) for c in t.claim.gpus)} ({t.claim.source}) but no "
-                                             f"library carries NVIDIA device code", vendor="nvidia",
+                                             f"{dotted(label(c) for c in t.claim.gpus)} ({t.claim.source}) but no "
+                                             f"library carries NVIDIA device code. Fix: ship the CUDA build, or stop "
+                                             f"claiming CUDA architectures", vendor="nvidia",
                            missing=[label(c) for c in t.claim.gpus]))
     # a --gpu question about the other vendor's GPU: nothing of the wheel runs there (no, never a pass)
     if t.policy.gpus and not nvidia:
         names = [g.name for g in t.policy.gpus]
-        out.append(finding(Code.G011, t.target, f"{t.target}: asked about {', '.join(names)} (NVIDIA) but no "
-                                             f"library carries NVIDIA device code: it does not run there",
+        shown = ", ".join(f"{g.name} ({g.cc[0]}.{g.cc[1]})" for g in t.policy.gpus)
+        out.append(finding(Code.G011, t.target, f"{t.target}: asked about {shown} (NVIDIA) but no "
+                                             f"library carries NVIDIA device code: it does not run there. Fix: ship "
+                                             f"the CUDA build for those GPUs",
                            vendor="nvidia", gpus=names, missing=[label(g.cc) for g in t.policy.gpus]))
     if t.policy.amd_gpus and not amd:
         names = [g.name for g in t.policy.amd_gpus]
-        out.append(finding(Code.G011, t.target, f"{t.target}: asked about {', '.join(names)} (AMD) but no "
-                                             f"library carries AMD device code: it does not run there",
+        shown = ", ".join(f"{g.name} ({g.target})" for g in t.policy.amd_gpus)
+        out.append(finding(Code.G011, t.target, f"{t.target}: asked about {shown} (AMD) but no "
+                                             f"library carries AMD device code: it does not run there. Fix: ship "
+                                             f"the ROCm build for those GPUs",
                            vendor="amd", gpus=names, missing=[g.target for g in t.policy.amd_gpus]))
     if t.policy.amd_claim and not amd:
         out.append(finding(Code.G011, t.target, f"{t.target}: claims AMD targets {', '.join(t.policy.amd_claim)} "
                                              f"({t.policy.amd_claim_source or '--amd-arch'}) but no library "
-                                             f"carries AMD device code", vendor="amd",
+                                             f"carries AMD device code. Fix: ship the ROCm build, or stop claiming "
+                                             f"AMD targets", vendor="amd",
                            missing=list(t.policy.amd_claim)))
     return out
 
@@ -1181,17 +1255,19 @@ def rule_g019(t: TargetFacts) -> list[Finding]:
     if not nvidia or any(f.vendor is None for f in nvidia):
         return []
     claimed = t.claim.gpus if t.claim is not None else ()
-    asked = [(f"{cc[0]}.{cc[1]}", cc, "claimed") for cc in claimed]
+    asked = [(f"{cc[0]}.{cc[1]} (claimed)", cc, "claimed") for cc in claimed]
     asked += [(f"{name} ({cc[0]}.{cc[1]})", cc, "asked") for name, cc in t.policy.gpus]
+    # a GPU asked about is named; a claimed one says it is claimed
     out = []
     for what, cc, how in asked:
         outside = [f for f in nvidia if f.vendor is not None and not f.vendor.covers(cc)]
         if len(outside) != len(nvidia):
             continue
         rows = sorted({f"{f.vendor.library}: {f.vendor.text}" for f in outside if f.vendor is not None})
-        out.append(finding(Code.G019, t.target, f"{t.target} does not run on {what} ({how}): its only device code "
-                                             f"is vendor libraries whose vendor does not support that GPU "
-                                             f"({'; '.join(rows)})",
+        out.append(finding(Code.G019, t.target, f"{t.target} does not run on {what}: its only device code "
+                                             f"is vendor libraries not supported there. Fix: ship their release that "
+                                             f"supports it, or stop {'claiming' if how == 'claimed' else 'promising'} "
+                                             f"it. Their vendor's range: {'; '.join(rows)}",
                            gpu=label(cc), rows=rows, asked=how))
     return out
 
