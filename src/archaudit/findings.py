@@ -491,8 +491,8 @@ _CODES = [
          "newest row, which may not be its vendor's contract.",
          "Add the release's row to data/vendor.json from its vendor's documentation, with its source.",
          "nvidia/cudnn/lib/libcudnn_engines_precompiled.so.9 is cuDNN 9.28.0, newer than data/vendor.json "
-         "knows: judged by its line's newest row, cuDNN 9.17 for CUDA 12 (7.5 to 12.1). Fix: add a row for "
-         "cuDNN 9.28.0 to data/vendor.json from its vendor's documentation"),
+         "knows. Fix: add its row to data/vendor.json from its vendor's documentation. It is judged by its "
+         "line's newest row, cuDNN 9.17 for CUDA 12 (7.5 to 12.1)"),
     CodeInfo(Code.K001, ERROR, "kernels miss a claimed architecture",
          "One container (one translation unit, which the runtime registers on its own) lacks code "
          "for a claimed architecture that the library as a whole has: its kernels fail there "
@@ -500,9 +500,9 @@ _CODES = [
          "The project's own code: build every object of the library with the claim's architectures, or, "
          "where the host code never launches these kernels there, record that gate with the "
          "[[tool.archaudit.library]] entry the message ends with. A vendor library: nothing to rebuild.",
-         "libfoo.so: 1 kernel fails on 9.0 (claimed): its container lacks it. Fix: build for sm_90, or "
-         "record its gate: [[tool.archaudit.library]] path = \"libfoo.so\" arch = \"80\" reason = "
-         "\"<file:line>\". They carry only sm_80: 1 kernel (mul)"),
+         "libfoo.so: 1 kernel fails on 9.0. Fix: build for sm_90 or record: [[tool.archaudit.library]] path = "
+         "\"libfoo.so\" arch = \"80\" reason = \"<file:line>\". Its own container lacks the claimed 9.0, "
+         "carrying only sm_80: 1 kernel (mul)"),
     CodeInfo(Code.K002, INFO, "specialised kernels",
          "A kernel's code is all arch-specific ('a') or family ('f') code, and it cannot be meant for "
          "the GPU it misses: its name excludes that GPU (data/names.json), or no generic code of the "

@@ -153,7 +153,7 @@ def _inputs(work: Path) -> dict[str, list[str]]:
         "E013": [put("kind.fatbin", kf[:16] + struct.pack("<H", 16) + kf[18:]), "--arch", "80"],
         "E014": [put("notarget.ptx", b".version 9.0\n.address_size 64\n"), "--arch", "80"],
         "E015": [fixture(CUDA / "lib_multi.so"), "--arch", "80", "--fast"],
-        "E020": [put("lib32.so", sm80[:4] + b"\x01" + sm80[5:]), "--arch", "80"],
+        "E020": [put("lib_big_endian.so", sm80[:5] + b"\x02" + sm80[6:]), "--arch", "80"],
         "E021": [put("cut.dll", (PE / "sm80.dll").read_bytes()[:4096]), "--arch", "80"],
         "E030": [put("bundle.hipfb", helpers.PLAIN[:24] + struct.pack("<Q", 1 << 40) + helpers.PLAIN[32:]),
                  "--amd-arch", "gfx90a"],

@@ -261,7 +261,7 @@ PROBLEM_FIX = {  # what a reader's finding asks, in a few words (findings.CODES 
     Code.E003: "rebuild the wheel with a standard tool (pip wheel, build)",
     Code.E004: "check the built wheel (python -m build --wheel) or the library itself",
     Code.E015: "run without --fast",
-    Code.E020: "check a 64-bit build of the library",
+    Code.E020: "audit a 64-bit little-endian build of the library",
     Code.E032: "raise --max-payload if the size is genuine",
     Code.E099: "report it to archaudit with the file",
 }
@@ -487,9 +487,9 @@ def rule_g020(f: LibraryFacts) -> list[Finding]:
     line's newest row: the row to add."""
     if f.vendor is None or not f.vendor.newer:
         return []
-    return [finding(Code.G020, f.path, f"{f.path} is {f.vendor.newer}, newer than data/vendor.json knows: judged by "
-                                       f"its line's newest row, {f.vendor.library} ({f.vendor.text}). Fix: add a row "
-                                       f"for {f.vendor.newer} to data/vendor.json from its vendor's documentation",
+    return [finding(Code.G020, f.path, f"{f.path} is {f.vendor.newer}, newer than data/vendor.json knows. Fix: add "
+                                       f"its row to data/vendor.json from its vendor's documentation. It is judged by "
+                                       f"its line's newest row, {f.vendor.library} ({f.vendor.text})",
                     library=f.vendor.library, release=f.vendor.newer, range=f.vendor.text)]
 
 
@@ -558,9 +558,9 @@ def rule_k001(f: LibraryFacts) -> list[Finding]:
     kernel up in its own module only."""
     gaps = [(g.carried, g.fails, g.name, g.units) for g in f.kernel_gaps if g.verdict == "fails"]
     out = [finding(Code.K001, f.path, f"{f.path}: {_count(g.names, g.containers)} {_verb(g.names)} on "
-                                   f"{dotted(g.fails)} (claimed): {_its(g.names)} container lacks it. Fix: build for "
-                                   f"{', '.join('sm_' + x for x in g.fails)}, or record its gate: "
-                                   f"{library_entry(f.path, _kept(f, g.fails))}. They carry only "
+                                   f"{dotted(g.fails)}. Fix: build for {', '.join('sm_' + x for x in g.fails)} or "
+                                   f"record: {library_entry(f.path, _kept(f, g.fails))}. {_its(g.names).capitalize()} "
+                                   f"own container lacks the claimed {dotted(g.fails)}, carrying only "
                                    f"{', '.join(g.carried)}: {_kernels_phrase(g.names, g.containers)}",
                    kernels=list(g.names or ()), containers=g.containers, carried=list(g.carried),
                    fails=list(g.fails))
