@@ -452,9 +452,9 @@ _CODES = [
          "by it: it is not judged there, and its callers use it only inside it (torch calls cuSPARSELt "
          "only on 8.0+). Where no other library of the target runs on such a GPU, G019 fails it.",
          "Nothing, where another library serves those GPUs; otherwise stop claiming them.",
-         "torch/lib/libcusparseLt-294d6944.so.0 is cuSPARSELt for CUDA 12 (its bytes hold "
-         "\"cusparseLtGetVersion\"), which its vendor documents for 8.0 to 12.1: the claimed 7.5 is not "
-         "supported by it"),
+         "torch/lib/libcusparseLt-294d6944.so.0: the claimed 7.5 is not supported by its vendor, so not held "
+         "against it: it is cuSPARSELt for CUDA 12, which its vendor documents for 8.0 to 12.1 (its bytes hold "
+         "\"cusparseLtGetVersion\"; ...)"),
     CodeInfo(Code.G017, ERROR, "kernels its loader never reaches",
          "A bare device-code file (.fatbin, an offload-bundle file) holds several containers, and "
          "kernels only the later ones define: cuModuleLoad and hipModuleLoad read the first container "
@@ -482,9 +482,9 @@ _CODES = [
          "whose vendor does not support the claimed or --gpu GPU for its release (G016): nothing of the "
          "target runs there (cuSPARSELt on a T4, a CUDA 13 cuBLAS on a V100).",
          "Ship the vendor's release that supports the GPU, or stop claiming it.",
-         "nvidia_cusparselt_cu12-0.8.1 does not run on Tesla T4 (7.5): its only device code is vendor "
-         "libraries not supported there. Fix: ship their release that supports it, or stop promising it. "
-         "Their vendor's range: cuSPARSELt for CUDA 12: 8.0 to 12.1"),
+         "nvidia_cusparselt_cu12-0.8.1 does not run on Tesla T4 (7.5), outside its vendor libraries' range. "
+         "Fix: ship their release that supports it, or stop promising it. They are its only device code: "
+         "cuSPARSELt for CUDA 12: 8.0 to 12.1"),
     CodeInfo(Code.G020, WARNING, "vendor release newer than the vendor table",
          "A vendor library's own bytes say it is a release newer than data/vendor.json has rows for (a "
          "newer CUDA major, or a version past the table's known_through): it is judged by its line's "

@@ -358,3 +358,51 @@ def test_explain_gives_one_cause_and_one_fix(capsys, code):
     assert len(cause.split()) > 5 and len(fix.split()) > 1
     if re.search(r"\b(?:re)?build", fix, re.I) and code not in WHOLE_TARGET:
         assert "vendor library" in fix and "nothing to rebuild" in fix and "project's own" in fix, fix
+
+
+# ---- the largest real wheels (the real-wheel tier): long library paths, floods of findings ----
+
+REAL = [  # (project, version, file, arguments): vendor libraries, a project's own code, long paths
+    ("nvidia-cudnn-cu12", "9.28.0.42", "nvidia_cudnn_cu12-9.28.0.42-py3-none-manylinux_2_27_x86_64.whl",
+     ("--arch", "70;75;80;90;100;120")),
+    ("onnxruntime-gpu", "1.16.3",
+     "onnxruntime_gpu-1.16.3-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl", ("--arch", "60;70;75;80;90")),
+    ("bitsandbytes", "0.50.2", "bitsandbytes-0.50.2-py3-none-manylinux_2_24_x86_64.whl",
+     ("--gpu", "H100", "--gpu", "V100")),
+    ("nvidia-cufft", "12.5.0.14", "nvidia_cufft-12.5.0.14-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
+     ("--gpu", "V100", "--gpu", "H100")),
+]
+LISTED = re.compile(r"^[✗!] ([A-Z]\d{3}) ")
+COUNTED = re.compile(r": \d+ more (?:groups|[A-Z]\d{3} findings) \(-v")
+
+
+def _line_problems(rep: dict, text: str) -> list[tuple[str, str]]:
+    """Each error or warning line of the default text holds one finding's message up to the end
+    of its fix, within 240 characters (lines that count findings left out say no verdict)."""
+    wants = [(f["code"], f["message"][:span[1]]) for f in _findings(rep) if (span := fix_span(f["message"]))]
+    bad = []
+    for line in text.splitlines():
+        m = LISTED.match(line)
+        if m is None or COUNTED.search(line):
+            continue
+        ends = [line.index(w) + len(w) for c, w in wants if c == m[1] and w in line]
+        if not ends or min(ends) > LINE:
+            bad.append((m[1], line))
+    return bad
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("project", "version", "filename", "args"), REAL, ids=[r[0] for r in REAL])
+def test_real_wheels_say_their_verdict_and_fix_first(project, version, filename, args, tmp_path, monkeypatch):
+    from wheels import fetch
+
+    whl = fetch(project, version, filename=filename)
+    (tmp_path / whl.name).symlink_to(whl)
+    monkeypatch.chdir(tmp_path)
+    rep = json.loads(_check([whl.name, *args], "json"))
+    text = _check([whl.name, *args], "text")
+    found = _findings(rep)
+    assert any(f["severity"] != INFO for f in found)
+    bad = [(f["code"], p, f["message"][:LINE]) for f in found
+           for p in verdict_and_fix_problems(Code(f["code"]), f["data"], f["message"])]
+    assert bad == [] and _line_problems(rep, text) == [], "\n".join(map(str, bad + _line_problems(rep, text)))

@@ -132,10 +132,10 @@ def rule_g019(t: TargetFacts) -> list[Finding]:
         if len(outside) != len(nvidia):
             continue
         rows = sorted({f"{f.vendor.library}: {f.vendor.text}" for f in outside if f.vendor is not None})
-        out.append(finding(Code.G019, t.target, f"{t.target} does not run on {what}: its only device code "
-                                             f"is vendor libraries not supported there. Fix: ship their release that "
-                                             f"supports it, or stop {'claiming' if how == 'claimed' else 'promising'} "
-                                             f"it. Their vendor's range: {'; '.join(rows)}",
+        out.append(finding(Code.G019, t.target, f"{t.target} does not run on {what}, outside its vendor libraries' "
+                                             f"range. Fix: ship their release that supports it, or stop "
+                                             f"{'claiming' if how == 'claimed' else 'promising'} it. They are its only "
+                                             f"device code: {'; '.join(rows)}",
                            gpu=label(cc), rows=rows, asked=how))
     return out
 

@@ -23,8 +23,9 @@ def rule_g016(f: LibraryFacts) -> list[Finding]:
         return out
     gpus = [f"{a}.{b}" for a, b in f.outside_vendor_range]
     return [finding(Code.G016, f.path, f"{f.path}: the claimed {', '.join(gpus)} {'is' if len(gpus) == 1 else 'are'} "
-                                       f"not supported by it, and not held against it: it is {f.vendor.library}, "
-                                       f"which its vendor documents for {f.vendor.text} ({f.vendor.evidence}; "
+                                       f"not supported by its vendor, so not held against it: it is "
+                                       f"{f.vendor.library}, which its vendor documents for {f.vendor.text} "
+                                       f"({f.vendor.evidence}; "
                                        f"{f.vendor.source})",
                     library=f.vendor.library, range=f.vendor.text, gpus=[label(cc) for cc in f.outside_vendor_range]),
             *out]
