@@ -564,8 +564,8 @@ _CODES = [
          "native code there in any container and no evidence that they are not launched there (a kernel "
          "named for another architecture, or one a sourced statement speaks for, sets no floor): the "
          "finding names them and counts them per GPU.",
-         "Require the driver named (publish it with the release). The project's own library: or build it "
-         "with an older toolkit (or a lower PTX ISA). A vendor library: nothing to rebuild; its release "
+         "Require the driver named (publish it with the release). The project's own library can instead be "
+         "built with an older toolkit (or a lower PTX ISA); a vendor library: nothing to rebuild, its release "
          "needs that driver.",
          "libfoo.so needs driver >= 580.65.06 (CUDA 13.0) on 9.0; 550.54 given. Fix: require driver >= "
          "580.65.06, or build with an older toolkit. 'the provided PTX was compiled with an unsupported "
