@@ -31,7 +31,8 @@ from pathlib import Path
 import pytest
 
 import helpers
-from archaudit.cli import example_wheel, main
+from archaudit.cli import main
+from archaudit.core import example_wheel
 from archaudit.findings import CODES, ERROR, INFO, Code
 
 LINE = 240
@@ -329,7 +330,9 @@ def test_a_record_named_by_a_fix_resolves_it(reports, tmp_path, monkeypatch):
     """The entry a K004 fix names, written into pyproject.toml as it stands, hides that finding."""
     rep, _, _ = reports["K004"]
     (f,) = [f for f in _findings(rep) if f["code"] == "K004"]
-    entry = RECORD.search(f["message"]).group(0).replace("<file:line>", "the host picks by architecture")
+    m = RECORD.search(f["message"])
+    assert m is not None
+    entry = m.group(0).replace("<file:line>", "the host picks by architecture")
     header, body = entry.split("]] ", 1)
     lines = [header + "]]"] + [f"{k} = {v}" for k, v in re.findall(r'(\w+) = ("[^"]*")', body)]
     (tmp_path / "pyproject.toml").write_text("[tool.archaudit]\n" + "\n".join(lines) + "\n", encoding="utf-8")
@@ -403,6 +406,7 @@ def test_real_wheels_say_their_verdict_and_fix_first(project, version, filename,
     text = _check([whl.name, *args], "text")
     found = _findings(rep)
     assert any(f["severity"] != INFO for f in found)
-    bad = [(f["code"], p, f["message"][:LINE]) for f in found
-           for p in verdict_and_fix_problems(Code(f["code"]), f["data"], f["message"])]
-    assert bad == [] and _line_problems(rep, text) == [], "\n".join(map(str, bad + _line_problems(rep, text)))
+    bad: list[tuple[str, ...]] = [(f["code"], p, f["message"][:LINE]) for f in found
+                                  for p in verdict_and_fix_problems(Code(f["code"]), f["data"], f["message"])]
+    bad += _line_problems(rep, text)
+    assert bad == [], "\n".join(map(str, bad))
