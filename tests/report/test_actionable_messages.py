@@ -176,11 +176,17 @@ def _real_inputs(work: Path) -> dict[str, list[str]]:
 
 def _check(args: list[str], fmt: str) -> str:
     """The report of `check` in one format, written to a file (as a CI step writes it)."""
-    out = Path(f"report.{fmt}")
+    return _check_all(args, (fmt,))[0]
+
+
+def _check_all(args: list[str], formats: tuple[str, ...]) -> list[str]:
+    """The report of one `check` in each format (one read, --also-write for the others)."""
+    outs = [Path(f"report.{fmt}") for fmt in formats]
+    also = [a for fmt, out in zip(formats[1:], outs[1:]) for a in ("--also-write", f"{fmt}={out}")]
     with redirect_stderr(io.StringIO()):
-        main(["check", "-q", "--no-timings", "--format", fmt, "-o", str(out),
+        main(["check", "-q", "--no-timings", "--format", formats[0], "-o", str(outs[0]), *also,
               *(["--no-config"] if "--config" not in args else []), *args])
-    return out.read_text(encoding="utf-8")
+    return [out.read_text(encoding="utf-8") for out in outs]
 
 
 def _dotted(label: str) -> str:
@@ -248,8 +254,11 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[dict, d
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(work)
         cases = {**_inputs(work), **_real_inputs(work)}
-        return {name: (json.loads(_check(args, "json")), json.loads(_check(args, "sarif")), _check(args, "text"))
-                for name, args in cases.items()}
+        out = {}
+        for name, args in cases.items():
+            rep, sarif, text = _check_all(args, ("json", "sarif", "text"))
+            out[name] = (json.loads(rep), json.loads(sarif), text)
+        return out
 
 
 def _findings(report: dict) -> list[dict]:
@@ -402,8 +411,8 @@ def test_real_wheels_say_their_verdict_and_fix_first(project, version, filename,
     whl = fetch(project, version, filename=filename)
     (tmp_path / whl.name).symlink_to(whl)
     monkeypatch.chdir(tmp_path)
-    rep = json.loads(_check([whl.name, *args], "json"))
-    text = _check([whl.name, *args], "text")
+    rep_text, text = _check_all([whl.name, *args], ("json", "text"))
+    rep = json.loads(rep_text)
     found = _findings(rep)
     assert any(f["severity"] != INFO for f in found)
     bad: list[tuple[str, ...]] = [(f["code"], p, f["message"][:LINE]) for f in found
