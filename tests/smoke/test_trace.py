@@ -431,6 +431,7 @@ def test_a_launch_from_a_cubin_stored_as_a_zstd_frame_is_tied_to_its_container(t
     inv = inventory([lib], {m.size for m in t.modules})
     (li, ci, ei), = [(s.library, s.container, s.entry) for s in inv.by_hash[hashlib.sha256(image).hexdigest()]]
     c = inv.libraries[li][1].containers[ci]
+    assert ei is not None  # tied by its bytes, so the entry is known
     assert (c.role, c.offset, c.entries[ei].compression, c.entries[ei].size) == ("cubin", at, "zstd", len(image))
     assert inv.index_loose([str(lib)], t.modules) == [] and inv.loose == {}
     rows = trace.judge_trace(t, inv, H100, (13, 0))
