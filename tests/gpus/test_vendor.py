@@ -114,6 +114,15 @@ def test_a_release_newer_than_the_table_is_judged_by_its_lines_newest_row_with_a
     assert w["data"]["library"] == "NCCL 2.0 for CUDA 13" and findings(rep, "K005")
 
 
+def test_cudss_on_windows_is_identified_by_its_dll_name():
+    """nvidia-cudss-cu12 1.0.0.35 win_amd64 ships cudss64_1.dll, whose bytes hold CUDSS_JIT_CACHE_DIR
+    (measured in the census): the cuDSS row, as for libcudss.so.0. Before, only the .so spelling was
+    in the table and the DLL's per-container gaps failed as a project's own code (K001, K004)."""
+    row = vendor.identify("cudss64_1.dll", ("CUDSS_JIT_CACHE_DIR",), (12, 9))
+    assert row is not None and row.library.startswith("cuDSS") and row.dispatches
+    assert vendor.identify("cudss64_1.dll", (), (12, 9)) is None
+
+
 def test_rows_by_release():
     """The row of a release: cuDNN by its version and the CUDA release that built it; a CUDA
     major the table does not know takes its newest line; a version it does not know, the newest
