@@ -707,7 +707,7 @@ def rule_k005(f: LibraryFacts) -> list[Finding]:
     cannot launch from their own container: the vendor's host code picks a container per GPU,
     as its vendor builds and tests it. One finding per library, naming the row."""
     if f.vendor is None:
-        return []
+        return _k005_static(f)
     gaps = [g for g in f.kernel_gaps if g.verdict == "dispatched"]
     if not gaps:
         return []
@@ -723,6 +723,35 @@ def rule_k005(f: LibraryFacts) -> list[Finding]:
                                     f"each GPU (data/vendor.json, {f.vendor.source})",
                     kernels=names[:100], kernel_count=len(names), containers=len(units), fails=gpus,
                     library=f.vendor.library, range=f.vendor.text)]
+
+
+def _k005_static(f: LibraryFacts) -> list[Finding]:
+    """K005 for a vendor's code linked statically into a project's library: one finding per
+    vendor row, naming the containers the vendor's kernel-name convention names."""
+    rows: dict[str, list[KernelGap]] = defaultdict(list)
+    owners = {}
+    for g in f.kernel_gaps:
+        own = next((x for i in g.units if (x := f.static[i]) is not None), None) if g.verdict == "dispatched" else None
+        if own is not None:
+            rows[own.library].append(g)
+            owners[own.library] = own
+    out = []
+    for row, gaps in rows.items():
+        own = owners[row]
+        names = sorted({g.name for g in gaps if g.name is not None})
+        units = {i for g in gaps for i in g.units}
+        gpus = sorted({x for g in gaps for x in g.fails}, key=_label_key)
+        base = f.path.rsplit("/", 1)[-1]
+        out.append(finding(Code.K005, f.path, f"{f.path}: {_kernels_phrase(names, 0)} in {len(units)} "
+                                           f"container{'s' * (len(units) != 1)} have no code for "
+                                           f"{', '.join('sm_' + x for x in gpus)} (claimed) in their own container; "
+                                           f"they are {own.library} linked statically into {base} ({own.evidence}, "
+                                           f"and {own.row.library}'s kernel-name convention names every kernel of "
+                                           f"those containers), which its vendor documents for {own.text}: its host "
+                                           f"code picks the container for each GPU (data/vendor.json, {own.source})",
+                           kernels=names[:100], kernel_count=len(names), containers=len(units), fails=gpus,
+                           library=own.library, range=own.text, linked_into=base))
+    return out
 
 
 def _first(items: list[str]) -> str:
