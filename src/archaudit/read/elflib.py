@@ -133,7 +133,7 @@ def _host_elf(f: OpenFile, h: elf.Header) -> Library:
     if dyn:
         src.capture(dyn.offset, dyn.offset + dyn.filesz, on_dynamic)
     scan = LibraryScan(path, size, f.settings)
-    found = scan.run(src, _zones(size, segments))
+    found = scan.run(src, _zones(size, segments, h.machine))
     problems = found.problems
     sections: list[elf.Section] = []
     if h.shnum:
@@ -168,7 +168,7 @@ def _host_elf(f: OpenFile, h: elf.Header) -> Library:
                    tuple(found.runtimes))
 
 
-def _zones(size: int, segments: tuple[elf.Segment, ...]) -> list[Zone]:
+def _zones(size: int, segments: tuple[elf.Segment, ...], isa: int | None = None) -> list[Zone]:
     """Which patterns to search where, from the program headers. Containers are searched for in
     every byte: a library may load device code from its own .text or from bytes no segment maps
     (cuModuleLoadData on an image it reads itself). Wrapper records only matter in writable
@@ -177,7 +177,7 @@ def _zones(size: int, segments: tuple[elf.Segment, ...]) -> list[Zone]:
     loads = sorted((s for s in segments if s.type == elf.PT_LOAD and s.filesz), key=lambda s: s.offset)
     containers = LibraryScan.patterns(code=True, strings=False)
     if not loads:
-        return [Zone(0, size, LibraryScan.patterns(code=True, data=True, machine=True))]
+        return [Zone(0, size, LibraryScan.patterns(code=True, data=True, machine=True, isa=isa))]
     # Separate-code layouts map the ELF header (offset 0) read-only and start machine code on a
     # page of its own; older ones map header, .text, .rodata and .nv_fatbin in one R+X segment.
     separate = not loads[0].executable and loads[0].offset == 0
@@ -190,8 +190,8 @@ def _zones(size: int, segments: tuple[elf.Segment, ...]) -> list[Zone]:
         if stop <= start:
             continue
         if seg.executable:
-            pats = (LibraryScan.patterns(code=True, strings=False, machine=True) if separate
-                    else LibraryScan.patterns(code=True, machine=True))
+            pats = (LibraryScan.patterns(code=True, strings=False, machine=True, isa=isa) if separate
+                    else LibraryScan.patterns(code=True, machine=True, isa=isa))
         elif seg.writable:
             pats = LibraryScan.patterns(code=True, data=True, strings=False)
         else:
