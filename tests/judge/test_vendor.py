@@ -168,6 +168,10 @@ def test_a_vendors_code_linked_statically_is_judged_by_its_row(capsys):
     assert rc == 0 and k["data"]["kernels"] == ["maxwell_sgemm_128x64_nn"] and k["data"]["fails"] == ["90"]
     assert k["data"]["library"] == "cuBLAS for CUDA 13" and k["data"]["linked_into"] == "libproject_blas.so"
     assert "linked statically into libproject_blas.so" in k["message"] and not findings(rep, "K001")
+    rc, rep = run(capsys, str(STATIC / "libproject_blas.so"), "--gpu", "H100")  # the same answer to --gpu
+    assert rc == 0 and [f["data"]["gpu"] for f in findings(rep, "G008")] == ["H100"] and not findings(rep, "G009")
+    rc, rep = run(capsys, str(VENDOR / "static_unsaid/libproject_blas.so"), "--gpu", "H100")
+    assert rc == 1 and findings(rep, "G009")
 
 
 def test_without_the_vendors_string_the_vendor_named_container_is_the_projects(capsys):
