@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 from archaudit.smoke import child, probes, reference, worker_steps
 from archaudit.smoke.report import FAIL, PASS, SKIP, Row
@@ -23,7 +24,7 @@ NAMED_TAIL = ("[cuda_backend.cpp:1242] weights_blob 'forward_weights_blob' not f
 
 
 def ctx(tmp_path: Path, **kw) -> probes.ProbeContext:
-    base = dict(python=sys.executable, distribution="executorch", version="1.2.0", requires=(),
+    base: dict[str, Any] = dict(python=sys.executable, distribution="executorch", version="1.2.0", requires=(),
                 location=str(tmp_path), files=(), gpus=(H200,), gpu_error=None, require_gpu=True, timeout=60.0,
                 workdir=str(tmp_path), child_env={})
     base.update(kw)
@@ -133,7 +134,7 @@ def test_the_runtime_reads_buffers_that_live_as_long_as_the_module(tmp_path):
     pte, ptd = tmp_path / "model.pte", tmp_path / "aoti_cuda_blob.ptd"
     pte.write_bytes(b"PTE" * 1000)
     ptd.write_bytes(b"PTD" * 100)
-    given: list[tuple[bytes, ...]] = []
+    given: list[tuple[int, ...]] = []
 
     def runtime(*buffers: bytes) -> object:  # like the pybindings: remembers where, not what
         given.append(tuple(id(b) for b in buffers))
@@ -192,3 +193,25 @@ def test_device_load_verdict_holds_the_driver_to_check_s_ptx_floor() -> None:
     assert _coverage(late, H200, (13, 4))[0] and _coverage(late, H200, None)[0]
     runs, why, failing = _coverage(named, H200, (13, 0))
     assert (runs, failing) == (False, ("D001",)) and _coverage(named, H200, (13, 4))[0]
+
+
+def test_the_referee_loads_a_cubin_kept_as_a_zstd_frame_as_the_library_does(tmp_path):
+    """device-load hands the driver what the library hands it: a cubin kept as a bare zstd frame
+    (tests/fixtures/cuda/bin/lib_zstd_cubin_sm80.so) is decoded in archaudit's process into the
+    scratch directory, and that file is the spec the child loads; other containers stay in place."""
+    import zstandard
+
+    from archaudit.read.library import scan_file
+    from archaudit.smoke import device_load
+
+    cuda = Path(__file__).parents[1] / "fixtures" / "cuda" / "bin"
+    framed, plain = str(cuda / "lib_zstd_cubin_sm80.so"), str(cuda / "lib_embedded_cubin_sm80.so")
+    items = device_load.decoded(device_load.plan([(p, scan_file(p)) for p in (framed, plain)]), str(tmp_path))
+    (spec, other) = [it.spec() for it in items]
+    c = items[0].container
+    with open(framed, "rb") as f:
+        f.seek(c.offset)
+        expected = zstandard.ZstdDecompressor().decompressobj().decompress(f.read(c.size))
+    assert (spec["offset"], spec["size"]) == (0, len(expected))
+    assert Path(str(spec["file"])).read_bytes() == expected and expected[:4] == b"\x7fELF"
+    assert (other["file"], other["offset"]) == (plain, items[1].container.offset)
