@@ -547,7 +547,10 @@ _CODES = [
          "named for one architecture, curand's single-architecture containers), and the vendor builds "
          "and tests the library for that range: a per-kernel gap there is its dispatch, not a crash. "
          "A GPU in the range for which the library carries no loadable code at all is still G001; a "
-         "library its bytes do not identify is judged kernel by kernel (K001, K004).",
+         "library its bytes do not identify is judged kernel by kernel (K001, K004). The same holds for "
+         "a vendor's code linked statically into a project's library: a container every kernel of which "
+         "the vendor's kernel-name convention names (data/vendor.json static_kernels), in a library whose "
+         "bytes hold the vendor's string.",
          "Nothing; the row names the vendor's documentation.",
          "nvidia/cu13/lib/libcublasLt.so.13: 1380 kernels in 760 containers have no code for 7.5 (claimed) in "
          "their own container, as its vendor dispatches them: it is cuBLAS for CUDA 13, which its vendor "

@@ -168,7 +168,7 @@ def _kernel_verdict(f: LibraryFacts, i: int, name: str, codes: tuple[NvCode, ...
                     carriers: dict[CC, dict[str, list[int]]]) -> tuple[Verdict, tuple[int, ...]]:
     """What the binary says about kernel ``name`` of unit ``i`` missing GPU ``cc``, and the other
     units that give ``cc`` a kernel of that name (for "elsewhere")."""
-    said = _own_verdict(f, f.paths[cc].choices[i], name, codes, specialised, cc)
+    said = _own_verdict(f, i, f.paths[cc].choices[i], name, codes, specialised, cc)
     if said is not None:
         return said, ()
     if cc not in carriers:
@@ -181,7 +181,7 @@ def _kernel_verdict(f: LibraryFacts, i: int, name: str, codes: tuple[NvCode, ...
     return ("elsewhere" if others else "fails"), others
 
 
-def _own_verdict(f: LibraryFacts, choice: Choice, name: str, codes: tuple[NvCode, ...], specialised: bool,
+def _own_verdict(f: LibraryFacts, i: int, choice: Choice, name: str, codes: tuple[NvCode, ...], specialised: bool,
                  cc: CC) -> Verdict | None:
     """What the kernel's own container, name and library say of its gap on ``cc``, before any
     other container is looked at; None where they say nothing."""
@@ -189,6 +189,8 @@ def _own_verdict(f: LibraryFacts, choice: Choice, name: str, codes: tuple[NvCode
         return "specialised"
     if f.vendor is not None and f.vendor.dispatches:  # in its documented range: its host picks the container
         return "stated" if any(s.excuses(name, cc) for s in f.statements) else "dispatched"
+    if f.static and (own := f.static[i]) is not None and own.covers(cc):
+        return "dispatched"  # a vendor's code linked statically, in its documented range: its host picks
     if choice.runs == "none" and choice.code is not None:
         return "fails"  # the driver picks its PTX and cannot compile it
     if any(s.excuses(name, cc) for s in f.statements):
@@ -245,6 +247,9 @@ class LibraryFacts:
     # (data/vendor.json): judged by that contract, not kernel by kernel (K005, G016, G019).
     vendor: vendors.Identified | None = None
     undated: Floor | None = None  # the floor of a cubin that records no toolkit (undated_floor)
+    # aligned with ``units`` (empty where none is): the vendor whose code a unit is, linked
+    # statically into this library (``_static_units``), judged by that vendor's row in its range
+    static: tuple[vendors.Identified | None, ...] = ()
 
     @property
     def path(self) -> str:
@@ -442,13 +447,43 @@ def library_facts(lib: Library, claim: Claim | None, policy: Policy, package: in
     said = arch.library_statements(lib.path.rsplit("/", 1)[-1], lib.statements)
     paths = {cc: gpu_path(cc, units, runtime, policy.driver_os, built, linker, said, undated) for cc in gpus}
     codes = tuple(c for u in units for c in u.codes)
-    contract = None
-    if codes:
-        contract = vendors.identify(lib.path.rsplit("/", 1)[-1], lib.statements, built_by(codes, runtime))
+    contract, static = _vendor_code(lib, units, codes, runtime)
     if contract is not None:
         paths = _vendor_floored(paths, contract, policy.driver_os)
     return LibraryFacts(lib, claim, policy, tuple(units), codes, reloc, amd, stubs_only, runtime, paths, contract,
-                        undated)
+                        undated, static)
+
+
+def _vendor_code(lib: Library, units: list[Unit], codes: tuple[NvCode, ...], runtime: Floor | None
+                 ) -> tuple[vendors.Identified | None, tuple[vendors.Identified | None, ...]]:
+    """The vendor library it is (its contract), else which of its units are a vendor's code
+    linked in statically (``_static_units``); neither without NVIDIA code."""
+    if not codes:
+        return None, ()
+    built = built_by(codes, runtime)
+    contract = vendors.identify(lib.path.rsplit("/", 1)[-1], lib.statements, built)
+    if contract is not None:
+        return contract, ()
+    return None, _static_units(units, lib.statements, built)
+
+
+def _static_units(units: list[Unit], carried: tuple[str, ...],
+                  built: CC | None) -> tuple[vendors.Identified | None, ...]:
+    """Which units of a library that is no vendor library are a vendor's code linked in
+    statically (vendors.identify_static): the library's own bytes hold the vendor's identity or
+    version string, and every kernel of the unit is named by the vendor's convention
+    (data/vendor.json 'static_kernels'). A unit whose kernels were not read, that defines none,
+    or that holds one kernel the convention does not name stays the project's own (fail closed).
+    Empty where no unit is."""
+    found = vendors.identify_static(carried, built)
+    if not found:
+        return ()
+    out: list[vendors.Identified | None] = []
+    for u in units:
+        names = u.kernels if u.identified else frozenset()
+        out.append(next((ident for lib, ident in found if names and lib.static_kernels is not None
+                         and all(lib.static_kernels.match(k) for k in names)), None))
+    return tuple(out) if any(x is not None for x in out) else ()
 
 
 def _units(judged: list[tuple[int, Container]]) -> list[Unit]:

@@ -1,12 +1,16 @@
 """Vendor libraries judged by their vendor's documented, versioned contract (data/vendor.json):
 GPUs outside the documented range (G016), a release newer than the table (G020), and kernels its
-host code dispatches per GPU (K005)."""
+host code dispatches per GPU (K005), in a vendor library or in a vendor's code linked statically
+into a project's library."""
 
 from __future__ import annotations
 
+from collections import defaultdict
+
 from ...findings import Code, Finding
+from ...gpus import vendor as vendors
 from ...gpus.cuda import label
-from ..facts import LibraryFacts
+from ..facts import KernelGap, LibraryFacts
 from .common import count_phrase, dotted, finding, kernels_phrase, label_key, library_rule
 from .named import named_gpus
 
@@ -50,7 +54,7 @@ def rule_k005(f: LibraryFacts) -> list[Finding]:
     cannot launch from their own container: the vendor's host code picks a container per GPU,
     as its vendor builds and tests it. One finding per library, naming the row."""
     if f.vendor is None:
-        return []
+        return _k005_static(f)
     gaps = [g for g in f.kernel_gaps if g.verdict == "dispatched"]
     if not gaps:
         return []
@@ -69,6 +73,38 @@ def rule_k005(f: LibraryFacts) -> list[Finding]:
                                     f"{f.vendor.source})",
                     kernels=names[:100], kernel_count=len(names), containers=len(units), fails=gpus,
                     library=f.vendor.library, range=f.vendor.text)]
+
+
+def _k005_static(f: LibraryFacts) -> list[Finding]:
+    """K005 for a vendor's code linked statically into a project's library: one finding per
+    vendor row, for the containers every kernel of which the vendor's convention names."""
+    rows: dict[str, list[KernelGap]] = defaultdict(list)
+    owners: dict[str, vendors.Identified] = {}
+    for g in f.kernel_gaps:
+        own = next((x for i in g.units if (x := f.static[i]) is not None), None) if g.verdict == "dispatched" else None
+        if own is not None:
+            rows[own.library].append(g)
+            owners[own.library] = own
+    out = []
+    base = f.path.rsplit("/", 1)[-1]
+    for row, gaps in rows.items():
+        own = owners[row]
+        names = sorted({g.name for g in gaps if g.name is not None})
+        units = {i for g in gaps for i in g.units}
+        gpus = sorted({x for g in gaps for x in g.fails}, key=label_key)
+        what = kernels_phrase(names, 0)
+        have = "has" if len(names) == 1 else "have"
+        out.append(finding(Code.K005, f.path, f"{f.path}: {count_phrase(names, 0)} in {len(units)} "
+                                           f"container{'s' * (len(units) != 1)} {have} no code for {dotted(gpus)} "
+                                           f"(claimed) in their own container, as its vendor dispatches them: they "
+                                           f"are {own.library} linked statically into {base}, which its vendor "
+                                           f"documents for {own.text}, and its host code picks the container for "
+                                           f"each GPU. {what[:1].upper() + what[1:]}; {own.evidence}, and "
+                                           f"{own.row.library}'s kernel-name convention names every kernel of those "
+                                           f"containers (data/vendor.json, {own.source})",
+                           kernels=names[:100], kernel_count=len(names), containers=len(units), fails=gpus,
+                           library=own.library, range=own.text, linked_into=base))
+    return out
 
 
 __all__ = [
