@@ -6,7 +6,7 @@ rendered as JSON (time, peak memory, JSON bytes, findings and the JSON entries t
 
     python benchmarks/bench_hostile.py [--sizes 1,4,16] [--only NAME] [--wheel-sizes 1,16,64]
 
-Figures are quoted in docs/threat-model.md ("Bounded work").
+Figures are recorded in records/hostile.md (docs/threat-model.md, "Bounded work", says the bounds).
 """
 
 from __future__ import annotations

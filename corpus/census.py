@@ -1,4 +1,4 @@
-"""The census table (docs/census.md): every corpus wheel's verdict for popular GPUs.
+"""The census table (records/census.md): every corpus wheel's verdict for popular GPUs.
 
     python -m corpus.census --results results.json --markdown table.md
 

@@ -16,7 +16,7 @@ from typing import Any, Literal
 import tomllib
 
 MANIFEST = Path(__file__).resolve().parent / "manifest.toml"
-CENSUS = Path(__file__).resolve().parent / "census.toml"  # the census of the index (docs/census.md)
+CENSUS = Path(__file__).resolve().parent / "census.toml"  # the census of the index (records/census.md)
 MANIFESTS = (MANIFEST, CENSUS)
 Verdict = Literal["runs", "fails"]
 VERDICTS: tuple[Verdict, ...] = ("runs", "fails")

@@ -245,7 +245,7 @@ def describe(res: WheelResult) -> list[str]:
 
 
 def table(results: list[WheelResult]) -> str:
-    """The agreement table (Markdown), as docs/corpus.md and the status file show it."""
+    """The agreement table (Markdown), as records/corpus.md and the status file show it."""
     rows = ["| id | wheel | platform | stack | libraries agreeing | exit (expected) | agrees | seconds |",
             "|---|---|---|---|---|---|---|---|"]
     for r in results:

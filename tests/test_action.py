@@ -275,6 +275,8 @@ def test_the_example_workflow_pins_commits_and_uses_real_inputs() -> None:
     if shown.returncode != 0:
         pytest.skip("no git history here to look the pinned commit up in")
     assert set(yaml.safe_load(shown.stdout)["inputs"]) >= set(audit["with"])  # the pinned action takes them
+    # and it is this action.yml: a pin to an older one hands users the bugs fixed since (args split on spaces)
+    assert shown.stdout == (REPO / "action.yml").read_text(encoding="utf-8"), "repin the example to this action.yml"
     upload = next(s for s in steps if str(s.get("uses", "")).startswith("github/codeql-action/upload-sarif@"))
     assert upload["with"]["sarif_file"] == audit["with"]["output"] and audit["with"]["format"] == "sarif"
     parser = build_parser()

@@ -1,4 +1,4 @@
-"""The census (corpus/census.toml, docs/census.md): loaded with the corpus, broad, sourced, and tabled.
+"""The census (corpus/census.toml, records/census.md): loaded with the corpus, broad, sourced, and tabled.
 
 The wheels themselves are checked by tests/test_corpus.py (those marked ``ci = true``, within CI's
 budget) and all of them by ``python -m corpus.run``; here the census is held to its promise:

@@ -97,3 +97,75 @@ def test_console_blocks_print_what_they_show(command: str, output: str, status: 
     strip = lambda text: re.sub(r" in \d+\.\d+ s", "", text)  # noqa: E731
     assert strip(out) == strip(output)
     assert rc == status
+
+
+# ---- the user docs guide users: history lives in git, measurements in records/ ----
+
+USER_DOCS = ["README.md", "ARCHITECTURE.md", "CONTRIBUTING.md", "CHANGELOG.md",
+             *sorted(p.relative_to(REPO).as_posix() for p in (REPO / "docs").glob("*.md"))]
+# A commit id, short or full, on its own, digits only included (not a library's auditwheel hash
+# `libx-294d6944.so`, not `0x…`; counts are written with thousands separators);
+# `uses: owner/action@<sha>` pins another project's action and is what the docs advise.
+COMMIT_ID = re.compile(r"(?<![\w./@-])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}(?![\w/-])")
+NOTEBOOK = {
+    "a commit id": COMMIT_ID,
+    "an issue number": re.compile(r"\bissues? #?\d+", re.I),
+    "a date": re.compile(r"\b20\d\d-[01]\d-[0-3]\d\b"),
+    "a word of the workplace": re.compile(r"\bsessions?\b|\bhelper\b|\bworkplace\b|\bdevice tool\b|farm-bench", re.I),
+}
+
+
+def notebook_lines(text: str) -> list[str]:
+    """Each line of a user doc that reads like a lab notebook, with what it names."""
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        for what, pattern in NOTEBOOK.items():
+            if m := pattern.search(line):
+                out.append(f"{n}: {what} {m.group(0)!r}: {line.strip()[:100]}")
+    return out
+
+
+@pytest.mark.parametrize("doc", USER_DOCS)
+def test_user_docs_name_no_commit_issue_date_or_workplace(doc: str) -> None:
+    text = (REPO / doc).read_text(encoding="utf-8")
+    found = notebook_lines(text)
+    if doc == "docs/mutation.md":  # mutation scores stay there: method plus numbers, dated, with their commit
+        found = [entry for entry in found if not re.match(r"\d+: (a commit id|a date) ", entry)]
+    assert found == [], f"{doc}: move measurements to records/, history to git"
+
+
+@pytest.mark.parametrize("line,what", [
+    ("All 137 agreed at main 91ed825; since then", "a commit id"),
+    ("fixed in `75d223e`.", "a commit id"),
+    ("where main 6639437 held 546 MiB", "a commit id"),
+    ("From a fresh clone of e7cdd90f1b2a3c4d5e6f7a8b9c0d1e2f3a4b5c6d, with", "a commit id"),
+    ("see issue 37 for the floors", "an issue number"),
+    ("(Issue #12)", "an issue number"),
+    ("measured on 2026-12-01", "a date"),
+    ("the helper that ran it", "a word of the workplace"),
+])
+def test_the_notebook_check_catches(line: str, what: str) -> None:
+    assert [entry.split(" '")[0] for entry in notebook_lines(line)] == [f"1: {what}"]
+
+
+@pytest.mark.parametrize("line", [
+    "torch/lib/libcusparseLt-294d6944.so.0 is cuSPARSELt", "offset 0x4a0c3f1", "524288 findings", "2,097,153 findings",
+    "an effaced label", "a version 1.2.3456789",
+    "uses: github/codeql-action/upload-sarif@8aad20d150bbac5944a9f9d289da16a4b0d87c1e  # v4.36.2",
+    "tests/helpers.py builds records", "a sha256 of 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+])
+def test_the_notebook_check_passes(line: str) -> None:
+    assert notebook_lines(line) == []
+
+
+RECORDS = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "records").rglob("*.md"))
+
+
+@pytest.mark.parametrize("doc", USER_DOCS + RECORDS)
+def test_every_relative_link_of_a_user_doc_resolves(doc: str) -> None:
+    """A measurement moved to records/ leaves a link behind; each, and each of a record, must lead somewhere."""
+    text = (REPO / doc).read_text(encoding="utf-8")
+    for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
+        if re.match(r"[a-z]+:", target):
+            continue
+        assert ((REPO / doc).parent / target).exists(), f"{doc}: {target}"

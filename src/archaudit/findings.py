@@ -251,10 +251,11 @@ _CODES = [
          "lib/libk.so: 12 of 14 device-code entries not decoded (--fast): kernels, cubin flags and "
          "PTX .target unverified"),
     CodeInfo(Code.E020, ERROR, "unsupported library format",
-         "The library is a format archaudit does not read: a 32-bit or big-endian ELF. Its device code "
-         "cannot be verified.",
+         "The library is a format archaudit does not read: a big-endian ELF, or a 32-bit ELF that carries "
+         "device code (its headers are not read, so what it loads cannot be placed). Its device code cannot "
+         "be verified.",
          "Only 64-bit little-endian ELF, PE32 and PE32+ (Windows) and Mach-O (macOS) libraries are audited.",
-         "lib32/libfoo.so: 32-bit ELF is not supported"),
+         "lib32/libfoo.so: unsupported library format: a 32-bit ELF carrying device code (1 container(s))"),
     CodeInfo(Code.E021, ERROR, "malformed PE",
          "A Windows library (.dll/.pyd) is not a well-formed PE image: no PE signature (an MS-DOS "
          "program), headers or section table outside the file, a section's data past the end, an "

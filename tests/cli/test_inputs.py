@@ -143,7 +143,7 @@ def test_a_library_in_a_directory_is_still_read_however_it_is_named(tmp_path):
 
 @pytest.mark.parametrize("ident, code, words", [
     (b"\x7fELF" + bytes(60), "E010", "malformed ELF: ELF class 0 is neither 32-bit (1) nor 64-bit (2)"),
-    (b"\x7fELF\x01\x01" + bytes(58), "E020", "unsupported library format: 32-bit ELF is not supported"),
+    (b"\x7fELF\x01\x01" + bytes(58), "E010", "malformed ELF: 32-bit ELF header of version 0 and size 0"),
     (b"\x7fELF\x02\x02" + bytes(58), "E020", "unsupported library format: big-endian ELF is not supported"),
     (b"\x7fELF\x02\x07" + bytes(58), "E010", "malformed ELF: ELF data encoding 7 is neither"),
 ])

@@ -114,3 +114,29 @@ def test_the_api_takes_a_requirement_and_the_schema_its_origin(tmp_path: Path, s
     _, doc = check_json(tmp_path, "--arch", "80;90", "--index-url", f"{server.url}/simple/", "gpu-example==1.0")
     schema = json.loads(resources.files("archaudit").joinpath("data", "report.schema.json").read_text("utf-8"))
     jsonschema.validate(doc, schema)
+
+
+@pytest.mark.parametrize("python, chosen", [(None, "gpu_example-1.0-py3-none-linux_x86_64.whl"),
+                                            ("3.10", "gpu_example-2.0-cp310-cp310-linux_x86_64.whl"),
+                                            ("310", "gpu_example-2.0-cp310-cp310-linux_x86_64.whl"),
+                                            ("3.9", "gpu_example-1.0-py3-none-linux_x86_64.whl")])
+def test_python_version_chooses_the_wheel_that_python_installs(tmp_path: Path, python: str | None,
+                                                               chosen: str) -> None:
+    """As pip's --python-version: a cp310 wheel (2.0) is chosen for 3.10 only; every other Python,
+    this one included, takes the newest wheel it installs, the pure-Python-tagged 1.0."""
+    served = tmp_path / "served"
+    served.mkdir()
+    shutil.copy(EXAMPLE, served / EXAMPLE.name)
+    shutil.copy(EXAMPLE, served / "gpu_example-2.0-cp310-cp310-linux_x86_64.whl")
+    args = ["--arch", "80;90", "--platform", "linux_x86_64", *(["--python-version", python] if python else [])]
+    with serving(str(served)) as srv:
+        _, doc = check_json(tmp_path, *args, "--index-url", f"{srv.url}/simple/", "gpu-example>=1.0")
+    assert doc["targets"][0]["origin"]["file"] == chosen
+
+
+@pytest.mark.parametrize("bad", ["banana", "3", "3.12.1", ""])
+def test_a_python_version_pip_would_refuse_is_a_usage_error(bad: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(["check", "--no-config", "--arch", "80", "--python-version", bad, "gpu-example==1.0"])
+    assert e.value.code == 2
+    assert "--python-version" in capsys.readouterr().err

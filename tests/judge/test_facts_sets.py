@@ -21,8 +21,9 @@ from hypothesis import given, settings, strategies as st
 
 from archaudit.claims import parse_claim
 from archaudit.gpus.selection import NOTHING, Choice, choose
-from archaudit.judge import facts, rules
+from archaudit.judge import facts, paths, rules
 from archaudit.judge.facts import KernelGap, LibraryFacts, label, labels_of, library_facts, named_architectures
+from archaudit.judge.floors import entry_floor, unit_release
 from archaudit.judge.policy import NvidiaGpu, Policy
 from archaudit.model import CODE_OBJECT, DEVICE_LINK, EXECUTABLE, HIP, LTO, PTX, SASS, Container, Entry, Library
 from archaudit.read.library import scan_file
@@ -107,8 +108,8 @@ def reference_available(f: LibraryFacts, gpu: CC) -> set[str]:
 def reference_floor(f: LibraryFacts, gpu: CC) -> facts.Floor | None:
     units = list(f.units)
     choices = list(f.paths[gpu].choices)
-    built = facts._unit_release(tuple(c for u in units for c in u.codes))
-    floors = [facts._code_floor(c.code, f.undated, f.policy.driver_os, facts._unit_release(u.codes) or built)
+    built = unit_release(tuple(c for u in units for c in u.codes))
+    floors = [entry_floor(c.code, f.undated, f.policy.driver_os, unit_release(u.codes) or built)
               for u, c, needed in zip(units, choices, reference_needed(units, choices, reference_excused(f, gpu)))
               if needed and c.code is not None]
     if floors and f.runtime is not None:
@@ -156,8 +157,8 @@ def assert_agrees(f: LibraryFacts) -> None:
             asked = choose(u.container, u.codes, cc, f.linker is not None)  # one per container shape is exact
             assert choice == asked or (choice == NOTHING and asked.code in path.dead)
         units, choices = list(f.units), list(path.choices)
-        assert facts._needed(units, choices, list(path.given)) == reference_needed(units, choices)
-        assert facts._needed(units, choices, list(path.given), facts.excused_on(cc, f.statements)) == \
+        assert paths._needed(units, choices, list(path.given)) == reference_needed(units, choices)
+        assert paths._needed(units, choices, list(path.given), paths.excused_on(cc, f.statements)) == \
             reference_needed(units, choices, reference_excused(f, cc))
         want = reference_floor(f, cc)
         if want is not None and want.kind == "gpu":  # the GPU's own floor: the same floor, in its own words
@@ -254,7 +255,7 @@ def test_a_kernel_run_natively_elsewhere_keeps_a_jit_only_unit_unused():
     assert_agrees(f)
     units, on80, on86 = list(f.units), f.paths[(8, 0)], f.paths[(8, 6)]
     assert [c.runs for c in on80.choices] == ["native", "jit"]
-    assert facts._needed(units, list(on80.choices), list(on80.given)) == [True, False]
+    assert paths._needed(units, list(on80.choices), list(on80.given)) == [True, False]
     assert [c.runs for c in on86.choices] == ["native", "jit"]  # sm_80 runs on 8.6 too
     assert on80.floor is not None and "PTX" not in on80.floor.evidence
 

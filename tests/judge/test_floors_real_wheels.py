@@ -72,6 +72,20 @@ def test_the_cuda_runtime_version_is_read_from_its_own_code(name, version, membe
     assert library.runtimes == (runtime,)
 
 
+@pytest.mark.parametrize("name, version, filename, member, runtime", [
+    # NCCL links cudart_static (no libcudart NEEDed); its ncclGetVersion has the same shape and
+    # returns 23203, which is not a CUDA runtime's version and is not read as one
+    pytest.param("nvidia-nccl-cu13", "2.32.3", "nvidia_nccl_cu13-2.32.3-py3-none-manylinux_2_27_aarch64.whl",
+                 "libnccl.so.2", "13.4", marks=census),  # 305 MB
+    ("nvidia-cuda-runtime-cu12", "12.4.127", "nvidia_cuda_runtime_cu12-12.4.127-py3-none-manylinux2014_aarch64.whl",
+     "libcudart.so.12", "12.4"),  # the runtime itself
+])
+def test_the_cuda_runtime_version_is_read_from_its_own_aarch64_code(name, version, filename, member, runtime):
+    inv = inventory(str(fetch(name, version, filename=filename)), decode=False)
+    (library,) = [lib for lib in inv.libraries if lib.path.endswith(member)]
+    assert library.runtimes == (runtime,)
+
+
 @census
 def test_nccl_cu11_floor_is_its_static_runtime_family():
     """libnccl.so.2 of nvidia-nccl-cu11 2.21.5 NEEDs no libcudart: the CUDA 11.0 runtime it carries

@@ -140,6 +140,19 @@ def test_the_driver_floor_is_the_vendors_documented_minimum():
     assert row is not None and row.row.driver("linux") == "525.60.13" and row.row.driver("windows") == "527.41"
 
 
+def test_cuptis_profiling_library_is_identified_by_name_and_bytes(capsys, tmp_path):
+    """libnvperf_host.so carrying "NVPW_CUDA_LoadDriver" is CUPTI's Profiling API library: its gap
+    on 8.0 is its dispatch (K005); the same containers under that name without the string are
+    judged kernel by kernel (K001)."""
+    rc, rep = run(capsys, str(VENDOR / "nvperf/libnvperf_host.so"), "--arch", "80;90")
+    (k,) = findings(rep, "K005")
+    assert rc == 0 and k["data"]["library"] == "CUPTI Profiling API (NVPW) for CUDA 13"
+    unsaid = tmp_path / "libnvperf_host.so"
+    unsaid.write_bytes((VENDOR / "cublas_unsaid/libcublasLt.so.13").read_bytes())
+    rc, rep = run(capsys, str(unsaid), "--arch", "80;90")
+    assert rc == 1 and findings(rep, "K001") and not findings(rep, "K005")
+
+
 # ---- NVIDIA's own wheels with their documented claims ----
 
 CUDA13 = "75;80;86;89;90;100;103;120;121"
@@ -202,3 +215,26 @@ def test_nccl_cu11_carries_no_hopper_code(capsys):
                     filename="nvidia_nccl_cu11-2.21.5-py3-none-manylinux2014_x86_64.whl"))
     rc, rep = run(capsys, whl, "--gpu", "H100")
     assert rc == 1 and [f["data"]["runs"] for f in findings(rep, "G009")] == ["none"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,version,filename", [
+    ("nvidia-cuda-cupti-cu12", "12.9.79", "nvidia_cuda_cupti_cu12-12.9.79-py3-none-manylinux_2_25_x86_64.whl"),
+    ("nvidia-cuda-cupti-cu12", "12.9.79", "nvidia_cuda_cupti_cu12-12.9.79-py3-none-win_amd64.whl"),
+    ("nvidia-cuda-sanitizer-api-cu12", "12.9.79",
+     "nvidia_cuda_sanitizer_api_cu12-12.9.79-py3-none-manylinux_2_25_x86_64.whl"),
+])
+def test_cupti_and_compute_sanitizer_pass_cuda_12s_range(capsys, name, version, filename):
+    """CUDA 12's GPUs, 5.0 to 12.0: CUPTI and Compute Sanitizer are NVIDIA's, identified by their
+    bytes; their per-kernel gaps are their dispatch (K005, was K001 on the sanitizer). The
+    Profiling API's libraries (libnvperf_*) are documented for 7.0 and newer: 5.0 and 6.0 are
+    outside their range (G016), while the rest of the wheel runs there."""
+    rc, rep = run(capsys, str(fetch(name, version, filename=filename)), "--arch", "50;60;70;75;80;86;89;90;100;120")
+    assert rc == 0 and not findings(rep, "K001") and not findings(rep, "G001"), rep
+    outside = sorted(f["subject"].rsplit("/", 1)[-1] for f in findings(rep, "G016"))
+    if "cupti" in name:
+        assert [n.removeprefix("lib").removesuffix(".so").removesuffix(".dll") for n in outside] == [
+            "nvperf_host", "nvperf_target"], outside
+        assert all("the claimed 5.0, 6.0 are not supported" in f["message"] for f in findings(rep, "G016"))
+    else:
+        assert findings(rep, "K005") and not findings(rep, "G016")

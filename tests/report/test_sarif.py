@@ -36,7 +36,7 @@ def test_each_codes_rule_is_its_explain_text(code: str) -> None:
 
 def test_docs_codes_md_is_generated_from_the_code_table() -> None:
     text = (DOCS / "codes.md").read_text(encoding="utf-8")
-    assert text == sarif.rules_markdown(), "regenerate docs/codes.md with the command at its top"
+    assert text == sarif.rules_markdown(), "regenerate docs/codes.md: python tools/gen_docs.py"
     for code in CODES:  # each helpUri anchor is a heading GitHub names #<code in lower case>
         assert f"\n## {code}\n" in text
 

@@ -83,9 +83,10 @@ def test_fixture_libraries_all_load(fixture_report):
 
 
 def test_a_library_with_only_sm80_code_fails_naming_its_kernel(fixture_report):
+    gpu = gpu_row_name(fixture_report)
     r = rows(fixture_report, "device-load")["smoke_cuda/libsmoke_sm80.so"]
     assert r.status == FAIL
-    assert r.reason.startswith(f"all 2 container(s) answered on {gpu_row_name(fixture_report)} as predicted, with the JIT on and off: "
+    assert r.reason.startswith(f"all 2 container(s) answered on {gpu} as predicted, with the JIT on and off: "
                                f"2 with no code for this GPU; but its code does not run on every GPU here: GPU0: G009 ")
     assert "kernels that would fail with 'no kernel image is available': _Z11smoke_scalePffi" in r.reason
     assert dict(r.details)["answers"] == {"none: 209 / 209": 2}
@@ -93,9 +94,10 @@ def test_a_library_with_only_sm80_code_fails_naming_its_kernel(fixture_report):
 
 
 def test_ptx_only_code_runs_through_the_jit_and_is_refused_without_it(fixture_report):
+    gpu = gpu_row_name(fixture_report)
     r = rows(fixture_report, "device-load")["smoke_cuda/libsmoke_ptx80.so"]
     assert r.status == PASS, r.reason
-    assert r.reason.startswith(f"all 2 container(s) answered on {gpu_row_name(fixture_report)} as predicted, with the JIT on and off: "
+    assert r.reason.startswith(f"all 2 container(s) answered on {gpu} as predicted, with the JIT on and off: "
                                f"1 PTX JIT only, 1 with no code for this GPU (the JIT took ")
     # the JIT compiles it (0); with CUDA_DISABLE_PTX_JIT=1 the driver refuses it (223); the
     # empty device-link container nvcc adds has nothing for any GPU (209)
@@ -119,7 +121,8 @@ def test_relocatable_code_that_needs_linking_is_predicted_and_refused(fixture_re
     assert dict(r.details)["answers"] == {"native: 0 / 0": 3, "not-loadable-alone: 500 / 500": 1}
 
 
-# The driver's answers to bare containers, JIT on and off (CUresult codes), as the H200 gave them (the H100 gives the same).
+# The driver's answers to bare containers, JIT on and off (CUresult codes), as the H200 gave them
+# (the H100 gives the same).
 EDGE = {
     "lto90.fatbin": (209, 209),          # LTO IR is never loaded
     "ptx90_as100a.fatbin": (218, 223),   # header compute_90, text .target sm_100a: CUDA_ERROR_INVALID_PTX

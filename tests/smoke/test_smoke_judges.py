@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from archaudit.smoke import child, probes, reference, worker
+from archaudit.smoke import child, probes, reference, worker_steps
 from archaudit.smoke.report import FAIL, PASS, SKIP, Row
 
 H200 = {"ordinal": 0, "name": "NVIDIA H200", "cc": "9.0", "sm": "sm_90"}
@@ -139,11 +139,11 @@ def test_the_runtime_reads_buffers_that_live_as_long_as_the_module(tmp_path):
         given.append(tuple(id(b) for b in buffers))
         return object()
 
-    held = worker.load_held(runtime, str(pte), str(ptd))
+    held = worker_steps.load_held(runtime, str(pte), str(ptd))
     assert given == [tuple(id(b) for b in held.buffers)]
     # the very objects the runtime was handed are alive, with their bytes, while the holder is
     assert held.buffers == (pte.read_bytes(), ptd.read_bytes())
-    alone = worker.load_held(runtime, str(pte), None)
+    alone = worker_steps.load_held(runtime, str(pte), None)
     assert given[-1] == (id(alone.buffers[0]),) and len(alone.buffers) == 1
 
 

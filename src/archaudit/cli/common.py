@@ -26,8 +26,19 @@ def nonempty_targets(command: str, targets: Sequence[str], what: str = "TARGET")
     return tuple(targets)
 
 
+def python_version_arg(spelling: str) -> tuple[int, int]:
+    """argparse's type for --python-version: (3, 12) from "3.12" or "312", else a usage error."""
+    from ..index.targets import python_version
+
+    try:
+        return python_version(spelling)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def fetch_for(targets: Sequence[str], *, platform: str | None, index_url: str | None, decode: bool,
-              max_payload: int) -> Callable[[str], TargetInventory | None] | None:
+              max_payload: int,
+              python: tuple[int, int] | None = None) -> Callable[[str], TargetInventory | None] | None:
     """core.check's `fetch` for targets read over HTTP (a wheel URL, a requirement such as
     torch==2.5.1: index/targets.py), or None when no target can be one (a URL or a version
     operator is what the cheap test looks for), so a local check imports no HTTP client."""
@@ -35,7 +46,7 @@ def fetch_for(targets: Sequence[str], *, platform: str | None, index_url: str | 
         return None
     from ..index.targets import fetcher
 
-    return fetcher(platform=platform, index=index_url, decode=decode, max_payload=max_payload)
+    return fetcher(platform=platform, index=index_url, decode=decode, max_payload=max_payload, python=python)
 
 
 def add_output_options(parser: argparse.ArgumentParser, formats: Sequence[str] = FORMATS) -> None:

@@ -28,6 +28,9 @@ def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     g.add_argument("--platform", metavar="TAG", default=None,
                    help="the pip platform tag a requirement's wheel is chosen for (manylinux_2_28_x86_64, "
                         "win_amd64, ...; default: this machine's); read by HTTP range requests")
+    g.add_argument("--python-version", metavar="X.Y", type=common.python_version_arg, default=None,
+                   help="the Python a requirement's wheel is chosen for, as pip's --python-version (3.12 or 312; "
+                        "default: this interpreter's), with --platform or on this machine's platform")
     g.add_argument("--index-url", metavar="URL", default=None,
                    help="the simple index a requirement is resolved on (default: $PIP_INDEX_URL, else PyPI)")
     g = p.add_argument_group("claims")
@@ -122,7 +125,8 @@ def execute(args: argparse.Namespace) -> int:
         report = core.check(s.targets, s.claim, s.policy, jobs=s.jobs, max_payload=s.max_payload,
                             decode=s.decode, progress=progress,
                             fetch=common.fetch_for(s.targets, platform=args.platform, index_url=args.index_url,
-                                                   decode=s.decode, max_payload=s.max_payload))
+                                                   decode=s.decode, max_payload=s.max_payload,
+                                                   python=args.python_version))
     finally:
         if stop is not None:
             stop()

@@ -15,6 +15,8 @@ from ..findings import Code
 from . import common
 
 if TYPE_CHECKING:
+    from ..index.engine import RunSummary
+    from ..index.store import Change
     from ..index.task import WheelResult
 
 FORMATS = ("text", "json")
@@ -112,20 +114,12 @@ def _store_traces(paths: list[str], db: str) -> int:
     return added
 
 
-def execute(args: argparse.Namespace) -> int:
-    # The index engine (HTTP, SQLite, process pools) is imported only when `index` runs.
+def _check_arguments(args: argparse.Namespace) -> None:
+    """Refuse what cannot run before anything is read or opened: a run with no source, an
+    unparseable --arch, --ray without Ray."""
     from ..claims import parse_claim
-    from ..index import engine, sources
-    from ..index.store import Store
-    from ..index.task import TaskOptions
-    from ..report.view import size_text
 
-    if args.trace:
-        added = _store_traces(args.trace, args.db)
-        if not args.sources:
-            print(f"{added} dispatch row(s) stored from {len(args.trace)} smoke report(s)", file=sys.stderr)
-            return 0
-    elif not args.sources:
+    if not args.sources:
         raise UsageError("index: give a SOURCE (a directory, an index, a URL list) or --trace REPORT.json")
     if args.arch:
         try:
@@ -136,6 +130,50 @@ def execute(args: argparse.Namespace) -> int:
         # before the database is opened: a refused run leaves no file behind
         raise UsageError("--ray needs Ray: install archaudit with its 'ray' extra")
     common.nonempty_targets("index", args.sources, "SOURCE")
+
+
+def _summary_json(db: str, s: RunSummary, page_errors: list[str], changes: list[Change]) -> str:
+    return json.dumps({
+        "db": db, "listed": s.listed, "skipped": s.skipped, "judged": s.judged,
+        "not_started": s.not_started, "verdicts": s.verdicts, "wheel_bytes": s.wheel_bytes,
+        "fetched_bytes": s.fetched, "requests": s.requests, "seconds": round(s.seconds, 3),
+        "wheels": [{"file": f, "verdict": v, "size": z, "fetched": b} for f, v, z, b in s.results],
+        "failed_by": s.failed_by, "project_errors": page_errors,
+        "changed": [{"file": c.file, "before": c.before, "before_version": c.before_version, "after": c.after}
+                    for c in changes]}, indent=2) + "\n"
+
+
+def _summary_text(s: RunSummary, page_errors: list[str], changes: list[Change]) -> str:
+    from ..report.view import size_text
+
+    share = f"{100 * s.fetched / s.wheel_bytes:.1f}%" if s.wheel_bytes else "-"
+    rate = s.judged / s.seconds if s.seconds else 0.0
+    lines = [f"{s.listed} wheel(s) listed: {s.judged} judged, {s.skipped} judged before (skipped)"
+             + (f", {s.not_started} not started (--max-bytes)" if s.not_started else ""),
+             "verdicts: " + (", ".join(f"{k} {v}" for k, v in sorted(s.verdicts.items())) or "none")
+             + _why(s.failed_by),
+             f"fetched {size_text(s.fetched)} of {size_text(s.wheel_bytes)} ({share})"
+             + (f" in {s.requests} HTTP requests" if s.requests else ""),
+             f"{s.seconds:.1f}s, {rate:.2f} wheels/s, {s.wheel_bytes / 1e6 / s.seconds if s.seconds else 0:.0f} "
+             f"MB/s of wheels"]
+    lines += [f"project page error: {e}" for e in page_errors]
+    for c in changes:
+        lines.append(f"verdict changed: {c.file}: {c.before} (archaudit {c.before_version}) -> {c.after}")
+    return "\n".join(lines) + "\n"
+
+
+def execute(args: argparse.Namespace) -> int:
+    # The index engine (HTTP, SQLite, process pools) is imported only when `index` runs.
+    from ..index import engine, sources
+    from ..index.store import Store
+    from ..index.task import TaskOptions
+
+    if args.trace:
+        added = _store_traces(args.trace, args.db)
+        if not args.sources:
+            print(f"{added} dispatch row(s) stored from {len(args.trace)} smoke report(s)", file=sys.stderr)
+            return 0
+    _check_arguments(args)
     filters = sources.Filters(tuple(args.platform), tuple(args.python))
     page_errors: list[str] = []
     refs = sources.resolve(args.sources, args.project, filters, page_errors)
@@ -153,30 +191,10 @@ def execute(args: argparse.Namespace) -> int:
         changes = list(store.changes)
     finally:
         store.close()
-    share = f"{100 * s.fetched / s.wheel_bytes:.1f}%" if s.wheel_bytes else "-"
-    rate = s.judged / s.seconds if s.seconds else 0.0
     if args.format == "json":
-        text = json.dumps({
-            "db": args.db, "listed": s.listed, "skipped": s.skipped, "judged": s.judged,
-            "not_started": s.not_started, "verdicts": s.verdicts, "wheel_bytes": s.wheel_bytes,
-            "fetched_bytes": s.fetched, "requests": s.requests, "seconds": round(s.seconds, 3),
-            "wheels": [{"file": f, "verdict": v, "size": z, "fetched": b} for f, v, z, b in s.results],
-            "failed_by": s.failed_by, "project_errors": page_errors,
-            "changed": [{"file": c.file, "before": c.before, "before_version": c.before_version, "after": c.after}
-                        for c in changes]}, indent=2) + "\n"
+        text = _summary_json(args.db, s, page_errors, changes)
     else:
-        lines = [f"{s.listed} wheel(s) listed: {s.judged} judged, {s.skipped} judged before (skipped)"
-                 + (f", {s.not_started} not started (--max-bytes)" if s.not_started else ""),
-                 "verdicts: " + (", ".join(f"{k} {v}" for k, v in sorted(s.verdicts.items())) or "none")
-                 + _why(s.failed_by),
-                 f"fetched {size_text(s.fetched)} of {size_text(s.wheel_bytes)} ({share})"
-                 + (f" in {s.requests} HTTP requests" if s.requests else ""),
-                 f"{s.seconds:.1f}s, {rate:.2f} wheels/s, {s.wheel_bytes / 1e6 / s.seconds if s.seconds else 0:.0f} "
-                 f"MB/s of wheels"]
-        lines += [f"project page error: {e}" for e in page_errors]
-        for c in changes:
-            lines.append(f"verdict changed: {c.file}: {c.before} (archaudit {c.before_version}) -> {c.after}")
-        text = "\n".join(lines) + "\n"
+        text = _summary_text(s, page_errors, changes)
     common.write(common.terminal_safe(text, args.format or "text"), args.output)
     return 1 if s.verdicts.get("fail") or s.verdicts.get("unusable") or page_errors else 0
 

@@ -114,24 +114,55 @@ def _given_cuda_version(args: argparse.Namespace, cfg: Config) -> tuple[int, int
     return None if given is None else _cuda_version(args, cfg)
 
 
+def _claim_text(args: argparse.Namespace, cfg: Config, arch_flags: list[str]) -> tuple[str | None, str]:
+    """The arch list's text and its source: --arch, else --arch-from-env, else cuda-archs; (None, "")."""
+    if arch_flags:
+        return " ".join(arch_flags), "--arch"
+    if args.arch_from_env:
+        if args.arch_from_env not in os.environ:
+            raise UsageError(f"--arch-from-env {args.arch_from_env}: the variable is not set")
+        return os.environ[args.arch_from_env], f"environment {args.arch_from_env}"
+    if cfg.get("cuda-archs") is not None:
+        raw = cfg.get("cuda-archs")
+        text = ";".join(raw) if isinstance(raw, list) else raw
+        return text, f"{os.path.relpath(cfg.path or '.')} [tool.archaudit] cuda-archs"
+    return None, ""
+
+
+def _cuda_claim(args: argparse.Namespace, cfg: Config, arch_flags: list[str], text: str, source: str) -> Claim:
+    """The CUDA claim parsed from its text (each --arch flag on its own, then merged), every
+    architecture one that nvcc of the release given accepts."""
+    style = _flag_or(cfg, args.arch_style, "cuda-archs-style", "auto")
+    parts = arch_flags if len(arch_flags) > 1 and source == "--arch" else [text]
+    try:
+        claims = [parse_claim(part, source, style=style, cuda_version=_cuda_version(args, cfg)) for part in parts]
+    except ValueError as e:
+        raise UsageError(f"C002 unparseable claim from {source}: {e}") from None
+    cuda = claims[0] if len(claims) == 1 else merge_claims(claims, source)
+    release = _given_cuda_version(args, cfg)
+    for a in cuda.archs:
+        refused = arch.nvcc_refusal(a.target, release, a.target.sm if a.sass else a.target.compute)
+        if refused is not None:
+            raise UsageError(f"C002 unparseable claim from {source}: {refused}")
+    return cuda
+
+
+def _amd_claim(amd_text: Any, amd_source: str) -> tuple[str, ...]:
+    if not amd_text:
+        return ()
+    joined = ";".join(amd_text) if isinstance(amd_text, list) else str(amd_text)
+    try:
+        return tuple(gfx.parse_amd_claim(joined))
+    except ValueError as e:
+        raise UsageError(f"C002 unparseable AMD claim from {amd_source}: {e}") from None
+
+
 def claim(args: argparse.Namespace, cfg: Config) -> tuple[Claim | None, tuple[str, ...], str]:
     """The CUDA claim, and the AMD claim with its source. gfx targets given to --arch (or
     cuda-archs) are AMD targets: alone they are the AMD claim; mixed with CUDA ones they are
     an error that names --amd-arch."""
-    style = _flag_or(cfg, args.arch_style, "cuda-archs-style", "auto")
     arch_flags = [args.arch] if isinstance(args.arch, str) else list(args.arch or ())
-    if arch_flags:
-        text, source = " ".join(arch_flags), "--arch"
-    elif args.arch_from_env:
-        if args.arch_from_env not in os.environ:
-            raise UsageError(f"--arch-from-env {args.arch_from_env}: the variable is not set")
-        text, source = os.environ[args.arch_from_env], f"environment {args.arch_from_env}"
-    elif cfg.get("cuda-archs") is not None:
-        raw = cfg.get("cuda-archs")
-        text = ";".join(raw) if isinstance(raw, list) else raw
-        source = f"{os.path.relpath(cfg.path or '.')} [tool.archaudit] cuda-archs"
-    else:
-        text, source = None, ""
+    text, source = _claim_text(args, cfg, arch_flags)
     amd_text = args.amd_arch if args.amd_arch is not None else cfg.get("amd-archs")
     amd_source = "--amd-arch" if args.amd_arch is not None else "[tool.archaudit] amd-archs"
     cuda: Claim | None = None
@@ -144,25 +175,8 @@ def claim(args: argparse.Namespace, cfg: Config) -> tuple[Claim | None, tuple[st
             raise UsageError(f"C002 unparseable claim from {source}: {gfx_tokens[0]!r} is an AMD target; "
                              f"give AMD targets with --amd-arch (or amd-archs in [tool.archaudit])")
         else:
-            parts = arch_flags if len(arch_flags) > 1 and source == "--arch" else [text]
-            try:
-                claims = [parse_claim(part, source, style=style, cuda_version=_cuda_version(args, cfg))
-                          for part in parts]
-            except ValueError as e:
-                raise UsageError(f"C002 unparseable claim from {source}: {e}") from None
-            cuda = claims[0] if len(claims) == 1 else merge_claims(claims, source)
-            release = _given_cuda_version(args, cfg)
-            for a in cuda.archs:
-                refused = arch.nvcc_refusal(a.target, release, a.target.sm if a.sass else a.target.compute)
-                if refused is not None:
-                    raise UsageError(f"C002 unparseable claim from {source}: {refused}")
-    amd: tuple[str, ...] = ()
-    if amd_text:
-        joined = ";".join(amd_text) if isinstance(amd_text, list) else str(amd_text)
-        try:
-            amd = tuple(gfx.parse_amd_claim(joined))
-        except ValueError as e:
-            raise UsageError(f"C002 unparseable AMD claim from {amd_source}: {e}") from None
+            cuda = _cuda_claim(args, cfg, arch_flags, text, source)
+    amd = _amd_claim(amd_text, amd_source)
     return cuda, amd, amd_source if amd else ""
 
 

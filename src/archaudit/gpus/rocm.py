@@ -25,7 +25,7 @@ The rules are ROCm's own, read from its sources (docs/amd.md cites each):
   (CLR ``hipModuleGetFunction`` / ``DynCO::getDynFunc``; a static kernel's stub is registered
   with its own translation unit's fat binary).
 
-Pure functions over model records; the rules (rules.py) and the verdicts (audit.py) use them.
+Pure functions over model records; the rules (judge/rules/) and the verdicts (audit.py) use them.
 """
 
 from __future__ import annotations

@@ -106,15 +106,28 @@ def answer_of(t: TargetReport, unusable: bool) -> tuple[str, str]:
     answered = [f for f in t.findings if f.code in (Code.G008, Code.G009)]
     if unverified or unusable:
         return "unverified", str(unverified[0].code if unverified else Code.E001)
-    if not answered and (outside := vendor_outside(t.findings)):
-        return "no", outside
-    if other := [f for f in t.findings if f.code == Code.G011 and f.get("gpus") is not None]:
-        return "no", f"no {other[0].get('vendor')} device code"  # the other vendor's GPU (check: G011)
     if not answered:
-        return "no device code", ""
+        return _unanswered(t)
+    if other := _other_vendor(t):
+        return "no", other
     if bad:
         return "no", ", ".join(b.rsplit("/", 1)[-1] for b in bad[:3]) + (" ..." if len(bad) > 3 else "")
     return "yes", min((str(f.get("runs")) for f in answered), key=lambda h: RANK.get(h, 0))
+
+
+def _other_vendor(t: TargetReport) -> str:
+    """Where the GPU asked is the other vendor's (check: G011): that the wheel has none of its device code."""
+    other = [f for f in t.findings if f.code == Code.G011 and f.get("gpus") is not None]
+    return f"no {other[0].get('vendor')} device code" if other else ""
+
+
+def _unanswered(t: TargetReport) -> tuple[str, str]:
+    """The answer of a usable wheel with no G008/G009 for the GPU asked."""
+    if outside := vendor_outside(t.findings):
+        return "no", outside
+    if other := _other_vendor(t):
+        return "no", other
+    return "no device code", ""
 
 
 def vendor_outside(findings: Iterable[Finding]) -> str:
@@ -200,6 +213,43 @@ _NAMES = {2: "native", 1: "jit", 0: "none"}
 
 # ---- architectures lost between consecutive releases ------------------------------------------
 
+def _carried_lost(pair: str, line: str, r: diff.DiffReport) -> list[tuple[str, ...]]:
+    """The 'carried' and 'kernels' rows of a pair: diff's targets lost and kernels a GPU no longer runs."""
+    rows: list[tuple[str, ...]] = []
+    for d in r.losses:
+        for x in d.lost:
+            rows.append((pair, line, "carried", d.path, x.target, x.now or ""))
+        for gone in d.worse:  # diff's container-by-container answer: kernels a GPU no longer runs
+            if gone.kernels:
+                rows.append((pair, line, "kernels", d.path, "sm_" + gone.cc.replace(".", ""),
+                             ", ".join(gone.kernels[:3]) + (" ..." if len(gone.kernels) > 3 else "")))
+    return rows
+
+
+def _runs_lost(pair: str, line: str, inv_old: TargetInventory, inv_new: TargetInventory,
+               axis: list[tuple[int, int]]) -> list[tuple[str, ...]]:
+    """The 'runs' rows of a pair: each architecture the new wheel runs on worse than the old one did."""
+    rows: list[tuple[str, ...]] = []
+    a, b = _runs(inv_old, axis), _runs(inv_new, axis)
+    for cc in axis:
+        k = label(cc)
+        before, after = a.worst.get(k), b.worst.get(k)
+        if before is not None and before > 0 and (after or 0) < before:
+            who = b.failing.get(k) or tuple(sorted({lib.path for lib in inv_new.libraries if lib.has_device_code}))
+            shown = ", ".join(p.rsplit("/", 1)[-1] for p in who[:3]) + (" ..." if len(who) > 3 else "")
+            rows.append((pair, line, "runs", shown, _sm(cc), _NAMES[after or 0]))
+    return rows
+
+
+def _release_pairs(ws: list[WheelRow]) -> list[tuple[WheelRow, WheelRow]]:
+    """Consecutive releases of one line, the first wheel of each release."""
+    by_release: dict[str, WheelRow] = {}
+    for w in ws:
+        by_release.setdefault(w.release, w)
+    ordered = list(by_release.values())
+    return list(zip(ordered, ordered[1:]))
+
+
 def lost(db: sqlite3.Connection, project: str) -> Table:
     """For each line of wheels (python tag, OS, CPU), each release against the one before it:
     every architecture a library stopped carrying (the `diff` rule: kind 'carried'), and every
@@ -213,11 +263,7 @@ def lost(db: sqlite3.Connection, project: str) -> Table:
     notes = []
     compared = 0
     for key, ws in sorted(lines.items()):
-        by_release: dict[str, WheelRow] = {}
-        for w in ws:
-            by_release.setdefault(w.release, w)
-        ordered = list(by_release.values())
-        for old, new in zip(ordered, ordered[1:]):
+        for old, new in _release_pairs(ws):
             compared += 1
             pair, line = f"{old.release} -> {new.release}", "-".join(key)
             inv_old, inv_new = inventory_of(db, old.id), inventory_of(db, new.id)
@@ -225,22 +271,8 @@ def lost(db: sqlite3.Connection, project: str) -> Table:
             if r.old.unusable or r.new.unusable:
                 notes.append(f"{pair} ({line}): not compared, a wheel is unusable")
                 continue
-            for d in r.losses:
-                for x in d.lost:
-                    rows.append((pair, line, "carried", d.path, x.target, x.now or ""))
-                for gone in d.worse:  # diff's container-by-container answer: kernels a GPU no longer runs
-                    if gone.kernels:
-                        rows.append((pair, line, "kernels", d.path, "sm_" + gone.cc.replace(".", ""),
-                                     ", ".join(gone.kernels[:3]) + (" ..." if len(gone.kernels) > 3 else "")))
-            a, b = _runs(inv_old, axis), _runs(inv_new, axis)
-            for cc in axis:
-                k = label(cc)
-                before, after = a.worst.get(k), b.worst.get(k)
-                if before is not None and before > 0 and (after or 0) < before:
-                    who = b.failing.get(k) or tuple(sorted({lib.path for lib in inv_new.libraries
-                                                            if lib.has_device_code}))
-                    shown = ", ".join(p.rsplit("/", 1)[-1] for p in who[:3]) + (" ..." if len(who) > 3 else "")
-                    rows.append((pair, line, "runs", shown, _sm(cc), _NAMES[after or 0]))
+            rows += _carried_lost(pair, line, r)
+            rows += _runs_lost(pair, line, inv_old, inv_new, axis)
     notes.insert(0, f"{compared} consecutive pair(s) compared. carried: a target the library no longer carries "
                     f"('now': how its new code runs there); kernels: kernels of a library that GPUs of an "
                     f"architecture no longer run from their own container ('now': which), whatever else the "

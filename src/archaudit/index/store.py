@@ -19,6 +19,7 @@ from typing import Any
 from .. import __version__
 from ..findings import Code
 from ..gpus.drivers import driver_key
+from ..judge.audit import LibraryVerdict
 from ..model import Container, Entry, Library, Problem, TargetInventory
 from . import schema
 from .sources import WheelRef, wheel_name
@@ -122,27 +123,8 @@ class Store:
         """Store one result, replacing an older judgement of the same wheel; returns its id."""
         db = self.db
         now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-        t = r.report
-        inv = r.inventory
-        name = wheel_name(r.ref.file)
-        floors = [v.driver_floor for v in t.libraries if v.driver_floor is not None]
-        top = max(floors, key=lambda f: driver_key(f[1])) if floors else None
-        claim = ", ".join(f"{a.target}" for a in t.claim.archs) if t.claim is not None else ""
         with db:
-            old = db.execute("SELECT id, verdict, archaudit_version FROM wheels WHERE sha256 = ?",
-                             (r.sha256,)).fetchone()
-            previous, previous_version, changed = None, None, 0
-            if old is not None:
-                if old[2] != self.tool_version:
-                    previous, previous_version = old[1], old[2]
-                    changed = int(old[1] != r.verdict)
-                    if changed:
-                        self.changes.append(Change(r.ref.file, old[1], old[2], r.verdict))
-                else:
-                    prev = db.execute("SELECT previous_verdict, previous_version, verdict_changed FROM wheels "
-                                      "WHERE id = ?", (old[0],)).fetchone()
-                    previous, previous_version, changed = prev
-                db.execute("DELETE FROM wheels WHERE id = ?", (old[0],))
+            previous = self._replace_previous(r)
             # a stand-in key (a wheel that could not be hashed, or whose worker died) gives way to its judgement
             stand_in = stand_in_key(r.ref)
             if stand_in != r.sha256:
@@ -152,49 +134,87 @@ class Store:
                 "upload_time, claim_source, claim, verdict, exit_code, gpu_wheel, driver_cuda, driver_min, "
                 "bytes_fetched, bytes_inflated, seconds, scope, archaudit_version, judged_at, previous_verdict, "
                 "previous_version, verdict_changed, problems) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
-                "?,?,?)",
-                (r.sha256, int(r.sha256_checked), r.ref.file, r.ref.location, r.size,
-                 name.project if name else "", name.version if name else "", name.build if name else "",
-                 name.tags if name else "", r.ref.upload_time, r.claim_source, claim, r.verdict, r.exit_code,
-                 int(t.gpu_wheel), top[0] if top else None, top[1] if top else None, r.fetched, inv.bytes_read,
-                 round(r.seconds, 3), scope, self.tool_version, now, previous, previous_version, changed,
-                 _problems(inv.problems)))
+                "?,?,?)", self._wheel_values(r, scope, now, previous))
             wid = int(cur.lastrowid or 0)
-            verdicts = {v.path: v for v in t.libraries}
-            for li, lib in enumerate(inv.libraries):
-                v = verdicts.get(lib.path)
-                fl = v.driver_floor if v else None
-                db.execute("INSERT INTO libraries VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                           (wid, li, lib.path, lib.size, lib.format, v.status if v else None,
-                            json.dumps(list(v.carried) if v else []), fl[0] if fl else None, fl[1] if fl else None,
-                            v.kernels if v else None, json.dumps(list(lib.needed)), json.dumps(list(lib.runpath)),
-                            json.dumps(list(lib.embedded_claims)), _problems(lib.problems),
-                            json.dumps(list(lib.notes)), json.dumps(list(lib.linkers)),
-                            json.dumps(list(lib.statements))))
-                for ci, c in enumerate(lib.containers):
-                    db.execute("INSERT INTO containers VALUES (?,?,?,?,?,?,?,?)",
-                               (wid, li, ci, c.vendor, c.role, c.section, c.offset, c.size))
-                    for ei, e in enumerate(c.entries):
-                        db.execute("INSERT INTO entries VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                                   (wid, li, ci, ei, e.vendor, e.kind, e.target, _pair(e.code_version),
-                                    e.compression, e.stored_size, e.size, e.offset, e.identifier, int(e.debug),
-                                    int(e.kernels is not None), _pair(e.toolkit), int(e.decoded), e.ptx_target,
-                                    json.dumps(list(e.unresolved)), e.own_target, int(e.defines_nothing)))
-                        if e.kernels:
-                            db.executemany("INSERT INTO kernels VALUES (?,?,?,?,?)",
-                                           [(wid, li, ci, ei, k) for k in e.kernels])
+            verdicts = {v.path: v for v in r.report.libraries}
+            for li, lib in enumerate(r.inventory.libraries):
+                _put_library(db, wid, li, lib, verdicts.get(lib.path))
             db.executemany("INSERT INTO findings VALUES (?,?,?,?,?,?,?)",
                            [(wid, f.code, f.severity, f.subject, f.message, f.count, json.dumps(list(f.examples)))
-                            for f in t.findings])
+                            for f in r.report.findings])
             db.execute("INSERT INTO verdicts VALUES (?,?,?,?)", (r.sha256, self.tool_version, r.verdict, now))
             if r.sha256_checked and not r.ref.remote:
-                try:
-                    st = os.stat(r.ref.location)
-                    db.execute("INSERT OR REPLACE INTO files VALUES (?,?,?,?)",
-                               (os.path.abspath(r.ref.location), st.st_size, st.st_mtime_ns, r.sha256))
-                except OSError:
-                    pass
+                self._remember_file(r)
         return wid
+
+    def _replace_previous(self, r: WheelResult) -> tuple[str | None, str | None, int]:
+        """Delete an older judgement of the same wheel; what it said, for the new row: (previous
+        verdict, the archaudit version that gave it, whether the verdict changed). A judgement by
+        this same archaudit passes on the previous one it had recorded."""
+        db = self.db
+        old = db.execute("SELECT id, verdict, archaudit_version FROM wheels WHERE sha256 = ?",
+                         (r.sha256,)).fetchone()
+        if old is None:
+            return None, None, 0
+        if old[2] != self.tool_version:
+            previous, previous_version = old[1], old[2]
+            changed = int(old[1] != r.verdict)
+            if changed:
+                self.changes.append(Change(r.ref.file, old[1], old[2], r.verdict))
+        else:
+            prev = db.execute("SELECT previous_verdict, previous_version, verdict_changed FROM wheels "
+                              "WHERE id = ?", (old[0],)).fetchone()
+            previous, previous_version, changed = prev
+        db.execute("DELETE FROM wheels WHERE id = ?", (old[0],))
+        return previous, previous_version, changed
+
+    def _wheel_values(self, r: WheelResult, scope: str, now: str,
+                      previous: tuple[str | None, str | None, int]) -> tuple[object, ...]:
+        """The values of a wheel's row, in the order of the wheels table's INSERT."""
+        t, inv = r.report, r.inventory
+        name = wheel_name(r.ref.file)
+        floors = [v.driver_floor for v in t.libraries if v.driver_floor is not None]
+        top = max(floors, key=lambda f: driver_key(f[1])) if floors else None
+        claim = ", ".join(f"{a.target}" for a in t.claim.archs) if t.claim is not None else ""
+        named = (name.project, name.version, name.build, name.tags) if name else ("", "", "", "")
+        floor = top if top else (None, None)
+        return (r.sha256, int(r.sha256_checked), r.ref.file, r.ref.location, r.size, *named, r.ref.upload_time,
+                r.claim_source, claim, r.verdict, r.exit_code, int(t.gpu_wheel), *floor, r.fetched,
+                inv.bytes_read, round(r.seconds, 3), scope, self.tool_version, now, *previous,
+                _problems(inv.problems))
+
+    def _remember_file(self, r: WheelResult) -> None:
+        """The local file's size and mtime with its hash, so that a rerun need not hash it again."""
+        try:
+            st = os.stat(r.ref.location)
+            self.db.execute("INSERT OR REPLACE INTO files VALUES (?,?,?,?)",
+                            (os.path.abspath(r.ref.location), st.st_size, st.st_mtime_ns, r.sha256))
+        except OSError:
+            pass
+
+
+def _put_library(db: sqlite3.Connection, wid: int, li: int, lib: Library, v: LibraryVerdict | None) -> None:
+    """One library's row, with its containers, entries and kernels."""
+    fl = v.driver_floor if v else None
+    db.execute("INSERT INTO libraries VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+               (wid, li, lib.path, lib.size, lib.format, v.status if v else None,
+                json.dumps(list(v.carried) if v else []), fl[0] if fl else None, fl[1] if fl else None,
+                v.kernels if v else None, json.dumps(list(lib.needed)), json.dumps(list(lib.runpath)),
+                json.dumps(list(lib.embedded_claims)), _problems(lib.problems),
+                json.dumps(list(lib.notes)), json.dumps(list(lib.linkers)),
+                json.dumps(list(lib.statements))))
+    for ci, c in enumerate(lib.containers):
+        db.execute("INSERT INTO containers VALUES (?,?,?,?,?,?,?,?)",
+                   (wid, li, ci, c.vendor, c.role, c.section, c.offset, c.size))
+        for ei, e in enumerate(c.entries):
+            db.execute("INSERT INTO entries VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                       (wid, li, ci, ei, e.vendor, e.kind, e.target, _pair(e.code_version),
+                        e.compression, e.stored_size, e.size, e.offset, e.identifier, int(e.debug),
+                        int(e.kernels is not None), _pair(e.toolkit), int(e.decoded), e.ptx_target,
+                        json.dumps(list(e.unresolved)), e.own_target, int(e.defines_nothing)))
+            if e.kernels:
+                db.executemany("INSERT INTO kernels VALUES (?,?,?,?,?)",
+                               [(wid, li, ci, ei, k) for k in e.kernels])
 
 
 def inventory_of(db: sqlite3.Connection, wheel_id: int) -> TargetInventory:

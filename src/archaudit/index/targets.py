@@ -31,6 +31,7 @@ from .remote import RangeReader
 
 PYPI = "https://pypi.org/simple/"
 _SPEC_CHARS = re.compile(r"[=<>!~]")
+_PYTHON_VERSION = re.compile(r"(\d)\.?(\d{1,2})")
 _MANYLINUX = re.compile(r"manylinux_(\d+)_(\d+)_(\w+)")
 _LEGACY = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
 
@@ -55,20 +56,31 @@ def is_remote(target: str) -> bool:
         return False
 
 
-def platform_tags(platform: str | None) -> list[Tag]:
+def python_version(spelling: str) -> tuple[int, int]:
+    """A Python version as pip's --python-version takes it ("3.12" or "312"); ValueError otherwise."""
+    m = _PYTHON_VERSION.fullmatch(spelling.strip())
+    if m is None:
+        raise ValueError(f"not a Python version such as 3.12: {spelling!r}")
+    return (int(m[1]), int(m[2]))
+
+
+def platform_tags(platform: str | None, python: tuple[int, int] | None = None) -> list[Tag]:
     """The wheel tags a platform installs, best first: this interpreter's (`sys_tags`) when
-    `platform` is None, else this Python's tags on that pip platform tag (a manylinux_2_X tag
-    takes every older glibc's wheels, as pip does)."""
-    if platform is None:
+    neither is given; else that Python's (default: this one's) tags on that pip platform tag
+    (default: this machine's), where a manylinux_2_X tag takes every older glibc's wheels, as
+    pip does."""
+    if platform is None and python is None:
         return list(sys_tags())
-    platforms = [platform]
-    m = _MANYLINUX.fullmatch(platform)
-    if m and m[1] == "2":
-        arch = m[3]
-        minors = range(int(m[2]), 4, -1)
-        platforms = [f"manylinux_2_{n}_{arch}" for n in minors]
-        platforms += [f"{legacy}_{arch}" for legacy, (_, n) in _LEGACY.items() if n <= int(m[2])]
-    version = sys.version_info[:2]
+    platforms: list[str] | None = None
+    if platform is not None:
+        platforms = [platform]
+        m = _MANYLINUX.fullmatch(platform)
+        if m and m[1] == "2":
+            arch = m[3]
+            minors = range(int(m[2]), 4, -1)
+            platforms = [f"manylinux_2_{n}_{arch}" for n in minors]
+            platforms += [f"{legacy}_{arch}" for legacy, (_, n) in _LEGACY.items() if n <= int(m[2])]
+    version = python or sys.version_info[:2]
     return [*cpython_tags(version, platforms=platforms), *compatible_tags(version, platforms=platforms)]
 
 
@@ -111,7 +123,7 @@ class Resolved:
     why: str = ""  # why no wheel, when ref is None
 
 
-def resolve(target: str, platform: str | None, index: str | None) -> Resolved:
+def resolve(target: str, platform: str | None, index: str | None, python: tuple[int, int] | None = None) -> Resolved:
     """The wheel a remote target names: a URL as it is, a requirement resolved on the index."""
     if target.startswith(("http://", "https://")):
         ref = sources._url_ref(target)
@@ -121,19 +133,20 @@ def resolve(target: str, platform: str | None, index: str | None) -> Resolved:
     req = Requirement(target)
     page = index or default_index()
     refs = sources.project_files(page, req.name)
-    chosen = choose(refs, req, platform_tags(platform))
+    chosen = choose(refs, req, platform_tags(platform, python))
     if isinstance(chosen, str):
         return Resolved(None, target, f"{chosen} on {page}")
     return Resolved(chosen, target)
 
 
 def remote_inventory(target: str, *, platform: str | None = None, index: str | None = None,
-                     decode: bool = True, max_payload: int = DEFAULT_MAX_PAYLOAD) -> TargetInventory:
+                     decode: bool = True, max_payload: int = DEFAULT_MAX_PAYLOAD,
+                     python: tuple[int, int] | None = None) -> TargetInventory:
     """The inventory of one remote target, read by range requests; an unusable one with E001
     when it cannot be resolved or read."""
     start = time.perf_counter()
     try:
-        found = resolve(target, platform, index)
+        found = resolve(target, platform, index, python)
     except ArchauditError as e:
         return _unreadable(target, e.message)
     if found.ref is None:
@@ -158,12 +171,14 @@ def remote_inventory(target: str, *, platform: str | None = None, index: str | N
 
 
 def fetcher(*, platform: str | None = None, index: str | None = None, decode: bool = True,
-            max_payload: int = DEFAULT_MAX_PAYLOAD) -> Callable[[str], TargetInventory | None]:
+            max_payload: int = DEFAULT_MAX_PAYLOAD,
+            python: tuple[int, int] | None = None) -> Callable[[str], TargetInventory | None]:
     """What core.check's `fetch` takes: a remote target's inventory, None for one read here."""
     def fetch(target: str) -> TargetInventory | None:
         if not is_remote(target):
             return None
-        return remote_inventory(target, platform=platform, index=index, decode=decode, max_payload=max_payload)
+        return remote_inventory(target, platform=platform, index=index, decode=decode, max_payload=max_payload,
+                                python=python)
     return fetch
 
 
@@ -171,5 +186,5 @@ def _unreadable(target: str, why: str) -> TargetInventory:
     return TargetInventory(target, "wheel", (), (Problem(Code.E001, f"cannot read: {why}"),), unusable=True)
 
 
-__all__ = ["PYPI", "Resolved", "choose", "default_index", "fetcher", "is_remote", "platform_tags",
+__all__ = ["PYPI", "Resolved", "choose", "default_index", "fetcher", "is_remote", "platform_tags", "python_version",
            "remote_inventory", "resolve"]

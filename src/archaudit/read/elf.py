@@ -93,6 +93,31 @@ def is_elf(head: bytes | memoryview) -> bool:
     return bytes(head[:4]) == b"\x7fELF"
 
 
+def is_elf32_host(head: bytes | memoryview) -> bool:
+    """A 32-bit little-endian ELF whose machine is a CPU's (not a cubin's or a code object's)."""
+    if len(head) < 20 or not is_elf(head) or head[4] != 1 or head[5] != 1:
+        return False
+    return int.from_bytes(bytes(head[18:20]), "little") not in (EM_CUDA, EM_AMDGPU)
+
+
+_HEADER32 = struct.Struct("<16sHHIIIIIHHHHHH")
+
+
+def check_elf32_header(data: bytes | memoryview, file_size: int) -> None:
+    """A 32-bit ELF header's own consistency (version, sizes, tables inside the file); ElfError
+    (E010) otherwise. Its tables are not read further."""
+    if len(data) < _HEADER32.size:
+        raise ElfError("ELF header is truncated")
+    (_, _, _, version, _, phoff, shoff, _, ehsize, phentsize, phnum, shentsize, shnum,
+     _) = _HEADER32.unpack_from(data)
+    if version != 1 or ehsize != _HEADER32.size:
+        raise ElfError(f"32-bit ELF header of version {version} and size {ehsize}, expected 1 and {_HEADER32.size}")
+    if phnum and (phentsize != 32 or phoff + phnum * 32 > file_size):
+        raise ElfError("32-bit program header table is malformed or lies outside the file")
+    if shnum and (shentsize != 40 or shoff + shnum * 40 > file_size):
+        raise ElfError("32-bit section header table is malformed or lies outside the file")
+
+
 def parse_header(data: bytes | memoryview, file_size: int) -> Header:
     if len(data) < 4 or not is_elf(data):
         raise ElfError("not an ELF file")
@@ -269,7 +294,8 @@ def read_dynamic(f: BinaryIO, size: int) -> Dynamic:
 
 
 __all__ = ["cstring", "Dynamic", "dynamic_entries", "ElfError", "EM_AMDGPU", "EM_CUDA", "ET_DYN", "ET_REL", "Header",
-           "is_elf", "MAX_SECTIONS", "name_sections", "parse_header", "parse_sections", "parse_segments",
+           "check_elf32_header", "is_elf", "is_elf32_host",
+           "MAX_SECTIONS", "name_sections", "parse_header", "parse_sections", "parse_segments",
            "parse_small",
            "PROGRAM_HEADER_SIZE", "PT_DYNAMIC", "PT_LOAD", "read_dynamic", "Section", "SECTION_HEADER_SIZE",
            "Segment", "SHT_NOBITS", "SHT_STRTAB", "SHT_SYMTAB", "vaddr_to_offset"]

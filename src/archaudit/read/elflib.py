@@ -19,6 +19,8 @@ from .stream import HEAD, SHSTR_WINDOW, fetch
 
 
 def read(f: OpenFile) -> Library:
+    if elf.is_elf32_host(f.head):
+        return _elf32(f)
     try:
         h = elf.parse_header(f.head, f.size)
     except elf.ElfError as e:
@@ -59,6 +61,26 @@ def _device_elf(f: OpenFile, h: elf.Header) -> Library:
     except ValueError as e:
         return Library(path, size, "cubin", problems=(Problem(Code.E014, str(e)),))
     return Library(path, size, fmt, (Container(entry.vendor, STANDALONE, "", 0, size, (entry,)),))
+
+
+def _elf32(f: OpenFile) -> Library:
+    """A 32-bit little-endian host ELF (Compute Sanitizer ships x86 helpers for 32-bit programs).
+    Its headers are not read, but every byte is searched for device code as in any library: one
+    holding none is host code, verified; one holding any is unsupported (E020), for which of its
+    containers loads is what its headers would say."""
+    try:
+        elf.check_elf32_header(f.head, f.size)
+    except elf.ElfError as e:
+        return Library(f.path, f.size, "elf", problems=(Problem(e.code, f"malformed ELF: {e}"),))
+    found = LibraryScan(f.path, f.size, f.settings).run(f.src, _zones(f.size, ()))
+    containers, _ = attribute(found, [], ())
+    if containers or found.problems:
+        return Library(f.path, f.size, "elf", problems=(
+            Problem(Code.E020, f"unsupported library format: a 32-bit ELF carrying device code ({len(containers)} "
+                               f"container(s)): its headers are not read, so what it loads is not verified"),
+            *found.problems))
+    return Library(f.path, f.size, "elf", notes=("32-bit ELF: its headers are not read; every byte was searched "
+                                                 "and holds no device code",))
 
 
 # ---- host ELF libraries ----
@@ -111,7 +133,7 @@ def _host_elf(f: OpenFile, h: elf.Header) -> Library:
     if dyn:
         src.capture(dyn.offset, dyn.offset + dyn.filesz, on_dynamic)
     scan = LibraryScan(path, size, f.settings)
-    found = scan.run(src, _zones(size, segments))
+    found = scan.run(src, _zones(size, segments, h.machine))
     problems = found.problems
     sections: list[elf.Section] = []
     if h.shnum:
@@ -146,7 +168,7 @@ def _host_elf(f: OpenFile, h: elf.Header) -> Library:
                    tuple(found.runtimes))
 
 
-def _zones(size: int, segments: tuple[elf.Segment, ...]) -> list[Zone]:
+def _zones(size: int, segments: tuple[elf.Segment, ...], isa: int | None = None) -> list[Zone]:
     """Which patterns to search where, from the program headers. Containers are searched for in
     every byte: a library may load device code from its own .text or from bytes no segment maps
     (cuModuleLoadData on an image it reads itself). Wrapper records only matter in writable
@@ -155,7 +177,7 @@ def _zones(size: int, segments: tuple[elf.Segment, ...]) -> list[Zone]:
     loads = sorted((s for s in segments if s.type == elf.PT_LOAD and s.filesz), key=lambda s: s.offset)
     containers = LibraryScan.patterns(code=True, strings=False)
     if not loads:
-        return [Zone(0, size, LibraryScan.patterns(code=True, data=True, machine=True))]
+        return [Zone(0, size, LibraryScan.patterns(code=True, data=True, machine=True, isa=isa))]
     # Separate-code layouts map the ELF header (offset 0) read-only and start machine code on a
     # page of its own; older ones map header, .text, .rodata and .nv_fatbin in one R+X segment.
     separate = not loads[0].executable and loads[0].offset == 0
@@ -168,8 +190,8 @@ def _zones(size: int, segments: tuple[elf.Segment, ...]) -> list[Zone]:
         if stop <= start:
             continue
         if seg.executable:
-            pats = (LibraryScan.patterns(code=True, strings=False, machine=True) if separate
-                    else LibraryScan.patterns(code=True, machine=True))
+            pats = (LibraryScan.patterns(code=True, strings=False, machine=True, isa=isa) if separate
+                    else LibraryScan.patterns(code=True, machine=True, isa=isa))
         elif seg.writable:
             pats = LibraryScan.patterns(code=True, data=True, strings=False)
         else:

@@ -215,20 +215,34 @@ class Records:
         for marker in VERSION_MARKERS:
             table[marker] = self._version_handler(marker)
         table[RUNTIME_MARKER] = self.runtime
+        table[RUNTIME_MARKER_A64] = self.runtime_a64
         return table
 
     def runtime(self, src: Source, at: int) -> int:
-        """cudaRuntimeGetVersion of a statically linked CUDA runtime (RUNTIME_MARKER): the
+        """cudaRuntimeGetVersion of a statically linked CUDA runtime, x86-64 (RUNTIME_MARKER): the
         version it returns, the runtime's own (13000 for CUDA 13.0), kept once as "13.0"."""
         src.ensure(at + RUNTIME_RECORD)
         body = bytes(src.buf[at - src.base:at - src.base + RUNTIME_RECORD])
         if len(body) == RUNTIME_RECORD and body.endswith(RUNTIME_TAIL):
-            version = int.from_bytes(body[len(RUNTIME_MARKER):len(RUNTIME_MARKER) + 4], "little")
-            if RUNTIME_VERSIONS[0] <= version < RUNTIME_VERSIONS[1] and version % 10 == 0:
-                text = f"{version // 1000}.{version % 1000 // 10}"
-                if text not in self.found.runtimes:
-                    self.found.runtimes.append(text)
+            self._keep_runtime(int.from_bytes(body[len(RUNTIME_MARKER):len(RUNTIME_MARKER) + 4], "little"))
         return at + len(RUNTIME_MARKER)
+
+    def runtime_a64(self, src: Source, at: int) -> int:
+        """The same function on aarch64 (RUNTIME_MARKER_A64): its version is the immediate of the
+        `movz w2, #imm16` between the marker and RUNTIME_TAIL_A64."""
+        src.ensure(at + RUNTIME_RECORD_A64)
+        body = bytes(src.buf[at - src.base:at - src.base + RUNTIME_RECORD_A64])
+        if len(body) == RUNTIME_RECORD_A64 and body.endswith(RUNTIME_TAIL_A64):
+            word = int.from_bytes(body[len(RUNTIME_MARKER_A64):len(RUNTIME_MARKER_A64) + 4], "little")
+            if word & 0xFFE0001F == 0x52800002:  # movz w2, #imm16
+                self._keep_runtime((word >> 5) & 0xFFFF)
+        return at + len(RUNTIME_MARKER_A64)
+
+    def _keep_runtime(self, version: int) -> None:
+        if RUNTIME_VERSIONS[0] <= version < RUNTIME_VERSIONS[1] and version % 10 == 0:
+            text = f"{version // 1000}.{version % 1000 // 10}"
+            if text not in self.found.runtimes:
+                self.found.runtimes.append(text)
 
     def _version_handler(self, marker: bytes) -> Handler:
         def found(src: Source, at: int) -> int:
@@ -531,13 +545,25 @@ VERSIONS_KEPT = 4
 RUNTIME_MARKER = b"\x48\x85\xff\x74\x0b\xc7\x07"
 RUNTIME_TAIL = b"\x31\xc0\xc3"
 RUNTIME_RECORD = len(RUNTIME_MARKER) + 4 + len(RUNTIME_TAIL)
-RUNTIME_VERSIONS = (9000, 100000)  # CUDA 9.0 to 99.x, as CUDART_VERSION spells them (major*1000 + minor*10)
+# On aarch64: mov x1, x0; cbz x0, +0x14; movz w2, #CUDART_VERSION; mov w0, #0; str w2, [x1]; ret.
+# Measured in libcudart.so.12 of nvidia-cuda-runtime-cu12 12.4.127 (12040), libcudart.so.13 of
+# nvidia-cuda-runtime 13.5.37 (13050) and libnccl.so.2 of nvidia-nccl-cu13 2.32.3, which links
+# the runtime statically and needs no libcudart (13040), all manylinux aarch64 (docs/rules.md).
+RUNTIME_MARKER_A64 = bytes.fromhex("e10300aaa00000b4")
+RUNTIME_TAIL_A64 = bytes.fromhex("00008052220000b9c0035fd6")
+RUNTIME_RECORD_A64 = len(RUNTIME_MARKER_A64) + 4 + len(RUNTIME_TAIL_A64)
+RUNTIME_MARKERS = (RUNTIME_MARKER, RUNTIME_MARKER_A64)
+RUNTIME_BY_MACHINE = {62: (RUNTIME_MARKER,), 183: (RUNTIME_MARKER_A64,)}  # ELF e_machine: x86-64, aarch64
+# CUDA 9.0 to 19.x, as CUDART_VERSION spells them (major*1000 + minor*10). Other getters share
+# the function's shape: NCCL's ncclGetVersion returns 23203 for 2.32.3 (measured on aarch64),
+# which a bound at CUDA 20 keeps out whatever NCCL's patch number.
+RUNTIME_VERSIONS = (9000, 20000)
 LINKER_WINDOW = 64
 LINKERS_KEPT = 4
 _NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.")
 
 
 __all__ = ["CUBIN_MAGIC", "FatbinWrapper", "FoundContainer", "FoundCubin", "HIP_WRAPPER_MAGIC", "HipWrapper",
-           "LINKER_MARKER", "LOOKAHEAD_FACTOR", "RUNTIME_MARKER",
+           "LINKER_MARKER", "LOOKAHEAD_FACTOR", "RUNTIME_BY_MACHINE", "RUNTIME_MARKER", "RUNTIME_MARKERS",
            "LOOKAHEAD_SLACK", "MARKERS", "PAD_WINDOW", "Records", "ScanResult", "ScanSettings",
            "SOFT_KEPT", "SoftProblems", "STATEMENTS", "VERSION_MARKERS", "VERSION_WINDOW", "VERSIONS_KEPT"]

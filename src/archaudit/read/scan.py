@@ -34,7 +34,8 @@ from .records import (
     HIP_WRAPPER_MAGIC,
     LINKER_MARKER,
     MARKERS,
-    RUNTIME_MARKER,
+    RUNTIME_BY_MACHINE,
+    RUNTIME_MARKERS,
     STATEMENTS,
     VERSION_MARKERS,
     Records,
@@ -47,7 +48,7 @@ from .stream import Chunks, Source
 DEVICE_SUFFIXES = (".cubin", ".fatbin", ".ptx", ".hsaco")
 _PATTERNS = {m: Pattern.of(m) for m in (fatbin.MAGIC, fatbin.WRAPPER_MAGIC, HIP_WRAPPER_MAGIC,
                                         *hip.MAGICS, CUBIN_MAGIC, *MARKERS, LINKER_MARKER, *STATEMENTS,
-                                        *VERSION_MARKERS, RUNTIME_MARKER)}
+                                        *VERSION_MARKERS, *RUNTIME_MARKERS)}
 
 
 class LibraryScan:
@@ -62,17 +63,18 @@ class LibraryScan:
 
     @staticmethod
     def patterns(*, code: bool = True, data: bool = False, strings: bool = True,
-                 cubins: bool = True, machine: bool = False) -> tuple[Pattern, ...]:
+                 cubins: bool = True, machine: bool = False, isa: int | None = None) -> tuple[Pattern, ...]:
         """Containers (fatbin, offload bundles) can start anywhere; with `cubins` (with `code`),
         whole cubins outside any container, which a library loads itself (a container file's
         loader reads its containers only); with `data`, the wrapper records the runtimes
         register (writable data); with `strings`, embedded claims, names of a run-time
         device-code linker, the sourced statements and vendor identity strings
         (records.STATEMENTS) and the vendor version markers (records.VERSION_MARKERS); with
-        `machine`, the version a statically linked CUDA runtime returns (records.RUNTIME_MARKER)."""
+        `machine`, the version a statically linked CUDA runtime returns (records.RUNTIME_MARKERS: the
+        one for the ELF machine `isa` where it is one of theirs, else both)."""
         out = [fatbin.MAGIC]
         if machine:
-            out.append(RUNTIME_MARKER)
+            out += RUNTIME_BY_MACHINE.get(isa, RUNTIME_MARKERS) if isa is not None else RUNTIME_MARKERS
         if data:
             out += [fatbin.WRAPPER_MAGIC, HIP_WRAPPER_MAGIC]
         if code:

@@ -153,6 +153,17 @@ def render_json(r: DiffReport) -> str:
     return json.dumps(to_dict(r), indent=2) + "\n"
 
 
+def _library_row_md(d: LibraryDiff) -> str:
+    """One library's row of the Markdown table: where, how it changed, what it lost (problems too), gained."""
+    where = (_code(d.path) if d.matched_by != "name"
+             else f"{_code(d.old_path or '')} → {_code(d.new_path or '')}")
+    lost = "<br>".join(_md(part) for part in _lost_list(d, "\n").split("\n") if part)
+    if d.problems:
+        lost += ("<br>" if lost else "") + "<br>".join(f"❌ {_md(p)}" for p in d.problems)
+    return (f"| {where} | {d.change} | {lost} | {_md(' '.join(d.gained))} | "
+            f"{_bytes(d.old_bytes)} → {_bytes(d.new_bytes)} |")
+
+
 def render_markdown(r: DiffReport, *, verbose: bool = False) -> str:
     icon = "❌" if r.exit_code else "✅"
     out = [f"## {icon} archaudit diff: {_md(_name(r.old))} → {_md(_name(r.new))}", ""]
@@ -164,14 +175,7 @@ def render_markdown(r: DiffReport, *, verbose: bool = False) -> str:
     rows = [d for d in r.libraries if d.change != "unchanged" or verbose or d.problems]
     if rows:
         out += ["| Library | Change | Lost | Gained | Device code |", "|---|---|---|---|---:|"]
-        for d in rows:
-            where = (_code(d.path) if d.matched_by != "name"
-                     else f"{_code(d.old_path or '')} → {_code(d.new_path or '')}")
-            lost = "<br>".join(_md(part) for part in _lost_list(d, "\n").split("\n") if part)
-            if d.problems:
-                lost += ("<br>" if lost else "") + "<br>".join(f"❌ {_md(p)}" for p in d.problems)
-            out.append(f"| {where} | {d.change} | {lost} | {_md(' '.join(d.gained))} | "
-                       f"{_bytes(d.old_bytes)} → {_bytes(d.new_bytes)} |")
+        out += [_library_row_md(d) for d in rows]
         out.append("")
     same = sum(1 for d in r.libraries if d.change == "unchanged" and not verbose and not d.problems)
     if same:

@@ -12,7 +12,7 @@ import os
 from ..findings import CODES, ERROR, INFO, WARNING, Code, Finding
 from ..gpus.cuda import label
 from ..gpus.drivers import driver_key, floor_words
-from ..judge.audit import Report, TargetReport
+from ..judge.audit import LibraryVerdict, Report, TargetReport
 from ..judge.filters import Suppression
 from ..printable import markdown
 from . import junit
@@ -94,36 +94,49 @@ def _target_md(t: TargetReport, costs: bool, verbose: bool, hidden: tuple[Suppre
                f"{sum(1 for v in t.libraries if v.carried)} with device code · **Read:** {size_text(t.bytes_read)}")
     out.append("")
     if device:
-        out.append("| Library | Carries | Verdict |")
-        out.append("|---|---|---|")
-        for v in device:
-            carried = " ".join(v.carried) or ("(relocatable only)" if v.relocatable else "(none read)")
-            verdict = verdict_text(v, hidden)
-            icon = "❓" if verdict.startswith("?") else STATUS_ICON.get(v.status, "")
-            out.append(f"| {code_span(v.path)} | {md_text(carried)} | {icon} "
-                       f"{md_text(verdict.lstrip('✓✗? ') or v.status)} |")
-        out.append("")
+        out.extend(_libraries_md(device, hidden))
     shown = [f for f in t.findings if f.code not in QUIET_INFO or verbose]
     if shown:
-        out.append("| | Code | Finding |")
-        out.append("|---|---|---|")
-        for f in shown:
-            title = CODES[f.code].title if f.code in CODES else ""
-            out.append(f"| {ICON[f.severity]} | **{f.code}** {md_text(title)} | {md_text(finding_text(f))} |")
-        out.append("")
+        out.extend(_findings_md(shown))
     floor = _driver_floor(t)
     if floor is not None and not verbose:
-        if floor.get("driver") == "unknown":
-            out.append(f"Driver floor: **unknown** (archaudit cannot name it, from {code_span(floor.subject)}).")
-        else:
-            out.append(f"Driver floor: NVIDIA driver >= **{md_text(floor.get('driver'))}** "
-                       f"(CUDA {md_text(floor.get('cuda'))}, from {code_span(floor.subject)}).")
+        out.append(_floor_md(floor))
         out.append("")
     if costs:
         out.extend(_costs_md(t))
     out.append(f"**Result:** {md_text(_summary_md(t, hidden))}")
     out.append("")
     return out
+
+
+def _libraries_md(device: list[LibraryVerdict], hidden: tuple[Suppression, ...]) -> list[str]:
+    """The table of the libraries with device code (or none read where some was expected), and a blank line."""
+    out = ["| Library | Carries | Verdict |", "|---|---|---|"]
+    for v in device:
+        carried = " ".join(v.carried) or ("(relocatable only)" if v.relocatable else "(none read)")
+        verdict = verdict_text(v, hidden)
+        icon = "❓" if verdict.startswith("?") else STATUS_ICON.get(v.status, "")
+        out.append(f"| {code_span(v.path)} | {md_text(carried)} | {icon} "
+                   f"{md_text(verdict.lstrip('✓✗? ') or v.status)} |")
+    out.append("")
+    return out
+
+
+def _findings_md(shown: list[Finding]) -> list[str]:
+    """The table of the findings shown, and a blank line."""
+    out = ["| | Code | Finding |", "|---|---|---|"]
+    for f in shown:
+        title = CODES[f.code].title if f.code in CODES else ""
+        out.append(f"| {ICON[f.severity]} | **{f.code}** {md_text(title)} | {md_text(finding_text(f))} |")
+    out.append("")
+    return out
+
+
+def _floor_md(floor: Finding) -> str:
+    if floor.get("driver") == "unknown":
+        return f"Driver floor: **unknown** (archaudit cannot name it, from {code_span(floor.subject)})."
+    return (f"Driver floor: NVIDIA driver >= **{md_text(floor.get('driver'))}** "
+            f"(CUDA {md_text(floor.get('cuda'))}, from {code_span(floor.subject)}).")
 
 
 def _summary_md(t: TargetReport, hidden: tuple[Suppression, ...] = ()) -> str:
@@ -229,6 +242,36 @@ def _line(f: Finding) -> str:
     return xml_text(f"{f.severity} {f.code} {finding_text(f)}")
 
 
+def _junit_rows(t: TargetReport) -> list[tuple[str, list[Finding], str]]:
+    """(testcase name, its findings, its note): the target as a whole first, then each library."""
+    by_subject: dict[str, list[Finding]] = {}
+    for f in t.findings:
+        by_subject.setdefault(f.subject, []).append(f)
+    paths = {v.path for v in t.libraries}
+    rows: list[tuple[str, list[Finding], str]] = [
+        (f"({t.kind})", [f for s, fs in by_subject.items() if s not in paths for f in fs],
+         "unusable input" if t.unusable else "")]
+    for v in t.libraries:
+        carried = " ".join(v.carried)
+        rows.append((v.path, by_subject.get(v.path, []), f"{v.status}: {carried}" if carried else v.status))
+    return rows
+
+
+def _junit_case(t: TargetReport, suite_name: str, name: str, findings: list[Finding], note: str) -> junit.Case:
+    """One testcase: a <failure> where it has error findings (or is the unusable target as a whole)."""
+    whole = f"({t.kind})"
+    errors = [f for f in findings if f.severity == ERROR]
+    failure = None
+    if errors or (t.unusable and name == whole):
+        first = errors[0] if errors else None
+        failure = junit.Failure(finding_text(first) if first else f"{t.target}: unusable input",
+                                "\n".join(_line(f) for f in errors) + "\n" if errors else note + "\n",
+                                ",".join(sorted({f.code for f in errors})) or Code.E001)
+    others = [f for f in findings if f.severity != ERROR]
+    text = "\n".join(([note] if note and name != whole else []) + [_line(f) for f in others])
+    return junit.Case(suite_name, name, failure, out=text + "\n" if text else None)
+
+
 def render_junit(report: Report, **_: object) -> str:
     """JUnit XML: one <testsuite> per target, one <testcase> per library (plus one for the
     target as a whole), a <failure> per testcase that has error findings. No timings."""
@@ -238,29 +281,7 @@ def render_junit(report: Report, **_: object) -> str:
         props = [("target", t.target), ("kind", t.kind), ("claim", _claim_words(t))]
         if report.policy.config is not None:
             props.append(("config", report.policy.config))
-        by_subject: dict[str, list[Finding]] = {}
-        for f in t.findings:
-            by_subject.setdefault(f.subject, []).append(f)
-        paths = {v.path for v in t.libraries}
-        whole = f"({t.kind})"
-        rows: list[tuple[str, list[Finding], str]] = [
-            (whole, [f for s, fs in by_subject.items() if s not in paths for f in fs],
-             "unusable input" if t.unusable else "")]
-        for v in t.libraries:
-            carried = " ".join(v.carried)
-            rows.append((v.path, by_subject.get(v.path, []), f"{v.status}: {carried}" if carried else v.status))
-        cases = []
-        for name, findings, note in rows:
-            errors = [f for f in findings if f.severity == ERROR]
-            failure = None
-            if errors or (t.unusable and name == whole):
-                first = errors[0] if errors else None
-                failure = junit.Failure(finding_text(first) if first else f"{t.target}: unusable input",
-                                        "\n".join(_line(f) for f in errors) + "\n" if errors else note + "\n",
-                                        ",".join(sorted({f.code for f in errors})) or Code.E001)
-            others = [f for f in findings if f.severity != ERROR]
-            text = "\n".join(([note] if note and name != whole else []) + [_line(f) for f in others])
-            cases.append(junit.Case(suite_name, name, failure, out=text + "\n" if text else None))
+        cases = [_junit_case(t, suite_name, name, findings, note) for name, findings, note in _junit_rows(t)]
         suites.append(junit.Suite(suite_name, tuple(cases), tuple(props)))
     return junit.write("archaudit", suites)
 

@@ -11,7 +11,7 @@ from ..gpus.cuda import label
 from ..gpus.drivers import driver_key, floor_words
 from ..judge.audit import AmdEntryVerdict, LibraryVerdict, Report, TargetReport
 from ..judge.filters import Suppression
-from ..model import CUBIN, Container, Entry
+from ..model import CUBIN, Container, Entry, Library
 from .names import readable
 from .view import (
     QUIET_INFO,
@@ -338,6 +338,11 @@ def _summary(t: TargetReport, amd: tuple[str, ...] = (), hidden: tuple[Suppressi
         counts = ", ".join(f"{c} x{n}" for c, n in sorted(by.items()))
         total = sum(by.values())
         return f"✗ {total} finding{'s' * (total != 1)} ({counts})"
+    return _passed_summary(t, amd)
+
+
+def _passed_summary(t: TargetReport, amd: tuple[str, ...]) -> str:
+    """The summary line of a GPU wheel with no error finding: what its device code was verified for."""
     libs = [v for v in t.libraries if v.carried]
     answered = sorted({str(f.get("gpu")) for f in t.findings if f.code == Code.G008})
     if t.claim is None and not amd and answered:
@@ -369,29 +374,47 @@ def _amd_label(e: Entry, a: AmdEntryVerdict | None) -> str:
     return text if a.hip_selects else f"{text}(never selected: {e.identifier.split('-', 1)[0] or 'id'})"
 
 
-def _containers_text(t: TargetReport, v: LibraryVerdict, detail: str) -> list[str]:
-    lib = next((lib for lib in t.inventory.libraries if lib.path == v.path), None) if t.inventory else None
-    if lib is None:
-        return []
+def _library_of(t: TargetReport, v: LibraryVerdict) -> Library | None:
+    """The inventory's record of a verdict's library, where the report carries an inventory."""
+    if not t.inventory:
+        return None
+    return next((lib for lib in t.inventory.libraries if lib.path == v.path), None)
+
+
+def _container_groups(lib: Library, v: LibraryVerdict) -> dict[tuple[str, tuple[str, ...]], list[Container]]:
+    """The library's containers grouped by role and the "kind:target" keys of their entries."""
     amd = _amd_of(v)
     groups: dict[tuple[str, tuple[str, ...]], list[Container]] = {}
     for ci, c in enumerate(lib.containers):
         key = (c.role, tuple(sorted({f"{e.kind}:{_amd_label(e, amd.get((ci, ei))) if e.vendor == 'amd' else e.target}"
                                      for ei, e in enumerate(c.entries)}, key=_entry_order)))
         groups.setdefault(key, []).append(c)
+    return groups
+
+
+def _kernels_text(cs: list[Container]) -> str:
+    """The kernels of a group of containers, counted, the first five demangled."""
+    from ..judge.audit import demangle
+
+    names = sorted({k for c in cs for e in c.entries for k in (e.kernels or ())})
+    shown = ", ".join(sorted({demangle(n) for n in names})[:5])
+    return (f"  [{len(names)} kernel{'s' * (len(names) != 1)}{': ' + shown if shown else ''}"
+            f"{', ...' if len(names) > 5 else ''}]")
+
+
+def _containers_text(t: TargetReport, v: LibraryVerdict, detail: str) -> list[str]:
+    lib = _library_of(t, v)
+    if lib is None:
+        return []
     out = []
-    for (role, targets), cs in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+    for (role, targets), cs in sorted(_container_groups(lib, v).items(), key=lambda kv: (-len(kv[1]), kv[0])):
         label = " ".join(t.replace("sass:", "").replace("ptx:sm_", "compute_").replace("code-object:", "")
                          .replace("lto:sm_", "lto_") for t in targets) or "(empty)"
         what = (f"whole cubin{'s' * (len(cs) != 1)} outside any container, loaded by the library itself,"
                 if role == CUBIN else f"{role} container{'s' * (len(cs) != 1)}")
         line = f"      {len(cs):>5} {what} in {cs[0].section or '(file)'}: {label}"
         if detail == "kernels":
-            names = sorted({k for c in cs for e in c.entries for k in (e.kernels or ())})
-            from ..judge.audit import demangle
-            shown = ", ".join(sorted({demangle(n) for n in names})[:5])
-            line += (f"  [{len(names)} kernel{'s' * (len(names) != 1)}{': ' + shown if shown else ''}"
-                     f"{', ...' if len(names) > 5 else ''}]")
+            line += _kernels_text(cs)
         out.append(line)
     return out
 
@@ -420,51 +443,75 @@ def to_dict(report: Report, *, detail: str = "libraries", timings: bool = True) 
     }
 
 
-def _target_json(t: TargetReport, detail: str, timings: bool = True) -> dict[str, Any]:
-    libs = []
-    inv = {lib.path: lib for lib in t.inventory.libraries} if t.inventory else {}
-    for v in t.libraries:
-        d = {
-            "path": v.path, "status": v.status, "carries": list(v.carried),
-            "relocatable": list(v.relocatable),
-            "coverage": {lbl: how for lbl, how in v.coverage},
-            "containers": v.containers, "kernels": v.kernels,
-            "driver_floor": {"cuda": v.driver_floor[0], "driver": v.driver_floor[1]} if v.driver_floor else None,
-            "bytes_by_target": [{"target": k, "stored": s, "decoded": d_} for k, s, d_ in v.bytes_by_target],
-        }
-        lib = inv.get(v.path)
-        if lib is not None:
-            d["size"] = lib.size
-            d["format"] = lib.format
-            d["needed"] = list(lib.needed)
-            if detail in ("containers", "kernels"):
-                amd = _amd_of(v)
-                d["container_list"] = [{
-                    "role": c.role, "section": c.section, "offset": c.offset, "size": c.size,
-                    "entries": [{
-                        "vendor": e.vendor, "kind": e.kind, "target": e.target,
-                        "code_version": list(e.code_version), "compression": e.compression,
-                        "stored_size": e.stored_size, "size": e.size, "offset": e.offset,
-                        "identifier": e.identifier, "debug": e.debug,
-                        **({"ptx_target": e.ptx_target} if e.ptx_target else {}),
-                        **({"own_target": e.own_target, "judged_target": amd[ci, ei].judged_target,
-                            "hip_selects": amd[ci, ei].hip_selects} if e.own_target is not None else {}),
-                        **({"kernels": list(e.kernels) if e.kernels is not None else None}
-                           if detail == "kernels" else {}),
-                    } for ei, e in enumerate(c.entries)],
-                } for ci, c in enumerate(lib.containers)]
-        libs.append(d)
+def _entry_json(e: Entry, amd: dict[tuple[int, int], AmdEntryVerdict], at: tuple[int, int],
+                detail: str) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "vendor": e.vendor, "kind": e.kind, "target": e.target,
+        "code_version": list(e.code_version), "compression": e.compression,
+        "stored_size": e.stored_size, "size": e.size, "offset": e.offset,
+        "identifier": e.identifier, "debug": e.debug,
+    }
+    if e.ptx_target:
+        d["ptx_target"] = e.ptx_target
+    if e.own_target is not None:
+        d.update({"own_target": e.own_target, "judged_target": amd[at].judged_target,
+                  "hip_selects": amd[at].hip_selects})
+    if detail == "kernels":
+        d["kernels"] = list(e.kernels) if e.kernels is not None else None
+    return d
+
+
+def _container_list_json(lib: Library, v: LibraryVerdict, detail: str) -> list[dict[str, Any]]:
+    amd = _amd_of(v)
+    return [{
+        "role": c.role, "section": c.section, "offset": c.offset, "size": c.size,
+        "entries": [_entry_json(e, amd, (ci, ei), detail) for ei, e in enumerate(c.entries)],
+    } for ci, c in enumerate(lib.containers)]
+
+
+def _library_json(v: LibraryVerdict, lib: Library | None, detail: str) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "path": v.path, "status": v.status, "carries": list(v.carried),
+        "relocatable": list(v.relocatable),
+        "coverage": {lbl: how for lbl, how in v.coverage},
+        "containers": v.containers, "kernels": v.kernels,
+        "driver_floor": {"cuda": v.driver_floor[0], "driver": v.driver_floor[1]} if v.driver_floor else None,
+        "bytes_by_target": [{"target": k, "stored": s, "decoded": d_} for k, s, d_ in v.bytes_by_target],
+    }
+    if lib is not None:
+        d["size"] = lib.size
+        d["format"] = lib.format
+        d["needed"] = list(lib.needed)
+        if detail in ("containers", "kernels"):
+            d["container_list"] = _container_list_json(lib, v, detail)
+    return d
+
+
+def _origin_json(t: TargetReport) -> dict[str, Any]:
+    """{"origin": ...} for a target read from an index or URL; {} for one read from a file here."""
     o = t.inventory.origin if t.inventory is not None else None
+    if o is None:
+        return {}
+    return {"origin": {"file": o.file, "url": o.url, "sha256": o.sha256 or None, "size": o.size,
+                       "fetched": o.fetched, "requirement": o.requirement or None, "platform": o.platform or None}}
+
+
+def _claim_json(t: TargetReport) -> dict[str, Any] | None:
+    if t.claim is None:
+        return None
+    return {"source": t.claim.source, "raw": t.claim.raw,
+            "archs": [{"target": a.target.label, "sass": a.sass, "ptx": a.ptx} for a in t.claim.archs],
+            "gpus": [label(c) for c in t.claim.gpus]}
+
+
+def _target_json(t: TargetReport, detail: str, timings: bool = True) -> dict[str, Any]:
+    inv = {lib.path: lib for lib in t.inventory.libraries} if t.inventory else {}
+    libs = [_library_json(v, inv.get(v.path), detail) for v in t.libraries]
     out = {
         "target": t.target, "kind": t.kind, "distribution": t.distribution, "gpu_wheel": t.gpu_wheel,
         "unusable": t.unusable,
-        **({"origin": {"file": o.file, "url": o.url, "sha256": o.sha256 or None, "size": o.size,
-                       "fetched": o.fetched, "requirement": o.requirement or None,
-                       "platform": o.platform or None}} if o is not None else {}),
-        "claim": None if t.claim is None else {
-            "source": t.claim.source, "raw": t.claim.raw,
-            "archs": [{"target": a.target.label, "sass": a.sass, "ptx": a.ptx} for a in t.claim.archs],
-            "gpus": [label(c) for c in t.claim.gpus]},
+        **_origin_json(t),
+        "claim": _claim_json(t),
         "bytes_read": t.bytes_read, "seconds": round(t.seconds, 3),
         "libraries": libs,
         "findings": [_finding_json(f) for f in t.findings],

@@ -95,8 +95,7 @@ def rules_markdown() -> str:
     out = ["# Finding codes and SARIF rules", "",
            "What `archaudit explain CODE` prints for every finding code, and the rules of `diff` and",
            "`smoke` results. A SARIF rule's `helpUri` points here (`--docs-url`). Generated from the",
-           "code table: `python -c \"from archaudit.report.sarif import rules_markdown; "
-           "print(rules_markdown(), end='')\"`.",
+           "code table in `src/archaudit/findings.py` by `python tools/gen_docs.py`; do not edit.",
            ""]
     rules = [_code_rule(c) for c in CODES] + [DIFF_LOST, DIFF_DROPPED, DIFF_UNVERIFIED]
     rules += [smoke_rule(p) for p in SMOKE_PROBES]

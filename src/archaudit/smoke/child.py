@@ -48,6 +48,7 @@ from typing import Any
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
 DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cuda_driver.py")
 CUPTI = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cupti.py")  # the traced child's tracer
+STEPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker_steps.py")  # the framework steps
 
 
 def _held(path: str) -> bytes:
@@ -58,7 +59,8 @@ def _held(path: str) -> bytes:
 # What a child runs, read once as this module loads (before any child starts): each child gets a
 # fresh copy written into a directory of its own, so code of the wheel that rewrites archaudit's
 # files, or a copy a previous child was given, never runs as the next trusted child's worker.
-CHILD_SOURCES = {"worker.py": _held(WORKER), "cuda_driver.py": _held(DRIVER), "cupti.py": _held(CUPTI)}
+CHILD_SOURCES = {"worker.py": _held(WORKER), "cuda_driver.py": _held(DRIVER), "cupti.py": _held(CUPTI),
+                 "worker_steps.py": _held(STEPS)}
 TAIL_CHARS = 2000
 LOG_SCAN_BYTES = 64 << 20  # how much of a child's stdout+stderr the watch patterns are searched in
 # Tasks whose children run no code of the wheel under test: only their reports carry a status.
@@ -363,7 +365,7 @@ def _spawn_once(python: str, task: str, spec: dict[str, Any], env: dict[str, str
 
 
 def _stage(cwd: str) -> str:
-    """A fresh directory in cwd holding the worker and the driver module, from the bytes read at start."""
+    """A fresh directory in cwd holding the worker and the modules it loads, from the bytes read at start."""
     stage = tempfile.mkdtemp(prefix="worker-", dir=cwd)
     for name, data in CHILD_SOURCES.items():
         with open(os.path.join(stage, name), "wb") as f:

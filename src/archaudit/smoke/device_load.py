@@ -160,36 +160,48 @@ def splittable(item: Item, off: list[Answer] | None) -> bool:
             and all(a.code == P.JIT_COMPILATION_DISABLED for a in off or ()))
 
 
+def _part_images(item: Item, n: int) -> list[bytes]:
+    """A splittable container's PTX as up to n part containers ([] where it cannot be split: load it whole)."""
+    from . import ptx_split
+
+    try:
+        with open(item.path, "rb") as f:
+            f.seek(item.container.offset)
+            return ptx_split.part_containers(f.read(item.container.size), n)
+    except (OSError, ValueError):  # NotSplittable, FatbinError: load it whole
+        return []
+
+
+def _parts_answer(per: list[list[Answer] | None]) -> list[Answer] | None:
+    """A container's answer per GPU from its parts' answers: 0 when every part loaded on every
+    GPU (the JIT's seconds summed), else None (the container is loaded whole again)."""
+    if all(p and len(p) == len(per[0] or ()) and all(a.code == 0 for a in p) for p in per):
+        return [Answer(0, sum(p[g].seconds for p in per if p)) for g in range(len(per[0] or ()))]
+    return None
+
+
 def load_jit(run_task: RunTask, items: list[Item], off: dict[int, list[Answer]], n: int,
              workdir: str) -> tuple[dict[int, list[Answer]], list[child.Death], dict[str, Any], dict[int, int]]:
     """The JIT-on pass. A large PTX-only container (splittable) is loaded as parts that share its
     kernels out (ptx_split); it answers 0 when every part does, and is loaded whole, as any other
     container, when a part answers anything else, so a part can only ever confirm a success.
     The last value maps each container answered from parts to their number (0: reloaded whole)."""
-    from . import ptx_split
-
     specs: list[dict[str, object]] = []
     costs: list[float] = []
     whole: dict[int, int] = {}  # item -> its spec
     parts: dict[int, list[int]] = {}  # item -> its part specs
     for i, it in enumerate(items):
-        if splittable(it, off.get(i)):
-            try:
-                with open(it.path, "rb") as f:
-                    f.seek(it.container.offset)
-                    images = ptx_split.part_containers(f.read(it.container.size), n)
-            except (OSError, ValueError):  # NotSplittable, FatbinError: load it whole
-                images = []
-            if len(images) > 1:
-                parts[i] = []
-                for k, image in enumerate(images):
-                    path = os.path.join(workdir, f"ptx-part-{i}-{k}.fatbin")
-                    with open(path, "wb") as f:
-                        f.write(image)
-                    parts[i].append(len(specs))
-                    specs.append({"file": path, "offset": 0, "size": len(image), "text": False})
-                    costs.append(1e-4 + len(image) * JIT_COST_PER_BYTE)
-                continue
+        images = _part_images(it, n) if splittable(it, off.get(i)) else []
+        if len(images) > 1:
+            parts[i] = []
+            for k, image in enumerate(images):
+                path = os.path.join(workdir, f"ptx-part-{i}-{k}.fatbin")
+                with open(path, "wb") as f:
+                    f.write(image)
+                parts[i].append(len(specs))
+                specs.append({"file": path, "offset": 0, "size": len(image), "text": False})
+                costs.append(1e-4 + len(image) * JIT_COST_PER_BYTE)
+            continue
         whole[i] = len(specs)
         specs.append(it.spec())
         costs.append(it.cost(True))
@@ -197,9 +209,9 @@ def load_jit(run_task: RunTask, items: list[Item], off: dict[int, list[Answer]],
     answers = {i: got[j] for i, j in whole.items() if j in got}
     again = []
     for i, ks in parts.items():
-        per = [got.get(k) for k in ks]
-        if all(p and len(p) == len(per[0] or ()) and all(a.code == 0 for a in p) for p in per):
-            answers[i] = [Answer(0, sum(p[g].seconds for p in per if p)) for g in range(len(per[0] or ()))]
+        joined = _parts_answer([got.get(k) for k in ks])
+        if joined is not None:
+            answers[i] = joined
         else:
             again.append(i)
     if again:  # a part was refused: the whole container's own answer is the one that counts
@@ -265,8 +277,9 @@ class DeviceLoadProbe:
     description = ("cuModuleLoadData on every fatbin container of every library, on each visible GPU, "
                    "with the PTX JIT on and off; each answer must be the one archaudit predicted")
 
-    def run(self, ctx: Any) -> list[Row]:
-        rows: list[Row] = []
+    def _libraries(self, ctx: Any, rows: list[Row]) -> list[tuple[str, Library]]:
+        """The libraries with CUDA containers, each read completely; a FAIL row in rows for each
+        file whose device code could not be read (fail closed)."""
         libraries: list[tuple[str, Library]] = []
         for path in ctx.device_code_files():
             try:
@@ -282,6 +295,11 @@ class DeviceLoadProbe:
                 continue
             if any(c.vendor == "nvidia" for c in lib.containers):
                 libraries.append((path, lib))
+        return libraries
+
+    def run(self, ctx: Any) -> list[Row]:
+        rows: list[Row] = []
+        libraries = self._libraries(ctx, rows)
         if not libraries:
             if not rows:
                 rows.append(Row(self.name, ctx.distribution, SKIP,
@@ -309,14 +327,20 @@ class DeviceLoadProbe:
         for d in on_deaths + off_deaths:
             rows.append(Row(self.name, "device-load child", FAIL, d.reason, d.duration, d.signal, d.stderr_tail))
         cuda = _cuda(info.get("driver") or getattr(ctx, "driver", None))
+        rows += self._library_rows(ctx, libraries, items, on, off, cuda, split)
+        return rows
+
+    def _library_rows(self, ctx: Any, libraries: list[tuple[str, Library]], items: list[Item],
+                      on: dict[int, list[Answer]], off: dict[int, list[Answer]], cuda: tuple[int, int] | None,
+                      split: dict[int, int]) -> list[Row]:
+        """A row per library, from the answers to its own containers."""
         by_lib: dict[str, list[int]] = {}
         for i, it in enumerate(items):
             by_lib.setdefault(it.path, []).append(i)
-        for path, lib in libraries:
-            rows.append(self._library_row(ctx, path, lib, [items[i] for i in by_lib[path]],
-                                          [on.get(i) for i in by_lib[path]], [off.get(i) for i in by_lib[path]], cuda,
-                                          [split[i] for i in by_lib[path] if i in split]))
-        return rows
+        return [self._library_row(ctx, path, lib, [items[i] for i in by_lib[path]],
+                                  [on.get(i) for i in by_lib[path]], [off.get(i) for i in by_lib[path]], cuda,
+                                  [split[i] for i in by_lib[path] if i in split])
+                for path, lib in libraries]
 
     def _library_row(self, ctx: Any, path: str, lib: Library, items: list[Item], on: list[list[Answer] | None],
                      off: list[list[Answer] | None], cuda: tuple[int, int] | None,

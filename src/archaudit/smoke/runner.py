@@ -121,6 +121,62 @@ def _changed_text(changes: tuple[integrity.Change, ...]) -> str:
             + integrity.describe(changes))
 
 
+def _environment(target: str | None, installed: str | None, workdir: str, *, system_site_packages: bool,
+                 timeout: float, allow_source_dependencies: bool) -> tuple[venv.Environment, str, dict[str, str]]:
+    """The environment to smoke (this one, or a fresh one with the wheel installed), the
+    distribution's name, and the environment its children run with."""
+    if installed is not None:
+        return venv.current(), installed, child.child_env(child.private_dirs(workdir))
+    assert target is not None  # exactly one of target and installed, checked above
+    name, _ = venv.wheel_distribution(target)
+    child_env = child.child_env(child.private_dirs(workdir))
+    child_env.pop("PYTHONPATH", None)  # the fresh environment, not this process's path
+    try:  # the last step: an environment made is returned, so that the caller closes it
+        env = venv.create(target, system_site_packages=system_site_packages, timeout=timeout,
+                          allow_source_dependencies=allow_source_dependencies)
+    except venv.InstallError as exc:
+        raise SmokeInputError(str(exc)) from None
+    return env, name, child_env
+
+
+def _describe(env: venv.Environment, name: str, child_env: dict[str, str], workdir: str,
+              info_timeout: float) -> tuple[dict[str, Any], child.TaskRun]:
+    """The installed distribution's metadata and files, as the environment's interpreter reads them."""
+    inspect = child.run_task(env.python, "inspect", [], {"distribution": name}, env=child_env,
+                             cwd=workdir, timeout=info_timeout, sys_path=env.sys_path)
+    info = _first_info(inspect)
+    if not info:
+        d = inspect.deaths[0] if inspect.deaths else None
+        raise SmokeInputError(f"the interpreter {env.python} could not describe its packages: "
+                              f"{d.reason if d else 'no answer'}\n{d.stderr_tail if d else ''}")
+    if not info.get("found"):
+        raise SmokeInputError(f"{name} is not installed in {env.description} (the interpreter "
+                              f"{info.get('executable') or env.python})")
+    return info, inspect
+
+
+def _gpu_error(gpu: dict[str, Any], devices: tuple[Any, ...]) -> str | None:
+    """Why there is no GPU to run on (None where the driver named devices)."""
+    gpu_error = gpu.get("error") if gpu else "the GPU query child died (see the device-load rows)"
+    if not devices and not gpu_error:
+        gpu_error = "the CUDA driver reports no device"
+    return gpu_error
+
+
+def _probe_rows(selected: list[Any], ctx: Any, subject: str) -> list[Row]:
+    """Every selected probe's rows, in order; a probe that raises is a failed row, not a crashed run."""
+    rows: list[Row] = []
+    for probe in selected:
+        name_ = getattr(probe, "name", type(probe).__name__)
+        t0 = time.monotonic()
+        try:
+            rows += list(probe.run(ctx))
+        except Exception as exc:  # a bug in a probe is a failed row, not a crashed run
+            rows.append(Row(name_, subject, FAIL, f"the probe itself raised {type(exc).__name__}: {exc}",
+                            time.monotonic() - t0))
+    return rows
+
+
 def _run(target: str | None, installed: str | None, *, name_probes: tuple[list[str] | None, list[Any]],
          require_gpu: bool, timeout: float, system_site_packages: bool, allow_source_dependencies: bool,
          started: float, run_command: str | None = None) -> SmokeReport:
@@ -129,38 +185,15 @@ def _run(target: str | None, installed: str | None, *, name_probes: tuple[list[s
     workdir = tempfile.mkdtemp(prefix="archaudit-smoke-")
     env = None
     try:
-        if installed is not None:
-            env = venv.current()
-            name = installed
-            child_env = child.child_env(child.private_dirs(workdir))
-        else:
-            assert target is not None  # exactly one of target and installed, checked above
-            name, _ = venv.wheel_distribution(target)
-            try:
-                env = venv.create(target, system_site_packages=system_site_packages, timeout=timeout,
-                                  allow_source_dependencies=allow_source_dependencies)
-            except venv.InstallError as exc:
-                raise SmokeInputError(str(exc)) from None
-            child_env = child.child_env(child.private_dirs(workdir))
-            child_env.pop("PYTHONPATH", None)  # the fresh environment, not this process's path
+        env, name, child_env = _environment(target, installed, workdir, system_site_packages=system_site_packages,
+                                            timeout=timeout, allow_source_dependencies=allow_source_dependencies)
         info_timeout = max(timeout, INFO_TIMEOUT)
-        inspect = child.run_task(env.python, "inspect", [], {"distribution": name}, env=child_env,
-                                 cwd=workdir, timeout=info_timeout, sys_path=env.sys_path)
-        info = _first_info(inspect)
-        if not info:
-            d = inspect.deaths[0] if inspect.deaths else None
-            raise SmokeInputError(f"the interpreter {env.python} could not describe its packages: "
-                                  f"{d.reason if d else 'no answer'}\n{d.stderr_tail if d else ''}")
-        if not info.get("found"):
-            raise SmokeInputError(f"{name} is not installed in {env.description} (the interpreter "
-                                  f"{info.get('executable') or env.python})")
+        info, inspect = _describe(env, name, child_env, workdir, info_timeout)
         gpu_run = child.run_task(env.python, "gpu-info", [], env=child_env, cwd=workdir,
                                  timeout=info_timeout, sys_path=env.sys_path)
         gpu = _first_info(gpu_run)
         devices = tuple(gpu.get("devices") or ())
-        gpu_error = gpu.get("error") if gpu else "the GPU query child died (see the device-load rows)"
-        if not devices and not gpu_error:
-            gpu_error = "the CUDA driver reports no device"
+        gpu_error = _gpu_error(gpu, devices)
         ctx = probes_mod.ProbeContext(
             python=env.python, distribution=info["name"], version=info["version"],
             requires=tuple(info.get("requires") or ()), location=info["location"],
@@ -170,15 +203,7 @@ def _run(target: str | None, installed: str | None, *, name_probes: tuple[list[s
         # A death or a forged line in the setup children is reported, never silently dropped.
         rows: list[Row] = [Row("setup", info["name"], FAIL, d.reason, d.duration, d.signal, d.stderr_tail)
                            for d in inspect.deaths + gpu_run.deaths]
-        for probe in selected:
-            name_ = getattr(probe, "name", type(probe).__name__)
-            t0 = time.monotonic()
-            try:
-                rows += list(probe.run(ctx))
-            except Exception as exc:  # a bug in a probe is a failed row, not a crashed run
-                rows.append(Row(name_, info["name"], FAIL,
-                                f"the probe itself raised {type(exc).__name__}: {exc}",
-                                time.monotonic() - t0))
+        rows += _probe_rows(selected, ctx, info["name"])
         return SmokeReport(
             target=target or installed or "", distribution=info["name"],
             version=info["version"], environment=env.description, python=info.get("python", "?"),

@@ -454,10 +454,10 @@ class Judge:
         return rows
 
 
-def judge_trace(trace: Trace, inv: Inventory, gpu: dict[str, Any], cuda: tuple[int, int],
-                jit: bool = True) -> list[Row]:
-    """The rows of a trace: failures and disagreements first, then one per library that served."""
-    j = Judge(inv, gpu, cuda, jit)
+def _judge_launches(j: Judge, trace: Trace) -> None:
+    """Every launch to the judge once: a runtime launch is also a driver launch underneath, so
+    where the driver was traced a launch counts at the driver, and a runtime failure only where
+    the driver did not fail the same kernel with the same code."""
     driver_seen = any(launch.layer == "driver" for launch in trace.launches)
     driver_failures = {(launch.kernel, launch.code) for launch in trace.launches
                        if launch.layer == "driver" and launch.code}
@@ -468,12 +468,11 @@ def judge_trace(trace: Trace, inv: Inventory, gpu: dict[str, Any], cuda: tuple[i
                 j.launched(launch)
         elif launch.layer == "driver" or (launch.kernel, launch.code) not in driver_failures:
             j.failed(launch)
-    seen: set[tuple[int, str]] = set()
-    for e in trace.async_errors:  # the runtime's synchronize and the driver's under it report one error twice
-        if (e.code, e.after) not in seen:
-            seen.add((e.code, e.after))
-            j.async_error(e)
-    rows = j.rows + j.library_rows()
+
+
+def _unread_rows(j: Judge) -> list[Row]:
+    """A FAIL row per file whose launched cubins lie outside any fatbin container (check does not read them)."""
+    rows = []
     for name, got in sorted(j.unread.items()):
         n = sum(got.values())
         kernels = sorted({k for k, _ in got})
@@ -484,15 +483,34 @@ def judge_trace(trace: Trace, inv: Inventory, gpu: dict[str, Any], cuda: tuple[i
                         f"{', '.join(f'0x{o:x}' for o in frames[:SHOWN])}): check does not read them, so it "
                         f"predicted nothing for them; e.g. {', '.join(kernels[:SHOWN])}",
                         details=(("frames", frames[:200]), ("kernels", kernels[:200]), ("launches", n))))
+    return rows
+
+
+def _outside_row(j: Judge) -> Row:
+    """The SKIP row of the launches from images no container of the mapped files holds."""
+    n = sum(j.outside.values())
+    shown = ", ".join(k for k, _ in j.outside.most_common(SHOWN))
+    return Row(NAME, "code no file holds", SKIP,
+               f"{n} launch(es) of {len(j.outside)} kernel(s) came from images no container of the mapped "
+               f"files holds, and no container check reads defines their names (code compiled at run time: "
+               f"NVRTC, Triton, a JIT cache; or device code a mapped file stores outside a fatbin "
+               f"container, which check does not read): check has nothing to predict for them; e.g. {shown}",
+               details=(("kernels", dict(j.outside.most_common(200))),))
+
+
+def judge_trace(trace: Trace, inv: Inventory, gpu: dict[str, Any], cuda: tuple[int, int],
+                jit: bool = True) -> list[Row]:
+    """The rows of a trace: failures and disagreements first, then one per library that served."""
+    j = Judge(inv, gpu, cuda, jit)
+    _judge_launches(j, trace)
+    seen: set[tuple[int, str]] = set()
+    for e in trace.async_errors:  # the runtime's synchronize and the driver's under it report one error twice
+        if (e.code, e.after) not in seen:
+            seen.add((e.code, e.after))
+            j.async_error(e)
+    rows = j.rows + j.library_rows() + _unread_rows(j)
     if j.outside:
-        n = sum(j.outside.values())
-        shown = ", ".join(k for k, _ in j.outside.most_common(SHOWN))
-        rows.append(Row(NAME, "code no file holds", SKIP,
-                        f"{n} launch(es) of {len(j.outside)} kernel(s) came from images no container of the mapped "
-                        f"files holds, and no container check reads defines their names (code compiled at run time: "
-                        f"NVRTC, Triton, a JIT cache; or device code a mapped file stores outside a fatbin "
-                        f"container, which check does not read): check has nothing to predict for them; e.g. {shown}",
-                        details=(("kernels", dict(j.outside.most_common(200))),)))
+        rows.append(_outside_row(j))
     for p in trace.problems:
         rows.append(Row(NAME, "tracer", FAIL, p))
     if trace.dropped:

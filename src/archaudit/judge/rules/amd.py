@@ -1,0 +1,130 @@
+"""AMD code as ROCm selects and loads it: the claimed settings a library misses and why (used by
+G001 and the --gpu answers), AMD kernel gaps (K001), and bundle entries that count for no GPU
+(G014, G015, G018)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ...findings import Code, Finding
+from ...gpus import amd as gfx, rocm
+from ..facts import LibraryFacts
+from .common import finding, library_rule
+
+
+def amd_carried(f: LibraryFacts) -> list[str]:
+    """The AMD targets HIP can select in the library, each as its code object runs (the more
+    specific of bundle id and e_flags)."""
+    return sorted({rocm.judged_target(e) for e in f.amd if rocm.hip_reads(e) and not e.unloadable})
+
+
+def amd_missing(f: LibraryFacts, want: str) -> list[str]:
+    """The concrete GPU settings of a claimed target on which no module of the library loads."""
+    return [m for m in rocm.settings(want) if not f.amd_path(m).runs]
+
+
+def amd_why(f: LibraryFacts, settings: Sequence[str]) -> str:
+    """Why ROCm runs nothing there, where the binary shows more than missing code: an entry it
+    selects whose code object the loader refuses, or entries it never reads."""
+    out = ""
+    old = sorted({e.code_version[0] for m in settings for e in f.amd_path(m).refused if rocm.too_old_alone(e)})
+    if old:
+        out += (f"; it is a bare code object of version {', '.join(map(str, old))}, and ROCm's comgr looks up "
+                f"bare code objects of versions 4 to 6 only (getElfIsaName)")
+    unloadable = sorted({e.identifier or e.target for m in settings for e in f.amd_path(m).refused
+                         if e.unloadable and not rocm.too_old_alone(e)})
+    if unloadable:
+        out += (f"; ROCm selects {', '.join(unloadable[:3])}, a code object without a loadable segment (a "
+                f"relocatable object never linked), which ROCr's loader refuses on every GPU")
+    refused = {e.identifier or e.target: rocm.judged_target(e) for m in settings for e in f.amd_path(m).refused
+               if not rocm.too_old_alone(e) and not e.unloadable}
+    if refused:
+        shown = "; ".join(f"{i} holds a code object built for {t}" for i, t in sorted(refused.items())[:3])
+        out += (f"; on {', '.join(settings[:4])} ROCm selects the first bundle entry whose id fits and the "
+                f"loader refuses its code object ({shown}), with no fallback to a later entry")
+    unread = sorted({e.identifier for e in f.amd if not rocm.hip_reads(e)})
+    if unread:
+        out += f"; HIP never selects {', '.join(unread[:3])} (not a hip/hipv4/hcc entry as comgr spells it)"
+    procs = {m.split(":")[0] for m in settings}
+    generic = sorted({e.target for e in f.amd if rocm.hip_reads(e) and gfx.is_generic(e.target)
+                      and procs & set(gfx.family(e.target))})
+    if generic:
+        out += (f"; {', '.join(generic)} code is not selected for {', '.join(sorted(procs))}: ROCm's comgr "
+                f"(lookUpCodeObject) compares a bundle entry's processor with the GPU's own, so a generic "
+                f"entry fits no GPU; only a run on the GPU (archaudit smoke) can show a ROCm that selects it")
+    return out
+
+
+
+def amd_kernel_gaps(f: LibraryFacts, gpus: Sequence[str] | None = None) -> tuple[rocm.AmdKernelGap, ...]:
+    """AMD kernels a claimed (or the given) GPU setting cannot launch from their own module
+    although another module of the library runs there."""
+    if not f.amd:
+        return ()
+    if gpus is None:
+        gpus = [m for want in f.policy.amd_claim for m in rocm.settings(want)]
+    return rocm.kernel_gaps(f.amd_modules, [f.amd_path(m) for m in dict.fromkeys(gpus)])
+
+
+
+@library_rule(Code.G014)
+def rule_g014(f: LibraryFacts) -> list[Finding]:
+    """G014: a code object whose own xnack/sramecc setting (ELF e_flags) is more specific than
+    its bundle id. ROCm selects the entry by its id and the loader then refuses the code object
+    on a GPU of the other setting, so it is judged by its e_flags; the id misdescribes it."""
+    bad = sorted({(e.identifier or e.target, e.own_target or "") for e in f.amd
+                  if rocm.hip_reads(e) and rocm.disagrees(e)})
+    if not bad:
+        return []
+    shown = "; ".join(f"{i} holds a code object built for {t}" for i, t in bad[:3])
+    return [finding(Code.G014, f.path, f"{f.path}: {len(bad)} bundle entr{'y' if len(bad) == 1 else 'ies'} "
+                                    f"say{'s' * (len(bad) == 1)} less than {'its' if len(bad) == 1 else 'their'} "
+                                    f"code object: {shown}{' ...' if len(bad) > 3 else ''}; judged as built",
+                    entries=[i for i, _ in bad], built=[t for _, t in bad])]
+
+
+@library_rule(Code.G015)
+def rule_g015(f: LibraryFacts) -> list[Finding]:
+    """G015: AMD bundle entries HIP never selects: an offload kind other than hip/hipv4/hcc (an
+    OpenMP entry), or an id comgr does not match as written (upper case; the four-field triple of
+    clang 11 and older; HCC's amdgcn--amdhsa). They count for no GPU."""
+    unread = sorted({e.identifier for e in f.amd if not rocm.hip_reads(e)})
+    if not unread:
+        return []
+    return [finding(Code.G015, f.path, f"{f.path}: HIP never selects {len(unread)} bundle entr"
+                                    f"{'y' if len(unread) == 1 else 'ies'} ({', '.join(unread[:3])}"
+                                    f"{' ...' if len(unread) > 3 else ''}): comgr reads only hip, hipv4 and hcc "
+                                    f"entries whose triple is amdgcn-amd-amdhsa-- (five fields), spelt in lower "
+                                    f"case; they count for no GPU", entries=unread)]
+
+
+@library_rule(Code.G018)
+def rule_g018(f: LibraryFacts) -> list[Finding]:
+    """G018: AMD code objects ROCr's loader refuses on every GPU (no PT_LOAD segment: a relocatable
+    object never linked, a bare ELF header). They count for no GPU, as NVIDIA's relocatable code."""
+    refused = sorted({e.identifier or e.target for e in f.amd if e.unloadable})
+    if not refused:
+        return []
+    return [finding(Code.G018, f.path, f"{f.path}: {len(refused)} AMD code object{'s' * (len(refused) != 1)} "
+                                    f"without a loadable segment ({', '.join(refused[:3])}"
+                                    f"{' ...' if len(refused) > 3 else ''}), as a relocatable object never linked "
+                                    f"is: ROCr's loader refuses it on every GPU, so it counts for no GPU",
+                    entries=refused)]
+
+
+def modes_matter(target: str) -> bool:
+    t = gfx.parse_target(target)
+    return any(gfx.processors()[p].supports(n) and t.feature(n) is None
+               for p in gfx.family(target) for n in gfx.FEATURES)
+
+
+__all__ = [
+    "amd_carried",
+    "amd_kernel_gaps",
+    "amd_missing",
+    "amd_why",
+    "modes_matter",
+    "rule_g014",
+    "rule_g015",
+    "rule_g018",
+]

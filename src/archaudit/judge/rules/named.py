@@ -1,0 +1,158 @@
+"""The answers to --gpu: whether a library runs on a named NVIDIA or AMD GPU (G008) or not (G009),
+and on_gpu, the same answer for one library, which smoke's device-load uses."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ...findings import Code, Finding
+from ...gpus import cuda as arch, rocm
+from ...gpus.cuda import CC, label
+from ...model import Library
+from ..facts import Floor, KernelGap, LibraryFacts, library_facts
+from ..policy import AmdGpu, NvidiaGpu, Policy, arm_linux, library_claim
+from .amd import amd_kernel_gaps, amd_why
+from .common import finding, kernels_phrase, library_entry, library_rule, present_codes
+from .drivers import ptx_floor
+
+
+@library_rule(Code.G008)
+def rule_g008(f: LibraryFacts) -> list[Finding]:
+    """G008: the answer to --gpu where the library runs on the named GPU."""
+    return [x for x in named_gpus(f) if x.code == Code.G008]
+
+
+@library_rule(Code.G009)
+def rule_g009(f: LibraryFacts) -> list[Finding]:
+    """G009: with --gpu, a library carrying device code of which none runs on that GPU, or
+    with kernels that cannot run there while nothing in the binary says it is by design."""
+    return [x for x in named_gpus(f) if x.code == Code.G009]
+
+
+def named_gpus(f: LibraryFacts) -> list[Finding]:
+    out = []
+    if f.codes:
+        for name, cc in f.policy.gpus:
+            if arch.is_tegra(cc) and f.policy.platforms and not arm_linux(f.policy.platforms):
+                # a Jetson runs Linux on aarch64: a wheel for another platform is never installed there
+                out.append(finding(Code.G009, f.path, f"{f.path} on {name} ({cc[0]}.{cc[1]}): not at all (the wheel "
+                                   f"is for {', '.join(f.policy.platforms)}; a {name} runs Linux on aarch64, so "
+                                   f"it cannot be installed there)", gpu=name, runs="none",
+                                   platforms=list(f.policy.platforms)))
+                continue
+            if f.vendor is not None and not f.vendor.covers(cc):
+                # the same rule as for a claimed GPU: a vendor library is not held against a GPU
+                # outside the range its vendor documents (its callers use it only there)
+                out.append(finding(Code.G016, f.path, f"{f.path} on {name} ({cc[0]}.{cc[1]}): not held against "
+                                   f"the wheel: it is {f.vendor.library}, which its vendor documents for "
+                                   f"{f.vendor.text} ({f.vendor.source})", gpu=name, library=f.vendor.library,
+                                   range=f.vendor.text, gpus=[label(cc)]))
+                continue
+            own = library_claim(f.policy, f.path)
+            if own is not None and cc not in own.claim.gpus:  # the project records its host gates it away
+                out.append(finding(Code.G008, f.path, f"{f.path} on {name} ({cc[0]}.{cc[1]}): not launched there: "
+                                   f"its host code gates it to {own.claim.raw} ({own.reason}; [tool.archaudit] "
+                                   f"library {own.path})", gpu=name, runs="gated"))
+                continue
+            p = f.paths[cc]
+            word = {"native": "native", "jit": "only through PTX JIT", "none": "not at all"}[p.runs]
+            if p.runs == "none" and p.dead:
+                word += " (its code needs a newer driver than any for this GPU)"
+            elif p.runs == "none" and p.unlinked:
+                word += " (its code for this GPU is not loadable alone, and the library links none)"
+            failing = [g for g in f.kernel_gaps_on(cc) if g.verdict in ("fails", "elsewhere")]
+            if failing:
+                names = sorted({g.name for g in failing if g.name is not None})
+                keep = [label(c) for c in f.claimed if c != cc] or \
+                    [x.removeprefix("sm_") for x in present_codes(f.codes)
+                     if x.startswith("sm_") and x != f"sm_{label(cc)}"]
+                word = (f"{_failing_count(failing)} cannot run there ({word} for the rest). "
+                        f"Fix: build for sm_{label(cc)}, or record its gate: "
+                        f"{library_entry(f.path, keep)}. They carry only "
+                        f"{', '.join(sorted({t for g in failing for t in g.carried})[:6])}: "
+                        f"{kernels_phrase(names, 0)}")
+            if p.runs == "native":
+                word += _jit_part(f, cc)
+            out.append(finding(Code.G009 if p.runs == "none" or failing else Code.G008, f.path,
+                               f"{f.path} on {name} ({cc[0]}.{cc[1]}): {word}", gpu=name, runs=p.runs))
+    if f.amd:
+        for g in f.policy.amd_gpus:
+            out.append(_on_amd_gpu(f, g))
+    return out
+
+
+def _failing_count(failing: list[KernelGap]) -> str:
+    """How many kernels (in how many containers) a GPU cannot run, and the containers whose
+    kernels were not read (--fast reads no names): counted as what they are, never '0 kernels'."""
+    n = len({g.name for g in failing if g.name is not None})
+    named = len({i for g in failing if g.name is not None for i in g.units})
+    unread = len({i for g in failing if g.name is None for i in g.units})
+    if not unread:
+        return f"{n} kernel{'s' * (n != 1)}"
+    parts = [f"{n} kernel{'s' * (n != 1)} in {named} container{'s' * (named != 1)}"] if n else []
+    parts.append(f"{unread} container{'s' * (unread != 1)} whose kernels were not read")
+    return " and ".join(parts)
+
+
+def _jit_part(f: LibraryFacts, cc: CC) -> str:
+    """What of a library a GPU that runs it natively still reaches only through the JIT (kernels
+    with no native code there in any unit, and no evidence they are not launched there), and the
+    driver that PTX needs: so "native" and the driver floor of the same run agree."""
+    jit = [(i, rest) for i, rest, _ in f.jit_only(cc) if rest]
+    if not jit:
+        return ""
+    names = sorted(frozenset().union(*(r for _, r in jit)))
+    codes = [f.paths[cc].choices[i].code for i, _ in jit]
+    ptx = sorted({f"{c.label}, PTX ISA {c.entry.code_version[0]}.{c.entry.code_version[1]}" for c in codes
+                  if c is not None})
+    floors = sorted({d for c in codes if (d := ptx_floor(c, f)) is not None}, key=lambda d: Floor(None, d, "").key)
+    need = f": driver >= {floors[-1]}" if floors else ""
+    return (f"; {kernels_phrase(names, 0)} in {len(jit)} container{'s' * (len(jit) != 1)} reach it only through "
+            f"PTX JIT ({'; '.join(ptx)}{need})")
+
+
+def _on_amd_gpu(f: LibraryFacts, g: AmdGpu) -> Finding:
+    """--gpu for an AMD GPU: judged in the setting it ships with (or the target ID given names);
+    where archaudit does not know that setting, in every setting the GPU can run (fail closed)."""
+    asked = [g.ships] if g.ships else rocm.settings(g.target)
+    ok = [m for m in asked if f.amd_path(m).runs]
+    gaps = amd_kernel_gaps(f, ok)
+    where = f"{g.ships}, as it ships" if g.ships else g.target
+    if len(ok) == len(asked) and not gaps:
+        return finding(Code.G008, f.path, f"{f.path} on {g.name} ({where}): native", gpu=g.name, runs="native",
+                       setting=g.ships or None)
+    others = [m for m in rocm.settings(g.target.split(":")[0]) if m not in asked and f.amd_path(m).runs]
+    if gaps:
+        names = sorted({x.name for x in gaps if x.name is not None})
+        word = (f"native for part of it; {kernels_phrase(names, sum(1 for x in gaps if x.name is None))} cannot "
+                f"run there (their own bundles carry only {', '.join(sorted({t for x in gaps for t in x.carried}))})")
+    elif not ok:
+        word = "not at all" + amd_why(f, asked)
+    else:
+        word = f"only as {', '.join(ok)}, not as {', '.join(m for m in asked if m not in ok)}"
+    if not g.ships and ok != asked:
+        word += (f"; how {g.name} is set up is not recorded, so every setting must run (name one: "
+                 f"--gpu {asked[0]})")
+    elif others and not ok:
+        changes = [f"{n} ({how})" for n, how in g.switch]
+        word += (f"; it runs only as {', '.join(others)}, which is not how {g.name} ships"
+                 + (f": that takes {', '.join(changes)}" if changes else ""))
+    return finding(Code.G009, f.path, f"{f.path} on {g.name} ({where}): {word}", gpu=g.name,
+                   runs="native" if ok else "none", setting=g.ships or None)
+
+
+def on_gpu(lib: Library, name: str, cc: CC, policy: Policy | None = None) -> Finding | None:
+    """check's answer to ``--gpu`` for one library and one NVIDIA GPU: G008 (it runs there) or
+    G009 (it does not, or kernels that are not by design cannot), None without NVIDIA code.
+    smoke's device-load judges a library on the GPU it ran on with this same rule."""
+    base = policy if policy is not None else Policy()
+    f = library_facts(lib, None, replace(base, gpus=(NvidiaGpu(name, cc),), amd_gpus=()))
+    return next(iter(named_gpus(f)), None)
+
+
+__all__ = [
+    "named_gpus",
+    "on_gpu",
+    "rule_g008",
+    "rule_g009",
+]
