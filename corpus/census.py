@@ -80,7 +80,7 @@ def runs_on(db: Path, gpus: tuple[tuple[str, str], ...] = GPUS) -> Answers:
         nvidia, amd = resolve([name])
         policies.append((column, Policy(gpus=nvidia, amd_gpus=amd)))
     out: Answers = {column: {} for column, _ in gpus}
-    con = schema.connect(db, create=False)
+    con = schema.connect(str(db), create=False)
     try:
         for w in reports.wheels(con):
             inv = inventory_of(con, w.id)

@@ -18,6 +18,7 @@ import subprocess
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Literal, overload
 
 
 def _tool(name: str, env: str) -> str | None:
@@ -100,6 +101,7 @@ def ccob_v3_decode(piece: bytes, tmpdir: str) -> tuple[bytes, int]:
     with open(src, "wb") as f:
         f.write(piece[32:total])
     dst = os.path.join(tmpdir, "payload")  # to a file: a pipe costs a poll() per 32 KiB
+    assert ZSTD is not None, "the zstd command (apt-get install zstd)"
     subprocess.run([ZSTD, "-d", "-q", "-f", src, "-o", dst], check=True, capture_output=True)
     with open(dst, "rb") as f:
         out = f.read()
@@ -116,6 +118,10 @@ class RefEntry:
     kernels: frozenset[str] | None
 
 
+@overload
+def reference_bundle(piece: bytes, with_entries: Literal[True] = True) -> list[RefEntry]: ...
+@overload
+def reference_bundle(piece: bytes, with_entries: Literal[False]) -> list[str]: ...
 def reference_bundle(piece: bytes, with_entries: bool = True) -> list[RefEntry] | list[str]:
     """Device entries of one bundle by clang-offload-bundler: ids (list) and, with
     ``with_entries``, each unbundled code object's size, sha256, llvm-readelf target and
@@ -127,6 +133,7 @@ def reference_bundle(piece: bytes, with_entries: bool = True) -> list[RefEntry] 
             piece, usize = ccob_v3_decode(piece, tmp)
             assert len(piece) == usize
         inp = os.path.join(tmp, "bundle")
+        assert BUNDLER is not None, "clang-offload-bundler (LLVM 19)"
         with open(inp, "wb") as f:
             f.write(piece)
         listed = subprocess.run(
@@ -171,6 +178,7 @@ def readelf_code_object(path: str) -> tuple[str, frozenset[str]]:
     finds kernels there; archaudit reads .symtab first, so the two tables are compared)."""
     # One run for the header and the symbols, written to a file: read through a pipe, the
     # symbol tables of XLA's code objects cost minutes of poll() calls.
+    assert READELF is not None, "llvm-readelf (LLVM 19)"
     with tempfile.TemporaryFile("w+", errors="replace") as listing:
         subprocess.run([READELF, "-h", "-W", "--dyn-syms", path], check=True, stdout=listing,
                        stderr=subprocess.DEVNULL)

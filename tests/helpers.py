@@ -17,6 +17,7 @@ import sys
 import warnings
 import zipfile
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 import zstandard
@@ -24,11 +25,13 @@ import zstandard
 import amd_reference as ref
 from archaudit import model
 from archaudit.claims import parse_claim
+from archaudit.cli import main
 from archaudit.findings import Finding
 from archaudit.judge.audit import Report, judge
 from archaudit.judge.policy import Policy
 from archaudit.model import CODE_OBJECT, EXECUTABLE, PTX, SASS, Container, Entry, Library, Problem, TargetInventory
-from archaudit.read import fatbin, hip
+from archaudit.read import fatbin, hip, library
+from archaudit.read.stream import Chunks
 
 TESTS = Path(__file__).resolve().parent
 CUDA_BIN = TESTS / "fixtures" / "cuda" / "bin"  # nvcc-built (tests/fixtures/cuda/build.sh)
@@ -41,7 +44,7 @@ _SASS_AT = 16  # kern.fatbin's sm_80 entry header
 # ---- archaudit check in a child process that must write nothing (read/test_hazards.py and its neighbours) ----
 
 def snapshot(*dirs: Path) -> dict:
-    out = {}
+    out: dict[str, object] = {}
     for d in dirs:
         for p in sorted(d.rglob("*")) if d.exists() else ():
             try:
@@ -218,6 +221,7 @@ READELF = shutil.which("readelf")
 
 
 def readelf_dynamic(path: Path) -> dict[str, list[str]]:
+    assert READELF is not None, "binutils readelf (apt-get install binutils)"
     out = subprocess.run([READELF, "-d", "-W", str(path)], capture_output=True, text=True, check=True).stdout
     found: dict[str, list[str]] = {"NEEDED": [], "RUNPATH": [], "RPATH": [], "SONAME": []}
     for tag, value in re.findall(r"\((NEEDED|RUNPATH|RPATH|SONAME)\)\s+[^[]*\[(.*)\]", out):
@@ -240,7 +244,7 @@ def parse_section(path: Path) -> tuple[bytes, list[model.Container]]:
             break
         n = hip.extent(mv[m.start() : m.start() + hip.MAX_HEADER])
         assert n is not None and m.start() + n <= end
-        out.append(hip.parse(mv[m.start() : m.start() + n], m.start(), ".hip_fatbin"))
+        out.append(hip.parse(bytes(mv[m.start() : m.start() + n]), m.start(), ".hip_fatbin"))
         pos = m.start() + n
     return data, out
 
@@ -301,3 +305,98 @@ NO_GPU_REASONS = ("no CUDA driver: libcuda.so.1: cannot open shared object file"
 
 def no_gpu_reason(text: str) -> bool:
     return any(r in text for r in NO_GPU_REASONS)
+
+
+# ---- device code with one fact changed, for the reader tests (tests/read/) -----------------------
+
+PLAIN_TWO = first_bundle(AMD_BIN / "hip_two_plain.so")  # gfx1102 and gfx1200, uncompressed
+
+
+def run_check(path, tmp_path, *claim: str) -> tuple[int, list[tuple[str, str]]]:
+    out = tmp_path / "report.json"
+    rc = main(["check", "--no-config", "-q", "--format", "json", "-o", str(out), str(path), *claim])
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    return rc, [(f["code"], f["message"]) for t in doc["targets"] for f in t["findings"]]
+
+
+def read(name: str, data: bytes, **kw: int) -> Library:
+    return library.library_from_bytes(name, data, **kw)  # type: ignore[arg-type]
+
+
+def problems(lib: Library) -> list[tuple[str, str, int | None]]:
+    return [(p.code, p.message, p.offset) for p in lib.problems]
+
+
+def patched(data: bytes, at: int, fmt: str, change: Callable[[int], int]) -> bytes:
+    out = bytearray(data)
+    struct.pack_into(fmt, out, at, change(struct.unpack_from(fmt, out, at)[0]))
+    return bytes(out)
+
+
+KERN_FATBIN = (CUDA_BIN / "kern.fatbin").read_bytes()  # sm_80 cubin, zstd compute_90 PTX
+
+
+def stream_library(name: str, size: int, *chunks: bytes, decode: bool = True) -> Library:
+    return library.scan_stream(name, size, lambda: iter(chunks), decode=decode)
+
+
+def elf_sections(data: bytes) -> tuple[int, dict[str, tuple[int, int, int, int]]]:
+    """(section table offset, name -> (index, sh_offset, sh_size, sh_addralign)), read with struct
+    from the ELF header as the gABI lays it out (not with archaudit.read.elf)."""
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shnum, shstrndx = struct.unpack_from("<HH", data, 0x3C)
+    rows = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + 64 * i) for i in range(shnum)]
+    names = rows[shstrndx][4]
+    out = {}
+    for i, r in enumerate(rows):
+        end = data.index(b"\0", names + r[0])
+        out[data[names + r[0]:end].decode()] = (i, r[4], r[5], r[8])
+    return shoff, out
+
+
+def with_section(data: bytes, name: str, *, offset: int | None = None, size: int | None = None,
+                 addralign: int | None = None, zero_after: int = 0) -> bytes:
+    """The library with one section header field changed (and, with zero_after, that many bytes
+    after the section's old end set to zero: the next section's, which no reader here judges)."""
+    shoff, secs = elf_sections(data)
+    i, off, sz, _ = secs[name]
+    out = bytearray(data)
+    out[off + sz:off + sz + zero_after] = bytes(zero_after)
+    for field_at, value in ((24, offset), (32, size), (48, addralign)):
+        if value is not None:
+            struct.pack_into("<Q", out, shoff + 64 * i + field_at, value)
+    return bytes(out)
+
+
+LIB_SM80 = (CUDA_BIN / "lib_sm80.so").read_bytes()  # .nv_fatbin: a device-link and an executable container
+FATBIN_AT, FATBIN_SIZE = elf_sections(LIB_SM80)[1][".nv_fatbin"][1:3]
+
+
+def containers(lib: Library) -> list[tuple[str, str, int, int]]:
+    return [(c.section, c.role, c.offset, c.size) for c in lib.containers]
+
+
+TWO_PLAIN = (AMD_BIN / "hip_two_plain.so").read_bytes()  # .hip_fatbin at 0x3000: bundles at +0 and +0x5000
+
+READERS = CUDA_BIN.parent.parent / "readers" / "bin"
+
+
+def cut_at(data: bytes, *cuts: int) -> Chunks:
+    """A chunk factory splitting `data` at these offsets (as a zip member's inflater might)."""
+    edges = [0, *sorted(set(cuts)), len(data)]
+    return lambda: iter([data[a:b] for a, b in zip(edges, edges[1:]) if b > a])
+
+
+CLAIM = b"-gencode;arch=compute_80,code=sm_80"
+
+
+def with_strings(data: bytes, *placed: tuple[int, bytes]) -> bytes:
+    out = bytearray(data)
+    for at, blob in placed:
+        out[at:at + len(blob)] = blob
+    return bytes(out)
+
+
+# lib_sm80.so's segments: 0 R (0-0xa00), 1 R+X (0x1000-), 2 R (0x2000-0x3670: .nv_fatbin, then .rodata and
+# .eh_frame, whose bytes no reader here judges), 3 R+W (0x3dc0-)
+RODATA, TEXT, DATA = 13300, 4096 + 200, 16241

@@ -8,7 +8,7 @@ so a cross-check can never vanish because an install step failed.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -22,7 +22,7 @@ def needs_tool(tool: str, present: bool | str | None) -> pytest.MarkDecorator:
     return pytest.mark.reference_tool(tool=tool, present=bool(present))
 
 
-def missing_tool(tool: str, why: str = "not installed") -> None:
+def missing_tool(tool: str, why: str = "not installed") -> NoReturn:
     """Inside a test: the reference tool is missing or unusable (skip here, fail in CI)."""
     message = f"reference tool {tool}: {why}"
     if in_ci():
@@ -34,11 +34,11 @@ def speedups() -> Any:
     """archaudit's compiled speedups (archaudit._speedups), which the tests of the compiled path
     need like a reference tool: where the install could not build them (no C compiler) the test
     skips, and in CI, whose install must build them, it fails."""
-    from archaudit.read import native
-
-    if native.built is None:
+    try:
+        from archaudit import _speedups
+    except ImportError:
         missing_tool("archaudit._speedups", "the compiled speedups were not built (no C compiler at install)")
-    return native.built
+    return _speedups
 
 
 def sarif_validator() -> Any:

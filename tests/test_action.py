@@ -17,12 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from archaudit.cli import build_parser, example_wheel
+from archaudit.cli import build_parser
+from archaudit.core import example_wheel
 
-try:
+if sys.version_info >= (3, 11):
     import tomllib
-except ImportError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
+else:  # Python 3.10
+    import tomli as tomllib
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = "gpu_example-1.0-py3-none-linux_x86_64.whl"
@@ -90,7 +91,8 @@ def externally_managed_python(where: Path) -> Path:
     PEP 668 EXTERNALLY-MANAGED marker beside its standard library)."""
     venv.create(where, with_pip=False, symlinks=True)
     python = where / "bin" / "python3"
-    (where / "bin" / "python").exists() or (where / "bin" / "python").symlink_to("python3")
+    if not (where / "bin" / "python").exists():
+        (where / "bin" / "python").symlink_to("python3")
     marker_dir = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                                      capture_output=True, text=True, check=True).stdout.strip()).parent
     (marker_dir / "EXTERNALLY-MANAGED").write_text("[externally-managed]\nError=use a virtual environment\n")

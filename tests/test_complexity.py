@@ -29,16 +29,10 @@ MAX_LINES = 700
 
 KNOWN = {
     "archaudit/__init__.py:check",
-    "archaudit/cli/main_index.py:execute",
-    "archaudit/cli/settings.py:claim",
     "archaudit/config.py:_check_types",
     "archaudit/gpus/amd.py:lookup_gpu",
     "archaudit/gpus/rocm.py:kernel_gaps",
     "archaudit/gpus/vendor.py:_choose",
-    "archaudit/index/atlas.py:_column",
-    "archaudit/index/reports.py:answer_of",
-    "archaudit/index/reports.py:lost",
-    "archaudit/index/store.py:Store.put",
     "archaudit/judge/audit.py:_verdict",
     "archaudit/judge/diff.py:compare",
     "archaudit/judge/facts.py:_kernel_verdict",
@@ -55,25 +49,10 @@ KNOWN = {
     "archaudit/read/pe.py:read",
     "archaudit/read/zipread.py:_check_local_headers",
     "archaudit/read/zipread.py:member_head",
-    "archaudit/report/diff.py:render_markdown",
-    "archaudit/report/formats.py:_target_md",
-    "archaudit/report/formats.py:render_junit",
-    "archaudit/report/render.py:_containers_text",
-    "archaudit/report/render.py:_summary",
-    "archaudit/report/render.py:_target_json",
-    "archaudit/smoke/device_load.py:DeviceLoadProbe.run",
-    "archaudit/smoke/device_load.py:load_jit",
-    "archaudit/smoke/probes.py:ExecuTorchCudaProbe.run",
-    "archaudit/smoke/probes.py:TorchModelProbe.judge",
-    "archaudit/smoke/runner.py:_run",
-    "archaudit/smoke/trace.py:judge_trace",
 }
 """Functions radon still ranks D or worse, each to be split at its seams (issue 34)."""
 
-LONG = {
-    "archaudit/smoke/probes.py",
-    "archaudit/smoke/worker.py",
-}
+LONG: set[str] = set()
 """Modules still over MAX_LINES, each to be split at its seams (issue 34)."""
 
 

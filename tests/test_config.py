@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from archaudit.cli import example_wheel, main
+from archaudit.cli import main
 from archaudit.config import ConfigError, find_project_root, find_pyproject, load
+from archaudit.core import example_wheel
 
 EXAMPLE = "gpu_example-1.0-py3-none-linux_x86_64.whl"
 

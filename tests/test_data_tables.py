@@ -192,14 +192,17 @@ def test_last_driver_rows_agree_with_the_driver_and_isa_tables():
             assert re.fullmatch(r"JetPack \d+\.\d+ \(L4T R\d+\.\d+\)", row["branch"]), name
         else:
             assert not ccs & tegra, name
-            branch = int(re.fullmatch(r"R(\d{3})", row["branch"]).group(1))
+            m = re.fullmatch(r"R(\d{3})", row["branch"])
+            assert m is not None, name
+            branch = int(m.group(1))
             # the branch's own toolkit is the newest it supports: the next release needs a newer branch
             assert releases[row["cuda"]]["linux"].startswith(f"{branch}."), name
             nxt = min((r for r in releases if cc(r) > release and releases[r]["linux"]), key=cc)
             assert int(releases[nxt]["linux"].split(".")[0]) > branch, name
         assert cc(row["ptx_isa"]) == arch.newest_ptx_isa(release), name
         for c in ccs:
-            assert arch.last_driver(c).ptx_isa == cc(row["ptx_isa"])
+            last = arch.last_driver(c)
+            assert last is not None and last.ptx_isa == cc(row["ptx_isa"])
 
 
 def test_kepler_stops_at_ptx_isa_7_4():
@@ -208,9 +211,11 @@ def test_kepler_stops_at_ptx_isa_7_4():
     assert kepler is not None and kepler.branch == "R470" and kepler.ptx_isa == (7, 4)
     assert arch.cuda_release_for_ptx_isa((7, 8)) > kepler.cuda
     for old in ((5, 2), (6, 1), (7, 0)):
-        assert arch.last_driver(old).ptx_isa == (9, 0)
+        last = arch.last_driver(old)
+        assert last is not None and last.ptx_isa == (9, 0)
     assert arch.last_driver((7, 5)) is None and arch.last_driver((8, 7)) is None
-    assert arch.last_driver((5, 3)).ptx_isa == (6, 5)  # Jetson Nano: JetPack 4.6, CUDA 10.2
+    nano = arch.last_driver((5, 3))
+    assert nano is not None and nano.ptx_isa == (6, 5)  # Jetson Nano: JetPack 4.6, CUDA 10.2
 
 
 def test_cmake_all_lists_sorted_and_real():
@@ -357,9 +362,9 @@ def test_nvcc_targets_are_what_this_nvcc_accepts():
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         missing_tool("nvcc (the CUDA toolkit)")
-        return
     out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, check=True).stdout
-    release = tuple(int(x) for x in out.split("release ")[1].split(",")[0].split("."))
+    major, minor = (int(x) for x in out.split("release ")[1].split(",")[0].split("."))
+    release = (major, minor)
     codes = subprocess.run([nvcc, "--list-gpu-code"], capture_output=True, text=True, check=True).stdout.split()
     listed = {arch.CudaTarget.parse(c).number for c in codes}
     table = {n for n in range(10, 1300) if arch.nvcc_accepts(arch.CudaTarget.from_number(n), release)}

@@ -69,6 +69,8 @@ def imports(known: Mapping[str, tuple[Path, bool]]) -> list[tuple[str, str, int]
             continue
         here = mod if package else mod.rpartition(".")[0]
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                continue
             names: list[str] = []
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]

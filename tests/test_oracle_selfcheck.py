@@ -16,12 +16,8 @@ from pathlib import Path
 
 import pytest
 
+import oracle
 from reference_tools import needs_tool
-
-try:
-    import oracle
-except ImportError:  # tests/ imported as a package
-    from tests import oracle
 
 needs_cuobjdump = needs_tool("cuobjdump", oracle.find_cuobjdump())
 

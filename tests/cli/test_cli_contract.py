@@ -56,7 +56,7 @@ def cpu_wheel(path: Path) -> Path:
     return path
 
 
-# ---- filters (issue 14, point 7) ----
+# ---- filters: what --select, --ignore and ignore-library hide, and what they never hide ----
 
 def test_select_splits_on_commas(scratch):
     rc, doc = run("--arch", "80,90", "--select", "G001,K001", EXAMPLE)
@@ -104,7 +104,7 @@ def test_ignore_library_with_empty_code_exits_2(scratch, capsys):
     assert "empty code" in capsys.readouterr().err
 
 
-# ---- configuration discovery (issue 14, point 8) ----
+# ---- configuration discovery: which pyproject.toml is read ----
 
 def test_broken_pyproject_is_not_skipped_in_discovery(tmp_path, monkeypatch, capsys):
     (tmp_path / "pyproject.toml").write_text('[tool.archaudit]\ncuda-archs = "80"\n')
@@ -124,7 +124,7 @@ def test_config_format_is_validated(scratch, capsys):
     assert "format must be one of" in capsys.readouterr().err
 
 
-# ---- small defects (issue 14, point 11) ----
+# ---- errors in one line, numbers and claims refused at the door, core.check as the CLI renders it ----
 
 @pytest.mark.parametrize("dest", ["/nonexistent/dir/x.json", "/dev/full"])
 def test_unwritable_output_is_exit_2_in_one_line(scratch, capsys, dest):
@@ -223,7 +223,7 @@ def test_version_matches_the_package_metadata(capsys):
     assert capsys.readouterr().out.strip() == f"archaudit {metadata.version('archaudit')}"
 
 
-# ---- reports that mislead (issue 15) ----
+# ---- reports that must not mislead ----
 
 @pytest.mark.parametrize("args, rule", [
     (["--ignore", "G001"], "ignore G001"),

@@ -13,13 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from archaudit.cli import build_parser, example_wheel, main
+from archaudit.cli import build_parser, main
+from archaudit.core import example_wheel
 from archaudit.findings import CODES
 
-try:
+if sys.version_info >= (3, 11):
     import tomllib
-except ImportError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
+else:  # Python 3.10
+    import tomli as tomllib
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = REPO / "tests" / "fixtures" / "cuda" / "bin"
@@ -263,11 +264,17 @@ def test_docs_commands_parse():
             args.append("x.whl")
         parser.parse_args(args)
     action = load_yaml(REPO / "action.yml")
-    snippet = re.search(r"```yaml\n(- uses: .*?)```", ci, re.S).group(1)
+    m = re.search(r"```yaml\n(- uses: .*?)```", ci, re.S)
+    assert m is not None
+    snippet = m.group(1)
     import yaml
     assert set(yaml.safe_load(snippet)[0]["with"]) <= set(action["inputs"])
     from archaudit.config import KEYS
-    full = re.search(r"```toml\n(\[tool\.archaudit\].*?)```", configuration, re.S).group(1)
+    m = re.search(r"```toml\n(\[tool\.archaudit\].*?)```", configuration, re.S)
+    assert m is not None
+    full = m.group(1)
     assert set(tomllib.loads(full)["tool"]["archaudit"]) == KEYS  # every key is documented
-    short = re.search(r"```toml\n(\[tool\.archaudit\].*?)```", readme, re.S).group(1)
+    m = re.search(r"```toml\n(\[tool\.archaudit\].*?)```", readme, re.S)
+    assert m is not None
+    short = m.group(1)
     assert set(tomllib.loads(short)["tool"]["archaudit"]) <= KEYS

@@ -19,7 +19,7 @@ import pytest
 
 from archaudit import core
 from archaudit.cli import main
-from archaudit.findings import CODES
+from archaudit.findings import CODES, Code
 
 HERE = Path(__file__).resolve().parents[1]
 HOST = HERE / "fixtures" / "cuda" / "bin" / "lib_host.so"
@@ -78,7 +78,7 @@ def test_a_whl_without_dist_info_is_refused_as_pip_refuses_it(tmp_path):
     rc, doc = check_json(tmp_path, str(p))
     assert rc == 2 and doc["passed"] is False
     (code, message), = target_problems(doc)
-    assert code == "E004" and CODES[code].title == "not a wheel"
+    assert code == "E004" and CODES[Code(code)].title == "not a wheel"
     assert message.endswith("not a wheel: .dist-info directory not found (pip refuses to install it)")
     assert doc["targets"][0]["libraries"] == []
 
@@ -155,7 +155,7 @@ def test_a_short_elf_gets_a_code_whose_title_its_words_repeat(tmp_path, ident, c
     found = [(f["code"], f["message"]) for f in doc["targets"][0]["findings"]]
     assert rc == 1 and lib["path"] == "tiny/libfoo.so"
     assert [c for c, _ in found] == [code] and words in found[0][1], found
-    title = CODES[code].title
+    title = CODES[Code(code)].title
     assert found[0][1].split(": ", 2)[1] == title, (found, title)
 
 

@@ -13,15 +13,13 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
+from typing import Any
 
 from hypothesis import HealthCheck, Phase, settings
 
-sys.path.insert(0, os.path.dirname(__file__))
+import fuzzlib
 
-import fuzzlib  # noqa: E402
-
-_COMMON = dict(
+_COMMON: dict[str, Any] = dict(
     deadline=None,  # no time is asserted: work is counted in steps (test_linear_bounds.py)
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                            HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much],

@@ -131,7 +131,7 @@ def elf_layout(data: bytes, base: int = 0, prefix: str = "elf") -> tuple[list[Fi
     for i in range(h.phnum):
         fields += [Field(f"{prefix}.phdr[{i}].{n}", base + h.phoff + 56 * i + o, w) for n, o, w in _PHDR_FIELDS]
     regions.append(Region(f"{prefix}.section_table", base + h.shoff, base + h.shoff + 64 * h.shnum))
-    sections = {}
+    sections: dict[str, elf.Section] = {}
     for i, s in enumerate(small.sections):
         sections.setdefault(s.name, s)
         for n, o, w in _SHDR_FIELDS:
@@ -157,9 +157,9 @@ def _cubin_layout(data: bytes, at: int, size: int, entry: int) -> tuple[list[Fie
                             ":.shstrtab].sh_size", ":.nv.compat].sh_offset",
                             ":.nv.compat].sh_size")):
             td += [(x.offset + i, 0xFF) for i in range(x.width)]
-    for x in r:
-        if x.name.endswith((".section:.nv.compat", ".section:.shstrtab")):
-            td += [(i, 0xFF) for i in range(x.start, x.stop)]
+    for reg in r:
+        if reg.name.endswith((".section:.nv.compat", ".section:.shstrtab")):
+            td += [(i, 0xFF) for i in range(reg.start, reg.stop)]
     return f, r, td
 
 
@@ -511,7 +511,8 @@ def projection(report: dict) -> list:
 
 def exact_claim_args(report: dict) -> list[str]:
     """Flags claiming exactly what the original carries, judged with nothing excused."""
-    nv, amd = set(), set()
+    nv: set[str] = set()
+    amd: set[str] = set()
     for t in report["targets"]:
         for lib in t["libraries"]:
             for label in lib.get("carries", []):
@@ -534,9 +535,11 @@ def original(rel: str, decode: bool) -> tuple[int, list, tuple[str, ...]]:
     """(exit code, projection, claim flags) of the unmutated fixture under its exact claim."""
     path = str(ROOT / rel)
     first = run_cli(base_args(path, decode))
+    assert first.report is not None, first.stderr
     claim = exact_claim_args(first.report)
     run = run_cli(base_args(path, decode) + claim)
     check_run(run, len(load(rel)), rel)
+    assert run.report is not None, run.stderr
     return run.code, projection(run.report), tuple(claim)
 
 
@@ -606,6 +609,7 @@ def check_mutant(rel: str, mutant: bytes, note: str, decode: bool, test: str,
         if not touches(load(rel), mutant, trusted):
             if not (decode and only_inside(load(rel), mutant, lay.dlink_payloads)):
                 assert orig_code == 0, f"{what}: mutant passes, original does not"
+            assert run.report is not None, run.stderr
             proj = projection(run.report)
             if lenient_a:  # a bare cubin states 'a' only in .nv.compat: hiding it drops the suffix
                 proj, orig_proj = _strip_a(proj), _strip_a(orig_proj)

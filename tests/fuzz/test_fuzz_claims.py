@@ -4,9 +4,9 @@ into architectures archaudit knows or raises ValueError (exit 2 with C002 throug
 never another exception, never a silently empty claim."""
 
 
-import fuzzlib as fz
 from hypothesis import given, strategies as st
 
+import fuzzlib as fz
 from archaudit import claims
 from archaudit.gpus import amd as gfx
 

@@ -2,9 +2,9 @@
 type, plus raw byte corruption of the file. config.load either returns a Config or raises
 ConfigError; through the CLI a bad file is exit 2 with a message, never a traceback."""
 
-import fuzzlib as fz
 from hypothesis import given, strategies as st
 
+import fuzzlib as fz
 from archaudit import config
 
 KEYS = sorted(config.KEYS) + ["unknown-key", "cuda_archs", ""]

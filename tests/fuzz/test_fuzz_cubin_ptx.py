@@ -3,8 +3,9 @@ PTX text (the .target and .version directives)."""
 
 import re
 
-import fuzzlib as fz
 from hypothesis import given, strategies as st
+
+import fuzzlib as fz
 
 
 @given(rel=st.sampled_from(fz.CUBIN_FIXTURES), decode=st.booleans(), data=st.data())
@@ -60,6 +61,7 @@ def test_ptx_target(rel, decode, data):
         m = re.match(rb"[ \t]*\.target[ \t]*([A-Za-z0-9_]+)[ \t]*(,|\r?$|//)", first)
         assert m, (note, first)
         token = m.group(1).decode()
+        assert run.report is not None, run.stderr
         reported = [e["target"] for t in run.report["targets"] for lib in t["libraries"]
                     for c in lib["container_list"] for e in c["entries"]]
         assert reported == [token.replace("compute_", "sm_")], (note, first, reported)

@@ -2,8 +2,9 @@
 objects, mutated field by field (sizes and counts set to 0, 2^31, 2^32, 2^63, 2^64-1, to
 other fields' values and offsets), truncated, bit-flipped and spliced."""
 
-import fuzzlib as fz
 from hypothesis import given, strategies as st
+
+import fuzzlib as fz
 
 FIXTURES = fz.LIBRARY_FIXTURES + fz.OBJECT_FIXTURES
 

@@ -1,8 +1,9 @@
 """CUDA fatbin containers, entries, .nvFatBinSegment wrappers and the section-table entries of
 the fatbin sections, located with archaudit's own scan of the unmutated fixture."""
 
-import fuzzlib as fz
 from hypothesis import given, strategies as st
+
+import fuzzlib as fz
 
 FIXTURES = [r for r in fz.LIBRARY_FIXTURES + fz.OBJECT_FIXTURES
             if any(x.name.startswith("container@") for x in fz.layout(r).regions)]

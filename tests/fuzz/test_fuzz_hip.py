@@ -2,8 +2,9 @@
 (CCOB v2/v3 total and uncompressed sizes, hash, method, payload bytes) and AMDGPU code
 objects, inside host libraries and as standalone .hsaco files."""
 
-import fuzzlib as fz
 from hypothesis import given, strategies as st
+
+import fuzzlib as fz
 
 
 @given(rel=st.sampled_from(fz.HIP_FIXTURES), decode=st.booleans(), data=st.data())

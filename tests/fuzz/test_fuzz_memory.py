@@ -5,9 +5,10 @@ within a fixed bound plus a small multiple of the real input size."""
 
 import tracemalloc
 
-import fuzzlib as fz
 from hypothesis import given, settings, strategies as st
 
+import fuzzlib as fz
+from archaudit.model import Library
 from archaudit.read import library
 
 HUGE = st.sampled_from([2**31, 2**32 - 1, 2**32, 4 << 30, 2**63, 2**64 - 1, 1 << 40])
@@ -39,13 +40,14 @@ def test_huge_size_fields_do_not_allocate(rel, value, decode, data):
     lay = fz.layout(rel)
     f = data.draw(st.sampled_from([x for x in lay.fields if x.name.endswith(SIZE_FIELDS)]))
     mutant = fz.put(fz.load(rel), f, value)
-    lib = None
+    lib: Library | None = None
 
     def go():
         nonlocal lib
         lib = library.library_from_bytes(rel, mutant, decode=decode, max_payload=256 << 20)
     peak = _peak(go)
     assert peak < BOUND + 8 * len(mutant), f"{f.name} = {value:#x}: peak {peak} bytes"
+    assert lib is not None
     assert not any(p.code == "E099" or "out of memory" in p.message for p in lib.problems), lib.problems
 
 
@@ -61,11 +63,12 @@ def test_payload_declaring_4gib(data):
     mutant = data.draw(fz.payload_lie(fz.load(rel), entry, eh))[0]
     mutant = fz.put(mutant, fz.Field("usize", entry + 56, 8), data.draw(HUGE | st.just(64 << 20)))
     max_payload = data.draw(st.sampled_from([1 << 20, 16 << 20, 256 << 20]))
-    lib = None
+    lib: Library | None = None
 
     def go():
         nonlocal lib
         lib = library.library_from_bytes(rel, mutant, decode=True, max_payload=max_payload)
     peak = _peak(go)
     assert peak < BOUND + 2 * max_payload, f"peak {peak} bytes"
+    assert lib is not None
     assert not any(p.code == "E099" for p in lib.problems), lib.problems

@@ -3,8 +3,9 @@ short of) their declared size, compressed/uncompressed size lies, and the raw cu
 uncompressed entries. Payloads are only read with --decode; without it the same mutants must
 still exit cleanly (the headers are unchanged, so the verdict may stand)."""
 
-import fuzzlib as fz
 from hypothesis import given, strategies as st
+
+import fuzzlib as fz
 
 COMPRESSED = [r for r in fz.LIBRARY_FIXTURES + fz.OBJECT_FIXTURES + fz.FATBIN_FIXTURES
               if any(eh.compression in ("zstd", "lz4") for _, eh in fz.layout(r).payloads)]

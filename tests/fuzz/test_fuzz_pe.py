@@ -17,9 +17,9 @@ from __future__ import annotations
 import struct
 from functools import cache
 
-import fuzzlib as fz
 from hypothesis import given, strategies as st
 
+import fuzzlib as fz
 from archaudit.read import pe
 
 PE_BIN = fz.ROOT / "tests" / "fixtures" / "pe" / "bin"
@@ -104,6 +104,7 @@ def _check(rel: str, mutant: bytes, note: str, decode: bool, test: str) -> None:
     run = fz.check_mutant(rel, mutant, note, decode, test, fail_closed=faithful and not outside)
     if outside and faithful and run.code == 0:
         original = fz.original(rel, decode)[1]
+        assert run.report is not None, run.stderr
         assert fz.projection(run.report) == original, f"{rel}: {note}: passes with different coverage"
 
 

@@ -21,9 +21,9 @@ import struct
 import warnings
 import zipfile
 
-import fuzzlib as fz
 from hypothesis import given, strategies as st
 
+import fuzzlib as fz
 from archaudit.read import artifacts, zipread
 
 WHEEL = str(fz.EXAMPLE_WHEEL.relative_to(fz.ROOT))

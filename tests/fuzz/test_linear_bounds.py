@@ -12,8 +12,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import hostile
 import pytest
+
+import hostile
 
 HERE = Path(__file__).parent
 # Counting every call slows the reader about 10x, so steps are counted at 32 and 128 KiB, where

@@ -12,8 +12,9 @@ file broke and which commit fixed it.
 
 from pathlib import Path
 
-import fuzzlib as fz
 import pytest
+
+import fuzzlib as fz
 
 FILES = sorted(p for p in fz.REGRESSIONS.iterdir() if p.suffix != ".md")
 LIBRARY = str(fz.CUDA / "lib_sm80.so")
@@ -83,6 +84,7 @@ def test_regression(path, decode):
     elif code == 2:
         assert what in run.stderr, (path.name, run.stderr[-500:])
     else:
+        assert run.report is not None, run.stderr
         carried = [c for t in run.report["targets"] for lib in t["libraries"] for c in lib["carries"]]
         assert what in carried, (path.name, carried)
 

@@ -10,9 +10,9 @@ import json
 import struct
 from pathlib import Path
 
-import hostile
 import pytest
 
+import hostile
 from archaudit.cli import main
 from helpers import wheel
 

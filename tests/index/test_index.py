@@ -11,12 +11,14 @@ import sqlite3
 import sys
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from archaudit.claims import parse_claim
 from archaudit.cli import main
 from archaudit.core import check
+from archaudit.gpus.catalog import NvidiaGpu
 from archaudit.index import engine, reports, sources
 from archaudit.index.store import Store, inventory_of
 from archaudit.index.task import TaskOptions, failed
@@ -33,7 +35,7 @@ def _index(db: Path, *args: str) -> int:
     return main(["index", *args, "--db", str(db), "-q", "-o", os.devnull])
 
 
-def _rows(db: Path, sql: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+def _rows(db: Path, sql: str, params: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
     with sqlite3.connect(db) as c:
         return list(c.execute(sql, params))
 
@@ -142,7 +144,7 @@ def test_queries_agree_with_check_and_diff(corpus: Path, tmp_path: Path, capsys:
     assert runs[("demo", "3.0")] == "unverified"
     for f in corpus.iterdir():
         if f.name.startswith("demo-1") or f.name.startswith("demo-2"):
-            r = check([str(f)], None, Policy(gpus=(("T4", (7, 5)),)), jobs=1)
+            r = check([str(f)], None, Policy(gpus=(NvidiaGpu("T4", (7, 5)),)), jobs=1)
             assert (r.exit_code == 0) == (runs[("demo", f.name.split("-")[1])] == "yes")
     # without --all only the wheels that run are listed
     assert main(["query", "runs-on", "--db", str(db), "--gpu", "T4", "--format", "json"]) == 0
@@ -283,8 +285,8 @@ def test_coverage_cell_follows_g009_when_only_part_of_a_library_runs(tmp_path: P
     make_wheel(wheels, "part", "1.0", {LIB: FIXTURES / "lib_multiobj.so"})
     db = tmp_path / "i.db"
     _index(db, str(wheels), "-j", "1")
-    r = check([str(next(wheels.iterdir()))], None, Policy(gpus=(("sm_90", (9, 0)), ("sm_86", (8, 6)))), jobs=1,
-              decode=True)
+    gpus = (NvidiaGpu("sm_90", (9, 0)), NvidiaGpu("sm_86", (8, 6)))
+    r = check([str(next(wheels.iterdir()))], None, Policy(gpus=gpus), jobs=1, decode=True)
     g009 = {str(f.get("gpu")) for f in r.findings if f.code == "G009"}
     with sqlite3.connect(db) as c:
         [row] = reports.coverage(c, "part").rows

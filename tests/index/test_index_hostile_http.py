@@ -9,6 +9,7 @@ time bound is on the 2 s deadline under test, with a generous margin.
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import sqlite3
@@ -41,7 +42,7 @@ def test_an_endless_range_answer_is_read_no_further_than_asked():
             remote.RangeReader(f"{srv.url}/endless.whl", seconds=30)
         assert f"asked for {remote.TAIL} bytes, the server sent more" in str(e.value)
         # the body that was read: at most the range and one byte more
-        conn = remote.http.client.HTTPConnection("127.0.0.1", int(srv.url.rsplit(":", 1)[1]), timeout=10)
+        conn = http.client.HTTPConnection("127.0.0.1", int(srv.url.rsplit(":", 1)[1]), timeout=10)
         conn.request("GET", "/endless.whl", headers={"Range": "bytes=0-99"})
         resp = conn.getresponse()
         body = remote._read_body(resp, 100, remote.Deadline(30, "t"), "t")

@@ -14,7 +14,7 @@ from pathlib import Path
 from archaudit.cli import main
 from reference_tools import needs_tool
 
-pytestmark = needs_tool("ray (pip install 'archaudit[ray]')", importlib.util.find_spec("ray"))
+pytestmark = needs_tool("ray (pip install 'archaudit[ray]')", importlib.util.find_spec("ray") is not None)
 
 Q = ("SELECT file, sha256, verdict, exit_code, (SELECT count(*) FROM entries e WHERE e.wheel_id = w.id), "
      "(SELECT count(*) FROM kernels k WHERE k.wheel_id = w.id), "

@@ -13,7 +13,8 @@ import zipfile
 import pytest
 
 import oracle
-from archaudit.cli import example_wheel, main
+from archaudit.cli import main
+from archaudit.core import example_wheel
 
 BIN = oracle.FIXTURES
 
@@ -273,11 +274,11 @@ def test_bad_input_is_a_clear_finding_not_a_traceback(capsys, tmp_path, make, co
         target = tmp_path / "libfake.so"
         target.write_text("INPUT(-lfoo)\n")  # a linker script named .so
     elif make == "corrupted_fatbin_size":
-        data = bytearray((BIN / "lib_sm80.so").read_bytes())
-        at = data.find(b"\x50\xed\x55\xba")
-        data[at + 8:at + 16] = (2**40).to_bytes(8, "little")
+        edited = bytearray((BIN / "lib_sm80.so").read_bytes())
+        at = edited.find(b"\x50\xed\x55\xba")
+        edited[at + 8:at + 16] = (2**40).to_bytes(8, "little")
         target = tmp_path / "libbad.so"
-        target.write_bytes(bytes(data))
+        target.write_bytes(bytes(edited))
     elif make == "windows_pyd":
         target = tmp_path / "kernels.pyd"
         target.write_bytes(b"MZ\x90\x00" + bytes(60))
@@ -503,7 +504,7 @@ def test_the_string_speaks_only_for_the_library_it_is_sourced_for(capsys, tmp_pa
 
 
 
-# ---- the floor of the code each GPU runs (issue 26 item 5) ----
+# ---- the floor of the code each GPU runs ----
 
 
 def test_a_ptx_floor_is_the_floor_of_the_kernels_that_reach_a_gpu_only_through_it(capsys):
@@ -534,7 +535,7 @@ def test_a_kernel_named_for_an_older_architecture_still_sets_its_ptx_floor(capsy
     assert run(capsys, fixture, "--arch", "80;90", "--driver", "615.71.09")[0] == 0
 
 
-# ---- excuses that hold only where they hold on the GPU (issue 35 item 3) ----
+# ---- excuses that hold only where they hold on the GPU ----
 # Each counter-example was measured on an H100 (driver 580.159.04, nvcc 13.0 build): see
 # tests/fixtures/cuda/README.md.
 
@@ -588,7 +589,7 @@ def test_a_generic_kernel_left_in_arch_specific_code_fails_where_generic_code_ru
     assert rc == 0 and k["data"]["kernels"] == ["_Z15sm100_zero_fillPfi"]
 
 
-# ---- the project's own dispatch, recorded where it lives (issue 35 item 2) ----
+# ---- the project's own dispatch, recorded where it lives ----
 
 ENTRY = re.compile(r'(\[\[tool\.archaudit\.(?:library|ignore-library)\]\]) (.*?reason = "<file:line>")')
 
@@ -654,7 +655,7 @@ def test_a_library_group_is_met_where_some_member_runs_the_gpu(capsys, tmp_path)
     assert rc == 1 and len(findings(rep, "G001")) == 2
 
 
-# ---- findings one can act on (issue 39): verdict and fix in the first 240 characters ----
+# ---- findings one can act on: verdict and fix in the first 240 characters ----
 
 LINE = 240
 FIX_ENDS = {  # where each code's fix ends: the entry it writes, or its advice

@@ -84,7 +84,8 @@ def wheels(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "old").mkdir()
     (tmp_path / "new").mkdir()
-    shared = {"pkg/__init__.py": b"", "pkg/libhost.so": "lib_host.so", "pkg/libmulti.so": "lib_multi.so"}
+    shared: dict[str, str | bytes] = {"pkg/__init__.py": b"", "pkg/libhost.so": "lib_host.so",
+                                      "pkg/libmulti.so": "lib_multi.so"}
     old = make_wheel(tmp_path / "old", "pkg", "1.0", {**shared, "pkg/libkern.so": "lib_sm80_86.so"})
     new = make_wheel(tmp_path / "new", "pkg", "1.1", {**shared, "pkg/libkern.so": "lib_sm80.so"})
     return old.relative_to(tmp_path), new.relative_to(tmp_path)

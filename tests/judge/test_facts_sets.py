@@ -20,12 +20,14 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from archaudit.claims import parse_claim
+from archaudit.gpus import cuda as arch
+from archaudit.gpus.cuda import label
 from archaudit.gpus.selection import NOTHING, Choice, choose
 from archaudit.judge import facts, paths, rules
-from archaudit.judge.facts import KernelGap, LibraryFacts, label, labels_of, library_facts, named_architectures
+from archaudit.judge.facts import KernelGap, LibraryFacts, labels_of, library_facts, named_architectures
 from archaudit.judge.floors import entry_floor, unit_release
 from archaudit.judge.policy import NvidiaGpu, Policy
-from archaudit.model import CODE_OBJECT, DEVICE_LINK, EXECUTABLE, HIP, LTO, PTX, SASS, Container, Entry, Library
+from archaudit.model import CODE_OBJECT, DEVICE_LINK, EXECUTABLE, HIP, LTO, PTX, SASS, Container, Entry, Library, Role
 from archaudit.read.library import scan_file
 
 CC = tuple[int, int]
@@ -63,7 +65,7 @@ def reference_excused(f: LibraryFacts, gpu: CC) -> Callable[[facts.Unit, str], b
         if any(s.excuses(k, gpu) for s in f.statements):
             return True
         named = reference_named(k)
-        archs = [facts.arch.canonical_cc(c.effective.cc) for c in u.codes if k in (c.entry.kernels or ())]
+        archs = [arch.canonical_cc(c.effective.cc) for c in u.codes if k in (c.entry.kernels or ())]
         return bool(named) and gpu < min(named) and all(a >= min(named) for a in archs)
     return excused
 
@@ -83,7 +85,7 @@ def reference_named(kernel: str) -> tuple[CC, ...]:
                 continue
             n = int(m.group(1))
             if n >= 20:
-                out.append(facts.arch.canonical_cc((n // 10, n % 10)))
+                out.append(arch.canonical_cc((n // 10, n % 10)))
     return tuple(dict.fromkeys(out))
 
 
@@ -114,9 +116,9 @@ def reference_floor(f: LibraryFacts, gpu: CC) -> facts.Floor | None:
               if needed and c.code is not None]
     if floors and f.runtime is not None:
         floors.append(f.runtime)
-    row = facts.arch.first_driver(gpu)
+    row = arch.first_driver(gpu)
     if floors and row is not None:  # the GPU's own floor: the driver of its first release
-        floors.append(facts.Floor(row.cuda, facts.arch.min_driver(row.cuda, f.policy.driver_os), "", "gpu"))
+        floors.append(facts.Floor(row.cuda, arch.min_driver(row.cuda, f.policy.driver_os), "", "gpu"))
     top = max(floors, key=lambda x: x.key) if floors else None
     return top
 
@@ -228,7 +230,7 @@ def libraries(draw: st.DrawFn) -> Library:
             continue
         identified = draw(st.integers(0, 9)) > 0
         box = draw(st.lists(entries(identified), min_size=1, max_size=4))
-        role = DEVICE_LINK if draw(st.integers(0, 9)) == 0 else EXECUTABLE
+        role: Role = DEVICE_LINK if draw(st.integers(0, 9)) == 0 else EXECUTABLE
         containers.append(Container("nvidia", role, ".nv_fatbin", 0, 0, tuple(box)))
     needed = draw(st.sampled_from([(), ("libcudart.so.12",), ("libcudart.so.11.0",)]))
     return Library("libx.so", 1000, "elf", tuple(containers), needed)
@@ -369,7 +371,8 @@ def test_highest_keeps_the_first_of_equal_floors():
     low = facts.Floor((11, 0), "450.80.02", "low")
     assert facts.highest([low, a, b, a]) is a
     assert facts.highest([b, low, a]) is b
-    assert facts.highest([low, facts.Floor(None, None, "unknown"), a]).driver is None  # unknown asks most
+    top = facts.highest([low, facts.Floor(None, None, "unknown"), a])
+    assert top is not None and top.driver is None  # unknown asks most
     assert facts.highest([]) is None
 
 

@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 
 from archaudit.claims import parse_claim
-from archaudit.findings import CODES, ERROR
+from archaudit.findings import CODES, ERROR, Code
 from archaudit.judge import rules
 from archaudit.judge.facts import library_facts
 from archaudit.judge.policy import AmdGpu, Policy
@@ -23,7 +23,7 @@ from helpers import CLEAN, KERN, amd, box, codes, found, lib, ptx, report, sass
 
 def test_clean_library_gives_no_error_and_exit_0():
     rep = report(CLEAN)
-    assert rep.exit_code == 0 and [c for c in codes(rep) if CODES[c].severity == ERROR] == []
+    assert rep.exit_code == 0 and [c for c in codes(rep) if CODES[Code(c)].severity == ERROR] == []
 
 
 # ---- the registry ----------------------------------------------------------------------------

@@ -88,7 +88,9 @@ def test_bare_ptx_target_is_the_one_nvcc_was_asked_for(name):
     -arch=compute_XX, which is the ground truth here."""
     lib = scan_file(str(BIN / name))
     (entry,) = lib.entries
-    asked = re.fullmatch(r"kern_(\d+[af]?)\.ptx", name).group(1)
+    m = re.fullmatch(r"kern_(\d+[af]?)\.ptx", name)
+    assert m is not None
+    asked = m.group(1)
     assert entry.kind == PTX and entry.target == f"sm_{asked}"
     assert entry.kernels == ("_Z4axpyfPKfPfi",)
 

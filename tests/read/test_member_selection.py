@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from archaudit.model import TargetInventory
 from archaudit.read import artifacts, zipread
 from helpers import WHEEL_NAME, assert_finding, check, findings, inner_zip, raw_zip, wheel, zero_bomb
 
@@ -160,7 +161,7 @@ def test_one_rule_for_files_on_disk(tmp_path):
 # ---- bounded work --------------------------------------------------------------------------------
 
 
-def counted_inventory(path: Path) -> tuple[artifacts.TargetInventory, artifacts.Progress]:
+def counted_inventory(path: Path) -> tuple[TargetInventory, artifacts.Progress]:
     progress = artifacts.Progress()
     return artifacts.inventory(str(path), progress=progress, jobs=1), progress
 

@@ -11,6 +11,7 @@ import pytest
 import zstandard
 
 import oracle
+from archaudit.findings import Code
 from archaudit.model import Library
 from archaudit.read import fatbin
 from archaudit.read.decode import DecodePool
@@ -39,7 +40,7 @@ def _pooled(data: bytes) -> Library:
         return scan_stream("x.so", len(data), chunks, pool=pool)
 
 
-def _codes(data: bytes) -> list[str]:
+def _codes(data: bytes | bytearray) -> list[str]:
     """The findings of a decoding audit, the same whether payloads are decoded in the reading
     thread or by the pool."""
     inline = library_from_bytes("x.so", bytes(data), decode=True)
@@ -49,7 +50,7 @@ def _codes(data: bytes) -> list[str]:
     return [p.code for p in inline.problems]
 
 
-def _codes_and_peak(data: bytes) -> tuple[list[str], int]:
+def _codes_and_peak(data: bytes | bytearray) -> tuple[list[Code], int]:
     """The findings of a decoding audit, and the most memory Python held during it."""
     tracemalloc.start()
     try:

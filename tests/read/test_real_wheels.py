@@ -150,7 +150,7 @@ def test_kernel_names_match_cuobjdump(tmp_path, name, version, member):
             continue
         for e in c.entries:
             key = e.target if e.kind == SASS else e.target.replace("sm_", "compute_")
-            mine.setdefault(key, set()).update(e.kernels)
+            mine.setdefault(key, set()).update(e.kernels or ())
     assert mine == oracle.kernel_names(extract_member(wheel, member, tmp_path))
 
 

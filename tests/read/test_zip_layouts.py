@@ -168,8 +168,8 @@ def test_unicode_path_field_naming_another_member(tmp_path):
     ("crc", 0x12345678, "disagree on its CRC or sizes"),
 ])
 def test_local_header_disagreeing_with_the_directory(tmp_path, field, value, words):
-    local, entries = pieces([GOOD, BAD])
-    local = bytearray(local)
+    written, entries = pieces([GOOD, BAD])
+    local = bytearray(written)
     at = local.find(BAD[0].encode()) - 30
     struct.pack_into("<H" if field == "method" else "<L", local, at + (8 if field == "method" else 14), value)
     cd = entries[GOOD[0]] + entries[BAD[0]]

@@ -22,7 +22,8 @@ from xml.etree import ElementTree as ET
 import pytest
 
 from archaudit import __version__
-from archaudit.cli import example_wheel, main
+from archaudit.cli import main
+from archaudit.core import example_wheel
 from archaudit.findings import CODES, ERROR
 from reference_tools import sarif_validator
 
@@ -218,12 +219,12 @@ def validate_junit(xml: str) -> ET.Element:
             if fails:
                 failed += 1
                 assert fails[0].get("message") and fails[0].get("type")
-        assert int(suite.get("tests")) == len(cases)
-        assert int(suite.get("failures")) == failed
-        assert int(suite.get("errors")) == 0
+        assert int(suite.attrib["tests"]) == len(cases)
+        assert int(suite.attrib["failures"]) == failed
+        assert int(suite.attrib["errors"]) == 0
         total += len(cases)
         failures += failed
-    assert int(root.get("tests")) == total and int(root.get("failures")) == failures
+    assert int(root.attrib["tests"]) == total and int(root.attrib["failures"]) == failures
     return root
 
 
@@ -240,11 +241,11 @@ def test_junit_one_case_per_library_failure_per_error(scratch):
         for case in suite.findall("testcase"):
             errors = {f["code"] for f in target["findings"] if f["severity"] == ERROR
                       and (f["subject"] == case.get("name")
-                           or (case.get("name").startswith("(") and f["subject"] == target["target"]))}
+                           or (case.attrib["name"].startswith("(") and f["subject"] == target["target"]))}
             failure = case.find("failure")
             assert (failure is not None) == bool(errors), case.get("name")
             if failure is not None:
-                assert set(failure.get("type").split(",")) == errors
+                assert set(failure.attrib["type"].split(",")) == errors
 
 
 def test_junit_escapes_hostile_text(tmp_path, monkeypatch):
@@ -277,13 +278,14 @@ def test_github_annotations_syntax(scratch):
     _, js = run_check(SCENARIOS["libs_gpu"] + [EXAMPLE], "json", scratch / "g.json")
     doc = json.loads(js)
     lines = out.splitlines()
-    commands = [ANNOTATION.match(line) for line in lines if line.startswith("::")]
-    assert all(commands), [line for line in lines if line.startswith("::") and not ANNOTATION.match(line)]
+    commands = [m for m in (ANNOTATION.match(line) for line in lines if line.startswith("::")) if m is not None]
+    assert len(commands) == sum(line.startswith("::") for line in lines), [
+        line for line in lines if line.startswith("::") and not ANNOTATION.match(line)]
     errors = [m for m in commands if m.group(1) == "error"]
     expected = [f for t in doc["targets"] for f in t["findings"] if f["severity"] == ERROR]
     assert len(errors) == len(expected) > 0
     for m, f in zip(errors, expected):
-        props = dict(p.split("=", 1) for p in m.group(2).split(","))
+        props = {k: v for k, v in (p.split("=", 1) for p in m.group(2).split(","))}
         assert unescape(props["title"]).startswith(f"archaudit {f['code']}: {CODES[f['code']].title}")
         assert unescape(props["file"]) in ("libs", EXAMPLE)
         assert unescape(m.group(3)) == f["message"]
@@ -391,7 +393,7 @@ def test_also_write_renders_one_read_into_every_format(scratch, capsys):
         assert "--also-write" in capsys.readouterr().err
 
 
-# Real small wheels whose default text is pinned (issue 27 item 8): a vendor library that passes
+# Real small wheels whose default text is pinned: a vendor library that passes
 # its claim, and one whose K004 flood and 19 targets must still fit a screen.
 REAL_TEXT = {
     "curand_10.4.0.35": ("nvidia-curand", "10.4.0.35", "nvidia_curand-10.4.0.35-py3-none-manylinux_2_27_x86_64.whl",

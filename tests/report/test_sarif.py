@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from archaudit.cli import main
-from archaudit.findings import CODES
+from archaudit.findings import CODES, Code
 from archaudit.report import sarif
 from reference_tools import sarif_validator
 
@@ -29,9 +29,9 @@ def explain(code: str) -> str:
 
 @pytest.mark.parametrize("code", sorted(CODES))
 def test_each_codes_rule_is_its_explain_text(code: str) -> None:
-    rule = sarif._code_rule(code)
+    rule = sarif._code_rule(Code(code))
     assert rule.id == code and rule.help_text + "\n" == explain(code)
-    assert rule.level == {"error": "error", "warning": "warning", "info": "note"}[CODES[code].severity]
+    assert rule.level == {"error": "error", "warning": "warning", "info": "note"}[CODES[Code(code)].severity]
 
 
 def test_docs_codes_md_is_generated_from_the_code_table() -> None:

@@ -130,9 +130,11 @@ def test_resume_after_a_death_inside_one_child(tmp_path):
     run = child.run_task(sys.executable, "load", [probes.load_item(p) for p in libs], env=child.child_env(),
                          cwd=str(tmp_path), timeout=30)
     # load runs the wheel's code (constructors): its items are observations, judged by the probe
-    assert [o.status for o in run.outcomes] == [child.OBS, FAIL, child.OBS]
-    assert run.outcomes[0].details == {"loaded": True} and run.outcomes[2].details == {"loaded": True}
-    assert run.outcomes[1].died and run.outcomes[1].signal == "SIGSEGV"
+    outcomes = [o for o in run.outcomes if o is not None]
+    assert len(outcomes) == len(run.outcomes)
+    assert [o.status for o in outcomes] == [child.OBS, FAIL, child.OBS]
+    assert outcomes[0].details == {"loaded": True} and outcomes[2].details == {"loaded": True}
+    assert outcomes[1].died and outcomes[1].signal == "SIGSEGV"
     assert not run.deaths
 
 
@@ -293,6 +295,42 @@ def test_builtin_probes_in_order_and_a_plugin_from_an_entry_point(tmp_path):
     (row,) = json.loads(r.stdout)["rows"]
     assert row["probe"] == "count-files" and row["status"] == "PASS" and row["reason"].endswith(" files")
     assert "in a child process" in row["reason"]  # the plugin's code never ran in archaudit's process
+
+
+def test_a_plugin_child_writes_no_bytecode_into_archaudits_installation(tmp_path):
+    """A stale .pyc of archaudit (its source edited since; the parent runs with
+    PYTHONDONTWRITEBYTECODE, so it never rewrote it) stays as it was: the plugin child imports
+    archaudit under -I, which ignores that variable, and used to rewrite it, a change of
+    archaudit's own installation that failed the run (integrity)."""
+    site = tmp_path / "site"
+    shutil.copytree(Path(SRC) / "archaudit", site / "archaudit",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    import compileall
+
+    assert compileall.compile_dir(str(site / "archaudit"), quiet=1)
+    later = time.time() + 5
+    os.utime(site / "archaudit" / "smoke" / "report.py", (later, later))  # its .pyc is now stale
+    (site / "smoke_plugin_demo-1.0.dist-info").mkdir()
+    (site / "smoke_plugin_demo-1.0.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: smoke-plugin-demo\nVersion: 1.0\n")
+    (site / "smoke_plugin_demo-1.0.dist-info" / "entry_points.txt").write_text(
+        "[archaudit.probes]\ncount-files = smoke_plugin_demo:CountFiles\n")
+    (site / "smoke_plugin_demo.py").write_text(textwrap.dedent("""
+        from archaudit.smoke.report import Row
+        class CountFiles:
+            name = "count-files"
+            description = "a demo plugin"
+            def run(self, ctx):
+                return [Row(self.name, ctx.distribution, "PASS", f"{len(ctx.files)} files")]
+    """))
+    out = tmp_path / "out"
+    out.mkdir()
+    env = dict(os.environ, TMPDIR=str(out), PYTHONPATH=str(site), PYTHONDONTWRITEBYTECODE="1")
+    r = subprocess.run([sys.executable, "-m", "archaudit.smoke", wheel("smoke_ok"), "--probe", "count-files",
+                        "--format", "json"], capture_output=True, text=True, env=env, timeout=240)
+    rows = json.loads(r.stdout)["rows"]
+    assert [(row["probe"], row["status"]) for row in rows] == [("count-files", "PASS")], rows
+    assert r.returncode == 0
 
 
 # -- the fixtures themselves -------------------------------------------------------------------

@@ -21,6 +21,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -247,7 +248,7 @@ def test_a_plugin_that_kills_its_process_is_a_row(tmp_path):
     assert row["status"] == FAIL and "killed by SIGKILL" in row["reason"]
 
 
-# -- a wheel that ships its own torch (issue 30, item 5) -----------------------------------------
+# -- a wheel that ships its own torch -----------------------------------------------------------
 
 # The forger: a `torch` package that, once imported by the model-torch child, finds the worker's
 # globals and answers for it: CUDA present on an "NVIDIA H100", every output computed correctly
@@ -324,7 +325,8 @@ def test_a_wheel_shipping_a_forging_torch_cannot_pass_model_torch(tmp_path, monk
     monkeypatch.setenv("FORGE_MARK", str(mark))
     forger = torch_wheel(tmp_path, "forgetorch", FORGED_TORCH)
     control = torch_wheel(tmp_path, "honesttorch", HONEST_TORCH)
-    kw = dict(installed=None, require_gpu=True, timeout=120.0, system_site_packages=False, probes=["model-torch"])
+    kw: dict[str, Any] = dict(installed=None, require_gpu=True, timeout=120.0, system_site_packages=False,
+                              probes=["model-torch"])
     forged = runner.run_smoke(str(forger), **kw)
     assert mark.read_text() == "forged", "the fake torch never took over the worker: the test proves nothing"
     honest = runner.run_smoke(str(control), **kw)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 from archaudit.smoke import child, probes, reference, worker_steps
 from archaudit.smoke.report import FAIL, PASS, SKIP, Row
@@ -23,7 +24,7 @@ NAMED_TAIL = ("[cuda_backend.cpp:1242] weights_blob 'forward_weights_blob' not f
 
 
 def ctx(tmp_path: Path, **kw) -> probes.ProbeContext:
-    base = dict(python=sys.executable, distribution="executorch", version="1.2.0", requires=(),
+    base: dict[str, Any] = dict(python=sys.executable, distribution="executorch", version="1.2.0", requires=(),
                 location=str(tmp_path), files=(), gpus=(H200,), gpu_error=None, require_gpu=True, timeout=60.0,
                 workdir=str(tmp_path), child_env={})
     base.update(kw)
@@ -133,7 +134,7 @@ def test_the_runtime_reads_buffers_that_live_as_long_as_the_module(tmp_path):
     pte, ptd = tmp_path / "model.pte", tmp_path / "aoti_cuda_blob.ptd"
     pte.write_bytes(b"PTE" * 1000)
     ptd.write_bytes(b"PTD" * 100)
-    given: list[tuple[bytes, ...]] = []
+    given: list[tuple[int, ...]] = []
 
     def runtime(*buffers: bytes) -> object:  # like the pybindings: remembers where, not what
         given.append(tuple(id(b) for b in buffers))

@@ -125,7 +125,8 @@ def test_the_judge_ties_each_launch_to_its_container_and_agrees_with_check(tmp_p
     served = by[("lib_trace_sm90.so", PASS)]
     details = dict(served.details)
     assert details["launches"] == 3 and details["launches_by_name"] == 0  # identified by its bytes
-    assert [c["served"] for c in details["containers"]] == ["sm_90 SASS"]
+    containers = details["containers"]
+    assert isinstance(containers, list) and [c["served"] for c in containers] == ["sm_90 SASS"]
     assert "none of its 0 container(s) without code for sm_90 was used" in served.reason
     refused = by[(f"lib_trace_sm80.so: {SM80}", PASS)]
     assert "failed with no kernel image for this GPU (209), as check predicted" in refused.reason
@@ -314,7 +315,7 @@ def test_the_ctypes_layouts_are_the_cupti_headers(tmp_path):
     lines = ["#include <stdio.h>", "#include <stddef.h>", "#include <cupti.h>", "int main(void) {"]
     for cname, struct in fields.items():
         lines.append(f'printf("{cname} size %zu\\n", sizeof({cname}));')
-        for f, _ in struct._fields_:
+        for f, *_ in struct._fields_:
             cf = "resourceHandle.stream" if f == "resourceHandle" else f
             lines.append(f'printf("{cname} {f} %zu\\n", offsetof({cname}, {cf}));')
     enums = {"CUPTI_CB_DOMAIN_DRIVER_API": cupti.DOMAIN_DRIVER_API, "CUPTI_CB_DOMAIN_RUNTIME_API":
@@ -333,7 +334,7 @@ def test_the_ctypes_layouts_are_the_cupti_headers(tmp_path):
                                                                check=True).stdout.splitlines())
     for cname, struct in fields.items():
         assert int(got[f"{cname} size"]) == ctypes.sizeof(struct), cname
-        for f, _ in struct._fields_:
+        for f, *_ in struct._fields_:
             assert int(got[f"{cname} {f}"]) == getattr(struct, f).offset, (cname, f)
     assert {e: int(got[f"enum {e}"]) for e in enums} == enums
 

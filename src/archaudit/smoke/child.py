@@ -93,6 +93,7 @@ if os.getppid() != int(sys.argv[PARENT]):
 # key from its pipe before anything else runs, then put the environment's paths on sys.path
 # (without processing any .pth file) and run the worker.
 BOOT = _DIE_WITH_PARENT.replace("PARENT", "6") + r"""
+sys.dont_write_bytecode = True  # -I ignores PYTHONDONTWRITEBYTECODE: no .pyc into archaudit (plugins import it)
 key, kfd = b"", int(sys.argv[4])
 while len(key) < 64:
     chunk = os.read(kfd, 64 - len(key))

@@ -7,21 +7,17 @@ entries only; --gpu answers for the GPU as it ships."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+import amd_reference as ref
+from archaudit.cli import main
+from archaudit.gpus import rocm
+from archaudit.gpus.catalog import resolve as gpus
+from archaudit.model import CODE_OBJECT, HIP, Container, Entry
 from reference_tools import needs_tool
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-import amd_reference as ref  # noqa: E402
-from archaudit.cli import main  # noqa: E402
-from archaudit.gpus import rocm  # noqa: E402
-from archaudit.gpus.catalog import resolve as gpus  # noqa: E402
-from archaudit.model import CODE_OBJECT, HIP, Container, Entry  # noqa: E402
 
 LOADING = Path(__file__).parents[1] / "fixtures" / "amd" / "bin" / "loading"
 BIN = LOADING.parent
@@ -47,7 +43,7 @@ def bundle_ids(path: Path) -> list[str]:
     data = path.read_bytes()
     if data[:4] == b"\x7fELF":
         off, size, _ = ref.elf_sections(data)[".hip_fatbin"]
-        return [" ".join(sorted(ref.reference_bundle(piece, with_entries=False)))  # type: ignore[arg-type]
+        return [" ".join(sorted(ref.reference_bundle(piece, with_entries=False)))
                 for _, piece in ref.split_section(data, off, size)]
     listed = subprocess.run([str(ref.BUNDLER), "-list", "-type=o", f"-input={path}"], capture_output=True,
                             text=True, check=True, timeout=60).stdout.split()
@@ -346,8 +342,8 @@ def test_every_bundle_id_spelling_is_read_and_judged_as_todays_rocm_selects_it(t
 def test_an_id_no_rocm_release_reads_is_still_e030(tmp_path, ident):
     import importlib.util
     spec = importlib.util.spec_from_file_location("rebundle", BIN.parent / "rebundle.py")
+    assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
     spec.loader.exec_module(mod)
     out = tmp_path / "x.hipfb"
     mod.main(str(LOADING / "id_hcc.hipfb"), str(out), [ident])

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from archaudit.claims import parse_claim
-from archaudit.findings import ERROR, INFO, Finding
+from archaudit.findings import ERROR, INFO, Code, Finding
 from archaudit.gpus.catalog import resolve as gpus
 from archaudit.judge.audit import Report, judge
 from archaudit.judge.policy import AmdGpu, Policy
@@ -41,7 +41,8 @@ def test_on_gpu_judges_with_the_policy_it_is_given():
     """smoke asks on_gpu with the run's policy: under --strict-kernels a kernel that carries only
     sm_90a code cannot run on an A100, and the answer must say so (G009), not the default's G008."""
     hopper = lib(box(sass("sm_80", "_Z1kv"), sass("sm_90", "_Z1kv")), box(sass("sm_90a", "_Z11sm90_hopperv")))
-    assert on_gpu(hopper, "A100", (8, 0)).code == "G008"
+    answer = on_gpu(hopper, "A100", (8, 0))
+    assert answer is not None and answer.code == "G008"
     strict = on_gpu(hopper, "A100", (8, 0), Policy(strict_kernels=True))
     assert strict is not None and strict.code == "G009" and "sm_90a" in strict.message
 
@@ -49,7 +50,7 @@ def test_on_gpu_judges_with_the_policy_it_is_given():
 def test_a_problem_of_the_archive_is_a_finding_of_its_code_on_the_target():
     """A wheel whose zip is damaged (E002 from the reader, for the archive as a whole): the finding
     keeps the reader's code, names the wheel, and fails the run whatever its libraries say."""
-    inv = TargetInventory("t.whl", "wheel", (CLEAN,), problems=(Problem("E002", "CRC mismatch in demo/libk.so"),))
+    inv = TargetInventory("t.whl", "wheel", (CLEAN,), problems=(Problem(Code.E002, "CRC mismatch in demo/libk.so"),))
     pol = Policy()
     rep = Report((judge(inv, parse_claim("80;90", "--arch"), pol),), pol)
     (f,) = found(rep, "E002")
@@ -91,7 +92,7 @@ def test_every_finding_names_the_library_or_target_it_is_about():
         report(lib(KERN, box(sass("sm_80", "_Z3mulv")), box(sass("sm_90a", "_Z11sm90_hopperv")), path=nested),
                lib(KERN, box(sass("sm_90", "sm90_gemm")), path="d.so")),
         report(lib(box(sass("sm_35", toolkit=(12, 0))), needed=KEPLER_RUNTIME, path=nested,
-                   problems=(Problem("E013", "bad", 0x40),), claims=("8.0",)), arch="35", gpus=(("K80", (3, 7)),)),
+                   problems=(Problem(Code.E013, "bad", 0x40),), claims=("8.0",)), arch="35", gpus=(("K80", (3, 7)),)),
         report(lib(box(amd("gfx90a:xnack+"), role=HIP), needed=(), path=nested), arch="80",
                amd_claim=("gfx90a",), amd_gpus=(AmdGpu("MI300X", "gfx942"), AmdGpu("MI250X", "gfx90a"))),
         report(lib(box(amd("gfx90a"), role=HIP), needed=(), path=nested), lib(claims=("8x",), path="e.so"), arch=None,

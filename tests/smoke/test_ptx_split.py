@@ -23,9 +23,9 @@ MULTI = Path(__file__).parents[1] / "fixtures" / "smoke" / "bin" / "multi_ptx90.
 KERNELS = {"_Z9multi_onePf", "_Z9multi_twoPf", "multi_three", "multi_four"}
 
 
-def entries(image: bytes) -> list[tuple[str, str, bytes]]:
+def entries(image: bytes) -> list[tuple[str | None, str, bytes]]:
     """(kind, target, decoded payload) of each entry."""
-    out = []
+    out: list[tuple[str | None, str, bytes]] = []
     for at, h in S._entries(image):
         payload = fatbin.decode_payload(h, image[at + h.header_size:at + h.total], at)
         out.append((h.kind, h.target, payload.rstrip(b"\0")))
@@ -133,7 +133,7 @@ def _fake_driver(part_code: int):
 
     def run_task(task, specs, params, extra_env):
         calls.append([str(s["file"]) for s in specs])
-        outs = [child.Outcome("PASS", "", 0.0, details={"per_device": [
+        outs: list[child.Outcome | None] = [child.Outcome("PASS", "", 0.0, details={"per_device": [
             {"code": part_code if "ptx-part-" in str(s["file"]) else s["size"], "seconds": 1.0}]}) for s in specs]
         return child.TaskRun(outs, [{"driver": "13.0"}], [], 0.0)
     return run_task, calls

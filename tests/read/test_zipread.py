@@ -18,6 +18,7 @@ import zipfile
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import IO, cast
 
 import pytest
 
@@ -28,6 +29,9 @@ CUDA = Path(__file__).resolve().parents[1] / "fixtures" / "cuda" / "bin"
 LIB = (CUDA / "lib_multi.so").read_bytes()  # 58 KiB, 8.5 KiB deflated: streamed, not held whole
 SMALL = LIB[:3000]  # at most zipread.WHOLE: read and verified whole with its head
 assert len(zlib.compress(LIB)) > 2 * zipread.WHOLE and len(SMALL) <= zipread.WHOLE
+
+
+Data = bytes | bytearray  # an archive as written, or edited in place
 
 
 def build(members: list[tuple[str, bytes]], method: int = zipfile.ZIP_DEFLATED, comment: bytes = b"") -> bytearray:
@@ -43,11 +47,11 @@ def build(members: list[tuple[str, bytes]], method: int = zipfile.ZIP_DEFLATED, 
     return bytearray(buf.getvalue())
 
 
-def eocd_at(data: bytes) -> int:
+def eocd_at(data: Data) -> int:
     return data.rfind(b"PK\x05\x06")
 
 
-def central_at(data: bytes, index: int) -> int:
+def central_at(data: Data, index: int) -> int:
     """Offset of the index-th central-directory entry."""
     pos = struct.unpack_from("<L", data, eocd_at(data) + 16)[0]
     for _ in range(index):
@@ -56,22 +60,22 @@ def central_at(data: bytes, index: int) -> int:
     return pos
 
 
-def local_at(data: bytes, index: int) -> int:
+def local_at(data: Data, index: int) -> int:
     return int(struct.unpack_from("<L", data, central_at(data, index) + 42)[0])
 
 
-def read(data: bytes, select: zipread.Select | None = None) -> tuple[list[str], list[zipread.Hazard]]:
+def read(data: Data, select: zipread.Select | None = None) -> tuple[list[str], list[zipread.Hazard]]:
     members, hazards = zipread.read_directory_bytes(bytes(data), select)
     return [m.name for m in members], hazards
 
 
-def refused(data: bytes, words: str) -> None:
+def refused(data: Data, words: str) -> None:
     with pytest.raises(ZipError) as e:
         zipread.read_directory_bytes(bytes(data))
     assert e.value.code == "E002" and words in str(e.value), str(e.value)
 
 
-def flagged(data: bytes, code: str, name: str, words: str, select: zipread.Select | None = None) -> list[str]:
+def flagged(data: Data, code: str, name: str, words: str, select: zipread.Select | None = None) -> list[str]:
     names, hazards = read(data, select)
     assert any(c == code and n == name and words in msg for c, n, msg in hazards), hazards
     assert name not in names
@@ -563,17 +567,17 @@ def test_a_header_inside_the_data_before_it_is_not_inflated():
 
 # ---- member data --------------------------------------------------------------------------------
 
-def first_member(data: bytes, select: zipread.Select | None = None) -> Member:
+def first_member(data: Data, select: zipread.Select | None = None) -> Member:
     members, hazards = zipread.read_directory_bytes(bytes(data), select)
     assert hazards == []
     return members[0]
 
 
-def streamed(data: bytes, m: Member) -> bytes:
+def streamed(data: Data, m: Member) -> bytes:
     return b"".join(zipread.iter_member(io.BytesIO(bytes(data)), m))
 
 
-def in_place(data: bytes, m: Member, n: int = zipread.HEAD, whole: bool = True) -> tuple[bytes, bytes | None]:
+def in_place(data: Data, m: Member, n: int = zipread.HEAD, whole: bool = True) -> tuple[bytes, bytes | None]:
     view = bytes(data)
     return zipread.member_head(lambda at, k: view[at:at + k], m, n, whole=whole)
 
@@ -585,7 +589,7 @@ def member_error(code: str, words: str) -> Iterator[None]:
     assert e.value.code == code and words in str(e.value), str(e.value)
 
 
-def both_readers_refuse(data: bytes | bytearray, m: Member, code: str, words: str, held_whole: bool = True) -> None:
+def both_readers_refuse(data: Data, m: Member, code: str, words: str, held_whole: bool = True) -> None:
     """The streaming reader refuses the member, and so does the in-place one where the member is
     held whole (``held_whole``)."""
     with member_error(code, words):
@@ -792,7 +796,9 @@ def test_a_stored_zip_inside_an_archive_is_read_through_a_window(tmp_path):
         assert w.seek(2, 1) == 16 and w.read(2) == inner[16:18]
         assert w.seek(-3, 2) == len(inner) - 3 and w.read() == inner[-3:] and w.read(5) == b""
         for m in members:
-            assert b"".join(zipread.iter_member(w, m)) == dict([*TWO, ("demo/small.so", SMALL)])[m.name]
+            # a Window is an io.RawIOBase, which typing.IO does not name
+            want = dict([*TWO, ("demo/small.so", SMALL)])[m.name]
+            assert b"".join(zipread.iter_member(cast(IO[bytes], w), m)) == want
     assert w.closed
 
 
@@ -918,10 +924,10 @@ def test_heads_are_64_bytes_and_512_for_a_pe_image(method, pad):
     read with the header: read on its own."""
     data = build([("demo/libk.so", LIB), ("demo/k.dll", PE), ("demo/small.so", SMALL)], method)
     if pad:
-        members = [("demo/libk.so", LIB), ("demo/k.dll", PE), ("demo/small.so", SMALL)]
+        written = [("demo/libk.so", LIB), ("demo/k.dll", PE), ("demo/small.so", SMALL)]
         buf = io.BytesIO()
         with zipfile.ZipFile(buf, "w", method) as z:
-            for name, payload in members:
+            for name, payload in written:
                 info = zipfile.ZipInfo(name, (2024, 1, 1, 0, 0, 0))
                 info.compress_type = method
                 info.extra = struct.pack("<HH", 0xCAFE, pad) + bytes(pad)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from archaudit.model import TargetInventory
 from archaudit.read import artifacts, zipread
 from archaudit.read.artifacts import (
     BUDGET_FLOOR,
@@ -42,15 +43,15 @@ ZIP_HEAD = b"PK\x03\x04" + bytes(60)  # what a zip's first bytes say (it holds n
 PE = next((ROOT / "tests" / "fixtures" / "pe" / "bin").glob("*.dll"))
 
 
-def problems(inv: artifacts.TargetInventory) -> list[tuple[str, str]]:
+def problems(inv: TargetInventory) -> list[tuple[str, str]]:
     return [(p.code, p.message) for p in inv.problems]
 
 
-def paths(inv: artifacts.TargetInventory) -> list[str]:
+def paths(inv: TargetInventory) -> list[str]:
     return [lib.path for lib in inv.libraries]
 
 
-def read_whole(inv: artifacts.TargetInventory) -> list[str]:
+def read_whole(inv: TargetInventory) -> list[str]:
     """The paths of the target's libraries, each asserted read to its end: its device code
     found (the fixtures carry some) and no problem of its own."""
     for lib in inv.libraries:

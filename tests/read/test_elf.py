@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from archaudit.findings import Code
 from archaudit.model import Library, Problem
 from archaudit.read import elf
 from archaudit.read.library import library_from_bytes
@@ -81,7 +82,7 @@ def test_a_progbits_section_outside_the_file_is_e010():
     i = names[".nv_fatbin"]  # SHT_PROGBITS
     data = patched(LIB, SHOFF + 64 * i + 32, "<Q", len(LIB))
     assert library_from_bytes("lib.so", data).problems == (
-        Problem("E010", f"malformed ELF: section {i} lies outside the file"),)
+        Problem(Code.E010, f"malformed ELF: section {i} lies outside the file"),)
 
 
 @pytest.mark.parametrize("sh_name", [0, 1 << 20], ids=["the null name", "outside .shstrtab"])
@@ -89,7 +90,7 @@ def test_a_section_whose_name_is_lost_is_e010(sh_name):
     """Roles follow section names: a section with a type and no name cannot be given one."""
     data = patched(LIB, SHOFF + 64 * 1, "<I", sh_name)  # section 1's sh_name
     lib = library_from_bytes("lib.so", data)
-    assert Problem("E010", "malformed ELF: section 1 has no name") in lib.problems
+    assert Problem(Code.E010, "malformed ELF: section 1 has no name") in lib.problems
 
 
 def test_a_virtual_address_maps_from_the_first_byte_of_its_segment():
@@ -106,7 +107,7 @@ def test_a_symbol_table_linking_a_missing_string_table_is_e010():
     symtab = next(i for i in range(shnum) if struct.unpack_from("<I", HSACO, shoff + 64 * i + 4)[0] == elf.SHT_SYMTAB)
     data = patched(HSACO, shoff + 64 * symtab + 40, "<I", shnum)  # sh_link = e_shnum
     assert library_from_bytes("k.hsaco", data) == Library("k.hsaco", len(data), "cubin", problems=(
-        Problem("E010", "symbol table links a missing string table"),))
+        Problem(Code.E010, "symbol table links a missing string table"),))
 
 
 # ---- read_dynamic: what smoke's load probe explains a failed dlopen with -----------------------
