@@ -38,7 +38,7 @@ def _listed(e) -> tuple[str, str]:
     return "PTX", e.target
 
 
-class _Inventories(dict):  # type: ignore[type-arg]
+class _Inventories(dict):
     """Each wheel read once per module, when a test first asks for it (so inside that test's tier)."""
 
     def __missing__(self, name: str):
