@@ -33,6 +33,7 @@ import zstandard
 import archaudit
 from archaudit.judge import audit as audit_module
 from archaudit.judge.audit import Policy
+from archaudit.model import CUBIN
 from archaudit.read import decode, fatbin, library, zipread
 from archaudit.read.artifacts import inventories, select_member
 from archaudit.report import render
@@ -66,8 +67,14 @@ def compressed_payloads(path: str) -> list[Payload]:
         wanted = sorted(e.offset for e in lib.entries if e.compression in ("zstd", "lz4"))
         if not wanted:
             continue
+        # whole cubins stored as bare zstd frames (role cubin): the entry is the frame itself
+        framed = {e.offset: e for c in lib.containers if c.role == CUBIN for e in c.entries}
         data = b"".join(_inflate(path, by_name[lib.path]))
         for at in wanted:
+            if at in framed:
+                e = framed[at]
+                out.append(Payload("zstd", data[at:at + e.stored_size], e.size))
+                continue
             eh = fatbin.parse_entry_header(data, at, len(data) - at, at)
             start = at + eh.header_size
             out.append(Payload(eh.compression, data[start:start + eh.compressed_size], eh.uncompressed_size))

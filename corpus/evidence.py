@@ -9,6 +9,8 @@ longer supports (``sm_35``); such refusals are recorded as they are, followed by
 container and entry headers of ``.nv_fatbin`` (the layout of the toolkit's fatbinary_section.h),
 which needs no decoding and is not archaudit's reader. The Linux cuobjdump does not read Windows
 DLLs ("does not contain device code"), so a DLL's ``.nv_fatb`` section gets the same header walk.
+Where cuobjdump lists nothing in a 64-bit ELF, the same header walk reads its other sections: the
+containers a library loads itself (CUPTI's and the Compute Sanitizer's, in ``.rodata``).
 
     python -m corpus.evidence [NAME ...]     # wheels of the manifest, or those named
 """
@@ -84,20 +86,26 @@ def walk_containers(data: bytes, start: int, size: int) -> list[list[tuple[str, 
     return out
 
 
-def fatbin_sections(data: bytes) -> dict[str, tuple[int, int]]:
+def fatbin_sections(data: bytes, resources: bool = False) -> dict[str, tuple[int, int]]:
     """The sections of an ELF or PE library that may hold fatbin containers: ELF's .nv_fatbin (what
-    the runtime registers); every section of a DLL (nvcc's .nv_fatb, and data some libraries load)."""
+    the runtime registers), or with ``resources`` every other ELF section with file bytes (the
+    containers a library loads itself, e.g. CUPTI's in .rodata); every section of a DLL (nvcc's
+    .nv_fatb, and data some libraries load)."""
     if data[:4] == b"\x7fELF":
-        sec = amd_reference.elf_sections(data).get(".nv_fatbin")
+        sections = amd_reference.elf_sections(data)
+        if resources:
+            return {name: (off, size) for name, (off, size, kind) in sections.items()
+                    if name and name != ".nv_fatbin" and kind != 8 and size >= 64}  # 8: SHT_NOBITS
+        sec = sections.get(".nv_fatbin")
         return {".nv_fatbin": (sec[0], sec[1])} if sec else {}
     if data[:2] == b"MZ":
         return {k: v for k, v in pe_sections(data).items() if k not in ("__nv_rel", ".nvFatBi")}
     return {}
 
 
-def _summarise_walk(data: bytes) -> str:
+def _summarise_walk(data: bytes, resources: bool = False) -> str:
     parts = []
-    for name, (off, size) in fatbin_sections(data).items():
+    for name, (off, size) in fatbin_sections(data, resources).items():
         counts: collections.Counter[str] = collections.Counter()
         containers = walk_containers(data, off, size)
         for entries in containers:
@@ -151,6 +159,13 @@ def _amd_targets(path: str) -> str | None:
     return " ".join(f"{k}x{n}" for k, n in sorted(counts.items()))
 
 
+def data_is_elf64(path: str) -> bool:
+    """A 64-bit little-endian ELF (the header walk's reader takes no other)."""
+    with open(path, "rb") as f:
+        head = f.read(6)
+    return head[:4] == b"\x7fELF" and head[4:6] == b"\x02\x01"
+
+
 def record(wheel: Path, out: Path) -> None:
     """Write the per-library summary of one wheel."""
     lines = [f"# {wheel.name}", f"# cuobjdump {oracle.cuobjdump_version()} default dump (executable image);"
@@ -182,6 +197,11 @@ def record(wheel: Path, out: Path) -> None:
                 walked = _summarise_walk(Path(path).read_bytes())
                 if walked:
                     cuda += f"; header walk: {walked}"
+            if not cuda and data_is_elf64(path):
+                walked = _summarise_walk(Path(path).read_bytes(), resources=True)
+                if walked:
+                    cuda = ("nothing in .nv_fatbin; header walk of its other sections (containers it loads"
+                            f" itself): {walked}")
             amd = _amd_targets(path)
             if cuda:
                 lines.append(f"{info.filename}: {cuda}")

@@ -70,7 +70,9 @@ def _platform_args(filename: str) -> list[str]:
     for p in plats.split("."):
         args += ["--platform", p]
     pyver = py.split(".")[0]
-    if pyver.startswith("cp"):
+    if pyver.startswith("cp") and abi == "abi3":  # cp38-abi3: any CPython from 3.8; the release may want newer
+        args += ["--python-version", "3.12", "--implementation", "cp"]
+    elif pyver.startswith("cp"):
         args += ["--python-version", pyver[2:3] + "." + pyver[3:], "--implementation", "cp"]
     else:
         args += ["--python-version", "3.11"]

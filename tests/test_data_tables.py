@@ -65,7 +65,9 @@ def rows(doc: dict[str, Any]) -> Iterator[tuple[str, Any]]:
         tables = {"libraries": {f"{name}.rows[{i}]": row for name, lib in VENDOR["libraries"].items()
                                 for i, row in enumerate(lib["rows"])}
                   | {f"{name}.identity": {"source": lib["identity_source"]} for name, lib in VENDOR["libraries"].items()
-                     if "identity_source" in lib},
+                     if "identity_source" in lib}
+                  | {f"{name}.static_kernels": lib["static_kernels"] for name, lib in VENDOR["libraries"].items()
+                     if "static_kernels" in lib},
                   "cuda": VENDOR["cuda"], "statements": VENDOR["statements"]}
     else:
         tables = {"gpus": dict(enumerate(GPUS["gpus"])), "generations": GPUS["generations"]}
@@ -388,7 +390,8 @@ def test_vendor_rows_well_formed():
         assert all(len(s) >= 11 for s in lib["identity"]), name
         assert lib["identity"] or "version" in lib or lib.get("by_name"), name
         if "version" in lib:
-            assert len(lib["version"]["marker"]) >= 12 and re.compile(lib["version"]["pattern"]).groupindex, name
+            for v in lib["version"] if isinstance(lib["version"], list) else [lib["version"]]:
+                assert len(v["marker"]) >= 12 and re.compile(v["pattern"]).groupindex, name
         for row in lib["rows"]:
             base = VENDOR["cuda"].get(row.get("range_of", ""), {})
             first, last = row.get("from", base.get("from")), row.get("to", base.get("to"))

@@ -18,7 +18,7 @@ if [ "$part" = checks ]; then
   site="$(mktemp -d)"
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" "${WHEELS:-.whl}"/*.whl
   export PYTHONPATH="$site:$PWD/src"
-  OUT="$work/trace" timeout 240 bash tools/trace_on_gpu.sh > "$work/trace.log" 2>&1
+  OUT="$work/trace" timeout 330 bash tools/trace_on_gpu.sh > "$work/trace.log" 2>&1
   OUT="$work" timeout 60 python3 tools/excuses_on_gpu.py > "$work/excuses.log" 2>&1
   timeout 60 python3 tools/floors_gpu.py > "$work/floors_gpu.txt" 2>&1
   timeout 60 python3 tools/gpu_inventory_check.py "$work" > "$work/inventory.log" 2>&1

@@ -5,8 +5,8 @@
 # python3's environment; archaudit runs from src/ (PYTHONPATH), with its C speedups where built and
 # its pure-Python readers otherwise (device-env.txt says which). Wheels under $WHEELS (default
 # .whl/: archaudit's own dependencies, for a machine without a package index) are installed into a
-# scratch --target first. At most about 6 minutes in all. Writes at most 8 files into $OUT: the environment, the pytest log, the
-# fixture, torch and JAX reports, the overhead benchmark and the index's dispatch query.
+# scratch --target first. At most about 8 minutes in all. Writes at most 9 files into $OUT: the environment, the pytest log, the
+# fixture, torch, JAX and ExecuTorch reports, the overhead benchmark and the index's dispatch query.
 set -uo pipefail
 out="${OUT:?set OUT to the directory the records go to}"
 wheels="${WHEELS:-.whl}"
@@ -30,6 +30,11 @@ fi
 } > "$out/device-env.txt" 2>&1
 timeout 200 python3 -m pytest -m gpu tests/smoke/test_trace_gpu.py -v -p no:cacheprovider --durations=0 \
   > "$out/trace-pytest.log" 2>&1
+# ExecuTorch's model probe under the tracer: PyPI's executorch is a CPU build (no CudaBackend), so
+# the record shows what its run launched on the GPU, if anything, and says why.
+{ echo '$ archaudit smoke --installed executorch --probe trace --require-gpu'
+  timeout 150 python3 -m archaudit smoke --installed executorch --probe trace --require-gpu --timeout 140
+  echo "exit $?"; } > "$out/trace-executorch.txt" 2>&1
 timeout 60 python3 benchmarks/bench_trace.py > "$out/trace-overhead.json" 2>&1
 if [ -f "$out/trace-torch.json" ]; then
   db="$(mktemp -d)/index.db"

@@ -48,4 +48,5 @@ def test_the_api_raises_archaudit_error_for_an_empty_path(paths: str | list[str]
 def test_core_check_of_an_empty_target_is_an_e001_finding_not_an_exception() -> None:
     report = core.check([""])
     assert report.exit_code == 2
-    assert [(f.code, f.message) for f in report.findings] == [("E001", ": cannot read: an empty target names nothing")]
+    assert [(f.code, f.message) for f in report.findings] == [
+        ("E001", ": cannot read: an empty target names nothing. Fix: check the path and its permissions")]

@@ -59,7 +59,8 @@ def test_a_bare_name_that_is_nothing_says_all_it_looked_for(tmp_path, monkeypatc
     rc, doc = check_json(tmp_path, "no-such-thing-archaudit")
     assert rc == 2
     assert target_problems(doc) == [("E001", "no-such-thing-archaudit: cannot read: no such file, directory or "
-                                             "installed distribution 'no-such-thing-archaudit'")]
+                                             "installed distribution 'no-such-thing-archaudit'. Fix: check the path "
+                                             "and its permissions")]
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="smoke runs on Linux only")
@@ -79,7 +80,8 @@ def test_a_whl_without_dist_info_is_refused_as_pip_refuses_it(tmp_path):
     assert rc == 2 and doc["passed"] is False
     (code, message), = target_problems(doc)
     assert code == "E004" and CODES[Code(code)].title == "not a wheel"
-    assert message.endswith("not a wheel: .dist-info directory not found (pip refuses to install it)")
+    assert message.endswith("not a wheel: .dist-info directory not found (pip refuses to install it). Fix: check "
+                            "the built wheel (python -m build --wheel) or the library itself")
     assert doc["targets"][0]["libraries"] == []
 
 

@@ -65,7 +65,7 @@ def test_a_kernel_without_code_in_its_own_bundle_fails_k001(tmp_path):
     (k,) = findings(doc, "K001")
     assert k["data"]["kernels"] == ["fill"] and k["data"]["carried"] == ["gfx90a"]
     assert all(g.startswith("gfx942:") for g in k["data"]["fails"]) and len(k["data"]["fails"]) == 4
-    assert "in their own bundle" in k["message"] and not findings(doc, "G001")
+    assert "own bundle lacks it" in k["message"] and not findings(doc, "G001")
     # --detail kernels: each bundle with its own targets and kernels
     assert "1 hip container in .hip_fatbin: gfx90a  [1 kernel: fill]" in text
     assert "1 hip container in .hip_fatbin: gfx90a gfx942  [3 kernels: saxpy, scale]" in text

@@ -114,6 +114,15 @@ def test_a_release_newer_than_the_table_is_judged_by_its_lines_newest_row_with_a
     assert w["data"]["library"] == "NCCL 2.0 for CUDA 13" and findings(rep, "K005")
 
 
+def test_cudss_on_windows_is_identified_by_its_dll_name():
+    """nvidia-cudss-cu12 1.0.0.35 win_amd64 ships cudss64_1.dll, whose bytes hold CUDSS_JIT_CACHE_DIR
+    (measured in the census): the cuDSS row, as for libcudss.so.0. Before, only the .so spelling was
+    in the table and the DLL's per-container gaps failed as a project's own code (K001, K004)."""
+    row = vendor.identify("cudss64_1.dll", ("CUDSS_JIT_CACHE_DIR",), (12, 9))
+    assert row is not None and row.library.startswith("cuDSS") and row.dispatches
+    assert vendor.identify("cudss64_1.dll", (), (12, 9)) is None
+
+
 def test_rows_by_release():
     """The row of a release: cuDNN by its version and the CUDA release that built it; a CUDA
     major the table does not know takes its newest line; a version it does not know, the newest
@@ -128,7 +137,7 @@ def test_rows_by_release():
     assert row is not None and row.library == "cuDNN 9.17 for CUDA 12" and row.newer == "cuDNN 9.28.0"
     row = vendor.identify("libcublas.so.14", ("CUBLAS_NVTX_LEVEL",), (14, 0))
     assert row is not None and row.library == "cuBLAS for CUDA 13" and row.newer == "cuBLAS built by CUDA 14"
-    assert vendor.identify("libcublas.so.10", ("CUBLAS_NVTX_LEVEL",), (10, 2)) is None
+    assert vendor.identify("libcublas.so.9", ("CUBLAS_NVTX_LEVEL",), (9, 2)) is None
     assert vendor.identify("libcublas.so.13", (), (13, 0)) is None
     assert vendor.identify(cudnn, ("cudnn_version != (8 * 10000 + 9 * 100 + 7)",), (12, 2)) is None
 
@@ -151,6 +160,68 @@ def test_cuptis_profiling_library_is_identified_by_name_and_bytes(capsys, tmp_pa
     unsaid.write_bytes((VENDOR / "cublas_unsaid/libcublasLt.so.13").read_bytes())
     rc, rep = run(capsys, str(unsaid), "--arch", "80;90")
     assert rc == 1 and findings(rep, "K001") and not findings(rep, "K005")
+
+
+# ---- a vendor's code linked statically into a project's library ----
+
+STATIC = VENDOR / "static"  # libproject_blas.so: maxwell_sgemm_128x64_nn (sm_80 only) beside project_add (80;90)
+
+
+def test_a_vendors_code_linked_statically_is_judged_by_its_row(capsys):
+    """A project's library whose bytes hold cuBLAS's "CUBLAS_LOGINFO_DBG" and one of whose
+    containers holds only kernels cuBLAS's convention names (maxwell_sgemm_128x64_nn, sm_80
+    only): that container's gap on 9.0 is cuBLAS's dispatch (K005, naming the row and the
+    library it is linked into); the project's own container is judged per kernel as ever."""
+    rc, rep = run(capsys, str(STATIC / "libproject_blas.so"), "--arch", "80;90")
+    (k,) = findings(rep, "K005")
+    assert rc == 0 and k["data"]["kernels"] == ["maxwell_sgemm_128x64_nn"] and k["data"]["fails"] == ["90"]
+    assert k["data"]["library"] == "cuBLAS for CUDA 13" and k["data"]["linked_into"] == "libproject_blas.so"
+    assert "linked statically into libproject_blas.so" in k["message"] and not findings(rep, "K001")
+    rc, rep = run(capsys, str(STATIC / "libproject_blas.so"), "--gpu", "H100")  # the same answer to --gpu
+    assert rc == 0 and [f["data"]["gpu"] for f in findings(rep, "G008")] == ["H100"] and not findings(rep, "G009")
+    rc, rep = run(capsys, str(VENDOR / "static_unsaid/libproject_blas.so"), "--gpu", "H100")
+    assert rc == 1 and findings(rep, "G009")
+
+
+def test_without_the_vendors_string_the_vendor_named_container_is_the_projects(capsys):
+    """The same two objects without cuBLAS's string: a name is only a convention, so the
+    vendor-named container is judged per kernel (K001 on 9.0, where an H100 would answer 209)."""
+    rc, rep = run(capsys, str(VENDOR / "static_unsaid/libproject_blas.so"), "--arch", "80;90")
+    (k,) = findings(rep, "K001")
+    assert rc == 1 and k["data"]["kernels"] == ["maxwell_sgemm_128x64_nn"] and not findings(rep, "K005")
+
+
+def test_a_project_kernel_in_the_vendor_named_container_keeps_it_the_projects(capsys):
+    """cuBLAS's string, but the sm_80-only container also holds project_scale, which cuBLAS's
+    convention does not name: the container stays the project's (fail closed), both kernels K001."""
+    rc, rep = run(capsys, str(VENDOR / "static_mixed/libproject_blas.so"), "--arch", "80;90")
+    (k,) = findings(rep, "K001")
+    assert rc == 1 and k["data"]["kernels"] == ["maxwell_sgemm_128x64_nn", "project_scale"]
+    assert not findings(rep, "K005")
+
+
+def test_a_statically_linked_vendor_outside_its_range_is_judged_per_kernel(capsys):
+    """cuBLAS for CUDA 13 documents 7.5 and newer: its contract says nothing of a 7.0 (and
+    the library carries nothing a 7.0 loads): G001, not K005."""
+    rc, rep = run(capsys, str(STATIC / "libproject_blas.so"), "--arch", "70;80;90")
+    assert rc == 1 and findings(rep, "G001") and [f["data"]["fails"] for f in findings(rep, "K005")] == [["90"]]
+
+
+def test_identify_static_rows():
+    """The row of a vendor's code linked statically: the CUDA major that built the library, else
+    one a vendor's version string in the same bytes names (NCCL's +cuda10.2 in torch 1.10.2's
+    libtorch_cuda.so); cuDNN 7's version symbol; nothing dating it, no row."""
+    found = dict((lib.name, i) for lib, i in vendor.identify_static(
+        ("CUBLAS_LOGINFO_DBG", "CUFFT_USE_64_BIT_KERNELS", "NCCL version 2.10.3+cuda10.2",
+         "cudnn_version_7_6_5_32_c27521968_m0_e0"), None))
+    assert sorted(found) == ["cuBLAS", "cuDNN", "cuFFT"] and all(i.static for i in found.values())
+    assert found["cuDNN"].library == "cuDNN 7.6 for CUDA 10" and found["cuDNN"].text == "3.0 to 7.5"
+    assert found["cuBLAS"].library == "cuBLAS for CUDA 10"
+    assert vendor.identify_static(("CUBLAS_LOGINFO_DBG",), None) == ()
+    ((lib, row),) = vendor.identify_static(("CUBLAS_LOGINFO_DBG",), (12, 4))
+    assert lib.name == "cuBLAS" and row.library == "cuBLAS for CUDA 12"
+    assert lib.static_kernels is not None and lib.static_kernels.match("maxwell_sgemm_128x64_nn")
+    assert not lib.static_kernels.match("project_add") and not lib.static_kernels.match("cudnn_maxwell_cgemm_32x32_cc")
 
 
 # ---- NVIDIA's own wheels with their documented claims ----
@@ -238,3 +309,32 @@ def test_cupti_and_compute_sanitizer_pass_cuda_12s_range(capsys, name, version, 
         assert all("the claimed 5.0, 6.0 are not supported" in f["message"] for f in findings(rep, "G016"))
     else:
         assert findings(rep, "K005") and not findings(rep, "G016")
+
+
+@pytest.mark.slow
+def test_torch_1_10_2_links_cublas_cufft_and_cudnn_statically(capsys):
+    """torch 1.10.2 (PyPI's CUDA 10.2 build) links cuBLAS, cuFFT and cuDNN 7.6.5 statically into
+    libtorch_cuda.so: their containers' gaps on its embedded claim (37;50;60;70) were K001/K004
+    (3459 kernels in the census); they are each vendor's dispatch (K005, CUDA 10's 3.0 to 7.5).
+    Four CUTLASS-named kernels (sm_61, 7.0, 7.5 only) are named by no vendor's convention, so
+    they stay the project's: K001 on 3.7, 5.0, 6.0 (fail closed)."""
+    whl = fetch("torch", "1.10.2", filename="torch-1.10.2-cp39-cp39-manylinux1_x86_64.whl")
+    rc, rep = run(capsys, str(whl))
+    assert {f["data"]["library"] for f in findings(rep, "K005")} == {
+        "cuBLAS for CUDA 10", "cuFFT for CUDA 10", "cuDNN 7.6 for CUDA 10"}
+    (k,) = findings(rep, "K001")
+    assert rc == 1 and len(k["data"]["kernels"]) == 4 and all("cutlass" in n for n in k["data"]["kernels"])
+    assert not findings(rep, "K004")
+
+
+@pytest.mark.slow
+def test_faiss_gpu_1_7_2_links_cublas_statically(capsys):
+    """faiss-gpu 1.7.2 (85 MB, built by CUDA 10.0) links cuBLAS statically into _swigfaiss.so:
+    its maxwell_*gemm* containers (sm_50/60/61 only) were K001 on 7.0 and 7.5; they are cuBLAS's
+    dispatch (K005). Its CUTLASS-named igemm kernels stay the project's (K001)."""
+    whl = fetch("faiss-gpu", "1.7.2",
+                filename="faiss_gpu-1.7.2-cp39-cp39-manylinux_2_17_x86_64.manylinux2014_x86_64.whl")
+    rc, rep = run(capsys, str(whl), "--arch", "35;50;60;70;75")
+    (k5,) = findings(rep, "K005")
+    assert k5["data"]["library"] == "cuBLAS for CUDA 10" and k5["data"]["kernel_count"] > 1000
+    assert rc == 1 and all("cutlass" in n for f in findings(rep, "K001") for n in f["data"]["kernels"])

@@ -15,8 +15,9 @@ def test_a_runtime_whose_driver_floor_is_unknown_fails_closed_under_driver():
     D001, exit 1, with the runtime named."""
     rep = report(lib(box(sass("sm_80", toolkit=None)), needed=("libcudart.so.99",)), arch="80", driver="999.0")
     (d001,) = found(rep, "D001")
-    assert d001.message == ("libx.so needs a driver archaudit cannot name on 80 (links libcudart.so.99: no driver "
-                            "floor is known for CUDA 99); 999.0 cannot be verified")
+    assert d001.message == ("libx.so needs a driver archaudit cannot name on 8.0: 999.0 cannot be verified. Fix: find "
+                            "the CUDA release that built it and require its driver. links libcudart.so.99: no driver "
+                            "floor is known for CUDA 99")
     (d002,) = found(rep, "D002")
     assert d002.get("cuda") == "99.0" and d002.get("driver") == "unknown" and rep.exit_code == 1
 

@@ -54,7 +54,8 @@ def test_a_problem_of_the_archive_is_a_finding_of_its_code_on_the_target():
     pol = Policy()
     rep = Report((judge(inv, parse_claim("80;90", "--arch"), pol),), pol)
     (f,) = found(rep, "E002")
-    assert (f.subject, f.message) == ("t.whl", "t.whl: CRC mismatch in demo/libk.so") and rep.exit_code == 1
+    assert (f.subject, f.message) == ("t.whl", "t.whl: CRC mismatch in demo/libk.so. Fix: rebuild or re-download the "
+                                               "wheel") and rep.exit_code == 1
 
 
 def test_g012_is_reported_for_every_claimed_gpu_after_one_that_only_misses_code():
@@ -132,7 +133,8 @@ def test_c003_names_the_library_the_list_is_embedded_in():
     rep = report(lib(box(sass("sm_80"), sass("sm_90")), claims=("8.0",), path="torch/lib/libtorch_cuda.so"),
                  arch="80;90")
     (c,) = found(rep, "C003")
-    assert c.subject == "t.whl" and c.message == "libtorch_cuda.so embeds 80 but --arch says 80, 90"
+    assert c.subject == "t.whl" and c.message == ("libtorch_cuda.so embeds 8.0 but --arch says 8.0, 9.0. Fix: make "
+                                                  "the build's arch list and the release's claim the same list")
 
 
 def test_an_amd_claim_does_not_judge_a_library_that_carries_only_nvidia_code():
@@ -151,17 +153,19 @@ def test_g001_for_an_amd_claim_says_what_is_missing_and_why_either_mode_needs_co
                  amd_claim=("gfx90a", "gfx1100", "gfx1101"), amd_claim_source="PYTORCH_ROCM_ARCH")
     (g,) = found(rep, "G001")
     assert whole(g) == ("G001", ERROR, "libx.so",
-                        "libx.so has no code for gfx90a, gfx1101 (claimed: gfx90a, gfx1100, gfx1101, from "
-                        "PYTORCH_ROCM_ARCH): it carries code only for gfx1100, gfx90a:xnack+ (a target without "
-                        "xnack/sramecc runs in either mode: it needs code for both); 1 kernel (k) would fail there "
-                        "with 'no kernel image is available'",
+                        "libx.so has no code for gfx90a, gfx1101 (claimed). Fix: build for gfx90a, gfx1101 "
+                        "(--offload-arch=gfx90a). It carries code only for gfx1100, gfx90a:xnack+ (a target without "
+                        "xnack/sramecc runs in either mode: it needs code for both) (claimed: gfx90a, gfx1100, "
+                        "gfx1101, from PYTORCH_ROCM_ARCH); 1 kernel (k) would fail there with 'no kernel image is "
+                        "available'",
                         {"claimed": ["gfx90a", "gfx1100", "gfx1101"], "claim_source": "PYTORCH_ROCM_ARCH",
                          "carried": ["gfx1100", "gfx90a:xnack+"], "missing": ["gfx90a", "gfx1101"], "kernels": ["k"]})
     assert rep.exit_code == 1
     rep = report(lib(box(amd("gfx1100"), role=HIP), needed=()), arch=None, amd_claim=("gfx1101",))
     (g,) = found(rep, "G001")  # gfx1101 has no xnack or sramecc setting: no word about modes
-    assert g.message == ("libx.so has no code for gfx1101 (claimed: gfx1101, from --amd-arch): it carries code only "
-                         "for gfx1100; 1 kernel (k) would fail there with 'no kernel image is available'")
+    assert g.message == ("libx.so has no code for gfx1101 (claimed). Fix: build for gfx1101 (--offload-arch=gfx1101). "
+                         "It carries code only for gfx1100 (claimed: gfx1101, from --amd-arch); 1 kernel (k) would "
+                         "fail there with 'no kernel image is available'")
 
 
 def test_g001_for_an_amd_claim_whose_kernels_were_not_read():
@@ -182,16 +186,19 @@ def test_g008_g009_for_amd_gpus_say_how_the_code_runs():
     assert [whole(f) for f in rep.findings] == [
         ("G008", INFO, "libx.so", "libx.so on gfx90a:xnack+ (gfx90a:xnack+): native",
          {"gpu": "gfx90a:xnack+", "runs": "native", "setting": None}),
-        ("G009", ERROR, "libx.so", "libx.so on MI250X (gfx90a:sramecc+:xnack-, as it ships): not at all; it runs "
-                                   "only as gfx90a:sramecc+:xnack+, gfx90a:sramecc-:xnack+, which is not how MI250X "
-                                   "ships: that takes xnack (HSA_XNACK=1)",
+        ("G009", ERROR, "libx.so", "libx.so on MI250X (gfx90a:sramecc+:xnack-, as it ships): not at all. Fix: build "
+                                   "for gfx90a (--offload-arch=gfx90a:sramecc+:xnack-). It runs only as "
+                                   "gfx90a:sramecc+:xnack+, gfx90a:sramecc-:xnack+, which is not how MI250X ships: "
+                                   "that takes xnack (HSA_XNACK=1)",
          {"gpu": "MI250X", "runs": "none", "setting": "gfx90a:sramecc+:xnack-"}),
-        ("G009", ERROR, "libx.so", "libx.so on MI300X (gfx942:sramecc+:xnack-, as it ships): not at all",
+        ("G009", ERROR, "libx.so", "libx.so on MI300X (gfx942:sramecc+:xnack-, as it ships): not at all. Fix: build "
+                                   "for gfx942 (--offload-arch=gfx942:sramecc+:xnack-)",
          {"gpu": "MI300X", "runs": "none", "setting": "gfx942:sramecc+:xnack-"}),
         ("G009", ERROR, "libx.so", "libx.so on gfx90a (gfx90a): only as gfx90a:sramecc+:xnack+, "
-                                   "gfx90a:sramecc-:xnack+, not as gfx90a:sramecc+:xnack-, gfx90a:sramecc-:xnack-; how "
-                                   "gfx90a is set up is not recorded, so every setting must run (name one: --gpu "
-                                   "gfx90a:sramecc+:xnack+)", {"gpu": "gfx90a", "runs": "native", "setting": None}),
+                                   "gfx90a:sramecc-:xnack+, not as gfx90a:sramecc+:xnack-, gfx90a:sramecc-:xnack-. "
+                                   "Fix: build for gfx90a (--offload-arch=gfx90a). How gfx90a is set up is not "
+                                   "recorded, so every setting must run (name one: --gpu gfx90a:sramecc+:xnack+)",
+         {"gpu": "gfx90a", "runs": "native", "setting": None}),
     ]
     assert rep.exit_code == 1
 
@@ -207,9 +214,11 @@ def test_g008_g009_for_nvidia_gpus_say_how_the_code_runs():
                  gpus=(("Tesla K80", (3, 7)),))
     assert [whole(f) for f in rep.findings] == [
         ("G009", ERROR, "libx.so", "libx.so on Tesla K80 (3.7): not at all (its code needs a newer driver than any "
-                                   "for this GPU)", {"gpu": "Tesla K80", "runs": "none"})]
+                                   "for this GPU). Fix: build for sm_37", {"gpu": "Tesla K80", "runs": "none"})]
     rep = report(lib(box(sass("sm_80", "_Z1av"))), arch=None, gpus=(("H100", (9, 0)),))
-    assert found(rep, "G009")[0].message == "libx.so on H100 (9.0): not at all"
+    assert found(rep, "G009")[0].message == ("libx.so on H100 (9.0): not at all. Fix: build for sm_90, or record its "
+                                             "gate: [[tool.archaudit.library]] path = \"libx.so\" arch = \"80\" "
+                                             "reason = \"<file:line>\". It carries only sm_80")
 
 
 def test_on_gpu_answers_for_the_nvidia_gpu_alone():
@@ -244,11 +253,13 @@ def test_exact_without_a_claim_lists_nothing_as_extra():
 def test_g003_and_g001_list_architectures_in_numeric_order():
     rep = report(lib(box(sass("sm_75"), sass("sm_80"), sass("sm_90"), sass("sm_100"))), arch="80;90", exact=True)
     (g,) = found(rep, "G003")
-    assert (g.get("extra"), g.message) == (["75", "100"], "libx.so carries 75, 100 which the claim does not list")
+    assert (g.get("extra"), g.message) == (["75", "100"], "libx.so carries 7.5, 10.0, which the claim does not "
+                                                          "list (--exact). Fix: build with the release's list, or "
+                                                          "claim them")
     (g,) = found(report(lib(box(sass("sm_80"), sass("sm_100"))), arch="80;90;100"), "G001")
     assert whole(g) == ("G001", ERROR, "libx.so",
                         "libx.so has no code for 9.0 (claimed). Fix: build for sm_90, or record its gate: "
-                        "[[tool.archaudit.library]] path = \"libx.so\" arch = \"80;100\" reason = \"<file:line>\"; it "
+                        "[[tool.archaudit.library]] path = \"libx.so\" arch = \"80;100\" reason = \"<file:line>\". It "
                         "carries code only for sm_80, sm_100 (claimed: 80, 90, 100, from --arch); 1 kernel (k) would "
                         "fail there with 'no kernel image is available'",
                         {"claimed": ["80", "90", "100"], "claim_source": "--arch", "carried": ["sm_80", "sm_100"],
@@ -268,9 +279,10 @@ def test_g001_relocatable_code_alone_names_the_claim_and_no_carried_code():
     rep = report(lib(box(sass("sm_80"), role=RELOCATABLE)), arch="80")
     (g,) = found(rep, "G001")
     assert whole(g) == ("G001", ERROR, "libx.so",
-                        "libx.so has no code for 80 (claimed: 80, from --arch): it carries only relocatable device "
-                        "code, which never loads on its own; its kernels cannot be named (its code defines none that "
-                        "could be read)",
+                        "libx.so has no code for 8.0 (claimed). Fix: link its device code (nvcc -dlink, or build "
+                        "without -rdc). It carries only relocatable device code, which never loads on its own "
+                        "(claimed: 80, from --arch); its kernels cannot be named (its code defines none that could be "
+                        "read)",
                         {"claimed": ["80"], "claim_source": "--arch", "carried": [], "missing": ["80"],
                          "kernels": None})
 
@@ -281,14 +293,15 @@ def test_k001_groups_kernels_and_unread_containers_largest_first():
     rep = report(lib(KERN, box(unread_sass("sm_80")), box(unread_sass("sm_80")),
                      box(sass("sm_80", "_Z1av", "_Z1bv")), box(sass("sm_80", "_Z1cv"))))
     assert [whole(f) for f in found(rep, "K001")] == [
-        ("K001", ERROR, "libx.so", "libx.so: 3 kernels fail on 9.0 (claimed): their container lacks it. Fix: build "
-                                   "for sm_90, or record its gate: [[tool.archaudit.library]] path = \"libx.so\" "
-                                   "arch = \"80\" reason = \"<file:line>\". They carry only sm_80: 3 kernels (a, b, c)",
-         {"kernels": ["_Z1av", "_Z1bv", "_Z1cv"], "containers": 2, "carried": ["sm_80"], "fails": ["90"]}),
-        ("K001", ERROR, "libx.so", "libx.so: 2 containers without identifiable kernels fail on 9.0 (claimed): their "
-                                   "container lacks it. Fix: build for sm_90, or record its gate: "
+        ("K001", ERROR, "libx.so", "libx.so: 3 kernels fail on 9.0. Fix: build for sm_90 or record: "
                                    "[[tool.archaudit.library]] path = \"libx.so\" arch = \"80\" reason = "
-                                   "\"<file:line>\". They carry only sm_80: 2 containers without identifiable kernels",
+                                   "\"<file:line>\". Their own container lacks the claimed 9.0, carrying only sm_80: 3 "
+                                   "kernels (a, b, c)",
+         {"kernels": ["_Z1av", "_Z1bv", "_Z1cv"], "containers": 2, "carried": ["sm_80"], "fails": ["90"]}),
+        ("K001", ERROR, "libx.so", "libx.so: 2 containers without identifiable kernels fail on 9.0. Fix: build for "
+                                   "sm_90 or record: [[tool.archaudit.library]] path = \"libx.so\" arch = \"80\" "
+                                   "reason = \"<file:line>\". Their own container lacks the claimed 9.0, carrying only "
+                                   "sm_80: 2 containers without identifiable kernels",
          {"kernels": [], "containers": 2, "carried": ["sm_80"], "fails": ["90"]}),
     ]
 
@@ -337,8 +350,9 @@ def test_d001_without_a_claim_judges_all_the_code():
     rep = report(lib(box(sass("sm_80", toolkit=None)), needed=("libcudart.so.12",)), arch=None, driver="418.67")
     assert codes(rep) == ["D002", "D001", "C001"] and rep.exit_code == 1
     assert whole(found(rep, "D001")[0]) == (
-        "D001", ERROR, "libx.so", "libx.so needs driver >= 525.60.13 (CUDA 12.0); 418.67 given: 'CUDA driver version "
-                                  "is insufficient for CUDA runtime version' from links libcudart.so.12 (CUDA 12.x)",
+        "D001", ERROR, "libx.so", "libx.so needs driver >= 525.60.13 (CUDA 12.0); 418.67 given. Fix: require driver "
+                                  ">= 525.60.13, or build with an older toolkit. 'CUDA driver version is insufficient "
+                                  "for CUDA runtime version' from links libcudart.so.12 (CUDA 12.x)",
         {"driver": "525.60.13", "cuda": "12.0", "gpus": []})
 
 
@@ -350,8 +364,9 @@ def test_d001_d002_unknown_floor_per_claimed_gpu():
     assert [whole(f) for f in rep.findings] == [
         ("D002", INFO, "libx.so", f"libx.so needs a driver archaudit cannot name (sm_80: {why})",
          {"cuda": "unknown", "driver": "unknown", "gpus": {"80": "unknown", "90": "unknown"}}),
-        ("D001", ERROR, "libx.so", f"libx.so needs a driver archaudit cannot name on 80, 90 (sm_80: {why}; sm_90: "
-                                   f"{why}); 999 cannot be verified", {"driver": "unknown", "gpus": ["80", "90"]}),
+        ("D001", ERROR, "libx.so", f"libx.so needs a driver archaudit cannot name on 8.0, 9.0: 999 cannot be "
+                                   f"verified. Fix: find the CUDA release that built it and require its driver. sm_80: "
+                                   f"{why}; sm_90: {why}", {"driver": "unknown", "gpus": ["80", "90"]}),
     ]
 
 
@@ -365,16 +380,18 @@ def test_d001_d002_known_floor_per_claimed_gpu():
                                   "floor a release publishes",
          {"cuda": "13.2", "driver": "595.45.04", "gpus": {"80": "580.65.06", "90": "595.45.04"}, "os": "linux",
           "scope": "claimed"}),
-        ("D001", ERROR, "libx.so", "libx.so needs driver >= 595.45.04 (CUDA 13.2) on 90; 580.65.06 given: 'the "
-                                   "provided PTX was compiled with an unsupported toolchain' from compute_90 (PTX ISA "
-                                   "9.2)", {"driver": "595.45.04", "cuda": "13.2", "gpus": ["90"]}),
+        ("D001", ERROR, "libx.so", "libx.so needs driver >= 595.45.04 (CUDA 13.2) on 9.0; 580.65.06 given. Fix: "
+                                   "require driver >= 595.45.04, or build with an older toolkit. 'the provided PTX was "
+                                   "compiled with an unsupported toolchain' from compute_90 (PTX ISA 9.2)",
+         {"driver": "595.45.04", "cuda": "13.2", "gpus": ["90"]}),
     ]
     (d,) = found(report(code, arch="80;90", driver="575.57.08"), "D001")
     assert d.get("gpus") == ["80", "90"] and d.message.endswith(
         "from compute_90 (PTX ISA 9.2), sm_80 (built by CUDA 13.0)")
     (d,) = found(report(lib(box(sass("sm_80"))), arch="80", driver="575.57.08"), "D001")
-    assert d.message == ("libx.so needs driver >= 580.65.06 (CUDA 13.0) on 80; 575.57.08 given: 'CUDA driver version "
-                         "is insufficient for CUDA runtime version' from sm_80 (built by CUDA 13.0)")
+    assert d.message == ("libx.so needs driver >= 580.65.06 (CUDA 13.0) on 8.0; 575.57.08 given. Fix: require driver "
+                         ">= 580.65.06, or build with an older toolkit. 'CUDA driver version is insufficient for CUDA "
+                         "runtime version' from sm_80 (built by CUDA 13.0)")
 
 
 def test_require_device_code_matches_a_nested_library_by_its_file_name():
@@ -382,32 +399,37 @@ def test_require_device_code_matches_a_nested_library_by_its_file_name():
                  lib(needed=(), path="pkg/_native/lib/libhost.so"),
                  require_device_code=("libx.so", "libhost.so", "libnone.so"))
     assert [whole(f) for f in found(rep, "G006")] == [
-        ("G006", ERROR, "t.whl", "t.whl: required library 'libhost.so' carries no device code", {}),
-        ("G006", ERROR, "t.whl", "t.whl: required library 'libnone.so' is not shipped", {}),
+        ("G006", ERROR, "t.whl", "t.whl: required library 'libhost.so' carries no device code. Fix: check the build "
+                                 "compiled it and the wheel ships it", {}),
+        ("G006", ERROR, "t.whl", "t.whl: required library 'libnone.so' is not shipped. Fix: check the build compiled "
+                                 "it and the wheel ships it", {}),
     ]
 
 
 def test_g006_says_why_the_wheel_is_a_gpu_wheel():
     (g,) = found(report(lib(needed=("libcudart.so.12",)), arch=None), "G006")
+    fix = ". Fix: check the build compiled device code (CUDA or HIP enabled) and the wheel ships it"
     assert whole(g) == ("G006", ERROR, "t.whl", "t.whl: GPU wheel (links a GPU runtime) but no library carries "
-                                                "loadable device code", {})
+                                                "loadable device code" + fix, {})
     (g,) = found(report(lib(needed=()), arch="80"), "G006")
     assert whole(g) == ("G006", ERROR, "t.whl", "t.whl: GPU wheel (a claim was given) but no library carries "
-                                                "loadable device code", {})
+                                                "loadable device code" + fix, {})
 
 
 def test_g002_g004_name_the_ptx_and_the_newest_claimed_architecture():
     rep = report(lib(box(sass("sm_80"), ptx("compute_80"))), arch="80;90", require_ptx="newest")
     assert [whole(f) for f in rep.findings if f.code in ("G002", "G004")] == [
-        ("G002", INFO, "libx.so", "libx.so runs on 90 only through PTX JIT (compute_80)", {"jit": ["90"]}),
-        ("G004", ERROR, "libx.so", "libx.so carries no PTX for compute_90", {"newest": "90"}),
+        ("G002", INFO, "libx.so", "libx.so runs on 9.0 only through PTX JIT (compute_80)", {"jit": ["90"]}),
+        ("G004", ERROR, "libx.so", "libx.so carries no PTX for compute_90, the newest claimed (--require-ptx "
+                                   "newest). Fix: add it ('90' or '9.0+PTX')", {"newest": "90"}),
     ]
 
 
 def test_g011_and_c001_for_amd_without_a_named_source():
     rep = report(CLEAN, arch="80;90", amd_claim=("gfx942",))
     assert found(rep, "G011")[0].message == ("t.whl: claims AMD targets gfx942 (--amd-arch) but no library "
-                                             "carries AMD device code")
+                                             "carries AMD device code. Fix: ship the ROCm build, or stop claiming AMD "
+                                             "targets")
     rep = report(lib(box(amd("gfx90a"), amd("gfx942"), role=HIP), needed=()), arch=None)
     assert [whole(f) for f in found(rep, "C001")] == [
         ("C001", ERROR, "libx.so", "libx.so: no claimed gfx target reached the check. Fix: give its targets "
@@ -419,11 +441,13 @@ def test_g011_names_the_claim_without_code():
     rep = report(CLEAN, arch="80;90", amd_claim=("gfx942",), amd_claim_source="PYTORCH_ROCM_ARCH")
     assert [whole(f) for f in found(rep, "G011")] == [
         ("G011", ERROR, "t.whl", "t.whl: claims AMD targets gfx942 (PYTORCH_ROCM_ARCH) but no library carries "
-                                 "AMD device code", {"vendor": "amd", "missing": ["gfx942"]})]
+                                 "AMD device code. Fix: ship the ROCm build, or stop claiming AMD targets",
+         {"vendor": "amd", "missing": ["gfx942"]})]
     rep = report(lib(box(amd("gfx942"), role=HIP)), arch="80", amd_claim=("gfx942",))
     assert [whole(f) for f in found(rep, "G011")] == [
-        ("G011", ERROR, "t.whl", "t.whl: claims CUDA architectures 80 (--arch) but no library carries NVIDIA "
-                                 "device code", {"vendor": "nvidia", "missing": ["80"]})]
+        ("G011", ERROR, "t.whl", "t.whl: claims CUDA architectures 8.0 (--arch) but no library carries NVIDIA "
+                                 "device code. Fix: ship the CUDA build, or stop claiming CUDA architectures",
+         {"vendor": "nvidia", "missing": ["80"]})]
 
 
 def test_g009_counts_containers_whose_kernels_were_not_read_as_what_they_are():

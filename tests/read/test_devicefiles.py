@@ -35,7 +35,8 @@ def test_ptx_file_without_a_target_directive_is_e014_not_an_internal_error(tmp_p
     bad = tmp_path / "kern_no_target.ptx"
     bad.write_text(kept + "\n")
     rc, found = run_check(bad, tmp_path, "--arch", "8.0+PTX")
-    assert rc == 1 and ("E014", "kern_no_target.ptx: PTX has no .target sm_XX directive") in found, found
+    assert rc == 1 and ("E014", "kern_no_target.ptx: PTX has no .target sm_XX directive. Fix: rebuild it if it is "
+                               "the project's own, else report it to its vendor") in found, found
     assert "E099" not in [c for c, _ in found]
 
 

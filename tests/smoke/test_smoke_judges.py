@@ -193,3 +193,25 @@ def test_device_load_verdict_holds_the_driver_to_check_s_ptx_floor() -> None:
     assert _coverage(late, H200, (13, 4))[0] and _coverage(late, H200, None)[0]
     runs, why, failing = _coverage(named, H200, (13, 0))
     assert (runs, failing) == (False, ("D001",)) and _coverage(named, H200, (13, 4))[0]
+
+
+def test_the_referee_loads_a_cubin_kept_as_a_zstd_frame_as_the_library_does(tmp_path):
+    """device-load hands the driver what the library hands it: a cubin kept as a bare zstd frame
+    (tests/fixtures/cuda/bin/lib_zstd_cubin_sm80.so) is decoded in archaudit's process into the
+    scratch directory, and that file is the spec the child loads; other containers stay in place."""
+    import zstandard
+
+    from archaudit.read.library import scan_file
+    from archaudit.smoke import device_load
+
+    cuda = Path(__file__).parents[1] / "fixtures" / "cuda" / "bin"
+    framed, plain = str(cuda / "lib_zstd_cubin_sm80.so"), str(cuda / "lib_embedded_cubin_sm80.so")
+    items = device_load.decoded(device_load.plan([(p, scan_file(p)) for p in (framed, plain)]), str(tmp_path))
+    (spec, other) = [it.spec() for it in items]
+    c = items[0].container
+    with open(framed, "rb") as f:
+        f.seek(c.offset)
+        expected = zstandard.ZstdDecompressor().decompressobj().decompress(f.read(c.size))
+    assert (spec["offset"], spec["size"]) == (0, len(expected))
+    assert Path(str(spec["file"])).read_bytes() == expected and expected[:4] == b"\x7fELF"
+    assert (other["file"], other["offset"]) == (plain, items[1].container.offset)

@@ -400,29 +400,62 @@ def test_a_kernel_absent_from_the_ptx_the_driver_picks_fails_as_check_predicts()
     assert [r.status for r in rows] == [PASS, PASS]
 
 
-def test_a_launch_from_a_cubin_stored_outside_any_container_is_not_skipped(tmp_path):
-    """cuBLASLt 13.1 keeps cubins as bare zstd frames outside its fatbin containers (.ldata), which
-    check does not read: a launch from one is tied to the file and frame, and fails, never SKIPs."""
+def _framed_library(tmp_path: Path) -> tuple[bytes, Path, int]:
+    """The sm_90 cubin of lib_trace_sm90.so as a bare zstd frame after a host library's bytes (as
+    cuBLASLt 13.1 keeps cubins in .ldata): the image, the file, the frame's offset."""
     import zstandard
 
     image = [i for i in cubins("lib_trace_sm90.so", tmp_path) if SM90 in cupti.cubin_functions(i)][0]
     host = (BIN / "lib_trace_sm80.so").read_bytes()
     lib = tmp_path / "libloose.so"
     lib.write_bytes(host + b"\0" * 13 + zstandard.ZstdCompressor().compress(image) + b"\0" * 7)
+    return image, lib, len(host) + 13
+
+
+def _launched_from(tmp_path: Path, image: bytes) -> trace.Trace:
     rec = cupti.Recorder()
     load_module(rec, image, 1)
     api_exit(rec, cupti.DOMAIN_DRIVER_API, 307, SM90, 0)
     out = tmp_path / "records"
     out.mkdir()
     rec.write(str(out))
-    t = trace.read_trace(str(out))
+    return trace.read_trace(str(out))
+
+
+def test_a_launch_from_a_cubin_stored_as_a_zstd_frame_is_tied_to_its_container(tmp_path):
+    """check reads a cubin a library keeps as a bare zstd frame (role cubin, its entry the frame):
+    the image the driver loaded is that frame decoded, so its launch is tied to the container by
+    its bytes and judged against check's prediction; nothing is left unread."""
+    image, lib, at = _framed_library(tmp_path)
+    t = _launched_from(tmp_path, image)
     inv = inventory([lib], {m.size for m in t.modules})
+    (li, ci, ei), = [(s.library, s.container, s.entry) for s in inv.by_hash[hashlib.sha256(image).hexdigest()]]
+    c = inv.libraries[li][1].containers[ci]
+    assert ei is not None  # tied by its bytes, so the entry is known
+    assert (c.role, c.offset, c.entries[ei].compression, c.entries[ei].size) == ("cubin", at, "zstd", len(image))
+    assert inv.index_loose([str(lib)], t.modules) == [] and inv.loose == {}
+    rows = trace.judge_trace(t, inv, H100, (13, 0))
+    assert [(r.subject, r.status) for r in rows] == [("libloose.so", PASS)]
+    assert "1 launch(es) of 1 kernel(s)" in rows[0].reason and "sm_90 SASS" in rows[0].reason
+
+
+def test_a_launch_from_a_frame_check_could_not_read_is_not_skipped(tmp_path):
+    """Just outside it: a frame check refuses (here past a verification bound smaller than the
+    cubin: E012) holds no container, so a launch from it is tied to the file and frame, and fails,
+    never SKIPs."""
+    image, lib, at = _framed_library(tmp_path)
+    t = _launched_from(tmp_path, image)
+    scanned = scan_file(str(lib), decode=True, max_payload=len(image) - 1)
+    assert "E012" in [p.code for p in scanned.problems]
+    inv = trace.Inventory([(lib.name, scanned)])
+    inv.index_kernels()
+    assert inv.index_hashes([str(lib)], {m.size for m in t.modules}) == []
     assert hashlib.sha256(image).hexdigest() not in inv.by_hash  # not in check's containers
     assert inv.index_loose([str(lib)], t.modules) == []
-    assert inv.loose == {hashlib.sha256(image).hexdigest(): ("libloose.so", len(host) + 13)}
+    assert inv.loose == {hashlib.sha256(image).hexdigest(): ("libloose.so", at)}
     rows = trace.judge_trace(t, inv, H100, (13, 0))
     assert [(r.subject, r.status) for r in rows] == [("libloose.so", FAIL)]
-    assert f"bare zstd frames at 0x{len(host) + 13:x}): check does not read them" in rows[0].reason
+    assert f"bare zstd frames at 0x{at:x}): check does not read them" in rows[0].reason
     assert SM90 in rows[0].reason
 
 

@@ -250,7 +250,7 @@ _CHECK_UNSET: dict[str, Any] = {
     "driver": None, "driver_os": None, "gpu": None, "select": None, "ignore": None, "config": None,
     "no_config": False, "format": None, "output": None, "docs_url": None, "color": "auto", "also_write": None,
     "detail": None, "costs": None, "no_timings": False, "quiet": False, "verbose": False, "jobs": None,
-    "fast": False, "max_payload": None, "platform": None, "index_url": None,
+    "fast": False, "max_payload": None, "platform": None, "python_version": None, "index_url": None,
 }
 
 

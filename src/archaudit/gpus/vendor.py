@@ -13,7 +13,7 @@ that version. Pure: no file is read.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
@@ -81,6 +81,17 @@ class Library:
     by_name: bool  # identified by its file name alone (a project's own build for one GPU)
     known_through: Version | None
     rows: tuple[Row, ...]
+    # the vendor's kernel-name convention: a container of another library every kernel of which
+    # it names is the vendor's code linked in statically (None: never recognised so)
+    static_kernels: re.Pattern[str] | None = None
+    # more version strings of the same vendor (another spelling in older releases): (marker, pattern)
+    also: tuple[tuple[str, re.Pattern[str]], ...] = ()
+
+    @property
+    def versions(self) -> tuple[tuple[str, re.Pattern[str]], ...]:
+        """Every (marker, pattern) of the vendor's version strings."""
+        first = ((self.marker, self.pattern),) if self.marker and self.pattern else ()
+        return first + self.also
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +104,7 @@ class Identified:
     built: CC | None  # the CUDA release that built its code
     newer: str  # "" or the release the table does not know yet ("cuDNN 9.28"), judged by ``row``
     dispatches: bool = True  # its host picks a container per GPU (False: a project's build, by name)
+    static: bool = False  # its code linked statically into another library (identify_static)
 
     @property
     def library(self) -> str:
@@ -146,11 +158,14 @@ def libraries() -> tuple[Library, ...]:
                             _cc(r["built_from"]) if "built_from" in r else None,
                             _cc(r["built_until"]) if "built_until" in r else None,
                             first, last, drivers, table["sources"][r["source"]]))
-        version = lib.get("version")
+        version, *also = lib["version"] if isinstance(lib.get("version"), list) else [lib.get("version")]
+        static = lib.get("static_kernels")
         out.append(Library(name, re.compile(lib["file"]), tuple(lib.get("identity", ())),
                            version["marker"] if version else None,
                            re.compile(version["pattern"]) if version else None, bool(lib.get("by_name")),
-                           _version(lib["known_through"]) if "known_through" in lib else None, tuple(rows)))
+                           _version(lib["known_through"]) if "known_through" in lib else None, tuple(rows),
+                           re.compile(static["pattern"]) if static else None,
+                           tuple((v["marker"], re.compile(v["pattern"])) for v in also)))
     return tuple(out)
 
 
@@ -163,15 +178,13 @@ def identity_strings() -> tuple[bytes, ...]:
 @cache
 def version_markers() -> tuple[bytes, ...]:
     """The first bytes of each vendor version string: the reader keeps the string that follows."""
-    return tuple(dict.fromkeys(lib.marker.encode("utf-8") for lib in libraries() if lib.marker))
+    return tuple(dict.fromkeys(marker.encode("utf-8") for lib in libraries() for marker, _ in lib.versions))
 
 
 def _read_version(lib: Library, carried: tuple[str, ...]) -> tuple[Version | None, int | None]:
     """The vendor version (and the CUDA major it names) a library's own bytes carry."""
-    if lib.pattern is None:
-        return None, None
     for text in carried:
-        m = lib.pattern.match(text)
+        m = next((m for _, pattern in lib.versions if (m := pattern.match(text))), None)
         if m:
             parts = m.groupdict()
             version = tuple(int(parts[k]) for k in ("major", "minor", "patch") if parts.get(k) is not None)
@@ -196,6 +209,33 @@ def identify(file_name: str, carried: tuple[str, ...], built: CC | None) -> Iden
         evidence = f'its bytes hold "{said}"' if said else f"its bytes carry its version {shown}"
         return _choose(lib, version, cuda if cuda is not None else (built[0] if built else None), built, evidence)
     return None
+
+
+def identify_static(carried: tuple[str, ...], built: CC | None) -> tuple[tuple[Library, Identified], ...]:
+    """The vendor libraries whose code a library that is not one of them may carry linked in
+    statically (libtorch_cuda.so of torch 1.10.2 links cuBLAS and cuFFT): its own bytes
+    (``carried``) hold the vendor's identity or version string, and the table gives the vendor's
+    kernel-name convention (``static_kernels``), each with the row of its release. The release
+    line is the CUDA major that built the library's code (``built``), else the one a vendor's
+    version string in the same bytes names (NCCL's "+cuda10.2": static libraries are linked from
+    one toolkit); nothing dating it, no row. Which containers are the vendor's is the judge's:
+    those every kernel of which the convention names."""
+    named = next((c for lib in libraries() if (c := _read_version(lib, carried)[1]) is not None), None)
+    out = []
+    for lib in libraries():
+        if lib.static_kernels is None or lib.by_name:
+            continue
+        version, cuda = _read_version(lib, carried)
+        said = next((s for s in lib.identity if s in carried), None)
+        if said is None and version is None:
+            continue
+        shown = ".".join(map(str, version or ()))
+        evidence = f'its bytes hold "{said}"' if said else f"its bytes carry its version {shown}"
+        major = cuda if cuda is not None else (built[0] if built else named)
+        got = _choose(lib, version, major, built, evidence)
+        if got is not None:
+            out.append((lib, replace(got, static=True)))
+    return tuple(out)
 
 
 def _choose(lib: Library, version: Version | None, cuda: int | None, built: CC | None,
@@ -226,4 +266,5 @@ def _choose(lib: Library, version: Version | None, cuda: int | None, built: CC |
     return Identified(fits[-1], evidence, version, built, newer)
 
 
-__all__ = ["Identified", "Library", "Row", "identify", "identity_strings", "libraries", "version_markers"]
+__all__ = ["Identified", "Library", "Row", "identify", "identify_static", "identity_strings", "libraries",
+           "version_markers"]

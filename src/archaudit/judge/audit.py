@@ -147,7 +147,8 @@ def _embedded_claim(inv: TargetInventory) -> tuple[Claim | None, Finding | None]
             try:
                 return parse_claim(raw, f"embedded in {lib.path.rsplit('/', 1)[-1]}"), None
             except ValueError as e:
-                return None, finding(Code.C002, lib.path, f"{lib.path}: embedded claim {raw!r}: {e}")
+                return None, finding(Code.C002, lib.path, f"{lib.path}: embedded claim {raw!r} does not parse ({e}). "
+                                            f"Fix: give the claim (--arch, or cuda-archs in [tool.archaudit])")
     return None, None
 
 

@@ -173,6 +173,8 @@ def _kernel_verdict(f: LibraryFacts, i: int, name: str, codes: tuple[NvCode, ...
         return "specialised", ()
     if f.vendor is not None and f.vendor.dispatches:  # in its documented range: its host picks the container
         return ("stated" if any(s.excuses(name, cc) for s in f.statements) else "dispatched"), ()
+    if f.static and (own := f.static[i]) is not None and own.covers(cc):
+        return "dispatched", ()  # a vendor's code linked statically, in its documented range: its host picks
     if choice.runs == "none" and choice.code is not None:
         return "fails", ()  # the driver picks its PTX and cannot compile it
     if any(s.excuses(name, cc) for s in f.statements):
@@ -236,6 +238,9 @@ class LibraryFacts:
     # (data/vendor.json): judged by that contract, not kernel by kernel (K005, G016, G019).
     vendor: vendors.Identified | None = None
     undated: Floor | None = None  # the floor of a cubin that records no toolkit (undated_floor)
+    # aligned with ``units`` (empty where none is): the vendor whose code a unit is, linked
+    # statically into this library (``_static_units``), judged by that vendor's row in its range
+    static: tuple[vendors.Identified | None, ...] = ()
 
     @property
     def path(self) -> str:
@@ -447,8 +452,28 @@ def library_facts(lib: Library, claim: Claim | None, policy: Policy, package: in
         # never below the GPU's own first driver (a B200 needs R570 whatever cuBLAS 12.9 documents)
         paths = {cc: p if p.floor is None else replace(p, floor=highest([floor, *own_floor(cc, policy.driver_os)]))
                  for cc, p in paths.items()}
+    static = _static_units(units, lib.statements, built_by(codes, runtime)) if contract is None and codes else ()
     return LibraryFacts(lib, claim, policy, tuple(units), codes, reloc, amd, stubs_only, runtime, paths, contract,
-                        undated)
+                        undated, static)
+
+
+def _static_units(units: list[Unit], carried: tuple[str, ...],
+                  built: CC | None) -> tuple[vendors.Identified | None, ...]:
+    """Which units of a library that is no vendor library are a vendor's code linked in
+    statically (vendors.identify_static): the library's own bytes hold the vendor's identity or
+    version string, and every kernel of the unit is named by the vendor's convention
+    (data/vendor.json 'static_kernels'). A unit whose kernels were not read, that defines none,
+    or that holds one kernel the convention does not name stays the project's own (fail closed).
+    Empty where no unit is."""
+    found = vendors.identify_static(carried, built)
+    if not found:
+        return ()
+    out: list[vendors.Identified | None] = []
+    for u in units:
+        names = u.kernels if u.identified else frozenset()
+        out.append(next((ident for lib, ident in found if names and lib.static_kernels is not None
+                         and all(lib.static_kernels.match(k) for k in names)), None))
+    return tuple(out) if any(x is not None for x in out) else ()
 
 
 __all__ = ["Floor", "GpuPath", "highest", "KernelGap", "labels_of", "library_facts", "LibraryFacts",

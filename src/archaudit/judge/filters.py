@@ -107,8 +107,9 @@ def apply(findings: Iterable[Finding], select: tuple[str, ...], ignore: tuple[st
 
 def stale_rules(rules: tuple[IgnoreRule, ...], used: frozenset[IgnoreRule], subject: str) -> tuple[Finding, ...]:
     """X001 for each ignore-library entry that matched nothing."""
-    return tuple(make_finding(Code.X001, subject, f"ignore entry {r.code} for {r.library} matches nothing"
-                                               + (f" (reason was: {r.reason})" if r.reason else ""))
+    return tuple(make_finding(Code.X001, subject, f"ignore entry {r.code} for {r.library} matches nothing. Fix: "
+                                               f"delete the [[tool.archaudit.ignore-library]] entry"
+                                               + (f". Its reason was: {r.reason}" if r.reason else ""))
                  for r in rules if r not in used)
 
 

@@ -96,6 +96,16 @@ class Decoding:
         max_payload = self.max_payload
         return self.pool.submit(len(raw), eh.size, lambda out: decode_entry(eh, raw, pos, max_payload, base, out))
 
+    def frame(self, raw: bytes, offset: int, declared: int | None, bound: int | None = None) -> Entry | Future[Entry]:
+        """The entry of a whole cubin stored as a bare zstd frame (framed_cubin), or its future:
+        a frame that declares its size decodes on the pool, one that does not at once, to at most
+        `bound` bytes (the verification bound by default)."""
+        max_payload = self.max_payload if bound is None else bound
+        if self.pool is None or declared is None:
+            return framed_cubin(raw, offset, declared, max_payload)
+        self.jobs += 1
+        return self.pool.submit(len(raw), declared, lambda out: framed_cubin(raw, offset, declared, max_payload, out))
+
 
 def _malloc_trim() -> Callable[[int], int] | None:
     """glibc's malloc_trim, where there is one (elsewhere freed memory is left to the allocator)."""
@@ -166,7 +176,7 @@ def decode_entry(eh: fatbin.EntryHeader, raw: bytes, pos: int, max_payload: int,
     return replace(base, kernels=_interned(kernels), decoded=True, ptx_target=target)
 
 
-def whole_cubin(data: bytes, offset: int) -> Entry:
+def whole_cubin(data: bytes | memoryview, offset: int) -> Entry:
     """The entry of a whole cubin the driver loads alone (cuModuleLoadData on its bytes, found
     outside any fatbin container): its architecture from e_flags, its kernels and toolkit, and,
     for a relocatable one (ET_REL), the code it calls without carrying. FatbinError (E014) for a
@@ -185,6 +195,29 @@ def whole_cubin(data: bytes, offset: int) -> Entry:
                  defines_nothing=empty)
 
 
+def framed_cubin(raw: bytes, offset: int, declared: int | None, max_payload: int,
+                 out: fatbin.DecodeBuffer | None = None) -> Entry:
+    """The entry of a whole cubin a library stores as a bare zstd frame (zstdframe.py) and loads
+    itself once decoded: the frame decoded (to its declared size, within `max_payload`), then read
+    as `whole_cubin`; stored size the frame's, size the cubin's, offset the frame's.
+    FatbinError: E012 where the frame does not decode, E014 where the cubin does not parse."""
+    data = fatbin.decode_frame(raw, declared, offset, max_payload, out)
+    entry = whole_cubin(data, offset)
+    return replace(entry, compression="zstd", stored_size=len(raw), size=len(data))
+
+
+def framed_cubin_head(first: bytes, raw: int, declared: int | None, offset: int) -> Entry:
+    """A frame's cubin read from its ELF header only (`first`: its first decoded bytes), for
+    --fast: the architecture e_flags name, nothing decoded (so E015 says what was not read)."""
+    h = elf.parse_header(first, max(len(first), declared or 0))
+    arch = (h.flags >> 8) & 0xFF if h.abiversion >= 8 else h.flags & 0xFF
+    accelerated = h.flags & (fatbin.EF_CUDA_ACCELERATORS_V8 if h.abiversion >= 8 else fatbin.EF_CUDA_ACCELERATORS_V7)
+    target = f"sm_{arch}{'a' if accelerated else ''}"
+    if not is_cuda_target(target):
+        raise fatbin.FatbinError(f"its e_flags name no CUDA architecture ({target})", code=Code.E014, offset=offset)
+    return Entry("nvidia", SASS, target, (1, h.abiversion), "zstd", raw, declared or 0, offset)
+
+
 def is_cuda_target(target: str) -> bool:
     try:
         CudaTarget.parse(target)
@@ -193,4 +226,5 @@ def is_cuda_target(target: str) -> bool:
     return True
 
 
-__all__ = ["BIG", "decode_entry", "DecodePool", "Decoding", "is_cuda_target", "result", "whole_cubin"]
+__all__ = ["BIG", "decode_entry", "DecodePool", "Decoding", "framed_cubin", "framed_cubin_head", "is_cuda_target",
+           "result", "whole_cubin"]

@@ -285,17 +285,7 @@ def decode_payload_into(h: EntryHeader, payload: bytes, where: int, max_payload:
             if content != size:  # unknown size or several frames: the bounded general path
                 return decode_payload(h, payload, where, max_payload)
             view, _ = out.view(size)
-            done = 0
-            with _zstd().stream_reader(memoryview(payload)[:stored]) as reader:
-                while done < size:
-                    got = reader.readinto(view[done:])
-                    if not got:
-                        break
-                    done += got
-                if done < size:
-                    raise ValueError("decompression error: did not decompress full frame")
-                if reader.read(1):  # the frame goes on (reading to its end also checks its checksum)
-                    raise ValueError(f"frame decodes past {size} bytes")
+            done = _zstd_into(memoryview(payload)[:stored], view)
         else:
             assert _LZ4_INTO is not None
             view, address = out.view(size)
@@ -312,6 +302,54 @@ def decode_payload_into(h: EntryHeader, payload: bytes, where: int, max_payload:
         raise FatbinError(f"{h.target} {comp} payload decodes to {done} bytes, "
                           f"header says {size}", code=Code.E012, offset=where)
     return view
+
+
+def _zstd_into(payload: memoryview, view: memoryview) -> int:
+    """Decode one zstd frame into `view`, which it must fill exactly: the bytes written; a
+    ValueError (or zstandard's own) where it decodes to less or goes on past it."""
+    done, size = 0, len(view)
+    with _zstd().stream_reader(payload) as reader:
+        while done < size:
+            got = reader.readinto(view[done:])
+            if not got:
+                break
+            done += got
+        if done < size:
+            raise ValueError("decompression error: did not decompress full frame")
+        if reader.read(1):  # the frame goes on (reading to its end also checks its checksum)
+            raise ValueError(f"frame decodes past {size} bytes")
+    return done
+
+
+def decode_frame(raw: bytes, declared: int | None, where: int, max_payload: int,
+                 out: DecodeBuffer | None = None) -> bytes | memoryview:
+    """A bare zstd frame outside any container (zstdframe.py), decoded: to exactly the size it
+    declares, else (none declared) to at most `max_payload` bytes. Into `out` where given (a
+    view valid until its next use). FatbinError E012 where it does not decode or is too large."""
+    bound = max_payload if declared is None else declared
+    if bound > max_payload:
+        raise FatbinError(f"it declares {declared} bytes, more than the {max_payload}-byte verification bound",
+                          code=Code.E012, offset=where)
+    try:
+        if declared is None:
+            data: bytes | memoryview = _zstd_bounded(raw, max_payload)
+            if len(data) > max_payload:
+                raise FatbinError(f"it decodes past the {max_payload}-byte verification bound", code=Code.E012,
+                                  offset=where)
+            return data
+        if out is None or not declared:
+            data = _zstd().decompress(raw, max_output_size=declared)
+        else:
+            data, _ = out.view(declared)
+            _zstd_into(memoryview(raw), data)
+    except FatbinError:
+        raise
+    except Exception as e:  # noqa: BLE001 - any decoder failure is a corrupt frame
+        raise FatbinError(f"it does not decode: {e}", code=Code.E012, offset=where) from None
+    if len(data) != declared:
+        raise FatbinError(f"it decodes to {len(data)} bytes, its header says {declared}", code=Code.E012,
+                          offset=where)
+    return data
 
 
 def _zstd() -> zstandard.ZstdDecompressor:
@@ -646,7 +684,8 @@ def _ptx_entries(text: bytes) -> tuple[str, ...]:
 
 
 __all__ = ["check_payload_start", "CONTAINER_HEADER", "CONTAINER_MAGIC_TAIL", "ContainerHeader",
-           "cubin_defines_nothing", "cubin_facts", "cubin_unresolved", "decode_payload", "decode_payload_into",
+           "cubin_defines_nothing", "cubin_facts", "cubin_unresolved", "decode_frame", "decode_payload",
+           "decode_payload_into",
            "DecodeBuffer", "decodes_into_buffers", "DEFAULT_MAX_PAYLOAD", "ENTRY_HEADER", "EntryHeader",
            "FatbinError", "FLAG_ARCH_SPECIFIC", "FLAG_DEBUG", "FLAG_LZ4", "FLAG_OPAQUE_LTO", "FLAG_ZSTD",
            "check_options", "identifier", "MAGIC", "MAX_ENTRY_HEADER", "parse_container_header", "parse_entry_header",

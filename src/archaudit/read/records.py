@@ -1,6 +1,7 @@
 """The record parsers of the scan, one method each, registered by magic (fatbin container,
 .nvFatBinSegment and HIP wrappers, embedded claims, the JIT linker's name, offload bundles,
-whole cubins outside any container), and what they found (ScanResult).
+whole cubins outside any container, bare or as a zstd frame: frames.py), and what they found
+(ScanResult).
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from ..claims import embedded_claim_markers, parse_embedded
 from ..findings import CODES, Code, Fold
 from ..gpus import cuda as arch, vendor
 from ..model import LTO, Container, Entry, Problem
-from . import elf, fatbin, hip
+from . import elf, fatbin, hip, zstdframe
 from .decode import DecodePool, Decoding, result, whole_cubin
+from .frames import Frames
 from .search import Handler
 from .stream import Source
 
@@ -35,6 +37,8 @@ HIP_WRAPPER_MAGIC = b"FPIH"  # 0x48495046, the __hip_fatbin_wrapper record in .h
 # library may carry one in its read-only data and load it itself (cuModuleLoadData); a cubin inside a
 # fatbin container is never searched for (the container's record skips its bytes), so none is counted twice.
 CUBIN_MAGIC = b"\x7fELF\x02\x01\x01"
+# Bare zstd frames holding whole cubins are frames.py's records (ZSTD_MAGIC).
+ZSTD_MAGIC = zstdframe.MAGIC
 
 
 # ---- what the record parsers found ----
@@ -156,7 +160,7 @@ class ScanResult:
 
     containers: list[FoundContainer] = field(default_factory=list)
     bundles: list[Container] = field(default_factory=list)
-    cubins: list[FoundCubin] = field(default_factory=list)  # whole cubins outside any container
+    cubins: list[FoundCubin] = field(default_factory=list)  # whole cubins outside any container, bare or framed
     wrappers: list[FatbinWrapper] = field(default_factory=list)
     hip_wrappers: list[HipWrapper] = field(default_factory=list)
     claims: list[str] = field(default_factory=list)
@@ -193,6 +197,7 @@ class Records:
         self.settings = settings
         self.decoding = Decoding(settings.pool, settings.max_payload)
         self.walked: list[WalkedContainer] = []
+        self.frames = Frames(size, settings.decode, settings.max_payload, self.decoding, self.problem)
         self.found = ScanResult()
         self.lookahead = LOOKAHEAD_FACTOR * size + LOOKAHEAD_SLACK
         self.lookahead_left = self.lookahead
@@ -207,6 +212,7 @@ class Records:
         for magic in hip.MAGICS:
             table[magic] = self.bundle
         table[CUBIN_MAGIC] = self.cubin
+        table[ZSTD_MAGIC] = self.frames.frame
         for needle in MARKERS:
             table[needle] = self.claim
         table[LINKER_MARKER] = self.linker
@@ -511,6 +517,8 @@ class Records:
                 entries = ()
             self.found.containers.append(FoundContainer(w.offset, w.size, entries, w.trailing, w.zeros))
         self.walked.clear()
+        for offset, size, entry in self.frames.resolve():
+            self.found.cubins.append(FoundCubin(offset, size, entry))
         self.found.problems += self.problems.result()
         return self.found
 
@@ -566,4 +574,5 @@ _NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01
 __all__ = ["CUBIN_MAGIC", "FatbinWrapper", "FoundContainer", "FoundCubin", "HIP_WRAPPER_MAGIC", "HipWrapper",
            "LINKER_MARKER", "LOOKAHEAD_FACTOR", "RUNTIME_BY_MACHINE", "RUNTIME_MARKER", "RUNTIME_MARKERS",
            "LOOKAHEAD_SLACK", "MARKERS", "PAD_WINDOW", "Records", "ScanResult", "ScanSettings",
-           "SOFT_KEPT", "SoftProblems", "STATEMENTS", "VERSION_MARKERS", "VERSION_WINDOW", "VERSIONS_KEPT"]
+           "SOFT_KEPT", "SoftProblems", "STATEMENTS", "VERSION_MARKERS", "VERSION_WINDOW", "VERSIONS_KEPT",
+           "ZSTD_MAGIC"]

@@ -38,6 +38,7 @@ from .records import (
     RUNTIME_MARKERS,
     STATEMENTS,
     VERSION_MARKERS,
+    ZSTD_MAGIC,
     Records,
     ScanResult,
     ScanSettings,
@@ -47,7 +48,7 @@ from .stream import Chunks, Source
 
 DEVICE_SUFFIXES = (".cubin", ".fatbin", ".ptx", ".hsaco")
 _PATTERNS = {m: Pattern.of(m) for m in (fatbin.MAGIC, fatbin.WRAPPER_MAGIC, HIP_WRAPPER_MAGIC,
-                                        *hip.MAGICS, CUBIN_MAGIC, *MARKERS, LINKER_MARKER, *STATEMENTS,
+                                        *hip.MAGICS, CUBIN_MAGIC, ZSTD_MAGIC, *MARKERS, LINKER_MARKER, *STATEMENTS,
                                         *VERSION_MARKERS, *RUNTIME_MARKERS)}
 
 
@@ -65,8 +66,8 @@ class LibraryScan:
     def patterns(*, code: bool = True, data: bool = False, strings: bool = True,
                  cubins: bool = True, machine: bool = False, isa: int | None = None) -> tuple[Pattern, ...]:
         """Containers (fatbin, offload bundles) can start anywhere; with `cubins` (with `code`),
-        whole cubins outside any container, which a library loads itself (a container file's
-        loader reads its containers only); with `data`, the wrapper records the runtimes
+        whole cubins outside any container, bare or as zstd frames, which a library loads itself
+        (a container file's loader reads its containers only); with `data`, the wrapper records the runtimes
         register (writable data); with `strings`, embedded claims, names of a run-time
         device-code linker, the sourced statements and vendor identity strings
         (records.STATEMENTS) and the vendor version markers (records.VERSION_MARKERS); with
@@ -80,7 +81,7 @@ class LibraryScan:
         if code:
             out += hip.MAGICS
         if code and cubins:
-            out.append(CUBIN_MAGIC)
+            out += [CUBIN_MAGIC, ZSTD_MAGIC]
         if strings:
             out += [*MARKERS, LINKER_MARKER, *STATEMENTS, *VERSION_MARKERS]
         return tuple(_PATTERNS[m] for m in out)

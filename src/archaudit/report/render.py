@@ -386,8 +386,10 @@ def _container_groups(lib: Library, v: LibraryVerdict) -> dict[tuple[str, tuple[
     amd = _amd_of(v)
     groups: dict[tuple[str, tuple[str, ...]], list[Container]] = {}
     for ci, c in enumerate(lib.containers):
-        key = (c.role, tuple(sorted({f"{e.kind}:{_amd_label(e, amd.get((ci, ei))) if e.vendor == 'amd' else e.target}"
-                                     for ei, e in enumerate(c.entries)}, key=_entry_order)))
+        framed = c.role == CUBIN and any(e.compression == "zstd" for e in c.entries)  # a bare zstd frame
+        labels = {f"{e.kind}:{_amd_label(e, amd.get((ci, ei))) if e.vendor == 'amd' else e.target}"
+                  for ei, e in enumerate(c.entries)}
+        key = (c.role + " zstd" * framed, tuple(sorted(labels, key=_entry_order)))
         groups.setdefault(key, []).append(c)
     return groups
 
@@ -410,8 +412,12 @@ def _containers_text(t: TargetReport, v: LibraryVerdict, detail: str) -> list[st
     for (role, targets), cs in sorted(_container_groups(lib, v).items(), key=lambda kv: (-len(kv[1]), kv[0])):
         label = " ".join(t.replace("sass:", "").replace("ptx:sm_", "compute_").replace("code-object:", "")
                          .replace("lto:sm_", "lto_") for t in targets) or "(empty)"
-        what = (f"whole cubin{'s' * (len(cs) != 1)} outside any container, loaded by the library itself,"
-                if role == CUBIN else f"{role} container{'s' * (len(cs) != 1)}")
+        if role.startswith(CUBIN):
+            how = ("" if not role.endswith("zstd") else
+                   " stored as zstd frames" if len(cs) != 1 else " stored as a zstd frame")
+            what = f"whole cubin{'s' * (len(cs) != 1)}{how} outside any container, loaded by the library itself,"
+        else:
+            what = f"{role} container{'s' * (len(cs) != 1)}"
         line = f"      {len(cs):>5} {what} in {cs[0].section or '(file)'}: {label}"
         if detail == "kernels":
             line += _kernels_text(cs)

@@ -55,12 +55,12 @@ class SuppressionGroup(NamedTuple):
 
 
 def finding_text(f: Finding) -> str:
-    """A finding's message, and for a folded one (findings.Fold) first how many it stands for, so
-    a line cut to the terminal's width still says it: every format but JSON shows one line for
-    them all."""
+    """A finding's message, and for a folded one (findings.Fold) first how many it stands for ("x7:",
+    short, so a line cut to the terminal's width still holds the verdict and the fix) and last
+    where the rest are listed: every format but JSON shows one line for them all."""
     if f.count == 1:
         return f.message
-    return f"x{f.count} (folded; -v and --format json list the first {len(f.examples)}): {f.message}"
+    return f"x{f.count}: {f.message} (folded: -v and --format json list the first {len(f.examples)})"
 
 
 def code_counts(findings: Iterable[Finding]) -> Counter[Code]:

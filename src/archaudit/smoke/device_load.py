@@ -20,12 +20,12 @@ import os
 from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..findings import Code
 from ..gpus import predict as P
-from ..model import Container, Library
+from ..model import CUBIN, Container, Library
 from . import child
 from .report import FAIL, PASS, SKIP, Row
 
@@ -55,8 +55,11 @@ class Item:
     index: int  # the container's index in its library
     container: Container
     text: bool  # a bare .ptx file: NUL-terminated before loading
+    image: str = ""  # a cubin the library keeps as a bare zstd frame, decoded to this file (`decoded`)
 
     def spec(self) -> dict[str, object]:
+        if self.image:
+            return {"file": self.image, "offset": 0, "size": self.container.entries[0].size, "text": False}
         return {"file": self.path, "offset": self.container.offset, "size": self.container.size,
                 "text": self.text}
 
@@ -85,6 +88,32 @@ def plan(libraries: Iterable[tuple[str, Library]]) -> list[Item]:
             if c.vendor == "nvidia":
                 items.append(Item(path, k, c, lib.format == "ptx" or path.endswith(".ptx")))
     return items
+
+
+def decoded(items: list[Item], workdir: str) -> list[Item]:
+    """A cubin a library keeps as a bare zstd frame (role cubin, its entry zstd) is loaded as the
+    library loads it: decoded here, in archaudit's process (within the verification bound), into
+    the scratch directory. One that cannot be decoded is loaded as stored, so the driver refuses
+    it and the row fails: never skipped."""
+    from ..read import fatbin
+
+    out = []
+    for i, it in enumerate(items):
+        e = it.container.entries[0] if it.container.entries else None
+        if it.container.role == CUBIN and e is not None and e.compression == "zstd":
+            try:
+                with open(it.path, "rb") as f:
+                    f.seek(e.offset)
+                    image = bytes(fatbin.decode_frame(f.read(e.stored_size), e.size, e.offset,
+                                                      fatbin.DEFAULT_MAX_PAYLOAD))
+                path = os.path.join(workdir, f"frame-{i}.cubin")
+                with open(path, "wb") as f:
+                    f.write(image)
+                it = replace(it, image=path)
+            except (OSError, fatbin.FatbinError):
+                pass
+        out.append(it)
+    return out
 
 
 def shards(costs: list[float], n: int) -> list[list[int]]:
@@ -313,6 +342,7 @@ class DeviceLoadProbe:
                 rows.append(ctx.gpu_skip(self.name, ctx.display(path), f"{n} fatbin container(s) not loaded: {reason}"))
             return rows
         n = children()
+        items = decoded(items, ctx.workdir)
         off, off_deaths, info = load_all(ctx.run_task, items, False, n)
         on: dict[int, list[Answer]] = {}
         on_deaths: list[child.Death] = []
@@ -497,4 +527,4 @@ def _short(a: Answer | None) -> str:
     return "died" if a.code is None else str(a.code)
 
 
-__all__ = ["Answer", "children", "DeviceLoadProbe", "Item", "load_jit", "SPLIT_BYTES"]
+__all__ = ["Answer", "children", "decoded", "DeviceLoadProbe", "Item", "load_jit", "plan", "SPLIT_BYTES"]

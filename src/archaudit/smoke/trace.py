@@ -262,6 +262,11 @@ class Inventory:
                 with open(paths[li], "rb") as f:
                     for ci, ei, e, room, whole in wanted:
                         f.seek(e.offset)
+                        if whole and e.compression == "zstd":  # a whole cubin as a bare zstd frame: decoded
+                            data = bytes(fatbin.decode_frame(f.read(e.stored_size), e.size, e.offset,
+                                                             fatbin.DEFAULT_MAX_PAYLOAD))
+                            self.by_hash.setdefault(hashlib.sha256(data).hexdigest(), []).append(Source(li, ci, ei))
+                            continue
                         if whole:  # a whole cubin outside any container: its bytes are the image loaded
                             data = f.read(e.size)
                             self.by_hash.setdefault(hashlib.sha256(data).hexdigest(), []).append(Source(li, ci, ei))

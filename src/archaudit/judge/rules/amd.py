@@ -79,7 +79,10 @@ def rule_g014(f: LibraryFacts) -> list[Finding]:
     shown = "; ".join(f"{i} holds a code object built for {t}" for i, t in bad[:3])
     return [finding(Code.G014, f.path, f"{f.path}: {len(bad)} bundle entr{'y' if len(bad) == 1 else 'ies'} "
                                     f"say{'s' * (len(bad) == 1)} less than {'its' if len(bad) == 1 else 'their'} "
-                                    f"code object: {shown}{' ...' if len(bad) > 3 else ''}; judged as built",
+                                    f"code object, judged as built. Fix: bundle "
+                                    f"{'it' if len(bad) == 1 else 'each'} under the id it was built for "
+                                    f"(--offload-arch={bad[0][1]}). Its id: {shown}"
+                                    f"{' ...' if len(bad) > 3 else ''}",
                     entries=[i for i, _ in bad], built=[t for _, t in bad])]
 
 
@@ -92,10 +95,11 @@ def rule_g015(f: LibraryFacts) -> list[Finding]:
     if not unread:
         return []
     return [finding(Code.G015, f.path, f"{f.path}: HIP never selects {len(unread)} bundle entr"
-                                    f"{'y' if len(unread) == 1 else 'ies'} ({', '.join(unread[:3])}"
-                                    f"{' ...' if len(unread) > 3 else ''}): comgr reads only hip, hipv4 and hcc "
-                                    f"entries whose triple is amdgcn-amd-amdhsa-- (five fields), spelt in lower "
-                                    f"case; they count for no GPU", entries=unread)]
+                                    f"{'y' if len(unread) == 1 else 'ies'}, which count for no GPU. Fix: bundle HIP "
+                                    f"code as hipv4-amdgcn-amd-amdhsa--<target> (a current clang). "
+                                    f"{', '.join(unread[:3])}{' ...' if len(unread) > 3 else ''}: comgr reads only "
+                                    f"hip, hipv4 and hcc entries whose triple is amdgcn-amd-amdhsa-- (five fields), "
+                                    f"spelt in lower case", entries=unread)]
 
 
 @library_rule(Code.G018)
@@ -106,9 +110,11 @@ def rule_g018(f: LibraryFacts) -> list[Finding]:
     if not refused:
         return []
     return [finding(Code.G018, f.path, f"{f.path}: {len(refused)} AMD code object{'s' * (len(refused) != 1)} "
-                                    f"without a loadable segment ({', '.join(refused[:3])}"
-                                    f"{' ...' if len(refused) > 3 else ''}), as a relocatable object never linked "
-                                    f"is: ROCr's loader refuses it on every GPU, so it counts for no GPU",
+                                    f"without a loadable segment, which ROCr's loader refuses on every GPU: "
+                                    f"{'it counts' if len(refused) == 1 else 'they count'} for no GPU. Fix: link "
+                                    f"the device code (lld -shared, as clang's HIP driver does) before bundling. "
+                                    f"{', '.join(refused[:3])}{' ...' if len(refused) > 3 else ''}, as a "
+                                    f"relocatable object never linked is",
                     entries=refused)]
 
 

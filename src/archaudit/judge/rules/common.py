@@ -173,16 +173,18 @@ def kept(f: LibraryFacts, fails: Iterable[str]) -> list[str]:
     """The claimed GPUs (labels) a library keeps once the failing ones are gated away."""
     gone = set(fails)
     keep = [label(cc) for cc in f.claimed if label(cc) not in gone]
-    return keep or [x.removeprefix("sm_") for x in present_codes(f.codes) if x.startswith("sm_")][:1]
+    own = [x.removeprefix("sm_") for x in present_codes(f.codes) if x.startswith("sm_")]
+    return keep or (own or [x.removeprefix("compute_") for x in present_codes(f.codes)])[:1]
 
 
 def g001_finding(subject: str, claimed: Sequence[str], source: str, carried: Sequence[str], missing: Sequence[str],
           kernels: Sequence[str] | None, why: str = "",
           nothing: str = "carries only relocatable device code, which never loads on its own",
-          fix: str = "") -> Finding:
-    """The one G001 message, for NVIDIA, AMD and relocatable-only code alike: what is missing,
-    the claim and where it came from, what the library carries, and the kernels that would fail
-    (``kernels`` None: its code names none that could be read)."""
+          fix: str = "Fix: link its device code (nvcc -dlink, or build without -rdc)") -> Finding:
+    """The one G001 message, for NVIDIA, AMD and relocatable-only code alike: what is missing and
+    its fix first (within the 240 characters a text line shows), then the claim and where it came
+    from, what the library carries, and the kernels that would fail (``kernels`` None: its code
+    names none that could be read)."""
     has = f"carries code only for {', '.join(carried)}" if carried else nothing
     if kernels is None:
         fail = "its kernels cannot be named (its code defines none that could be read)"
@@ -190,15 +192,9 @@ def g001_finding(subject: str, claimed: Sequence[str], source: str, carried: Seq
         fail = "its code defines no kernel by name"
     else:
         fail = f"{kernels_phrase(kernels, 0)} would fail there with 'no kernel image is available'"
-    if fix:
-        return finding(Code.G001, subject,
-                       f"{subject} has no code for {dotted(missing)} (claimed). {fix}; it {has}{why} (claimed: "
-                       f"{', '.join(claimed)}, from {source}); {fail}",
-                       claimed=list(claimed), claim_source=source, carried=list(carried), missing=list(missing),
-                       kernels=sorted(kernels) if kernels is not None else None)
     return finding(Code.G001, subject,
-                   f"{subject} has no code for {', '.join(missing)} (claimed: {', '.join(claimed)}, from {source}): "
-                   f"it {has}{why}; {fail}",
+                   f"{subject} has no code for {dotted(missing)} (claimed). {fix}. It {has}{why} (claimed: "
+                   f"{', '.join(claimed)}, from {source}); {fail}",
                    claimed=list(claimed), claim_source=source, carried=list(carried), missing=list(missing),
                    kernels=sorted(kernels) if kernels is not None else None)
 

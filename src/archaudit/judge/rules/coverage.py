@@ -13,6 +13,8 @@ from ..facts import LibraryFacts
 from .amd import amd_carried, amd_missing, amd_why, modes_matter
 from .common import (
     KERNELS_SHOWN,
+    count_phrase,
+    dotted,
     finding,
     g001_finding,
     kept,
@@ -56,10 +58,12 @@ def rule_g017(f: LibraryFacts) -> list[Finding]:
     loader = "hipModuleLoad" if f.library.containers[0].vendor == "amd" else "cuModuleLoad"
     where = f"{u.containers} later container{'s' * (u.containers != 1)}, which {loader} never reads"
     if u.kernels:
-        what = f"{kernels_phrase(u.kernels, 0)} {'is' if len(u.kernels) == 1 else 'are'} defined only in {where}"
+        what = f"{count_phrase(u.kernels, 0)} {'is' if len(u.kernels) == 1 else 'are'} defined only in {where}"
     else:
         what = f"the kernels of {where}, were not read (--fast), so some may be defined only there"
-    return [finding(Code.G017, f.path, f"{f.path}: {what}: reachable from no module",
+    return [finding(Code.G017, f.path, f"{f.path}: {what}: reachable from no module. Fix: write one container "
+                                    f"per file (nvcc -fatbin of all the sources at once)"
+                                    + (f". Unreached: {kernels_phrase(u.kernels, 0)}" if u.kernels else ""),
                     kernels=list(u.kernels), containers=u.containers, loader=loader)]
 
 
@@ -91,7 +95,8 @@ def rule_g001(f: LibraryFacts) -> list[Finding]:
             read = all(e.kernels is not None for e in entries)
             out.append(g001_finding(f.path, list(f.policy.amd_claim), f.policy.amd_claim_source or "--amd-arch",
                              amd_carried(f), missing, sorted(set(names)) if read else None, why,
-                             nothing="carries no AMD code HIP selects"))
+                             nothing="carries no AMD code HIP selects",
+                             fix=f"Fix: build for {', '.join(missing)} (--offload-arch={missing[0]})"))
     return out
 
 
@@ -111,8 +116,9 @@ def rule_g012(f: LibraryFacts) -> list[Finding]:
         last = arch.last_cuda(cc) or (0, 0)
         what = ", ".join(sorted({_dead_phrase(c) for c in dead}))
         out.append(finding(Code.G012, f.path, f"{f.path} on {cc[0]}.{cc[1]} (claimed) has only code no driver can run "
-                                           f"there: {what}; the last driver for {cc[0]}.{cc[1]} GPUs supports "
-                                           f"CUDA {last[0]}.{last[1]}",
+                                           f"there: the last driver for {cc[0]}.{cc[1]} GPUs supports CUDA "
+                                           f"{last[0]}.{last[1]}. Fix: build {cc[0]}.{cc[1]}'s code with CUDA "
+                                           f"{last[0]}.{last[1]} or older, or stop claiming it. It has only {what}",
                            gpu=label(cc), dead=sorted({c.label for c in dead}), last_cuda=f"{last[0]}.{last[1]}"))
     return out
 
@@ -134,10 +140,10 @@ def rule_g013(f: LibraryFacts) -> list[Finding]:
     units = {i for cc in gpus for i, c in enumerate(f.paths[cc].choices) if c.unlinked}
     kernels = sorted({k for c in chosen for k in c.entry.kernels or ()})
     return [finding(Code.G013, f.path, f"{f.path}: on {', '.join(f'{a}.{b}' for a, b in gpus)} (claimed) the driver "
-                                    f"picks, in {len(units)} container{'s' * (len(units) != 1)}, relocatable "
-                                    f"cubins (-rdc) that call {shown} without carrying it, and nothing in the "
-                                    f"library links device code at run time (no nvJitLink): they do not load "
-                                    f"alone (CUDA_ERROR_NOT_FOUND)"
+                                    f"picks relocatable cubins (-rdc) that do not load alone, and nothing links them "
+                                    f"at run time. Fix: link the device code at build time (nvcc -dlink, or without "
+                                    f"-rdc). In {len(units)} container{'s' * (len(units) != 1)} they call {shown} "
+                                    f"without carrying it, and the library has no nvJitLink (CUDA_ERROR_NOT_FOUND)"
                                     + (f"; {kernels_phrase(kernels, 0)} cannot run there" if kernels else ""),
                     gpus=[label(cc) for cc in gpus], unresolved=calls, containers=len(units), kernels=kernels)]
 
@@ -174,7 +180,7 @@ def rule_g002(f: LibraryFacts) -> list[Finding]:
     if not jit:
         return []
     ptx = sorted({c.label for c in f.codes if c.kind == PTX})
-    return [finding(Code.G002, f.path, f"{f.path} runs on {', '.join(jit)} only through PTX JIT ({', '.join(ptx)})",
+    return [finding(Code.G002, f.path, f"{f.path} runs on {dotted(jit)} only through PTX JIT ({', '.join(ptx)})",
                     jit=jit)]
 
 
@@ -188,7 +194,9 @@ def rule_g003(f: LibraryFacts) -> list[Finding]:
                     and arch.canonical_cc(c.target.cc) not in claimed}, key=label_key)
     if not extra:
         return []
-    return [finding(Code.G003, f.path, f"{f.path} carries {', '.join(extra)} which the claim does not list",
+    return [finding(Code.G003, f.path, f"{f.path} carries {dotted(extra)}, which the claim does not list (--exact). "
+                                    f"Fix: build with the release's list, or claim "
+                                    f"{'it' if len(extra) == 1 else 'them'}",
                     extra=extra)]
 
 
@@ -202,7 +210,9 @@ def rule_g004(f: LibraryFacts) -> list[Finding]:
     if any(c.kind == PTX and c.target.cc == newest and c.jit_target is not None
            and c.jit_target.cc == newest and not c.target.suffix and not c.jit_target.suffix for c in f.codes):
         return []
-    return [finding(Code.G004, f.path, f"{f.path} carries no PTX for compute_{label(newest)}", newest=label(newest))]
+    return [finding(Code.G004, f.path, f"{f.path} carries no PTX for compute_{label(newest)}, the newest claimed "
+                                    f"(--require-ptx newest). Fix: add it ('{label(newest)}' or "
+                                    f"'{dotted([label(newest)])}+PTX')", newest=label(newest))]
 
 
 __all__ = [

@@ -11,7 +11,7 @@ from ...gpus.cuda import CC, label
 from ...gpus.drivers import driver_at_least
 from ...gpus.selection import NvCode
 from ..facts import Floor, LibraryFacts
-from .common import finding, kernels_phrase, library_rule
+from .common import dotted, finding, kernels_phrase, library_rule
 
 
 @library_rule(Code.D002)
@@ -65,8 +65,9 @@ def rule_d001(f: LibraryFacts) -> list[Finding]:
         gpus = [g for g, _ in unknown if g]
         why = sorted({fl.evidence for _, fl in unknown})
         return [finding(Code.D001, f.path, f"{f.path} needs a driver archaudit cannot name"
-                                        f"{' on ' + ', '.join(gpus) if gpus else ''} ({'; '.join(why[:3])}); "
-                                        f"{driver} cannot be verified", driver="unknown", gpus=gpus)]
+                                        f"{' on ' + dotted(gpus) if gpus else ''}: {driver} cannot be verified. Fix: "
+                                        f"find the CUDA release that built it and require its driver. "
+                                        f"{'; '.join(why[:3])}", driver="unknown", gpus=gpus)]
     low = [(g, fl) for g, fl in floors if fl.driver is not None and not driver_at_least(driver, fl.driver)]
     if not low:
         return []
@@ -80,7 +81,8 @@ def rule_d001(f: LibraryFacts) -> list[Finding]:
     scope = _ptx_scope(f, [cc for cc in f.floor_gpus if label(cc) in gpus], driver) \
         if ptx and gpus and all("PTX ISA" in fl.evidence for _, fl in low) else None
     return [finding(Code.D001, f.path, f"{f.path} needs driver >= {top.driver} (CUDA {top.cuda_text})"
-                                    f"{' on ' + ', '.join(gpus) if gpus else ''}; {driver} given: '{error}' from "
+                                    f"{' on ' + dotted(gpus) if gpus else ''}; {driver} given. Fix: require driver "
+                                    f">= {top.driver}, or build with an older toolkit. '{error}' from "
                                     f"{', '.join(evidence[:4])}{' ...' if len(evidence) > 4 else ''}"
                                     f"{scope.text(driver) if scope else ''}",
                     driver=top.driver, cuda=top.cuda_text, gpus=gpus,

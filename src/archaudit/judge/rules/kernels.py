@@ -36,18 +36,21 @@ def rule_k001(f: LibraryFacts) -> list[Finding]:
     kernel up in its own module only."""
     gaps = [(g.carried, g.fails, g.name, g.units) for g in f.kernel_gaps if g.verdict == "fails"]
     out = [finding(Code.K001, f.path, f"{f.path}: {count_phrase(g.names, g.containers)} {fail_verb(g.names)} on "
-                                   f"{dotted(g.fails)} (claimed): {possessive(g.names)} container lacks it. Fix: build "
-                                   f"for {', '.join('sm_' + x for x in g.fails)}, or record its gate: "
-                                   f"{library_entry(f.path, kept(f, g.fails))}. They carry only "
-                                   f"{', '.join(g.carried)}: {kernels_phrase(g.names, g.containers)}",
+                                   f"{dotted(g.fails)}. Fix: build for {', '.join('sm_' + x for x in g.fails)} or "
+                                   f"record: {library_entry(f.path, kept(f, g.fails))}. "
+                                   f"{possessive(g.names).capitalize()} own container lacks the claimed "
+                                   f"{dotted(g.fails)}, carrying only {', '.join(g.carried)}: "
+                                   f"{kernels_phrase(g.names, g.containers)}",
                    kernels=list(g.names or ()), containers=g.containers, carried=list(g.carried),
                    fails=list(g.fails))
            for g in groups(gaps)]
     amd = [(g.carried, g.fails, g.name, frozenset({g.module})) for g in amd_kernel_gaps(f)]
-    out += [finding(Code.K001, f.path, f"{f.path}: {kernels_phrase(g.names, g.containers)} carry code only for "
-                                    f"{', '.join(g.carried)} in their own bundle; they fail on "
-                                    f"{', '.join(g.fails)} (claimed), where the library's other bundles run "
-                                    f"(ROCm looks a kernel up in its own module only)",
+    out += [finding(Code.K001, f.path, f"{f.path}: {count_phrase(g.names, g.containers)} {fail_verb(g.names)} on "
+                                    f"{', '.join(g.fails)} (claimed), where the library's other bundles run: "
+                                    f"{possessive(g.names)} own bundle lacks it. Fix: build every bundle for "
+                                    f"{', '.join(sorted({x.split(':')[0] for x in g.fails}))}. They carry only "
+                                    f"{', '.join(g.carried)} (ROCm looks a kernel up in its own module only): "
+                                    f"{kernels_phrase(g.names, g.containers)}",
                     kernels=list(g.names or ()), containers=g.containers, carried=list(g.carried),
                     fails=list(g.fails), vendor="amd")
             for g in groups(amd)]
@@ -81,11 +84,11 @@ def rule_k003(f: LibraryFacts) -> list[Finding]:
         for g in groups(gaps):
             if why == "chosen":
                 out.append(finding(Code.K003, f.path,
-                                   f"{f.path}: {kernels_phrase(g.names, g.containers)} carry code only for "
-                                   f"{', '.join(g.carried)} in whole cubins the library loads itself; on "
-                                   f"{', '.join('sm_' + x for x in g.fails)} another of its whole cubins carries "
-                                   f"them, and the library loads the image it picks (cuModuleLoadData): nothing "
-                                   f"binds a launch to one of them",
+                                   f"{f.path}: {count_phrase(g.names, g.containers)} not meant for "
+                                   f"{dotted(g.fails)} (claimed) from their own cubin, as designed: on "
+                                   f"{dotted(g.fails)} another of the whole cubins the library loads itself carries "
+                                   f"them, and it loads the image it picks (cuModuleLoadData); they carry code only "
+                                   f"for {', '.join(g.carried)}: {kernels_phrase(g.names, g.containers)}",
                                    kernels=list(g.names or ()), carried=list(g.carried), fails=list(g.fails),
                                    reason=why))
                 continue
@@ -131,10 +134,10 @@ def _k003_stated(f: LibraryFacts) -> list[Finding]:
             text = said.text.decode("utf-8")
             out.append(finding(
                 Code.K003, f.path,
-                f"{f.path}: {kernels_phrase(g.names, g.containers)} carry code only for {', '.join(g.carried)}, "
-                f"not for {', '.join('sm_' + x for x in g.fails)}: the library carries \"{text}\", so its host code "
-                f"launches {said.speaks_for} only from {said.first[0]}.{said.first[1]} on ({said.name}, "
-                f"data/vendor.json)",
+                f"{f.path}: {count_phrase(g.names, g.containers)} not meant for {dotted(g.fails)} (claimed), as "
+                f"designed: the library carries \"{text}\", so its host code launches {said.speaks_for} only from "
+                f"{said.first[0]}.{said.first[1]} on ({said.name}, data/vendor.json); they carry code only for "
+                f"{', '.join(g.carried)}: {kernels_phrase(g.names, g.containers)}",
                 kernels=list(g.names or ()), carried=list(g.carried), fails=list(g.fails), reason="stated",
                 statement=text, statement_kernels=said.kernels.pattern, statement_source=said.source))
     return out
@@ -193,7 +196,7 @@ def rule_k004(f: LibraryFacts) -> list[Finding]:
         out.append(finding(
             Code.K004, f.path,
             f"{f.path}: {count_phrase(listed, 0)} {fail_verb(listed)} on {dotted(fails)} unless the host picks another "
-            f"container there. Fix: build for {', '.join('sm_' + x for x in fails)} or record: "
+            f"container. Fix: build for {', '.join('sm_' + x for x in fails)} or record: "
             f"[[tool.archaudit.ignore-library]] code = \"K004\" library = \"{base}\" reason = \"{ENTRY_REASON}\". "
             f"{_first(mine)} (claimed {', '.join(fails)}) carr{'ies' if len(mine) == 1 else 'y'} only "
             f"{', '.join(carried)}; only {_first(theirs)} carr{'ies' if len(theirs) == 1 else 'y'} the same names; "

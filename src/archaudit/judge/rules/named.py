@@ -12,7 +12,7 @@ from ...model import Library
 from ..facts import Floor, KernelGap, LibraryFacts, library_facts
 from ..policy import AmdGpu, NvidiaGpu, Policy, arm_linux, library_claim
 from .amd import amd_kernel_gaps, amd_why
-from .common import finding, kernels_phrase, library_entry, library_rule, present_codes
+from .common import finding, kept, kernels_phrase, library_entry, library_rule, present_codes
 from .drivers import ptx_floor
 
 
@@ -43,9 +43,10 @@ def named_gpus(f: LibraryFacts) -> list[Finding]:
             if f.vendor is not None and not f.vendor.covers(cc):
                 # the same rule as for a claimed GPU: a vendor library is not held against a GPU
                 # outside the range its vendor documents (its callers use it only there)
-                out.append(finding(Code.G016, f.path, f"{f.path} on {name} ({cc[0]}.{cc[1]}): not held against "
-                                   f"the wheel: it is {f.vendor.library}, which its vendor documents for "
-                                   f"{f.vendor.text} ({f.vendor.source})", gpu=name, library=f.vendor.library,
+                out.append(finding(Code.G016, f.path, f"{f.path} on {name} ({cc[0]}.{cc[1]}): not supported by its "
+                                   f"vendor, so not held against the wheel: it is {f.vendor.library}, which its "
+                                   f"vendor documents for {f.vendor.text} ({f.vendor.source})", gpu=name,
+                                   library=f.vendor.library,
                                    range=f.vendor.text, gpus=[label(cc)]))
                 continue
             own = library_claim(f.policy, f.path)
@@ -71,6 +72,12 @@ def named_gpus(f: LibraryFacts) -> list[Finding]:
                         f"{library_entry(f.path, keep)}. They carry only "
                         f"{', '.join(sorted({t for g in failing for t in g.carried})[:6])}: "
                         f"{kernels_phrase(names, 0)}")
+            elif p.runs == "none" and not p.dead and not p.unlinked:
+                word += (f". Fix: build for sm_{label(cc)}, or record its gate: "
+                         f"{library_entry(f.path, _present_sass(f, cc))}. It carries only "
+                         f"{', '.join(present_codes(f.codes)[:6])}")
+            elif p.runs == "none":
+                word += f". Fix: build for sm_{label(cc)}"
             if p.runs == "native":
                 word += _jit_part(f, cc)
             out.append(finding(Code.G009 if p.runs == "none" or failing else Code.G008, f.path,
@@ -79,6 +86,12 @@ def named_gpus(f: LibraryFacts) -> list[Finding]:
         for g in f.policy.amd_gpus:
             out.append(_on_amd_gpu(f, g))
     return out
+
+
+def _present_sass(f: LibraryFacts, cc: CC) -> list[str]:
+    """The architectures a library not running on `cc` is launched on, for its gate's entry: its
+    claim, else its own SASS (else PTX) architectures."""
+    return kept(f, [label(cc)])
 
 
 def _failing_count(failing: list[KernelGap]) -> str:
@@ -137,8 +150,16 @@ def _on_amd_gpu(f: LibraryFacts, g: AmdGpu) -> Finding:
         changes = [f"{n} ({how})" for n, how in g.switch]
         word += (f"; it runs only as {', '.join(others)}, which is not how {g.name} ships"
                  + (f": that takes {', '.join(changes)}" if changes else ""))
-    return finding(Code.G009, f.path, f"{f.path} on {g.name} ({where}): {word}", gpu=g.name,
+    fix = f"Fix: build for {g.target.split(':')[0]} (--offload-arch={g.ships or g.target})"
+    return finding(Code.G009, f.path, f"{f.path} on {g.name} ({where}): {_fix_second(word, fix)}", gpu=g.name,
                    runs="native" if ok else "none", setting=g.ships or None)
+
+
+def _fix_second(word: str, fix: str) -> str:
+    """An answer's verdict (up to its first '; ' or ' (' of detail), the fix, then the detail."""
+    cut = min((i for i in (word.find("; "), word.find(" (")) if i >= 0), default=len(word))
+    rest = word[cut:].removeprefix("; ").strip()
+    return f"{word[:cut]}. {fix}" + (f". {rest[:1].upper() + rest[1:]}" if rest else "")
 
 
 def on_gpu(lib: Library, name: str, cc: CC, policy: Policy | None = None) -> Finding | None:

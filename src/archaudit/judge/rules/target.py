@@ -7,7 +7,7 @@ import fnmatch
 
 from ...findings import Code, Finding
 from ...gpus.cuda import label
-from .common import TargetFacts, finding, target_rule
+from .common import TargetFacts, dotted, finding, target_rule
 
 
 @target_rule(Code.C002)
@@ -22,8 +22,9 @@ def rule_c003(t: TargetFacts) -> list[Finding]:
     e, c = t.embedded, t.claim
     if e is None or c is None or e is c or e.gpus == c.gpus:
         return []
-    return [finding(Code.C003, t.target, f"{e.source[12:]} embeds {', '.join(label(x) for x in e.gpus)} but "
-                                      f"{c.source} says {', '.join(label(x) for x in c.gpus)}")]
+    return [finding(Code.C003, t.target, f"{e.source[12:]} embeds {dotted(label(x) for x in e.gpus)} but "
+                                      f"{c.source} says {dotted(label(x) for x in c.gpus)}. Fix: make the build's "
+                                      f"arch list and the release's claim the same list")]
 
 
 @target_rule(Code.C001)
@@ -58,13 +59,15 @@ def rule_g006(t: TargetFacts) -> list[Finding]:
         if not loadable:
             why = "links a GPU runtime" if t.links_runtime else "a claim was given"
             out.append(finding(Code.G006, t.target, f"{t.target}: GPU wheel ({why}) but no library "
-                                                 f"carries loadable device code"))
+                                                 f"carries loadable device code. Fix: check the build compiled "
+                                                 f"device code (CUDA or HIP enabled) and the wheel ships it"))
     for pattern in t.policy.require_device_code:
         hits = [lib for lib in libs if fnmatch.fnmatch(lib.path, pattern)
                 or fnmatch.fnmatch(lib.path.rsplit("/", 1)[-1], pattern)]
         if not any(lib.has_device_code for lib in hits):
             out.append(finding(Code.G006, t.target, f"{t.target}: required library {pattern!r} "
-                                                 f"{'carries no device code' if hits else 'is not shipped'}"))
+                                                 f"{'carries no device code' if hits else 'is not shipped'}. Fix: "
+                                                 f"check the build compiled it and the wheel ships it"))
     return out
 
 
@@ -81,24 +84,30 @@ def rule_g011(t: TargetFacts) -> list[Finding]:
     out = []
     if t.claim is not None and not nvidia:
         out.append(finding(Code.G011, t.target, f"{t.target}: claims CUDA architectures "
-                                             f"{', '.join(label(c) for c in t.claim.gpus)} ({t.claim.source}) but no "
-                                             f"library carries NVIDIA device code", vendor="nvidia",
+                                             f"{dotted(label(c) for c in t.claim.gpus)} ({t.claim.source}) but no "
+                                             f"library carries NVIDIA device code. Fix: ship the CUDA build, or stop "
+                                             f"claiming CUDA architectures", vendor="nvidia",
                            missing=[label(c) for c in t.claim.gpus]))
     # a --gpu question about the other vendor's GPU: nothing of the wheel runs there (no, never a pass)
     if t.policy.gpus and not nvidia:
         names = [g.name for g in t.policy.gpus]
-        out.append(finding(Code.G011, t.target, f"{t.target}: asked about {', '.join(names)} (NVIDIA) but no "
-                                             f"library carries NVIDIA device code: it does not run there",
+        shown = ", ".join(f"{g.name} ({g.cc[0]}.{g.cc[1]})" for g in t.policy.gpus)
+        out.append(finding(Code.G011, t.target, f"{t.target}: asked about {shown} (NVIDIA) but no "
+                                             f"library carries NVIDIA device code: it does not run there. Fix: ship "
+                                             f"the CUDA build for those GPUs",
                            vendor="nvidia", gpus=names, missing=[label(g.cc) for g in t.policy.gpus]))
     if t.policy.amd_gpus and not amd:
         names = [g.name for g in t.policy.amd_gpus]
-        out.append(finding(Code.G011, t.target, f"{t.target}: asked about {', '.join(names)} (AMD) but no "
-                                             f"library carries AMD device code: it does not run there",
+        shown = ", ".join(f"{g.name} ({g.target})" for g in t.policy.amd_gpus)
+        out.append(finding(Code.G011, t.target, f"{t.target}: asked about {shown} (AMD) but no "
+                                             f"library carries AMD device code: it does not run there. Fix: ship "
+                                             f"the ROCm build for those GPUs",
                            vendor="amd", gpus=names, missing=[g.target for g in t.policy.amd_gpus]))
     if t.policy.amd_claim and not amd:
         out.append(finding(Code.G011, t.target, f"{t.target}: claims AMD targets {', '.join(t.policy.amd_claim)} "
                                              f"({t.policy.amd_claim_source or '--amd-arch'}) but no library "
-                                             f"carries AMD device code", vendor="amd",
+                                             f"carries AMD device code. Fix: ship the ROCm build, or stop claiming "
+                                             f"AMD targets", vendor="amd",
                            missing=list(t.policy.amd_claim)))
     return out
 
@@ -114,17 +123,19 @@ def rule_g019(t: TargetFacts) -> list[Finding]:
     if not nvidia or any(f.vendor is None for f in nvidia):
         return []
     claimed = t.claim.gpus if t.claim is not None else ()
-    asked = [(f"{cc[0]}.{cc[1]}", cc, "claimed") for cc in claimed]
+    asked = [(f"{cc[0]}.{cc[1]} (claimed)", cc, "claimed") for cc in claimed]
     asked += [(f"{name} ({cc[0]}.{cc[1]})", cc, "asked") for name, cc in t.policy.gpus]
+    # a GPU asked about is named; a claimed one says it is claimed
     out = []
     for what, cc, how in asked:
         outside = [f for f in nvidia if f.vendor is not None and not f.vendor.covers(cc)]
         if len(outside) != len(nvidia):
             continue
         rows = sorted({f"{f.vendor.library}: {f.vendor.text}" for f in outside if f.vendor is not None})
-        out.append(finding(Code.G019, t.target, f"{t.target} does not run on {what} ({how}): its only device code "
-                                             f"is vendor libraries whose vendor does not support that GPU "
-                                             f"({'; '.join(rows)})",
+        out.append(finding(Code.G019, t.target, f"{t.target} does not run on {what}, outside its vendor libraries' "
+                                             f"range. Fix: ship their release that supports it, or stop "
+                                             f"{'claiming' if how == 'claimed' else 'promising'} it. They are its only "
+                                             f"device code: {'; '.join(rows)}",
                            gpu=label(cc), rows=rows, asked=how))
     return out
 
