@@ -311,7 +311,7 @@ def test_cupti_and_compute_sanitizer_pass_cuda_12s_range(capsys, name, version, 
         assert findings(rep, "K005") and not findings(rep, "G016")
 
 
-@pytest.mark.slow
+@CENSUS  # torch 1.10.2: 882 MB
 def test_torch_1_10_2_links_cublas_cufft_and_cudnn_statically(capsys):
     """torch 1.10.2 (PyPI's CUDA 10.2 build) links cuBLAS, cuFFT and cuDNN 7.6.5 statically into
     libtorch_cuda.so: their containers' gaps on its embedded claim (37;50;60;70) were K001/K004
