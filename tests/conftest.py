@@ -1,4 +1,5 @@
-"""Test-suite hooks: reference tools skip on a developer machine and fail in CI (see reference_tools)."""
+"""Test-suite hooks: reference tools skip on a developer machine and fail in CI (see reference_tools);
+the census tier runs only when asked for by name; the wheel cache knows which tier asks."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import wheels
 from reference_tools import missing_tool, speedups
 
 
@@ -14,7 +16,21 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "reference_tool(tool, present): needs a reference tool")
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked census (wheels over wheels.TIER_BYTES) run only under a -m that names census,
+    even where they are also slow (a module marked slow as a whole): the real-wheel tier
+    (-m "slow and not gpu") stays within its bytes."""
+    if "census" in (config.option.markexpr or ""):
+        return
+    census = [item for item in items if item.get_closest_marker("census")]
+    if census:
+        config.hook.pytest_deselected(items=census)
+        items[:] = [item for item in items if not item.get_closest_marker("census")]
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
+    wheels.CENSUS = item.get_closest_marker("census") is not None  # before the fixtures fetch anything
     for mark in item.iter_markers("reference_tool"):
         if not mark.kwargs["present"]:
             missing_tool(mark.kwargs["tool"])

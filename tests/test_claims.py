@@ -429,7 +429,7 @@ def _scan_member(whl: Path, member: str, chunk: int = 8 << 20) -> tuple[list[str
             buf, base = buf[drop:], base + drop
 
 
-@pytest.mark.slow
+@pytest.mark.census  # torch: 555 MB
 def test_torch_2_14_1_embedded_claim():
     whl = _wheel("torch==2.14.1", "torch-2.14.1-cp311-cp311-manylinux_2_28_x86_64.whl")
     found, hits = _scan_member(whl, "torch/lib/libtorch_cuda.so")
@@ -449,7 +449,7 @@ def test_torch_2_14_1_embedded_claim():
     assert parse_claim(listed[0], "embedded in libtorch_python.so").archs == claim.archs
 
 
-@pytest.mark.slow
+@pytest.mark.census  # cuBLAS: 423 MB
 def test_no_embedded_claim_in_cublas():
     whl = _wheel("nvidia-cublas==13.1.1.3", "nvidia_cublas-13.1.1.3-py3-none-manylinux_2_27_x86_64.whl")
     with zipfile.ZipFile(whl) as zf:

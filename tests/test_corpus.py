@@ -4,13 +4,14 @@ Each wheel is checked as ``python -m corpus.run`` checks it: the default check w
 project documents, its extra checks (a driver, a GPU), and the same exit status under every
 ``--detail``. A disagreement fails the test with the library, archaudit's verdict and the
 evidence. Wheels up to FAST_MB (20 MB) run in the fast tier; those up to 100 MB (the manifest's ``ci``
-wheels) are marked ``slow`` and run in the real-wheel tier; larger ones are ``slow`` too and run only
-with ARCHAUDIT_CORPUS=all (the whole corpus is several GB); ``python -m corpus.run`` runs them all.
+wheels) are marked ``slow`` and run in the real-wheel tier; larger ones are marked ``census`` and run in
+the census tier (``python -m pytest -q -m census``; the whole corpus is several GB), as
+``python -m corpus.run`` runs them all. Wheels come through tests/wheels.py's cache (safe for several
+test processes at once).
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -22,12 +23,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from corpus import manifest  # noqa: E402
-from corpus.run import check, describe, download  # noqa: E402
+from corpus.run import check, describe  # noqa: E402
 
-from wheels import want  # noqa: E402
+from wheels import fetch  # noqa: E402
 
 WHEELS = manifest.load()
-FULL = os.environ.get("ARCHAUDIT_CORPUS") == "all"
 
 # Wheels that still disagree on main, with the issue-11 point whose fix makes them agree. Strict:
 # once a fix lands, the wheel agrees, its test "unexpectedly passes" and fails until the entry goes.
@@ -44,15 +44,19 @@ KNOWN: dict[str, str] = {  # id -> the issue point it still disagrees on
 
 
 # The fast tier (README "Tests") reads the corpus wheels up to FAST_MB; the real-wheel tier (`-m slow`)
-# the rest up to manifest.SMALL_MB; larger ones run with ARCHAUDIT_CORPUS=all or python -m corpus.run.
+# the rest up to manifest.SMALL_MB; larger ones are the census tier's (-m census), as python -m corpus.run.
 FAST_MB = 20.0
 
 
 def _tier_marks(w: manifest.Wheel) -> list[pytest.MarkDecorator]:
     if w.slow:
-        return [pytest.mark.slow,
-                pytest.mark.skipif(not FULL, reason="large wheel: ARCHAUDIT_CORPUS=all, or python -m corpus.run")]
+        return [pytest.mark.census]
     return [pytest.mark.slow] if w.size_mb > FAST_MB else []
+
+
+def _fetched(wheel: manifest.Wheel) -> Path:
+    """The corpus wheel in the shared cache (manifest.cache_dir() is wheels.cache_dir())."""
+    return fetch(wheel.name, wheel.version, wheel.platform, filename=wheel.filename)
 
 
 def _param(w: manifest.Wheel):
@@ -64,14 +68,7 @@ def _param(w: manifest.Wheel):
 
 @pytest.mark.parametrize("wheel", [_param(w) for w in WHEELS])
 def test_archaudit_agrees_with_the_evidence(wheel: manifest.Wheel) -> None:
-    want(wheel.name, wheel.version, wheel.platform, wheel.filename)
-    dest = manifest.cache_dir()
-    problem = download(wheel, dest)
-    if problem:
-        if os.environ.get("ARCHAUDIT_OFFLINE"):
-            pytest.skip(problem)
-        pytest.fail(problem)
-    result = check(wheel, dest, detail_check=True)
+    result = check(wheel, _fetched(wheel).parent, detail_check=True)
     assert result.agrees, f"{wheel.spec} ({wheel.filename}):\n  " + "\n  ".join(describe(result))
 
 
@@ -133,19 +130,13 @@ def test_the_default_text_fits_a_screen(wheel: manifest.Wheel, tmp_path: Path) -
     of at most 240 characters: the verdict is on screen, -v and JSON hold the rest."""
     from archaudit.cli import main
 
-    want(wheel.name, wheel.version, wheel.platform, wheel.filename)
-    dest = manifest.cache_dir()
-    problem = download(wheel, dest)
-    if problem:
-        if os.environ.get("ARCHAUDIT_OFFLINE"):
-            pytest.skip(problem)
-        pytest.fail(problem)
+    path = _fetched(wheel)
     options = ["--no-config"]
     if wheel.config():
         (tmp_path / "pyproject.toml").write_text(wheel.config())
         options = ["--config", str(tmp_path / "pyproject.toml")]
     out = tmp_path / "out.txt"
-    main(["check", *options, "-q", "--format", "text", "-o", str(out), *wheel.claim_args(), str(dest / wheel.filename)])
+    main(["check", *options, "-q", "--format", "text", "-o", str(out), *wheel.claim_args(), str(path)])
     lines = out.read_text(encoding="utf-8").splitlines()
     assert len(lines) <= SCREEN_LINES, f"{len(lines)} lines"
     long = [line for line in lines if len(line) > SCREEN_WIDTH]

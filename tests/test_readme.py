@@ -81,9 +81,9 @@ def _real_wheel(token: str) -> str:
 
 
 def _console_param(command: str, output: str, status: int) -> object:
-    """A block that reads a real wheel from the index (torch's, 555 MB) is the real-wheel tier's."""
+    """A block that reads a real wheel from the index (torch's, 555 MB) is the census tier's."""
     real = any(re.fullmatch(r"[A-Za-z0-9_]+-[^-]+-.*\.whl", t) and not os.path.exists(t) for t in shlex.split(command))
-    return pytest.param(command, output, status, marks=[pytest.mark.slow] if real else [])
+    return pytest.param(command, output, status, marks=[pytest.mark.census] if real else [])
 
 
 @pytest.mark.parametrize("command,output,status", [_console_param(*block) for block in _console_blocks()])

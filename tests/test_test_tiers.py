@@ -1,5 +1,6 @@
 """The tests finish (issue 39): the README's test command is a fast tier, a second documented
-command the real-wheel tier, .ci/run runs both, wheels are cached where XDG_CACHE_HOME says, a
+command the real-wheel tier, a third the census tier (wheels over wheels.TIER_BYTES, refused to
+every other test); .ci/run runs the first two, wheels are cached where XDG_CACHE_HOME says, a
 listing run names what a tier downloads without downloading it, and the reference tools .ci/run
 installs through apt skip outside CI (failing under CI=true) and are listed in the README."""
 
@@ -28,9 +29,52 @@ PYTEST = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["t
 FAST, REAL = "python -m pytest -q", 'python -m pytest -q -m "slow and not gpu"'
 
 
+CENSUS = "python -m pytest -q -m census"
+
+
 def test_the_fast_tier_is_the_default_and_markers_are_strict() -> None:
-    assert {m.split(":")[0] for m in PYTEST["markers"]} == {"gpu", "slow"}
-    assert "-m 'not gpu and not slow'" in PYTEST["addopts"] and "--strict-markers" in PYTEST["addopts"]
+    assert {m.split(":")[0] for m in PYTEST["markers"]} == {"gpu", "slow", "census"}
+    assert "-m 'not gpu and not slow and not census'" in PYTEST["addopts"]
+    assert "--strict-markers" in PYTEST["addopts"]
+    assert CENSUS in README and CENSUS not in CI_RUN  # documented, and not CI's
+
+
+def test_a_wheel_over_the_tier_bound_is_the_census_tiers_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bound is bytes: a cached wheel one byte over TIER_BYTES fails a test not marked census
+    (before any download it would have cost), and is handed to a census test."""
+    monkeypatch.setenv("ARCHAUDIT_WHEEL_CACHE", str(tmp_path))
+    monkeypatch.delenv("ARCHAUDIT_WHEELS_LIST", raising=False)
+    name = "nvidia_cublas-13.1.1.3-py3-none-manylinux_2_27_x86_64.whl"
+    with open(tmp_path / name, "wb") as f:  # sparse: the size without the bytes
+        f.truncate(wheels.TIER_BYTES + 1)
+    monkeypatch.setattr(wheels, "CENSUS", False)
+    with pytest.raises(pytest.fail.Exception, match="over the 100 MiB .* mark the test census"):
+        wheels.fetch("nvidia-cublas", "13.1.1.3", filename=name)
+    monkeypatch.setattr(wheels, "CENSUS", True)
+    assert wheels.fetch("nvidia-cublas", "13.1.1.3", filename=name) == tmp_path / name
+    (tmp_path / name).unlink()
+    with open(tmp_path / name, "wb") as f:
+        f.truncate(wheels.TIER_BYTES)
+    monkeypatch.setattr(wheels, "CENSUS", False)
+    assert wheels.fetch("nvidia-cublas", "13.1.1.3", filename=name) == tmp_path / name
+
+
+def test_census_tests_run_only_when_asked_for_by_name(tmp_path: Path) -> None:
+    """A census test in a module marked slow as a whole stays out of the real-wheel tier, and
+    runs under -m census (a real child pytest with the suite's conftest as a plugin)."""
+    (tmp_path / "test_tiers_child.py").write_text(
+        "import pytest\n\npytestmark = pytest.mark.slow\n\n"
+        "def test_small():\n    pass\n\n"
+        "@pytest.mark.census\ndef test_large():\n    pass\n", encoding="utf-8")
+    env = {"PATH": "/usr/bin:/bin", "ARCHAUDIT_WHEEL_CACHE": str(tmp_path / "cache")}
+    ran = {}
+    for expr in ("slow and not gpu", "census"):
+        r = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-p", "conftest",
+                            "--rootdir", str(tmp_path), "-o", f"pythonpath={ROOT / 'tests'}", "-m", expr,
+                            str(tmp_path / "test_tiers_child.py")],
+                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+        ran[expr] = sorted(re.findall(r"::(test_\w+) PASSED", r.stdout))
+    assert ran == {"slow and not gpu": ["test_small"], "census": ["test_large"]}
 
 
 def test_the_readme_and_ci_run_the_same_two_commands() -> None:

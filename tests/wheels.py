@@ -6,7 +6,12 @@ its exact version (a local build such as ``2.13.0+cpu`` included) and, where the
 one particular file, by its file name: pip is then asked for that file's own tags
 (``manylinux_2_27`` is not ``manylinux_2_28``), never for whatever the machine would pick.
 Downloads are retried; a wheel pip still cannot fetch fails the test that needs it (set
-ARCHAUDIT_OFFLINE=1 to skip instead).
+ARCHAUDIT_OFFLINE=1 to skip instead). The cache is safe for several test processes at once
+(pytest-xdist's workers): one wheel is fetched under a file lock, into a temporary directory
+beside the cache, and renamed into place whole, so no process ever reads half a wheel.
+
+Tiers are bounded by bytes: a wheel over TIER_BYTES is fetched only by a test marked ``census``
+(the census tier, README "Tests"); any other test asking for one fails, naming the wheel's size.
 
 With ARCHAUDIT_WHEELS_LIST=FILE nothing is downloaded: each test that asks for a wheel appends
 one JSON line to FILE (the test, the wheel's name, version, platform and file name) and is
@@ -16,13 +21,17 @@ skipped, so a tier's downloads can be listed and summed without fetching them
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -32,6 +41,8 @@ from packaging.version import Version
 
 ATTEMPTS = 3
 HERE = LINUX = HERE_PLATFORM = "here"  # a wheel this interpreter can install (the default)
+TIER_BYTES = 100 << 20  # the largest wheel the fast and real-wheel tiers fetch; larger ones are the census's
+CENSUS = False  # whether the running test is marked census (set by conftest before its fixtures run)
 
 
 def cache_root() -> Path:
@@ -102,10 +113,10 @@ def _tag_options(filename: str) -> list[str]:
     return opts + [o for a in abis for o in ("--abi", a)]
 
 
-def _download(requirement: str, options: list[str]) -> subprocess.CompletedProcess[str]:
+def _download(requirement: str, options: list[str], dest: Path) -> subprocess.CompletedProcess[str]:
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
            "--disable-pip-version-check", "--retries", "5", "--timeout", "60",
-           "--dest", str(cache_dir()), *options, requirement]
+           "--dest", str(dest), *options, requirement]
     return subprocess.run(cmd, capture_output=True, text=True)
 
 
@@ -115,29 +126,62 @@ def _fail(msg: str) -> None:
     pytest.fail(msg)
 
 
+@contextmanager
+def _locked(key: str) -> Iterator[None]:
+    """One process at a time per wheel (an advisory lock the kernel drops if the process dies)."""
+    locks = cache_dir() / ".locks"
+    locks.mkdir(exist_ok=True)
+    with open(locks / f"{key}.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _within_tier(path: Path) -> Path:
+    size = path.stat().st_size
+    if size > TIER_BYTES and not CENSUS:
+        pytest.fail(f"{path.name} is {size >> 20} MiB, over the {TIER_BYTES >> 20} MiB of the fast and real-wheel "
+                    "tiers: read a smaller wheel of the same structure, or mark the test census")
+    return path
+
+
+def _have(name: str, version: str, platform: str, filename: str | None) -> Path | None:
+    if filename is not None:
+        path = cache_dir() / filename
+        return path if path.exists() else None
+    have = _cached(name, version, platform)
+    return have[-1] if have else None
+
+
 def fetch(name: str, version: str, platform: str = HERE, *, filename: str | None = None) -> Path:
     """The cached wheel ``name==version`` for ``platform`` (exactly ``filename`` when given),
     downloading it if needed."""
     want(name, version, platform, filename)
+    found = _have(name, version, platform, filename)
+    if found is not None:
+        return _within_tier(found)
     if filename is not None:
-        path = cache_dir() / filename
-        if path.exists():
-            return path
         options = _tag_options(filename)
     else:
-        have = _cached(name, version, platform)
-        if have:
-            return have[-1]
         options = [] if platform == HERE else [
             "--platform", platform, "--python-version", f"{sys.version_info.major}.{sys.version_info.minor}"]
-    last = ""
-    for attempt in range(ATTEMPTS):
-        done = _download(f"{name}=={version}", options)
-        found = [cache_dir() / filename] if filename else _cached(name, version, platform)
-        if done.returncode == 0 and found and found[-1].exists():
-            return found[-1]
-        last = (done.stderr.strip().splitlines() or [""])[-1]
-        time.sleep(2 * (attempt + 1))
+    with _locked(f"{canonicalize_name(name)}-{version}-{filename or platform}"):
+        found = _have(name, version, platform, filename)  # another process fetched it meanwhile
+        if found is not None:
+            return _within_tier(found)
+        last = ""
+        for attempt in range(ATTEMPTS):
+            with tempfile.TemporaryDirectory(dir=cache_dir(), prefix=".partial-") as tmp:
+                done = _download(f"{name}=={version}", options, Path(tmp))
+                for got in Path(tmp).glob("*.whl"):
+                    os.replace(got, cache_dir() / got.name)  # whole, in one step
+            found = _have(name, version, platform, filename)
+            if done.returncode == 0 and found is not None:
+                return _within_tier(found)
+            last = (done.stderr.strip().splitlines() or [""])[-1]
+            time.sleep(2 * (attempt + 1))
     _fail(f"cannot download {name}=={version}{' as ' + filename if filename else ''}: {last}")
     raise AssertionError("unreachable")
 

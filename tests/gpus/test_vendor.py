@@ -229,17 +229,23 @@ def test_identify_static_rows():
 CUDA13 = "75;80;86;89;90;100;103;120;121"
 
 
+CENSUS = pytest.mark.census  # wheels over wheels.TIER_BYTES: the census tier (README "Tests")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name,version,filename,claim", [
-    ("nvidia-cublas", "13.1.1.3", "nvidia_cublas-13.1.1.3-py3-none-manylinux_2_27_x86_64.whl", CUDA13),
-    ("nvidia-cufft", "12.5.0.14", "nvidia_cufft-12.5.0.14-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
-     CUDA13),
-    ("nvidia-cusparse", "12.6.3.3",
-     "nvidia_cusparse-12.6.3.3-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl", CUDA13),
+    pytest.param("nvidia-cublas", "13.1.1.3", "nvidia_cublas-13.1.1.3-py3-none-manylinux_2_27_x86_64.whl", CUDA13,
+                 marks=CENSUS),
+    pytest.param("nvidia-cufft", "12.5.0.14",
+                 "nvidia_cufft-12.5.0.14-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl", CUDA13,
+                 marks=CENSUS),
+    pytest.param("nvidia-cusparse", "12.6.3.3",
+                 "nvidia_cusparse-12.6.3.3-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl", CUDA13,
+                 marks=CENSUS),
     ("nvidia-curand", "10.4.5.25", "nvidia_curand-10.4.5.25-py3-none-manylinux_2_27_x86_64.whl",
      "75;80;86;87;89;90;100;103;110;120;121"),
-    ("nvidia-cudnn-cu12", "9.28.0.42", "nvidia_cudnn_cu12-9.28.0.42-py3-none-manylinux_2_27_x86_64.whl",
-     "75;80;86;89;90;100;120"),
+    pytest.param("nvidia-cudnn-cu12", "9.28.0.42", "nvidia_cudnn_cu12-9.28.0.42-py3-none-manylinux_2_27_x86_64.whl",
+                 "75;80;86;89;90;100;120", marks=CENSUS),
 ])
 def test_nvidias_wheels_pass_the_claims_nvidia_documents(capsys, name, version, filename, claim):
     """Each failed its documented claim with K001/K004 (cuDNN 9.28: K001 x17, K004 x31): their gaps
@@ -248,7 +254,7 @@ def test_nvidias_wheels_pass_the_claims_nvidia_documents(capsys, name, version, 
     assert rc == 0 and findings(rep, "K005") and not findings(rep, "K001") and not findings(rep, "K004")
 
 
-@pytest.mark.slow
+@CENSUS
 def test_cublas_answers_gpus_by_its_contract(capsys):
     """--gpu A100, H100, T4 on cuBLAS 13.1 gave G009; they are in its range and it runs there.
     A V100 is outside CUDA 13's range: G016 and G019, exit 1. On a T4 the floor is the CUDA 13
@@ -261,7 +267,7 @@ def test_cublas_answers_gpus_by_its_contract(capsys):
     assert rc == 1 and findings(rep, "G019") and len(findings(rep, "G016")) == 2
 
 
-@pytest.mark.slow
+@CENSUS
 def test_cusparselt_cu12_by_its_contract(capsys):
     """cuSPARSELt cu12 0.8.1: --gpu T4 exited 0 and --gpu H100 exited 1; both are now right."""
     whl = str(fetch("nvidia-cusparselt-cu12", "0.8.1",
@@ -272,7 +278,7 @@ def test_cusparselt_cu12_by_its_contract(capsys):
     assert rc == 0 and findings(rep, "G008") and not findings(rep, "G009")
 
 
-@pytest.mark.slow
+@CENSUS
 def test_nccl_cu11_carries_no_hopper_code(capsys):
     """nvidia-nccl-cu11 2.21.5 ("NCCL version 2.21.5+cuda11.0"): H100 is inside CUDA 11.8's range,
     and the library carries nothing an H100 loads: still a failure."""
@@ -305,7 +311,7 @@ def test_cupti_and_compute_sanitizer_pass_cuda_12s_range(capsys, name, version, 
         assert findings(rep, "K005") and not findings(rep, "G016")
 
 
-@pytest.mark.slow
+@CENSUS  # torch 1.10.2: 882 MB
 def test_torch_1_10_2_links_cublas_cufft_and_cudnn_statically(capsys):
     """torch 1.10.2 (PyPI's CUDA 10.2 build) links cuBLAS, cuFFT and cuDNN 7.6.5 statically into
     libtorch_cuda.so: their containers' gaps on its embedded claim (37;50;60;70) were K001/K004

@@ -15,7 +15,7 @@ from archaudit.judge.policy import Policy
 from range_server import serving
 from wheels import fetch
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.census  # torch: 555 MB, read whole (the census tier, README "Tests")
 
 
 def test_torch_row_is_judged_by_its_embedded_claim_local_and_remote(tmp_path: Path) -> None:

@@ -328,7 +328,7 @@ def test_json_validates_against_schema(wheels, tmp_path):
 
 # ---- real wheels ----
 
-@pytest.mark.slow
+@pytest.mark.census  # torch CPU and CUDA: 192 MB and 555 MB
 def test_torch_cpu_to_cuda(tmp_path):
     cpu = fetch("torch", "2.13.0+cpu")
     cuda = fetch("torch", "2.14.1")

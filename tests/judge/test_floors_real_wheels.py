@@ -16,6 +16,7 @@ from archaudit.read.artifacts import inventory
 from wheels import fetch
 
 pytestmark = pytest.mark.slow
+census = pytest.mark.census  # wheels over wheels.TIER_BYTES: the census tier (README "Tests")
 
 
 def check(wheel: str, arch: str | None = None, **policy: object) -> Report:
@@ -48,6 +49,7 @@ def test_cupti_tool_cubins_are_dated_by_the_library_and_its_package():
     assert rep.exit_code == 1 and {f.get("driver") for f in found(rep, "D001")} == {"525.60.13"}
 
 
+@census
 def test_triton_bundled_cupti_is_dated_by_its_own_cubins():
     """Triton 3.6.0 bundles CUPTI (triton/backends/nvidia/lib/cupti): its package names no CUDA
     release, its other cubins do (CUDA 12.8)."""
@@ -61,7 +63,7 @@ def test_triton_bundled_cupti_is_dated_by_its_own_cubins():
 
 
 @pytest.mark.parametrize("name, version, member, runtime", [
-    ("nvidia-nccl-cu11", "2.21.5", "libnccl.so.2", "11.0"),  # NCCL links cudart_static
+    pytest.param("nvidia-nccl-cu11", "2.21.5", "libnccl.so.2", "11.0", marks=census),  # NCCL links cudart_static
     ("nvidia-cuda-runtime-cu12", "12.4.127", "libcudart.so.12", "12.4"),  # the runtime itself
 ])
 def test_the_cuda_runtime_version_is_read_from_its_own_code(name, version, member, runtime):
@@ -73,8 +75,8 @@ def test_the_cuda_runtime_version_is_read_from_its_own_code(name, version, membe
 @pytest.mark.parametrize("name, version, filename, member, runtime", [
     # NCCL links cudart_static (no libcudart NEEDed); its ncclGetVersion has the same shape and
     # returns 23203, which is not a CUDA runtime's version and is not read as one
-    ("nvidia-nccl-cu13", "2.32.3", "nvidia_nccl_cu13-2.32.3-py3-none-manylinux_2_27_aarch64.whl",
-     "libnccl.so.2", "13.4"),
+    pytest.param("nvidia-nccl-cu13", "2.32.3", "nvidia_nccl_cu13-2.32.3-py3-none-manylinux_2_27_aarch64.whl",
+                 "libnccl.so.2", "13.4", marks=census),  # 305 MB
     ("nvidia-cuda-runtime-cu12", "12.4.127", "nvidia_cuda_runtime_cu12-12.4.127-py3-none-manylinux2014_aarch64.whl",
      "libcudart.so.12", "12.4"),  # the runtime itself
 ])
@@ -84,6 +86,7 @@ def test_the_cuda_runtime_version_is_read_from_its_own_aarch64_code(name, versio
     assert library.runtimes == (runtime,)
 
 
+@census
 def test_nccl_cu11_floor_is_its_static_runtime_family():
     """libnccl.so.2 of nvidia-nccl-cu11 2.21.5 NEEDs no libcudart: the CUDA 11.0 runtime it carries
     needs CUDA 11's floor (450.80.02), which NCCL's documented contract states too."""
@@ -150,6 +153,7 @@ def test_bitsandbytes_consolidated_variants_cost_no_gpu(capsys, tmp_path):
 
 
 
+@census
 def test_fast_gives_cublas_the_floor_of_a_full_read_and_says_what_it_did_not_read(capsys):
     """nvidia-cublas-cu12 12.9.1.4 on a T4: --fast gives each library the floor of a full read, and
     where its verdict differs it says what it did not read (E015, every entry not decoded)."""

@@ -16,6 +16,7 @@ from archaudit.read.artifacts import inventory
 from wheels import fetch
 
 pytestmark = pytest.mark.slow
+census = pytest.mark.census  # wheels over wheels.TIER_BYTES: the census tier (README "Tests")
 
 
 def check(name: str, version: str, arch: str | None, platform: str | None = None, **policy: object) -> Report:
@@ -70,8 +71,8 @@ def test_curand_dispatch_containers_set_no_floor_above_their_sass():
 
 
 @pytest.mark.parametrize("name,version,claim", [
-    ("nvidia-cublas", "13.1.1.3", "75;80;86;89;90;100;103;120;121"),
-    ("nvidia-cudnn-cu12", "9.28.0.42", "75;80;86;89;90;100;103;120"),
+    pytest.param("nvidia-cublas", "13.1.1.3", "75;80;86;89;90;100;103;120;121", marks=census),
+    pytest.param("nvidia-cudnn-cu12", "9.28.0.42", "75;80;86;89;90;100;103;120", marks=census),
 ])
 def test_vendor_dispatch_is_recorded_not_guessed(name, version, claim):
     """cuBLAS and cuDNN pick kernels per GPU in host code, which the binary cannot show: their
@@ -82,6 +83,7 @@ def test_vendor_dispatch_is_recorded_not_guessed(name, version, claim):
     assert rep.exit_code == 0 and found(rep, "K005") and not found(rep, "K001")
 
 
+@census
 def test_nccl_passes_on_the_evidence_of_its_own_containers():
     """NCCL's per-kernel gaps are all compiled out of their own containers (its fp8 kernels)."""
     rep = check("nvidia-nccl-cu12", "2.32.3", "70;75;80;86;89;90;100;103;120;121")
@@ -97,6 +99,7 @@ def _fp8_gaps(rep: Report) -> list[Finding]:
                                                  for k in f.get("kernels") or ())]  # type: ignore[attr-defined]
 
 
+@census
 def test_nccl_fp8_kernels_are_excused_below_sm_90_by_the_string_its_host_code_carries():
     """libnccl.so.2 2.32.3 carries NCCL's refusal of fp8 reductions below sm_90 (taskAppend); its
     two fp8 oneRankReduce kernels have code only for sm_90, sm_100 and sm_120 in their container
@@ -107,6 +110,7 @@ def test_nccl_fp8_kernels_are_excused_below_sm_90_by_the_string_its_host_code_ca
     assert fp8[0].get("statement") == NCCL_FP8 and fp8[0].get("fails") == ["60", "61", "70", "75", "80", "86", "89"]
 
 
+@census
 def test_nccl_cu13_aarch64_fp8_kernels_are_excused_by_the_same_string():
     rep = check("nvidia-nccl-cu13", "2.32.3", "75;80;86;89;90;100;103;110;120;121", platform="manylinux_2_27_aarch64")
     fp8 = _fp8_gaps(rep)
@@ -114,6 +118,7 @@ def test_nccl_cu13_aarch64_fp8_kernels_are_excused_by_the_same_string():
     assert fp8[0].get("fails") == ["75", "80", "86", "89"]
 
 
+@census
 def test_nccl_cu11_carries_no_fp8_string_and_its_9_0_gap_stays():
     """nvidia-nccl-cu11 2.21.5 predates NCCL's fp8 types: no fp8 kernel and no such string, and
     nothing of it runs on 9.0 (sm_35 to sm_80 SASS, no PTX): G001 stands."""
@@ -123,6 +128,7 @@ def test_nccl_cu11_carries_no_fp8_string_and_its_9_0_gap_stays():
     assert g.get("missing") == ["90"] and rep.exit_code == 1
 
 
+@census
 def test_tensorflow_fails_on_blackwell_where_its_sm_90a_ptx_cannot_compile():
     """libtensorflow_cc's XLA kernels: compute_90 PTX whose text says .target sm_90a (users of
     RTX 50xx GPUs report CUDA_ERROR_INVALID_PTX)."""
@@ -131,6 +137,7 @@ def test_tensorflow_fails_on_blackwell_where_its_sm_90a_ptx_cannot_compile():
     assert rep.exit_code == 1
 
 
+@census
 def test_mxnet_floor_is_unknown_and_driver_fails_closed():
     """mxnet-cu112 1.9.1: cubins without a toolkit note, no PTX, no CUDA library linked."""
     rep = check("mxnet-cu112", "1.9.1", "50;60;70;75;80;86", driver="418.67")
@@ -138,6 +145,7 @@ def test_mxnet_floor_is_unknown_and_driver_fails_closed():
     assert d.get("driver") == "unknown" and rep.exit_code == 1
 
 
+@census
 def test_npp_empty_cubins_define_no_kernel():
     """nvidia-npp 13.2.0.58: libnppc.so.13 and libnppisu.so.13 each carry one sm_75 cubin with no
     .text and no symbols, in an ordinary .nv_fatbin. They were G001 on every claimed GPU but 7.5
@@ -148,6 +156,7 @@ def test_npp_empty_cubins_define_no_kernel():
     assert rep.exit_code == 0, [f.message[:200] for f in rep.findings if f.severity == "error"]
 
 
+@census
 def test_the_largest_wheel_tried_is_read_whole():
     """flashinfer-cubin 0.6.13: 458 MB, 15,970 .cubin members, once refused whole (E003 'more than
     10000 members ... more than any real wheel holds', then G006). The bound is bytes now: one
@@ -158,6 +167,7 @@ def test_the_largest_wheel_tried_is_read_whole():
     assert sum(1 for lib in cubins for e in lib.entries if e.target == "sm_103a") >= 1_952
 
 
+@census
 def test_torch_2_5_1_bundled_cusparselt_is_judged_in_its_documented_range():
     """torch 2.5.1's libcusparseLt-294d6944.so.0 carries sm_80 and newer; the embedded claim starts
     at 5.0. NVIDIA documents cuSPARSELt for 8.0 and newer and torch calls it only there (the
@@ -175,6 +185,7 @@ def test_torch_2_5_1_bundled_cusparselt_is_judged_in_its_documented_range():
 CUSOLVER_CLAIM = "75;80;86;89;90;100;103;120;121"
 
 
+@census
 def test_cusolver_ptx_floor_is_that_of_the_kernels_blackwell_reaches_only_through_ptx():
     """nvidia-cusolver 12.4.1.2 has SASS for every claimed GPU, and per-architecture containers
     (sm_90 + compute_90 of ISA 9.4, sm_100 + compute_100, ...). 208 geqr4/getf5 instantiations
@@ -187,6 +198,7 @@ def test_cusolver_ptx_floor_is_that_of_the_kernels_blackwell_reaches_only_throug
     assert [f for f in found(rep, "K005") if f.subject.endswith("libcusolver.so.12")]
 
 
+@census
 def test_cusparselt_on_h100_says_what_it_reaches_only_through_ptx_and_what_that_needs():
     """nvidia-cusparselt-cu13 0.10.0 on an H100: native for all but its cutlass compression
     kernels (sm_75, sm_80, compute_75 of ISA 9.2): the --gpu answer and D001 say the same."""

@@ -13,6 +13,7 @@ from archaudit.read.artifacts import inventory
 from wheels import extract_member, fetch
 
 pytestmark = pytest.mark.slow
+census = pytest.mark.census  # wheels over wheels.TIER_BYTES: the census tier (README "Tests")
 needs_cuobjdump = pytest.mark.skipif(oracle.find_cuobjdump() is None, reason="cuobjdump not installed")
 
 
@@ -37,9 +38,10 @@ def test_aarch64_curand_containers_aligned_to_256_bytes(tmp_path):
 
 
 @pytest.mark.parametrize("name,version,member", [
-    ("nvidia-cudnn-cu12", "9.28.0.42", "nvidia/cudnn/lib/libcudnn_cnn.so.9"),
-    ("transformer-engine-cu12", "2.20.2", None),
-    ("libcudf-cu12", "26.10.2", None),
+    ("xformers", "0.0.35", None),  # 3 MB: xformers/_C.so links libcudart.so.12, 11 sm_90a cubins
+    pytest.param("nvidia-cudnn-cu12", "9.28.0.42", "nvidia/cudnn/lib/libcudnn_cnn.so.9", marks=census),
+    pytest.param("transformer-engine-cu12", "2.20.2", None, marks=census),
+    pytest.param("libcudf-cu12", "26.10.2", None, marks=census),
 ])
 def test_cuda12_a_cubins_are_a_targets(name, version, member):
     """CUDA 12.x marks sm_90a/sm_100a cubins in e_flags only: decoded, they agree with their
@@ -55,6 +57,7 @@ def test_cuda12_a_cubins_are_a_targets(name, version, member):
         assert "sm_120f" in {e.target for e in lib.entries if e.kind == PTX}
 
 
+@census
 def test_tensorflow_ptx_says_sm_90a_under_a_compute_90_header():
     """tensorflow 2.20.0: PTX entries whose header says compute_90 while their text says
     `.target sm_90a` (what the JIT obeys); recorded in Entry.ptx_target for the rules."""

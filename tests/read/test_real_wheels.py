@@ -25,8 +25,11 @@ from wheels import extract_member, fetch
 
 pytestmark = pytest.mark.slow
 needs_cuobjdump = needs_tool("cuobjdump", oracle.find_cuobjdump())
+census = pytest.mark.census  # wheels over wheels.TIER_BYTES: the census tier (README "Tests")
 
-CUDA_WHEELS = [("nvidia-curand", "10.4.0.35"), ("nvidia-cublas", "13.1.1.3"), ("torch", "2.14.1")]
+CUDA_WHEELS = [("nvidia-curand", "10.4.0.35"), pytest.param("nvidia-cublas", "13.1.1.3", marks=census),
+               pytest.param("torch", "2.14.1", marks=census)]
+VERSIONS = {"nvidia-curand": "10.4.0.35", "nvidia-cublas": "13.1.1.3", "torch": "2.14.1"}
 
 
 def _listed(e) -> tuple[str, str]:
@@ -35,9 +38,17 @@ def _listed(e) -> tuple[str, str]:
     return "PTX", e.target
 
 
+class _Inventories(dict):
+    """Each wheel read once per module, when a test first asks for it (so inside that test's tier)."""
+
+    def __missing__(self, name: str):
+        self[name] = inventory(str(fetch(name, VERSIONS[name])))
+        return self[name]
+
+
 @pytest.fixture(scope="module")
 def inventories():
-    return {name: inventory(str(fetch(name, version))) for name, version in CUDA_WHEELS}
+    return _Inventories()
 
 
 @needs_cuobjdump
@@ -61,6 +72,7 @@ def test_every_library_agrees_with_cuobjdump(inventories, tmp_path, name, versio
         path.unlink()
 
 
+@census
 def test_cublaslt_keeps_device_code_outside_nv_fatbin(inventories):
     """Found by archaudit, invisible to cuobjdump: fatbin containers in .cask_resource."""
     lt = next(lib for lib in inventories["nvidia-cublas"].libraries if lib.path.endswith("libcublasLt.so.13"))
@@ -82,11 +94,13 @@ def test_cuda11_targets_cuobjdump_refuses_are_read(tmp_path):
     assert "sm_35" in err.value.stderr  # "Support for 'sm_35' has been removed"
 
 
+@census
 def test_cpu_torch_is_a_cpu_wheel(capsys):
     rc = main(["check", "-q", "--no-config", str(fetch("torch", "2.13.0+cpu"))])
     assert rc == 0 and "CPU wheel: no device code to verify" in capsys.readouterr().out
 
 
+@census
 def test_torch_claims_its_own_architectures(capsys):
     main(["check", "-q", "--no-config", "--format", "json", str(fetch("torch", "2.14.1"))])
     rep = json.loads(capsys.readouterr().out)
@@ -95,6 +109,7 @@ def test_torch_claims_its_own_architectures(capsys):
     assert claim["gpus"] == ["75", "80", "86", "90", "100", "120"]
 
 
+@census
 def test_torch_against_a_claim_that_adds_110_names_every_library_lacking_it(capsys):
     rc = main(["check", "-q", "--no-config", "--format", "json", str(fetch("torch", "2.14.1")),
                "--arch", "7.5 8.0 8.6 9.0 10.0 11.0 12.0"])
@@ -106,7 +121,9 @@ def test_torch_against_a_claim_that_adds_110_names_every_library_lacking_it(caps
     assert lacking == device and len(device) == 3
 
 
-@pytest.mark.parametrize("name,version", [("nvidia-cublas", "13.1.1.3"), ("torch", "2.14.1")])
+@pytest.mark.parametrize("name,version", [("nvidia-curand", "10.4.5.25"),
+                                          pytest.param("nvidia-cublas", "13.1.1.3", marks=census),
+                                          pytest.param("torch", "2.14.1", marks=census)])
 def test_per_kernel_inventory_is_complete(name, version):
     """Every compressed entry decoded to its declared size, every cubin's symbols read."""
     inv = inventory(str(fetch(name, version)), decode=True)
@@ -119,8 +136,9 @@ def test_per_kernel_inventory_is_complete(name, version):
 
 @needs_cuobjdump
 @pytest.mark.parametrize("name,version,member", [
-    ("nvidia-cublas", "13.1.1.3", "nvidia/cu13/lib/libcublas.so.13"),
-    ("torch", "2.14.1", "torch/lib/libtorch_cuda_linalg.so"),
+    ("nvidia-curand", "10.4.0.35", "nvidia/cu13/lib/libcurand.so.10"),
+    pytest.param("nvidia-cublas", "13.1.1.3", "nvidia/cu13/lib/libcublas.so.13", marks=census),
+    pytest.param("torch", "2.14.1", "torch/lib/libtorch_cuda_linalg.so", marks=census),
 ])
 def test_kernel_names_match_cuobjdump(tmp_path, name, version, member):
     wheel = fetch(name, version)
@@ -136,8 +154,10 @@ def test_kernel_names_match_cuobjdump(tmp_path, name, version, member):
     assert mine == oracle.kernel_names(extract_member(wheel, member, tmp_path))
 
 
-def test_streaming_and_extract_then_read_give_identical_reports(tmp_path, capsys):
-    wheel = fetch("torch", "2.14.1")
+@pytest.mark.parametrize("name,version", [("nvidia-curand", "10.4.0.35"),
+                                          pytest.param("torch", "2.14.1", marks=census)])
+def test_streaming_and_extract_then_read_give_identical_reports(tmp_path, capsys, name, version):
+    wheel = fetch(name, version)
     with zipfile.ZipFile(wheel) as z:  # every member: members are chosen by content, not name
         z.extractall(tmp_path / "tree")
     reports = []
@@ -147,6 +167,7 @@ def test_streaming_and_extract_then_read_give_identical_reports(tmp_path, capsys
     assert reports[0] == reports[1]
 
 
+@census
 def test_peak_memory_on_torch_stays_under_256_mb():
     """Measured by the operating system for a child process running the CLI."""
     wheel = fetch("torch", "2.14.1")

@@ -220,7 +220,7 @@ def test_a_coincidental_magic_is_passed_over():
     assert not lib.containers and not lib.problems
 
 
-@pytest.mark.slow
+@pytest.mark.census  # cuBLAS: 423 MB (the census tier, README "Quick start")
 def test_cublaslt_13_1_keeps_393_cubins_as_zstd_frames():
     """nvidia-cublas 13.1.1.3's libcublasLt.so.13: 393 bare zstd frames outside any container (.data
     6, .ldata 387), each a cubin (the tests' own bytes.find + zstandard count them: 1.23 GB decoded

@@ -39,7 +39,7 @@ def test_nvidia_curand_loads_and_its_device_code_waits_for_a_gpu():
     assert [r.status for r in strict.rows] == [FAIL] and strict.exit_code == 1
 
 
-@pytest.mark.slow
+@pytest.mark.census  # torch CPU: 192 MB
 def test_a_cpu_torch_wheel_skips_the_gpu_model_steps_and_fails_them_under_require_gpu():
     # A CPU build of torch (torch==2.13.0 is one here; PyPI's default torch is the CUDA build):
     # the model probes run in the child, import torch, and find no device.
