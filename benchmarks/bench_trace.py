@@ -14,7 +14,7 @@ import argparse
 import json
 import time
 
-from archaudit.smoke import cupti, trace, worker
+from archaudit.smoke import cupti, trace, worker_steps
 
 
 def sweep(torch, repeat: int, n: int) -> float:
@@ -22,7 +22,7 @@ def sweep(torch, repeat: int, n: int) -> float:
     t0 = time.perf_counter()
     for step in trace.SWEEP:
         for _ in range(repeat):
-            worker._sweep_step(torch, step, n)
+            worker_steps.sweep_step(torch, step, n)
     torch.cuda.synchronize()
     return time.perf_counter() - t0
 
