@@ -35,11 +35,6 @@ KNOWN: dict[str, str] = {  # id -> the issue point it still disagrees on
     # ROCm 4.0's bundle ids (hip-amdgcn-amd-amdhsa-gfxNNN) are judged by today's comgr, which never
     # selects them; the wheel links libamdhip64.so.4, whose HIP does (records/census.md)
     "cupy-rocm-4-0": "35: ROCm 4.0 bundle ids judged by today's ROCm",
-    # NVIDIA's CUPTI 11.8 and Compute Sanitizer 12.4 hold their rows' identity strings, but their
-    # cubins record no toolkit, so the row (by CUDA major) is never chosen (records/census.md)
-    "cupti-cu11": "35: a vendor library whose cubins record no toolkit is not identified",
-    "cupti-cu11-win": "35: a vendor library whose cubins record no toolkit is not identified",
-    "sanitizer-cu12-12.4": "35: a vendor library whose cubins record no toolkit is not identified",
 }
 
 

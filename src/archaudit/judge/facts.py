@@ -447,20 +447,23 @@ def library_facts(lib: Library, claim: Claim | None, policy: Policy, package: in
     said = arch.library_statements(lib.path.rsplit("/", 1)[-1], lib.statements)
     paths = {cc: gpu_path(cc, units, runtime, policy.driver_os, built, linker, said, undated) for cc in gpus}
     codes = tuple(c for u in units for c in u.codes)
-    contract, static = _vendor_code(lib, units, codes, runtime)
+    contract, static = _vendor_code(lib, units, codes, runtime, package)
     if contract is not None:
         paths = _vendor_floored(paths, contract, policy.driver_os)
     return LibraryFacts(lib, claim, policy, tuple(units), codes, reloc, amd, stubs_only, runtime, paths, contract,
                         undated, static)
 
 
-def _vendor_code(lib: Library, units: list[Unit], codes: tuple[NvCode, ...], runtime: Floor | None
+def _vendor_code(lib: Library, units: list[Unit], codes: tuple[NvCode, ...], runtime: Floor | None,
+                 package: int | None = None
                  ) -> tuple[vendors.Identified | None, tuple[vendors.Identified | None, ...]]:
     """The vendor library it is (its contract), else which of its units are a vendor's code
-    linked in statically (``_static_units``); neither without NVIDIA code."""
+    linked in statically (``_static_units``); neither without NVIDIA code. Where its code dates
+    no release (CUPTI's and Compute Sanitizer's tool cubins record no toolkit, and they link no
+    runtime), the CUDA major its package is named for picks the row."""
     if not codes:
         return None, ()
-    built = built_by(codes, runtime)
+    built = built_by(codes, runtime) or ((package, 0) if package is not None else None)
     contract = vendors.identify(lib.path.rsplit("/", 1)[-1], lib.statements, built)
     if contract is not None:
         return contract, ()
