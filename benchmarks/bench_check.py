@@ -73,11 +73,11 @@ def compressed_payloads(path: str) -> list[Payload]:
         for at in wanted:
             if at in framed:
                 e = framed[at]
-                out.append(Payload("zstd", data[at:at + e.stored_size], e.size))
+                out.append(Payload("zstd", data[at : at + e.stored_size], e.size))
                 continue
             eh = fatbin.parse_entry_header(data, at, len(data) - at, at)
             start = at + eh.header_size
-            out.append(Payload(eh.compression, data[start:start + eh.compressed_size], eh.uncompressed_size))
+            out.append(Payload(eh.compression, data[start : start + eh.compressed_size], eh.uncompressed_size))
         del data
     return out
 
@@ -116,13 +116,15 @@ def decode_floor(payloads: list[Payload], jobs: int) -> float:
     return time.perf_counter() - start
 
 
-_CHILD = ("import sys\n"
-          "from archaudit.cli import entry\n"
-          "try:\n"
-          "    entry(sys.argv[1:])\n"
-          "finally:\n"
-          "    hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')]\n"
-          "    sys.stderr.write(hwm[0] if hwm else 'VmHWM: 0 kB\\n')\n")
+_CHILD = (
+    "import sys\n"
+    "from archaudit.cli import entry\n"
+    "try:\n"
+    "    entry(sys.argv[1:])\n"
+    "finally:\n"
+    "    hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')]\n"
+    "    sys.stderr.write(hwm[0] if hwm else 'VmHWM: 0 kB\\n')\n"
+)
 
 
 @functools.cache
@@ -163,11 +165,14 @@ def ratios(paths: list[str], rounds: int, jobs: int, extra: list[str]) -> None:
             checks.append(seconds)
             rss.append(peak)
         ratio = statistics.median(c / f for c, f in zip(checks, floors))
-        print(f"{os.path.basename(path)} {' '.join(extra)}: floor {statistics.median(floors):.2f} s "
-              f"(inflate + decode of {sum(p.size for p in payloads) / 1e9:.2f} GB), check "
-              f"{statistics.median(checks):.2f} s, check/floor {ratio:.2f} "
-              f"(rounds: {', '.join(f'{c / f:.2f}' for c, f in zip(checks, floors))}), "
-              f"peak RSS {statistics.median(rss):.0f} MB (max {max(rss):.0f})", flush=True)
+        print(
+            f"{os.path.basename(path)} {' '.join(extra)}: floor {statistics.median(floors):.2f} s "
+            f"(inflate + decode of {sum(p.size for p in payloads) / 1e9:.2f} GB), check "
+            f"{statistics.median(checks):.2f} s, check/floor {ratio:.2f} "
+            f"(rounds: {', '.join(f'{c / f:.2f}' for c, f in zip(checks, floors))}), "
+            f"peak RSS {statistics.median(rss):.0f} MB (max {max(rss):.0f})",
+            flush=True,
+        )
         del payloads
 
 
@@ -175,8 +180,7 @@ class StageClock:
     """CPU time per stage, summed over threads (time.thread_time around each stage's calls)."""
 
     def __init__(self) -> None:
-        self.seconds: dict[str, float] = {"inflate": 0.0, "scan": 0.0, "decode": 0.0, "judge": 0.0,
-                                          "render": 0.0}
+        self.seconds: dict[str, float] = {"inflate": 0.0, "scan": 0.0, "decode": 0.0, "judge": 0.0, "render": 0.0}
         self.lock = threading.Lock()
 
     def add(self, stage: str, seconds: float) -> None:
@@ -231,6 +235,7 @@ def _stages_of(path: str, jobs: int) -> None:
     zipread.iter_member = timed_iter  # type: ignore[assignment]
     decode.decode_entry = timed_decode  # type: ignore[assignment]
     import archaudit.read.artifacts as artifacts
+
     artifacts.scan_stream = timed_scan  # type: ignore[assignment]
     try:
         wall = time.perf_counter()
@@ -240,8 +245,7 @@ def _stages_of(path: str, jobs: int) -> None:
         report = audit_module.audit(found, None, Policy())
         clock.add("judge", time.thread_time() - t)
         t = time.thread_time()
-        render.render_text(report, detail="libraries", verbose=False, ascii_only=False, costs=False,
-                           timings=False)
+        render.render_text(report, detail="libraries", verbose=False, ascii_only=False, costs=False, timings=False)
         clock.add("render", time.thread_time() - t)
     finally:
         zipread.iter_member, decode.decode_entry = real_iter, real_decode  # type: ignore[assignment]
@@ -253,8 +257,6 @@ def _stages_of(path: str, jobs: int) -> None:
     print(f"{os.path.basename(path)}: read {read_wall:.2f} s wall; CPU by stage: {shares}", flush=True)
 
 
-
-
 def scaling(paths: list[str], rounds: int) -> None:
     rows = []
     for path in paths:
@@ -263,12 +265,17 @@ def scaling(paths: list[str], rounds: int) -> None:
         seconds = statistics.median(r[0] for r in runs)
         rss = statistics.median(r[1] for r in runs)
         rows.append((path, nbytes, seconds, rss))
-        print(f"{os.path.basename(path)}: {nbytes / 1e9:.2f} GB decoded device code, check {seconds:.2f} s "
-              f"({nbytes / 1e6 / seconds:.0f} MB/s decoded), peak RSS {rss:.0f} MB", flush=True)
+        print(
+            f"{os.path.basename(path)}: {nbytes / 1e9:.2f} GB decoded device code, check {seconds:.2f} s "
+            f"({nbytes / 1e6 / seconds:.0f} MB/s decoded), peak RSS {rss:.0f} MB",
+            flush=True,
+        )
     together = [check_process(paths, []) for _ in range(rounds)]
     seconds = statistics.median(r[0] for r in together)
-    print(f"all {len(paths)} wheels in one call (one shared pool): {seconds:.2f} s (sum of single calls "
-          f"{sum(r[2] for r in rows):.2f} s), peak RSS {statistics.median(r[1] for r in together):.0f} MB")
+    print(
+        f"all {len(paths)} wheels in one call (one shared pool): {seconds:.2f} s (sum of single calls "
+        f"{sum(r[2] for r in rows):.2f} s), peak RSS {statistics.median(r[1] for r in together):.0f} MB"
+    )
 
 
 def main() -> int:
@@ -282,8 +289,11 @@ def main() -> int:
     ap.add_argument("--scaling", action="store_true", help="one check per wheel, then all at once")
     args = ap.parse_args()
     reader = "compiled" if fatbin._compiled is not None else "Python (ARCHAUDIT_PURE_PYTHON or not built)"
-    print(f"python {sys.version.split()[0]}, inflater {zipread.INFLATER}, cubin reader {reader}, jobs {args.jobs}, "
-          f"cpus {os.cpu_count()}, rounds {args.rounds}", flush=True)
+    print(
+        f"python {sys.version.split()[0]}, inflater {zipread.INFLATER}, cubin reader {reader}, jobs {args.jobs}, "
+        f"cpus {os.cpu_count()}, rounds {args.rounds}",
+        flush=True,
+    )
     if args.stages:
         stages(args.wheels, args.jobs)
     elif args.scaling:

@@ -54,16 +54,18 @@ def measure_wheel(mib: int) -> dict[str, float]:
     """The finding flood end to end, in a child: a wheel of `mib` MiB inflated, checked, as JSON."""
     with tempfile.TemporaryDirectory() as tmp:
         wheel = hostile.flood_wheel(Path(tmp) / "flood-1.0-py3-none-any.whl", mib << 20)
-        out = subprocess.run([sys.executable, "-c", WHEEL_CHILD, str(wheel)], check=True, capture_output=True,
-                             text=True).stdout
+        out = subprocess.run(
+            [sys.executable, "-c", WHEEL_CHILD, str(wheel)], check=True, capture_output=True, text=True
+        ).stdout
         figures: dict[str, float] = json.loads(out)
         figures["wheel_bytes"] = wheel.stat().st_size
     return figures
 
 
 def measure(name: str, mib: int) -> dict[str, float]:
-    out = subprocess.run([sys.executable, "-c", CHILD, str(FUZZ), name, str(mib << 20)],
-                         check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, str(FUZZ), name, str(mib << 20)], check=True, capture_output=True, text=True
+    ).stdout
     figures: dict[str, float] = json.loads(out)
     return figures
 
@@ -72,8 +74,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1,4,16", help="sizes in MiB, comma-separated (default 1,4,16)")
     ap.add_argument("--only", help="one generator's name")
-    ap.add_argument("--wheel-sizes", default="1,16,64",
-                    help="finding-flood wheel members in MiB, comma-separated (default 1,16,64; '' for none)")
+    ap.add_argument(
+        "--wheel-sizes",
+        default="1,16,64",
+        help="finding-flood wheel members in MiB, comma-separated (default 1,16,64; '' for none)",
+    )
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     names = [args.only] if args.only else sorted(hostile.GENERATORS)
@@ -83,16 +88,22 @@ def main() -> None:
         for mib in sizes:
             m = measure(name, mib)
             first = first or m
-            print(f"{name:26} {mib:4} {m['seconds']:8.2f} {m['seconds'] / first['seconds']:7.1f} "
-                  f"{m['peak_mib']:9.0f} {m['peak_mib'] / first['peak_mib']:6.1f} {int(m['problems']):9}")
+            print(
+                f"{name:26} {mib:4} {m['seconds']:8.2f} {m['seconds'] / first['seconds']:7.1f} "
+                f"{m['peak_mib']:9.0f} {m['peak_mib'] / first['peak_mib']:6.1f} {int(m['problems']):9}"
+            )
     if not args.wheel_sizes:
         return
-    print(f"\n{'finding flood wheel':20} {'KB':>6} {'MiB':>4} {'seconds':>8} {'peak MiB':>9} {'JSON KB':>8} "
-          f"{'findings':>9} {'entries':>7}")
+    print(
+        f"\n{'finding flood wheel':20} {'KB':>6} {'MiB':>4} {'seconds':>8} {'peak MiB':>9} {'JSON KB':>8} "
+        f"{'findings':>9} {'entries':>7}"
+    )
     for mib in [int(s) for s in args.wheel_sizes.split(",")]:
         w = measure_wheel(mib)
-        print(f"{'':20} {w['wheel_bytes'] / 1e3:6.0f} {mib:4} {w['seconds']:8.2f} {w['peak_mib']:9.0f} "
-              f"{w['json_bytes'] / 1e3:8.1f} {int(w['findings']):9} {int(w['entries']):7}")
+        print(
+            f"{'':20} {w['wheel_bytes'] / 1e3:6.0f} {mib:4} {w['seconds']:8.2f} {w['peak_mib']:9.0f} "
+            f"{w['json_bytes'] / 1e3:8.1f} {int(w['findings']):9} {int(w['entries']):7}"
+        )
 
 
 if __name__ == "__main__":

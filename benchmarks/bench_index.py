@@ -68,18 +68,26 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for jobs in (int(j) for j in args.workers.split(",") if j):
             s, cpu = one_run(refs, jobs, tmp)
-            print(f"| {jobs} | {s.seconds:.1f} | {s.judged / s.seconds:.2f} | {s.wheel_bytes / 1e6 / s.seconds:.0f} "
-                  f"| {s.seconds / base:.1f} | {cpu:.1f} | {s.wheel_bytes / 1e6 / cpu:.0f} |", flush=True)
+            print(
+                f"| {jobs} | {s.seconds:.1f} | {s.judged / s.seconds:.2f} | {s.wheel_bytes / 1e6 / s.seconds:.0f} "
+                f"| {s.seconds / base:.1f} | {cpu:.1f} | {s.wheel_bytes / 1e6 / cpu:.0f} |",
+                flush=True,
+            )
         if args.remote:
             from range_server import serving
 
             with serving(args.wheels) as srv:
-                remote = [sources.WheelRef(f"{srv.url}/{r.file}", r.file, r.size) for r in refs
-                          if os.path.dirname(r.location) == os.path.normpath(args.wheels)]
+                remote = [
+                    sources.WheelRef(f"{srv.url}/{r.file}", r.file, r.size)
+                    for r in refs
+                    if os.path.dirname(r.location) == os.path.normpath(args.wheels)
+                ]
                 s, _ = one_run(remote, 1, tmp)
-            print(f"\nremote (HTTP ranges, 127.0.0.1, 1 worker): {s.judged} wheels, fetched {s.fetched / 1e6:.0f} MB "
-                  f"of {s.wheel_bytes / 1e6:.0f} MB ({100 * s.fetched / s.wheel_bytes:.1f}%) in {s.requests} "
-                  f"requests, {s.seconds:.1f} s")
+            print(
+                f"\nremote (HTTP ranges, 127.0.0.1, 1 worker): {s.judged} wheels, fetched {s.fetched / 1e6:.0f} MB "
+                f"of {s.wheel_bytes / 1e6:.0f} MB ({100 * s.fetched / s.wheel_bytes:.1f}%) in {s.requests} "
+                f"requests, {s.seconds:.1f} s"
+            )
             print("| wheel | size MB | fetched MB | share |")
             print("|---|---|---|---|")
             for f, _, size, got in sorted(s.results, key=lambda r: r[3] / max(r[2], 1)):

@@ -97,10 +97,18 @@ def worker(argv: list[str]) -> None:
 def spawn(mode: str, level: str, k: int, n: int, items: list[dict], tag: str, out: str) -> subprocess.Popen:
     spec = os.path.join(SCRATCH, f"spec-{tag}-{k}.json")
     json.dump(items, open(spec, "w"))
-    env = dict(os.environ, CUDA_CACHE_DISABLE="1", CUDA_DISABLE_PTX_JIT="0",
-               CUDA_MODULE_LOADING="LAZY" if mode == "lazy" else "EAGER")
-    return subprocess.Popen([sys.executable, __file__, "worker", mode, level, str(k), str(n), spec],
-                            stdout=subprocess.PIPE, env=env, text=True)
+    env = dict(
+        os.environ,
+        CUDA_CACHE_DISABLE="1",
+        CUDA_DISABLE_PTX_JIT="0",
+        CUDA_MODULE_LOADING="LAZY" if mode == "lazy" else "EAGER",
+    )
+    return subprocess.Popen(
+        [sys.executable, __file__, "worker", mode, level, str(k), str(n), spec],
+        stdout=subprocess.PIPE,
+        env=env,
+        text=True,
+    )
 
 
 def collect(procs: list[subprocess.Popen]) -> list[dict]:
@@ -132,8 +140,11 @@ def main(out: str) -> int:
 
     h200 = P.Gpu((9, 0), (13, 0))
     jit_items: list[dict] = []
-    for dist, member in (("nvidia-cufft", "libcufft.so.12"), ("nvidia-cufile", "libcufile.so.0"),
-                         ("nvidia-cusparselt-cu13", "libcusparseLt.so.0")):
+    for dist, member in (
+        ("nvidia-cufft", "libcufft.so.12"),
+        ("nvidia-cufile", "libcufile.so.0"),
+        ("nvidia-cusparselt-cu13", "libcusparseLt.so.0"),
+    ):
         files = [str(f.locate()) for f in md.distribution(dist).files or () if str(f).endswith(member)]
         t0 = time.perf_counter()
         lib = scan_file(files[0], decode=True)
@@ -141,40 +152,64 @@ def main(out: str) -> int:
         for i, c in enumerate(lib.containers):
             if c.vendor == "nvidia" and P.predict(c, h200).outcome is P.Outcome.JIT:
                 ptx = sum(e.size for e in c.entries if e.kind == "ptx")
-                jit_items.append({"id": f"{dist} {member} #{i} @0x{c.offset:x}", "file": files[0],
-                                  "offset": c.offset, "size": c.size, "ptx": ptx})
+                jit_items.append(
+                    {
+                        "id": f"{dist} {member} #{i} @0x{c.offset:x}",
+                        "file": files[0],
+                        "offset": c.offset,
+                        "size": c.size,
+                        "ptx": ptx,
+                    }
+                )
                 n += 1
-        say(f"{dist} {md.version(dist)} {member}: {len(lib.containers)} containers, {n} predicted PTX JIT only "
-            f"(scan {time.perf_counter() - t0:.1f} s)")
+        say(
+            f"{dist} {md.version(dist)} {member}: {len(lib.containers)} containers, {n} predicted PTX JIT only "
+            f"(scan {time.perf_counter() - t0:.1f} s)"
+        )
     big = max(jit_items, key=lambda it: it["ptx"])
     say(f"largest: {big['id']}, container {big['size']} B, PTX {big['ptx']} B")
     bins = os.path.join(ROOT, "tests", "fixtures", "smoke", "bin")
-    edge = [{"id": n, "file": os.path.join(bins, n), "offset": 0, "size": os.path.getsize(os.path.join(bins, n))}
-            for n in sorted(os.listdir(bins)) if n.endswith(".fatbin")]
+    edge = [
+        {"id": n, "file": os.path.join(bins, n), "offset": 0, "size": os.path.getsize(os.path.join(bins, n))}
+        for n in sorted(os.listdir(bins))
+        if n.endswith(".fatbin")
+    ]
 
     # Part A: the big container, every mode at once
     split = 12
     t0 = time.monotonic()
-    procs = [spawn("eager", "default", 0, 1, [big], "a-eager-default", out),
-             spawn("eager", "0", 0, 1, [big], "a-eager-0", out),
-             spawn("lazy", "default", 0, 1, [big], "a-lazy-default", out)]
+    procs = [
+        spawn("eager", "default", 0, 1, [big], "a-eager-default", out),
+        spawn("eager", "0", 0, 1, [big], "a-eager-0", out),
+        spawn("lazy", "default", 0, 1, [big], "a-lazy-default", out),
+    ]
     procs += [spawn("lazy", "default", k, split, [big], "a-split", out) for k in range(split)]
     results = collect(procs)
     say(f"part A wall {time.monotonic() - t0:.1f} s (15 processes at once)")
     for r in results[:3]:
         say("A", json.dumps(r))
     parts = results[3:]
-    say(f"A lazy split over {split} processes: max load_s+func_s "
+    say(
+        f"A lazy split over {split} processes: max load_s+func_s "
         f"{max(p['items'][0]['load_s'] + p['items'][0].get('func_s', 0) for p in parts if 'items' in p):.1f} s, "
         f"max rss {max(p.get('rss_mb', 0) for p in parts)} MB, codes "
         f"{[p['items'][0]['code'] for p in parts if 'items' in p]} "
-        f"{[p['items'][0].get('func_codes') for p in parts if 'items' in p]}")
+        f"{[p['items'][0].get('func_codes') for p in parts if 'items' in p]}"
+    )
     t0 = time.monotonic()
-    results = collect([spawn(m, lv, 0, 1, edge, f"edge-{m}-{lv}", out)
-                       for m, lv in (("eager", "default"), ("eager", "0"), ("lazy", "default"), ("lazy", "0"))])
+    results = collect(
+        [
+            spawn(m, lv, 0, 1, edge, f"edge-{m}-{lv}", out)
+            for m, lv in (("eager", "default"), ("eager", "0"), ("lazy", "default"), ("lazy", "0"))
+        ]
+    )
     for r in results:
-        say("edge", r.get("mode"), r.get("level"),
-            {x["id"]: (x["code"], x.get("func_codes")) for x in r.get("items", [])})
+        say(
+            "edge",
+            r.get("mode"),
+            r.get("level"),
+            {x["id"]: (x["code"], x.get("func_codes")) for x in r.get("items", [])},
+        )
 
     # Part B: every JIT-predicted container at both levels, eager, 16 processes each
     sample = sorted(jit_items, key=lambda it: -it["ptx"])
@@ -200,9 +235,11 @@ def main(out: str) -> int:
         tally: dict[int, int] = {}
         for c in codes.values():
             tally[c] = tally.get(c, 0) + 1
-        say(f"B level {level}: {len(codes)} of {len(sample)} containers answered, codes {tally}, "
+        say(
+            f"B level {level}: {len(codes)} of {len(sample)} containers answered, codes {tally}, "
             f"JIT summed {total:.1f} s, wall {wall:.1f} s (16 processes), "
-            f"max rss {max(r.get('rss_mb', 0) for r in res)} MB")
+            f"max rss {max(r.get('rss_mb', 0) for r in res)} MB"
+        )
     same = sum(1 for k in answers["0"] if answers["default"].get(k) == answers["0"][k])
     say(f"B equal answers at level 0 and default: {same} of {len(answers['0'])}")
     return 0

@@ -74,8 +74,14 @@ print(time.process_time() - t)
 def child(src: Path, code: str, *args: str) -> float:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPATH"] = str(src)
-    out = subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True, text=True,
-                         check=True, cwd=tempfile.gettempdir())
+    out = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tempfile.gettempdir(),
+    )
     return float(out.stdout.strip().splitlines()[-1])
 
 

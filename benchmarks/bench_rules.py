@@ -36,8 +36,10 @@ def main() -> None:
         judges.append(t2 - t1)
     containers = sum(len(lib.containers) for lib in inv.libraries)
     read, judge = statistics.median(reads), statistics.median(judges)
-    print(f"{args.wheel}: {containers} containers; inventory {read:.2f} s (floor), rules {judge:.2f} s, "
-          f"ratio {judge / read:.2f}; exit {report.exit_code}")
+    print(
+        f"{args.wheel}: {containers} containers; inventory {read:.2f} s (floor), rules {judge:.2f} s, "
+        f"ratio {judge / read:.2f}; exit {report.exit_code}"
+    )
 
 
 if __name__ == "__main__":

@@ -40,11 +40,23 @@ def main() -> None:
     on = min(sweep(torch, args.repeat, args.size) for _ in range(3))
     tracer.stop()
     launches = sum(r["count"] for r in tracer.records()["launches"] if r["layer"] == "driver")
-    print(json.dumps({"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "cupti": tracer.library,
-                      "repeat": args.repeat, "size": args.size, "seconds_off": round(off, 4),
-                      "seconds_on": round(on, 4), "ratio": round(on / off, 3),
-                      "driver_launches_traced_in_3_passes": launches,
-                      "microseconds_per_launch": round(1e6 * (on - off) / max(1, launches / 3), 2)}, indent=2))
+    print(
+        json.dumps(
+            {
+                "gpu": torch.cuda.get_device_name(0),
+                "torch": torch.__version__,
+                "cupti": tracer.library,
+                "repeat": args.repeat,
+                "size": args.size,
+                "seconds_off": round(off, 4),
+                "seconds_on": round(on, 4),
+                "ratio": round(on / off, 3),
+                "driver_launches_traced_in_3_passes": launches,
+                "microseconds_per_launch": round(1e6 * (on - off) / max(1, launches / 3), 2),
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

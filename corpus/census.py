@@ -24,9 +24,18 @@ from corpus.manifest import Wheel, cache_dir, load
 
 # The GPUs of the census table: (column, the name archaudit's catalog answers to).
 GPUS: tuple[tuple[str, str], ...] = (
-    ("T4", "T4"), ("V100", "V100"), ("A100", "A100"), ("L4", "L4"), ("H100", "H100"), ("B200", "B200"),
-    ("3090", "RTX 3090"), ("4090", "RTX 4090"), ("5090", "RTX 5090"), ("Orin", "Jetson Orin"),
-    ("MI250X", "MI250X"), ("MI300X", "MI300X"),
+    ("T4", "T4"),
+    ("V100", "V100"),
+    ("A100", "A100"),
+    ("L4", "L4"),
+    ("H100", "H100"),
+    ("B200", "B200"),
+    ("3090", "RTX 3090"),
+    ("4090", "RTX 4090"),
+    ("5090", "RTX 5090"),
+    ("Orin", "Jetson Orin"),
+    ("MI250X", "MI250X"),
+    ("MI300X", "MI300X"),
 )
 MARKS = {"yes": "yes", "no": "**no**", "unverified": "?", "no device code": "-"}
 
@@ -91,8 +100,11 @@ def runs_on(db: Path, gpus: tuple[tuple[str, str], ...] = GPUS) -> Answers:
     return out
 
 
-def table(wheels: list[Wheel], answers: dict[str, dict[tuple[str, str, str], tuple[str, str]]],
-          results: dict[str, dict[str, Any]]) -> str:
+def table(
+    wheels: list[Wheel],
+    answers: dict[str, dict[tuple[str, str, str], tuple[str, str]]],
+    results: dict[str, dict[str, Any]],
+) -> str:
     """One row per wheel: what it is, its claim, archaudit's verdict on it, and each GPU's answer."""
     head = ["project", "version", "platform", "stack", "claim", "verdict (claim)", *(c for c, _ in GPUS)]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -102,7 +114,7 @@ def table(wheels: list[Wheel], answers: dict[str, dict[tuple[str, str, str], tup
         if res is None:
             verdict = "not run"
         else:
-            verdict = ("pass" if res["exit"] == 0 else "fail" if res["exit"] == 1 else f"exit {res['exit']}")
+            verdict = "pass" if res["exit"] == 0 else "fail" if res["exit"] == 1 else f"exit {res['exit']}"
             verdict += "" if res["agrees"] else " (disputed)"
         claim = w.claim or w.amd_claim or ("embedded" if "embedded" in w.claim_source else "none")
         cells = []
@@ -110,8 +122,9 @@ def table(wheels: list[Wheel], answers: dict[str, dict[tuple[str, str, str], tup
             answer, how = answers.get(column, {}).get(k, ("", ""))
             mark = MARKS.get(answer, "n/a")
             cells.append(mark + (" (jit)" if answer == "yes" and how == "jit" else ""))
-        rows.append(f"| {w.name} | {w.version} | {w.platform} | {w.stack} | `{claim}` | {verdict} | "
-                    + " | ".join(cells) + " |")
+        rows.append(
+            f"| {w.name} | {w.version} | {w.platform} | {w.stack} | `{claim}` | {verdict} | " + " | ".join(cells) + " |"
+        )
     return "\n".join(rows) + "\n"
 
 

@@ -47,13 +47,13 @@ ARCH_SPECIFIC, FAMILY = 0x100000, 0x200000  # entry flags: the a and f suffixes
 def pe_sections(data: bytes) -> dict[str, tuple[int, int]]:
     """name -> (file offset, raw size) of a PE image's sections."""
     pe = struct.unpack_from("<I", data, 0x3C)[0]
-    if data[pe:pe + 4] != b"PE\0\0":
+    if data[pe : pe + 4] != b"PE\0\0":
         return {}
     nsec, opt = struct.unpack_from("<H", data, pe + 6)[0], struct.unpack_from("<H", data, pe + 20)[0]
     out = {}
     for i in range(nsec):
         at = pe + 24 + opt + 40 * i
-        name = data[at:at + 8].rstrip(b"\0").decode("latin-1")
+        name = data[at : at + 8].rstrip(b"\0").decode("latin-1")
         size, offset = struct.unpack_from("<II", data, at + 16)
         out[name] = (offset, size)
     return out
@@ -64,7 +64,7 @@ def walk_containers(data: bytes, start: int, size: int) -> list[list[tuple[str, 
     one list per container of (kind, target), kind "elf", "ptx" or "nvvm", target sm_XY[a|f]."""
     end, at, out = start + size, start, []
     while at + 16 <= end:
-        if data[at:at + 4] != CONTAINER_MAGIC:  # padding, or data between containers
+        if data[at : at + 4] != CONTAINER_MAGIC:  # padding, or data between containers
             hit = data.find(CONTAINER_MAGIC, at, end)
             if hit < 0:
                 break
@@ -94,8 +94,11 @@ def fatbin_sections(data: bytes, resources: bool = False) -> dict[str, tuple[int
     if data[:4] == b"\x7fELF":
         sections = amd_reference.elf_sections(data)
         if resources:
-            return {name: (off, size) for name, (off, size, kind) in sections.items()
-                    if name and name != ".nv_fatbin" and kind != 8 and size >= 64}  # 8: SHT_NOBITS
+            return {
+                name: (off, size)
+                for name, (off, size, kind) in sections.items()
+                if name and name != ".nv_fatbin" and kind != 8 and size >= 64
+            }  # 8: SHT_NOBITS
         sec = sections.get(".nv_fatbin")
         return {".nv_fatbin": (sec[0], sec[1])} if sec else {}
     if data[:2] == b"MZ":
@@ -112,8 +115,10 @@ def _summarise_walk(data: bytes, resources: bool = False) -> str:
             for kind, target in entries:
                 counts[target if kind == "elf" else f"compute_{target[3:]}" if kind == "ptx" else f"nvvm:{target}"] += 1
         if counts:
-            parts.append(f"{name} ({len(containers)} containers) " +
-                         " ".join(f"{k}x{n}" for k, n in sorted(counts.items(), key=lambda kv: _order(kv[0]))))
+            parts.append(
+                f"{name} ({len(containers)} containers) "
+                + " ".join(f"{k}x{n}" for k, n in sorted(counts.items(), key=lambda kv: _order(kv[0])))
+            )
     return "; ".join(parts)
 
 
@@ -168,8 +173,12 @@ def data_is_elf64(path: str) -> bool:
 
 def record(wheel: Path, out: Path) -> None:
     """Write the per-library summary of one wheel."""
-    lines = [f"# {wheel.name}", f"# cuobjdump {oracle.cuobjdump_version()} default dump (executable image);"
-             " clang-offload-bundler --list for .hip_fatbin", ""]
+    lines = [
+        f"# {wheel.name}",
+        f"# cuobjdump {oracle.cuobjdump_version()} default dump (executable image);"
+        " clang-offload-bundler --list for .hip_fatbin",
+        "",
+    ]
     with zipfile.ZipFile(wheel) as z, tempfile.TemporaryDirectory() as tmp:
         for info in sorted(z.infolist(), key=lambda i: i.filename):
             if info.is_dir() or not _is_library(info.filename):
@@ -185,8 +194,7 @@ def record(wheel: Path, out: Path) -> None:
             if head[:2] == b"MZ":
                 walked = _summarise_walk(Path(path).read_bytes())
                 if walked:
-                    lines.append(f"{info.filename}: header walk (a DLL: cuobjdump on Linux reads no PE): "
-                                 f"{walked}")
+                    lines.append(f"{info.filename}: header walk (a DLL: cuobjdump on Linux reads no PE): {walked}")
                 os.unlink(path)
                 continue
             try:
@@ -200,8 +208,10 @@ def record(wheel: Path, out: Path) -> None:
             if not cuda and data_is_elf64(path):
                 walked = _summarise_walk(Path(path).read_bytes(), resources=True)
                 if walked:
-                    cuda = ("nothing in .nv_fatbin; header walk of its other sections (containers it loads"
-                            f" itself): {walked}")
+                    cuda = (
+                        "nothing in .nv_fatbin; header walk of its other sections (containers it loads"
+                        f" itself): {walked}"
+                    )
             amd = _amd_targets(path)
             if cuda:
                 lines.append(f"{info.filename}: {cuda}")

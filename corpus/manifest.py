@@ -100,15 +100,26 @@ class Wheel:
             return ""
         rows = ["[tool.archaudit]"]
         for i in self.ignores:
-            rows += ["[[tool.archaudit.ignore-library]]", f"code = {_toml(i.code)}",
-                     f"library = {_toml(i.library)}", f"reason = {_toml(i.reason)}"]
+            rows += [
+                "[[tool.archaudit.ignore-library]]",
+                f"code = {_toml(i.code)}",
+                f"library = {_toml(i.library)}",
+                f"reason = {_toml(i.reason)}",
+            ]
         for g in self.gates:
             if g.paths:
-                rows += ["[[tool.archaudit.library-group]]",
-                         f"paths = [{', '.join(_toml(p) for p in g.paths)}]", f"reason = {_toml(g.reason)}"]
+                rows += [
+                    "[[tool.archaudit.library-group]]",
+                    f"paths = [{', '.join(_toml(p) for p in g.paths)}]",
+                    f"reason = {_toml(g.reason)}",
+                ]
             else:
-                rows += ["[[tool.archaudit.library]]", f"path = {_toml(g.path)}", f"arch = {_toml(g.arch)}",
-                         f"reason = {_toml(g.reason)}"]
+                rows += [
+                    "[[tool.archaudit.library]]",
+                    f"path = {_toml(g.path)}",
+                    f"arch = {_toml(g.arch)}",
+                    f"reason = {_toml(g.reason)}",
+                ]
         return "\n".join(rows) + "\n"
 
     @property
@@ -152,13 +163,19 @@ def _library(raw: dict[str, Any]) -> LibraryExpectation:
     verdict = raw["verdict"]
     if verdict not in VERDICTS:
         raise ValueError(f"library {raw['path']}: verdict {verdict!r} is not one of {VERDICTS}")
-    return LibraryExpectation(raw["path"], verdict, raw["evidence"], tuple(raw.get("codes", ())),
-                              raw.get("issue", ""))
+    return LibraryExpectation(raw["path"], verdict, raw["evidence"], tuple(raw.get("codes", ())), raw.get("issue", ""))
 
 
 def _extra(raw: dict[str, Any]) -> ExtraCheck:
-    return ExtraCheck(raw["name"], tuple(raw["args"]), int(raw["exit"]), raw["evidence"],
-                      tuple(raw.get("codes", ())), tuple(raw.get("absent", ())), raw.get("issue", ""))
+    return ExtraCheck(
+        raw["name"],
+        tuple(raw["args"]),
+        int(raw["exit"]),
+        raw["evidence"],
+        tuple(raw.get("codes", ())),
+        tuple(raw.get("absent", ())),
+        raw.get("issue", ""),
+    )
 
 
 def _toml(text: str) -> str:
@@ -183,15 +200,30 @@ def _load_one(path: Path) -> list[Wheel]:
     wheels = []
     for raw in data["wheel"]:
         libs = tuple(_library(x) for x in raw.get("library", ()))
-        wheels.append(Wheel(
-            id=raw["id"], spec=raw["spec"], filename=raw["file"], size_mb=float(raw["size_mb"]),
-            stack=raw["stack"], kind=raw["kind"], claim=raw.get("claim", ""),
-            amd_claim=raw.get("amd_claim", ""), claim_source=raw["claim_source"],
-            exit=int(raw["exit"]), libraries=libs, extra=tuple(_extra(x) for x in raw.get("extra", ())),
-            notes=raw.get("notes", ""), driver_floor_known=bool(raw.get("driver_floor_known", False)),
-            manifest="census" if census else "manifest", family=raw.get("family", ""),
-            ci=bool(raw.get("ci", not census)),
-            ignores=tuple(Ignore(x["code"], x["library"], x["reason"]) for x in raw.get("ignore", ())),
-            gates=tuple(Gate(x["reason"], x.get("path", ""), x.get("arch", ""), tuple(x.get("paths", ())))
-                        for x in raw.get("gate", ()))))
+        wheels.append(
+            Wheel(
+                id=raw["id"],
+                spec=raw["spec"],
+                filename=raw["file"],
+                size_mb=float(raw["size_mb"]),
+                stack=raw["stack"],
+                kind=raw["kind"],
+                claim=raw.get("claim", ""),
+                amd_claim=raw.get("amd_claim", ""),
+                claim_source=raw["claim_source"],
+                exit=int(raw["exit"]),
+                libraries=libs,
+                extra=tuple(_extra(x) for x in raw.get("extra", ())),
+                notes=raw.get("notes", ""),
+                driver_floor_known=bool(raw.get("driver_floor_known", False)),
+                manifest="census" if census else "manifest",
+                family=raw.get("family", ""),
+                ci=bool(raw.get("ci", not census)),
+                ignores=tuple(Ignore(x["code"], x["library"], x["reason"]) for x in raw.get("ignore", ())),
+                gates=tuple(
+                    Gate(x["reason"], x.get("path", ""), x.get("arch", ""), tuple(x.get("paths", ())))
+                    for x in raw.get("gate", ())
+                ),
+            )
+        )
     return wheels

@@ -10,10 +10,11 @@ The corpus is both manifests (corpus/manifest.toml, then the census, corpus/cens
 (one audit per wheel, stored: the same judgement as ``check``, kept for ``archaudit query``; see
 ``python -m corpus.census``); a wheel with an AMD claim, and every extra check, still runs ``check``.
 
-Downloads go to $ARCHAUDIT_WHEEL_CACHE (default $XDG_CACHE_HOME/archaudit/wheels, else ~/.cache/archaudit/wheels), several at once, with
-retries, for the exact platform tag of each manifest file name. Each check runs archaudit as a
-child process (``python -m archaudit check ... --format json``), so a crash is a disagreement,
-not a crash of the runner. Exit status: 0 when every wheel agrees, 1 otherwise.
+Downloads go to $ARCHAUDIT_WHEEL_CACHE (default $XDG_CACHE_HOME/archaudit/wheels, else
+~/.cache/archaudit/wheels), several at once, with retries, for the exact platform tag of each
+manifest file name. Each check runs archaudit as a child process (``python -m archaudit check ...
+--format json``), so a crash is a disagreement, not a crash of the runner.
+Exit status: 0 when every wheel agrees, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -87,12 +88,25 @@ def download(wheel: Wheel, dest: Path) -> str | None:
         return None
     last = ""
     for attempt in range(DOWNLOAD_TRIES):
-        r = subprocess.run([sys.executable, "-m", "pip", "download", "-q", *_platform_args(wheel.filename),
-                            "-d", str(dest), wheel.spec], capture_output=True, text=True)
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                *_platform_args(wheel.filename),
+                "-d",
+                str(dest),
+                wheel.spec,
+            ],
+            capture_output=True,
+            text=True,
+        )
         if r.returncode == 0 and (dest / wheel.filename).exists():
             return None
         last = (r.stderr.strip().splitlines() or ["no output"])[-1]
-        time.sleep(2 ** attempt)
+        time.sleep(2**attempt)
     return f"cannot download {wheel.spec} as {wheel.filename}: {last}"
 
 
@@ -105,8 +119,11 @@ def _archaudit(args: list[str], config: str = "") -> tuple[int, dict[str, Any] |
             path = Path(tmp) / "pyproject.toml"
             path.write_text(config)
             options = ["--config", str(path)]
-        r = subprocess.run([sys.executable, "-m", "archaudit", "check", *args, "--format", "json", *options,
-                            "-q"], capture_output=True, text=True)
+        r = subprocess.run(
+            [sys.executable, "-m", "archaudit", "check", *args, "--format", "json", *options, "-q"],
+            capture_output=True,
+            text=True,
+        )
     seconds = time.perf_counter() - start
     try:
         report = json.loads(r.stdout)
@@ -118,21 +135,43 @@ def _archaudit(args: list[str], config: str = "") -> tuple[int, dict[str, Any] |
 def _indexed(path: Path, claim: str, db: Path) -> tuple[int, dict[str, Any] | None, str, float]:
     """The default check of one wheel through ``archaudit index``: its stored row, as a check report."""
     start = time.perf_counter()
-    r = subprocess.run([sys.executable, "-m", "archaudit", "index", str(path), *(["--arch", claim] if claim else []),
-                        "--db", str(db), "-j", "1", "-q"], capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "archaudit",
+            "index",
+            str(path),
+            *(["--arch", claim] if claim else []),
+            "--db",
+            str(db),
+            "-j",
+            "1",
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+    )
     seconds = time.perf_counter() - start
     if r.returncode not in (0, 1):
         return r.returncode, None, r.stderr.strip()[-400:], seconds
     with sqlite3.connect(db) as con:
-        row = con.execute("SELECT id, exit_code, claim FROM wheels WHERE file = ? ORDER BY judged_at DESC LIMIT 1",
-                          (path.name,)).fetchone()
+        row = con.execute(
+            "SELECT id, exit_code, claim FROM wheels WHERE file = ? ORDER BY judged_at DESC LIMIT 1", (path.name,)
+        ).fetchone()
         if row is None:
             return r.returncode, None, f"not in the index database: {r.stderr.strip()[-300:]}", seconds
         wheel_id, exit_code, stored_claim = row
-        libraries = [{"path": p, "status": st or "host"} for p, st in
-                     con.execute("SELECT path, status FROM libraries WHERE wheel_id = ?", (wheel_id,))]
-        findings = [{"code": c, "severity": sev, "subject": sub} for c, sev, sub in
-                    con.execute("SELECT code, severity, subject FROM findings WHERE wheel_id = ?", (wheel_id,))]
+        libraries = [
+            {"path": p, "status": st or "host"}
+            for p, st in con.execute("SELECT path, status FROM libraries WHERE wheel_id = ?", (wheel_id,))
+        ]
+        findings = [
+            {"code": c, "severity": sev, "subject": sub}
+            for c, sev, sub in con.execute(
+                "SELECT code, severity, subject FROM findings WHERE wheel_id = ?", (wheel_id,)
+            )
+        ]
     if claim and stored_claim == "":
         return exit_code, None, "the index row was judged without the claim (use a fresh --index DB)", seconds
     return exit_code, {"targets": [{"libraries": libraries, "findings": findings}]}, "", seconds
@@ -159,10 +198,14 @@ def _libraries(report: dict[str, Any]) -> dict[str, str]:
 def judge(wheel: Wheel, report: dict[str, Any]) -> list[LibraryResult]:
     """Compare archaudit's per-library verdicts with the manifest's."""
     errors = _error_codes(report)
-    kernel_less = {f.get("subject") for t in report.get("targets", []) for f in t.get("findings", [])
-                   if f["code"] == "G010"}  # device code that defines no kernel: it runs, launching nothing
-    recorded_by = {x.get("subject") for x in report.get("suppressed", [])
-                   if x.get("severity") == "error" and str(x.get("suppressed_by", "")).startswith("ignore-library")}
+    kernel_less = {
+        f.get("subject") for t in report.get("targets", []) for f in t.get("findings", []) if f["code"] == "G010"
+    }  # device code that defines no kernel: it runs, launching nothing
+    recorded_by = {
+        x.get("subject")
+        for x in report.get("suppressed", [])
+        if x.get("severity") == "error" and str(x.get("suppressed_by", "")).startswith("ignore-library")
+    }
     results = []
     seen: set[str] = set()
     for path, status in sorted(_libraries(report).items()):
@@ -216,10 +259,12 @@ def check(wheel: Wheel, dest: Path, detail_check: bool = False, index: Path | No
     if rc != wheel.exit:
         res.problems.append(f"exit {rc}, expected {wheel.exit}")
     if wheel.driver_floor_known:
-        res.problems += [f"{f['subject']}: driver floor stated as unknown (CUDA {f['data'].get('cuda')})"
-                         " [issue 11 pt 13]"
-                         for t in report.get("targets", []) for f in t.get("findings", [])
-                         if f["code"] == "D002" and (f.get("data") or {}).get("driver") == "unknown"]
+        res.problems += [
+            f"{f['subject']}: driver floor stated as unknown (CUDA {f['data'].get('cuda')}) [issue 11 pt 13]"
+            for t in report.get("targets", [])
+            for f in t.get("findings", [])
+            if f["code"] == "D002" and (f.get("data") or {}).get("driver") == "unknown"
+        ]
     res.libraries = judge(wheel, report)
     for extra in wheel.extra:
         problems, seconds = _extra(wheel, path, extra)
@@ -248,13 +293,17 @@ def describe(res: WheelResult) -> list[str]:
 
 def table(results: list[WheelResult]) -> str:
     """The agreement table (Markdown), as records/corpus.md and the status file show it."""
-    rows = ["| id | wheel | platform | stack | libraries agreeing | exit (expected) | agrees | seconds |",
-            "|---|---|---|---|---|---|---|---|"]
+    rows = [
+        "| id | wheel | platform | stack | libraries agreeing | exit (expected) | agrees | seconds |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in results:
         w = r.wheel
         n_ok = sum(1 for x in r.libraries if x.agrees)
-        rows.append(f"| {w.id} | `{w.spec}` | {w.platform} | {w.stack} | {n_ok}/{len(r.libraries)} | "
-                    f"{r.exit} ({w.exit}) | {'yes' if r.agrees else '**no**'} | {r.seconds:.1f} |")
+        rows.append(
+            f"| {w.id} | `{w.spec}` | {w.platform} | {w.stack} | {n_ok}/{len(r.libraries)} | "
+            f"{r.exit} ({w.exit}) | {'yes' if r.agrees else '**no**'} | {r.seconds:.1f} |"
+        )
     return "\n".join(rows)
 
 
@@ -263,19 +312,35 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("ids", nargs="*", help="manifest ids to run (default: all)")
     ap.add_argument("--small", action="store_true", help="only the wheels CI checks (not slow)")
     ap.add_argument("--census", action="store_true", help="only the census's wheels (corpus/census.toml)")
-    ap.add_argument("--index", type=Path, metavar="DB",
-                    help="judge each wheel by archaudit index into this SQLite database (see corpus.census)")
-    ap.add_argument("--detail-check", action="store_true",
-                    help="also run --detail containers and kernels, and require the same exit status")
+    ap.add_argument(
+        "--index",
+        type=Path,
+        metavar="DB",
+        help="judge each wheel by archaudit index into this SQLite database (see corpus.census)",
+    )
+    ap.add_argument(
+        "--detail-check",
+        action="store_true",
+        help="also run --detail containers and kernels, and require the same exit status",
+    )
     ap.add_argument("--no-download", action="store_true", help="use only what the cache holds")
     ap.add_argument("-j", "--downloads", type=int, default=4, help="parallel downloads")
     ap.add_argument("--markdown", type=Path, help="also write the table and disagreements here")
     ap.add_argument("--json", type=Path, help="also write the results as JSON here")
-    ap.add_argument("-v", "--verbose", action="store_true",
-                    help="print every library: expected and archaudit's verdict, with archaudit's error codes")
+    ap.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="print every library: expected and archaudit's verdict, with archaudit's error codes",
+    )
     args = ap.parse_args(argv)
-    wheels = [w for w in load() if (not args.ids or w.id in args.ids) and not (args.small and w.slow)
-              and not (args.census and w.manifest != "census")]
+    wheels = [
+        w
+        for w in load()
+        if (not args.ids or w.id in args.ids)
+        and not (args.small and w.slow)
+        and not (args.census and w.manifest != "census")
+    ]
     unknown = set(args.ids) - {w.id for w in load()}
     if unknown:
         ap.error(f"not in the manifest: {', '.join(sorted(unknown))}")
@@ -293,8 +358,11 @@ def main(argv: list[str] | None = None) -> int:
         results.append(res)
         mark = "✓" if res.agrees else "✗"
         n_ok = sum(1 for x in res.libraries if x.agrees)
-        print(f"{mark} {w.id:28} exit {res.exit} (expected {w.exit})  libraries {n_ok}/{len(res.libraries)} agree"
-              f"  {res.seconds:6.1f} s", flush=True)
+        print(
+            f"{mark} {w.id:28} exit {res.exit} (expected {w.exit})  libraries {n_ok}/{len(res.libraries)} agree"
+            f"  {res.seconds:6.1f} s",
+            flush=True,
+        )
         for line in describe(res):
             print(f"    {line}", flush=True)
         if args.verbose:
@@ -313,12 +381,29 @@ def main(argv: list[str] | None = None) -> int:
                 body.append(f"- `{r.wheel.id}`: {line}")
         args.markdown.write_text("\n".join(body) + "\n")
     if args.json:
-        args.json.write_text(json.dumps([{
-            "id": r.wheel.id, "spec": r.wheel.spec, "file": r.wheel.filename, "exit": r.exit,
-            "expected_exit": r.wheel.exit, "agrees": r.agrees, "seconds": round(r.seconds, 2),
-            "disagreements": describe(r),
-            "libraries": [{"path": x.path, "expected": x.expected, "actual": x.actual, "codes": list(x.codes)}
-                          for x in r.libraries]} for r in results], indent=1) + "\n")
+        args.json.write_text(
+            json.dumps(
+                [
+                    {
+                        "id": r.wheel.id,
+                        "spec": r.wheel.spec,
+                        "file": r.wheel.filename,
+                        "exit": r.exit,
+                        "expected_exit": r.wheel.exit,
+                        "agrees": r.agrees,
+                        "seconds": round(r.seconds, 2),
+                        "disagreements": describe(r),
+                        "libraries": [
+                            {"path": x.path, "expected": x.expected, "actual": x.actual, "codes": list(x.codes)}
+                            for x in r.libraries
+                        ],
+                    }
+                    for r in results
+                ],
+                indent=1,
+            )
+            + "\n"
+        )
     return 0 if agreeing == len(results) else 1
 
 

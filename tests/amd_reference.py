@@ -36,6 +36,8 @@ def _tool(name: str, env: str) -> str | None:
 
 
 BUNDLER = _tool("clang-offload-bundler", "ARCHAUDIT_CLANG_OFFLOAD_BUNDLER")
+
+
 def _names_processors(readelf: str | None) -> str | None:
     """``readelf`` if it names the AMDGPU processor in e_flags (LLVM 16 prints only ``Flags: 0x4E``
     for these code objects, which is no reference at all), else None."""
@@ -71,9 +73,7 @@ def split_section(data: bytes, start: int, size: int) -> list[tuple[int, bytes]]
     """Cut a .hip_fatbin section at each bundle magic, the way clang-offload-bundler
     walks several bundles: (file offset, bytes up to the next magic or the end)."""
     sec = data[start : start + size]
-    hits = sorted(
-        m.start() for m in re.finditer(rb"__CLANG_OFFLOAD_BUNDLE__|CCOB", sec)
-    )
+    hits = sorted(m.start() for m in re.finditer(rb"__CLANG_OFFLOAD_BUNDLE__|CCOB", sec))
     # a magic inside an earlier uncompressed bundle's entries would be a code object
     # byte pattern; real sections have none, and the tests check the counts agree.
     out = []
@@ -146,9 +146,17 @@ def reference_bundle(piece: bytes, with_entries: bool = True) -> list[RefEntry] 
         # --allow-missing-bundles: a bundler older than a processor (clang 19 and
         # gfx950) does not recognise its entry; that entry comes back as None
         subprocess.run(
-            [BUNDLER, "--unbundle", "--allow-missing-bundles", "--type=o", f"--input={inp}",
-             "--targets=" + ",".join(ids), *(f"--output={o}" for o in outs)],
-            check=True, capture_output=True,
+            [
+                BUNDLER,
+                "--unbundle",
+                "--allow-missing-bundles",
+                "--type=o",
+                f"--input={inp}",
+                "--targets=" + ",".join(ids),
+                *(f"--output={o}" for o in outs),
+            ],
+            check=True,
+            capture_output=True,
         )
         os.unlink(inp)
 
@@ -180,8 +188,7 @@ def readelf_code_object(path: str) -> tuple[str, frozenset[str]]:
     # symbol tables of XLA's code objects cost minutes of poll() calls.
     assert READELF is not None, "llvm-readelf (LLVM 19)"
     with tempfile.TemporaryFile("w+", errors="replace") as listing:
-        subprocess.run([READELF, "-h", "-W", "--dyn-syms", path], check=True, stdout=listing,
-                       stderr=subprocess.DEVNULL)
+        subprocess.run([READELF, "-h", "-W", "--dyn-syms", path], check=True, stdout=listing, stderr=subprocess.DEVNULL)
         listing.seek(0)
         out = listing.read()
     flags = re.search(r"^\s*Flags:.*$", out, re.M)

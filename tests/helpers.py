@@ -43,6 +43,7 @@ _SASS_AT = 16  # kern.fatbin's sm_80 entry header
 
 # ---- archaudit check in a child process that must write nothing (read/test_hazards.py and its neighbours) ----
 
+
 def snapshot(*dirs: Path) -> dict:
     out: dict[str, object] = {}
     for d in dirs:
@@ -65,9 +66,27 @@ def check(tmp_path: Path, target: Path, *extra: str, timeout: float = 60) -> tup
     watched = (home, cwd, tmp, target.parent)
     before = snapshot(*watched)
     env = dict(os.environ, HOME=str(home), TMPDIR=str(tmp))
-    proc = subprocess.run([sys.executable, "-m", "archaudit", "check", "--no-config", "-q", "--format", "json",
-                           "--arch", "80", str(target), *extra],
-                          cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "archaudit",
+            "check",
+            "--no-config",
+            "-q",
+            "--format",
+            "json",
+            "--arch",
+            "80",
+            str(target),
+            *extra,
+        ],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert "Traceback" not in proc.stderr, proc.stderr
     assert snapshot(*watched) == before, "check wrote to the filesystem"
     report = json.loads(proc.stdout) if proc.stdout.strip() else {}
@@ -83,8 +102,7 @@ def assert_finding(report: dict, code: str, words: str) -> None:
     assert any(c == code and words in m for c, m in got), got
 
 
-def wheel(path: Path, members: list[tuple[str, bytes]], *, symlink: str | None = None,
-          dist_info: bool = True) -> Path:
+def wheel(path: Path, members: list[tuple[str, bytes]], *, symlink: str | None = None, dist_info: bool = True) -> Path:
     """A wheel of these members, and a .dist-info member before them (pip installs no wheel
     without one, and check reads none)."""
     if dist_info and not any(name.split("/", 1)[0].endswith(".dist-info") for name, _ in members):
@@ -106,6 +124,7 @@ WHEEL_NAME = "demo-1.0-py3-none-linux_x86_64.whl"
 
 # ---- zips built by hand: nested zips, deflate bombs, raw members ----
 
+
 def inner_zip(members: list[tuple[str, bytes]], method: int = zipfile.ZIP_DEFLATED) -> bytes:
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", method) as z:
@@ -120,7 +139,7 @@ def zero_bomb(mib: int, head: bytes = _ELF_HEAD) -> tuple[bytes, int, int]:
     Built from one self-contained block repeated, so building it costs one MiB of compression."""
     rand = random.Random(0).randbytes(12)
     block_data = rand + bytes((1 << 20) - len(rand))
-    first_data = head + block_data[len(head):]
+    first_data = head + block_data[len(head) :]
     c = zlib.compressobj(9, zlib.DEFLATED, -15)
     first = c.compress(first_data) + c.flush(zlib.Z_FULL_FLUSH)
     block = c.compress(block_data) + c.flush(zlib.Z_FULL_FLUSH)
@@ -142,8 +161,29 @@ def raw_zip(members: list[tuple[str, bytes, int, int]], *, dist_info: bool = Tru
     central = bytearray()
     for name, stream, crc, size in members:
         raw = name.encode()
-        central += struct.pack("<4s6H3L5H2L", b"PK\x01\x02", 0x031E, 20, 0, 8, 0, 0x21, crc, len(stream), size,
-                               len(raw), 0, 0, 0, 0, 0o100644 << 16, len(out)) + raw
+        central += (
+            struct.pack(
+                "<4s6H3L5H2L",
+                b"PK\x01\x02",
+                0x031E,
+                20,
+                0,
+                8,
+                0,
+                0x21,
+                crc,
+                len(stream),
+                size,
+                len(raw),
+                0,
+                0,
+                0,
+                0,
+                0o100644 << 16,
+                len(out),
+            )
+            + raw
+        )
         out += struct.pack("<4s5H3L2H", b"PK\x03\x04", 20, 0, 8, 0, 0x21, crc, len(stream), size, len(raw), 0)
         out += raw + stream
     n = len(members)
@@ -152,13 +192,21 @@ def raw_zip(members: list[tuple[str, bytes, int, int]], *, dist_info: bool = Tru
 
 # ---- model records built by hand, and a Report over them (the rule tests) ----
 
+
 def sass(target: str, *kernels: str, toolkit: tuple[int, int] | None = (13, 0)) -> Entry:
     return Entry("nvidia", SASS, target, (1, 8), kernels=kernels or ("_Z1kv",), toolkit=toolkit, decoded=True)
 
 
 def ptx(target: str, *kernels: str, isa: tuple[int, int] = (9, 0), text: str | None = None) -> Entry:
-    return Entry("nvidia", PTX, target, isa, kernels=kernels or ("_Z1kv",), decoded=True,
-                 ptx_target=text if text is not None else target.replace("compute_", "sm_"))
+    return Entry(
+        "nvidia",
+        PTX,
+        target,
+        isa,
+        kernels=kernels or ("_Z1kv",),
+        decoded=True,
+        ptx_target=text if text is not None else target.replace("compute_", "sm_"),
+    )
 
 
 def amd(target: str) -> Entry:
@@ -170,10 +218,17 @@ def box(*entries: Entry, role: str = EXECUTABLE) -> Container:
     return Container(vendor, role, ".nv_fatbin" if vendor == "nvidia" else ".hip_fatbin", 0, 0, entries)  # type: ignore[arg-type]
 
 
-def lib(*containers: Container, needed: tuple[str, ...] = ("libcudart.so.13",), path: str = "libx.so",
-        problems: tuple[Problem, ...] = (), claims: tuple[str, ...] = (), statements: tuple[str, ...] = ()) -> Library:
-    return Library(path, 1000, "elf", containers, needed, embedded_claims=claims, problems=problems,
-                   statements=statements)
+def lib(
+    *containers: Container,
+    needed: tuple[str, ...] = ("libcudart.so.13",),
+    path: str = "libx.so",
+    problems: tuple[Problem, ...] = (),
+    claims: tuple[str, ...] = (),
+    statements: tuple[str, ...] = (),
+) -> Library:
+    return Library(
+        path, 1000, "elf", containers, needed, embedded_claims=claims, problems=problems, statements=statements
+    )
 
 
 def report(*libs: Library, arch: str | None = "80;90", **policy: object) -> Report:
@@ -205,7 +260,7 @@ CUBIN = (CUDA_BIN / "kern_sm80.cubin").read_bytes()
 def sass_entry(cubin: bytes, arch: int, suffix_flag: int = 0, zstd: bool = False) -> tuple[fatbin.EntryHeader, bytes]:
     """kern.fatbin's sm_80 entry header carrying another cubin (zstd-compressed if asked)."""
     payload = zstandard.ZstdCompressor().compress(cubin) if zstd else cubin
-    data = bytearray(_KERN_FATBIN[:_SASS_AT + 64])
+    data = bytearray(_KERN_FATBIN[: _SASS_AT + 64])
     struct.pack_into("<I", data, _SASS_AT + 8, len(payload))
     struct.pack_into("<I", data, _SASS_AT + 16, len(payload) if zstd else 0)
     struct.pack_into("<I", data, _SASS_AT + 28, arch)
@@ -231,6 +286,7 @@ def readelf_dynamic(path: Path) -> dict[str, list[str]]:
 
 # ---- HIP offload bundles out of the clang-built fixtures, and CCOB wrappers around them ----
 
+
 def parse_section(path: Path) -> tuple[bytes, list[model.Container]]:
     data = path.read_bytes()
     off, size, _ = ref.elf_sections(data)[".hip_fatbin"]
@@ -255,8 +311,15 @@ def first_bundle(path: Path) -> bytes:
     return data[c.offset : c.offset + c.size]
 
 
-def ccob(bundle: bytes, version: int, method: str, *, usize: int | None = None, payload: bytes | None = None,
-         digest: int | None = None) -> bytes:
+def ccob(
+    bundle: bytes,
+    version: int,
+    method: str,
+    *,
+    usize: int | None = None,
+    payload: bytes | None = None,
+    digest: int | None = None,
+) -> bytes:
     if payload is None:
         payload = zlib.compress(bundle, 9) if method == "zlib" else zstandard.ZstdCompressor().compress(bundle)
     m = {"zlib": 0, "zstd": 1}[method]
@@ -276,6 +339,7 @@ PLAIN = first_bundle(AMD_BIN / "hip_multi.so") if (AMD_BIN / "hip_multi.so").exi
 
 # ---- wheels for the index tests ----
 
+
 def make_wheel(dest: Path, project: str, version: str, libs: dict[str, Path], padding: int = 0) -> Path:
     """A wheel holding real nvcc-built libraries, and `padding` bytes of Python source (members
     a range reader need not fetch)."""
@@ -287,8 +351,9 @@ def make_wheel(dest: Path, project: str, version: str, libs: dict[str, Path], pa
             z.write(src, member)
         for i in range(padding // 330_000):  # hex digits: about 330 KB each once deflated
             z.writestr(f"{project}/data/m{i:04}.py", f"TEXT = {rnd.randbytes(300_000).hex()!r}\n")
-        z.writestr(f"{project}-{version}.dist-info/METADATA",
-                   f"Metadata-Version: 2.1\nName: {project}\nVersion: {version}\n")
+        z.writestr(
+            f"{project}-{version}.dist-info/METADATA", f"Metadata-Version: 2.1\nName: {project}\nVersion: {version}\n"
+        )
         z.writestr(f"{project}-{version}.dist-info/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: false\n")
     return path
 
@@ -299,8 +364,10 @@ DEMO_LIB = "demo/lib/libkern.so"  # where make_wheel puts a library in the index
 # ---- smoke without a GPU ----
 
 # Why there is no GPU, in the driver's words: no driver at all, or a driver that sees no device.
-NO_GPU_REASONS = ("no CUDA driver: libcuda.so.1: cannot open shared object file",
-                  "cuInit failed: CUDA_ERROR_NO_DEVICE (100)")
+NO_GPU_REASONS = (
+    "no CUDA driver: libcuda.so.1: cannot open shared object file",
+    "cuInit failed: CUDA_ERROR_NO_DEVICE (100)",
+)
 
 
 def no_gpu_reason(text: str) -> bool:
@@ -343,25 +410,32 @@ def stream_library(name: str, size: int, *chunks: bytes, decode: bool = True) ->
 def elf_sections(data: bytes) -> tuple[int, dict[str, tuple[int, int, int, int]]]:
     """(section table offset, name -> (index, sh_offset, sh_size, sh_addralign)), read with struct
     from the ELF header as the gABI lays it out (not with archaudit.read.elf)."""
-    shoff, = struct.unpack_from("<Q", data, 0x28)
+    (shoff,) = struct.unpack_from("<Q", data, 0x28)
     shnum, shstrndx = struct.unpack_from("<HH", data, 0x3C)
     rows = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + 64 * i) for i in range(shnum)]
     names = rows[shstrndx][4]
     out = {}
     for i, r in enumerate(rows):
         end = data.index(b"\0", names + r[0])
-        out[data[names + r[0]:end].decode()] = (i, r[4], r[5], r[8])
+        out[data[names + r[0] : end].decode()] = (i, r[4], r[5], r[8])
     return shoff, out
 
 
-def with_section(data: bytes, name: str, *, offset: int | None = None, size: int | None = None,
-                 addralign: int | None = None, zero_after: int = 0) -> bytes:
+def with_section(
+    data: bytes,
+    name: str,
+    *,
+    offset: int | None = None,
+    size: int | None = None,
+    addralign: int | None = None,
+    zero_after: int = 0,
+) -> bytes:
     """The library with one section header field changed (and, with zero_after, that many bytes
     after the section's old end set to zero: the next section's, which no reader here judges)."""
     shoff, secs = elf_sections(data)
     i, off, sz, _ = secs[name]
     out = bytearray(data)
-    out[off + sz:off + sz + zero_after] = bytes(zero_after)
+    out[off + sz : off + sz + zero_after] = bytes(zero_after)
     for field_at, value in ((24, offset), (32, size), (48, addralign)):
         if value is not None:
             struct.pack_into("<Q", out, shoff + 64 * i + field_at, value)
@@ -393,7 +467,7 @@ CLAIM = b"-gencode;arch=compute_80,code=sm_80"
 def with_strings(data: bytes, *placed: tuple[int, bytes]) -> bytes:
     out = bytearray(data)
     for at, blob in placed:
-        out[at:at + len(blob)] = blob
+        out[at : at + len(blob)] = blob
     return bytes(out)
 
 

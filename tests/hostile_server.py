@@ -90,11 +90,17 @@ class HostileServer:
     def _answer(self, conn: socket.socket, path: str) -> bool:
         """Send the answer for path; True when the client went away first."""
         head206 = b"HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-99/1000000\r\nConnection: close\r\n"
-        pages = {"/simple/bad/": json.dumps({"meta": {"api-version": "1.1"}, "files": 5}).encode(),
-                 "/simple/deep/": b"{\"files\": " + b"[" * 200_000 + b"]" * 200_000 + b"}",
-                 "/simple/html-bad/": b"<html><a href='http://[::1'>x.whl</a><a href='\x00'>",
-                 "/simple/good/": json.dumps({"meta": {"api-version": "1.1"}, "files": [
-                     {"filename": self.good_url.rsplit("/", 1)[-1], "url": self.good_url, "hashes": {}}]}).encode()}
+        pages = {
+            "/simple/bad/": json.dumps({"meta": {"api-version": "1.1"}, "files": 5}).encode(),
+            "/simple/deep/": b'{"files": ' + b"[" * 200_000 + b"]" * 200_000 + b"}",
+            "/simple/html-bad/": b"<html><a href='http://[::1'>x.whl</a><a href='\x00'>",
+            "/simple/good/": json.dumps(
+                {
+                    "meta": {"api-version": "1.1"},
+                    "files": [{"filename": self.good_url.rsplit("/", 1)[-1], "url": self.good_url, "hashes": {}}],
+                }
+            ).encode(),
+        }
         if path == "/endless.whl":
             return self._endless(conn, path, head206 + b"\r\n")
         if path == "/liar.whl":
@@ -111,8 +117,14 @@ class HostileServer:
         if path in pages:
             ctype = b"text/html" if "html" in path else JSON_TYPE.encode()
             body = pages[path]
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: " + ctype + b"\r\nContent-Length: "
-                         + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body)
+            conn.sendall(
+                b"HTTP/1.1 200 OK\r\nContent-Type: "
+                + ctype
+                + b"\r\nContent-Length: "
+                + str(len(body)).encode()
+                + b"\r\nConnection: close\r\n\r\n"
+                + body
+            )
             self._count(path, len(body))
             return False
         conn.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
@@ -139,7 +151,7 @@ class HostileServer:
                 return False
             time.sleep(TRICKLE_GAP)
             try:
-                conn.sendall(body[i:i + 1])
+                conn.sendall(body[i : i + 1])
             except OSError:
                 self._count(path, i)
                 return True

@@ -70,10 +70,7 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures" / "cuda" / "bin"
 
 NO_DEVICE_CODE = 255
 
-_PYPI_CANDIDATES = (
-    ("cu13", "bin", "cuobjdump"),
-    ("cuda_cuobjdump", "bin", "cuobjdump"),
-)
+_PYPI_CANDIDATES = (("cu13", "bin", "cuobjdump"), ("cuda_cuobjdump", "bin", "cuobjdump"))
 
 _LIST_RE = re.compile(r"^(ELF|PTX) file\s+\d+:\s+(\S.*)$")
 _HEADER_RE = re.compile(r"^Fatbin (elf|ptx|nvvm) code:$")
@@ -167,7 +164,7 @@ def _nv_fatbin_range(path: str) -> tuple[int, int] | None:
         head = f.read(64)
         if head[:6] != b"\x7fELF\x02\x01":
             return None
-        shoff, = struct.unpack_from("<Q", head, 0x28)
+        (shoff,) = struct.unpack_from("<Q", head, 0x28)
         shentsize, shnum, shstrndx = struct.unpack_from("<HHH", head, 0x3A)
         f.seek(shoff)
         table = f.read(shentsize * shnum)
@@ -175,7 +172,7 @@ def _nv_fatbin_range(path: str) -> tuple[int, int] | None:
         f.seek(headers[shstrndx][4])
         names = f.read(headers[shstrndx][5])
     for name, _type, _flags, _addr, offset, size in headers:
-        if names[name:names.index(b"\0", name)] == b".nv_fatbin":
+        if names[name : names.index(b"\0", name)] == b".nv_fatbin":
             return offset, size
     return None
 
@@ -219,8 +216,7 @@ def _listings(path: str | os.PathLike[str], args: list[str]) -> list[str]:
         out = _run(args, p)
         return [] if out is None else [out]
     with tempfile.TemporaryDirectory() as directory:
-        return [out for piece in _fatbin_pieces(p, *found, directory)
-                if (out := _run(args, piece)) is not None]
+        return [out for piece in _fatbin_pieces(p, *found, directory) if (out := _run(args, piece)) is not None]
 
 
 def list_entries(path: str | os.PathLike[str], all_sections: bool = False) -> list[tuple[str, str]]:
@@ -278,8 +274,16 @@ def _blocks(text: str) -> list[tuple[str | None, dict[str, object], list[str]]]:
                 fields[stripped] = True
                 continue
             key, sep, value = line.partition(" = ")
-            if sep and key in ("arch", "code version", "host", "compile_size",
-                               "identifier", "ptxasOptions", "nvvmOptions", "producer"):
+            if sep and key in (
+                "arch",
+                "code version",
+                "host",
+                "compile_size",
+                "identifier",
+                "ptxasOptions",
+                "nvvmOptions",
+                "producer",
+            ):
                 fields[key] = value
                 continue
             if line.endswith(" =") and line[:-2] in ("ptxasOptions", "nvvmOptions", "identifier"):

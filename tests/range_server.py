@@ -39,7 +39,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return
         path = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path)
         if path.startswith("/simple/"):
-            self._index(path[len("/simple/"):].strip("/"))
+            self._index(path[len("/simple/") :].strip("/"))
             return
         full = os.path.join(srv.root, os.path.basename(path))
         if not os.path.isfile(full):
@@ -85,10 +85,22 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return
         digests = {n: srv.digest(n) for n in files}
         if "application/vnd.pypi.simple.v1+json" in (self.headers.get("Accept") or ""):
-            body = json.dumps({"meta": {"api-version": "1.1"}, "name": project, "files": [
-                {"filename": n, "url": f"../../{n}", "hashes": {"sha256": digests[n]},
-                 "size": os.path.getsize(os.path.join(srv.root, n)),
-                 "upload-time": srv.upload_times.get(n)} for n in files]}).encode()
+            body = json.dumps(
+                {
+                    "meta": {"api-version": "1.1"},
+                    "name": project,
+                    "files": [
+                        {
+                            "filename": n,
+                            "url": f"../../{n}",
+                            "hashes": {"sha256": digests[n]},
+                            "size": os.path.getsize(os.path.join(srv.root, n)),
+                            "upload-time": srv.upload_times.get(n),
+                        }
+                        for n in files
+                    ],
+                }
+            ).encode()
             self._send(200, body, "application/vnd.pypi.simple.v1+json")
             return
         links = "".join(f'<a href="../../{n}#sha256={digests[n]}">{n}</a><br>' for n in files)

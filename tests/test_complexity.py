@@ -58,8 +58,11 @@ def test_no_function_is_ranked_d_or_worse_but_the_known_ones():
 
 
 def test_no_module_is_over_700_lines_but_the_known_ones():
-    long = {path.relative_to(SRC).as_posix() for path in modules()
-            if len(path.read_text(encoding="utf-8").splitlines()) > MAX_LINES}
+    long = {
+        path.relative_to(SRC).as_posix()
+        for path in modules()
+        if len(path.read_text(encoding="utf-8").splitlines()) > MAX_LINES
+    }
     assert sorted(long - LONG) == [], "split these at their seams"
     assert sorted(LONG - long) == [], "no longer over the bar: remove them from LONG"
 
@@ -67,15 +70,38 @@ def test_no_module_is_over_700_lines_but_the_known_ones():
 def test_the_gate_counts_what_c901_does_not():
     """A function that packs its branches into expressions is over radon's bar though McCabe's
     statement count stays low: the gate sees what ruff's C901 lets through."""
-    packed = "def f(a, b, c):\n    return [x for x in a if x and b or c] if a else " + " or ".join(
-        f"(b{i} if c else a)" for i in range(10)) + "\n"
+    packed = (
+        "def f(a, b, c):\n    return [x for x in a if x and b or c] if a else "
+        + " or ".join(f"(b{i} if c else a)" for i in range(10))
+        + "\n"
+    )
     plain = "def g(a):\n    if a:\n        return 1\n    return 2\n"
     assert over(packed, "m") and not over(plain, "m")
     if importlib.util.find_spec("ruff") is not None:  # and C901, at the bar pyproject.toml sets, passes it
-        mccabe = subprocess.run([sys.executable, "-m", "ruff", "check", "--isolated", "--select", "C901", "--config",
-                                 "lint.mccabe.max-complexity=15", "--stdin-filename", "m.py", "-"],
-                                input=packed, capture_output=True, text=True, check=False)
+        mccabe = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "ruff",
+                "check",
+                "--isolated",
+                "--select",
+                "C901",
+                "--config",
+                "lint.mccabe.max-complexity=15",
+                "--stdin-filename",
+                "m.py",
+                "-",
+            ],
+            input=packed,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         assert mccabe.returncode == 0, mccabe.stdout
-    closure = "def outer():\n    def inner(a, b):\n        return " + " or ".join(
-        f"(a if b{i} else b)" for i in range(21)) + "\n    return inner\n"
+    closure = (
+        "def outer():\n    def inner(a, b):\n        return "
+        + " or ".join(f"(a if b{i} else b)" for i in range(21))
+        + "\n    return inner\n"
+    )
     assert list(over(closure, "m")) == ["m:outer.inner"]

@@ -82,8 +82,11 @@ def test_a_repository_root_stops_the_search(project, marker):
 def test_a_parent_directorys_ignore_no_longer_hides_g001(tmp_path, monkeypatch):
     """Issue 30 item 7: a pyproject.toml above the project (a shared directory) used to hide
     every G001 of `check --example --arch "80;90"` with a bare library glob."""
-    write(tmp_path, '[tool.archaudit]\n\n[[tool.archaudit.ignore-library]]\ncode = "G"\nlibrary = "*"\n'
-                    'reason = "a stranger\'s file"\n')
+    write(
+        tmp_path,
+        '[tool.archaudit]\n\n[[tool.archaudit.ignore-library]]\ncode = "G"\nlibrary = "*"\n'
+        'reason = "a stranger\'s file"\n',
+    )
     (tmp_path / "work" / ".git").mkdir(parents=True)
     monkeypatch.chdir(tmp_path / "work")
     rc = main(["check", "-q", "--example", "--arch", "80;90", "--format", "json", "-o", "out.json"])
@@ -94,32 +97,43 @@ def test_a_parent_directorys_ignore_no_longer_hides_g001(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("code, library", [("G", "*"), ("G00", "**"), ("G001,K", "*/*")])
 def test_a_bare_glob_over_a_code_prefix_needs_a_reason(project, capsys, code, library):
-    write(project, f'[tool.archaudit]\ncuda-archs = "80;90"\n\n[[tool.archaudit.ignore-library]]\n'
-                   f'code = "{code}"\nlibrary = "{library}"\n')
+    write(
+        project,
+        f'[tool.archaudit]\ncuda-archs = "80;90"\n\n[[tool.archaudit.ignore-library]]\n'
+        f'code = "{code}"\nlibrary = "{library}"\n',
+    )
     assert main(["check", "-q", WHEEL]) == 2
     assert "hides a whole code prefix in every library; give it a reason" in capsys.readouterr().err
-    write(project, f'[tool.archaudit]\ncuda-archs = "80;90"\n\n[[tool.archaudit.ignore-library]]\n'
-                   f'code = "{code}"\nlibrary = "{library}"\nreason = "measured on every GPU we ship"\n')
+    write(
+        project,
+        f'[tool.archaudit]\ncuda-archs = "80;90"\n\n[[tool.archaudit.ignore-library]]\n'
+        f'code = "{code}"\nlibrary = "{library}"\nreason = "measured on every GPU we ship"\n',
+    )
     rc, doc = check_json(WHEEL)
     assert rc == 0 and [s["code"] for s in doc["suppressed"]] == ["G001"]
     assert doc["config"] == str(project / "pyproject.toml")
 
 
 def test_a_whole_code_over_every_library_needs_no_reason(project):
-    write(project, '[tool.archaudit]\ncuda-archs = "80;90"\n\n[[tool.archaudit.ignore-library]]\n'
-                   'code = "G001"\nlibrary = "*"\n')
+    write(
+        project,
+        '[tool.archaudit]\ncuda-archs = "80;90"\n\n[[tool.archaudit.ignore-library]]\ncode = "G001"\nlibrary = "*"\n',
+    )
     rc, doc = check_json(WHEEL)
     assert rc == 0 and [s["code"] for s in doc["suppressed"]] == ["G001"]
 
 
-@pytest.mark.parametrize("fmt, expect", [
-    ("text", "config: {path} [tool.archaudit]"),
-    ("markdown", "<sub>Configuration: `{path}` [tool.archaudit]</sub>"),
-    ("github", "; config {path}"),
-    ("junit", '<property name="config" value="{path}" />'),
-    ("json", '"config": "{path}"'),
-    ("sarif", '"config": "{path}"'),
-])
+@pytest.mark.parametrize(
+    "fmt, expect",
+    [
+        ("text", "config: {path} [tool.archaudit]"),
+        ("markdown", "<sub>Configuration: `{path}` [tool.archaudit]</sub>"),
+        ("github", "; config {path}"),
+        ("junit", '<property name="config" value="{path}" />'),
+        ("json", '"config": "{path}"'),
+        ("sarif", '"config": "{path}"'),
+    ],
+)
 def test_every_format_names_the_config_file(project, fmt, expect):
     path = write(project, '[tool.archaudit]\ncuda-archs = "80;90"\nignore = ["G001"]\n')
     main(["check", "-q", "--format", fmt, "-o", "out", WHEEL])
@@ -150,7 +164,9 @@ def test_no_config_and_explicit_config(project, tmp_path):
 
 
 def test_ignore_library_rule_and_stale_entry(project):
-    write(project, """
+    write(
+        project,
+        """
 [tool.archaudit]
 cuda-archs = "80;90"
 
@@ -163,7 +179,8 @@ reason = "shim only ever loaded on A100"
 code = "K"
 library = "*/libold.so"
 reason = "libold was removed in 0.9"
-""")
+""",
+    )
     rc, doc = check_json(WHEEL)
     assert rc == 0  # G001 on libshim ignored; the stale entry is only a warning
     assert [f["code"] for f in doc["suppressed"]] == ["G001"]
@@ -184,8 +201,11 @@ def test_select_and_ignore_from_file(project):
 
 
 def test_policy_keys(project):
-    write(project, '[tool.archaudit]\ncuda-archs = "80"\nexact = true\nrequire-ptx = "newest"\n'
-                   'require-device-code = ["libmissing*.so"]\ngpus = ["H100"]\ncosts = true\n')
+    write(
+        project,
+        '[tool.archaudit]\ncuda-archs = "80"\nexact = true\nrequire-ptx = "newest"\n'
+        'require-device-code = ["libmissing*.so"]\ngpus = ["H100"]\ncosts = true\n',
+    )
     rc, doc = check_json(WHEEL)
     codes = {f["code"] for f in doc["targets"][0]["findings"]}
     assert {"G003", "G004", "G006", "G009"} <= codes  # sm_90 carried but unclaimed; no compute_80 PTX
@@ -194,27 +214,30 @@ def test_policy_keys(project):
     assert "DEVICE CODE BY TARGET" in Path("out.txt").read_text()  # costs = true
 
 
-@pytest.mark.parametrize("body, message", [
-    ('[tool.archaudit]\ncuda-arch = "80"\n', "unknown key(s) in [tool.archaudit]: cuda-arch"),
-    ('[tool.archaudit]\nexact = "yes"\n', "exact must be true or false"),
-    ('[tool.archaudit]\nallow-loss = 1\n', "allow-loss must be true or false"),
-    ('[tool.archaudit]\nignore = "G001"\n', "ignore must be a list of strings"),
-    ('[tool.archaudit]\ncuda-archs = 80\n', "cuda-archs must be a string or a list"),
-    ('[[tool.archaudit.ignore-library]]\ncode = "G001"\n', "needs code and library"),
-    ('[[tool.archaudit.data]]\nmember = "x/*.whl"\n', "needs a member glob and a reason"),
-    ('[[tool.archaudit.data]]\nmember = "x/*.whl"\nreason = " "\n', "needs a member glob and a reason"),
-    ('[[tool.archaudit.data]]\nmember = "*/*"\nreason = "all"\n', "names no member"),
-    ('[tool.archaudit]\ndata = "x.whl"\n', "data must be a list of tables"),
-    ('[[tool.archaudit.library]]\npath = "libx.so"\narch = "80"\n', "each library entry needs path"),
-    ('[[tool.archaudit.library]]\npath = "libx.so"\narch = ""\nreason = "r"\n', "each library entry needs path"),
-    ('[[tool.archaudit.library]]\npath = "*"\narch = "80"\nreason = "r"\n', "names no library"),
-    ('[[tool.archaudit.library]]\npath = "libx.so"\narch = "sm_8x"\nreason = "r"\n', "library 'libx.so'"),
-    ('[[tool.archaudit.library-group]]\npaths = ["a*.so"]\n', "each library-group entry needs paths"),
-    ('[[tool.archaudit.library-group]]\npaths = []\nreason = "r"\n', "each library-group entry needs paths"),
-    ('[[tool.archaudit.library-group]]\npaths = ["**"]\nreason = "r"\n', "glob names no library"),
-    ('[tool.archaudit]\nlibrary = "x"\n', "library must be a list of tables"),
-    ('[tool.archaudit\n', "not valid TOML"),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ('[tool.archaudit]\ncuda-arch = "80"\n', "unknown key(s) in [tool.archaudit]: cuda-arch"),
+        ('[tool.archaudit]\nexact = "yes"\n', "exact must be true or false"),
+        ("[tool.archaudit]\nallow-loss = 1\n", "allow-loss must be true or false"),
+        ('[tool.archaudit]\nignore = "G001"\n', "ignore must be a list of strings"),
+        ("[tool.archaudit]\ncuda-archs = 80\n", "cuda-archs must be a string or a list"),
+        ('[[tool.archaudit.ignore-library]]\ncode = "G001"\n', "needs code and library"),
+        ('[[tool.archaudit.data]]\nmember = "x/*.whl"\n', "needs a member glob and a reason"),
+        ('[[tool.archaudit.data]]\nmember = "x/*.whl"\nreason = " "\n', "needs a member glob and a reason"),
+        ('[[tool.archaudit.data]]\nmember = "*/*"\nreason = "all"\n', "names no member"),
+        ('[tool.archaudit]\ndata = "x.whl"\n', "data must be a list of tables"),
+        ('[[tool.archaudit.library]]\npath = "libx.so"\narch = "80"\n', "each library entry needs path"),
+        ('[[tool.archaudit.library]]\npath = "libx.so"\narch = ""\nreason = "r"\n', "each library entry needs path"),
+        ('[[tool.archaudit.library]]\npath = "*"\narch = "80"\nreason = "r"\n', "names no library"),
+        ('[[tool.archaudit.library]]\npath = "libx.so"\narch = "sm_8x"\nreason = "r"\n', "library 'libx.so'"),
+        ('[[tool.archaudit.library-group]]\npaths = ["a*.so"]\n', "each library-group entry needs paths"),
+        ('[[tool.archaudit.library-group]]\npaths = []\nreason = "r"\n', "each library-group entry needs paths"),
+        ('[[tool.archaudit.library-group]]\npaths = ["**"]\nreason = "r"\n', "glob names no library"),
+        ('[tool.archaudit]\nlibrary = "x"\n', "library must be a list of tables"),
+        ("[tool.archaudit\n", "not valid TOML"),
+    ],
+)
 def test_bad_config_exits_2(project, capsys, body, message):
     write(project, body)
     if "not valid TOML" in message:  # an unparseable file is not discovered; name it

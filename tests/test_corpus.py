@@ -34,7 +34,7 @@ WHEELS = manifest.load()
 KNOWN: dict[str, str] = {  # id -> the issue point it still disagrees on
     # ROCm 4.0's bundle ids (hip-amdgcn-amd-amdhsa-gfxNNN) are judged by today's comgr, which never
     # selects them; the wheel links libamdhip64.so.4, whose HIP does (records/census.md)
-    "cupy-rocm-4-0": "35: ROCm 4.0 bundle ids judged by today's ROCm",
+    "cupy-rocm-4-0": "35: ROCm 4.0 bundle ids judged by today's ROCm"
 }
 
 
@@ -83,10 +83,21 @@ def test_the_manifest_spans_what_it_must() -> None:
     names = {w.name for w in WHEELS}
     assert {"torch", "tensorflow", "jax-cuda12-plugin"} <= names
     specs = {w.spec for w in WHEELS}
-    named = {"nvidia-cudnn-cu12==9.28.0.42", "transformer-engine-cu12==2.20.2", "libcudf-cu12==26.10.2",
-             "ctranslate2==4.8.5", "tensorflow==2.20.0", "torchaudio==2.11.1", "cupy-cuda13x==14.2.0",
-             "nvidia-curand==10.4.0.35", "cupy-rocm-5-0==13.3.0", "catboost==1.2.10",
-             "faiss-gpu-cu12==1.14.1.post1", "warp-lang==1.19.0", "nvidia-curand==10.4.5.25"}
+    named = {
+        "nvidia-cudnn-cu12==9.28.0.42",
+        "transformer-engine-cu12==2.20.2",
+        "libcudf-cu12==26.10.2",
+        "ctranslate2==4.8.5",
+        "tensorflow==2.20.0",
+        "torchaudio==2.11.1",
+        "cupy-cuda13x==14.2.0",
+        "nvidia-curand==10.4.0.35",
+        "cupy-rocm-5-0==13.3.0",
+        "catboost==1.2.10",
+        "faiss-gpu-cu12==1.14.1.post1",
+        "warp-lang==1.19.0",
+        "nvidia-curand==10.4.5.25",
+    }
     assert named <= specs, named - specs
     assert any(w.name == "mxnet-cu112" for w in WHEELS)
     assert any(w.spec == "nvidia-curand==10.4.0.35" and w.platform == "manylinux_2_27_aarch64" for w in WHEELS)

@@ -57,18 +57,34 @@ def rows(doc: dict[str, Any]) -> Iterator[tuple[str, Any]]:
             "nvcc_targets.releases": t["nvcc_targets"]["releases"],
         }
     elif doc is AMD:
-        tables = {"processors": AMD["processors"], "generic_families": AMD["generic_families"],
-                  "gpus": dict(enumerate(AMD["gpus"])), "rocm_rules": AMD["rocm_rules"]}
+        tables = {
+            "processors": AMD["processors"],
+            "generic_families": AMD["generic_families"],
+            "gpus": dict(enumerate(AMD["gpus"])),
+            "rocm_rules": AMD["rocm_rules"],
+        }
     elif doc is NAMES:
         tables = {"conventions": NAMES["conventions"]}
     elif doc is VENDOR:
-        tables = {"libraries": {f"{name}.rows[{i}]": row for name, lib in VENDOR["libraries"].items()
-                                for i, row in enumerate(lib["rows"])}
-                  | {f"{name}.identity": {"source": lib["identity_source"]} for name, lib in VENDOR["libraries"].items()
-                     if "identity_source" in lib}
-                  | {f"{name}.static_kernels": lib["static_kernels"] for name, lib in VENDOR["libraries"].items()
-                     if "static_kernels" in lib},
-                  "cuda": VENDOR["cuda"], "statements": VENDOR["statements"]}
+        tables = {
+            "libraries": {
+                f"{name}.rows[{i}]": row
+                for name, lib in VENDOR["libraries"].items()
+                for i, row in enumerate(lib["rows"])
+            }
+            | {
+                f"{name}.identity": {"source": lib["identity_source"]}
+                for name, lib in VENDOR["libraries"].items()
+                if "identity_source" in lib
+            }
+            | {
+                f"{name}.static_kernels": lib["static_kernels"]
+                for name, lib in VENDOR["libraries"].items()
+                if "static_kernels" in lib
+            },
+            "cuda": VENDOR["cuda"],
+            "statements": VENDOR["statements"],
+        }
     else:
         tables = {"gpus": dict(enumerate(GPUS["gpus"])), "generations": GPUS["generations"]}
     for table, body in tables.items():
@@ -259,14 +275,34 @@ def test_nvidia_catalog_rows_well_formed():
     assert set(GPUS["generations"]) == {g["cc"] for g in GPUS["gpus"]}
 
 
-@pytest.mark.parametrize("name, want", [
-    ("GeForce RTX 5060 Ti", (12, 0)), ("RTX 5070", (12, 0)), ("RTX 4060", (8, 9)), ("RTX 4070 SUPER", (8, 9)),
-    ("RTX 3060", (8, 6)), ("RTX 3050", (8, 6)), ("RTX 2060", (7, 5)), ("GTX 1660 SUPER", (7, 5)),
-    ("GTX 1650", (7, 5)), ("A2", (8, 6)), ("A16", (8, 6)), ("RTX A4000", (8, 6)), ("RTX A5000", (8, 6)),
-    ("RTX 4000 Ada", (8, 9)), ("RTX PRO 4000 Blackwell", (12, 0)), ("RTX PRO 2000", (12, 0)),
-    ("RTX PRO 5000 Blackwell", (12, 0)), ("L20", (8, 9)), ("Jetson T5000", (11, 0)), ("Jetson T4000", (11, 0)),
-    ("NVIDIA RTX A4000", (8, 6)), ("Quadro RTX 4000", (7, 5)), ("NVIDIA GeForce GTX 1060 6GB", (6, 1)),
-])
+@pytest.mark.parametrize(
+    "name, want",
+    [
+        ("GeForce RTX 5060 Ti", (12, 0)),
+        ("RTX 5070", (12, 0)),
+        ("RTX 4060", (8, 9)),
+        ("RTX 4070 SUPER", (8, 9)),
+        ("RTX 3060", (8, 6)),
+        ("RTX 3050", (8, 6)),
+        ("RTX 2060", (7, 5)),
+        ("GTX 1660 SUPER", (7, 5)),
+        ("GTX 1650", (7, 5)),
+        ("A2", (8, 6)),
+        ("A16", (8, 6)),
+        ("RTX A4000", (8, 6)),
+        ("RTX A5000", (8, 6)),
+        ("RTX 4000 Ada", (8, 9)),
+        ("RTX PRO 4000 Blackwell", (12, 0)),
+        ("RTX PRO 2000", (12, 0)),
+        ("RTX PRO 5000 Blackwell", (12, 0)),
+        ("L20", (8, 9)),
+        ("Jetson T5000", (11, 0)),
+        ("Jetson T4000", (11, 0)),
+        ("NVIDIA RTX A4000", (8, 6)),
+        ("Quadro RTX 4000", (7, 5)),
+        ("NVIDIA GeForce GTX 1060 6GB", (6, 1)),
+    ],
+)
 def test_popular_gpus_are_in_the_catalog(name, want):
     found = arch.lookup_gpu(name)
     assert len(found) == 1 and found[0].cc == want, (name, found)
@@ -275,8 +311,18 @@ def test_popular_gpus_are_in_the_catalog(name, want):
 # ---- amd.json ---------------------------------------------------------------------------------
 
 
-NEW_AMD = ["gfx1154", "gfx1170", "gfx1171", "gfx1172", "gfx1250", "gfx1251", "gfx1310",
-           "gfx11-7-generic", "gfx12-5-generic", "gfx13-generic"]
+NEW_AMD = [
+    "gfx1154",
+    "gfx1170",
+    "gfx1171",
+    "gfx1172",
+    "gfx1250",
+    "gfx1251",
+    "gfx1310",
+    "gfx11-7-generic",
+    "gfx12-5-generic",
+    "gfx13-generic",
+]
 
 
 def test_amd_processors_well_formed():
@@ -318,14 +364,25 @@ def test_amd_catalog_rows_well_formed():
             assert seen.setdefault(key, g["name"]) == g["name"], f"{n!r} names two GPUs"
 
 
-@pytest.mark.parametrize("name, target", [
-    ("MI300X", "gfx942"), ("AMD Instinct MI300X", "gfx942"), ("instinct-mi250x", "gfx90a"),
-    ("RX 9060 XT", "gfx1200"), ("Radeon RX 9060", "gfx1200"), ("RX 9070 GRE", "gfx1201"),
-    ("RX 7700", "gfx1101"), ("RX 7900 XT", "gfx1100"), ("AMD Radeon RX 7900 XTX", "gfx1100"),
-    ("R9700", "gfx1201"), ("MI355X", "gfx950"),
-    ("AMD Radeon PRO W7900 Dual Slot", "gfx1100"), ("AMD Instinct MI300X VF", "gfx942"),
-    ("AMD Radeon RX 7900 XT 20GB", "gfx1100"),
-])
+@pytest.mark.parametrize(
+    "name, target",
+    [
+        ("MI300X", "gfx942"),
+        ("AMD Instinct MI300X", "gfx942"),
+        ("instinct-mi250x", "gfx90a"),
+        ("RX 9060 XT", "gfx1200"),
+        ("Radeon RX 9060", "gfx1200"),
+        ("RX 9070 GRE", "gfx1201"),
+        ("RX 7700", "gfx1101"),
+        ("RX 7900 XT", "gfx1100"),
+        ("AMD Radeon RX 7900 XTX", "gfx1100"),
+        ("R9700", "gfx1201"),
+        ("MI355X", "gfx950"),
+        ("AMD Radeon PRO W7900 Dual Slot", "gfx1100"),
+        ("AMD Instinct MI300X VF", "gfx942"),
+        ("AMD Radeon RX 7900 XT 20GB", "gfx1100"),
+    ],
+)
 def test_amd_lookup_by_name(name, target):
     found = gfx.lookup_gpu(name)
     assert len(found) == 1 and found[0].target == target, (name, found)
@@ -341,11 +398,19 @@ def test_amd_lookup_processor_and_misses():
     assert gfx.lookup_gpu("AMD Radeon Graphics") == []  # an APU's generic name says nothing
 
 
-@pytest.mark.parametrize("name, want", [
-    ("Orin (nvgpu)", "Jetson Orin"), ("NVIDIA Tegra X1", "Jetson Nano"), ("Xavier", "Jetson Xavier"),
-    ("NVIDIA Thor", "Jetson Thor"), ("Tesla V100-SXM2-32GB", "Tesla V100"), ("NVIDIA H100 80GB HBM3", "H100"),
-    ("NVIDIA GeForce RTX 4090 Laptop GPU", "GeForce RTX 4090"), ("NVIDIA A10G", "A10"),
-])
+@pytest.mark.parametrize(
+    "name, want",
+    [
+        ("Orin (nvgpu)", "Jetson Orin"),
+        ("NVIDIA Tegra X1", "Jetson Nano"),
+        ("Xavier", "Jetson Xavier"),
+        ("NVIDIA Thor", "Jetson Thor"),
+        ("Tesla V100-SXM2-32GB", "Tesla V100"),
+        ("NVIDIA H100 80GB HBM3", "H100"),
+        ("NVIDIA GeForce RTX 4090 Laptop GPU", "GeForce RTX 4090"),
+        ("NVIDIA A10G", "A10"),
+    ],
+)
 def test_device_names_as_drivers_report_them(name, want):
     """deviceQuery/NVML names (Jetson ones differ from the product names) find the catalog GPU."""
     assert [g.name for g in arch.lookup_gpu(name)] == [want]

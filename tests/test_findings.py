@@ -29,11 +29,17 @@ def test_a_code_is_its_string_in_text_json_and_lookups():
 def test_rules_report_in_the_order_the_rule_package_states_once():
     """The decorators register each rule beside its definition, in its family's module; the
     package's LIBRARY_ORDER / TARGET_ORDER state the report order once, naming each rule once."""
-    defined = [m for p in sorted((SRC / "judge" / "rules").glob("*.py"))
-               for m in re.findall(r"^@(library|target)_rule\((?:Code\.)?(\w+)\)\ndef (\w+)\(",
-                                   p.read_text(encoding="utf-8"), re.M)]
-    for kind, order, ruled in (("library", rules.LIBRARY_ORDER, rules.LIBRARY_RULES),
-                               ("target", rules.TARGET_ORDER, rules.TARGET_RULES)):
+    defined = [
+        m
+        for p in sorted((SRC / "judge" / "rules").glob("*.py"))
+        for m in re.findall(
+            r"^@(library|target)_rule\((?:Code\.)?(\w+)\)\ndef (\w+)\(", p.read_text(encoding="utf-8"), re.M
+        )
+    ]
+    for kind, order, ruled in (
+        ("library", rules.LIBRARY_ORDER, rules.LIBRARY_RULES),
+        ("target", rules.TARGET_ORDER, rules.TARGET_RULES),
+    ):
         names = sorted(fn for k, _, fn in defined if k == kind)
         assert len(set(order)) == len(order) and sorted(r.__name__ for _, r in ruled) == names
         assert [code for code, _ in ruled] == list(order)
@@ -57,18 +63,21 @@ def test_no_bare_code_literal_in_the_package():
 
 # ---- folding: findings of one code on one subject reported once ----
 
+
 def _g001(subject: str, i: int, **data: object):
     return make_finding(Code.G001, subject, f"{subject}: gap {i}", **data)
 
 
 def test_up_to_five_of_one_code_on_one_subject_stay_as_they_are_in_their_order():
     from archaudit.findings import fold_findings
+
     found = [_g001("a.so", 0), make_finding(Code.G002, "a.so", "jit"), *(_g001("a.so", i) for i in range(1, 5))]
     assert fold_findings(found) == found
 
 
 def test_a_sixth_folds_them_into_the_first_with_the_count_and_five_examples_where_the_first_was():
     from archaudit.findings import FOLD_EXAMPLES, fold_findings
+
     other = make_finding(Code.G002, "a.so", "jit")
     found = [other, *(_g001("a.so", i) for i in range(1000)), _g001("b.so", 0)]
     out = fold_findings(found)
@@ -83,6 +92,7 @@ def test_a_sixth_folds_them_into_the_first_with_the_count_and_five_examples_wher
 
 def test_answers_about_different_gpus_are_not_folded():
     from archaudit.findings import fold_findings
+
     found = [make_finding(Code.G009, "a.so", f"a.so on gpu{i}: not at all", gpu=f"gpu{i}") for i in range(20)]
     assert fold_findings(found) == found
 
@@ -90,6 +100,7 @@ def test_answers_about_different_gpus_are_not_folded():
 def test_filters_act_on_a_folded_finding_as_on_each_it_stands_for():
     from archaudit.findings import fold_findings
     from archaudit.judge.filters import IgnoreRule, apply
+
     (folded,) = fold_findings(_g001("pkg/a.so", i) for i in range(50))
     kept = apply([folded], (), ("G001",), ())
     assert kept.kept == () and [s.finding.count for s in kept.suppressed] == [50]

@@ -193,26 +193,35 @@ def test_the_root_imports_nothing_of_archaudit_at_module_level():
 def test_the_checks_fail_on_a_planted_violation():
     """The contract can fail: an upward import, a sideways one across packages and a cycle."""
     assert upward([("archaudit.gpus.cuda", "archaudit.report.view", 1)]) == [
-        "archaudit.gpus.cuda:1 imports archaudit.report.view"]
+        "archaudit.gpus.cuda:1 imports archaudit.report.view"
+    ]
     assert upward([("archaudit.smoke.runner", "archaudit.index.store", 7)]) != []
-    assert upward([("archaudit.judge.diff", "archaudit.gpus.drivers", 3),
-                   ("archaudit.model", "archaudit.findings", 1)]) == []
-    assert cycles([("archaudit.smoke.probes", "archaudit.smoke.worker", 1),
-                   ("archaudit.smoke.worker", "archaudit.smoke.probes", 2)]) == [
-        ["archaudit.smoke.probes", "archaudit.smoke.worker"]]
+    assert (
+        upward([("archaudit.judge.diff", "archaudit.gpus.drivers", 3), ("archaudit.model", "archaudit.findings", 1)])
+        == []
+    )
+    assert cycles(
+        [
+            ("archaudit.smoke.probes", "archaudit.smoke.worker", 1),
+            ("archaudit.smoke.worker", "archaudit.smoke.probes", 2),
+        ]
+    ) == [["archaudit.smoke.probes", "archaudit.smoke.worker"]]
 
 
 # ---- at run time: what importing a layer loads -------------------------------------------------
 
-PURE = sorted([f"archaudit.judge.{m.name}" for m in pkgutil.iter_modules(archaudit.judge.__path__)]
-              + [f"archaudit.gpus.{m.name}" for m in pkgutil.iter_modules(archaudit.gpus.__path__)])
+PURE = sorted(
+    [f"archaudit.judge.{m.name}" for m in pkgutil.iter_modules(archaudit.judge.__path__)]
+    + [f"archaudit.gpus.{m.name}" for m in pkgutil.iter_modules(archaudit.gpus.__path__)]
+)
 FORBIDDEN = ("archaudit.read", "zstandard", "lz4", "isal", "ctypes")
 
 
 def loaded_after(*names: str) -> list[str]:
     """The modules a fresh interpreter holds after importing `names`."""
-    code = (f"import sys\nfor m in {list(names)!r}:\n    __import__(m)\n"
-            "import json\nprint(json.dumps(sorted(sys.modules)))")
+    code = (
+        f"import sys\nfor m in {list(names)!r}:\n    __import__(m)\nimport json\nprint(json.dumps(sorted(sys.modules)))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return list(json.loads(out.stdout))
 

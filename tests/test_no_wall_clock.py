@@ -16,8 +16,13 @@ TIMED_NAMES = {"elapsed", "seconds", "duration", "took", "wall", "wall_s"}
 def _timed(node: ast.AST, timed_vars: set[str]) -> bool:
     """A comparison operand that is a clock reading or a duration."""
     for sub in ast.walk(node):
-        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr in CLOCKS \
-                and isinstance(sub.func.value, ast.Name) and sub.func.value.id == "time":
+        if (
+            isinstance(sub, ast.Call)
+            and isinstance(sub.func, ast.Attribute)
+            and sub.func.attr in CLOCKS
+            and isinstance(sub.func.value, ast.Name)
+            and sub.func.value.id == "time"
+        ):
             return True
         if isinstance(sub, ast.Name) and sub.id in timed_vars:
             return True
@@ -52,16 +57,23 @@ def wall_clock_asserts(path: Path) -> list[str]:
             # a bound: a duration against a number or another duration; not `0 <= seconds <= took`,
             # which holds on any machine (a reading is within the interval that brackets it)
             lower_only = all(isinstance(op, (ast.Gt, ast.GtE)) for op in cmp.ops) or (
-                len(cmp.ops) == 2 and all(isinstance(op, ast.LtE) for op in cmp.ops)
-                and isinstance(cmp.left, ast.Constant) and _timed(cmp.comparators[-1], timed_vars))
+                len(cmp.ops) == 2
+                and all(isinstance(op, ast.LtE) for op in cmp.ops)
+                and isinstance(cmp.left, ast.Constant)
+                and _timed(cmp.comparators[-1], timed_vars)
+            )
             if timed and not lower_only:
                 found.append(f"{path.name}:{node.lineno}: {ast.unparse(node.test)[:100]}")
     return found
 
 
 def test_no_test_asserts_a_wall_clock_bound() -> None:
-    found = [f"{p.parent.name}/{hit}" for p in sorted(TESTS.rglob("*.py")) if "fixtures" not in p.parts
-             for hit in wall_clock_asserts(p)]
+    found = [
+        f"{p.parent.name}/{hit}"
+        for p in sorted(TESTS.rglob("*.py"))
+        if "fixtures" not in p.parts
+        for hit in wall_clock_asserts(p)
+    ]
     assert found == [], "\n".join(found)
 
 
@@ -74,9 +86,12 @@ def test_the_check_finds_what_it_looks_for(tmp_path: Path) -> None:
         "assert run.seconds < bound\n"
         "assert 0 <= inv.seconds < 60\n"
         "assert large['steps'] < 6 * small['steps']\n"
-        "assert row.duration >= 10.0\n", encoding="utf-8")
+        "assert row.duration >= 10.0\n",
+        encoding="utf-8",
+    )
     hits = wall_clock_asserts(tmp_path / "t.py")
     assert [h.split(":")[1] for h in hits] == ["4", "5", "6", "7"], hits
-    (tmp_path / "u.py").write_text("small, large = (t['seconds'] for t in doc['targets'])\nassert small < large / 4\n",
-                                   encoding="utf-8")
+    (tmp_path / "u.py").write_text(
+        "small, large = (t['seconds'] for t in doc['targets'])\nassert small < large / 4\n", encoding="utf-8"
+    )
     assert [h.split(":")[1] for h in wall_clock_asserts(tmp_path / "u.py")] == ["2"]

@@ -25,8 +25,7 @@ F = oracle.fixture
 AXPY = "_Z4axpyfPKfPfi"
 MUL = "_Z3mulPKfS0_Pfi"
 EXAMPLE_WHEEL = (
-    Path(__file__).resolve().parents[1]
-    / "src" / "archaudit" / "examples" / "gpu_example-1.0-py3-none-linux_x86_64.whl"
+    Path(__file__).resolve().parents[1] / "src" / "archaudit" / "examples" / "gpu_example-1.0-py3-none-linux_x86_64.whl"
 )
 
 
@@ -60,8 +59,10 @@ def test_list_entries(name: str, expected: list[tuple[str, str]]) -> None:
 def test_list_entries_all_sections_adds_relocatable_code() -> None:
     assert oracle.list_entries(F("lib_rdc.so"), all_sections=True) == [
         ("ELF", "sm_80"),  # .nv_fatbin: device-linked
-        ("ELF", "sm_80"), ("PTX", "sm_90"),  # __nv_relfatbin: rdc_a.o
-        ("ELF", "sm_80"), ("PTX", "sm_90"),  # __nv_relfatbin: rdc_b.o
+        ("ELF", "sm_80"),
+        ("PTX", "sm_90"),  # __nv_relfatbin: rdc_a.o
+        ("ELF", "sm_80"),
+        ("PTX", "sm_90"),  # __nv_relfatbin: rdc_b.o
     ]
 
 
@@ -83,8 +84,14 @@ def test_dump_keeps_suffixes(name: str, archs: list[str]) -> None:
 @needs_cuobjdump
 def test_dump_ptx100f() -> None:
     assert oracle.dump_entries(F("lib_ptx100f.so")) == [
-        {"kind": "ptx", "arch": "sm_100f", "code_version": (9, 0), "compressed": True,
-         "identifier": None, "debug": False},
+        {
+            "kind": "ptx",
+            "arch": "sm_100f",
+            "code_version": (9, 0),
+            "compressed": True,
+            "identifier": None,
+            "debug": False,
+        }
     ]
 
 
@@ -101,7 +108,7 @@ def test_dump_debug_identifiers() -> None:
 @needs_cuobjdump
 def test_dump_lto_object_is_nvvm() -> None:
     assert [(e["kind"], e["arch"], e["code_version"]) for e in oracle.dump_entries(F("lto_b.o"))] == [
-        ("nvvm", "sm_80", (1, 65)),
+        ("nvvm", "sm_80", (1, 65))
     ]
 
 
@@ -115,9 +122,15 @@ def test_dump_host_only_is_empty() -> None:
 @pytest.mark.parametrize(
     ("mode", "elf_compressed", "ptx_compressed"),
     [
-        ("unset", False, True), ("default", False, True), ("balance", False, True),
-        ("size", True, True), ("speed", False, True), ("none", False, False),
-        ("nocompress", False, False), ("all", True, True), ("size_all", True, True),
+        ("unset", False, True),
+        ("default", False, True),
+        ("balance", False, True),
+        ("size", True, True),
+        ("speed", False, True),
+        ("none", False, False),
+        ("nocompress", False, False),
+        ("all", True, True),
+        ("size_all", True, True),
         ("speed_all", True, True),
     ],
 )
@@ -173,9 +186,7 @@ def test_example_wheel_libraries(tmp_path: Path) -> None:
     with zipfile.ZipFile(EXAMPLE_WHEEL) as zf:
         zf.extractall(tmp_path)
     lib = tmp_path / "gpu_example"
-    assert set(oracle.list_entries(lib / "libkernels.so")) == {
-        ("ELF", "sm_80"), ("ELF", "sm_90"), ("PTX", "sm_90"),
-    }
+    assert set(oracle.list_entries(lib / "libkernels.so")) == {("ELF", "sm_80"), ("ELF", "sm_90"), ("PTX", "sm_90")}
     assert set(oracle.list_entries(lib / "libshim.so")) == {("ELF", "sm_80")}
 
 
@@ -194,5 +205,7 @@ def test_example_wheel_record_is_valid() -> None:
             assert digest == f"sha256={expected}"
             assert int(size) == len(data)
     assert {n.split("/", 1)[1] for n in names if n.startswith("gpu_example/")} == {
-        "__init__.py", "libkernels.so", "libshim.so",
+        "__init__.py",
+        "libkernels.so",
+        "libshim.so",
     }

@@ -21,16 +21,22 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-_VERSION = re.search(r'^__version__ = "([^"]+)"',
-                     (REPO / "src" / "archaudit" / "__init__.py").read_text(encoding="utf-8"), re.M)
+_VERSION = re.search(
+    r'^__version__ = "([^"]+)"', (REPO / "src" / "archaudit" / "__init__.py").read_text(encoding="utf-8"), re.M
+)
 assert _VERSION is not None
 VERSION = _VERSION.group(1)
 
 
 def build(out: Path, *args: str, **env: str) -> Path:
     pytest.importorskip("build", reason="build is a test dependency: pip install -e '.[test]'")
-    done = subprocess.run([sys.executable, "-m", "build", "--outdir", str(out), *args, str(REPO)],
-                          capture_output=True, text=True, timeout=900, env={**os.environ, **env})
+    done = subprocess.run(
+        [sys.executable, "-m", "build", "--outdir", str(out), *args, str(REPO)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, **env},
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     (out / "build.log").write_text(done.stdout + done.stderr, encoding="utf-8")
     return out
@@ -42,8 +48,9 @@ def other_python(version: str) -> str | None:
     if found and subprocess.run([found, "-c", ""], capture_output=True).returncode == 0:
         return found
     root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
-    return next(iter(sorted(glob.glob(os.path.join(root, "versions", f"{version}.*", "bin", f"python{version}")))),
-                None)
+    return next(
+        iter(sorted(glob.glob(os.path.join(root, "versions", f"{version}.*", "bin", f"python{version}")))), None
+    )
 
 
 @pytest.fixture(scope="module")
@@ -54,15 +61,23 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def installed(wheel: Path, where: Path) -> Path:
     """A fresh virtual environment with the wheel installed: its bin directory."""
     venv.create(where, with_pip=True)
-    done = subprocess.run([str(where / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                           str(wheel)], capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [str(where / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return where / "bin"
 
 
 def speedups(bin_dir: Path) -> bool:
-    done = subprocess.run([str(bin_dir / "python"), "-c", "from archaudit.read import native; print(native.active)"],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [str(bin_dir / "python"), "-c", "from archaudit.read import native; print(native.active)"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout.strip() != "None"
 
@@ -75,16 +90,23 @@ def test_build_makes_an_sdist_and_a_wheel_with_license_data_and_types(dist: Path
     (sdist,) = dist.glob("archaudit-*.tar.gz")
     assert wheel.name.startswith(f"archaudit-{VERSION}-cp311-abi3-"), wheel.name
     names = zipfile.ZipFile(wheel).namelist()
-    for member in ("archaudit/py.typed", "archaudit/_speedups.pyi", "archaudit/data/cuda.json",
-                   "archaudit/data/gpus.json"):
+    for member in (
+        "archaudit/py.typed",
+        "archaudit/_speedups.pyi",
+        "archaudit/data/cuda.json",
+        "archaudit/data/gpus.json",
+    ):
         assert member in names, member
     assert "archaudit/_speedups.abi3.so" in names, names
     metadata = zipfile.ZipFile(wheel).read(f"archaudit-{VERSION}.dist-info/METADATA").decode()
     assert "License-Expression: Apache-2.0\n" in metadata and "License-File: LICENSE\n" in metadata
     assert not re.search(r"^License: ", metadata, re.M)
     log = (dist / "build.log").read_text(encoding="utf-8")
-    warnings = [line for line in log.splitlines() if re.search(r"warning|deprecat", line, re.I)
-                and "byte-compiling is disabled" not in line]  # PYTHONDONTWRITEBYTECODE, where set
+    warnings = [
+        line
+        for line in log.splitlines()
+        if re.search(r"warning|deprecat", line, re.I) and "byte-compiling is disabled" not in line
+    ]  # PYTHONDONTWRITEBYTECODE, where set
     assert warnings == [], warnings
     assert any(n.endswith(".whl") and n.startswith("archaudit/examples/") for n in names)
     assert any(n.endswith("LICENSE") for n in names)
@@ -120,8 +142,13 @@ def test_installed_wheel_runs_the_quick_start(dist: Path, tmp_path: Path) -> Non
     exe = bin_dir / "archaudit"
     version = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=120)
     assert version.returncode == 0 and VERSION in version.stdout, version.stdout + version.stderr
-    check = subprocess.run([str(exe), "check", "--no-config", "--example", "--arch", "80;90"],
-                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    check = subprocess.run(
+        [str(exe), "check", "--no-config", "--example", "--arch", "80;90"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert check.returncode == 1, check.stdout + check.stderr
     assert "G001 gpu_example/libshim.so" in check.stdout
 
@@ -134,8 +161,9 @@ def test_the_speedups_use_only_the_stable_abi(dist: Path) -> None:
     if abi3audit is None:
         missing_tool("abi3audit", "not installed (pip install -e '.[test]')")
     (wheel,) = dist.glob("archaudit-*.whl")
-    done = subprocess.run([str(abi3audit), "--strict", "--report", str(wheel)], capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run(
+        [str(abi3audit), "--strict", "--report", str(wheel)], capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(done.stdout)
     (result,) = report["specs"][str(wheel)]["wheel"]
@@ -149,8 +177,12 @@ def test_the_abi3_wheel_runs_its_speedups_on_a_newer_python(dist: Path, tmp_path
     (wheel,) = dist.glob("archaudit-*.whl")
     venv_dir = tmp_path / "venv"
     subprocess.run([python, "-m", "venv", str(venv_dir)], check=True, timeout=300)
-    done = subprocess.run([str(venv_dir / "bin" / "python"), "-m", "pip", "install", "-q",
-                           "--disable-pip-version-check", str(wheel)], capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [str(venv_dir / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert speedups(venv_dir / "bin")
 
@@ -160,8 +192,23 @@ def test_python_3_10_builds_the_pure_python_wheel(tmp_path: Path) -> None:
     python = other_python("3.10")
     if python is None:
         pytest.skip("no CPython 3.10 on this machine")
-    done = subprocess.run([python, "-m", "pip", "wheel", "--no-deps", "-q", "--disable-pip-version-check", "-w",
-                           str(tmp_path), str(REPO)], capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [
+            python,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "-q",
+            "--disable-pip-version-check",
+            "-w",
+            str(tmp_path),
+            str(REPO),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     (wheel,) = tmp_path.glob("archaudit-*.whl")
     assert wheel.name == f"archaudit-{VERSION}-py3-none-any.whl"
@@ -172,12 +219,14 @@ def test_archaudits_own_wheel_passes_its_check(dist: Path) -> None:
     [[tool.archaudit.data]] entry names with its reason (X002); without that entry, C001."""
     (wheel,) = dist.glob("archaudit-*.whl")
     argv = [sys.executable, "-m", "archaudit", "check", str(wheel), "--format", "json", "--no-timings", "-q"]
-    done = subprocess.run([*argv, "--config", str(REPO / "pyproject.toml")], capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run(
+        [*argv, "--config", str(REPO / "pyproject.toml")], capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     (target,) = json.loads(done.stdout)["targets"]
     assert [(f["code"], f["subject"]) for f in target["findings"]] == [
-        ("X002", "archaudit/examples/gpu_example-1.0-py3-none-linux_x86_64.whl")]
+        ("X002", "archaudit/examples/gpu_example-1.0-py3-none-linux_x86_64.whl")
+    ]
     bare = subprocess.run([*argv, "--no-config"], capture_output=True, text=True, timeout=300)
     assert bare.returncode == 1 and '"C001"' in bare.stdout
 

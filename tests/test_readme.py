@@ -54,7 +54,7 @@ def _console_blocks() -> list[tuple[str, str, int]]:
 
 
 def test_every_finding_code_is_documented() -> None:
-    table = README[README.index("### Finding codes"):]
+    table = README[README.index("### Finding codes") :]
     for code in CODES:
         assert re.search(rf"\b{code}\b", table), code
 
@@ -87,8 +87,9 @@ def _console_param(command: str, output: str, status: int) -> object:
 
 
 @pytest.mark.parametrize("command,output,status", [_console_param(*block) for block in _console_blocks()])
-def test_console_blocks_print_what_they_show(command: str, output: str, status: int,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_console_blocks_print_what_they_show(
+    command: str, output: str, status: int, capsys: pytest.CaptureFixture[str]
+) -> None:
     argv = [_real_wheel(t) for t in shlex.split(command)[1:]]
     if argv[0] in ("check", "diff") and "--no-config" not in argv:
         argv.insert(1, "--no-config")
@@ -101,8 +102,13 @@ def test_console_blocks_print_what_they_show(command: str, output: str, status: 
 
 # ---- the user docs guide users: history lives in git, measurements in records/ ----
 
-USER_DOCS = ["README.md", "ARCHITECTURE.md", "CONTRIBUTING.md", "CHANGELOG.md",
-             *sorted(p.relative_to(REPO).as_posix() for p in (REPO / "docs").glob("*.md"))]
+USER_DOCS = [
+    "README.md",
+    "ARCHITECTURE.md",
+    "CONTRIBUTING.md",
+    "CHANGELOG.md",
+    *sorted(p.relative_to(REPO).as_posix() for p in (REPO / "docs").glob("*.md")),
+]
 # A commit id, short or full, on its own, digits only included (not a library's auditwheel hash
 # `libx-294d6944.so`, not `0x…`; counts are written with thousands separators);
 # `uses: owner/action@<sha>` pins another project's action and is what the docs advise.
@@ -134,26 +140,37 @@ def test_user_docs_name_no_commit_issue_date_or_workplace(doc: str) -> None:
     assert found == [], f"{doc}: move measurements to records/, history to git"
 
 
-@pytest.mark.parametrize("line,what", [
-    ("All 137 agreed at main 91ed825; since then", "a commit id"),
-    ("fixed in `75d223e`.", "a commit id"),
-    ("where main 6639437 held 546 MiB", "a commit id"),
-    ("From a fresh clone of e7cdd90f1b2a3c4d5e6f7a8b9c0d1e2f3a4b5c6d, with", "a commit id"),
-    ("see issue 37 for the floors", "an issue number"),
-    ("(Issue #12)", "an issue number"),
-    ("measured on 2026-12-01", "a date"),
-    ("the helper that ran it", "a word of the workplace"),
-])
+@pytest.mark.parametrize(
+    "line,what",
+    [
+        ("All 137 agreed at main 91ed825; since then", "a commit id"),
+        ("fixed in `75d223e`.", "a commit id"),
+        ("where main 6639437 held 546 MiB", "a commit id"),
+        ("From a fresh clone of e7cdd90f1b2a3c4d5e6f7a8b9c0d1e2f3a4b5c6d, with", "a commit id"),
+        ("see issue 37 for the floors", "an issue number"),
+        ("(Issue #12)", "an issue number"),
+        ("measured on 2026-12-01", "a date"),
+        ("the helper that ran it", "a word of the workplace"),
+    ],
+)
 def test_the_notebook_check_catches(line: str, what: str) -> None:
     assert [entry.split(" '")[0] for entry in notebook_lines(line)] == [f"1: {what}"]
 
 
-@pytest.mark.parametrize("line", [
-    "torch/lib/libcusparseLt-294d6944.so.0 is cuSPARSELt", "offset 0x4a0c3f1", "524288 findings", "2,097,153 findings",
-    "an effaced label", "a version 1.2.3456789",
-    "uses: github/codeql-action/upload-sarif@8aad20d150bbac5944a9f9d289da16a4b0d87c1e  # v4.36.2",
-    "tests/helpers.py builds records", "a sha256 of 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "torch/lib/libcusparseLt-294d6944.so.0 is cuSPARSELt",
+        "offset 0x4a0c3f1",
+        "524288 findings",
+        "2,097,153 findings",
+        "an effaced label",
+        "a version 1.2.3456789",
+        "uses: github/codeql-action/upload-sarif@8aad20d150bbac5944a9f9d289da16a4b0d87c1e  # v4.36.2",
+        "tests/helpers.py builds records",
+        "a sha256 of 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+    ],
+)
 def test_the_notebook_check_passes(line: str) -> None:
     assert notebook_lines(line) == []
 

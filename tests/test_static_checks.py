@@ -1,6 +1,6 @@
-"""The code is type-checked (mypy: --strict on src/, every body of tests/ with check_untyped_defs)
-and linted (ruff, on src/ and tests/), with the configuration in pyproject.toml, as part of the
-test command: a change that breaks either fails CI like a bug."""
+"""The code is type-checked (mypy: --strict on src/, every body of tests/ with check_untyped_defs),
+linted and format-checked (ruff, on every Python tree), with the configuration in pyproject.toml,
+as part of the test command: a change that breaks any of them fails CI like a bug."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=600, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", *args], cwd=REPO, capture_output=True, text=True, timeout=600, check=False
+    )
 
 
 def test_mypy_strict_is_clean():
@@ -25,10 +26,20 @@ def test_mypy_strict_is_clean():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+PYTHON_TREES = ("src", "tests", "benchmarks", "tools", "corpus", "examples")
+
+
 def test_ruff_is_clean():
-    """The tests are linted by the same rules as the code they test."""
+    """The tests, benchmarks and tools are linted by the same rules as the code they test."""
     pytest.importorskip("ruff", reason="ruff is a test dependency: pip install -e '.[test]'")
-    result = _run("ruff", "check", "src", "tests")
+    result = _run("ruff", "check", *PYTHON_TREES)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_ruff_format_leaves_every_file_as_it_is():
+    """One style ([tool.ruff.format]); a file the formatter would change fails, naming the file."""
+    pytest.importorskip("ruff", reason="ruff is a test dependency: pip install -e '.[test]'")
+    result = _run("ruff", "format", "--check", *PYTHON_TREES)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -47,10 +58,22 @@ def test_the_complexity_gate_is_on():
 def test_no_function_is_over_the_complexity_bar():
     """With no per-file ignores at all, at the bar, ruff finds no function over it."""
     pytest.importorskip("ruff", reason="ruff is a test dependency: pip install -e '.[test]'")
-    result = _run("ruff", "check", "src", "--isolated", "--select", "C901", "--config",
-                  "lint.mccabe.max-complexity=15", "--output-format", "json")
-    found = {(Path(v["filename"]).resolve().relative_to(REPO).as_posix(), v["message"].split("`")[1])
-             for v in json.loads(result.stdout)}
+    result = _run(
+        "ruff",
+        "check",
+        "src",
+        "--isolated",
+        "--select",
+        "C901",
+        "--config",
+        "lint.mccabe.max-complexity=15",
+        "--output-format",
+        "json",
+    )
+    found = {
+        (Path(v["filename"]).resolve().relative_to(REPO).as_posix(), v["message"].split("`")[1])
+        for v in json.loads(result.stdout)
+    }
     assert not found, sorted(found)
 
 
@@ -59,8 +82,11 @@ def test_every_module_says_what_it_exports():
     modules and tests use); the rest is internal. Package __init__ files, __main__ and the smoke
     child's path-loaded modules are exempt."""
     exempt = {"__init__.py", "__main__.py", "worker.py", "cuda_driver.py"}
-    missing = [str(p.relative_to(REPO)) for p in sorted((REPO / "src" / "archaudit").rglob("*.py"))
-               if p.name not in exempt and "\n__all__ = " not in p.read_text(encoding="utf-8")]
+    missing = [
+        str(p.relative_to(REPO))
+        for p in sorted((REPO / "src" / "archaudit").rglob("*.py"))
+        if p.name not in exempt and "\n__all__ = " not in p.read_text(encoding="utf-8")
+    ]
     assert missing == []
 
 

@@ -65,21 +65,43 @@ def test_census_tests_run_only_when_asked_for_by_name(tmp_path: Path) -> None:
     (tmp_path / "test_tiers_child.py").write_text(
         "import pytest\n\npytestmark = pytest.mark.slow\n\n"
         "def test_small():\n    pass\n\n"
-        "@pytest.mark.census\ndef test_large():\n    pass\n", encoding="utf-8")
+        "@pytest.mark.census\ndef test_large():\n    pass\n",
+        encoding="utf-8",
+    )
     env = {"PATH": "/usr/bin:/bin", "ARCHAUDIT_WHEEL_CACHE": str(tmp_path / "cache")}
     ran = {}
     for expr in ("slow and not gpu", "census"):
-        r = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-p", "conftest",
-                            "--rootdir", str(tmp_path), "-o", f"pythonpath={ROOT / 'tests'}", "-m", expr,
-                            str(tmp_path / "test_tiers_child.py")],
-                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-v",
+                "-p",
+                "no:cacheprovider",
+                "-p",
+                "conftest",
+                "--rootdir",
+                str(tmp_path),
+                "-o",
+                f"pythonpath={ROOT / 'tests'}",
+                "-m",
+                expr,
+                str(tmp_path / "test_tiers_child.py"),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=300,
+        )
         ran[expr] = sorted(re.findall(r"::(test_\w+) PASSED", r.stdout))
     assert ran == {"slow and not gpu": ["test_small"], "census": ["test_large"]}
 
 
 def test_the_readme_and_ci_run_the_same_two_commands() -> None:
-    quick = README[README.index("## Quick start"):README.index("## What a pass means")]
-    block = quick[quick.index("```sh"):quick.index("```", quick.index("```sh") + 3)]
+    quick = README[README.index("## Quick start") : README.index("## What a pass means")]
+    block = quick[quick.index("```sh") : quick.index("```", quick.index("```sh") + 3)]
     commands = [line.split("#")[0].strip().split("&& ")[-1] for line in block.splitlines()[1:]]
     assert commands[-2:] == [FAST, REAL]
     ran = [line.strip() for line in CI_RUN.splitlines() if line.strip().startswith("python -m pytest")]
@@ -110,16 +132,40 @@ def test_a_listing_run_names_the_wheels_and_downloads_none(tmp_path: Path) -> No
         "def test_wants_curand():\n"
         "    fetch('nvidia-curand', '10.4.0.35',\n"
         "          filename='nvidia_curand-10.4.0.35-py3-none-manylinux_2_27_x86_64.whl')\n"
-        "    raise AssertionError('never reached: the listing skips first')\n", encoding="utf-8")
+        "    raise AssertionError('never reached: the listing skips first')\n",
+        encoding="utf-8",
+    )
     listing, cache = tmp_path / "wanted.jsonl", tmp_path / "cache"
     env = {"ARCHAUDIT_WHEELS_LIST": str(listing), "ARCHAUDIT_WHEEL_CACHE": str(cache), "PATH": "/usr/bin:/bin"}
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
-                        "-o", f"pythonpath={ROOT / 'tests'}", str(tmp_path / "test_wants.py")],
-                       capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--rootdir",
+            str(tmp_path),
+            "-o",
+            f"pythonpath={ROOT / 'tests'}",
+            str(tmp_path / "test_wants.py"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert "1 skipped" in r.stdout, r.stdout + r.stderr
     (row,) = [json.loads(line) for line in listing.read_text().splitlines()]
-    assert row == {"test": "test_wants.py::test_wants_curand", "name": "nvidia-curand", "version": "10.4.0.35",
-                   "platform": "here", "filename": "nvidia_curand-10.4.0.35-py3-none-manylinux_2_27_x86_64.whl"}
+    assert row == {
+        "test": "test_wants.py::test_wants_curand",
+        "name": "nvidia-curand",
+        "version": "10.4.0.35",
+        "platform": "here",
+        "filename": "nvidia_curand-10.4.0.35-py3-none-manylinux_2_27_x86_64.whl",
+    }
     assert not cache.exists() or list(cache.iterdir()) == []
 
 

@@ -65,11 +65,11 @@ def want(name: str, version: str, platform: str = HERE_PLATFORM, filename: str |
         return
     test = os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" (", 1)[0]
     with open(listing, "a", encoding="utf-8") as f:
-        f.write(json.dumps({"test": test, "name": name, "version": version, "platform": platform,
-                            "filename": filename}) + "\n")
+        f.write(
+            json.dumps({"test": test, "name": name, "version": version, "platform": platform, "filename": filename})
+            + "\n"
+        )
     pytest.skip(f"listing the wheels tests ask for (ARCHAUDIT_WHEELS_LIST): {name}=={version}")
-
-
 
 
 def _fits(tags: frozenset[Tag], platform: str) -> bool:
@@ -114,9 +114,23 @@ def _tag_options(filename: str) -> list[str]:
 
 
 def _download(requirement: str, options: list[str], dest: Path) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-           "--disable-pip-version-check", "--retries", "5", "--timeout", "60",
-           "--dest", str(dest), *options, requirement]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--disable-pip-version-check",
+        "--retries",
+        "5",
+        "--timeout",
+        "60",
+        "--dest",
+        str(dest),
+        *options,
+        requirement,
+    ]
     return subprocess.run(cmd, capture_output=True, text=True)
 
 
@@ -142,8 +156,10 @@ def _locked(key: str) -> Iterator[None]:
 def _within_tier(path: Path) -> Path:
     size = path.stat().st_size
     if size > TIER_BYTES and not CENSUS:
-        pytest.fail(f"{path.name} is {size >> 20} MiB, over the {TIER_BYTES >> 20} MiB of the fast and real-wheel "
-                    "tiers: read a smaller wheel of the same structure, or mark the test census")
+        pytest.fail(
+            f"{path.name} is {size >> 20} MiB, over the {TIER_BYTES >> 20} MiB of the fast and real-wheel "
+            "tiers: read a smaller wheel of the same structure, or mark the test census"
+        )
     return path
 
 
@@ -165,8 +181,11 @@ def fetch(name: str, version: str, platform: str = HERE, *, filename: str | None
     if filename is not None:
         options = _tag_options(filename)
     else:
-        options = [] if platform == HERE else [
-            "--platform", platform, "--python-version", f"{sys.version_info.major}.{sys.version_info.minor}"]
+        options = (
+            []
+            if platform == HERE
+            else ["--platform", platform, "--python-version", f"{sys.version_info.major}.{sys.version_info.minor}"]
+        )
     with _locked(f"{canonicalize_name(name)}-{version}-{filename or platform}"):
         found = _have(name, version, platform, filename)  # another process fetched it meanwhile
         if found is not None:

@@ -32,8 +32,9 @@ CASES = {
 
 def cudart() -> ctypes.CDLL:
     candidates = [p for d in sys.path for p in glob.glob(os.path.join(d, "nvidia", "cu*", "lib", "libcudart.so.13"))]
-    candidates += [p for d in sys.path for p in glob.glob(os.path.join(d, "nvidia", "cuda_runtime", "lib",
-                                                                       "libcudart.so.13"))]
+    candidates += [
+        p for d in sys.path for p in glob.glob(os.path.join(d, "nvidia", "cuda_runtime", "lib", "libcudart.so.13"))
+    ]
     for path in candidates + ["libcudart.so.13"]:
         try:
             return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
@@ -64,12 +65,14 @@ def main() -> int:
                 fn(buf, ctypes.c_int(256))
             launch = rt.cudaGetLastError()
             sync = rt.cudaDeviceSynchronize()
-            lines.append(f"{name} {launcher}: launch {launch} ({rt.cudaGetErrorName(launch).decode()}), "
-                         f"sync {sync}")
+            lines.append(f"{name} {launcher}: launch {launch} ({rt.cudaGetErrorName(launch).decode()}), sync {sync}")
     gpu = f"sm_{major.value}{minor.value}"
     for name in CASES:
-        out = subprocess.run([sys.executable, "-m", "archaudit", "check", "--no-config", "-q", "--gpu", gpu,
-                              str(BIN / name)], capture_output=True, text=True)
+        out = subprocess.run(
+            [sys.executable, "-m", "archaudit", "check", "--no-config", "-q", "--gpu", gpu, str(BIN / name)],
+            capture_output=True,
+            text=True,
+        )
         lines.append(f"archaudit check --gpu {gpu} {name}: exit {out.returncode}")
         lines += ["  " + x for x in out.stdout.splitlines() if x.startswith(("✗", "·", "✓"))]
     text = "\n".join(lines)

@@ -20,8 +20,12 @@ from archaudit.report.codes_doc import GENERATED
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a document is stale")
-    parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parents[1],
-                        help="the repository root (default: this script's)")
+    parser.add_argument(
+        "--root",
+        type=Path,
+        default=Path(__file__).resolve().parents[1],
+        help="the repository root (default: this script's)",
+    )
     args = parser.parse_args(argv)
     stale = []
     for rel, render in GENERATED.items():

@@ -34,15 +34,19 @@ def main() -> int:
     cu.cuDeviceGetAttribute(ctypes.byref(major), 75, dev)
     cu.cuDeviceGetAttribute(ctypes.byref(minor), 76, dev)
     cu.cuDriverGetVersion(ctypes.byref(version))
-    lines.append(f"GPU {name.value.decode()} (compute capability {major.value}.{minor.value}), "
-                 f"driver API {version.value}")
+    lines.append(
+        f"GPU {name.value.decode()} (compute capability {major.value}.{minor.value}), driver API {version.value}"
+    )
     assert cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0 and cu.cuCtxSetCurrent(ctx) == 0
 
     load = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p)(
-        ctypes.cast(cu.cuModuleLoadData, ctypes.c_void_p).value)
-    for lib_name, cubins in [("lib_embedded_cubin_sm80.so", {0: "axpy"}),
-                             ("lib_embedded_two_cubins.so", {0: "axpy", 1: "layernorm"}),
-                             ("lib_embedded_axpy_80_90.so", {0: "axpy", 1: "axpy"})]:
+        ctypes.cast(cu.cuModuleLoadData, ctypes.c_void_p).value
+    )
+    for lib_name, cubins in [
+        ("lib_embedded_cubin_sm80.so", {0: "axpy"}),
+        ("lib_embedded_two_cubins.so", {0: "axpy", 1: "layernorm"}),
+        ("lib_embedded_axpy_80_90.so", {0: "axpy", 1: "axpy"}),
+    ]:
         lib = ctypes.CDLL(str(BIN / lib_name))
         lib.load_embedded.argtypes = [type(load), ctypes.POINTER(ctypes.c_void_p), ctypes.c_int]
         for which, kernel in cubins.items():

@@ -17,9 +17,23 @@ import sys
 import tokenize
 from pathlib import Path
 
-STATUS = {0: "survived", 1: "killed", 3: "killed", -24: "timeout", 24: "timeout", 36: "timeout",
-          -11: "killed", 33: "no tests", 34: "skipped", 35: "suspicious", 37: "caught by type check",
-          None: "not checked", 5: "no tests", 152: "timeout", 255: "timeout"}
+STATUS = {
+    0: "survived",
+    1: "killed",
+    3: "killed",
+    -24: "timeout",
+    24: "timeout",
+    36: "timeout",
+    -11: "killed",
+    33: "no tests",
+    34: "skipped",
+    35: "suspicious",
+    37: "caught by type check",
+    None: "not checked",
+    5: "no tests",
+    152: "timeout",
+    255: "timeout",
+}
 
 
 def _status(code: int | None) -> str:
@@ -95,10 +109,15 @@ def _same_raise(a: str, b: str) -> bool:
 def classify(diff: str) -> str:
     minus = [ln[1:] for ln in diff.splitlines() if ln.startswith("-") and not ln.startswith("---")]
     plus = [ln[1:] for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
-    if minus and len(minus) == len(plus) and all(
+    if (
+        minus
+        and len(minus) == len(plus)
+        and all(
             (_code_without_strings(a) == _code_without_strings(b) and _only_prose_changed(a, b))
             or (_same_raise(a, b) and _codes_in(a) == _codes_in(b))
-            for a, b in zip(minus, plus)):
+            for a, b in zip(minus, plus)
+        )
+    ):
         return "message"
     return "behaviour"
 
@@ -125,9 +144,11 @@ def main() -> int:
     # A mutant no test runs is a survivor too: nothing would notice the change.
     survivors = sorted(n for n, st in statuses.items() if st in ("survived", "no tests"))
     kinds = {n: classify(diff_of(n)) for n in survivors}
-    lines = ["| module | mutants | killed | caught by type check | timeout | survived (message only) "
-             "| survived (behaviour) | no test runs it | score |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| module | mutants | killed | caught by type check | timeout | survived (message only) "
+        "| survived (behaviour) | no test runs it | score |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for mod in sorted(per_module):
         c = per_module[mod]
         total = sum(c.values())
@@ -136,8 +157,10 @@ def main() -> int:
         caught = c["killed"] + c["timeout"] + c["caught by type check"]
         judged = caught + c["survived"] + c["no tests"]
         score = caught / judged if judged else 0.0
-        lines.append(f"| `{mod}` | {total} | {c['killed']} | {c['caught by type check']} | {c['timeout']} "
-                     f"| {msg} | {beh} | {c['no tests']} | {score:.1%} |")
+        lines.append(
+            f"| `{mod}` | {total} | {c['killed']} | {c['caught by type check']} | {c['timeout']} "
+            f"| {msg} | {beh} | {c['no tests']} | {score:.1%} |"
+        )
     lines += ["", "Surviving mutants that change behaviour:", ""]
     for n in survivors:
         if kinds[n] == "behaviour":

@@ -38,8 +38,9 @@ def wanted(path: Path) -> dict[tuple[str, str, str, str | None], list[str]]:
     return out
 
 
-def size_of(index: str, key: tuple[str, str, str, str | None], pages: dict[str, list[sources.WheelRef]]
-            ) -> tuple[str, int | None]:
+def size_of(
+    index: str, key: tuple[str, str, str, str | None], pages: dict[str, list[sources.WheelRef]]
+) -> tuple[str, int | None]:
     """The file pip would fetch for this wish and its size on the index (None: not listed)."""
     import wheels
 

@@ -39,20 +39,38 @@ ArchStyle = Literal["auto", "cmake", "torch", "nvcc", "list"]
 
 # Public name -> the module that defines it, imported on first use (PEP 562).
 _LAZY = {
-    "Claim": "claims", "Policy": "judge.policy", "Report": "judge.audit", "Finding": "findings",
+    "Claim": "claims",
+    "Policy": "judge.policy",
+    "Report": "judge.audit",
+    "Finding": "findings",
     "ArchauditError": "errors",
 }
 
 
-def check(paths: StrPath | Iterable[StrPath], *, arch: str | Sequence[str] | Claim | None = None,
-          arch_style: ArchStyle | None = None, amd_arch: str | Sequence[str] | None = None,
-          cuda_version: str | None = None, gpus: Sequence[str] = (), exact: bool | None = None,
-          require_ptx: Literal["newest"] | None = None, strict: bool | None = None,
-          strict_kernels: bool | None = None, driver: str | None = None,
-          driver_os: Literal["linux", "windows"] | None = None, select: Sequence[str] = (),
-          ignore: Sequence[str] = (), policy: Policy | None = None, config: StrPath | None = None,
-          jobs: int | None = None, fast: bool = False, max_payload: int | None = None,
-          platform: str | None = None, index_url: str | None = None) -> Report:
+def check(
+    paths: StrPath | Iterable[StrPath],
+    *,
+    arch: str | Sequence[str] | Claim | None = None,
+    arch_style: ArchStyle | None = None,
+    amd_arch: str | Sequence[str] | None = None,
+    cuda_version: str | None = None,
+    gpus: Sequence[str] = (),
+    exact: bool | None = None,
+    require_ptx: Literal["newest"] | None = None,
+    strict: bool | None = None,
+    strict_kernels: bool | None = None,
+    driver: str | None = None,
+    driver_os: Literal["linux", "windows"] | None = None,
+    select: Sequence[str] = (),
+    ignore: Sequence[str] = (),
+    policy: Policy | None = None,
+    config: StrPath | None = None,
+    jobs: int | None = None,
+    fast: bool = False,
+    max_payload: int | None = None,
+    platform: str | None = None,
+    index_url: str | None = None,
+) -> Report:
     """Audit wheels, directories, device-code files or installed distributions; return the Report.
 
     Each keyword is the `archaudit check` flag of the same name and takes the same text:
@@ -95,19 +113,32 @@ def check(paths: StrPath | Iterable[StrPath], *, arch: str | Sequence[str] | Cla
     if max_payload is not None:
         args.max_payload = max_payload
     if policy is not None:
-        _refuse_beside_policy(gpus=gpus, exact=exact, require_ptx=require_ptx, strict=strict,
-                              strict_kernels=strict_kernels, driver=driver, driver_os=driver_os, select=select,
-                              ignore=ignore, amd_arch=amd_arch)
+        _refuse_beside_policy(
+            gpus=gpus,
+            exact=exact,
+            require_ptx=require_ptx,
+            strict=strict,
+            strict_kernels=strict_kernels,
+            driver=driver,
+            driver_os=driver_os,
+            select=select,
+            ignore=ignore,
+            amd_arch=amd_arch,
+        )
     cfg = config_file.load(os.fspath(config), discover=False) if config is not None else config_file.Config()
     s = check_settings(args, cfg, targets)
     claim = given_claim if given_claim is not None else s.claim
     if claim is not None and claim.source == "--arch":
         claim = replace(claim, source="arch=")  # what the report says the claim came from
-    return core.check(s.targets, claim,
-                      policy if policy is not None else s.policy,
-                      jobs=s.jobs, max_payload=s.max_payload, decode=s.decode,
-                      fetch=fetch_for(s.targets, platform=platform, index_url=index_url, decode=s.decode,
-                                      max_payload=s.max_payload))
+    return core.check(
+        s.targets,
+        claim,
+        policy if policy is not None else s.policy,
+        jobs=s.jobs,
+        max_payload=s.max_payload,
+        decode=s.decode,
+        fetch=fetch_for(s.targets, platform=platform, index_url=index_url, decode=s.decode, max_payload=s.max_payload),
+    )
 
 
 def _arch_text(arch: str | Sequence[str] | Claim | None) -> str | None:

@@ -139,7 +139,7 @@ def _parse_torch(text: str, b: _Builder) -> None:
         if token.lower() == "native":
             raise _native_error(token)
         expanded = names.get(token.lower())
-        for part in (expanded.split(";") if expanded else [token]):
+        for part in expanded.split(";") if expanded else [token]:
             m = _TORCH_RE.fullmatch(part)
             if not m:
                 raise ValueError(f"bad TORCH_CUDA_ARCH_LIST entry {token!r} in claim {text!r}")
@@ -150,9 +150,7 @@ def _parse_torch(text: str, b: _Builder) -> None:
 
 # ---- nvcc flags ---------------------------------------------------------------------------
 
-_OPT_RE = re.compile(
-    r"(?P<opt>-gencode|--generate-code|-arch|--gpu-architecture|-code|--gpu-code)(?:=(?P<value>.*))?"
-)
+_OPT_RE = re.compile(r"(?P<opt>-gencode|--generate-code|-arch|--gpu-architecture|-code|--gpu-code)(?:=(?P<value>.*))?")
 _OPT_CANON = {
     "-gencode": "gencode",
     "--generate-code": "gencode",
@@ -181,8 +179,10 @@ def _code_target(token: str, text: str) -> tuple[CudaTarget, bool, bool]:
 def _virtual_arch(arch: str, text: str) -> CudaTarget:
     """The value of arch= / -arch= when codes are given: nvcc requires a virtual architecture."""
     if not arch.lower().startswith("compute_"):
-        raise ValueError(f"arch {arch!r} in claim {text!r} must be a virtual architecture (compute_XY) "
-                         f"when codes are given, as nvcc requires")
+        raise ValueError(
+            f"arch {arch!r} in claim {text!r} must be a virtual architecture (compute_XY) "
+            f"when codes are given, as nvcc requires"
+        )
     return _target(arch, text)
 
 
@@ -213,8 +213,10 @@ def _codes(arch: CudaTarget, value: str, text: str, b: _Builder) -> None:
             raise ValueError(f"empty code in code list {value!r} of claim {text!r}")
         target, sass, ptx = _code_target(item.strip(), text)
         if not _compatible(arch, target, sass):
-            raise ValueError(f"code {item.strip()!r} cannot be generated from arch {arch.compute!r} in claim "
-                             f"{text!r} (nvcc: incompatible code generation)")
+            raise ValueError(
+                f"code {item.strip()!r} cannot be generated from arch {arch.compute!r} in claim "
+                f"{text!r} (nvcc: incompatible code generation)"
+            )
         b.add(target, sass=sass, ptx=ptx)
 
 
@@ -235,8 +237,10 @@ def _gencode(spec: str, text: str, b: _Builder) -> None:
         if key not in ("arch", "code"):
             raise ValueError(f"bad -gencode key {key!r} in claim {text!r}")
         if key in values:  # nvcc: "redefinition of keyword 'code'"
-            raise ValueError(f"-gencode {spec!r} in claim {text!r} gives {key}= twice (nvcc rejects it; "
-                             f"several codes are written code=[a,b])")
+            raise ValueError(
+                f"-gencode {spec!r} in claim {text!r} gives {key}= twice (nvcc rejects it; "
+                f"several codes are written code=[a,b])"
+            )
         values[key] = value
     leftover = re.sub(_GENCODE_PAIR, "", spec).strip(", ")
     if leftover:
@@ -361,8 +365,10 @@ def parse_claim(text: str, source: str, style: str = "auto", cuda_version: tuple
         raise ValueError(f"empty GPU architecture claim from {source}")
     odd = next((ch for ch in text if not ch.isascii()), None)
     if odd is not None:  # "8\u0660" would read as 80 through Unicode digits; no tool writes that
-        raise ValueError(f"claim {text!r} from {source} holds the non-ASCII character {odd!r} "
-                         f"(U+{ord(odd):04X}); architectures are written in ASCII")
+        raise ValueError(
+            f"claim {text!r} from {source} holds the non-ASCII character {odd!r} "
+            f"(U+{ord(odd):04X}); architectures are written in ASCII"
+        )
     for token in re.split(r"[\s;,=]+", text.strip()):
         if token.lower() == "native":
             raise _native_error(token)
@@ -442,5 +448,13 @@ def parse_embedded(blob: bytes) -> list[str]:
     return []
 
 
-__all__ = ["Claim", "ClaimedArch", "embedded_claim_markers", "guess_style", "merge_claims", "parse_claim",
-           "parse_embedded", "STYLES"]
+__all__ = [
+    "Claim",
+    "ClaimedArch",
+    "embedded_claim_markers",
+    "guess_style",
+    "merge_claims",
+    "parse_claim",
+    "parse_embedded",
+    "STYLES",
+]

@@ -22,17 +22,39 @@ FORMATS: tuple[Format, ...] = get_args(Format)
 DETAILS: tuple[Detail, ...] = get_args(Detail)
 
 KEYS = {
-    "cuda-archs", "cuda-archs-style", "amd-archs", "cuda-version", "exact", "require-ptx", "strict",
-    "strict-kernels", "driver", "driver-os", "gpus", "select", "ignore", "ignore-library",
-    "require-device-code", "detail", "format", "costs", "allow-loss", "data", "library", "library-group",
+    "cuda-archs",
+    "cuda-archs-style",
+    "amd-archs",
+    "cuda-version",
+    "exact",
+    "require-ptx",
+    "strict",
+    "strict-kernels",
+    "driver",
+    "driver-os",
+    "gpus",
+    "select",
+    "ignore",
+    "ignore-library",
+    "require-device-code",
+    "detail",
+    "format",
+    "costs",
+    "allow-loss",
+    "data",
+    "library",
+    "library-group",
 }
 
 
 # Keys whose value is one string (of these choices, when listed).
 _SCALARS = {
-    "cuda-archs-style": ("auto", "cmake", "torch", "nvcc", "list"), "driver": (),
-    "require-ptx": ("newest",), "driver-os": ("linux", "windows"),
-    "detail": DETAILS, "format": FORMATS,
+    "cuda-archs-style": ("auto", "cmake", "torch", "nvcc", "list"),
+    "driver": (),
+    "require-ptx": ("newest",),
+    "driver-os": ("linux", "windows"),
+    "detail": DETAILS,
+    "format": FORMATS,
 }
 
 
@@ -61,8 +83,11 @@ def find_project_root(start: str | None = None) -> str | None:
     directory, where the command runs, is the start."""
     here = os.path.abspath(start or os.getcwd())
     while True:
-        if os.path.exists(os.path.join(here, ".git")) or os.path.isdir(os.path.join(here, ".hg")) \
-                or os.path.isfile(os.path.join(here, "pyproject.toml")):
+        if (
+            os.path.exists(os.path.join(here, ".git"))
+            or os.path.isdir(os.path.join(here, ".hg"))
+            or os.path.isfile(os.path.join(here, "pyproject.toml"))
+        ):
             return here
         parent = os.path.dirname(here)
         if parent == here:
@@ -173,7 +198,7 @@ def _check_scalars(path: str, table: dict[str, Any]) -> None:
             raise ConfigError(f"{path}: {key} must be {what}")
     version = table.get("cuda-version", "")
     if isinstance(version, bool) or not isinstance(version, (str, int, float)):
-        raise ConfigError(f"{path}: cuda-version must be a string such as \"13.0\"")
+        raise ConfigError(f'{path}: cuda-version must be a string such as "13.0"')
     if not isinstance(table.get("ignore-library", []), list):
         raise ConfigError(f"{path}: ignore-library must be a list of tables")
 
@@ -182,19 +207,27 @@ def _check_ignore_library(path: str, rules: list[Any]) -> None:
     """[[tool.archaudit.ignore-library]]: each entry a code and a library glob; one that hides a whole
     code prefix in every library needs a reason."""
     for rule in rules:
-        if not isinstance(rule, dict) or not {"code", "library"} <= set(rule) \
-                or not set(rule) <= {"code", "library", "reason"} \
-                or not all(isinstance(v, str) for v in rule.values()):
+        if (
+            not isinstance(rule, dict)
+            or not {"code", "library"} <= set(rule)
+            or not set(rule) <= {"code", "library", "reason"}
+            or not all(isinstance(v, str) for v in rule.values())
+        ):
             raise ConfigError(f"{path}: each ignore-library entry needs code and library (and a reason)")
         if not rule["code"].strip() or not rule["library"].strip():
-            raise ConfigError(f"{path}: an ignore-library entry has an empty code or library, which would "
-                              f"match every finding")
-        if _matches_every_library(rule["library"]) \
-                and any(len(c.strip()) < CODE_LENGTH for c in rule["code"].split(",")) \
-                and not rule.get("reason", "").strip():
-            raise ConfigError(f"{path}: ignore-library entry code = {rule['code']!r}, library = "
-                              f"{rule['library']!r} hides a whole code prefix in every library; give it "
-                              f"a reason (or name the libraries, or use ignore = [...])")
+            raise ConfigError(
+                f"{path}: an ignore-library entry has an empty code or library, which would match every finding"
+            )
+        if (
+            _matches_every_library(rule["library"])
+            and any(len(c.strip()) < CODE_LENGTH for c in rule["code"].split(","))
+            and not rule.get("reason", "").strip()
+        ):
+            raise ConfigError(
+                f"{path}: ignore-library entry code = {rule['code']!r}, library = "
+                f"{rule['library']!r} hides a whole code prefix in every library; give it "
+                f"a reason (or name the libraries, or use ignore = [...])"
+            )
 
 
 def _check_data(path: str, entries: object) -> None:
@@ -203,12 +236,17 @@ def _check_data(path: str, entries: object) -> None:
     if not isinstance(entries, list):
         raise ConfigError(f"{path}: data must be a list of tables ([[tool.archaudit.data]])")
     for entry in entries:
-        if not isinstance(entry, dict) or set(entry) != {"member", "reason"} \
-                or not all(isinstance(v, str) and v.strip() for v in entry.values()):
+        if (
+            not isinstance(entry, dict)
+            or set(entry) != {"member", "reason"}
+            or not all(isinstance(v, str) and v.strip() for v in entry.values())
+        ):
             raise ConfigError(f"{path}: each data entry needs a member glob and a reason")
         if _matches_every_library(entry["member"]):
-            raise ConfigError(f"{path}: data entry member = {entry['member']!r} names no member: it would "
-                              f"leave every library out of the verdict")
+            raise ConfigError(
+                f"{path}: data entry member = {entry['member']!r} names no member: it would "
+                f"leave every library out of the verdict"
+            )
 
 
 def _check_libraries(path: str, entries: object) -> None:
@@ -217,16 +255,27 @@ def _check_libraries(path: str, entries: object) -> None:
     if not isinstance(entries, list):
         raise ConfigError(f"{path}: library must be a list of tables ([[tool.archaudit.library]])")
     for entry in entries:
-        if not isinstance(entry, dict) or set(entry) != {"path", "arch", "reason"} \
-                or not all(isinstance(entry[k], str) and entry[k].strip() for k in ("path", "reason")) \
-                or not (isinstance(entry["arch"], str) and entry["arch"].strip()
-                        or isinstance(entry["arch"], list) and entry["arch"]
-                        and all(isinstance(x, str) for x in entry["arch"])):
-            raise ConfigError(f"{path}: each library entry needs path (a library glob), arch (its architectures) "
-                              f"and reason (where the host code gates it)")
+        if (
+            not isinstance(entry, dict)
+            or set(entry) != {"path", "arch", "reason"}
+            or not all(isinstance(entry[k], str) and entry[k].strip() for k in ("path", "reason"))
+            or not (
+                isinstance(entry["arch"], str)
+                and entry["arch"].strip()
+                or isinstance(entry["arch"], list)
+                and entry["arch"]
+                and all(isinstance(x, str) for x in entry["arch"])
+            )
+        ):
+            raise ConfigError(
+                f"{path}: each library entry needs path (a library glob), arch (its architectures) "
+                f"and reason (where the host code gates it)"
+            )
         if _matches_every_library(entry["path"]):
-            raise ConfigError(f"{path}: library entry path = {entry['path']!r} names no library: give the "
-                              f"wheel's claim instead (cuda-archs)")
+            raise ConfigError(
+                f"{path}: library entry path = {entry['path']!r} names no library: give the "
+                f"wheel's claim instead (cuda-archs)"
+            )
 
 
 def _check_library_groups(path: str, entries: object) -> None:
@@ -235,15 +284,33 @@ def _check_library_groups(path: str, entries: object) -> None:
     if not isinstance(entries, list):
         raise ConfigError(f"{path}: library-group must be a list of tables ([[tool.archaudit.library-group]])")
     for entry in entries:
-        if not isinstance(entry, dict) or set(entry) != {"paths", "reason"} \
-                or not (isinstance(entry["paths"], list) and entry["paths"]
-                        and all(isinstance(x, str) and x.strip() for x in entry["paths"])) \
-                or not (isinstance(entry["reason"], str) and entry["reason"].strip()):
-            raise ConfigError(f"{path}: each library-group entry needs paths (library globs) and reason (where "
-                              f"the host code picks one of them)")
+        if (
+            not isinstance(entry, dict)
+            or set(entry) != {"paths", "reason"}
+            or not (
+                isinstance(entry["paths"], list)
+                and entry["paths"]
+                and all(isinstance(x, str) and x.strip() for x in entry["paths"])
+            )
+            or not (isinstance(entry["reason"], str) and entry["reason"].strip())
+        ):
+            raise ConfigError(
+                f"{path}: each library-group entry needs paths (library globs) and reason (where "
+                f"the host code picks one of them)"
+            )
         if any(_matches_every_library(g) for g in entry["paths"]):
             raise ConfigError(f"{path}: a library-group glob names no library: {entry['paths']!r}")
 
 
-__all__ = ["Config", "ConfigError", "Detail", "DETAILS", "find_project_root", "find_pyproject", "Format", "FORMATS",
-           "KEYS", "load"]
+__all__ = [
+    "Config",
+    "ConfigError",
+    "Detail",
+    "DETAILS",
+    "find_project_root",
+    "find_pyproject",
+    "Format",
+    "FORMATS",
+    "KEYS",
+    "load",
+]

@@ -28,9 +28,17 @@ def example_wheel() -> str:
     return str(resources.files("archaudit") / "examples" / "gpu_example-1.0-py3-none-linux_x86_64.whl")
 
 
-def check(targets: Sequence[str], claim: Claim | None = None, policy: Policy | None = None, *,
-          jobs: int | None = None, max_payload: int = DEFAULT_MAX_PAYLOAD, decode: bool = True,
-          progress: Progress | None = None, fetch: Fetch | None = None) -> Report:
+def check(
+    targets: Sequence[str],
+    claim: Claim | None = None,
+    policy: Policy | None = None,
+    *,
+    jobs: int | None = None,
+    max_payload: int = DEFAULT_MAX_PAYLOAD,
+    decode: bool = True,
+    progress: Progress | None = None,
+    fetch: Fetch | None = None,
+) -> Report:
     """Audit wheels, directories, files or installed distributions against a claim.
 
     `claim` None takes the claim a binary embeds about itself, if any; `policy` carries the
@@ -48,12 +56,20 @@ def check(targets: Sequence[str], claim: Claim | None = None, policy: Policy | N
         return audit(found, claim, policy)
 
 
-def _inventories(targets: list[str], jobs: int | None, decode: bool, max_payload: int, progress: Progress | None,
-                 fetch: Fetch | None) -> list[TargetInventory]:
+def _inventories(
+    targets: list[str], jobs: int | None, decode: bool, max_payload: int, progress: Progress | None, fetch: Fetch | None
+) -> list[TargetInventory]:
     """Fetched targets as `fetch` reads them; the rest through one pool of readers; in the order given."""
     fetched = {i: inv for i, t in enumerate(targets) if fetch is not None and (inv := fetch(t)) is not None}
-    local = iter(inventories([t for i, t in enumerate(targets) if i not in fetched], jobs=jobs, decode=decode,
-                             max_payload=max_payload, progress=progress))
+    local = iter(
+        inventories(
+            [t for i, t in enumerate(targets) if i not in fetched],
+            jobs=jobs,
+            decode=decode,
+            max_payload=max_payload,
+            progress=progress,
+        )
+    )
     return [fetched[i] if i in fetched else next(local) for i in range(len(targets))]
 
 

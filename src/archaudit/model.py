@@ -159,8 +159,18 @@ class Library:
 
     @property
     def links_gpu_runtime(self) -> bool:
-        gpu = ("libcudart", "libcuda.", "libamdhip64", "libhiprtc", "libnvrtc",
-               "cudart64_", "nvcuda.dll", "amdhip64", "hiprtc", "nvrtc64_")  # Windows DLL names
+        gpu = (
+            "libcudart",
+            "libcuda.",
+            "libamdhip64",
+            "libhiprtc",
+            "libnvrtc",
+            "cudart64_",
+            "nvcuda.dll",
+            "amdhip64",
+            "hiprtc",
+            "nvrtc64_",
+        )  # Windows DLL names
         return any(n.lower().startswith(gpu) for n in self.needed)
 
     @property
@@ -203,6 +213,29 @@ class TargetInventory:
     origin: Origin | None = None  # a wheel read over HTTP: which file, from where
 
 
-__all__ = ["AMD", "CODE_OBJECT", "Container", "Coverage", "CUBIN", "DEVICE_LINK", "EMBEDDED", "Entry", "EXECUTABLE",
-           "HIP", "Kind", "Library", "LTO", "NVIDIA", "Origin", "Problem", "PTX", "RELOCATABLE", "Role", "SASS",
-           "STANDALONE", "Status", "TargetInventory", "Vendor"]
+__all__ = [
+    "AMD",
+    "CODE_OBJECT",
+    "Container",
+    "Coverage",
+    "CUBIN",
+    "DEVICE_LINK",
+    "EMBEDDED",
+    "Entry",
+    "EXECUTABLE",
+    "HIP",
+    "Kind",
+    "Library",
+    "LTO",
+    "NVIDIA",
+    "Origin",
+    "Problem",
+    "PTX",
+    "RELOCATABLE",
+    "Role",
+    "SASS",
+    "STANDALONE",
+    "Status",
+    "TargetInventory",
+    "Vendor",
+]

@@ -20,8 +20,21 @@ def printable(text: str, *, keep_newlines: bool = False) -> str:
 
 # What Markdown (CommonMark and GitHub's tables) would read as markup: code, emphasis, strike,
 # links and images, raw HTML and entities, table cells. Each is written escaped.
-_MARKDOWN = {"\\": "\\\\", "`": "\\`", "*": "\\*", "_": "\\_", "[": "\\[", "]": "\\]", "~": "\\~",
-             "|": "\\|", "<": "&lt;", ">": "&gt;", "&": "&amp;", "\n": " ", "\r": " "}
+_MARKDOWN = {
+    "\\": "\\\\",
+    "`": "\\`",
+    "*": "\\*",
+    "_": "\\_",
+    "[": "\\[",
+    "]": "\\]",
+    "~": "\\~",
+    "|": "\\|",
+    "<": "&lt;",
+    ">": "&gt;",
+    "&": "&amp;",
+    "\n": " ",
+    "\r": " ",
+}
 _MARKDOWN_TABLE = str.maketrans(_MARKDOWN)
 
 

@@ -21,7 +21,7 @@ def close_matches(word: str, known: Iterable[str], n: int = 3, cutoff: float = 0
 
 
 def did_you_mean(word: str, known: Iterable[str]) -> str:
-    """"; did you mean 'x'?" (or "'x' or 'y'"), or "" when nothing known is close."""
+    """ "; did you mean 'x'?" (or "'x' or 'y'"), or "" when nothing known is close."""
     found = close_matches(word, known)
     if not found:
         return ""

@@ -58,6 +58,7 @@ def cpu_wheel(path: Path) -> Path:
 
 # ---- filters: what --select, --ignore and ignore-library hide, and what they never hide ----
 
+
 def test_select_splits_on_commas(scratch):
     rc, doc = run("--arch", "80,90", "--select", "G001,K001", EXAMPLE)
     assert rc == 1 and codes(doc) == {"G001"}
@@ -65,15 +66,18 @@ def test_select_splits_on_commas(scratch):
     assert rc == 0 and codes(doc) == {"D002"}
 
 
-@pytest.mark.parametrize("flag, pattern, named", [
-    ("--select", "", "empty code pattern"),
-    ("--select", "G001,", "empty code pattern"),
-    ("--ignore", ",", "empty code pattern"),
-    ("--select", "GOO1", "matches no finding code"),  # letter O: would silently select nothing
-    ("--ignore", "E", "cannot be ignored"),
-    ("--ignore", "E013", "cannot be ignored"),
-    ("--ignore", "C001", "cannot be ignored"),
-])
+@pytest.mark.parametrize(
+    "flag, pattern, named",
+    [
+        ("--select", "", "empty code pattern"),
+        ("--select", "G001,", "empty code pattern"),
+        ("--ignore", ",", "empty code pattern"),
+        ("--select", "GOO1", "matches no finding code"),  # letter O: would silently select nothing
+        ("--ignore", "E", "cannot be ignored"),
+        ("--ignore", "E013", "cannot be ignored"),
+        ("--ignore", "C001", "cannot be ignored"),
+    ],
+)
 def test_bad_patterns_exit_2(scratch, capsys, flag, pattern, named):
     rc, _ = run("--arch", "80,90", flag, pattern, EXAMPLE)
     err = capsys.readouterr().err
@@ -99,12 +103,14 @@ def test_no_filter_hides_missing_claim_or_device_code(scratch):
 
 def test_ignore_library_with_empty_code_exits_2(scratch, capsys):
     (scratch / "pyproject.toml").write_text(
-        '[tool.archaudit]\ncuda-archs = "80;90"\n[[tool.archaudit.ignore-library]]\ncode = ""\nlibrary = "*"\n')
+        '[tool.archaudit]\ncuda-archs = "80;90"\n[[tool.archaudit.ignore-library]]\ncode = ""\nlibrary = "*"\n'
+    )
     assert main(["check", "-q", EXAMPLE]) == 2
     assert "empty code" in capsys.readouterr().err
 
 
 # ---- configuration discovery: which pyproject.toml is read ----
+
 
 def test_broken_pyproject_is_not_skipped_in_discovery(tmp_path, monkeypatch, capsys):
     (tmp_path / "pyproject.toml").write_text('[tool.archaudit]\ncuda-archs = "80"\n')
@@ -126,6 +132,7 @@ def test_config_format_is_validated(scratch, capsys):
 
 # ---- errors in one line, numbers and claims refused at the door, core.check as the CLI renders it ----
 
+
 @pytest.mark.parametrize("dest", ["/nonexistent/dir/x.json", "/dev/full"])
 def test_unwritable_output_is_exit_2_in_one_line(scratch, capsys, dest):
     if not Path(dest).parent.exists() and dest == "/dev/full":
@@ -146,8 +153,10 @@ def test_internal_error_is_exit_2_in_one_line(scratch, capsys, monkeypatch):
     assert rc == 2 and err.strip() == "archaudit: internal error: RuntimeError: simulated bug (please report it)"
 
 
-@pytest.mark.parametrize("flag, value", [("--max-payload", "-1"), ("--max-payload", "0"), ("-j", "0"),
-                                         ("-j", "-3"), ("--max-payload", "1\u0660")])
+@pytest.mark.parametrize(
+    "flag, value",
+    [("--max-payload", "-1"), ("--max-payload", "0"), ("-j", "0"), ("-j", "-3"), ("--max-payload", "1\u0660")],
+)
 def test_numbers_must_be_positive(scratch, capsys, flag, value):
     with pytest.raises(SystemExit) as exit_:
         main(["check", "--no-config", "-q", "--arch", "80", flag, value, EXAMPLE])
@@ -161,10 +170,12 @@ def test_non_ascii_digit_claim_exits_2(scratch, capsys):
 
 # ---- one pipeline ----
 
+
 def test_core_check_is_what_the_cli_renders(scratch):
     """check() from Python and `archaudit check` give the same report, kernel names included."""
-    rc = main(["check", "--no-config", "-q", "--no-timings", "--arch", "80,90", "--format", "json",
-               "-o", "cli.json", EXAMPLE])
+    rc = main(
+        ["check", "--no-config", "-q", "--no-timings", "--arch", "80,90", "--format", "json", "-o", "cli.json", EXAMPLE]
+    )
     from archaudit.claims import parse_claim
 
     report = core.check([EXAMPLE], parse_claim("80,90", "--arch"))
@@ -225,10 +236,8 @@ def test_version_matches_the_package_metadata(capsys):
 
 # ---- reports that must not mislead ----
 
-@pytest.mark.parametrize("args, rule", [
-    (["--ignore", "G001"], "ignore G001"),
-    (["--select", "D"], "select D"),
-])
+
+@pytest.mark.parametrize("args, rule", [(["--ignore", "G001"], "ignore G001"), (["--select", "D"], "select D")])
 def test_text_says_what_was_suppressed(scratch, args, rule):
     rc, out = text("--arch", "80;90", *args, EXAMPLE)
     assert rc == 0
@@ -242,7 +251,8 @@ def test_text_says_what_was_suppressed(scratch, args, rule):
 def test_text_says_what_ignore_library_suppressed(scratch):
     (scratch / "pyproject.toml").write_text(
         '[tool.archaudit]\ncuda-archs = "80;90"\n[[tool.archaudit.ignore-library]]\ncode = "G001"\n'
-        'library = "libshim.so"\nreason = "loaded only on A100"\n')
+        'library = "libshim.so"\nreason = "loaded only on A100"\n'
+    )
     assert main(["check", "-q", "-o", "out.txt", EXAMPLE]) == 0
     out = Path("out.txt").read_text(encoding="utf-8")
     assert "- suppressed by ignore-library G001 for libshim.so (loaded only on A100): G001 x1" in out
@@ -250,7 +260,8 @@ def test_text_says_what_ignore_library_suppressed(scratch):
     rc = main(["check", "-q", "--format", "json", "-o", "out.json", EXAMPLE])
     doc = json.loads(Path("out.json").read_text(encoding="utf-8"))
     assert rc == 0 and [s["suppressed_by"] for s in doc["suppressed"]] == [
-        "ignore-library G001 for libshim.so (loaded only on A100)"]
+        "ignore-library G001 for libshim.so (loaded only on A100)"
+    ]
     rc = main(["check", "-q", "--format", "markdown", "-o", "out.md", EXAMPLE])
     md = Path("out.md").read_text(encoding="utf-8")
     assert "passes only because error findings are suppressed" in md and "misses 90 (suppressed)" in md
@@ -289,7 +300,7 @@ def test_carries_lists_every_target_wrapped_to_the_width():
     assert len(carried) > 12
     for width in (240, 100, 80):
         lines = render_text(report, width=width).splitlines()
-        table = lines[lines.index(next(x for x in lines if x.lstrip().startswith("LIBRARY"))) + 1:]
+        table = lines[lines.index(next(x for x in lines if x.lstrip().startswith("LIBRARY"))) + 1 :]
         rows = [line for line in table if line.startswith("  ")]
         assert [w for line in rows for w in line.split() if w in carried] == list(carried), width
         assert "+" not in " ".join(rows) and all(len(line) <= width for line in lines), width
@@ -297,6 +308,7 @@ def test_carries_lists_every_target_wrapped_to_the_width():
 
 
 # ---- diff through the shared output options ----
+
 
 def _lossy_release(path: Path) -> Path:
     """The example wheel whose libkernels.so is rebuilt from libshim.so's bytes (sm_80 only)."""
@@ -347,14 +359,29 @@ def _imported(code: str) -> set[str]:
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-c", code + "\nimport sys; print('\\n'.join(sys.modules))"],
-                         capture_output=True, text=True, check=True, cwd=HERE)
+    out = subprocess.run(
+        [sys.executable, "-c", code + "\nimport sys; print('\\n'.join(sys.modules))"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=HERE,
+    )
     return set(out.stdout.split())
 
 
-NOT_FOR_CHECK = {"archaudit.index.engine", "archaudit.index.sources", "archaudit.index.store", "archaudit.smoke.runner",
-                 "archaudit.smoke.child", "archaudit.report.formats", "archaudit.judge.diff", "http.client", "sqlite3",
-                 "multiprocessing", "xml.etree.ElementTree"}
+NOT_FOR_CHECK = {
+    "archaudit.index.engine",
+    "archaudit.index.sources",
+    "archaudit.index.store",
+    "archaudit.smoke.runner",
+    "archaudit.smoke.child",
+    "archaudit.report.formats",
+    "archaudit.judge.diff",
+    "http.client",
+    "sqlite3",
+    "multiprocessing",
+    "xml.etree.ElementTree",
+}
 
 
 def test_parsing_the_command_line_imports_no_subcommand_machinery():
@@ -364,7 +391,9 @@ def test_parsing_the_command_line_imports_no_subcommand_machinery():
 
 def test_check_imports_neither_index_nor_smoke_nor_the_other_formats():
     target = str(BIN / "lib_multi.so")
-    mods = _imported(f"import archaudit.cli, contextlib, io\nwith contextlib.redirect_stdout(io.StringIO()):\n"
-                     f"    archaudit.cli.main(['check', '--no-config', '-q', '--format', 'json', {target!r}])")
+    mods = _imported(
+        f"import archaudit.cli, contextlib, io\nwith contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    archaudit.cli.main(['check', '--no-config', '-q', '--format', 'json', {target!r}])"
+    )
     assert {"archaudit.core", "archaudit.read.scan", "archaudit.judge.audit", "archaudit.report.render"} <= mods
     assert not mods & NOT_FOR_CHECK

@@ -39,6 +39,7 @@ def codes(doc: dict) -> set[str]:
 
 # ---- explain ----
 
+
 def test_every_code_is_explained():
     for code in CODES.values():
         assert re.fullmatch(r"[ECGKDX]\d{3}", code.code)
@@ -66,6 +67,7 @@ def test_explain_lists_and_rejects(capsys):
 
 # ---- --select / --ignore ----
 
+
 def test_ignore_by_code_and_prefix(scratch):
     rc, doc = check_json("--arch", "80,90", EXAMPLE)
     assert rc == 1 and "G001" in codes(doc)
@@ -88,19 +90,27 @@ def test_select_by_code_and_prefix(scratch):
 
 # ---- --gpu and gpus ----
 
+
 def gpu_answers(doc: dict) -> dict[str, tuple[str, str]]:
-    return {f["subject"]: (f["code"], f["data"]["runs"]) for t in doc["targets"] for f in t["findings"]
-            if f["code"] in ("G008", "G009")}
+    return {
+        f["subject"]: (f["code"], f["data"]["runs"])
+        for t in doc["targets"]
+        for f in t["findings"]
+        if f["code"] in ("G008", "G009")
+    }
 
 
-@pytest.mark.parametrize("gpu, kernels, shim, rc", [
-    ("H100", "native", "none", 1),  # 9.0: libshim has only sm_80
-    ("A100", "native", "native", 0),
-    ("sm_80", "native", "native", 0),
-    ("sm_86", "native", "native", 0),  # sm_80 SASS runs on 8.6
-    ("RTX 5090", "jit", "none", 1),  # 12.0: only compute_90 PTX can serve it
-    ("Jetson Orin", "none", "none", 1),  # Tegra 8.7 runs only its own SASS
-])
+@pytest.mark.parametrize(
+    "gpu, kernels, shim, rc",
+    [
+        ("H100", "native", "none", 1),  # 9.0: libshim has only sm_80
+        ("A100", "native", "native", 0),
+        ("sm_80", "native", "native", 0),
+        ("sm_86", "native", "native", 0),  # sm_80 SASS runs on 8.6
+        ("RTX 5090", "jit", "none", 1),  # 12.0: only compute_90 PTX can serve it
+        ("Jetson Orin", "none", "none", 1),  # Tegra 8.7 runs only its own SASS
+    ],
+)
 def test_gpu_by_name_or_target(scratch, gpu, kernels, shim, rc):
     code, doc = check_json("--arch", "80", "--gpu", gpu, EXAMPLE)
     answers = gpu_answers(doc)
@@ -125,6 +135,7 @@ def test_gpu_unknown_exits_2(scratch, capsys):
 def _nvml_gpu_present() -> bool:
     try:
         import pynvml
+
         pynvml.nvmlInit()
         try:
             return pynvml.nvmlDeviceGetCount() > 0
@@ -137,8 +148,11 @@ def _nvml_gpu_present() -> bool:
 def test_gpu_local_without_gpu_is_a_clear_usage_error(scratch):
     if _nvml_gpu_present():
         pytest.skip("this machine has a GPU that NVML sees")
-    proc = subprocess.run([sys.executable, "-m", "archaudit", "check", "--no-config", "-q", "--arch", "80",
-                           "--gpu", "local", EXAMPLE], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "archaudit", "check", "--no-config", "-q", "--arch", "80", "--gpu", "local", EXAMPLE],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 2
     assert proc.stdout == ""
     err = proc.stderr.strip()
@@ -158,6 +172,7 @@ def test_gpu_local_finds_the_gpu(scratch):
     print("\n".join(f["message"] for f in answers))
     # the NVML name (e.g. "NVIDIA H200") is a GPU of the catalog, with the capability NVML reports
     from archaudit.gpus import cuda as arch
+
     nvml_name = answers[0]["data"]["gpu"].split(" ", 2)[2]
     found = arch.lookup_gpu(nvml_name)
     assert found, f"{nvml_name!r} is not in the GPU catalog"
@@ -197,12 +212,14 @@ def test_usage_errors_exit_2(scratch, capsys):
 
 # ---- GitHub Action ----
 
+
 def load_yaml(path: Path):
     yaml = pytest.importorskip("yaml")
     return yaml.safe_load(path.read_text(encoding="utf-8"))
 
 
 # ---- pre-commit hook ----
+
 
 def test_pre_commit_hook_runs_on_fixtures(tmp_path):
     hooks = load_yaml(REPO / ".pre-commit-hooks.yaml")
@@ -224,8 +241,13 @@ def test_pre_commit_hook_runs_on_fixtures(tmp_path):
     for name in ("kern_sm80.cubin", "kern_80.ptx", "kern.fatbin"):
         shutil.copy(BIN / name, tmp_path / "kernels" / name)
     (tmp_path / "kernels" / "notes.txt").write_text("not audited")
-    candidates = [f"dist/{EXAMPLE}", "kernels/kern_sm80.cubin", "kernels/kern_80.ptx", "kernels/kern.fatbin",
-                  "kernels/notes.txt"]
+    candidates = [
+        f"dist/{EXAMPLE}",
+        "kernels/kern_sm80.cubin",
+        "kernels/kern_80.ptx",
+        "kernels/kern.fatbin",
+        "kernels/notes.txt",
+    ]
     staged = [f for f in candidates if files.search(f)]
     assert len(staged) == 4
     ok = subprocess.run([*shlex.split(hook["entry"]), *staged], capture_output=True, text=True, cwd=tmp_path)
@@ -239,6 +261,7 @@ def test_pre_commit_hook_runs_on_fixtures(tmp_path):
 
 
 # ---- documentation ----
+
 
 def test_docs_commands_parse():
     """Every `archaudit ...` command in the README and the CI and configuration docs is accepted
@@ -268,8 +291,10 @@ def test_docs_commands_parse():
     assert m is not None
     snippet = m.group(1)
     import yaml
+
     assert set(yaml.safe_load(snippet)[0]["with"]) <= set(action["inputs"])
     from archaudit.config import KEYS
+
     m = re.search(r"```toml\n(\[tool\.archaudit\].*?)```", configuration, re.S)
     assert m is not None
     full = m.group(1)

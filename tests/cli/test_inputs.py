@@ -44,6 +44,7 @@ def wheel(path: Path, members: dict[str, bytes]) -> Path:
 
 # ---- 4: a missing file ----
 
+
 @pytest.mark.parametrize("name", ["nope.whl", "dist/nope-1.0-py3-none-any.whl", "libnope.so"])
 def test_a_missing_file_is_no_such_file_exit_2(tmp_path, monkeypatch, capsys, name):
     monkeypatch.chdir(tmp_path)
@@ -58,30 +59,43 @@ def test_a_bare_name_that_is_nothing_says_all_it_looked_for(tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)
     rc, doc = check_json(tmp_path, "no-such-thing-archaudit")
     assert rc == 2
-    assert target_problems(doc) == [("E001", "no-such-thing-archaudit: cannot read: no such file, directory or "
-                                             "installed distribution 'no-such-thing-archaudit'. Fix: check the path "
-                                             "and its permissions")]
+    assert target_problems(doc) == [
+        (
+            "E001",
+            "no-such-thing-archaudit: cannot read: no such file, directory or "
+            "installed distribution 'no-such-thing-archaudit'. Fix: check the path "
+            "and its permissions",
+        )
+    ]
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="smoke runs on Linux only")
 def test_smoke_of_a_missing_wheel_is_no_such_file_exit_2(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "archaudit", "smoke", "nope.whl"], cwd=tmp_path,
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "archaudit", "smoke", "nope.whl"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2
     assert "nope.whl: no such file" in r.stderr and "Linux wheels on Linux only" not in r.stderr
 
 
 # ---- 1: not a wheel ----
 
+
 def test_a_whl_without_dist_info_is_refused_as_pip_refuses_it(tmp_path):
     """pip: '.dist-info directory not found'; check says the same, exit 2, and reads nothing."""
     p = wheel(tmp_path / "notawheel-1.0-py3-none-any.whl", {"notawheel/__init__.py": b""})
     rc, doc = check_json(tmp_path, str(p))
     assert rc == 2 and doc["passed"] is False
-    (code, message), = target_problems(doc)
+    ((code, message),) = target_problems(doc)
     assert code == "E004" and CODES[Code(code)].title == "not a wheel"
-    assert message.endswith("not a wheel: .dist-info directory not found (pip refuses to install it). Fix: check "
-                            "the built wheel (python -m build --wheel) or the library itself")
+    assert message.endswith(
+        "not a wheel: .dist-info directory not found (pip refuses to install it). Fix: check "
+        "the built wheel (python -m build --wheel) or the library itself"
+    )
     assert doc["targets"][0]["libraries"] == []
 
 
@@ -94,41 +108,50 @@ def test_a_whl_with_a_library_but_no_dist_info_is_refused_too(tmp_path):
 def test_a_whl_with_two_dist_info_directories_is_refused(tmp_path):
     p = wheel(tmp_path / "x-1.0-py3-none-any.whl", {"a-1.0.dist-info/WHEEL": b"", "b-1.0.dist-info/WHEEL": b""})
     rc, doc = check_json(tmp_path, str(p))
-    (code, message), = target_problems(doc)
+    ((code, message),) = target_problems(doc)
     assert rc == 2 and code == "E004"
     assert "multiple .dist-info directories found (a-1.0.dist-info, b-1.0.dist-info" in message
 
 
 def test_the_example_wheel_is_a_wheel():
     assert core.example_wheel().endswith(".whl")
-    rc = main(["check", "--no-config", "-q", "--arch", "80;90", "--format", "json", "-o", "/dev/null",
-               core.example_wheel()])
+    rc = main(
+        ["check", "--no-config", "-q", "--arch", "80;90", "--format", "json", "-o", "/dev/null", core.example_wheel()]
+    )
     assert rc != 2
 
 
 def _sdist(path: Path) -> Path:
     """An sdist as `python -m build --sdist` lays it out: name-version/ with PKG-INFO, gzipped tar."""
     with tarfile.open(path, "w:gz") as t:
-        for name, data in {"pkg-1.0/PKG-INFO": b"Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n",
-                           "pkg-1.0/pyproject.toml": b"[project]\nname = 'pkg'\nversion = '1.0'\n",
-                           "pkg-1.0/pkg/__init__.py": b""}.items():
+        for name, data in {
+            "pkg-1.0/PKG-INFO": b"Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n",
+            "pkg-1.0/pyproject.toml": b"[project]\nname = 'pkg'\nversion = '1.0'\n",
+            "pkg-1.0/pkg/__init__.py": b"",
+        }.items():
             info = tarfile.TarInfo(name)
             info.size = len(data)
             t.addfile(info, io.BytesIO(data))
     return path
 
 
-@pytest.mark.parametrize("name, make, words", [
-    ("plain.zip", lambda p: wheel(p, {"a.txt": b"hello"}),
-     "not a wheel: a zip archive whose name does not end in .whl"),
-    ("pkg-1.0.tar.gz", _sdist, "not a wheel: a gzip archive (an sdist?)"),
-    ("notes.txt", lambda p: p.write_text("hello\n"), "not a wheel, library or device-code file"),
-])
+@pytest.mark.parametrize(
+    "name, make, words",
+    [
+        (
+            "plain.zip",
+            lambda p: wheel(p, {"a.txt": b"hello"}),
+            "not a wheel: a zip archive whose name does not end in .whl",
+        ),
+        ("pkg-1.0.tar.gz", _sdist, "not a wheel: a gzip archive (an sdist?)"),
+        ("notes.txt", lambda p: p.write_text("hello\n"), "not a wheel, library or device-code file"),
+    ],
+)
 def test_a_file_that_is_no_wheel_and_no_library_is_exit_2_and_not_malformed_elf(tmp_path, name, make, words):
     p = tmp_path / name
     make(p)
     rc, doc = check_json(tmp_path, str(p))
-    (code, message), = target_problems(doc)
+    ((code, message),) = target_problems(doc)
     assert rc == 2 and code == "E004" and words in message, message
     assert "ELF" not in message.split(":")[1]
     assert doc["targets"][0]["libraries"] == []
@@ -143,15 +166,20 @@ def test_a_library_in_a_directory_is_still_read_however_it_is_named(tmp_path):
     assert rc == 0 and [lib["path"] for lib in doc["targets"][0]["libraries"]] == ["kernels.dat"]
 
 
-@pytest.mark.parametrize("ident, code, words", [
-    (b"\x7fELF" + bytes(60), "E010", "malformed ELF: ELF class 0 is neither 32-bit (1) nor 64-bit (2)"),
-    (b"\x7fELF\x01\x01" + bytes(58), "E010", "malformed ELF: 32-bit ELF header of version 0 and size 0"),
-    (b"\x7fELF\x02\x02" + bytes(58), "E020", "unsupported library format: big-endian ELF is not supported"),
-    (b"\x7fELF\x02\x07" + bytes(58), "E010", "malformed ELF: ELF data encoding 7 is neither"),
-])
+@pytest.mark.parametrize(
+    "ident, code, words",
+    [
+        (b"\x7fELF" + bytes(60), "E010", "malformed ELF: ELF class 0 is neither 32-bit (1) nor 64-bit (2)"),
+        (b"\x7fELF\x01\x01" + bytes(58), "E010", "malformed ELF: 32-bit ELF header of version 0 and size 0"),
+        (b"\x7fELF\x02\x02" + bytes(58), "E020", "unsupported library format: big-endian ELF is not supported"),
+        (b"\x7fELF\x02\x07" + bytes(58), "E010", "malformed ELF: ELF data encoding 7 is neither"),
+    ],
+)
 def test_a_short_elf_gets_a_code_whose_title_its_words_repeat(tmp_path, ident, code, words):
-    p = wheel(tmp_path / "tiny-1.0-py3-none-linux_x86_64.whl",
-              {"tiny/libfoo.so": ident, "tiny-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\n"})
+    p = wheel(
+        tmp_path / "tiny-1.0-py3-none-linux_x86_64.whl",
+        {"tiny/libfoo.so": ident, "tiny-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\n"},
+    )
     rc, doc = check_json(tmp_path, str(p))
     (lib,) = doc["targets"][0]["libraries"]
     found = [(f["code"], f["message"]) for f in doc["targets"][0]["findings"]]
@@ -163,11 +191,15 @@ def test_a_short_elf_gets_a_code_whose_title_its_words_repeat(tmp_path, ident, c
 
 # ---- 6: a repeated --arch adds up ----
 
-@pytest.mark.parametrize("flags, claimed", [
-    (["--arch", "80", "--arch", "90"], ["80", "90"]),
-    (["--arch", "80;90-real", "--arch", "-gencode arch=compute_100,code=compute_100"], ["80", "90", "100"]),
-    (["--arch", "8.0", "--arch", "80"], ["80"]),
-])
+
+@pytest.mark.parametrize(
+    "flags, claimed",
+    [
+        (["--arch", "80", "--arch", "90"], ["80", "90"]),
+        (["--arch", "80;90-real", "--arch", "-gencode arch=compute_100,code=compute_100"], ["80", "90", "100"]),
+        (["--arch", "8.0", "--arch", "80"], ["80"]),
+    ],
+)
 def test_a_repeated_arch_claims_every_architecture_given(tmp_path, flags, claimed):
     rc, doc = check_json(tmp_path, *flags, core.example_wheel())
     assert doc["targets"][0]["claim"]["gpus"] == claimed, doc["targets"][0]["claim"]
@@ -195,8 +227,10 @@ def _hostile_wheel(tmp_path: Path) -> Path:
     """A real nvcc-built sm_80 library under a name that, printed raw, would erase the line
     before it and hide what follows; claimed for 90, so it fails (G001)."""
     lib = (HERE / "fixtures" / "cuda" / "bin" / "lib_sm80.so").read_bytes()
-    return wheel(tmp_path / "evil-1.0-py3-none-linux_x86_64.whl",
-                 {HOSTILE: lib, "evil-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\n"})
+    return wheel(
+        tmp_path / "evil-1.0-py3-none-linux_x86_64.whl",
+        {HOSTILE: lib, "evil-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\n"},
+    )
 
 
 @pytest.mark.parametrize("fmt", ["text", "markdown", "github"])
@@ -219,6 +253,7 @@ def test_json_keeps_the_name_escaped_as_json_does(tmp_path):
 
 # ---- 11: the conventions of the tools users already run ----
 
+
 def test_output_to_a_json_file_without_format_writes_json(tmp_path):
     out = tmp_path / "report.json"
     rc = main(["check", "--no-config", "-q", "-o", str(out), core.example_wheel()])
@@ -237,8 +272,13 @@ def _on_a_terminal(args: list[str], env: dict[str, str]) -> str:
     import pty
 
     leader, follower = pty.openpty()
-    proc = subprocess.run([sys.executable, "-m", "archaudit", *args], stdout=follower, stderr=subprocess.DEVNULL,
-                          env={**os.environ, **env}, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "archaudit", *args],
+        stdout=follower,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, **env},
+        timeout=120,
+    )
     os.close(follower)
     chunks = []
     while True:
@@ -265,15 +305,22 @@ def test_colour_on_a_terminal_unless_no_color_or_never():
 
 
 def test_no_colour_into_a_pipe_or_a_file(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "archaudit", "check", "--no-config", "-q", "--arch", "80;90",
-                        core.example_wheel()], capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "archaudit", "check", "--no-config", "-q", "--arch", "80;90", core.example_wheel()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 1 and "\x1b" not in r.stdout and "✗ G001" in r.stdout
 
 
-@pytest.mark.parametrize("argv, words", [
-    (["chek", "x.whl"], "unknown command 'chek'; did you mean 'check'?"),
-    (["check", "--no-config", "--example", "--gpu", "RTX 4099"], "not sm_XX; did you mean 'RTX 4090'?"),
-])
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["chek", "x.whl"], "unknown command 'chek'; did you mean 'check'?"),
+        (["check", "--no-config", "--example", "--gpu", "RTX 4099"], "not sm_XX; did you mean 'RTX 4090'?"),
+    ],
+)
 def test_did_you_mean(capsys, argv, words):
     assert main(argv) == 2
     assert words in capsys.readouterr().err
@@ -310,8 +357,21 @@ def test_every_flag_has_help_and_none_does_nothing():
 
 def test_messages_hold_no_python_list_reprs(tmp_path):
     out = tmp_path / "out.txt"
-    main(["check", "--no-config", "-q", "-v", "--arch", "80;90", "-o", str(out), "--format", "text",
-          core.example_wheel()])
+    main(
+        [
+            "check",
+            "--no-config",
+            "-q",
+            "-v",
+            "--arch",
+            "80;90",
+            "-o",
+            str(out),
+            "--format",
+            "text",
+            core.example_wheel(),
+        ]
+    )
     text = out.read_text(encoding="utf-8")
     assert "['" not in text and "covers every claimed GPU architecture (80, 90)" in text
 
@@ -320,15 +380,31 @@ def test_messages_hold_no_python_list_reprs(tmp_path):
 def test_ray_auto_without_a_cluster_is_one_usage_line_naming_ray_local(tmp_path):
     (tmp_path / "wh").mkdir()
     shutil.copy(core.example_wheel(), tmp_path / "wh")
-    r = subprocess.run([sys.executable, "-m", "archaudit", "index", str(tmp_path / "wh"), "--db",
-                        str(tmp_path / "x.db"), "--ray", "auto", "-q"], capture_output=True, text=True, timeout=300,
-                       env={**__import__("os").environ, "RAY_ADDRESS": ""})
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "archaudit",
+            "index",
+            str(tmp_path / "wh"),
+            "--db",
+            str(tmp_path / "x.db"),
+            "--ray",
+            "auto",
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**__import__("os").environ, "RAY_ADDRESS": ""},
+    )
     assert r.returncode == 2 and "Traceback" not in r.stderr
     (line,) = r.stderr.strip().splitlines()
     assert line.startswith("archaudit: --ray auto: no Ray cluster to connect to") and "--ray local" in line
 
 
 # ---- 7: C001 says what to do, and index says why verdicts failed ----
+
 
 def test_c001_on_a_third_party_wheel_says_to_ask_about_gpus(tmp_path):
     from wheels import fetch
@@ -348,38 +424,67 @@ def test_index_says_which_codes_failed_its_verdicts(tmp_path, capsys):
     rc = main(["index", str(tmp_path / "wh"), "--db", str(tmp_path / "x.db"), "-q"])
     out = capsys.readouterr().out
     assert rc == 1
-    assert "verdicts: fail 1 (failed by C001 no claim in 1; C001: give the claim (--arch) or ask about GPUs " \
-           "(--gpu T4 --gpu H100)" in out
-    rc = main(["index", str(tmp_path / "wh"), "--db", str(tmp_path / "y.db"), "-q", "--format", "json",
-               "-o", str(tmp_path / "i.json")])
+    assert (
+        "verdicts: fail 1 (failed by C001 no claim in 1; C001: give the claim (--arch) or ask about GPUs "
+        "(--gpu T4 --gpu H100)" in out
+    )
+    rc = main(
+        [
+            "index",
+            str(tmp_path / "wh"),
+            "--db",
+            str(tmp_path / "y.db"),
+            "-q",
+            "--format",
+            "json",
+            "-o",
+            str(tmp_path / "i.json"),
+        ]
+    )
     assert json.loads((tmp_path / "i.json").read_text())["failed_by"] == {"C001": 1}
 
 
 # ---- 5: what nvcc accepts, for --arch and --gpu alike ----
 
-@pytest.mark.parametrize("flags, words", [
-    (["--arch", "85"], "'sm_85' is not an architecture any nvcc from 10.0 to"),
-    (["--arch", "compute_85"], "'compute_85' is not an architecture any nvcc"),
-    (["--arch", "sm_800"], "'sm_800' is not an architecture any nvcc"),
-    (["--arch", "sm_87a"], "'sm_87a' is not an architecture any nvcc"),
-    (["--arch", "50", "--cuda-version", "13.0"], "'sm_50' is not an architecture nvcc 13.0 accepts (it accepts sm_75"),
-    (["--gpu", "sm_85"], "--gpu 'sm_85': 'sm_85' is not an architecture any nvcc"),
-    (["--gpu", "sm_61", "--cuda-version", "13.0"], "nvcc 10.0 to 12.9 accepts it (--cuda-version)"),
-])
+
+@pytest.mark.parametrize(
+    "flags, words",
+    [
+        (["--arch", "85"], "'sm_85' is not an architecture any nvcc from 10.0 to"),
+        (["--arch", "compute_85"], "'compute_85' is not an architecture any nvcc"),
+        (["--arch", "sm_800"], "'sm_800' is not an architecture any nvcc"),
+        (["--arch", "sm_87a"], "'sm_87a' is not an architecture any nvcc"),
+        (
+            ["--arch", "50", "--cuda-version", "13.0"],
+            "'sm_50' is not an architecture nvcc 13.0 accepts (it accepts sm_75",
+        ),
+        (["--gpu", "sm_85"], "--gpu 'sm_85': 'sm_85' is not an architecture any nvcc"),
+        (["--gpu", "sm_61", "--cuda-version", "13.0"], "nvcc 10.0 to 12.9 accepts it (--cuda-version)"),
+    ],
+)
 def test_an_architecture_nvcc_refuses_is_refused_with_true_words(capsys, flags, words):
     assert main(["check", "--no-config", "-q", *flags, core.example_wheel()]) == 2
     err = capsys.readouterr().err
     assert words in err and "not sm_XX" not in err, err
 
 
-@pytest.mark.parametrize("flags", [["--arch", "sm_90a;sm_100f;80"], ["--arch", "50;61", "--cuda-version", "12.9"],
-                                   ["--arch", "35;50"], ["--gpu", "sm_61"], ["--gpu", "sm_90"]])
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--arch", "sm_90a;sm_100f;80"],
+        ["--arch", "50;61", "--cuda-version", "12.9"],
+        ["--arch", "35;50"],
+        ["--gpu", "sm_61"],
+        ["--gpu", "sm_90"],
+    ],
+)
 def test_what_nvcc_accepts_is_accepted(tmp_path, flags):
     rc, _ = check_json(tmp_path, *flags, core.example_wheel())
     assert rc in (0, 1)
 
 
 # ---- 9: a directory of wheels gets one verdict and one time per wheel ----
+
 
 def test_a_wheelhouse_is_one_target_per_wheel_with_its_own_time(tmp_path):
     """A directory of wheels (dist/, a wheelhouse) is judged as twine judges dist/*: each wheel
@@ -397,8 +502,10 @@ def test_a_wheelhouse_is_one_target_per_wheel_with_its_own_time(tmp_path):
     assert all(t["kind"] == "wheel" for t in doc["targets"])
     # each its own: the bytes each target read are those it reads alone (a count, not a time, so a
     # loaded machine cannot fail it); each has a time of its own
-    alone = [check_json(tmp_path, "--arch", "80;90", str(w))[1]["targets"][0]["bytes_read"]
-             for w in (core.example_wheel(), big)]
+    alone = [
+        check_json(tmp_path, "--arch", "80;90", str(w))[1]["targets"][0]["bytes_read"]
+        for w in (core.example_wheel(), big)
+    ]
     assert [t["bytes_read"] for t in doc["targets"]] == alone and alone[0] < alone[1]
     assert all(isinstance(t["seconds"], float) for t in doc["targets"])
     _, globbed = check_json(tmp_path, "--arch", "80;90", *sorted(str(p) for p in house.iterdir()))
@@ -449,7 +556,9 @@ def test_default_lines_are_cut_at_240_characters_and_verbose_keeps_them(tmp_path
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a pseudo-terminal")
 def test_on_a_terminal_lines_are_cut_to_its_width():
-    text = _on_a_terminal(["check", "--no-config", "-q", "--arch", "80;90", core.example_wheel()],
-                          {"NO_COLOR": "1", "COLUMNS": "100", "TERM": "xterm"})
+    text = _on_a_terminal(
+        ["check", "--no-config", "-q", "--arch", "80;90", core.example_wheel()],
+        {"NO_COLOR": "1", "COLUMNS": "100", "TERM": "xterm"},
+    )
     g001 = [line.rstrip("\r") for line in text.splitlines() if line.startswith("✗ G001")]
     assert g001 and all(len(line) <= 100 for line in g001) and g001[0].endswith("…"), g001

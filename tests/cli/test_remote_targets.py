@@ -43,7 +43,8 @@ def verdicts(doc: dict) -> list[tuple[str, str, list[str]]]:
 
 
 def test_a_wheel_url_is_read_by_ranges_with_the_verdict_of_the_file_on_disk(
-        tmp_path: Path, server: RangeServer, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, server: RangeServer, capsys: pytest.CaptureFixture[str]
+) -> None:
     url = f"{server.url}/{EXAMPLE.name}"
     rc, doc = check_json(tmp_path, "--arch", "80;90", url)
     local_rc, local = check_json(tmp_path, "--arch", "80;90", str(EXAMPLE))
@@ -64,8 +65,9 @@ def test_a_wheel_url_is_read_by_ranges_with_the_verdict_of_the_file_on_disk(
 
 @pytest.mark.parametrize("spec", ["gpu-example==1.0", "gpu_example>=0.5", "GPU.Example~=1.0"])
 @pytest.mark.parametrize("platform", [None, "linux_x86_64", "manylinux_2_28_x86_64"])
-def test_a_requirement_is_resolved_on_the_index_for_the_platform_asked(tmp_path: Path, server: RangeServer,
-                                                                       spec: str, platform: str | None) -> None:
+def test_a_requirement_is_resolved_on_the_index_for_the_platform_asked(
+    tmp_path: Path, server: RangeServer, spec: str, platform: str | None
+) -> None:
     """The example wheel is tagged linux_x86_64: this machine and --platform linux_x86_64 take it;
     manylinux_2_28_x86_64 does not (pip would not install a linux_x86_64 wheel there either)."""
     args = ["--arch", "80;90", "--index-url", f"{server.url}/simple/", spec]
@@ -116,12 +118,16 @@ def test_the_api_takes_a_requirement_and_the_schema_its_origin(tmp_path: Path, s
     jsonschema.validate(doc, schema)
 
 
-@pytest.mark.parametrize("python, chosen", [(None, "gpu_example-1.0-py3-none-linux_x86_64.whl"),
-                                            ("3.10", "gpu_example-2.0-cp310-cp310-linux_x86_64.whl"),
-                                            ("310", "gpu_example-2.0-cp310-cp310-linux_x86_64.whl"),
-                                            ("3.9", "gpu_example-1.0-py3-none-linux_x86_64.whl")])
-def test_python_version_chooses_the_wheel_that_python_installs(tmp_path: Path, python: str | None,
-                                                               chosen: str) -> None:
+@pytest.mark.parametrize(
+    "python, chosen",
+    [
+        (None, "gpu_example-1.0-py3-none-linux_x86_64.whl"),
+        ("3.10", "gpu_example-2.0-cp310-cp310-linux_x86_64.whl"),
+        ("310", "gpu_example-2.0-cp310-cp310-linux_x86_64.whl"),
+        ("3.9", "gpu_example-1.0-py3-none-linux_x86_64.whl"),
+    ],
+)
+def test_python_version_chooses_the_wheel_that_python_installs(tmp_path: Path, python: str | None, chosen: str) -> None:
     """As pip's --python-version: a cp310 wheel (2.0) is chosen for 3.10 only; every other Python,
     this one included, takes the newest wheel it installs, the pure-Python-tagged 1.0."""
     served = tmp_path / "served"

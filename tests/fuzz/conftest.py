@@ -21,15 +21,23 @@ import fuzzlib
 
 _COMMON: dict[str, Any] = dict(
     deadline=None,  # no time is asserted: work is counted in steps (test_linear_bounds.py)
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                           HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much],
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.filter_too_much,
+    ],
     print_blob=True,
 )
 _n = os.environ.get("ARCHAUDIT_FUZZ_EXAMPLES")
 settings.register_profile("ci", max_examples=int(_n or 50), derandomize=True, database=None, **_COMMON)
-settings.register_profile("long", max_examples=int(_n or 100_000), derandomize=False,
-                          phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
-                          **_COMMON)
+settings.register_profile(
+    "long",
+    max_examples=int(_n or 100_000),
+    derandomize=False,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
+    **_COMMON,
+)
 settings.load_profile("long" if os.environ.get("ARCHAUDIT_FUZZ") == "long" else "ci")
 
 

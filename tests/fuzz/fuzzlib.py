@@ -53,12 +53,32 @@ def write_counts() -> None:
             json.dump(dict(sorted(COUNTS.items())), f, indent=1)
         os.replace(out + ".tmp", out)
 
-# The values every size, count and offset field is set to (masked to the field's width).
-SPECIAL = (0, 1, 7, 8, 16, 63, 64, 0x7F, 0xFF, 0x7FFF, 0xFFFF, 2**31 - 1, 2**31, 2**32 - 1,
-           2**32, 2**63 - 1, 2**63, 2**64 - 1)
 
-LIBRARY_FIXTURES = sorted(str(p.relative_to(ROOT)) for p in CUDA.glob("*.so")) + \
-    sorted(str(p.relative_to(ROOT)) for p in AMD.glob("*.so"))
+# The values every size, count and offset field is set to (masked to the field's width).
+SPECIAL = (
+    0,
+    1,
+    7,
+    8,
+    16,
+    63,
+    64,
+    0x7F,
+    0xFF,
+    0x7FFF,
+    0xFFFF,
+    2**31 - 1,
+    2**31,
+    2**32 - 1,
+    2**32,
+    2**63 - 1,
+    2**63,
+    2**64 - 1,
+)
+
+LIBRARY_FIXTURES = sorted(str(p.relative_to(ROOT)) for p in CUDA.glob("*.so")) + sorted(
+    str(p.relative_to(ROOT)) for p in AMD.glob("*.so")
+)
 OBJECT_FIXTURES = sorted(str(p.relative_to(ROOT)) for p in CUDA.glob("*.o"))
 CUBIN_FIXTURES = sorted(str(p.relative_to(ROOT)) for p in CUDA.glob("*.cubin"))
 PTX_FIXTURES = sorted(str(p.relative_to(ROOT)) for p in CUDA.glob("*.ptx"))
@@ -73,6 +93,7 @@ def load(rel: str) -> bytes:
 
 
 # ---- where the fields are ----------------------------------------------------------------
+
 
 @dataclasses.dataclass(frozen=True)
 class Field:
@@ -103,21 +124,57 @@ class Layout:
     dlink_payloads: list[tuple[int, int]] = dataclasses.field(default_factory=list)
 
 
-_ELF_HEADER_FIELDS = [("e_ident.class", 4, 1), ("e_ident.data", 5, 1), ("e_ident.osabi", 7, 1),
-                      ("e_ident.abiversion", 8, 1), ("e_type", 16, 2), ("e_machine", 18, 2),
-                      ("e_phoff", 32, 8), ("e_shoff", 40, 8), ("e_flags", 48, 4),
-                      ("e_phentsize", 54, 2), ("e_phnum", 56, 2), ("e_shentsize", 58, 2),
-                      ("e_shnum", 60, 2), ("e_shstrndx", 62, 2)]
-_PHDR_FIELDS = [("p_type", 0, 4), ("p_flags", 4, 4), ("p_offset", 8, 8), ("p_vaddr", 16, 8),
-                ("p_filesz", 32, 8), ("p_memsz", 40, 8)]
-_SHDR_FIELDS = [("sh_name", 0, 4), ("sh_type", 4, 4), ("sh_flags", 8, 8), ("sh_addr", 16, 8),
-                ("sh_offset", 24, 8), ("sh_size", 32, 8), ("sh_link", 40, 4), ("sh_entsize", 56, 8)]
+_ELF_HEADER_FIELDS = [
+    ("e_ident.class", 4, 1),
+    ("e_ident.data", 5, 1),
+    ("e_ident.osabi", 7, 1),
+    ("e_ident.abiversion", 8, 1),
+    ("e_type", 16, 2),
+    ("e_machine", 18, 2),
+    ("e_phoff", 32, 8),
+    ("e_shoff", 40, 8),
+    ("e_flags", 48, 4),
+    ("e_phentsize", 54, 2),
+    ("e_phnum", 56, 2),
+    ("e_shentsize", 58, 2),
+    ("e_shnum", 60, 2),
+    ("e_shstrndx", 62, 2),
+]
+_PHDR_FIELDS = [
+    ("p_type", 0, 4),
+    ("p_flags", 4, 4),
+    ("p_offset", 8, 8),
+    ("p_vaddr", 16, 8),
+    ("p_filesz", 32, 8),
+    ("p_memsz", 40, 8),
+]
+_SHDR_FIELDS = [
+    ("sh_name", 0, 4),
+    ("sh_type", 4, 4),
+    ("sh_flags", 8, 8),
+    ("sh_addr", 16, 8),
+    ("sh_offset", 24, 8),
+    ("sh_size", 32, 8),
+    ("sh_link", 40, 4),
+    ("sh_entsize", 56, 8),
+]
 _CONTAINER_FIELDS = [("magic", 0, 4), ("version", 4, 2), ("header_size", 6, 2), ("fat_size", 8, 8)]
-_ENTRY_FIELDS = [("kind", 0, 2), ("entry_version", 2, 2), ("header_size", 4, 4), ("payload_size", 8, 8),
-                 ("compressed_size", 16, 4), ("options_offset", 20, 4), ("version_minor", 24, 2),
-                 ("version_major", 26, 2), ("arch", 28, 4), ("identifier_offset", 32, 4),
-                 ("identifier_length", 36, 4), ("flags", 40, 8), ("reserved", 48, 8),
-                 ("uncompressed_size", 56, 8)]
+_ENTRY_FIELDS = [
+    ("kind", 0, 2),
+    ("entry_version", 2, 2),
+    ("header_size", 4, 4),
+    ("payload_size", 8, 8),
+    ("compressed_size", 16, 4),
+    ("options_offset", 20, 4),
+    ("version_minor", 24, 2),
+    ("version_major", 26, 2),
+    ("arch", 28, 4),
+    ("identifier_offset", 32, 4),
+    ("identifier_length", 36, 4),
+    ("flags", 40, 8),
+    ("reserved", 48, 8),
+    ("uncompressed_size", 56, 8),
+]
 _WRAPPER_FIELDS = [("magic", 0, 4), ("version", 4, 4), ("container_address", 8, 8), ("prelinked", 16, 8)]
 
 
@@ -141,21 +198,29 @@ def elf_layout(data: bytes, base: int = 0, prefix: str = "elf") -> tuple[list[Fi
     return fields, regions, sections
 
 
-def _cubin_layout(data: bytes, at: int, size: int, entry: int) -> tuple[list[Field], list[Region],
-                                                                      list[tuple[int, int]]]:
+def _cubin_layout(
+    data: bytes, at: int, size: int, entry: int
+) -> tuple[list[Field], list[Region], list[tuple[int, int]]]:
     """A raw cubin entry's own ELF tables (fields, regions) and the bytes decode mode reads by
     section name; nothing when its ELF cannot be read."""
     try:
-        f, r, _ = elf_layout(data[:at + size], at, f"cubin@{entry:x}")
+        f, r, _ = elf_layout(data[: at + size], at, f"cubin@{entry:x}")
     except elf.ElfError:
         return [], [], []
     td: list[tuple[int, int]] = []
     # decode mode: the cubin's 'a' lives in .nv.compat, found by section name;
     # changing both it and the header flag agrees with itself
     for x in f:
-        if x.name.endswith((".sh_name", ".e_shstrndx", ":.shstrtab].sh_offset",
-                            ":.shstrtab].sh_size", ":.nv.compat].sh_offset",
-                            ":.nv.compat].sh_size")):
+        if x.name.endswith(
+            (
+                ".sh_name",
+                ".e_shstrndx",
+                ":.shstrtab].sh_offset",
+                ":.shstrtab].sh_size",
+                ":.nv.compat].sh_offset",
+                ":.nv.compat].sh_size",
+            )
+        ):
             td += [(x.offset + i, 0xFF) for i in range(x.width)]
     for reg in r:
         if reg.name.endswith((".section:.nv.compat", ".section:.shstrtab")):
@@ -180,8 +245,15 @@ def layout(rel: str) -> Layout:
         # lies); a container's role
         # and a cubin's .nv.compat follow them. archaudit rejects unnamed sections and a missing
         # name table, but a name changed into another valid name is taken on trust.
-        names = [x for x in f if x.name.startswith("elf.") and (x.name.endswith((".sh_name", ".e_shstrndx"))
-                 or x.name.endswith((":.shstrtab].sh_offset", ":.shstrtab].sh_size")))]
+        names = [
+            x
+            for x in f
+            if x.name.startswith("elf.")
+            and (
+                x.name.endswith((".sh_name", ".e_shstrndx"))
+                or x.name.endswith((":.shstrtab].sh_offset", ":.shstrtab].sh_size"))
+            )
+        ]
         shstr = sections.get(".shstrtab")
         for x in names:
             th += [(x.offset + i, 0xFF) for i in range(x.width)]
@@ -202,11 +274,12 @@ def layout(rel: str) -> Layout:
     lib = library.library_from_bytes(rel, data, decode=False)
     # fixtures are valid, but for the ones whose container lies, by design, in no section, and the
     # zstd frame that holds a fatbin container (lib_zstd_fatbin.so), which check refuses by design
-    assert all(p.code in ("E011", "E033") and (p.message.endswith("lies in no section")
-                                               or "inside a zstd frame" in p.message) for p in lib.problems), \
-        (rel, lib.problems)
+    assert all(
+        p.code in ("E011", "E033") and (p.message.endswith("lies in no section") or "inside a zstd frame" in p.message)
+        for p in lib.problems
+    ), (rel, lib.problems)
     for c in lib.containers:
-        if c.vendor == "nvidia" and data[c.offset:c.offset + 4] == fatbin.MAGIC:
+        if c.vendor == "nvidia" and data[c.offset : c.offset + 4] == fatbin.MAGIC:
             regions.append(Region(f"container@{c.offset:x}", c.offset, c.offset + c.size))
             fields += [Field(f"container@{c.offset:x}.{n}", c.offset + o, w) for n, o, w in _CONTAINER_FIELDS]
             for e in c.entries:
@@ -242,28 +315,37 @@ def layout(rel: str) -> Layout:
 
 
 def hip_fields(data: bytes, at: int) -> list[Field]:
-    if data[at:at + 4] == hip.COMPRESSED_MAGIC:
+    if data[at : at + 4] == hip.COMPRESSED_MAGIC:
         version = struct.unpack_from("<H", data, at + 4)[0]
         out = [Field(f"ccob@{at:x}.version", at + 4, 2), Field(f"ccob@{at:x}.method", at + 6, 2)]
         if version == 1:
             out += [Field(f"ccob@{at:x}.usize", at + 8, 4), Field(f"ccob@{at:x}.hash", at + 12, 8)]
         elif version == 2:
-            out += [Field(f"ccob@{at:x}.total", at + 8, 4), Field(f"ccob@{at:x}.usize", at + 12, 4),
-                    Field(f"ccob@{at:x}.hash", at + 16, 8)]
+            out += [
+                Field(f"ccob@{at:x}.total", at + 8, 4),
+                Field(f"ccob@{at:x}.usize", at + 12, 4),
+                Field(f"ccob@{at:x}.hash", at + 16, 8),
+            ]
         else:
-            out += [Field(f"ccob@{at:x}.total", at + 8, 8), Field(f"ccob@{at:x}.usize", at + 16, 8),
-                    Field(f"ccob@{at:x}.hash", at + 24, 8)]
+            out += [
+                Field(f"ccob@{at:x}.total", at + 8, 8),
+                Field(f"ccob@{at:x}.usize", at + 16, 8),
+                Field(f"ccob@{at:x}.hash", at + 24, 8),
+            ]
         return out
     out = [Field(f"bundle@{at:x}.count", at + 24, 8)]
     count = struct.unpack_from("<Q", data, at + 24)[0]
     pos = at + 32
     for i in range(count):
         off, size, idlen = struct.unpack_from("<QQQ", data, pos)
-        out += [Field(f"bundle@{at:x}[{i}].offset", pos, 8), Field(f"bundle@{at:x}[{i}].size", pos + 8, 8),
-                Field(f"bundle@{at:x}[{i}].id_length", pos + 16, 8)]
-        if data[at + off:at + off + 4] == b"\x7fELF":
+        out += [
+            Field(f"bundle@{at:x}[{i}].offset", pos, 8),
+            Field(f"bundle@{at:x}[{i}].size", pos + 8, 8),
+            Field(f"bundle@{at:x}[{i}].id_length", pos + 16, 8),
+        ]
+        if data[at + off : at + off + 4] == b"\x7fELF":
             try:
-                f, _, _ = elf_layout(data[:at + off + size], at + off, f"codeobject@{at + off:x}")
+                f, _, _ = elf_layout(data[: at + off + size], at + off, f"codeobject@{at + off:x}")
                 out += f
             except elf.ElfError:
                 pass
@@ -273,15 +355,16 @@ def hip_fields(data: bytes, at: int) -> list[Field]:
 
 # ---- mutations -------------------------------------------------------------------------------
 
+
 def put(data: bytes, f: Field, value: int) -> bytes:
     value &= (1 << (8 * f.width)) - 1
     if f.offset + f.width > len(data):
         return data
-    return data[:f.offset] + value.to_bytes(f.width, "little") + data[f.offset + f.width:]
+    return data[: f.offset] + value.to_bytes(f.width, "little") + data[f.offset + f.width :]
 
 
 def get(data: bytes, f: Field) -> int:
-    return int.from_bytes(data[f.offset:f.offset + f.width], "little")
+    return int.from_bytes(data[f.offset : f.offset + f.width], "little")
 
 
 @st.composite
@@ -293,8 +376,11 @@ def field_values(draw, data: bytes, f: Field, others: list[Field]):
     if how == "special":
         return draw(st.sampled_from(SPECIAL))
     if how == "delta":
-        return current + draw(st.sampled_from([-64, -16, -8, -1, 1, 8, 16, 64, 4096])) \
-            if draw(st.booleans()) else current * draw(st.sampled_from([2, 3, 1000]))
+        return (
+            current + draw(st.sampled_from([-64, -16, -8, -1, 1, 8, 16, 64, 4096]))
+            if draw(st.booleans())
+            else current * draw(st.sampled_from([2, 3, 1000]))
+        )
     if how == "other_value":
         return get(data, draw(st.sampled_from(others)))
     if how == "offset_of":  # point at another structure (or at itself): overlaps and loops
@@ -312,8 +398,7 @@ def set_field(draw, data: bytes, fields: list[Field]):
 @st.composite
 def truncate_in(draw, data: bytes, regions: list[Region]):
     r = draw(st.sampled_from(regions))
-    at = draw(st.sampled_from([r.start, r.stop, max(r.start, r.stop - 1)]) |
-              st.integers(r.start, max(r.start, r.stop)))
+    at = draw(st.sampled_from([r.start, r.stop, max(r.start, r.stop - 1)]) | st.integers(r.start, max(r.start, r.stop)))
     at = min(max(at, 0), len(data))
     return Mutant((data[:at], f"truncate at {at:#x} (in {r.name})"))
 
@@ -337,12 +422,24 @@ def flip_bits(draw, data: bytes, regions: list[Region]):
 def overwrite(draw, data: bytes, regions: list[Region]):
     r = draw(st.sampled_from(regions))
     at = draw(st.integers(r.start, max(r.start, r.stop)))
-    blob = draw(st.binary(min_size=1, max_size=64) |
-                st.sampled_from([b"\x00" * 16, b"\xff" * 16, fatbin.MAGIC, b"\x7fELF",
-                                 hip.UNCOMPRESSED_MAGIC, hip.COMPRESSED_MAGIC, b"\x28\xb5\x2f\xfd"]))
-    out = data[:at] + blob + data[at + len(blob):]
-    return out[:len(data)] if at + len(blob) <= len(data) else out, \
-        f"overwrite {len(blob)} bytes at {at:#x} (in {r.name})"
+    blob = draw(
+        st.binary(min_size=1, max_size=64)
+        | st.sampled_from(
+            [
+                b"\x00" * 16,
+                b"\xff" * 16,
+                fatbin.MAGIC,
+                b"\x7fELF",
+                hip.UNCOMPRESSED_MAGIC,
+                hip.COMPRESSED_MAGIC,
+                b"\x28\xb5\x2f\xfd",
+            ]
+        )
+    )
+    out = data[:at] + blob + data[at + len(blob) :]
+    return out[: len(data)] if at + len(blob) <= len(
+        data
+    ) else out, f"overwrite {len(blob)} bytes at {at:#x} (in {r.name})"
 
 
 @st.composite
@@ -358,8 +455,7 @@ def splice(draw, data: bytes, regions: list[Region]):
 
 def mutation(data: bytes, fields: list[Field], regions: list[Region]):
     """Any single structural mutation of `data`, with a description."""
-    kinds = [truncate_in(data, regions), flip_bits(data, regions), overwrite(data, regions),
-             splice(data, regions)]
+    kinds = [truncate_in(data, regions), flip_bits(data, regions), overwrite(data, regions), splice(data, regions)]
     if fields:
         kinds.insert(0, set_field(data, fields))
     return st.one_of(kinds)
@@ -385,6 +481,7 @@ def mutated(draw, data: bytes, fields: list[Field], regions: list[Region], max_s
 
 # ---- payload replacements --------------------------------------------------------------------
 
+
 @st.composite
 def payload_lie(draw, data: bytes, entry: int, eh: fatbin.EntryHeader):
     """Replace a compressed payload by garbage, by a frame that expands past (or short of) its
@@ -397,9 +494,11 @@ def payload_lie(draw, data: bytes, entry: int, eh: fatbin.EntryHeader):
         if how == "garbage":
             blob = draw(st.binary(min_size=0, max_size=min(area, 256)))
         else:
-            n = {"expand": usize + draw(st.integers(1, 4096)),
-                 "shrink": max(0, usize - draw(st.integers(1, usize or 1))),
-                 "bomb": draw(st.sampled_from([1 << 20, 8 << 20, 64 << 20]))}[how]
+            n = {
+                "expand": usize + draw(st.integers(1, 4096)),
+                "shrink": max(0, usize - draw(st.integers(1, usize or 1))),
+                "bomb": draw(st.sampled_from([1 << 20, 8 << 20, 64 << 20])),
+            }[how]
             filler = draw(st.sampled_from([b"\x00", b"A", b"\x7fELF"]))
             raw = (filler * (n // len(filler) + 1))[:n]
             if eh.compression == "zstd":
@@ -409,27 +508,29 @@ def payload_lie(draw, data: bytes, entry: int, eh: fatbin.EntryHeader):
         if len(blob) > area:
             blob = blob[:area]
         out = bytearray(data)
-        out[at:at + area] = blob + b"\x00" * (area - len(blob))
-        out[entry + 16:entry + 20] = len(blob).to_bytes(4, "little")
+        out[at : at + area] = blob + b"\x00" * (area - len(blob))
+        out[entry + 16 : entry + 20] = len(blob).to_bytes(4, "little")
         if how == "bomb" and draw(st.booleans()):  # declare the bomb's size as well
-            out[entry + 56:entry + 64] = n.to_bytes(8, "little")
+            out[entry + 56 : entry + 64] = n.to_bytes(8, "little")
         return Mutant((bytes(out), f"{how} {eh.compression} payload of entry {entry:#x} ({len(blob)} bytes)"))
     out = bytearray(data)
     if how == "usize":
         v = draw(st.sampled_from([0, 1, usize - 1, usize + 1, usize * 2, 2**32, 2**63, 2**64 - 1, 4 << 30]))
-        out[entry + 56:entry + 64] = (v & (2**64 - 1)).to_bytes(8, "little")
+        out[entry + 56 : entry + 64] = (v & (2**64 - 1)).to_bytes(8, "little")
     elif how == "csize":
-        v = draw(st.sampled_from([0, 1, eh.compressed_size - 1, eh.compressed_size + 1, area, area + 1, 2**31,
-                                  2**32 - 1]))
-        out[entry + 16:entry + 20] = (v & (2**32 - 1)).to_bytes(4, "little")
+        v = draw(
+            st.sampled_from([0, 1, eh.compressed_size - 1, eh.compressed_size + 1, area, area + 1, 2**31, 2**32 - 1])
+        )
+        out[entry + 16 : entry + 20] = (v & (2**32 - 1)).to_bytes(4, "little")
     else:  # swap zstd <-> lz4
-        flags = int.from_bytes(out[entry + 40:entry + 48], "little") ^ (fatbin.FLAG_ZSTD | fatbin.FLAG_LZ4)
-        out[entry + 40:entry + 48] = flags.to_bytes(8, "little")
+        flags = int.from_bytes(out[entry + 40 : entry + 48], "little") ^ (fatbin.FLAG_ZSTD | fatbin.FLAG_LZ4)
+        out[entry + 40 : entry + 48] = flags.to_bytes(8, "little")
         v = flags
     return Mutant((bytes(out), f"{how} of entry {entry:#x} = {v:#x}"))
 
 
 # ---- running archaudit ------------------------------------------------------------------------
+
 
 @dataclasses.dataclass
 class Run:
@@ -490,6 +591,7 @@ def check_run(run: Run, size: int, what: str, replay: list[str] | None = None) -
 
 # ---- the fail-closed property ----------------------------------------------------------------
 
+
 def projection(report: dict) -> list:
     """What a verdict rests on: per library (its path), per container (relocatable or
     loadable, and the sorted (vendor, kind, target) of its entries). Offsets, sizes,
@@ -504,9 +606,12 @@ def projection(report: dict) -> list:
     for t in report["targets"]:
         for lib in t["libraries"]:
             containers = sorted(
-                ("relocatable" if c["role"] == "relocatable" else "loadable",
-                 tuple(sorted((e["vendor"], e["kind"], e.get("ptx_target") or e["target"]) for e in c["entries"])))
-                for c in lib.get("container_list", []))
+                (
+                    "relocatable" if c["role"] == "relocatable" else "loadable",
+                    tuple(sorted((e["vendor"], e["kind"], e.get("ptx_target") or e["target"]) for e in c["entries"])),
+                )
+                for c in lib.get("container_list", [])
+            )
             out.append((lib["path"], tuple(containers)))
     return sorted(out)
 
@@ -528,8 +633,18 @@ def exact_claim_args(report: dict) -> list[str]:
 
 
 def base_args(path: str, decode: bool) -> list[str]:
-    return ["check", "--no-config", "-q", "-j", "1", "--format", "json", "--detail", "containers",
-            path] + []  # payloads are always decoded
+    return [
+        "check",
+        "--no-config",
+        "-q",
+        "-j",
+        "1",
+        "--format",
+        "json",
+        "--detail",
+        "containers",
+        path,
+    ] + []  # payloads are always decoded
 
 
 @cache
@@ -554,8 +669,10 @@ def touches(orig: bytes, mut: bytes, trusted: list[tuple[int, int]]) -> bool:
 
 
 def _strip_a(proj: list) -> list:
-    return [(path, tuple((cls, tuple((v, k, t.rstrip("a")) for v, k, t in entries)) for cls, entries in cs))
-            for path, cs in proj]
+    return [
+        (path, tuple((cls, tuple((v, k, t.rstrip("a")) for v, k, t in entries)) for cls, entries in cs))
+        for path, cs in proj
+    ]
 
 
 def only_inside(orig: bytes, mut: bytes, ranges: list[tuple[int, int]]) -> bool:
@@ -566,8 +683,16 @@ def only_inside(orig: bytes, mut: bytes, ranges: list[tuple[int, int]]) -> bool:
     return all(any(lo <= i < hi for lo, hi in ranges) for i in diff)
 
 
-def check_mutant(rel: str, mutant: bytes, note: str, decode: bool, test: str,
-                 name: str | None = None, fail_closed: bool = True, lenient_a: bool = False) -> Run:
+def check_mutant(
+    rel: str,
+    mutant: bytes,
+    note: str,
+    decode: bool,
+    test: str,
+    name: str | None = None,
+    fail_closed: bool = True,
+    lenient_a: bool = False,
+) -> Run:
     """Run one mutant of fixture `rel` through the CLI and assert every property.
 
     Fail-closed property. Let O be the fixture and M the mutant. Both are audited under the
@@ -622,14 +747,40 @@ def check_mutant(rel: str, mutant: bytes, note: str, decode: bool, test: str,
 
 # ---- zip (wheel) layout ----------------------------------------------------------------------
 
-_EOCD_FIELDS = [("disk", 4, 2), ("cd_disk", 6, 2), ("count_on_disk", 8, 2), ("count", 10, 2),
-                ("cd_size", 12, 4), ("cd_offset", 16, 4), ("comment_length", 20, 2)]
-_CD_FIELDS = [("made_by", 4, 2), ("needed", 6, 2), ("flags", 8, 2), ("method", 10, 2), ("crc", 16, 4),
-              ("compressed_size", 20, 4), ("size", 24, 4), ("name_length", 28, 2), ("extra_length", 30, 2),
-              ("comment_length", 32, 2), ("disk", 34, 2), ("external_attributes", 38, 4),
-              ("local_header_offset", 42, 4)]
-_LOCAL_FIELDS = [("needed", 4, 2), ("flags", 6, 2), ("method", 8, 2), ("crc", 14, 4),
-                 ("compressed_size", 18, 4), ("size", 22, 4), ("name_length", 26, 2), ("extra_length", 28, 2)]
+_EOCD_FIELDS = [
+    ("disk", 4, 2),
+    ("cd_disk", 6, 2),
+    ("count_on_disk", 8, 2),
+    ("count", 10, 2),
+    ("cd_size", 12, 4),
+    ("cd_offset", 16, 4),
+    ("comment_length", 20, 2),
+]
+_CD_FIELDS = [
+    ("made_by", 4, 2),
+    ("needed", 6, 2),
+    ("flags", 8, 2),
+    ("method", 10, 2),
+    ("crc", 16, 4),
+    ("compressed_size", 20, 4),
+    ("size", 24, 4),
+    ("name_length", 28, 2),
+    ("extra_length", 30, 2),
+    ("comment_length", 32, 2),
+    ("disk", 34, 2),
+    ("external_attributes", 38, 4),
+    ("local_header_offset", 42, 4),
+]
+_LOCAL_FIELDS = [
+    ("needed", 4, 2),
+    ("flags", 6, 2),
+    ("method", 8, 2),
+    ("crc", 14, 4),
+    ("compressed_size", 18, 4),
+    ("size", 22, 4),
+    ("name_length", 26, 2),
+    ("extra_length", 28, 2),
+]
 
 
 @cache
@@ -643,7 +794,7 @@ def zip_layout(rel: str) -> Layout:
     pos = cd_offset
     while pos < cd_offset + cd_size:
         nlen, xlen, clen = struct.unpack_from("<HHH", data, pos + 28)
-        name = data[pos + 46:pos + 46 + nlen].decode()
+        name = data[pos + 46 : pos + 46 + nlen].decode()
         fields += [Field(f"cd[{name}].{n}", pos + o, w) for n, o, w in _CD_FIELDS]
         regions.append(Region(f"cd[{name}].name", pos + 46, pos + 46 + nlen))
         (local,) = struct.unpack_from("<L", data, pos + 42)
@@ -670,11 +821,12 @@ def library_members(rel: str) -> list[tuple[zipread.Member, int]]:
     return out
 
 
-def rezip_member(data: bytes, m: zipread.Member, start: int, new_stream: bytes,
-                 crc: int | None = None, size: int | None = None) -> bytes:
+def rezip_member(
+    data: bytes, m: zipread.Member, start: int, new_stream: bytes, crc: int | None = None, size: int | None = None
+) -> bytes:
     """Replace a member's stored bytes; patch compressed size (and crc/size if given) in both
     headers and shift the central directory."""
-    out = bytearray(data[:start] + new_stream + data[start + m.compressed_size:])
+    out = bytearray(data[:start] + new_stream + data[start + m.compressed_size :])
     delta = len(new_stream) - m.compressed_size
     eocd = out.rfind(b"PK\x05\x06")
     cd_size, cd_offset = struct.unpack_from("<LL", out, eocd + 12)

@@ -45,8 +45,14 @@ WORKERS = [
     ([T + "test_fuzz_zip_layouts.py::test_members_chosen_by_content"], None),
     ([T + "test_fuzz_claims.py::test_parse_claim", T + "test_fuzz_claims.py::test_parse_amd_claim"], 100_000),
     ([T + "test_fuzz_config.py::test_config_load", T + "test_fuzz_claims.py::test_claims_through_cli"], 100_000),
-    ([T + "test_fuzz_config.py::test_config_through_cli", T + "test_fuzz_memory.py",
-      T + "test_fuzz_zip.py::test_wheel_member_streams"], 3_000),
+    (
+        [
+            T + "test_fuzz_config.py::test_config_through_cli",
+            T + "test_fuzz_memory.py",
+            T + "test_fuzz_zip.py::test_wheel_member_streams",
+        ],
+        3_000,
+    ),
     ([T + "test_fuzz_pe.py::test_pe_tables"], None),
     ([T + "test_fuzz_pe.py::test_pe_device_code"], None),
     ([T + "test_fuzz_pe.py::test_pe_truncation_anywhere"], None),
@@ -68,11 +74,28 @@ def main() -> int:
         if args.only and i not in args.only:
             continue
         count = count or args.inputs
-        env = dict(os.environ, ARCHAUDIT_FUZZ="long", ARCHAUDIT_FUZZ_EXAMPLES=str(count or 10_000_000),
-                   ARCHAUDIT_FUZZ_COUNTS=str(out / f"counts-{i}.json"))
+        env = dict(
+            os.environ,
+            ARCHAUDIT_FUZZ="long",
+            ARCHAUDIT_FUZZ_EXAMPLES=str(count or 10_000_000),
+            ARCHAUDIT_FUZZ_COUNTS=str(out / f"counts-{i}.json"),
+        )
         log = open(out / f"worker-{i}.log", "w")
-        cmd = ["timeout", "-s", "TERM", str(int(args.seconds)), sys.executable, "-m", "pytest", "-q",
-               "-p", "no:cacheprovider", "-W", "ignore::DeprecationWarning", *nodes]
+        cmd = [
+            "timeout",
+            "-s",
+            "TERM",
+            str(int(args.seconds)),
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-W",
+            "ignore::DeprecationWarning",
+            *nodes,
+        ]
         procs.append((i, nodes, subprocess.Popen(cmd, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)))
     start = time.time()
     results = {}

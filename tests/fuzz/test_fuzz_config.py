@@ -8,12 +8,21 @@ import fuzzlib as fz
 from archaudit import config
 
 KEYS = sorted(config.KEYS) + ["unknown-key", "cuda_archs", ""]
-SCALAR = st.one_of(st.booleans(), st.integers(-2**63, 2**63 - 1), st.floats(allow_nan=True),
-                   st.text(max_size=20), st.sampled_from(["80;90", "sm_80", "gfx90a", "json", "kernels",
-                                                          "linux", "550.54", "newest", "13.0", "cmake"]))
-VALUE = st.recursive(SCALAR, lambda inner: st.lists(inner, max_size=4) |
-                     st.dictionaries(st.sampled_from(["code", "library", "reason", "x"]), inner, max_size=4),
-                     max_leaves=8)
+SCALAR = st.one_of(
+    st.booleans(),
+    st.integers(-(2**63), 2**63 - 1),
+    st.floats(allow_nan=True),
+    st.text(max_size=20),
+    st.sampled_from(["80;90", "sm_80", "gfx90a", "json", "kernels", "linux", "550.54", "newest", "13.0", "cmake"]),
+)
+VALUE = st.recursive(
+    SCALAR,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.sampled_from(["code", "library", "reason", "x"]), inner, max_size=4)
+    ),
+    max_leaves=8,
+)
 
 
 def toml_value(v) -> str:
@@ -33,8 +42,9 @@ def toml_value(v) -> str:
 @st.composite
 def pyproject(draw):
     table = draw(st.dictionaries(st.sampled_from(KEYS), VALUE, max_size=6))
-    header = draw(st.sampled_from(["[tool.archaudit]", "[tool]\narchaudit = 1", "[tool.archaudit.x]",
-                                   "[[tool.archaudit]]", ""]))
+    header = draw(
+        st.sampled_from(["[tool.archaudit]", "[tool]\narchaudit = 1", "[tool.archaudit.x]", "[[tool.archaudit]]", ""])
+    )
     text = header + "\n" + "".join(f'"{k}" = {toml_value(v)}\n' for k, v in table.items())
     raw = text.encode()
     if draw(st.integers(0, 3)) == 0:

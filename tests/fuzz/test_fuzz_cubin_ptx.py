@@ -12,15 +12,35 @@ import fuzzlib as fz
 def test_cubin(rel, decode, data):
     lay = fz.layout(rel)
     original = fz.load(rel)
-    mutant, note = data.draw(fz.mutated(original, lay.fields, lay.regions + [fz.Region("file", 0, len(original))]),
-                             label="mutation")
+    mutant, note = data.draw(
+        fz.mutated(original, lay.fields, lay.regions + [fz.Region("file", 0, len(original))]), label="mutation"
+    )
     fz.check_mutant(rel, mutant, note, decode, "cubin", lenient_a=True)
 
 
-TARGET_TOKENS = st.sampled_from([
-    "sm_80", "sm_90a", "sm_100f", "compute_90", "sm_", "sm_x", "sm_99999999999999999999", "", " ",
-    "sm_80,", ",", "sm_80 debug", "SM_80", "sm_-1", "sm_0", "sm_\u00e9", "\x00", "compute_", "gfx90a",
-])
+TARGET_TOKENS = st.sampled_from(
+    [
+        "sm_80",
+        "sm_90a",
+        "sm_100f",
+        "compute_90",
+        "sm_",
+        "sm_x",
+        "sm_99999999999999999999",
+        "",
+        " ",
+        "sm_80,",
+        ",",
+        "sm_80 debug",
+        "SM_80",
+        "sm_-1",
+        "sm_0",
+        "sm_\u00e9",
+        "\x00",
+        "compute_",
+        "gfx90a",
+    ]
+)
 
 
 @st.composite
@@ -30,8 +50,9 @@ def ptx_mutant(draw, text: bytes):
     at = next(i for i, ln in enumerate(lines) if ln.startswith(b".target"))
     if how == "target":
         tok = draw(TARGET_TOKENS | st.text(max_size=30))
-        lines[at] = draw(st.sampled_from([b".target ", b".target\t", b".target", b"  .target "])) + \
-            tok.encode("utf-8", "surrogatepass")
+        lines[at] = draw(st.sampled_from([b".target ", b".target\t", b".target", b"  .target "])) + tok.encode(
+            "utf-8", "surrogatepass"
+        )
     elif how == "drop_target":
         del lines[at]
     elif how == "dup_target":
@@ -46,7 +67,7 @@ def ptx_mutant(draw, text: bytes):
             out[i] = draw(st.integers(0, 255))
         return fz.Mutant((bytes(out), "random bytes"))
     else:
-        return fz.Mutant((text[:draw(st.integers(0, len(text)))], "truncate"))
+        return fz.Mutant((text[: draw(st.integers(0, len(text)))], "truncate"))
     return fz.Mutant((b"\n".join(lines), how))
 
 
@@ -62,6 +83,11 @@ def test_ptx_target(rel, decode, data):
         assert m, (note, first)
         token = m.group(1).decode()
         assert run.report is not None, run.stderr
-        reported = [e["target"] for t in run.report["targets"] for lib in t["libraries"]
-                    for c in lib["container_list"] for e in c["entries"]]
+        reported = [
+            e["target"]
+            for t in run.report["targets"]
+            for lib in t["libraries"]
+            for c in lib["container_list"]
+            for e in c["entries"]
+        ]
         assert reported == [token.replace("compute_", "sm_")], (note, first, reported)

@@ -12,8 +12,12 @@ FIXTURES = fz.LIBRARY_FIXTURES + fz.OBJECT_FIXTURES
 def _elf_parts(rel):
     lay = fz.layout(rel)
     fields = [f for f in lay.fields if f.name.startswith("elf.")]
-    regions = [r for r in lay.regions if r.name in ("elf.header", "elf.program_headers", "elf.section_table")
-               or r.name in ("elf.section:.shstrtab", "elf.section:.dynamic", "elf.section:.dynstr")]
+    regions = [
+        r
+        for r in lay.regions
+        if r.name in ("elf.header", "elf.program_headers", "elf.section_table")
+        or r.name in ("elf.section:.shstrtab", "elf.section:.dynamic", "elf.section:.dynstr")
+    ]
     return fields, regions
 
 

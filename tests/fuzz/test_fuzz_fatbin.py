@@ -5,17 +5,26 @@ from hypothesis import given, strategies as st
 
 import fuzzlib as fz
 
-FIXTURES = [r for r in fz.LIBRARY_FIXTURES + fz.OBJECT_FIXTURES
-            if any(x.name.startswith("container@") for x in fz.layout(r).regions)]
+FIXTURES = [
+    r
+    for r in fz.LIBRARY_FIXTURES + fz.OBJECT_FIXTURES
+    if any(x.name.startswith("container@") for x in fz.layout(r).regions)
+]
 FATBIN_SECTIONS = (".nv_fatbin", "__nv_relfatbin", ".nvFatBinSegment")
 
 
 def _fatbin_parts(rel):
     lay = fz.layout(rel)
-    fields = [f for f in lay.fields if f.name.startswith(("container@", "entry@", "wrapper@"))
-              or any(f"{s}]." in f.name for s in FATBIN_SECTIONS)]
-    regions = [r for r in lay.regions if r.name.startswith(("container@", "entry_header@"))
-               or r.name in {f"elf.section:{s}" for s in FATBIN_SECTIONS}]
+    fields = [
+        f
+        for f in lay.fields
+        if f.name.startswith(("container@", "entry@", "wrapper@")) or any(f"{s}]." in f.name for s in FATBIN_SECTIONS)
+    ]
+    regions = [
+        r
+        for r in lay.regions
+        if r.name.startswith(("container@", "entry_header@")) or r.name in {f"elf.section:{s}" for s in FATBIN_SECTIONS}
+    ]
     return fields, regions
 
 

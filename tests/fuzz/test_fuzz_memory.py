@@ -24,13 +24,35 @@ def _peak(fn):
         tracemalloc.stop()
 
 
-SIZE_FIELDS = ("fat_size", "payload_size", "uncompressed_size", "compressed_size", "header_size",
-               "sh_size", "sh_offset", "p_filesz", "e_shnum", "e_phnum", "e_shoff", "e_phoff",
-               ".count", ".size", ".offset", ".id_length", ".total", ".usize")
-FIXTURES = ["tests/fixtures/cuda/bin/lib_cmp_size_all.so", "tests/fixtures/cuda/bin/lib_cmp_speed_all.so",
-            "tests/fixtures/cuda/bin/lib_multi.so", "tests/fixtures/cuda/bin/kern.fatbin",
-            "tests/fixtures/amd/bin/hip_two_ccob.so", "tests/fixtures/amd/bin/hip_multi.so",
-            "tests/fixtures/cuda/bin/kern_sm90.cubin"]
+SIZE_FIELDS = (
+    "fat_size",
+    "payload_size",
+    "uncompressed_size",
+    "compressed_size",
+    "header_size",
+    "sh_size",
+    "sh_offset",
+    "p_filesz",
+    "e_shnum",
+    "e_phnum",
+    "e_shoff",
+    "e_phoff",
+    ".count",
+    ".size",
+    ".offset",
+    ".id_length",
+    ".total",
+    ".usize",
+)
+FIXTURES = [
+    "tests/fixtures/cuda/bin/lib_cmp_size_all.so",
+    "tests/fixtures/cuda/bin/lib_cmp_speed_all.so",
+    "tests/fixtures/cuda/bin/lib_multi.so",
+    "tests/fixtures/cuda/bin/kern.fatbin",
+    "tests/fixtures/amd/bin/hip_two_ccob.so",
+    "tests/fixtures/amd/bin/hip_multi.so",
+    "tests/fixtures/cuda/bin/kern_sm90.cubin",
+]
 
 
 @settings(max_examples=min(settings().max_examples, 200))
@@ -45,6 +67,7 @@ def test_huge_size_fields_do_not_allocate(rel, value, decode, data):
     def go():
         nonlocal lib
         lib = library.library_from_bytes(rel, mutant, decode=decode, max_payload=256 << 20)
+
     peak = _peak(go)
     assert peak < BOUND + 8 * len(mutant), f"{f.name} = {value:#x}: peak {peak} bytes"
     assert lib is not None
@@ -57,8 +80,9 @@ def test_payload_declaring_4gib(data):
     """A compressed entry that declares 4 GiB uncompressed (and a frame that really expands to
     64 MiB): decoded with --decode, bounded by --max-payload, never allocated."""
     fz.tally("memory")
-    rel = data.draw(st.sampled_from(["tests/fixtures/cuda/bin/lib_cmp_size_all.so",
-                                     "tests/fixtures/cuda/bin/lib_cmp_speed_all.so"]))
+    rel = data.draw(
+        st.sampled_from(["tests/fixtures/cuda/bin/lib_cmp_size_all.so", "tests/fixtures/cuda/bin/lib_cmp_speed_all.so"])
+    )
     entry, eh = data.draw(st.sampled_from([(o, h) for o, h in fz.layout(rel).payloads if h.compression != "none"]))
     mutant = data.draw(fz.payload_lie(fz.load(rel), entry, eh))[0]
     mutant = fz.put(mutant, fz.Field("usize", entry + 56, 8), data.draw(HUGE | st.just(64 << 20)))
@@ -68,6 +92,7 @@ def test_payload_declaring_4gib(data):
     def go():
         nonlocal lib
         lib = library.library_from_bytes(rel, mutant, decode=True, max_payload=max_payload)
+
     peak = _peak(go)
     assert peak < BOUND + 2 * max_payload, f"peak {peak} bytes"
     assert lib is not None

@@ -7,10 +7,14 @@ from hypothesis import given, strategies as st
 
 import fuzzlib as fz
 
-COMPRESSED = [r for r in fz.LIBRARY_FIXTURES + fz.OBJECT_FIXTURES + fz.FATBIN_FIXTURES
-              if any(eh.compression in ("zstd", "lz4") for _, eh in fz.layout(r).payloads)]
-RAW_CUBIN = [r for r in fz.LIBRARY_FIXTURES + fz.FATBIN_FIXTURES
-             if any(x.name.startswith("cubin@") for x in fz.layout(r).fields)]
+COMPRESSED = [
+    r
+    for r in fz.LIBRARY_FIXTURES + fz.OBJECT_FIXTURES + fz.FATBIN_FIXTURES
+    if any(eh.compression in ("zstd", "lz4") for _, eh in fz.layout(r).payloads)
+]
+RAW_CUBIN = [
+    r for r in fz.LIBRARY_FIXTURES + fz.FATBIN_FIXTURES if any(x.name.startswith("cubin@") for x in fz.layout(r).fields)
+]
 
 
 @given(rel=st.sampled_from(COMPRESSED), decode=st.booleans(), data=st.data())

@@ -25,12 +25,30 @@ from archaudit.read import pe
 PE_BIN = fz.ROOT / "tests" / "fixtures" / "pe" / "bin"
 FIXTURES = sorted(str(p.relative_to(fz.ROOT)) for p in PE_BIN.iterdir() if p.suffix in (".dll", ".pyd"))
 
-_COFF = [("machine", 0, 2), ("number_of_sections", 2, 2), ("pointer_to_symbol_table", 8, 4),
-         ("number_of_symbols", 12, 4), ("size_of_optional_header", 16, 2), ("characteristics", 18, 2)]
-_OPTIONAL = [("magic", 0, 2), ("image_base", 24, 8), ("section_alignment", 32, 4), ("file_alignment", 36, 4),
-             ("size_of_image", 56, 4), ("size_of_headers", 60, 4), ("number_of_rva_and_sizes", 108, 4)]
-_SECTION = [("virtual_size", 8, 4), ("virtual_address", 12, 4), ("size_of_raw_data", 16, 4),
-            ("pointer_to_raw_data", 20, 4), ("characteristics", 36, 4)]
+_COFF = [
+    ("machine", 0, 2),
+    ("number_of_sections", 2, 2),
+    ("pointer_to_symbol_table", 8, 4),
+    ("number_of_symbols", 12, 4),
+    ("size_of_optional_header", 16, 2),
+    ("characteristics", 18, 2),
+]
+_OPTIONAL = [
+    ("magic", 0, 2),
+    ("image_base", 24, 8),
+    ("section_alignment", 32, 4),
+    ("file_alignment", 36, 4),
+    ("size_of_image", 56, 4),
+    ("size_of_headers", 60, 4),
+    ("number_of_rva_and_sizes", 108, 4),
+]
+_SECTION = [
+    ("virtual_size", 8, 4),
+    ("virtual_address", 12, 4),
+    ("size_of_raw_data", 16, 4),
+    ("pointer_to_raw_data", 20, 4),
+    ("characteristics", 36, 4),
+]
 _DIRECTORIES = {1: "import", 4: "security", 13: "delay_import"}
 
 
@@ -38,7 +56,7 @@ _DIRECTORIES = {1: "import", 4: "security", 13: "delay_import"}
 def pe_layout(rel: str) -> tuple[list[fz.Field], list[fz.Region], list[tuple[int, int]]]:
     """Fields and regions of the PE structures of a fixture, and the bytes taken on trust."""
     data = fz.load(rel)
-    h = pe.parse_headers(data[:pe.headers_extent(data[:pe.headers_extent(data[:64])])], len(data))
+    h = pe.parse_headers(data[: pe.headers_extent(data[: pe.headers_extent(data[:64])])], len(data))
     lfanew = struct.unpack_from("<I", data, 0x3C)[0]
     coff, opt = lfanew + 4, lfanew + 24
     nsections, opt_size = struct.unpack_from("<HH", data, coff + 2)[0], struct.unpack_from("<H", data, coff + 16)[0]
@@ -47,11 +65,13 @@ def pe_layout(rel: str) -> tuple[list[fz.Field], list[fz.Region], list[tuple[int
     fields += [fz.Field(f"coff.{n}", coff + o, w) for n, o, w in _COFF]
     fields += [fz.Field(f"optional.{n}", opt + o, w) for n, o, w in _OPTIONAL]
     for i, name in _DIRECTORIES.items():
-        fields += [fz.Field(f"directory.{name}.rva", opt + 112 + 8 * i, 4),
-                   fz.Field(f"directory.{name}.size", opt + 116 + 8 * i, 4)]
+        fields += [
+            fz.Field(f"directory.{name}.rva", opt + 112 + 8 * i, 4),
+            fz.Field(f"directory.{name}.size", opt + 116 + 8 * i, 4),
+        ]
     regions = [fz.Region("headers", 0, table), fz.Region("section_table", table, table + 40 * nsections)]
     trusted: list[tuple[int, int]] = []
-    strings = {at: data[h.string_table + at:h.string_table + at + pe.LONG_NAME] for at in pe.long_name_offsets(h)}
+    strings = {at: data[h.string_table + at : h.string_table + at + pe.LONG_NAME] for at in pe.long_name_offsets(h)}
     named = pe.name_sections(h, strings)
     for i, s in enumerate(named.sections):
         at = table + 40 * i
@@ -81,7 +101,7 @@ def pe_layout(rel: str) -> tuple[list[fz.Field], list[fz.Region], list[tuple[int
             continue
         regions.append(fz.Region(f"directory:{index}", at, at + size))
         record, name_at = (32, 4) if delay else (20, 12)
-        for k, name_rva in enumerate(pe.import_name_rvas(data[at:at + size + 4096], delay, h.image_base, size)):
+        for k, name_rva in enumerate(pe.import_name_rvas(data[at : at + size + 4096], delay, h.image_base, size)):
             fields.append(fz.Field(f"import[{index}][{k}].name", at + record * k + name_at, 4))
             trusted += [(at + record * k + name_at + b, 0xFF) for b in range(4)]  # which string names it
             off = h.rva_to_offset(name_rva)
@@ -120,8 +140,7 @@ def test_pe_device_code(rel, decode, data):
     """Containers, entries and wrapper records inside the DLLs, with the PE fields beside them."""
     lay = fz.layout(rel)
     fields, regions, _ = pe_layout(rel)
-    mutant, note = data.draw(fz.mutated(fz.load(rel), lay.fields + fields, lay.regions or regions),
-                             label="mutation")
+    mutant, note = data.draw(fz.mutated(fz.load(rel), lay.fields + fields, lay.regions or regions), label="mutation")
     _check(rel, mutant, note, decode, "pe-device-code")
 
 

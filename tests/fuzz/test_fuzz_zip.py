@@ -32,13 +32,13 @@ def test_wheel_member_streams(decode, data):
         body = raw + b"\0" * data.draw(st.integers(1, 1 << 16))
         stream, crc, size = fz.deflate(body), zlib.crc32(body), data.draw(st.sampled_from([len(raw), m.size]))
     elif how == "shorter":
-        body = raw[:data.draw(st.integers(0, len(raw) - 1))]
+        body = raw[: data.draw(st.integers(0, len(raw) - 1))]
         stream, crc, size = fz.deflate(body), zlib.crc32(body), m.size
     elif how == "bomb":
         n = data.draw(st.sampled_from([1 << 20, 16 << 20, 64 << 20]))
         body = b"\0" * n
         stream, crc, size = fz.deflate(body), zlib.crc32(body), data.draw(st.sampled_from([m.size, n, 2**32 - 1]))
     else:
-        stream, crc, size = raw[:m.compressed_size], None, None
+        stream, crc, size = raw[: m.compressed_size], None, None
     mutant = fz.rezip_member(original, m, start, stream, crc, size)
     fz.check_mutant(WHEEL, mutant, f"{how} stream for {m.name}", decode, "zip-streams")

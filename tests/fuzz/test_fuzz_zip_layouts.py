@@ -35,15 +35,27 @@ def _pieces(data: bytes) -> tuple[bytes, list[bytes]]:
     entries, pos = [], cd_offset
     for _ in range(count):
         nlen, xlen, clen = struct.unpack_from("<3H", data, pos + 28)
-        entries.append(data[pos:pos + 46 + nlen + xlen + clen])
+        entries.append(data[pos : pos + 46 + nlen + xlen + clen])
         pos += 46 + nlen + xlen + clen
     return data[:cd_offset], entries
 
 
 def _eocd(count: int, size: int, offset: int, comment: bytes = b"", count_disk: int | None = None) -> bytes:
     n = count if count_disk is None else count_disk
-    return struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, n & 0xFFFF, count & 0xFFFF, size & 0xFFFFFFFF,
-                       offset & 0xFFFFFFFF, len(comment)) + comment
+    return (
+        struct.pack(
+            "<4s4H2LH",
+            b"PK\x05\x06",
+            0,
+            0,
+            n & 0xFFFF,
+            count & 0xFFFF,
+            size & 0xFFFFFFFF,
+            offset & 0xFFFFFFFF,
+            len(comment),
+        )
+        + comment
+    )
 
 
 def _record(count: int, size: int, offset: int) -> bytes:
@@ -66,8 +78,9 @@ def _zipfile_names(data: bytes) -> list[str] | None:
 @given(data=st.data())
 def test_zip_end_structures(data):
     local, entries = _pieces(fz.load(WHEEL))
-    decoy = data.draw(st.permutations(entries).flatmap(lambda es: st.integers(0, len(es)).map(lambda k: es[:k])),
-                      label="decoy")
+    decoy = data.draw(
+        st.permutations(entries).flatmap(lambda es: st.integers(0, len(es)).map(lambda k: es[:k])), label="decoy"
+    )
     real_cd, decoy_cd = b"".join(entries), b"".join(decoy)
     prefix = data.draw(st.sampled_from([b"", b"\0" * 7, b"PK\x03\x04junk"]), label="prefix")
     body = bytearray(prefix + local)
@@ -97,8 +110,7 @@ def test_zip_end_structures(data):
     count = len(entries if which == "real" else decoy)
     sat = data.draw(st.booleans(), label="saturated")
     comment = data.draw(st.sampled_from([b"", b"a comment", b"PK\x05\x06" + bytes(18)]), label="comment")
-    end = _eocd(0xFFFF if sat else count, 0xFFFFFFFF if sat else size, 0xFFFFFFFF if sat else offsets[which],
-                comment)
+    end = _eocd(0xFFFF if sat else count, 0xFFFFFFFF if sat else size, 0xFFFFFFFF if sat else offsets[which], comment)
     trailer = data.draw(st.sampled_from([b"", b"\0", b"trailing bytes"]), label="trailer")
     wheel = bytes(body) + end + trailer
     fz.tally("test_zip_end_structures")
@@ -112,8 +124,20 @@ def test_zip_end_structures(data):
     assert theirs is not None, ("archaudit reads an archive zipfile refuses", sorted(ours))
     assert set(theirs) <= named, ("zipfile lists members archaudit does not", sorted(set(theirs) - named))
     assert ours <= set(theirs), ("archaudit reads members zipfile does not list", sorted(ours - set(theirs)))
-    run = fz.run_cli(["check", "--no-config", "-q", "-j", "1", "--format", "json",
-                      fz.scratch_write("layout.whl", wheel), "--arch", "80"])
+    run = fz.run_cli(
+        [
+            "check",
+            "--no-config",
+            "-q",
+            "-j",
+            "1",
+            "--format",
+            "json",
+            fz.scratch_write("layout.whl", wheel),
+            "--arch",
+            "80",
+        ]
+    )
     fz.check_run(run, len(wheel), "zip end structures")
 
 
@@ -124,14 +148,18 @@ _CONTENTS = {
     "hsaco": next(iter(fz.HSACO_FIXTURES), "tests/fixtures/cuda/bin/kern_sm90.cubin"),
 }
 _LIBRARY_NAMES = st.sampled_from(["libk.so", "libk.so.1", "k.cubin", "k.fatbin", "k.hsaco", "k.ptx"])
-_DATA_NAMES = st.sampled_from(["libk.so.bak", "libk", "libk.so.1rc1", "kernels.bin", "kernels.dat", "k.py",
-                               "data/k.txt", "k"])
+_DATA_NAMES = st.sampled_from(
+    ["libk.so.bak", "libk", "libk.so.1rc1", "kernels.bin", "kernels.dat", "k.py", "data/k.txt", "k"]
+)
 
 
 @st.composite
 def _member(draw, depth: int = 0):
-    kind = draw(st.sampled_from(["library", "cubin", "fatbin", "hsaco", "text", "random", "empty"]
-                                + (["zip"] if depth < 2 else [])))
+    kind = draw(
+        st.sampled_from(
+            ["library", "cubin", "fatbin", "hsaco", "text", "random", "empty"] + (["zip"] if depth < 2 else [])
+        )
+    )
     if kind in _CONTENTS:
         content = fz.load(_CONTENTS[kind])
     elif kind == "text":
@@ -161,7 +189,7 @@ def _expected(members, prefix: str = "", depth: int = 0) -> tuple[set[str], set[
     be read), for members of an archive nested `depth` zips deep."""
     must, never = set(), set()
     for name, content, _ in members:
-        kind = artifacts.content_kind(content[:zipread.HEAD])
+        kind = artifacts.content_kind(content[: zipread.HEAD])
         if kind == "zip":
             try:
                 inner = zipfile.ZipFile(io.BytesIO(content))
@@ -193,4 +221,4 @@ def test_members_chosen_by_content(members):
     must, never = _expected(members)
     missing = {n for n in must if n not in audited and n not in mentioned}
     assert not missing, (missing, audited, inv.problems)
-    assert not (never & audited), (never & audited)
+    assert not (never & audited), never & audited

@@ -37,7 +37,9 @@ def counted(call):
         sys.setprofile(None)
         threading.setprofile(None)  # type: ignore[arg-type]
 """
-CHILD = COUNTER + """
+CHILD = (
+    COUNTER
+    + """
 import json
 sys.path.insert(0, sys.argv[1])
 import hostile
@@ -47,12 +49,18 @@ data = hostile.GENERATORS[sys.argv[2]](int(sys.argv[3]))
 lib, grown = counted(lambda: library.library_from_bytes("hostile.so", data))
 print(json.dumps({"steps": STEPS[0], "grown_kib": grown, "problems": len(lib.problems)}))
 """
+)
 MEMORY_BOUND_KIB = 64 << 10  # 64 MiB grown over the input already in memory, at 4 MiB
 
 
 def measure(name: str, size: int, count: bool) -> dict[str, int]:
-    out = subprocess.run([sys.executable, "-c", CHILD, str(HERE), name, str(size), "count" if count else "memory"],
-                         check=True, capture_output=True, text=True, timeout=600).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, str(HERE), name, str(size), "count" if count else "memory"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    ).stdout
     figures: dict[str, int] = json.loads(out)
     return figures
 
@@ -66,7 +74,9 @@ def test_hostile_input_is_read_in_linear_steps_and_bounded_memory(name):
     assert big["grown_kib"] < MEMORY_BOUND_KIB, big
 
 
-WHEEL_CHILD = COUNTER + """
+WHEEL_CHILD = (
+    COUNTER
+    + """
 import json
 import archaudit
 from archaudit.report.render import render_json
@@ -77,12 +87,18 @@ print(json.dumps({"steps": STEPS[0], "grown_kib": grown,
                   "json_bytes": len(doc.encode()), "entries": len(report.findings),
                   "findings": sum(f.count for f in report.findings), "exit_code": report.exit_code}))
 """
+)
 FLOOD_JSON_BOUND = 16 << 10  # bytes of JSON for a flood of any size: a folded finding per code
 
 
 def measure_wheel(path: Path, count: bool) -> dict[str, int]:
-    out = subprocess.run([sys.executable, "-c", WHEEL_CHILD, str(path), "count" if count else "memory"],
-                         check=True, capture_output=True, text=True, timeout=600).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", WHEEL_CHILD, str(path), "count" if count else "memory"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    ).stdout
     figures: dict[str, int] = json.loads(out)
     return figures
 
@@ -93,8 +109,10 @@ def test_a_finding_flood_is_folded_in_memory_and_in_json(tmp_path):
     them, and the steps taken grow with the bytes, no faster (issue 27 item 2: 2 million findings
     and 534 MB of JSON from a 180 KB wheel)."""
     sizes = (SMALL, LARGE, MEMORY_SIZE)
-    small, large, big = (measure_wheel(hostile.flood_wheel(tmp_path / f"f{i}-1.0-py3-none-any.whl", size), count)
-                         for i, (size, count) in enumerate(zip(sizes, (True, True, False))))
+    small, large, big = (
+        measure_wheel(hostile.flood_wheel(tmp_path / f"f{i}-1.0-py3-none-any.whl", size), count)
+        for i, (size, count) in enumerate(zip(sizes, (True, True, False)))
+    )
     for size, m in zip(sizes, (small, large, big)):
         assert m["exit_code"] == 1
         assert m["findings"] == size // 32 + 1, m  # every record, and G006: no device code

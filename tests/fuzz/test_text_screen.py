@@ -28,8 +28,12 @@ def _many_libraries(path: Path) -> Path:
 def _many_failures(path: Path) -> Path:
     """500 members, each unverifiable: a finding flood in a bundle file (E030), a .cubin that is
     none (E014), a .so that is text (E010), a fatbin container that overruns its file (E011)."""
-    kinds = [("hsaco", hostile.finding_flood(4096)), ("cubin", b"not a cubin" * 10),
-             ("so", b"INPUT(-lfoo)\n"), ("fatbin", struct.pack("<IHHQ", 0xBA55ED50, 1, 16, 1 << 20))]
+    kinds = [
+        ("hsaco", hostile.finding_flood(4096)),
+        ("cubin", b"not a cubin" * 10),
+        ("so", b"INPUT(-lfoo)\n"),
+        ("fatbin", struct.pack("<IHHQ", 0xBA55ED50, 1, 16, 1 << 20)),
+    ]
     return wheel(path, [(f"bad/m{i:03}.{kinds[i % 4][0]}", kinds[i % 4][1]) for i in range(500)])
 
 
@@ -37,8 +41,11 @@ def _one_flood(path: Path) -> Path:
     return hostile.flood_wheel(path, 1 << 20)
 
 
-CASES = {"500 libraries": (_many_libraries, ["--arch", "80;90"]), "500 failures": (_many_failures, []),
-         "one flood": (_one_flood, ["--arch", "80"])}
+CASES = {
+    "500 libraries": (_many_libraries, ["--arch", "80;90"]),
+    "500 failures": (_many_failures, []),
+    "one flood": (_one_flood, ["--arch", "80"]),
+}
 
 
 def _run(tmp_path: Path, *args: str, fmt: str = "text") -> tuple[int, str]:

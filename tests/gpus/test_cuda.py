@@ -43,8 +43,13 @@ def test_target_properties():
 
 @pytest.mark.parametrize(
     "number, suffix, expected",
-    [(90, "", (9, 0, "")), (100, "f", (10, 0, "f")), (121, "", (12, 1, "")), (75, "", (7, 5, "")),
-     (110, "a", (11, 0, "a"))],
+    [
+        (90, "", (9, 0, "")),
+        (100, "f", (10, 0, "f")),
+        (121, "", (12, 1, "")),
+        (75, "", (7, 5, "")),
+        (110, "a", (11, 0, "a")),
+    ],
 )
 def test_from_number(number, suffix, expected):
     t = CudaTarget.from_number(number, suffix)
@@ -70,8 +75,9 @@ def test_parse_spellings(text, expected):
     assert T(text) == expected
 
 
-@pytest.mark.parametrize("bad", ["", "sm_", "sm_9", "9", "90x", "gfx90a", "sm_90b", "9.10", "compute90", "8.6+PTX",
-                                 "sm_90-real"])
+@pytest.mark.parametrize(
+    "bad", ["", "sm_", "sm_9", "9", "90x", "gfx90a", "sm_90b", "9.10", "compute90", "8.6+PTX", "sm_90-real"]
+)
 def test_parse_rejects(bad):
     with pytest.raises(ValueError) as err:
         T(bad)
@@ -223,8 +229,17 @@ def test_specialised_library_serves_only_its_family():
 
 @pytest.mark.parametrize(
     "isa, release",
-    [((7, 0), (11, 0)), ((7, 8), (11, 8)), ((8, 0), (12, 0)), ((8, 5), (12, 5)), ((8, 7), (12, 8)),
-     ((8, 8), (12, 9)), ((9, 0), (13, 0)), ((9, 1), (13, 1)), ("9.0", (13, 0))],
+    [
+        ((7, 0), (11, 0)),
+        ((7, 8), (11, 8)),
+        ((8, 0), (12, 0)),
+        ((8, 5), (12, 5)),
+        ((8, 7), (12, 8)),
+        ((8, 8), (12, 9)),
+        ((9, 0), (13, 0)),
+        ((9, 1), (13, 1)),
+        ("9.0", (13, 0)),
+    ],
 )
 def test_ptx_isa_to_release(isa, release):
     assert cuda_release_for_ptx_isa(isa) == release
@@ -326,12 +341,34 @@ def test_one_driver_order_puts_the_unknown_floor_above_every_known_one():
 # ---- GPU catalog -------------------------------------------------------------------------------
 
 REQUIRED = {
-    "K80": (3, 7), "P100": (6, 0), "GTX 1080 Ti": (6, 1), "V100": (7, 0), "T4": (7, 5),
-    "RTX 2080 Ti": (7, 5), "A100": (8, 0), "A10": (8, 6), "A30": (8, 0), "RTX 3090": (8, 6),
-    "A40": (8, 6), "L4": (8, 9), "L40S": (8, 9), "RTX 4090": (8, 9), "H100": (9, 0), "H200": (9, 0),
-    "GH200": (9, 0), "B200": (10, 0), "B300": (10, 3), "GB200": (10, 0), "RTX 5090": (12, 0),
-    "RTX PRO 6000 Blackwell": (12, 0), "Jetson Nano": (5, 3), "Jetson Xavier": (7, 2),
-    "Jetson Orin": (8, 7), "Jetson Thor": (11, 0), "GB10": (12, 1), "DGX Spark": (12, 1),
+    "K80": (3, 7),
+    "P100": (6, 0),
+    "GTX 1080 Ti": (6, 1),
+    "V100": (7, 0),
+    "T4": (7, 5),
+    "RTX 2080 Ti": (7, 5),
+    "A100": (8, 0),
+    "A10": (8, 6),
+    "A30": (8, 0),
+    "RTX 3090": (8, 6),
+    "A40": (8, 6),
+    "L4": (8, 9),
+    "L40S": (8, 9),
+    "RTX 4090": (8, 9),
+    "H100": (9, 0),
+    "H200": (9, 0),
+    "GH200": (9, 0),
+    "B200": (10, 0),
+    "B300": (10, 3),
+    "GB200": (10, 0),
+    "RTX 5090": (12, 0),
+    "RTX PRO 6000 Blackwell": (12, 0),
+    "Jetson Nano": (5, 3),
+    "Jetson Xavier": (7, 2),
+    "Jetson Orin": (8, 7),
+    "Jetson Thor": (11, 0),
+    "GB10": (12, 1),
+    "DGX Spark": (12, 1),
 }
 
 

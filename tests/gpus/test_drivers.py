@@ -13,14 +13,17 @@ from archaudit.gpus.cuda import CudaTarget
 from archaudit.gpus.drivers import driver_at_least
 
 
-@pytest.mark.parametrize("have,need,ok", [
-    ("580", "580.0.5", False),  # the missing parts are zeros, never more
-    ("580.0", "580", True),  # and the floor's missing parts are zeros too
-    ("580", "580", True),
-    ("580.65.06", "580.65.6", True),  # numeric, not textual
-    ("575.57.08", "580", False),
-    ("580.65", "580.65.06", False),
-])
+@pytest.mark.parametrize(
+    "have,need,ok",
+    [
+        ("580", "580.0.5", False),  # the missing parts are zeros, never more
+        ("580.0", "580", True),  # and the floor's missing parts are zeros too
+        ("580", "580", True),
+        ("580.65.06", "580.65.6", True),  # numeric, not textual
+        ("575.57.08", "580", False),
+        ("580.65", "580.65.06", False),
+    ],
+)
 def test_driver_versions_compare_part_by_part_with_missing_parts_zero(have, need, ok):
     assert driver_at_least(have, need) is ok
 
@@ -71,21 +74,39 @@ def test_the_last_cuda_release_of_retired_generations():
     assert arch.last_cuda((9, 0)) is None and arch.last_cuda((10, 1)) is None
 
 
-@pytest.mark.parametrize("soname,major", [
-    ("libcudart.so.12", 12), ("libcudart.so.11.0", 11), ("libcublasLt.so.13", 13), ("libcublas.so.12.8.4", 12),
-    ("libc.so.6", None), ("libcudart_static.a", None), ("libcuda.so.1", None),
-    # Windows: major and minor up to CUDA 11 (one name for every 11.x), the major alone from 12
-    ("cudart64_100.dll", 10), ("cudart64_101.dll", 10), ("cudart64_102.dll", 10), ("cudart64_110.dll", 11),
-    ("cudart64_92.dll", 9), ("cudart64_12.dll", 12), ("cudart64_13.dll", 13), ("cublas64_100.dll", 10),
-    ("cublas64_10.dll", 10), ("cublasLt64_11.dll", 11), ("cublas64_12.dll", 12), ("nvrtc64_112_0.dll", 11),
-    ("nvrtc64_102_0.dll", 10), ("nvrtc64_130_0.dll", 13),
-])
+@pytest.mark.parametrize(
+    "soname,major",
+    [
+        ("libcudart.so.12", 12),
+        ("libcudart.so.11.0", 11),
+        ("libcublasLt.so.13", 13),
+        ("libcublas.so.12.8.4", 12),
+        ("libc.so.6", None),
+        ("libcudart_static.a", None),
+        ("libcuda.so.1", None),
+        # Windows: major and minor up to CUDA 11 (one name for every 11.x), the major alone from 12
+        ("cudart64_100.dll", 10),
+        ("cudart64_101.dll", 10),
+        ("cudart64_102.dll", 10),
+        ("cudart64_110.dll", 11),
+        ("cudart64_92.dll", 9),
+        ("cudart64_12.dll", 12),
+        ("cudart64_13.dll", 13),
+        ("cublas64_100.dll", 10),
+        ("cublas64_10.dll", 10),
+        ("cublasLt64_11.dll", 11),
+        ("cublas64_12.dll", 12),
+        ("nvrtc64_112_0.dll", 11),
+        ("nvrtc64_102_0.dll", 10),
+        ("nvrtc64_130_0.dll", 13),
+    ],
+)
 def test_the_cuda_major_a_needed_library_names(soname, major):
     assert arch.runtime_major(soname) == major
 
 
 def test_a_gpu_name_written_without_its_separators():
-    """"A100SXM4" is the catalog's alias "A100 SXM4": names compare with spaces and dashes removed."""
+    """ "A100SXM4" is the catalog's alias "A100 SXM4": names compare with spaces and dashes removed."""
     assert [g.name for g in arch.lookup_gpu("A100SXM4")] == ["A100"]
     assert [g.name for g in arch.lookup_gpu("a100-sxm4")] == ["A100"]
 

@@ -42,15 +42,18 @@ def one(path: Path) -> Container:
     return c
 
 
-@pytest.mark.parametrize("cubin, gpu, outcome", [
-    ("kern_sm90.cubin", (9, 0), P.Outcome.NATIVE),
-    ("kern_sm90a.cubin", (9, 0), P.Outcome.NATIVE),
-    ("kern_sm90a.cubin", (10, 0), P.Outcome.NONE),      # arch-specific: exactly 9.0
-    ("kern_sm80.cubin", (8, 6), P.Outcome.NATIVE),       # same major, newer minor
-    ("kern_sm80.cubin", (9, 0), P.Outcome.NONE),         # never across majors
-    ("kern_sm100f.cubin", (10, 3), P.Outcome.NATIVE),    # family
-    ("kern_sm100f.cubin", (12, 0), P.Outcome.NONE),
-])
+@pytest.mark.parametrize(
+    "cubin, gpu, outcome",
+    [
+        ("kern_sm90.cubin", (9, 0), P.Outcome.NATIVE),
+        ("kern_sm90a.cubin", (9, 0), P.Outcome.NATIVE),
+        ("kern_sm90a.cubin", (10, 0), P.Outcome.NONE),  # arch-specific: exactly 9.0
+        ("kern_sm80.cubin", (8, 6), P.Outcome.NATIVE),  # same major, newer minor
+        ("kern_sm80.cubin", (9, 0), P.Outcome.NONE),  # never across majors
+        ("kern_sm100f.cubin", (10, 3), P.Outcome.NATIVE),  # family
+        ("kern_sm100f.cubin", (12, 0), P.Outcome.NONE),
+    ],
+)
 def test_sass_is_native_exactly_where_the_cubin_runs(cubin, gpu, outcome):
     p = P.predict(one(CUDA_BIN / cubin), P.Gpu(gpu, (13, 0)))
     assert p.outcome is outcome
@@ -140,8 +143,9 @@ def test_ptx_of_a_newer_gpu_does_not_serve_an_older_one():
     assert p.outcome is P.Outcome.NONE and p.codes == {P.NO_BINARY_FOR_GPU}
 
 
-@pytest.mark.parametrize("driver, cuda", [("580.159.04", (13, 0)), ("580.65.06", (13, 0)),
-                                          ("590.48.01", (13, 1)), ("575.57.08", (12, 9))])
+@pytest.mark.parametrize(
+    "driver, cuda", [("580.159.04", (13, 0)), ("580.65.06", (13, 0)), ("590.48.01", (13, 1)), ("575.57.08", (12, 9))]
+)
 def test_the_driver_version_names_its_cuda_release(driver, cuda):
     assert P.Gpu.from_driver((9, 0), driver).cuda == cuda
 
@@ -178,13 +182,16 @@ def entry(c: Container, kind: str, target: str) -> Entry:
     return e
 
 
-@pytest.mark.parametrize("gpu, kind, target", [
-    ((7, 5), "sass", "sm_75"),
-    ((9, 0), "sass", "sm_90"),      # sm_75 ... sm_89 come first and do not run on 9.0: the search goes on
-    ((10, 3), "sass", "sm_100"),    # same major, older minor
-    ((12, 1), "sass", "sm_120"),
-    ((11, 0), "ptx", "sm_90"),      # no cubin for 11.0: the highest PTX not above it (sm_120's is above)
-])
+@pytest.mark.parametrize(
+    "gpu, kind, target",
+    [
+        ((7, 5), "sass", "sm_75"),
+        ((9, 0), "sass", "sm_90"),  # sm_75 ... sm_89 come first and do not run on 9.0: the search goes on
+        ((10, 3), "sass", "sm_100"),  # same major, older minor
+        ((12, 1), "sass", "sm_120"),
+        ((11, 0), "ptx", "sm_90"),  # no cubin for 11.0: the highest PTX not above it (sm_120's is above)
+    ],
+)
 def test_the_entry_chosen_from_a_container_for_seven_architectures(gpu, kind, target):
     """lib_multi.so (nvcc -gencode for sm_75 ... sm_120, PTX for 90 and 120): each GPU gets the
     entry the driver loads, named as that very entry (paths.choose matches it by identity)."""

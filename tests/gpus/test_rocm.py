@@ -43,10 +43,13 @@ def bundle_ids(path: Path) -> list[str]:
     data = path.read_bytes()
     if data[:4] == b"\x7fELF":
         off, size, _ = ref.elf_sections(data)[".hip_fatbin"]
-        return [" ".join(sorted(ref.reference_bundle(piece, with_entries=False)))
-                for _, piece in ref.split_section(data, off, size)]
-    listed = subprocess.run([str(ref.BUNDLER), "-list", "-type=o", f"-input={path}"], capture_output=True,
-                            text=True, check=True, timeout=60).stdout.split()
+        return [
+            " ".join(sorted(ref.reference_bundle(piece, with_entries=False)))
+            for _, piece in ref.split_section(data, off, size)
+        ]
+    listed = subprocess.run(
+        [str(ref.BUNDLER), "-list", "-type=o", f"-input={path}"], capture_output=True, text=True, check=True, timeout=60
+    ).stdout.split()
     return sorted(listed)
 
 
@@ -75,10 +78,42 @@ def test_a_kernel_without_code_in_its_own_bundle_fails_k001(tmp_path):
 
 def test_kernel_gaps_need_another_module_that_runs():
     """A setting no module runs on is G001's, not a kernel gap."""
-    a = Container("amd", HIP, ".hip_fatbin", 0, 1, (Entry("amd", CODE_OBJECT, "gfx90a", identifier=
-                  "hipv4-amdgcn-amd-amdhsa--gfx90a", kernels=("a",), decoded=True, own_target="gfx90a"),))
-    b = Container("amd", HIP, ".hip_fatbin", 9, 1, (Entry("amd", CODE_OBJECT, "gfx942", identifier=
-                  "hipv4-amdgcn-amd-amdhsa--gfx942", kernels=("b",), decoded=True, own_target="gfx942"),))
+    a = Container(
+        "amd",
+        HIP,
+        ".hip_fatbin",
+        0,
+        1,
+        (
+            Entry(
+                "amd",
+                CODE_OBJECT,
+                "gfx90a",
+                identifier="hipv4-amdgcn-amd-amdhsa--gfx90a",
+                kernels=("a",),
+                decoded=True,
+                own_target="gfx90a",
+            ),
+        ),
+    )
+    b = Container(
+        "amd",
+        HIP,
+        ".hip_fatbin",
+        9,
+        1,
+        (
+            Entry(
+                "amd",
+                CODE_OBJECT,
+                "gfx942",
+                identifier="hipv4-amdgcn-amd-amdhsa--gfx942",
+                kernels=("b",),
+                decoded=True,
+                own_target="gfx942",
+            ),
+        ),
+    )
     paths = [rocm.path((a, b), g) for g in ("gfx90a:sramecc+:xnack-", "gfx1100")]
     (gap,) = rocm.kernel_gaps((a, b), paths)
     assert (gap.name, gap.carried, gap.fails) == ("b", ("gfx942",), ("gfx90a:sramecc+:xnack-",))
@@ -97,8 +132,10 @@ def test_an_id_that_says_less_than_its_code_object_is_judged_as_built(tmp_path):
     assert ref.readelf_code_object(str(LOADING / "gfx90a_xnack_on.hsaco"))[0] == "gfx90a:xnack+"
     rc, doc, text = check(tmp_path, "--amd-arch", "gfx90a", str(fb))
     assert rc == 1 and findings(doc, "G001")
-    assert "the loader refuses its code object (hipv4-amdgcn-amd-amdhsa--gfx90a holds a code object built for " \
-           "gfx90a:xnack+), with no fallback" in findings(doc, "G001")[0]["message"]
+    assert (
+        "the loader refuses its code object (hipv4-amdgcn-amd-amdhsa--gfx90a holds a code object built for "
+        "gfx90a:xnack+), with no fallback" in findings(doc, "G001")[0]["message"]
+    )
     (g,) = findings(doc, "G014")
     assert g["severity"] == "warning" and g["data"]["built"] == ["gfx90a:xnack+"]
     assert "gfx90a:xnack+(id gfx90a)" in text
@@ -131,8 +168,11 @@ def test_the_first_entry_whose_id_fits_wins_with_no_fallback(tmp_path):
     kernel k). With xnack off the first is selected and refused, and the second is never tried; with
     xnack on the first loads and k, only in the second, cannot be launched."""
     fb = LOADING / "first_fit_wins.hipfb"
-    assert bundle_ids(fb) == ["hip-amdgcn-amd-amdhsa--gfx90a", "hipv4-amdgcn-amd-amdhsa--gfx90a",
-                              "host-x86_64-unknown-linux-gnu-"]
+    assert bundle_ids(fb) == [
+        "hip-amdgcn-amd-amdhsa--gfx90a",
+        "hipv4-amdgcn-amd-amdhsa--gfx90a",
+        "host-x86_64-unknown-linux-gnu-",
+    ]
     rc, doc, _ = check(tmp_path, "--amd-arch", "gfx90a:xnack-", str(fb))
     assert rc == 1 and "with no fallback to a later entry" in findings(doc, "G001")[0]["message"]
     rc, doc, _ = check(tmp_path, "--amd-arch", "gfx90a:xnack+", str(fb))
@@ -144,6 +184,7 @@ def test_the_first_entry_whose_id_fits_wins_with_no_fallback(tmp_path):
 def test_select_walks_entries_in_order_and_skips_what_hip_does_not_read():
     def e(ident: str, target: str, own: str, kernels: tuple[str, ...] = ("k",)) -> Entry:
         return Entry("amd", CODE_OBJECT, target, identifier=ident, kernels=kernels, decoded=True, own_target=own)
+
     omp = e("openmp-amdgcn-amd-amdhsa--gfx90a", "gfx90a", "gfx90a")
     on = e("hipv4-amdgcn-amd-amdhsa--gfx90a:xnack+", "gfx90a:xnack+", "gfx90a:xnack+")
     off = e("hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-", "gfx90a:xnack-", "gfx90a:xnack-")
@@ -182,8 +223,13 @@ def test_an_id_comgr_would_not_match_fails_closed(tmp_path):
 
 def test_gpu_catalog_settings_as_shipped():
     _, amd = gpus(["MI250X", "MI300X", "gfx942", "gfx90a:sramecc+:xnack-", "RX 7900 XTX"])
-    assert [g.ships for g in amd] == ["gfx90a:sramecc+:xnack-", "gfx942:sramecc+:xnack-", "", "gfx90a:sramecc+:xnack-",
-                                      "gfx1100"]
+    assert [g.ships for g in amd] == [
+        "gfx90a:sramecc+:xnack-",
+        "gfx942:sramecc+:xnack-",
+        "",
+        "gfx90a:sramecc+:xnack-",
+        "gfx1100",
+    ]
     assert amd[0].switch == (("xnack", "HSA_XNACK=1"),)
 
 
@@ -265,23 +311,48 @@ def test_features_in_either_order_are_the_same_id(tmp_path):
 def test_json_detail_kernels_shows_each_entry_as_rocm_judges_it(tmp_path):
     out = tmp_path / "k.json"
     fb = LOADING / "first_fit_wins.hipfb"
-    assert main(["check", "--no-config", "-q", "--format", "json", "--detail", "kernels", "-o", str(out),
-                 "--amd-arch", "gfx90a:xnack+", str(fb)]) == 1
+    assert (
+        main(
+            [
+                "check",
+                "--no-config",
+                "-q",
+                "--format",
+                "json",
+                "--detail",
+                "kernels",
+                "-o",
+                str(out),
+                "--amd-arch",
+                "gfx90a:xnack+",
+                str(fb),
+            ]
+        )
+        == 1
+    )
     doc = json.loads(out.read_text(encoding="utf-8"))
     (c,) = doc["targets"][0]["libraries"][0]["container_list"]
-    assert [(e["identifier"], e["target"], e["own_target"], e["judged_target"], e["hip_selects"],
-             sorted(e["kernels"])) for e in c["entries"]] == [
-        ("hipv4-amdgcn-amd-amdhsa--gfx90a", "gfx90a", "gfx90a:xnack+", "gfx90a:xnack+", True,
-         ["_Z5scaleIdEvPT_S0_", "_Z5scaleIfEvPT_S0_", "saxpy"]),
-        ("hip-amdgcn-amd-amdhsa--gfx90a", "gfx90a", "gfx90a", "gfx90a", True, ["k"])]
+    assert [
+        (e["identifier"], e["target"], e["own_target"], e["judged_target"], e["hip_selects"], sorted(e["kernels"]))
+        for e in c["entries"]
+    ] == [
+        (
+            "hipv4-amdgcn-amd-amdhsa--gfx90a",
+            "gfx90a",
+            "gfx90a:xnack+",
+            "gfx90a:xnack+",
+            True,
+            ["_Z5scaleIdEvPT_S0_", "_Z5scaleIfEvPT_S0_", "saxpy"],
+        ),
+        ("hip-amdgcn-amd-amdhsa--gfx90a", "gfx90a", "gfx90a", "gfx90a", True, ["k"]),
+    ]
 
 
 # ---- code objects ROCr's loader refuses on every GPU (no PT_LOAD segment) --------------------------
 
 
 @needs_readelf
-@pytest.mark.parametrize("name", ["relocatable_entry.hipfb", "header_only_entry.hipfb",
-                                  "gfx90a_k_relocatable.o"])
+@pytest.mark.parametrize("name", ["relocatable_entry.hipfb", "header_only_entry.hipfb", "gfx90a_k_relocatable.o"])
 def test_a_code_object_without_a_loadable_segment_covers_no_gpu(tmp_path, name):
     """ROCr's LoadSegmentsV2 refuses a code object without a PT_LOAD segment (a relocatable object
     never linked, an ELF header alone): HIP selects it first and nothing loads; G018 names it."""
@@ -291,8 +362,9 @@ def test_a_code_object_without_a_loadable_segment_covers_no_gpu(tmp_path, name):
     assert rc == 1 and g001["data"]["carried"] == [] and "without a loadable segment" in g001["message"]
     assert g018["severity"] == "warning"
     if name.endswith(".o"):  # the reference reader: an ET_REL object, no program headers
-        out = subprocess.run([str(ref.READELF), "-h", str(LOADING / name)], capture_output=True, text=True,
-                             check=True, timeout=60).stdout
+        out = subprocess.run(
+            [str(ref.READELF), "-h", str(LOADING / name)], capture_output=True, text=True, check=True, timeout=60
+        ).stdout
         assert "REL (Relocatable file)" in out and "Number of program headers:         0" in out
 
 
@@ -316,6 +388,7 @@ SPELLINGS = [  # (file, id as written, selected by today's comgr)
 
 def test_the_fixtures_cover_every_sourced_spelling():
     from archaudit.gpus import amd as gfx
+
     assert sorted(gfx.rocm_rule("bundle-id-spellings")) == sorted(i.rsplit("gfx90a", 1)[0] for _, i, _ in SPELLINGS)
 
 
@@ -329,6 +402,7 @@ def test_every_bundle_id_spelling_is_read_and_judged_as_todays_rocm_selects_it(t
     codes = {f["code"] for t in doc["targets"] for f in t["findings"]}
     assert not {c for c in codes if c.startswith("E")}
     from archaudit.read.library import scan_file
+
     assert ident in [e.identifier for c in scan_file(str(LOADING / name)).containers for e in c.entries]
     if selected:
         assert rc == 0 and "G015" not in codes
@@ -337,10 +411,18 @@ def test_every_bundle_id_spelling_is_read_and_judged_as_todays_rocm_selects_it(t
         assert ident in findings(doc, "G015")[0]["message"]
 
 
-@pytest.mark.parametrize("ident", ["cuda-amdgcn-amd-amdhsa--gfx90a", "hip-nvptx64-nvidia-cuda--sm_80",
-                                   "hip-amdgcn-amd-amdhsa--", "hipv4-amdgcn-amd-amdpal--gfx90a"])
+@pytest.mark.parametrize(
+    "ident",
+    [
+        "cuda-amdgcn-amd-amdhsa--gfx90a",
+        "hip-nvptx64-nvidia-cuda--sm_80",
+        "hip-amdgcn-amd-amdhsa--",
+        "hipv4-amdgcn-amd-amdpal--gfx90a",
+    ],
+)
 def test_an_id_no_rocm_release_reads_is_still_e030(tmp_path, ident):
     import importlib.util
+
     spec = importlib.util.spec_from_file_location("rebundle", BIN.parent / "rebundle.py")
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)

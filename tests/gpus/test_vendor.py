@@ -211,9 +211,18 @@ def test_identify_static_rows():
     """The row of a vendor's code linked statically: the CUDA major that built the library, else
     one a vendor's version string in the same bytes names (NCCL's +cuda10.2 in torch 1.10.2's
     libtorch_cuda.so); cuDNN 7's version symbol; nothing dating it, no row."""
-    found = dict((lib.name, i) for lib, i in vendor.identify_static(
-        ("CUBLAS_LOGINFO_DBG", "CUFFT_USE_64_BIT_KERNELS", "NCCL version 2.10.3+cuda10.2",
-         "cudnn_version_7_6_5_32_c27521968_m0_e0"), None))
+    found = dict(
+        (lib.name, i)
+        for lib, i in vendor.identify_static(
+            (
+                "CUBLAS_LOGINFO_DBG",
+                "CUFFT_USE_64_BIT_KERNELS",
+                "NCCL version 2.10.3+cuda10.2",
+                "cudnn_version_7_6_5_32_c27521968_m0_e0",
+            ),
+            None,
+        )
+    )
     assert sorted(found) == ["cuBLAS", "cuDNN", "cuFFT"] and all(i.static for i in found.values())
     assert found["cuDNN"].library == "cuDNN 7.6 for CUDA 10" and found["cuDNN"].text == "3.0 to 7.5"
     assert found["cuBLAS"].library == "cuBLAS for CUDA 10"
@@ -233,20 +242,45 @@ CENSUS = pytest.mark.census  # wheels over wheels.TIER_BYTES: the census tier (R
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name,version,filename,claim", [
-    pytest.param("nvidia-cublas", "13.1.1.3", "nvidia_cublas-13.1.1.3-py3-none-manylinux_2_27_x86_64.whl", CUDA13,
-                 marks=CENSUS),
-    pytest.param("nvidia-cufft", "12.5.0.14",
-                 "nvidia_cufft-12.5.0.14-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl", CUDA13,
-                 marks=CENSUS),
-    pytest.param("nvidia-cusparse", "12.6.3.3",
-                 "nvidia_cusparse-12.6.3.3-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl", CUDA13,
-                 marks=CENSUS),
-    ("nvidia-curand", "10.4.5.25", "nvidia_curand-10.4.5.25-py3-none-manylinux_2_27_x86_64.whl",
-     "75;80;86;87;89;90;100;103;110;120;121"),
-    pytest.param("nvidia-cudnn-cu12", "9.28.0.42", "nvidia_cudnn_cu12-9.28.0.42-py3-none-manylinux_2_27_x86_64.whl",
-                 "75;80;86;89;90;100;120", marks=CENSUS),
-])
+@pytest.mark.parametrize(
+    "name,version,filename,claim",
+    [
+        pytest.param(
+            "nvidia-cublas",
+            "13.1.1.3",
+            "nvidia_cublas-13.1.1.3-py3-none-manylinux_2_27_x86_64.whl",
+            CUDA13,
+            marks=CENSUS,
+        ),
+        pytest.param(
+            "nvidia-cufft",
+            "12.5.0.14",
+            "nvidia_cufft-12.5.0.14-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
+            CUDA13,
+            marks=CENSUS,
+        ),
+        pytest.param(
+            "nvidia-cusparse",
+            "12.6.3.3",
+            "nvidia_cusparse-12.6.3.3-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
+            CUDA13,
+            marks=CENSUS,
+        ),
+        (
+            "nvidia-curand",
+            "10.4.5.25",
+            "nvidia_curand-10.4.5.25-py3-none-manylinux_2_27_x86_64.whl",
+            "75;80;86;87;89;90;100;103;110;120;121",
+        ),
+        pytest.param(
+            "nvidia-cudnn-cu12",
+            "9.28.0.42",
+            "nvidia_cudnn_cu12-9.28.0.42-py3-none-manylinux_2_27_x86_64.whl",
+            "75;80;86;89;90;100;120",
+            marks=CENSUS,
+        ),
+    ],
+)
 def test_nvidias_wheels_pass_the_claims_nvidia_documents(capsys, name, version, filename, claim):
     """Each failed its documented claim with K001/K004 (cuDNN 9.28: K001 x17, K004 x31): their gaps
     are their dispatch (K005), inside the range NVIDIA documents."""
@@ -270,8 +304,11 @@ def test_cublas_answers_gpus_by_its_contract(capsys):
 @CENSUS
 def test_cusparselt_cu12_by_its_contract(capsys):
     """cuSPARSELt cu12 0.8.1: --gpu T4 exited 0 and --gpu H100 exited 1; both are now right."""
-    whl = str(fetch("nvidia-cusparselt-cu12", "0.8.1",
-                    filename="nvidia_cusparselt_cu12-0.8.1-py3-none-manylinux2014_x86_64.whl"))
+    whl = str(
+        fetch(
+            "nvidia-cusparselt-cu12", "0.8.1", filename="nvidia_cusparselt_cu12-0.8.1-py3-none-manylinux2014_x86_64.whl"
+        )
+    )
     rc, rep = run(capsys, whl, "--gpu", "T4")
     assert rc == 1 and findings(rep, "G019")
     rc, rep = run(capsys, whl, "--gpu", "H100")
@@ -282,19 +319,24 @@ def test_cusparselt_cu12_by_its_contract(capsys):
 def test_nccl_cu11_carries_no_hopper_code(capsys):
     """nvidia-nccl-cu11 2.21.5 ("NCCL version 2.21.5+cuda11.0"): H100 is inside CUDA 11.8's range,
     and the library carries nothing an H100 loads: still a failure."""
-    whl = str(fetch("nvidia-nccl-cu11", "2.21.5",
-                    filename="nvidia_nccl_cu11-2.21.5-py3-none-manylinux2014_x86_64.whl"))
+    whl = str(fetch("nvidia-nccl-cu11", "2.21.5", filename="nvidia_nccl_cu11-2.21.5-py3-none-manylinux2014_x86_64.whl"))
     rc, rep = run(capsys, whl, "--gpu", "H100")
     assert rc == 1 and [f["data"]["runs"] for f in findings(rep, "G009")] == ["none"]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name,version,filename", [
-    ("nvidia-cuda-cupti-cu12", "12.9.79", "nvidia_cuda_cupti_cu12-12.9.79-py3-none-manylinux_2_25_x86_64.whl"),
-    ("nvidia-cuda-cupti-cu12", "12.9.79", "nvidia_cuda_cupti_cu12-12.9.79-py3-none-win_amd64.whl"),
-    ("nvidia-cuda-sanitizer-api-cu12", "12.9.79",
-     "nvidia_cuda_sanitizer_api_cu12-12.9.79-py3-none-manylinux_2_25_x86_64.whl"),
-])
+@pytest.mark.parametrize(
+    "name,version,filename",
+    [
+        ("nvidia-cuda-cupti-cu12", "12.9.79", "nvidia_cuda_cupti_cu12-12.9.79-py3-none-manylinux_2_25_x86_64.whl"),
+        ("nvidia-cuda-cupti-cu12", "12.9.79", "nvidia_cuda_cupti_cu12-12.9.79-py3-none-win_amd64.whl"),
+        (
+            "nvidia-cuda-sanitizer-api-cu12",
+            "12.9.79",
+            "nvidia_cuda_sanitizer_api_cu12-12.9.79-py3-none-manylinux_2_25_x86_64.whl",
+        ),
+    ],
+)
 def test_cupti_and_compute_sanitizer_pass_cuda_12s_range(capsys, name, version, filename):
     """CUDA 12's GPUs, 5.0 to 12.0: CUPTI and Compute Sanitizer are NVIDIA's, identified by their
     bytes; their per-kernel gaps are their dispatch (K005, was K001 on the sanitizer). The
@@ -305,7 +347,9 @@ def test_cupti_and_compute_sanitizer_pass_cuda_12s_range(capsys, name, version, 
     outside = sorted(f["subject"].rsplit("/", 1)[-1] for f in findings(rep, "G016"))
     if "cupti" in name:
         assert [n.removeprefix("lib").removesuffix(".so").removesuffix(".dll") for n in outside] == [
-            "nvperf_host", "nvperf_target"], outside
+            "nvperf_host",
+            "nvperf_target",
+        ], outside
         assert all("the claimed 5.0, 6.0 are not supported" in f["message"] for f in findings(rep, "G016"))
     else:
         assert findings(rep, "K005") and not findings(rep, "G016")
@@ -321,7 +365,10 @@ def test_torch_1_10_2_links_cublas_cufft_and_cudnn_statically(capsys):
     whl = fetch("torch", "1.10.2", filename="torch-1.10.2-cp39-cp39-manylinux1_x86_64.whl")
     rc, rep = run(capsys, str(whl))
     assert {f["data"]["library"] for f in findings(rep, "K005")} == {
-        "cuBLAS for CUDA 10", "cuFFT for CUDA 10", "cuDNN 7.6 for CUDA 10"}
+        "cuBLAS for CUDA 10",
+        "cuFFT for CUDA 10",
+        "cuDNN 7.6 for CUDA 10",
+    }
     (k,) = findings(rep, "K001")
     assert rc == 1 and len(k["data"]["kernels"]) == 4 and all("cutlass" in n for n in k["data"]["kernels"])
     assert not findings(rep, "K004")
@@ -332,8 +379,9 @@ def test_faiss_gpu_1_7_2_links_cublas_statically(capsys):
     """faiss-gpu 1.7.2 (85 MB, built by CUDA 10.0) links cuBLAS statically into _swigfaiss.so:
     its maxwell_*gemm* containers (sm_50/60/61 only) were K001 on 7.0 and 7.5; they are cuBLAS's
     dispatch (K005). Its CUTLASS-named igemm kernels stay the project's (K001)."""
-    whl = fetch("faiss-gpu", "1.7.2",
-                filename="faiss_gpu-1.7.2-cp39-cp39-manylinux_2_17_x86_64.manylinux2014_x86_64.whl")
+    whl = fetch(
+        "faiss-gpu", "1.7.2", filename="faiss_gpu-1.7.2-cp39-cp39-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
+    )
     rc, rep = run(capsys, str(whl), "--arch", "35;50;60;70;75")
     (k5,) = findings(rep, "K005")
     assert k5["data"]["library"] == "cuBLAS for CUDA 10" and k5["data"]["kernel_count"] > 1000

@@ -43,8 +43,12 @@ def _rows(db: Path, sql: str, params: tuple[object, ...] = ()) -> list[tuple[Any
 def test_directory_every_wheel_a_row_with_facts_of_check(corpus: Path, tmp_path: Path) -> None:
     db = tmp_path / "i.db"
     assert _index(db, str(corpus), "-j", "1") == 1  # a failing and an unusable wheel: exit 1
-    rows = {r[0]: r[1:] for r in _rows(db, "SELECT file, verdict, exit_code, claim_source, project, version, "
-                                           "sha256, sha256_checked FROM wheels")}
+    rows = {
+        r[0]: r[1:]
+        for r in _rows(
+            db, "SELECT file, verdict, exit_code, claim_source, project, version, sha256, sha256_checked FROM wheels"
+        )
+    }
     assert len(rows) == 4
     for f in sorted(corpus.iterdir()):
         report = check([str(f)], None, Policy(), jobs=1, decode=True)
@@ -53,8 +57,11 @@ def test_directory_every_wheel_a_row_with_facts_of_check(corpus: Path, tmp_path:
         assert verdict == {0: "pass", 1: "fail", 2: "unusable"}[report.exit_code]
         assert checked == 1 and sha == __import__("hashlib").sha256(f.read_bytes()).hexdigest()
         want = {(x.code, x.subject) for x in report.findings}
-        got = set(_rows(db, "SELECT code, subject FROM findings JOIN wheels ON wheels.id = wheel_id "
-                            "WHERE file = ?", (f.name,)))
+        got = set(
+            _rows(
+                db, "SELECT code, subject FROM findings JOIN wheels ON wheels.id = wheel_id WHERE file = ?", (f.name,)
+            )
+        )
         assert got == {(c, s.replace(str(f), f.name)) for c, s in want}
     # the unreadable wheel is a row with its finding, not a gap
     assert rows["demo-3.0-py3-none-manylinux_2_28_x86_64.whl"][0] == "unusable"
@@ -71,7 +78,10 @@ def test_given_claim_is_recorded_and_judged_as_check_judges_it(corpus: Path, tmp
         r = check([str(corpus / str(file))], claim, Policy(), jobs=1, decode=True)
         assert (source, code) == ("given", r.exit_code)
     assert dict(_rows(db, "SELECT version, verdict FROM wheels WHERE project = 'demo'")) == {
-        "1.0": "pass", "2.0": "fail", "3.0": "unusable"}
+        "1.0": "pass",
+        "2.0": "fail",
+        "3.0": "unusable",
+    }
 
 
 def test_entries_and_kernels_round_trip(corpus: Path, tmp_path: Path) -> None:
@@ -87,8 +97,7 @@ def test_entries_and_kernels_round_trip(corpus: Path, tmp_path: Path) -> None:
             assert stored.unusable == direct.unusable
     kernels = _rows(db, "SELECT DISTINCT name FROM kernels")
     assert kernels  # the fixtures' kernels were decoded and stored
-    n_entries = sum(len(lib.entries) for f in corpus.iterdir()
-                    for lib in inventory(str(f), jobs=1).libraries)
+    n_entries = sum(len(lib.entries) for f in corpus.iterdir() for lib in inventory(str(f), jobs=1).libraries)
     assert _rows(db, "SELECT count(*) FROM entries")[0][0] == n_entries
 
 
@@ -110,25 +119,33 @@ def test_rerun_skips_and_newer_version_marks_changed_verdicts(corpus: Path, tmp_
     store.close()
     assert (third.judged, third.skipped) == (2, 2)
     assert [(ch.file.split("-")[1], ch.before, ch.before_version, ch.after) for ch in store.changes] == [
-        ("2.0", "pass", "0.0.1", "fail")]
-    got = dict((r[0], r[1:]) for r in _rows(db, "SELECT version, previous_verdict, previous_version, "
-                                                "verdict_changed FROM wheels WHERE project = 'demo'"))
+        ("2.0", "pass", "0.0.1", "fail")
+    ]
+    got = dict(
+        (r[0], r[1:])
+        for r in _rows(
+            db, "SELECT version, previous_verdict, previous_version, verdict_changed FROM wheels WHERE project = 'demo'"
+        )
+    )
     assert got["2.0"] == ("pass", "0.0.1", 1)
     assert got["1.0"] == ("fail", "0.0.1", 0)
     assert got["3.0"] == (None, None, 0)
     assert _rows(db, "SELECT count(*) FROM verdicts")[0][0] == 6
     with sqlite3.connect(db) as c:
         t = reports.changed(c)
-    assert [r[1:] for r in t.rows] == [("2.0", "py3-none-manylinux_2_28_x86_64", "pass (0.0.1)",
-                                        f"fail ({__import__('archaudit').__version__})")]
+    assert [r[1:] for r in t.rows] == [
+        ("2.0", "py3-none-manylinux_2_28_x86_64", "pass (0.0.1)", f"fail ({__import__('archaudit').__version__})")
+    ]
 
 
 def test_process_pool_stores_what_one_process_stores(corpus: Path, tmp_path: Path) -> None:
     a, b = tmp_path / "a.db", tmp_path / "b.db"
     _index(a, str(corpus), "-j", "1")
     _index(b, str(corpus), "-j", "2")
-    q = ("SELECT file, sha256, verdict, (SELECT count(*) FROM entries e WHERE e.wheel_id = w.id), "
-         "(SELECT count(*) FROM kernels k WHERE k.wheel_id = w.id) FROM wheels w ORDER BY file")
+    q = (
+        "SELECT file, sha256, verdict, (SELECT count(*) FROM entries e WHERE e.wheel_id = w.id), "
+        "(SELECT count(*) FROM kernels k WHERE k.wheel_id = w.id) FROM wheels w ORDER BY file"
+    )
     assert _rows(a, q) == _rows(b, q)
 
 
@@ -153,8 +170,10 @@ def test_queries_agree_with_check_and_diff(corpus: Path, tmp_path: Path, capsys:
     # lost between consecutive releases: exactly what `diff` says of 1.0 -> 2.0
     assert main(["query", "lost", "--db", str(db), "--project", "demo", "--format", "json"]) == 0
     lost = json.loads(capsys.readouterr().out)
-    d = diff.compare(inventory(str(corpus / "demo-1.0-py3-none-manylinux_2_28_x86_64.whl")),
-                     inventory(str(corpus / "demo-2.0-py3-none-manylinux_2_28_x86_64.whl")))
+    d = diff.compare(
+        inventory(str(corpus / "demo-1.0-py3-none-manylinux_2_28_x86_64.whl")),
+        inventory(str(corpus / "demo-2.0-py3-none-manylinux_2_28_x86_64.whl")),
+    )
     want = {(x.target, x.now) for ld in d.losses for x in ld.lost}
     pair = [r for r in lost["rows"] if r["releases"] == "1.0 -> 2.0"]
     assert {(r["lost"], r["now"]) for r in pair if r["kind"] == "carried"} == want
@@ -192,12 +211,13 @@ def test_remote_wheels_read_by_ranges_store_what_local_ones_do(corpus: Path, tmp
     _index(local, str(corpus), "-j", "1")
     with serving(str(corpus)) as srv:
         urls = tmp_path / "urls.txt"
-        urls.write_text("".join(f"{srv.url}/{f.name}#sha256={srv.digest(f.name)}\n"
-                                for f in sorted(corpus.iterdir())))
+        urls.write_text("".join(f"{srv.url}/{f.name}#sha256={srv.digest(f.name)}\n" for f in sorted(corpus.iterdir())))
         assert _index(remote, str(urls), "-j", "1") == 1
         sent = srv.sent
-    q = ("SELECT file, sha256, verdict, (SELECT count(*) FROM entries e WHERE e.wheel_id = w.id), "
-         "(SELECT count(*) FROM kernels k WHERE k.wheel_id = w.id) FROM wheels w ORDER BY file")
+    q = (
+        "SELECT file, sha256, verdict, (SELECT count(*) FROM entries e WHERE e.wheel_id = w.id), "
+        "(SELECT count(*) FROM kernels k WHERE k.wheel_id = w.id) FROM wheels w ORDER BY file"
+    )
     assert _rows(local, q) == _rows(remote, q)
     fetched = dict(_rows(remote, "SELECT file, bytes_fetched FROM wheels"))
     sizes = dict(_rows(remote, "SELECT file, size FROM wheels"))
@@ -206,8 +226,10 @@ def test_remote_wheels_read_by_ranges_store_what_local_ones_do(corpus: Path, tmp
         assert sizes[name] == (corpus / name).stat().st_size
         assert fetched[name] < sizes[name] / 2  # the padding members are never fetched
     assert all(fetched[n] <= sizes[n] for n in fetched)  # no byte fetched twice
-    assert dict(_rows(remote, "SELECT file, sha256_checked FROM wheels"))[
-        "demo-1.0-py3-none-manylinux_2_28_x86_64.whl"] == 0
+    assert (
+        dict(_rows(remote, "SELECT file, sha256_checked FROM wheels"))["demo-1.0-py3-none-manylinux_2_28_x86_64.whl"]
+        == 0
+    )
 
 
 def test_server_without_ranges_is_an_unreadable_row_not_a_download(corpus: Path, tmp_path: Path) -> None:
@@ -222,8 +244,9 @@ def test_server_without_ranges_is_an_unreadable_row_not_a_download(corpus: Path,
 
 
 @pytest.mark.parametrize("accept_json", [True, False])
-def test_simple_index_with_version_range(corpus: Path, tmp_path: Path, accept_json: bool,
-                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_simple_index_with_version_range(
+    corpus: Path, tmp_path: Path, accept_json: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     if not accept_json:  # a PEP 503 (HTML) index: the client's JSON preference is not honoured
         monkeypatch.setattr(sources, "JSON_TYPE", "application/x-not-asked")
     with serving(str(corpus)) as srv:
@@ -264,8 +287,12 @@ def test_runs_on_a_gpu_outside_a_vendor_range(tmp_path: Path) -> None:
     wheels.mkdir()
     lt = FIXTURES / "vendor" / "cusparselt" / "libcusparseLt.so.0"
     make_wheel(wheels, "ltalone", "1.0", {"ltalone/libcusparseLt.so.0": lt})
-    make_wheel(wheels, "ltbundled", "1.0", {"ltbundled/lib/libcusparseLt-294d6944.so.0": lt,
-                                            "ltbundled/lib/libtorchish.so": FIXTURES / "lib_all.so"})
+    make_wheel(
+        wheels,
+        "ltbundled",
+        "1.0",
+        {"ltbundled/lib/libcusparseLt-294d6944.so.0": lt, "ltbundled/lib/libtorchish.so": FIXTURES / "lib_all.so"},
+    )
     db = tmp_path / "i.db"
     _index(db, str(wheels), "-j", "1")
     with sqlite3.connect(db) as c:
@@ -296,12 +323,14 @@ def test_coverage_cell_follows_g009_when_only_part_of_a_library_runs(tmp_path: P
     assert cells["sm_86"] == ("-" if "sm_86" in g009 else "N")
 
 
-def test_cli_simple_index_json_summary_and_missing_paths(corpus: Path, tmp_path: Path,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_simple_index_json_summary_and_missing_paths(
+    corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     db = tmp_path / "i.db"
     with serving(str(corpus)) as srv:
-        assert main(["index", f"{srv.url}/simple/", "--project", "demo<2", "--db", str(db), "-q",
-                     "--format", "json"]) == 1
+        assert (
+            main(["index", f"{srv.url}/simple/", "--project", "demo<2", "--db", str(db), "-q", "--format", "json"]) == 1
+        )
     out = json.loads(capsys.readouterr().out)
     assert (out["listed"], out["judged"], out["verdicts"]) == (1, 1, {"fail": 1})
     assert 0 < out["fetched_bytes"] < out["wheel_bytes"]
@@ -309,8 +338,9 @@ def test_cli_simple_index_json_summary_and_missing_paths(corpus: Path, tmp_path:
     listing = tmp_path / "list.txt"
     listing.write_text("# wheels\n\nmissing-1.0-py3-none-any.whl\n")
     assert main(["index", str(listing), "--db", str(db), "-q", "-o", os.devnull]) == 1
-    [(verdict, code)] = _rows(db, "SELECT verdict, code FROM wheels JOIN findings ON wheel_id = wheels.id "
-                                  "WHERE project = 'missing'")
+    [(verdict, code)] = _rows(
+        db, "SELECT verdict, code FROM wheels JOIN findings ON wheel_id = wheels.id WHERE project = 'missing'"
+    )
     assert (verdict, code) == ("unusable", "E001")
     # usage errors: an index without --project, a bad claim, a bad byte count
     assert main(["index", "http://127.0.0.1:9/simple/", "--db", str(db)]) == 2
@@ -319,8 +349,9 @@ def test_cli_simple_index_json_summary_and_missing_paths(corpus: Path, tmp_path:
         main(["index", str(corpus), "--db", str(db), "--max-bytes", "lots"])
 
 
-def test_a_file_that_is_neither_a_wheel_nor_a_list_is_a_usage_error(tmp_path: Path,
-                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_file_that_is_neither_a_wheel_nor_a_list_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     # a plain zip (binary, not UTF-8) given where a wheel or a list of wheel URLs is expected
     plain = tmp_path / "plain.zip"
     with zipfile.ZipFile(plain, "w") as z:
@@ -332,9 +363,9 @@ def test_a_file_that_is_neither_a_wheel_nor_a_list_is_a_usage_error(tmp_path: Pa
     assert not db.exists()
 
 
-def test_ray_missing_is_refused_before_the_database_is_made(corpus: Path, tmp_path: Path,
-                                                           capsys: pytest.CaptureFixture[str],
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ray_missing_is_refused_before_the_database_is_made(
+    corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)  # Ray not installed, whether or not it is here
     db = tmp_path / "i.db"
     assert main(["index", str(corpus), "--db", str(db), "--ray", "auto"]) == 2
@@ -359,20 +390,27 @@ def test_a_dead_worker_is_a_row_judged_again_on_rerun(corpus: Path, tmp_path: Pa
 def test_libraries_scope_reads_only_matching_members_and_is_part_of_the_key(tmp_path: Path) -> None:
     wheels = tmp_path / "w"
     wheels.mkdir()
-    make_wheel(wheels, "two", "1.0", {"two/lib/liba.so": FIXTURES / "lib_multi.so",
-                                      "two/lib/libb.so": FIXTURES / "lib_sm80.so"})
+    make_wheel(
+        wheels,
+        "two",
+        "1.0",
+        {"two/lib/liba.so": FIXTURES / "lib_multi.so", "two/lib/libb.so": FIXTURES / "lib_sm80.so"},
+    )
     db = tmp_path / "i.db"
     _index(db, str(wheels), "-j", "1", "--libraries", "*/liba.so")
     assert _rows(db, "SELECT l.path, w.scope FROM libraries l JOIN wheels w ON w.id = l.wheel_id") == [
-        ("two/lib/liba.so", "*/liba.so")]
+        ("two/lib/liba.so", "*/liba.so")
+    ]
     # the same wheel over every library is another question: judged again, both libraries read
     refs = sources.resolve([str(wheels)], [], sources.Filters())
     store = Store(str(db))
     assert store.done(refs[0], "*/liba.so") and not store.done(refs[0], "")
     store.close()
     _index(db, str(wheels), "-j", "1")
-    assert [r[0] for r in _rows(db, "SELECT path FROM libraries ORDER BY path")] == ["two/lib/liba.so",
-                                                                                    "two/lib/libb.so"]
+    assert [r[0] for r in _rows(db, "SELECT path FROM libraries ORDER BY path")] == [
+        "two/lib/liba.so",
+        "two/lib/libb.so",
+    ]
 
 
 def test_runs_on_an_amd_gpu_agrees_with_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -394,8 +432,9 @@ def test_runs_on_an_amd_gpu_agrees_with_check(tmp_path: Path, capsys: pytest.Cap
         assert row["runs"] == ("yes" if gpu == "gfx942" else "no")
 
 
-def test_html_without_matplotlib_is_a_usage_error(corpus: Path, tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_html_without_matplotlib_is_a_usage_error(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     db = tmp_path / "i.db"
     _index(db, str(corpus), "-j", "1")
     monkeypatch.setitem(__import__("sys").modules, "matplotlib", None)  # as if not installed
@@ -411,8 +450,15 @@ def test_own_target_and_defines_nothing_round_trip(tmp_path: Path) -> None:
     fix = Path(__file__).resolve().parents[1] / "fixtures"
     corpus = tmp_path / "wheels"
     corpus.mkdir()
-    make_wheel(corpus, "rt", "1.0", {"rt/lib_empty_sm75.so": fix / "cuda" / "bin" / "lib_empty_sm75.so",
-                                     "rt/hip_xnack.so": fix / "amd" / "bin" / "hip_xnack.so"})
+    make_wheel(
+        corpus,
+        "rt",
+        "1.0",
+        {
+            "rt/lib_empty_sm75.so": fix / "cuda" / "bin" / "lib_empty_sm75.so",
+            "rt/hip_xnack.so": fix / "amd" / "bin" / "hip_xnack.so",
+        },
+    )
     db = tmp_path / "i.db"
     _index(db, str(corpus), "-j", "1")
     with sqlite3.connect(db) as c:

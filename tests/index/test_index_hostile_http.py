@@ -108,9 +108,29 @@ def test_index_reports_a_bad_page_and_judges_the_rest(corpus: Path, tmp_path: Pa
     with serving(str(corpus)) as files, hostile() as srv:
         srv.good_url = f"{files.url}/{good}"
         out = tmp_path / "r.json"
-        r = subprocess.run([sys.executable, "-m", "archaudit", "index", f"{srv.url}/simple/", "--project", "bad",
-                            "--project", "good", "--db", str(tmp_path / "i.db"), "-q", "--format", "json",
-                            "-o", str(out)], capture_output=True, text=True, timeout=300)
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "archaudit",
+                "index",
+                f"{srv.url}/simple/",
+                "--project",
+                "bad",
+                "--project",
+                "good",
+                "--db",
+                str(tmp_path / "i.db"),
+                "-q",
+                "--format",
+                "json",
+                "-o",
+                str(out),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     doc = json.loads(out.read_text())
     assert r.returncode == 1, r.stderr
     assert [w["file"] for w in doc["wheels"]] == [good]
@@ -131,9 +151,23 @@ def test_an_endless_wheel_costs_index_no_memory_beyond_its_bound(tmp_path: Path)
     """The issue's attack: an endless 206 body made `archaudit index` hold 2.5-3.1 GB (546 MiB at its
     peak for this server's 256 MiB body on main 6639437)."""
     with hostile() as srv:
-        r = subprocess.run([sys.executable, "-c", PEAK, "index", f"{srv.url}/endless.whl",
-                            "--db", str(tmp_path / "i.db"), "-q", "-o", os.devnull], capture_output=True, text=True,
-                           timeout=300)
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                PEAK,
+                "index",
+                f"{srv.url}/endless.whl",
+                "--db",
+                str(tmp_path / "i.db"),
+                "-q",
+                "-o",
+                os.devnull,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         settled(srv, "/endless.whl")
         assert srv.stopped_early.get("/endless.whl") is True  # the client hung up, long before MAX_SEND
     assert r.returncode == 1, r.stderr

@@ -22,10 +22,26 @@ GREEN, YELLOW, RED = (0x1A, 0x98, 0x50), (0xFE, 0xE0, 0x8B), (0xD7, 0x30, 0x27)
 
 def _screenshot(page: Path, out: Path, profile: Path) -> None:
     assert BROWSER is not None
-    subprocess.run([BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                    "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
-                    "--hide-scrollbars", "--window-size=1400,1800", f"--screenshot={out}", page.as_uri()],
-                   check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        [
+            BROWSER,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            f"--user-data-dir={profile}",
+            "--hide-scrollbars",
+            "--window-size=1400,1800",
+            f"--screenshot={out}",
+            page.as_uri(),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
 
 
 def _count(png: Path, rgb: tuple[int, int, int]) -> int:
@@ -53,7 +69,7 @@ def test_page_holds_both_plots_and_the_tables(db: Path, tmp_path: Path) -> None:
     out = tmp_path / "demo.html"
     assert main(["query", "html", "--db", str(db), "--project", "demo", "-o", str(out)]) == 0
     text = out.read_text()
-    assert text.count("<svg") == 2 and 'id=heatmap' in text and 'id=driver-floor' in text
+    assert text.count("<svg") == 2 and "id=heatmap" in text and "id=driver-floor" in text
     assert "<table id=lost>" in text and "sm_75" in text
 
 

@@ -27,8 +27,10 @@ def test_torch_row_is_judged_by_its_embedded_claim_local_and_remote(tmp_path: Pa
         urls = tmp_path / "urls.txt"
         urls.write_text(f"{srv.url}/{wheel.name}#sha256={srv.digest(wheel.name)}\n")
         assert main(["index", str(urls), "--db", str(remote), "-j", "1", "-q", "-o", os.devnull]) == report.exit_code
-    q = ("SELECT sha256, claim_source, claim, verdict, (SELECT group_concat(code || ' ' || subject, '|') FROM "
-         "(SELECT code, subject FROM findings f WHERE f.wheel_id = w.id ORDER BY code, subject)) FROM wheels w")
+    q = (
+        "SELECT sha256, claim_source, claim, verdict, (SELECT group_concat(code || ' ' || subject, '|') FROM "
+        "(SELECT code, subject FROM findings f WHERE f.wheel_id = w.id ORDER BY code, subject)) FROM wheels w"
+    )
     with sqlite3.connect(local) as a, sqlite3.connect(remote) as b:
         row = a.execute(q).fetchone()
         assert row == b.execute(q).fetchone()

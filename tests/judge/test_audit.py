@@ -45,7 +45,9 @@ def test_a_finding_of_the_target_about_one_library_is_that_librarys():
     inv = TargetInventory("t.whl", "wheel", (lib(box(amd("gfx90a"), role=HIP), needed=(), path="libamd.so"), CLEAN))
     rep = audit([inv], parse_claim("80;90", "--arch"), Policy())
     assert [(v.path, v.status, [f.code for f in v.findings]) for v in rep.targets[0].libraries] == [
-        ("libamd.so", "fail", ["C001"]), ("libx.so", "pass", ["D002"])]
+        ("libamd.so", "fail", ["C001"]),
+        ("libx.so", "pass", ["D002"]),
+    ]
     assert rep.exit_code == 1
 
 
@@ -54,12 +56,18 @@ def test_a_windows_wheel_is_judged_against_windows_drivers():
     driver for CUDA 13, so the floor is unknown (and --driver fails closed); the same code in a
     Linux wheel needs 580.65.06."""
     code = lib(box(sass("sm_80")))
-    win = audit([TargetInventory("pkg-1.0-cp312-cp312-win_amd64.whl", "wheel", (code,))],
-                parse_claim("80", "--arch"), Policy(driver="999.99"))
+    win = audit(
+        [TargetInventory("pkg-1.0-cp312-cp312-win_amd64.whl", "wheel", (code,))],
+        parse_claim("80", "--arch"),
+        Policy(driver="999.99"),
+    )
     assert [(f.code, f.get("driver")) for f in win.findings] == [("D002", "unknown"), ("D001", "unknown")]
     assert win.exit_code == 1
-    linux = audit([TargetInventory("pkg-1.0-cp312-cp312-manylinux_2_28_x86_64.whl", "wheel", (code,))],
-                  parse_claim("80", "--arch"), Policy(driver="999.99"))
+    linux = audit(
+        [TargetInventory("pkg-1.0-cp312-cp312-manylinux_2_28_x86_64.whl", "wheel", (code,))],
+        parse_claim("80", "--arch"),
+        Policy(driver="999.99"),
+    )
     assert [(f.code, f.get("driver")) for f in linux.findings] == [("D002", "580.65.06")] and linux.exit_code == 0
 
 
@@ -68,7 +76,13 @@ def test_a_target_report_names_what_it_judged():
     claim = parse_claim("80;90", "--arch")
     (t,) = audit([inv], claim, Policy()).targets
     assert (t.target, t.kind, t.distribution, t.claim, t.gpu_wheel, t.unusable) == (
-        "a.whl", "wheel", "a-1.0", claim, True, False)
+        "a.whl",
+        "wheel",
+        "a-1.0",
+        claim,
+        True,
+        False,
+    )
 
 
 def test_ignore_rules_over_several_targets():
@@ -77,14 +91,22 @@ def test_ignore_rules_over_several_targets():
     by either wheel is not stale, and the stale one is X001 on the first target."""
     a = TargetInventory("a.whl", "wheel", (lib(box(sass("sm_80")), path="liba.so"),))
     b = TargetInventory("b.whl", "wheel", (lib(box(sass("sm_80")), path="libb.so"),))
-    pol = Policy(ignore_rules=(IgnoreRule("G001", "liba.so", "a is Ampere only"), IgnoreRule("G001", "libb.so"),
-                               IgnoreRule("K001", "libnone.so")))
+    pol = Policy(
+        ignore_rules=(
+            IgnoreRule("G001", "liba.so", "a is Ampere only"),
+            IgnoreRule("G001", "libb.so"),
+            IgnoreRule("K001", "libnone.so"),
+        )
+    )
     rep = audit([a, b], parse_claim("80;90", "--arch"), pol)
     assert [(s.finding.code, s.finding.subject, s.rule, s.target) for s in rep.suppressed] == [
         ("G001", "liba.so", "ignore-library G001 for liba.so (a is Ampere only)", "a.whl"),
-        ("G001", "libb.so", "ignore-library G001 for libb.so", "b.whl")]
+        ("G001", "libb.so", "ignore-library G001 for libb.so", "b.whl"),
+    ]
     assert [(t.target, [(f.code, f.subject) for f in t.findings]) for t in rep.targets] == [
-        ("a.whl", [("D002", "liba.so"), ("X001", "a.whl")]), ("b.whl", [("D002", "libb.so")])]
+        ("a.whl", [("D002", "liba.so"), ("X001", "a.whl")]),
+        ("b.whl", [("D002", "libb.so")]),
+    ]
     assert rep.targets[0].findings[-1].message.startswith("ignore entry K001 for libnone.so matches nothing. Fix: ")
     assert rep.exit_code == 0
 
@@ -93,14 +115,21 @@ def test_each_librarys_verdict_as_the_json_report_gives_it():
     """The per-library fields of the report (its status, code, coverage per claimed GPU, containers,
     kernels, driver floor, findings and bytes per target), for a library of each kind in one wheel
     claimed 80;90 and gfx90a;gfx942. Readers of the JSON take the library's status from here."""
+
     def sized(e: Entry, stored: int, decoded: int) -> Entry:
         return replace(e, stored_size=stored, size=decoded)
 
     stub = Entry("nvidia", SASS, "sm_75", (1, 8), kernels=(), decoded=True)
     libs = (
-        lib(box(sized(sass("sm_80", "_Z1av"), 100, 300), sized(sass("sm_90", "_Z1av"), 200, 400),
-                sized(ptx("compute_90", "_Z1av"), 50, 500)),
-            box(sized(sass("sm_80", "_Z1bv"), 10, 30), sized(sass("sm_90", "_Z1bv"), 20, 40)), path="pass.so"),
+        lib(
+            box(
+                sized(sass("sm_80", "_Z1av"), 100, 300),
+                sized(sass("sm_90", "_Z1av"), 200, 400),
+                sized(ptx("compute_90", "_Z1av"), 50, 500),
+            ),
+            box(sized(sass("sm_80", "_Z1bv"), 10, 30), sized(sass("sm_90", "_Z1bv"), 20, 40)),
+            path="pass.so",
+        ),
         lib(box(sized(sass("sm_80"), 7, 9), role=RELOCATABLE), box(sass("sm_80")), path="fail.so"),
         lib(box(sass("sm_90a")), path="spec.so"),
         lib(needed=(), path="host.so"),
@@ -109,33 +138,103 @@ def test_each_librarys_verdict_as_the_json_report_gives_it():
         lib(box(sass("sm_80", toolkit=None), sass("sm_90", toolkit=None)), needed=(), path="bare.so"),
         lib(box(amd("gfx90a:xnack+"), amd("gfx942"), role=HIP), needed=(), path="amd.so"),
     )
-    rep = audit([TargetInventory("t.whl", "wheel", libs)], parse_claim("80;90", "--arch"),
-                Policy(amd_claim=("gfx90a", "gfx942")))
+    rep = audit(
+        [TargetInventory("t.whl", "wheel", libs)],
+        parse_claim("80;90", "--arch"),
+        Policy(amd_claim=("gfx90a", "gfx942")),
+    )
     *nvidia, rocm = rep.targets[0].libraries
-    assert [(v.path, v.status, v.carried, v.relocatable, v.coverage, v.containers, v.kernels, v.driver_floor,
-             [f.code for f in v.findings], v.bytes_by_target) for v in nvidia] == [
-        ("pass.so", "pass", ("sm_80", "sm_90", "compute_90"), (), (("80", "native"), ("90", "native")), 2, 2,
-         ("13.0", "580.65.06"), ["D002"], (("compute_90", 50, 500), ("sm_80", 110, 330), ("sm_90", 220, 440))),
-        ("fail.so", "fail", ("sm_80",), ("sass:sm_80",), (("80", "native"), ("90", "none")), 1, 1,
-         ("13.0", "580.65.06"), ["G007", "G001", "D002"], (("sm_80", 0, 0),)),  # relocatable entries are not counted
-        ("spec.so", "fail", ("sm_90a",), (), (("80", "none"), ("90", "native")), 1, 1, ("13.0", "580.65.06"),
-         ["G001", "G005", "D002"], (("sm_90a", 0, 0),)),  # specialised: said (G005), and judged like any other
+    assert [
+        (
+            v.path,
+            v.status,
+            v.carried,
+            v.relocatable,
+            v.coverage,
+            v.containers,
+            v.kernels,
+            v.driver_floor,
+            [f.code for f in v.findings],
+            v.bytes_by_target,
+        )
+        for v in nvidia
+    ] == [
+        (
+            "pass.so",
+            "pass",
+            ("sm_80", "sm_90", "compute_90"),
+            (),
+            (("80", "native"), ("90", "native")),
+            2,
+            2,
+            ("13.0", "580.65.06"),
+            ["D002"],
+            (("compute_90", 50, 500), ("sm_80", 110, 330), ("sm_90", 220, 440)),
+        ),
+        (
+            "fail.so",
+            "fail",
+            ("sm_80",),
+            ("sass:sm_80",),
+            (("80", "native"), ("90", "none")),
+            1,
+            1,
+            ("13.0", "580.65.06"),
+            ["G007", "G001", "D002"],
+            (("sm_80", 0, 0),),
+        ),  # relocatable entries are not counted
+        (
+            "spec.so",
+            "fail",
+            ("sm_90a",),
+            (),
+            (("80", "none"), ("90", "native")),
+            1,
+            1,
+            ("13.0", "580.65.06"),
+            ["G001", "G005", "D002"],
+            (("sm_90a", 0, 0),),
+        ),  # specialised: said (G005), and judged like any other
         ("host.so", "host", (), (), (), 0, None, None, [], ()),
         ("bad.so", "unverified", (), (), (), 0, None, None, ["E013"], ()),
         ("stub.so", "host", (), (), (), 0, 0, None, ["G010"], ()),
-        ("bare.so", "pass", ("sm_80", "sm_90"), (), (("80", "native"), ("90", "native")), 1, 1,
-         ("unknown", "unknown"), ["D002"], (("sm_80", 0, 0), ("sm_90", 0, 0))),
+        (
+            "bare.so",
+            "pass",
+            ("sm_80", "sm_90"),
+            (),
+            (("80", "native"), ("90", "native")),
+            1,
+            1,
+            ("unknown", "unknown"),
+            ["D002"],
+            (("sm_80", 0, 0), ("sm_90", 0, 0)),
+        ),
     ]
-    assert (rocm.path, rocm.status, rocm.carried, rocm.coverage, [f.code for f in rocm.findings],
-            rocm.driver_floor, rocm.bytes_by_target) == (
-        "amd.so", "fail", ("gfx90a:xnack+", "gfx942"), (("gfx90a", "none"), ("gfx942", "native")), ["G001"], None,
-        (("gfx90a:xnack+", 0, 0), ("gfx942", 0, 0)))
+    assert (
+        rocm.path,
+        rocm.status,
+        rocm.carried,
+        rocm.coverage,
+        [f.code for f in rocm.findings],
+        rocm.driver_floor,
+        rocm.bytes_by_target,
+    ) == (
+        "amd.so",
+        "fail",
+        ("gfx90a:xnack+", "gfx942"),
+        (("gfx90a", "none"), ("gfx942", "native")),
+        ["G001"],
+        None,
+        (("gfx90a:xnack+", 0, 0), ("gfx942", 0, 0)),
+    )
 
 
 def test_a_library_with_code_for_both_vendors_lists_coverage_for_both_claims():
     both = lib(box(sass("sm_80"), sass("sm_90")), box(amd("gfx942"), role=HIP), path="both.so")
-    rep = audit([TargetInventory("t.whl", "wheel", (both,))], parse_claim("80;90", "--arch"),
-                Policy(amd_claim=("gfx942",)))
+    rep = audit(
+        [TargetInventory("t.whl", "wheel", (both,))], parse_claim("80;90", "--arch"), Policy(amd_claim=("gfx942",))
+    )
     (v,) = rep.targets[0].libraries
     assert v.coverage == (("80", "native"), ("90", "native"), ("gfx942", "native")) and rep.exit_code == 0
 
@@ -152,8 +251,11 @@ def test_containers_count_every_unit_but_kernel_less_device_link_stubs():
 
 def test_select_keeps_only_the_codes_it_names():
     """--select G001 on an Ampere-only build claimed 80;90: G001 stays, D002 (info) is dropped."""
-    rep = audit([TargetInventory("t.whl", "wheel", (lib(box(sass("sm_80"))),))], parse_claim("80;90", "--arch"),
-                Policy(select=("G001",)))
+    rep = audit(
+        [TargetInventory("t.whl", "wheel", (lib(box(sass("sm_80"))),))],
+        parse_claim("80;90", "--arch"),
+        Policy(select=("G001",)),
+    )
     assert [f.code for f in rep.findings] == ["G001"] and [s.finding.code for s in rep.suppressed] == ["D002"]
 
 
@@ -212,8 +314,9 @@ def gpu_answer(carried: set[str], kernels: dict[str, set[str]], gpu: tuple[int, 
     ways = {t: serves(t, gpu) for t in carried}
     best = "native" if "native" in ways.values() else "jit" if "jit" in ways.values() else "none"
     every_kernel = set().union(*kernels.values()) if kernels else set()
-    served = set().union(*(names for t, names in kernels.items() if ways.get(t, "none") != "none")) \
-        if kernels else set()
+    served = (
+        set().union(*(names for t, names in kernels.items() if ways.get(t, "none") != "none")) if kernels else set()
+    )
     if best != "none" and every_kernel - served:
         return "part"
     return best
@@ -267,8 +370,12 @@ def test_golden_coverage_and_status_follow_the_compatibility_rules(scenario, tmp
 def test_golden_named_gpu_answers_follow_the_compatibility_rules(tmp_path):
     """G008 (runs) / G009 (does not run, or only partly) for each --gpu of check_libs_gpu."""
     report, libs = golden_libraries("libs_gpu", tmp_path)
-    words = {"native": "native", "jit": "only through PTX JIT", "none": "not at all",
-             "part": "N kernels cannot run there (native for the rest)"}
+    words = {
+        "native": "native",
+        "jit": "only through PTX JIT",
+        "none": "not at all",
+        "part": "N kernels cannot run there (native for the rest)",
+    }
     messages = [(f["code"], f["message"]) for f in report["targets"][0]["findings"] if f["code"] in ("G008", "G009")]
     checked = 0
     for library, path in libs:
@@ -280,9 +387,12 @@ def test_golden_named_gpu_answers_follow_the_compatibility_rules(tmp_path):
             code = "G008" if answer in ("native", "jit") else "G009"
             prefix = f"{library['path']} on {name} ({gpu[0]}.{gpu[1]}): "
             (got,) = [(c, m) for c, m in messages if m.startswith(prefix)]
-            said = got[1][len(prefix):]
+            said = got[1][len(prefix) :]
             # a partial answer leads with what fails, then the fix (its first 240 characters)
-            assert got[0] == code and (re.match(r"\d+ kernels? cannot run there \(native for the rest\)", said)
-                                       if answer == "part" else said.startswith(words[answer])), got
+            assert got[0] == code and (
+                re.match(r"\d+ kernels? cannot run there \(native for the rest\)", said)
+                if answer == "part"
+                else said.startswith(words[answer])
+            ), got
             checked += 1
     assert checked == len(messages) == 8

@@ -42,8 +42,10 @@ def test_example_wheel_shows_the_pass_line_and_the_failure_line(capsys):
     text = capsys.readouterr().out
     assert rc == 1
     assert "gpu_example/libkernels.so" in text and "✓ 80 90" in text
-    assert ("✗ G001 gpu_example/libshim.so has no code for 9.0 (claimed). Fix: build for sm_90, or record its "
-            "gate: [[tool.archaudit.library]] path = \"libshim.so\" arch = \"80\" reason = \"<file:line>\"") in text
+    assert (
+        "✗ G001 gpu_example/libshim.so has no code for 9.0 (claimed). Fix: build for sm_90, or record its "
+        'gate: [[tool.archaudit.library]] path = "libshim.so" arch = "80" reason = "<file:line>"'
+    ) in text
 
 
 def test_example_wheel_passes_when_the_claim_is_what_it_carries(capsys):
@@ -59,8 +61,11 @@ def test_library_union_passes_but_a_kernel_fails(capsys):
     assert "G001" not in codes(rep)  # the library as a whole carries sm_90
     (k,) = findings(rep, "K001")
     assert [n[:6] for n in k["data"]["kernels"]] == ["_Z3mul"] and k["data"]["fails"] == ["90"]
-    assert k["message"].startswith("lib_multiobj.so: 1 kernel fails on 9.0. Fix: build for sm_90") \
-        and "own container lacks the claimed 9.0" in k["message"] and k["message"].endswith("1 kernel (mul)")
+    assert (
+        k["message"].startswith("lib_multiobj.so: 1 kernel fails on 9.0. Fix: build for sm_90")
+        and "own container lacks the claimed 9.0" in k["message"]
+        and k["message"].endswith("1 kernel (mul)")
+    )
 
 
 def test_rdc_library_fails_per_kernel_too(capsys):
@@ -79,10 +84,14 @@ def test_one_kernel_in_single_architecture_containers_fails_closed(capsys, tmp_p
     assert rc == 1 and sorted(f["data"]["fails"] for f in k4) == [["80"], ["90"]] and "K001" not in codes(rep)
     assert all(set(f["data"]["containers"]).isdisjoint(f["data"]["elsewhere"]) for f in k4)
     config = tmp_path / "pyproject.toml"
-    config.write_text('[tool.archaudit]\n[[tool.archaudit.ignore-library]]\ncode = "K004"\nlibrary = "*"\n'
-                      'reason = "the host picks work<1> by __CUDA_ARCH__ (dispatch.cu)"\n')
-    assert main(["check", "-q", "--format", "json", "--config", str(config), lib("lib_dispatch.so"),
-                 "--arch", "80,90"]) == 0
+    config.write_text(
+        '[tool.archaudit]\n[[tool.archaudit.ignore-library]]\ncode = "K004"\nlibrary = "*"\n'
+        'reason = "the host picks work<1> by __CUDA_ARCH__ (dispatch.cu)"\n'
+    )
+    assert (
+        main(["check", "-q", "--format", "json", "--config", str(config), lib("lib_dispatch.so"), "--arch", "80,90"])
+        == 0
+    )
     capsys.readouterr()
     rc, rep = run(capsys, lib("lib_dispatch.so"), "--arch", "80,90", "--strict-kernels")
     assert rc == 1 and sorted(f["data"]["fails"] for f in findings(rep, "K001")) == [["80"], ["90"]]
@@ -96,8 +105,7 @@ def test_kernels_are_named_in_the_one_pass(capsys):
     assert rc == 1 and "carrying only sm_80: 1 kernel (mul)" in out
     assert "second pass" not in out
     for detail in ("libraries", "containers", "kernels"):
-        assert main(["check", "-q", "--no-config", "--detail", detail, lib("lib_multiobj.so"),
-                     "--arch", "80,90"]) == 1
+        assert main(["check", "-q", "--no-config", "--detail", detail, lib("lib_multiobj.so"), "--arch", "80,90"]) == 1
         capsys.readouterr()
 
 
@@ -135,11 +143,14 @@ def test_hopper_only_container_is_specialised_unless_strict_kernels(capsys):
     assert rc == 1 and findings(rep, "K001")[0]["data"]["fails"] == ["80"]
 
 
-@pytest.mark.parametrize("claim,rc,code", [
-    ("90", 0, "G002"),       # compute_90 PTX JITs on 9.0
-    ("90;100;120", 0, "G002"),  # ... and on every newer GPU
-    ("80,90", 1, "G001"),    # never downward
-])
+@pytest.mark.parametrize(
+    "claim,rc,code",
+    [
+        ("90", 0, "G002"),  # compute_90 PTX JITs on 9.0
+        ("90;100;120", 0, "G002"),  # ... and on every newer GPU
+        ("80,90", 1, "G001"),  # never downward
+    ],
+)
 def test_ptx_runs_on_equal_or_newer_only(capsys, claim, rc, code):
     got, rep = run(capsys, lib("lib_ptx90.so"), "--arch", claim)
     assert got == rc and code in codes(rep)
@@ -257,14 +268,17 @@ def test_installed_distribution_target(capsys):
     assert rc == 0 and "CPU wheel" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("make,code,want_rc", [
-    ("truncated_wheel", "E002", 2),
-    ("not_elf_so", "E010", 1),
-    ("corrupted_fatbin_size", "E011", 1),
-    ("empty_dir", "E001", 2),
-    ("windows_pyd", "E021", 1),
-    ("missing", "E001", 2),
-])
+@pytest.mark.parametrize(
+    "make,code,want_rc",
+    [
+        ("truncated_wheel", "E002", 2),
+        ("not_elf_so", "E010", 1),
+        ("corrupted_fatbin_size", "E011", 1),
+        ("empty_dir", "E001", 2),
+        ("windows_pyd", "E021", 1),
+        ("missing", "E001", 2),
+    ],
+)
 def test_bad_input_is_a_clear_finding_not_a_traceback(capsys, tmp_path, make, code, want_rc):
     if make == "truncated_wheel":
         data = open(example_wheel(), "rb").read()
@@ -276,7 +290,7 @@ def test_bad_input_is_a_clear_finding_not_a_traceback(capsys, tmp_path, make, co
     elif make == "corrupted_fatbin_size":
         edited = bytearray((BIN / "lib_sm80.so").read_bytes())
         at = edited.find(b"\x50\xed\x55\xba")
-        edited[at + 8:at + 16] = (2**40).to_bytes(8, "little")
+        edited[at + 8 : at + 16] = (2**40).to_bytes(8, "little")
         target = tmp_path / "libbad.so"
         target.write_bytes(bytes(edited))
     elif make == "windows_pyd":
@@ -308,9 +322,26 @@ def test_wheel_members_are_read_in_place(tmp_path):
     for d in dirs:
         d.mkdir()
     env = dict(os.environ, TMPDIR=str(dirs[0]), HOME=str(dirs[1]))
-    proc = subprocess.run([sys.executable, "-m", "archaudit", "check", "-q", "--no-config", example_wheel(),
-                           "--arch", "80,90", "--detail", "kernels"], cwd=dirs[2], env=env,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "archaudit",
+            "check",
+            "-q",
+            "--no-config",
+            example_wheel(),
+            "--arch",
+            "80,90",
+            "--detail",
+            "kernels",
+        ],
+        cwd=dirs[2],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 1 and "G001" in proc.stdout, proc.stderr
     assert [sorted(os.listdir(d)) for d in dirs] == [[], [], []]
 
@@ -332,23 +363,27 @@ def test_cuda_fixtures_in_a_wheel_match_the_same_files_on_disk(capsys, tmp_path)
     assert a == b
 
 
-@pytest.mark.parametrize("target,claim", [
-    ("lib_multiobj.so", "80,90"),
-    ("lib_multiobj_rdc.so", "80,90"),
-    ("lib_dispatch.so", "80,90"),
-    ("lib_mixed_specialised.so", "80,90"),
-    ("lib_multi.so", "75;80;86;89;90;100;120"),
-    ("lib_ptx90a.so", "90;100"),
-    (None, "80;90"),
-])
+@pytest.mark.parametrize(
+    "target,claim",
+    [
+        ("lib_multiobj.so", "80,90"),
+        ("lib_multiobj_rdc.so", "80,90"),
+        ("lib_dispatch.so", "80,90"),
+        ("lib_mixed_specialised.so", "80,90"),
+        ("lib_multi.so", "75;80;86;89;90;100;120"),
+        ("lib_ptx90a.so", "90;100"),
+        (None, "80;90"),
+    ],
+)
 def test_the_verdict_does_not_depend_on_detail(capsys, target, claim):
     """--detail only changes what is printed: the exit code and every finding stay the same."""
     path = lib(target) if target else example_wheel()
     seen = set()
     for detail in ("libraries", "containers", "kernels"):
         rc, rep = run(capsys, path, "--arch", claim, "--detail", detail)
-        seen.add((rc, tuple(sorted((f["code"], f["subject"], f["message"]) for t in rep["targets"]
-                                   for f in t["findings"]))))
+        seen.add(
+            (rc, tuple(sorted((f["code"], f["subject"], f["message"]) for t in rep["targets"] for f in t["findings"])))
+        )
     assert len(seen) == 1, seen
 
 
@@ -356,10 +391,10 @@ def test_unknown_entry_kind_fails_closed(capsys, tmp_path):
     """E013: a fatbin entry of a kind archaudit does not know cannot be verified."""
     data = bytearray((BIN / "lib_sm80.so").read_bytes())
     at = data.find(b"\x50\xed\x55\xba")
-    header = int.from_bytes(data[at + 4:at + 6], "little") >> 0  # version, then header size at +6
-    entry = at + int.from_bytes(data[at + 6:at + 8], "little")
-    assert header >= 1 and int.from_bytes(data[entry:entry + 2], "little") in (1, 2)
-    data[entry:entry + 2] = (16).to_bytes(2, "little")
+    header = int.from_bytes(data[at + 4 : at + 6], "little") >> 0  # version, then header size at +6
+    entry = at + int.from_bytes(data[at + 6 : at + 8], "little")
+    assert header >= 1 and int.from_bytes(data[entry : entry + 2], "little") in (1, 2)
+    data[entry : entry + 2] = (16).to_bytes(2, "little")
     target = tmp_path / "libkind.so"
     target.write_bytes(bytes(data))
     rc, rep = run(capsys, str(target), "--arch", "80")
@@ -462,6 +497,7 @@ def test_code_that_defines_no_kernel_leaves_no_kernel_to_fail(capsys):
     rc, rep = run(capsys, lib("lib_empty_beside_8090.so"), "--arch", "80;90")
     assert rc == 0 and not findings(rep, "K001") and not findings(rep, "G001")
     from archaudit.read.library import scan_file  # the reader's fact: no .text, no symbol but section ones
+
     entries = [e for c in scan_file(lib("lib_empty_beside_8090.so")).containers for e in c.entries]
     assert [e.defines_nothing for e in entries if e.target == "sm_75"] == [True]
     assert not any(e.defines_nothing for e in entries if e.kernels)
@@ -503,7 +539,6 @@ def test_the_string_speaks_only_for_the_library_it_is_sourced_for(capsys, tmp_pa
     assert rc == 1 and [f["data"]["kernels"] for f in findings(rep, "K001")] == [[FP8_KERNEL]]
 
 
-
 # ---- the floor of the code each GPU runs ----
 
 
@@ -520,8 +555,10 @@ def test_a_ptx_floor_is_the_floor_of_the_kernels_that_reach_a_gpu_only_through_i
     assert run(capsys, fixture, "--arch", "80;90", "--driver", "615.71.09")[0] == 0
     rc, rep = run(capsys, fixture, "--gpu", "H100")  # "native" says what it reaches only through the JIT
     (g,) = findings(rep, "G008")
-    assert "1 kernel (late_fill) in 1 container reach it only through PTX JIT (compute_80, PTX ISA 9.4: " \
-           "driver >= 615.71.09)" in g["message"]
+    assert (
+        "1 kernel (late_fill) in 1 container reach it only through PTX JIT (compute_80, PTX ISA 9.4: "
+        "driver >= 615.71.09)" in g["message"]
+    )
 
 
 def test_a_kernel_named_for_an_older_architecture_still_sets_its_ptx_floor(capsys):
@@ -603,21 +640,25 @@ def _entry_toml(message: str) -> str:
     return header + "\n" + "".join(f"{k} = {v}\n" for k, v in keys)
 
 
-@pytest.mark.parametrize(("fixture", "args", "code"), [
-    ("lib_sm80.so", ("--arch", "80;90"), "G001"),
-    ("lib_multiobj.so", ("--arch", "80;90"), "K001"),
-    ("lib_axpy_narrow_first.so", ("--arch", "80;90"), "K004"),
-    ("lib_zero_fill_100a.so", ("--gpu", "H100"), "G009"),
-    ("lib_guard_75ptx_80.so", ("--arch", "75;80;90"), "K001"),
-])
+@pytest.mark.parametrize(
+    ("fixture", "args", "code"),
+    [
+        ("lib_sm80.so", ("--arch", "80;90"), "G001"),
+        ("lib_multiobj.so", ("--arch", "80;90"), "K001"),
+        ("lib_axpy_narrow_first.so", ("--arch", "80;90"), "K004"),
+        ("lib_zero_fill_100a.so", ("--gpu", "H100"), "G009"),
+        ("lib_guard_75ptx_80.so", ("--arch", "75;80;90"), "K001"),
+    ],
+)
 def test_a_failure_a_record_resolves_ends_with_the_entry_to_write(capsys, tmp_path, fixture, args, code):
     """G001, K001, K004 and G009 end, within their first 240 characters, with the exact entry that
     records the host's gate (or dispatch); written into pyproject.toml it resolves the finding."""
     rc, rep = run(capsys, lib(fixture), *args)
     (f,) = findings(rep, code)
     assert rc == 1 and f["message"].index("Fix: ") < 240
-    (tmp_path / "pyproject.toml").write_text("[tool.archaudit]\n" + _entry_toml(f["message"]).replace(
-        "<file:line>", "the host's gate"), encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.archaudit]\n" + _entry_toml(f["message"]).replace("<file:line>", "the host's gate"), encoding="utf-8"
+    )
     rc = main(["check", "-q", "--format", "json", "--config", str(tmp_path / "pyproject.toml"), lib(fixture), *args])
     rep = json.loads(capsys.readouterr().out)
     assert not findings(rep, code) and rc == 0, codes(rep)
@@ -627,10 +668,25 @@ def test_a_library_claim_judges_that_library_by_its_own_architectures(capsys, tm
     """[[tool.archaudit.library]]: lib_sm80.so is judged by "80", and the report names the entry as
     its claim's source; another library keeps the wheel's claim."""
     toml = tmp_path / "pyproject.toml"
-    toml.write_text('[tool.archaudit]\n[[tool.archaudit.library]]\npath = "lib_sm80.so"\narch = "80"\n'
-                    'reason = "ops.py:12 loads it only on 8.x"\n', encoding="utf-8")
-    rc = main(["check", "-q", "--format", "json", "--config", str(toml), lib("lib_sm80.so"), lib("lib_sm75.so"),
-               "--arch", "80;90"])
+    toml.write_text(
+        '[tool.archaudit]\n[[tool.archaudit.library]]\npath = "lib_sm80.so"\narch = "80"\n'
+        'reason = "ops.py:12 loads it only on 8.x"\n',
+        encoding="utf-8",
+    )
+    rc = main(
+        [
+            "check",
+            "-q",
+            "--format",
+            "json",
+            "--config",
+            str(toml),
+            lib("lib_sm80.so"),
+            lib("lib_sm75.so"),
+            "--arch",
+            "80;90",
+        ]
+    )
     rep = json.loads(capsys.readouterr().out)
     assert rc == 1 and [f["subject"] for f in findings(rep, "G001")] == ["lib_sm75.so"]
 
@@ -643,8 +699,11 @@ def test_a_library_group_is_met_where_some_member_runs_the_gpu(capsys, tmp_path)
     shutil.copy(lib("lib_sm75.so"), pkg / "libk_cuda11.so")
     shutil.copy(lib("lib_sm80.so"), pkg / "libk_cuda12.so")
     toml = tmp_path / "pyproject.toml"
-    toml.write_text('[tool.archaudit]\n[[tool.archaudit.library-group]]\npaths = ["libk_cuda*.so"]\n'
-                    'reason = "loader.py picks the library of the CUDA release it finds"\n', encoding="utf-8")
+    toml.write_text(
+        '[tool.archaudit]\n[[tool.archaudit.library-group]]\npaths = ["libk_cuda*.so"]\n'
+        'reason = "loader.py picks the library of the CUDA release it finds"\n',
+        encoding="utf-8",
+    )
     rc = main(["check", "-q", "--format", "json", "--config", str(toml), str(pkg), "--arch", "75;80"])
     rep = json.loads(capsys.readouterr().out)
     assert rc == 0 and not findings(rep, "G001")
@@ -659,19 +718,30 @@ def test_a_library_group_is_met_where_some_member_runs_the_gpu(capsys, tmp_path)
 
 LINE = 240
 FIX_ENDS = {  # where each code's fix ends: the entry it writes, or its advice
-    "G001": 'reason = "<file:line>"', "K001": 'reason = "<file:line>"', "K004": 'reason = "<file:line>"',
-    "G009": 'reason = "<file:line>"', "C001": "H100)",
+    "G001": 'reason = "<file:line>"',
+    "K001": 'reason = "<file:line>"',
+    "K004": 'reason = "<file:line>"',
+    "G009": 'reason = "<file:line>"',
+    "C001": "H100)",
 }
 VERDICT = {"K002": "as designed", "K003": "as designed"}
 
 
-@pytest.mark.parametrize("args", [
-    ("lib_sm80.so", "--arch", "80;90"), ("lib_multiobj.so", "--arch", "80;90"),
-    ("lib_axpy_narrow_first.so", "--arch", "80;90"), ("lib_zero_fill_100a.so", "--gpu", "H100"),
-    ("lib_sm100_zero_fill_100a.so", "--arch", "90;100"), ("lib_archtag_sm80.so", "--arch", "75;80"),
-    ("lib_guard_75ptx_80.so", "--arch", "75;80;90"), ("lib_sm100_zero_fill_100a.so",),
-    ("lib_dispatch.so", "--arch", "80;90"), ("lib_thrust_layernorm.so", "--arch", "80;90"),
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("lib_sm80.so", "--arch", "80;90"),
+        ("lib_multiobj.so", "--arch", "80;90"),
+        ("lib_axpy_narrow_first.so", "--arch", "80;90"),
+        ("lib_zero_fill_100a.so", "--gpu", "H100"),
+        ("lib_sm100_zero_fill_100a.so", "--arch", "90;100"),
+        ("lib_archtag_sm80.so", "--arch", "75;80"),
+        ("lib_guard_75ptx_80.so", "--arch", "75;80;90"),
+        ("lib_sm100_zero_fill_100a.so",),
+        ("lib_dispatch.so", "--arch", "80;90"),
+        ("lib_thrust_layernorm.so", "--arch", "80;90"),
+    ],
+)
 def test_verdict_and_fix_fit_in_the_first_240_characters(capsys, args):
     """Every G001, K001, K004, G009 and C001 says which claimed GPU fails and its fix (K002/K003:
     which GPU and that it is by design) before the 240th character; examples come after."""

@@ -38,8 +38,9 @@ def make_wheel(directory: Path, name: str, version: str, members: dict[str, str 
     for arc, src in members.items():
         files[arc] = src if isinstance(src, bytes) else (BIN / src).read_bytes()
     files[f"{dist_info}/METADATA"] = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\n".encode()
-    files[f"{dist_info}/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: archaudit-tests\nRoot-Is-Purelib: false\n" \
-                                  b"Tag: py3-none-linux_x86_64\n\n"
+    files[f"{dist_info}/WHEEL"] = (
+        b"Wheel-Version: 1.0\nGenerator: archaudit-tests\nRoot-Is-Purelib: false\nTag: py3-none-linux_x86_64\n\n"
+    )
     record = []
     for arc, data in files.items():
         digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
@@ -67,9 +68,11 @@ def diff_json(*args: str, out: Path) -> tuple[int, dict]:
 
 
 def check_golden(name: str, actual: str) -> None:
-    actual = actual.replace(f'"tool_version": "{__version__}"', '"tool_version": "<version>"') \
-                   .replace(f'"version": "{__version__}"', '"version": "<version>"') \
-                   .replace(f'"semanticVersion": "{__version__}"', '"semanticVersion": "<version>"')
+    actual = (
+        actual.replace(f'"tool_version": "{__version__}"', '"tool_version": "<version>"')
+        .replace(f'"version": "{__version__}"', '"version": "<version>"')
+        .replace(f'"semanticVersion": "{__version__}"', '"semanticVersion": "<version>"')
+    )
     path = GOLDEN / name
     if REGEN:
         GOLDEN.mkdir(exist_ok=True)
@@ -84,8 +87,11 @@ def wheels(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "old").mkdir()
     (tmp_path / "new").mkdir()
-    shared: dict[str, str | bytes] = {"pkg/__init__.py": b"", "pkg/libhost.so": "lib_host.so",
-                                      "pkg/libmulti.so": "lib_multi.so"}
+    shared: dict[str, str | bytes] = {
+        "pkg/__init__.py": b"",
+        "pkg/libhost.so": "lib_host.so",
+        "pkg/libmulti.so": "lib_multi.so",
+    }
     old = make_wheel(tmp_path / "old", "pkg", "1.0", {**shared, "pkg/libkern.so": "lib_sm80_86.so"})
     new = make_wheel(tmp_path / "new", "pkg", "1.1", {**shared, "pkg/libkern.so": "lib_sm80.so"})
     return old.relative_to(tmp_path), new.relative_to(tmp_path)
@@ -183,8 +189,9 @@ def test_sarif_names_each_lost_library_as_a_member_of_the_new_wheel(wheels, tmp_
     worse = make_wheel(tmp_path / "costly", "pkg", "1.2", {"pkg/libkern.so": "lib_sm80.so"})
     older = make_wheel(tmp_path / "costly", "pkg", "0.9", {"pkg/libkern.so": "lib_multi.so"})
     for allow, level, code in ((False, "error", 1), (True, "warning", 0)):
-        rc, text = run_diff("--format", "sarif", *(["--allow-loss"] if allow else []), str(older), str(worse),
-                            out=tmp_path / "c.sarif")
+        rc, text = run_diff(
+            "--format", "sarif", *(["--allow-loss"] if allow else []), str(older), str(worse), out=tmp_path / "c.sarif"
+        )
         log = json.loads(text)
         sarif_validator().validate(log)
         (result,) = log["runs"][0]["results"]
@@ -193,6 +200,7 @@ def test_sarif_names_each_lost_library_as_a_member_of_the_new_wheel(wheels, tmp_
     (run,) = json.loads(text)["runs"]
     assert rc == 2 and run["invocations"][0]["executionSuccessful"] is False
     assert {r["ruleId"] for r in run["results"]} == {"diff-unverified"}
+
 
 def test_jit_fallback_named(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -211,24 +219,39 @@ def test_libraries_added_removed_renamed_and_emptied(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    old = make_wheel(tmp_path / "a", "mix", "1.0", {
-        "mix/libver.so.1": "lib_sm80_86.so",  # renamed by version suffix
-        "mix/libhash-0a1b2c3d.so": "lib_sm75.so",  # renamed by auditwheel hash
-        "mix/libgone.so": "lib_sm90a.so",  # removed
-        "mix/libemptied.so": "lib_sm80.so",  # still shipped, device code gone
-    })
-    new = make_wheel(tmp_path / "b", "mix", "2.0", {
-        "mix/libver.so.2": "lib_sm80_86.so",
-        "mix/libhash-9f8e7d6c.so": "lib_sm75.so",
-        "mix/libemptied.so": "lib_host.so",
-        "mix/libnew.so": "lib_ptx90.so",  # added
-        "mix/libhostonly.so": "lib_host.so",  # added, no device code: not listed
-    })
+    old = make_wheel(
+        tmp_path / "a",
+        "mix",
+        "1.0",
+        {
+            "mix/libver.so.1": "lib_sm80_86.so",  # renamed by version suffix
+            "mix/libhash-0a1b2c3d.so": "lib_sm75.so",  # renamed by auditwheel hash
+            "mix/libgone.so": "lib_sm90a.so",  # removed
+            "mix/libemptied.so": "lib_sm80.so",  # still shipped, device code gone
+        },
+    )
+    new = make_wheel(
+        tmp_path / "b",
+        "mix",
+        "2.0",
+        {
+            "mix/libver.so.2": "lib_sm80_86.so",
+            "mix/libhash-9f8e7d6c.so": "lib_sm75.so",
+            "mix/libemptied.so": "lib_host.so",
+            "mix/libnew.so": "lib_ptx90.so",  # added
+            "mix/libhostonly.so": "lib_host.so",  # added, no device code: not listed
+        },
+    )
     rc, doc = diff_json(str(old.relative_to(tmp_path)), str(new.relative_to(tmp_path)), out=tmp_path / "d.json")
     assert rc == 1
     by = {d["path"]: d for d in doc["libraries"]}
-    assert set(by) == {"mix/libver.so.2", "mix/libhash-9f8e7d6c.so", "mix/libgone.so", "mix/libemptied.so",
-                       "mix/libnew.so"}
+    assert set(by) == {
+        "mix/libver.so.2",
+        "mix/libhash-9f8e7d6c.so",
+        "mix/libgone.so",
+        "mix/libemptied.so",
+        "mix/libnew.so",
+    }
     assert by["mix/libver.so.2"]["matched_by"] == "name" and by["mix/libver.so.2"]["old_path"] == "mix/libver.so.1"
     assert by["mix/libver.so.2"]["change"] == "unchanged"
     assert by["mix/libhash-9f8e7d6c.so"]["matched_by"] == "name"
@@ -250,8 +273,10 @@ def test_library_key_and_matching():
     assert library_key("libgomp-a34b3233.so.1") == "libgomp.so"
     assert library_key("pkg\\lib\\foo.dll") == "foo.dll"
     assert library_key("libfoo.so") == "libfoo.so"
-    pairs = match_libraries(["x/libfoo.so.1", "x/libbar.so", "x/a/libdup.so.1", "x/b/libdup.so.1"],
-                            ["x/libfoo.so.2", "x/libbar.so", "x/c/libdup.so.2", "y/libnew.so"])
+    pairs = match_libraries(
+        ["x/libfoo.so.1", "x/libbar.so", "x/a/libdup.so.1", "x/b/libdup.so.1"],
+        ["x/libfoo.so.2", "x/libbar.so", "x/c/libdup.so.2", "y/libnew.so"],
+    )
     assert ("x/libbar.so", "x/libbar.so", "path") in pairs
     assert ("x/libfoo.so.1", "x/libfoo.so.2", "name") in pairs
     # an ambiguous name is not guessed: two old libdup and one new libdup stay unmatched
@@ -277,14 +302,33 @@ def test_installed_distribution_against_new_wheel(wheels, tmp_path):
     """OLD as an installed distribution (found through importlib.metadata / RECORD)."""
     old, new = wheels
     site = tmp_path / "site"
-    pip = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--quiet",
-                          "--disable-pip-version-check", "--target", str(site), str(old)],
-                         capture_output=True, text=True)
+    pip = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--no-index",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--target",
+            str(site),
+            str(old),
+        ],
+        capture_output=True,
+        text=True,
+    )
     if pip.returncode != 0:
         pytest.skip(f"pip cannot install a local wheel here: {pip.stderr[-300:]}")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run([sys.executable, "-m", "archaudit", "diff", "--no-config", "--format", "json", "pkg",
-                           str(new)], capture_output=True, text=True, env=env, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "archaudit", "diff", "--no-config", "--format", "json", "pkg", str(new)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["old"]["kind"] == "distribution" and doc["old"]["distribution"] == "pkg-1.0"
@@ -306,7 +350,7 @@ def test_unusable_input_exits_2(wheels, tmp_path):
 def test_unverifiable_library_fails_closed(wheels, tmp_path):
     old, _ = wheels
     blob = bytearray((BIN / "lib_sm80.so").read_bytes())
-    del blob[len(blob) // 2:]  # a truncated ELF
+    del blob[len(blob) // 2 :]  # a truncated ELF
     (tmp_path / "c").mkdir()
     new = make_wheel(tmp_path / "c", "pkg", "1.2", {"pkg/libkern.so": bytes(blob), "pkg/libmulti.so": "lib_multi.so"})
     rc, doc = diff_json("--allow-loss", str(old), str(new), out=tmp_path / "d.json")
@@ -327,6 +371,7 @@ def test_json_validates_against_schema(wheels, tmp_path):
 
 
 # ---- real wheels ----
+
 
 @pytest.mark.census  # torch CPU and CUDA: 192 MB and 555 MB
 def test_torch_cpu_to_cuda(tmp_path):

@@ -22,20 +22,23 @@ DLL = ROOT / "fixtures" / "pe" / "bin" / "sm80.dll"
 SO = ROOT / "fixtures" / "cuda" / "bin" / "lib_sm80.so"
 
 
-@pytest.mark.parametrize("name,os_name", [
-    ("k-1.0-cp312-cp312-win_amd64.whl", "windows"),
-    ("k-1.0-cp312-cp312-win_arm64.whl", "windows"),
-    ("dist/k-1.0-1-py3-none-win32.whl", "windows"),
-    ("C:\\wheels\\k-1.0-cp312-cp312-WIN_AMD64.whl", "windows"),
-    ("k-1.0-cp312-cp312-manylinux_2_17_x86_64.manylinux2014_x86_64.whl", "linux"),
-    ("k-1.0-cp312-cp312-musllinux_1_2_aarch64.whl", "linux"),
-    ("k-1.0-cp312-cp312-linux_x86_64.whl", "linux"),
-    ("k-1.0-cp312-cp312-macosx_11_0_arm64.whl", None),
-    ("k-1.0-py3-none-any.whl", None),
-    ("k-1.0-cp312-cp312-win_amd64.manylinux_2_28_x86_64.whl", None),  # a mix: no guess
-    ("win_amd64.whl", None),  # not a wheel name
-    ("k-1.0-cp312-cp312-win_amd64.zip", None),
-])
+@pytest.mark.parametrize(
+    "name,os_name",
+    [
+        ("k-1.0-cp312-cp312-win_amd64.whl", "windows"),
+        ("k-1.0-cp312-cp312-win_arm64.whl", "windows"),
+        ("dist/k-1.0-1-py3-none-win32.whl", "windows"),
+        ("C:\\wheels\\k-1.0-cp312-cp312-WIN_AMD64.whl", "windows"),
+        ("k-1.0-cp312-cp312-manylinux_2_17_x86_64.manylinux2014_x86_64.whl", "linux"),
+        ("k-1.0-cp312-cp312-musllinux_1_2_aarch64.whl", "linux"),
+        ("k-1.0-cp312-cp312-linux_x86_64.whl", "linux"),
+        ("k-1.0-cp312-cp312-macosx_11_0_arm64.whl", None),
+        ("k-1.0-py3-none-any.whl", None),
+        ("k-1.0-cp312-cp312-win_amd64.manylinux_2_28_x86_64.whl", None),  # a mix: no guess
+        ("win_amd64.whl", None),  # not a wheel name
+        ("k-1.0-cp312-cp312-win_amd64.zip", None),
+    ],
+)
 def test_wheel_driver_os_from_the_platform_tag(name, os_name):
     assert wheel_driver_os(name) == os_name
 
@@ -44,8 +47,12 @@ def test_an_explicit_driver_os_wins_over_the_tag():
     win = "k-1.0-cp312-cp312-win_amd64.whl"
     assert for_target(Policy(), win, "wheel").driver_os == "windows"
     assert for_target(Policy(driver_os="linux", driver_os_given=True), win, "wheel").driver_os == "linux"
-    assert for_target(Policy(driver_os="windows", driver_os_given=True),
-                      "k-1.0-cp312-cp312-manylinux_2_28_x86_64.whl", "wheel").driver_os == "windows"
+    assert (
+        for_target(
+            Policy(driver_os="windows", driver_os_given=True), "k-1.0-cp312-cp312-manylinux_2_28_x86_64.whl", "wheel"
+        ).driver_os
+        == "windows"
+    )
     assert for_target(Policy(), "kernels-win_amd64", "directory").driver_os == "linux"  # only wheels have tags
 
 
@@ -60,21 +67,29 @@ def _wheel(tmp_path: Path, platform: str, library: Path) -> Path:
 def _check(capsys, *argv: str) -> tuple[int, list[tuple[str, str, object]]]:
     rc = main(["check", "-q", "--no-config", "--format", "json", *argv])
     report = json.loads(capsys.readouterr().out)
-    return rc, sorted((f["code"], t["target"].rsplit("-", 1)[-1], f["data"].get("driver"))
-                      for t in report["targets"] for f in t["findings"] if f["code"].startswith("D"))
+    return rc, sorted(
+        (f["code"], t["target"].rsplit("-", 1)[-1], f["data"].get("driver"))
+        for t in report["targets"]
+        for f in t["findings"]
+        if f["code"].startswith("D")
+    )
 
 
 def test_a_windows_wheel_is_judged_by_windows_drivers(tmp_path, capsys):
     win, linux = _wheel(tmp_path, "win_amd64", DLL), _wheel(tmp_path, "manylinux_2_28_x86_64", SO)
     # Linux: CUDA 13 needs 580.65.06, which 600 meets. Windows: no floor is known, 600 cannot be verified.
-    assert _check(capsys, str(linux), "--arch", "80", "--driver", "600") == \
-        (0, [("D002", "manylinux_2_28_x86_64.whl", "580.65.06")])
+    assert _check(capsys, str(linux), "--arch", "80", "--driver", "600") == (
+        0,
+        [("D002", "manylinux_2_28_x86_64.whl", "580.65.06")],
+    )
     inferred = _check(capsys, str(win), "--arch", "80", "--driver", "600")
     assert inferred == (1, [("D001", "win_amd64.whl", "unknown"), ("D002", "win_amd64.whl", "unknown")])
     assert _check(capsys, str(win), "--arch", "80", "--driver", "600", "--driver-os", "windows") == inferred
     # The option wins: the same Windows wheel judged against the Linux table.
-    assert _check(capsys, str(win), "--arch", "80", "--driver", "600", "--driver-os", "linux") == \
-        (0, [("D002", "win_amd64.whl", "580.65.06")])
+    assert _check(capsys, str(win), "--arch", "80", "--driver", "600", "--driver-os", "linux") == (
+        0,
+        [("D002", "win_amd64.whl", "580.65.06")],
+    )
     # One run, two wheels: each by its own tag.
     rc, found = _check(capsys, str(linux), str(win), "--arch", "80")
     assert found == [("D002", "manylinux_2_28_x86_64.whl", "580.65.06"), ("D002", "win_amd64.whl", "unknown")]
@@ -86,8 +101,9 @@ def test_the_config_driver_os_wins_over_the_tag(tmp_path, capsys):
     config.write_text('[tool.archaudit]\ndriver-os = "linux"\n')
     rc = main(["check", "-q", "--config", str(config), "--format", "json", str(win), "--arch", "80", "--driver", "600"])
     report = json.loads(capsys.readouterr().out)
-    assert rc == 0 and [f["data"].get("driver") for t in report["targets"] for f in t["findings"]
-                        if f["code"] == "D002"] == ["580.65.06"]
+    assert rc == 0 and [
+        f["data"].get("driver") for t in report["targets"] for f in t["findings"] if f["code"] == "D002"
+    ] == ["580.65.06"]
 
 
 def test_the_floor_is_said_with_its_os(tmp_path, capsys):

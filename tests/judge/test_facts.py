@@ -15,9 +15,11 @@ def test_a_runtime_whose_driver_floor_is_unknown_fails_closed_under_driver():
     D001, exit 1, with the runtime named."""
     rep = report(lib(box(sass("sm_80", toolkit=None)), needed=("libcudart.so.99",)), arch="80", driver="999.0")
     (d001,) = found(rep, "D001")
-    assert d001.message == ("libx.so needs a driver archaudit cannot name on 8.0: 999.0 cannot be verified. Fix: find "
-                            "the CUDA release that built it and require its driver. links libcudart.so.99: no driver "
-                            "floor is known for CUDA 99")
+    assert d001.message == (
+        "libx.so needs a driver archaudit cannot name on 8.0: 999.0 cannot be verified. Fix: find "
+        "the CUDA release that built it and require its driver. links libcudart.so.99: no driver "
+        "floor is known for CUDA 99"
+    )
     (d002,) = found(rep, "D002")
     assert d002.get("cuda") == "99.0" and d002.get("driver") == "unknown" and rep.exit_code == 1
 
@@ -34,8 +36,9 @@ def test_the_runtime_is_found_after_names_that_say_nothing():
 
 
 def test_a_windows_library_takes_the_windows_runtime_floor():
-    rep = report(lib(box(sass("sm_80", toolkit=None)), needed=("cudart64_12.dll",), path="x.dll"), arch="80",
-                 driver_os="windows")
+    rep = report(
+        lib(box(sass("sm_80", toolkit=None)), needed=("cudart64_12.dll",), path="x.dll"), arch="80", driver_os="windows"
+    )
     (d002,) = found(rep, "D002")
     assert (d002.get("driver"), d002.get("os"), d002.get("cuda")) == ("527.41", "windows", "12.0")
 
@@ -43,7 +46,9 @@ def test_a_windows_library_takes_the_windows_runtime_floor():
 def test_a_ptx_isa_no_table_knows_does_not_hide_the_one_after_it():
     """A container's PTX dates its cubins: an ISA newer than every known release (99.9) is
     passed over, and the next PTX (ISA 9.0: CUDA 13.0) still dates the cubin: floor 580."""
-    rep = report(lib(box(ptx("compute_80", isa=(99, 9)), ptx("compute_80", isa=(9, 0)), sass("sm_80", toolkit=None)),
-                     needed=()), arch="80")
+    rep = report(
+        lib(box(ptx("compute_80", isa=(99, 9)), ptx("compute_80", isa=(9, 0)), sass("sm_80", toolkit=None)), needed=()),
+        arch="80",
+    )
     (d002,) = found(rep, "D002")
     assert (d002.get("driver"), d002.get("cuda")) == ("580.65.06", "13.0") and rep.exit_code == 0

@@ -38,8 +38,9 @@ _RANK = {"native": 2, "jit": 1, "none": 0}
 # ---- the direct formulations -------------------------------------------------------------------
 
 
-def reference_needed(units: list[facts.Unit], choices: list[Choice],
-                     excused: Callable[[facts.Unit, str], bool] = lambda u, k: False) -> list[bool]:
+def reference_needed(
+    units: list[facts.Unit], choices: list[Choice], excused: Callable[[facts.Unit, str], bool] = lambda u, k: False
+) -> list[bool]:
     best: dict[str, int] = {}
     for u, c in zip(units, choices):
         if u.identified and c.runs != "none":
@@ -52,8 +53,9 @@ def reference_needed(units: list[facts.Unit], choices: list[Choice],
         elif not u.identified:
             out.append(True)
         else:  # a JIT unit's kernel that the binary shows is not launched on this GPU needs nothing
-            out.append(any(best[k] == _RANK[c.runs] and (c.runs == "native" or not excused(u, k))
-                           for k in c.kernels or ()))
+            out.append(
+                any(best[k] == _RANK[c.runs] and (c.runs == "native" or not excused(u, k)) for k in c.kernels or ())
+            )
     return out
 
 
@@ -61,12 +63,14 @@ def reference_excused(f: LibraryFacts, gpu: CC) -> Callable[[facts.Unit, str], b
     """K003's evidence about a kernel of a unit on ``gpu``, formulated directly: a statement speaks
     for it, or its name (each convention "this or newer") names only architectures newer than
     ``gpu`` and its code in the unit is for none older than the oldest of them."""
+
     def excused(u: facts.Unit, k: str) -> bool:
         if any(s.excuses(k, gpu) for s in f.statements):
             return True
         named = reference_named(k)
         archs = [arch.canonical_cc(c.effective.cc) for c in u.codes if k in (c.entry.kernels or ())]
         return bool(named) and gpu < min(named) and all(a >= min(named) for a in archs)
+
     return excused
 
 
@@ -111,9 +115,11 @@ def reference_floor(f: LibraryFacts, gpu: CC) -> facts.Floor | None:
     units = list(f.units)
     choices = list(f.paths[gpu].choices)
     built = unit_release(tuple(c for u in units for c in u.codes))
-    floors = [entry_floor(c.code, f.undated, f.policy.driver_os, unit_release(u.codes) or built)
-              for u, c, needed in zip(units, choices, reference_needed(units, choices, reference_excused(f, gpu)))
-              if needed and c.code is not None]
+    floors = [
+        entry_floor(c.code, f.undated, f.policy.driver_os, unit_release(u.codes) or built)
+        for u, c, needed in zip(units, choices, reference_needed(units, choices, reference_excused(f, gpu)))
+        if needed and c.code is not None
+    ]
     if floors and f.runtime is not None:
         floors.append(f.runtime)
     row = arch.first_driver(gpu)
@@ -132,8 +138,11 @@ def reference_missing(f: LibraryFacts, gpus: tuple[CC, ...]) -> dict[tuple[int, 
         if not u.identified:
             continue
         for name in sorted(u.kernels):
-            missing = tuple(label(cc) for cc in gpus if name not in (f.paths[cc].choices[i].kernels or ())
-                            and not f.paths[cc].choices[i].unlinked)
+            missing = tuple(
+                label(cc)
+                for cc in gpus
+                if name not in (f.paths[cc].choices[i].kernels or ()) and not f.paths[cc].choices[i].unlinked
+            )
             if missing:
                 out[(i, name)] = missing
     return out
@@ -160,17 +169,22 @@ def assert_agrees(f: LibraryFacts) -> None:
             assert choice == asked or (choice == NOTHING and asked.code in path.dead)
         units, choices = list(f.units), list(path.choices)
         assert paths._needed(units, choices, list(path.given)) == reference_needed(units, choices)
-        assert paths._needed(units, choices, list(path.given), paths.excused_on(cc, f.statements)) == \
-            reference_needed(units, choices, reference_excused(f, cc))
+        assert paths._needed(units, choices, list(path.given), paths.excused_on(cc, f.statements)) == reference_needed(
+            units, choices, reference_excused(f, cc)
+        )
         want = reference_floor(f, cc)
         if want is not None and want.kind == "gpu":  # the GPU's own floor: the same floor, in its own words
-            assert path.floor is not None and (path.floor.cuda, path.floor.driver, path.floor.kind) == \
-                (want.cuda, want.driver, want.kind)
+            assert path.floor is not None and (path.floor.cuda, path.floor.driver, path.floor.kind) == (
+                want.cuda,
+                want.driver,
+                want.kind,
+            )
         else:
             assert path.floor == want
         for name in f.kernel_homes:
-            assert f.kernel_codes(name) == tuple(c for i in f.kernel_homes[name] for c in f.units[i].codes
-                                                 if name in (c.entry.kernels or ()))
+            assert f.kernel_codes(name) == tuple(
+                c for i in f.kernel_homes[name] for c in f.units[i].codes if name in (c.entry.kernels or ())
+            )
     entries = [c.entry for u in f.units for c in u.codes]
     if entries and all(e.kernels is not None for e in entries):
         assert f.kernel_count == len({k for e in entries for k in e.kernels or ()})
@@ -207,8 +221,16 @@ def entries(draw: st.DrawFn, identified: bool) -> Entry:
     if draw(st.booleans()):
         toolkit = draw(st.sampled_from([None, (11, 4), (12, 0), (13, 0)]))
         unresolved = ("_Z3extv",) if draw(st.integers(0, 5)) == 0 else ()
-        return Entry("nvidia", SASS, draw(st.sampled_from(SASS_TARGETS)), (1, 8), kernels=names, toolkit=toolkit,
-                     decoded=True, unresolved=unresolved)
+        return Entry(
+            "nvidia",
+            SASS,
+            draw(st.sampled_from(SASS_TARGETS)),
+            (1, 8),
+            kernels=names,
+            toolkit=toolkit,
+            decoded=True,
+            unresolved=unresolved,
+        )
     target = draw(st.sampled_from(PTX_TARGETS))
     text = draw(st.sampled_from([None, target.replace("compute_", "sm_"), "sm_90a"]))
     isa = draw(st.sampled_from([(0, 0), (7, 4), (8, 0), (9, 0)]))
@@ -221,12 +243,23 @@ def libraries(draw: st.DrawFn) -> Library:
     for _ in range(draw(st.integers(1, 6))):
         other = draw(st.integers(0, 14))
         if other == 0:  # a container without NVIDIA code to judge: LTO IR only
-            containers.append(Container("nvidia", EXECUTABLE, ".nv_fatbin", 0, 0,
-                                        (Entry("nvidia", LTO, "lto_80", (1, 0), kernels=()),)))
+            containers.append(
+                Container(
+                    "nvidia", EXECUTABLE, ".nv_fatbin", 0, 0, (Entry("nvidia", LTO, "lto_80", (1, 0), kernels=()),)
+                )
+            )
             continue
         if other == 1:  # AMD code beside it
-            containers.append(Container("amd", HIP, ".hip_fatbin", 0, 0,
-                                        (Entry("amd", CODE_OBJECT, "gfx90a", kernels=("k",), decoded=True),)))
+            containers.append(
+                Container(
+                    "amd",
+                    HIP,
+                    ".hip_fatbin",
+                    0,
+                    0,
+                    (Entry("amd", CODE_OBJECT, "gfx90a", kernels=("k",), decoded=True),),
+                )
+            )
             continue
         identified = draw(st.integers(0, 9)) > 0
         box = draw(st.lists(entries(identified), min_size=1, max_size=4))
@@ -237,8 +270,11 @@ def libraries(draw: st.DrawFn) -> Library:
 
 
 @settings(max_examples=400, deadline=None)
-@given(libraries(), st.lists(st.sampled_from(GPUS), min_size=1, max_size=5, unique=True),
-       st.lists(st.sampled_from(GPUS), max_size=2, unique=True))
+@given(
+    libraries(),
+    st.lists(st.sampled_from(GPUS), min_size=1, max_size=5, unique=True),
+    st.lists(st.sampled_from(GPUS), max_size=2, unique=True),
+)
 def test_fast_facts_agree_with_the_direct_formulation(lib, claimed, asked):
     claim = parse_claim(";".join(label(cc) for cc in claimed), "--arch")
     policy = Policy(gpus=tuple(NvidiaGpu(f"sm_{label(cc)}", cc) for cc in asked))
@@ -248,11 +284,22 @@ def test_fast_facts_agree_with_the_direct_formulation(lib, claimed, asked):
 def test_a_kernel_run_natively_elsewhere_keeps_a_jit_only_unit_unused():
     """curand's layout: a kernel in a single-architecture container and in a PTX-only one; on
     the GPU of the first, the PTX-only container is not loaded, so its floor does not count."""
-    native = Container("nvidia", EXECUTABLE, ".nv_fatbin", 0, 0,
-                       (Entry("nvidia", SASS, "sm_80", (1, 8), kernels=("_Z1av",), toolkit=(12, 0), decoded=True),))
-    jit = Container("nvidia", EXECUTABLE, ".nv_fatbin", 0, 0,
-                    (Entry("nvidia", PTX, "compute_75", (9, 0), kernels=("_Z1av",), decoded=True,
-                           ptx_target="sm_75"),))
+    native = Container(
+        "nvidia",
+        EXECUTABLE,
+        ".nv_fatbin",
+        0,
+        0,
+        (Entry("nvidia", SASS, "sm_80", (1, 8), kernels=("_Z1av",), toolkit=(12, 0), decoded=True),),
+    )
+    jit = Container(
+        "nvidia",
+        EXECUTABLE,
+        ".nv_fatbin",
+        0,
+        0,
+        (Entry("nvidia", PTX, "compute_75", (9, 0), kernels=("_Z1av",), decoded=True, ptx_target="sm_75"),),
+    )
     f = library_facts(Library("libx.so", 1, "elf", (native, jit)), parse_claim("80;86", "--arch"), Policy())
     assert_agrees(f)
     units, on80, on86 = list(f.units), f.paths[(8, 0)], f.paths[(8, 6)]
@@ -262,10 +309,39 @@ def test_a_kernel_run_natively_elsewhere_keeps_a_jit_only_unit_unused():
     assert on80.floor is not None and "PTX" not in on80.floor.evidence
 
 
-NAME_PIECES = ("sm", "SM", "Sm_", "_", "8", "0", "9", "1", "a", "f", "cutlass", "Cutlass3x_sm", "volta", "4arch",
-               "arch::",
-               "Ampere", "xturing", "hopperx", "blackwell", "kepler", "\u017fm", "\u212aepler", "x", "N5", "::",
-               "CUB_", "thrust_", "300001", "_SM_", "_NS", "cub_2_")
+NAME_PIECES = (
+    "sm",
+    "SM",
+    "Sm_",
+    "_",
+    "8",
+    "0",
+    "9",
+    "1",
+    "a",
+    "f",
+    "cutlass",
+    "Cutlass3x_sm",
+    "volta",
+    "4arch",
+    "arch::",
+    "Ampere",
+    "xturing",
+    "hopperx",
+    "blackwell",
+    "kepler",
+    "\u017fm",
+    "\u212aepler",
+    "x",
+    "N5",
+    "::",
+    "CUB_",
+    "thrust_",
+    "300001",
+    "_SM_",
+    "_NS",
+    "cub_2_",
+)
 
 
 @settings(max_examples=1500, deadline=None)
@@ -276,23 +352,38 @@ def test_named_architectures_is_the_patterns_on_every_name(name):
     assert named_architectures(name) == reference_named(name)
 
 
-@pytest.mark.parametrize("name, expected", [
-    ("sm80_xmma_gemm", ((8, 0),)), ("volta_sgemm", ((7, 0), (7, 2))), ("_Z4axpyfPKfPfi", ()),
-    ("cutlass_80_tensorop", ((8, 0),)), ("xsm80", ()), ("sm_90a_kernel", ((9, 0),)), ("sm_1000", ()),
-    ("_Z10GemmKernelIN7cutlass4arch4Sm80EEvPfi", ((8, 0),)),
-    ("_ZN4cute30SM80_16x8x16_F32F16F16F32_TN3fmaEv", ((8, 0),)),
-    ("ampere_sgemm_128x64_nn", ((8, 0), (8, 6), (8, 7))),
-    ("_ZN3cub20CUB_300001_SM_800_900E11EmptyKernelIvEEvv", ()), ("_ZN3cub21CUB_200800_SM_500_5206kernelEv", ()),
-    ("_ZN6thrust20THRUST_200302_800_NS8cuda_cub4core8_kernelEv", ()),
-    ("_ZN3cub20CUB_300001_SM_800_900E13sm90_xmma_gemmEv", ((9, 0),)),
-])
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("sm80_xmma_gemm", ((8, 0),)),
+        ("volta_sgemm", ((7, 0), (7, 2))),
+        ("_Z4axpyfPKfPfi", ()),
+        ("cutlass_80_tensorop", ((8, 0),)),
+        ("xsm80", ()),
+        ("sm_90a_kernel", ((9, 0),)),
+        ("sm_1000", ()),
+        ("_Z10GemmKernelIN7cutlass4arch4Sm80EEvPfi", ((8, 0),)),
+        ("_ZN4cute30SM80_16x8x16_F32F16F16F32_TN3fmaEv", ((8, 0),)),
+        ("ampere_sgemm_128x64_nn", ((8, 0), (8, 6), (8, 7))),
+        ("_ZN3cub20CUB_300001_SM_800_900E11EmptyKernelIvEEvv", ()),
+        ("_ZN3cub21CUB_200800_SM_500_5206kernelEv", ()),
+        ("_ZN6thrust20THRUST_200302_800_NS8cuda_cub4core8_kernelEv", ()),
+        ("_ZN3cub20CUB_300001_SM_800_900E13sm90_xmma_gemmEv", ((9, 0),)),
+    ],
+)
 def test_named_architectures_reads_names(name, expected):
     assert named_architectures(name) == expected == reference_named(name)
 
 
 def sass_box(target: str, *names: str, toolkit: tuple[int, int] | None = (12, 0)) -> Container:
-    return Container("nvidia", EXECUTABLE, ".nv_fatbin", 0, 0,
-                     (Entry("nvidia", SASS, target, (1, 8), kernels=names, toolkit=toolkit, decoded=True),))
+    return Container(
+        "nvidia",
+        EXECUTABLE,
+        ".nv_fatbin",
+        0,
+        0,
+        (Entry("nvidia", SASS, target, (1, 8), kernels=names, toolkit=toolkit, decoded=True),),
+    )
 
 
 def test_containers_after_one_without_nvidia_code_are_judged():
@@ -300,8 +391,14 @@ def test_containers_after_one_without_nvidia_code_are_judged():
     still judged: kernel a, built for 8.0 alone, fails on the claimed 9.0."""
     lto = Container("nvidia", EXECUTABLE, ".nv_fatbin", 0, 0, (Entry("nvidia", LTO, "lto_80", (1, 0), kernels=()),))
     amd = Container("amd", HIP, ".hip_fatbin", 0, 0, (Entry("amd", CODE_OBJECT, "gfx90a", kernels=("k",)),))
-    both = Container("nvidia", EXECUTABLE, ".nv_fatbin", 0, 0, sass_box("sm_80", "_Z1bv").entries
-                     + sass_box("sm_90", "_Z1bv").entries)
+    both = Container(
+        "nvidia",
+        EXECUTABLE,
+        ".nv_fatbin",
+        0,
+        0,
+        sass_box("sm_80", "_Z1bv").entries + sass_box("sm_90", "_Z1bv").entries,
+    )
     for first in (lto, amd):
         lib = Library("libx.so", 1, "elf", (first, sass_box("sm_80", "_Z1av"), both))
         f = library_facts(lib, parse_claim("80;90", "--arch"), Policy())
@@ -311,8 +408,14 @@ def test_containers_after_one_without_nvidia_code_are_judged():
 
 def test_a_gpu_runs_natively_whatever_the_order_of_its_containers():
     """The best any container does: native from the first, JIT from the second is still native."""
-    ptx = Container("nvidia", EXECUTABLE, ".nv_fatbin", 0, 0,
-                    (Entry("nvidia", PTX, "compute_80", (8, 0), kernels=("_Z1bv",), decoded=True, ptx_target="sm_80"),))
+    ptx = Container(
+        "nvidia",
+        EXECUTABLE,
+        ".nv_fatbin",
+        0,
+        0,
+        (Entry("nvidia", PTX, "compute_80", (8, 0), kernels=("_Z1bv",), decoded=True, ptx_target="sm_80"),),
+    )
     for order in ((sass_box("sm_80", "_Z1av"), ptx), (ptx, sass_box("sm_80", "_Z1av"))):
         f = library_facts(Library("libx.so", 1, "elf", order), parse_claim("80", "--arch"), Policy())
         assert f.coverage == (((8, 0), "native"),) and rules.rule_g002(f) == []
@@ -321,12 +424,25 @@ def test_a_gpu_runs_natively_whatever_the_order_of_its_containers():
 def test_containers_of_one_shape_keep_their_own_driver_floors():
     """Two containers of the same targets whose PTX dates them differently (CUDA 12.0 and 13.0):
     their cubins, which record no toolkit, take the floor of their own container's PTX."""
+
     def dated(isa: tuple[int, int], name: str) -> Container:
-        return Container("nvidia", EXECUTABLE, ".nv_fatbin", 0, 0, (
-            Entry("nvidia", SASS, "sm_80", (1, 8), kernels=(name,), toolkit=None, decoded=True),
-            Entry("nvidia", PTX, "compute_80", isa, kernels=(name,), decoded=True, ptx_target="sm_80")))
-    f = library_facts(Library("libx.so", 1, "elf", (dated((8, 0), "_Z1av"), dated((9, 0), "_Z1bv"))),
-                      parse_claim("80", "--arch"), Policy())
+        return Container(
+            "nvidia",
+            EXECUTABLE,
+            ".nv_fatbin",
+            0,
+            0,
+            (
+                Entry("nvidia", SASS, "sm_80", (1, 8), kernels=(name,), toolkit=None, decoded=True),
+                Entry("nvidia", PTX, "compute_80", isa, kernels=(name,), decoded=True, ptx_target="sm_80"),
+            ),
+        )
+
+    f = library_facts(
+        Library("libx.so", 1, "elf", (dated((8, 0), "_Z1av"), dated((9, 0), "_Z1bv"))),
+        parse_claim("80", "--arch"),
+        Policy(),
+    )
     assert f.units[0].shape == f.units[1].shape
     floor = f.paths[(8, 0)].floor
     assert floor is not None and floor.cuda == (13, 0) and floor == reference_floor(f, (8, 0))
@@ -336,9 +452,17 @@ def test_ptx_the_driver_cannot_compile_on_a_retired_gpu_fails_even_when_named():
     """On 3.5 (last driver: CUDA 11.4) the driver picks compute_35 PTX whose text targets sm_90a
     and cannot compile it: its kernel fails there (K001), whatever its name says. The dead-code
     test applies to code that runs, not to that PTX."""
-    ptx = Container("nvidia", EXECUTABLE, ".nv_fatbin", 0, 0, (
-        Entry("nvidia", SASS, "sm_80", (1, 8), kernels=("sm80_xmma_k",), toolkit=(12, 0), decoded=True),
-        Entry("nvidia", PTX, "compute_35", (8, 0), kernels=("sm80_xmma_k",), decoded=True, ptx_target="sm_90a")))
+    ptx = Container(
+        "nvidia",
+        EXECUTABLE,
+        ".nv_fatbin",
+        0,
+        0,
+        (
+            Entry("nvidia", SASS, "sm_80", (1, 8), kernels=("sm80_xmma_k",), toolkit=(12, 0), decoded=True),
+            Entry("nvidia", PTX, "compute_35", (8, 0), kernels=("sm80_xmma_k",), decoded=True, ptx_target="sm_90a"),
+        ),
+    )
     lib = Library("libx.so", 1, "elf", (sass_box("sm_35", "_Z1av", toolkit=(11, 4)), ptx))
     f = library_facts(lib, parse_claim("35;80", "--arch"), Policy())
     assert f.paths[(3, 5)].choices[1].runs == "none" and f.paths[(3, 5)].dead == ()
@@ -351,12 +475,26 @@ def test_a_generic_kernel_of_family_code_beside_generic_code_is_no_design():
     nothing, so it may be meant for 8.0 too and its container's target excuses nothing there
     (K001; zero_fill for sm_100a beside code for 9.0 gives 209 on an H100). Named for 10.0, it is
     specialised by design (K002)."""
+
     def facts_of(name: str) -> LibraryFacts:
-        lib = Library("libx.so", 1, "elf", (sass_box("sm_100f", name),
-                                            Container("nvidia", EXECUTABLE, ".nv_fatbin", 0, 0,
-                                                      sass_box("sm_80", "_Z1kv").entries
-                                                      + sass_box("sm_100", "_Z1kv").entries)))
+        lib = Library(
+            "libx.so",
+            1,
+            "elf",
+            (
+                sass_box("sm_100f", name),
+                Container(
+                    "nvidia",
+                    EXECUTABLE,
+                    ".nv_fatbin",
+                    0,
+                    0,
+                    sass_box("sm_80", "_Z1kv").entries + sass_box("sm_100", "_Z1kv").entries,
+                ),
+            ),
+        )
         return library_facts(lib, parse_claim("80;100", "--arch"), Policy())
+
     f = facts_of("_Z1fv")
     assert [(g.verdict, g.name, g.fails) for g in f.kernel_gaps] == [("fails", "_Z1fv", ("80",))]
     assert len(rules.rule_k001(f)) == 1 and rules.rule_k002(f) == []
@@ -393,5 +531,7 @@ def test_a_specialised_librarys_kernels_are_judged_like_any_other():
     lib = Library("libx.so", 1, "elf", (sass_box("sm_90a", "_Z1av"), sass_box("sm_100a", "_Z1bv")))
     f = library_facts(lib, parse_claim("90;100", "--arch"), Policy())
     assert f.specialised and {(g.verdict, g.name, g.fails) for g in f.kernel_gaps} == {
-        ("specialised", "_Z1av", ("100",)), ("specialised", "_Z1bv", ("90",))}
+        ("specialised", "_Z1av", ("100",)),
+        ("specialised", "_Z1bv", ("90",)),
+    }
     assert len(rules.rule_k002(f)) == 2 and len(rules.rule_g005(f)) == 1 and rules.rule_g001(f) == []

@@ -27,8 +27,11 @@ def check(*args: str, config: str | None = None) -> tuple[int, list[tuple[str, s
 
 
 def write_config(path: Path, code: str, library: str) -> str:
-    path.write_text(f'[tool.archaudit]\ncuda-archs = "80;90;100"\n[[tool.archaudit.ignore-library]]\n'
-                    f'code = "{code}"\nlibrary = "{library}"\nreason = "pinned by a test"\n', encoding="utf-8")
+    path.write_text(
+        f'[tool.archaudit]\ncuda-archs = "80;90;100"\n[[tool.archaudit.ignore-library]]\n'
+        f'code = "{code}"\nlibrary = "{library}"\nreason = "pinned by a test"\n',
+        encoding="utf-8",
+    )
     return str(path)
 
 

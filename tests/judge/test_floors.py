@@ -54,9 +54,16 @@ def test_a_claimed_gpu_brings_its_own_floor_to_the_published_one(capsys):
     assert d002["data"]["gpus"] == {"80": "450.51.05", "100": "570.26"} and d002["data"]["driver"] == "570.26"
 
 
-@pytest.mark.parametrize("cc, cuda, driver", [((8, 9), (11, 8), "520.61.05"), ((9, 0), (11, 8), "520.61.05"),
-                                              ((10, 0), (12, 8), "570.26"), ((12, 0), (12, 8), "570.26"),
-                                              ((10, 3), (12, 9), "575.51.03")])
+@pytest.mark.parametrize(
+    "cc, cuda, driver",
+    [
+        ((8, 9), (11, 8), "520.61.05"),
+        ((9, 0), (11, 8), "520.61.05"),
+        ((10, 0), (12, 8), "570.26"),
+        ((12, 0), (12, 8), "570.26"),
+        ((10, 3), (12, 9), "575.51.03"),
+    ],
+)
 def test_first_driver_rows(cc, cuda, driver):
     row = arch.first_driver(cc)
     assert row is not None and row.cuda == cuda and row.driver() == driver
@@ -106,10 +113,20 @@ def test_a_static_cuda_13_runtime_sets_the_floor_above_its_kernels(capsys):
 # ---- what a package's name says ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name, major", [("nvidia-cuda-cupti-cu12", 12), ("nvidia_cuda_sanitizer_api_cu12", 12),
-                                         ("nvidia-cublas-cu11", 11), ("cupy-cuda12x", 12), ("cupy_cuda13x", 13),
-                                         ("nvidia-cublas", None), ("torch", None), ("mycu12", None),
-                                         ("nvidia-cuda-runtime-cu12-extra", None)])
+@pytest.mark.parametrize(
+    "name, major",
+    [
+        ("nvidia-cuda-cupti-cu12", 12),
+        ("nvidia_cuda_sanitizer_api_cu12", 12),
+        ("nvidia-cublas-cu11", 11),
+        ("cupy-cuda12x", 12),
+        ("cupy_cuda13x", 13),
+        ("nvidia-cublas", None),
+        ("torch", None),
+        ("mycu12", None),
+        ("nvidia-cuda-runtime-cu12-extra", None),
+    ],
+)
 def test_package_cuda(name, major):
     assert arch.package_cuda(name) == major
 
@@ -128,6 +145,7 @@ def test_a_library_whose_object_lost_sm_90_runs_worse_though_its_union_is_the_sa
     (lib,) = doc["libraries"]
     assert rc == 1 and lib["change"] == "changed" and lib["lost"] == [] and lib["fails"]
     assert [(w["gpu"], w["was"], w["now"], w["kernels"]) for w in lib["worse"]] == [
-        ("9.0", "native", "native", ["_Z3mulPKfS0_Pfi"])]
+        ("9.0", "native", "native", ["_Z3mulPKfS0_Pfi"])
+    ]
     rc = main(["diff", "--no-config", str(tmp_path / "new"), str(tmp_path / "old")])  # the way back gains it
     assert rc == 0 and "no GPU architecture lost" in capsys.readouterr().out

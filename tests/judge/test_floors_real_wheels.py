@@ -62,24 +62,41 @@ def test_triton_bundled_cupti_is_dated_by_its_own_cubins():
 # ---- statically linked CUDA runtimes ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name, version, member, runtime", [
-    pytest.param("nvidia-nccl-cu11", "2.21.5", "libnccl.so.2", "11.0", marks=census),  # NCCL links cudart_static
-    ("nvidia-cuda-runtime-cu12", "12.4.127", "libcudart.so.12", "12.4"),  # the runtime itself
-])
+@pytest.mark.parametrize(
+    "name, version, member, runtime",
+    [
+        pytest.param("nvidia-nccl-cu11", "2.21.5", "libnccl.so.2", "11.0", marks=census),  # NCCL links cudart_static
+        ("nvidia-cuda-runtime-cu12", "12.4.127", "libcudart.so.12", "12.4"),  # the runtime itself
+    ],
+)
 def test_the_cuda_runtime_version_is_read_from_its_own_code(name, version, member, runtime):
     inv = inventory(str(fetch(name, version)), decode=False)
     (library,) = [lib for lib in inv.libraries if lib.path.endswith(member)]
     assert library.runtimes == (runtime,)
 
 
-@pytest.mark.parametrize("name, version, filename, member, runtime", [
-    # NCCL links cudart_static (no libcudart NEEDed); its ncclGetVersion has the same shape and
-    # returns 23203, which is not a CUDA runtime's version and is not read as one
-    pytest.param("nvidia-nccl-cu13", "2.32.3", "nvidia_nccl_cu13-2.32.3-py3-none-manylinux_2_27_aarch64.whl",
-                 "libnccl.so.2", "13.4", marks=census),  # 305 MB
-    ("nvidia-cuda-runtime-cu12", "12.4.127", "nvidia_cuda_runtime_cu12-12.4.127-py3-none-manylinux2014_aarch64.whl",
-     "libcudart.so.12", "12.4"),  # the runtime itself
-])
+@pytest.mark.parametrize(
+    "name, version, filename, member, runtime",
+    [
+        # NCCL links cudart_static (no libcudart NEEDed); its ncclGetVersion has the same shape and
+        # returns 23203, which is not a CUDA runtime's version and is not read as one
+        pytest.param(
+            "nvidia-nccl-cu13",
+            "2.32.3",
+            "nvidia_nccl_cu13-2.32.3-py3-none-manylinux_2_27_aarch64.whl",
+            "libnccl.so.2",
+            "13.4",
+            marks=census,
+        ),  # 305 MB
+        (
+            "nvidia-cuda-runtime-cu12",
+            "12.4.127",
+            "nvidia_cuda_runtime_cu12-12.4.127-py3-none-manylinux2014_aarch64.whl",
+            "libcudart.so.12",
+            "12.4",
+        ),  # the runtime itself
+    ],
+)
 def test_the_cuda_runtime_version_is_read_from_its_own_aarch64_code(name, version, filename, member, runtime):
     inv = inventory(str(fetch(name, version, filename=filename)), decode=False)
     (library,) = [lib for lib in inv.libraries if lib.path.endswith(member)]
@@ -152,7 +169,6 @@ def test_bitsandbytes_consolidated_variants_cost_no_gpu(capsys, tmp_path):
     assert all(x["now"] == "native" for d in removed for x in d["lost"])
 
 
-
 @census
 def test_fast_gives_cublas_the_floor_of_a_full_read_and_says_what_it_did_not_read(capsys):
     """nvidia-cublas-cu12 12.9.1.4 on a T4: --fast gives each library the floor of a full read, and
@@ -166,7 +182,8 @@ def test_fast_gives_cublas_the_floor_of_a_full_read_and_says_what_it_did_not_rea
 
     assert floors(fast) == floors(full) and floors(full)
     unread = [f for t in fast["targets"] for f in t["findings"] if f["code"] == "E015"]
-    assert rc_fast == rc_full or (rc_fast == 1 and len(unread) == 2 and all("not decoded" in f["message"]
-                                                                           for f in unread))
+    assert rc_fast == rc_full or (
+        rc_fast == 1 and len(unread) == 2 and all("not decoded" in f["message"] for f in unread)
+    )
     g009 = [f["message"] for t in fast["targets"] for f in t["findings"] if f["code"] == "G009"]
     assert not any("0 kernels" in m for m in g009)

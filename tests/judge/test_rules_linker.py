@@ -31,12 +31,15 @@ def check(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str
     return rc, codes
 
 
-@pytest.mark.parametrize("name, rc, codes", [
-    ("rdc_ext.fatbin", 1, ["G013"]),  # a bare fatbin has no linker: 500 on the H200
-    ("rdc_self.fatbin", 0, ["D002"]),  # relocatable, but carries what it calls: 0 on the H200
-    ("librdc_unlinked.so", 1, ["G013"]),  # rdc_ext.fatbin in a library that names no linker
-    ("librdc_linked.so", 0, ["D002"]),  # the same in a library that names nvJitLink
-])
+@pytest.mark.parametrize(
+    "name, rc, codes",
+    [
+        ("rdc_ext.fatbin", 1, ["G013"]),  # a bare fatbin has no linker: 500 on the H200
+        ("rdc_self.fatbin", 0, ["D002"]),  # relocatable, but carries what it calls: 0 on the H200
+        ("librdc_unlinked.so", 1, ["G013"]),  # rdc_ext.fatbin in a library that names no linker
+        ("librdc_linked.so", 0, ["D002"]),  # the same in a library that names nvJitLink
+    ],
+)
 def test_code_not_loadable_alone_covers_its_gpu_only_where_it_is_linked(capsys, name, rc, codes):
     got, found = check(capsys, "--arch", "sm_90", str(BIN / name))
     assert (got, sorted(found)) == (rc, codes), found

@@ -70,10 +70,13 @@ def test_curand_dispatch_containers_set_no_floor_above_their_sass():
     assert rep.exit_code == 0
 
 
-@pytest.mark.parametrize("name,version,claim", [
-    pytest.param("nvidia-cublas", "13.1.1.3", "75;80;86;89;90;100;103;120;121", marks=census),
-    pytest.param("nvidia-cudnn-cu12", "9.28.0.42", "75;80;86;89;90;100;103;120", marks=census),
-])
+@pytest.mark.parametrize(
+    "name,version,claim",
+    [
+        pytest.param("nvidia-cublas", "13.1.1.3", "75;80;86;89;90;100;103;120;121", marks=census),
+        pytest.param("nvidia-cudnn-cu12", "9.28.0.42", "75;80;86;89;90;100;103;120", marks=census),
+    ],
+)
 def test_vendor_dispatch_is_recorded_not_guessed(name, version, claim):
     """cuBLAS and cuDNN pick kernels per GPU in host code, which the binary cannot show: their
     bytes identify them, and inside the range their vendor documents a per-kernel gap is that
@@ -95,8 +98,7 @@ NCCL_FP8 = "FP8 reduction support begins with sm90 capable devices."
 
 
 def _fp8_gaps(rep: Report) -> list[Finding]:
-    return [f for f in found(rep, "K003") if any("oneRankReduce" in k and "fp8" in k
-                                                 for k in f.get("kernels") or ())]  # type: ignore[attr-defined]
+    return [f for f in found(rep, "K003") if any("oneRankReduce" in k and "fp8" in k for k in f.get("kernels") or ())]  # type: ignore[attr-defined]
 
 
 @census
@@ -151,8 +153,10 @@ def test_npp_empty_cubins_define_no_kernel():
     .text and no symbols, in an ordinary .nv_fatbin. They were G001 on every claimed GPU but 7.5
     and G009 'not at all' on an A100; code that defines no kernel leaves no kernel to fail."""
     rep = check("nvidia-npp", "13.2.0.58", "75;80;86;89;90;100;103;120;121", gpus=(("A100", (8, 0)),))
-    assert {f.subject for f in found(rep, "G010")} >= {"nvidia/cu13/lib/libnppc.so.13",
-                                                       "nvidia/cu13/lib/libnppisu.so.13"}
+    assert {f.subject for f in found(rep, "G010")} >= {
+        "nvidia/cu13/lib/libnppc.so.13",
+        "nvidia/cu13/lib/libnppisu.so.13",
+    }
     assert rep.exit_code == 0, [f.message[:200] for f in rep.findings if f.severity == "error"]
 
 

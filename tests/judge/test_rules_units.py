@@ -106,17 +106,20 @@ def test_g002_jit_only_and_native():
 # ---- AMD -------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("carried,claim,ok", [
-    (["gfx90a:xnack+"], "gfx90a", False),  # runs only with XNACK on; the claim says either mode
-    (["gfx90a:xnack-"], "gfx90a", False),
-    (["gfx90a:xnack+", "gfx90a:xnack-"], "gfx90a", True),
-    (["gfx90a"], "gfx90a", True),
-    (["gfx90a:xnack+"], "gfx90a:xnack+", True),
-    (["gfx90a"], "gfx90a:xnack-", True),
-    (["gfx942:sramecc+:xnack-"], "gfx942", False),
-    (["gfx942"], "gfx942", True),
-    (["gfx1100"], "gfx1100", True),
-])
+@pytest.mark.parametrize(
+    "carried,claim,ok",
+    [
+        (["gfx90a:xnack+"], "gfx90a", False),  # runs only with XNACK on; the claim says either mode
+        (["gfx90a:xnack-"], "gfx90a", False),
+        (["gfx90a:xnack+", "gfx90a:xnack-"], "gfx90a", True),
+        (["gfx90a"], "gfx90a", True),
+        (["gfx90a:xnack+"], "gfx90a:xnack+", True),
+        (["gfx90a"], "gfx90a:xnack-", True),
+        (["gfx942:sramecc+:xnack-"], "gfx942", False),
+        (["gfx942"], "gfx942", True),
+        (["gfx1100"], "gfx1100", True),
+    ],
+)
 def test_g001_amd_claim_without_a_mode_needs_code_for_both(carried, claim, ok):
     rep = report(lib(box(*(amd(t) for t in carried), role=HIP)), arch=None, amd_claim=(claim,))
     assert bool(found(rep, "G001")) is not ok
@@ -158,12 +161,15 @@ def test_g003_exact():
     assert found(report(extra), "G003") == []
 
 
-@pytest.mark.parametrize("newest,ok", [
-    (ptx("compute_90"), True),
-    (ptx("compute_90a"), False),  # arch-specific PTX is not PTX future GPUs can JIT
-    (ptx("compute_90", text="sm_90a"), False),  # nor is compute_90 whose text targets sm_90a
-    (ptx("compute_80"), False),
-])
+@pytest.mark.parametrize(
+    "newest,ok",
+    [
+        (ptx("compute_90"), True),
+        (ptx("compute_90a"), False),  # arch-specific PTX is not PTX future GPUs can JIT
+        (ptx("compute_90", text="sm_90a"), False),  # nor is compute_90 whose text targets sm_90a
+        (ptx("compute_80"), False),
+    ],
+)
 def test_g004_require_ptx_newest(newest, ok):
     rep = report(lib(box(sass("sm_80"), sass("sm_90"), newest)), require_ptx="newest")
     assert bool(found(rep, "G004")) is not ok
@@ -307,15 +313,22 @@ def test_k001_a_generic_kernel_of_arch_specific_code_beside_generic_code():
     assert "K002" not in codes(rep)
 
 
-@pytest.mark.parametrize(("name", "target"), [("sm80_xmma_gemm_f16", "sm_80"), ("ampere_sgemm_128x64_nn", "sm_80"),
-                                              ("cutlass_80_tensorop_s1688gemm", "sm_80"),
-                                              ("_ZN7cutlass6KernelINS_4arch4Sm80EEEvv", "sm_80"),
-                                              ("_ZN4cute30SM80_16x8x16_F32F16F16F32_TN3fmaEv", "sm_80")])
+@pytest.mark.parametrize(
+    ("name", "target"),
+    [
+        ("sm80_xmma_gemm_f16", "sm_80"),
+        ("ampere_sgemm_128x64_nn", "sm_80"),
+        ("cutlass_80_tensorop_s1688gemm", "sm_80"),
+        ("_ZN7cutlass6KernelINS_4arch4Sm80EEEvv", "sm_80"),
+        ("_ZN4cute30SM80_16x8x16_F32F16F16F32_TN3fmaEv", "sm_80"),
+    ],
+)
 def test_k003_kernels_named_for_an_architecture(name, target):
     """The kernel's own name names the architecture its code is for, and its author's convention
     means "this or newer": it excludes an older GPU (7.5), never a newer one (9.0: K001)."""
-    older = lib(box(sass("sm_75", "_Z4axpyv"), sass("sm_80", "_Z4axpyv"), sass("sm_90", "_Z4axpyv")),
-                box(sass(target, name)))
+    older = lib(
+        box(sass("sm_75", "_Z4axpyv"), sass("sm_80", "_Z4axpyv"), sass("sm_90", "_Z4axpyv")), box(sass(target, name))
+    )
     rep = report(older, arch="75;80")
     (k,) = found(rep, "K003")
     assert k.get("reason") == "named" and k.get("kernels") == [name] and k.get("fails") == ["75"]
@@ -336,8 +349,9 @@ def test_k003_kernel_compiled_out_of_its_own_container():
 NCCL_FP8 = "FP8 reduction support begins with sm90 capable devices."
 
 
-def _nccl(*containers: Container, said: tuple[str, ...] = (NCCL_FP8,), path: str = "nvidia/nccl/lib/libnccl.so.2"
-          ) -> Library:
+def _nccl(
+    *containers: Container, said: tuple[str, ...] = (NCCL_FP8,), path: str = "nvidia/nccl/lib/libnccl.so.2"
+) -> Library:
     return replace(lib(*containers, path=path), statements=said)
 
 
@@ -351,8 +365,10 @@ def test_k003_a_string_in_the_library_excuses_the_kernels_it_speaks_for_below_it
     assert f.get("fails") == ["90"] and rep.exit_code == 1
 
 
-@pytest.mark.parametrize("said, path", [((), "libnccl.so.2"), ((NCCL_FP8,), "libother.so"),
-                                        (("FP8 reduction support begins with sm90",), "libnccl.so.2")])
+@pytest.mark.parametrize(
+    "said, path",
+    [((), "libnccl.so.2"), ((NCCL_FP8,), "libother.so"), (("FP8 reduction support begins with sm90",), "libnccl.so.2")],
+)
 def test_k001_a_string_speaks_only_whole_and_only_in_its_own_library(said, path):
     """No string, the string in a library the row is not for, or only part of it: K001 stands."""
     rep = report(_nccl(KERN, box(sass("sm_90", "_Z10red_f8e4m3v")), said=said, path=path))
@@ -370,8 +386,9 @@ def test_k001_a_neighbour_named_for_an_architecture_excuses_nothing():
     assert k.get("kernels") == ["sm90_xmma_gemm"] and k.get("reason") == "named"
 
 
-@pytest.mark.parametrize("name", ["_ZN3cub20CUB_300001_SM_800_900E11EmptyKernelIvEEvv",
-                                  "_ZN3cub21CUB_200800_SM_500_52011EmptyKernelIvEEvv"])
+@pytest.mark.parametrize(
+    "name", ["_ZN3cub20CUB_300001_SM_800_900E11EmptyKernelIvEEvv", "_ZN3cub21CUB_200800_SM_500_52011EmptyKernelIvEEvv"]
+)
 def test_k001_cccl_namespaces_name_no_architecture(name):
     """CCCL's namespace lists every architecture of the TU, not one the kernel is for."""
     rep = report(lib(KERN, box(sass("sm_80", name))))
@@ -382,8 +399,10 @@ def test_k001_cccl_namespaces_name_no_architecture(name):
 def test_k003_a_kernel_named_for_a_newer_architecture_is_not_for_an_older_gpu():
     """cuSPARSELt's sm86_xmma_* kernels carry sm_86, sm_87 and sm_90a code: named for 8.6 on, they
     are never for 8.0. A gap on a GPU newer than the name is not excused that way."""
-    rep = report(lib(KERN, box(sass("sm_86", "sm86_xmma_k"), sass("sm_87", "sm86_xmma_k"),
-                               sass("sm_90a", "sm86_xmma_k"))), arch="80;90")
+    rep = report(
+        lib(KERN, box(sass("sm_86", "sm86_xmma_k"), sass("sm_87", "sm86_xmma_k"), sass("sm_90a", "sm86_xmma_k"))),
+        arch="80;90",
+    )
     (k,) = found(rep, "K003")
     assert k.get("fails") == ["80"] and k.get("reason") == "named" and rep.exit_code == 0
 
@@ -397,15 +416,19 @@ def test_g016_a_vendor_library_is_judged_in_the_range_its_vendor_documents():
     another library serves them; alone, nothing of the wheel runs there (G019). The same code
     under another name, or without cuSPARSELt's string, keeps every gap."""
     code = box(sass("sm_80", "_Z1kv"), sass("sm_90", "_Z1kv"))
-    own = lib(box(sass("sm_50", "_Z1ov"), sass("sm_75", "_Z1ov"), sass("sm_80", "_Z1ov"), sass("sm_90", "_Z1ov")),
-              path="torch/lib/libtorch_cuda.so")
+    own = lib(
+        box(sass("sm_50", "_Z1ov"), sass("sm_75", "_Z1ov"), sass("sm_80", "_Z1ov"), sass("sm_90", "_Z1ov")),
+        path="torch/lib/libtorch_cuda.so",
+    )
     rep = report(lib(code, path="torch/lib/libcusparseLt-294d6944.so.0", statements=LT), own, arch="50;75;80;90")
     (g,) = found(rep, "G016")
     assert g.get("gpus") == ["50", "75"] and g.get("library") == "cuSPARSELt for CUDA 13" and rep.exit_code == 0
     rep = report(lib(code, path="torch/lib/libcusparseLt-294d6944.so.0", statements=LT), arch="50;75;80;90")
     assert [f.get("gpu") for f in found(rep, "G019")] == ["50", "75"] and rep.exit_code == 1
-    for other in (lib(code, path="torch/lib/libmysparse.so", statements=LT),
-                  lib(code, path="torch/lib/libcusparseLt-294d6944.so.0")):
+    for other in (
+        lib(code, path="torch/lib/libmysparse.so", statements=LT),
+        lib(code, path="torch/lib/libcusparseLt-294d6944.so.0"),
+    ):
         rep = report(other, arch="50;75;80;90")
         assert found(rep, "G001")[0].get("missing") == ["50", "75"] and not found(rep, "G016") and rep.exit_code == 1
 
@@ -430,8 +453,9 @@ def test_k005_a_vendor_librarys_gap_in_its_range_is_its_dispatch():
     claimed 8.0 in its own container: K005, information, naming the row; the driver floor is
     the CUDA 13 family's."""
     libs = (box(sass("sm_80", "_Z1av"), sass("sm_90", "_Z1av")), box(sass("sm_90", "_Z1bv")))
-    rep = report(lib(*libs, path="nvidia/cu13/lib/libcublasLt.so.13", statements=("CUBLASLT_NVTX_LEVEL",)),
-                 arch="80;90")
+    rep = report(
+        lib(*libs, path="nvidia/cu13/lib/libcublasLt.so.13", statements=("CUBLASLT_NVTX_LEVEL",)), arch="80;90"
+    )
     (k,) = found(rep, "K005")
     assert k.get("kernels") == ["_Z1bv"] and k.get("fails") == ["80"] and k.get("library") == "cuBLAS for CUDA 13"
     assert rep.exit_code == 0 and not found(rep, "K001")
@@ -442,8 +466,13 @@ def test_k005_a_vendor_librarys_gap_in_its_range_is_its_dispatch():
 
 def test_k001_a_name_excuses_only_code_for_what_it_names():
     """sm80_xmma_gemm with code for sm_80 and sm_86 is not 'built for what its name says'."""
-    rep = report(lib(box(sass("sm_80", "_Z1av"), sass("sm_86", "_Z1av"), sass("sm_90", "_Z1av")),
-                     box(sass("sm_80", "sm80_xmma_gemm"), sass("sm_86", "sm80_xmma_gemm"))), arch="80;86;90")
+    rep = report(
+        lib(
+            box(sass("sm_80", "_Z1av"), sass("sm_86", "_Z1av"), sass("sm_90", "_Z1av")),
+            box(sass("sm_80", "sm80_xmma_gemm"), sass("sm_86", "sm80_xmma_gemm")),
+        ),
+        arch="80;86;90",
+    )
     (k,) = found(rep, "K001")
     assert k.get("kernels") == ["sm80_xmma_gemm"] and k.get("fails") == ["90"]
 
@@ -478,8 +507,11 @@ def test_d001_names_the_kernels_a_ptx_floor_is_for():
     """cuSOLVER 12.4.1.2: native SASS for 10.0, and a container of compute_90 PTX (ISA 9.4) whose
     kernels 10.0 gets only through the JIT. The floor is theirs: D001 names them, and says how
     many have native code in another container there."""
-    rep = report(lib(box(sass("sm_100", "_Z1kv")), box(ptx("compute_90", "_Z1kv", "_Z1jv", isa=(9, 4)))),
-                 arch="100", driver="580.65.06")
+    rep = report(
+        lib(box(sass("sm_100", "_Z1kv")), box(ptx("compute_90", "_Z1kv", "_Z1jv", isa=(9, 4)))),
+        arch="100",
+        driver="580.65.06",
+    )
     (d,) = found(rep, "D001")
     assert d.get("kernels") == ["_Z1jv"] and d.get("per_gpu") == {"100": 1} and d.get("native_elsewhere") == 1
     assert "not the floor of the whole library" in d.message and "(not K003)" in d.message
@@ -549,14 +581,22 @@ def test_d_rules_silent_without_nvidia_code():
 def test_g008_g009_named_gpus():
     rep = report(lib(box(sass("sm_80"))), gpus=(("A100", (8, 0)), ("H100", (9, 0))))
     assert [(f.code, f.get("runs")) for f in rep.findings if f.code in ("G008", "G009")] == [
-        ("G008", "native"), ("G009", "none")]
+        ("G008", "native"),
+        ("G009", "none"),
+    ]
 
 
 def test_g008_g009_named_amd_gpus():
-    rep = report(lib(box(amd("gfx942"), role=HIP)), arch=None, amd_claim=("gfx942",),
-                 amd_gpus=(AmdGpu("MI300X", "gfx942"), AmdGpu("MI250X", "gfx90a")))
+    rep = report(
+        lib(box(amd("gfx942"), role=HIP)),
+        arch=None,
+        amd_claim=("gfx942",),
+        amd_gpus=(AmdGpu("MI300X", "gfx942"), AmdGpu("MI250X", "gfx90a")),
+    )
     assert [(f.code, f.get("gpu")) for f in rep.findings if f.code in ("G008", "G009")] == [
-        ("G008", "MI300X"), ("G009", "MI250X")]
+        ("G008", "MI300X"),
+        ("G009", "MI250X"),
+    ]
 
 
 # ---- C002 / C003 / E codes -----------------------------------------------------------------------------------
@@ -590,8 +630,9 @@ def test_reader_problems_fail_closed(code):
 def test_d002_a_cubin_without_a_note_is_dated_by_its_containers_ptx():
     """cupy-cuda13x 14.2.0: sm_XX cubins with no toolkit note beside compute_XX PTX of ISA 9.2 (CUDA
     13.2), no CUDA library linked. On an H200 with driver 580.159 every container loads."""
-    cupy = lib(box(sass("sm_90", toolkit=None), sass("sm_120", toolkit=None), ptx("compute_120", isa=(9, 2))),
-               needed=())
+    cupy = lib(
+        box(sass("sm_90", toolkit=None), sass("sm_120", toolkit=None), ptx("compute_120", isa=(9, 2))), needed=()
+    )
     (d,) = found(report(cupy, arch=None, gpus=(("H200", (9, 0)),)), "D002")
     assert d.get("driver") == "580.65.06" and d.get("cuda") == "13.2"
     assert found(report(cupy, arch=None, gpus=(("H200", (9, 0)),), driver="580.159.04"), "D001") == []
@@ -601,11 +642,15 @@ def test_d002_a_cubin_without_a_note_is_dated_by_its_containers_ptx():
 def test_g009_a_named_gpu_on_which_some_kernels_cannot_run():
     """TensorFlow 2.20 on an RTX 5090: its plain compute_90 PTX JITs there, the containers whose PTX
     text says .target sm_90a do not (CUDA_ERROR_INVALID_PTX)."""
-    tf = lib(box(sass("sm_80", "_Z1av"), ptx("compute_90", "_Z1av")),
-             box(sass("sm_80", "_Z7fusionv"), ptx("compute_90", "_Z7fusionv", text="sm_90a")))
+    tf = lib(
+        box(sass("sm_80", "_Z1av"), ptx("compute_90", "_Z1av")),
+        box(sass("sm_80", "_Z7fusionv"), ptx("compute_90", "_Z7fusionv", text="sm_90a")),
+    )
     rep = report(tf, arch="80;90", gpus=(("RTX 5090", (12, 0)), ("H100", (9, 0))))
     assert {f.get("gpu"): f.code for f in rep.findings if f.code in ("G008", "G009")} == {
-        "RTX 5090": "G009", "H100": "G008"}
+        "RTX 5090": "G009",
+        "H100": "G008",
+    }
     assert "1 kernel cannot run there" in found(rep, "G009")[0].message
 
 
@@ -613,8 +658,10 @@ def test_k001_ptx_the_driver_picks_and_cannot_compile_is_never_by_design():
     """TensorFlow 2.20's XLA kernels: compute_90 PTX whose text says sm_90a, in a library that
     otherwise shows architecture dispatch (cuDNN-style names). On 10.0 the driver picks that PTX
     and fails with CUDA_ERROR_INVALID_PTX, as users of RTX 50xx GPUs report."""
-    tf = lib(box(sass("sm_80", "sm80_xmma_gemm"), ptx("compute_90", "sm80_xmma_gemm")),
-             box(sass("sm_80", "Abs_GPU_kernel"), ptx("compute_90", "Abs_GPU_kernel", text="sm_90a")))
+    tf = lib(
+        box(sass("sm_80", "sm80_xmma_gemm"), ptx("compute_90", "sm80_xmma_gemm")),
+        box(sass("sm_80", "Abs_GPU_kernel"), ptx("compute_90", "Abs_GPU_kernel", text="sm_90a")),
+    )
     rep = report(tf, arch="80;90;100")
     (k,) = found(rep, "K001")
     assert k.get("kernels") == ["Abs_GPU_kernel"] and k.get("fails") == ["100"] and rep.exit_code == 1
@@ -623,23 +670,40 @@ def test_k001_ptx_the_driver_picks_and_cannot_compile_is_never_by_design():
 def test_a_clean_library_under_every_switch_produces_no_warning_or_error():
     """sm_80, sm_90 and compute_90 for a claim of 80;90, with --exact, --require-ptx newest,
     --driver and --gpu: every rule runs and none but the informational answers speaks."""
-    rep = report(CLEAN, exact=True, require_ptx="newest", driver="999.1", strict=True, strict_kernels=True,
-                 gpus=(("H100", (9, 0)),))
+    rep = report(
+        CLEAN,
+        exact=True,
+        require_ptx="newest",
+        driver="999.1",
+        strict=True,
+        strict_kernels=True,
+        gpus=(("H100", (9, 0)),),
+    )
     assert set(codes(rep)) == {"D002", "G008"} and rep.exit_code == 0
 
 
-UNLINKED = Entry("nvidia", SASS, "sm_90", (1, 8), kernels=("_Z2opv",), toolkit=(13, 0), decoded=True,
-                 unresolved=("user_op",))  # cuModuleLoadData refuses it alone (predict: not-loadable-alone)
+UNLINKED = Entry(
+    "nvidia", SASS, "sm_90", (1, 8), kernels=("_Z2opv",), toolkit=(13, 0), decoded=True, unresolved=("user_op",)
+)  # cuModuleLoadData refuses it alone (predict: not-loadable-alone)
 
 
-@pytest.mark.parametrize("evidence", [{"needed": ("libnvJitLink.so.12",)}, {"linkers": ("nvJitLinkCreate",)}],
-                         ids=["needs-nvjitlink", "names-nvjitlink"])
+@pytest.mark.parametrize(
+    "evidence",
+    [{"needed": ("libnvJitLink.so.12",)}, {"linkers": ("nvJitLinkCreate",)}],
+    ids=["needs-nvjitlink", "names-nvjitlink"],
+)
 def test_a_cubin_not_loadable_alone_covers_its_gpu_where_the_library_links_device_code(evidence):
     """cuSPARSE's kernels for user operators: the library links them with nvJitLink before loading
     (CUDA 12 NEEDs libnvJitLink.so.12; cuSPARSE 12.9 dlopens libnvJitLink.so.13 and looks up
     nvJitLinkCreate by name)."""
-    linked = Library("libx.so", 1000, "elf", (box(sass("sm_80", "_Z2opv"), UNLINKED),),
-                     evidence.get("needed", ("libcudart.so.13",)), linkers=evidence.get("linkers", ()))
+    linked = Library(
+        "libx.so",
+        1000,
+        "elf",
+        (box(sass("sm_80", "_Z2opv"), UNLINKED),),
+        evidence.get("needed", ("libcudart.so.13",)),
+        linkers=evidence.get("linkers", ()),
+    )
     rep = report(linked)
     assert codes(rep) == ["D002"] and rep.exit_code == 0
 
@@ -650,7 +714,12 @@ def test_g013_a_cubin_not_loadable_alone_without_a_linker_covers_nothing():
     f = library_facts(lib(box(sass("sm_80", "_Z2opv"), UNLINKED)), parse_claim("80;90", "--arch"), Policy())
     (g,) = rules.rule_g013(f)
     assert (g.code, g.severity, g.get("gpus"), g.get("unresolved"), g.get("kernels")) == (
-        "G013", ERROR, ["90"], ["user_op"], ["_Z2opv"])
+        "G013",
+        ERROR,
+        ["90"],
+        ["user_op"],
+        ["_Z2opv"],
+    )
     assert rules.rule_g001(f) == [] and f.missing == ((9, 0),)
     rep = report(lib(box(sass("sm_80", "_Z2opv"), UNLINKED)))
     assert codes(rep) == ["G013", "D002"] and rep.exit_code == 1
@@ -731,6 +800,7 @@ def test_arch_specific_ptx_for_thor_under_its_old_name():
 
 def test_an_unknown_floor_is_the_one_the_summary_shows():
     from archaudit.report.render import render_text
+
     known = lib(box(sass("sm_80"), sass("sm_90")), path="liba.so")
     bare = lib(box(sass("sm_80", toolkit=None), sass("sm_90", toolkit=None)), needed=(), path="libb.so")
     text = render_text(report(known, bare), detail="libraries", verbose=False, ascii_only=False)

@@ -67,39 +67,59 @@ def zlib_deflate(data: bytes) -> bytes:
 
 # ---- what a member's first bytes say ------------------------------------------------------------
 
-@pytest.mark.parametrize("head, kind", [
-    (GOOD[:64], "elf"),
-    (FATBIN[:64], "fatbin"),
-    (b"__CLANG_OFFLOAD_BUNDLE__" + bytes(40), "offload-bundle"),
-    (b"CCOB\x02\x00\x01\x00" + bytes(56), "offload-bundle"),
-    (b"PK\x03\x04" + bytes(60), "zip"),
-    (b"\xfe\xed\xfa\xce" + bytes(60), "mach-o"),
-    (b"\xce\xfa\xed\xfe" + bytes(60), "mach-o"),
-    (b"\xfe\xed\xfa\xcf" + bytes(60), "mach-o"),
-    (b"\xcf\xfa\xed\xfe" + bytes(60), "mach-o"),
-    (b"MZ" + bytes(0x3A) + (0x40).to_bytes(4, "little") + b"PE\0\0", "pe"),
-    (b"MZ" + bytes(0x3A) + (0x40).to_bytes(4, "little") + b"PX\0\0", None),  # a stub pointing at no PE header
-    (b"MZ" + bytes(0x3A), None),  # too short to hold e_lfanew
-    (b"\x7fELG" + bytes(60), None),
-    (b"PK\x05\x06" + bytes(60), None),  # an empty zip's end record is not a member to read
-    (b"CCO", None),
-    (b"", None),
-    (b"import torch\n", None),
-])
+
+@pytest.mark.parametrize(
+    "head, kind",
+    [
+        (GOOD[:64], "elf"),
+        (FATBIN[:64], "fatbin"),
+        (b"__CLANG_OFFLOAD_BUNDLE__" + bytes(40), "offload-bundle"),
+        (b"CCOB\x02\x00\x01\x00" + bytes(56), "offload-bundle"),
+        (b"PK\x03\x04" + bytes(60), "zip"),
+        (b"\xfe\xed\xfa\xce" + bytes(60), "mach-o"),
+        (b"\xce\xfa\xed\xfe" + bytes(60), "mach-o"),
+        (b"\xfe\xed\xfa\xcf" + bytes(60), "mach-o"),
+        (b"\xcf\xfa\xed\xfe" + bytes(60), "mach-o"),
+        (b"MZ" + bytes(0x3A) + (0x40).to_bytes(4, "little") + b"PE\0\0", "pe"),
+        (b"MZ" + bytes(0x3A) + (0x40).to_bytes(4, "little") + b"PX\0\0", None),  # a stub pointing at no PE header
+        (b"MZ" + bytes(0x3A), None),  # too short to hold e_lfanew
+        (b"\x7fELG" + bytes(60), None),
+        (b"PK\x05\x06" + bytes(60), None),  # an empty zip's end record is not a member to read
+        (b"CCO", None),
+        (b"", None),
+        (b"import torch\n", None),
+    ],
+)
 def test_content_kind_is_decided_by_the_magic(head, kind):
     assert content_kind(head) == kind
 
 
 def test_a_real_pe_dll_is_pe_by_content():
-    assert content_kind(PE.read_bytes()[:artifacts.HEAD]) == "pe"
+    assert content_kind(PE.read_bytes()[: artifacts.HEAD]) == "pe"
 
 
-@pytest.mark.parametrize("name, expected", [
-    ("pkg/lib/libk.so", True), ("pkg/LIBK.SO", True), ("libk.so.12", True), ("libk.so.12.4.1", True),
-    ("k.cubin", True), ("k.fatbin", True), ("k.ptx", True), ("k.hsaco", True), ("k.pyd", True), ("k.dll", True),
-    ("k.dylib", True), ("libk.so.1rc1", False), ("libk.so.", False), ("libk.so.x1", False), ("pkg.so/readme", False),
-    ("libk.sox", False), ("k.py", False),
-])
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("pkg/lib/libk.so", True),
+        ("pkg/LIBK.SO", True),
+        ("libk.so.12", True),
+        ("libk.so.12.4.1", True),
+        ("k.cubin", True),
+        ("k.fatbin", True),
+        ("k.ptx", True),
+        ("k.hsaco", True),
+        ("k.pyd", True),
+        ("k.dll", True),
+        ("k.dylib", True),
+        ("libk.so.1rc1", False),
+        ("libk.so.", False),
+        ("libk.so.x1", False),
+        ("pkg.so/readme", False),
+        ("libk.sox", False),
+        ("k.py", False),
+    ],
+)
 def test_library_names(name, expected):
     assert is_library_name(name) is expected
 
@@ -111,6 +131,7 @@ def test_select_member_prefers_content_then_name():
 
 
 # ---- bounds: bytes, libraries, nesting ---------------------------------------------------------
+
 
 def bombs(tmp_path: Path, mib: int, count: int, extra: tuple[tuple[str, bytes, int, int], ...] = ()) -> str:
     """A small wheel of `count` members of `mib` MiB each at about 990:1 (under the ratio bound)."""
@@ -125,25 +146,28 @@ def test_members_past_the_inflation_budget_are_not_read_and_said(tmp_path):
     wheel) reads seven and refuses the eighth, naming it; a refusal is E003."""
     inv = inventory(bombs(tmp_path, 9, 8))
     assert BUDGET_FLOOR == 64 << 20 and len(inv.libraries) == 7
-    (code, message), = problems(inv)
+    ((code, message),) = problems(inv)
     assert code == "E003" and message.startswith("1 member(s) not read (demo/lib7.so): they would inflate")
     assert f"past {BUDGET_FLOOR} bytes, {BUDGET_RATIO}x the wheel's size" in message
 
 
 def test_the_refusal_names_three_members_and_counts_the_rest(tmp_path):
     inv = inventory(bombs(tmp_path, 20, 8))
-    (code, message), = problems(inv)
+    ((code, message),) = problems(inv)
     assert len(inv.libraries) == 3 and code == "E003"
     assert message.startswith("5 member(s) not read (demo/lib3.so, demo/lib4.so, demo/lib5.so, ...)")
 
 
-@pytest.mark.parametrize("count, shown", [
-    (6, "3 member(s) not read (demo/lib3.so, demo/lib4.so, demo/lib5.so): "),
-    (7, "4 member(s) not read (demo/lib3.so, demo/lib4.so, demo/lib5.so, ...): "),
-])
+@pytest.mark.parametrize(
+    "count, shown",
+    [
+        (6, "3 member(s) not read (demo/lib3.so, demo/lib4.so, demo/lib5.so): "),
+        (7, "4 member(s) not read (demo/lib3.so, demo/lib4.so, demo/lib5.so, ...): "),
+    ],
+)
 def test_the_refusal_elides_only_past_three_names(tmp_path, count, shown):
     inv = inventory(bombs(tmp_path, 20, count))
-    (code, message), = problems(inv)
+    ((code, message),) = problems(inv)
     assert code == "E003" and message.startswith(shown)
 
 
@@ -154,9 +178,12 @@ def test_members_within_the_budget_are_all_read(tmp_path):
 
 def too_many(path) -> tuple[str, str]:
     size = os.path.getsize(path)
-    return ("E003", f"more than {MAX_LIBRARIES} members are libraries or device code: a wheel may hold "
-                    f"{MAX_LIBRARIES}, and beyond that one per {BYTES_PER_LIBRARY} bytes of its own size ({size}): "
-                    f"none is read")
+    return (
+        "E003",
+        f"more than {MAX_LIBRARIES} members are libraries or device code: a wheel may hold "
+        f"{MAX_LIBRARIES}, and beyond that one per {BYTES_PER_LIBRARY} bytes of its own size ({size}): "
+        f"none is read",
+    )
 
 
 def test_more_libraries_than_the_bytes_bring_reads_none(tmp_path):
@@ -193,8 +220,14 @@ def test_libraries_in_zips_count_towards_the_bound(tmp_path):
 
 
 def test_a_member_that_is_not_read_does_not_stop_the_ones_after_it(tmp_path):
-    inv = inventory(str(wheel(tmp_path / WHEEL_NAME, [("demo/readme.txt", b"hello"), ("demo/__init__.py", b""),
-                                                      ("demo/libk.so", GOOD)])))
+    inv = inventory(
+        str(
+            wheel(
+                tmp_path / WHEEL_NAME,
+                [("demo/readme.txt", b"hello"), ("demo/__init__.py", b""), ("demo/libk.so", GOOD)],
+            )
+        )
+    )
     assert read_whole(inv) == ["demo/libk.so"]
 
 
@@ -204,8 +237,9 @@ def test_zips_do_not_count_as_libraries(tmp_path):
     inv = inventory(str(wheel(tmp_path / WHEEL_NAME, members)))
     assert len(inv.libraries) == MAX_LIBRARIES and "demo/a.zip!libin.so" in paths(inv)
     # as many libraries as the bound, and a zip that holds none: all read
-    members = [(f"demo/lib{i}.so", b"x") for i in range(MAX_LIBRARIES)] + [("demo/docs.zip", zip_bytes(
-        [("readme.txt", b"hello")]))]
+    members = [(f"demo/lib{i}.so", b"x") for i in range(MAX_LIBRARIES)] + [
+        ("demo/docs.zip", zip_bytes([("readme.txt", b"hello")]))
+    ]
     inv = inventory(str(wheel(tmp_path / WHEEL_NAME, members)))
     assert len(inv.libraries) == MAX_LIBRARIES and problems(inv) == []
 
@@ -221,18 +255,18 @@ def test_members_that_are_not_libraries_do_not_count(tmp_path):
 def test_a_library_in_a_zip_in_a_zip_is_read_and_one_deeper_is_not(tmp_path, method):
     level2 = zip_bytes([("lib2.so", GOOD)], method)
     level3 = zip_bytes([("lib3.so", GOOD)], method)
-    level1 = zip_bytes([("lib1.so", GOOD), ("deep.zip", level2), ("deeper.zip", zip_bytes([("x.zip", level3)]))],
-                       method)
+    level1 = zip_bytes(
+        [("lib1.so", GOOD), ("deep.zip", level2), ("deeper.zip", zip_bytes([("x.zip", level3)]))], method
+    )
     inv = inventory(str(wheel(tmp_path / WHEEL_NAME, [("demo/outer.zip", level1)])))
     assert read_whole(inv) == ["demo/outer.zip!deep.zip!lib2.so", "demo/outer.zip!lib1.so"]
-    assert problems(inv) == [("E003", "demo/outer.zip!deeper.zip!x.zip: a zip nested 3 deep; its members are "
-                                      "not read")]
+    assert problems(inv) == [("E003", "demo/outer.zip!deeper.zip!x.zip: a zip nested 3 deep; its members are not read")]
 
 
 def test_a_nested_zip_that_cannot_be_read_is_e002(tmp_path):
     inv = inventory(str(wheel(tmp_path / WHEEL_NAME, [("demo/bad.zip", b"PK\x03\x04" + bytes(200))])))
     assert inv.libraries == ()
-    (code, message), = problems(inv)
+    ((code, message),) = problems(inv)
     assert code == "E002" and message.startswith("demo/bad.zip: ")
 
 
@@ -251,7 +285,7 @@ def test_a_zip_inside_past_the_budget_is_refused_by_name(tmp_path):
     pad = (random.Random(1).randbytes(12) + bytes((1 << 20) - 12)) * 2  # about 990:1 once deflated
     inner = zip_bytes([("libz.so", GOOD), ("pad.bin", pad)], zipfile.ZIP_STORED)
     inv = inventory(bombs(tmp_path, 9, 7, (("demo/z.zip", zlib_deflate(inner), zlib.crc32(inner), len(inner)),)))
-    (code, message), = problems(inv)
+    ((code, message),) = problems(inv)
     assert code == "E003" and message.startswith("1 member(s) not read (demo/z.zip): ") and len(inv.libraries) == 7
 
 
@@ -266,7 +300,7 @@ def test_a_stored_zip_past_the_budget_is_refused_by_name(tmp_path):
     with zipfile.ZipFile(p, "a") as z:
         z.writestr("demo/s.zip", inner, compress_type=zipfile.ZIP_STORED)
     inv = inventory(str(p))
-    (code, message), = problems(inv)
+    ((code, message),) = problems(inv)
     assert code == "E003" and message.startswith("1 member(s) not read (demo/s.zip): ") and len(inv.libraries) == 7
 
 
@@ -284,7 +318,7 @@ def test_a_zip_inside_whose_crc_fails_is_e002_by_name(tmp_path):
     p.write_bytes(raw_zip([("demo/z.zip", zlib_deflate(inner), crc, len(inner))]))
     inv = inventory(str(p))
     assert inv.libraries == ()
-    (code, message), = problems(inv)
+    ((code, message),) = problems(inv)
     assert code == "E002" and message.startswith("demo/z.zip: ") and "CRC" in message
 
 
@@ -294,15 +328,23 @@ def test_zips_held_in_memory_are_bounded_together_however_many(tmp_path):
     stream, crc, size = zero_bomb(100, ZIP_HEAD)
     filler = os.urandom(10 << 20)
     p = tmp_path / WHEEL_NAME
-    p.write_bytes(raw_zip([("demo/a.zip", stream, crc, size), ("demo/b.zip", stream, crc, size),
-                           ("demo/c.zip", stream, crc, size),
-                           ("demo/data.bin", zlib_deflate(filler), zlib.crc32(filler), len(filler))]))
+    p.write_bytes(
+        raw_zip(
+            [
+                ("demo/a.zip", stream, crc, size),
+                ("demo/b.zip", stream, crc, size),
+                ("demo/c.zip", stream, crc, size),
+                ("demo/data.bin", zlib_deflate(filler), zlib.crc32(filler), len(filler)),
+            ]
+        )
+    )
     got = problems(inventory(str(p)))
     assert [c for c, _ in got] == ["E002", "E002", "E003"], got
     assert got[2][1].startswith("demo/c.zip: a zip of ")
 
 
 # ---- --fast -----------------------------------------------------------------------------------
+
 
 def test_fast_mode_fails_each_library_it_did_not_decode(tmp_path):
     p = wheel(tmp_path / WHEEL_NAME, [("demo/libk.so", GOOD), ("demo/libhost.so", (CUDA / "lib_host.so").read_bytes())])
@@ -311,13 +353,16 @@ def test_fast_mode_fails_each_library_it_did_not_decode(tmp_path):
     libk = {lib.path: lib for lib in fast.libraries}["demo/libk.so"]
     (e015,) = [q for q in libk.problems if q.code == "E015"]
     entries = len(libk.entries)
-    assert e015.message == (f"{entries} of {entries} device-code entries not decoded (--fast): kernels, cubin "
-                            f"flags, PTX .target and payload integrity unverified")
+    assert e015.message == (
+        f"{entries} of {entries} device-code entries not decoded (--fast): kernels, cubin "
+        f"flags, PTX .target and payload integrity unverified"
+    )
     assert not any(q.code == "E015" for lib in full.libraries for q in lib.problems)
     assert not any(q.code == "E015" for lib in fast.libraries if not lib.entries for q in lib.problems)
 
 
 # ---- targets that are not wheels ---------------------------------------------------------------
+
 
 def test_a_missing_file_is_e001(tmp_path):
     inv = inventory(str(tmp_path / "nothere" / "libk.so"))
@@ -329,8 +374,9 @@ def test_a_name_that_is_nothing_is_e001():
     inv = inventory("no-such-distribution-archaudit-test")
     assert inv.unusable and inv.kind == "distribution" and inv.target == "no-such-distribution-archaudit-test"
     assert inv.libraries == ()
-    assert problems(inv) == [("E001", "cannot read: no such file, directory or installed distribution "
-                                      "'no-such-distribution-archaudit-test'")]
+    assert problems(inv) == [
+        ("E001", "cannot read: no such file, directory or installed distribution 'no-such-distribution-archaudit-test'")
+    ]
 
 
 def test_a_wheel_that_is_not_a_zip_is_e002(tmp_path):
@@ -373,20 +419,23 @@ def test_directory_links_that_leave_the_target_are_e003(tmp_path):
     os.symlink(root / "nope.so", root / "libzbroken.so")  # after the link that leaves: still judged
     inv = inventory(str(root))
     assert read_whole(inv) == ["libin.so", "sub/libsub.so"]
-    assert sorted(problems(inv)) == sorted([
-        ("E003", "liblink.so: symbolic link points outside the target"),
-        ("E003", "linkdir: symbolic link to a directory outside the target (its files are not audited)"),
-        ("E003", "libbroken.so: unreadable or a broken/looping link (No such file or directory)"),
-        ("E003", "libfifo.so: not a regular file"),
-        ("E003", "libzbroken.so: unreadable or a broken/looping link (No such file or directory)"),
-    ])
+    assert sorted(problems(inv)) == sorted(
+        [
+            ("E003", "liblink.so: symbolic link points outside the target"),
+            ("E003", "linkdir: symbolic link to a directory outside the target (its files are not audited)"),
+            ("E003", "libbroken.so: unreadable or a broken/looping link (No such file or directory)"),
+            ("E003", "libfifo.so: not a regular file"),
+            ("E003", "libzbroken.so: unreadable or a broken/looping link (No such file or directory)"),
+        ]
+    )
 
 
 def test_a_zip_in_a_directory_is_read_like_a_nested_zip(tmp_path):
     root = tmp_path / "d"
     root.mkdir()
-    (root / "bundle.zip").write_bytes(zip_bytes([("libk.so", GOOD), ("deep.zip", zip_bytes([("x.zip", zip_bytes(
-        [("liby.so", GOOD)]))]))]))
+    (root / "bundle.zip").write_bytes(
+        zip_bytes([("libk.so", GOOD), ("deep.zip", zip_bytes([("x.zip", zip_bytes([("liby.so", GOOD)]))]))])
+    )
     (root / "broken.zip").write_bytes(b"PK\x03\x04" + bytes(100))
     inv = inventory(str(root))
     assert read_whole(inv) == ["bundle.zip!libk.so"]
@@ -402,7 +451,7 @@ def test_a_zip_in_a_directory_is_bounded_by_its_own_budget(tmp_path):
     (root / "bundle.zip").write_bytes(raw_zip([(f"lib{i}.so", stream, crc, size) for i in range(8)]))
     inv = inventory(str(root))
     assert len(inv.libraries) == 7
-    (code, message), = problems(inv)
+    ((code, message),) = problems(inv)
     assert code == "E003" and message.startswith("1 member(s) not read (bundle.zip!lib7.so): they would inflate")
 
 
@@ -414,7 +463,7 @@ def test_a_stored_zip_whose_directory_cannot_be_read_is_e002(tmp_path):
         z.writestr("demo/libk.so", GOOD, compress_type=zipfile.ZIP_DEFLATED)
     inv = inventory(str(p))
     assert read_whole(inv) == ["demo/libk.so"]
-    (code, message), = problems(inv)
+    ((code, message),) = problems(inv)
     assert code == "E002" and message.startswith("demo/bad.zip: a zip whose members cannot be read: ")
 
 
@@ -441,8 +490,9 @@ def test_a_file_named_like_data_in_a_directory_is_read_by_content(tmp_path):
     (root / "notes.dat").write_bytes(b"plain")
     inv = inventory(str(root))
     assert read_whole(inv) == ["kernels.dat"]
-    assert inv.libraries[0].notes == ("named 'kernels.dat', which no search by file name picks: read because its "
-                                      "content is an ELF file",)
+    assert inv.libraries[0].notes == (
+        "named 'kernels.dat', which no search by file name picks: read because its content is an ELF file",
+    )
 
 
 def test_fast_mode_leaves_lto_entries_out_of_what_it_did_not_verify():
@@ -458,6 +508,7 @@ def test_fast_mode_leaves_lto_entries_out_of_what_it_did_not_verify():
 
 
 # ---- zips inside a wheel: read in place or held, within bounds ----------------------------------
+
 
 def test_a_stored_zip_is_read_in_place_and_its_crc_checked_first(tmp_path):
     nested = zip_bytes([("lib/libin.so", GOOD), ("lib/libin2.so", GOOD)])
@@ -482,9 +533,13 @@ def test_a_zip_inside_declaring_more_than_the_in_memory_bound_is_not_read(tmp_pa
     p = tmp_path / WHEEL_NAME
     p.write_bytes(raw_zip([("demo/big.zip", stream, crc, size)]))
     inv = inventory(str(p))
-    assert inv.libraries == () and problems(inv) == [(
-        "E003", f"demo/big.zip: a zip of {size} bytes inside the archive, over the {256 << 20}-byte bound for zips "
-                f"read in memory; its members are not read")]
+    assert inv.libraries == () and problems(inv) == [
+        (
+            "E003",
+            f"demo/big.zip: a zip of {size} bytes inside the archive, over the {256 << 20}-byte bound for zips "
+            f"read in memory; its members are not read",
+        )
+    ]
 
 
 def test_zips_held_in_memory_are_bounded_together(tmp_path):
@@ -494,17 +549,27 @@ def test_zips_held_in_memory_are_bounded_together(tmp_path):
     stream, crc, size = zero_bomb(130, ZIP_HEAD)
     filler = os.urandom(17 << 19)
     p = tmp_path / WHEEL_NAME
-    p.write_bytes(raw_zip([("demo/a.zip", stream, crc, size), ("demo/b.zip", stream, crc, size),
-                           ("demo/data.bin", zlib_deflate(filler), zlib.crc32(filler), len(filler))]))
+    p.write_bytes(
+        raw_zip(
+            [
+                ("demo/a.zip", stream, crc, size),
+                ("demo/b.zip", stream, crc, size),
+                ("demo/data.bin", zlib_deflate(filler), zlib.crc32(filler), len(filler)),
+            ]
+        )
+    )
     inv = inventory(str(p))
     got = problems(inv)
     assert [c for c, _ in got] == ["E002", "E003"], got
     assert got[0][1].startswith("demo/a.zip: a zip whose members cannot be read: ")
-    assert got[1][1] == (f"demo/b.zip: a zip of {size} bytes inside the archive, over the {256 << 20}-byte bound "
-                         f"for zips read in memory; its members are not read")
+    assert got[1][1] == (
+        f"demo/b.zip: a zip of {size} bytes inside the archive, over the {256 << 20}-byte bound "
+        f"for zips read in memory; its members are not read"
+    )
 
 
 # ---- several targets, one call -----------------------------------------------------------------
+
 
 def test_each_target_keeps_its_own_libraries_and_problems(tmp_path):
     """Three targets read by one pool: each inventory holds exactly its own libraries (a mix-up
@@ -516,8 +581,9 @@ def test_each_target_keeps_its_own_libraries_and_problems(tmp_path):
     (tmp_path / "empty").mkdir()
     progress = artifacts.Progress()
     missing = str(tmp_path / "gone.so")
-    gone, a, b, e = artifacts.inventories([missing, str(first), str(second), str(tmp_path / "empty")],
-                                          progress=progress)
+    gone, a, b, e = artifacts.inventories(
+        [missing, str(first), str(second), str(tmp_path / "empty")], progress=progress
+    )
     assert (gone.target, a.target, b.target, e.target) == (missing, str(first), str(second), str(tmp_path / "empty"))
     assert (gone.kind, a.kind, b.kind, e.kind) == ("file", "wheel", "wheel", "directory") and gone.unusable
     assert read_whole(a) == ["demo/libz.so", "demo/libz2.so"] and read_whole(b) == ["demo/liba.so"]
@@ -532,6 +598,7 @@ def test_each_target_keeps_its_own_libraries_and_problems(tmp_path):
 
 
 # ---- an installed distribution ------------------------------------------------------------------
+
 
 def test_an_installed_distribution_is_read_from_its_record(tmp_path, monkeypatch):
     """The files its RECORD lists: libraries by name and by content, each once (a link to one is
@@ -548,8 +615,16 @@ def test_an_installed_distribution_is_read_from_its_record(tmp_path, monkeypatch
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: demo-dist\nVersion: 2.0\n")
     (pkg / "broken.zip").write_bytes(b"PK\x03\x04" + bytes(100))
     (pkg / "bundle.zip").write_bytes(zip_bytes([("libz.so", GOOD)]))  # read like a wheel's zip, within its budget
-    listed = ["demo_pkg/libgone.so", "demo_pkg/libk.so", "demo_pkg/libk.so.1", "demo_pkg/readme.txt",
-              "demo_pkg/broken.zip", "demo_pkg/bundle.zip", "demo_pkg/kernels.dat", "demo_dist-2.0.dist-info/METADATA"]
+    listed = [
+        "demo_pkg/libgone.so",
+        "demo_pkg/libk.so",
+        "demo_pkg/libk.so.1",
+        "demo_pkg/readme.txt",
+        "demo_pkg/broken.zip",
+        "demo_pkg/bundle.zip",
+        "demo_pkg/kernels.dat",
+        "demo_dist-2.0.dist-info/METADATA",
+    ]
     (info / "RECORD").write_text("".join(f"{f},,\n" for f in listed))
     monkeypatch.syspath_prepend(str(site))
     inv = inventory("demo-dist")
@@ -565,6 +640,7 @@ def test_an_installed_distribution_is_read_from_its_record(tmp_path, monkeypatch
 # paths the kernel cannot resolve, files that are not regular, and files of /proc and /sys that
 # stat as regular but cannot be read. Each is judged through `check` itself (exit code and
 # finding), and leaves nothing behind: nothing is written to the target or to the temp directory.
+
 
 def check_json(capsys, *args: str) -> tuple[int, list[tuple[str, str]]]:
     from archaudit.cli import main
@@ -651,8 +727,11 @@ def test_a_target_that_is_not_a_regular_file_is_e001_and_never_opened(tmp_path, 
 # to root: EIO (/proc/self/mem at offset 0, an unmapped page), EINVAL (clear_refs has no read),
 # EACCES (a write-only sysfs attribute: kernfs refuses to open it for reading).
 UNREADABLE = [p for p in ("/proc/self/mem", "/proc/self/clear_refs", "/sys/bus/pci/rescan") if os.path.isfile(p)]
-UNREADABLE_TOO = [p for p in ("/proc/thread-self/mem", "/proc/thread-self/clear_refs", "/sys/bus/pci/drivers_probe")
-                  if os.path.isfile(p)]  # other files of the same kinds (a file is read once, by its real path)
+UNREADABLE_TOO = [
+    p
+    for p in ("/proc/thread-self/mem", "/proc/thread-self/clear_refs", "/sys/bus/pci/drivers_probe")
+    if os.path.isfile(p)
+]  # other files of the same kinds (a file is read once, by its real path)
 
 
 def refused(path: str) -> str:
@@ -767,6 +846,7 @@ def test_a_wheel_removed_between_plan_and_read_fails_each_library_left(tmp_path,
 
 # ---- the reader pool ----------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_the_payload_bound_given_is_the_one_every_reader_applies(tmp_path, jobs):
     """--max-payload reaches each reader: lib_sm80.so's two entries (1,456 and 3,368 bytes) are
@@ -778,7 +858,8 @@ def test_the_payload_bound_given_is_the_one_every_reader_applies(tmp_path, jobs)
         for lib in bounded.libraries:
             assert [(q.code, q.message.split(": ", 1)[1]) for q in lib.problems] == [
                 ("E012", "sm_80 entry of 1456 bytes exceeds the 1000-byte bound"),
-                ("E012", "sm_80 entry of 3368 bytes exceeds the 1000-byte bound")]
+                ("E012", "sm_80 entry of 3368 bytes exceeds the 1000-byte bound"),
+            ]
         assert read_whole(artifacts.inventories([target], jobs=jobs)[0])
 
 
@@ -878,8 +959,12 @@ def test_the_archives_hazards_keep_their_code_and_member_and_a_member_chosen_by_
         ("E003", "demo/bundle.zip!../escape.so: member path escapes the archive ('..')"),
     ]
     notes = {lib.path: lib.notes for lib in inv.libraries}
-    assert notes == {"demo/bundle.zip!lib/libin.so": (), "demo/kernels.dat": (
-        "named 'kernels.dat', which no search by file name picks: read because its content is an ELF file",)}
+    assert notes == {
+        "demo/bundle.zip!lib/libin.so": (),
+        "demo/kernels.dat": (
+            "named 'kernels.dat', which no search by file name picks: read because its content is an ELF file",
+        ),
+    }
 
 
 def archive(path: Path, **kw):
@@ -887,8 +972,15 @@ def archive(path: Path, **kw):
     range reads do."""
     size = path.stat().st_size
     with open(path, "rb") as f:
-        return artifacts.archive_inventory(path.name, size, lambda at, n: os.pread(f.fileno(), n, at),
-                                           lambda: open(path, "rb"), jobs=1, decode=True, **kw)
+        return artifacts.archive_inventory(
+            path.name,
+            size,
+            lambda at, n: os.pread(f.fileno(), n, at),
+            lambda: open(path, "rb"),
+            jobs=1,
+            decode=True,
+            **kw,
+        )
 
 
 def test_an_archive_read_through_ranges_reports_as_a_wheel_on_disk_does(tmp_path):
@@ -909,7 +1001,13 @@ def test_an_archive_read_through_ranges_reports_as_a_wheel_on_disk_does(tmp_path
     inv = archive(many)
     took = time.perf_counter() - began
     assert (inv.target, inv.kind, inv.libraries, inv.unusable, inv.bytes_read, inv.distribution) == (
-        WHEEL_NAME, "wheel", (), False, 0, "demo-1.0")
+        WHEEL_NAME,
+        "wheel",
+        (),
+        False,
+        0,
+        "demo-1.0",
+    )
     assert problems(inv) == [too_many(many)]
     assert isinstance(inv.seconds, float) and 0 <= inv.seconds <= took  # its own read, measured; no time bound
 
@@ -917,11 +1015,17 @@ def test_an_archive_read_through_ranges_reports_as_a_wheel_on_disk_does(tmp_path
     good = wheel(tmp_path / "good" / WHEEL_NAME, [("demo/libk.so", GOOD), ("demo/libskip.so", GOOD)])
     told: list[list[str]] = []
     began = time.perf_counter()
-    inv = archive(good, keep=lambda name: name != "demo/libskip.so", on_members=lambda ms: told.append(
-        sorted(m.name for m in ms)))
+    inv = archive(
+        good, keep=lambda name: name != "demo/libskip.so", on_members=lambda ms: told.append(sorted(m.name for m in ms))
+    )
     took = time.perf_counter() - began
     assert (inv.target, inv.kind, inv.unusable, inv.bytes_read, inv.distribution) == (
-        WHEEL_NAME, "wheel", False, len(GOOD), "demo-1.0")
+        WHEEL_NAME,
+        "wheel",
+        False,
+        len(GOOD),
+        "demo-1.0",
+    )
     assert read_whole(inv) == ["demo/libk.so"] and problems(inv) == []
     assert isinstance(inv.seconds, float) and 0 <= inv.seconds <= took
     assert told == [["demo-1.0.dist-info/WHEEL", "demo/libk.so", "demo/libskip.so"]]

@@ -29,12 +29,18 @@ from helpers import (
 
 def test_a_librarys_containers_are_named_for_their_section_and_role():
     lib = read("lib.so", LIB_SM80)
-    assert containers(lib) == [(".nv_fatbin", "device-link", FATBIN_AT, 1536),
-                               (".nv_fatbin", "executable", FATBIN_AT + 1536, 3448)] and not lib.problems
+    assert (
+        containers(lib)
+        == [(".nv_fatbin", "device-link", FATBIN_AT, 1536), (".nv_fatbin", "executable", FATBIN_AT + 1536, 3448)]
+        and not lib.problems
+    )
     assert (lib.format, lib.size, lib.notes, lib.runpath) == ("elf", len(LIB_SM80), (), ())
     rdc = read("lib.so", (CUDA_BIN / "lib_rdc.so").read_bytes())  # __nv_relfatbin starts where .nv_fatbin ends
     assert [(s, r) for s, r, _, _ in containers(rdc)] == [
-        (".nv_fatbin", "device-link"), ("__nv_relfatbin", "relocatable"), ("__nv_relfatbin", "relocatable")]
+        (".nv_fatbin", "device-link"),
+        ("__nv_relfatbin", "relocatable"),
+        ("__nv_relfatbin", "relocatable"),
+    ]
     assert not rdc.problems
     incbin = read("lib.so", (CUDA_BIN.parent.parent / "readers" / "bin" / "lib_incbin_text.so").read_bytes())
     assert [(s, r) for s, r, _, _ in containers(incbin)] == [(".text", "embedded")] and not incbin.problems
@@ -44,7 +50,8 @@ def test_a_container_overrunning_its_section_is_e011_twice():
     lib = read("lib.so", with_section(LIB_SM80, ".nv_fatbin", size=FATBIN_SIZE - 8))
     assert problems(lib) == [
         ("E011", f"fatbin container at 0x{FATBIN_AT + 1536:x} overruns section .nv_fatbin", FATBIN_AT + 1536),
-        ("E011", f".nv_fatbin: its containers declare {FATBIN_SIZE} bytes, 8 more than the section holds", FATBIN_AT)]
+        ("E011", f".nv_fatbin: its containers declare {FATBIN_SIZE} bytes, 8 more than the section holds", FATBIN_AT),
+    ]
 
 
 def test_an_empty_fatbin_section_and_containers_in_no_section():
@@ -53,7 +60,8 @@ def test_an_empty_fatbin_section_and_containers_in_no_section():
     assert problems(lib) == [
         ("E011", f"fatbin container at 0x{FATBIN_AT:x} lies in no section", FATBIN_AT),
         ("E011", f"fatbin container at 0x{FATBIN_AT + 1536:x} lies in no section", FATBIN_AT + 1536),
-        ("E011", ".nv_fatbin is empty (nvcc never writes an empty fatbin section)", FATBIN_AT)]
+        ("E011", ".nv_fatbin is empty (nvcc never writes an empty fatbin section)", FATBIN_AT),
+    ]
 
 
 INCBIN = (CUDA_BIN.parent.parent / "readers" / "bin" / "lib_incbin_text.so").read_bytes()  # a container in .text
@@ -64,11 +72,10 @@ def renamed(data: bytes, name: str, to: str) -> bytes:
     """The library with section `name` named as section `to` is (its sh_name)."""
     shoff, secs = elf_sections(data)
     at, named = shoff + 64 * secs[name][0], shoff + 64 * secs[to][0]
-    return data[:at] + data[named:named + 4] + data[at + 4:]
+    return data[:at] + data[named : named + 4] + data[at + 4 :]
 
 
-EMPTY_OUTSIDE = ("is empty (nvcc writes empty ones only in its fatbin section): nothing accounts for the bytes "
-                 "after it")
+EMPTY_OUTSIDE = "is empty (nvcc writes empty ones only in its fatbin section): nothing accounts for the bytes after it"
 
 
 def test_a_container_cut_to_nothing_outside_a_fatbin_section_is_e011():
@@ -80,12 +87,19 @@ def test_a_container_cut_to_nothing_outside_a_fatbin_section_is_e011():
     cut = patched(INCBIN, INCBIN_AT + 8, "<Q", lambda _: 0)
     empty = ("E011", f"fatbin container at 0x{INCBIN_AT:x} in .text {EMPTY_OUTSIDE}", INCBIN_AT)
     assert problems(read("lib.so", cut)) == [
-        ("E011", f"fatbin container at 0x{INCBIN_AT:x}: an entry follows its declared end, so its size hides "
-                 f"entries", INCBIN_AT + 16), empty]
+        (
+            "E011",
+            f"fatbin container at 0x{INCBIN_AT:x}: an entry follows its declared end, so its size hides entries",
+            INCBIN_AT + 16,
+        ),
+        empty,
+    ]
     lib = read("lib.so", patched(cut, INCBIN_AT + 16 + 2, "<H", lambda _: 0))  # and the entry's version
     # the entry's uncompressed cubin, no longer inside any container, is a whole cubin of its own
-    assert [(c.section, c.role, len(c.entries)) for c in lib.containers] == [(".text", "embedded", 0),
-                                                                            (".text", "cubin", 1)]
+    assert [(c.section, c.role, len(c.entries)) for c in lib.containers] == [
+        (".text", "embedded", 0),
+        (".text", "cubin", 1),
+    ]
     assert problems(lib) == [empty]
 
 
@@ -95,40 +109,50 @@ def test_nvlinks_empty_container_is_accounted_in_nv_fatbin_only():
     data = (CUDA_BIN / "lib_ptx90.so").read_bytes()
     lib = read("lib.so", data)
     assert [(c.section, c.role, len(c.entries)) for c in lib.containers] == [
-        (".nv_fatbin", "device-link", 0), (".nv_fatbin", "executable", 1)] and not lib.problems
+        (".nv_fatbin", "device-link", 0),
+        (".nv_fatbin", "executable", 1),
+    ] and not lib.problems
     _, secs = elf_sections(data)
     at = secs[".nv_fatbin"][1]
     lib = read("lib.so", renamed(data, ".nv_fatbin", ".rodata"))
     assert [(c.section, c.role, len(c.entries)) for c in lib.containers] == [
-        (".rodata", "embedded", 0), (".rodata", "embedded", 1)]
+        (".rodata", "embedded", 0),
+        (".rodata", "embedded", 1),
+    ]
     assert problems(lib) == [("E011", f"fatbin container at 0x{at:x} in .rodata {EMPTY_OUTSIDE}", at)]
 
 
 @pytest.mark.parametrize("lead, bad", [(7, False), (8, True)])
 def test_bytes_before_the_first_container_are_fewer_than_the_alignment(lead, bad):
     lib = read("lib.so", with_section(LIB_SM80, ".nv_fatbin", offset=FATBIN_AT - lead, size=FATBIN_SIZE + lead))
-    want = [("E011", f".nv_fatbin: {lead} of its {FATBIN_SIZE + lead} bytes are not a valid fatbin container",
-             FATBIN_AT - lead)]
+    want = [
+        (
+            "E011",
+            f".nv_fatbin: {lead} of its {FATBIN_SIZE + lead} bytes are not a valid fatbin container",
+            FATBIN_AT - lead,
+        )
+    ]
     assert problems(lib) == (want if bad else [])
 
 
-@pytest.mark.parametrize("tail, addralign, bad", [(7, 8, False), (8, 8, True), (8, 256, False), (255, 256, False),
-                                                  (256, 256, True)])
-
-
+@pytest.mark.parametrize(
+    "tail, addralign, bad", [(7, 8, False), (8, 8, True), (8, 256, False), (255, 256, False), (256, 256, True)]
+)
 def test_zeros_after_the_last_container_are_shorter_than_the_sections_alignment(tail, addralign, bad):
     """aarch64 libraries align containers to 256 bytes: zero padding up to the section's own
     alignment may end it; more is not padding."""
     data = with_section(LIB_SM80, ".nv_fatbin", size=FATBIN_SIZE + tail, addralign=addralign, zero_after=tail)
-    want = [("E011", f".nv_fatbin: {tail} of its {FATBIN_SIZE + tail} bytes are not a valid fatbin container",
-             FATBIN_AT)]
+    want = [
+        ("E011", f".nv_fatbin: {tail} of its {FATBIN_SIZE + tail} bytes are not a valid fatbin container", FATBIN_AT)
+    ]
     assert problems(read("lib.so", data)) == (want if bad else [])
 
 
 def test_padding_after_a_container_must_be_zeros():
     data = with_section(LIB_SM80, ".nv_fatbin", size=FATBIN_SIZE + 7)  # the next section's bytes, not zeros
     assert problems(read("lib.so", data)) == [
-        ("E011", f".nv_fatbin: 7 of its {FATBIN_SIZE + 7} bytes are not a valid fatbin container", FATBIN_AT)]
+        ("E011", f".nv_fatbin: 7 of its {FATBIN_SIZE + 7} bytes are not a valid fatbin container", FATBIN_AT)
+    ]
 
 
 def test_a_bundle_a_wrapper_registers_must_be_found_and_the_section_covered():
@@ -138,7 +162,8 @@ def test_a_bundle_a_wrapper_registers_must_be_found_and_the_section_covered():
     assert [(c.section, c.offset) for c in lib.containers] == [(".hip_fatbin", 0x3000)]
     assert problems(lib) == [
         ("E030", "HIP wrapper at 0xc050 registers 0x8000, where no valid offload bundle was found", 0x8000),
-        ("E030", ".hip_fatbin: 14344 of its 32152 bytes are not a valid offload bundle", 0x3000)]
+        ("E030", ".hip_fatbin: 14344 of its 32152 bytes are not a valid offload bundle", 0x3000),
+    ]
 
 
 @pytest.mark.parametrize("which, wrapper", [(0, 0x4088), (1, 0x40A0)])
@@ -153,7 +178,8 @@ def test_a_container_a_wrapper_registers_must_be_found(which, wrapper):
     assert [(c.offset, c.role) for c in lib.containers] == [kept]
     assert problems(lib) == [
         ("E011", f"fatbin wrapper at 0x{wrapper:x} registers 0x{at:x}, where no fatbin container was found", at),
-        ("E011", f".nv_fatbin: {size} of its {FATBIN_SIZE} bytes are not a valid fatbin container", FATBIN_AT)]
+        ("E011", f".nv_fatbin: {size} of its {FATBIN_SIZE} bytes are not a valid fatbin container", FATBIN_AT),
+    ]
 
 
 # ---- zero padding between two containers, aligned to the section's start ---------------------------
@@ -166,11 +192,12 @@ def with_gap(gap: int, lead: int = 4, addralign: int = 16) -> bytes:
     its first container with alignment `addralign`."""
     second = FATBIN_AT + 1536
     out = bytearray(LIB_SM80)
-    out[second:second + gap] = bytes(gap)
-    out[second + gap:second + gap + 3448] = LIB_SM80[second:second + 3448]
+    out[second : second + gap] = bytes(gap)
+    out[second + gap : second + gap + 3448] = LIB_SM80[second : second + 3448]
     out = bytearray(patched(bytes(out), 0x40A8, "<Q", lambda a: a + gap))
-    return with_section(bytes(out), ".nv_fatbin", offset=FATBIN_AT - lead, size=lead + FATBIN_SIZE + gap,
-                        addralign=addralign)
+    return with_section(
+        bytes(out), ".nv_fatbin", offset=FATBIN_AT - lead, size=lead + FATBIN_SIZE + gap, addralign=addralign
+    )
 
 
 @pytest.mark.parametrize("gap, lead, bad", [(12, 4, False), (8, 4, True), (16, 0, True)])
@@ -183,9 +210,12 @@ def test_zeros_between_containers_end_where_the_section_is_aligned(gap, lead, ba
     from the file: both agree.)"""
     lib = read("lib.so", with_gap(gap, lead))
     second = FATBIN_AT + 1536 + gap
-    assert containers(lib) == [(".nv_fatbin", "device-link", FATBIN_AT, 1536),
-                               (".nv_fatbin", "executable", second, 3448)]
+    assert containers(lib) == [
+        (".nv_fatbin", "device-link", FATBIN_AT, 1536),
+        (".nv_fatbin", "executable", second, 3448),
+    ]
     size = lead + FATBIN_SIZE + gap
-    want = [("E011", f".nv_fatbin: {gap + lead} of its {size} bytes are not a valid fatbin container",
-             FATBIN_AT - lead)]
+    want = [
+        ("E011", f".nv_fatbin: {gap + lead} of its {size} bytes are not a valid fatbin container", FATBIN_AT - lead)
+    ]
     assert problems(lib) == (want if bad else [])

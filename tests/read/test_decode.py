@@ -69,17 +69,22 @@ def decoded_sass(path: Path) -> list[tuple[str, tuple[str, ...]]]:
 
 
 @needs_cuobjdump
-@pytest.mark.parametrize("path, calls", [
-    (SMOKE_BIN / "rdc_ext.fatbin", [("sm_90", ("_Z10rdc_helperf",))]),
-    (SMOKE_BIN / "rdc_self.fatbin", [("sm_90", ())]),
-    (CUDA_BIN / "rdc_b.o", [("sm_80", ("_Z5scalef",))]),
-], ids=lambda v: v.name if isinstance(v, Path) else None)
+@pytest.mark.parametrize(
+    "path, calls",
+    [
+        (SMOKE_BIN / "rdc_ext.fatbin", [("sm_90", ("_Z10rdc_helperf",))]),
+        (SMOKE_BIN / "rdc_self.fatbin", [("sm_90", ())]),
+        (CUDA_BIN / "rdc_b.o", [("sm_80", ("_Z5scalef",))]),
+    ],
+    ids=lambda v: v.name if isinstance(v, Path) else None,
+)
 def test_a_decoded_relocatable_cubin_names_what_it_calls_without_carrying(path, calls):
     """The default decode reads each cubin's undefined symbols, less those the driver supplies:
     cuobjdump lists the same symbols undefined in the same cubin."""
     assert decoded_sass(path) == calls
-    listed = [(arch, tuple(s for s in syms if not s.startswith(DRIVER_SUPPLIED)))
-              for arch, syms in cuobjdump_undefined(path)]
+    listed = [
+        (arch, tuple(s for s in syms if not s.startswith(DRIVER_SUPPLIED))) for arch, syms in cuobjdump_undefined(path)
+    ]
     assert listed == calls
 
 
@@ -91,8 +96,10 @@ def test_a_device_linked_library_keeps_its_relocatable_objects_unresolved_calls(
     assert not lib.problems, lib.problems
     by_role = sorted((c.role, e.unresolved) for c in lib.containers for e in c.entries if e.kind == "sass")
     assert by_role == [("device-link", ()), ("relocatable", ()), ("relocatable", ("_Z5scalef",))]
-    listed = sorted(tuple(s for s in syms if not s.startswith(DRIVER_SUPPLIED))
-                    for _, syms in cuobjdump_undefined(CUDA_BIN / "lib_rdc.so"))
+    listed = sorted(
+        tuple(s for s in syms if not s.startswith(DRIVER_SUPPLIED))
+        for _, syms in cuobjdump_undefined(CUDA_BIN / "lib_rdc.so")
+    )
     assert listed == sorted(u for _, u in by_role)
 
 
@@ -108,15 +115,19 @@ def test_the_unresolved_call_is_what_makes_the_cubin_not_loadable_alone():
     assert P.predict(own, H200).outcome is P.Outcome.NATIVE
 
 
-@pytest.mark.parametrize("args, rc, codes", [
-    # a bare fatbin has no linker: the cubin the H200 refuses alone (500) covers nothing (G013);
-    # the relocatable cubin that carries what it calls loads (0) and covers its GPU
-    (["--arch", "sm_90", str(SMOKE_BIN / "rdc_ext.fatbin")], 1, ["G013"]),
-    (["--arch", "sm_90", str(SMOKE_BIN / "rdc_self.fatbin")], 0, ["D002"]),
-    ([str(SMOKE_BIN / "rdc_ext.fatbin")], 1, ["C001", "D002"]),
-    # in __nv_relfatbin, relocatable objects are never coverage
-    (["--arch", "sm_80", str(CUDA_BIN / "rdc_b.o")], 1, ["G001", "G006", "G007"]),
-], ids=["ext-claimed", "self-claimed", "ext-no-claim", "rdc_b.o"])
+@pytest.mark.parametrize(
+    "args, rc, codes",
+    [
+        # a bare fatbin has no linker: the cubin the H200 refuses alone (500) covers nothing (G013);
+        # the relocatable cubin that carries what it calls loads (0) and covers its GPU
+        (["--arch", "sm_90", str(SMOKE_BIN / "rdc_ext.fatbin")], 1, ["G013"]),
+        (["--arch", "sm_90", str(SMOKE_BIN / "rdc_self.fatbin")], 0, ["D002"]),
+        ([str(SMOKE_BIN / "rdc_ext.fatbin")], 1, ["C001", "D002"]),
+        # in __nv_relfatbin, relocatable objects are never coverage
+        (["--arch", "sm_80", str(CUDA_BIN / "rdc_b.o")], 1, ["G001", "G006", "G007"]),
+    ],
+    ids=["ext-claimed", "self-claimed", "ext-no-claim", "rdc_b.o"],
+)
 def test_what_check_reports_for_relocatable_code(capsys, args, rc, codes):
     got = main(["check", "-q", "--format", "json", "--no-config", *args])
     report = json.loads(capsys.readouterr().out)
@@ -125,6 +136,7 @@ def test_what_check_reports_for_relocatable_code(capsys, args, rc, codes):
 
 
 # ---- decoding into a worker's buffer: the same answers as the general path -----------------------------
+
 
 def libraries_compared(name: str) -> tuple[Library, Library]:
     """The library scanned with a decode pool (payloads decoded into each worker's DecodeBuffer)
@@ -140,8 +152,9 @@ def libraries_compared(name: str) -> tuple[Library, Library]:
     return pooled, scan_stream(name, len(data), chunks)
 
 
-@pytest.mark.parametrize("name", ["lib_cmp_speed_all.so", "lib_cmp_size_all.so", "lib_cmp_balance.so",
-                                  "lib_cmp_speed.so"])
+@pytest.mark.parametrize(
+    "name", ["lib_cmp_speed_all.so", "lib_cmp_size_all.so", "lib_cmp_balance.so", "lib_cmp_speed.so"]
+)
 def test_nvccs_compressed_entries_decode_the_same_into_a_buffer(name):
     """nvcc's -compress-mode (speed: LZ4, size and balance: zstd) and -compress-all: every entry
     decodes to the same kernels, toolkit and target with the pool's buffers as without."""
@@ -163,11 +176,15 @@ def test_a_buffered_decode_is_bounded_and_placed_like_the_general_one():
     hu, _ = sass_entry(CUBIN, 80, zstd=True)
     hu = replace(hu, compressed_size=len(unsized), payload_size=len(unsized))
     assert bytes(fatbin.decode_payload_into(hu, unsized, 777, len(CUBIN), buffer)) == CUBIN
-    for header, payload, bound in ((h, sized, len(CUBIN) - 1), (h, sized[:-8], len(CUBIN)),
-                                   (hu, unsized, len(CUBIN) - 1)):
+    for header, payload, bound in (
+        (h, sized, len(CUBIN) - 1),
+        (h, sized[:-8], len(CUBIN)),
+        (hu, unsized, len(CUBIN) - 1),
+    ):
         with pytest.raises(FatbinError) as general:
             fatbin.decode_payload(header, payload, 777, bound)
         with pytest.raises(FatbinError) as buffered:
             fatbin.decode_payload_into(header, payload, 777, bound, buffer)
-        assert (buffered.value.code, buffered.value.offset) == (general.value.code, general.value.offset) == (
-            "E012", 777), (general.value.message, buffered.value.message)
+        assert (
+            (buffered.value.code, buffered.value.offset) == (general.value.code, general.value.offset) == ("E012", 777)
+        ), (general.value.message, buffered.value.message)

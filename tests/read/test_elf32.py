@@ -28,8 +28,7 @@ def test_a_32_bit_library_without_device_code_is_host_code(capsys: pytest.Captur
     assert oracle.list_entries(ELF32 / "libhost32.so") == []  # cuobjdump: "does not contain device code"
 
 
-def test_a_32_bit_library_with_device_code_is_unsupported_and_fails_closed(
-        capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_32_bit_library_with_device_code_is_unsupported_and_fails_closed(capsys: pytest.CaptureFixture[str]) -> None:
     rc, rep = check(capsys, str(ELF32 / "libfatbin32.so"))
     (t,) = rep["targets"]
     (e,) = [f for f in t["findings"] if f["code"] == "E020"]
@@ -39,7 +38,8 @@ def test_a_32_bit_library_with_device_code_is_unsupported_and_fails_closed(
 
 
 def test_a_wheel_of_32_bit_helpers_beside_its_libraries_is_judged_by_its_libraries(
-        tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The 32-bit helper next to a library that covers the claim: the verdict is the library's."""
     d = tmp_path / "pkg"
     (d / "x86").mkdir(parents=True)

@@ -52,8 +52,10 @@ def test_scanner_reads_needed_and_runpath_in_any_chunking():
     expected = readelf_dynamic(path)
     assert expected["RUNPATH"]
     for chunk in range(64, 20000, 61):
+
         def chunks(step: int = chunk) -> Iterator[bytes]:
             for i in range(0, len(data), step):
-                yield data[i:i + step]
+                yield data[i : i + step]
+
         lib = scan_stream(path.name, len(data), chunks, decode=False)
         assert (list(lib.needed), list(lib.runpath)) == (expected["NEEDED"], expected["RUNPATH"]), chunk

@@ -48,30 +48,36 @@ def test_needed_names_far_into_the_dynamic_string_table_are_read():
 
 
 def test_a_segment_outside_the_file_is_e010_and_nothing_else():
-    phoff, = struct.unpack_from("<Q", LIB_SM80, 0x20)  # program header 0: PT_LOAD; p_filesz at +32
+    (phoff,) = struct.unpack_from("<Q", LIB_SM80, 0x20)  # program header 0: PT_LOAD; p_filesz at +32
     data = patched(LIB_SM80, phoff + 32, "<Q", lambda _: len(LIB_SM80) + 1)
-    assert read("lib.so", data) == Library("lib.so", len(data), "elf", problems=(
-        Problem(Code.E010, "malformed ELF: segment 0 lies outside the file"),))
+    assert read("lib.so", data) == Library(
+        "lib.so", len(data), "elf", problems=(Problem(Code.E010, "malformed ELF: segment 0 lies outside the file"),)
+    )
 
 
 def summary(lib: Library) -> tuple[object, ...]:
-    return (lib.format, [(c.section, c.role, c.offset, c.size, len(c.entries)) for c in lib.containers],
-            lib.needed, lib.runpath, lib.problems)
+    return (
+        lib.format,
+        [(c.section, c.role, c.offset, c.size, len(c.entries)) for c in lib.containers],
+        lib.needed,
+        lib.runpath,
+        lib.problems,
+    )
 
 
 def moved_table(data: bytes, gap: int, names_gap: int | None = None) -> bytes:
     """The library with its section header table moved `gap` bytes past the end of the file
     (e_shoff patched) and, with names_gap, .shstrtab copied that far past the end first (its
     sh_offset patched): every section's bytes stay where they were."""
-    shoff, = struct.unpack_from("<Q", data, 0x28)
+    (shoff,) = struct.unpack_from("<Q", data, 0x28)
     shnum, shstrndx = struct.unpack_from("<HH", data, 0x3C)
-    table = bytearray(data[shoff:shoff + 64 * shnum])
+    table = bytearray(data[shoff : shoff + 64 * shnum])
     out = bytearray(data)
     if names_gap is not None:
         names_at, names_size = struct.unpack_from("<QQ", table, 64 * shstrndx + 24)
         out += bytes(names_gap)
         struct.pack_into("<Q", table, 64 * shstrndx + 24, len(out))
-        out += data[names_at:names_at + names_size]
+        out += data[names_at : names_at + names_size]
     out += bytes(gap)
     struct.pack_into("<Q", out, 0x28, len(out))
     return bytes(out + table)
@@ -105,14 +111,15 @@ def test_an_object_file_without_segments_is_searched_whole():
     """nvcc -c kern.cu: no program headers, so every byte is searched for every record."""
     lib = read("kern.o", (CUDA_BIN / "kern.o").read_bytes())
     assert [(c.section, c.role, c.size, [e.target for e in c.entries]) for c in lib.containers] == [
-        (".nv_fatbin", "executable", 3448, ["sm_80"])] and not lib.problems
+        (".nv_fatbin", "executable", 3448, ["sm_80"])
+    ] and not lib.problems
 
 
 def test_a_container_in_bytes_no_segment_maps_is_found_and_lies_in_no_section():
     """Between lib_sm80.so's code segment (ends 0x1699) and its read-only one (0x2000): a copy of
     its 1,536-byte device-link container, which cuModuleLoadData could load from there."""
     at = 0x16A0
-    data = with_strings(LIB_SM80, (at, LIB_SM80[FATBIN_AT:FATBIN_AT + 1536]))
+    data = with_strings(LIB_SM80, (at, LIB_SM80[FATBIN_AT : FATBIN_AT + 1536]))
     lib = read("lib.so", data)
     assert (at, "embedded", "") in [(c.offset, c.role, c.section) for c in lib.containers]
     assert problems(lib) == [("E011", f"fatbin container at 0x{at:x} lies in no section", at)]
@@ -126,7 +133,7 @@ def test_claims_are_not_read_from_bytes_past_the_last_segment():
 def test_claims_are_read_from_code_in_a_layout_without_separate_code():
     """Older layouts map the ELF header, .text and .rodata in one R+X segment: its string
     literals are in the executable segment, which is then searched for claims."""
-    phoff, = struct.unpack_from("<Q", LIB_SM80, 0x20)
+    (phoff,) = struct.unpack_from("<Q", LIB_SM80, 0x20)
     data = with_strings(LIB_SM80, (TEXT, b"\0" + CLAIM + b"\0"))
     assert read("lib.so", data).embedded_claims == ()  # separate code: not searched
     data = patched(data, phoff + 4, "<I", lambda _: 5)  # program header 0 (offset 0): R -> R+X
@@ -136,7 +143,7 @@ def test_claims_are_read_from_code_in_a_layout_without_separate_code():
 def test_a_load_segment_inside_another_does_not_end_the_zones():
     """Program header 5 (PT_NOTE inside the first PT_LOAD) relabelled PT_LOAD: the segments after
     it are still searched for what each may hold (wrappers in writable data)."""
-    phoff, = struct.unpack_from("<Q", LIB_SM80, 0x20)
+    (phoff,) = struct.unpack_from("<Q", LIB_SM80, 0x20)
     data = patched(LIB_SM80, phoff + 5 * 56, "<I", lambda _: 1)
     assert summary(read("lib.so", data)) == summary(read("lib.so", LIB_SM80))
 
@@ -145,7 +152,7 @@ def test_a_load_segment_inside_another_does_not_end_the_zones():
 def test_offload_bundles_are_found_in_code_and_writable_segments(flags, first):
     """hip_two_plain.so's .hip_fatbin lies in its read-only segment (program header 2): mapped
     R+X in a layout without separate code, or writable, its bundles are still found."""
-    phoff, = struct.unpack_from("<Q", TWO_PLAIN, 0x20)
+    (phoff,) = struct.unpack_from("<Q", TWO_PLAIN, 0x20)
     data = patched(patched(TWO_PLAIN, phoff + 2 * 56 + 4, "<I", lambda _: flags), phoff + 4, "<I", lambda _: first)
     lib = read("lib.so", data)
     assert [(c.section, c.offset) for c in lib.containers] == [(".hip_fatbin", 0x3000), (".hip_fatbin", 0x8000)]
@@ -161,8 +168,10 @@ def test_an_amd_object_file_without_segments_is_searched_for_bundles():
     data = (AMD_BIN / "hip_gfx90a.o").read_bytes()
     lib = read("hip_gfx90a.o", data)
     kernels = ("_Z5scaleIdEvPT_S0_", "_Z5scaleIfEvPT_S0_", "saxpy")  # kernels.hip
-    assert [(c.vendor, c.section, c.offset, [(e.target, tuple(sorted(e.kernels or ()))) for e in c.entries])
-            for c in lib.containers] == [("amd", ".hip_fatbin", 0x1000, [("gfx90a", kernels)])]
+    assert [
+        (c.vendor, c.section, c.offset, [(e.target, tuple(sorted(e.kernels or ()))) for e in c.entries])
+        for c in lib.containers
+    ] == [("amd", ".hip_fatbin", 0x1000, [("gfx90a", kernels)])]
     assert lib.format == "elf" and not lib.problems
 
 

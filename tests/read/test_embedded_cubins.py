@@ -63,8 +63,9 @@ def test_a_cubin_inside_a_fatbin_container_is_not_counted_twice():
     cubins = [c for c in lib.containers if c.role == CUBIN]
     assert [(c.section, c.entries[0].target) for c in cubins] == [(".rodata", "sm_90")]
     in_fatbin = [("ELF", e.target) for c in lib.containers if c.role != CUBIN for e in c.entries if e.kind == SASS]
-    assert sorted(in_fatbin) == sorted(x for x in oracle.list_entries(BIN / "lib_fatbin80_embedded90.so")
-                                       if x[0] == "ELF")
+    assert sorted(in_fatbin) == sorted(
+        x for x in oracle.list_entries(BIN / "lib_fatbin80_embedded90.so") if x[0] == "ELF"
+    )
     assert all(e.compression == "none" for c in lib.containers for e in c.entries)
 
 
@@ -86,8 +87,9 @@ def test_each_embedded_cubin_is_judged_on_its_own(capsys):
 
 
 def test_detail_containers_shows_the_embedded_cubin(capsys):
-    rc = main(["check", "--no-config", "--detail", "containers", "--arch", "80",
-               str(BIN / "lib_embedded_cubin_sm80.so")])
+    rc = main(
+        ["check", "--no-config", "--detail", "containers", "--arch", "80", str(BIN / "lib_embedded_cubin_sm80.so")]
+    )
     text = capsys.readouterr().out
     assert rc == 0
     assert "1 whole cubin outside any container, loaded by the library itself, in .rodata: sm_80" in text
@@ -99,11 +101,14 @@ def _damaged(mutate) -> bytes:
     return bytes(data)
 
 
-@pytest.mark.parametrize("what, mutate", [
-    ("section table past the file", lambda d, at: struct.pack_into("<Q", d, at + 40, len(d))),
-    ("no section table", lambda d, at: struct.pack_into("<H", d, at + 60, 0)),
-    ("no CUDA architecture", lambda d, at: struct.pack_into("<I", d, at + 48, 0)),
-])
+@pytest.mark.parametrize(
+    "what, mutate",
+    [
+        ("section table past the file", lambda d, at: struct.pack_into("<Q", d, at + 40, len(d))),
+        ("no section table", lambda d, at: struct.pack_into("<H", d, at + 60, 0)),
+        ("no CUDA architecture", lambda d, at: struct.pack_into("<I", d, at + 48, 0)),
+    ],
+)
 def test_a_damaged_embedded_cubin_fails_closed(what, mutate):
     lib = library_from_bytes("lib.so", _damaged(mutate))
     assert [p.code for p in lib.problems] == ["E014"], what
@@ -149,11 +154,16 @@ def test_cupti_carries_its_tool_kernels_as_whole_cubins(capsys):
     gaps inside the range its release documents are its dispatch (K005)."""
     from archaudit.read.artifacts import inventory
     from wheels import fetch
+
     wheel = str(fetch("nvidia-cuda-cupti-cu12", "12.9.79"))
     inv = inventory(wheel, decode=False)
     count = {lib.path.rsplit("/", 1)[-1]: sum(c.role == CUBIN for c in lib.containers) for lib in inv.libraries}
-    assert {k: v for k, v in count.items() if v} == {"libcupti.so.12": 71, "libnvperf_host.so": 20,
-                                                      "libnvperf_target.so": 20, "libcheckpoint.so": 4}
+    assert {k: v for k, v in count.items() if v} == {
+        "libcupti.so.12": 71,
+        "libnvperf_host.so": 20,
+        "libnvperf_target.so": 20,
+        "libcheckpoint.so": 4,
+    }
     assert not [p for lib in inv.libraries for p in lib.problems if "cubin at" in p.message]
     rc, rep = _check(capsys, wheel, "--arch", "75;80;90;100;120")
     assert rc == 0 and "K004" not in _codes(rep) and "K005" in _codes(rep)

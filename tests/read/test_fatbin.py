@@ -54,15 +54,22 @@ def test_the_fixture_entries_read():
 
 # ---- entry headers -----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("room, words", [(63, "63 bytes left in the container, too few for an entry"),
-                                         (64, "entry overruns its container")])
+
+@pytest.mark.parametrize(
+    "room, words", [(63, "63 bytes left in the container, too few for an entry"), (64, "entry overruns its container")]
+)
 def test_room_for_an_entry(room, words):
     refused("E011", words, entry, SASS_AT, FATBIN, room)
 
 
-@pytest.mark.parametrize("kind, code, words", [(3, "E013", "entry kind 3 is unknown"),
-                                               (0, "E013", "entry kind 0 is unknown"),
-                                               (4, "E013", "entry kind 4 (pre-ELF cubin) cannot be verified")])
+@pytest.mark.parametrize(
+    "kind, code, words",
+    [
+        (3, "E013", "entry kind 3 is unknown"),
+        (0, "E013", "entry kind 0 is unknown"),
+        (4, "E013", "entry kind 4 (pre-ELF cubin) cannot be verified"),
+    ],
+)
 def test_entry_kinds(kind, code, words):
     refused(code, words, entry, SASS_AT, patched(SASS_AT, "<H", 0, kind))
 
@@ -93,8 +100,13 @@ def test_architecture_bounds(arch, ok):
 
 def test_compressed_entry_sizes():
     csize = entry(PTX_AT).compressed_size
-    refused("E011", f"compressed size {392 + 8} exceeds the payload area 392", entry, PTX_AT,
-            patched(PTX_AT, "<I", 16, 392 + 8))
+    refused(
+        "E011",
+        f"compressed size {392 + 8} exceeds the payload area 392",
+        entry,
+        PTX_AT,
+        patched(PTX_AT, "<I", 16, 392 + 8),
+    )
     assert entry(PTX_AT, patched(PTX_AT, "<I", 16, 392)).compressed_size == 392 >= csize
     refused("E011", "compressed entry declares no uncompressed size", entry, PTX_AT, patched(PTX_AT, "<Q", 56, 0))
 
@@ -111,6 +123,7 @@ def test_identifier_within_the_entry_header(id_off, id_len, ok):
 
 
 # ---- payload starts, for audits that do not decode ----------------------------------------------
+
 
 def test_a_cubin_payload_start_must_be_the_cubin_its_header_says():
     h = entry()
@@ -148,25 +161,44 @@ def test_a_cuda_12_cubin_start_is_read_in_the_e_flags_layout_of_its_elf_abi():
     as_abi8 = old[:8] + b"\x08" + old[9:]  # the same flags read in the new layout: sm_5
     refused("E014", "cubin says sm_5, entry header says sm_90", fatbin.check_payload_start, sm90, as_abi8, 0)
     new = CUBIN[:64]  # nvcc 13: ABI 8, 80 in the second byte
-    refused("E014", "cubin says sm_4, entry header says sm_80", fatbin.check_payload_start, entry(),
-            new[:8] + b"\x07" + new[9:], 0)
+    refused(
+        "E014",
+        "cubin says sm_4, entry header says sm_80",
+        fatbin.check_payload_start,
+        entry(),
+        new[:8] + b"\x07" + new[9:],
+        0,
+    )
 
 
 def test_a_zstd_payload_start_must_be_a_frame_of_the_declared_size():
     h = entry(PTX_AT)
-    payload = FATBIN[PTX_AT + h.header_size:PTX_AT + h.header_size + 64]
+    payload = FATBIN[PTX_AT + h.header_size : PTX_AT + h.header_size + 64]
     fatbin.check_payload_start(h, payload, 0)
-    refused("E012", "zstd payload does not start with a zstd frame", fatbin.check_payload_start, h,
-            b"\x28\xb5\x2f\xfe" + payload[4:], 0)
+    refused(
+        "E012",
+        "zstd payload does not start with a zstd frame",
+        fatbin.check_payload_start,
+        h,
+        b"\x28\xb5\x2f\xfe" + payload[4:],
+        0,
+    )
     refused("E012", "zstd frame header is corrupt", fatbin.check_payload_start, h, payload[:5], 0)
     wrong = entry(PTX_AT, patched(PTX_AT, "<Q", 56, h.uncompressed_size + 1))
-    refused("E012", f"zstd frame declares {h.uncompressed_size} bytes, header says {h.uncompressed_size + 1}",
-            fatbin.check_payload_start, wrong, payload, 0)
+    refused(
+        "E012",
+        f"zstd frame declares {h.uncompressed_size} bytes, header says {h.uncompressed_size + 1}",
+        fatbin.check_payload_start,
+        wrong,
+        payload,
+        0,
+    )
     unknown = zstandard.ZstdCompressor(write_content_size=False).compress(b"x" * 100)
     fatbin.check_payload_start(h, unknown[:64], 0)  # a frame without a size: the decode checks it
 
 
 # ---- zstd payloads decoded --------------------------------------------------------------------
+
 
 def ptx_entry_with(payload: bytes, usize: int) -> tuple[fatbin.EntryHeader, bytes]:
     """The PTX entry's header with another payload of the same compressed size budget."""
@@ -178,17 +210,17 @@ def ptx_entry_with(payload: bytes, usize: int) -> tuple[fatbin.EntryHeader, byte
     return fatbin.parse_entry_header(bytes(data), PTX_AT, h.header_size + len(payload), PTX_AT), payload
 
 
-PTX_TEXT = fatbin.decode_payload(entry(PTX_AT), FATBIN[PTX_AT + 80:PTX_AT + 80 + 392], 0)
+PTX_TEXT = fatbin.decode_payload(entry(PTX_AT), FATBIN[PTX_AT + 80 : PTX_AT + 80 + 392], 0)
 
 
-@pytest.mark.parametrize("frames", [
-    [{"write_content_size": False}],
-    [{"write_content_size": False}, {"write_content_size": False}],
-    [{}, {}],
-], ids=["one frame without a size", "two frames without sizes", "two frames with sizes"])
+@pytest.mark.parametrize(
+    "frames",
+    [[{"write_content_size": False}], [{"write_content_size": False}, {"write_content_size": False}], [{}, {}]],
+    ids=["one frame without a size", "two frames without sizes", "two frames with sizes"],
+)
 def test_zstd_payloads_whose_size_is_not_in_one_frame(frames):
     cut = len(PTX_TEXT) // len(frames)
-    parts = [PTX_TEXT[i * cut:(i + 1) * cut if i + 1 < len(frames) else None] for i in range(len(frames))]
+    parts = [PTX_TEXT[i * cut : (i + 1) * cut if i + 1 < len(frames) else None] for i in range(len(frames))]
     payload = b"".join(zstandard.ZstdCompressor(**p).compress(x) for p, x in zip(frames, parts))
     h, data = ptx_entry_with(payload, len(PTX_TEXT))
     if frames[0].get("write_content_size", True):  # the first frame names its own (smaller) size
@@ -196,18 +228,37 @@ def test_zstd_payloads_whose_size_is_not_in_one_frame(frames):
         return
     assert fatbin.decode_payload(h, data, 0) == PTX_TEXT
     shorter, data = ptx_entry_with(payload, len(PTX_TEXT) + 1)
-    refused("E012", f"decodes to {len(PTX_TEXT)} bytes, header says {len(PTX_TEXT) + 1}",
-            fatbin.decode_payload, shorter, data, 0)
+    refused(
+        "E012",
+        f"decodes to {len(PTX_TEXT)} bytes, header says {len(PTX_TEXT) + 1}",
+        fatbin.decode_payload,
+        shorter,
+        data,
+        0,
+    )
     longer, data = ptx_entry_with(payload, len(PTX_TEXT) - 10)
-    refused("E012", f"decodes to {len(PTX_TEXT) - 9} bytes, header says {len(PTX_TEXT) - 10}",
-            fatbin.decode_payload, longer, data, 0)
+    refused(
+        "E012",
+        f"decodes to {len(PTX_TEXT) - 9} bytes, header says {len(PTX_TEXT) - 10}",
+        fatbin.decode_payload,
+        longer,
+        data,
+        0,
+    )
 
 
 def test_zstd_payload_larger_than_the_bound_or_its_own_frame():
     h = entry(PTX_AT)
-    payload = FATBIN[PTX_AT + 80:PTX_AT + 80 + 392]
-    refused("E012", f"declares {h.uncompressed_size} bytes, more than the {h.uncompressed_size - 1}-byte",
-            fatbin.decode_payload, h, payload, 0, h.uncompressed_size - 1)
+    payload = FATBIN[PTX_AT + 80 : PTX_AT + 80 + 392]
+    refused(
+        "E012",
+        f"declares {h.uncompressed_size} bytes, more than the {h.uncompressed_size - 1}-byte",
+        fatbin.decode_payload,
+        h,
+        payload,
+        0,
+        h.uncompressed_size - 1,
+    )
     assert fatbin.decode_payload(h, payload, 0, h.uncompressed_size) == PTX_TEXT
     refused("E012", "payload does not decode", fatbin.decode_payload, h, payload[:100], 0)
 
@@ -218,8 +269,9 @@ def test_a_zstd_payload_whose_first_frame_is_exactly_the_declared_size_and_more_
     c = zstandard.ZstdCompressor(write_content_size=False)
     payload = c.compress(PTX_TEXT) + c.compress(b"extra")
     h, data = ptx_entry_with(payload, len(PTX_TEXT))
-    refused("E012", f"decodes to {len(PTX_TEXT) + 1} bytes, header says {len(PTX_TEXT)}",
-            fatbin.decode_payload, h, data, 0)
+    refused(
+        "E012", f"decodes to {len(PTX_TEXT) + 1} bytes, header says {len(PTX_TEXT)}", fatbin.decode_payload, h, data, 0
+    )
 
 
 def test_an_uncompressed_ptx_payload_start_is_not_checked_as_a_cubin():
@@ -250,8 +302,16 @@ def test_an_arch_specific_cubin_agrees_with_an_arch_specific_header():
     assert h.target == "sm_90a"
     assert decode.decode_entry(h, payload, 0, fatbin.DEFAULT_MAX_PAYLOAD, base(h)).decoded
     plain, payload = sass_entry(cubin, 90)
-    refused("E014", "cubin says sm_90a, entry header says sm_90", decode.decode_entry, plain, payload, 0,
-            fatbin.DEFAULT_MAX_PAYLOAD, base(plain))
+    refused(
+        "E014",
+        "cubin says sm_90a, entry header says sm_90",
+        decode.decode_entry,
+        plain,
+        payload,
+        0,
+        fatbin.DEFAULT_MAX_PAYLOAD,
+        base(plain),
+    )
 
 
 def test_a_compressed_cubin_is_bounded_by_the_callers_limit():
@@ -273,6 +333,7 @@ def test_a_cubin_whose_sections_cannot_be_read_is_e014():
 
 # ---- PTX entries decoded -------------------------------------------------------------------------
 
+
 def ptx_text_entry(text: bytes) -> tuple[fatbin.EntryHeader, bytes]:
     return ptx_entry_with(zstandard.ZstdCompressor().compress(text), len(text))
 
@@ -290,11 +351,14 @@ def test_a_decoded_ptx_entry_names_its_target_and_kernels():
     assert decode.decode_entry(h, payload, 0, fatbin.DEFAULT_MAX_PAYLOAD, ptx_base(h)).ptx_target == "sm_90a"
 
 
-@pytest.mark.parametrize("text, words", [
-    (PTX_TEXT.replace(b".target sm_90\n", b""), "sm_90 PTX has no .target directive"),
-    (PTX_TEXT.replace(b".target sm_90\n", b".target sm_80\n"), "PTX says .target sm_80, entry header says sm_90"),
-    (PTX_TEXT.replace(b".target sm_90\n", b".target gfx90a\n"), "PTX says .target gfx90a, entry header says sm_90"),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        (PTX_TEXT.replace(b".target sm_90\n", b""), "sm_90 PTX has no .target directive"),
+        (PTX_TEXT.replace(b".target sm_90\n", b".target sm_80\n"), "PTX says .target sm_80, entry header says sm_90"),
+        (PTX_TEXT.replace(b".target sm_90\n", b".target gfx90a\n"), "PTX says .target gfx90a, entry header says sm_90"),
+    ],
+)
 def test_ptx_whose_target_is_not_its_headers(text, words):
     h, payload = ptx_text_entry(text)
     with pytest.raises(FatbinError) as e:
@@ -312,13 +376,15 @@ def test_a_ptx_entry_is_bounded_by_the_callers_limit():
 def test_decode_failures_carry_their_entry_offset():
     unsized = zstandard.ZstdCompressor(write_content_size=False).compress(PTX_TEXT)
     h, payload = ptx_entry_with(unsized, len(PTX_TEXT) + 1)
-    for call, words in ((lambda: fatbin.decode_payload(h, payload, 777), "decodes to"),
-                        (lambda: fatbin.decode_payload(h, payload, 777, len(PTX_TEXT)), "verification bound")):
+    for call, words in (
+        (lambda: fatbin.decode_payload(h, payload, 777), "decodes to"),
+        (lambda: fatbin.decode_payload(h, payload, 777, len(PTX_TEXT)), "verification bound"),
+    ):
         with pytest.raises(FatbinError) as e:
             call()
         assert e.value.code == "E012" and e.value.offset == 777 and words in e.value.message
     with pytest.raises(FatbinError) as e:
-        fatbin.check_payload_start(entry(PTX_AT, patched(PTX_AT, "<Q", 56, 1)), FATBIN[PTX_AT + 80:PTX_AT + 144], 777)
+        fatbin.check_payload_start(entry(PTX_AT, patched(PTX_AT, "<Q", 56, 1)), FATBIN[PTX_AT + 80 : PTX_AT + 144], 777)
     assert e.value.code == "E012" and e.value.offset == 777
 
 
@@ -342,16 +408,16 @@ def test_an_opaque_lto_payload_is_kept_as_stored():
     struct.pack_into("<Q", data, flags_at, struct.unpack_from("<Q", data, flags_at)[0] | fatbin.FLAG_OPAQUE_LTO)
     h = entry(PTX_AT, bytes(data))
     assert h.compression == "opaque"
-    payload = FATBIN[PTX_AT + 80:PTX_AT + 80 + 392]
+    payload = FATBIN[PTX_AT + 80 : PTX_AT + 80 + 392]
     assert fatbin.decode_payload(h, payload, 0, 1) == payload  # not decoded, so not bounded either
 
 
 def test_an_entry_identifier_is_read_from_its_header():
     data = bytearray(FATBIN)
     struct.pack_into("<II", data, PTX_AT + 32, 64, 16)
-    data[PTX_AT + 64:PTX_AT + 80] = b"kern.cu  -O3    "
+    data[PTX_AT + 64 : PTX_AT + 80] = b"kern.cu  -O3    "
     h = entry(PTX_AT, bytes(data))
-    assert fatbin.identifier(bytes(data[PTX_AT:PTX_AT + 80]), h) == "kern.cu  -O3"
+    assert fatbin.identifier(bytes(data[PTX_AT : PTX_AT + 80]), h) == "kern.cu  -O3"
 
 
 def test_payload_start_and_decoded_payload_findings_carry_the_entrys_offset():
@@ -360,7 +426,7 @@ def test_payload_start_and_decoded_payload_findings_carry_the_entrys_offset():
     other = bytearray(CUBIN[:64])
     struct.pack_into("<H", other, 18, 62)
     ptx = entry(PTX_AT)
-    frame = FATBIN[PTX_AT + ptx.header_size:PTX_AT + ptx.header_size + 64]
+    frame = FATBIN[PTX_AT + ptx.header_size : PTX_AT + ptx.header_size + 64]
     wrong_arch, wrong_payload = sass_entry(sm90, 80)
     plain, arch_specific = sass_entry((BIN / "kern_sm90a.cubin").read_bytes(), 90)
     calls = [
@@ -369,8 +435,10 @@ def test_payload_start_and_decoded_payload_findings_carry_the_entrys_offset():
         ("E014", lambda: fatbin.check_payload_start(h, sm90[:64], 777)),
         ("E012", lambda: fatbin.check_payload_start(ptx, b"\x28\xb5\x2f\xfe" + frame[4:], 777)),
         ("E012", lambda: fatbin.check_payload_start(ptx, frame[:5], 777)),
-        ("E014", lambda: decode.decode_entry(wrong_arch, wrong_payload, 777, fatbin.DEFAULT_MAX_PAYLOAD,
-                                             base(wrong_arch))),
+        (
+            "E014",
+            lambda: decode.decode_entry(wrong_arch, wrong_payload, 777, fatbin.DEFAULT_MAX_PAYLOAD, base(wrong_arch)),
+        ),
         ("E014", lambda: decode.decode_entry(plain, arch_specific, 777, fatbin.DEFAULT_MAX_PAYLOAD, base(plain))),
     ]
     for code, call in calls:
@@ -379,18 +447,22 @@ def test_payload_start_and_decoded_payload_findings_carry_the_entrys_offset():
         assert (e.value.code, e.value.offset) == (code, 777), e.value.message
 
 
-@pytest.mark.parametrize("at, data, room", [
-    (SASS_AT, FATBIN, 63),  # too few bytes for an entry
-    (SASS_AT, patched(SASS_AT, "<H", 0, 3), None),  # unknown kind
-    (SASS_AT, patched(SASS_AT, "<H", 0, 4), None),  # pre-ELF cubin
-    (SASS_AT, patched(SASS_AT, "<H", 2, 0x0102), None),  # version
-    (SASS_AT, patched(SASS_AT, "<I", 4, 56), None),  # header size
-    (SASS_AT, FATBIN, 64),  # overruns its container
-    (PTX_AT, patched(PTX_AT, "<I", 16, 392 + 8), None),  # compressed size past the payload area
-    (PTX_AT, patched(PTX_AT, "<Q", 56, 0), None),  # no uncompressed size
-    (SASS_AT, patched(SASS_AT, "<I", 28, 9), None),  # architecture
-    (PTX_AT, patched(PTX_AT, "<Q", 32, 63 | 4 << 32), None),  # identifier outside the header
-], ids=["room", "kind", "kind-4", "version", "header-size", "overrun", "csize", "usize", "arch", "identifier"])
+@pytest.mark.parametrize(
+    "at, data, room",
+    [
+        (SASS_AT, FATBIN, 63),  # too few bytes for an entry
+        (SASS_AT, patched(SASS_AT, "<H", 0, 3), None),  # unknown kind
+        (SASS_AT, patched(SASS_AT, "<H", 0, 4), None),  # pre-ELF cubin
+        (SASS_AT, patched(SASS_AT, "<H", 2, 0x0102), None),  # version
+        (SASS_AT, patched(SASS_AT, "<I", 4, 56), None),  # header size
+        (SASS_AT, FATBIN, 64),  # overruns its container
+        (PTX_AT, patched(PTX_AT, "<I", 16, 392 + 8), None),  # compressed size past the payload area
+        (PTX_AT, patched(PTX_AT, "<Q", 56, 0), None),  # no uncompressed size
+        (SASS_AT, patched(SASS_AT, "<I", 28, 9), None),  # architecture
+        (PTX_AT, patched(PTX_AT, "<Q", 32, 63 | 4 << 32), None),  # identifier outside the header
+    ],
+    ids=["room", "kind", "kind-4", "version", "header-size", "overrun", "csize", "usize", "arch", "identifier"],
+)
 def test_entry_header_findings_carry_the_entrys_offset(at, data, room):
     with pytest.raises(FatbinError) as e:
         fatbin.parse_entry_header(data, at, ROOM - at if room is None else room, 4242)
@@ -414,16 +486,16 @@ SHDR = fatbin._SHDR  # name, type, flags, addr, offset, size, link, info, align,
 
 def sections(data: bytes) -> dict[bytes, tuple[int, tuple[int, ...]]]:
     """Section name -> (index, header fields), read with struct (not the code under test)."""
-    shoff, = struct.unpack_from("<Q", data, 0x28)
+    (shoff,) = struct.unpack_from("<Q", data, 0x28)
     shnum, shstrndx = struct.unpack_from("<HH", data, 0x3C)
     heads = [SHDR.unpack_from(data, shoff + i * SHDR.size) for i in range(shnum)]
-    names = data[heads[shstrndx][4]:heads[shstrndx][4] + heads[shstrndx][5]]
-    return {names[h[0]:names.index(b"\0", h[0])]: (i, h) for i, h in enumerate(heads)}
+    names = data[heads[shstrndx][4] : heads[shstrndx][4] + heads[shstrndx][5]]
+    return {names[h[0] : names.index(b"\0", h[0])]: (i, h) for i, h in enumerate(heads)}
 
 
 def with_field(data: bytes, section: bytes, field: int, value: int) -> bytes:
     """`data` with one field (an index into SHDR's fields) of one section header changed."""
-    shoff, = struct.unpack_from("<Q", data, 0x28)
+    (shoff,) = struct.unpack_from("<Q", data, 0x28)
     i, head = sections(data)[section]
     fields = list(head)
     fields[field] = value
@@ -439,18 +511,34 @@ def cubin_refused(words: str, data: bytes) -> None:
 
 
 @pytest.mark.usefixtures("each_cubin_reader")
-@pytest.mark.parametrize("name", ["kern_sm75.cubin", "kern_sm80.cubin", "kern_sm90.cubin", "kern_sm90a.cubin",
-                                  "kern_sm100.cubin", "kern_sm120.cubin"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "kern_sm75.cubin",
+        "kern_sm80.cubin",
+        "kern_sm90.cubin",
+        "kern_sm90a.cubin",
+        "kern_sm100.cubin",
+        "kern_sm120.cubin",
+    ],
+)
 def test_every_cubin_names_the_toolkit_that_built_it(name):
     """The .note.nv.tkinfo note says "release 13.0": the driver floor (D001/D002) starts there."""
     assert fatbin.cubin_facts((BIN / name).read_bytes())[2] == (13, 0)
 
 
 @pytest.mark.usefixtures("each_cubin_reader")
-@pytest.mark.parametrize("note, toolkit", [(b"Cuda compilation tools, release 12.8, V12.8.93", (12, 8)),
-                                           (b"xx release 9.2, V9.2.148", (9, 2)),
-                                           (b"Cuda compilation tools, release 13.1, V13.1.80", (13, 1)),
-                                           (b"release x.y", None), (b"release 13", None), (b"no version", None)])
+@pytest.mark.parametrize(
+    "note, toolkit",
+    [
+        (b"Cuda compilation tools, release 12.8, V12.8.93", (12, 8)),
+        (b"xx release 9.2, V9.2.148", (9, 2)),
+        (b"Cuda compilation tools, release 13.1, V13.1.80", (13, 1)),
+        (b"release x.y", None),
+        (b"release 13", None),
+        (b"no version", None),
+    ],
+)
 def test_the_toolkit_release_as_the_note_writes_it(note, toolkit):
     assert fatbin._toolkit(b"\0\0\0\0" + note + b"\0") == toolkit
 
@@ -461,13 +549,13 @@ def test_the_arch_specific_mark_is_found_wherever_its_attribute_lies():
     the same attribute last (after a record with a payload) marks the cubin all the same."""
     assert fatbin.cubin_facts(SM90A)[0] == "sm_90a" and fatbin.cubin_facts(SM90)[0] == "sm_90"
     _, head = sections(SM90A)[b".nv.compat"]
-    raw = SM90A[head[4]:head[4] + head[5]]
+    raw = SM90A[head[4] : head[4] + head[5]]
     assert raw[:4] == b"\x02\x09\x01\x00" and len(raw) == 36
     moved = raw[4:] + raw[:4]  # 0x09 last: the seven other records, then it
     assert fatbin._compat_arch_specific(moved) is True
     assert fatbin._compat_arch_specific(moved[:-4] + b"\x02\x09\x00\x00") is False
     assert fatbin._compat_arch_specific(raw[4:]) is False
-    data = SM90A[:head[4]] + moved + SM90A[head[4] + head[5]:]
+    data = SM90A[: head[4]] + moved + SM90A[head[4] + head[5] :]
     assert fatbin.cubin_facts(data)[0] == "sm_90a"
 
 
@@ -486,8 +574,9 @@ def test_a_cubin_without_a_section_table_is_e014():
 
 
 @pytest.mark.usefixtures("each_cubin_reader")
-@pytest.mark.parametrize("change", ["index 0", "not a string table", "no leading NUL", "no final NUL",
-                                    "offset with the top bit set"])
+@pytest.mark.parametrize(
+    "change", ["index 0", "not a string table", "no leading NUL", "no final NUL", "offset with the top bit set"]
+)
 def test_a_cubin_without_a_valid_section_name_table_is_e014(change):
     index, head = sections(SM90)[b".shstrtab"]
     if change == "index 0":
@@ -508,9 +597,11 @@ def test_a_cubin_without_a_valid_section_name_table_is_e014(change):
 @pytest.mark.usefixtures("each_cubin_reader")
 @pytest.mark.parametrize("link", ["count", "top bit set"])
 def test_a_symbol_table_linking_a_missing_string_table_is_e014(link):
-    count, = struct.unpack_from("<H", SM90, 0x3C)
-    cubin_refused("cubin symbol table links a missing string table",
-            with_field(SM90, b".symtab", 6, count if link == "count" else 0xFFFFFFFF))
+    (count,) = struct.unpack_from("<H", SM90, 0x3C)
+    cubin_refused(
+        "cubin symbol table links a missing string table",
+        with_field(SM90, b".symtab", 6, count if link == "count" else 0xFFFFFFFF),
+    )
 
 
 @pytest.mark.usefixtures("each_cubin_reader")
@@ -538,23 +629,29 @@ def test_a_device_function_of_relocatable_code_is_no_kernel():
 
 
 @pytest.mark.usefixtures("each_cubin_reader")
-@pytest.mark.parametrize("text, kernels", [
-    (b"// .entry _Z4fakev\n.entry _Z4realv(", ("_Z4realv",)),              # a comment on the first line
-    (b".version 9.0\n// .entry _Z4fakev\n.entry _Z4realv(", ("_Z4realv",)),
-    (b"/* a block */.entry _Z4realv(", ("_Z4realv",)),                     # right after a block's end
-    (b"/* .entry _Z4fakev */ .entry _Z4realv(", ("_Z4realv",)),
-    (b"/* // */ .entry _Z4realv(", ("_Z4realv",)),                         # a // inside a block is no comment
-    (b".entry _Z1av( // .entry _Z1bv\n.entry _Z1cv(", ("_Z1av", "_Z1cv")),
-    # a `//` inside a block comment, then a real one: the .entry after it is commented out
-    (b"/* // */ // .entry _Z4fakev\n.entry _Z4realv(", ("_Z4realv",)),
-    (b"// x /* // */ .entry _Z4fakev\n.entry _Z4realv(", ("_Z4realv",)),
-    (b"/* // */ // x /* // */ .entry _Z4fakev\n.entry _Z4realv(", ("_Z4realv",)),
-    (b"/* x *///.entry _Z4fakev\n.entry _Z4realv(", ("_Z4realv",)),  # the block ends on the //'s first slash
-    (b"/* // */ .entry _Z4realv( // a comment after it", ("_Z4realv",)),
-    # a `/*` inside a line comment opens no block: the kernels before a later real block count
-    (b"// see /* below\n.entry _Z1av(\n.entry _Z1bv( /* a real block */ .entry _Z1cv(", ("_Z1av", "_Z1bv", "_Z1cv")),
-    (b"/* unterminated .entry _Z1av(", ("_Z1av",)),  # no block without its end (ptxas refuses the text)
-])
+@pytest.mark.parametrize(
+    "text, kernels",
+    [
+        (b"// .entry _Z4fakev\n.entry _Z4realv(", ("_Z4realv",)),  # a comment on the first line
+        (b".version 9.0\n// .entry _Z4fakev\n.entry _Z4realv(", ("_Z4realv",)),
+        (b"/* a block */.entry _Z4realv(", ("_Z4realv",)),  # right after a block's end
+        (b"/* .entry _Z4fakev */ .entry _Z4realv(", ("_Z4realv",)),
+        (b"/* // */ .entry _Z4realv(", ("_Z4realv",)),  # a // inside a block is no comment
+        (b".entry _Z1av( // .entry _Z1bv\n.entry _Z1cv(", ("_Z1av", "_Z1cv")),
+        # a `//` inside a block comment, then a real one: the .entry after it is commented out
+        (b"/* // */ // .entry _Z4fakev\n.entry _Z4realv(", ("_Z4realv",)),
+        (b"// x /* // */ .entry _Z4fakev\n.entry _Z4realv(", ("_Z4realv",)),
+        (b"/* // */ // x /* // */ .entry _Z4fakev\n.entry _Z4realv(", ("_Z4realv",)),
+        (b"/* x *///.entry _Z4fakev\n.entry _Z4realv(", ("_Z4realv",)),  # the block ends on the //'s first slash
+        (b"/* // */ .entry _Z4realv( // a comment after it", ("_Z4realv",)),
+        # a `/*` inside a line comment opens no block: the kernels before a later real block count
+        (
+            b"// see /* below\n.entry _Z1av(\n.entry _Z1bv( /* a real block */ .entry _Z1cv(",
+            ("_Z1av", "_Z1bv", "_Z1cv"),
+        ),
+        (b"/* unterminated .entry _Z1av(", ("_Z1av",)),  # no block without its end (ptxas refuses the text)
+    ],
+)
 def test_ptx_kernels_outside_comments(text, kernels):
     assert fatbin.ptx_facts(text)[2] == kernels
 
@@ -562,7 +659,7 @@ def test_ptx_kernels_outside_comments(text, kernels):
 @pytest.mark.usefixtures("each_cubin_reader")
 def test_a_container_header_is_version_1_with_a_16_byte_header():
     data = (BIN / "kern.fatbin").read_bytes()
-    fat_size, = struct.unpack_from("<Q", data, 8)
+    (fat_size,) = struct.unpack_from("<Q", data, 8)
     assert fatbin.parse_container_header(data) == fatbin.ContainerHeader(1, 16, fat_size)
     assert fatbin.parse_container_header(b"\0" * 8 + data[:16], 8) == fatbin.ContainerHeader(1, 16, fat_size)
     assert fatbin.parse_container_header(data[:16]) is not None and fatbin.parse_container_header(data[:15]) is None
@@ -595,7 +692,7 @@ def compressed_entries() -> list[tuple[str, fatbin.EntryHeader, bytes, int]]:
             while pos < c.offset + c.size:
                 h = fatbin.parse_entry_header(data, pos, c.offset + c.size - pos, pos)
                 if h.compression in ("zstd", "lz4"):
-                    out.append((name, h, data[pos + h.header_size:pos + h.total], pos))
+                    out.append((name, h, data[pos + h.header_size : pos + h.total], pos))
                 pos += h.total
     return out
 
@@ -625,7 +722,7 @@ def test_a_payload_past_the_bound_is_e012_in_a_buffer_too():
 def test_a_corrupt_or_short_payload_is_e012_in_a_buffer_too():
     buf = fatbin.DecodeBuffer()
     for name, h, payload, pos in compressed_entries():
-        cut = payload[:len(payload) // 2]
+        cut = payload[: len(payload) // 2]
         with pytest.raises(FatbinError) as e:
             fatbin.decode_payload_into(h, cut, pos, fatbin.DEFAULT_MAX_PAYLOAD, buf)
         assert (e.value.code, e.value.offset) == ("E012", pos), (name, e.value.message)
@@ -637,9 +734,19 @@ def test_a_zstd_frame_longer_than_its_header_says_is_e012_in_a_buffer():
     for name, h, payload, pos in compressed_entries():
         if h.compression != "zstd":
             continue
-        short = fatbin.EntryHeader(h.kind_code, h.header_size, h.payload_size, h.compressed_size,
-                                   h.options_offset, h.version, h.arch, h.identifier_offset, h.identifier_length,
-                                   h.flags, h.uncompressed_size - 1)
+        short = fatbin.EntryHeader(
+            h.kind_code,
+            h.header_size,
+            h.payload_size,
+            h.compressed_size,
+            h.options_offset,
+            h.version,
+            h.arch,
+            h.identifier_offset,
+            h.identifier_length,
+            h.flags,
+            h.uncompressed_size - 1,
+        )
         with pytest.raises(FatbinError) as e:
             fatbin.decode_payload_into(short, payload, pos, fatbin.DEFAULT_MAX_PAYLOAD, fatbin.DecodeBuffer())
         assert e.value.code == "E012", name
@@ -652,8 +759,13 @@ def test_a_decode_pool_inventories_as_the_scanning_thread_does(name):
     data = path.read_bytes()
     alone = scan_file(str(path), decode=True)
     with DecodePool(2, max_in_flight=4096) as pool:  # a small bound: readers wait for the workers
-        pooled = scan_stream(name, len(data), lambda: iter([data[i:i + 1000] for i in range(0, len(data), 1000)]),
-                             decode=True, pool=pool)
+        pooled = scan_stream(
+            name,
+            len(data),
+            lambda: iter([data[i : i + 1000] for i in range(0, len(data), 1000)]),
+            decode=True,
+            pool=pool,
+        )
         assert pool._in_flight == 0  # every job's bytes released: the bound holds for the next library
     assert pooled.containers == alone.containers and pooled.problems == alone.problems
 
@@ -666,13 +778,13 @@ def relocatable_cubin() -> bytes:
         for e in c.entries:
             if e.kind == "sass" and e.unresolved:
                 h = fatbin.parse_entry_header(data, e.offset, c.offset + c.size - e.offset, e.offset)
-                return fatbin.decode_payload(h, data[e.offset + h.header_size:e.offset + h.total], e.offset)
+                return fatbin.decode_payload(h, data[e.offset + h.header_size : e.offset + h.total], e.offset)
     raise AssertionError("lib_rdc.so holds no relocatable cubin with undefined symbols")
 
 
 def symbols(cubin: bytes) -> tuple[int, list[tuple[int, ...]]]:
     _, head = sections(cubin)[b".symtab"]
-    return head[4], list(fatbin._SYM.iter_unpack(cubin[head[4]:head[4] + head[5]]))
+    return head[4], list(fatbin._SYM.iter_unpack(cubin[head[4] : head[4] + head[5]]))
 
 
 def with_symbols(cubin: bytes, syms: list[tuple[int, ...]]) -> bytes:
@@ -721,15 +833,15 @@ def test_a_relocatable_symbol_table_with_a_partial_last_record_reads_its_whole_r
 def test_the_first_name_of_the_section_name_table_is_found():
     """.nv.compat named first in .shstrtab (right after its leading NUL): still the 'a' mark."""
     table_at, table = sections(SM90A)[b".shstrtab"]
-    names = SM90A[table[4]:table[4] + table[5]]
+    names = SM90A[table[4] : table[4] + table[5]]
     first = b".nv.compat\0"
     new_names = b"\0" + first + names[1:]
-    shoff, = struct.unpack_from("<Q", SM90A, 0x28)
-    shnum, = struct.unpack_from("<H", SM90A, 0x3C)
+    (shoff,) = struct.unpack_from("<Q", SM90A, 0x28)
+    (shnum,) = struct.unpack_from("<H", SM90A, 0x3C)
     out = bytearray(SM90A + new_names)
     for i in range(shnum):
         f = list(SHDR.unpack_from(SM90A, shoff + i * SHDR.size))
-        name = names[f[0]:names.index(b"\0", f[0])]
+        name = names[f[0] : names.index(b"\0", f[0])]
         f[0] = 1 if name == b".nv.compat" else (f[0] + len(first) if f[0] else 0)
         if i == table_at:
             f[4], f[5] = len(SM90A), len(new_names)
@@ -815,7 +927,7 @@ def test_a_kernels_own_constant_bank_and_shared_memory_relocation_are_not_unreso
     resolve within the object. The same names for a kernel the object does not define do not."""
     cubin = relocatable_cubin()
     _, head = sections(cubin)[b".strtab"]
-    strs = cubin[head[4]:head[4] + head[5]]
+    strs = cubin[head[4] : head[4] + head[5]]
     bank, scale = strs.index(b".nv.constant0._Z5applyPfi\0"), strs.index(b"_Z5scalef\0")
     _, syms = symbols(cubin)
     k = next(k for k, s in enumerate(syms) if s[3] == 0 and s[1] & 0xF == 2)  # the undefined scale()

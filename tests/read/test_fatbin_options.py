@@ -84,12 +84,15 @@ def test_archaudit_refuses_every_descriptor_mutant_cuobjdump_refuses(tmp_path):
     assert disagree == []
 
 
-@pytest.mark.parametrize("at,value,words", [
-    (0x14, 0, "PTX entry has no options descriptor"),
-    (0x14, 320, "options descriptor at 320 lies outside the entry header"),
-    (68, 8, "does not end inside the entry header"),
-    (64, 64, "is not followed by a NUL byte"),
-])
+@pytest.mark.parametrize(
+    "at,value,words",
+    [
+        (0x14, 0, "PTX entry has no options descriptor"),
+        (0x14, 320, "options descriptor at 320 lies outside the entry header"),
+        (68, 8, "does not end inside the entry header"),
+        (64, 64, "is not followed by a NUL byte"),
+    ],
+)
 def test_each_contradiction_is_e011_with_its_reason(tmp_path, at, value, words):
     data = bytearray(FATBIN.read_bytes())
     entry = ptx_entry(bytes(data))

@@ -34,7 +34,7 @@ def _cd_entries(data: bytes):
     pos = cd_offset
     while pos < cd_offset + cd_size:
         nlen, xlen, clen = struct.unpack_from("<HHH", data, pos + 28)
-        yield pos, data[pos + 46:pos + 46 + nlen]
+        yield pos, data[pos + 46 : pos + 46 + nlen]
         pos += 46 + nlen + xlen + clen
 
 
@@ -62,7 +62,7 @@ def test_member_inflating_past_its_declared_size(tmp_path):
     m = members[-1]
     nlen, xlen = struct.unpack_from("<HH", data, m.header_offset + 26)
     start = m.header_offset + 30 + nlen + xlen
-    out = bytearray(data[:start] + bomb + data[start + m.compressed_size:])
+    out = bytearray(data[:start] + bomb + data[start + m.compressed_size :])
     delta = len(bomb) - m.compressed_size
     struct.pack_into("<L", out, m.header_offset + 18, len(bomb))
     eocd = out.rfind(b"PK\x05\x06")
@@ -84,8 +84,9 @@ def test_duplicate_member_names(tmp_path):
     assert_finding(rep, "E003", "listed twice")
 
 
-@pytest.mark.parametrize("name", ["../evil/libk.so", "demo/../../libk.so", "/abs/libk.so", "C:/x/libk.so",
-                                  "\\abs\\libk.so"])
+@pytest.mark.parametrize(
+    "name", ["../evil/libk.so", "demo/../../libk.so", "/abs/libk.so", "C:/x/libk.so", "\\abs\\libk.so"]
+)
 def test_unsafe_member_paths(tmp_path, name):
     """zipfile normalises such names on write, so the raw name bytes are patched in both headers."""
     placeholder = "q" * (len(name) - 3) + ".so"
@@ -152,6 +153,7 @@ def test_wheel_changed_while_read(tmp_path):
 
 
 # ---- directories -------------------------------------------------------------------------------
+
 
 def test_empty_directory(tmp_path):
     d = tmp_path / "target"
@@ -251,6 +253,7 @@ def test_file_truncated_between_listing_and_reading(tmp_path):
 def test_stream_that_grows_or_fails_while_read(tmp_path):
     """Generator-driven streams: more bytes than listed, a second pass that differs, an I/O error
     in the middle. Each is a finding, never a pass."""
+
     def longer():
         yield LIB
         yield b"\0" * 100

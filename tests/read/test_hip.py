@@ -340,8 +340,17 @@ def test_parse_targets():
     assert gfx.normalise("gfx9-4-generic:sramecc+") == "gfx9-4-generic:sramecc+"
     t = gfx.parse_target("gfx942:sramecc+:xnack-")
     assert t.processor == "gfx942" and t.feature("xnack") is False and t.feature("sramecc") is True
-    for bad in ("", "gfx", "gfx9999", "sm_90", "gfx90a:xnack", "gfx90a:xnack+:xnack-", "gfx1100:xnack+",
-                "gfx1030:sramecc-", "gfx90a:wavefrontsize64+"):
+    for bad in (
+        "",
+        "gfx",
+        "gfx9999",
+        "sm_90",
+        "gfx90a:xnack",
+        "gfx90a:xnack+:xnack-",
+        "gfx1100:xnack+",
+        "gfx1030:sramecc-",
+        "gfx90a:wavefrontsize64+",
+    ):
         with pytest.raises(ValueError):
             gfx.parse_target(bad)
 
@@ -397,12 +406,24 @@ def test_generic_families_are_data():
 
 def test_gpu_catalog():
     want = {
-        "Instinct MI300X": "gfx942", "Instinct MI300A": "gfx942", "Instinct MI325X": "gfx942",
-        "Instinct MI355X": "gfx950", "Instinct MI250X": "gfx90a", "Instinct MI250": "gfx90a",
-        "Instinct MI210": "gfx90a", "Instinct MI100": "gfx908", "Instinct MI50": "gfx906",
-        "Instinct MI60": "gfx906", "Radeon VII": "gfx906", "Radeon RX 7900 XTX": "gfx1100",
-        "Radeon RX 7900 XT": "gfx1100", "Radeon RX 7800 XT": "gfx1101", "Radeon RX 7700 XT": "gfx1101",
-        "Radeon RX 7600": "gfx1102", "Radeon RX 9070": "gfx1201", "Radeon RX 6900 XT": "gfx1030",
+        "Instinct MI300X": "gfx942",
+        "Instinct MI300A": "gfx942",
+        "Instinct MI325X": "gfx942",
+        "Instinct MI355X": "gfx950",
+        "Instinct MI250X": "gfx90a",
+        "Instinct MI250": "gfx90a",
+        "Instinct MI210": "gfx90a",
+        "Instinct MI100": "gfx908",
+        "Instinct MI50": "gfx906",
+        "Instinct MI60": "gfx906",
+        "Radeon VII": "gfx906",
+        "Radeon RX 7900 XTX": "gfx1100",
+        "Radeon RX 7900 XT": "gfx1100",
+        "Radeon RX 7800 XT": "gfx1101",
+        "Radeon RX 7700 XT": "gfx1101",
+        "Radeon RX 7600": "gfx1102",
+        "Radeon RX 9070": "gfx1201",
+        "Radeon RX 6900 XT": "gfx1030",
         "Radeon RX 6800": "gfx1030",
     }
     cat = {g.name: g.target for g in gfx.gpus()}
@@ -433,11 +454,25 @@ def test_parse_amd_claim_spellings():
     assert gfx.parse_amd_claim("gfx90a;gfx90a") == ["gfx90a"]
 
 
-@pytest.mark.parametrize("bad", [
-    "", "   ", "sm_80", "gfx90a;;gfx942", "gfx1100:xnack-", "--offload-arch=", "--offload-arch",
-    "--offload-arch=native", "all", "gfx90a:foo+", "CUDA_ARCH=gfx90a", "--cuda-path=x", "gfx90a;sm_90",
-    "hello world",
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "",
+        "   ",
+        "sm_80",
+        "gfx90a;;gfx942",
+        "gfx1100:xnack-",
+        "--offload-arch=",
+        "--offload-arch",
+        "--offload-arch=native",
+        "all",
+        "gfx90a:foo+",
+        "CUDA_ARCH=gfx90a",
+        "--cuda-path=x",
+        "gfx90a;sm_90",
+        "hello world",
+    ],
+)
 def test_parse_amd_claim_nonsense(bad):
     with pytest.raises(ValueError) as ei:
         gfx.parse_amd_claim(bad)
@@ -458,8 +493,9 @@ def bundle_of(entries: list[tuple[str, bytes]]) -> bytes:
     return hip.UNCOMPRESSED_MAGIC + struct.pack("<Q", len(entries)) + table + blobs
 
 
-@pytest.mark.parametrize("host", ["host-x86_64-unknown-linux", "host-x86_64-unknown-linux-gnu-",
-                                  "host-aarch64-unknown-linux-gnu"])
+@pytest.mark.parametrize(
+    "host", ["host-x86_64-unknown-linux", "host-x86_64-unknown-linux-gnu-", "host-aarch64-unknown-linux-gnu"]
+)
 def test_host_triples_of_every_rocm_release(host):
     """ROCm 5 (cupy-rocm-5-0 13.3.0) writes the host triple without its environment part."""
     co = (BIN / "gfx90a_xnack_on.hsaco").read_bytes()
@@ -470,8 +506,7 @@ def test_host_triples_of_every_rocm_release(host):
 @pytest.mark.parametrize("ident", ["host-", "host--", "hostx-x86_64-unknown-linux", "host-x86_64"])
 def test_malformed_host_ids_still_fail(ident):
     co = (BIN / "gfx90a_xnack_on.hsaco").read_bytes()
-    raises("E030", lambda: hip.parse(bundle_of([(ident, b""), ("hipv4-amdgcn-amd-amdhsa--gfx90a:xnack+", co)]),
-                                     0, ""))
+    raises("E030", lambda: hip.parse(bundle_of([(ident, b""), ("hipv4-amdgcn-amd-amdhsa--gfx90a:xnack+", co)]), 0, ""))
 
 
 # ---- compressed offload bundles at their edges ----------------------------------------------------
@@ -508,6 +543,7 @@ def digest(content: bytes) -> int:
 
 # ---- the hash, and sizes past 2**31 / 2**63 -------------------------------------------------------
 
+
 @pytest.mark.parametrize("version", [1, 2, 3])
 @pytest.mark.parametrize("method", ["zlib", "zstd"])
 def test_a_hash_with_its_top_bit_set_matches(version, method):
@@ -521,6 +557,7 @@ def test_a_v1_bundle_declaring_3_gib_is_too_large_not_malformed():
 
 
 # ---- totals ----------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("version, hsize", [(2, 24), (3, 32)])
 def test_totals_that_cannot_hold_a_payload_or_are_absurd(version, hsize):
@@ -538,10 +575,11 @@ def test_totals_that_cannot_hold_a_payload_or_are_absurd(version, hsize):
 def test_a_head_of_exactly_the_header_knows_the_extent(version, hsize):
     blob = ccob(PLAIN, version, "zstd")
     assert hip.extent(blob[:hsize]) == len(blob)
-    assert hip.extent(blob[:hsize - 1]) is None
+    assert hip.extent(blob[: hsize - 1]) is None
 
 
 # ---- zstd frames as encoders write them (v1 has no total: its end is the frame's) -----------------
+
 
 def frame(content: bytes, **params: object) -> bytes:
     return zstandard.ZstdCompressor(**params).compress(content)  # type: ignore[arg-type]
@@ -551,18 +589,31 @@ NOISE = random.Random(7).randbytes(300_000)  # incompressible: raw blocks, sever
 PADDED = PLAIN + bytes(200_000)  # zeros after the bundle: RLE blocks
 
 
-@pytest.mark.parametrize("content, params", [
-    (PLAIN, {}),
-    (PLAIN, {"write_checksum": True}),
-    (PLAIN, {"write_content_size": False}),  # no single-segment flag: a window descriptor
-    (PLAIN, {"write_content_size": False, "write_checksum": True}),
-    (PADDED, {}),
-    (PLAIN + NOISE, {}),
-    (PLAIN + NOISE, {"write_checksum": True, "write_content_size": False}),
-    (PLAIN[:200], {}),  # a one-byte content size in a single-segment frame
-    (PLAIN[:1000], {}),  # a two-byte content size
-], ids=["plain", "checksum", "window", "window-checksum", "rle-blocks", "raw-blocks", "raw-window-checksum",
-        "size-1-byte", "size-2-bytes"])
+@pytest.mark.parametrize(
+    "content, params",
+    [
+        (PLAIN, {}),
+        (PLAIN, {"write_checksum": True}),
+        (PLAIN, {"write_content_size": False}),  # no single-segment flag: a window descriptor
+        (PLAIN, {"write_content_size": False, "write_checksum": True}),
+        (PADDED, {}),
+        (PLAIN + NOISE, {}),
+        (PLAIN + NOISE, {"write_checksum": True, "write_content_size": False}),
+        (PLAIN[:200], {}),  # a one-byte content size in a single-segment frame
+        (PLAIN[:1000], {}),  # a two-byte content size
+    ],
+    ids=[
+        "plain",
+        "checksum",
+        "window",
+        "window-checksum",
+        "rle-blocks",
+        "raw-blocks",
+        "raw-window-checksum",
+        "size-1-byte",
+        "size-2-bytes",
+    ],
+)
 def test_v1_zstd_extent_is_the_frame_as_encoded(content, params):
     f = frame(content, **params)
     blob = v1_zstd(f, content)
@@ -575,7 +626,7 @@ def test_v1_zstd_extent_is_the_frame_as_encoded(content, params):
 def with_header(f: bytes, fhd: int, extra: bytes, drop: int) -> bytes:
     """The frame with another frame-header descriptor: ``extra`` bytes inserted after it and
     ``drop`` bytes of the old header fields removed (the blocks are unchanged)."""
-    return f[:4] + bytes([fhd]) + extra + f[5 + drop:]
+    return f[:4] + bytes([fhd]) + extra + f[5 + drop :]
 
 
 @pytest.mark.parametrize("did_flag, did_len", [(1, 1), (2, 2), (3, 4)])
@@ -597,8 +648,7 @@ def test_v1_zstd_extent_with_each_content_size_width(fcs_flag, fcs_len):
     assert hip.extent(v1_zstd(g, PLAIN) + bytes(8)) == 20 + len(g)
     single = frame(PLAIN)
     assert single[4] & 0x20
-    h = with_header(single, (single[4] & 0x3F) | (fcs_flag << 6), bytes(fcs_len),
-                    (1, 2, 4, 8)[single[4] >> 6])
+    h = with_header(single, (single[4] & 0x3F) | (fcs_flag << 6), bytes(fcs_len), (1, 2, 4, 8)[single[4] >> 6])
     assert hip.extent(v1_zstd(h, PLAIN) + bytes(8)) == 20 + len(h)
 
 
@@ -610,10 +660,11 @@ def test_v1_zstd_frames_that_are_not():
     bad[header_len] = (bad[header_len] & ~0x06) | 0x06  # block type 3: reserved
     raises_saying("E031", lambda: hip.extent(v1_zstd(bytes(bad), PLAIN)), "reserved block type")
     assert hip.extent(v1_zstd(f[:5], PLAIN)) is None
-    assert hip.extent(v1_zstd(f[:header_len + 2], PLAIN)) is None
+    assert hip.extent(v1_zstd(f[: header_len + 2], PLAIN)) is None
 
 
 # ---- zlib streams ----------------------------------------------------------------------------------
+
 
 def test_v1_zlib_extent_over_several_chunks():
     content = PLAIN + NOISE * 4  # 1.2 MB that does not compress: the stream is read in chunks
@@ -626,21 +677,34 @@ def test_v1_zlib_extent_over_several_chunks():
 def test_v1_zlib_stream_decoding_past_its_size_or_not_at_all():
     bomb = zlib.compress(bytes(8 << 20), 9)
     raises_saying("E031", lambda: hip.extent(ccob(PLAIN, 1, "zlib", payload=bomb)), "decodes past its declared")
-    raises_saying("E031", lambda: hip.extent(ccob(PLAIN, 1, "zlib", payload=b"\x78\x9c" + b"\xff" * 60)),
-           "zlib payload does not decode")
+    raises_saying(
+        "E031",
+        lambda: hip.extent(ccob(PLAIN, 1, "zlib", payload=b"\x78\x9c" + b"\xff" * 60)),
+        "zlib payload does not decode",
+    )
 
 
 @pytest.mark.parametrize("version", [2, 3])
 def test_zlib_payloads_that_are_not_exactly_the_bundle(version):
     good = zlib.compress(PLAIN, 9)
-    raises_saying("E031", lambda: hip.parse(ccob(PLAIN, version, "zlib", payload=good[:-4]), 0, "s"),
-           "zlib payload is truncated")  # every byte, but no end of stream (its checksum)
-    raises_saying("E031", lambda: hip.parse(ccob(PLAIN, version, "zlib", payload=good[:len(good) // 2]), 0, "s"),
-           "zlib payload is truncated")
-    raises_saying("E031", lambda: hip.parse(ccob(PLAIN, version, "zlib", payload=good + b"junk"), 0, "s"),
-           "4 bytes follow the zlib stream")
-    raises_saying("E031", lambda: hip.parse(ccob(PLAIN, version, "zlib", payload=b"\x78\x9c" + b"\xff" * 60), 0, "s"),
-           "zlib payload does not decode")
+    raises_saying(
+        "E031", lambda: hip.parse(ccob(PLAIN, version, "zlib", payload=good[:-4]), 0, "s"), "zlib payload is truncated"
+    )  # every byte, but no end of stream (its checksum)
+    raises_saying(
+        "E031",
+        lambda: hip.parse(ccob(PLAIN, version, "zlib", payload=good[: len(good) // 2]), 0, "s"),
+        "zlib payload is truncated",
+    )
+    raises_saying(
+        "E031",
+        lambda: hip.parse(ccob(PLAIN, version, "zlib", payload=good + b"junk"), 0, "s"),
+        "4 bytes follow the zlib stream",
+    )
+    raises_saying(
+        "E031",
+        lambda: hip.parse(ccob(PLAIN, version, "zlib", payload=b"\x78\x9c" + b"\xff" * 60), 0, "s"),
+        "zlib payload does not decode",
+    )
 
 
 @pytest.mark.parametrize("method", ["zlib", "zstd"])
@@ -677,11 +741,15 @@ def test_real_compressed_sections_parse_to_their_plain_twins():
 
 # ---- declared sizes ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("usize, code, words", [
-    (31, "E030", "declares 31 uncompressed bytes"),  # smaller than a bundle header
-    (hip.MAX_BUNDLE + 1, "E030", f"declares {hip.MAX_BUNDLE + 1} uncompressed bytes"),
-    (hip.MAX_BUNDLE, "E032", "above the"),  # believable, but above the decode limit
-])
+
+@pytest.mark.parametrize(
+    "usize, code, words",
+    [
+        (31, "E030", "declares 31 uncompressed bytes"),  # smaller than a bundle header
+        (hip.MAX_BUNDLE + 1, "E030", f"declares {hip.MAX_BUNDLE + 1} uncompressed bytes"),
+        (hip.MAX_BUNDLE, "E032", "above the"),  # believable, but above the decode limit
+    ],
+)
 def test_declared_uncompressed_sizes(usize, code, words):
     raises_saying(code, lambda: hip.parse(ccob(PLAIN, 3, "zstd", usize=usize), 0, "s"), words)
 
@@ -690,8 +758,11 @@ def test_v1_zlib_stream_counted_across_chunks():
     """8 MiB of zeros declared as 2 MiB: each inflate step yields at most a chunk (1 MiB), the sum
     passes the declared size."""
     bomb = zlib.compress(bytes(8 << 20), 9)
-    raises_saying("E031", lambda: hip.extent(ccob(PLAIN, 1, "zlib", payload=bomb, usize=2 << 20)),
-           f"decodes past its declared {2 << 20} bytes")
+    raises_saying(
+        "E031",
+        lambda: hip.extent(ccob(PLAIN, 1, "zlib", payload=bomb, usize=2 << 20)),
+        f"decodes past its declared {2 << 20} bytes",
+    )
 
 
 @pytest.mark.parametrize("checksum", [False, True])
@@ -703,26 +774,31 @@ def test_v1_zstd_frame_ending_with_an_empty_last_block_at_the_end_of_the_data(ch
 
 # ---- entry ids and the code objects they hold ------------------------------------------------------
 
+
 def replace_id(bundle: bytes, old: bytes, new: bytes) -> bytes:
     assert len(old) == len(new) and bundle.count(old) >= 1
     at = bundle.index(old)
-    return bundle[:at] + new + bundle[at + len(old):]
+    return bundle[:at] + new + bundle[at + len(old) :]
 
 
-@pytest.mark.parametrize("old, new", [
-    (b"hipv4-amdgcn-amd-amdhsa--gfx1100", b"hipv4-amdgcn-xyz-amdhsa--gfx1100"),
-    (b"hipv4-amdgcn-amd-amdhsa--gfx1100", b"hipv4-nvptx6-amd-amdhsa--gfx1100"),
-    (b"hipv4-amdgcn-amd-amdhsa--gfx1100", b"hipv4-amdgcn-amd-cudaxx--gfx1100"),
-])
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        (b"hipv4-amdgcn-amd-amdhsa--gfx1100", b"hipv4-amdgcn-xyz-amdhsa--gfx1100"),
+        (b"hipv4-amdgcn-amd-amdhsa--gfx1100", b"hipv4-nvptx6-amd-amdhsa--gfx1100"),
+        (b"hipv4-amdgcn-amd-amdhsa--gfx1100", b"hipv4-amdgcn-amd-cudaxx--gfx1100"),
+    ],
+)
 def test_a_device_entry_of_another_triple_is_refused(old, new):
-    raises_saying("E030", lambda: hip.parse(replace_id(PLAIN, old, new), 0, "s"),
-                  "is not an amdgcn-amd-amdhsa device entry")
+    raises_saying(
+        "E030", lambda: hip.parse(replace_id(PLAIN, old, new), 0, "s"), "is not an amdgcn-amd-amdhsa device entry"
+    )
 
 
 @pytest.mark.parametrize("ident", [b"host--unknown-linux", b"host-x86_64--linux-"])
 def test_a_host_id_with_an_empty_triple_part_is_refused(ident):
     """Host entries are skipped unjudged, so only a real host triple may name one."""
-    bundle = replace_id(PLAIN, b"hipv4-amdgcn-amd-amdhsa--gfx1100"[:len(ident)], ident)
+    bundle = replace_id(PLAIN, b"hipv4-amdgcn-amd-amdhsa--gfx1100"[: len(ident)], ident)
     raises_saying("E030", lambda: hip.parse(bundle, 0, "s"), "bundle id")
 
 
@@ -756,6 +832,7 @@ def test_code_objects_are_version_5_as_clang_19_writes_them():
 
 # ---- bundle headers at their bounds ----------------------------------------------------------------
 
+
 def header(entries: list[tuple[int, int, bytes]]) -> bytes:
     out = hip.UNCOMPRESSED_MAGIC + struct.pack("<Q", len(entries))
     for off, size, ident in entries:
@@ -766,8 +843,11 @@ def header(entries: list[tuple[int, int, bytes]]) -> bytes:
 def test_the_most_entries_and_the_longest_id_a_header_may_hold():
     most = header([(0, 0, b"h")] * hip.MAX_ENTRIES)
     assert hip.extent(most) == len(most)
-    raises_saying("E030", lambda: hip.extent(header([(0, 0, b"h")] * (hip.MAX_ENTRIES + 1))),
-           f"declares {hip.MAX_ENTRIES + 1} entries")
+    raises_saying(
+        "E030",
+        lambda: hip.extent(header([(0, 0, b"h")] * (hip.MAX_ENTRIES + 1))),
+        f"declares {hip.MAX_ENTRIES + 1} entries",
+    )
     for n in (1, hip.MAX_ID_LEN):
         one = header([(0, 0, b"h" * n)])
         assert hip.extent(one) == len(one)
@@ -779,8 +859,7 @@ def test_offsets_and_sizes_up_to_the_believable_bound():
     assert hip.extent(header([(hip.MAX_BUNDLE, 0, b"h")])) is not None
     assert hip.extent(header([(64, hip.MAX_BUNDLE, b"h")])) == 64 + hip.MAX_BUNDLE
     for off, size in ((hip.MAX_BUNDLE + 1, 0), (64, hip.MAX_BUNDLE + 1)):
-        raises_saying("E030", partial(hip.extent, header([(off, size, b"h")])),
-                      f"declares offset {off}, size {size}")
+        raises_saying("E030", partial(hip.extent, header([(off, size, b"h")])), f"declares offset {off}, size {size}")
 
 
 def test_a_head_of_exactly_the_header_knows_the_bundle_extent():
@@ -789,20 +868,23 @@ def test_a_head_of_exactly_the_header_knows_the_bundle_extent():
     for _ in range(n):
         pos += 24 + struct.unpack_from("<Q", PLAIN, pos + 16)[0]
     assert hip.extent(PLAIN[:pos]) == len(PLAIN)
-    assert hip.extent(PLAIN[:pos - 1]) is None
+    assert hip.extent(PLAIN[: pos - 1]) is None
     first_id_end = 32 + 24 + struct.unpack_from("<Q", PLAIN, 48)[0]
-    assert hip.extent(PLAIN[:first_id_end + 24]) is None  # the next record, but not its id
+    assert hip.extent(PLAIN[: first_id_end + 24]) is None  # the next record, but not its id
     raises_saying("E030", lambda: hip.extent(PLAIN[:24] + struct.pack("<Q", 0)), "declares 0 entries")  # 32 bytes
 
 
-@pytest.mark.parametrize("ident, words", [
-    (b"hipv4-amdgcn-amd-amdhsa--gfx1100", None),
-    (b"hipv4-amdgcn-amd-amdhsa--gfx9999", "bundle id 'hipv4-amdgcn-amd-amdhsa--gfx9999': "),
-    # four fields (clang 11 and older wrote hip-amdgcn-amd-amdhsa-gfx906): the target is what follows
-    (b"hipv4-amdgcn-amd-amdhsa-xgfx1100", "unknown AMD processor 'xgfx1100'"),
-    (b"hipv4-amdgcn-amd-amdhsa--gfx11\xff0", "id is not ASCII"),
-    (b"hipv4-amdgcn-amd-amdhsa--gfx11\x070", "is not printable"),
-])
+@pytest.mark.parametrize(
+    "ident, words",
+    [
+        (b"hipv4-amdgcn-amd-amdhsa--gfx1100", None),
+        (b"hipv4-amdgcn-amd-amdhsa--gfx9999", "bundle id 'hipv4-amdgcn-amd-amdhsa--gfx9999': "),
+        # four fields (clang 11 and older wrote hip-amdgcn-amd-amdhsa-gfx906): the target is what follows
+        (b"hipv4-amdgcn-amd-amdhsa-xgfx1100", "unknown AMD processor 'xgfx1100'"),
+        (b"hipv4-amdgcn-amd-amdhsa--gfx11\xff0", "id is not ASCII"),
+        (b"hipv4-amdgcn-amd-amdhsa--gfx11\x070", "is not printable"),
+    ],
+)
 def test_entry_ids_that_name_no_target(ident, words):
     bundle = replace_id(PLAIN, b"hipv4-amdgcn-amd-amdhsa--gfx1100", ident)
     if words is None:
@@ -824,8 +906,8 @@ SOURCE_KERNELS = {"saxpy", "_Z5scaleIfEvPT_S0_", "_Z5scaleIdEvPT_S0_"}
 
 
 def sections(co: bytes) -> list[tuple[int, ...]]:
-    shoff, = struct.unpack_from("<Q", co, 40)
-    shnum, = struct.unpack_from("<H", co, 60)
+    (shoff,) = struct.unpack_from("<Q", co, 40)
+    (shnum,) = struct.unpack_from("<H", co, 60)
     return [struct.unpack_from("<IIQQQQIIQQ", co, shoff + i * 64) for i in range(shnum)]
 
 
@@ -838,7 +920,7 @@ def test_code_object_kernels_are_the_sources():
 
 def test_code_object_without_a_symtab_reads_its_dynsym():
     co = bytearray(HSACO)
-    shoff, = struct.unpack_from("<Q", co, 40)
+    (shoff,) = struct.unpack_from("<Q", co, 40)
     (i,) = [i for i, s in enumerate(sections(HSACO)) if s[1] == 2]
     struct.pack_into("<I", co, shoff + i * 64 + 4, 0)  # SHT_SYMTAB -> SHT_NULL
     assert set(hip.read_code_object(bytes(co))[2]) == SOURCE_KERNELS
@@ -852,40 +934,53 @@ def edit(co: bytes, at: int, fmt: str, value: int) -> bytes:
 
 def test_code_object_tables_that_lie_outside_it():
     n = len(HSACO)
-    shoff, = struct.unpack_from("<Q", HSACO, 40)
-    shnum, = struct.unpack_from("<H", HSACO, 60)
+    (shoff,) = struct.unpack_from("<Q", HSACO, 40)
+    (shnum,) = struct.unpack_from("<H", HSACO, 60)
     assert hip.read_code_object(edit(HSACO, 60, "<H", 0))[2] == ()  # no sections: no kernels named
     for at, fmt, value in ((58, "<H", 32), (40, "<Q", n + 1), (40, "<Q", n - shnum * 64 + 1)):
-        raises_saying("E030", partial(hip.read_code_object, edit(HSACO, at, fmt, value)),
-               "section headers lie outside it")
+        raises_saying(
+            "E030", partial(hip.read_code_object, edit(HSACO, at, fmt, value)), "section headers lie outside it"
+        )
     (i,) = [i for i, s in enumerate(sections(HSACO)) if s[1] == 2]
     sym = shoff + i * 64
     _, _, _, _, off, size, link, _, _, _ = sections(HSACO)[i]
     for at, fmt, value in ((sym + 56, "<Q", 16), (sym + 32, "<Q", n - size + 1), (sym + 40, "<I", shnum)):
-        raises_saying("E030", partial(hip.read_code_object, edit(HSACO, at, fmt, value)),
-               "symbol table is malformed")
+        raises_saying("E030", partial(hip.read_code_object, edit(HSACO, at, fmt, value)), "symbol table is malformed")
     strsec = shoff + link * 64
     str_size = sections(HSACO)[link][5]
-    raises_saying("E030", lambda: hip.read_code_object(edit(HSACO, strsec + 24, "<Q", n - str_size + 1)),
-           "string table lies outside it")
+    raises_saying(
+        "E030",
+        lambda: hip.read_code_object(edit(HSACO, strsec + 24, "<Q", n - str_size + 1)),
+        "string table lies outside it",
+    )
     kd = [j for j in range(size // 24) if HSACO[off + j * 24 + 4] & 0xF == 1]
-    raises_saying("E030", lambda: hip.read_code_object(edit(HSACO, off + kd[0] * 24, "<I", str_size)),
-           "symbol name lies outside its string table")
+    raises_saying(
+        "E030",
+        lambda: hip.read_code_object(edit(HSACO, off + kd[0] * 24, "<I", str_size)),
+        "symbol name lies outside its string table",
+    )
 
 
-@pytest.mark.parametrize("at, value, words", [
-    (4, 1, "not a little-endian ELF64"), (5, 2, "not a little-endian ELF64"),
-    (7, 0, "OS ABI 0 is not AMDGPU HSA"), (8, 9, "ABI version 9 is unknown"), (8, 0, "ABI version 0 is unknown"),
-])
+@pytest.mark.parametrize(
+    "at, value, words",
+    [
+        (4, 1, "not a little-endian ELF64"),
+        (5, 2, "not a little-endian ELF64"),
+        (7, 0, "OS ABI 0 is not AMDGPU HSA"),
+        (8, 9, "ABI version 9 is unknown"),
+        (8, 0, "ABI version 0 is unknown"),
+    ],
+)
 def test_code_object_identity_bytes(at, value, words):
-    raises_saying("E030", lambda: hip.read_code_object(HSACO[:at] + bytes([value]) + HSACO[at + 1:]), words)
+    raises_saying("E030", lambda: hip.read_code_object(HSACO[:at] + bytes([value]) + HSACO[at + 1 :]), words)
 
 
 def test_code_object_v3_and_v4_feature_bits():
     """Code object v3 (EI_ABIVERSION 1) has one bit per feature, clear meaning off; v4 on
     (EI_ABIVERSION 2 and later) two bits per feature, 0 and 1 meaning unspecified."""
-    gfx906 = next(m for m, p in __import__("archaudit.gpus.amd", fromlist=["x"]).processor_by_mach().items()
-                  if p.name == "gfx906")
+    gfx906 = next(
+        m for m, p in __import__("archaudit.gpus.amd", fromlist=["x"]).processor_by_mach().items() if p.name == "gfx906"
+    )
     assert hip.target_from_elf(gfx906, 1) == "gfx906:sramecc-:xnack-"
     assert hip.target_from_elf(gfx906 | hip.EF_AMDGPU_FEATURE_XNACK_V3, 1) == "gfx906:sramecc-:xnack+"
     assert hip.target_from_elf(gfx906 | hip.EF_AMDGPU_FEATURE_SRAMECC_V3, 1) == "gfx906:sramecc+:xnack-"
@@ -910,8 +1005,9 @@ def test_a_declared_size_at_the_decode_limit_is_decoded():
 
 
 def test_a_code_object_for_an_unknown_processor():
-    raises_saying("E030", lambda: hip.read_code_object(edit(HSACO, 48, "<I", 0x0FF)),
-                  "code object: unknown EF_AMDGPU_MACH")
+    raises_saying(
+        "E030", lambda: hip.read_code_object(edit(HSACO, 48, "<I", 0x0FF)), "code object: unknown EF_AMDGPU_MACH"
+    )
 
 
 @pytest.mark.parametrize("method", ["zlib", "zstd"])
@@ -921,8 +1017,11 @@ def test_a_payload_one_chunk_past_a_large_declared_size_is_refused(method):
     content = PLAIN + bytes((3 << 20) - len(PLAIN))
     longer = content + bytes(100)
     payload = zlib.compress(longer) if method == "zlib" else frame(longer)
-    raises_saying("E031", lambda: hip.parse(ccob(content, 3, method, payload=payload), 0, "s"),
-           "decodes to more than its declared")
+    raises_saying(
+        "E031",
+        lambda: hip.parse(ccob(content, 3, method, payload=payload), 0, "s"),
+        "decodes to more than its declared",
+    )
 
 
 # ---- kernel names at the edges of the symbol and string tables ------------------------------------
@@ -944,18 +1043,18 @@ def test_a_one_letter_kernel_is_named():
 def symbol_name(co: bytes, record: bytes) -> bytes:
     _, _, str_off, _ = symbol_table(co)
     at = str_off + struct.unpack_from("<I", record)[0]
-    return co[at:co.index(b"\0", at)]
+    return co[at : co.index(b"\0", at)]
 
 
 def test_a_kernel_descriptor_that_is_the_last_symbol_is_read():
     """Another linker may order the symbols otherwise: with k.kd moved to the last record of
     .symtab (after __hip_cuid_), the kernel is still found."""
     off, size, _, _ = symbol_table(K)
-    records = [K[at:at + 24] for at in range(off, off + size, 24)]
+    records = [K[at : at + 24] for at in range(off, off + size, 24)]
     (kd,) = [j for j, r in enumerate(records) if symbol_name(K, r) == b"k.kd"]
     assert kd < len(records) - 1
-    moved = records[:kd] + records[kd + 1:] + [records[kd]]
-    assert hip.read_code_object(K[:off] + b"".join(moved) + K[off + size:])[2] == ("k",)
+    moved = records[:kd] + records[kd + 1 :] + [records[kd]]
+    assert hip.read_code_object(K[:off] + b"".join(moved) + K[off + size :])[2] == ("k",)
 
 
 def test_an_object_name_the_string_table_does_not_end_is_malformed():
@@ -966,14 +1065,17 @@ def test_an_object_name_the_string_table_does_not_end_is_malformed():
     _, _, str_off, str_size = symbol_table(HSACO)
     cuid = HSACO.index(b"__hip_cuid_", str_off) - str_off
     assert cuid + 16 < str_size
-    shoff, = struct.unpack_from("<Q", HSACO, 40)
-    raises_saying("E030", lambda: hip.read_code_object(edit(HSACO, shoff + sym[6] * 64 + 32, "<Q", cuid + 16)),
-           "symbol name lies outside its string table")
+    (shoff,) = struct.unpack_from("<Q", HSACO, 40)
+    raises_saying(
+        "E030",
+        lambda: hip.read_code_object(edit(HSACO, shoff + sym[6] * 64 + 32, "<Q", cuid + 16)),
+        "symbol name lies outside its string table",
+    )
 
 
 def test_a_kernel_name_that_is_not_utf8_is_read_with_a_replacement_character():
     """LLVM writes ASCII names; a byte that is no UTF-8 in one is shown as U+FFFD, not a crash."""
     _, _, str_off, _ = symbol_table(HSACO)
     at = HSACO.index(b"_Z5scaleIdEvPT_S0_.kd", str_off) + 2
-    co = HSACO[:at] + b"\xff" + HSACO[at + 1:]
+    co = HSACO[:at] + b"\xff" + HSACO[at + 1 :]
     assert set(hip.read_code_object(co)[2]) == SOURCE_KERNELS - {"_Z5scaleIdEvPT_S0_"} | {"_Z\ufffdscaleIdEvPT_S0_"}

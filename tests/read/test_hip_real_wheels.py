@@ -159,5 +159,6 @@ def test_rocm5_bundles_with_the_short_host_triple():
         (bundle,) = lib.containers
         assert bundle.section == ".hip_fatbin"
         assert sorted(e.target for e in bundle.entries) == sorted(
-            ["gfx801", "gfx802", "gfx803", "gfx900", "gfx906", "gfx908", "gfx1010", "gfx1011", "gfx1012"])
+            ["gfx801", "gfx802", "gfx803", "gfx900", "gfx906", "gfx908", "gfx1010", "gfx1011", "gfx1012"]
+        )
         assert all(e.kernels for e in bundle.entries)

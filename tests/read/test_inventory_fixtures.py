@@ -61,14 +61,17 @@ def test_entry_fields_match_cuobjdump_dump(name):
     """Kind, target with a/f, code version, compression, identifier and debug flag."""
     path = BIN / name
     lib = scan_file(str(path))
-    mine = [{
-        "kind": {SASS: "elf", PTX: "ptx", LTO: "nvvm"}[e.kind],
-        "arch": e.target,
-        "code_version": e.code_version,
-        "compressed": e.compression != "none",
-        "identifier": e.identifier or None,
-        "debug": e.debug,
-    } for e in _walk(lib, all_sections=True)]
+    mine = [
+        {
+            "kind": {SASS: "elf", PTX: "ptx", LTO: "nvvm"}[e.kind],
+            "arch": e.target,
+            "code_version": e.code_version,
+            "compressed": e.compression != "none",
+            "identifier": e.identifier or None,
+            "debug": e.debug,
+        }
+        for e in _walk(lib, all_sections=True)
+    ]
     theirs = oracle.dump_entries(path, all_sections=True)
     for t in theirs:
         t["identifier"] = t["identifier"].strip() if t["identifier"] else None
@@ -160,6 +163,8 @@ def test_every_compressed_payload_decodes_to_its_declared_size(name):
 
 
 def test_compression_modes_are_told_apart():
-    modes = {n: {e.compression for e in scan_file(str(BIN / f"lib_cmp_{n}.so")).entries}
-             for n in ("speed_all", "size_all", "none")}
+    modes = {
+        n: {e.compression for e in scan_file(str(BIN / f"lib_cmp_{n}.so")).entries}
+        for n in ("speed_all", "size_all", "none")
+    }
     assert modes == {"speed_all": {"lz4"}, "size_all": {"zstd"}, "none": {"none"}}

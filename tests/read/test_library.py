@@ -25,25 +25,34 @@ FIXTURES_PE = CUDA_BIN.parent.parent / "pe" / "bin"
 
 def test_a_file_no_reader_takes_is_e010():
     data = b"not a library\n" * 10
-    assert read("lib.so", data) == Library("lib.so", len(data), "other", problems=(
-        Problem(Code.E010, "malformed ELF: not an ELF file"),))
+    assert read("lib.so", data) == Library(
+        "lib.so", len(data), "other", problems=(Problem(Code.E010, "malformed ELF: not an ELF file"),)
+    )
 
 
-@pytest.mark.parametrize("error, code, message", [
-    (OSError(5, "Input/output error"), "E001", "cannot read: [Errno 5] Input/output error"),
-    (zipread.MemberError("libk.so: CRC-32 does not match", code=Code.E003), "E003", "libk.so: CRC-32 does not match"),
-    (ValueError("inflate failed"), "E002", "inflate failed"),
-])
-
-
+@pytest.mark.parametrize(
+    "error, code, message",
+    [
+        (OSError(5, "Input/output error"), "E001", "cannot read: [Errno 5] Input/output error"),
+        (
+            zipread.MemberError("libk.so: CRC-32 does not match", code=Code.E003),
+            "E003",
+            "libk.so: CRC-32 does not match",
+        ),
+        (ValueError("inflate failed"), "E002", "inflate failed"),
+    ],
+)
 def test_a_stream_that_fails_midway_is_a_read_failure_of_its_code(error, code, message):
     """Chunks come from the zip reader (or a file): its failure mid-stream is the finding,
     never a library read from the bytes that came before it."""
+
     def chunks() -> Iterator[bytes]:
         yield LIB_SM80[:4096]
         raise error
-    assert library.scan_stream("lib.so", len(LIB_SM80), chunks) == Library("lib.so", len(LIB_SM80), "other", problems=(
-        Problem(code, message),))
+
+    assert library.scan_stream("lib.so", len(LIB_SM80), chunks) == Library(
+        "lib.so", len(LIB_SM80), "other", problems=(Problem(code, message),)
+    )
 
 
 def test_an_internal_error_is_e099_and_never_a_library_read_without_findings():
@@ -51,7 +60,12 @@ def test_an_internal_error_is_e099_and_never_a_library_read_without_findings():
     reader: the guard turns that into E099 for the file, whatever the exception says."""
     lib = library.scan_stream("lib.so", len(LIB_SM80), lambda: iter([LIB_SM80[:4096], None]))  # type: ignore[arg-type, return-value]
     assert (lib.path, lib.size, lib.format, lib.containers, [p.code for p in lib.problems]) == (
-        "lib.so", len(LIB_SM80), "other", (), ["E099"])
+        "lib.so",
+        len(LIB_SM80),
+        "other",
+        (),
+        ["E099"],
+    )
     assert lib.problems[0].message.startswith("could not be verified: internal error TypeError: ")
 
 

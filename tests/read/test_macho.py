@@ -29,21 +29,22 @@ def _container(data: bytes) -> tuple[int, bytes]:
     """The one fatbin container of `data`: where it starts, and its bytes (header and entries)."""
     at = data.index(MAGIC)
     size = 16 + struct.unpack_from("<Q", data, at + 8)[0]
-    return at, data[at:at + size]
+    return at, data[at : at + size]
 
 
 def _bundle() -> bytes:
     path = HERE / "fixtures" / "amd" / "bin" / "hip_multi.so"
     (c,) = scan_file(str(path)).containers
-    return path.read_bytes()[c.offset:c.offset + c.size]
+    return path.read_bytes()[c.offset : c.offset + c.size]
 
 
 def test_a_macos_library_with_device_code_is_inventoried_exactly():
     at, raw = _container(SM80)
     lib = library_from_bytes("pkg/libk.dylib", SM80, decode=True)
     (c,) = lib.containers
-    assert lib == Library("pkg/libk.dylib", len(SM80), "macho",
-                          (Container("nvidia", "embedded", "", at, len(raw), c.entries),))
+    assert lib == Library(
+        "pkg/libk.dylib", len(SM80), "macho", (Container("nvidia", "embedded", "", at, len(raw), c.entries),)
+    )
     assert [e.target for e in c.entries] == ["sm_80"] and c.entries[0].kernels
 
 
@@ -69,7 +70,7 @@ def test_a_container_cut_short_fails_closed(tmp_path, capsys):
     are not read, so it is not known to be a coincidence. Before, the container vanished and
     the file read as a host library (a CPU wheel, exit 0)."""
     at, _ = _container(SM80)
-    cut = SM80[:at + 200]
+    cut = SM80[: at + 200]
     lib = library_from_bytes("pkg/libcut.dylib", cut, decode=True)
     # the container's first cubin, cut short too, is no whole cubin either (E014)
     assert lib.containers == () and [p.code for p in lib.problems] == ["E014", "E011"]

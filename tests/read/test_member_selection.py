@@ -33,8 +33,10 @@ def libraries(report: dict) -> dict[str, dict]:
 
 # ---- chosen by content ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", ["demo/libk.so.bak", "demo/libk", "demo/libk.so.1rc1", "demo/kernels.bin",
-                                  "demo/kernels.dat"])
+
+@pytest.mark.parametrize(
+    "name", ["demo/libk.so.bak", "demo/libk", "demo/libk.so.1rc1", "demo/kernels.bin", "demo/kernels.dat"]
+)
 def test_library_named_like_data_is_read(tmp_path, name):
     """An ELF library under a name no search by name picks: read, judged (it misses 80), and
     the note says what its name would have hidden."""
@@ -65,15 +67,17 @@ def test_data_members_are_not_read(tmp_path):
     """Text and data members stay out of the audit, and only their first bytes are inflated:
     an 8 MiB data member costs 512 bytes of inflation, not 8 MiB."""
     weights = random.Random(1).randbytes(8 << 20)
-    p = wheel(tmp_path / WHEEL_NAME, [("demo/libgood.so", GOOD), ("demo/__init__.py", b"x = 1\n"),
-                                      ("demo/weights.bin", weights)])
+    p = wheel(
+        tmp_path / WHEEL_NAME,
+        [("demo/libgood.so", GOOD), ("demo/__init__.py", b"x = 1\n"), ("demo/weights.bin", weights)],
+    )
     jobs, problems = artifacts._wheel_jobs(str(p))
     assert [j.display for j in jobs] == ["demo/libgood.so"] and not problems
     members, _ = zipread.read_directory(str(p))
     m = next(m for m in members if m.name == "demo/weights.bin")
     with open(p, "rb") as f:
         head, whole = zipread.member_head(lambda at, n: (f.seek(at), f.read(n))[1], m)
-    assert head == weights[:zipread.HEAD] and whole is None
+    assert head == weights[: zipread.HEAD] and whole is None
 
 
 @pytest.mark.parametrize("method", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED])
@@ -148,8 +152,13 @@ def test_zip_in_a_directory_target_is_read(tmp_path):
 
 def test_one_rule_for_files_on_disk(tmp_path):
     """`is_audited_file` is the rule smoke uses for installed files: the same as for members."""
-    cases = {"libk.so.bak": BAD, "kernels.bin": FATBIN, "libtext.so": b"INPUT(-lfoo)\n", "notes.txt": b"hi\n",
-             "bundle.zip": inner_zip([("a.so", BAD)])}
+    cases = {
+        "libk.so.bak": BAD,
+        "kernels.bin": FATBIN,
+        "libtext.so": b"INPUT(-lfoo)\n",
+        "notes.txt": b"hi\n",
+        "bundle.zip": inner_zip([("a.so", BAD)]),
+    }
     for name, data in cases.items():
         (tmp_path / name).write_bytes(data)
     os.mkfifo(tmp_path / "libfifo.so")  # never opened: opening it would block
@@ -206,10 +215,32 @@ def test_members_sharing_one_deflate_stream(tmp_path):
     for name in names:
         at = len(out)
         xlen = headers_len - at - 30 - len(name)  # this header's extra field reaches the stream
-        central += struct.pack("<4s6H3L5H2L", b"PK\x01\x02", 0x031E, 20, 0, 8, 0, 0x21, crc, len(stream), size,
-                               len(name), 0, 0, 0, 0, 0o100644 << 16, at) + name
-        out += struct.pack("<4s5H3L2H", b"PK\x03\x04", 20, 0, 8, 0, 0x21, crc, len(stream), size, len(name),
-                           xlen) + name
+        central += (
+            struct.pack(
+                "<4s6H3L5H2L",
+                b"PK\x01\x02",
+                0x031E,
+                20,
+                0,
+                8,
+                0,
+                0x21,
+                crc,
+                len(stream),
+                size,
+                len(name),
+                0,
+                0,
+                0,
+                0,
+                0o100644 << 16,
+                at,
+            )
+            + name
+        )
+        out += (
+            struct.pack("<4s5H3L2H", b"PK\x03\x04", 20, 0, 8, 0, 0x21, crc, len(stream), size, len(name), xlen) + name
+        )
     out += stream
     data = bytes(out + central + struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, 20, 20, len(central), len(out), 0))
     p = tmp_path / WHEEL_NAME

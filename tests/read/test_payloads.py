@@ -33,9 +33,11 @@ def _patch(data: bytearray, entry: int, field: int, fmt: str, value: int) -> Non
 def _pooled(data: bytes) -> Library:
     """The library as check reads it: payloads decoded by the pool's workers, into their
     reused buffers."""
+
     def chunks() -> Iterator[bytes]:
         for i in range(0, len(data), 1 << 20):
-            yield data[i:i + (1 << 20)]
+            yield data[i : i + (1 << 20)]
+
     with DecodePool(2) as pool:
         return scan_stream("x.so", len(data), chunks, pool=pool)
 
@@ -95,7 +97,7 @@ def test_a_reused_buffer_holds_exactly_each_payload(compression):
             fatbin.decode_payload_into(header(raw, declared), raw, 0, 1 << 30, out)
         assert err.value.code == "E012"
     with pytest.raises(fatbin.FatbinError) as err:
-        fatbin.decode_payload_into(header(raw[:len(raw) // 2], len(small)), raw[:len(raw) // 2], 0, 1 << 30, out)
+        fatbin.decode_payload_into(header(raw[: len(raw) // 2], len(small)), raw[: len(raw) // 2], 0, 1 << 30, out)
     assert err.value.code == "E012"
 
 
@@ -127,7 +129,7 @@ def test_zstd_frame_expanding_past_the_declared_size_is_a_finding():
     cctx = zstandard.ZstdCompressor(write_content_size=False)
     bomb = cctx.compress(b"\0" * (8 << 20))
     assert len(bomb) <= psize, "the bomb must fit the payload area it replaces"
-    data[at + hsize:at + hsize + len(bomb)] = bomb
+    data[at + hsize : at + hsize + len(bomb)] = bomb
     _patch(data, at, 0x10, "<I", len(bomb))
     _patch(data, at, 0x38, "<Q", 1024)
     codes, peak = _codes_and_peak(data)
@@ -150,7 +152,7 @@ def test_garbage_payload_is_a_finding():
     at = _first_entry(bytes(data), "zstd")
     hsize = struct.unpack_from("<I", data, at + 4)[0]
     csize = struct.unpack_from("<I", data, at + 0x10)[0]
-    data[at + hsize:at + hsize + csize] = bytes((i * 37) & 0xFF for i in range(csize))
+    data[at + hsize : at + hsize + csize] = bytes((i * 37) & 0xFF for i in range(csize))
     assert _codes(data) == ["E012"]
 
 
@@ -177,8 +179,9 @@ def test_lz4_and_zstd_decode_to_the_same_cubin():
     """The same kernel compressed two ways decodes to byte-identical payloads."""
     a = scan_file(str(BIN / "lib_cmp_speed_all.so"), decode=True)
     b = scan_file(str(BIN / "lib_cmp_size_all.so"), decode=True)
-    assert [(e.kind, e.target, e.size, e.kernels) for e in a.entries] == \
-        [(e.kind, e.target, e.size, e.kernels) for e in b.entries]
+    assert [(e.kind, e.target, e.size, e.kernels) for e in a.entries] == [
+        (e.kind, e.target, e.size, e.kernels) for e in b.entries
+    ]
 
 
 def test_decode_payload_checks_the_zstd_frame_size_before_decoding():

@@ -63,8 +63,9 @@ def test_dll_inventories_like_the_elf_library_it_came_from(name, decode):
     assert dll.format == "pe" and not dll.problems and not so.problems
     if name == "embedded.dll":  # placed in .rdata: the runtime's registration is not known there
         assert {c.role for c in dll.containers} == {"embedded"}
-        assert [tuple(map(_entry, c.entries)) for c in dll.containers] == \
-               [tuple(map(_entry, c.entries)) for c in so.containers]
+        assert [tuple(map(_entry, c.entries)) for c in dll.containers] == [
+            tuple(map(_entry, c.entries)) for c in so.containers
+        ]
         return
     assert _inventory(dll) == _inventory(so)
     if name == "longnames.dll":  # MinGW's long names, read from the COFF string table
@@ -127,14 +128,23 @@ def test_a_dll_linking_the_cuda_runtime_without_device_code_is_a_gpu_library(cap
     assert rc == 1 and "G006" in codes
 
 
-@pytest.mark.parametrize("name,elf", [("sm80.dll", "lib_sm80.so"), ("multi.dll", "lib_multi.so"),
-                                      ("sm90a_ext.pyd", "lib_sm90a.so"), ("rdc.dll", "lib_rdc.so")])
+@pytest.mark.parametrize(
+    "name,elf",
+    [
+        ("sm80.dll", "lib_sm80.so"),
+        ("multi.dll", "lib_multi.so"),
+        ("sm90a_ext.pyd", "lib_sm90a.so"),
+        ("rdc.dll", "lib_rdc.so"),
+    ],
+)
 def test_check_judges_a_dll_as_it_judges_the_elf_library(capsys, name, elf):
     """Same exit code and the same findings (codes, per library) under the same claim."""
+
     def run(path: Path) -> tuple[int, list[str]]:
         rc = main(["check", "-q", "--no-config", "--format", "json", str(path), "--arch", "80;90;100"])
         report = json.loads(capsys.readouterr().out)
         return rc, sorted(f["code"] for t in report["targets"] for f in t["findings"])
+
     assert run(PE / name) == run(CUDA / elf)
 
 
@@ -156,6 +166,7 @@ def test_a_wheel_of_dlls_is_read_in_place(tmp_path, capsys):
 
 # ---- malformed PE: E021, never a pass, never a traceback ----
 
+
 def _put(data: bytes, at: int | None, fmt: str, *values: int | bytes) -> bytes:
     assert at is not None
     out = bytearray(data)
@@ -173,7 +184,7 @@ def _header_offsets(data: bytes) -> tuple[int, int, int]:
 def _section_index(data: bytes, name: bytes) -> int:
     coff, _, table = _header_offsets(data)
     count = struct.unpack_from("<H", data, coff + 2)[0]
-    return next(i for i in range(count) if data[table + 40 * i:table + 40 * i + 8].rstrip(b"\0") == name)
+    return next(i for i in range(count) if data[table + 40 * i : table + 40 * i + 8].rstrip(b"\0") == name)
 
 
 def _malformed(kind: str) -> bytes:
@@ -193,7 +204,7 @@ def _malformed(kind: str) -> bytes:
         i = _section_index(data, b".nv_fatb")
         return _put(data, table + 40 * i + 16, "<I", len(data))
     if kind == "truncated inside a section":
-        return data[:len(data) - 600]
+        return data[: len(data) - 600]
     if kind == "import directory in no section":
         return _put(data, opt + 112 + 8, "<I", 0x7FFF0000)
     if kind == "import directory lists no DLL":
@@ -208,10 +219,18 @@ def _malformed(kind: str) -> bytes:
     raise AssertionError(kind)
 
 
-MALFORMED = ["ms-dos program", "header offset past the end", "only a DOS header", "optional header magic",
-             "section table past the headers", "section data past the end", "truncated inside a section",
-             "import directory in no section", "import directory lists no DLL",
-             "long name outside the string table"]
+MALFORMED = [
+    "ms-dos program",
+    "header offset past the end",
+    "only a DOS header",
+    "optional header magic",
+    "section table past the headers",
+    "section data past the end",
+    "truncated inside a section",
+    "import directory in no section",
+    "import directory lists no DLL",
+    "long name outside the string table",
+]
 
 
 @pytest.mark.parametrize("kind", MALFORMED)
@@ -324,7 +343,7 @@ HIDDEN = {"overlay.dll": "overlay", "slack.dll": "header slack"}  # hide.py plac
 
 def _unmapped(data: bytes, offset: int, size: int) -> str | None:
     """Where [offset, offset+size) lies if no section's raw data holds any of it."""
-    h = pe.parse_headers(data[:pe.headers_extent(data[:pe.headers_extent(data[:64])])], len(data))
+    h = pe.parse_headers(data[: pe.headers_extent(data[: pe.headers_extent(data[:64])])], len(data))
     if any(s.raw_size and offset < s.raw_offset + s.raw_size and s.raw_offset < offset + size for s in h.sections):
         return None
     table_end = max((s.raw_offset + s.raw_size for s in h.sections), default=0)
@@ -346,7 +365,8 @@ def test_a_container_outside_every_section_is_found_and_fails_closed(name, decod
     assert (c.role, c.section) == ("embedded", "")
     assert [_entry(e) for e in c.entries] == [_entry(e) for e in max(so.containers, key=lambda k: k.size).entries]
     assert [(p.code, p.message) for p in lib.problems] == [
-        ("E011", f"fatbin container at 0x{c.offset:x} lies in no section")]
+        ("E011", f"fatbin container at 0x{c.offset:x} lies in no section")
+    ]
 
 
 def test_a_container_in_raw_data_past_a_sections_virtual_size_is_found():
@@ -368,12 +388,17 @@ def test_a_container_in_raw_data_past_a_sections_virtual_size_is_found():
 def test_hidden_container_is_judged_as_the_elf_one_appended(name, capsys):
     """The same verdict as the ELF library with a container appended after its end
     (tests/fixtures/readers): E011 and the code it carries, under any claim."""
+
     def run(path: Path, arch: str) -> tuple[int, list[str], list[str]]:
         rc = main(["check", "-q", "--no-config", "--format", "json", str(path), "--arch", arch])
         report = json.loads(capsys.readouterr().out)
         libs = [lib for t in report["targets"] for lib in t["libraries"]]
-        return (rc, sorted({f["code"] for t in report["targets"] for f in t["findings"]} - {"D002"}),
-                [label for lib in libs for label in lib["carries"]])
+        return (
+            rc,
+            sorted({f["code"] for t in report["targets"] for f in t["findings"]} - {"D002"}),
+            [label for lib in libs for label in lib["carries"]],
+        )
+
     for arch in ("80", "80,90"):
         got = run(PE / name, arch)
         assert got == run(READERS / "lib_appended.so", arch)
@@ -387,7 +412,7 @@ def _hip_overlay(bundle_of: str) -> bytes:
     (c,) = scan_file(str(PE / "hip_overlay.dll")).containers
     assert c.offset + c.size == len(data)
     (bundle,) = scan_file(str(AMD / bundle_of)).containers
-    return data[:c.offset] + (AMD / bundle_of).read_bytes()[bundle.offset:bundle.offset + bundle.size]
+    return data[: c.offset] + (AMD / bundle_of).read_bytes()[bundle.offset : bundle.offset + bundle.size]
 
 
 @pytest.mark.parametrize("source", ["hip_multi.so", "hip_ccob_generic.so"])
@@ -411,6 +436,7 @@ def test_a_hip_bundle_in_the_overlay_is_found_judged_and_fails_closed(source, tm
         rc = main(["check", "-q", "--no-config", "--format", "json", str(dll), "--amd-arch", claim])
         report = json.loads(capsys.readouterr().out)
         return rc, {f["code"] for t in report["targets"] for f in t["findings"]}
+
     assert codes(carried) == (1, {"E033"})
     assert codes(carried + ";gfx908") == (1, {"E033", "G001"})
 
@@ -425,6 +451,7 @@ def test_the_overlay_of_real_layouts_holds_no_device_code():
 
 
 # ---- macOS ----
+
 
 def test_macos_library_without_device_code_is_a_host_library(capsys):
     lib = scan_file(str(PE / "macos_host.dylib"))
@@ -449,14 +476,17 @@ def test_json_entries_show_the_ptx_target_the_rules_judge(capsys):
     regression = ROOT / "fuzz" / "regressions" / "pe-ptx-header-a-text-f.dll"
     seen = {}
     for path in (PE / "ptx100f.dll", regression):
-        main(["check", "-q", "--no-config", "--format", "json", "--detail", "containers", str(path),
-              "--arch", "80"])
+        main(["check", "-q", "--no-config", "--format", "json", "--detail", "containers", str(path), "--arch", "80"])
         report = json.loads(capsys.readouterr().out)
         (lib,) = report["targets"][0]["libraries"]
-        seen[path.name] = ([(e["target"], e.get("ptx_target")) for c in lib["container_list"] for e in c["entries"]],
-                           lib["carries"])
-    assert seen == {"ptx100f.dll": ([("sm_100f", "sm_100f")], ["compute_100f"]),
-                    regression.name: ([("sm_100a", "sm_100f")], ["compute_100f"])}
+        seen[path.name] = (
+            [(e["target"], e.get("ptx_target")) for c in lib["container_list"] for e in c["entries"]],
+            lib["carries"],
+        )
+    assert seen == {
+        "ptx100f.dll": ([("sm_100f", "sm_100f")], ["compute_100f"]),
+        regression.name: ([("sm_100a", "sm_100f")], ["compute_100f"]),
+    }
 
 
 # ---- import tables, long section names and section names in findings ------------------------------
@@ -467,14 +497,15 @@ def test_json_entries_show_the_ptx_target_the_rules_judge(capsys):
 # pe's own header parser, then cut or extended by whole records; each case asserts the DLL names
 # read or the E021 message.
 
+
 def directory(name: str, index: int) -> tuple[pe.Headers, bytes, int]:
     """(headers, the bytes of its import or delay-import directory as declared, declared size)."""
     data = (PE / name).read_bytes()
-    h = pe.parse_headers(data[:pe.HEADERS_MAX], len(data))
+    h = pe.parse_headers(data[: pe.HEADERS_MAX], len(data))
     rva, size = h.directory(index)
     at = h.rva_to_offset(rva)
     assert rva and at is not None
-    return h, data[at:at + size], size
+    return h, data[at : at + size], size
 
 
 def names(h: pe.Headers, data: bytes, rvas: list[int]) -> list[str]:
@@ -482,7 +513,7 @@ def names(h: pe.Headers, data: bytes, rvas: list[int]) -> list[str]:
     for rva in rvas:
         off = h.rva_to_offset(rva)
         assert off is not None
-        out.append(data[off:data.index(b"\0", off)].decode())
+        out.append(data[off : data.index(b"\0", off)].decode())
     return out
 
 
@@ -491,8 +522,8 @@ def test_an_import_table_of_exactly_its_records_and_terminator():
     last record; without the terminator, E021."""
     h, declared, _ = directory("sm80.dll", pe.DIR_IMPORT)
     rec = pe._IMPORT.size
-    n = next(i for i in range(0, len(declared), rec) if not any(declared[i:i + rec])) // rec + 1
-    table = declared[:n * rec]  # the records, the terminator last
+    n = next(i for i in range(0, len(declared), rec) if not any(declared[i : i + rec])) // rec + 1
+    table = declared[: n * rec]  # the records, the terminator last
     size = len(table)
     rvas = pe.import_name_rvas(table, False, h.image_base, size)
     assert rvas == pe.import_name_rvas(declared, False, h.image_base, len(declared))
@@ -507,11 +538,14 @@ def test_an_import_table_of_exactly_its_records_and_terminator():
 def test_delay_import_descriptors_of_both_versions():
     """A version-2 descriptor (attribute bit 0 set) holds RVAs; a version-1 one holds virtual
     addresses, which the image base turns into RVAs."""
-    h, table, size = directory("multi.dll", pe.DIR_DELAY_IMPORT) if _has_delay("multi.dll") else \
-        directory(_delay_fixture(), pe.DIR_DELAY_IMPORT)
+    h, table, size = (
+        directory("multi.dll", pe.DIR_DELAY_IMPORT)
+        if _has_delay("multi.dll")
+        else directory(_delay_fixture(), pe.DIR_DELAY_IMPORT)
+    )
     rvas = pe.import_name_rvas(table, True, h.image_base, size)
     assert rvas
-    rec = bytearray(table[:pe._DELAY.size])
+    rec = bytearray(table[: pe._DELAY.size])
     attributes, name = struct.unpack_from("<II", rec)
     assert attributes & 1
     struct.pack_into("<II", rec, 0, attributes & ~1, (h.image_base + name) & 0xFFFFFFFF)
@@ -521,7 +555,7 @@ def test_delay_import_descriptors_of_both_versions():
 
 def _has_delay(name: str) -> bool:
     data = (PE / name).read_bytes()
-    h = pe.parse_headers(data[:pe.HEADERS_MAX], len(data))
+    h = pe.parse_headers(data[: pe.HEADERS_MAX], len(data))
     return bool(h.directory(pe.DIR_DELAY_IMPORT)[0])
 
 
@@ -579,11 +613,11 @@ def test_a_dll_whose_import_directory_lists_nothing_still_names_its_delay_loaded
     still read: a DLL that loads everything late is a GPU library all the same."""
     data = bytearray((PE / "sm80_msvc.dll").read_bytes())
     assert library_from_bytes("x.dll", bytes(data)).needed == ("cudart64_13.dll", "nvcuda.dll")
-    h = pe.parse_headers(bytes(data[:pe.HEADERS_MAX]), len(data))
+    h = pe.parse_headers(bytes(data[: pe.HEADERS_MAX]), len(data))
     rva, size = h.directory(pe.DIR_IMPORT)
     at = h.rva_to_offset(rva)
     assert at is not None and size == 2 * pe._IMPORT.size
-    data[at:at + pe._IMPORT.size] = bytes(pe._IMPORT.size)
+    data[at : at + pe._IMPORT.size] = bytes(pe._IMPORT.size)
     lfanew = struct.unpack_from("<I", data, 0x3C)[0]
     struct.pack_into("<I", data, lfanew + 24 + 112 + 8 * pe.DIR_IMPORT + 4, pe._IMPORT.size)
     lib = library_from_bytes("x.dll", bytes(data))
@@ -621,8 +655,8 @@ def test_the_first_64_bytes_and_the_pe_header_offset():
 
 
 def test_headers_cut_short():
-    assert headers_error(DLL[:LFANEW + 23], len(DLL)) == "PE header is truncated"
-    assert headers_error(DLL[:TABLE_END - 1], len(DLL)) == "section table is truncated"
+    assert headers_error(DLL[: LFANEW + 23], len(DLL)) == "PE header is truncated"
+    assert headers_error(DLL[: TABLE_END - 1], len(DLL)) == "section table is truncated"
     assert pe.parse_headers(DLL[:TABLE_END], len(DLL)).sections  # exactly the headers: enough
 
 
@@ -631,12 +665,17 @@ def test_a_section_table_past_the_end_of_the_file():
     assert "section table" not in headers_error(DLL[:TABLE_END], TABLE_END)  # inside; its sections are not
 
 
-@pytest.mark.parametrize("opt_size, words", [(1, "no optional header: an object file, not an image"),
-                                             (0, "no optional header: an object file, not an image"),
-                                             (2, "optional header of 2 bytes is too short for its magic"),
-                                             (111, "optional header of 111 bytes is too short for its magic")])
+@pytest.mark.parametrize(
+    "opt_size, words",
+    [
+        (1, "no optional header: an object file, not an image"),
+        (0, "no optional header: an object file, not an image"),
+        (2, "optional header of 2 bytes is too short for its magic"),
+        (111, "optional header of 111 bytes is too short for its magic"),
+    ],
+)
 def test_optional_headers_too_short(opt_size, words):
-    data = DLL[:LFANEW + 20] + struct.pack("<H", opt_size) + DLL[LFANEW + 22:]
+    data = DLL[: LFANEW + 20] + struct.pack("<H", opt_size) + DLL[LFANEW + 22 :]
     assert headers_error(data, len(data)) == words
 
 
@@ -654,26 +693,29 @@ def test_directories_past_the_declared_count_are_not_read():
 
 # ---- _imports' second pass: DLL names away from their import directory -----------------------------
 
+
 def far_import_name(name: str, dll: str, distance: int) -> tuple[bytes, int]:
     """`name` with the import descriptor of `dll` pointing at a copy of that name `distance` bytes
     past the import directory's start: the last section grown (raw and virtual size) to hold it,
     as a linker that places the name strings in another, later section would. Returns the image
     and the copy's file offset."""
     data = bytearray((PE / name).read_bytes())
-    h = pe.parse_headers(bytes(data[:pe.HEADERS_MAX]), len(data))
+    h = pe.parse_headers(bytes(data[: pe.HEADERS_MAX]), len(data))
     rva, size = h.directory(pe.DIR_IMPORT)
     at = h.rva_to_offset(rva)
     assert at is not None
+
     def is_dll(d: int) -> bool:
         name_at = h.rva_to_offset(struct.unpack_from("<I", data, d + 12)[0]) or 0
         return data[name_at:].startswith(dll.encode() + b"\0")
+
     (desc,) = [d for d in range(at, at + size - 20, 20) if is_dll(d)]
     last = h.sections[-1]
     assert last.raw_offset + last.raw_size == len(data)
     to = at + distance
     end = max(len(data), to + 512)
     data += bytes(end - len(data))
-    data[to:to + len(dll) + 1] = dll.encode() + b"\0"
+    data[to : to + len(dll) + 1] = dll.encode() + b"\0"
     lfanew = struct.unpack_from("<I", data, 0x3C)[0]
     opt_size = struct.unpack_from("<H", data, lfanew + 20)[0]
     header = lfanew + 24 + opt_size + 40 * (len(h.sections) - 1)
@@ -692,7 +734,7 @@ def test_a_dll_name_past_the_bytes_kept_with_the_import_directory_is_read_in_a_s
     The DLLs named are the same either way."""
     want = library_from_bytes("x.dll", (PE / "sm80.dll").read_bytes()).needed
     assert "cudart64_13.dll" in want
-    h = pe.parse_headers(DLL[:pe.HEADERS_MAX], len(DLL))
+    h = pe.parse_headers(DLL[: pe.HEADERS_MAX], len(DLL))
     kept = h.directory(pe.DIR_IMPORT)[1] + pe.NAMES_WINDOW
     for distance, second in ((kept - 256, False), (kept - 255, True), (kept + 4096, True)):
         data, _ = far_import_name("sm80.dll", "cudart64_13.dll", distance)
@@ -704,12 +746,12 @@ def test_a_dll_name_past_the_bytes_kept_with_the_import_directory_is_read_in_a_s
 def test_dll_names_scattered_over_more_than_1_mib_are_malformed():
     """The names of one import directory must lie within 1 MiB of each other (the second read is
     bounded): sm80.dll's other names stay beside the directory, cudart64_13.dll's moves away."""
-    h = pe.parse_headers(DLL[:pe.HEADERS_MAX], len(DLL))
+    h = pe.parse_headers(DLL[: pe.HEADERS_MAX], len(DLL))
     at = h.rva_to_offset(h.directory(pe.DIR_IMPORT)[0])
     assert at is not None
     data = DLL
     offsets = []
-    for rva in pe.import_name_rvas(data[at:at + h.directory(pe.DIR_IMPORT)[1]], False, h.image_base, 0):
+    for rva in pe.import_name_rvas(data[at : at + h.directory(pe.DIR_IMPORT)[1]], False, h.image_base, 0):
         off = h.rva_to_offset(rva)
         assert off is not None
         if not data[off:].startswith(b"cudart64_13.dll\0"):
@@ -722,22 +764,26 @@ def test_dll_names_scattered_over_more_than_1_mib_are_malformed():
     bad, _ = far_import_name("sm80.dll", "cudart64_13.dll", lo - at + bound - 255)
     lib = library_from_bytes("x.dll", bad)
     assert lib.needed == () and [(p.code, p.message) for p in lib.problems] == [
-        ("E021", "malformed PE: imported DLL names are scattered over more than 1 MiB")]
+        ("E021", "malformed PE: imported DLL names are scattered over more than 1 MiB")
+    ]
     # the section table of an image whose imports cannot be read is not trusted either
     assert lib.containers and all(c.section == "" for c in lib.containers)
 
 
-@pytest.mark.parametrize("name, words", [(b"\0", "is empty"), (b"cudart\x0164.dll\0", "is not text"),
-                                          (b"cudart\xff.dll\0", "is not text")])
+@pytest.mark.parametrize(
+    "name, words", [(b"\0", "is empty"), (b"cudart\x0164.dll\0", "is not text"), (b"cudart\xff.dll\0", "is not text")]
+)
 def test_a_dll_name_read_in_the_second_pass_must_be_text(name, words):
     data, far = far_import_name("sm80.dll", "cudart64_13.dll", 2 * pe.NAMES_WINDOW)
-    bad = data[:far] + name + data[far + len(name):]
+    bad = data[:far] + name + data[far + len(name) :]
     lib = library_from_bytes("x.dll", bad)
     assert [(p.code, p.message) for p in lib.problems] == [
-        ("E021", f"malformed PE: imported DLL name at 0x{far:x} {words}")]
+        ("E021", f"malformed PE: imported DLL name at 0x{far:x} {words}")
+    ]
 
 
 # ---- images edited field by field: section headers, directories, the optional header ------------
+
 
 class Image:
     """A fixture DLL as bytes to edit, with the offsets of its headers."""
@@ -748,7 +794,7 @@ class Image:
         self.opt = self.lfanew + 24
         self.opt_size = struct.unpack_from("<H", self.data, self.lfanew + 20)[0]
         self.table = self.opt + self.opt_size
-        self.h = pe.parse_headers(bytes(self.data[:pe.HEADERS_MAX]), len(self.data))
+        self.h = pe.parse_headers(bytes(self.data[: pe.HEADERS_MAX]), len(self.data))
 
     def section(self, name: str) -> int:
         """File offset of the header of the section the image names `name`."""
@@ -787,14 +833,19 @@ def test_the_first_byte_past_the_headers_or_a_section_is_in_no_section():
 def test_a_malformed_header_is_the_librarys_only_finding():
     data = bytes(Image("sm80.dll").put(0x3C, "<I", 3).data)
     lib = library_from_bytes("x.dll", data)
-    assert lib == Library("x.dll", len(data), "pe", problems=(
-        Problem(Code.E021, "malformed PE: PE header offset 0x3 lies outside the file's headers"),))
+    assert lib == Library(
+        "x.dll",
+        len(data),
+        "pe",
+        problems=(Problem(Code.E021, "malformed PE: PE header offset 0x3 lies outside the file's headers"),),
+    )
     pe32 = Image("sm80.dll")
     data = bytes(pe32.put(pe32.opt, "<H", pe.PE32).data)  # read by PE32's layout: its sections stay
     assert not any(p.code == "E020" for p in library_from_bytes("x.dll", data).problems)
     data = bytes(pe32.put(pe32.opt, "<H", 0x107).data)
     assert library_from_bytes("x.dll", data).problems == (
-        Problem(Code.E021, "malformed PE: optional header magic 0x107 is neither PE32 nor PE32+"),)
+        Problem(Code.E021, "malformed PE: optional header magic 0x107 is neither PE32 nor PE32+"),
+    )
 
 
 def test_a_dll_without_an_import_directory_still_names_its_delay_loaded_dlls():
@@ -822,26 +873,25 @@ def with_optional_header(name: str, opt_size: int, declared: int) -> Image:
     behind it (as a linker writing fewer data directories lays it out)."""
     img = Image(name)
     n = len(img.h.sections)
-    sections = bytes(img.data[img.table:img.table + 40 * n])
-    img.data[img.opt + opt_size:img.table + 40 * n] = sections + bytes(img.table - img.opt - opt_size)
+    sections = bytes(img.data[img.table : img.table + 40 * n])
+    img.data[img.opt + opt_size : img.table + 40 * n] = sections + bytes(img.table - img.opt - opt_size)
     img.put(img.lfanew + 20, "<H", opt_size).put(img.opt + 108, "<I", declared)
     return img
 
 
 def test_an_optional_header_of_exactly_its_fixed_fields_holds_no_directory():
     img = with_optional_header("sm80_msvc.dll", 112, 0)
-    h = pe.parse_headers(bytes(img.data[:pe.HEADERS_MAX]), len(img.data))
+    h = pe.parse_headers(bytes(img.data[: pe.HEADERS_MAX]), len(img.data))
     assert h.directories == () and [s.name for s in h.sections] == [s.name for s in img.h.sections]
     assert img.library().needed == ()
 
 
-@pytest.mark.parametrize("directories, needed", [(13, ("cudart64_13.dll",)),
-                                                 (14, ("cudart64_13.dll", "nvcuda.dll"))])
+@pytest.mark.parametrize("directories, needed", [(13, ("cudart64_13.dll",)), (14, ("cudart64_13.dll", "nvcuda.dll"))])
 def test_only_the_directories_the_optional_header_holds_are_read(directories, needed):
     """NumberOfRvaAndSizes says 16, the optional header holds 13 (or 14) of them: the delay-import
     directory (index 13) is read only when it is inside; the section table follows at once."""
     img = with_optional_header("sm80_msvc.dll", 112 + 8 * directories, 16)
-    h = pe.parse_headers(bytes(img.data[:pe.HEADERS_MAX]), len(img.data))
+    h = pe.parse_headers(bytes(img.data[: pe.HEADERS_MAX]), len(img.data))
     assert len(h.directories) == directories
     lib = img.library()
     assert (lib.needed, lib.problems) == (needed, ())
@@ -871,7 +921,14 @@ def test_a_sound_image_is_read_whole():
     data = (PE / "sm80_msvc.dll").read_bytes()
     lib = library_from_bytes("x.dll", data)
     assert (lib.path, lib.size, lib.format, lib.needed, lib.runpath, lib.problems, lib.notes) == (
-        "x.dll", len(data), "pe", ("cudart64_13.dll", "nvcuda.dll"), (), (), ())
+        "x.dll",
+        len(data),
+        "pe",
+        ("cudart64_13.dll", "nvcuda.dll"),
+        (),
+        (),
+        (),
+    )
     assert [(c.section, c.role) for c in lib.containers] == [(".nv_fatb", "device-link"), (".nv_fatb", "executable")]
 
 
@@ -897,11 +954,19 @@ def test_long_section_names_need_a_string_table():
     nsymbols = struct.unpack_from("<I", img.data, img.lfanew + 16)[0]
     assert nsymbols and img.h.string_table
     lib = long_names(0).library()
-    assert lib == Library("x.dll", len(img.data), "pe", problems=(Problem(
-        Code.E021, "malformed PE: a long section name points into a string table the file does not have"),))
+    assert lib == Library(
+        "x.dll",
+        len(img.data),
+        "pe",
+        problems=(
+            Problem(Code.E021, "malformed PE: a long section name points into a string table the file does not have"),
+        ),
+    )
     size = len(img.data)
-    for strings, words in ((size - 4, "section 3: long name '/4' lies outside the string table"),
-                           (size - 3, "a long section name points into a string table the file does not have")):
+    for strings, words in (
+        (size - 4, "section 3: long name '/4' lies outside the string table"),
+        (size - 3, "a long section name points into a string table the file does not have"),
+    ):
         lib = long_names(strings - nsymbols * pe.SYMBOL_SIZE).library()
         assert ("E021", f"malformed PE: {words}") in problems(lib), problems(lib)
 
@@ -915,7 +980,7 @@ def test_a_long_name_offset_inside_the_tables_size_field_is_outside_its_strings(
 def test_a_short_section_name_that_is_not_utf8_reads_with_a_replacement_character():
     img = Image("sm80.dll")
     img.put(img.section(".pdata"), "<8s", b".pd\xffta")
-    h = pe.parse_headers(bytes(img.data[:pe.HEADERS_MAX]), len(img.data))
+    h = pe.parse_headers(bytes(img.data[: pe.HEADERS_MAX]), len(img.data))
     assert ".pd\ufffdta" in [s.name for s in h.sections]
     assert not img.library().problems
 
@@ -927,7 +992,7 @@ def test_the_4_mib_of_headers_parse_headers_reads_at_most():
     end = base.table + 40 * len(base.h.sections)
     for shift, ok in ((pe.HEADERS_MAX - end, True), (pe.HEADERS_MAX - end + 8, False)):
         img = Image("sm80.dll")
-        data = img.data[:img.lfanew] + bytes(shift) + img.data[img.lfanew:]
+        data = img.data[: img.lfanew] + bytes(shift) + img.data[img.lfanew :]
         struct.pack_into("<I", data, 0x3C, img.lfanew + shift)
         for i in range(len(img.h.sections)):
             at = img.table + shift + 40 * i + 20
@@ -957,29 +1022,38 @@ def with_claim(where: str) -> Image:
     name = ".rdata" if where == "padding" else where
     s = next(s for s in img.h.sections if s.name == name)
     at = s.raw_offset + s.virtual_size + 8
-    assert at + len(blob) <= s.raw_offset + s.raw_size and not any(img.data[at:at + len(blob)])
-    img.data[at:at + len(blob)] = blob
+    assert at + len(blob) <= s.raw_offset + s.raw_size and not any(img.data[at : at + len(blob)])
+    img.data[at : at + len(blob)] = blob
     if where != "padding":
         img.put(img.section(name) + 8, "<I", s.raw_size)
     return img
 
 
-@pytest.mark.parametrize("where, claims", [
-    (".rdata", (CLAIM.decode(),)),  # read-only data: where string literals are
-    (".text", (CLAIM.decode(),)),  # code: a linker may merge .rdata into it (/MERGE:.rdata=.text)
-    (".data", ()),  # writable data holds no string literal
-    ("padding", ()), ("overlay", ()),  # bytes the loader never maps
-])
+@pytest.mark.parametrize(
+    "where, claims",
+    [
+        (".rdata", (CLAIM.decode(),)),  # read-only data: where string literals are
+        (".text", (CLAIM.decode(),)),  # code: a linker may merge .rdata into it (/MERGE:.rdata=.text)
+        (".data", ()),  # writable data holds no string literal
+        ("padding", ()),
+        ("overlay", ()),  # bytes the loader never maps
+    ],
+)
 def test_embedded_claims_are_read_from_mapped_read_only_bytes_only(where, claims):
     lib = with_claim(where).library()
     assert (lib.embedded_claims, lib.problems) == (claims, ()), where
 
 
-@pytest.mark.parametrize("characteristics", [pe.SCN_READ | pe.SCN_EXECUTE | 0x20, pe.SCN_READ | pe.SCN_WRITE | 0x40],
-                         ids=["executable", "writable"])
+@pytest.mark.parametrize(
+    "characteristics",
+    [pe.SCN_READ | pe.SCN_EXECUTE | 0x20, pe.SCN_READ | pe.SCN_WRITE | 0x40],
+    ids=["executable", "writable"],
+)
 def test_offload_bundles_are_found_in_code_and_writable_sections(characteristics):
-    want = [(c.section, c.offset, [e.target for e in c.entries])
-            for c in library_from_bytes("x.dll", (PE / "hip_multi.dll").read_bytes()).containers]
+    want = [
+        (c.section, c.offset, [e.target for e in c.entries])
+        for c in library_from_bytes("x.dll", (PE / "hip_multi.dll").read_bytes()).containers
+    ]
     assert want and want[0][0] == ".hip_fat"
     img = Image("hip_multi.dll")
     lib = img.put(img.section(".hip_fat") + 36, "<I", characteristics).library()
@@ -991,10 +1065,12 @@ def test_wrapper_records_are_read_in_a_writable_wrapper_section():
     img = Image("sm80.dll")
     lib = img.put(img.section(".nvFatBi") + 36, "<I", pe.SCN_READ | pe.SCN_WRITE | 0x40).library()
     assert not lib.problems and [c.role for c in lib.containers] == [
-        c.role for c in library_from_bytes("x.dll", (PE / "sm80.dll").read_bytes()).containers]
+        c.role for c in library_from_bytes("x.dll", (PE / "sm80.dll").read_bytes()).containers
+    ]
 
 
 # ---- the wrapper section's bytes ---------------------------------------------------------------------
+
 
 def test_a_wrapper_section_whose_raw_size_is_its_virtual_size_is_sound():
     """sm80_msvc.dll's .nvFatBi holds 2 records (48 bytes) in 512 bytes of raw data; declared
@@ -1017,8 +1093,14 @@ def test_padding_after_the_wrapper_records_is_zeros_read_or_less_than_32_bytes()
         if nonzero is not None:
             img.put(s.raw_offset + nonzero, "<B", 1)
         lib = img.library()
-        want = [Problem(Code.E011, f"section .nvFatBi: its {vsize} bytes are not 2 fatbin wrapper records and "
-                                   "padding, so what it registers cannot be checked", s.raw_offset)]
+        want = [
+            Problem(
+                Code.E011,
+                f"section .nvFatBi: its {vsize} bytes are not 2 fatbin wrapper records and "
+                "padding, so what it registers cannot be checked",
+                s.raw_offset,
+            )
+        ]
         assert list(lib.problems) == (want if bad else []), vsize
 
 
@@ -1028,8 +1110,13 @@ def test_a_long_named_wrapper_section_is_checked_like_a_short_named_one():
     img = Image("longnames.dll")
     s = next(s for s in img.h.sections if s.name == "/15")
     lib = img.put(img.section("/15") + 8, "<I", s.raw_size + 24).library()
-    assert problems(lib) == [("E011", f"section .nvFatBinSegment: 24 of its {s.raw_size + 24} bytes are not in the "
-                                      "file (zero fill), so what it registers cannot be checked")]
+    assert problems(lib) == [
+        (
+            "E011",
+            f"section .nvFatBinSegment: 24 of its {s.raw_size + 24} bytes are not in the "
+            "file (zero fill), so what it registers cannot be checked",
+        )
+    ]
 
 
 def test_a_container_at_the_first_byte_after_a_section_is_named_for_its_own_section():

@@ -29,13 +29,16 @@ def _records(n: int, stride: int, tail: int) -> bytes:
     return b"".join(rec + bytes(stride - len(rec)) for _ in range(n)) + bytes(tail)
 
 
-@pytest.mark.parametrize("stride, tail, read, ok", [
-    (24, 8, False, True),  # MSVC, lld-link: 24-byte records (MinGW pads under 32 bytes)
-    (24, 40, False, False),  # 40 bytes unread after them could hide a record
-    (24, 40, True, True),  # read and all zeros
-    (32, 372, True, True),  # catboost: 76 records of 32 bytes, 372 zeros
-    (32, 372, False, False),  # not read: nothing shows the padding is zeros
-])
+@pytest.mark.parametrize(
+    "stride, tail, read, ok",
+    [
+        (24, 8, False, True),  # MSVC, lld-link: 24-byte records (MinGW pads under 32 bytes)
+        (24, 40, False, False),  # 40 bytes unread after them could hide a record
+        (24, 40, True, True),  # read and all zeros
+        (32, 372, True, True),  # catboost: 76 records of 32 bytes, 372 zeros
+        (32, 372, False, False),  # not read: nothing shows the padding is zeros
+    ],
+)
 def test_wrapper_records_and_their_padding(stride, tail, read, ok):
     blob = _records(76, stride, tail)
     mapped = list(range(0x1000, 0x1000 + stride * 76, stride))
@@ -53,12 +56,13 @@ def test_a_byte_in_the_padding_is_not_padding(where):
 @pytest.fixture(scope="module")
 def catboost_pyd() -> bytes:
     import zipfile
+
     with zipfile.ZipFile(fetch("catboost", "1.2.10", "win_amd64")) as z:
         return z.read("catboost/_catboost.pyd")
 
 
 def _section(data: bytes, name: str) -> pe.Section:
-    h = pe.parse_headers(data[:1 << 16], len(data))
+    h = pe.parse_headers(data[: 1 << 16], len(data))
     return next(s for s in h.sections if s.name == name)
 
 

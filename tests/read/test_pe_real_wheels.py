@@ -61,7 +61,7 @@ def _skip_identifiers(name: str, pattern: str, replacement: str) -> str:
     for m in re.finditer(r"(\d+)" + pattern, name):
         if m.start() < i:
             continue
-        out += [name[i:m.start()], replacement]
+        out += [name[i : m.start()], replacement]
         i = m.end(1) + int(m.group(1))
     return "".join(out) + name[i:]
 
@@ -125,8 +125,12 @@ EXPECTED = {
     # Its whole cubins outside any container (loaded by the provider itself, read since whole
     # cubins are searched): 119 in the Windows DLL, 114 in the Linux library, the 5 more all
     # sm_86 (22 against 17), measured.
-    ("onnxruntime-gpu", "onnxruntime_providers_cuda"): {("sass", "sm_90a"): -310, ("sass", "sm_120a"): -38,
-                                                        ("ptx", "sm_120"): 38, ("sass", "sm_86"): 5},
+    ("onnxruntime-gpu", "onnxruntime_providers_cuda"): {
+        ("sass", "sm_90a"): -310,
+        ("sass", "sm_120a"): -38,
+        ("ptx", "sm_120"): 38,
+        ("sass", "sm_86"): 5,
+    },
 }
 # (project, library) -> (kernel names only the Windows build has, only the Linux build has),
 # over the targets both builds ship alike.
@@ -135,11 +139,15 @@ KERNELS = {
     # (`cusparse::binary_search_lb_offset_kernel<..., 10328, ..., longlong2>` on Windows where
     # Linux has `long2` and other sizes), and CCCL takes other code paths under MSVC
     # (`cub::DeviceFor::__op_wrapper_t` where Linux has `cub::detail::op_wrapper_t`).
-    ("nvidia-cusparse", "cusparse"): (41, 77),
+    ("nvidia-cusparse", "cusparse"): (41, 77)
 }
-ROLES = {("nvidia-curand", "curand"): ({"device-link": 1, "executable": 10}, {"executable": 11}),
-         ("onnxruntime-gpu", "onnxruntime_providers_cuda"): ({"cubin": 119, "executable": 607},
-                                                             {"cubin": 114, "executable": 609})}
+ROLES = {
+    ("nvidia-curand", "curand"): ({"device-link": 1, "executable": 10}, {"executable": 11}),
+    ("onnxruntime-gpu", "onnxruntime_providers_cuda"): (
+        {"cubin": 119, "executable": 607},
+        {"cubin": 114, "executable": 609},
+    ),
+}
 
 
 @pytest.fixture(scope="module")
@@ -153,13 +161,16 @@ def pairs():
             assert not win.problems and not lin.problems
             cache[name] = tuple(  # type: ignore[assignment]
                 {_library_key(lib.path): lib for lib in inv.libraries if lib.containers or lib.problems}
-                for inv in (win, lin))
+                for inv in (win, lin)
+            )
         return cache[name]
+
     return get
 
 
-@pytest.mark.parametrize("name,version", [
-    pytest.param(n, v, marks=[getattr(pytest.mark, tier)] if tier else []) for n, v, tier in PAIRS])
+@pytest.mark.parametrize(
+    "name,version", [pytest.param(n, v, marks=[getattr(pytest.mark, tier)] if tier else []) for n, v, tier in PAIRS]
+)
 def test_windows_wheel_inventories_like_the_linux_wheel(pairs, name, version):
     win, lin = pairs(name, version)
     assert win and set(win) == set(lin)
@@ -198,8 +209,9 @@ def test_cuda_runtime_wheels_carry_no_device_code_and_name_their_imports(tmp_pat
     tool = shutil.which("objdump")
     if tool is None:
         missing_tool("objdump")
-    out = subprocess.run([tool, "-p", str(extract_member(wheel, dll.path, tmp_path))],
-                         capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [tool, "-p", str(extract_member(wheel, dll.path, tmp_path))], capture_output=True, text=True
+    ).stdout
     if "pei-x86-64" not in out:
         missing_tool("objdump", "this objdump does not read PE")
     assert list(dll.needed) == re.findall(r"DLL Name: (\S+)", out)
@@ -207,8 +219,11 @@ def test_cuda_runtime_wheels_carry_no_device_code_and_name_their_imports(tmp_pat
 
 def test_curand_dll_layout_as_measured():
     """The facts issue 17 starts from: .nv_fatb of raw size 0xf58400 holding 11 containers."""
-    lib = next(lib for lib in inventory(str(fetch("nvidia-curand", "10.4.0.35", WINDOWS))).libraries
-               if lib.path.endswith("curand64_10.dll"))
+    lib = next(
+        lib
+        for lib in inventory(str(fetch("nvidia-curand", "10.4.0.35", WINDOWS))).libraries
+        if lib.path.endswith("curand64_10.dll")
+    )
     assert {c.section for c in lib.containers} == {".nv_fatb"} and len(lib.containers) == 11
     assert sum(c.size for c in lib.containers) + 8 * 8 == 0xF58288  # virtual size; 8-byte pads
 
@@ -216,11 +231,16 @@ def test_curand_dll_layout_as_measured():
 def test_check_judges_the_windows_curand_wheel_as_the_linux_one(capsys):
     """The same verdict and the same findings (code and library, Windows names mapped to
     Linux ones) under the same claim."""
+
     def judged(wheel) -> tuple[int, list[tuple[str, str]]]:
         rc = main(["check", "-q", "--no-config", "--format", "json", str(wheel), "--arch", "75;80;90;100;120"])
         report = json.loads(capsys.readouterr().out)
-        return rc, sorted((f["code"], _library_key(f["subject"]) if f["subject"].endswith((".dll", ".10"))
-                           else "wheel") for t in report["targets"] for f in t["findings"])
+        return rc, sorted(
+            (f["code"], _library_key(f["subject"]) if f["subject"].endswith((".dll", ".10")) else "wheel")
+            for t in report["targets"]
+            for f in t["findings"]
+        )
+
     assert judged(fetch("nvidia-curand", "10.4.0.35", WINDOWS)) == judged(fetch("nvidia-curand", "10.4.0.35"))
 
 
@@ -241,10 +261,23 @@ def test_a_cuda_11_windows_wheel_is_judged_by_cuda_11(capsys):
     wheel = str(fetch("bitsandbytes", "0.50.2", WINDOWS))
     lib = next(x for x in inventory(wheel).libraries if x.path == name)
     assert "cudart64_110.dll" in lib.needed
-    main(["check", "-q", "--format", "json", "--no-config", wheel, "--arch", "75;80;86;89;90",
-          "--gpu", "GTX 1080", "--driver", "537.13"])
-    found = [f for t in json.loads(capsys.readouterr().out)["targets"] for f in t["findings"]
-             if f["subject"] == name]
+    main(
+        [
+            "check",
+            "-q",
+            "--format",
+            "json",
+            "--no-config",
+            wheel,
+            "--arch",
+            "75;80;86;89;90",
+            "--gpu",
+            "GTX 1080",
+            "--driver",
+            "537.13",
+        ]
+    )
+    found = [f for t in json.loads(capsys.readouterr().out)["targets"] for f in t["findings"] if f["subject"] == name]
     assert {f["code"] for f in found if f["severity"] == "error"} == set(), found
     assert [f["data"]["runs"] for f in found if f["code"] == "G008"] == ["native"]
 

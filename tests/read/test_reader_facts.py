@@ -20,10 +20,10 @@ BIN = Path(__file__).parents[1] / "fixtures" / "readers" / "bin"
 AXPY = ("_Z4axpyfPKfPfi",)
 
 
-@pytest.mark.parametrize("name,abi,bit", [
-    ("cuda12_sm90", 7, 0x800), ("cuda12_sm90a", 7, 0x800),
-    ("cuda12_sm100", 8, 0x8), ("cuda12_sm100a", 8, 0x8),
-])
+@pytest.mark.parametrize(
+    "name,abi,bit",
+    [("cuda12_sm90", 7, 0x800), ("cuda12_sm90a", 7, 0x800), ("cuda12_sm100", 8, 0x8), ("cuda12_sm100a", 8, 0x8)],
+)
 def test_cuda12_cubins_mark_the_a_target_in_e_flags(name, abi, bit):
     data = (BIN / f"{name}.cubin").read_bytes()
     h = elf.parse_header(data, len(data))
@@ -71,13 +71,16 @@ def test_ptx_read_as_ptxas_reads_it():
     assert fatbin.ptx_facts(text) == ("sm_80", (9, 0), AXPY)
 
 
-@pytest.mark.parametrize("text,target,entries", [
-    (b".version 8.0\n.target sm_90a, debug\n.entry k()\n{}\n", "sm_90a", ("k",)),
-    (b".version 8.0\n.target // why\n  sm_75\n.visible .entry\n//c\nk2 ( )", "sm_75", ("k2",)),
-    (b"/*\n.target sm_50\n*/.version 8.0\n.target sm_86\n", "sm_86", ()),
-    (b".version 8.0\n.target sm_80 garbage\n", "", ()),
-    (b".version 8.0\n/* .entry hidden() */ .entry shown()", None, ("shown",)),
-])
+@pytest.mark.parametrize(
+    "text,target,entries",
+    [
+        (b".version 8.0\n.target sm_90a, debug\n.entry k()\n{}\n", "sm_90a", ("k",)),
+        (b".version 8.0\n.target // why\n  sm_75\n.visible .entry\n//c\nk2 ( )", "sm_75", ("k2",)),
+        (b"/*\n.target sm_50\n*/.version 8.0\n.target sm_86\n", "sm_86", ()),
+        (b".version 8.0\n.target sm_80 garbage\n", "", ()),
+        (b".version 8.0\n/* .entry hidden() */ .entry shown()", None, ("shown",)),
+    ],
+)
 def test_ptx_facts_on_comment_placements(text, target, entries):
     got = fatbin.ptx_facts(text)
     assert (got[0], got[2]) == (target, entries)
@@ -98,8 +101,7 @@ HIDDEN = ["lib_incbin_text.so", "lib_noshdr_rx.so", "lib_appended.so"]
 def test_device_code_outside_fatbin_sections_is_found(name):
     lib = scan_file(str(BIN / name))
     carrying = [c for c in lib.containers if c.entries and c.entries[0].kernels]
-    assert [(c.role, [(e.target, e.kernels) for e in c.entries]) for c in carrying] == [
-        (EMBEDDED, [("sm_80", AXPY)])]
+    assert [(c.role, [(e.target, e.kernels) for e in c.entries]) for c in carrying] == [(EMBEDDED, [("sm_80", AXPY)])]
 
 
 def test_where_the_hidden_fatbins_lie():
@@ -132,12 +134,11 @@ def test_padding_between_containers_is_zeros_up_to_the_section_alignment():
     sec = elf.Section(0, 1, 2, 0x10000, 0x10000, 0x300, 0, ".nv_fatbin", addralign=256)
 
     def found(trailing: bytes, second_at: int = 0x10100) -> list[FoundContainer]:
-        return [FoundContainer(0x10000, 0x90, (), trailing),
-                FoundContainer(second_at, 0x200, (), b"")]
+        return [FoundContainer(0x10000, 0x90, (), trailing), FoundContainer(second_at, 0x200, (), b"")]
 
     assert _accounted(sec, found(bytes(0x70)), ALIGN_SLACK)
-    assert not _accounted(sec, found(bytes(0x6f) + b"\1"), ALIGN_SLACK)  # not padding
-    assert not _accounted(sec, found(bytes(0x68), 0x100f8), ALIGN_SLACK)  # not aligned
+    assert not _accounted(sec, found(bytes(0x6F) + b"\1"), ALIGN_SLACK)  # not padding
+    assert not _accounted(sec, found(bytes(0x68), 0x100F8), ALIGN_SLACK)  # not aligned
     assert not _accounted(sec, found(b"", 0x10100), ALIGN_SLACK)  # padding bytes never seen
     small = elf.Section(0, 1, 2, 0x10000, 0x10000, 0x300, 0, ".nv_fatbin", addralign=8)
     assert not _accounted(small, found(bytes(0x70)), ALIGN_SLACK)  # more than its alignment
@@ -150,6 +151,6 @@ def test_version1_compressed_bundles_over_4k_in_a_library(method):
     lib = scan_file(str(BIN / f"lib_hip_ccob_v1_{method}.so"))
     assert lib.problems == ()
     (c,) = lib.containers
-    assert c.section == ".hip_fatbin" and c.size > 4096 and data[c.offset:c.offset + 6] == b"CCOB\x01\x00"
+    assert c.section == ".hip_fatbin" and c.size > 4096 and data[c.offset : c.offset + 6] == b"CCOB\x01\x00"
     assert sorted(e.target for e in c.entries) == ["gfx1100", "gfx90a:xnack-", "gfx942:sramecc+:xnack-"]
     assert all(e.compression == method and e.kernels for e in c.entries)

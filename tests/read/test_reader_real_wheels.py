@@ -37,12 +37,15 @@ def test_aarch64_curand_containers_aligned_to_256_bytes(tmp_path):
     assert [_listed(e) for c in nv for e in c.entries] == oracle.list_entries(path)
 
 
-@pytest.mark.parametrize("name,version,member", [
-    ("xformers", "0.0.35", None),  # 3 MB: xformers/_C.so links libcudart.so.12, 11 sm_90a cubins
-    pytest.param("nvidia-cudnn-cu12", "9.28.0.42", "nvidia/cudnn/lib/libcudnn_cnn.so.9", marks=census),
-    pytest.param("transformer-engine-cu12", "2.20.2", None, marks=census),
-    pytest.param("libcudf-cu12", "26.10.2", None, marks=census),
-])
+@pytest.mark.parametrize(
+    "name,version,member",
+    [
+        ("xformers", "0.0.35", None),  # 3 MB: xformers/_C.so links libcudart.so.12, 11 sm_90a cubins
+        pytest.param("nvidia-cudnn-cu12", "9.28.0.42", "nvidia/cudnn/lib/libcudnn_cnn.so.9", marks=census),
+        pytest.param("transformer-engine-cu12", "2.20.2", None, marks=census),
+        pytest.param("libcudf-cu12", "26.10.2", None, marks=census),
+    ],
+)
 def test_cuda12_a_cubins_are_a_targets(name, version, member):
     """CUDA 12.x marks sm_90a/sm_100a cubins in e_flags only: decoded, they agree with their
     entry headers (no E014), and every `a` entry header decodes to an `a` cubin."""
@@ -64,7 +67,10 @@ def test_tensorflow_ptx_says_sm_90a_under_a_compute_90_header():
     inv = inventory(str(fetch("tensorflow", "2.20.0")))
     lib = next(lib for lib in inv.libraries if lib.path.endswith("libtensorflow_cc.so.2"))
     assert not [p for p in lib.problems if p.code == "E014"]
-    relabelled = [c for c in lib.containers
-                  if any(e.kind == PTX and e.target == "sm_90" and e.ptx_target == "sm_90a" for e in c.entries)]
+    relabelled = [
+        c
+        for c in lib.containers
+        if any(e.kind == PTX and e.target == "sm_90" and e.ptx_target == "sm_90a" for e in c.entries)
+    ]
     assert len(relabelled) == 1149
     assert {c.section for c in relabelled} == {".rodata"}

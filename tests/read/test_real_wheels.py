@@ -27,8 +27,11 @@ pytestmark = pytest.mark.slow
 needs_cuobjdump = needs_tool("cuobjdump", oracle.find_cuobjdump())
 census = pytest.mark.census  # wheels over wheels.TIER_BYTES: the census tier (README "Tests")
 
-CUDA_WHEELS = [("nvidia-curand", "10.4.0.35"), pytest.param("nvidia-cublas", "13.1.1.3", marks=census),
-               pytest.param("torch", "2.14.1", marks=census)]
+CUDA_WHEELS = [
+    ("nvidia-curand", "10.4.0.35"),
+    pytest.param("nvidia-cublas", "13.1.1.3", marks=census),
+    pytest.param("torch", "2.14.1", marks=census),
+]
 VERSIONS = {"nvidia-curand": "10.4.0.35", "nvidia-cublas": "13.1.1.3", "torch": "2.14.1"}
 
 
@@ -111,19 +114,35 @@ def test_torch_claims_its_own_architectures(capsys):
 
 @census
 def test_torch_against_a_claim_that_adds_110_names_every_library_lacking_it(capsys):
-    rc = main(["check", "-q", "--no-config", "--format", "json", str(fetch("torch", "2.14.1")),
-               "--arch", "7.5 8.0 8.6 9.0 10.0 11.0 12.0"])
+    rc = main(
+        [
+            "check",
+            "-q",
+            "--no-config",
+            "--format",
+            "json",
+            str(fetch("torch", "2.14.1")),
+            "--arch",
+            "7.5 8.0 8.6 9.0 10.0 11.0 12.0",
+        ]
+    )
     rep = json.loads(capsys.readouterr().out)
     assert rc == 1
-    lacking = {f["subject"] for f in rep["targets"][0]["findings"]
-               if f["code"] == "G001" and "110" in f["data"]["missing"]}
+    lacking = {
+        f["subject"] for f in rep["targets"][0]["findings"] if f["code"] == "G001" and "110" in f["data"]["missing"]
+    }
     device = {lib["path"] for lib in rep["targets"][0]["libraries"] if lib["carries"]}
     assert lacking == device and len(device) == 3
 
 
-@pytest.mark.parametrize("name,version", [("nvidia-curand", "10.4.5.25"),
-                                          pytest.param("nvidia-cublas", "13.1.1.3", marks=census),
-                                          pytest.param("torch", "2.14.1", marks=census)])
+@pytest.mark.parametrize(
+    "name,version",
+    [
+        ("nvidia-curand", "10.4.5.25"),
+        pytest.param("nvidia-cublas", "13.1.1.3", marks=census),
+        pytest.param("torch", "2.14.1", marks=census),
+    ],
+)
 def test_per_kernel_inventory_is_complete(name, version):
     """Every compressed entry decoded to its declared size, every cubin's symbols read."""
     inv = inventory(str(fetch(name, version)), decode=True)
@@ -135,11 +154,14 @@ def test_per_kernel_inventory_is_complete(name, version):
 
 
 @needs_cuobjdump
-@pytest.mark.parametrize("name,version,member", [
-    ("nvidia-curand", "10.4.0.35", "nvidia/cu13/lib/libcurand.so.10"),
-    pytest.param("nvidia-cublas", "13.1.1.3", "nvidia/cu13/lib/libcublas.so.13", marks=census),
-    pytest.param("torch", "2.14.1", "torch/lib/libtorch_cuda_linalg.so", marks=census),
-])
+@pytest.mark.parametrize(
+    "name,version,member",
+    [
+        ("nvidia-curand", "10.4.0.35", "nvidia/cu13/lib/libcurand.so.10"),
+        pytest.param("nvidia-cublas", "13.1.1.3", "nvidia/cu13/lib/libcublas.so.13", marks=census),
+        pytest.param("torch", "2.14.1", "torch/lib/libtorch_cuda_linalg.so", marks=census),
+    ],
+)
 def test_kernel_names_match_cuobjdump(tmp_path, name, version, member):
     wheel = fetch(name, version)
     inv = inventory(str(wheel), decode=True)
@@ -154,8 +176,9 @@ def test_kernel_names_match_cuobjdump(tmp_path, name, version, member):
     assert mine == oracle.kernel_names(extract_member(wheel, member, tmp_path))
 
 
-@pytest.mark.parametrize("name,version", [("nvidia-curand", "10.4.0.35"),
-                                          pytest.param("torch", "2.14.1", marks=census)])
+@pytest.mark.parametrize(
+    "name,version", [("nvidia-curand", "10.4.0.35"), pytest.param("torch", "2.14.1", marks=census)]
+)
 def test_streaming_and_extract_then_read_give_identical_reports(tmp_path, capsys, name, version):
     wheel = fetch(name, version)
     with zipfile.ZipFile(wheel) as z:  # every member: members are chosen by content, not name
@@ -171,10 +194,12 @@ def test_streaming_and_extract_then_read_give_identical_reports(tmp_path, capsys
 def test_peak_memory_on_torch_stays_under_256_mb():
     """Measured by the operating system for a child process running the CLI."""
     wheel = fetch("torch", "2.14.1")
-    code = ("import resource, subprocess, sys;"
-            "subprocess.run([sys.executable, '-m', 'archaudit', 'check', '-q', '--no-config', sys.argv[1]],"
-            " stdout=subprocess.DEVNULL);"
-            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    code = (
+        "import resource, subprocess, sys;"
+        "subprocess.run([sys.executable, '-m', 'archaudit', 'check', '-q', '--no-config', sys.argv[1]],"
+        " stdout=subprocess.DEVNULL);"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+    )
     out = subprocess.run([sys.executable, "-c", code, str(wheel)], capture_output=True, text=True, check=True)
     peak_kb = int(out.stdout.strip())
     assert peak_kb < 256 * 1024, f"peak RSS {peak_kb / 1024:.0f} MB"

@@ -65,7 +65,7 @@ def fixture_cubins() -> tuple[bytes, ...]:
                 while entry < end:
                     try:
                         h = fatbin.parse_entry_header(image, entry, end - entry, entry)
-                        payload = fatbin.decode_payload(h, image[entry + h.header_size:entry + h.total], entry)
+                        payload = fatbin.decode_payload(h, image[entry + h.header_size : entry + h.total], entry)
                     except FatbinError:
                         break
                     if payload[:4] == b"\x7fELF" and payload[18:20] == struct.pack("<H", elf.EM_CUDA):
@@ -126,8 +126,8 @@ def test_the_reference_runs_where_the_compiled_reader_refuses(monkeypatch):
     and cubin_facts raises the reference's finding, the same with either reader."""
     compiled()
     cubin = fixture_cubins()[0]
-    shoff, = struct.unpack_from("<Q", cubin, 0x28)
-    shnum, = struct.unpack_from("<H", cubin, 0x3C)
+    (shoff,) = struct.unpack_from("<Q", cubin, 0x28)
+    (shnum,) = struct.unpack_from("<H", cubin, 0x3C)
     out = bytearray(cubin)
     for i in range(shnum):
         if struct.unpack_from("<I", out, shoff + i * 64 + 4)[0] == elf.SHT_SYMTAB:
@@ -156,21 +156,21 @@ def hostile(draw: st.DrawFn) -> bytes:
     for _ in range(draw(st.integers(1, 6))):
         how = draw(st.sampled_from(["byte", "word", "cut", "header"]))
         if how == "cut" and len(cubin) > 64:
-            del cubin[draw(st.integers(64, len(cubin) - 1)):]
+            del cubin[draw(st.integers(64, len(cubin) - 1)) :]
             continue
         width = draw(st.sampled_from([1, 2, 4, 8]))
         if how == "header":
             at = draw(st.sampled_from([0x28, 0x3C, 0x3E]))  # e_shoff, e_shnum, e_shstrndx
             width = 8 if at == 0x28 else 2
         elif how == "word":
-            shoff, = struct.unpack_from("<Q", cubin, 0x28)
+            (shoff,) = struct.unpack_from("<Q", cubin, 0x28)
             at = min(len(cubin) - width, shoff + draw(st.integers(0, 64 * 64)))
         else:
             at = draw(st.integers(0, len(cubin) - width))
         if at < 0:
             continue
         value = draw(st.sampled_from(INTERESTING) | st.integers(0, 2 ** (8 * width) - 1)) % 2 ** (8 * width)
-        cubin[at:at + width] = value.to_bytes(width, "little")
+        cubin[at : at + width] = value.to_bytes(width, "little")
     return bytes(cubin)
 
 
@@ -240,35 +240,71 @@ def test_the_speedups_stay_in_bounds_under_address_sanitizer(tmp_path):
     if not os.path.isabs(runtime):
         missing_tool("gcc", "has no AddressSanitizer runtime")
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
-    build = subprocess.run([cc, "-shared", "-fPIC", "-O1", "-g", "-fno-omit-frame-pointer",
-                            "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
-                            f"-I{sysconfig.get_paths()['include']}", str(SOURCE),
-                            "-o", str(tmp_path / f"_speedups{suffix}")],
-                           capture_output=True, text=True)
+    build = subprocess.run(
+        [
+            cc,
+            "-shared",
+            "-fPIC",
+            "-O1",
+            "-g",
+            "-fno-omit-frame-pointer",
+            "-fsanitize=address,undefined",
+            "-fno-sanitize-recover=all",
+            f"-I{sysconfig.get_paths()['include']}",
+            str(SOURCE),
+            "-o",
+            str(tmp_path / f"_speedups{suffix}"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert build.returncode == 0, build.stderr
     seeds = []
     for i, cubin in enumerate(fixture_cubins()):
         seeds.append(tmp_path / f"{i}.cubin")
         seeds[-1].write_bytes(cubin)
-    env = dict(os.environ, LD_PRELOAD=runtime, ASAN_OPTIONS="detect_leaks=0:abort_on_error=0",
-               UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1", PYTHONPATH=str(ROOT / "src"))
-    run = subprocess.run([sys.executable, "-c", ASAN_RUN, str(tmp_path), *map(str, seeds)],
-                         capture_output=True, text=True, env=env, timeout=600)
+    env = dict(
+        os.environ,
+        LD_PRELOAD=runtime,
+        ASAN_OPTIONS="detect_leaks=0:abort_on_error=0",
+        UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1",
+        PYTHONPATH=str(ROOT / "src"),
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", ASAN_RUN, str(tmp_path), *map(str, seeds)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert run.returncode == 0 and "ERROR" not in run.stderr, run.stderr[-4000:]
     assert run.stdout.split() == ["read", "10000"]
 
 
 # ---- find ----
 
-NEEDLES = [fatbin.MAGIC + fatbin.CONTAINER_MAGIC_TAIL, b"CCOB", b"__CLANG_OFFLOAD_BUNDLE__", fatbin.MAGIC, b"\0",
-           b"\0\0", b"ELF", b"\x7fELF", b"sm_90", b".text.", b"\xcc\xcc\xcc\xcc", b"\0" * 9]
+NEEDLES = [
+    fatbin.MAGIC + fatbin.CONTAINER_MAGIC_TAIL,
+    b"CCOB",
+    b"__CLANG_OFFLOAD_BUNDLE__",
+    fatbin.MAGIC,
+    b"\0",
+    b"\0\0",
+    b"ELF",
+    b"\x7fELF",
+    b"sm_90",
+    b".text.",
+    b"\xcc\xcc\xcc\xcc",
+    b"\0" * 9,
+]
 
 
 @cache
 def fixture_libraries() -> tuple[bytes, ...]:
     names = ("*.so", "*.fatbin", "*.dll", "*.dylib", "*.o", "*.cubin")
-    return tuple(p.read_bytes() for pattern in names for p in sorted(FIXTURES.rglob(pattern))
-                 if p.stat().st_size < 4 << 20)
+    return tuple(
+        p.read_bytes() for pattern in names for p in sorted(FIXTURES.rglob(pattern)) if p.stat().st_size < 4 << 20
+    )
 
 
 def every_offset(hay: bytes | bytearray, needle: bytes, find) -> list[int]:
@@ -298,8 +334,11 @@ def test_find_is_bytes_find(hay, data):
     """Any needle (taken from the haystack or not), any start and stop within it: bytes and
     bytearray alike. Haystacks are short so that the 16-position steps meet every tail."""
     search = compiled().find
-    needle = data.draw(st.one_of(st.binary(max_size=30), st.builds(lambda a, n: hay[a:a + n],
-                                                                   st.integers(0, 300), st.integers(0, 30))))
+    needle = data.draw(
+        st.one_of(
+            st.binary(max_size=30), st.builds(lambda a, n: hay[a : a + n], st.integers(0, 300), st.integers(0, 30))
+        )
+    )
     start = data.draw(st.integers(0, len(hay)))
     stop = data.draw(st.integers(0, len(hay)))
     assert search(hay, needle, start, stop) == hay.find(needle, start, stop)
@@ -313,7 +352,7 @@ def test_find_at_every_position_of_a_long_haystack(needle):
     search = compiled().find
     for at in range(200):
         planted = bytearray(b"\xcc\x00" * 150)
-        planted[at:at + len(needle)] = needle
+        planted[at : at + len(needle)] = needle
         hay = bytes(planted)
         for stop in (at + len(needle) - 1, at + len(needle), len(hay)):
             assert search(hay, needle, 0, stop) == hay.find(needle, 0, stop)

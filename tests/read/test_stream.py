@@ -22,8 +22,10 @@ def test_a_container_whose_header_straddles_a_chunk_boundary_is_found():
     at = (1 << 20) - 8
     data = KERN_FATBIN + bytes(at - len(KERN_FATBIN)) + KERN_FATBIN
     lib = read("k.fatbin", data)
-    assert [(c.offset, c.size, len(c.entries)) for c in lib.containers] == [(0, len(KERN_FATBIN), 2),
-                                                                            (at, len(KERN_FATBIN), 2)]
+    assert [(c.offset, c.size, len(c.entries)) for c in lib.containers] == [
+        (0, len(KERN_FATBIN), 2),
+        (at, len(KERN_FATBIN), 2),
+    ]
     assert not lib.problems
 
 
@@ -66,7 +68,9 @@ def test_any_chunk_size_reads_the_same_library(name, size):
 def test_the_reference_reads_of_the_chunking_tests():
     """What the chunkings above are compared with, against the build's facts."""
     assert [(c.offset, c.role) for c in read("x", LIB_SM80).containers] == [
-        (FATBIN_AT, "device-link"), (FATBIN_AT + 1536, "executable")]
+        (FATBIN_AT, "device-link"),
+        (FATBIN_AT + 1536, "executable"),
+    ]
     assert [p.code for p in read("x", DAMAGED_SM80).problems] == ["E011", "E011"]
     assert [p.code for p in read("x", DAMAGED_HIP).problems] == ["E030", "E030"]
 
@@ -89,4 +93,4 @@ def test_the_window_knows_the_last_byte_it_let_go():
     chunk = bytes(range(200))
     src = window.Source([chunk], 200)
     assert src.skim(lambda _: False, 1000)
-    assert (src.base, src.before, bytes(src.buf)) == (200 - window.SEAM, chunk[-window.SEAM - 1], chunk[-window.SEAM:])
+    assert (src.base, src.before, bytes(src.buf)) == (200 - window.SEAM, chunk[-window.SEAM - 1], chunk[-window.SEAM :])

@@ -46,7 +46,7 @@ def pieces(members: list[tuple[str, bytes]]) -> tuple[bytes, dict[str, bytes]]:
     for _ in range(count):
         nlen, xlen, clen = struct.unpack_from("<3H", raw, pos + 28)
         end = pos + 46 + nlen + xlen + clen
-        entries[raw[pos + 46:pos + 46 + nlen].decode()] = raw[pos:end]
+        entries[raw[pos + 46 : pos + 46 + nlen].decode()] = raw[pos:end]
         pos = end
     return raw[:cd_offset], entries
 
@@ -98,8 +98,9 @@ def test_zip64_locator_before_a_plain_end_record(tmp_path):
     local, decoy, real = layout()
     real_at = len(local) + len(decoy)
     rec_at = real_at + len(real)
-    data = (local + decoy + real + zip64_record(2, len(real), real_at) + locator(rec_at)
-            + eocd(2, len(decoy), len(local)))
+    data = (
+        local + decoy + real + zip64_record(2, len(real), real_at) + locator(rec_at) + eocd(2, len(decoy), len(local))
+    )
     assert BAD[0] in zipfile_names(data)
     code, rep = audit(tmp_path, data)
     assert code == 2, findings(rep)
@@ -112,9 +113,15 @@ def test_two_zip64_records(tmp_path):
     local, decoy, real = layout()
     rec_a = len(local) + len(decoy)
     real_at = rec_a + 56
-    data = (local + decoy + zip64_record(2, len(decoy), len(local)) + real + zip64_record(2, len(real), real_at)
-            + locator(rec_a) + struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF,
-                                           0xFFFFFFFF, 0))
+    data = (
+        local
+        + decoy
+        + zip64_record(2, len(decoy), len(local))
+        + real
+        + zip64_record(2, len(real), real_at)
+        + locator(rec_a)
+        + struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0)
+    )
     assert BAD[0] in zipfile_names(data)
     code, rep = audit(tmp_path, data)
     assert code == 2, findings(rep)
@@ -127,8 +134,13 @@ def test_sound_zip64_end_records_are_read(tmp_path):
     local, entries = pieces([GOOD, BAD, INFO])
     real = entries[GOOD[0]] + entries[BAD[0]] + entries[INFO[0]]
     rec_at = len(local) + len(real)
-    data = (local + real + zip64_record(3, len(real), len(local)) + locator(rec_at)
-            + struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0))
+    data = (
+        local
+        + real
+        + zip64_record(3, len(real), len(local))
+        + locator(rec_at)
+        + struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0)
+    )
     members, hazards = zipread.read_directory_bytes(data)
     assert [m.name for m in members] == zipfile_names(data) and not hazards
     code, rep = audit(tmp_path, data)
@@ -155,7 +167,7 @@ def test_unicode_path_field_naming_another_member(tmp_path):
     raw = BAD[0].encode()
     field = struct.pack("<HHBL", 0x7075, 5 + len("demo/other.so"), 1, zlib.crc32(raw)) + b"demo/other.so"
     struct.pack_into("<H", entry, 30, len(field))
-    entry = entry[:46 + len(raw)] + field + entry[46 + len(raw):]
+    entry = entry[: 46 + len(raw)] + field + entry[46 + len(raw) :]
     cd = entries[GOOD[0]] + bytes(entry)
     data = local + cd + eocd(2, len(cd), len(local))
     code, rep = audit(tmp_path, data)
@@ -163,10 +175,10 @@ def test_unicode_path_field_naming_another_member(tmp_path):
     assert_finding(rep, "E002", "Unicode Path extra field names it 'demo/other.so'")
 
 
-@pytest.mark.parametrize("field, value, words", [
-    ("method", 0, "disagree on its compression"),
-    ("crc", 0x12345678, "disagree on its CRC or sizes"),
-])
+@pytest.mark.parametrize(
+    "field, value, words",
+    [("method", 0, "disagree on its compression"), ("crc", 0x12345678, "disagree on its CRC or sizes")],
+)
 def test_local_header_disagreeing_with_the_directory(tmp_path, field, value, words):
     written, entries = pieces([GOOD, BAD])
     local = bytearray(written)
@@ -209,18 +221,21 @@ def findings_paths(report: dict) -> list[str]:
     return [lib["path"] for t in report["targets"] for lib in t["libraries"]]
 
 
-@pytest.mark.parametrize("extra, words", [
-    (struct.pack("<HH", 0xCAFE, 40) + b"short", "extra field 0xcafe overruns its entry"),
-    (struct.pack("<HHQ", 1, 8, 0) * 2, "two zip64 extra fields"),
-    (b"\x01\x00", "extra fields overrun their entry"),
-])
+@pytest.mark.parametrize(
+    "extra, words",
+    [
+        (struct.pack("<HH", 0xCAFE, 40) + b"short", "extra field 0xcafe overruns its entry"),
+        (struct.pack("<HHQ", 1, 8, 0) * 2, "two zip64 extra fields"),
+        (b"\x01\x00", "extra fields overrun their entry"),
+    ],
+)
 def test_malformed_extra_fields(tmp_path, extra, words):
     """Extra fields zipfile reads otherwise (or refuses): E002 for the member."""
     local, entries = pieces([GOOD, BAD])
     entry = bytearray(entries[BAD[0]])
     n = len(BAD[0])
     struct.pack_into("<H", entry, 30, len(extra))
-    entry = entry[:46 + n] + extra + entry[46 + n:]
+    entry = entry[: 46 + n] + extra + entry[46 + n :]
     cd = entries[GOOD[0]] + bytes(entry)
     code, rep = audit(tmp_path, local + cd + eocd(2, len(cd), len(local)))
     assert code in (1, 2)
@@ -228,9 +243,14 @@ def test_malformed_extra_fields(tmp_path, extra, words):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name, version", [("nvidia-curand", "10.4.0.35"),
-                                           pytest.param("nvidia-cublas", "13.1.1.3", marks=pytest.mark.census),
-                                           pytest.param("torch", "2.14.1", marks=pytest.mark.census)])
+@pytest.mark.parametrize(
+    "name, version",
+    [
+        ("nvidia-curand", "10.4.0.35"),
+        pytest.param("nvidia-cublas", "13.1.1.3", marks=pytest.mark.census),
+        pytest.param("torch", "2.14.1", marks=pytest.mark.census),
+    ],
+)
 def test_member_list_agrees_with_zipfile_on_real_wheels(name, version):
     from wheels import fetch
 
@@ -265,7 +285,7 @@ class _ReadAt(io.RawIOBase):
 
     def readinto(self, b) -> int:
         data = self._read_at(self._pos, max(0, min(len(b), self._size - self._pos)))
-        b[:len(data)] = data
+        b[: len(data)] = data
         self._pos += len(data)
         return len(data)
 

@@ -87,6 +87,7 @@ TWO = [("demo/libgood.so", LIB), ("demo/libhide.so", LIB[::-1])]
 
 # ---- the sound archives read as zipfile reads them ------------------------------------------------
 
+
 @pytest.mark.parametrize("method", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED])
 @pytest.mark.parametrize("comment", [b"", b"a comment\0\0"], ids=["no comment", "comment ending in NULs"])
 def test_sound_archives_list_what_zipfile_lists(method, comment):
@@ -98,8 +99,10 @@ def test_sound_archives_list_what_zipfile_lists(method, comment):
     assert by_name["demo/small.so"].whole == SMALL and by_name["demo/libgood.so"].whole is None
     assert by_name["demo/libgood.so"].tag is True and by_name["demo/"].tag is None
     for m in members:
-        assert b"".join(zipread.iter_member(io.BytesIO(bytes(data)), m)) == dict(
-            [*TWO, ("demo/small.so", SMALL), ("demo/", b"")])[m.name]
+        assert (
+            b"".join(zipread.iter_member(io.BytesIO(bytes(data)), m))
+            == dict([*TWO, ("demo/small.so", SMALL), ("demo/", b"")])[m.name]
+        )
 
 
 def test_zip64_records_written_by_zipfile_are_read(monkeypatch):
@@ -123,6 +126,7 @@ def test_zip64_extra_fields_written_by_zipfile_are_read(monkeypatch):
 def test_a_member_with_a_data_descriptor_is_read():
     """zipfile writing to a stream it cannot seek puts the CRC and sizes after the data (flag 8):
     the local header then holds zeros, which is no disagreement."""
+
     class Unseekable(io.BytesIO):
         def seekable(self) -> bool:
             return False
@@ -158,6 +162,7 @@ def test_non_ascii_names_decode_as_zipfile_decodes_them():
 
 # ---- end records --------------------------------------------------------------------------------
 
+
 def test_too_short_or_no_end_record():
     refused(b"PK\x05\x06", "end of central directory not found")
     data = build(TWO)
@@ -186,14 +191,18 @@ def zip64(monkeypatch: pytest.MonkeyPatch) -> Callable[[], bytearray]:
         data = build(TWO)
         assert data.rfind(b"PK\x06\x06") == data.rfind(b"PK\x06\x07") - 56
         return data
+
     return make
 
 
-@pytest.mark.parametrize("at, value, words", [
-    (4, 1, "multi-disk"),  # the locator's disk
-    (16, 2, "multi-disk"),  # the locator's disk count
-    (8, 0, "locator points elsewhere"),  # its record offset
-])
+@pytest.mark.parametrize(
+    "at, value, words",
+    [
+        (4, 1, "multi-disk"),  # the locator's disk
+        (16, 2, "multi-disk"),  # the locator's disk count
+        (8, 0, "locator points elsewhere"),  # its record offset
+    ],
+)
 def test_zip64_locator(zip64, at, value, words):
     data = zip64()
     loc = data.rfind(b"PK\x06\x07")
@@ -203,18 +212,22 @@ def test_zip64_locator(zip64, at, value, words):
 
 def test_zip64_locator_with_no_room_for_a_record_before_it():
     """A locator right at the start of the file points at no record."""
-    data = bytearray(struct.pack("<4sLQL", b"PK\x06\x07", 0, 0, 1)
-                     + struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, 0, 0, 0, 0, 0))
+    data = bytearray(
+        struct.pack("<4sLQL", b"PK\x06\x07", 0, 0, 1) + struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, 0, 0, 0, 0, 0)
+    )
     refused(data, "locator points elsewhere")
 
 
-@pytest.mark.parametrize("at, fmt, value, words", [
-    (0, "<4s", b"PK\x06\x08", "zip64 end of central directory is corrupt"),
-    (4, "<Q", 45, "extensible data"),
-    (16, "<L", 1, "multi-disk"),  # disk
-    (20, "<L", 1, "multi-disk"),  # directory disk
-    (24, "<Q", 1, "multi-disk"),  # entries on this disk
-])
+@pytest.mark.parametrize(
+    "at, fmt, value, words",
+    [
+        (0, "<4s", b"PK\x06\x08", "zip64 end of central directory is corrupt"),
+        (4, "<Q", 45, "extensible data"),
+        (16, "<L", 1, "multi-disk"),  # disk
+        (20, "<L", 1, "multi-disk"),  # directory disk
+        (24, "<Q", 1, "multi-disk"),  # entries on this disk
+    ],
+)
 def test_zip64_record(zip64, at, fmt, value, words):
     data = zip64()
     rec = data.rfind(b"PK\x06\x06")
@@ -222,12 +235,15 @@ def test_zip64_record(zip64, at, fmt, value, words):
     refused(data, words)
 
 
-@pytest.mark.parametrize("eocd_at_, fmt, words", [
-    (10, "<H", "disagree on the member count"),
-    (8, "<H", "disagree on the member count"),
-    (12, "<L", "disagree on the directory size"),
-    (16, "<L", "disagree on the directory offset"),
-])
+@pytest.mark.parametrize(
+    "eocd_at_, fmt, words",
+    [
+        (10, "<H", "disagree on the member count"),
+        (8, "<H", "disagree on the member count"),
+        (12, "<L", "disagree on the directory size"),
+        (16, "<L", "disagree on the directory offset"),
+    ],
+)
 def test_end_record_and_zip64_record_disagree(zip64, eocd_at_, fmt, words):
     """The end record's own values, when not saturated, must be the zip64 record's."""
     data = zip64()
@@ -236,8 +252,9 @@ def test_end_record_and_zip64_record_disagree(zip64, eocd_at_, fmt, words):
     refused(data, words)
 
 
-@pytest.mark.parametrize("eocd_at_, fmt, full", [(10, "<H", 0xFFFF), (8, "<H", 0xFFFF), (12, "<L", 0xFFFFFFFF),
-                                                 (16, "<L", 0xFFFFFFFF)])
+@pytest.mark.parametrize(
+    "eocd_at_, fmt, full", [(10, "<H", 0xFFFF), (8, "<H", 0xFFFF), (12, "<L", 0xFFFFFFFF), (16, "<L", 0xFFFFFFFF)]
+)
 def test_saturated_end_record_values_defer_to_the_zip64_record(zip64, eocd_at_, fmt, full):
     data = zip64()
     struct.pack_into(fmt, data, eocd_at(data) + eocd_at_, full)
@@ -265,6 +282,7 @@ def test_zip64_directory_not_ending_where_the_zip64_record_begins(zip64):
 
 # ---- the central directory ----------------------------------------------------------------------
 
+
 def test_count_larger_than_the_directory_can_hold():
     data = build(TWO)
     for at in (8, 10):
@@ -281,7 +299,7 @@ def test_count_lowered_hides_no_member():
 
 def test_corrupt_directory_entry():
     data = build(TWO)
-    data[central_at(data, 1):central_at(data, 1) + 4] = b"PK\x01\x03"
+    data[central_at(data, 1) : central_at(data, 1) + 4] = b"PK\x01\x03"
     refused(data, "central directory entry 1 is corrupt")
 
 
@@ -297,15 +315,22 @@ def test_name_flagged_utf8_that_is_not():
     data[at + 46 + len("demo/libx")] = 0xFF  # the first byte of é's UTF-8: now invalid UTF-8
     names, hazards = read(data)
     assert [(c, msg) for c, _, msg in hazards] == [
-        ("E002", "name is flagged UTF-8 but is not (zipfile cannot read it)")]
+        ("E002", "name is flagged UTF-8 but is not (zipfile cannot read it)")
+    ]
     assert names == ["demo/libgood.so"]
 
 
-@pytest.mark.parametrize("name, words", [
-    ("/abs/libk.so", "absolute member path"), ("\\abs\\libk.so", "absolute member path"),
-    ("C:/x/libk.so", "absolute member path"), ("../evil/libk.so", "escapes the archive"),
-    ("demo/../../libk.so", "escapes the archive"), ("demo\\..\\libk.so", "escapes the archive"),
-])
+@pytest.mark.parametrize(
+    "name, words",
+    [
+        ("/abs/libk.so", "absolute member path"),
+        ("\\abs\\libk.so", "absolute member path"),
+        ("C:/x/libk.so", "absolute member path"),
+        ("../evil/libk.so", "escapes the archive"),
+        ("demo/../../libk.so", "escapes the archive"),
+        ("demo\\..\\libk.so", "escapes the archive"),
+    ],
+)
 def test_unsafe_member_names(name, words):
     flagged(build([(name, LIB), ("demo/libgood.so", LIB)]), "E003", name, words)
 
@@ -365,28 +390,61 @@ def raw_member(name: str, stream: bytes, crc: int, size: int, method: int = 8) -
     extra = struct.pack("<HHQ", 1, 8, size) if size >= 0xFFFFFFFF else b""
     small = min(size, 0xFFFFFFFF)
     local = struct.pack("<4s5H3L2H", b"PK\x03\x04", 20, 0, method, 0, 0x21, crc, len(stream), small, len(raw), 0)
-    central = struct.pack("<4s6H3L5H2L", b"PK\x01\x02", 0x031E, 20, 0, method, 0, 0x21, crc, len(stream), small,
-                          len(raw), len(extra), 0, 0, 0, 0o100644 << 16, 0) + raw + extra
-    return local + raw + stream + central + struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, 1, 1, len(central),
-                                                        len(local) + len(raw) + len(stream), 0)
+    central = (
+        struct.pack(
+            "<4s6H3L5H2L",
+            b"PK\x01\x02",
+            0x031E,
+            20,
+            0,
+            method,
+            0,
+            0x21,
+            crc,
+            len(stream),
+            small,
+            len(raw),
+            len(extra),
+            0,
+            0,
+            0,
+            0o100644 << 16,
+            0,
+        )
+        + raw
+        + extra
+    )
+    return (
+        local
+        + raw
+        + stream
+        + central
+        + struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, 1, 1, len(central), len(local) + len(raw) + len(stream), 0)
+    )
 
 
-@pytest.mark.parametrize("stream_len, size, words", [
-    (2000, zipread.MAX_MEMBER + 1, f"declares {zipread.MAX_MEMBER + 1} bytes uncompressed (zip bomb?)"),
-    (2000, zipread.MAX_RATIO * 2000 + 1, "declares a 1000:1 compression ratio (zip bomb?)"),
-    (1, (1 << 20) + 1, "declares a 1048577:1 compression ratio (zip bomb?)"),
-    (0, (1 << 20) + 1, "declares a 1048577:1 compression ratio (zip bomb?)"),
-])
+@pytest.mark.parametrize(
+    "stream_len, size, words",
+    [
+        (2000, zipread.MAX_MEMBER + 1, f"declares {zipread.MAX_MEMBER + 1} bytes uncompressed (zip bomb?)"),
+        (2000, zipread.MAX_RATIO * 2000 + 1, "declares a 1000:1 compression ratio (zip bomb?)"),
+        (1, (1 << 20) + 1, "declares a 1048577:1 compression ratio (zip bomb?)"),
+        (0, (1 << 20) + 1, "declares a 1048577:1 compression ratio (zip bomb?)"),
+    ],
+)
 def test_declared_sizes_that_are_zip_bombs(stream_len, size, words):
     """Judged from the directory alone: nothing is inflated."""
     flagged(raw_member("demo/big.so", bytes(stream_len), 0, size), "E003", "demo/big.so", words)
 
 
-@pytest.mark.parametrize("stream_len, size", [
-    (2000, zipread.MAX_RATIO * 2000),  # MAX_RATIO:1 exactly
-    (1, 1 << 20),  # 1 MiB at any ratio
-    (8, zipread.MAX_MEMBER),  # the largest member, at its bound (2 GiB:1, over 1 MiB)
-])
+@pytest.mark.parametrize(
+    "stream_len, size",
+    [
+        (2000, zipread.MAX_RATIO * 2000),  # MAX_RATIO:1 exactly
+        (1, 1 << 20),  # 1 MiB at any ratio
+        (8, zipread.MAX_MEMBER),  # the largest member, at its bound (2 GiB:1, over 1 MiB)
+    ],
+)
 def test_declared_sizes_at_the_bounds_are_not_bombs(stream_len, size):
     _, hazards = read(raw_member("demo/big.so", bytes(stream_len), 0, size))
     assert not [h for h in hazards if "zip bomb" in h[2]] or size == zipread.MAX_MEMBER, hazards
@@ -396,23 +454,27 @@ def test_declared_sizes_at_the_bounds_are_not_bombs(stream_len, size):
 
 # ---- extra fields -------------------------------------------------------------------------------
 
+
 def with_extra(extra: bytes, index: int = 1, data: bytearray | None = None) -> bytearray:
     data = build(TWO) if data is None else data
     at = central_at(data, index)
     nlen, xlen = struct.unpack_from("<2H", data, at + 28)
     struct.pack_into("<H", data, at + 30, xlen + len(extra))
-    data[at + 46 + nlen + xlen:at + 46 + nlen + xlen] = extra
+    data[at + 46 + nlen + xlen : at + 46 + nlen + xlen] = extra
     end = eocd_at(data)
     struct.pack_into("<L", data, end + 12, struct.unpack_from("<L", data, end + 12)[0] + len(extra))
     return data
 
 
-@pytest.mark.parametrize("extra, words", [
-    (struct.pack("<HH", 0xCAFE, 40) + b"short", "extra field 0xcafe overruns its entry"),
-    (struct.pack("<HHQ", 1, 8, 0) * 2, "two zip64 extra fields"),
-    (b"\x01\x00", "extra fields overrun their entry"),
-    (struct.pack("<HHQ", 0xCAFE, 8, 0) + b"\x01", "extra fields overrun their entry"),
-])
+@pytest.mark.parametrize(
+    "extra, words",
+    [
+        (struct.pack("<HH", 0xCAFE, 40) + b"short", "extra field 0xcafe overruns its entry"),
+        (struct.pack("<HHQ", 1, 8, 0) * 2, "two zip64 extra fields"),
+        (b"\x01\x00", "extra fields overrun their entry"),
+        (struct.pack("<HHQ", 0xCAFE, 8, 0) + b"\x01", "extra fields overrun their entry"),
+    ],
+)
 def test_malformed_extra_fields(extra, words):
     flagged(with_extra(extra), "E002", "demo/libhide.so", words)
 
@@ -444,8 +506,9 @@ def test_zip64_extra_field_gives_the_saturated_values_in_order():
 def test_zip64_extra_field_too_short_for_what_is_saturated(fields):
     data = build(TWO)
     saturate(data, 1, fields)
-    flagged(with_extra(struct.pack("<HH", 1, 0), data=data), "E002", "demo/libhide.so",
-            "zip64 extra field is too short")
+    flagged(
+        with_extra(struct.pack("<HH", 1, 0), data=data), "E002", "demo/libhide.so", "zip64 extra field is too short"
+    )
 
 
 @pytest.mark.parametrize("fields", [(24,), (20,), (42,)])
@@ -467,13 +530,16 @@ def test_unicode_path_naming_the_member_otherwise():
     flagged(data, "E002", "demo/libhide.so", "its Unicode Path extra field names it 'demo/other.so'")
 
 
-@pytest.mark.parametrize("extra", [
-    unicode_path(b"demo/libhide.so", "demo/libhide.so"),  # the same name
-    unicode_path(b"demo/libhide.so", ""),  # no name
-    unicode_path(b"demo/libhide.so", "demo/other.so", version=2),  # a version zipfile ignores
-    unicode_path(b"demo/libhide.so", "demo/other.so", crc=1),  # for another name: zipfile ignores it
-    struct.pack("<HH", 0x7075, 4) + b"\x01abc",  # too short to hold a CRC
-])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        unicode_path(b"demo/libhide.so", "demo/libhide.so"),  # the same name
+        unicode_path(b"demo/libhide.so", ""),  # no name
+        unicode_path(b"demo/libhide.so", "demo/other.so", version=2),  # a version zipfile ignores
+        unicode_path(b"demo/libhide.so", "demo/other.so", crc=1),  # for another name: zipfile ignores it
+        struct.pack("<HH", 0x7075, 4) + b"\x01abc",  # too short to hold a CRC
+    ],
+)
 def test_unicode_path_fields_zipfile_does_not_apply(extra):
     names, hazards = read(with_extra(extra))
     assert hazards == [] and names == ["demo/libgood.so", "demo/libhide.so"]
@@ -481,15 +547,19 @@ def test_unicode_path_fields_zipfile_does_not_apply(extra):
 
 # ---- local headers ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("at, fmt, value, words", [
-    (0, "<4s", b"PK\x03\x05", "local header missing"),
-    (30, "<4s", b"demX", "local header names it"),
-    (8, "<H", 0, "disagree on its compression or encryption"),
-    (6, "<H", 1, "disagree on its compression or encryption"),
-    (14, "<L", 0x12345678, "disagree on its CRC or sizes"),
-    (18, "<L", 1, "disagree on its CRC or sizes"),
-    (22, "<L", 1, "disagree on its CRC or sizes"),
-])
+
+@pytest.mark.parametrize(
+    "at, fmt, value, words",
+    [
+        (0, "<4s", b"PK\x03\x05", "local header missing"),
+        (30, "<4s", b"demX", "local header names it"),
+        (8, "<H", 0, "disagree on its compression or encryption"),
+        (6, "<H", 1, "disagree on its compression or encryption"),
+        (14, "<L", 0x12345678, "disagree on its CRC or sizes"),
+        (18, "<L", 1, "disagree on its CRC or sizes"),
+        (22, "<L", 1, "disagree on its CRC or sizes"),
+    ],
+)
 def test_local_header_disagreeing_with_the_directory(at, fmt, value, words):
     data = build(TWO)
     struct.pack_into(fmt, data, local_at(data, 1) + at, value)
@@ -557,7 +627,7 @@ def test_a_header_inside_the_data_before_it_is_not_inflated():
     data = build([("demo/a.so", LIB), ("demo/b.so", SMALL)], zipfile.ZIP_STORED)
     at = central_at(data, 1)
     inner = local_at(data, 0) + 100
-    data[inner:inner + 30 + 9] = data[local_at(data, 1):local_at(data, 1) + 39]
+    data[inner : inner + 30 + 9] = data[local_at(data, 1) : local_at(data, 1) + 39]
     struct.pack_into("<L", data, at + 42, inner)
     heads: list[str] = []
     members, hazards = zipread.read_directory_bytes(bytes(data), lambda name, head: heads.append(name))
@@ -566,6 +636,7 @@ def test_a_header_inside_the_data_before_it_is_not_inflated():
 
 
 # ---- member data --------------------------------------------------------------------------------
+
 
 def first_member(data: Data, select: zipread.Select | None = None) -> Member:
     members, hazards = zipread.read_directory_bytes(bytes(data), select)
@@ -579,7 +650,7 @@ def streamed(data: Data, m: Member) -> bytes:
 
 def in_place(data: Data, m: Member, n: int = zipread.HEAD, whole: bool = True) -> tuple[bytes, bytes | None]:
     view = bytes(data)
-    return zipread.member_head(lambda at, k: view[at:at + k], m, n, whole=whole)
+    return zipread.member_head(lambda at, k: view[at : at + k], m, n, whole=whole)
 
 
 @contextlib.contextmanager
@@ -615,7 +686,7 @@ def test_crc_mismatch(method):
             _, hazards = read(data, lambda name, head: True)  # read whole with its head, when selected
             assert [(c, w) for c, _, w in hazards] == [("E002", "CRC mismatch (corrupt or changed while read)")]
         else:
-            assert in_place(data, m) == (payload[:zipread.HEAD], None)  # a head alone is not verified
+            assert in_place(data, m) == (payload[: zipread.HEAD], None)  # a head alone is not verified
 
 
 @pytest.mark.parametrize("method", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED])
@@ -665,7 +736,7 @@ def test_truncated_member_data():
     for payload, method in ((SMALL, zipfile.ZIP_STORED), (LIB, zipfile.ZIP_DEFLATED), (SMALL, zipfile.ZIP_DEFLATED)):
         data = build([("demo/libk.so", payload)], method)
         m = first_member(data)
-        cut = bytes(data[:m.data_offset + m.compressed_size // 2])
+        cut = bytes(data[: m.data_offset + m.compressed_size // 2])
         with member_error("E002", "truncated"):
             streamed(cut, m)
         # held whole, a stored member cut short is read short: its size check says so
@@ -725,7 +796,7 @@ def test_streaming_a_member_whose_offset_is_unknown_reads_its_local_header():
     unknown = Member(m.name, m.method, m.flags, m.crc, m.compressed_size, m.size, m.header_offset, m.mode)
     assert unknown.data_offset == -1 and streamed(data, unknown) == LIB
     broken = bytearray(data)
-    broken[m.header_offset:m.header_offset + 4] = b"PK\x00\x00"
+    broken[m.header_offset : m.header_offset + 4] = b"PK\x00\x00"
     with member_error("E002", "local header missing"):
         streamed(broken, unknown)
 
@@ -756,7 +827,7 @@ def test_a_head_is_the_first_bytes_of_the_member():
 def test_a_member_one_byte_past_a_chunk_streams_whole():
     """ISA-L takes all of a call's input and holds the output past the chunk: a member of
     CHUNK + 1 bytes in one read ends with one byte still in the inflater, not a truncated stream."""
-    payload = (LIB * (zipread.CHUNK // len(LIB) + 1))[:zipread.CHUNK + 1]
+    payload = (LIB * (zipread.CHUNK // len(LIB) + 1))[: zipread.CHUNK + 1]
     data = build([("demo/libk.so", payload)])
     m = first_member(data)
     assert m.compressed_size < zipread.CHUNK
@@ -764,6 +835,7 @@ def test_a_member_one_byte_past_a_chunk_streams_whole():
 
 
 # ---- archives on disk, and stored zips read in place --------------------------------------------
+
 
 def test_an_archive_on_disk_reads_as_in_memory(tmp_path):
     data = bytes(build([*TWO, ("demo/small.so", SMALL)]))
@@ -816,13 +888,13 @@ def test_incompressible_members_are_read_whole_and_by_head_in_several_steps():
     assert noise.compressed_size > 2 * 1024 and big.compressed_size > zipread.HEAD_INPUT
     assert noise.whole == NOISE and noise.tag == NOISE[:8]  # held whole: several reads, verified
     assert big.whole is None and big.tag == BIG_NOISE[:8]  # a head needs only its first bytes
-    assert in_place(data, noise) == (NOISE[:zipread.HEAD], NOISE)
+    assert in_place(data, noise) == (NOISE[: zipread.HEAD], NOISE)
     assert in_place(data, big, 3000, whole=False) == (BIG_NOISE[:3000], None)
 
 
 @pytest.mark.parametrize("method", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED])
 def test_a_member_of_exactly_whole_bytes_is_held_whole(method):
-    payload = (LIB * 2)[:zipread.WHOLE]
+    payload = (LIB * 2)[: zipread.WHOLE]
     data = build([("demo/libk.so", payload), ("demo/libl.so", payload + b"x")], method)
     members, hazards = zipread.read_directory_bytes(bytes(data), lambda name, head: True)
     assert hazards == [] and [m.whole for m in members] == [payload, None]
@@ -837,7 +909,7 @@ def test_a_whole_member_whose_stream_ends_after_its_last_byte():
     stream += b"\x00\x00\x00\xff\xff" * 400 + c.flush()
     data = raw_member("demo/libk.so", stream, zlib.crc32(SMALL), len(SMALL))
     m = first_member(data)
-    assert in_place(data, m) == (SMALL[:zipread.HEAD], SMALL) and streamed(data, m) == SMALL
+    assert in_place(data, m) == (SMALL[: zipread.HEAD], SMALL) and streamed(data, m) == SMALL
 
 
 def test_the_head_bound_counts_compressed_bytes_read_so_far():
@@ -868,12 +940,15 @@ def test_streaming_from_the_local_header_skips_its_extra_field(monkeypatch):
 AFTER = ("demo/after.so", SMALL)
 
 
-@pytest.mark.parametrize("at, fmt, value, words", [
-    (30, "<4s", b"demX", "local header names it"),
-    (8, "<H", 0, "disagree on its compression or encryption"),
-    (14, "<L", 0x12345678, "disagree on its CRC or sizes"),
-    (0, "<4s", b"PK\x03\x05", "local header missing"),
-])
+@pytest.mark.parametrize(
+    "at, fmt, value, words",
+    [
+        (30, "<4s", b"demX", "local header names it"),
+        (8, "<H", 0, "disagree on its compression or encryption"),
+        (14, "<L", 0x12345678, "disagree on its CRC or sizes"),
+        (0, "<4s", b"PK\x03\x05", "local header missing"),
+    ],
+)
 def test_a_bad_local_header_leaves_the_members_after_it(at, fmt, value, words):
     data = build([*TWO, AFTER])
     struct.pack_into(fmt, data, local_at(data, 1) + at, value)
@@ -900,11 +975,11 @@ def test_heads_are_read_in_file_order_whatever_the_directory_order(reverse):
     head is never read, in whichever order the directory lists them."""
     data = build([("demo/a.so", LIB), ("demo/b.so", SMALL)], zipfile.ZIP_STORED)
     inner = local_at(data, 0) + 100
-    data[inner:inner + 39] = data[local_at(data, 1):local_at(data, 1) + 39]
+    data[inner : inner + 39] = data[local_at(data, 1) : local_at(data, 1) + 39]
     struct.pack_into("<L", data, central_at(data, 1) + 42, inner)
     if reverse:
         start, end = central_at(data, 0), eocd_at(data)
-        first, second = data[start:central_at(data, 1)], data[central_at(data, 1):end]
+        first, second = data[start : central_at(data, 1)], data[central_at(data, 1) : end]
         data[start:end] = second + first
     heads: list[str] = []
     members, hazards = zipread.read_directory_bytes(bytes(data), lambda name, head: heads.append(name))
@@ -940,7 +1015,7 @@ def test_heads_are_64_bytes_and_512_for_a_pe_image(method, pad):
     heads: dict[str, bytes] = {}
     members, hazards = zipread.read_directory_bytes(bytes(data), lambda name, head: heads.setdefault(name, head))
     assert hazards == [], hazards
-    assert heads == {"demo/libk.so": LIB[:64], "demo/k.dll": PE[:zipread.HEAD], "demo/small.so": SMALL[:64]}
+    assert heads == {"demo/libk.so": LIB[:64], "demo/k.dll": PE[: zipread.HEAD], "demo/small.so": SMALL[:64]}
     assert [m.whole for m in members] == [None, None, SMALL]
 
 
@@ -959,6 +1034,7 @@ def test_local_name_flagged_utf8_that_is_not():
 
 
 # ---- end records at the edges -------------------------------------------------------------------
+
 
 def test_empty_archives_read_as_zipfile_reads_them(tmp_path):
     """22 bytes (an end record alone), with a comment, and with a comment as long as it may be."""
@@ -982,24 +1058,36 @@ def test_a_comment_holding_an_end_record_signature():
 def test_an_empty_zip64_archive():
     """A zip64 record at offset 0, its locator and a saturated end record: no members."""
     record = struct.pack("<4sQ2H2L4Q", b"PK\x06\x06", 44, 45, 45, 0, 0, 0, 0, 0, 0)
-    data = record + struct.pack("<4sLQL", b"PK\x06\x07", 0, 0, 1) + struct.pack(
-        "<4s4H2LH", b"PK\x05\x06", 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0)
+    data = (
+        record
+        + struct.pack("<4sLQL", b"PK\x06\x07", 0, 0, 1)
+        + struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0)
+    )
     assert zipfile.ZipFile(io.BytesIO(data)).namelist() == []
     assert read(data) == ([], [])
 
 
 # ---- directory entries at the edges -------------------------------------------------------------
 
+
 def test_a_zip64_value_past_2_63_is_a_bomb_not_a_negative_size():
     data = build(TWO)
     saturate(data, 1, (24,))
-    flagged(with_extra(struct.pack("<HHQ", 1, 8, (1 << 63) + 5), data=data), "E003", "demo/libhide.so",
-            f"declares {(1 << 63) + 5} bytes uncompressed (zip bomb?)")
+    flagged(
+        with_extra(struct.pack("<HHQ", 1, 8, (1 << 63) + 5), data=data),
+        "E003",
+        "demo/libhide.so",
+        f"declares {(1 << 63) + 5} bytes uncompressed (zip bomb?)",
+    )
 
 
 def test_unicode_path_that_is_not_utf8():
-    flagged(with_extra(unicode_path(b"demo/libhide.so", "demo/libhide.so")[:-2] + b"\xff\xfe"), "E002",
-            "demo/libhide.so", "its Unicode Path extra field names it 'demo/libhide.\ufffd\ufffd'")
+    flagged(
+        with_extra(unicode_path(b"demo/libhide.so", "demo/libhide.so")[:-2] + b"\xff\xfe"),
+        "E002",
+        "demo/libhide.so",
+        "its Unicode Path extra field names it 'demo/libhide.\ufffd\ufffd'",
+    )
 
 
 def test_a_directory_whose_last_entry_is_cut_short():
@@ -1009,5 +1097,5 @@ def test_a_directory_whose_last_entry_is_cut_short():
     first, second, end = central_at(data, 0), central_at(data, 1), eocd_at(data)
     clen = (end - 10) - (second)  # the comment swallows all of entry 1 but its first 10 bytes
     struct.pack_into("<H", data, first + 32, struct.unpack_from("<H", data, first + 32)[0] + clen)
-    data[end - 10:end] = data[second:second + 10]
+    data[end - 10 : end] = data[second : second + 10]
     refused(data, "central directory entry 1 is corrupt")

@@ -48,7 +48,7 @@ def decode_one(data: bytes, at: int) -> bytes | None:
     """The one frame starting at `at`, decoded to its end by zstandard; None where it does not decode."""
     d = zstandard.ZstdDecompressor().decompressobj()
     try:
-        out = d.decompress(memoryview(data)[at:at + (64 << 20)])
+        out = d.decompress(memoryview(data)[at : at + (64 << 20)])
     except zstandard.ZstdError:
         return None
     return out if d.eof else None
@@ -71,7 +71,7 @@ def test_a_cubin_kept_as_a_zstd_frame_in_data_is_a_module_of_its_own():
     path = BIN / "lib_zstd_cubin_sm80.so"
     lib = scan_file(str(path))
     assert not lib.problems
-    (at, decoded), = frames(path.read_bytes())
+    ((at, decoded),) = frames(path.read_bytes())
     (c,) = lib.containers
     assert (c.role, c.section, c.offset) == (CUBIN, ".data", at)
     (e,) = c.entries
@@ -79,8 +79,11 @@ def test_a_cubin_kept_as_a_zstd_frame_in_data_is_a_module_of_its_own():
     assert (e.size, e.stored_size, c.size) == (len(decoded), c.size, e.stored_size)
     # what the library loads is the decoded frame: the same entry as that cubin read as a file
     (alone,) = library_from_bytes("kern.cubin", decoded).containers
-    assert (alone.entries[0].target, alone.entries[0].kernels, alone.entries[0].toolkit) == (e.target, e.kernels,
-                                                                                             e.toolkit)
+    assert (alone.entries[0].target, alone.entries[0].kernels, alone.entries[0].toolkit) == (
+        e.target,
+        e.kernels,
+        e.toolkit,
+    )
 
 
 @needs_cuobjdump
@@ -89,7 +92,7 @@ def test_cuobjdump_lists_no_frame_but_reads_each_decoded_cubin(tmp_path):
     docs/cuobjdump.md explains). The frame decoded is a cubin it lists as archaudit does."""
     path = BIN / "lib_zstd_cubin_sm80.so"
     assert oracle.list_entries(path, all_sections=True) == []
-    (_, decoded), = frames(path.read_bytes())
+    ((_, decoded),) = frames(path.read_bytes())
     cubin = tmp_path / "frame.cubin"
     cubin.write_bytes(decoded)
     (e,) = scan_file(str(path)).containers[0].entries
@@ -110,7 +113,8 @@ def test_only_frames_that_hold_device_code_are_counted():
     lib = scan_file(str(path))
     assert not lib.problems
     assert [(c.role, c.section, c.offset, c.entries[0].target) for c in lib.containers] == [
-        (CUBIN, ".data", cubin[0], "sm_90")]
+        (CUBIN, ".data", cubin[0], "sm_90")
+    ]
     assert lib.containers[0].entries[0].size == len(cubin[1])
 
 
@@ -131,12 +135,12 @@ def test_a_framed_cubin_runs_on_its_own_sass_range_only(capsys):
 
 
 def test_detail_containers_shows_the_framed_cubin(capsys):
-    rc = main(["check", "--no-config", "--detail", "containers", "--arch", "80",
-               str(BIN / "lib_zstd_cubin_sm80.so")])
+    rc = main(["check", "--no-config", "--detail", "containers", "--arch", "80", str(BIN / "lib_zstd_cubin_sm80.so")])
     text = capsys.readouterr().out
     assert rc == 0
-    assert ("1 whole cubin stored as a zstd frame outside any container, loaded by the library itself, "
-            "in .data: sm_80") in text
+    assert (
+        "1 whole cubin stored as a zstd frame outside any container, loaded by the library itself, in .data: sm_80"
+    ) in text
 
 
 def test_fast_reads_the_frames_header_only_and_says_so(capsys):
@@ -150,7 +154,7 @@ def test_fast_reads_the_frames_header_only_and_says_so(capsys):
 
 
 def _frame_of(data: bytes) -> int:
-    (at, _), = frames(data)
+    ((at, _),) = frames(data)
     return at
 
 
@@ -166,10 +170,13 @@ def _declare(data: bytearray, at: int, size: int) -> None:
     struct.pack_into("<H", data, at + 5, size - 256)
 
 
-@pytest.mark.parametrize("what, mutate", [
-    ("declares more than it decodes to", lambda d, at: _declare(d, at, 4000)),
-    ("declares less than it decodes to", lambda d, at: _declare(d, at, 3000)),
-])
+@pytest.mark.parametrize(
+    "what, mutate",
+    [
+        ("declares more than it decodes to", lambda d, at: _declare(d, at, 4000)),
+        ("declares less than it decodes to", lambda d, at: _declare(d, at, 3000)),
+    ],
+)
 def test_a_damaged_frame_that_holds_a_cubin_fails_closed(what, mutate):
     lib = library_from_bytes("lib.so", _mutated(mutate))
     assert not [c for c in lib.containers if c.role == CUBIN], what
@@ -242,6 +249,7 @@ def test_cublaslt_13_1_keeps_393_cubins_as_zstd_frames():
     targets = Counter(c.entries[0].target for c in framed)
     assert targets == {"sm_120": 95, "sm_100": 95, "sm_90": 94, "sm_80": 94, "sm_75": 14, "sm_86": 1}
     import zipfile
+
     with zipfile.ZipFile(wheel) as z:
         data = z.read(next(n for n in z.namelist() if n.endswith("libcublasLt.so.13")))
     sections = {c.section for c in lib.containers if c.role != CUBIN}

@@ -45,17 +45,25 @@ CURAND = ("nvidia-curand", "10.4.5.25", "nvidia_curand-10.4.5.25-py3-none-manyli
 # Codes no input of the fast tier produces, and why.
 NO_INPUT = {
     Code.E032: "a HIP payload declaring more than --max-payload bytes: the smallest is the bound itself (GiBs), "
-               "tests/read/test_hip.py builds its header alone",
+    "tests/read/test_hip.py builds its header alone",
     Code.E099: "an internal error: no input is meant to produce it (every one found became a reader's finding)",
     Code.C002: "an unparseable claim given on the command line is a usage error (exit 2, no report); every list "
-               "that matches the pattern of torch's embedded lists (claims.embedded_claim_markers) parses",
+    "that matches the pattern of torch's embedded lists (claims.embedded_claim_markers) parses",
 }
 
 # The words an information finding says why it asks nothing, within the first 240 characters.
 VERDICT = {
-    Code.K002: "as designed", Code.K003: "as designed", Code.K005: "its vendor", Code.G016: "not supported",
-    Code.G002: "only through PTX JIT", Code.G005: "specialised", Code.G007: "not loadable", Code.G008: ": ",
-    Code.G010: "without kernels", Code.D002: "needs driver", Code.X002: "not judged",
+    Code.K002: "as designed",
+    Code.K003: "as designed",
+    Code.K005: "its vendor",
+    Code.G016: "not supported",
+    Code.G002: "only through PTX JIT",
+    Code.G005: "specialised",
+    Code.G007: "not loadable",
+    Code.G008: ": ",
+    Code.G010: "without kernels",
+    Code.D002: "needs driver",
+    Code.X002: "not judged",
 }
 RECORD = re.compile(r'\[\[tool\.archaudit\.(?:library|ignore-library)\]\] .*?reason = "<file:line>"')
 
@@ -70,19 +78,20 @@ def _ptx_for_70() -> bytes:
 def _in_read_only_data(library: bytes, text: bytes) -> bytes:
     """A library with `text` written, NUL-delimited, over the start of its .eh_frame (read-only data,
     where torch's libraries carry their architecture lists): what the reader searches for strings."""
-    shoff, = struct.unpack_from("<Q", library, 0x28)
+    (shoff,) = struct.unpack_from("<Q", library, 0x28)
     shentsize, shnum, shstrndx = struct.unpack_from("<HHH", library, 0x3A)
     headers = [struct.unpack_from("<IIQQQQ", library, shoff + i * shentsize) for i in range(shnum)]
     names = headers[shstrndx][4]
     for name, _, _, _, offset, size in headers:
-        if library[names + name:library.index(b"\0", names + name)] == b".eh_frame" and size > len(text) + 2:
-            return library[:offset] + b"\0" + text + b"\0" + library[offset + len(text) + 2:]
+        if library[names + name : library.index(b"\0", names + name)] == b".eh_frame" and size > len(text) + 2:
+            return library[:offset] + b"\0" + text + b"\0" + library[offset + len(text) + 2 :]
     raise AssertionError("no .eh_frame to write into")
 
 
 def _inputs(work: Path) -> dict[str, list[str]]:
     """Each case: the arguments of `check` (targets relative to `work`, the working directory, so no
     machine path lengthens a message)."""
+
     def put(name: str, data: bytes) -> str:
         (work / name).parent.mkdir(parents=True, exist_ok=True)
         (work / name).write_bytes(data)
@@ -96,12 +105,15 @@ def _inputs(work: Path) -> dict[str, list[str]]:
     helpers.wheel(work / "dup-1.0-py3-none-linux_x86_64.whl", [("dup/libk.so", sm80), ("dup/libk.so", sm80)])
     helpers.wheel(work / "bare-1.0-py3-none-linux_x86_64.whl", [("bare/libk.so", sm80)], dist_info=False)
     helpers.wheel(work / "text-1.0-py3-none-linux_x86_64.whl", [("text/libk.so", b"\x7fELF" + bytes(10))])
-    helpers.wheel(work / "data-1.0-py3-none-linux_x86_64.whl", [("data/lib/libk.so", sm80),
-                                                                ("data/fixtures/libk90.so", sm80)])
+    helpers.wheel(
+        work / "data-1.0-py3-none-linux_x86_64.whl", [("data/lib/libk.so", sm80), ("data/fixtures/libk90.so", sm80)]
+    )
     (work / "pyproject.toml").write_text(
         '[tool.archaudit]\n[[tool.archaudit.ignore-library]]\ncode = "G001"\nlibrary = "libgone.so"\n'
         'reason = "removed in 2.0"\n[[tool.archaudit.data]]\nmember = "data/fixtures/*"\n'
-        'reason = "a test fixture nothing loads"\n', encoding="utf-8")
+        'reason = "a test fixture nothing loads"\n',
+        encoding="utf-8",
+    )
     bad_ccob = helpers.ccob(helpers.PLAIN, 2, "zlib", usize=len(helpers.PLAIN) + 7)
     return {
         "G001": [fixture(CUDA / "lib_sm80.so"), "--arch", "80;90"],
@@ -139,12 +151,18 @@ def _inputs(work: Path) -> dict[str, list[str]]:
         "G017": [fixture(CUDA / "two_axpy_then_layernorm.fatbin"), "--arch", "80"],
         "C001": [fixture(CUDA / "lib_sm100_zero_fill_100a.so")],
         "C001 AMD": [fixture(AMD / "hip_multi.so")],
-        "C003": [put("lib_embeds.so", _in_read_only_data(sm80, b"-gencode;arch=compute_80,code=sm_80;"
-                                                          b"-gencode;arch=compute_86,code=sm_86")), "--arch", "80;90"],
+        "C003": [
+            put(
+                "lib_embeds.so",
+                _in_read_only_data(sm80, b"-gencode;arch=compute_80,code=sm_80;-gencode;arch=compute_86,code=sm_86"),
+            ),
+            "--arch",
+            "80;90",
+        ],
         "D001 SASS": [fixture(CUDA / "lib_sm80.so"), "--arch", "80", "--driver", "470"],
         "D001 PTX": [fixture(CUDA / "lib_ptx90.so"), "--arch", "90", "--driver", "470"],
         "E001": ["missing-1.0-py3-none-linux_x86_64.whl", "--arch", "80"],
-        "E002": [put("cut-1.0-py3-none-linux_x86_64.whl", example[:len(example) // 2]), "--arch", "80"],
+        "E002": [put("cut-1.0-py3-none-linux_x86_64.whl", example[: len(example) // 2]), "--arch", "80"],
         "E003": ["dup-1.0-py3-none-linux_x86_64.whl", "--arch", "80"],
         "E004": ["bare-1.0-py3-none-linux_x86_64.whl", "--arch", "80"],
         "E010": ["text-1.0-py3-none-linux_x86_64.whl", "--arch", "80"],
@@ -156,8 +174,11 @@ def _inputs(work: Path) -> dict[str, list[str]]:
         "E015": [fixture(CUDA / "lib_multi.so"), "--arch", "80", "--fast"],
         "E020": [put("lib_big_endian.so", sm80[:5] + b"\x02" + sm80[6:]), "--arch", "80"],
         "E021": [put("cut.dll", (PE / "sm80.dll").read_bytes()[:4096]), "--arch", "80"],
-        "E030": [put("bundle.hipfb", helpers.PLAIN[:24] + struct.pack("<Q", 1 << 40) + helpers.PLAIN[32:]),
-                 "--amd-arch", "gfx90a"],
+        "E030": [
+            put("bundle.hipfb", helpers.PLAIN[:24] + struct.pack("<Q", 1 << 40) + helpers.PLAIN[32:]),
+            "--amd-arch",
+            "gfx90a",
+        ],
         "E031": [put("bad.hipfb", bad_ccob), "--amd-arch", "gfx90a"],
         "E033": [fixture(PE / "hip_overlay.dll"), "--amd-arch", "gfx90a"],
         "X001 X002": ["--config", "pyproject.toml", "data-1.0-py3-none-linux_x86_64.whl", "--arch", "80"],
@@ -170,8 +191,10 @@ def _real_inputs(work: Path) -> dict[str, list[str]]:
 
     whl = fetch(CURAND[0], CURAND[1], filename=CURAND[2])
     (work / whl.name).symlink_to(whl)
-    return {"cuRAND claim": [whl.name, "--arch", "70;75;80;90;120"],
-            "cuRAND asked": [whl.name, "--gpu", "T4", "--gpu", "V100", "--gpu", "GTX 1080"]}
+    return {
+        "cuRAND claim": [whl.name, "--arch", "70;75;80;90;120"],
+        "cuRAND asked": [whl.name, "--gpu", "T4", "--gpu", "V100", "--gpu", "GTX 1080"],
+    }
 
 
 def _check(args: list[str], fmt: str) -> str:
@@ -184,8 +207,20 @@ def _check_all(args: list[str], formats: tuple[str, ...]) -> list[str]:
     outs = [Path(f"report.{fmt}") for fmt in formats]
     also = [a for fmt, out in zip(formats[1:], outs[1:]) for a in ("--also-write", f"{fmt}={out}")]
     with redirect_stderr(io.StringIO()):
-        main(["check", "-q", "--no-timings", "--format", formats[0], "-o", str(outs[0]), *also,
-              *(["--no-config"] if "--config" not in args else []), *args])
+        main(
+            [
+                "check",
+                "-q",
+                "--no-timings",
+                "--format",
+                formats[0],
+                "-o",
+                str(outs[0]),
+                *also,
+                *(["--no-config"] if "--config" not in args else []),
+                *args,
+            ]
+        )
     return [out.read_text(encoding="utf-8") for out in outs]
 
 
@@ -232,15 +267,20 @@ def verdict_and_fix_problems(code: Code, data: dict, text: str) -> list[str]:
             return ["no 'Fix: '"]
         if span[1] > LINE:
             problems.append(f"the fix ends at {span[1]}")
-        fix = text[span[0] + 5:span[1]]
+        fix = text[span[0] + 5 : span[1]]
         if len(fix.split()) < 3:
             problems.append(f"a fix of fewer than 3 words: {fix!r}")
-        if code in (Code.G001, Code.K001, Code.K004, Code.G009) and data.get("vendor") != "amd" \
-                and not RECORD.search(fix) and "build for" in fix and "gfx" not in fix:
+        if (
+            code in (Code.G001, Code.K001, Code.K004, Code.G009)
+            and data.get("vendor") != "amd"
+            and not RECORD.search(fix)
+            and "build for" in fix
+            and "gfx" not in fix
+        ):
             problems.append("no record entry in the fix")
     elif code in VERDICT and VERDICT[code] not in head:
         problems.append(f"no {VERDICT[code]!r} in the first {LINE} characters")
-    before = head[:span[0]] if span else head
+    before = head[: span[0]] if span else head
     for spellings in _gpus(code, data):
         if not any(s in before for s in spellings):
             problems.append(f"the GPU {spellings[0]} is not named before the fix within {LINE} characters")
@@ -272,8 +312,12 @@ def test_every_code_but_those_without_an_input_is_produced(reports):
 
 
 def test_every_json_message_says_its_verdict_and_fix_first(reports):
-    bad = [(name, f["code"], p, f["message"]) for name, (rep, _, _) in reports.items() for f in _findings(rep)
-           for p in verdict_and_fix_problems(Code(f["code"]), f["data"], f["message"])]
+    bad = [
+        (name, f["code"], p, f["message"])
+        for name, (rep, _, _) in reports.items()
+        for f in _findings(rep)
+        for p in verdict_and_fix_problems(Code(f["code"]), f["data"], f["message"])
+    ]
     assert bad == [], "\n".join(map(str, bad))
 
 
@@ -300,7 +344,7 @@ def test_every_text_line_holds_its_verdict_and_fix_whole(reports):
                 continue
             span = fix_span(f["message"])
             assert span is not None, f["message"]
-            want = f["message"][:span[1]]
+            want = f["message"][: span[1]]
             mark = "✗" if f["severity"] == ERROR else "!"
             hits = [line for line in lines if line.startswith(f"{mark} {f['code']} ") and want in line]
             if not hits:
@@ -327,7 +371,7 @@ def test_containers_are_named_by_section_and_index_with_their_kernels(reports):
     for name, (rep, _, _) in reports.items():
         for f in _findings(rep):
             for m in re.finditer(r"(?:container|bundle) at 0x[0-9a-f]+", f["message"]):
-                near = f["message"][max(0, m.start() - 80):m.end() + 120]
+                near = f["message"][max(0, m.start() - 80) : m.end() + 120]
                 if m.group(0).endswith(" at 0x0") and not f["subject"].endswith((".so", ".dll", ".pyd")):
                     continue  # the first container of a bare device-code file: the file names it
                 if not re.search(r"\[\d+\]|no section", near):
@@ -355,8 +399,21 @@ def test_a_record_named_by_a_fix_resolves_it(reports, tmp_path, monkeypatch):
 
 # Codes about the target as a whole (the wheel, the claim, the config): whoever built a library, the fix
 # is the publisher's.
-WHOLE_TARGET = {Code.E001, Code.E002, Code.E003, Code.E004, Code.C001, Code.C002, Code.C003, Code.G003,
-                Code.G006, Code.G011, Code.G019, Code.X001, Code.X002}
+WHOLE_TARGET = {
+    Code.E001,
+    Code.E002,
+    Code.E003,
+    Code.E004,
+    Code.C001,
+    Code.C002,
+    Code.C003,
+    Code.G003,
+    Code.G006,
+    Code.G011,
+    Code.G019,
+    Code.X001,
+    Code.X002,
+}
 
 
 @pytest.mark.parametrize("code", list(Code))
@@ -366,7 +423,7 @@ def test_explain_gives_one_cause_and_one_fix(capsys, code):
     assert main(["explain", code.value]) == 0
     out = capsys.readouterr().out
     assert out.count("\nCause: ") == 1 and out.count("\nFix: ") == 1, out
-    cause, fix = out[out.index("\nCause: "):out.index("\nExample: ")], out[out.index("\nFix: "):]
+    cause, fix = out[out.index("\nCause: ") : out.index("\nExample: ")], out[out.index("\nFix: ") :]
     assert len(cause.split()) > 5 and len(fix.split()) > 1
     if re.search(r"\b(?:re)?build", fix, re.I) and code not in WHOLE_TARGET:
         assert "vendor library" in fix and "nothing to rebuild" in fix and "project's own" in fix, fix
@@ -375,14 +432,30 @@ def test_explain_gives_one_cause_and_one_fix(capsys, code):
 # ---- the largest real wheels (the real-wheel tier): long library paths, floods of findings ----
 
 REAL = [  # (project, version, file, arguments): vendor libraries, a project's own code, long paths
-    ("nvidia-cudnn-cu12", "9.28.0.42", "nvidia_cudnn_cu12-9.28.0.42-py3-none-manylinux_2_27_x86_64.whl",
-     ("--arch", "70;75;80;90;100;120")),
-    ("onnxruntime-gpu", "1.16.3",
-     "onnxruntime_gpu-1.16.3-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl", ("--arch", "60;70;75;80;90")),
-    ("bitsandbytes", "0.50.2", "bitsandbytes-0.50.2-py3-none-manylinux_2_24_x86_64.whl",
-     ("--gpu", "H100", "--gpu", "V100")),
-    ("nvidia-cufft", "12.5.0.14", "nvidia_cufft-12.5.0.14-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
-     ("--gpu", "V100", "--gpu", "H100")),
+    (
+        "nvidia-cudnn-cu12",
+        "9.28.0.42",
+        "nvidia_cudnn_cu12-9.28.0.42-py3-none-manylinux_2_27_x86_64.whl",
+        ("--arch", "70;75;80;90;100;120"),
+    ),
+    (
+        "onnxruntime-gpu",
+        "1.16.3",
+        "onnxruntime_gpu-1.16.3-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+        ("--arch", "60;70;75;80;90"),
+    ),
+    (
+        "bitsandbytes",
+        "0.50.2",
+        "bitsandbytes-0.50.2-py3-none-manylinux_2_24_x86_64.whl",
+        ("--gpu", "H100", "--gpu", "V100"),
+    ),
+    (
+        "nvidia-cufft",
+        "12.5.0.14",
+        "nvidia_cufft-12.5.0.14-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
+        ("--gpu", "V100", "--gpu", "H100"),
+    ),
 ]
 LISTED = re.compile(r"^[✗!] ([A-Z]\d{3}) ")
 COUNTED = re.compile(r": \d+ more (?:groups|[A-Z]\d{3} findings) \(-v")
@@ -391,7 +464,7 @@ COUNTED = re.compile(r": \d+ more (?:groups|[A-Z]\d{3} findings) \(-v")
 def _line_problems(rep: dict, text: str) -> list[tuple[str, str]]:
     """Each error or warning line of the default text holds one finding's message up to the end
     of its fix, within 240 characters (lines that count findings left out say no verdict)."""
-    wants = [(f["code"], f["message"][:span[1]]) for f in _findings(rep) if (span := fix_span(f["message"]))]
+    wants = [(f["code"], f["message"][: span[1]]) for f in _findings(rep) if (span := fix_span(f["message"]))]
     bad = []
     for line in text.splitlines():
         m = LISTED.match(line)
@@ -415,7 +488,10 @@ def test_real_wheels_say_their_verdict_and_fix_first(project, version, filename,
     rep = json.loads(rep_text)
     found = _findings(rep)
     assert any(f["severity"] != INFO for f in found)
-    bad: list[tuple[str, ...]] = [(f["code"], p, f["message"][:LINE]) for f in found
-                                  for p in verdict_and_fix_problems(Code(f["code"]), f["data"], f["message"])]
+    bad: list[tuple[str, ...]] = [
+        (f["code"], p, f["message"][:LINE])
+        for f in found
+        for p in verdict_and_fix_problems(Code(f["code"]), f["data"], f["message"])
+    ]
     bad += _line_problems(rep, text)
     assert bad == [], "\n".join(map(str, bad))

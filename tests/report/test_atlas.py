@@ -57,8 +57,16 @@ def test_rows_are_the_catalogs_real_gpus_and_generations() -> None:
     assert rows["sm_87"].generation.startswith("Ampere") and "Jetson Orin" in rows["sm_87"].gpus
     assert "Jetson Thor" in rows["sm_110"].gpus and rows["sm_75"].generation == "Turing"
     names = {n for r in rows.values() for n in r.gpus}
-    for gpu in ("Tesla T4", "A100", "H100", "B200", "GeForce RTX 4090", "GeForce RTX 5090", "Jetson Orin",
-                "Instinct MI300X"):
+    for gpu in (
+        "Tesla T4",
+        "A100",
+        "H100",
+        "B200",
+        "GeForce RTX 4090",
+        "GeForce RTX 5090",
+        "Jetson Orin",
+        "Instinct MI300X",
+    ):
         assert gpu in names, gpu
     assert rows["gfx942:sramecc+:xnack-"].vendor == "amd" and "Instinct MI300X" in rows["gfx942:sramecc+:xnack-"].gpus
 
@@ -89,13 +97,25 @@ def test_every_project_on_one_page_with_cells_the_coverage_report_agrees_with(db
     amd_rows = [r for r in atlas.gpu_rows() if r.vendor == "amd"]
     wheel = next((db.parent / "wheels").glob("rocdemo-*.whl"))
     out = tmp_path / "amd.json"
-    main(["check", "--no-config", "-q", "--format", "json", "-o", str(out), str(wheel),
-          *(a for r in amd_rows for a in ("--gpu", r.gpus[0]))])
+    main(
+        [
+            "check",
+            "--no-config",
+            "-q",
+            "--format",
+            "json",
+            "-o",
+            str(out),
+            str(wheel),
+            *(a for r in amd_rows for a in ("--gpu", r.gpus[0])),
+        ]
+    )
     answers: dict[str, str] = {}
     for f in json.loads(out.read_text())["targets"][0]["findings"]:
         if f["code"] in ("G008", "G009"):
-            answers[f["data"]["gpu"]] = "no" if f["code"] == "G009" else {"native": "native", "jit": "jit"}[
-                f["data"]["runs"]]
+            answers[f["data"]["gpu"]] = (
+                "no" if f["code"] == "G009" else {"native": "native", "jit": "jit"}[f["data"]["runs"]]
+            )
     assert {r.key: roc[r.key] for r in amd_rows} == {r.key: answers[r.gpus[0]] for r in amd_rows}
     assert roc["gfx942:sramecc+:xnack-"] == "native" and roc["gfx942"] == "no"  # MI300X ships it; MI325X unrecorded
     assert roc["sm_90"] == atlas.HOST  # no NVIDIA code: no NVIDIA answer
@@ -114,10 +134,25 @@ def test_an_empty_database_is_a_usage_error(tmp_path: Path, capsys: pytest.Captu
 
 def _chromium(*args: str, profile: Path) -> subprocess.CompletedProcess[str]:
     assert BROWSER is not None
-    return subprocess.run([BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                           "--disable-component-update", "--disable-sync", "--no-first-run",
-                           f"--user-data-dir={profile}", "--hide-scrollbars", *args],
-                          check=True, capture_output=True, text=True, timeout=180)
+    return subprocess.run(
+        [
+            BROWSER,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            f"--user-data-dir={profile}",
+            "--hide-scrollbars",
+            *args,
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
 
 
 def _count(png: Path, rgb: tuple[int, int, int]) -> int:
@@ -132,12 +167,18 @@ def test_a_real_browser_applies_the_filters(db: Path, tmp_path: Path) -> None:
     page = tmp_path / "atlas.html"
     _page(db, page)
     dom = _chromium("--dump-dom", page.as_uri() + "?project=demo&gpu=sm_75", profile=tmp_path / "p").stdout
+
     def shown(tag: str, attribute: str) -> dict[str, bool]:
-        return {re.search(rf'{attribute}="([^"]+)"', t)[1]: " hidden" not in t  # type: ignore[index]
-                for t in re.findall(rf"<{tag} [^>]*{attribute}=[^>]*>", dom)}
+        return {
+            re.search(rf'{attribute}="([^"]+)"', t)[1]: " hidden" not in t  # type: ignore[index]
+            for t in re.findall(rf"<{tag} [^>]*{attribute}=[^>]*>", dom)
+        }
+
     assert shown("section", "data-project") == {"demo": True, "gpu-example": False, "rocdemo": False}
-    cells = [(re.search(r'data-project="([^"]+)"', t)[1], " hidden" in t)  # type: ignore[index]
-             for t in re.findall(r'<td class="cell[^>]*>', dom)]
+    cells = [
+        (re.search(r'data-project="([^"]+)"', t)[1], " hidden" in t)  # type: ignore[index]
+        for t in re.findall(r'<td class="cell[^>]*>', dom)
+    ]
     assert {p for p, h in cells if not h} == {"demo"} and {p for p, h in cells if h} == {"gpu-example", "rocdemo"}
     rows = shown("tr", "data-gpu")
     assert {g for g, visible in rows.items() if visible} == {"sm_75"} and len(rows) > 10

@@ -28,7 +28,7 @@ def test_the_generated_documents_are_current() -> None:
 
 def test_the_readme_table_has_one_row_per_code_from_the_code_table() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    table = readme[readme.index(codes_doc.START):readme.index(codes_doc.END)]
+    table = readme[readme.index(codes_doc.START) : readme.index(codes_doc.END)]
     rows = [r for r in table.splitlines() if r.startswith("| [")]
     assert len(rows) == len(CODES)
     for row, info in zip(rows, CODES.values()):

@@ -47,10 +47,12 @@ LIBS = ["lib_multiobj.so", "lib_sm90a.so", "lib_ptx90.so", "lib_host.so", "lib_e
 
 
 def normalise(text: str) -> str:
-    return text.replace(f'"tool_version": "{__version__}"', '"tool_version": "<version>"') \
-               .replace(f"archaudit {__version__}", "archaudit <version>") \
-               .replace(f'"version": "{__version__}"', '"version": "<version>"') \
-               .replace(f'"semanticVersion": "{__version__}"', '"semanticVersion": "<version>"')
+    return (
+        text.replace(f'"tool_version": "{__version__}"', '"tool_version": "<version>"')
+        .replace(f"archaudit {__version__}", "archaudit <version>")
+        .replace(f'"version": "{__version__}"', '"version": "<version>"')
+        .replace(f'"semanticVersion": "{__version__}"', '"semanticVersion": "<version>"')
+    )
 
 
 def check_golden(name: str, actual: str) -> None:
@@ -60,8 +62,9 @@ def check_golden(name: str, actual: str) -> None:
         GOLDEN.mkdir(exist_ok=True)
         path.write_text(actual, encoding="utf-8")
     assert path.exists(), f"{path.name} missing: run ARCHAUDIT_REGEN_GOLDEN=1 pytest {Path(__file__).name}"
-    assert actual == path.read_text(encoding="utf-8"), \
+    assert actual == path.read_text(encoding="utf-8"), (
         f"{path.name} differs; if intended, regenerate with ARCHAUDIT_REGEN_GOLDEN=1"
+    )
 
 
 @pytest.fixture
@@ -115,11 +118,14 @@ def test_timings_only_when_asked(scratch):
 
 # ---- JSON ----
 
+
 def test_schema_ships_with_the_package():
     from importlib import resources
+
     shipped = resources.files("archaudit").joinpath("data", "report.schema.json").read_text("utf-8")
     schema = json.loads(shipped)
     from archaudit.judge.audit import SCHEMA_VERSION
+
     assert schema["$defs"]["report"]["properties"]["schema_version"]["const"] == SCHEMA_VERSION == 2
 
 
@@ -161,6 +167,7 @@ def test_json_unusable_and_amd_targets_validate(scratch):
 
 # ---- costs ----
 
+
 def test_costs_attribute_every_device_byte(scratch):
     _, text = run_check(["--arch", "80", "--costs", "libs"], "json", scratch / "c.json")
     t = json.loads(text)["targets"][0]
@@ -185,7 +192,7 @@ def test_costs_in_text_and_markdown(scratch):
     _, text = run_check(["--arch", "80", "--costs", EXAMPLE], "text", scratch / "c.txt")
     lines = text.splitlines()
     head = next(i for i, line in enumerate(lines) if "DEVICE CODE BY TARGET" in line)
-    rows = {line.split()[0]: line for line in lines[head + 1:head + 5]}
+    rows = {line.split()[0]: line for line in lines[head + 1 : head + 5]}
     assert set(rows) == {"sm_80", "sm_90", "compute_90", "total"}
     assert rows["sm_80"].split()[-1] == "2"  # both libraries carry sm_80
     assert any(line.strip().startswith("gpu_example/libshim.so: sm_80") for line in lines)
@@ -196,6 +203,7 @@ def test_costs_in_text_and_markdown(scratch):
 
 
 # ---- JUnit ----
+
 
 def validate_junit(xml: str) -> ET.Element:
     """The JUnit XML structure CI test reporters read: testsuites > testsuite > testcase, a
@@ -239,9 +247,15 @@ def test_junit_one_case_per_library_failure_per_error(scratch):
         names = [c.get("name") for c in suite.findall("testcase")]
         assert names == [f"({target['kind']})"] + [lib["path"] for lib in target["libraries"]]
         for case in suite.findall("testcase"):
-            errors = {f["code"] for f in target["findings"] if f["severity"] == ERROR
-                      and (f["subject"] == case.get("name")
-                           or (case.attrib["name"].startswith("(") and f["subject"] == target["target"]))}
+            errors = {
+                f["code"]
+                for f in target["findings"]
+                if f["severity"] == ERROR
+                and (
+                    f["subject"] == case.get("name")
+                    or (case.attrib["name"].startswith("(") and f["subject"] == target["target"])
+                )
+            }
             failure = case.find("failure")
             assert (failure is not None) == bool(errors), case.get("name")
             if failure is not None:
@@ -252,6 +266,7 @@ def test_junit_escapes_hostile_text(tmp_path, monkeypatch):
     """A library name with XML metacharacters and a control character still gives
     well-formed XML."""
     import zipfile
+
     monkeypatch.chdir(tmp_path)
     with zipfile.ZipFile("odd-1.0-py3-none-any.whl", "w") as z:
         z.writestr("demo-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\n")  # a wheel: pip installs none without
@@ -269,8 +284,7 @@ ANNOTATION = re.compile(r"^::(error|warning|notice)(?: ([a-z]+=[^,:]*(?:,[a-z]+=
 
 
 def unescape(text: str) -> str:
-    return text.replace("%0A", "\n").replace("%0D", "\r").replace("%3A", ":").replace("%2C", ",") \
-               .replace("%25", "%")
+    return text.replace("%0A", "\n").replace("%0D", "\r").replace("%3A", ":").replace("%2C", ",").replace("%25", "%")
 
 
 def test_github_annotations_syntax(scratch):
@@ -280,7 +294,8 @@ def test_github_annotations_syntax(scratch):
     lines = out.splitlines()
     commands = [m for m in (ANNOTATION.match(line) for line in lines if line.startswith("::")) if m is not None]
     assert len(commands) == sum(line.startswith("::") for line in lines), [
-        line for line in lines if line.startswith("::") and not ANNOTATION.match(line)]
+        line for line in lines if line.startswith("::") and not ANNOTATION.match(line)
+    ]
     errors = [m for m in commands if m.group(1) == "error"]
     expected = [f for t in doc["targets"] for f in t["findings"] if f["severity"] == ERROR]
     assert len(errors) == len(expected) > 0
@@ -294,6 +309,7 @@ def test_github_annotations_syntax(scratch):
 
 def test_github_escaping():
     from archaudit.report.formats import annotation, escape_data, escape_property
+
     assert escape_data("100% done\r\nnext") == "100%25 done%0D%0Anext"
     assert escape_property("a:b,c%\n") == "a%3Ab%2Cc%25%0A"
     line = annotation("error", "50%: one\ntwo", file="dist/x,y.whl", title="archaudit G001: t")
@@ -304,19 +320,22 @@ def test_github_escaping():
 
 # ---- Markdown ----
 
+
 def _cells(row: str) -> int:
     return len(re.findall(r"(?<!\\)\|", row)) - 1
 
 
 def test_markdown_tables_are_well_formed(tmp_path, monkeypatch):
     import zipfile
+
     monkeypatch.chdir(tmp_path)
     with zipfile.ZipFile("pipe-1.0-py3-none-any.whl", "w") as z:
         z.writestr("demo-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\n")  # a wheel: pip installs none without
         z.writestr("pipe/a|b.so", (BIN / "lib_sm80.so").read_bytes())
     shutil.copy(example_wheel(), EXAMPLE)
-    rc, md = run_check(["--arch", "80,90", "--costs", "pipe-1.0-py3-none-any.whl", EXAMPLE], "markdown",
-                       tmp_path / "r.md")
+    rc, md = run_check(
+        ["--arch", "80,90", "--costs", "pipe-1.0-py3-none-any.whl", EXAMPLE], "markdown", tmp_path / "r.md"
+    )
     assert rc == 1
     assert md.startswith("## ❌ archaudit: 2 of 2 targets fail")
     table: list[str] = []
@@ -333,6 +352,7 @@ def test_markdown_tables_are_well_formed(tmp_path, monkeypatch):
 
 
 # ---- SARIF ----
+
 
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
 def test_sarif_is_valid_and_maps_findings_to_rules_and_members(scratch, scenario):
@@ -387,8 +407,12 @@ def test_also_write_renders_one_read_into_every_format(scratch, capsys):
         alone = run_check(SCENARIOS["libs_gpu"], fmt, scratch / "alone")[1]
         written = (scratch / ("r.json" if fmt == "json" else "also." + EXT[fmt])).read_text(encoding="utf-8")
         assert written == alone, fmt
-    for bad in (["--also-write", "xml=x"], ["--also-write", "text"], ["--also-write", "text=r.json"],
-                ["--also-write", "text=-", "--also-write", "github=-"]):
+    for bad in (
+        ["--also-write", "xml=x"],
+        ["--also-write", "text"],
+        ["--also-write", "text=r.json"],
+        ["--also-write", "text=-", "--also-write", "github=-"],
+    ):
         assert main([*args, *bad]) == 2
         assert "--also-write" in capsys.readouterr().err
 
@@ -396,10 +420,18 @@ def test_also_write_renders_one_read_into_every_format(scratch, capsys):
 # Real small wheels whose default text is pinned: a vendor library that passes
 # its claim, and one whose K004 flood and 19 targets must still fit a screen.
 REAL_TEXT = {
-    "curand_10.4.0.35": ("nvidia-curand", "10.4.0.35", "nvidia_curand-10.4.0.35-py3-none-manylinux_2_27_x86_64.whl",
-                         "75;80;86;89;90;100;103;120;121"),
-    "curand_10.4.5.25": ("nvidia-curand", "10.4.5.25", "nvidia_curand-10.4.5.25-py3-none-manylinux_2_27_x86_64.whl",
-                         "75;80;86;87;89;90;100;103;110;120;121"),
+    "curand_10.4.0.35": (
+        "nvidia-curand",
+        "10.4.0.35",
+        "nvidia_curand-10.4.0.35-py3-none-manylinux_2_27_x86_64.whl",
+        "75;80;86;89;90;100;103;120;121",
+    ),
+    "curand_10.4.5.25": (
+        "nvidia-curand",
+        "10.4.5.25",
+        "nvidia_curand-10.4.5.25-py3-none-manylinux_2_27_x86_64.whl",
+        "75;80;86;87;89;90;100;103;110;120;121",
+    ),
 }
 
 
@@ -411,6 +443,7 @@ def test_default_text_of_real_wheels(name, tmp_path, monkeypatch):
     wheel = fetch(project, version, filename=filename)
     monkeypatch.chdir(wheel.parent)  # a relative path: the text names no machine path
     out = tmp_path / "out.txt"
-    main(["check", "--no-config", "-q", "--no-timings", "--format", "text", "-o", str(out), "--arch", claim,
-          wheel.name])
+    main(
+        ["check", "--no-config", "-q", "--no-timings", "--format", "text", "-o", str(out), "--arch", claim, wheel.name]
+    )
     check_golden(f"check_{name}.txt", out.read_text(encoding="utf-8"))

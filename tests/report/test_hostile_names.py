@@ -40,11 +40,19 @@ def hostile_wheel(dest: Path, version: str, lib: str) -> Path:
     """A wheel pip installs (RECORD and all), each hostile member a real nvcc-built library."""
     path = dest / f"evil-{version}-py3-none-manylinux_2_28_x86_64.whl"
     info = f"evil-{version}.dist-info"
-    files = {"x/__init__.py": b"", **{m: (BIN / lib).read_bytes() for m in HOSTILE},
-             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: evil\nVersion: {version}\n".encode(),
-             f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: false\nTag: py3-none-any\n"}
-    record = "".join(f'"{n}",sha256={base64.urlsafe_b64encode(hashlib.sha256(d).digest()).rstrip(b"=").decode()},'
-                     f"{len(d)}\n" for n, d in files.items()) + f"{info}/RECORD,,\n"
+    files = {
+        "x/__init__.py": b"",
+        **{m: (BIN / lib).read_bytes() for m in HOSTILE},
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: evil\nVersion: {version}\n".encode(),
+        f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: false\nTag: py3-none-any\n",
+    }
+    record = (
+        "".join(
+            f'"{n}",sha256={base64.urlsafe_b64encode(hashlib.sha256(d).digest()).rstrip(b"=").decode()},{len(d)}\n'
+            for n, d in files.items()
+        )
+        + f"{info}/RECORD,,\n"
+    )
     with zipfile.ZipFile(path, "w") as z:
         for n, d in files.items():
             z.writestr(n, d)
@@ -97,8 +105,12 @@ def check_format(out: str, fmt: str) -> None:
         assert "<img src=x" in shown and "[click](http:/evil.example)" in shown  # as text, parsed back
     elif fmt == "sarif":
         doc = json.loads(out)
-        uris = [loc["physicalLocation"]["artifactLocation"]["uri"] for run in doc["runs"] for r in run["results"]
-                for loc in r.get("locations", [])]
+        uris = [
+            loc["physicalLocation"]["artifactLocation"]["uri"]
+            for run in doc["runs"]
+            for r in run["results"]
+            for loc in r.get("locations", [])
+        ]
         assert uris and all(not re.search(r"[<>|\[\] `\x00-\x1f]", u) for u in uris), uris
     elif fmt == "json":
         json.loads(out)
@@ -145,8 +157,24 @@ def test_smoke_renders_hostile_member_names_as_text(wheels, tmp_path):
 
 def test_index_queries_and_the_atlas_render_hostile_names_as_text(wheels, tmp_path):
     db = tmp_path / "i.db"
-    assert main(["index", str(wheels[0].parent), "--arch", "90", "--db", str(db), "-q", "-j", "1",
-                 "-o", str(tmp_path / "s")]) == 1
+    assert (
+        main(
+            [
+                "index",
+                str(wheels[0].parent),
+                "--arch",
+                "90",
+                "--db",
+                str(db),
+                "-q",
+                "-j",
+                "1",
+                "-o",
+                str(tmp_path / "s"),
+            ]
+        )
+        == 1
+    )
     for fmt in ("text", "json", "markdown"):
         out = tmp_path / f"lost.{fmt}"
         assert main(["query", "lost", "--project", "evil", "--db", str(db), "--format", fmt, "-o", str(out)]) in (0, 1)

@@ -20,8 +20,16 @@ BIN = Path(__file__).resolve().parents[1] / "fixtures" / "cuda" / "bin"
 def _kernels(lib: str) -> list[str]:
     """The kernel names archaudit reads from an nvcc-built fixture."""
     doc = json.loads(render_json(archaudit.check(BIN / lib), detail="kernels"))
-    return sorted({k for t in doc["targets"] for v in t["libraries"] for c in v.get("container_list", [])
-                   for e in c["entries"] for k in (e.get("kernels") or [])})
+    return sorted(
+        {
+            k
+            for t in doc["targets"]
+            for v in t["libraries"]
+            for c in v.get("container_list", [])
+            for e in c["entries"]
+            for k in (e.get("kernels") or [])
+        }
+    )
 
 
 def test_real_kernel_names_read_the_same_with_and_without_cxxfilt():

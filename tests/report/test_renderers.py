@@ -18,8 +18,11 @@ def test_every_command_format_has_its_renderer():
 
 
 def test_the_junit_writer_counts_and_escapes():
-    cases = (junit.Case("c", "ok", out="fine"), junit.Case("c", "bad\x1b", junit.Failure("why\x07", "all\n", "G001")),
-             junit.Case("c", "later", skipped="no GPU", time=1.5))
+    cases = (
+        junit.Case("c", "ok", out="fine"),
+        junit.Case("c", "bad\x1b", junit.Failure("why\x07", "all\n", "G001")),
+        junit.Case("c", "later", skipped="no GPU", time=1.5),
+    )
     root = ET.fromstring(junit.write("suite", [junit.Suite("s", cases, (("target", "x.whl"),))]))
     suite = root.find("testsuite")
     assert suite is not None and root.get("tests") == suite.get("tests") == "3"

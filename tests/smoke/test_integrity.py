@@ -26,7 +26,7 @@ HERE = Path(__file__).parents[1]
 MAKE_WHEEL = HERE / "fixtures" / "smoke" / "make_wheel.py"
 PACKAGE = Path(archaudit.__file__).resolve().parent
 
-ATTACK = r'''
+ATTACK = r"""
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,7 +47,7 @@ __attribute__((constructor)) static void attack(void) {
     put(mark, "ran", "w", "the constructor ran\n");
 }
 int hostile_answer(void) { return 42; }
-'''
+"""
 
 
 def copy_of_archaudit(tmp: Path) -> tuple[Path, Path]:
@@ -57,12 +57,19 @@ def copy_of_archaudit(tmp: Path) -> tuple[Path, Path]:
     env = tmp / "archaudit-env"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True)
     python = env / "bin" / "python"
-    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                               check=True, capture_output=True, text=True).stdout.strip())
+    site = Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    )
     shutil.copytree(PACKAGE, site / "archaudit", ignore=shutil.ignore_patterns("__pycache__"))
     (site / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    where = subprocess.run([str(python), "-c", "import archaudit; print(archaudit.__file__)"], check=True,
-                           capture_output=True, text=True).stdout.strip()
+    where = subprocess.run(
+        [str(python), "-c", "import archaudit; print(archaudit.__file__)"], check=True, capture_output=True, text=True
+    ).stdout.strip()
     assert Path(where).resolve().is_relative_to(site.resolve()), where  # the copy, never the repository
     return python, site
 
@@ -78,25 +85,39 @@ def attack_wheel(tmp: Path) -> Path:
     shutil.copy(lib, stage / "smoke_attack" / "libattack.so")
     out = tmp / "wheels"
     out.mkdir()
-    subprocess.run([sys.executable, str(MAKE_WHEEL), str(out), "smoke_attack", "1.0",
-                    f"smoke_attack/__init__.py={stage / 'smoke_attack' / '__init__.py'}",
-                    f"smoke_attack/libattack.so={stage / 'smoke_attack' / 'libattack.so'}"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(MAKE_WHEEL),
+            str(out),
+            "smoke_attack",
+            "1.0",
+            f"smoke_attack/__init__.py={stage / 'smoke_attack' / '__init__.py'}",
+            f"smoke_attack/libattack.so={stage / 'smoke_attack' / 'libattack.so'}",
+        ],
+        check=True,
+        capture_output=True,
+    )
     (whl,) = out.glob("smoke_attack-1.0-*.whl")
     return whl
 
 
 def files_of(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and "__pycache__" not in p.parts}
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts
+    }
 
 
 def untimed(text: str) -> object:
     """A JSON report without its timings."""
+
     def walk(x: object) -> object:
         if isinstance(x, dict):
             return {k: walk(v) for k, v in x.items() if k != "seconds"}
         return [walk(v) for v in x] if isinstance(x, list) else x
+
     return walk(json.loads(text))
 
 
@@ -114,9 +135,29 @@ def test_a_wheel_that_rewrites_archaudit_fails_the_run_and_is_undone(tmp_path):
     work.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     env.update(HOSTILE_SITE=str(site), HOSTILE_MARK=str(mark), TMPDIR=str(work))
-    r = subprocess.run([str(python), "-m", "archaudit", "smoke", str(whl), "--probe", "load", "--require-gpu",
-                        "--format", "sarif", "-o", str(out), "--timeout", "120"],
-                       capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    r = subprocess.run(
+        [
+            str(python),
+            "-m",
+            "archaudit",
+            "smoke",
+            str(whl),
+            "--probe",
+            "load",
+            "--require-gpu",
+            "--format",
+            "sarif",
+            "-o",
+            str(out),
+            "--timeout",
+            "120",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=600,
+    )
     assert (mark / "ran").exists(), "the attack never ran: the test proves nothing"
     assert r.returncode == 1, r.stdout + r.stderr
     sarif = json.loads(out.read_text())
@@ -130,8 +171,10 @@ def test_a_wheel_that_rewrites_archaudit_fails_the_run_and_is_undone(tmp_path):
     assert files_of(site) == before
     assert not (site / "zz_hostile.pth").exists()
     check_after = subprocess.run(example, capture_output=True, text=True, cwd=tmp_path)
-    assert (check_after.returncode, untimed(check_after.stdout)) == (check_before.returncode,
-                                                                     untimed(check_before.stdout))
+    assert (check_after.returncode, untimed(check_after.stdout)) == (
+        check_before.returncode,
+        untimed(check_before.stdout),
+    )
     assert list(work.iterdir()) == []
 
 
@@ -156,8 +199,13 @@ def test_the_snapshot_names_and_restores_each_kind_of_change(tmp_path):
     (pkg / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"planted")
     changes = integrity.verify(snap)
     said = {(Path(c.path).name, c.what, c.restored) for c in changes}
-    assert said == {("a.py", "changed", True), ("t.json", "removed", True), ("new.json", "added", True),
-                    ("evil.pth", "added", True), ("keep.pth", "changed", True)}
+    assert said == {
+        ("a.py", "changed", True),
+        ("t.json", "removed", True),
+        ("new.json", "added", True),
+        ("evil.pth", "added", True),
+        ("keep.pth", "changed", True),
+    }
     assert (pkg / "a.py").read_text() == "A = 1\n" and (pkg / "data" / "t.json").read_text() == "{}\n"
     assert not (pkg / "data" / "new.json").exists() and not (site / "evil.pth").exists()
     assert not (pkg / "__pycache__").exists()  # planted bytecode goes too
@@ -177,9 +225,14 @@ def boot_with(tmp: Path, task: str, worker_code: str) -> str:
     os.write(w, b"0" * 64)
     os.close(w)
     try:
-        out = subprocess.run([sys.executable, "-I", "-S", "-c", child.BOOT, task, str(spec), "1", str(r), str(worker),
-                              str(os.getpid())], capture_output=True, text=True, pass_fds=(r,), timeout=60,
-                             env=child.child_env())
+        out = subprocess.run(
+            [sys.executable, "-I", "-S", "-c", child.BOOT, task, str(spec), "1", str(r), str(worker), str(os.getpid())],
+            capture_output=True,
+            text=True,
+            pass_fds=(r,),
+            timeout=60,
+            env=child.child_env(),
+        )
     finally:
         os.close(r)
     return out.stdout + out.stderr
@@ -207,9 +260,16 @@ def test_each_child_runs_a_fresh_copy_of_the_worker_held_since_start(tmp_path):
     from archaudit.smoke import child
 
     assert child.CHILD_SOURCES["worker.py"] == Path(child.WORKER).read_bytes()
-    run = child.run_task(sys.executable, "inspect", [], {"distribution": "archaudit"},
-                         env=child.child_env(child.private_dirs(str(tmp_path))), cwd=str(tmp_path), timeout=60.0,
-                         sys_path=tuple(p for p in sys.path if p and os.path.isdir(p)))
+    run = child.run_task(
+        sys.executable,
+        "inspect",
+        [],
+        {"distribution": "archaudit"},
+        env=child.child_env(child.private_dirs(str(tmp_path))),
+        cwd=str(tmp_path),
+        timeout=60.0,
+        sys_path=tuple(p for p in sys.path if p and os.path.isdir(p)),
+    )
     assert run.infos and run.infos[0].get("found")  # its metadata is read as files, not imported
     assert not list(tmp_path.glob("worker-*"))  # the copy went with the child
     assert {p.name for p in tmp_path.iterdir()} == {"home", "tmp"}

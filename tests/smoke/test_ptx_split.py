@@ -27,7 +27,7 @@ def entries(image: bytes) -> list[tuple[str | None, str, bytes]]:
     """(kind, target, decoded payload) of each entry."""
     out: list[tuple[str | None, str, bytes]] = []
     for at, h in S._entries(image):
-        payload = fatbin.decode_payload(h, image[at + h.header_size:at + h.total], at)
+        payload = fatbin.decode_payload(h, image[at + h.header_size : at + h.total], at)
         out.append((h.kind, h.target, payload.rstrip(b"\0")))
     return out
 
@@ -43,7 +43,7 @@ def test_parts_share_out_the_kernels_and_keep_everything_else():
         assert [(k, t) for k, t, _ in got] == [(k, t) for k, t, _ in whole] == [("sass", "sm_80"), ("ptx", "sm_90")]
         assert got[0] == whole[0]  # the SASS entry is untouched
         ptx = got[1][2]
-        assert ptx.startswith(whole[1][2][:ptx.find(b".global")])  # same header
+        assert ptx.startswith(whole[1][2][: ptx.find(b".global")])  # same header
         assert b".global .align 4 .b8 scale[16]" in ptx
         assert b"_Z11shared_stepf(" in ptx
         names = re.findall(rb"\.entry (\w+)", ptx)
@@ -67,24 +67,28 @@ def test_every_part_compiles_alone_for_sm_90(tmp_path):
     for k, part in enumerate(S.part_containers(MULTI.read_bytes(), 4)):
         ptx = tmp_path / f"part{k}.ptx"
         ptx.write_bytes(entries(part)[1][2])
-        run = subprocess.run(["ptxas", "-arch=sm_90", "-o", str(tmp_path / f"part{k}.cubin"), str(ptx)],
-                             capture_output=True, text=True)
+        run = subprocess.run(
+            ["ptxas", "-arch=sm_90", "-o", str(tmp_path / f"part{k}.cubin"), str(ptx)], capture_output=True, text=True
+        )
         assert run.returncode == 0, run.stderr
 
 
 def test_braces_and_entries_in_comments_and_strings_do_not_count():
-    text = (b'.version 9.0\n.target sm_90\n.address_size 64\n// .entry fake() {\n/* } .entry no { */\n'
-            b'.file 1 "a{b.entry"\n.extern .func f();\n'
-            b'\t// .globl\tk1\n.visible .entry k1()\n{\n\t{ .reg .b32 a; }\n\tret;\n}\n'
-            b'.entry k2() .maxntid 32, 1, 1\n{\n\tret;\n}\n.entry k3();\n')
+    text = (
+        b".version 9.0\n.target sm_90\n.address_size 64\n// .entry fake() {\n/* } .entry no { */\n"
+        b'.file 1 "a{b.entry"\n.extern .func f();\n'
+        b"\t// .globl\tk1\n.visible .entry k1()\n{\n\t{ .reg .b32 a; }\n\tret;\n}\n"
+        b".entry k2() .maxntid 32, 1, 1\n{\n\tret;\n}\n.entry k3();\n"
+    )
     spans = S.entry_spans(text)
     assert [text[a:b] for a, b in spans] == [
-        b'\t// .globl\tk1\n.visible .entry k1()\n{\n\t{ .reg .b32 a; }\n\tret;\n}\n',
-        b'.entry k2() .maxntid 32, 1, 1\n{\n\tret;\n}\n']
+        b"\t// .globl\tk1\n.visible .entry k1()\n{\n\t{ .reg .b32 a; }\n\tret;\n}\n",
+        b".entry k2() .maxntid 32, 1, 1\n{\n\tret;\n}\n",
+    ]
     one, two = S.split(text, 2)
     for part in (one, two):
-        assert part.startswith(b'.version 9.0\n.target sm_90\n.address_size 64\n// .entry fake() {\n')
-        assert part.endswith(b'.entry k3();\n')  # a declaration without a body stays in every part
+        assert part.startswith(b".version 9.0\n.target sm_90\n.address_size 64\n// .entry fake() {\n")
+        assert part.endswith(b".entry k3();\n")  # a declaration without a body stays in every part
     assert (b"k1()" in one) != (b"k1()" in two) and (b"k2()" in one) != (b"k2()" in two)
 
 
@@ -97,7 +101,7 @@ def test_unbalanced_ptx_is_not_split(text):
 def test_with_two_ptx_entries_each_part_carries_the_same_share_of_both():
     image = MULTI.read_bytes()
     (_, sass), (at, ptx) = S._entries(image)
-    doubled = image[16:] + image[at:at + ptx.total]
+    doubled = image[16:] + image[at : at + ptx.total]
     two = fatbin.CONTAINER_HEADER.pack(0xBA55ED50, 1, 16, len(doubled)) + doubled
     parts = S.part_containers(two, 2)
     assert len(parts) == 2
@@ -133,9 +137,19 @@ def _fake_driver(part_code: int):
 
     def run_task(task, specs, params, extra_env):
         calls.append([str(s["file"]) for s in specs])
-        outs: list[child.Outcome | None] = [child.Outcome("PASS", "", 0.0, details={"per_device": [
-            {"code": part_code if "ptx-part-" in str(s["file"]) else s["size"], "seconds": 1.0}]}) for s in specs]
+        outs: list[child.Outcome | None] = [
+            child.Outcome(
+                "PASS",
+                "",
+                0.0,
+                details={
+                    "per_device": [{"code": part_code if "ptx-part-" in str(s["file"]) else s["size"], "seconds": 1.0}]
+                },
+            )
+            for s in specs
+        ]
         return child.TaskRun(outs, [{"driver": "13.0"}], [], 0.0)
+
     return run_task, calls
 
 
@@ -172,7 +186,7 @@ def test_only_a_container_the_driver_refused_for_want_of_the_jit_is_split(tmp_pa
         run_task, calls = _fake_driver(0)
         _, _, _, split = D.load_jit(run_task, [item], off, 4, str(tmp_path))
         assert split == {} and calls == [[str(MULTI)]]
-    monkeypatch.setattr(D, "SPLIT_BYTES", 10 ** 9)
+    monkeypatch.setattr(D, "SPLIT_BYTES", 10**9)
     run_task, calls = _fake_driver(0)
     assert D.load_jit(run_task, [item], {0: [D.Answer(223, 0.0)]}, 4, str(tmp_path))[3] == {}
 

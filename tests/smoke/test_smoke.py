@@ -56,8 +56,9 @@ def smoke(target=None, **kw):
 
 def cli(*args, tmpdir: Path, timeout: float = 240) -> subprocess.CompletedProcess:
     env = dict(os.environ, TMPDIR=str(tmpdir), PYTHONPATH=SRC)
-    return subprocess.run([sys.executable, "-m", "archaudit.smoke", *args], capture_output=True,
-                          text=True, env=env, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "archaudit.smoke", *args], capture_output=True, text=True, env=env, timeout=timeout
+    )
 
 
 def by_subject(report, probe="load"):
@@ -65,6 +66,7 @@ def by_subject(report, probe="load"):
 
 
 # -- the load probe on fixture wheels --------------------------------------------------------
+
 
 def test_clean_libraries_pass_and_a_dangling_runpath_is_named():
     report = smoke(wheel("smoke_ok"))
@@ -96,8 +98,11 @@ def test_undefined_symbol_is_named():
 def test_a_segfaulting_constructor_is_a_failed_row_and_the_run_goes_on():
     report = smoke(wheel("smoke_crash"))
     rows = by_subject(report)
-    assert [r.subject for r in report.rows] == ["smoke_crash/liba_ok.so", "smoke_crash/libb_segv.so",
-                                                "smoke_crash/libc_ok.so"]
+    assert [r.subject for r in report.rows] == [
+        "smoke_crash/liba_ok.so",
+        "smoke_crash/libb_segv.so",
+        "smoke_crash/libc_ok.so",
+    ]
     crash = rows["smoke_crash/libb_segv.so"]
     assert crash.status == FAIL and crash.signal == "SIGSEGV"
     assert "killed by SIGSEGV" in crash.reason
@@ -127,8 +132,14 @@ def test_resume_after_a_death_inside_one_child(tmp_path):
             p = tmp_path / name
             p.write_bytes(z.read(f"smoke_crash/{name}"))
             libs.append(str(p))
-    run = child.run_task(sys.executable, "load", [probes.load_item(p) for p in libs], env=child.child_env(),
-                         cwd=str(tmp_path), timeout=30)
+    run = child.run_task(
+        sys.executable,
+        "load",
+        [probes.load_item(p) for p in libs],
+        env=child.child_env(),
+        cwd=str(tmp_path),
+        timeout=30,
+    )
     # load runs the wheel's code (constructors): its items are observations, judged by the probe
     outcomes = [o for o in run.outcomes if o is not None]
     assert len(outcomes) == len(run.outcomes)
@@ -139,6 +150,7 @@ def test_resume_after_a_death_inside_one_child(tmp_path):
 
 
 # -- device-load and the model probes without a GPU -------------------------------------------
+
 
 def test_device_code_is_a_skip_without_a_gpu_and_a_fail_under_require_gpu(no_gpu):
     probes_ = ["load", "device-load", "model-torch", "model-executorch"]
@@ -169,14 +181,24 @@ def test_device_code_is_a_skip_without_a_gpu_and_a_fail_under_require_gpu(no_gpu
 
 def test_framework_probes_skip_for_a_wheel_that_does_not_need_the_framework():
     report = smoke(wheel("smoke_ok"), probes=None, require_gpu=True)
-    assert [r.probe for r in report.rows] == ["load", "load", "device-load", "model-torch", "model-torch-aoti",
-                                              "model-executorch", "model-jax", "trace"]
+    assert [r.probe for r in report.rows] == [
+        "load",
+        "load",
+        "device-load",
+        "model-torch",
+        "model-torch-aoti",
+        "model-executorch",
+        "model-jax",
+        "trace",
+    ]
     assert report.rows[-2].status == SKIP and report.rows[-2].reason == (
         "smoke_ok is not of the jax-cuda*/jax-rocm* families (JAX's GPU plugins) and needs none of them: "
-        "model-jax runs for those")
+        "model-jax runs for those"
+    )
     assert report.rows[-1].status == SKIP and report.rows[-1].reason == (
         "smoke_ok neither is nor depends on torch or jax, and no --run COMMAND was given: no workload to trace "
-        "(--probe trace runs the torch sweep anyway)")
+        "(--probe trace runs the torch sweep anyway)"
+    )
     for r in report.rows[3:-2]:
         framework = "executorch" if r.probe == "model-executorch" else "torch"
         assert r.status == SKIP
@@ -192,6 +214,7 @@ def test_a_distribution_without_device_code_skips_device_load():
 
 
 # -- isolation: the environment is always removed --------------------------------------------
+
 
 def test_a_wheel_that_does_not_install_is_exit_2_and_leaves_nothing(tmp_path):
     r = cli(wheel("smoke_bad"), tmpdir=tmp_path)
@@ -212,13 +235,16 @@ def test_failing_run_exits_1_prints_rows_and_leaves_nothing(tmp_path):
 
 def test_sigterm_during_a_run_still_removes_the_environment(tmp_path):
     env = dict(os.environ, TMPDIR=str(tmp_path), PYTHONPATH=SRC)
-    proc = subprocess.Popen([sys.executable, "-m", "archaudit.smoke", wheel("smoke_hang"), "--probe", "load",
-                             "--timeout", "120"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "archaudit.smoke", wheel("smoke_hang"), "--probe", "load", "--timeout", "120"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:  # wait until the hanging child is running
         envs = [p for p in tmp_path.iterdir() if p.name.startswith("archaudit-smoke-env-")]
-        if envs and any(p.name.startswith("stderr-") for d in tmp_path.iterdir() if d.is_dir()
-                        for p in d.iterdir()):
+        if envs and any(p.name.startswith("stderr-") for d in tmp_path.iterdir() if d.is_dir() for p in d.iterdir()):
             break
         time.sleep(0.2)
     proc.terminate()
@@ -230,8 +256,10 @@ def test_sigterm_during_a_run_still_removes_the_environment(tmp_path):
 def test_unusable_input_is_exit_2(tmp_path):
     r = cli("--installed", "no-such-distribution-archaudit", "--probe", "load", tmpdir=tmp_path)
     assert r.returncode == 2
-    assert f"no-such-distribution-archaudit is not installed in the current environment (the interpreter " \
-           f"{sys.executable})" in r.stderr
+    assert (
+        f"no-such-distribution-archaudit is not installed in the current environment (the interpreter "
+        f"{sys.executable})" in r.stderr
+    )
     r = cli(str(tmp_path / "absent-1.0-py3-none-any.whl"), tmpdir=tmp_path)
     assert r.returncode == 2 and "no such file" in r.stderr
     r = cli(wheel("smoke_ok"), "--probe", "no-such-probe", tmpdir=tmp_path)
@@ -249,6 +277,7 @@ def test_installed_mode_uses_the_current_environment():
 
 # -- output and plugins ----------------------------------------------------------------------
 
+
 def test_json_and_text_renderings():
     report = smoke(wheel("smoke_crash"))
     doc = json.loads(render.to_json(report))
@@ -263,16 +292,18 @@ def test_json_and_text_renderings():
 
 
 def test_builtin_probes_in_order_and_a_plugin_from_an_entry_point(tmp_path):
-    assert list(probes.discover())[:5] == ["load", "device-load", "model-torch", "model-torch-aoti",
-                                           "model-executorch"]
+    assert list(probes.discover())[:5] == ["load", "device-load", "model-torch", "model-torch-aoti", "model-executorch"]
     # a package that ships its own probe: a real distribution on sys.path with an entry point
     site = tmp_path / "site"
     (site / "smoke_plugin_demo-1.0.dist-info").mkdir(parents=True)
     (site / "smoke_plugin_demo-1.0.dist-info" / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: smoke-plugin-demo\nVersion: 1.0\n")
+        "Metadata-Version: 2.1\nName: smoke-plugin-demo\nVersion: 1.0\n"
+    )
     (site / "smoke_plugin_demo-1.0.dist-info" / "entry_points.txt").write_text(
-        "[archaudit.probes]\ncount-files = smoke_plugin_demo:CountFiles\n")
-    (site / "smoke_plugin_demo.py").write_text(textwrap.dedent("""
+        "[archaudit.probes]\ncount-files = smoke_plugin_demo:CountFiles\n"
+    )
+    (site / "smoke_plugin_demo.py").write_text(
+        textwrap.dedent("""
         from archaudit.smoke.report import Row
         class CountFiles:
             name = "count-files"
@@ -282,15 +313,22 @@ def test_builtin_probes_in_order_and_a_plugin_from_an_entry_point(tmp_path):
                 # archaudit's own process has its runner loaded; the child that hosts a plugin does not
                 where = "in archaudit's process" if "archaudit.smoke.runner" in sys.modules else "in a child process"
                 return [Row(self.name, ctx.distribution, "PASS", f"{where}: {len(ctx.files)} files")]
-    """))
+    """)
+    )
     out = tmp_path / "out"
     out.mkdir()
     env = dict(os.environ, TMPDIR=str(out), PYTHONPATH=os.pathsep.join([str(site), SRC]))
-    r = subprocess.run([sys.executable, "-m", "archaudit.smoke", "--list-probes"], capture_output=True,
-                       text=True, env=env, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "archaudit.smoke", "--list-probes"], capture_output=True, text=True, env=env, timeout=60
+    )
     assert r.returncode == 0 and "count-files" in r.stdout
-    r = subprocess.run([sys.executable, "-m", "archaudit.smoke", wheel("smoke_ok"), "--probe", "count-files",
-                        "--format", "json"], capture_output=True, text=True, env=env, timeout=240)
+    r = subprocess.run(
+        [sys.executable, "-m", "archaudit.smoke", wheel("smoke_ok"), "--probe", "count-files", "--format", "json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=240,
+    )
     assert r.returncode == 0, r.stderr
     (row,) = json.loads(r.stdout)["rows"]
     assert row["probe"] == "count-files" and row["status"] == "PASS" and row["reason"].endswith(" files")
@@ -303,8 +341,7 @@ def test_a_plugin_child_writes_no_bytecode_into_archaudits_installation(tmp_path
     archaudit under -I, which ignores that variable, and used to rewrite it, a change of
     archaudit's own installation that failed the run (integrity)."""
     site = tmp_path / "site"
-    shutil.copytree(Path(SRC) / "archaudit", site / "archaudit",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(Path(SRC) / "archaudit", site / "archaudit", ignore=shutil.ignore_patterns("__pycache__"))
     import compileall
 
     assert compileall.compile_dir(str(site / "archaudit"), quiet=1)
@@ -312,22 +349,31 @@ def test_a_plugin_child_writes_no_bytecode_into_archaudits_installation(tmp_path
     os.utime(site / "archaudit" / "smoke" / "report.py", (later, later))  # its .pyc is now stale
     (site / "smoke_plugin_demo-1.0.dist-info").mkdir()
     (site / "smoke_plugin_demo-1.0.dist-info" / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: smoke-plugin-demo\nVersion: 1.0\n")
+        "Metadata-Version: 2.1\nName: smoke-plugin-demo\nVersion: 1.0\n"
+    )
     (site / "smoke_plugin_demo-1.0.dist-info" / "entry_points.txt").write_text(
-        "[archaudit.probes]\ncount-files = smoke_plugin_demo:CountFiles\n")
-    (site / "smoke_plugin_demo.py").write_text(textwrap.dedent("""
+        "[archaudit.probes]\ncount-files = smoke_plugin_demo:CountFiles\n"
+    )
+    (site / "smoke_plugin_demo.py").write_text(
+        textwrap.dedent("""
         from archaudit.smoke.report import Row
         class CountFiles:
             name = "count-files"
             description = "a demo plugin"
             def run(self, ctx):
                 return [Row(self.name, ctx.distribution, "PASS", f"{len(ctx.files)} files")]
-    """))
+    """)
+    )
     out = tmp_path / "out"
     out.mkdir()
     env = dict(os.environ, TMPDIR=str(out), PYTHONPATH=str(site), PYTHONDONTWRITEBYTECODE="1")
-    r = subprocess.run([sys.executable, "-m", "archaudit.smoke", wheel("smoke_ok"), "--probe", "count-files",
-                        "--format", "json"], capture_output=True, text=True, env=env, timeout=240)
+    r = subprocess.run(
+        [sys.executable, "-m", "archaudit.smoke", wheel("smoke_ok"), "--probe", "count-files", "--format", "json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=240,
+    )
     rows = json.loads(r.stdout)["rows"]
     assert [(row["probe"], row["status"]) for row in rows] == [("count-files", "PASS")], rows
     assert r.returncode == 0
@@ -335,10 +381,10 @@ def test_a_plugin_child_writes_no_bytecode_into_archaudits_installation(tmp_path
 
 # -- the fixtures themselves -------------------------------------------------------------------
 
+
 @needs_tool("gcc (apt-get install gcc)", shutil.which("gcc"))
 def test_build_script_rebuilds_the_fixture_wheels(tmp_path):
-    r = subprocess.run(["bash", str(FIXTURES / "build.sh"), str(tmp_path)], capture_output=True, text=True,
-                       timeout=300)
+    r = subprocess.run(["bash", str(FIXTURES / "build.sh"), str(tmp_path)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     import zipfile
 
@@ -352,6 +398,7 @@ def test_build_script_rebuilds_the_fixture_wheels(tmp_path):
 
 # -- one interface: formats, -o, --example, exit codes, Linux only ---------------------------
 
+
 def test_every_format_renders_the_same_rows(tmp_path, no_gpu):
     docs = {}
     for fmt in ("text", "json", "markdown", "github", "junit"):
@@ -361,13 +408,16 @@ def test_every_format_renders_the_same_rows(tmp_path, no_gpu):
         docs[fmt] = out.read_text()
     assert "FAIL  load  smoke_crash/libb_segv.so: the child interpreter was killed by SIGSEGV" in docs["text"]
     rows = json.loads(docs["json"])["rows"]
-    assert [(x["subject"], x["status"]) for x in rows] == [("smoke_crash/liba_ok.so", PASS),
-                                                           ("smoke_crash/libb_segv.so", FAIL),
-                                                           ("smoke_crash/libc_ok.so", PASS)]
+    assert [(x["subject"], x["status"]) for x in rows] == [
+        ("smoke_crash/liba_ok.so", PASS),
+        ("smoke_crash/libb_segv.so", FAIL),
+        ("smoke_crash/libc_ok.so", PASS),
+    ]
     row = "| ✗ FAIL | load | smoke\\_crash/libb\\_segv.so | the child interpreter was killed by SIGSEGV |"
     assert row in docs["markdown"]
-    assert docs["github"].splitlines()[0] == ("::error title=archaudit smoke load%3A smoke_crash/libb_segv.so::"
-                                              "the child interpreter was killed by SIGSEGV")
+    assert docs["github"].splitlines()[0] == (
+        "::error title=archaudit smoke load%3A smoke_crash/libb_segv.so::the child interpreter was killed by SIGSEGV"
+    )
     import xml.etree.ElementTree as ET
 
     suite = ET.fromstring(docs["junit"]).find("testsuite")
@@ -391,7 +441,8 @@ def test_sarif_names_the_failed_library_as_a_member_of_the_wheel(tmp_path, no_gp
     where = result["locations"][0]["physicalLocation"]["artifactLocation"]
     assert where["uri"] == "smoke_crash/libb_segv.so"
     assert run["artifacts"][run["artifacts"][where["index"]]["parentIndex"]]["location"]["uri"].endswith(
-        "smoke_crash-1.0-py3-none-linux_x86_64.whl")
+        "smoke_crash-1.0-py3-none-linux_x86_64.whl"
+    )
     failed = cli(str(tmp_path / "missing.whl"), "--format", "sarif", tmpdir=tmp_path)
     assert failed.returncode == 2
     (run,) = json.loads(failed.stdout)["runs"]
@@ -422,8 +473,10 @@ def test_smoke_says_it_runs_on_linux_only(tmp_path):
     shutil.copy(wheel("smoke_ok"), win)
     r = cli(str(win), tmpdir=tmp_path / "t")
     assert r.returncode == 2
-    assert ("gpu_example-1.0-py3-none-win_amd64.whl is a wheel for win_amd64: archaudit smoke runs Linux wheels "
-            "on Linux only") in r.stderr
+    assert (
+        "gpu_example-1.0-py3-none-win_amd64.whl is a wheel for win_amd64: archaudit smoke runs Linux wheels "
+        "on Linux only"
+    ) in r.stderr
 
 
 def test_exit_codes_are_documented_beside_checks():

@@ -20,7 +20,7 @@ HERE = Path(__file__).parents[1]
 MAKE_WHEEL = HERE / "fixtures" / "smoke" / "make_wheel.py"
 
 # An in-tree PEP 517 backend: it marks that it ran, then writes a plain wheel.
-BACKEND = textwrap.dedent('''
+BACKEND = textwrap.dedent("""
     import base64, hashlib, os, zipfile
     NAME, VERSION = "smokesdistdep", "1.0"
 
@@ -42,7 +42,7 @@ BACKEND = textwrap.dedent('''
             for k, v in files.items():
                 z.writestr(k, v)
         return name
-''')
+""")
 
 
 def make_wheel(out: Path, name: str, *args: str) -> Path:
@@ -50,8 +50,9 @@ def make_wheel(out: Path, name: str, *args: str) -> Path:
     stage.mkdir(parents=True)
     (stage / "__init__.py").write_text("")
     member = f"{name}/__init__.py={stage}/__init__.py"
-    subprocess.run([sys.executable, str(MAKE_WHEEL), str(out), name, "1.0", *args, member],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, str(MAKE_WHEEL), str(out), name, "1.0", *args, member], check=True, capture_output=True
+    )
     return next(out.glob(f"{name}-1.0-*.whl"))
 
 
@@ -63,8 +64,9 @@ def links(tmp_path, monkeypatch):
     src = tmp_path / "smokesdistdep-1.0"
     src.mkdir()
     (src / "backend.py").write_text(BACKEND)
-    (src / "pyproject.toml").write_text('[build-system]\nrequires = []\nbuild-backend = "backend"\n'
-                                        'backend-path = ["."]\n')
+    (src / "pyproject.toml").write_text(
+        '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n'
+    )
     (src / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: smokesdistdep\nVersion: 1.0\n")
     with tarfile.open(d / "smokesdistdep-1.0.tar.gz", "w:gz") as t:
         t.add(src, arcname="smokesdistdep-1.0")
@@ -72,14 +74,16 @@ def links(tmp_path, monkeypatch):
     monkeypatch.setenv("PIP_FIND_LINKS", str(d))
     monkeypatch.setenv("PIP_CONSTRAINT", "")
     monkeypatch.setenv("SDIST_MARK", str(tmp_path / "backend-ran"))
-    monkeypatch.setenv("PATH", ":".join(p for p in __import__("os").environ["PATH"].split(":")
-                                        if not (Path(p) / "uv").exists()))
+    monkeypatch.setenv(
+        "PATH", ":".join(p for p in __import__("os").environ["PATH"].split(":") if not (Path(p) / "uv").exists())
+    )
     return d
 
 
 def smoke(whl: Path, **kw):
-    return runner.run_smoke(str(whl), installed=None, require_gpu=False, timeout=120.0,
-                            system_site_packages=False, probes=["load"], **kw)
+    return runner.run_smoke(
+        str(whl), installed=None, require_gpu=False, timeout=120.0, system_site_packages=False, probes=["load"], **kw
+    )
 
 
 def test_the_report_lists_what_was_installed_and_from_where(links, tmp_path):

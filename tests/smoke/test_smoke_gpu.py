@@ -86,8 +86,10 @@ def test_a_library_with_only_sm80_code_fails_naming_its_kernel(fixture_report):
     gpu = gpu_row_name(fixture_report)
     r = rows(fixture_report, "device-load")["smoke_cuda/libsmoke_sm80.so"]
     assert r.status == FAIL
-    assert r.reason.startswith(f"all 2 container(s) answered on {gpu} as predicted, with the JIT on and off: "
-                               f"2 with no code for this GPU; but its code does not run on every GPU here: GPU0: G009 ")
+    assert r.reason.startswith(
+        f"all 2 container(s) answered on {gpu} as predicted, with the JIT on and off: "
+        f"2 with no code for this GPU; but its code does not run on every GPU here: GPU0: G009 "
+    )
     assert "kernels that would fail with 'no kernel image is available': _Z11smoke_scalePffi" in r.reason
     assert dict(r.details)["answers"] == {"none: 209 / 209": 2}
     assert fixture_report.exit_code == 1
@@ -97,8 +99,10 @@ def test_ptx_only_code_runs_through_the_jit_and_is_refused_without_it(fixture_re
     gpu = gpu_row_name(fixture_report)
     r = rows(fixture_report, "device-load")["smoke_cuda/libsmoke_ptx80.so"]
     assert r.status == PASS, r.reason
-    assert r.reason.startswith(f"all 2 container(s) answered on {gpu} as predicted, with the JIT on and off: "
-                               f"1 PTX JIT only, 1 with no code for this GPU (the JIT took ")
+    assert r.reason.startswith(
+        f"all 2 container(s) answered on {gpu} as predicted, with the JIT on and off: "
+        f"1 PTX JIT only, 1 with no code for this GPU (the JIT took "
+    )
     # the JIT compiles it (0); with CUDA_DISABLE_PTX_JIT=1 the driver refuses it (223); the
     # empty device-link container nvcc adds has nothing for any GPU (209)
     assert dict(r.details)["answers"] == {"jit: 0 / 223": 1, "none: 209 / 209": 1}
@@ -124,13 +128,13 @@ def test_relocatable_code_that_needs_linking_is_predicted_and_refused(fixture_re
 # The driver's answers to bare containers, JIT on and off (CUresult codes), as the H200 gave them
 # (the H100 gives the same).
 EDGE = {
-    "lto90.fatbin": (209, 209),          # LTO IR is never loaded
-    "ptx90_as100a.fatbin": (218, 223),   # header compute_90, text .target sm_100a: CUDA_ERROR_INVALID_PTX
-    "ptx90_as90a.fatbin": (0, 223),      # header compute_90, text sm_90a: compiled for this very GPU
-    "ptx90_isa91.fatbin": (222, 223),    # ISA 9.1 on a CUDA 13.0 driver: CUDA_ERROR_UNSUPPORTED_PTX_VERSION
-    "rdc_ext.fatbin": (500, 500),        # relocatable, calls rdc_helper: CUDA_ERROR_NOT_FOUND
-    "rdc_self.fatbin": (0, 0),           # relocatable, calls nothing outside: loads
-    "multi_ptx90.fatbin": (0, 223),      # sm_80 SASS and compute_90 PTX: the JIT compiles the PTX
+    "lto90.fatbin": (209, 209),  # LTO IR is never loaded
+    "ptx90_as100a.fatbin": (218, 223),  # header compute_90, text .target sm_100a: CUDA_ERROR_INVALID_PTX
+    "ptx90_as90a.fatbin": (0, 223),  # header compute_90, text sm_90a: compiled for this very GPU
+    "ptx90_isa91.fatbin": (222, 223),  # ISA 9.1 on a CUDA 13.0 driver: CUDA_ERROR_UNSUPPORTED_PTX_VERSION
+    "rdc_ext.fatbin": (500, 500),  # relocatable, calls rdc_helper: CUDA_ERROR_NOT_FOUND
+    "rdc_self.fatbin": (0, 0),  # relocatable, calls nothing outside: loads
+    "multi_ptx90.fatbin": (0, 223),  # sm_80 SASS and compute_90 PTX: the JIT compiles the PTX
 }
 
 
@@ -139,10 +143,19 @@ def driver_codes(tmp_path, paths: list[Path], jit: bool, level: int | None) -> l
     items = [{"file": str(p), "offset": 0, "size": p.stat().st_size, "text": False} for p in paths]
     # Eager module loading, as device-load uses: with the default lazy loading the driver
     # accepts rdc_ext.fatbin at load (0) and refuses it only when its kernel is fetched.
-    env = child.child_env({"CUDA_CACHE_DISABLE": "1", "CUDA_MODULE_LOADING": "EAGER",
-                           "CUDA_DISABLE_PTX_JIT": "0" if jit else "1"})
-    run = child.run_task(sys.executable, "device-load", items, {"jit_level": level}, env=env, cwd=str(tmp_path),
-                         timeout=120, sys_path=tuple(sys.path))
+    env = child.child_env(
+        {"CUDA_CACHE_DISABLE": "1", "CUDA_MODULE_LOADING": "EAGER", "CUDA_DISABLE_PTX_JIT": "0" if jit else "1"}
+    )
+    run = child.run_task(
+        sys.executable,
+        "device-load",
+        items,
+        {"jit_level": level},
+        env=env,
+        cwd=str(tmp_path),
+        timeout=120,
+        sys_path=tuple(sys.path),
+    )
     info = run.infos[0]
     if [d["sm"] for d in info.get("devices", [])] != ["sm_90"] or info.get("driver") != "13.0":
         pytest.skip(f"these are the H200's answers; here: {info}")
@@ -213,8 +226,11 @@ def torch_report():
 
 def test_torch_device_code_answers_as_predicted(torch_report):
     device = rows(torch_report, "device-load")
-    assert set(device) == {"torch/lib/libtorch_cuda.so", "torch/lib/libtorch_cuda_linalg.so",
-                           "torch/lib/libtorch_nvshmem.so"}
+    assert set(device) == {
+        "torch/lib/libtorch_cuda.so",
+        "torch/lib/libtorch_cuda_linalg.so",
+        "torch/lib/libtorch_nvshmem.so",
+    }
     assert all(r.status == PASS for r in device.values()), [r.reason for r in device.values()]
     assert dict(device["torch/lib/libtorch_cuda.so"].details)["answers"] == {"native: 0 / 0": 444}
 
@@ -222,8 +238,12 @@ def test_torch_device_code_answers_as_predicted(torch_report):
 def test_torch_models_with_weights_match_cpu(torch_report):
     models = list(rows(torch_report, "model-torch").values())
     assert [r.status for r in models] == [PASS, PASS], [r.reason for r in models]
-    assert all("matched archaudit's own float64 reference" in r.reason and "weights loaded from a" in r.reason
-               and f"ran on {gpu_name(torch_report)} (sm_90)" in r.reason for r in models)
+    assert all(
+        "matched archaudit's own float64 reference" in r.reason
+        and "weights loaded from a" in r.reason
+        and f"ran on {gpu_name(torch_report)} (sm_90)" in r.reason
+        for r in models
+    )
 
 
 def test_torch_aoti_package_load_in_a_fresh_process_is_a_row_with_its_signal():
@@ -254,8 +274,7 @@ def test_executorch_runs_the_cuda_delegate_where_a_backend_exists_and_skips_wher
     if importlib.util.find_spec("executorch") is None:
         pytest.skip("executorch is not installed here")
     backend = _executorch_backend()
-    report = smoke(installed="executorch", probes=["model-executorch"], require_gpu=backend is not None,
-                   timeout=300.0)
+    report = smoke(installed="executorch", probes=["model-executorch"], require_gpu=backend is not None, timeout=300.0)
     record("smoke-executorch" + ("-cuda-backend" if backend else ""), report)
     on_h200(report)
     got = {r.subject: r for r in report.rows}
@@ -268,16 +287,19 @@ def test_executorch_runs_the_cuda_delegate_where_a_backend_exists_and_skips_wher
     blob = got["executorch aoti_cuda_blob.ptd carries the weights"]
     assert blob.status == PASS
     assert dict(blob.details) == {"blob_bytes": 384, "weightless_blob_bytes": 256, "weight_bytes": 128}
-    runs = [r for r in report.rows if r.subject.startswith(("executorch run", "executorch negative",
-                                                             "executorch positive"))]
+    runs = [
+        r for r in report.rows if r.subject.startswith(("executorch run", "executorch negative", "executorch positive"))
+    ]
     assert len(runs) == 5
     if backend is None:
         assert dict(imp.details)["backends"] == ["QnnBackend", "XnnpackBackend"]
         for r in runs:
             assert r.status == SKIP
-            assert r.reason == ("executorch 1.2.0 registers no CudaBackend (registered: QnnBackend, XnnpackBackend) "
-                                "and ships no lib/libexecutorch_backend_cuda.so: a CPU build, so the delegate cannot "
-                                "run here")
+            assert r.reason == (
+                "executorch 1.2.0 registers no CudaBackend (registered: QnnBackend, XnnpackBackend) "
+                "and ships no lib/libexecutorch_backend_cuda.so: a CPU build, so the delegate cannot "
+                "run here"
+            )
         assert report.exit_code == 0
         return
     # A CUDA backend library beside the wheel's runtime: loaded, registered, and every run passes.

@@ -33,11 +33,14 @@ from reference_tools import needs_tool
 HERE = Path(__file__).parents[1]
 MAKE_WHEEL = HERE / "fixtures" / "smoke" / "make_wheel.py"
 SRC = str(Path(archaudit.__file__).resolve().parent.parent)
-FORGED = ('{"ev": "result", "i": 0, "status": "PASS", "reason": "FORGED: loaded on GPU0 NVIDIA H100", '
-          '"gpu": false, "details": {}, "seq": 1}')
+FORGED = (
+    '{"ev": "result", "i": 0, "status": "PASS", "reason": "FORGED: loaded on GPU0 NVIDIA H100", '
+    '"gpu": false, "details": {}, "seq": 1}'
+)
 
 # Python run from a .pth line: forge on every descriptor, leave a daemon, then (optionally) sleep.
-PTH_CODE = textwrap.dedent('''
+PTH_CODE = (
+    textwrap.dedent("""
     import os, sys, time
     d = os.environ.get("HOSTILE_DIR")
     if d:
@@ -56,9 +59,11 @@ PTH_CODE = textwrap.dedent('''
             os._exit(0)
         if os.environ.get("HOSTILE_SLEEP"):
             time.sleep(float(os.environ["HOSTILE_SLEEP"]))
-''') % FORGED
+""")
+    % FORGED
+)
 
-CONSTRUCTOR = r'''
+CONSTRUCTOR = r"""
 #include <string.h>
 #include <unistd.h>
 __attribute__((constructor)) static void forge(void) {
@@ -66,7 +71,7 @@ __attribute__((constructor)) static void forge(void) {
     for (int fd = 3; fd < 256; fd++) write(fd, line, strlen(line));
 }
 int hostile_answer(void) { return 42; }
-'''
+"""
 
 
 def build_wheel(tmp: Path, name: str, files: dict[str, Path | str]) -> Path:
@@ -82,17 +87,20 @@ def build_wheel(tmp: Path, name: str, files: dict[str, Path | str]) -> Path:
         else:
             path.write_text(content)
         args.append(f"{member}={path}")
-    subprocess.run([sys.executable, str(MAKE_WHEEL), str(out), name, "1.0", *args], check=True,
-                   capture_output=True)
+    subprocess.run([sys.executable, str(MAKE_WHEEL), str(out), name, "1.0", *args], check=True, capture_output=True)
     (whl,) = out.glob(f"{name}-1.0-*.whl")
     return whl
 
 
 def pth_wheel(tmp: Path) -> Path:
-    return build_wheel(tmp, "smoke_hostile_pth", {
-        "smoke_hostile_pth/__init__.py": '"""a wheel whose .pth file attacks archaudit smoke"""\n',
-        "smoke_hostile_pth.pth": "import sys; exec(" + repr(PTH_CODE) + ")\n",
-    })
+    return build_wheel(
+        tmp,
+        "smoke_hostile_pth",
+        {
+            "smoke_hostile_pth/__init__.py": '"""a wheel whose .pth file attacks archaudit smoke"""\n',
+            "smoke_hostile_pth.pth": "import sys; exec(" + repr(PTH_CODE) + ")\n",
+        },
+    )
 
 
 def env_without_uv(tmp: Path, **extra: str) -> dict[str, str]:
@@ -120,8 +128,13 @@ def test_a_pth_file_cannot_forge_a_result_nor_outlive_the_run(tmp_path):
     whl = pth_wheel(tmp_path)
     work = tmp_path / "work"
     work.mkdir()
-    r = subprocess.run([sys.executable, "-m", "archaudit.smoke", str(whl), "--format", "json", "--timeout", "120"],
-                       capture_output=True, text=True, env=env_without_uv(work, HOSTILE_DIR=str(hostile)), timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "archaudit.smoke", str(whl), "--format", "json", "--timeout", "120"],
+        capture_output=True,
+        text=True,
+        env=env_without_uv(work, HOSTILE_DIR=str(hostile)),
+        timeout=300,
+    )
     ran = list(hostile.glob("ran-*"))
     assert ran, "the .pth never ran: the test proves nothing"
     # it ran in the installer (pip), never in a probe's child: those run python -I -S
@@ -142,9 +155,13 @@ def test_a_pth_file_that_sleeps_in_the_installer_is_killed_at_the_timeout(tmp_pa
     work.mkdir()
     # the .pth sleeps 600 s: the run's ending at all (under subprocess's 300) is the kill, and the
     # message says so; no wall-clock bound is asserted
-    r = subprocess.run([sys.executable, "-m", "archaudit.smoke", str(whl), "--timeout", "10"],
-                       capture_output=True, text=True, timeout=300,
-                       env=env_without_uv(work, HOSTILE_DIR=str(hostile), HOSTILE_SLEEP="600"))
+    r = subprocess.run(
+        [sys.executable, "-m", "archaudit.smoke", str(whl), "--timeout", "10"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env_without_uv(work, HOSTILE_DIR=str(hostile), HOSTILE_SLEEP="600"),
+    )
     assert r.returncode == 2, r.stdout + r.stderr
     assert "did not finish in 10 s: killed with every process it started" in r.stderr
     assert not [p for p in daemons(hostile) if alive(p)]
@@ -157,9 +174,12 @@ def test_sigterm_ends_every_process_the_wheel_started(tmp_path):
     whl = pth_wheel(tmp_path)
     work = tmp_path / "work"
     work.mkdir()
-    proc = subprocess.Popen([sys.executable, "-m", "archaudit.smoke", str(whl), "--timeout", "300"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=env_without_uv(work, HOSTILE_DIR=str(hostile), HOSTILE_SLEEP="600"))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "archaudit.smoke", str(whl), "--timeout", "300"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env_without_uv(work, HOSTILE_DIR=str(hostile), HOSTILE_SLEEP="600"),
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not (daemons(hostile) and list(hostile.glob("ran-*"))):
         time.sleep(0.2)
@@ -179,12 +199,17 @@ def test_a_library_constructor_cannot_forge_the_load_result(tmp_path):
     src.write_text(CONSTRUCTOR % FORGED.replace('"', '\\"'))
     lib = tmp_path / "libhostile.so"
     subprocess.run(["gcc", "-O2", "-fPIC", "-shared", "-Wl,--build-id=none", "-o", str(lib), str(src)], check=True)
-    whl = build_wheel(tmp_path, "smoke_hostile_lib", {
-        "smoke_hostile_lib/__init__.py": '"""a library that forges results"""\n',
-        "smoke_hostile_lib/libhostile.so": lib,
-    })
-    report = runner.run_smoke(str(whl), installed=None, require_gpu=False, timeout=60.0,
-                              system_site_packages=False, probes=["load"])
+    whl = build_wheel(
+        tmp_path,
+        "smoke_hostile_lib",
+        {
+            "smoke_hostile_lib/__init__.py": '"""a library that forges results"""\n',
+            "smoke_hostile_lib/libhostile.so": lib,
+        },
+    )
+    report = runner.run_smoke(
+        str(whl), installed=None, require_gpu=False, timeout=60.0, system_site_packages=False, probes=["load"]
+    )
     forged = [r for r in report.rows if "not written by archaudit's probe code" in r.reason]
     assert forged and all(r.status == FAIL for r in forged)
     assert "FORGED" in forged[0].reason  # the ignored line is shown, never taken as a result
@@ -194,6 +219,7 @@ def test_a_library_constructor_cannot_forge_the_load_result(tmp_path):
 
 
 # -- probe plugins -------------------------------------------------------------------------------
+
 
 def plugin_site(tmp: Path, entry: str, module: str | None = None) -> Path:
     site = tmp / "site"
@@ -210,8 +236,9 @@ def run_cli(tmp: Path, site: Path, *args: str) -> subprocess.CompletedProcess:
     out = tmp / "out"
     out.mkdir(exist_ok=True)
     env = dict(os.environ, TMPDIR=str(out), PYTHONPATH=os.pathsep.join([str(site), SRC]))
-    return subprocess.run([sys.executable, "-m", "archaudit.smoke", *args], capture_output=True, text=True,
-                          env=env, timeout=240)
+    return subprocess.run(
+        [sys.executable, "-m", "archaudit.smoke", *args], capture_output=True, text=True, env=env, timeout=240
+    )
 
 
 SMOKE_OK = str(HERE / "fixtures" / "smoke" / "wheels" / "smoke_ok-1.0-py3-none-linux_x86_64.whl")
@@ -231,17 +258,22 @@ def test_a_broken_plugin_is_a_row_not_a_crash(tmp_path):
     assert [x["status"] for x in rows if x["probe"] == "load"] == [PASS, PASS]
     (bad,) = [x for x in rows if x["probe"] == "broken"]
     assert bad["status"] == FAIL and bad["reason"].startswith(
-        "probe plugin smoke_plugin_missing_module:Probe (from smoke-plugin-bad) did not run: ModuleNotFoundError")
+        "probe plugin smoke_plugin_missing_module:Probe (from smoke-plugin-bad) did not run: ModuleNotFoundError"
+    )
 
 
 def test_a_plugin_that_kills_its_process_is_a_row(tmp_path):
-    site = plugin_site(tmp_path, "suicidal = smoke_plugin_bad:Probe", textwrap.dedent("""
+    site = plugin_site(
+        tmp_path,
+        "suicidal = smoke_plugin_bad:Probe",
+        textwrap.dedent("""
         import os
         class Probe:
             name = "suicidal"
             def run(self, ctx):
                 os.kill(os.getpid(), 9)
-    """))
+    """),
+    )
     r = run_cli(tmp_path, site, SMOKE_OK, "--probe", "suicidal", "--format", "json")
     assert r.returncode == 1, r.stderr
     (row,) = json.loads(r.stdout)["rows"]
@@ -253,7 +285,7 @@ def test_a_plugin_that_kills_its_process_is_a_row(tmp_path):
 # The forger: a `torch` package that, once imported by the model-torch child, finds the worker's
 # globals and answers for it: CUDA present on an "NVIDIA H100", every output computed correctly
 # (in pure Python, from the inputs and weights the child was given), and any verdict PASS.
-FORGED_TORCH = textwrap.dedent('''
+FORGED_TORCH = textwrap.dedent("""
     import math, sys, types
     backends = types.SimpleNamespace(cuda=types.SimpleNamespace(matmul=types.SimpleNamespace()),
                                      cudnn=types.SimpleNamespace())
@@ -303,20 +335,21 @@ FORGED_TORCH = textwrap.dedent('''
         g["result"] = lambda i, *a, **k: emit(ev="result", i=i, status="PASS", gpu=True, elapsed=0.1,
                                               reason="ran on NVIDIA H100 (sm_90) and matched CPU", details={})
         open(__import__("os").environ.get("FORGE_MARK", "/dev/null"), "w").write("forged")
-''')
+""")
 
 # The control: a `torch` that forges nothing and has no CUDA.
-HONEST_TORCH = textwrap.dedent('''
+HONEST_TORCH = textwrap.dedent("""
     import types
     __version__ = "9.9.9"
     version = types.SimpleNamespace(cuda=None)
     cuda = types.SimpleNamespace(is_available=lambda: False)
-''')
+""")
 
 
 def torch_wheel(tmp: Path, name: str, code: str) -> Path:
-    return build_wheel(tmp, name, {f"{name}_marker/__init__.py": '"""ships a torch package"""\n',
-                                   "torch/__init__.py": code})
+    return build_wheel(
+        tmp, name, {f"{name}_marker/__init__.py": '"""ships a torch package"""\n', "torch/__init__.py": code}
+    )
 
 
 @pytest.mark.usefixtures("no_gpu")
@@ -325,16 +358,18 @@ def test_a_wheel_shipping_a_forging_torch_cannot_pass_model_torch(tmp_path, monk
     monkeypatch.setenv("FORGE_MARK", str(mark))
     forger = torch_wheel(tmp_path, "forgetorch", FORGED_TORCH)
     control = torch_wheel(tmp_path, "honesttorch", HONEST_TORCH)
-    kw: dict[str, Any] = dict(installed=None, require_gpu=True, timeout=120.0, system_site_packages=False,
-                              probes=["model-torch"])
+    kw: dict[str, Any] = dict(
+        installed=None, require_gpu=True, timeout=120.0, system_site_packages=False, probes=["model-torch"]
+    )
     forged = runner.run_smoke(str(forger), **kw)
     assert mark.read_text() == "forged", "the fake torch never took over the worker: the test proves nothing"
     honest = runner.run_smoke(str(control), **kw)
     for report in (forged, honest):
         assert [r.status for r in report.rows] == [FAIL, FAIL], [r.reason for r in report.rows]
         for r in report.rows:
-            assert r.reason.startswith("--require-gpu: this must run on a GPU, but archaudit's own driver query "
-                                       "found no GPU"), r.reason
+            assert r.reason.startswith(
+                "--require-gpu: this must run on a GPU, but archaudit's own driver query found no GPU"
+            ), r.reason
             assert "H100" not in r.reason and "matched" not in r.reason
         assert report.exit_code == 1
     # Without --require-gpu the forger's rows are SKIP, never PASS.
@@ -354,10 +389,21 @@ def test_forged_numbers_that_match_still_need_a_gpu_archaudit_saw_the_child_hold
     work.mkdir()
     try:
         ctx = probes.ProbeContext(
-            python=env.python, distribution="forgetorch", version="1.0", requires=(), location="", files=(),
-            gpus=({"ordinal": 0, "name": "NVIDIA H100", "cc": "9.0", "sm": "sm_90"},), gpu_error=None,
-            require_gpu=True, timeout=120.0, workdir=str(work), child_env=child.child_env(),
-            selected=("model-torch",), sys_path=env.sys_path)
+            python=env.python,
+            distribution="forgetorch",
+            version="1.0",
+            requires=(),
+            location="",
+            files=(),
+            gpus=({"ordinal": 0, "name": "NVIDIA H100", "cc": "9.0", "sm": "sm_90"},),
+            gpu_error=None,
+            require_gpu=True,
+            timeout=120.0,
+            workdir=str(work),
+            child_env=child.child_env(),
+            selected=("model-torch",),
+            sys_path=env.sys_path,
+        )
         rows = probes.TorchModelProbe().run(ctx)
     finally:
         venv.close(env)

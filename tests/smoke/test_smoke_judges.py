@@ -17,16 +17,31 @@ from archaudit.smoke.report import FAIL, PASS, SKIP, Row
 H200 = {"ordinal": 0, "name": "NVIDIA H200", "cc": "9.0", "sm": "sm_90"}
 GPU_FDS = ("/dev/nvidia-uvm", "/dev/nvidia0", "/dev/nvidiactl")
 FOUND_LOG = "Found forward_weights_blob in named data map"  # cuda_backend.cpp:346's Info line, as matched
-ABORT_TAIL = ("CUDA error: an illegal memory access was encountered\n"
-              "E 00:00:01.311 executorch:memory.cpp:..] In function memcpy_async(), assert failed")
-NAMED_TAIL = ("[cuda_backend.cpp:1242] weights_blob 'forward_weights_blob' not found or update fn is null\n"
-              "[cuda_allocator.cpp:87] cudaMemcpy D2H failed: an illegal memory access was encountered")
+ABORT_TAIL = (
+    "CUDA error: an illegal memory access was encountered\n"
+    "E 00:00:01.311 executorch:memory.cpp:..] In function memcpy_async(), assert failed"
+)
+NAMED_TAIL = (
+    "[cuda_backend.cpp:1242] weights_blob 'forward_weights_blob' not found or update fn is null\n"
+    "[cuda_allocator.cpp:87] cudaMemcpy D2H failed: an illegal memory access was encountered"
+)
 
 
 def ctx(tmp_path: Path, **kw) -> probes.ProbeContext:
-    base: dict[str, Any] = dict(python=sys.executable, distribution="executorch", version="1.2.0", requires=(),
-                location=str(tmp_path), files=(), gpus=(H200,), gpu_error=None, require_gpu=True, timeout=60.0,
-                workdir=str(tmp_path), child_env={})
+    base: dict[str, Any] = dict(
+        python=sys.executable,
+        distribution="executorch",
+        version="1.2.0",
+        requires=(),
+        location=str(tmp_path),
+        files=(),
+        gpus=(H200,),
+        gpu_error=None,
+        require_gpu=True,
+        timeout=60.0,
+        workdir=str(tmp_path),
+        child_env={},
+    )
     base.update(kw)
     return probes.ProbeContext(**base)
 
@@ -35,8 +50,10 @@ def run(outcome: child.Outcome, hits: dict[str, str] | None = None) -> child.Tas
     return child.TaskRun([outcome], [], [], 1.0, hits or {})
 
 
-PASSED_TWIN = (Row("model-executorch", "twin", PASS, "matched"), run(child.Outcome(child.OBS, "", 1.0),
-                                                                      {probes.WEIGHTS_FOUND: FOUND_LOG}))
+PASSED_TWIN = (
+    Row("model-executorch", "twin", PASS, "matched"),
+    run(child.Outcome(child.OBS, "", 1.0), {probes.WEIGHTS_FOUND: FOUND_LOG}),
+)
 ET = probes.ExecuTorchCudaProbe()
 
 
@@ -45,8 +62,9 @@ def negative(outcome: child.Outcome, hits: dict[str, str] | None = None, twin=PA
 
 
 def died(sig: str, tail: str) -> child.Outcome:
-    return child.Outcome(FAIL, f"the child interpreter was killed by {sig}", 1.5, signal=sig, stderr_tail=tail,
-                         died=True)
+    return child.Outcome(
+        FAIL, f"the child interpreter was killed by {sig}", 1.5, signal=sig, stderr_tail=tail, died=True
+    )
 
 
 def test_the_negative_control_passes_on_the_abort_that_unset_weights_cause_in_1_2():
@@ -57,8 +75,12 @@ def test_the_negative_control_passes_on_the_abort_that_unset_weights_cause_in_1_
 
 
 def test_the_negative_control_passes_on_the_named_missing_blob():
-    out = child.Outcome(child.OBS, "", 1.0, details={"error": "RuntimeError: Failed to execute method forward, "
-                                                                 "error: 0x1", "error_type": "RuntimeError"})
+    out = child.Outcome(
+        child.OBS,
+        "",
+        1.0,
+        details={"error": "RuntimeError: Failed to execute method forward, error: 0x1", "error_type": "RuntimeError"},
+    )
     row = negative(out, {probes.MISSING_WEIGHTS[0][1]: NAMED_TAIL.splitlines()[0][20:]})
     assert row.status == PASS and "named the missing weights" in row.reason, row.reason
 
@@ -66,12 +88,22 @@ def test_the_negative_control_passes_on_the_named_missing_blob():
 def test_any_other_death_of_the_negative_control_is_a_fail_naming_it():
     segv = negative(died("SIGSEGV", "Fatal Python error: Segmentation fault"))
     assert segv.status == FAIL and "killed by SIGSEGV" in segv.reason and "not as missing weights" in segv.reason
-    hung = negative(child.Outcome(FAIL, "no progress for 60 s: hung, killed with its process group", 60.0,
-                                  signal="SIGKILL", stderr_tail=ABORT_TAIL, died=True))
+    hung = negative(
+        child.Outcome(
+            FAIL,
+            "no progress for 60 s: hung, killed with its process group",
+            60.0,
+            signal="SIGKILL",
+            stderr_tail=ABORT_TAIL,
+            died=True,
+        )
+    )
     assert hung.status == FAIL  # a timeout is never the control's failure, whatever was printed
     # the weights were found (the blob was loaded), so the abort is not what missing weights do
-    loaded = negative(died("SIGABRT", ABORT_TAIL), {probes.WEIGHTS_FOUND: FOUND_LOG,
-                                                    probes.MISSING_WEIGHTS[1][1]: "an illegal memory access"})
+    loaded = negative(
+        died("SIGABRT", ABORT_TAIL),
+        {probes.WEIGHTS_FOUND: FOUND_LOG, probes.MISSING_WEIGHTS[1][1]: "an illegal memory access"},
+    )
     assert loaded.status == FAIL, loaded.reason
 
 
@@ -98,8 +130,9 @@ def test_the_swapped_data_file_must_move_the_output_to_the_other_weights(tmp_pat
     own = reference.linear(x, data["linear"]["weights"]["weight"], data["linear"]["weights"]["bias"])
 
     def judge(t: reference.Tensor, fds=GPU_FDS) -> Row:
-        out = child.Outcome(child.OBS, "", 1.0, details={"shape": list(t.shape), "output": list(t.values)},
-                            devices_open=fds)
+        out = child.Outcome(
+            child.OBS, "", 1.0, details={"shape": list(t.shape), "output": list(t.values)}, devices_open=fds
+        )
         return ET.judge_swapped(ctx(tmp_path), "swapped", out, data)
 
     assert judge(follows).status == PASS and "the bias stays in the .pte" in judge(follows).reason
@@ -114,18 +147,27 @@ def test_which_cuda_backend_was_found_is_said(tmp_path):
     lib.write_bytes(b"\x7fELF")
     c = ctx(tmp_path)
     assert probes.find_cuda_backend(c) == str(lib)
-    facts = {"importable": True, "version": "1.2.0", "backends_before": ["QnnBackend", "XnnpackBackend"],
-             "backends": ["CudaBackend", "QnnBackend", "XnnpackBackend"], "pybindings_error": None}
+    facts = {
+        "importable": True,
+        "version": "1.2.0",
+        "backends_before": ["QnnBackend", "XnnpackBackend"],
+        "backends": ["CudaBackend", "QnnBackend", "XnnpackBackend"],
+        "pybindings_error": None,
+    }
     row = ET.judge_import(c, child.Outcome(child.OBS, "", 1.0, details=facts), str(lib), True)
-    assert row.status == PASS and "CudaBackend registered by loading executorch/lib/libexecutorch_backend_cuda.so" \
-        in row.reason
+    assert (
+        row.status == PASS
+        and "CudaBackend registered by loading executorch/lib/libexecutorch_backend_cuda.so" in row.reason
+    )
     linked = {**facts, "backends_before": facts["backends"]}
     row = ET.judge_import(c, child.Outcome(child.OBS, "", 1.0, details=linked), None, True)
     assert "CudaBackend is linked into the pybindings" in row.reason
     cpu = {**facts, "backends": facts["backends_before"]}
-    assert ET.no_backend(cpu, None) == ("executorch 1.2.0 registers no CudaBackend (registered: QnnBackend, "
-                                        "XnnpackBackend) and ships no lib/libexecutorch_backend_cuda.so: a CPU "
-                                        "build, so the delegate cannot run here")
+    assert ET.no_backend(cpu, None) == (
+        "executorch 1.2.0 registers no CudaBackend (registered: QnnBackend, "
+        "XnnpackBackend) and ships no lib/libexecutorch_backend_cuda.so: a CPU "
+        "build, so the delegate cannot run here"
+    )
 
 
 def test_the_runtime_reads_buffers_that_live_as_long_as_the_module(tmp_path):
@@ -152,13 +194,16 @@ def test_jax_wrong_shaped_weights_pass_only_with_jaxs_own_shape_error(tmp_path):
     jx = probes.JaxModelProbe()
     c = ctx(tmp_path, distribution="jax-cuda13-plugin")
     twin = Row("model-jax", "roundtrip", PASS, "matched")
-    message = ("ValueError: Shape mismatch for args[0][0].shape[0] (expected same constant): expected (8, 16) "
-               "and called with (4, 16)")
+    message = (
+        "ValueError: Shape mismatch for args[0][0].shape[0] (expected same constant): expected (8, 16) "
+        "and called with (4, 16)"
+    )
     base = {"importable": True, "jax": "0.11.2", "backend": "gpu", "wrong_shape": [4, 16]}
 
     def judge(**d) -> Row:
-        return jx.judge_wrong_shape(c, "wrong", child.Outcome(child.OBS, "", 1.0, details={**base, **d},
-                                                              devices_open=GPU_FDS), twin)
+        return jx.judge_wrong_shape(
+            c, "wrong", child.Outcome(child.OBS, "", 1.0, details={**base, **d}, devices_open=GPU_FDS), twin
+        )
 
     assert judge(refused=True, error=message, error_type="ValueError").status == PASS
     other = judge(refused=True, error="XlaRuntimeError: INTERNAL: cudaMalloc failed", error_type="XlaRuntimeError")

@@ -19,8 +19,14 @@ pytestmark = pytest.mark.usefixtures("no_gpu")
 
 
 def smoke(target, **kw):
-    return runner.run_smoke(str(target), installed=None, require_gpu=kw.pop("require_gpu", False),
-                            timeout=120.0, system_site_packages=False, **kw)
+    return runner.run_smoke(
+        str(target),
+        installed=None,
+        require_gpu=kw.pop("require_gpu", False),
+        timeout=120.0,
+        system_site_packages=False,
+        **kw,
+    )
 
 
 def test_nvidia_curand_loads_and_its_device_code_waits_for_a_gpu():
@@ -51,9 +57,11 @@ def test_a_cpu_torch_wheel_skips_the_gpu_model_steps_and_fails_them_under_requir
     for subject in ("torch nn.Linear(64, 32), weights from a file", "torch nn.Conv2d(3, 8, 3), weights from a file"):
         assert rows[subject].status == FAIL
         # the parent decides: its own driver query (not the wheel's torch) says there is no GPU
-        assert rows[subject].reason.startswith("--require-gpu: this must run on a GPU, but archaudit's own "
-                                               "driver query found no GPU")
+        assert rows[subject].reason.startswith(
+            "--require-gpu: this must run on a GPU, but archaudit's own driver query found no GPU"
+        )
     et = rows["executorch import and registered backends"]
-    assert et.status == SKIP and et.reason == ("executorch is not importable here: ModuleNotFoundError: "
-                                               "No module named 'executorch'")
+    assert et.status == SKIP and et.reason == (
+        "executorch is not importable here: ModuleNotFoundError: No module named 'executorch'"
+    )
     assert report.exit_code == 1

@@ -58,8 +58,17 @@ def load_module(rec: cupti.Recorder, image: bytes, module_id: int) -> None:
 def api_exit(rec: cupti.Recorder, domain: int, cbid: int, name: str, result: int) -> None:
     """A driver or runtime API call's exit callback, with its return value and symbol name."""
     ret = ctypes.c_int(result)
-    cd = cupti.CallbackData(cupti.API_EXIT, b"api", None, ctypes.cast(ctypes.pointer(ret), ctypes.c_void_p),
-                            name.encode() if name else None, CTX, 1, None, 7)
+    cd = cupti.CallbackData(
+        cupti.API_EXIT,
+        b"api",
+        None,
+        ctypes.cast(ctypes.pointer(ret), ctypes.c_void_p),
+        name.encode() if name else None,
+        CTX,
+        1,
+        None,
+        7,
+    )
     rec.callback(None, domain, cbid, ctypes.addressof(cd))
 
 
@@ -112,10 +121,10 @@ def test_the_recorder_counts_launches_per_kernel_and_result_and_hashes_each_imag
     # the kernel is tied to the one image that defines it, by that image's bytes
     defining = [hashlib.sha256(i).hexdigest() for i in images if SM90 in cupti.cubin_functions(i)]
     assert len(defining) == 1 and by[("driver", SM90, 0)]["modules"] == defining
-    assert raw["async_errors"] == [{"layer": "driver", "api": "cuCtxSynchronize", "code": 719, "context": CTX,
-                                    "after": BF16},
-                                   {"layer": "runtime", "api": "cudaDeviceSynchronize", "code": 719,
-                                    "context": CTX, "after": BF16}]
+    assert raw["async_errors"] == [
+        {"layer": "driver", "api": "cuCtxSynchronize", "code": 719, "context": CTX, "after": BF16},
+        {"layer": "runtime", "api": "cudaDeviceSynchronize", "code": 719, "context": CTX, "after": BF16},
+    ]
     assert str(BIN / "lib_trace_sm90.so") not in raw["mapped"]  # the test process never dlopened it
 
 
@@ -163,8 +172,7 @@ def test_launches_from_code_no_file_holds_are_said_and_unreadable_records_fail(t
     (out / "998.error").write_text("no libcupti could be loaded")
     t = trace.read_trace(str(out))
     rows = trace.judge_trace(t, inventory(LIBS, set()), H100, (13, 0))
-    assert [(r.subject, r.status) for r in rows] == [("code no file holds", SKIP), ("tracer", FAIL),
-                                                     ("tracer", FAIL)]
+    assert [(r.subject, r.status) for r in rows] == [("code no file holds", SKIP), ("tracer", FAIL), ("tracer", FAIL)]
     assert "triton_poi_fused_0" in rows[0].reason
     assert "the tracer did not start: no libcupti" in rows[1].reason + rows[2].reason
 
@@ -181,10 +189,20 @@ def test_the_bootstrap_traces_a_plain_python_process_and_reports_why_it_could_no
     boot = cupti.write_bootstrap(str(tmp_path / "boot"))
     out = tmp_path / "out"
     out.mkdir()
-    env = {"PYTHONPATH": boot, cupti.ENV_OUT: str(out), cupti.ENV_MODULE: cupti.__file__, "PATH": "/usr/bin:/bin",
-           cupti.ENV_CUPTI: str(tmp_path / "no-such-libcupti.so")}
-    done = subprocess.run([sys.executable, "-c", "import sys; print('ran', 'sitecustomize' in sys.modules)"],
-                          env=env, capture_output=True, text=True, timeout=60)
+    env = {
+        "PYTHONPATH": boot,
+        cupti.ENV_OUT: str(out),
+        cupti.ENV_MODULE: cupti.__file__,
+        "PATH": "/usr/bin:/bin",
+        cupti.ENV_CUPTI: str(tmp_path / "no-such-libcupti.so"),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys; print('ran', 'sitecustomize' in sys.modules)"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0 and done.stdout.strip() == "ran True"
     errors = list(out.glob("*.error"))
     # the libcupti named is not there; the next one found (the toolkit's, a wheel's) refuses to subscribe
@@ -195,9 +213,20 @@ def test_the_bootstrap_traces_a_plain_python_process_and_reports_why_it_could_no
 
 
 def ctx(tmp_path: Path, **kw: object) -> probes.ProbeContext:
-    base: dict[str, object] = dict(python=sys.executable, distribution="torch", version="2.11.0", requires=(),
-                                   location=str(tmp_path), files=(), gpus=(), gpu_error="cuInit failed: no device",
-                                   require_gpu=False, timeout=60.0, workdir=str(tmp_path), child_env={})
+    base: dict[str, object] = dict(
+        python=sys.executable,
+        distribution="torch",
+        version="2.11.0",
+        requires=(),
+        location=str(tmp_path),
+        files=(),
+        gpus=(),
+        gpu_error="cuInit failed: no device",
+        require_gpu=False,
+        timeout=60.0,
+        workdir=str(tmp_path),
+        child_env={},
+    )
     base.update(kw)
     return probes.ProbeContext(**base)  # type: ignore[arg-type]
 
@@ -217,8 +246,9 @@ def test_without_a_gpu_the_probe_skips_and_require_gpu_makes_it_fail(tmp_path):
 
 def test_every_report_format_carries_the_trace(tmp_path):
     rows = tuple(judged(tmp_path))
-    report = SmokeReport("torch", "torch", "2.11.0", "installed", "3.12", ("GPU0 NVIDIA H100 (sm_90)",), None,
-                         "13.0", False, 60.0, rows)
+    report = SmokeReport(
+        "torch", "torch", "2.11.0", "installed", "3.12", ("GPU0 NVIDIA H100 (sm_90)",), None, "13.0", False, 60.0, rows
+    )
     for fmt in render.RENDERERS:
         text = render.render(report, fmt)
         if fmt == "markdown":  # names are escaped there, as check's are
@@ -235,8 +265,9 @@ def test_the_index_stores_a_trace_and_query_dispatch_says_which_containers_serve
     from archaudit.cli import main
 
     rows = tuple(judged(tmp_path))
-    report = SmokeReport("torch", "torch", "2.11.0", "installed", "3.12", ("GPU0 NVIDIA H100 (sm_90)",), None,
-                         "13.0", False, 60.0, rows)
+    report = SmokeReport(
+        "torch", "torch", "2.11.0", "installed", "3.12", ("GPU0 NVIDIA H100 (sm_90)",), None, "13.0", False, 60.0, rows
+    )
     path = tmp_path / "smoke.json"
     path.write_text(render.render(report, "json"))
     db = str(tmp_path / "index.db")
@@ -257,26 +288,41 @@ def test_the_workload_children_carry_the_tracer_and_a_tracer_that_cannot_start_f
     """End to end without a GPU: the sweep and model-torch children start the tracer before any
     workload (here CUPTI refuses: no driver, or no libcupti), say why in their records directory,
     and the parent turns that into a FAIL; the workload's own rows say torch is not importable."""
-    rows = probes.TraceProbe().run(ctx(tmp_path, gpus=(H100,), gpu_error=None, driver="13.0",
-                                      child_env=dict(os.environ)))
+    rows = probes.TraceProbe().run(
+        ctx(tmp_path, gpus=(H100,), gpu_error=None, driver="13.0", child_env=dict(os.environ))
+    )
     tracer = [r for r in rows if r.subject == "tracer"]
-    assert tracer and all(r.status == FAIL and "the tracer did not start: no libcupti here both loads and "
-                          "subscribes" in r.reason for r in tracer)
+    assert tracer and all(
+        r.status == FAIL and "the tracer did not start: no libcupti here both loads and subscribes" in r.reason
+        for r in tracer
+    )
     assert len(tracer) == 2  # the sweep's child and model-torch's, each its own process
     sweep = [r for r in rows if r.subject.startswith("torch ")]
     assert [r.subject for r in sweep] == [f"torch {s}" for s in trace.SWEEP]
     assert all(r.status == FAIL and "not importable here" in r.reason for r in sweep)
     assert [r.subject for r in rows if r.subject.startswith("model-torch: ")] == [
         "model-torch: torch nn.Linear(64, 32), weights from a file",
-        "model-torch: torch nn.Conv2d(3, 8, 3), weights from a file"]
-
+        "model-torch: torch nn.Conv2d(3, 8, 3), weights from a file",
+    ]
 
 
 def test_the_command_line_runs_the_trace_for_run_and_require_gpu_fails_without_a_gpu(no_gpu):
     """`smoke --run COMMAND` adds the trace probe to the probes asked for; with no GPU it skips, and
     under --require-gpu it fails (exit 1)."""
-    cmd = [sys.executable, "-m", "archaudit", "smoke", "--installed", "pytest", "--probe", "load",
-           "--run", "python -c pass", "--format", "json"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "archaudit",
+        "smoke",
+        "--installed",
+        "pytest",
+        "--probe",
+        "load",
+        "--run",
+        "python -c pass",
+        "--format",
+        "json",
+    ]
     env = dict(os.environ, PYTHONPATH=str(HERE.parent / "src"))
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr
@@ -310,28 +356,36 @@ def test_the_ctypes_layouts_are_the_cupti_headers(tmp_path):
     cc = shutil.which("gcc") or shutil.which("cc")
     if inc is None or cc is None:
         pytest.skip("no CUPTI headers (a CUDA toolkit) or no C compiler here")
-    fields = {"CUpti_CallbackData": cupti.CallbackData, "CUpti_ResourceData": cupti.ResourceData,
-              "CUpti_ModuleResourceData": cupti.ModuleResourceData}
+    fields = {
+        "CUpti_CallbackData": cupti.CallbackData,
+        "CUpti_ResourceData": cupti.ResourceData,
+        "CUpti_ModuleResourceData": cupti.ModuleResourceData,
+    }
     lines = ["#include <stdio.h>", "#include <stddef.h>", "#include <cupti.h>", "int main(void) {"]
     for cname, struct in fields.items():
         lines.append(f'printf("{cname} size %zu\\n", sizeof({cname}));')
         for f, *_ in struct._fields_:
             cf = "resourceHandle.stream" if f == "resourceHandle" else f
             lines.append(f'printf("{cname} {f} %zu\\n", offsetof({cname}, {cf}));')
-    enums = {"CUPTI_CB_DOMAIN_DRIVER_API": cupti.DOMAIN_DRIVER_API, "CUPTI_CB_DOMAIN_RUNTIME_API":
-             cupti.DOMAIN_RUNTIME_API, "CUPTI_CB_DOMAIN_RESOURCE": cupti.DOMAIN_RESOURCE,
-             "CUPTI_API_EXIT": cupti.API_EXIT, "CUPTI_CBID_RESOURCE_MODULE_LOADED": cupti.CBID_RESOURCE_MODULE_LOADED}
+    enums = {
+        "CUPTI_CB_DOMAIN_DRIVER_API": cupti.DOMAIN_DRIVER_API,
+        "CUPTI_CB_DOMAIN_RUNTIME_API": cupti.DOMAIN_RUNTIME_API,
+        "CUPTI_CB_DOMAIN_RESOURCE": cupti.DOMAIN_RESOURCE,
+        "CUPTI_API_EXIT": cupti.API_EXIT,
+        "CUPTI_CBID_RESOURCE_MODULE_LOADED": cupti.CBID_RESOURCE_MODULE_LOADED,
+    }
     enums |= {f"CUPTI_DRIVER_TRACE_CBID_{n}": k for k, n in {**cupti.DRIVER_LAUNCHES, **cupti.DRIVER_SYNCS}.items()}
-    enums |= {f"CUPTI_RUNTIME_TRACE_CBID_{n}": k for k, n in {**cupti.RUNTIME_LAUNCHES,
-                                                              **cupti.RUNTIME_SYNCS}.items()}
+    enums |= {f"CUPTI_RUNTIME_TRACE_CBID_{n}": k for k, n in {**cupti.RUNTIME_LAUNCHES, **cupti.RUNTIME_SYNCS}.items()}
     lines += [f'printf("enum {e} %d\\n", (int){e});' for e in enums]
     lines += ["return 0; }"]
     src = tmp_path / "layout.c"
     src.write_text("\n".join(lines) + "\n")
     exe = tmp_path / "layout"
     subprocess.run([cc, f"-I{inc}", "-o", str(exe), str(src)], check=True, capture_output=True)
-    got = dict(line.rsplit(" ", 1) for line in subprocess.run([str(exe)], capture_output=True, text=True,
-                                                               check=True).stdout.splitlines())
+    got = dict(
+        line.rsplit(" ", 1)
+        for line in subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()
+    )
     for cname, struct in fields.items():
         assert int(got[f"{cname} size"]) == ctypes.sizeof(struct), cname
         for f, *_ in struct._fields_:
@@ -362,8 +416,17 @@ def test_a_refused_runtime_launch_without_a_symbol_name_is_named_from_its_host_s
     params = (ctypes.c_void_p * 8)(info.dli_fbase + stub[0])  # cudaLaunchKernel_v7000_params: func first
     rec = cupti.Recorder()
     ret = ctypes.c_int(209)
-    cd = cupti.CallbackData(cupti.API_EXIT, b"cudaLaunchKernel", ctypes.cast(params, ctypes.c_void_p),
-                            ctypes.cast(ctypes.pointer(ret), ctypes.c_void_p), None, CTX, 1, None, 7)
+    cd = cupti.CallbackData(
+        cupti.API_EXIT,
+        b"cudaLaunchKernel",
+        ctypes.cast(params, ctypes.c_void_p),
+        ctypes.cast(ctypes.pointer(ret), ctypes.c_void_p),
+        None,
+        CTX,
+        1,
+        None,
+        7,
+    )
     rec.callback(None, cupti.DOMAIN_RUNTIME_API, 211, ctypes.addressof(cd))
     params[0] = info.dli_fbase + stub[0] + 1  # not a function's start: no name, never a guess
     rec.callback(None, cupti.DOMAIN_RUNTIME_API, 211, ctypes.addressof(cd))
@@ -429,7 +492,7 @@ def test_a_launch_from_a_cubin_stored_as_a_zstd_frame_is_tied_to_its_container(t
     image, lib, at = _framed_library(tmp_path)
     t = _launched_from(tmp_path, image)
     inv = inventory([lib], {m.size for m in t.modules})
-    (li, ci, ei), = [(s.library, s.container, s.entry) for s in inv.by_hash[hashlib.sha256(image).hexdigest()]]
+    ((li, ci, ei),) = [(s.library, s.container, s.entry) for s in inv.by_hash[hashlib.sha256(image).hexdigest()]]
     c = inv.libraries[li][1].containers[ci]
     assert ei is not None  # tied by its bytes, so the entry is known
     assert (c.role, c.offset, c.entries[ei].compression, c.entries[ei].size) == ("cubin", at, "zstd", len(image))
@@ -471,17 +534,26 @@ def test_the_launched_function_fields_are_the_params_structs_of_the_headers(tmp_
     structs = {f"{n}_params": ("func", cupti.RUNTIME_FUNC_FIELD[k]) for k, n in cupti.RUNTIME_LAUNCHES.items()}
     structs |= {f"{n}_params": ("f", cupti.DRIVER_FUNC_FIELD[k]) for k, n in cupti.DRIVER_LAUNCHES.items()}
     # the legacy (_v1) typedefs the driver's meta header names are declared only for the API's own build
-    lines = ["#include <stdio.h>", "#include <stddef.h>", "#define __CUDA_API_VERSION_INTERNAL 1",
-             "#include <cuda.h>", "#include <cuda_runtime_api.h>",
-             "#include <generated_cuda_meta.h>", "#include <generated_cuda_runtime_api_meta.h>", "int main(void) {"]
+    lines = [
+        "#include <stdio.h>",
+        "#include <stddef.h>",
+        "#define __CUDA_API_VERSION_INTERNAL 1",
+        "#include <cuda.h>",
+        "#include <cuda_runtime_api.h>",
+        "#include <generated_cuda_meta.h>",
+        "#include <generated_cuda_runtime_api_meta.h>",
+        "int main(void) {",
+    ]
     lines += [f'printf("{s} %zu\\n", offsetof({s}, {f}));' for s, (f, _) in structs.items()]
     lines += ["return 0; }"]
     src = tmp_path / "params.c"
     src.write_text("\n".join(lines) + "\n")
     exe = tmp_path / "params"
     subprocess.run([cc, f"-I{inc}", "-o", str(exe), str(src)], check=True, capture_output=True)
-    got = dict(line.rsplit(" ", 1) for line in subprocess.run([str(exe)], capture_output=True, text=True,
-                                                               check=True).stdout.splitlines())
+    got = dict(
+        line.rsplit(" ", 1)
+        for line in subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()
+    )
     assert {s: int(v) for s, v in got.items()} == {s: 8 * at for s, (_, at) in structs.items()}
 
 

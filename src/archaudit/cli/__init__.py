@@ -23,8 +23,8 @@ SUBCOMMANDS = (main_check, main_diff, main_explain, main_gpus, main_smoke, main_
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="archaudit",
-        description="Prove a GPU wheel carries device code for every GPU it claims, and runs there.")
+        prog="archaudit", description="Prove a GPU wheel carries device code for every GPU it claims, and runs there."
+    )
     parser.add_argument("--version", action="version", version=f"archaudit {__version__}")
     sub = parser.add_subparsers(dest="command")
     for command in SUBCOMMANDS:
@@ -38,7 +38,7 @@ def _unknown_command(argv: list[str], parser: argparse.ArgumentParser) -> str | 
     from ..suggest import did_you_mean
 
     first = next((a for a in argv if not a.startswith("-")), None)
-    if first is None or any(a in ("-h", "--help", "--version") for a in argv[:argv.index(first)]):
+    if first is None or any(a in ("-h", "--help", "--version") for a in argv[: argv.index(first)]):
         return None
     names = [n for a in parser._actions if isinstance(a, argparse._SubParsersAction) for n in a.choices]
     if first in names:

@@ -36,9 +36,15 @@ def python_version_arg(spelling: str) -> tuple[int, int]:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def fetch_for(targets: Sequence[str], *, platform: str | None, index_url: str | None, decode: bool,
-              max_payload: int,
-              python: tuple[int, int] | None = None) -> Callable[[str], TargetInventory | None] | None:
+def fetch_for(
+    targets: Sequence[str],
+    *,
+    platform: str | None,
+    index_url: str | None,
+    decode: bool,
+    max_payload: int,
+    python: tuple[int, int] | None = None,
+) -> Callable[[str], TargetInventory | None] | None:
     """core.check's `fetch` for targets read over HTTP (a wheel URL, a requirement such as
     torch==2.5.1: index/targets.py), or None when no target can be one (a URL or a version
     operator is what the cheap test looks for), so a local check imports no HTTP client."""
@@ -51,18 +57,29 @@ def fetch_for(targets: Sequence[str], *, platform: str | None, index_url: str | 
 
 def add_output_options(parser: argparse.ArgumentParser, formats: Sequence[str] = FORMATS) -> None:
     g = parser.add_argument_group("output")
-    g.add_argument("--format", choices=tuple(formats), default=None,
-                   help="report format (default: the -o file's suffix, .json, .sarif, .md or .xml; else "
-                        "format in [tool.archaudit]; else text)")
+    g.add_argument(
+        "--format",
+        choices=tuple(formats),
+        default=None,
+        help="report format (default: the -o file's suffix, .json, .sarif, .md or .xml; else "
+        "format in [tool.archaudit]; else text)",
+    )
     g.add_argument("-o", "--output", metavar="FILE", help="write the report here instead of standard output")
     if "sarif" in formats:
-        g.add_argument("--docs-url", metavar="URL",
-                       help="where archaudit's docs/ are published: SARIF rules' helpUri point at URL/codes.md#CODE")
+        g.add_argument(
+            "--docs-url",
+            metavar="URL",
+            help="where archaudit's docs/ are published: SARIF rules' helpUri point at URL/codes.md#CODE",
+        )
 
 
 def add_colour_option(parser: argparse._ActionsContainer) -> None:
-    parser.add_argument("--color", choices=("auto", "always", "never"), default="auto",
-                        help="colour the text report's marks: auto (default) on a terminal unless NO_COLOR is set")
+    parser.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="colour the text report's marks: auto (default) on a terminal unless NO_COLOR is set",
+    )
 
 
 _PAINT = {"✗": "\x1b[31m", "X": "\x1b[31m", "!": "\x1b[33m", "✓": "\x1b[32m", "OK": "\x1b[32m", "·": "\x1b[2m"}
@@ -77,8 +94,7 @@ def colour_on(choice: str, fmt: str, path: str | None) -> bool:
         return True
     import os
 
-    return (path is None and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-            and os.environ.get("TERM") != "dumb")
+    return path is None and sys.stdout.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
 
 
 def text_width(path: str | None) -> int:
@@ -97,9 +113,8 @@ def paint(text: str) -> str:
     for line in text.split("\n"):
         mark = line.split(" ", 1)[0]
         code = _PAINT.get(mark)
-        out.append(f"{code}{mark}\x1b[0m{line[len(mark):]}" if code and " " in line else line)
+        out.append(f"{code}{mark}\x1b[0m{line[len(mark) :]}" if code and " " in line else line)
     return "\n".join(out)
-
 
 
 def unicode_ok(path: str | None) -> bool:
@@ -131,8 +146,9 @@ def write(text: str, path: str | None) -> None:
 
 
 def add_config_options(parser: argparse._ActionsContainer) -> None:
-    parser.add_argument("--config", metavar="PYPROJECT",
-                        help="read [tool.archaudit] from this file (default: found upward)")
+    parser.add_argument(
+        "--config", metavar="PYPROJECT", help="read [tool.archaudit] from this file (default: found upward)"
+    )
     parser.add_argument("--no-config", action="store_true", help="ignore pyproject.toml")
 
 
@@ -149,5 +165,18 @@ def positive_int(text: str) -> int:
     return int(text)
 
 
-__all__ = ["add_colour_option", "add_config_options", "add_output_options", "colour_on", "fetch_for", "load_config",
-           "nonempty_targets", "paint", "positive_int", "terminal_safe", "text_width", "unicode_ok", "write"]
+__all__ = [
+    "add_colour_option",
+    "add_config_options",
+    "add_output_options",
+    "colour_on",
+    "fetch_for",
+    "load_config",
+    "nonempty_targets",
+    "paint",
+    "positive_int",
+    "terminal_safe",
+    "text_width",
+    "unicode_ok",
+    "write",
+]

@@ -9,18 +9,31 @@ from . import common
 
 
 def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("diff", help="GPU architectures gained or lost per library between two releases",
-                       description="Name every GPU architecture gained or lost per library between two "
-                                   "releases; fail on a loss unless allowed.")
+    p = sub.add_parser(
+        "diff",
+        help="GPU architectures gained or lost per library between two releases",
+        description="Name every GPU architecture gained or lost per library between two "
+        "releases; fail on a loss unless allowed.",
+    )
     p.add_argument("old", metavar="OLD", help="the previous release: a .whl, a directory, or an installed distribution")
     p.add_argument("new", metavar="NEW", help="the new release: a .whl, a directory, or an installed distribution")
-    p.add_argument("--allow-loss", action="store_true", default=None,
-                   help="report lost architectures without failing (config: allow-loss = true)")
+    p.add_argument(
+        "--allow-loss",
+        action="store_true",
+        default=None,
+        help="report lost architectures without failing (config: allow-loss = true)",
+    )
     common.add_output_options(p, FORMATS)
     common.add_colour_option(p)
     common.add_config_options(p)
-    p.add_argument("-j", "--jobs", type=common.positive_int, default=None, metavar="N",
-                   help="libraries read in parallel (default: cores)")
+    p.add_argument(
+        "-j",
+        "--jobs",
+        type=common.positive_int,
+        default=None,
+        metavar="N",
+        help="libraries read in parallel (default: cores)",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="accepted for symmetry with check (no progress display)")
     p.add_argument("-v", "--verbose", action="store_true", help="also list unchanged libraries")
     p.set_defaults(execute=execute)

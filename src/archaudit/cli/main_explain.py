@@ -22,8 +22,10 @@ def execute(args: argparse.Namespace) -> int:
     code = CODES.get(args.code.upper())
     if code is None:
         raise UsageError(f"explain: unknown code {args.code!r}; 'archaudit explain' lists them")
-    print(f"{code.code} ({code.severity}): {code.title}\n\nCause: {code.cause}\n\nExample: {code.example}\n\n"
-          f"Fix: {code.fix}")
+    print(
+        f"{code.code} ({code.severity}): {code.title}\n\nCause: {code.cause}\n\nExample: {code.example}\n\n"
+        f"Fix: {code.fix}"
+    )
     return 0
 
 

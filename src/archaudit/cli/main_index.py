@@ -34,39 +34,87 @@ def byte_count(text: str) -> int:
 
 
 def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("index", help="audit many wheels (directories, simple indexes, URL lists) into a database",
-                       description="Audit every wheel of the sources once (keyed by sha256) into an SQLite "
-                                   "database; a rerun skips wheels this archaudit judged already. Remote wheels "
-                                   "are read by HTTP range requests, never downloaded whole.")
-    p.add_argument("--trace", action="append", default=[], metavar="REPORT.json",
-                   help="store the trace rows of an 'archaudit smoke --format json' report: the containers a GPU "
-                        "launched from ('archaudit query dispatch' reads them)")
-    p.add_argument("sources", nargs="*", metavar="SOURCE",
-                   help="a directory or mirror tree of wheels, a .whl, a PEP 503/691 simple index URL (with "
-                        "--project), a wheel URL, or a file of wheel URLs")
+    p = sub.add_parser(
+        "index",
+        help="audit many wheels (directories, simple indexes, URL lists) into a database",
+        description="Audit every wheel of the sources once (keyed by sha256) into an SQLite "
+        "database; a rerun skips wheels this archaudit judged already. Remote wheels "
+        "are read by HTTP range requests, never downloaded whole.",
+    )
+    p.add_argument(
+        "--trace",
+        action="append",
+        default=[],
+        metavar="REPORT.json",
+        help="store the trace rows of an 'archaudit smoke --format json' report: the containers a GPU "
+        "launched from ('archaudit query dispatch' reads them)",
+    )
+    p.add_argument(
+        "sources",
+        nargs="*",
+        metavar="SOURCE",
+        help="a directory or mirror tree of wheels, a .whl, a PEP 503/691 simple index URL (with "
+        "--project), a wheel URL, or a file of wheel URLs",
+    )
     p.add_argument("--db", required=True, metavar="FILE", help="the SQLite database (created if missing)")
     g = p.add_argument_group("which wheels")
-    g.add_argument("--project", action="append", default=[], metavar="NAME[RANGE]",
-                   help="a project of an index and its versions, e.g. 'torch>=2.4,<2.8' (repeatable)")
-    g.add_argument("--platform", action="append", default=[], metavar="GLOB",
-                   help="only wheels with a platform tag matching, e.g. 'manylinux*_x86_64' (repeatable)")
-    g.add_argument("--python", action="append", default=[], metavar="GLOB",
-                   help="only wheels with a python tag matching, e.g. cp311 (repeatable)")
-    g.add_argument("--libraries", default="", metavar="GLOB",
-                   help="read only the libraries whose member path matches (the row records this scope)")
-    g.add_argument("--max-bytes", type=byte_count, default=None, metavar="N",
-                   help="start no new wheel once N bytes have been fetched (e.g. 2G)")
+    g.add_argument(
+        "--project",
+        action="append",
+        default=[],
+        metavar="NAME[RANGE]",
+        help="a project of an index and its versions, e.g. 'torch>=2.4,<2.8' (repeatable)",
+    )
+    g.add_argument(
+        "--platform",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="only wheels with a platform tag matching, e.g. 'manylinux*_x86_64' (repeatable)",
+    )
+    g.add_argument(
+        "--python",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="only wheels with a python tag matching, e.g. cp311 (repeatable)",
+    )
+    g.add_argument(
+        "--libraries",
+        default="",
+        metavar="GLOB",
+        help="read only the libraries whose member path matches (the row records this scope)",
+    )
+    g.add_argument(
+        "--max-bytes",
+        type=byte_count,
+        default=None,
+        metavar="N",
+        help="start no new wheel once N bytes have been fetched (e.g. 2G)",
+    )
     g = p.add_argument_group("judging")
-    g.add_argument("--arch", metavar="LIST", help="the claim every wheel is judged against (default: the claim a "
-                                                  "wheel embeds, else none)")
-    g.add_argument("--no-kernels", action="store_true",
-                   help="do not decode payloads (faster; no kernel names in the database)")
+    g.add_argument(
+        "--arch",
+        metavar="LIST",
+        help="the claim every wheel is judged against (default: the claim a wheel embeds, else none)",
+    )
+    g.add_argument(
+        "--no-kernels", action="store_true", help="do not decode payloads (faster; no kernel names in the database)"
+    )
     g = p.add_argument_group("engine")
-    g.add_argument("-j", "--jobs", type=common.positive_int, default=None, metavar="N",
-                   help="wheels judged in parallel (default: cores; a process each)")
-    g.add_argument("--ray", metavar="ADDRESS|auto|local",
-                   help="run the tasks on a Ray cluster ('auto': the one this machine belongs to; 'local': "
-                        "start one here)")
+    g.add_argument(
+        "-j",
+        "--jobs",
+        type=common.positive_int,
+        default=None,
+        metavar="N",
+        help="wheels judged in parallel (default: cores; a process each)",
+    )
+    g.add_argument(
+        "--ray",
+        metavar="ADDRESS|auto|local",
+        help="run the tasks on a Ray cluster ('auto': the one this machine belongs to; 'local': start one here)",
+    )
     common.add_output_options(p, FORMATS)
     p.add_argument("-q", "--quiet", action="store_true", help="no line per wheel on standard error")
     p.set_defaults(execute=execute)
@@ -76,8 +124,9 @@ def _line(r: WheelResult) -> str:
     from ..report.view import size_text
 
     share = f"{100 * r.fetched / r.size:.0f}%" if r.size else "-"
-    return (f"{r.verdict:8} {r.ref.file}  fetched {size_text(r.fetched)} of {size_text(r.size)} ({share})  "
-            f"{r.seconds:.1f}s")
+    return (
+        f"{r.verdict:8} {r.ref.file}  fetched {size_text(r.fetched)} of {size_text(r.size)} ({share})  {r.seconds:.1f}s"
+    )
 
 
 def _why(failed_by: dict[str, int]) -> str:
@@ -88,10 +137,11 @@ def _why(failed_by: dict[str, int]) -> str:
     from ..findings import CODES
 
     titles = {str(k): v.title for k, v in CODES.items()}
-    parts = [f"{code} {titles[code]} in {n}" if code in titles else f"{code} in {n}"
-             for code, n in sorted(failed_by.items(), key=lambda kv: (-kv[1], kv[0]))]
-    hint = ("; C001: give the claim (--arch) or ask about GPUs (--gpu T4 --gpu H100)" if Code.C001 in failed_by
-            else "")
+    parts = [
+        f"{code} {titles[code]} in {n}" if code in titles else f"{code} in {n}"
+        for code, n in sorted(failed_by.items(), key=lambda kv: (-kv[1], kv[0]))
+    ]
+    hint = "; C001: give the claim (--arch) or ask about GPUs (--gpu T4 --gpu H100)" if Code.C001 in failed_by else ""
     return f" (failed by {', '.join(parts)}{hint}; `archaudit explain CODE`)"
 
 
@@ -133,14 +183,31 @@ def _check_arguments(args: argparse.Namespace) -> None:
 
 
 def _summary_json(db: str, s: RunSummary, page_errors: list[str], changes: list[Change]) -> str:
-    return json.dumps({
-        "db": db, "listed": s.listed, "skipped": s.skipped, "judged": s.judged,
-        "not_started": s.not_started, "verdicts": s.verdicts, "wheel_bytes": s.wheel_bytes,
-        "fetched_bytes": s.fetched, "requests": s.requests, "seconds": round(s.seconds, 3),
-        "wheels": [{"file": f, "verdict": v, "size": z, "fetched": b} for f, v, z, b in s.results],
-        "failed_by": s.failed_by, "project_errors": page_errors,
-        "changed": [{"file": c.file, "before": c.before, "before_version": c.before_version, "after": c.after}
-                    for c in changes]}, indent=2) + "\n"
+    return (
+        json.dumps(
+            {
+                "db": db,
+                "listed": s.listed,
+                "skipped": s.skipped,
+                "judged": s.judged,
+                "not_started": s.not_started,
+                "verdicts": s.verdicts,
+                "wheel_bytes": s.wheel_bytes,
+                "fetched_bytes": s.fetched,
+                "requests": s.requests,
+                "seconds": round(s.seconds, 3),
+                "wheels": [{"file": f, "verdict": v, "size": z, "fetched": b} for f, v, z, b in s.results],
+                "failed_by": s.failed_by,
+                "project_errors": page_errors,
+                "changed": [
+                    {"file": c.file, "before": c.before, "before_version": c.before_version, "after": c.after}
+                    for c in changes
+                ],
+            },
+            indent=2,
+        )
+        + "\n"
+    )
 
 
 def _summary_text(s: RunSummary, page_errors: list[str], changes: list[Change]) -> str:
@@ -148,14 +215,15 @@ def _summary_text(s: RunSummary, page_errors: list[str], changes: list[Change]) 
 
     share = f"{100 * s.fetched / s.wheel_bytes:.1f}%" if s.wheel_bytes else "-"
     rate = s.judged / s.seconds if s.seconds else 0.0
-    lines = [f"{s.listed} wheel(s) listed: {s.judged} judged, {s.skipped} judged before (skipped)"
-             + (f", {s.not_started} not started (--max-bytes)" if s.not_started else ""),
-             "verdicts: " + (", ".join(f"{k} {v}" for k, v in sorted(s.verdicts.items())) or "none")
-             + _why(s.failed_by),
-             f"fetched {size_text(s.fetched)} of {size_text(s.wheel_bytes)} ({share})"
-             + (f" in {s.requests} HTTP requests" if s.requests else ""),
-             f"{s.seconds:.1f}s, {rate:.2f} wheels/s, {s.wheel_bytes / 1e6 / s.seconds if s.seconds else 0:.0f} "
-             f"MB/s of wheels"]
+    lines = [
+        f"{s.listed} wheel(s) listed: {s.judged} judged, {s.skipped} judged before (skipped)"
+        + (f", {s.not_started} not started (--max-bytes)" if s.not_started else ""),
+        "verdicts: " + (", ".join(f"{k} {v}" for k, v in sorted(s.verdicts.items())) or "none") + _why(s.failed_by),
+        f"fetched {size_text(s.fetched)} of {size_text(s.wheel_bytes)} ({share})"
+        + (f" in {s.requests} HTTP requests" if s.requests else ""),
+        f"{s.seconds:.1f}s, {rate:.2f} wheels/s, {s.wheel_bytes / 1e6 / s.seconds if s.seconds else 0:.0f} "
+        f"MB/s of wheels",
+    ]
     lines += [f"project page error: {e}" for e in page_errors]
     for c in changes:
         lines.append(f"verdict changed: {c.file}: {c.before} (archaudit {c.before_version}) -> {c.after}")

@@ -12,18 +12,22 @@ FORMATS = ("text", "json", "markdown")
 
 
 def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("query", help="named reports over an index database",
-                       description="Reports over a database written by 'archaudit index': runs-on (--gpu), "
-                                   "coverage, lost and driver-floor (--project), changed (verdicts a newer "
-                                   "archaudit gives otherwise), dispatch (the containers a GPU launched from, "
-                                   "from smoke traces stored with 'archaudit index --trace'; --gpu, --project), "
-                                   "html (the GPU atlas of every project; with --project, "
-                                   "one project's page with plots).")
+    p = sub.add_parser(
+        "query",
+        help="named reports over an index database",
+        description="Reports over a database written by 'archaudit index': runs-on (--gpu), "
+        "coverage, lost and driver-floor (--project), changed (verdicts a newer "
+        "archaudit gives otherwise), dispatch (the containers a GPU launched from, "
+        "from smoke traces stored with 'archaudit index --trace'; --gpu, --project), "
+        "html (the GPU atlas of every project; with --project, "
+        "one project's page with plots).",
+    )
     p.add_argument("report", choices=REPORTS, metavar="REPORT", help=", ".join(REPORTS))
     p.add_argument("--db", required=True, metavar="FILE", help="the database 'archaudit index' wrote")
     p.add_argument("--gpu", metavar="NAME|sm_XX", help="runs-on: the GPU (catalog name, alias, sm_XX or gfx)")
-    p.add_argument("--project", metavar="NAME", help="the project (coverage, lost, driver-floor, html; "
-                                                     "runs-on: only this project)")
+    p.add_argument(
+        "--project", metavar="NAME", help="the project (coverage, lost, driver-floor, html; runs-on: only this project)"
+    )
     p.add_argument("--all", action="store_true", help="runs-on: list every wheel with its answer")
     common.add_output_options(p, FORMATS)
     p.set_defaults(execute=execute)
@@ -44,8 +48,15 @@ def execute(args: argparse.Namespace) -> int:
                 return 0
             from ..report.index_html import page  # matplotlib, an optional dependency, only when asked
 
-            common.write(page(args.project, reports.coverage(db, args.project), reports.driver_floor(db, args.project),
-                              reports.lost(db, args.project)), args.output)
+            common.write(
+                page(
+                    args.project,
+                    reports.coverage(db, args.project),
+                    reports.driver_floor(db, args.project),
+                    reports.lost(db, args.project),
+                ),
+                args.output,
+            )
             return 0
         if args.report == "runs-on":
             if not args.gpu:
@@ -59,8 +70,9 @@ def execute(args: argparse.Namespace) -> int:
         else:
             if not args.project:
                 raise UsageError(f"query {args.report}: give --project NAME")
-            table = {"coverage": reports.coverage, "lost": reports.lost,
-                     "driver-floor": reports.driver_floor}[args.report](db, args.project)
+            table = {"coverage": reports.coverage, "lost": reports.lost, "driver-floor": reports.driver_floor}[
+                args.report
+            ](db, args.project)
     finally:
         db.close()
     fmt = args.format or "text"

@@ -17,43 +17,75 @@ from . import common
 
 EXIT_CODES = (
     (0, "every row passed (a SKIP passes, except one for want of a GPU under --require-gpu)"),
-    (1, "a row failed: a library does not load, device code the driver refuses or answers otherwise "
-        "than predicted, a model that does not run or match, a probe or plugin that broke, a forged result"),
-    (2, "unusable input: no such wheel, a wheel that does not install, a distribution not installed, "
-        "an unknown probe, a platform other than Linux, bad arguments, an unwritable -o"),
+    (
+        1,
+        "a row failed: a library does not load, device code the driver refuses or answers otherwise "
+        "than predicted, a model that does not run or match, a probe or plugin that broke, a forged result",
+    ),
+    (
+        2,
+        "unusable input: no such wheel, a wheel that does not install, a distribution not installed, "
+        "an unknown probe, a platform other than Linux, bad arguments, an unwritable -o",
+    ),
     (130, "interrupted (Ctrl-C); SIGTERM ends every child first and exits 128+15"),
 )
 
 
 def add_smoke_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", nargs="?", help="a wheel (.whl) to install into a fresh environment")
-    parser.add_argument("--installed", metavar="NAME",
-                        help="smoke-test distribution NAME as installed in this environment")
-    parser.add_argument("--example", action="store_true",
-                        help="smoke-test the small wheel bundled with archaudit (check --example's)")
-    parser.add_argument("--require-gpu", action="store_true",
-                        help="a check that could not run for want of a GPU (or of code for it) fails")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
-                        help=f"seconds a child (an install step, a probe) may go without progress before it "
-                             f"is killed with everything it started (default {DEFAULT_TIMEOUT:g})")
-    parser.add_argument("--system-site-packages", action="store_true",
-                        help="let the fresh environment see this interpreter's site-packages")
-    parser.add_argument("--allow-source-dependencies", action="store_true",
-                        help="let the wheel's dependencies install from sdists (their build backends run); "
-                             "by default only binary wheels are installed, and the report says which")
-    parser.add_argument("--probe", dest="probes", action="append", metavar="NAME",
-                        help="run only this probe (repeatable); --list-probes names them")
+    parser.add_argument(
+        "--installed", metavar="NAME", help="smoke-test distribution NAME as installed in this environment"
+    )
+    parser.add_argument(
+        "--example", action="store_true", help="smoke-test the small wheel bundled with archaudit (check --example's)"
+    )
+    parser.add_argument(
+        "--require-gpu",
+        action="store_true",
+        help="a check that could not run for want of a GPU (or of code for it) fails",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"seconds a child (an install step, a probe) may go without progress before it "
+        f"is killed with everything it started (default {DEFAULT_TIMEOUT:g})",
+    )
+    parser.add_argument(
+        "--system-site-packages",
+        action="store_true",
+        help="let the fresh environment see this interpreter's site-packages",
+    )
+    parser.add_argument(
+        "--allow-source-dependencies",
+        action="store_true",
+        help="let the wheel's dependencies install from sdists (their build backends run); "
+        "by default only binary wheels are installed, and the report says which",
+    )
+    parser.add_argument(
+        "--probe",
+        dest="probes",
+        action="append",
+        metavar="NAME",
+        help="run only this probe (repeatable); --list-probes names them",
+    )
     parser.add_argument("--list-probes", action="store_true", help="list the probes and exit")
-    parser.add_argument("--run", dest="run_command", metavar="COMMAND",
-                        help="trace probe: run this shell command (python -m pytest tests/gpu, a script) with "
-                             "every Python process it starts under the launch tracer, instead of the built-in "
-                             "workloads (--probe trace is added; --timeout bounds the whole command)")
+    parser.add_argument(
+        "--run",
+        dest="run_command",
+        metavar="COMMAND",
+        help="trace probe: run this shell command (python -m pytest tests/gpu, a script) with "
+        "every Python process it starts under the launch tracer, instead of the built-in "
+        "workloads (--probe trace is added; --timeout bounds the whole command)",
+    )
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # old spelling of --format json
 
 
 def configure_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("smoke", help="install a wheel in isolation and prove it runs on this machine's GPU "
-                                     "(Linux only)")
+    p = sub.add_parser(
+        "smoke", help="install a wheel in isolation and prove it runs on this machine's GPU (Linux only)"
+    )
     add_smoke_arguments(p)
     common.add_output_options(p, FORMATS)
     p.set_defaults(execute=execute)
@@ -104,11 +136,16 @@ def execute(args: argparse.Namespace) -> int:
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     child.reset()
     try:
-        report = run_smoke(target, installed=args.installed, require_gpu=args.require_gpu,
-                           timeout=args.timeout, system_site_packages=args.system_site_packages,
-                           probes=_probes(args),
-                           allow_source_dependencies=getattr(args, "allow_source_dependencies", False),
-                           run_command=getattr(args, "run_command", None))
+        report = run_smoke(
+            target,
+            installed=args.installed,
+            require_gpu=args.require_gpu,
+            timeout=args.timeout,
+            system_site_packages=args.system_site_packages,
+            probes=_probes(args),
+            allow_source_dependencies=getattr(args, "allow_source_dependencies", False),
+            run_command=getattr(args, "run_command", None),
+        )
     except SmokeInputError as exc:
         return _emit_error(str(exc), fmt, output)
     except KeyboardInterrupt:
@@ -151,9 +188,13 @@ def _emit_error(message: str, fmt: str, output: str | None) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m archaudit.smoke`: the smoke command without the rest of the CLI."""
-    parser = argparse.ArgumentParser(prog="archaudit smoke", description=(
-        "Install a GPU wheel in isolation and prove it loads, its device code loads on this "
-        "machine's GPUs as archaudit predicts, and a model with weights runs. Linux only."))
+    parser = argparse.ArgumentParser(
+        prog="archaudit smoke",
+        description=(
+            "Install a GPU wheel in isolation and prove it loads, its device code loads on this "
+            "machine's GPUs as archaudit predicts, and a model with weights runs. Linux only."
+        ),
+    )
     add_smoke_arguments(parser)
     g = parser.add_argument_group("output")
     g.add_argument("--format", choices=FORMATS, default=None, help="report format (default text)")

@@ -23,8 +23,9 @@ def progress_display(progress: Progress, stream: IO[str] = sys.stderr) -> Callab
             with progress.lock:
                 done, total = progress.done_bytes, max(progress.total_bytes, 1)
                 libs, nlibs = progress.done_libraries, progress.total_libraries
-            stream.write(f"\r{done / 1e6:8.0f}/{total / 1e6:.0f} MB  {libs}/{nlibs} libraries  "
-                         f"{done / el / 1e6:6.0f} MB/s ")
+            stream.write(
+                f"\r{done / 1e6:8.0f}/{total / 1e6:.0f} MB  {libs}/{nlibs} libraries  {done / el / 1e6:6.0f} MB/s "
+            )
             stream.flush()
             if stop.wait(0.2):
                 break
@@ -37,6 +38,7 @@ def progress_display(progress: Progress, stream: IO[str] = sys.stderr) -> Callab
     def finish() -> None:
         stop.set()
         t.join()
+
     return finish
 
 

@@ -84,7 +84,12 @@ def output(args: argparse.Namespace, cfg: Config, formats: Sequence[str] = FORMA
 
 
 SUFFIX_FORMATS: tuple[tuple[str, Format], ...] = (
-    (".sarif.json", "sarif"), (".sarif", "sarif"), (".json", "json"), (".md", "markdown"), (".xml", "junit"))
+    (".sarif.json", "sarif"),
+    (".sarif", "sarif"),
+    (".json", "json"),
+    (".md", "markdown"),
+    (".xml", "junit"),
+)
 
 
 def format_for(path: str, formats: Sequence[str] = FORMATS) -> Format | None:
@@ -95,6 +100,7 @@ def format_for(path: str, formats: Sequence[str] = FORMATS) -> Format | None:
 
 
 # ---- claims ----
+
 
 def _cuda_version(args: argparse.Namespace, cfg: Config) -> tuple[int, int]:
     version = _flag_or(cfg, args.cuda_version, "cuda-version", None)
@@ -172,8 +178,10 @@ def claim(args: argparse.Namespace, cfg: Config) -> tuple[Claim | None, tuple[st
         if gfx_tokens and len(gfx_tokens) == len(tokens) and amd_text is None:
             amd_text, amd_source = text, source  # an AMD list given where a CUDA one was expected
         elif gfx_tokens:
-            raise UsageError(f"C002 unparseable claim from {source}: {gfx_tokens[0]!r} is an AMD target; "
-                             f"give AMD targets with --amd-arch (or amd-archs in [tool.archaudit])")
+            raise UsageError(
+                f"C002 unparseable claim from {source}: {gfx_tokens[0]!r} is an AMD target; "
+                f"give AMD targets with --amd-arch (or amd-archs in [tool.archaudit])"
+            )
         else:
             cuda = _cuda_claim(args, cfg, arch_flags, text, source)
     amd = _amd_claim(amd_text, amd_source)
@@ -181,6 +189,7 @@ def claim(args: argparse.Namespace, cfg: Config) -> tuple[Claim | None, tuple[st
 
 
 # ---- policy ----
+
 
 def policy(args: argparse.Namespace, cfg: Config, amd_claim: tuple[str, ...], amd_source: str) -> Policy:
     nvidia, amd = resolve(list(args.gpu or cfg.get("gpus", [])), _given_cuda_version(args, cfg))
@@ -194,24 +203,36 @@ def policy(args: argparse.Namespace, cfg: Config, amd_claim: tuple[str, ...], am
             driver_at_least(driver, "0")
         except ValueError as e:
             raise UsageError(f"--driver: {e}") from None
-    select = parse_patterns(args.select, "--select") if args.select else \
-        parse_patterns(cfg.get("select", []), "[tool.archaudit] select")
-    ignore = parse_patterns(args.ignore, "--ignore") if args.ignore else \
-        parse_patterns(cfg.get("ignore", []), "[tool.archaudit] ignore")
+    select = (
+        parse_patterns(args.select, "--select")
+        if args.select
+        else parse_patterns(cfg.get("select", []), "[tool.archaudit] select")
+    )
+    ignore = (
+        parse_patterns(args.ignore, "--ignore")
+        if args.ignore
+        else parse_patterns(cfg.get("ignore", []), "[tool.archaudit] ignore")
+    )
     return Policy(
         exact=bool(_flag_or(cfg, args.exact, "exact", False)),
         require_ptx=_flag_or(cfg, args.require_ptx, "require-ptx", None),
         strict=bool(_flag_or(cfg, args.strict, "strict", False)),
         strict_kernels=bool(_flag_or(cfg, args.strict_kernels, "strict-kernels", False)),
-        driver=driver, driver_os=_flag_or(cfg, args.driver_os, "driver-os", "linux"),
+        driver=driver,
+        driver_os=_flag_or(cfg, args.driver_os, "driver-os", "linux"),
         driver_os_given=args.driver_os is not None or cfg.get("driver-os") is not None,
-        gpus=nvidia, amd_gpus=amd,
-        select=select, ignore=ignore, ignore_rules=tuple(rules),
+        gpus=nvidia,
+        amd_gpus=amd,
+        select=select,
+        ignore=ignore,
+        ignore_rules=tuple(rules),
         require_device_code=tuple(cfg.get("require-device-code", [])),
         data=tuple(DataMember(d["member"], d["reason"]) for d in cfg.get("data", [])),
-        library_claims=library_claims(cfg), library_groups=tuple(
-            LibraryGroup(tuple(g["paths"]), g["reason"]) for g in cfg.get("library-group", [])),
-        amd_claim=amd_claim, amd_claim_source=amd_source, config=cfg.path,
+        library_claims=library_claims(cfg),
+        library_groups=tuple(LibraryGroup(tuple(g["paths"]), g["reason"]) for g in cfg.get("library-group", [])),
+        amd_claim=amd_claim,
+        amd_claim_source=amd_source,
+        config=cfg.path,
     )
 
 
@@ -245,12 +266,40 @@ def also_write(values: Sequence[str] | None, primary: Output) -> tuple[Output, .
 # What `archaudit check` parses when no flag is given: every flag "not given" (the defaults come
 # from [tool.archaudit], then the settings above). tests/test_api.py checks it is the parser's.
 _CHECK_UNSET: dict[str, Any] = {
-    "targets": [], "example": False, "arch": None, "arch_style": None, "arch_from_env": None, "amd_arch": None,
-    "cuda_version": None, "exact": None, "require_ptx": None, "strict": None, "strict_kernels": None,
-    "driver": None, "driver_os": None, "gpu": None, "select": None, "ignore": None, "config": None,
-    "no_config": False, "format": None, "output": None, "docs_url": None, "color": "auto", "also_write": None,
-    "detail": None, "costs": None, "no_timings": False, "quiet": False, "verbose": False, "jobs": None,
-    "fast": False, "max_payload": None, "platform": None, "python_version": None, "index_url": None,
+    "targets": [],
+    "example": False,
+    "arch": None,
+    "arch_style": None,
+    "arch_from_env": None,
+    "amd_arch": None,
+    "cuda_version": None,
+    "exact": None,
+    "require_ptx": None,
+    "strict": None,
+    "strict_kernels": None,
+    "driver": None,
+    "driver_os": None,
+    "gpu": None,
+    "select": None,
+    "ignore": None,
+    "config": None,
+    "no_config": False,
+    "format": None,
+    "output": None,
+    "docs_url": None,
+    "color": "auto",
+    "also_write": None,
+    "detail": None,
+    "costs": None,
+    "no_timings": False,
+    "quiet": False,
+    "verbose": False,
+    "jobs": None,
+    "fast": False,
+    "max_payload": None,
+    "platform": None,
+    "python_version": None,
+    "index_url": None,
 }
 
 
@@ -268,20 +317,48 @@ def check_settings(args: argparse.Namespace, cfg: Config, targets: Sequence[str]
     cuda, amd, amd_source = claim(args, cfg)
     detail = _flag_or(cfg, args.detail, "detail", "libraries")
     return CheckSettings(
-        targets=tuple(targets), claim=cuda, policy=policy(args, cfg, amd, amd_source),
-        output=output(args, cfg), detail=cast(Detail, detail), verbose=bool(args.verbose),
-        costs=bool(_flag_or(cfg, args.costs, "costs", False)), timings=not args.no_timings,
-        progress=not args.quiet, jobs=args.jobs,
+        targets=tuple(targets),
+        claim=cuda,
+        policy=policy(args, cfg, amd, amd_source),
+        output=output(args, cfg),
+        detail=cast(Detail, detail),
+        verbose=bool(args.verbose),
+        costs=bool(_flag_or(cfg, args.costs, "costs", False)),
+        timings=not args.no_timings,
+        progress=not args.quiet,
+        jobs=args.jobs,
         max_payload=DEFAULT_MAX_PAYLOAD if args.max_payload is None else args.max_payload,
-        decode=not args.fast, also=also_write(getattr(args, "also_write", None), output(args, cfg)))
+        decode=not args.fast,
+        also=also_write(getattr(args, "also_write", None), output(args, cfg)),
+    )
 
 
 def diff_settings(args: argparse.Namespace, cfg: Config, formats: Sequence[str]) -> DiffSettings:
     nonempty_targets("diff", [args.old], "OLD")
     nonempty_targets("diff", [args.new], "NEW")
-    return DiffSettings(args.old, args.new, bool(_flag_or(cfg, args.allow_loss, "allow-loss", False)),
-                        output(args, cfg, formats), verbose=bool(args.verbose), jobs=args.jobs)
+    return DiffSettings(
+        args.old,
+        args.new,
+        bool(_flag_or(cfg, args.allow_loss, "allow-loss", False)),
+        output(args, cfg, formats),
+        verbose=bool(args.verbose),
+        jobs=args.jobs,
+    )
 
 
-__all__ = ["CheckSettings", "DiffSettings", "Output", "Format", "Detail", "FORMATS", "DETAILS",
-           "check_args", "check_settings", "diff_settings", "nonempty_targets", "output", "claim", "policy"]
+__all__ = [
+    "CheckSettings",
+    "DiffSettings",
+    "Output",
+    "Format",
+    "Detail",
+    "FORMATS",
+    "DETAILS",
+    "check_args",
+    "check_settings",
+    "diff_settings",
+    "nonempty_targets",
+    "output",
+    "claim",
+    "policy",
+]

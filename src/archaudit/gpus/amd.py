@@ -113,9 +113,16 @@ def processor_by_mach() -> dict[int, Processor]:
 @lru_cache(maxsize=1)
 def gpus() -> tuple[GPU, ...]:
     """Every GPU in ``data/amd.json``, in file order."""
-    return tuple(GPU(g["name"], g["target"], tuple(g.get("aliases", ())),
-                     tuple(sorted(g.get("ships", {}).items())), tuple(sorted(g.get("switch", {}).items())))
-                 for g in _data()["gpus"])
+    return tuple(
+        GPU(
+            g["name"],
+            g["target"],
+            tuple(g.get("aliases", ())),
+            tuple(sorted(g.get("ships", {}).items())),
+            tuple(sorted(g.get("switch", {}).items())),
+        )
+        for g in _data()["gpus"]
+    )
 
 
 _VENDOR_WORDS = ("amd", "ati")
@@ -153,14 +160,16 @@ def lookup_gpu(name: str) -> list[GPU]:
 
 def _by_tail(names: dict[GPU, list[tuple[str, ...]]], words: tuple[str, ...]) -> list[GPU]:
     """GPUs a spelling of which ends with the query's words ("MI300X": "Instinct MI300X")."""
-    return [g for g, spellings in names.items()
-            if any(len(t) > len(words) and t[-len(words):] == words for t in spellings)]
+    return [
+        g for g, spellings in names.items() if any(len(t) > len(words) and t[-len(words) :] == words for t in spellings)
+    ]
 
 
 def _by_head(names: dict[GPU, list[tuple[str, ...]]], words: tuple[str, ...]) -> list[GPU]:
     """GPUs of the longest spelling the query starts with (a ROCm marketing name)."""
-    heads = [(len(t), g) for g, spellings in names.items() for t in spellings
-             if len(t) < len(words) and words[: len(t)] == t]
+    heads = [
+        (len(t), g) for g, spellings in names.items() for t in spellings if len(t) < len(words) and words[: len(t)] == t
+    ]
     longest = max((n for n, _ in heads), default=0)
     return list(dict.fromkeys(g for n, g in heads if n == longest))
 
@@ -318,9 +327,7 @@ def _canonical_targets(items: list[str], text: str) -> list[str]:
     for it in items:
         low = it.lower()
         if low in ("native", "all", "default"):
-            raise ValueError(
-                f"{it!r} in {text!r} names no fixed target list; claim the gfx targets explicitly"
-            )
+            raise ValueError(f"{it!r} in {text!r} names no fixed target list; claim the gfx targets explicitly")
         try:
             t = normalise(it)
         except ValueError as e:
@@ -339,5 +346,19 @@ def _split_list(value: str, text: str) -> list[str]:
     return parts
 
 
-__all__ = ["family", "FEATURES", "GPU", "gpus", "is_generic", "lookup_gpu", "normalise", "parse_amd_claim",
-           "parse_target", "processor_by_mach", "processors", "rocm_rule", "runs_on", "Target"]
+__all__ = [
+    "family",
+    "FEATURES",
+    "GPU",
+    "gpus",
+    "is_generic",
+    "lookup_gpu",
+    "normalise",
+    "parse_amd_claim",
+    "parse_target",
+    "processor_by_mach",
+    "processors",
+    "rocm_rule",
+    "runs_on",
+    "Target",
+]

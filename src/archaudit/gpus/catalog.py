@@ -36,8 +36,9 @@ def is_gfx_name(token: str) -> bool:
     return token.lower().startswith("gfx")
 
 
-def resolve(names: Sequence[str], release: tuple[int, int] | None = None) -> tuple[tuple[NvidiaGpu, ...],
-                                                                                   tuple[AmdGpu, ...]]:
+def resolve(
+    names: Sequence[str], release: tuple[int, int] | None = None
+) -> tuple[tuple[NvidiaGpu, ...], tuple[AmdGpu, ...]]:
     """--gpu names: catalog names or aliases, sm_XX, gfx targets, AMD catalog names, or 'local'."""
     nvidia: list[NvidiaGpu] = []
     amd: list[AmdGpu] = []
@@ -52,8 +53,10 @@ def resolve(names: Sequence[str], release: tuple[int, int] | None = None) -> tup
                 raise UsageError(f"--gpu {name!r}: {refused}")
         found = arch.lookup_gpu(name)
         if named is not None and not found:
-            raise UsageError(f"--gpu {name!r}: no GPU in the catalog has compute capability "
-                             f"{named.major}.{named.minor} (see 'archaudit gpus')")
+            raise UsageError(
+                f"--gpu {name!r}: no GPU in the catalog has compute capability "
+                f"{named.major}.{named.minor} (see 'archaudit gpus')"
+            )
         if found:
             g = found[0]
             nvidia.append(NvidiaGpu(g.name if len(found) == 1 else name, g.cc))
@@ -75,8 +78,10 @@ def resolve(names: Sequence[str], release: tuple[int, int] | None = None) -> tup
             whole = all(p.feature(n) is not None for n in gfx.FEATURES if gfx.processors()[p.processor].supports(n))
             amd.append(AmdGpu(name, target, target if whole else ""))
             continue
-        raise UsageError(f"--gpu {name!r}: not in the GPU catalog (see 'archaudit gpus') and not sm_XX"
-                         f"{did_you_mean(name, _gpu_names())}")
+        raise UsageError(
+            f"--gpu {name!r}: not in the GPU catalog (see 'archaudit gpus') and not sm_XX"
+            f"{did_you_mean(name, _gpu_names())}"
+        )
     return tuple(nvidia), tuple(amd)
 
 
@@ -90,8 +95,9 @@ def _gpu_target(name: str) -> arch.CudaTarget | None:
 
 def _gpu_names() -> list[str]:
     """Every name and alias of the NVIDIA and AMD catalogs, for 'did you mean'."""
-    return ([n for g in arch.gpu_catalog() for n in (g.name, *g.aliases)]
-            + [n for a in gfx.gpus() for n in (a.name, *a.aliases)])
+    return [n for g in arch.gpu_catalog() for n in (g.name, *g.aliases)] + [
+        n for a in gfx.gpus() for n in (a.name, *a.aliases)
+    ]
 
 
 def _local_gpus() -> list[NvidiaGpu]:

@@ -22,6 +22,7 @@ def label(cc: CC) -> str:
     """A compute capability as claims spell it: (9, 0) -> "90"."""
     return f"{cc[0]}{cc[1]}"
 
+
 def target_order(label: str) -> tuple[int, int, str]:
     """The order code targets are listed in: sm_XX, then compute_XX, then any other vendor's
     (gfx...), each by its number."""
@@ -35,8 +36,7 @@ _SUFFIXES = ("", "a", "f")
 
 @cache
 def _data(name: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(resources.files("archaudit").joinpath("data").joinpath(name)
-                                      .read_text("utf-8"))
+    data: dict[str, Any] = json.loads(resources.files("archaudit").joinpath("data").joinpath(name).read_text("utf-8"))
     return data
 
 
@@ -67,9 +67,18 @@ class Statement:
 def statements() -> tuple[Statement, ...]:
     """Every sourced statement (data/vendor.json ``statements``)."""
     table = _data("vendor.json")
-    return tuple(Statement(name, re.compile(row["file"]), row["string"].encode("utf-8"), re.compile(row["kernels"]),
-                           row["speaks_for"], _cc(row["from"]), table["sources"][row["source"]])
-                 for name, row in table.get("statements", {}).items())
+    return tuple(
+        Statement(
+            name,
+            re.compile(row["file"]),
+            row["string"].encode("utf-8"),
+            re.compile(row["kernels"]),
+            row["speaks_for"],
+            _cc(row["from"]),
+            table["sources"][row["source"]],
+        )
+        for name, row in table.get("statements", {}).items()
+    )
 
 
 def library_statements(file_name: str, carried: tuple[str, ...]) -> tuple[Statement, ...]:
@@ -252,8 +261,9 @@ def cuda_release_for_ptx_isa(isa: CC | str) -> CC:
     try:
         return _cc(table[f"{major}.{minor}"]["cuda"])
     except KeyError:
-        raise LookupError(f"PTX ISA {major}.{minor} is not in archaudit's table; "
-                          f"its minimum driver is unknown") from None
+        raise LookupError(
+            f"PTX ISA {major}.{minor} is not in archaudit's table; its minimum driver is unknown"
+        ) from None
 
 
 def newest_ptx_isa(cuda_release: CC | str) -> CC:
@@ -291,8 +301,14 @@ def last_drivers() -> tuple[LastDriver, ...]:
     """Every row of ``last_driver`` in ``data/cuda.json``: generations whose support has ended."""
     rows = _data("cuda.json")["last_driver"]["generations"]
     return tuple(
-        LastDriver(name, tuple(_cc(c) for c in row["ccs"]), row["branch"], _cc(row["cuda"]),
-                   _cc(row["ptx_isa"]), tuple(row["source"]) if isinstance(row["source"], list) else (row["source"],))
+        LastDriver(
+            name,
+            tuple(_cc(c) for c in row["ccs"]),
+            row["branch"],
+            _cc(row["cuda"]),
+            _cc(row["ptx_isa"]),
+            tuple(row["source"]) if isinstance(row["source"], list) else (row["source"],),
+        )
         for name, row in rows.items()
     )
 
@@ -326,9 +342,7 @@ def min_driver(cuda_release: CC | str, os: str = "linux", kind: str = "toolkit")
         label = f"CUDA {major}.x"
     elif kind == "toolkit":
         releases = drivers["toolkit"]["releases"]
-        later = sorted(
-            (_cc(r), r) for r in releases if _cc(r)[0] == major and _cc(r) >= (major, minor)
-        )
+        later = sorted((_cc(r), r) for r in releases if _cc(r)[0] == major and _cc(r) >= (major, minor))
         row = releases[later[0][1]] if later else None
         label = f"CUDA {major}.{minor}"
     else:
@@ -388,8 +402,7 @@ def _norm(name: str) -> str:
 def gpu_catalog() -> tuple[Gpu, ...]:
     """Every GPU in ``data/gpus.json``, in file order (roughly by generation)."""
     return tuple(
-        Gpu(g["name"], tuple(g["aliases"]), _cc(g["cc"]), bool(g["integrated"]))
-        for g in _data("gpus.json")["gpus"]
+        Gpu(g["name"], tuple(g["aliases"]), _cc(g["cc"]), bool(g["integrated"])) for g in _data("gpus.json")["gpus"]
     )
 
 
@@ -464,8 +477,10 @@ class FirstDriver:
 def first_drivers() -> tuple[FirstDriver, ...]:
     """Every row of ``first_driver`` in ``data/cuda.json``."""
     rows = _data("cuda.json")["first_driver"]["generations"]
-    return tuple(FirstDriver(name, tuple(_cc(c) for c in row["ccs"]), _cc(row["cuda"]), tuple(row["source"]))
-                 for name, row in rows.items())
+    return tuple(
+        FirstDriver(name, tuple(_cc(c) for c in row["ccs"]), _cc(row["cuda"]), tuple(row["source"]))
+        for name, row in rows.items()
+    )
 
 
 def first_driver(gpu: CC) -> FirstDriver | None:
@@ -503,6 +518,7 @@ def runtime_major(soname: str) -> int | None:
 
 
 # ---- what nvcc accepts (data/cuda.json nvcc_targets over cmake_all) ----------------------------
+
 
 def _release_key(release: CC) -> str:
     return f"{release[0]}.{release[1]}"
@@ -542,8 +558,10 @@ def nvcc_refusal(target: CudaTarget, release: CC | None, spelled: str) -> str | 
         return None
     if release is None:
         first, last = nvcc_releases()[0], nvcc_releases()[-1]
-        return (f"{spelled!r} is not an architecture any nvcc from {_release_key(first)} to {_release_key(last)} "
-                f"accepts (`nvcc --list-gpu-code`; 'a' from sm_90a, 'f' from sm_100f)")
+        return (
+            f"{spelled!r} is not an architecture any nvcc from {_release_key(first)} to {_release_key(last)} "
+            f"accepts (`nvcc --list-gpu-code`; 'a' from sm_90a, 'f' from sm_100f)"
+        )
     key = _release_key(release)
     rows = _nvcc_rows()
     if key not in rows:
@@ -551,16 +569,50 @@ def nvcc_refusal(target: CudaTarget, release: CC | None, spelled: str) -> str | 
         return f"no record of what nvcc {key} accepts (--cuda-version: {known})"
     accepted = " ".join(f"sm_{n}" for n in rows[key]["all"])
     others = [r for r in nvcc_releases() if nvcc_accepts(target, r)]
-    elsewhere = (f"; nvcc {_release_key(others[0])}" + (f" to {_release_key(others[-1])}" if len(others) > 1 else "")
-                 + " accepts it (--cuda-version)") if others else ""
-    return f"{spelled!r} is not an architecture nvcc {key} accepts (it accepts {accepted}, 'a' and 'f' " \
-           f"where the architecture has them){elsewhere}"
+    elsewhere = (
+        (
+            f"; nvcc {_release_key(others[0])}"
+            + (f" to {_release_key(others[-1])}" if len(others) > 1 else "")
+            + " accepts it (--cuda-version)"
+        )
+        if others
+        else ""
+    )
+    return (
+        f"{spelled!r} is not an architecture nvcc {key} accepts (it accepts {accepted}, 'a' and 'f' "
+        f"where the architecture has them){elsewhere}"
+    )
 
 
-__all__ = ["canonical_cc", "CC", "cuda_data", "cuda_release_for_ptx_isa", "CudaTarget",
-           "first_driver", "first_drivers", "FirstDriver", "generations", "Gpu", "gpu_catalog", "is_tegra", "label",
-           "last_cuda", "last_driver", "lookup_gpu",
-           "min_driver", "newest_ptx_isa", "nvcc_accepts", "nvcc_refusal", "package_cuda", "ptx_runs_on", "renamed",
-           "runs_on",
-           "runtime_major", "sass_runs_on", "Statement", "statements", "library_statements",
-           "target_order"]
+__all__ = [
+    "canonical_cc",
+    "CC",
+    "cuda_data",
+    "cuda_release_for_ptx_isa",
+    "CudaTarget",
+    "first_driver",
+    "first_drivers",
+    "FirstDriver",
+    "generations",
+    "Gpu",
+    "gpu_catalog",
+    "is_tegra",
+    "label",
+    "last_cuda",
+    "last_driver",
+    "lookup_gpu",
+    "min_driver",
+    "newest_ptx_isa",
+    "nvcc_accepts",
+    "nvcc_refusal",
+    "package_cuda",
+    "ptx_runs_on",
+    "renamed",
+    "runs_on",
+    "runtime_major",
+    "sass_runs_on",
+    "Statement",
+    "statements",
+    "library_statements",
+    "target_order",
+]

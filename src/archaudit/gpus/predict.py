@@ -157,33 +157,44 @@ def predict(container: Container, gpu: Gpu) -> Prediction:
         missing = unresolved(sass)
         if missing:
             shown = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
-            return Prediction(Outcome.NOT_LOADABLE, sass,
-                              f"its {sass.target} cubin for {label} is a relocatable object (-rdc) that "
-                              f"calls {shown} without carrying it: it loads only once linked with that code",
-                              frozenset({INVALID_IMAGE, NOT_FOUND}))
-        return Prediction(Outcome.NATIVE, sass, f"{sass.target} SASS runs natively on {label}",
-                          frozenset({SUCCESS}))
+            return Prediction(
+                Outcome.NOT_LOADABLE,
+                sass,
+                f"its {sass.target} cubin for {label} is a relocatable object (-rdc) that "
+                f"calls {shown} without carrying it: it loads only once linked with that code",
+                frozenset({INVALID_IMAGE, NOT_FOUND}),
+            )
+        return Prediction(Outcome.NATIVE, sass, f"{sass.target} SASS runs natively on {label}", frozenset({SUCCESS}))
     ptx = _best_ptx(entries, gpu.cc)
     if ptx is not None:
         text = _target(ptx, text=True)
         off = frozenset({JIT_COMPILATION_DISABLED})
         if text is None or not arch.ptx_runs_on(text, gpu.cc):
             written = getattr(ptx, "ptx_target", None) or ptx.target
-            return Prediction(Outcome.NONE, ptx,
-                              f"the driver picks the {ptx.target} PTX, but its text targets {written}, "
-                              f"which {label} cannot compile", frozenset({INVALID_PTX}) if gpu.jit else off)
+            return Prediction(
+                Outcome.NONE,
+                ptx,
+                f"the driver picks the {ptx.target} PTX, but its text targets {written}, which {label} cannot compile",
+                frozenset({INVALID_PTX}) if gpu.jit else off,
+            )
         supported = _ptx_isa_supported(ptx, gpu.cuda)
         if supported is False:
             v = ptx.code_version
-            return Prediction(Outcome.NONE, ptx,
-                              f"its {ptx.target} PTX is ISA {v[0]}.{v[1]}, newer than a CUDA "
-                              f"{gpu.cuda[0]}.{gpu.cuda[1]} driver compiles",
-                              frozenset({UNSUPPORTED_PTX_VERSION}) if gpu.jit else off)
+            return Prediction(
+                Outcome.NONE,
+                ptx,
+                f"its {ptx.target} PTX is ISA {v[0]}.{v[1]}, newer than a CUDA "
+                f"{gpu.cuda[0]}.{gpu.cuda[1]} driver compiles",
+                frozenset({UNSUPPORTED_PTX_VERSION}) if gpu.jit else off,
+            )
         if gpu.jit:
-            return Prediction(Outcome.JIT, ptx, f"only {ptx.target} PTX serves {label}: the driver "
-                              f"JIT-compiles it", frozenset({SUCCESS}))
-        return Prediction(Outcome.JIT, ptx, f"only {ptx.target} PTX serves {label}, and the JIT is "
-                          f"disabled", off)
+            return Prediction(
+                Outcome.JIT,
+                ptx,
+                f"only {ptx.target} PTX serves {label}: the driver JIT-compiles it",
+                frozenset({SUCCESS}),
+            )
+        return Prediction(Outcome.JIT, ptx, f"only {ptx.target} PTX serves {label}, and the JIT is disabled", off)
     kinds = sorted({e.kind for e in entries})
     if not entries:
         why = "the container holds no entry"
@@ -192,9 +203,19 @@ def predict(container: Container, gpu: Gpu) -> Prediction:
     else:
         carried = ", ".join(sorted({e.target for e in entries if e.kind in (SASS, PTX)}))
         why = f"it carries code only for {carried}"
-    return Prediction(Outcome.NONE, None, f"nothing in it runs on {label}: {why}",
-                      frozenset({NO_BINARY_FOR_GPU}))
+    return Prediction(Outcome.NONE, None, f"nothing in it runs on {label}: {why}", frozenset({NO_BINARY_FOR_GPU}))
 
 
-__all__ = ["Gpu", "INVALID_IMAGE", "INVALID_PTX", "JIT_COMPILATION_DISABLED", "NO_BINARY_FOR_GPU", "NOT_FOUND",
-           "Outcome", "predict", "SUCCESS", "unresolved", "UNSUPPORTED_PTX_VERSION"]
+__all__ = [
+    "Gpu",
+    "INVALID_IMAGE",
+    "INVALID_PTX",
+    "JIT_COMPILATION_DISABLED",
+    "NO_BINARY_FOR_GPU",
+    "NOT_FOUND",
+    "Outcome",
+    "predict",
+    "SUCCESS",
+    "unresolved",
+    "UNSUPPORTED_PTX_VERSION",
+]

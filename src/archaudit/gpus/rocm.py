@@ -146,8 +146,11 @@ def settings(target: str) -> list[str]:
     out = []
     for proc in gfx.family(target):
         p = gfx.processors()[proc]
-        options = [[(n, v)] if (v := t.feature(n)) is not None else [(n, True), (n, False)]
-                   for n in gfx.FEATURES if p.supports(n)]
+        options = [
+            [(n, v)] if (v := t.feature(n)) is not None else [(n, True), (n, False)]
+            for n in gfx.FEATURES
+            if p.supports(n)
+        ]
         for combo in itertools.product(*options):
             out.append(proc + "".join(f":{n}{'+' if v else '-'}" for n, v in combo))
     return out
@@ -233,9 +236,14 @@ def kernel_gaps(mods: Sequence[Container], paths: Iterable[AmdPath]) -> tuple[Am
     return tuple(out)
 
 
-def _path_fails(p: AmdPath, here: list[frozenset[str] | None], defined: list[frozenset[str] | None],
-                uniform: list[bool], homes: dict[str, list[int]],
-                fails: dict[tuple[str | None, int], list[str]]) -> None:
+def _path_fails(
+    p: AmdPath,
+    here: list[frozenset[str] | None],
+    defined: list[frozenset[str] | None],
+    uniform: list[bool],
+    homes: dict[str, list[int]],
+    fails: dict[tuple[str | None, int], list[str]],
+) -> None:
     """Add to ``fails`` what one GPU setting cannot launch from its own module: the kernels of a
     module its selection does not launch and no other module launches there either (``here``:
     what each module's selection launches, None where unread), and each unread module it does
@@ -254,6 +262,22 @@ def _path_fails(p: AmdPath, here: list[frozenset[str] | None], defined: list[fro
                 fails.setdefault((k, i), []).append(p.gpu)
 
 
-__all__ = ["AmdKernelGap", "AmdPath", "BARE_MIN_VERSION", "HIP_KINDS", "NOTHING", "Selection", "compatible",
-           "disagrees", "hip_reads", "judged_target", "kernel_gaps", "kind", "modules", "path", "select", "settings",
-           "too_old_alone"]
+__all__ = [
+    "AmdKernelGap",
+    "AmdPath",
+    "BARE_MIN_VERSION",
+    "HIP_KINDS",
+    "NOTHING",
+    "Selection",
+    "compatible",
+    "disagrees",
+    "hip_reads",
+    "judged_target",
+    "kernel_gaps",
+    "kind",
+    "modules",
+    "path",
+    "select",
+    "settings",
+    "too_old_alone",
+]

@@ -86,8 +86,7 @@ def runs(code: NvCode, gpu: CC) -> Runs:
     """How one entry runs on a GPU: natively, through the JIT, or not at all."""
     if code.kind == SASS:
         return "native" if arch.sass_runs_on(code.target, gpu) else "none"
-    if arch.ptx_runs_on(code.target, gpu) and code.jit_target is not None \
-            and arch.ptx_runs_on(code.jit_target, gpu):
+    if arch.ptx_runs_on(code.target, gpu) and code.jit_target is not None and arch.ptx_runs_on(code.jit_target, gpu):
         return "jit"
     return "none"
 
@@ -116,8 +115,12 @@ NOTHING = Choice("none", None)
 
 # The CUDA release of a driver new enough for any PTX ISA: the floor is judged apart (facts.py).
 _ANY_DRIVER = (99, 9)
-_RUNS: dict[Outcome, Runs] = {Outcome.NATIVE: "native", Outcome.NOT_LOADABLE: "none",
-                              Outcome.JIT: "jit", Outcome.NONE: "none"}
+_RUNS: dict[Outcome, Runs] = {
+    Outcome.NATIVE: "native",
+    Outcome.NOT_LOADABLE: "none",
+    Outcome.JIT: "jit",
+    Outcome.NONE: "none",
+}
 
 
 def choose(container: Container, codes: tuple[NvCode, ...], gpu: CC, linker: bool = False) -> Choice:

@@ -153,19 +153,35 @@ def libraries() -> tuple[Library, ...]:
         rows = []
         for r in lib["rows"]:
             first, last, drivers = _range(table, r)
-            rows.append(Row(name, int(r["cuda"]) if "cuda" in r else None,
-                            _version(r["since"]) if "since" in r else None,
-                            _cc(r["built_from"]) if "built_from" in r else None,
-                            _cc(r["built_until"]) if "built_until" in r else None,
-                            first, last, drivers, table["sources"][r["source"]]))
+            rows.append(
+                Row(
+                    name,
+                    int(r["cuda"]) if "cuda" in r else None,
+                    _version(r["since"]) if "since" in r else None,
+                    _cc(r["built_from"]) if "built_from" in r else None,
+                    _cc(r["built_until"]) if "built_until" in r else None,
+                    first,
+                    last,
+                    drivers,
+                    table["sources"][r["source"]],
+                )
+            )
         version, *also = lib["version"] if isinstance(lib.get("version"), list) else [lib.get("version")]
         static = lib.get("static_kernels")
-        out.append(Library(name, re.compile(lib["file"]), tuple(lib.get("identity", ())),
-                           version["marker"] if version else None,
-                           re.compile(version["pattern"]) if version else None, bool(lib.get("by_name")),
-                           _version(lib["known_through"]) if "known_through" in lib else None, tuple(rows),
-                           re.compile(static["pattern"]) if static else None,
-                           tuple((v["marker"], re.compile(v["pattern"])) for v in also)))
+        out.append(
+            Library(
+                name,
+                re.compile(lib["file"]),
+                tuple(lib.get("identity", ())),
+                version["marker"] if version else None,
+                re.compile(version["pattern"]) if version else None,
+                bool(lib.get("by_name")),
+                _version(lib["known_through"]) if "known_through" in lib else None,
+                tuple(rows),
+                re.compile(static["pattern"]) if static else None,
+                tuple((v["marker"], re.compile(v["pattern"])) for v in also),
+            )
+        )
     return tuple(out)
 
 
@@ -238,8 +254,9 @@ def identify_static(carried: tuple[str, ...], built: CC | None) -> tuple[tuple[L
     return tuple(out)
 
 
-def _choose(lib: Library, version: Version | None, cuda: int | None, built: CC | None,
-            evidence: str) -> Identified | None:
+def _choose(
+    lib: Library, version: Version | None, cuda: int | None, built: CC | None, evidence: str
+) -> Identified | None:
     """The row of a library's release: the last of its CUDA major whose 'since' and build
     bounds allow it. A CUDA major or version newer than the table knows takes the newest row,
     and says which release to add."""
@@ -283,10 +300,18 @@ def _built_within(r: Row, built: CC) -> bool:
 
 def _newer_release(lib: Library, version: Version) -> str:
     """The release to add where the library's version is newer than its rows know, else ""."""
-    if lib.known_through is not None and version[:len(lib.known_through)] > lib.known_through:
+    if lib.known_through is not None and version[: len(lib.known_through)] > lib.known_through:
         return f"{lib.name} {'.'.join(map(str, version))}"
     return ""
 
 
-__all__ = ["Identified", "Library", "Row", "identify", "identify_static", "identity_strings", "libraries",
-           "version_markers"]
+__all__ = [
+    "Identified",
+    "Library",
+    "Row",
+    "identify",
+    "identify_static",
+    "identity_strings",
+    "libraries",
+    "version_markers",
+]

@@ -24,8 +24,11 @@ def _cc(key: str) -> tuple[int, int]:
 def _policy(rows: Sequence[GpuRow]) -> Policy:
     """A policy that asks the judge about every GPU row of the atlas."""
     nvidia = tuple(NvidiaGpu(r.key, _cc(r.key)) for r in rows if r.vendor == "nvidia")
-    amd = tuple(AmdGpu(r.gpus[0], r.generation.split(":")[0], r.generation if ":" in r.generation else "")
-                for r in rows if r.vendor == "amd")
+    amd = tuple(
+        AmdGpu(r.gpus[0], r.generation.split(":")[0], r.generation if ":" in r.generation else "")
+        for r in rows
+        if r.vendor == "amd"
+    )
     return Policy(gpus=nvidia, amd_gpus=amd)
 
 
@@ -56,10 +59,13 @@ def _cells(rows: Sequence[GpuRow], worst: dict[str, int], unverified: bool) -> d
 
 def _found(db: sqlite3.Connection, wheel_id: int) -> tuple[tuple[str, str, str, str], ...]:
     """The findings the index stored for a wheel, a folded one with its count."""
-    rows_found = db.execute("SELECT code, severity, subject, message, count FROM findings WHERE wheel_id = ?",
-                            (wheel_id,))
-    return tuple((code, sev, subject, message if n == 1 else f"x{n} (folded): {message}")
-                 for code, sev, subject, message, n in rows_found)
+    rows_found = db.execute(
+        "SELECT code, severity, subject, message, count FROM findings WHERE wheel_id = ?", (wheel_id,)
+    )
+    return tuple(
+        (code, sev, subject, message if n == 1 else f"x{n} (folded): {message}")
+        for code, sev, subject, message, n in rows_found
+    )
 
 
 def _column(db: sqlite3.Connection, w: WheelRow, rows: Sequence[GpuRow]) -> WheelColumn:
@@ -70,8 +76,19 @@ def _column(db: sqlite3.Connection, w: WheelRow, rows: Sequence[GpuRow]) -> Whee
     cells = _cells(rows, _worst(t, row_of), unverified)
     floors = [v.driver_floor for v in t.libraries if v.driver_floor is not None]
     floor = max(floors, key=lambda f: driver_key(f[1])) if floors else None
-    return WheelColumn(w.id, w.project, w.release, w.tags, w.file, w.verdict, w.upload_time or "", cells, floor,
-                       _found(db, w.id), w.line)
+    return WheelColumn(
+        w.id,
+        w.project,
+        w.release,
+        w.tags,
+        w.file,
+        w.verdict,
+        w.upload_time or "",
+        cells,
+        floor,
+        _found(db, w.id),
+        w.line,
+    )
 
 
 def columns(db: sqlite3.Connection, rows: Sequence[GpuRow]) -> dict[str, list[WheelColumn]]:

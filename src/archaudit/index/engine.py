@@ -48,8 +48,9 @@ def _serial(todo: Sequence[tuple[WheelRef, str | None]], opts: TaskOptions) -> I
         yield audit_wheel(ref, opts, sha)
 
 
-def _pool(todo: Sequence[tuple[WheelRef, str | None]], opts: TaskOptions, jobs: int,
-          stop: Callable[[], bool]) -> Iterator[WheelResult]:
+def _pool(
+    todo: Sequence[tuple[WheelRef, str | None]], opts: TaskOptions, jobs: int, stop: Callable[[], bool]
+) -> Iterator[WheelResult]:
     """At most `jobs` wheels in flight; a new one starts as one finishes, unless `stop` says no."""
     pending = list(reversed(todo))
     # spawn, not fork: a forked worker would inherit the scanner's decode thread pool without its threads
@@ -70,8 +71,13 @@ def _pool(todo: Sequence[tuple[WheelRef, str | None]], opts: TaskOptions, jobs: 
                     yield failed(ref, opts, sha, f"{type(e).__name__}: {e}")
 
 
-def _ray(todo: Sequence[tuple[WheelRef, str | None]], opts: TaskOptions, address: str, jobs: int | None,
-         stop: Callable[[], bool]) -> Iterator[WheelResult]:
+def _ray(
+    todo: Sequence[tuple[WheelRef, str | None]],
+    opts: TaskOptions,
+    address: str,
+    jobs: int | None,
+    stop: Callable[[], bool],
+) -> Iterator[WheelResult]:
     """The same task as Ray remote functions; results are taken as they finish."""
     try:
         ray: Any = importlib.import_module("ray")
@@ -79,16 +85,21 @@ def _ray(todo: Sequence[tuple[WheelRef, str | None]], opts: TaskOptions, address
         raise UsageError("--ray needs Ray: install archaudit with its 'ray' extra") from None
     started_here = not ray.is_initialized()
     if started_here:
-        kwargs: dict[str, Any] = {"address": None if address == "local" else address, "log_to_driver": False,
-                                  "include_dashboard": False}
+        kwargs: dict[str, Any] = {
+            "address": None if address == "local" else address,
+            "log_to_driver": False,
+            "include_dashboard": False,
+        }
         if address == "local" and jobs:
             kwargs["num_cpus"] = jobs
         try:
             ray.init(**kwargs)
         except ConnectionError as e:  # "Could not find any running Ray instance"
             why = (str(e).splitlines() or [type(e).__name__])[0]
-            raise UsageError(f"--ray {address}: no Ray cluster to connect to ({why}); start one with `ray start "
-                             f"--head`, or run Ray on this machine alone with --ray local") from None
+            raise UsageError(
+                f"--ray {address}: no Ray cluster to connect to ({why}); start one with `ray start "
+                f"--head`, or run Ray on this machine alone with --ray local"
+            ) from None
     try:
         task = ray.remote(num_cpus=1, max_retries=1)(audit_wheel)
         cap = jobs or max(1, int(ray.cluster_resources().get("CPU", 1)))
@@ -112,8 +123,16 @@ def _ray(todo: Sequence[tuple[WheelRef, str | None]], opts: TaskOptions, address
             ray.shutdown()
 
 
-def run(refs: Sequence[WheelRef], store: Store, opts: TaskOptions, *, jobs: int = 1, ray: str | None = None,
-        max_bytes: int | None = None, on_result: OnResult | None = None) -> RunSummary:
+def run(
+    refs: Sequence[WheelRef],
+    store: Store,
+    opts: TaskOptions,
+    *,
+    jobs: int = 1,
+    ray: str | None = None,
+    max_bytes: int | None = None,
+    on_result: OnResult | None = None,
+) -> RunSummary:
     """Judge every wheel not judged before by this archaudit; store each result as it arrives.
     With `max_bytes`, no new wheel starts once that many bytes have been fetched."""
     summary = RunSummary(listed=len(refs))
@@ -153,8 +172,9 @@ def run(refs: Sequence[WheelRef], store: Store, opts: TaskOptions, *, jobs: int 
     return summary
 
 
-def _serial_capped(todo: Sequence[tuple[WheelRef, str | None]], opts: TaskOptions,
-                   stop: Callable[[], bool]) -> Iterator[WheelResult]:
+def _serial_capped(
+    todo: Sequence[tuple[WheelRef, str | None]], opts: TaskOptions, stop: Callable[[], bool]
+) -> Iterator[WheelResult]:
     for item in todo:
         if stop():
             return

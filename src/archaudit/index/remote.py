@@ -146,8 +146,9 @@ def get(url: str, accept: str = "*/*", *, limit: int = PAGE_LIMIT, seconds: floa
             try:
                 deadline.watch(conn)
                 try:
-                    conn.request("GET", path, headers={"Accept": accept, "User-Agent": USER_AGENT,
-                                                       "Accept-Encoding": "identity"})
+                    conn.request(
+                        "GET", path, headers={"Accept": accept, "User-Agent": USER_AGENT, "Accept-Encoding": "identity"}
+                    )
                     resp = conn.getresponse()
                 except (OSError, http.client.HTTPException) as e:
                     if deadline.expired:
@@ -216,8 +217,9 @@ class RangeReader:
                 conn.timeout = self.deadline.left()
                 if conn.sock is not None:
                     conn.sock.settimeout(conn.timeout)
-                conn.request("GET", path, headers={"Range": rng, "User-Agent": USER_AGENT,
-                                                   "Accept-Encoding": "identity"})
+                conn.request(
+                    "GET", path, headers={"Range": rng, "User-Agent": USER_AGENT, "Accept-Encoding": "identity"}
+                )
                 resp = conn.getresponse()
             except (OSError, http.client.HTTPException) as e:
                 conn.close()
@@ -251,8 +253,9 @@ class RangeReader:
             return resp, conn
         raise RemoteError(f"{self.url}: more than {MAX_REDIRECTS} redirects")
 
-    def _check_length(self, resp: http.client.HTTPResponse, first: int, last: int | None,
-                      conn: http.client.HTTPConnection) -> None:
+    def _check_length(
+        self, resp: http.client.HTTPResponse, first: int, last: int | None, conn: http.client.HTTPConnection
+    ) -> None:
         """A 206 answer must declare no more than was asked: Content-Length at most the range's length."""
         want = (last - first + 1) if last is not None else first
         length = resp.getheader("Content-Length")
@@ -314,7 +317,7 @@ class RangeReader:
             lo, hi = b * BLOCK, min((b + 1) * BLOCK, size)
             if lo >= size:
                 break
-            self._blocks[b] = data[lo - start:hi - start]
+            self._blocks[b] = data[lo - start : hi - start]
         self._tail_start, self._tail = start, data
         return size
 
@@ -326,7 +329,7 @@ class RangeReader:
             return b""
         end = min(offset + length, self.size)
         if offset >= self._tail_start:
-            return self._tail[offset - self._tail_start:end - self._tail_start]
+            return self._tail[offset - self._tail_start : end - self._tail_start]
         if end - offset >= BIG:
             return self._fetch(offset, end - 1)
         first, last = offset // BLOCK, (end - 1) // BLOCK
@@ -336,14 +339,14 @@ class RangeReader:
             data = self._fetch(lo, hi - 1)
             for b in range(missing[0], missing[-1] + 1):
                 if b not in self._blocks:
-                    self._blocks[b] = data[b * BLOCK - lo:(b + 1) * BLOCK - lo]
+                    self._blocks[b] = data[b * BLOCK - lo : (b + 1) * BLOCK - lo]
             while len(self._blocks) > CACHE_BLOCKS:
                 self._blocks.popitem(last=False)
         parts = [self._blocks[b] for b in range(first, last + 1)]
         for b in range(first, last + 1):
             self._blocks.move_to_end(b)
         joined = b"".join(parts)
-        return joined[offset - first * BLOCK:end - first * BLOCK]
+        return joined[offset - first * BLOCK : end - first * BLOCK]
 
     def cached(self, offset: int, limit: int) -> bytes:
         """The bytes from `offset` (at most `limit`) that the block cache holds already, contiguous."""
@@ -353,7 +356,7 @@ class RangeReader:
         while got < limit and b in self._blocks:
             block = self._blocks[b]
             start = offset + got - b * BLOCK
-            piece = block[start:start + limit - got]
+            piece = block[start : start + limit - got]
             if not piece:
                 break
             out.append(piece)
@@ -451,7 +454,7 @@ class RangeFile(io.RawIOBase):
 
     def _from_memory(self, n: int) -> bytes:
         assert self._mem is not None
-        data = bytes(self._mem[self._pos - self._mem_at:self._pos - self._mem_at + n])
+        data = bytes(self._mem[self._pos - self._mem_at : self._pos - self._mem_at + n])
         self._pos += len(data)
         return data
 
@@ -525,7 +528,7 @@ class RangeFile(io.RawIOBase):
         return data
 
     def _from_tail(self, n: int) -> bytes:
-        data = self._tail[self._pos - self._tail_at:self._pos - self._tail_at + n]
+        data = self._tail[self._pos - self._tail_at : self._pos - self._tail_at + n]
         self._pos += len(data)
         if self._pos >= self._tail_end:
             self._tail = b""

@@ -52,8 +52,9 @@ class WheelRow:
         p = plat.split(".")[-1]
         m = re.search(r"(x86_64|aarch64|amd64|arm64|ppc64le|s390x|i686|armv7l|universal2|any)$", p)
         cpu = m.group(1) if m else p
-        os_name = "win" if p.startswith("win") else "macos" if p.startswith("macosx") else \
-            "linux" if "linux" in p else p
+        os_name = (
+            "win" if p.startswith("win") else "macos" if p.startswith("macosx") else "linux" if "linux" in p else p
+        )
         return py, os_name, cpu
 
 
@@ -82,8 +83,15 @@ def _inventories(db: sqlite3.Connection, rows: Iterable[WheelRow]) -> Iterable[t
 
 # ---- runs-on --------------------------------------------------------------------------------
 
-def runs_on(db: sqlite3.Connection, gpu_name: str, nvidia: Sequence[tuple[str, tuple[int, int]]],
-            amd: Sequence[AmdGpu], project: str | None = None, every: bool = False) -> Table:
+
+def runs_on(
+    db: sqlite3.Connection,
+    gpu_name: str,
+    nvidia: Sequence[tuple[str, tuple[int, int]]],
+    amd: Sequence[AmdGpu],
+    project: str | None = None,
+    every: bool = False,
+) -> Table:
     """The wheels whose every library with device code runs on the GPU (natively or by JIT).
     A wheel that could not be verified (any E finding) never counts as running."""
     policy = Policy(gpus=tuple(NvidiaGpu(*g) for g in nvidia), amd_gpus=tuple(amd))
@@ -93,10 +101,13 @@ def runs_on(db: sqlite3.Connection, gpu_name: str, nvidia: Sequence[tuple[str, t
         if every or answer == "yes":
             out.append((w.project, w.release, w.tags, answer, how))
     n_yes = sum(1 for r in out if r[3] == "yes")
-    notes = (f"{n_yes} wheel(s) run on {gpu_name}: every library carrying device code runs there "
-             f"(how: the worst of its libraries; native or jit)",)
-    return Table("runs-on", f"Wheels that run on {gpu_name}", ("project", "version", "tags", "runs", "how"),
-                 tuple(out), notes)
+    notes = (
+        f"{n_yes} wheel(s) run on {gpu_name}: every library carrying device code runs there "
+        f"(how: the worst of its libraries; native or jit)",
+    )
+    return Table(
+        "runs-on", f"Wheels that run on {gpu_name}", ("project", "version", "tags", "runs", "how"), tuple(out), notes
+    )
 
 
 def answer_of(t: TargetReport, unusable: bool) -> tuple[str, str]:
@@ -133,8 +144,9 @@ def _unanswered(t: TargetReport) -> tuple[str, str]:
 def vendor_outside(findings: Iterable[Finding]) -> str:
     """Where every library with NVIDIA device code is a vendor library its vendor does not
     support on the GPU asked (G019 for a --gpu): that the wheel does not run there, and why."""
-    rows = sorted({str(r) for f in findings if f.code == Code.G019 and f.get("asked") == "asked"
-                   for r in _listed(f.get("rows"))})
+    rows = sorted(
+        {str(r) for f in findings if f.code == Code.G019 and f.get("asked") == "asked" for r in _listed(f.get("rows"))}
+    )
     return f"outside its vendor's range ({'; '.join(rows)})" if rows else ""
 
 
@@ -143,6 +155,7 @@ def _listed(value: object) -> list[object]:
 
 
 # ---- coverage per release ---------------------------------------------------------------------
+
 
 def _axis() -> list[tuple[int, int]]:
     return [cc for cc in arch.KNOWN_CCS if not arch.is_tegra(cc) and arch.canonical_cc(cc) == cc]
@@ -191,8 +204,11 @@ def coverage(db: sqlite3.Connection, project: str) -> Table:
     for w, inv in _inventories(db, wheels(db, project)):
         for lib in inv.libraries:
             for c in lib.reachable:
-                carried |= {arch.canonical_cc(arch.CudaTarget.parse(e.target).cc) for e in c.entries
-                            if c.loadable and e.vendor == "nvidia" and e.kind in ("sass", "ptx")}
+                carried |= {
+                    arch.canonical_cc(arch.CudaTarget.parse(e.target).cc)
+                    for e in c.entries
+                    if c.loadable and e.vendor == "nvidia" and e.kind in ("sass", "ptx")
+                }
         r = _runs(inv, axis)
         cells = []
         for cc in axis:
@@ -203,8 +219,10 @@ def coverage(db: sqlite3.Connection, project: str) -> Table:
     keep = list(range(used[0], used[-1] + 1)) if used else []
     cols = ("version", "tags", *(_sm(axis[i]) for i in keep))
     trimmed = tuple((r[0], r[1], *(r[2 + i] for i in keep)) for r in rows)
-    notes = ("N: every library with device code runs natively; J: some only through PTX JIT; -: some library "
-             "does not run there (none of its code, or some of its kernels: G009); ?: the wheel could not be verified",)
+    notes = (
+        "N: every library with device code runs natively; J: some only through PTX JIT; -: some library "
+        "does not run there (none of its code, or some of its kernels: G009); ?: the wheel could not be verified",
+    )
     return Table("coverage", f"Coverage of {project} by release", cols, trimmed, notes)
 
 
@@ -212,6 +230,7 @@ _NAMES = {2: "native", 1: "jit", 0: "none"}
 
 
 # ---- architectures lost between consecutive releases ------------------------------------------
+
 
 def _carried_lost(pair: str, line: str, r: diff.DiffReport) -> list[tuple[str, ...]]:
     """The 'carried' and 'kernels' rows of a pair: diff's targets lost and kernels a GPU no longer runs."""
@@ -221,13 +240,22 @@ def _carried_lost(pair: str, line: str, r: diff.DiffReport) -> list[tuple[str, .
             rows.append((pair, line, "carried", d.path, x.target, x.now or ""))
         for gone in d.worse:  # diff's container-by-container answer: kernels a GPU no longer runs
             if gone.kernels:
-                rows.append((pair, line, "kernels", d.path, "sm_" + gone.cc.replace(".", ""),
-                             ", ".join(gone.kernels[:3]) + (" ..." if len(gone.kernels) > 3 else "")))
+                rows.append(
+                    (
+                        pair,
+                        line,
+                        "kernels",
+                        d.path,
+                        "sm_" + gone.cc.replace(".", ""),
+                        ", ".join(gone.kernels[:3]) + (" ..." if len(gone.kernels) > 3 else ""),
+                    )
+                )
     return rows
 
 
-def _runs_lost(pair: str, line: str, inv_old: TargetInventory, inv_new: TargetInventory,
-               axis: list[tuple[int, int]]) -> list[tuple[str, ...]]:
+def _runs_lost(
+    pair: str, line: str, inv_old: TargetInventory, inv_new: TargetInventory, axis: list[tuple[int, int]]
+) -> list[tuple[str, ...]]:
     """The 'runs' rows of a pair: each architecture the new wheel runs on worse than the old one did."""
     rows: list[tuple[str, ...]] = []
     a, b = _runs(inv_old, axis), _runs(inv_new, axis)
@@ -273,16 +301,25 @@ def lost(db: sqlite3.Connection, project: str) -> Table:
                 continue
             rows += _carried_lost(pair, line, r)
             rows += _runs_lost(pair, line, inv_old, inv_new, axis)
-    notes.insert(0, f"{compared} consecutive pair(s) compared. carried: a target the library no longer carries "
-                    f"('now': how its new code runs there); kernels: kernels of a library that GPUs of an "
-                    f"architecture no longer run from their own container ('now': which), whatever else the "
-                    f"library carries; runs: an architecture the wheel no longer runs on "
-                    f"natively ('now': jit, only through PTX; none, not at all)")
-    return Table("lost", f"Architectures lost between consecutive releases of {project}",
-                 ("releases", "line", "kind", "library", "lost", "now"), tuple(rows), tuple(notes))
+    notes.insert(
+        0,
+        f"{compared} consecutive pair(s) compared. carried: a target the library no longer carries "
+        f"('now': how its new code runs there); kernels: kernels of a library that GPUs of an "
+        f"architecture no longer run from their own container ('now': which), whatever else the "
+        f"library carries; runs: an architecture the wheel no longer runs on "
+        f"natively ('now': jit, only through PTX; none, not at all)",
+    )
+    return Table(
+        "lost",
+        f"Architectures lost between consecutive releases of {project}",
+        ("releases", "line", "kind", "library", "lost", "now"),
+        tuple(rows),
+        tuple(notes),
+    )
 
 
 # ---- driver floor per release -------------------------------------------------------------------
+
 
 def driver_floor(db: sqlite3.Connection, project: str) -> Table:
     """Per wheel, oldest first: the newest driver any of its libraries needs (and the CUDA
@@ -296,12 +333,17 @@ def driver_floor(db: sqlite3.Connection, project: str) -> Table:
             rows.append((w.release, w.tags, w.upload_time or "", cuda, driver, path.rsplit("/", 1)[-1]))
         else:
             rows.append((w.release, w.tags, w.upload_time or "", "", "", ""))
-    return Table("driver-floor", f"Driver floor of {project} by release",
-                 ("version", "tags", "uploaded", "cuda", "driver", "set by"), tuple(rows),
-                 ("driver: the oldest NVIDIA driver that loads every library's device code (Linux)",))
+    return Table(
+        "driver-floor",
+        f"Driver floor of {project} by release",
+        ("version", "tags", "uploaded", "cuda", "driver", "set by"),
+        tuple(rows),
+        ("driver: the oldest NVIDIA driver that loads every library's device code (Linux)",),
+    )
 
 
 # ---- verdicts changed by a newer archaudit --------------------------------------------------------
+
 
 def dispatch(db: sqlite3.Connection, gpu: str | None = None, project: str | None = None) -> Table:
     """The containers each GPU launched kernels from, as smoke traces recorded them (`archaudit index
@@ -313,33 +355,72 @@ def dispatch(db: sqlite3.Connection, gpu: str | None = None, project: str | None
     if project:
         where.append("distribution = ?")
         params.append(project)
-    sql = ("SELECT gpu, sm, driver, distribution, version, library, container_idx, container_offset, served, "
-           "launches, containers_total, containers_without_code FROM dispatch"
-           + (" WHERE " + " AND ".join(where) if where else "")
-           + " ORDER BY sm, gpu, library, container_idx")
+    sql = (
+        "SELECT gpu, sm, driver, distribution, version, library, container_idx, container_offset, served, "
+        "launches, containers_total, containers_without_code FROM dispatch"
+        + (" WHERE " + " AND ".join(where) if where else "")
+        + " ORDER BY sm, gpu, library, container_idx"
+    )
     rows = [tuple(r) for r in db.execute(sql, params).fetchall()]
     libraries = {(r[0], r[5]) for r in rows}
-    notes = (f"{len(rows)} container(s) of {len(libraries)} library(ies) served a traced launch; a trace proves "
-             f"dispatch on that GPU for the workloads traced, not for other shapes, paths or GPUs",)
-    return Table("dispatch", "containers that served traced launches, per GPU" + (f" ({gpu})" if gpu else ""),
-                 ("gpu", "sm", "driver", "distribution", "version", "library", "container", "offset", "served",
-                  "launches", "containers", "without code"), tuple(rows), notes)
+    notes = (
+        f"{len(rows)} container(s) of {len(libraries)} library(ies) served a traced launch; a trace proves "
+        f"dispatch on that GPU for the workloads traced, not for other shapes, paths or GPUs",
+    )
+    return Table(
+        "dispatch",
+        "containers that served traced launches, per GPU" + (f" ({gpu})" if gpu else ""),
+        (
+            "gpu",
+            "sm",
+            "driver",
+            "distribution",
+            "version",
+            "library",
+            "container",
+            "offset",
+            "served",
+            "launches",
+            "containers",
+            "without code",
+        ),
+        tuple(rows),
+        notes,
+    )
 
 
 def changed(db: sqlite3.Connection, project: str | None = None) -> Table:
     """The wheels whose latest judgement differs from the one an earlier archaudit version gave."""
-    sql = ("SELECT project, version, build, tags, previous_verdict, previous_version, verdict, archaudit_version "
-           "FROM wheels WHERE verdict_changed = 1")
+    sql = (
+        "SELECT project, version, build, tags, previous_verdict, previous_version, verdict, archaudit_version "
+        "FROM wheels WHERE verdict_changed = 1"
+    )
     params: tuple[Any, ...] = ()
     if project:
         sql += " AND project = ?"
         params = (re.sub(r"[-_.]+", "-", project).lower(),)
     rows = sorted(db.execute(sql, params), key=lambda r: (r[0], _version_key(r[1]), r[2], r[3]))
-    out = tuple((p, f"{v}-{b}" if b else v, t, f"{pv} ({pver})", f"{nv} ({nver})")
-                for p, v, b, t, pv, pver, nv, nver in rows)
-    return Table("changed", "Verdicts changed by a newer archaudit", ("project", "version", "tags", "before", "now"),
-                 out, (f"{len(out)} wheel(s) judged otherwise than before; the verdicts table keeps every judgement",))
+    out = tuple(
+        (p, f"{v}-{b}" if b else v, t, f"{pv} ({pver})", f"{nv} ({nver})") for p, v, b, t, pv, pver, nv, nver in rows
+    )
+    return Table(
+        "changed",
+        "Verdicts changed by a newer archaudit",
+        ("project", "version", "tags", "before", "now"),
+        out,
+        (f"{len(out)} wheel(s) judged otherwise than before; the verdicts table keeps every judgement",),
+    )
 
 
-__all__ = ["Table", "WheelRow", "answer_of", "changed", "coverage", "driver_floor", "lost", "runs_on", "vendor_outside",
-           "wheels"]
+__all__ = [
+    "Table",
+    "WheelRow",
+    "answer_of",
+    "changed",
+    "coverage",
+    "driver_floor",
+    "lost",
+    "runs_on",
+    "vendor_outside",
+    "wheels",
+]

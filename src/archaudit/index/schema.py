@@ -171,8 +171,9 @@ def connect(path: str, *, create: bool) -> sqlite3.Connection:
         raise UsageError(f"--db {path}: not an archaudit index: {e}") from None
     if row is None or row[0] != str(SCHEMA_VERSION):
         db.close()
-        raise UsageError(f"--db {path}: schema version {row[0] if row else 'missing'}, this archaudit "
-                         f"reads version {SCHEMA_VERSION}")
+        raise UsageError(
+            f"--db {path}: schema version {row[0] if row else 'missing'}, this archaudit reads version {SCHEMA_VERSION}"
+        )
     return db
 
 

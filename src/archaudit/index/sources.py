@@ -93,8 +93,7 @@ def from_directory(root: str) -> Iterator[WheelRef]:
             yield WheelRef(full, os.path.basename(full), os.path.getsize(full))
 
 
-def _url_ref(url: str, size: int | None = None, upload_time: str | None = None,
-             sha256: str | None = None) -> WheelRef:
+def _url_ref(url: str, size: int | None = None, upload_time: str | None = None, sha256: str | None = None) -> WheelRef:
     parsed = urllib.parse.urlsplit(url)
     if sha256 is None and parsed.fragment.startswith("sha256="):
         sha256 = parsed.fragment[7:].lower()
@@ -111,8 +110,9 @@ def from_url_file(path: str) -> Iterator[WheelRef]:
     except OSError as e:
         raise UsageError(f"{path}: cannot read the list of wheels: {e.strerror}") from None
     except UnicodeDecodeError:
-        raise UsageError(f"{path}: not a wheel (its name does not end in .whl) and not a list of wheel URLs "
-                         "(not UTF-8 text)") from None
+        raise UsageError(
+            f"{path}: not a wheel (its name does not end in .whl) and not a list of wheel URLs (not UTF-8 text)"
+        ) from None
     for line in lines:
         line = line.strip()
         if not line or line.startswith("#"):
@@ -160,8 +160,13 @@ def _json_files(body: bytes, page: str) -> list[WheelRef]:
             continue
         size, hashes, uploaded = f.get("size"), f.get("hashes"), f.get("upload-time")
         sha = hashes.get("sha256") if isinstance(hashes, dict) else None
-        if (not isinstance(url, str) or not isinstance(size, (int, type(None))) or isinstance(size, bool)
-                or not isinstance(sha, (str, type(None))) or not isinstance(uploaded, (str, type(None)))):
+        if (
+            not isinstance(url, str)
+            or not isinstance(size, (int, type(None)))
+            or isinstance(size, bool)
+            or not isinstance(sha, (str, type(None)))
+            or not isinstance(uploaded, (str, type(None)))
+        ):
             raise PageError(f"{page}: the entry of {name!r} is malformed (url, size, hashes or upload-time)")
         try:
             refs.append(_url_ref(urllib.parse.urljoin(page, url), size, uploaded, sha))
@@ -201,8 +206,9 @@ def _html_files(body: bytes, page: str) -> list[WheelRef]:
     return refs
 
 
-def from_index(index: str, specs: Sequence[str], filters: Filters,
-               errors: list[str] | None = None) -> Iterator[WheelRef]:
+def from_index(
+    index: str, specs: Sequence[str], filters: Filters, errors: list[str] | None = None
+) -> Iterator[WheelRef]:
     """The wheels of each `project[version range]` that an index lists and the filters accept.
     A project whose page cannot be read is a line in `errors` (raised when errors is None)."""
     for spec in specs:
@@ -226,8 +232,9 @@ def from_index(index: str, specs: Sequence[str], filters: Filters,
             yield ref
 
 
-def resolve(sources: Sequence[str], specs: Sequence[str], filters: Filters,
-            errors: list[str] | None = None) -> list[WheelRef]:
+def resolve(
+    sources: Sequence[str], specs: Sequence[str], filters: Filters, errors: list[str] | None = None
+) -> list[WheelRef]:
     """Every wheel of every source, each location once, in the order given; a project page that
     cannot be read goes into `errors` when given (else raises PageError)."""
     out: dict[str, WheelRef] = {}
@@ -242,8 +249,13 @@ def resolve(sources: Sequence[str], specs: Sequence[str], filters: Filters,
         elif os.path.isdir(source):
             refs = (r for r in from_directory(source) if filters.accepts(r.file))
         elif source.lower().endswith(".whl"):
-            refs = iter([WheelRef(source, os.path.basename(source),
-                                  os.path.getsize(source) if os.path.isfile(source) else None)])
+            refs = iter(
+                [
+                    WheelRef(
+                        source, os.path.basename(source), os.path.getsize(source) if os.path.isfile(source) else None
+                    )
+                ]
+            )
         elif os.path.isfile(source):
             refs = from_url_file(source)
         else:
@@ -253,5 +265,15 @@ def resolve(sources: Sequence[str], specs: Sequence[str], filters: Filters,
     return list(out.values())
 
 
-__all__ = ["Filters", "WheelName", "WheelRef", "from_directory", "from_index", "from_url_file", "PageError",
-           "project_files", "resolve", "wheel_name"]
+__all__ = [
+    "Filters",
+    "WheelName",
+    "WheelRef",
+    "from_directory",
+    "from_index",
+    "from_url_file",
+    "PageError",
+    "project_files",
+    "resolve",
+    "wheel_name",
+]

@@ -112,8 +112,10 @@ def choose(refs: list[sources.WheelRef], req: Requirement, tags: list[Tag]) -> s
         return best[2]
     if not admitted:
         return f"the index lists no wheel of {req.name} that {req.specifier} admits"
-    return (f"the index lists {admitted} wheel(s) of {req} but none for this platform "
-            f"(best tag {tags[0]}; --platform asks for another)")
+    return (
+        f"the index lists {admitted} wheel(s) of {req} but none for this platform "
+        f"(best tag {tags[0]}; --platform asks for another)"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,9 +141,15 @@ def resolve(target: str, platform: str | None, index: str | None, python: tuple[
     return Resolved(chosen, target)
 
 
-def remote_inventory(target: str, *, platform: str | None = None, index: str | None = None,
-                     decode: bool = True, max_payload: int = DEFAULT_MAX_PAYLOAD,
-                     python: tuple[int, int] | None = None) -> TargetInventory:
+def remote_inventory(
+    target: str,
+    *,
+    platform: str | None = None,
+    index: str | None = None,
+    decode: bool = True,
+    max_payload: int = DEFAULT_MAX_PAYLOAD,
+    python: tuple[int, int] | None = None,
+) -> TargetInventory:
     """The inventory of one remote target, read by range requests; an unusable one with E001
     when it cannot be resolved or read."""
     start = time.perf_counter()
@@ -157,28 +165,45 @@ def remote_inventory(target: str, *, platform: str | None = None, index: str | N
     except ArchauditError as e:
         return _unreadable(target, e.message)
     try:
-        inv = archive_inventory(ref.file, reader.size, reader.read_at, reader.open,  # type: ignore[arg-type]
-                                jobs=1, decode=decode, max_payload=max_payload,
-                                on_members=lambda ms: reader.know_members(
-                                    {m.data_offset: m.compressed_size for m in ms if m.data_offset >= 0}))
+        inv = archive_inventory(
+            ref.file,
+            reader.size,
+            reader.read_at,
+            reader.open,  # type: ignore[arg-type]
+            jobs=1,
+            decode=decode,
+            max_payload=max_payload,
+            on_members=lambda ms: reader.know_members(
+                {m.data_offset: m.compressed_size for m in ms if m.data_offset >= 0}
+            ),
+        )
     except ArchauditError as e:  # the connection lost mid-read
         return _unreadable(target, e.message)
     finally:
         reader.close()
-    origin = Origin(ref.file, ref.location, ref.sha256 or "", reader.size, reader.fetched, found.requirement,
-                    platform or "")
+    origin = Origin(
+        ref.file, ref.location, ref.sha256 or "", reader.size, reader.fetched, found.requirement, platform or ""
+    )
     return replace(inv, target=target, origin=origin, seconds=time.perf_counter() - start)
 
 
-def fetcher(*, platform: str | None = None, index: str | None = None, decode: bool = True,
-            max_payload: int = DEFAULT_MAX_PAYLOAD,
-            python: tuple[int, int] | None = None) -> Callable[[str], TargetInventory | None]:
+def fetcher(
+    *,
+    platform: str | None = None,
+    index: str | None = None,
+    decode: bool = True,
+    max_payload: int = DEFAULT_MAX_PAYLOAD,
+    python: tuple[int, int] | None = None,
+) -> Callable[[str], TargetInventory | None]:
     """What core.check's `fetch` takes: a remote target's inventory, None for one read here."""
+
     def fetch(target: str) -> TargetInventory | None:
         if not is_remote(target):
             return None
-        return remote_inventory(target, platform=platform, index=index, decode=decode, max_payload=max_payload,
-                                python=python)
+        return remote_inventory(
+            target, platform=platform, index=index, decode=decode, max_payload=max_payload, python=python
+        )
+
     return fetch
 
 
@@ -186,5 +211,15 @@ def _unreadable(target: str, why: str) -> TargetInventory:
     return TargetInventory(target, "wheel", (), (Problem(Code.E001, f"cannot read: {why}"),), unusable=True)
 
 
-__all__ = ["PYPI", "Resolved", "choose", "default_index", "fetcher", "is_remote", "platform_tags", "python_version",
-           "remote_inventory", "resolve"]
+__all__ = [
+    "PYPI",
+    "Resolved",
+    "choose",
+    "default_index",
+    "fetcher",
+    "is_remote",
+    "platform_tags",
+    "python_version",
+    "remote_inventory",
+    "resolve",
+]

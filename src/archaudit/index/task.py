@@ -120,20 +120,37 @@ def _local(ref: WheelRef, opts: TaskOptions, known_sha: str | None) -> tuple[Tar
         def opener() -> IO[bytes]:
             return _CountingFile(ref.location, tally)  # type: ignore[return-value]
 
-        inv = archive_inventory(ref.file, size, read_at, opener, jobs=1, decode=opts.decode,
-                                max_payload=opts.max_payload, keep=_keep(opts.scope))
+        inv = archive_inventory(
+            ref.file,
+            size,
+            read_at,
+            opener,
+            jobs=1,
+            decode=opts.decode,
+            max_payload=opts.max_payload,
+            keep=_keep(opts.scope),
+        )
     return inv, sha, True, size, tally[0]
 
 
 def _remote(ref: WheelRef, opts: TaskOptions) -> tuple[TargetInventory, int, int, int]:
     reader = RangeReader(ref.location)
     try:
+
         def on_members(members: list[Member]) -> None:
             reader.know_members({m.data_offset: m.compressed_size for m in members if m.data_offset >= 0})
 
-        inv = archive_inventory(ref.file, reader.size, reader.read_at, reader.open,  # type: ignore[arg-type]
-                                jobs=1, decode=opts.decode, max_payload=opts.max_payload,
-                                keep=_keep(opts.scope), on_members=on_members)
+        inv = archive_inventory(
+            ref.file,
+            reader.size,
+            reader.read_at,
+            reader.open,  # type: ignore[arg-type]
+            jobs=1,
+            decode=opts.decode,
+            max_payload=opts.max_payload,
+            keep=_keep(opts.scope),
+            on_members=on_members,
+        )
     finally:
         reader.close()
     return inv, reader.size, reader.fetched, reader.requests
@@ -147,12 +164,24 @@ def stand_in_key(ref: WheelRef) -> str:
 def failed(ref: WheelRef, opts: TaskOptions, known_sha: str | None, why: str) -> WheelResult:
     """The result for a wheel whose worker died (killed for memory, a lost node): an unusable row
     with E099, which a rerun judges again."""
-    inv = TargetInventory(ref.file, "wheel", (), (Problem(Code.E099, f"the worker judging it failed: {why}"),),
-                          unusable=True)
+    inv = TargetInventory(
+        ref.file, "wheel", (), (Problem(Code.E099, f"the worker judging it failed: {why}"),), unusable=True
+    )
     report = audit([inv], parse_claim(opts.claim, "--arch") if opts.claim else None, Policy())
     sha = known_sha or ref.sha256 or stand_in_key(ref)
-    return WheelResult(ref, sha, False, ref.size or 0, 0, 0, 0.0, "given" if opts.claim else "none", "unusable",
-                       report.exit_code, report.targets[0])
+    return WheelResult(
+        ref,
+        sha,
+        False,
+        ref.size or 0,
+        0,
+        0,
+        0.0,
+        "given" if opts.claim else "none",
+        "unusable",
+        report.exit_code,
+        report.targets[0],
+    )
 
 
 def audit_wheel(ref: WheelRef, opts: TaskOptions, known_sha: str | None = None) -> WheelResult:
@@ -170,12 +199,14 @@ def audit_wheel(ref: WheelRef, opts: TaskOptions, known_sha: str | None = None) 
         inv = TargetInventory(ref.file, "wheel", (), (Problem(Code.E001, f"cannot read: {e}"),), unusable=True)
         sha = sha or stand_in_key(ref)
     except MemoryError:
-        inv = TargetInventory(ref.file, "wheel", (), (Problem(Code.E012, "ran out of memory while verifying"),),
-                              unusable=True)
+        inv = TargetInventory(
+            ref.file, "wheel", (), (Problem(Code.E012, "ran out of memory while verifying"),), unusable=True
+        )
         sha = sha or stand_in_key(ref)
     except Exception as e:  # noqa: BLE001 - fail closed: one bad wheel is a row, never a lost run
-        inv = TargetInventory(ref.file, "wheel", (), (Problem(Code.E099, f"internal error: {type(e).__name__}: {e}"),),
-                              unusable=True)
+        inv = TargetInventory(
+            ref.file, "wheel", (), (Problem(Code.E099, f"internal error: {type(e).__name__}: {e}"),), unusable=True
+        )
         sha = sha or stand_in_key(ref)
     claim = parse_claim(opts.claim, "--arch") if opts.claim else None
     report: Report = audit([inv], claim, Policy())
@@ -183,9 +214,18 @@ def audit_wheel(ref: WheelRef, opts: TaskOptions, known_sha: str | None = None) 
     source: ClaimSource = "given" if claim is not None else "embedded" if t.claim is not None else "none"
     code = report.exit_code
     verdict: Verdict = "unusable" if code == 2 else "fail" if code == 1 else "pass"
-    return WheelResult(ref, sha, checked, size, fetched, requests, time.perf_counter() - start, source, verdict,
-                       code, t)
+    return WheelResult(
+        ref, sha, checked, size, fetched, requests, time.perf_counter() - start, source, verdict, code, t
+    )
 
 
-__all__ = ["ClaimSource", "TaskOptions", "Verdict", "WheelResult", "audit_wheel", "failed", "file_sha256",
-           "stand_in_key"]
+__all__ = [
+    "ClaimSource",
+    "TaskOptions",
+    "Verdict",
+    "WheelResult",
+    "audit_wheel",
+    "failed",
+    "file_sha256",
+    "stand_in_key",
+]

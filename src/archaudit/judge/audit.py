@@ -112,9 +112,12 @@ def _bytes_by_target(lib: Library) -> tuple[tuple[str, int, int], ...]:
 
 def _amd_entries(lib: Library) -> tuple[AmdEntryVerdict, ...]:
     """Every AMD entry of the library as ROCm judges it, so that a report carries what it shows."""
-    return tuple(AmdEntryVerdict(ci, ei, rocm.judged_target(e), rocm.disagrees(e), rocm.hip_reads(e))
-                 for ci, c in enumerate(lib.containers) for ei, e in enumerate(c.entries)
-                 if e.vendor == "amd" or e.own_target is not None)
+    return tuple(
+        AmdEntryVerdict(ci, ei, rocm.judged_target(e), rocm.disagrees(e), rocm.hip_reads(e))
+        for ci, c in enumerate(lib.containers)
+        for ei, e in enumerate(c.entries)
+        if e.vendor == "amd" or e.own_target is not None
+    )
 
 
 def _verdict(f: LibraryFacts, findings: list[Finding]) -> LibraryVerdict:
@@ -130,8 +133,19 @@ def _verdict(f: LibraryFacts, findings: list[Finding]) -> LibraryVerdict:
     floor = f.floor if f.codes else None
     floor_out = (floor.cuda_text, floor.driver or "unknown") if floor is not None else None
     own = sum(1 for u in f.units if u.container.role != DEVICE_LINK or u.kernels)  # unread dlinks: not shown
-    return LibraryVerdict(lib.path, _status(findings), f.carried, reloc, _coverage(f), own, f.kernel_count,
-                          floor_out, tuple(findings), _bytes_by_target(lib), amd)
+    return LibraryVerdict(
+        lib.path,
+        _status(findings),
+        f.carried,
+        reloc,
+        _coverage(f),
+        own,
+        f.kernel_count,
+        floor_out,
+        tuple(findings),
+        _bytes_by_target(lib),
+        amd,
+    )
 
 
 def _status(findings: list[Finding]) -> Status:
@@ -157,8 +171,12 @@ def _embedded_claim(inv: TargetInventory) -> tuple[Claim | None, Finding | None]
             try:
                 return parse_claim(raw, f"embedded in {lib.path.rsplit('/', 1)[-1]}"), None
             except ValueError as e:
-                return None, finding(Code.C002, lib.path, f"{lib.path}: embedded claim {raw!r} does not parse ({e}). "
-                                            f"Fix: give the claim (--arch, or cuda-archs in [tool.archaudit])")
+                return None, finding(
+                    Code.C002,
+                    lib.path,
+                    f"{lib.path}: embedded claim {raw!r} does not parse ({e}). "
+                    f"Fix: give the claim (--arch, or cuda-archs in [tool.archaudit])",
+                )
     return None, None
 
 
@@ -175,8 +193,12 @@ def _without_data(inv: TargetInventory, policy: Policy) -> tuple[TargetInventory
             kept.append(lib)
             continue
         member = lib.path.split("!")[0]
-        notes.setdefault(member, finding(Code.X002, member, f"{member}: data, not judged ({entry.reason}; "
-                                                          f"[tool.archaudit] data {entry.member})"))
+        notes.setdefault(
+            member,
+            finding(
+                Code.X002, member, f"{member}: data, not judged ({entry.reason}; [tool.archaudit] data {entry.member})"
+            ),
+        )
     return replace(inv, libraries=tuple(kept)), list(notes.values())
 
 
@@ -187,8 +209,7 @@ def judge(inv: TargetInventory, claim: Claim | None, policy: Policy) -> TargetRe
     embedded, bad = _embedded_claim(inv)
     judged_by = claim if claim is not None else embedded
     package = arch.package_cuda(package_name(inv.target, inv.distribution))
-    facts = tuple(library_facts(lib, _claim_of(lib.path, judged_by, policy), policy, package)
-                  for lib in inv.libraries)
+    facts = tuple(library_facts(lib, _claim_of(lib.path, judged_by, policy), policy, package) for lib in inv.libraries)
     per_library = [judge_library_rules(f) for f in facts]
     per_library, grouped = _set_aside_by_groups(facts, per_library, policy, inv.target)
     target = TargetFacts(inv, judged_by, embedded, bad, policy, facts)
@@ -208,8 +229,20 @@ def judge(inv: TargetInventory, claim: Claim | None, policy: Policy) -> TargetRe
     head, tail = fold_findings(head), fold_findings(tail)
     verdicts = tuple(_verdict(f, found) for f, found in zip(facts, per_library))
     findings = head + [x for found in per_library for x in found] + tail
-    return TargetReport(inv.target, inv.kind, inv.distribution, target.gpu_wheel, judged_by, verdicts,
-                        tuple(findings), inv.unusable, inv.bytes_read, inv.seconds, inv, grouped)
+    return TargetReport(
+        inv.target,
+        inv.kind,
+        inv.distribution,
+        target.gpu_wheel,
+        judged_by,
+        verdicts,
+        tuple(findings),
+        inv.unusable,
+        inv.bytes_read,
+        inv.seconds,
+        inv,
+        grouped,
+    )
 
 
 def _claim_of(path: str, claim: Claim | None, policy: Policy) -> Claim | None:
@@ -246,8 +279,9 @@ def _finding_gpus(x: Finding, policy: Policy) -> list[tuple[int, int]] | None:
         return None
 
 
-def _set_aside_by_groups(facts: tuple[LibraryFacts, ...], per_library: list[list[Finding]], policy: Policy,
-                         target: str) -> tuple[list[list[Finding]], tuple[Suppression, ...]]:
+def _set_aside_by_groups(
+    facts: tuple[LibraryFacts, ...], per_library: list[list[Finding]], policy: Policy, target: str
+) -> tuple[list[list[Finding]], tuple[Suppression, ...]]:
     """Findings of a library-group member about GPUs another member of its group runs cleanly:
     the host loads one member, so the claim is met there (bitsandbytes loads the library of the
     CUDA release it finds). Each is kept as a suppression naming the group and the member that
@@ -270,8 +304,9 @@ def _set_aside_by_groups(facts: tuple[LibraryFacts, ...], per_library: list[list
     return out, tuple(aside)
 
 
-def _other_runner(facts: tuple[LibraryFacts, ...], members: list[int], me: int,
-                  gpus: list[tuple[int, int]] | None) -> str | None:
+def _other_runner(
+    facts: tuple[LibraryFacts, ...], members: list[int], me: int, gpus: list[tuple[int, int]] | None
+) -> str | None:
     """A member of the group other than ``me`` that runs every one of ``gpus`` cleanly (its path)."""
     if not gpus:
         return None

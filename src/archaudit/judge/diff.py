@@ -31,8 +31,12 @@ from .policy import NvidiaGpu
 DIFF_SCHEMA_VERSION = 1
 GPU_EXAMPLES = 3
 _T = TypeVar("_T")
-NOW_WORDS = {"native": "still runs natively", "jit": "now only through PTX JIT", "none": "no longer runs",
-             "": "not a CUDA target"}
+NOW_WORDS = {
+    "native": "still runs natively",
+    "jit": "now only through PTX JIT",
+    "none": "no longer runs",
+    "": "not a CUDA target",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +179,7 @@ def match_libraries(old: list[str], new: list[str]) -> list[Match]:
 
 # ---- comparing ----
 
+
 def _sorted(labels: Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted(set(labels), key=target_order))
 
@@ -263,12 +268,21 @@ def kernels_worse(old: Library, new: Library) -> tuple[Worse, ...]:
 
 def _side(t: TargetReport) -> Side:
     carries = _sorted(x for v in t.libraries for x in v.carried)
-    problems = tuple(f.message for f in t.findings if means_unverified(f)
-                     and f.subject not in {v.path for v in t.libraries})
+    problems = tuple(
+        f.message for f in t.findings if means_unverified(f) and f.subject not in {v.path for v in t.libraries}
+    )
     floors = [f for f in t.findings if f.code == Code.D002]
     top = max(floors, key=lambda f: driver_key(str(f.get("driver")))) if floors else None
-    return Side(t.target, t.kind, t.distribution, carries, t.unusable, problems,
-                str(top.get("driver")) if top else "", floor_words(top) + ")" if top else "")
+    return Side(
+        t.target,
+        t.kind,
+        t.distribution,
+        carries,
+        t.unusable,
+        problems,
+        str(top.get("driver")) if top else "",
+        floor_words(top) + ")" if top else "",
+    )
 
 
 def _lost(target: str, lib: Library | None, coded: list[Library], carried: set[str]) -> Lost:
@@ -345,9 +359,20 @@ def _library_diff(r: _Releases, m: Match) -> LibraryDiff:
     problems = tuple(f.message for v in (vo, vn) if v for f in v.findings if means_unverified(f))
     worse = _worse(_at(r.old_libraries, m.old), new_library, r.coded, bool(lost))
     return LibraryDiff(
-        path=m.new or m.old or "", old_path=m.old, new_path=m.new, matched_by=m.how if m.old and m.new else "",
-        change=_change(vo, vn, bool(gained or lost or worse)), old=_sorted(a), new=_sorted(b), gained=gained,
-        lost=lost, old_bytes=_bytes(vo), new_bytes=_bytes(vn), problems=problems, worse=worse)
+        path=m.new or m.old or "",
+        old_path=m.old,
+        new_path=m.new,
+        matched_by=m.how if m.old and m.new else "",
+        change=_change(vo, vn, bool(gained or lost or worse)),
+        old=_sorted(a),
+        new=_sorted(b),
+        gained=gained,
+        lost=lost,
+        old_bytes=_bytes(vo),
+        new_bytes=_bytes(vn),
+        problems=problems,
+        worse=worse,
+    )
 
 
 _CHANGE_ORDER = {"removed": 0, "changed": 1, "added": 2, "unchanged": 3}
@@ -360,16 +385,38 @@ def compare(old: TargetInventory, new: TargetInventory, *, allow_loss: bool = Fa
     s_old, s_new = _side(t_old), _side(t_new)
     if old.unusable or new.unusable:
         return DiffReport(s_old, s_new, (), (), (), allow_loss)
-    r = _Releases(old={v.path: v for v in t_old.libraries}, new={v.path: v for v in t_new.libraries},
-                  old_libraries={lib.path: lib for lib in old.libraries},
-                  new_libraries={lib.path: lib for lib in new.libraries},
-                  coded=[lib for lib in new.libraries if lib.has_device_code],
-                  carried={x for v in t_new.libraries for x in v.carried})
+    r = _Releases(
+        old={v.path: v for v in t_old.libraries},
+        new={v.path: v for v in t_new.libraries},
+        old_libraries={lib.path: lib for lib in old.libraries},
+        new_libraries={lib.path: lib for lib in new.libraries},
+        coded=[lib for lib in new.libraries if lib.has_device_code],
+        carried={x for v in t_new.libraries for x in v.carried},
+    )
     rows = [_library_diff(r, m) for m in match_libraries(list(r.old), list(r.new)) if r.wanted(m)]
     rows.sort(key=lambda d: (_CHANGE_ORDER[d.change], d.path))
-    return DiffReport(s_old, s_new, tuple(rows), _sorted(set(s_new.carries) - set(s_old.carries)),
-                      _sorted(set(s_old.carries) - set(s_new.carries)), allow_loss)
+    return DiffReport(
+        s_old,
+        s_new,
+        tuple(rows),
+        _sorted(set(s_new.carries) - set(s_old.carries)),
+        _sorted(set(s_old.carries) - set(s_new.carries)),
+        allow_loss,
+    )
 
 
-__all__ = ["compare", "match_libraries", "Match", "library_key", "DiffReport", "LibraryDiff", "Lost", "Side",
-           "Worse", "NOW_WORDS", "DIFF_SCHEMA_VERSION", "kernels_worse", "worse_gpus"]
+__all__ = [
+    "compare",
+    "match_libraries",
+    "Match",
+    "library_key",
+    "DiffReport",
+    "LibraryDiff",
+    "Lost",
+    "Side",
+    "Worse",
+    "NOW_WORDS",
+    "DIFF_SCHEMA_VERSION",
+    "kernels_worse",
+    "worse_gpus",
+]

@@ -107,8 +107,12 @@ def _kernel_gaps(f: LibraryFacts, gpus: tuple[CC, ...]) -> tuple[KernelGap, ...]
     if strict:
         return gaps
     carriers: dict[CC, dict[str, list[int]]] = {}  # filled per GPU on first need
-    return gaps + tuple(g for i, u in enumerate(f.units) if u.identified and u.kernels
-                        for g in _unit_kernel_gaps(f, i, judged, carriers))
+    return gaps + tuple(
+        g
+        for i, u in enumerate(f.units)
+        if u.identified and u.kernels
+        for g in _unit_kernel_gaps(f, i, judged, carriers)
+    )
 
 
 def _whole_unit_gaps(f: LibraryFacts, judged: list[CC], strict: bool) -> tuple[KernelGap, ...]:
@@ -118,8 +122,11 @@ def _whole_unit_gaps(f: LibraryFacts, judged: list[CC], strict: bool) -> tuple[K
     for i, u in enumerate(f.units):
         if u.identified and (not strict or not u.kernels):
             continue  # judged per kernel; a unit read whole that defines none launches nothing
-        missed = [cc for cc in judged  # code the driver refuses alone is G013's
-                  if f.paths[cc].choices[i].runs == "none" and not f.paths[cc].choices[i].unlinked]
+        missed = [
+            cc
+            for cc in judged  # code the driver refuses alone is G013's
+            if f.paths[cc].choices[i].runs == "none" and not f.paths[cc].choices[i].unlinked
+        ]
         by: dict[Verdict, list[str]] = defaultdict(list)
         for cc in missed:  # arch-specific code excuses a GPU only where no generic code runs beside it
             by[_whole_unit_verdict(f, u, cc, strict)].append(label(cc))
@@ -141,8 +148,9 @@ def _whole_unit_verdict(f: LibraryFacts, u: Unit, cc: CC, strict: bool) -> Verdi
     return "specialised" if u.specialised and not f.generic_runs(cc) else "fails"
 
 
-def _unit_kernel_gaps(f: LibraryFacts, i: int, judged: list[CC],
-                      carriers: dict[CC, dict[str, list[int]]]) -> list[KernelGap]:
+def _unit_kernel_gaps(
+    f: LibraryFacts, i: int, judged: list[CC], carriers: dict[CC, dict[str, list[int]]]
+) -> list[KernelGap]:
     """The gaps of identified unit ``i``, kernel by kernel, each with its verdict and the GPUs
     it misses (one gap per kernel, verdict and other carriers)."""
     u = f.units[i]
@@ -159,13 +167,21 @@ def _unit_kernel_gaps(f: LibraryFacts, i: int, judged: list[CC],
                 seen[key] = (labels_of(codes), specialised_only(codes))
             verdict, others = _kernel_verdict(f, i, name, codes, seen[key][1], cc, carriers)
             where[(name, verdict, others)].append(label(cc))
-    return [KernelGap(verdict, seen[tuple(map(id, u.codes_defining(name)))][0], tuple(at), name,
-                      frozenset([i]), others)
-            for (name, verdict, others), at in where.items()]
+    return [
+        KernelGap(verdict, seen[tuple(map(id, u.codes_defining(name)))][0], tuple(at), name, frozenset([i]), others)
+        for (name, verdict, others), at in where.items()
+    ]
 
 
-def _kernel_verdict(f: LibraryFacts, i: int, name: str, codes: tuple[NvCode, ...], specialised: bool, cc: CC,
-                    carriers: dict[CC, dict[str, list[int]]]) -> tuple[Verdict, tuple[int, ...]]:
+def _kernel_verdict(
+    f: LibraryFacts,
+    i: int,
+    name: str,
+    codes: tuple[NvCode, ...],
+    specialised: bool,
+    cc: CC,
+    carriers: dict[CC, dict[str, list[int]]],
+) -> tuple[Verdict, tuple[int, ...]]:
     """What the binary says about kernel ``name`` of unit ``i`` missing GPU ``cc``, and the other
     units that give ``cc`` a kernel of that name (for "elsewhere")."""
     said = _own_verdict(f, i, f.paths[cc].choices[i], name, codes, specialised, cc)
@@ -181,8 +197,9 @@ def _kernel_verdict(f: LibraryFacts, i: int, name: str, codes: tuple[NvCode, ...
     return ("elsewhere" if others else "fails"), others
 
 
-def _own_verdict(f: LibraryFacts, i: int, choice: Choice, name: str, codes: tuple[NvCode, ...], specialised: bool,
-                 cc: CC) -> Verdict | None:
+def _own_verdict(
+    f: LibraryFacts, i: int, choice: Choice, name: str, codes: tuple[NvCode, ...], specialised: bool, cc: CC
+) -> Verdict | None:
     """What the kernel's own container, name and library say of its gap on ``cc``, before any
     other container is looked at; None where they say nothing."""
     if specialised and (excludes(name, cc) or not f.generic_runs(cc)):
@@ -305,15 +322,20 @@ class LibraryFacts:
         """Whether ``gpu`` runs some of the library's generic code (not arch-specific or family
         code): then a generic kernel left only in arch-specific code beside it may be meant for
         ``gpu`` too, and its container's target excuses nothing there (K001, not K002)."""
-        return any(c.code is not None and c.runs != "none" and c.code.effective.suffix not in ("a", "f")
-                   for c in self.paths[gpu].choices)
+        return any(
+            c.code is not None and c.runs != "none" and c.code.effective.suffix not in ("a", "f")
+            for c in self.paths[gpu].choices
+        )
 
     @cached_property
     def carried(self) -> tuple[str, ...]:
         sass = sorted({c.effective for c in self.codes if c.kind == SASS})
         ptx = sorted({c.effective for c in self.codes if c.kind == PTX})
-        return tuple([t.sm for t in sass] + [t.compute for t in ptx]
-                     + sorted({rocm.judged_target(e) for e in self.amd if not e.unloadable}))
+        return tuple(
+            [t.sm for t in sass]
+            + [t.compute for t in ptx]
+            + sorted({rocm.judged_target(e) for e in self.amd if not e.unloadable})
+        )
 
     @cached_property
     def unreached(self) -> Unreached | None:
@@ -323,6 +345,7 @@ class LibraryFacts:
         later = self.library.unreachable
         if not later:
             return None
+
         def kernels(cs: Iterable[Container]) -> tuple[set[str], bool]:
             names: set[str] = set()
             unread = False
@@ -332,6 +355,7 @@ class LibraryFacts:
                         unread |= e.kernels is None
                         names.update(e.kernels or ())
             return names, unread
+
         reached, _ = kernels(self.library.reachable)
         names, unread = kernels(later)
         only = tuple(sorted(names - reached))
@@ -362,8 +386,12 @@ class LibraryFacts:
 
     def kernel_codes(self, kernel: str) -> tuple[NvCode, ...]:
         """Every code entry (of identified units) that defines ``kernel``."""
-        return tuple(c for i in self.kernel_homes[kernel]
-                     for c, ks in zip(self.units[i].codes, self.units[i].code_kernels) if kernel in ks)
+        return tuple(
+            c
+            for i in self.kernel_homes[kernel]
+            for c, ks in zip(self.units[i].codes, self.units[i].code_kernels)
+            if kernel in ks
+        )
 
     @cached_property
     def kernel_count(self) -> int | None:
@@ -423,8 +451,9 @@ class LibraryFacts:
         if self.vendor is not None and (vf := vendor_floor(self.vendor, self.policy.driver_os)) is not None:
             return vf
         built = unit_release(self.codes)
-        floors = [entry_floor(c, self.undated, self.policy.driver_os, u.release or built)
-                  for u in self.units for c in u.codes]
+        floors = [
+            entry_floor(c, self.undated, self.policy.driver_os, u.release or built) for u in self.units for c in u.codes
+        ]
         if self.runtime is not None and floors:
             floors.append(self.runtime)
         return highest(floors)
@@ -450,13 +479,14 @@ def library_facts(lib: Library, claim: Claim | None, policy: Policy, package: in
     contract, static = _vendor_code(lib, units, codes, runtime, package)
     if contract is not None:
         paths = _vendor_floored(paths, contract, policy.driver_os)
-    return LibraryFacts(lib, claim, policy, tuple(units), codes, reloc, amd, stubs_only, runtime, paths, contract,
-                        undated, static)
+    return LibraryFacts(
+        lib, claim, policy, tuple(units), codes, reloc, amd, stubs_only, runtime, paths, contract, undated, static
+    )
 
 
-def _vendor_code(lib: Library, units: list[Unit], codes: tuple[NvCode, ...], runtime: Floor | None,
-                 package: int | None = None
-                 ) -> tuple[vendors.Identified | None, tuple[vendors.Identified | None, ...]]:
+def _vendor_code(
+    lib: Library, units: list[Unit], codes: tuple[NvCode, ...], runtime: Floor | None, package: int | None = None
+) -> tuple[vendors.Identified | None, tuple[vendors.Identified | None, ...]]:
     """The vendor library it is (its contract), else which of its units are a vendor's code
     linked in statically (``_static_units``); neither without NVIDIA code. Where its code dates
     no release (CUPTI's and Compute Sanitizer's tool cubins record no toolkit, and they link no
@@ -470,8 +500,9 @@ def _vendor_code(lib: Library, units: list[Unit], codes: tuple[NvCode, ...], run
     return None, _static_units(units, lib.statements, built)
 
 
-def _static_units(units: list[Unit], carried: tuple[str, ...],
-                  built: CC | None) -> tuple[vendors.Identified | None, ...]:
+def _static_units(
+    units: list[Unit], carried: tuple[str, ...], built: CC | None
+) -> tuple[vendors.Identified | None, ...]:
     """Which units of a library that is no vendor library are a vendor's code linked in
     statically (vendors.identify_static): the library's own bytes hold the vendor's identity or
     version string, and every kernel of the unit is named by the vendor's convention
@@ -484,8 +515,16 @@ def _static_units(units: list[Unit], carried: tuple[str, ...],
     out: list[vendors.Identified | None] = []
     for u in units:
         names = u.kernels if u.identified else frozenset()
-        out.append(next((ident for lib, ident in found if names and lib.static_kernels is not None
-                         and all(lib.static_kernels.match(k) for k in names)), None))
+        out.append(
+            next(
+                (
+                    ident
+                    for lib, ident in found
+                    if names and lib.static_kernels is not None and all(lib.static_kernels.match(k) for k in names)
+                ),
+                None,
+            )
+        )
     return tuple(out) if any(x is not None for x in out) else ()
 
 
@@ -509,9 +548,22 @@ def _vendor_floored(paths: dict[CC, GpuPath], contract: vendors.Identified, os_n
     floor = vendor_floor(contract, os_name)
     if floor is None:
         return paths
-    return {cc: p if p.floor is None else replace(p, floor=highest([floor, *own_floor(cc, os_name)]))
-            for cc, p in paths.items()}
+    return {
+        cc: p if p.floor is None else replace(p, floor=highest([floor, *own_floor(cc, os_name)]))
+        for cc, p in paths.items()
+    }
 
 
-__all__ = ["Floor", "GpuPath", "highest", "KernelGap", "labels_of", "library_facts", "LibraryFacts",
-           "named_architectures", "Unit", "Unreached", "vendor_floor"]
+__all__ = [
+    "Floor",
+    "GpuPath",
+    "highest",
+    "KernelGap",
+    "labels_of",
+    "library_facts",
+    "LibraryFacts",
+    "named_architectures",
+    "Unit",
+    "Unreached",
+    "vendor_floor",
+]

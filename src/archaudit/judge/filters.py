@@ -56,8 +56,10 @@ def parse_patterns(values: Iterable[str], what: str) -> tuple[str, ...]:
             if not any(code.startswith(pattern) for code in CODES):
                 raise UsageError(f"{what}: {part.strip()!r} matches no finding code ('archaudit explain' lists them)")
             if what.endswith("ignore") and all(never_hidden(c) for c in CODES if c.startswith(pattern)):
-                raise UsageError(f"{what}: {part.strip()!r} cannot be ignored: unreadable input (E0xx), no claim "
-                                 f"(C001) and no device code (G006) always fail closed")
+                raise UsageError(
+                    f"{what}: {part.strip()!r} cannot be ignored: unreadable input (E0xx), no claim "
+                    f"(C001) and no device code (G006) always fail closed"
+                )
             out.append(pattern)
     return tuple(out)
 
@@ -68,8 +70,14 @@ def _matches(code: str, patterns: Iterable[str]) -> bool:
 
 def _rule_for(f: Finding, rules: Iterable[IgnoreRule]) -> IgnoreRule | None:
     base = f.subject.rsplit("/", 1)[-1]
-    return next((r for r in rules if f.code.startswith(r.code)
-                 and (fnmatch.fnmatch(f.subject, r.library) or fnmatch.fnmatch(base, r.library))), None)
+    return next(
+        (
+            r
+            for r in rules
+            if f.code.startswith(r.code) and (fnmatch.fnmatch(f.subject, r.library) or fnmatch.fnmatch(base, r.library))
+        ),
+        None,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,8 +87,13 @@ class Filtered:
     used: frozenset[IgnoreRule]
 
 
-def apply(findings: Iterable[Finding], select: tuple[str, ...], ignore: tuple[str, ...],
-          rules: tuple[IgnoreRule, ...], target: str = "") -> Filtered:
+def apply(
+    findings: Iterable[Finding],
+    select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    rules: tuple[IgnoreRule, ...],
+    target: str = "",
+) -> Filtered:
     """Split findings into those shown and those suppressed (with the rule that did it)."""
     kept: list[Finding] = []
     suppressed: list[Suppression] = []
@@ -107,10 +120,17 @@ def apply(findings: Iterable[Finding], select: tuple[str, ...], ignore: tuple[st
 
 def stale_rules(rules: tuple[IgnoreRule, ...], used: frozenset[IgnoreRule], subject: str) -> tuple[Finding, ...]:
     """X001 for each ignore-library entry that matched nothing."""
-    return tuple(make_finding(Code.X001, subject, f"ignore entry {r.code} for {r.library} matches nothing. Fix: "
-                                               f"delete the [[tool.archaudit.ignore-library]] entry"
-                                               + (f". Its reason was: {r.reason}" if r.reason else ""))
-                 for r in rules if r not in used)
+    return tuple(
+        make_finding(
+            Code.X001,
+            subject,
+            f"ignore entry {r.code} for {r.library} matches nothing. Fix: "
+            f"delete the [[tool.archaudit.ignore-library]] entry"
+            + (f". Its reason was: {r.reason}" if r.reason else ""),
+        )
+        for r in rules
+        if r not in used
+    )
 
 
 __all__ = ["IgnoreRule", "Suppression", "Filtered", "apply", "parse_patterns", "never_hidden", "stale_rules"]

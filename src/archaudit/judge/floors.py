@@ -74,8 +74,9 @@ def entry_floor(code: NvCode, runtime: Floor | None, os_name: str, built: CC | N
 
 
 @lru_cache(maxsize=4096)
-def _floor(kind: str, isa: CC, toolkit: CC | None, name: str, runtime: Floor | None, os_name: str,
-           built: CC | None) -> Floor:
+def _floor(
+    kind: str, isa: CC, toolkit: CC | None, name: str, runtime: Floor | None, os_name: str, built: CC | None
+) -> Floor:
     """entry_floor on an entry's versions alone (cached: a library repeats a few thousand times)."""
     try:
         if kind == PTX:
@@ -84,17 +85,27 @@ def _floor(kind: str, isa: CC, toolkit: CC | None, name: str, runtime: Floor | N
             release = arch.cuda_release_for_ptx_isa(isa)
             return Floor(release, arch.min_driver(release, os_name), f"{name} (PTX ISA {isa[0]}.{isa[1]})")
         if toolkit:
-            return Floor(toolkit, arch.min_driver(toolkit, os_name, kind="minor"),
-                         f"{name} (built by CUDA {toolkit[0]}.{toolkit[1]})")
+            return Floor(
+                toolkit,
+                arch.min_driver(toolkit, os_name, kind="minor"),
+                f"{name} (built by CUDA {toolkit[0]}.{toolkit[1]})",
+            )
         if built is not None:
-            return Floor(built, arch.min_driver(built, os_name, kind="minor"),
-                         f"{name} (built beside PTX of CUDA {built[0]}.{built[1]})")
+            return Floor(
+                built,
+                arch.min_driver(built, os_name, kind="minor"),
+                f"{name} (built beside PTX of CUDA {built[0]}.{built[1]})",
+            )
     except LookupError as err:
         return Floor(None, None, f"{name}: {err}")
     if runtime is not None:
         return runtime
-    return Floor(None, None, f"{name}: its cubin records no toolkit, and neither the library (its CUDA "
-                             f"runtime, its other cubins) nor its package names the CUDA release that built it")
+    return Floor(
+        None,
+        None,
+        f"{name}: its cubin records no toolkit, and neither the library (its CUDA "
+        f"runtime, its other cubins) nor its package names the CUDA release that built it",
+    )
 
 
 def runtime_floor(lib: Library, os_name: str) -> Floor | None:
@@ -108,15 +119,23 @@ def runtime_floor(lib: Library, os_name: str) -> Floor | None:
         if major is None:
             continue
         try:
-            floors.append(Floor((major, 0), arch.min_driver((major, 0), os_name, kind="minor"),
-                                f"links {soname} (CUDA {major}.x)", "runtime"))
+            floors.append(
+                Floor(
+                    (major, 0),
+                    arch.min_driver((major, 0), os_name, kind="minor"),
+                    f"links {soname} (CUDA {major}.x)",
+                    "runtime",
+                )
+            )
         except LookupError:
-            floors.append(Floor((major, 0), None, f"links {soname}: no driver floor is known for CUDA {major}",
-                                "runtime"))
+            floors.append(
+                Floor((major, 0), None, f"links {soname}: no driver floor is known for CUDA {major}", "runtime")
+            )
     for text in lib.runtimes:
         major, minor = (int(p) for p in text.split("."))
-        floors.append(_family_floor((major, minor), f"the CUDA {text} runtime it links in statically",
-                                    os_name, "runtime"))
+        floors.append(
+            _family_floor((major, minor), f"the CUDA {text} runtime it links in statically", os_name, "runtime")
+        )
     return highest(floors)
 
 
@@ -139,11 +158,15 @@ def undated_floor(lib: Library, runtime: Floor | None, package: int | None, os_n
         return runtime
     recorded = max((e.toolkit for e in lib.entries if e.vendor == "nvidia" and e.toolkit), default=None)
     if recorded is not None:
-        return _family_floor(recorded, f"cubins that record no toolkit, dated by another cubin of the library "
-                                       f"(CUDA {recorded[0]}.{recorded[1]})", os_name)
+        return _family_floor(
+            recorded,
+            f"cubins that record no toolkit, dated by another cubin of the library (CUDA {recorded[0]}.{recorded[1]})",
+            os_name,
+        )
     if package is not None:
-        return _family_floor((package, 0), f"cubins that record no toolkit, dated by the package's name "
-                                           f"(CUDA {package}.x)", os_name)
+        return _family_floor(
+            (package, 0), f"cubins that record no toolkit, dated by the package's name (CUDA {package}.x)", os_name
+        )
     return None
 
 
@@ -157,10 +180,20 @@ def gpu_floor(gpu: CC, os_name: str) -> Floor | None:
     try:
         driver = row.driver(os_name)
     except LookupError:
-        return Floor(row.cuda, None, f"{row.generation} ({label(gpu)}): no {os_name} driver is known for "
-                                     f"CUDA {row.cuda[0]}.{row.cuda[1]}, its first release", "gpu")
-    return Floor(row.cuda, driver, f"the GPU itself: {row.generation} ({gpu[0]}.{gpu[1]}) is first supported by "
-                                   f"CUDA {row.cuda[0]}.{row.cuda[1]}, no older driver drives it", "gpu")
+        return Floor(
+            row.cuda,
+            None,
+            f"{row.generation} ({label(gpu)}): no {os_name} driver is known for "
+            f"CUDA {row.cuda[0]}.{row.cuda[1]}, its first release",
+            "gpu",
+        )
+    return Floor(
+        row.cuda,
+        driver,
+        f"the GPU itself: {row.generation} ({gpu[0]}.{gpu[1]}) is first supported by "
+        f"CUDA {row.cuda[0]}.{row.cuda[1]}, no older driver drives it",
+        "gpu",
+    )
 
 
 def is_dead(code: NvCode, runtime: Floor | None, last: CC) -> bool:
@@ -204,5 +237,17 @@ def vendor_floor(identified: vendors.Identified, os_name: str) -> Floor | None:
     return Floor(cuda, driver, f"{identified.library}: its vendor's documented minimum driver ({identified.source})")
 
 
-__all__ = ["UNKNOWN_KEY", "Floor", "built_by", "entry_floor", "gpu_floor", "highest", "is_dead", "own_floor",
-           "runtime_floor", "undated_floor", "unit_release", "vendor_floor"]
+__all__ = [
+    "UNKNOWN_KEY",
+    "Floor",
+    "built_by",
+    "entry_floor",
+    "gpu_floor",
+    "highest",
+    "is_dead",
+    "own_floor",
+    "runtime_floor",
+    "undated_floor",
+    "unit_release",
+    "vendor_floor",
+]

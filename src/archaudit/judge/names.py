@@ -49,8 +49,16 @@ def conventions() -> tuple[Convention, ...]:
     out = []
     for name, row in table["conventions"].items():
         source = row["source"] if isinstance(row["source"], list) else [row["source"]]
-        out.append(Convention(name, row["word"], row["pattern"], tuple(_cc(c) for c in row.get("ccs", ())),
-                              row["means"], tuple(source)))
+        out.append(
+            Convention(
+                name,
+                row["word"],
+                row["pattern"],
+                tuple(_cc(c) for c in row.get("ccs", ())),
+                row["means"],
+                tuple(source),
+            )
+        )
     return tuple(out)
 
 
@@ -120,5 +128,4 @@ def conventions_of(kernel: str) -> tuple[str, ...]:
     return tuple(conv.name for conv, _ in readings(kernel))
 
 
-__all__ = ["Convention", "conventions", "conventions_of", "excludes", "name_floor", "named_architectures",
-           "readings"]
+__all__ = ["Convention", "conventions", "conventions_of", "excludes", "name_floor", "named_architectures", "readings"]

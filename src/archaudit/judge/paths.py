@@ -111,8 +111,11 @@ def judged_containers(lib: Library) -> list[tuple[int, Container]]:
     are swapped); what the later ones hold is G017's."""
     out = []
     reached = lib.reachable
-    loaded = lib.containers if reached == lib.containers else \
-        tuple(c if c in reached else replace(c, entries=()) for c in lib.containers)
+    loaded = (
+        lib.containers
+        if reached == lib.containers
+        else tuple(c if c in reached else replace(c, entries=()) for c in lib.containers)
+    )
     for i, c in enumerate(loaded):
         if c.role == RELOCATABLE or not c.entries:
             continue
@@ -120,8 +123,7 @@ def judged_containers(lib: Library) -> list[tuple[int, Container]]:
             kernels = [e.kernels for e in c.entries if e.kind == SASS]
             if all(k is not None for k in kernels) and not any(kernels):
                 continue
-        elif all(e.vendor == "nvidia" and e.kernels == () and (e.defines_nothing or e.kind == PTX)
-                 for e in c.entries):
+        elif all(e.vendor == "nvidia" and e.kernels == () and (e.defines_nothing or e.kind == PTX) for e in c.entries):
             continue  # it defines nothing (NPP 13.2's libnppc: one sm_75 cubin, no .text, no symbols)
         out.append((i, c))
     return out
@@ -142,9 +144,16 @@ def named_for(kernel: str, codes: tuple[NvCode, ...], gpu: CC) -> bool:
     return floor is not None and all(arch.canonical_cc(c.effective.cc) >= floor for c in codes)
 
 
-
-def gpu_path(gpu: CC, units: list[Unit], runtime: Floor | None, os_name: str, built: CC | None,
-              linker: bool = False, said: tuple[arch.Statement, ...] = (), undated: Floor | None = None) -> GpuPath:
+def gpu_path(
+    gpu: CC,
+    units: list[Unit],
+    runtime: Floor | None,
+    os_name: str,
+    built: CC | None,
+    linker: bool = False,
+    said: tuple[arch.Statement, ...] = (),
+    undated: Floor | None = None,
+) -> GpuPath:
     """What ``gpu`` runs from each unit, and the driver floor of the code it uses. ``built``: the
     newest CUDA release the library's PTX shows, dating cubins that record no toolkit; ``linker``:
     the library links device code at run time, so a cubin not loadable alone runs; ``said``: the
@@ -160,8 +169,12 @@ def gpu_path(gpu: CC, units: list[Unit], runtime: Floor | None, os_name: str, bu
     for u in units:
         shape = _shape_choice(u, gpu, linker, memo)
         choice = NOTHING if shape[1] is None else Choice(shape[0], u.codes[shape[1]])
-        if choice.code is not None and choice.runs != "none" and last is not None \
-                and is_dead(choice.code, runtime, last):
+        if (
+            choice.code is not None
+            and choice.runs != "none"
+            and last is not None
+            and is_dead(choice.code, runtime, last)
+        ):
             dead.append(choice.code)
             choice = NOTHING
         choices.append(choice)
@@ -184,9 +197,15 @@ def _shape_choice(u: Unit, gpu: CC, linker: bool, memo: dict[int, tuple[Runs, in
     return shape
 
 
-def _code_floors(units: list[Unit], choices: list[Choice], needed: list[bool],
-                 memo: dict[int, tuple[Runs, int | None]], undated: Floor | None, os_name: str,
-                 built: CC | None) -> list[Floor]:
+def _code_floors(
+    units: list[Unit],
+    choices: list[Choice],
+    needed: list[bool],
+    memo: dict[int, tuple[Runs, int | None]],
+    undated: Floor | None,
+    os_name: str,
+    built: CC | None,
+) -> list[Floor]:
     """The floor of the code chosen in each unit the GPU loads code from, each computed once."""
     floors: list[Floor] = []
     known: dict[tuple[object, ...], Floor] = {}  # what a floor depends on beyond runtime and os_name
@@ -222,15 +241,21 @@ def excused_on(gpu: CC, said: tuple[arch.Statement, ...]) -> Callable[[Unit, str
     """Whether the binary shows a kernel of a unit is not launched on ``gpu`` (K003's evidence,
     which holds whatever code reaches the GPU): its own name names the architecture its code in
     the unit is for and that is not ``gpu``'s, or a sourced statement speaks for it there."""
+
     def excused(u: Unit, kernel: str) -> bool:
         if any(s.excuses(kernel, gpu) for s in said):
             return True
         return named_for(kernel, u.codes_defining(kernel), gpu)
+
     return excused
 
 
-def _needed(units: list[Unit], choices: list[Choice], given: list[frozenset[str]],
-            excused: Callable[[Unit, str], bool] | None = None) -> list[bool]:
+def _needed(
+    units: list[Unit],
+    choices: list[Choice],
+    given: list[frozenset[str]],
+    excused: Callable[[Unit, str], bool] | None = None,
+) -> list[bool]:
     """Which units a GPU loads code from. A kernel compiled into several units (a library that
     dispatches by container: curand's single-architecture containers beside PTX-only ones) is
     launched from the unit that serves the GPU best, natively before through the JIT; a unit
@@ -253,12 +278,21 @@ def _needed(units: list[Unit], choices: list[Choice], given: list[frozenset[str]
             out.append(bool(ks))
         else:
             if native is None:
-                native = frozenset().union(*(g for v, x, g in zip(units, choices, given)
-                                             if v.identified and x.runs == "native"))
+                native = frozenset().union(
+                    *(g for v, x, g in zip(units, choices, given) if v.identified and x.runs == "native")
+                )
             rest = ks - native
             out.append(bool(rest) and (excused is None or not all(excused(u, k) for k in rest)))
     return out
 
 
-__all__ = ["GpuPath", "Unit", "excused_on", "gpu_path", "judged_containers", "named_for", "shape_of",
-           "specialised_only"]
+__all__ = [
+    "GpuPath",
+    "Unit",
+    "excused_on",
+    "gpu_path",
+    "judged_containers",
+    "named_for",
+    "shape_of",
+    "specialised_only",
+]

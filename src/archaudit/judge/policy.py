@@ -27,8 +27,11 @@ class DataMember(NamedTuple):
 def _glob_matches(library_path: str, glob: str) -> bool:
     """A library glob matches the library's path, its member path (before a nested wheel's '!')
     or its file name, as ignore-library's globs do."""
-    return (fnmatch.fnmatch(library_path, glob) or fnmatch.fnmatch(library_path.split("!")[0], glob)
-            or fnmatch.fnmatch(library_path.rsplit("/", 1)[-1], glob))
+    return (
+        fnmatch.fnmatch(library_path, glob)
+        or fnmatch.fnmatch(library_path.split("!")[0], glob)
+        or fnmatch.fnmatch(library_path.rsplit("/", 1)[-1], glob)
+    )
 
 
 class LibraryClaim(NamedTuple):
@@ -134,8 +137,9 @@ def wheel_platforms(target: str) -> tuple[str, ...]:
 def arm_linux(platforms: tuple[str, ...]) -> bool:
     """Whether a wheel of these platform tags installs on Linux on aarch64 (a Jetson's): a
     ``linux``/``manylinux``/``musllinux`` tag for aarch64, or ``any``."""
-    return any(p == "any" or (p.startswith(("linux", "manylinux", "musllinux")) and p.endswith("aarch64"))
-               for p in platforms)
+    return any(
+        p == "any" or (p.startswith(("linux", "manylinux", "musllinux")) and p.endswith("aarch64")) for p in platforms
+    )
 
 
 def for_target(policy: Policy, target: str, kind: str) -> Policy:
@@ -160,5 +164,17 @@ def library_claim(policy: Policy, library_path: str) -> LibraryClaim | None:
     return next((c for c in policy.library_claims if c.matches(library_path)), None)
 
 
-__all__ = ["AmdGpu", "arm_linux", "DataMember", "for_target", "library_claim", "LibraryClaim", "LibraryGroup",
-           "NvidiaGpu", "package_name", "Policy", "wheel_driver_os", "wheel_platforms"]
+__all__ = [
+    "AmdGpu",
+    "arm_linux",
+    "DataMember",
+    "for_target",
+    "library_claim",
+    "LibraryClaim",
+    "LibraryGroup",
+    "NvidiaGpu",
+    "package_name",
+    "Policy",
+    "wheel_driver_os",
+    "wheel_platforms",
+]

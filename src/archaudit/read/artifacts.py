@@ -67,7 +67,7 @@ def content_kind(head: bytes) -> ContentKind | None:
         return "mach-o"
     if first == b"M" and head[:2] == b"MZ" and len(head) >= 0x40:
         pe_at = int.from_bytes(head[0x3C:0x40], "little")
-        if head[pe_at:pe_at + 4] == b"PE\0\0":
+        if head[pe_at : pe_at + 4] == b"PE\0\0":
             return "pe"
     return None
 
@@ -100,16 +100,24 @@ def is_audited_file(path: str) -> bool:
     return file_content_kind(path) is not None or is_library_name(path)
 
 
-_KIND_WORDS: dict[str, str] = {"elf": "an ELF file", "fatbin": "a fatbin", "offload-bundle": "a clang offload bundle",
-                               "zip": "a zip", "pe": "a PE (Windows) file", "mach-o": "a Mach-O file"}
+_KIND_WORDS: dict[str, str] = {
+    "elf": "an ELF file",
+    "fatbin": "a fatbin",
+    "offload-bundle": "a clang offload bundle",
+    "zip": "a zip",
+    "pe": "a PE (Windows) file",
+    "mach-o": "a Mach-O file",
+}
 
 
 def _name_note(name: str, kind: ContentKind | None) -> str:
     """What the name would have hidden: a file chosen by content that no name search picks."""
     if kind is None or is_library_name(name):
         return ""
-    return (f"named {name.rsplit('/', 1)[-1]!r}, which no search by file name picks: read because "
-            f"its content is {_KIND_WORDS[kind]}")
+    return (
+        f"named {name.rsplit('/', 1)[-1]!r}, which no search by file name picks: read because "
+        f"its content is {_KIND_WORDS[kind]}"
+    )
 
 
 @dataclass
@@ -136,16 +144,28 @@ class _Job:
     note: str = ""  # said with the library (why it was read although its name hides it)
 
 
-def inventory(target: str, *, jobs: int | None = None, decode: bool = True,
-              max_payload: int = DEFAULT_MAX_PAYLOAD, progress: Progress | None = None) -> TargetInventory:
+def inventory(
+    target: str,
+    *,
+    jobs: int | None = None,
+    decode: bool = True,
+    max_payload: int = DEFAULT_MAX_PAYLOAD,
+    progress: Progress | None = None,
+) -> TargetInventory:
     """Inventory one target: a wheel, a directory, a device-code or library file, or a
     distribution name. Every payload is decoded; `decode=False` reads entry headers only
     (--fast), and each library whose payloads were not decoded then carries an E015."""
     return inventories([target], jobs=jobs, decode=decode, max_payload=max_payload, progress=progress)[0]
 
 
-def inventories(targets: list[str], *, jobs: int | None = None, decode: bool = True,
-                max_payload: int = DEFAULT_MAX_PAYLOAD, progress: Progress | None = None) -> list[TargetInventory]:
+def inventories(
+    targets: list[str],
+    *,
+    jobs: int | None = None,
+    decode: bool = True,
+    max_payload: int = DEFAULT_MAX_PAYLOAD,
+    progress: Progress | None = None,
+) -> list[TargetInventory]:
     """Inventory several targets with one pool of readers and one of decoders: the libraries of
     every target are read in parallel, largest first, so many small wheels keep every core busy
     too, and each library is read once."""
@@ -178,8 +198,9 @@ def inventories(targets: list[str], *, jobs: int | None = None, decode: bool = T
         unusable = kind == "directory" and not jobs_list and not problems_t
         if unusable:
             problems_t += (Problem(Code.E001, "directory holds no files to audit"),)
-        out.append(TargetInventory(target, kind, libs, problems_t, unusable,
-                                   sum(j.size for j in jobs_list), seconds, dist))
+        out.append(
+            TargetInventory(target, kind, libs, problems_t, unusable, sum(j.size for j in jobs_list), seconds, dist)
+        )
     return out
 
 
@@ -201,10 +222,18 @@ def wheels_of(target: str) -> list[str] | None:
     return wheels or None
 
 
-def archive_inventory(target: str, size: int, read_at: zipread.ReadAt, opener: Callable[[], IO[bytes]], *,
-                      jobs: int | None = 1, decode: bool = False, max_payload: int = DEFAULT_MAX_PAYLOAD,
-                      keep: Callable[[str], bool] | None = None,
-                      on_members: Callable[[list[zipread.Member]], None] | None = None) -> TargetInventory:
+def archive_inventory(
+    target: str,
+    size: int,
+    read_at: zipread.ReadAt,
+    opener: Callable[[], IO[bytes]],
+    *,
+    jobs: int | None = 1,
+    decode: bool = False,
+    max_payload: int = DEFAULT_MAX_PAYLOAD,
+    keep: Callable[[str], bool] | None = None,
+    on_members: Callable[[list[zipread.Member]], None] | None = None,
+) -> TargetInventory:
     """Inventory one wheel read through `read_at` and `opener` instead of a path (a wheel read
     over HTTP range requests): the same member selection, bounds and scan as a wheel on disk.
     `keep`, when given, limits the libraries read to those whose member path it accepts;
@@ -215,8 +244,9 @@ def archive_inventory(target: str, size: int, read_at: zipread.ReadAt, opener: C
     except zipread.ZipError as e:
         return TargetInventory(target, "wheel", (), (Problem(Code.E002, f"malformed archive: {e}"),), unusable=True)
     except _TooManyLibraries:
-        return TargetInventory(target, "wheel", (), (_too_many(size),), False, 0, time.perf_counter() - start,
-                               _wheel_dist(target))
+        return TargetInventory(
+            target, "wheel", (), (_too_many(size),), False, 0, time.perf_counter() - start, _wheel_dist(target)
+        )
     why = not_a_wheel([m.name for m in members])
     if why is not None:
         return TargetInventory(target, "wheel", (), NotAWheel(why, hazards).problems, unusable=True)
@@ -226,8 +256,16 @@ def archive_inventory(target: str, size: int, read_at: zipread.ReadAt, opener: C
     if keep is not None:
         jobs_list = [j for j in jobs_list if keep(j.display)]
     libs = tuple(sorted(_run(jobs_list, jobs, decode, max_payload, None), key=lambda lib: lib.path))
-    return TargetInventory(target, "wheel", libs, tuple(problems), False, sum(j.size for j in jobs_list),
-                           time.perf_counter() - start, _wheel_dist(target))
+    return TargetInventory(
+        target,
+        "wheel",
+        libs,
+        tuple(problems),
+        False,
+        sum(j.size for j in jobs_list),
+        time.perf_counter() - start,
+        _wheel_dist(target),
+    )
 
 
 class _Plan(NamedTuple):
@@ -244,6 +282,8 @@ class _Plan(NamedTuple):
 def _refused(target: str, kind: str, problems: tuple[Problem, ...]) -> _Plan:
     """The plan of a target that cannot be read: its unusable inventory (exit 2)."""
     return _Plan(kind, [], [], unusable=TargetInventory(target, kind, (), problems, unusable=True))
+
+
 _FILE_SUFFIXES = (*LIBRARY_SUFFIXES, ".whl", ".zip", ".tar.gz", ".tgz", ".tar", ".egg", ".txt", ".json")
 
 
@@ -263,8 +303,10 @@ def _not_a_library(path: str) -> str | None:
         return None  # the reader says why it cannot read it
     kind = content_kind(head)
     if kind == "zip":
-        return ("not a wheel: a zip archive whose name does not end in .whl (a wheel is named "
-                "name-version-python-abi-platform.whl and holds a .dist-info directory)")
+        return (
+            "not a wheel: a zip archive whose name does not end in .whl (a wheel is named "
+            "name-version-python-abi-platform.whl and holds a .dist-info directory)"
+        )
     if kind is not None or is_library_name(path):
         return None
     if head.startswith(b"\x1f\x8b"):
@@ -273,8 +315,10 @@ def _not_a_library(path: str) -> str | None:
         return "not a wheel: a compressed archive; archaudit audits built wheels and libraries"
     if len(head) >= 262 and head[257:262] == b"ustar":
         return "not a wheel: a tar archive; archaudit audits built wheels and libraries"
-    return ("not a wheel, library or device-code file: its first bytes are none of ELF, PE, Mach-O, "
-            "fatbin or offload bundle")
+    return (
+        "not a wheel, library or device-code file: its first bytes are none of ELF, PE, Mach-O, "
+        "fatbin or offload bundle"
+    )
 
 
 def _plan(target: str) -> _Plan:
@@ -304,14 +348,23 @@ def _plan(target: str) -> _Plan:
         return _Plan("file", [_file_job(target, os.path.basename(target))], [])
     found = _distribution_jobs(target)
     if found is None:
-        return _refused(target, "distribution", (Problem(
-            Code.E001, f"cannot read: no such file, directory or installed distribution '{target}'"),))
+        return _refused(
+            target,
+            "distribution",
+            (Problem(Code.E001, f"cannot read: no such file, directory or installed distribution '{target}'"),),
+        )
     jobs_list, problems, dist = found
     return _Plan("distribution", jobs_list, problems, dist)
 
 
-def _run(jobs_list: list[_Job], jobs: int | None, decode: bool, max_payload: int,
-         progress: Progress | None, finished: list[float] | None = None) -> tuple[Library, ...]:
+def _run(
+    jobs_list: list[_Job],
+    jobs: int | None,
+    decode: bool,
+    max_payload: int,
+    progress: Progress | None,
+    finished: list[float] | None = None,
+) -> tuple[Library, ...]:
     """Read every library once: `jobs` readers (inflating and scanning, largest library first)
     feed one shared pool of as many decoders. The libraries come back in the jobs' order
     (scan_stream turns every failure, MemoryError too, into a library with its problem)."""
@@ -345,6 +398,7 @@ def _counted(chunks: Callable[[], Iterator[bytes]], progress: Progress) -> Calla
         for block in chunks():
             progress.add(len(block))
             yield block
+
     return counted
 
 
@@ -353,9 +407,12 @@ def _unverified(lib: Library) -> Library:
     skipped = [e for e in lib.entries if not e.decoded and e.kind != LTO]
     if not skipped:
         return lib
-    problem = Problem(Code.E015, f"{len(skipped)} of {len(lib.entries)} device-code entries not decoded "
-                              f"(--fast): kernels, cubin flags, PTX .target and payload integrity "
-                              f"unverified")
+    problem = Problem(
+        Code.E015,
+        f"{len(skipped)} of {len(lib.entries)} device-code entries not decoded "
+        f"(--fast): kernels, cubin flags, PTX .target and payload integrity "
+        f"unverified",
+    )
     return replace(lib, problems=lib.problems + (problem,))
 
 
@@ -367,6 +424,7 @@ def _file_job(path: str, display: str, size: int | None = None) -> _Job:
                 if not block:
                     return
                 yield block
+
     return _Job(display, os.path.getsize(path) if size is None else size, chunks)
 
 
@@ -397,9 +455,12 @@ class _Budget:
         if not self.refused:
             return None
         shown = ", ".join(self.refused[:3]) + (", ..." if len(self.refused) > 3 else "")
-        return Problem(Code.E003, f"{len(self.refused)} member(s) not read ({shown}): they would inflate "
-                               f"the audit past {self.limit} bytes, {BUDGET_RATIO}x the wheel's size "
-                               f"(zip bomb?)")
+        return Problem(
+            Code.E003,
+            f"{len(self.refused)} member(s) not read ({shown}): they would inflate "
+            f"the audit past {self.limit} bytes, {BUDGET_RATIO}x the wheel's size "
+            f"(zip bomb?)",
+        )
 
 
 def select_member(name: str, head: bytes) -> ContentKind | Literal["name"] | None:
@@ -425,6 +486,7 @@ def _counting(limit: int) -> zipread.Select:
             if chosen > limit:
                 raise _TooManyLibraries
         return tag
+
     return select
 
 
@@ -435,9 +497,12 @@ def max_libraries(size: int) -> int:
 
 
 def _too_many(size: int) -> Problem:
-    return Problem(Code.E003, f"more than {max_libraries(size)} members are libraries or device code: a wheel "
-                              f"may hold {MAX_LIBRARIES}, and beyond that one per {BYTES_PER_LIBRARY} bytes of "
-                              f"its own size ({size}): none is read")
+    return Problem(
+        Code.E003,
+        f"more than {max_libraries(size)} members are libraries or device code: a wheel "
+        f"may hold {MAX_LIBRARIES}, and beyond that one per {BYTES_PER_LIBRARY} bytes of "
+        f"its own size ({size}): none is read",
+    )
 
 
 class NotAWheel(Exception):
@@ -446,8 +511,10 @@ class NotAWheel(Exception):
 
     def __init__(self, why: str, hazards: list[zipread.Hazard]):
         super().__init__(why)
-        self.problems = (*(Problem(code, f"{printable(name)}: {msg}") for code, name, msg in hazards),
-                         Problem(Code.E004, why))
+        self.problems = (
+            *(Problem(code, f"{printable(name)}: {msg}") for code, name, msg in hazards),
+            Problem(Code.E004, why),
+        )
 
 
 def not_a_wheel(names: Iterator[str] | list[str]) -> str | None:
@@ -457,8 +524,7 @@ def not_a_wheel(names: Iterator[str] | list[str]) -> str | None:
     if not info_dirs:
         return "not a wheel: .dist-info directory not found (pip refuses to install it)"
     if len(info_dirs) > 1:
-        return (f"not a wheel: multiple .dist-info directories found ({', '.join(info_dirs)}; pip refuses "
-                f"to install it)")
+        return f"not a wheel: multiple .dist-info directories found ({', '.join(info_dirs)}; pip refuses to install it)"
     return None
 
 
@@ -474,8 +540,9 @@ def _wheel_jobs(path: str) -> tuple[list[_Job], list[Problem]]:
     return _wheel_member_jobs(lambda: open(path, "rb"), members, hazards, os.path.getsize(path))
 
 
-def _wheel_member_jobs(opener: Callable[[], IO[bytes]], members: list[zipread.Member], hazards: list[zipread.Hazard],
-                       size: int) -> tuple[list[_Job], list[Problem]]:
+def _wheel_member_jobs(
+    opener: Callable[[], IO[bytes]], members: list[zipread.Member], hazards: list[zipread.Hazard], size: int
+) -> tuple[list[_Job], list[Problem]]:
     budget = _Budget(size)
     jobs_list, problems = _archive_jobs(opener, members, hazards, "", 0, budget)
     over = budget.problem()
@@ -487,8 +554,14 @@ def _wheel_member_jobs(opener: Callable[[], IO[bytes]], members: list[zipread.Me
     return jobs_list, problems
 
 
-def _archive_jobs(opener: Callable[[], IO[bytes]], members: list[zipread.Member], hazards: list[zipread.Hazard],
-                  prefix: str, depth: int, budget: _Budget) -> tuple[list[_Job], list[Problem]]:
+def _archive_jobs(
+    opener: Callable[[], IO[bytes]],
+    members: list[zipread.Member],
+    hazards: list[zipread.Hazard],
+    prefix: str,
+    depth: int,
+    budget: _Budget,
+) -> tuple[list[_Job], list[Problem]]:
     """Jobs for the members of one archive chosen by content (their first bytes, read with the
     directory, without inflating the rest) or by name; a zip among them is read in turn, its
     members named `outer!inner`."""
@@ -514,26 +587,35 @@ def _member_chunks(opener: Callable[[], IO[bytes]], m: zipread.Member) -> Callab
     """A member's bytes: held already when it is tiny, else inflated in place on each call."""
     whole = m.whole
     if whole is not None:
+
         def held() -> Iterator[bytes]:
             yield whole
+
         return held
 
     def streamed() -> Iterator[bytes]:
         with opener() as f:
             yield from zipread.iter_member(f, m)
+
     return streamed
 
 
-def _nested_jobs(opener: Callable[[], IO[bytes]], m: zipread.Member, display: str, depth: int,
-                 budget: _Budget) -> tuple[list[_Job], list[Problem]]:
+def _nested_jobs(
+    opener: Callable[[], IO[bytes]], m: zipread.Member, display: str, depth: int, budget: _Budget
+) -> tuple[list[_Job], list[Problem]]:
     """A zip inside the archive: held in memory (bounded) and read with the same rules."""
     if depth + 1 > MAX_NESTING:
         return [], [Problem(Code.E003, f"{display}: a zip nested {depth + 1} deep; its members are not read")]
     if m.method == 0 and m.whole is None:
         return _stored_nested_jobs(opener, m, display, depth, budget)
     if m.size > NESTED_MAX or not budget.hold(m.size):
-        return [], [Problem(Code.E003, f"{display}: a zip of {m.size} bytes inside the archive, over the "
-                                    f"{NESTED_MAX}-byte bound for zips read in memory; its members are not read")]
+        return [], [
+            Problem(
+                Code.E003,
+                f"{display}: a zip of {m.size} bytes inside the archive, over the "
+                f"{NESTED_MAX}-byte bound for zips read in memory; its members are not read",
+            )
+        ]
     if not budget.take(display, m.size):
         return [], []
     try:
@@ -550,8 +632,9 @@ def _nested_jobs(opener: Callable[[], IO[bytes]], m: zipread.Member, display: st
     return _archive_jobs(lambda: io.BytesIO(data), members, hazards, display + "!", depth + 1, budget)
 
 
-def _stored_nested_jobs(opener: Callable[[], IO[bytes]], m: zipread.Member, display: str, depth: int,
-                        budget: _Budget) -> tuple[list[_Job], list[Problem]]:
+def _stored_nested_jobs(
+    opener: Callable[[], IO[bytes]], m: zipread.Member, display: str, depth: int, budget: _Budget
+) -> tuple[list[_Job], list[Problem]]:
     """A stored zip inside the archive: read in place, as a window on the archive (no bound on
     its size but the wheel's budget), after its CRC is verified (the bytes read are those
     installed)."""
@@ -598,8 +681,12 @@ def _directory_jobs(root: str) -> tuple[list[_Job], list[Problem]]:
                 target = os.path.realpath(full)
                 if not (target == real_root or target.startswith(real_root + os.sep)):
                     rel = printable(os.path.relpath(full, root).replace(os.sep, "/"))
-                    problems.append(Problem(Code.E003, f"{rel}: symbolic link to a directory outside the "
-                                                    f"target (its files are not audited)"))
+                    problems.append(
+                        Problem(
+                            Code.E003,
+                            f"{rel}: symbolic link to a directory outside the target (its files are not audited)",
+                        )
+                    )
     seen: set[tuple[int, int]] = set()
     for is_link, rel, full in sorted(candidates):  # real files first: a link names its target
         try:
@@ -686,6 +773,21 @@ def _distribution_jobs(name: str) -> tuple[list[_Job], list[Problem], str] | Non
     return jobs_list, problems, label
 
 
-__all__ = ["archive_inventory", "BUDGET_FLOOR", "BUDGET_RATIO", "BYTES_PER_LIBRARY", "content_kind", "HEAD",
-           "inventories", "inventory", "is_audited_file", "is_library_name", "MAX_LIBRARIES", "max_libraries",
-           "MAX_NESTING", "Progress", "select_member", "wheels_of"]
+__all__ = [
+    "archive_inventory",
+    "BUDGET_FLOOR",
+    "BUDGET_RATIO",
+    "BYTES_PER_LIBRARY",
+    "content_kind",
+    "HEAD",
+    "inventories",
+    "inventory",
+    "is_audited_file",
+    "is_library_name",
+    "MAX_LIBRARIES",
+    "max_libraries",
+    "MAX_NESTING",
+    "Progress",
+    "select_member",
+    "wheels_of",
+]

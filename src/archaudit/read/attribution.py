@@ -23,9 +23,15 @@ HIP_ALIGN = 4096
 FATBIN_SECTIONS = (".nv_fatbin", "__nv_relfatbin")
 
 
-def _unregistered(wrappers: Sequence[FatbinWrapper | HipWrapper], where: list[elf.Section],
-                  segments: tuple[elf.Segment, ...], found_at: set[int], code: Code, what: str,
-                  missing: str) -> list[Problem]:
+def _unregistered(
+    wrappers: Sequence[FatbinWrapper | HipWrapper],
+    where: list[elf.Section],
+    segments: tuple[elf.Segment, ...],
+    found_at: set[int],
+    code: Code,
+    what: str,
+    missing: str,
+) -> list[Problem]:
     """A problem for each wrapper (in one of the `where` sections) that registers an address
     where nothing was found. Position-independent libraries leave the address 0 for a relocation
     to fill at load: those are not judged."""
@@ -46,8 +52,13 @@ class Attribution(NamedTuple):
     problems: list[Problem]
 
 
-def attribute(found: ScanResult, sections: list[elf.Section], segments: tuple[elf.Segment, ...],
-              alignment: int = ALIGN_SLACK, slack: Callable[[int], int] | None = None) -> Attribution:
+def attribute(
+    found: ScanResult,
+    sections: list[elf.Section],
+    segments: tuple[elf.Segment, ...],
+    alignment: int = ALIGN_SLACK,
+    slack: Callable[[int], int] | None = None,
+) -> Attribution:
     """Name each container's section and role; check fatbin sections are fully accounted for.
     A gap before the first container must be shorter than `alignment`; a gap after a container
     (before the next or the section's end) may reach the section's own alignment (aarch64
@@ -60,10 +71,24 @@ def attribute(found: ScanResult, sections: list[elf.Section], segments: tuple[el
     # each must be a container (a bundle) that was found and verified; one whose magic is damaged
     # is not found at all.
     hip_segs = [s for s in sections if s.name == ".hipFatBinSegment"]
-    problems += _unregistered(found.wrappers, seg_sections, segments, {c.offset for c in found.containers},
-                              Code.E011, "fatbin wrapper", "no fatbin container was found")
-    problems += _unregistered(found.hip_wrappers, hip_segs, segments, {b.offset for b in found.bundles},
-                              Code.E030, "HIP wrapper", "no valid offload bundle was found")
+    problems += _unregistered(
+        found.wrappers,
+        seg_sections,
+        segments,
+        {c.offset for c in found.containers},
+        Code.E011,
+        "fatbin wrapper",
+        "no fatbin container was found",
+    )
+    problems += _unregistered(
+        found.hip_wrappers,
+        hip_segs,
+        segments,
+        {b.offset for b in found.bundles},
+        Code.E030,
+        "HIP wrapper",
+        "no valid offload bundle was found",
+    )
     bundles, misplaced = _bundles(found, sections)
     problems += misplaced
     cubins, misplaced = _cubins(found, sections)
@@ -76,12 +101,14 @@ def _soft_problems(found: ScanResult, sections: list[elf.Section]) -> list[Probl
     """The scan's soft problems that count: those inside a device-code section (or anywhere,
     in a library without a section table)."""
     device_sections = [s for s in sections if s.name in (*FATBIN_SECTIONS, ".hip_fatbin")]
-    return found.soft.counted(lambda code, offset: not sections or any(s.offset <= offset < s.file_end
-                                                                        for s in device_sections))
+    return found.soft.counted(
+        lambda code, offset: not sections or any(s.offset <= offset < s.file_end for s in device_sections)
+    )
 
 
-def _fatbin_containers(found: ScanResult, sections: list[elf.Section], segments: tuple[elf.Segment, ...],
-                       seg_sections: list[elf.Section]) -> tuple[list[Container], list[Problem]]:
+def _fatbin_containers(
+    found: ScanResult, sections: list[elf.Section], segments: tuple[elf.Segment, ...], seg_sections: list[elf.Section]
+) -> tuple[list[Container], list[Problem]]:
     """Each fatbin container with its section and role (device-link when a v2 wrapper in
     .nvFatBinSegment registers it), and the problems of where it lies."""
     dlink = set()
@@ -93,8 +120,9 @@ def _fatbin_containers(found: ScanResult, sections: list[elf.Section], segments:
     out: list[Container] = []
     problems: list[Problem] = []
     for c in found.containers:
-        sec = next((s for s in sections if s.type not in (0, elf.SHT_NOBITS) and s.offset <= c.offset < s.file_end),
-                   None)
+        sec = next(
+            (s for s in sections if s.type not in (0, elf.SHT_NOBITS) and s.offset <= c.offset < s.file_end), None
+        )
         name = sec.name if sec else ""
         problems += _misplaced(Code.E011, "fatbin container", c.offset, c.size, sec, bool(sections))
         role: Role
@@ -115,8 +143,9 @@ def _bundles(found: ScanResult, sections: list[elf.Section]) -> tuple[list[Conta
     out: list[Container] = []
     problems: list[Problem] = []
     for b in found.bundles:
-        sec = next((s for s in sections if s.offset <= b.offset < s.file_end and s.type not in (0, elf.SHT_NOBITS)),
-                   None)
+        sec = next(
+            (s for s in sections if s.offset <= b.offset < s.file_end and s.type not in (0, elf.SHT_NOBITS)), None
+        )
         problems += _misplaced(Code.E033, "HIP bundle", b.offset, b.size, sec, bool(sections))
         out.append(replace(b, section=sec.name if sec else ""))
     return out, problems
@@ -131,8 +160,9 @@ def _cubins(found: ScanResult, sections: list[elf.Section]) -> tuple[list[Contai
     out: list[Container] = []
     problems: list[Problem] = []
     for c in found.cubins:
-        sec = next((s for s in sections if s.offset <= c.offset < s.file_end and s.type not in (0, elf.SHT_NOBITS)),
-                   None)
+        sec = next(
+            (s for s in sections if s.offset <= c.offset < s.file_end and s.type not in (0, elf.SHT_NOBITS)), None
+        )
         if sec is not None and sec.name in FATBIN_SECTIONS:
             continue  # an entry of a container whose header is damaged: the section's accounting says E011
         problems += _misplaced(Code.E014, "cubin", c.offset, c.size, sec, bool(sections))
@@ -140,8 +170,9 @@ def _cubins(found: ScanResult, sections: list[elf.Section]) -> tuple[list[Contai
     return out, problems
 
 
-def _unaccounted(found: ScanResult, sections: list[elf.Section], alignment: int,
-                 slack: Callable[[int], int] | None = None) -> list[Problem]:
+def _unaccounted(
+    found: ScanResult, sections: list[elf.Section], alignment: int, slack: Callable[[int], int] | None = None
+) -> list[Problem]:
     """Device-code sections whose bytes are not all containers (or bundles): an empty fatbin
     section, bytes that are no valid container, containers that declare more than the section."""
     problems: list[Problem] = []
@@ -151,15 +182,24 @@ def _unaccounted(found: ScanResult, sections: list[elf.Section], alignment: int,
             covered = sum(b.size for b in inside_b)
             # bundles are page-aligned in the section: a gap of less than a page may follow each
             if s.size - covered >= HIP_ALIGN * (len(inside_b) + 1):
-                problems.append(Problem(Code.E030, f".hip_fatbin: {s.size - covered} of its {s.size} bytes are "
-                                                f"not a valid offload bundle", s.offset))
+                problems.append(
+                    Problem(
+                        Code.E030,
+                        f".hip_fatbin: {s.size - covered} of its {s.size} bytes are not a valid offload bundle",
+                        s.offset,
+                    )
+                )
         if s.name in FATBIN_SECTIONS and not s.size:
-            problems.append(Problem(Code.E011, f"{s.name} is empty (nvcc never writes an empty fatbin section)",
-                                    s.offset))
+            problems.append(
+                Problem(Code.E011, f"{s.name} is empty (nvcc never writes an empty fatbin section)", s.offset)
+            )
         if s.name in FATBIN_SECTIONS and s.size and not _accounted(s, found.containers, alignment, slack):
             covered = sum(c.size for c in found.containers if s.offset <= c.offset < s.file_end)
-            why = (f"{s.size - covered} of its {s.size} bytes are not a valid fatbin container" if covered <= s.size
-                   else f"its containers declare {covered} bytes, {covered - s.size} more than the section holds")
+            why = (
+                f"{s.size - covered} of its {s.size} bytes are not a valid fatbin container"
+                if covered <= s.size
+                else f"its containers declare {covered} bytes, {covered - s.size} more than the section holds"
+            )
             problems.append(Problem(Code.E011, f"{s.name}: {why}", s.offset))
     return problems
 
@@ -169,12 +209,17 @@ def _empty_outside_fatbin_section(offset: int, section: str) -> Problem:
     .text; a DLL's .rdata): nvcc writes empty containers only in its fatbin section (nvlink's,
     accounted there), and a container whose size was cut to 0 elsewhere would hide the entries
     after it unseen, however damaged their headers are."""
-    return Problem(Code.E011, f"fatbin container at 0x{offset:x} in {section} is empty (nvcc writes empty ones only "
-                           f"in its fatbin section): nothing accounts for the bytes after it", offset)
+    return Problem(
+        Code.E011,
+        f"fatbin container at 0x{offset:x} in {section} is empty (nvcc writes empty ones only "
+        f"in its fatbin section): nothing accounts for the bytes after it",
+        offset,
+    )
 
 
-def _misplaced(code: Code, what: str, offset: int, size: int, sec: elf.Section | None,
-               sectioned: bool) -> list[Problem]:
+def _misplaced(
+    code: Code, what: str, offset: int, size: int, sec: elf.Section | None, sectioned: bool
+) -> list[Problem]:
     """A container (an offload bundle) must lie within the section it starts in: every byte a
     linker places is in a section, so one in none, or running past its section's end, was put
     there after the link, where no tool that reads sections sees it."""
@@ -185,8 +230,9 @@ def _misplaced(code: Code, what: str, offset: int, size: int, sec: elf.Section |
     return []
 
 
-def _accounted(s: elf.Section, containers: list[FoundContainer], alignment: int,
-               slack: Callable[[int], int] | None = None) -> bool:
+def _accounted(
+    s: elf.Section, containers: list[FoundContainer], alignment: int, slack: Callable[[int], int] | None = None
+) -> bool:
     """Whether a fatbin section holds containers and nothing else but alignment padding: a
     section holding no container at all (a header damaged, its size cut below one container)
     hides its code, and so would non-zero bytes between containers. With ``slack`` (a DLL: nvcc

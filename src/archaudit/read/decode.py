@@ -130,6 +130,7 @@ def _trimmed(job: Callable[[], Entry]) -> Callable[[], Entry]:
             return job()
         finally:
             return_free_memory()
+
     return trimmed
 
 
@@ -143,8 +144,9 @@ def _interned(names: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(map(sys.intern, names))
 
 
-def decode_entry(eh: fatbin.EntryHeader, raw: bytes, pos: int, max_payload: int, base: Entry,
-                 out: fatbin.DecodeBuffer | None = None) -> Entry:
+def decode_entry(
+    eh: fatbin.EntryHeader, raw: bytes, pos: int, max_payload: int, base: Entry, out: fatbin.DecodeBuffer | None = None
+) -> Entry:
     """`base` completed with what the payload says: kernel names, the cubin's toolkit, the PTX
     text's .target; the payload must agree with its entry header. With `out`, the payload is
     decoded into that buffer (nothing returned refers to it)."""
@@ -161,8 +163,14 @@ def decode_entry(eh: fatbin.EntryHeader, raw: bytes, pos: int, max_payload: int,
         if eh.arch >= 90 and target.endswith("a") != (eh.suffix == "a"):
             raise fatbin.FatbinError(f"cubin says {target}, entry header says {eh.target}", code=Code.E014, offset=pos)
         empty = not kernels and fatbin.cubin_defines_nothing(data)
-        return replace(base, kernels=_interned(kernels), toolkit=toolkit, decoded=True, unresolved=unresolved,
-                       defines_nothing=empty)
+        return replace(
+            base,
+            kernels=_interned(kernels),
+            toolkit=toolkit,
+            decoded=True,
+            unresolved=unresolved,
+            defines_nothing=empty,
+        )
     written, _, kernels = fatbin.ptx_facts(bytes(fatbin.decode_payload_into(eh, raw, pos, max_payload, out)))
     if written is None:
         raise fatbin.FatbinError(f"{eh.target} PTX has no .target directive", code=Code.E014, offset=pos)
@@ -171,8 +179,9 @@ def decode_entry(eh: fatbin.EntryHeader, raw: bytes, pos: int, max_payload: int,
     # compute_90 entries whose text says sm_90a) is recorded for the rules to judge, while a
     # different architecture number is not the entry the header describes.
     if not is_cuda_target(target) or target.rstrip("af") != eh.target.rstrip("af"):
-        raise fatbin.FatbinError(f"PTX says .target {written}, entry header says {eh.target}", code=Code.E014,
-                                 offset=pos)
+        raise fatbin.FatbinError(
+            f"PTX says .target {written}, entry header says {eh.target}", code=Code.E014, offset=pos
+        )
     return replace(base, kernels=_interned(kernels), decoded=True, ptx_target=target)
 
 
@@ -190,13 +199,26 @@ def whole_cubin(data: bytes | memoryview, offset: int) -> Entry:
     if not is_cuda_target(target):
         raise fatbin.FatbinError(f"its e_flags name no CUDA architecture ({target})", code=Code.E014, offset=offset)
     empty = not kernels and fatbin.cubin_defines_nothing(data)
-    return Entry("nvidia", SASS, target, (1, h.abiversion), "none", len(data), len(data), offset,
-                 kernels=_interned(kernels), toolkit=toolkit, decoded=True, unresolved=unresolved,
-                 defines_nothing=empty)
+    return Entry(
+        "nvidia",
+        SASS,
+        target,
+        (1, h.abiversion),
+        "none",
+        len(data),
+        len(data),
+        offset,
+        kernels=_interned(kernels),
+        toolkit=toolkit,
+        decoded=True,
+        unresolved=unresolved,
+        defines_nothing=empty,
+    )
 
 
-def framed_cubin(raw: bytes, offset: int, declared: int | None, max_payload: int,
-                 out: fatbin.DecodeBuffer | None = None) -> Entry:
+def framed_cubin(
+    raw: bytes, offset: int, declared: int | None, max_payload: int, out: fatbin.DecodeBuffer | None = None
+) -> Entry:
     """The entry of a whole cubin a library stores as a bare zstd frame (zstdframe.py) and loads
     itself once decoded: the frame decoded (to its declared size, within `max_payload`), then read
     as `whole_cubin`; stored size the frame's, size the cubin's, offset the frame's.
@@ -226,5 +248,14 @@ def is_cuda_target(target: str) -> bool:
     return True
 
 
-__all__ = ["BIG", "decode_entry", "DecodePool", "Decoding", "framed_cubin", "framed_cubin_head", "is_cuda_target",
-           "result", "whole_cubin"]
+__all__ = [
+    "BIG",
+    "decode_entry",
+    "DecodePool",
+    "Decoding",
+    "framed_cubin",
+    "framed_cubin_head",
+    "is_cuda_target",
+    "result",
+    "whole_cubin",
+]

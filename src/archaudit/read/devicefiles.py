@@ -42,8 +42,14 @@ def container_file(f: OpenFile) -> Library:
         # Chosen by its first bytes, so a container must start there: a library whose header
         # was overwritten by a magic would otherwise pass with every container it embeds
         # (relocatable ones too) read as standalone code.
-        problems.append(Problem(Code.E011, f"the file starts with a container magic, but its first valid "
-                                        f"container starts at 0x{containers[0].offset:x}", 0))
+        problems.append(
+            Problem(
+                Code.E011,
+                f"the file starts with a container magic, but its first valid "
+                f"container starts at 0x{containers[0].offset:x}",
+                0,
+            )
+        )
     return Library(f.path, f.size, "fatbin", tuple(containers), problems=tuple(problems))
 
 
@@ -55,10 +61,22 @@ def ptx_file(f: OpenFile) -> Library:
         return Library(path, size, "ptx", problems=(Problem(Code.E014, "PTX has no .target sm_XX directive"),))
     target = target.replace("compute_", "sm_")
     if not is_cuda_target(target):
-        return Library(path, size, "ptx", problems=(Problem(
-            Code.E014, f"PTX .target {target!r} is not a CUDA architecture"),))
-    entry = Entry("nvidia", PTX, target, version or (0, 0), "none", size, size, 0,
-                  kernels=kernels, decoded=True, ptx_target=target)
+        return Library(
+            path, size, "ptx", problems=(Problem(Code.E014, f"PTX .target {target!r} is not a CUDA architecture"),)
+        )
+    entry = Entry(
+        "nvidia",
+        PTX,
+        target,
+        version or (0, 0),
+        "none",
+        size,
+        size,
+        0,
+        kernels=kernels,
+        decoded=True,
+        ptx_target=target,
+    )
     return Library(path, size, "ptx", (Container("nvidia", STANDALONE, "", 0, size, (entry,)),))
 
 

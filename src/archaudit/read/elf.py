@@ -108,8 +108,7 @@ def check_elf32_header(data: bytes | memoryview, file_size: int) -> None:
     (E010) otherwise. Its tables are not read further."""
     if len(data) < _HEADER32.size:
         raise ElfError("ELF header is truncated")
-    (_, _, _, version, _, phoff, shoff, _, ehsize, phentsize, phnum, shentsize, shnum,
-     _) = _HEADER32.unpack_from(data)
+    (_, _, _, version, _, phoff, shoff, _, ehsize, phentsize, phnum, shentsize, shnum, _) = _HEADER32.unpack_from(data)
     if version != 1 or ehsize != _HEADER32.size:
         raise ElfError(f"32-bit ELF header of version {version} and size {ehsize}, expected 1 and {_HEADER32.size}")
     if phnum and (phentsize != 32 or phoff + phnum * 32 > file_size):
@@ -131,8 +130,9 @@ def parse_header(data: bytes | memoryview, file_size: int) -> Header:
         raise ElfError("big-endian ELF is not supported", code=Code.E020)
     if data[5] != 1:
         raise ElfError(f"ELF data encoding {data[5]} is neither little- (1) nor big-endian (2)")
-    (ident, etype, machine, _, _, phoff, shoff, flags, ehsize, phentsize, phnum, shentsize,
-     shnum, shstrndx) = _HEADER.unpack_from(data)
+    (ident, etype, machine, _, _, phoff, shoff, flags, ehsize, phentsize, phnum, shentsize, shnum, shstrndx) = (
+        _HEADER.unpack_from(data)
+    )
     if shnum and shentsize != _SHDR.size:
         raise ElfError(f"section header size {shentsize}, expected {_SHDR.size}")
     if phnum and phentsize != _PHDR.size:
@@ -203,6 +203,7 @@ def dynamic_entries(data: bytes) -> list[tuple[int, int]]:
 
 # ---- whole small ELF files (cubins, code objects), held in memory ----
 
+
 @dataclass(frozen=True, slots=True)
 class SmallElf:
     """A device-code ELF (a cubin or an AMD code object) parsed from its bytes."""
@@ -212,7 +213,7 @@ class SmallElf:
     data: bytes
 
     def section_bytes(self, s: Section) -> bytes:
-        return self.data[s.offset:s.file_end]
+        return self.data[s.offset : s.file_end]
 
     def symbols(self) -> list[tuple[str, int, int, int]]:
         """(name, info, other, shndx) for every symbol in .symtab."""
@@ -232,11 +233,14 @@ class SmallElf:
 
 def parse_small(data: bytes) -> SmallElf:
     header = parse_header(data, len(data))
-    sections = parse_sections(data[header.shoff:header.shoff + header.shnum * _SHDR.size],
-                              header.shnum, len(data)) if header.shnum else []
+    sections = (
+        parse_sections(data[header.shoff : header.shoff + header.shnum * _SHDR.size], header.shnum, len(data))
+        if header.shnum
+        else []
+    )
     if sections:
         names_sec = sections[header.shstrndx]
-        sections = name_sections(sections, data[names_sec.offset:names_sec.file_end])
+        sections = name_sections(sections, data[names_sec.offset : names_sec.file_end])
     return SmallElf(header, sections, data)
 
 
@@ -288,14 +292,44 @@ def read_dynamic(f: BinaryIO, size: int) -> Dynamic:
     def paths(tag: int) -> tuple[str, ...]:
         return tuple(p for t, v in entries if t == tag for p in string(v).split(":") if p)
 
-    return Dynamic(header.type, header.machine, tuple(string(v) for t, v in entries if t == DT_NEEDED),
-                   paths(DT_RUNPATH), paths(DT_RPATH),
-                   next((string(v) for t, v in entries if t == DT_SONAME), None))
+    return Dynamic(
+        header.type,
+        header.machine,
+        tuple(string(v) for t, v in entries if t == DT_NEEDED),
+        paths(DT_RUNPATH),
+        paths(DT_RPATH),
+        next((string(v) for t, v in entries if t == DT_SONAME), None),
+    )
 
 
-__all__ = ["cstring", "Dynamic", "dynamic_entries", "ElfError", "EM_AMDGPU", "EM_CUDA", "ET_DYN", "ET_REL", "Header",
-           "check_elf32_header", "is_elf", "is_elf32_host",
-           "MAX_SECTIONS", "name_sections", "parse_header", "parse_sections", "parse_segments",
-           "parse_small",
-           "PROGRAM_HEADER_SIZE", "PT_DYNAMIC", "PT_LOAD", "read_dynamic", "Section", "SECTION_HEADER_SIZE",
-           "Segment", "SHT_NOBITS", "SHT_STRTAB", "SHT_SYMTAB", "vaddr_to_offset"]
+__all__ = [
+    "cstring",
+    "Dynamic",
+    "dynamic_entries",
+    "ElfError",
+    "EM_AMDGPU",
+    "EM_CUDA",
+    "ET_DYN",
+    "ET_REL",
+    "Header",
+    "check_elf32_header",
+    "is_elf",
+    "is_elf32_host",
+    "MAX_SECTIONS",
+    "name_sections",
+    "parse_header",
+    "parse_sections",
+    "parse_segments",
+    "parse_small",
+    "PROGRAM_HEADER_SIZE",
+    "PT_DYNAMIC",
+    "PT_LOAD",
+    "read_dynamic",
+    "Section",
+    "SECTION_HEADER_SIZE",
+    "Segment",
+    "SHT_NOBITS",
+    "SHT_STRTAB",
+    "SHT_SYMTAB",
+    "vaddr_to_offset",
+]

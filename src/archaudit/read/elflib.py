@@ -39,9 +39,20 @@ def _device_elf(f: OpenFile, h: elf.Header) -> Library:
             target, kernels, toolkit = fatbin.cubin_facts(data)
             if not is_cuda_target(target):
                 raise fatbin.FatbinError(f"cubin e_flags name no CUDA architecture ({target})", code=Code.E014)
-            entry = Entry("nvidia", SASS, target, (1, h.abiversion), "none", size, size, 0,
-                          kernels=kernels, toolkit=toolkit, decoded=True,
-                          defines_nothing=not kernels and fatbin.cubin_defines_nothing(data))
+            entry = Entry(
+                "nvidia",
+                SASS,
+                target,
+                (1, h.abiversion),
+                "none",
+                size,
+                size,
+                0,
+                kernels=kernels,
+                toolkit=toolkit,
+                decoded=True,
+                defines_nothing=not kernels and fatbin.cubin_defines_nothing(data),
+            )
             fmt = "cubin"
         else:
             small = elf.parse_small(data)
@@ -50,9 +61,20 @@ def _device_elf(f: OpenFile, h: elf.Header) -> Library:
             if h.abiversion not in hip.CO_VERSION:
                 raise ValueError(f"code object ABI version {h.abiversion} is unknown")
             version = (hip.CO_VERSION[h.abiversion], 0)
-            entry = Entry("amd", CODE_OBJECT, target, version, "none", size, size, 0,
-                          kernels=kernels, decoded=True, own_target=target,
-                          unloadable=not hip.has_load_segment(data))
+            entry = Entry(
+                "amd",
+                CODE_OBJECT,
+                target,
+                version,
+                "none",
+                size,
+                size,
+                0,
+                kernels=kernels,
+                decoded=True,
+                own_target=target,
+                unloadable=not hip.has_load_segment(data),
+            )
             fmt = "hsaco"
     except elf.ElfError as e:
         return Library(path, size, "cubin", problems=(Problem(e.code, str(e)),))
@@ -75,15 +97,29 @@ def _elf32(f: OpenFile) -> Library:
     found = LibraryScan(f.path, f.size, f.settings).run(f.src, _zones(f.size, ()))
     containers, _ = attribute(found, [], ())
     if containers or found.problems:
-        return Library(f.path, f.size, "elf", problems=(
-            Problem(Code.E020, f"unsupported library format: a 32-bit ELF carrying device code ({len(containers)} "
-                               f"container(s)): its headers are not read, so what it loads is not verified"),
-            *found.problems))
-    return Library(f.path, f.size, "elf", notes=("32-bit ELF: its headers are not read; every byte was searched "
-                                                 "and holds no device code",))
+        return Library(
+            f.path,
+            f.size,
+            "elf",
+            problems=(
+                Problem(
+                    Code.E020,
+                    f"unsupported library format: a 32-bit ELF carrying device code ({len(containers)} "
+                    f"container(s)): its headers are not read, so what it loads is not verified",
+                ),
+                *found.problems,
+            ),
+        )
+    return Library(
+        f.path,
+        f.size,
+        "elf",
+        notes=("32-bit ELF: its headers are not read; every byte was searched and holds no device code",),
+    )
 
 
 # ---- host ELF libraries ----
+
 
 @dataclass
 class _DynamicNames:
@@ -105,7 +141,7 @@ def _host_elf(f: OpenFile, h: elf.Header) -> Library:
     segments: tuple[elf.Segment, ...] = ()
     if h.phnum and ph_stop <= HEAD:
         try:
-            segments = elf.parse_segments(bytes(src.buf[h.phoff:ph_stop]), h.phnum, size)
+            segments = elf.parse_segments(bytes(src.buf[h.phoff : ph_stop]), h.phnum, size)
         except elf.ElfError as e:
             return Library(path, size, "elf", problems=(Problem(e.code, f"malformed ELF: {e}"),))
     sh_start = h.shoff
@@ -141,11 +177,10 @@ def _host_elf(f: OpenFile, h: elf.Header) -> Library:
             sections = elf.parse_sections(bytes(table), h.shnum, size)
             names = sections[h.shstrndx]
             lo = sh_start - SHSTR_WINDOW
-            if (names.offset >= max(lo, 0) and names.file_end <= sh_start
-                    and len(names_window) == sh_start - max(lo, 0)):
-                blob = bytes(names_window[names.offset - max(lo, 0):names.file_end - max(lo, 0)])
+            if names.offset >= max(lo, 0) and names.file_end <= sh_start and len(names_window) == sh_start - max(lo, 0):
+                blob = bytes(names_window[names.offset - max(lo, 0) : names.file_end - max(lo, 0)])
             elif names.file_end <= HEAD:
-                blob = bytes(head_capture[names.offset:names.file_end])
+                blob = bytes(head_capture[names.offset : names.file_end])
             else:
                 notes.append("second pass: the section name table lies away from the section table")
                 blob = fetch(f.chunks, names.offset, names.file_end, size)
@@ -163,9 +198,20 @@ def _host_elf(f: OpenFile, h: elf.Header) -> Library:
         notes.append(note)
     containers, placed = attribute(found, sections, segments)
     problems += placed
-    return Library(path, size, "elf", tuple(containers), needed, runpath, tuple(found.claims),
-                   tuple(problems), tuple(notes), tuple(found.linkers), tuple(found.statements),
-                   tuple(found.runtimes))
+    return Library(
+        path,
+        size,
+        "elf",
+        tuple(containers),
+        needed,
+        runpath,
+        tuple(found.claims),
+        tuple(problems),
+        tuple(notes),
+        tuple(found.linkers),
+        tuple(found.statements),
+        tuple(found.runtimes),
+    )
 
 
 def _zones(size: int, segments: tuple[elf.Segment, ...], isa: int | None = None) -> list[Zone]:
@@ -190,8 +236,11 @@ def _zones(size: int, segments: tuple[elf.Segment, ...], isa: int | None = None)
         if stop <= start:
             continue
         if seg.executable:
-            pats = (LibraryScan.patterns(code=True, strings=False, machine=True, isa=isa) if separate
-                    else LibraryScan.patterns(code=True, machine=True, isa=isa))
+            pats = (
+                LibraryScan.patterns(code=True, strings=False, machine=True, isa=isa)
+                if separate
+                else LibraryScan.patterns(code=True, machine=True, isa=isa)
+            )
         elif seg.writable:
             pats = LibraryScan.patterns(code=True, data=True, strings=False)
         else:

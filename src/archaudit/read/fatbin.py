@@ -135,8 +135,9 @@ def parse_entry_header(data: bytes | bytearray | memoryview, offset: int, room: 
     """Parse and validate the entry at `offset`; `room` = bytes left in its container."""
     if room < ENTRY_HEADER.size:
         raise FatbinError(f"{room} bytes left in the container, too few for an entry", code=Code.E011, offset=where)
-    (kind, ever, hsize, psize, csize, opt, vminor, vmajor, arch, id_off, id_len, flags, _,
-     usize) = ENTRY_HEADER.unpack_from(data, offset)
+    (kind, ever, hsize, psize, csize, opt, vminor, vmajor, arch, id_off, id_len, flags, _, usize) = (
+        ENTRY_HEADER.unpack_from(data, offset)
+    )
     if kind not in KINDS and kind != OLD_CUBIN_KIND:
         raise FatbinError(f"entry kind {kind} is unknown", code=Code.E013, offset=where)
     if ever != 0x0101:
@@ -145,8 +146,7 @@ def parse_entry_header(data: bytes | bytearray | memoryview, offset: int, room: 
         raise FatbinError(f"entry header size {hsize} is impossible", code=Code.E011, offset=where)
     if hsize + psize > room:
         raise FatbinError("entry overruns its container", code=Code.E011, offset=where)
-    h = EntryHeader(kind, hsize, psize, csize, opt, (vmajor, vminor), arch, id_off, id_len, flags,
-                    usize)
+    h = EntryHeader(kind, hsize, psize, csize, opt, (vmajor, vminor), arch, id_off, id_len, flags, usize)
     if kind == OLD_CUBIN_KIND:
         raise FatbinError("entry kind 4 (pre-ELF cubin) cannot be verified", code=Code.E013, offset=where)
     if h.compression in ("zstd", "lz4"):
@@ -181,30 +181,39 @@ def check_options(header_bytes: bytes | bytearray | memoryview, h: EntryHeader, 
     end = s_off + s_len
     text = h.kind_code == 1  # a PTX entry's ptxas options; an ELF entry's is a binary .nv.compat blob
     if end + text > h.header_size:
-        raise FatbinError(f"options string at {s_off} ({s_len} bytes) does not end inside the entry header",
-                          code=Code.E011, offset=where)
+        raise FatbinError(
+            f"options string at {s_off} ({s_len} bytes) does not end inside the entry header",
+            code=Code.E011,
+            offset=where,
+        )
     if text and header_bytes[end] != 0:
-        raise FatbinError(f"options string at {s_off} ({s_len} bytes) is not followed by a NUL byte",
-                          code=Code.E011, offset=where)
+        raise FatbinError(
+            f"options string at {s_off} ({s_len} bytes) is not followed by a NUL byte", code=Code.E011, offset=where
+        )
 
 
 def identifier(header_bytes: bytes | bytearray | memoryview, h: EntryHeader) -> str:
     if not h.identifier_length:
         return ""
-    raw = bytes(header_bytes[h.identifier_offset:h.identifier_offset + h.identifier_length])
+    raw = bytes(header_bytes[h.identifier_offset : h.identifier_offset + h.identifier_length])
     return raw.decode("utf-8", errors="replace").strip()
 
 
-def decode_payload(h: EntryHeader, payload: bytes | memoryview, where: int,
-                   max_payload: int = STANDALONE_MAX_PAYLOAD) -> bytes:
+def decode_payload(
+    h: EntryHeader, payload: bytes | memoryview, where: int, max_payload: int = STANDALONE_MAX_PAYLOAD
+) -> bytes:
     """The entry's payload, decompressed and checked against its declared size."""
     comp = h.compression
     if comp == "none" or comp == "opaque":
         return bytes(payload)
     if h.uncompressed_size > max_payload:
-        raise FatbinError(f"{h.target} payload declares {h.uncompressed_size} bytes, "
-                          f"more than the {max_payload}-byte verification bound", code=Code.E012, offset=where)
-    data = bytes(payload[:h.compressed_size])
+        raise FatbinError(
+            f"{h.target} payload declares {h.uncompressed_size} bytes, "
+            f"more than the {max_payload}-byte verification bound",
+            code=Code.E012,
+            offset=where,
+        )
+    data = bytes(payload[: h.compressed_size])
     try:
         if comp == "zstd":
             out = _zstd_bounded(data, h.uncompressed_size)
@@ -213,8 +222,11 @@ def decode_payload(h: EntryHeader, payload: bytes | memoryview, where: int,
     except Exception as e:  # noqa: BLE001 - any decoder failure is a corrupt payload
         raise FatbinError(f"{h.target} {comp} payload does not decode: {e}", code=Code.E012, offset=where) from None
     if len(out) != h.uncompressed_size:
-        raise FatbinError(f"{h.target} {comp} payload decodes to {len(out)} bytes, "
-                          f"header says {h.uncompressed_size}", code=Code.E012, offset=where)
+        raise FatbinError(
+            f"{h.target} {comp} payload decodes to {len(out)} bytes, header says {h.uncompressed_size}",
+            code=Code.E012,
+            offset=where,
+        )
     return out
 
 
@@ -251,6 +263,7 @@ def _lz4_decode_into() -> Callable[[bytes, int, int, int], int] | None:
     exported (then lz4.block decodes, into memory of its own)."""
     try:
         from lz4.block import _block
+
         decode = ctypes.CDLL(_block.__file__).LZ4_decompress_safe
     except (ImportError, OSError, AttributeError, TypeError):
         return None
@@ -267,8 +280,9 @@ def decodes_into_buffers() -> bool:
     return _LZ4_INTO is not None
 
 
-def decode_payload_into(h: EntryHeader, payload: bytes, where: int, max_payload: int,
-                        out: DecodeBuffer | None) -> bytes | memoryview:
+def decode_payload_into(
+    h: EntryHeader, payload: bytes, where: int, max_payload: int, out: DecodeBuffer | None
+) -> bytes | memoryview:
     """decode_payload, but decoded into `out` where it can be (a view valid until `out`'s
     next use); the same checks, the same failures."""
     comp = h.compression
@@ -276,8 +290,11 @@ def decode_payload_into(h: EntryHeader, payload: bytes, where: int, max_payload:
     if out is None or comp not in ("zstd", "lz4") or not size or (comp == "lz4" and _LZ4_INTO is None):
         return decode_payload(h, payload, where, max_payload)
     if size > max_payload:
-        raise FatbinError(f"{h.target} payload declares {size} bytes, "
-                          f"more than the {max_payload}-byte verification bound", code=Code.E012, offset=where)
+        raise FatbinError(
+            f"{h.target} payload declares {size} bytes, more than the {max_payload}-byte verification bound",
+            code=Code.E012,
+            offset=where,
+        )
     stored = min(h.compressed_size, len(payload))
     try:
         if comp == "zstd":
@@ -292,15 +309,18 @@ def decode_payload_into(h: EntryHeader, payload: bytes, where: int, max_payload:
             done = _LZ4_INTO(payload, address, stored, size)
             # the words lz4.block.decompress uses for the same failures
             if done < 0:
-                raise ValueError(f"Decompression failed: corrupt input or insufficient space in destination "
-                                 f"buffer. Error code: {-done}")
+                raise ValueError(
+                    f"Decompression failed: corrupt input or insufficient space in destination "
+                    f"buffer. Error code: {-done}"
+                )
     except FatbinError:
         raise
     except Exception as e:  # noqa: BLE001 - any decoder failure is a corrupt payload
         raise FatbinError(f"{h.target} {comp} payload does not decode: {e}", code=Code.E012, offset=where) from None
     if done != size:
-        raise FatbinError(f"{h.target} {comp} payload decodes to {done} bytes, "
-                          f"header says {size}", code=Code.E012, offset=where)
+        raise FatbinError(
+            f"{h.target} {comp} payload decodes to {done} bytes, header says {size}", code=Code.E012, offset=where
+        )
     return view
 
 
@@ -321,21 +341,26 @@ def _zstd_into(payload: memoryview, view: memoryview) -> int:
     return done
 
 
-def decode_frame(raw: bytes, declared: int | None, where: int, max_payload: int,
-                 out: DecodeBuffer | None = None) -> bytes | memoryview:
+def decode_frame(
+    raw: bytes, declared: int | None, where: int, max_payload: int, out: DecodeBuffer | None = None
+) -> bytes | memoryview:
     """A bare zstd frame outside any container (zstdframe.py), decoded: to exactly the size it
     declares, else (none declared) to at most `max_payload` bytes. Into `out` where given (a
     view valid until its next use). FatbinError E012 where it does not decode or is too large."""
     bound = max_payload if declared is None else declared
     if bound > max_payload:
-        raise FatbinError(f"it declares {declared} bytes, more than the {max_payload}-byte verification bound",
-                          code=Code.E012, offset=where)
+        raise FatbinError(
+            f"it declares {declared} bytes, more than the {max_payload}-byte verification bound",
+            code=Code.E012,
+            offset=where,
+        )
     try:
         if declared is None:
             data: bytes | memoryview = _zstd_bounded(raw, max_payload)
             if len(data) > max_payload:
-                raise FatbinError(f"it decodes past the {max_payload}-byte verification bound", code=Code.E012,
-                                  offset=where)
+                raise FatbinError(
+                    f"it decodes past the {max_payload}-byte verification bound", code=Code.E012, offset=where
+                )
             return data
         if out is None or not declared:
             data = _zstd().decompress(raw, max_output_size=declared)
@@ -347,8 +372,7 @@ def decode_frame(raw: bytes, declared: int | None, where: int, max_payload: int,
     except Exception as e:  # noqa: BLE001 - any decoder failure is a corrupt frame
         raise FatbinError(f"it does not decode: {e}", code=Code.E012, offset=where) from None
     if len(data) != declared:
-        raise FatbinError(f"it decodes to {len(data)} bytes, its header says {declared}", code=Code.E012,
-                          offset=where)
+        raise FatbinError(f"it decodes to {len(data)} bytes, its header says {declared}", code=Code.E012, offset=where)
     return data
 
 
@@ -367,8 +391,9 @@ def check_payload_start(h: EntryHeader, first: bytes, where: int) -> None:
             raise FatbinError(f"{h.target} payload is not an ELF cubin", code=Code.E014, offset=where)
         machine = struct.unpack_from("<H", first, 18)[0]
         if machine != elf.EM_CUDA:
-            raise FatbinError(f"{h.target} payload is not a CUDA ELF (e_machine {machine})", code=Code.E014,
-                              offset=where)
+            raise FatbinError(
+                f"{h.target} payload is not a CUDA ELF (e_machine {machine})", code=Code.E014, offset=where
+            )
         flags = struct.unpack_from("<I", first, 48)[0]
         arch = (flags >> 8) & 0xFF if first[8] >= 8 else flags & 0xFF
         if arch != h.arch:
@@ -381,8 +406,11 @@ def check_payload_start(h: EntryHeader, first: bytes, where: int) -> None:
         except zstandard.ZstdError:
             raise FatbinError(f"{h.target} zstd frame header is corrupt", code=Code.E012, offset=where) from None
         if content not in (zstandard.CONTENTSIZE_UNKNOWN, h.uncompressed_size):
-            raise FatbinError(f"{h.target} zstd frame declares {content} bytes, header says "
-                              f"{h.uncompressed_size}", code=Code.E012, offset=where)
+            raise FatbinError(
+                f"{h.target} zstd frame declares {content} bytes, header says {h.uncompressed_size}",
+                code=Code.E012,
+                offset=where,
+            )
 
 
 _LOCAL = threading.local()
@@ -481,7 +509,7 @@ def _tables(data: bytes | memoryview, h: elf.Header) -> tuple[list[str], bytes |
     Written for speed where no compiled reader is built: the section and symbol tables are
     read as columns of words, only function symbols are visited, and only kernels have their
     names decoded. The tables are copied out of a memoryview."""
-    table = bytes(data[h.shoff:h.shoff + h.shnum * _SHDR.size])
+    table = bytes(data[h.shoff : h.shoff + h.shnum * _SHDR.size])
     if len(table) != h.shnum * _SHDR.size:
         raise FatbinError("cubin section table is truncated", code=Code.E014)
     words, longs = _words(table, "I"), _words(table, "Q")
@@ -490,7 +518,7 @@ def _tables(data: bytes | memoryview, h: elf.Header) -> tuple[list[str], bytes |
     count = h.shnum
 
     def section(i: int) -> bytes:
-        return bytes(data[sec_offset[i]:sec_offset[i] + sec_size[i]])
+        return bytes(data[sec_offset[i] : sec_offset[i] + sec_size[i]])
 
     names = section(h.shstrndx)
     # .nv.compat (the 'a' suffix) is found by name: the name table must be a string table
@@ -511,23 +539,27 @@ def _tables(data: bytes | memoryview, h: elf.Header) -> tuple[list[str], bytes |
             raise FatbinError("cubin symbol table links a missing string table", code=Code.E014)
         found, banks = _symtab_kernels(section(i), section(sec_link[i]), names, sec_name, banks)
         kernels += found
-    return kernels, _named(names, sec_name, section, b".nv.compat"), _named(names, sec_name, section,
-                                                                            b".note.nv.tkinfo")
+    return (
+        kernels,
+        _named(names, sec_name, section, b".nv.compat"),
+        _named(names, sec_name, section, b".note.nv.tkinfo"),
+    )
 
 
-def _symtab_kernels(raw: bytes, strs: bytes, names: bytes, sec_name: array.array[int],
-                    banks: set[bytes] | None) -> tuple[list[str], set[bytes] | None]:
+def _symtab_kernels(
+    raw: bytes, strs: bytes, names: bytes, sec_name: array.array[int], banks: set[bytes] | None
+) -> tuple[list[str], set[bytes] | None]:
     """The kernel names one symbol table holds (its string table `strs`), and the constant banks
     as listed so far (None until a function without the entry flag needs them)."""
     count = len(sec_name)
-    raw = raw[:len(raw) - len(raw) % _SYM.size]
+    raw = raw[: len(raw) - len(raw) % _SYM.size]
     sym_name, sym_shndx = _words(raw, "I")[0::6], _words(raw, "H")[3::12]
-    other = raw[5::_SYM.size]
+    other = raw[5 :: _SYM.size]
     kernels = []
     cstring = elf.cstring
     # Kernels are functions (static ones are local) marked as entries (STO_CUDA_ENTRY)
     # in their own .text.<name> section.
-    for j in itertools.compress(range(len(other)), raw[4::_SYM.size].translate(_FUNCTION)):
+    for j in itertools.compress(range(len(other)), raw[4 :: _SYM.size].translate(_FUNCTION)):
         shndx = sym_shndx[j]
         if not 0 < shndx < count or not names.startswith(b".text.", sec_name[shndx]):
             continue
@@ -535,9 +567,9 @@ def _symtab_kernels(raw: bytes, strs: bytes, names: bytes, sec_name: array.array
             kernels.append(cstring(strs, sym_name[j]))
             continue
         if banks is None:
-            banks = {names[o + len(_BANK):names.find(b"\0", o)] for o in sec_name if names.startswith(_BANK, o)}
+            banks = {names[o + len(_BANK) : names.find(b"\0", o)] for o in sec_name if names.startswith(_BANK, o)}
         if banks:
-            text_name = names[sec_name[shndx] + 6:names.find(b"\0", sec_name[shndx])]
+            text_name = names[sec_name[shndx] + 6 : names.find(b"\0", sec_name[shndx])]
             if text_name in banks and strs.startswith(text_name + b"\0", sym_name[j]):
                 kernels.append(cstring(strs, sym_name[j]))
     return kernels, banks
@@ -563,16 +595,16 @@ def cubin_defines_nothing(data: bytes | memoryview) -> bool:
     kernel was found; unreadable tables say False (the container stays judged: fail closed)."""
     try:
         h = elf.parse_header(data, len(data))
-        table = bytes(data[h.shoff:h.shoff + h.shnum * _SHDR.size])
+        table = bytes(data[h.shoff : h.shoff + h.shnum * _SHDR.size])
         if not h.shnum or len(table) != h.shnum * _SHDR.size or not 0 < h.shstrndx < h.shnum:
             return False
         shdrs = [_SHDR.unpack_from(table, i * _SHDR.size) for i in range(h.shnum)]
-        names = bytes(data[shdrs[h.shstrndx][4]:shdrs[h.shstrndx][4] + shdrs[h.shstrndx][5]])
+        names = bytes(data[shdrs[h.shstrndx][4] : shdrs[h.shstrndx][4] + shdrs[h.shstrndx][5]])
         for name, kind, _, _, offset, size, *_ in shdrs:
             if names.startswith(b".text", name):
                 return False
             if kind == elf.SHT_SYMTAB:
-                raw = bytes(data[offset:offset + size])
+                raw = bytes(data[offset : offset + size])
                 for at in range(0, len(raw) - _SYM.size + 1, _SYM.size):
                     info = _SYM.unpack_from(raw, at)[1]
                     if info & 0xF not in (0, 3):  # STT_NOTYPE, STT_SECTION: no function, no object
@@ -599,15 +631,15 @@ def cubin_unresolved(data: bytes | memoryview) -> tuple[str, ...]:
     if len(data) < 64 or bytes(data[16:18]) != b"\x01\x00":
         return ()
     h = elf.parse_header(data, len(data))
-    table = data[h.shoff:h.shoff + h.shnum * _SHDR.size]
-    secs = list(_SHDR.iter_unpack(table[:len(table) - len(table) % _SHDR.size]))
+    table = data[h.shoff : h.shoff + h.shnum * _SHDR.size]
+    secs = list(_SHDR.iter_unpack(table[: len(table) - len(table) % _SHDR.size]))
     out: list[str] = []
     for sec in secs:
         if sec[1] != elf.SHT_SYMTAB or sec[6] >= len(secs):
             continue
-        strs = bytes(data[secs[sec[6]][4]:secs[sec[6]][4] + secs[sec[6]][5]])
-        raw = data[sec[4]:sec[4] + sec[5]]
-        symbols = list(_SYM.iter_unpack(raw[:len(raw) - len(raw) % _SYM.size]))
+        strs = bytes(data[secs[sec[6]][4] : secs[sec[6]][4] + secs[sec[6]][5]])
+        raw = data[sec[4] : sec[4] + sec[5]]
+        symbols = list(_SYM.iter_unpack(raw[: len(raw) - len(raw) % _SYM.size]))
         defined: set[str] | None = None
         for name, info, _other, shndx, _value, _size in symbols:
             if shndx == 0 and name and info >> 4 in (1, 2):  # undefined, global or weak
@@ -635,7 +667,7 @@ def _toolkit(text: bytes) -> tuple[int, int] | None:
     at = text.find(b"release ")
     if at < 0:
         return None
-    tail = text[at + 8:at + 16].split(b",")[0].split(b".")
+    tail = text[at + 8 : at + 16].split(b",")[0].split(b".")
     try:
         return int(tail[0]), int(tail[1])
     except (ValueError, IndexError):
@@ -683,10 +715,37 @@ def _ptx_entries(text: bytes) -> tuple[str, ...]:
     return tuple(n.decode("ascii", "replace") for _, n in found)
 
 
-__all__ = ["check_payload_start", "CONTAINER_HEADER", "CONTAINER_MAGIC_TAIL", "ContainerHeader",
-           "cubin_defines_nothing", "cubin_facts", "cubin_unresolved", "decode_frame", "decode_payload",
-           "decode_payload_into",
-           "DecodeBuffer", "decodes_into_buffers", "DEFAULT_MAX_PAYLOAD", "ENTRY_HEADER", "EntryHeader",
-           "FatbinError", "FLAG_ARCH_SPECIFIC", "FLAG_DEBUG", "FLAG_LZ4", "FLAG_OPAQUE_LTO", "FLAG_ZSTD",
-           "check_options", "identifier", "MAGIC", "MAX_ENTRY_HEADER", "parse_container_header", "parse_entry_header",
-           "parse_wrapper", "ptx_facts", "STANDALONE_MAX_PAYLOAD", "WRAPPER", "WRAPPER_MAGIC"]
+__all__ = [
+    "check_payload_start",
+    "CONTAINER_HEADER",
+    "CONTAINER_MAGIC_TAIL",
+    "ContainerHeader",
+    "cubin_defines_nothing",
+    "cubin_facts",
+    "cubin_unresolved",
+    "decode_frame",
+    "decode_payload",
+    "decode_payload_into",
+    "DecodeBuffer",
+    "decodes_into_buffers",
+    "DEFAULT_MAX_PAYLOAD",
+    "ENTRY_HEADER",
+    "EntryHeader",
+    "FatbinError",
+    "FLAG_ARCH_SPECIFIC",
+    "FLAG_DEBUG",
+    "FLAG_LZ4",
+    "FLAG_OPAQUE_LTO",
+    "FLAG_ZSTD",
+    "check_options",
+    "identifier",
+    "MAGIC",
+    "MAX_ENTRY_HEADER",
+    "parse_container_header",
+    "parse_entry_header",
+    "parse_wrapper",
+    "ptx_facts",
+    "STANDALONE_MAX_PAYLOAD",
+    "WRAPPER",
+    "WRAPPER_MAGIC",
+]

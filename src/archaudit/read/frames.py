@@ -44,8 +44,14 @@ class Frames:
     two frame bounds (bytes decoded, stored bytes walked), and the frames read, resolved in
     stream order (`resolve`). Problems go to `problem(code, message, offset)`."""
 
-    def __init__(self, size: int, decode: bool, max_payload: int, decoding: Decoding,
-                 problem: Callable[[Code, str, int | None], None]):
+    def __init__(
+        self,
+        size: int,
+        decode: bool,
+        max_payload: int,
+        decoding: Decoding,
+        problem: Callable[[Code, str, int | None], None],
+    ):
         self.decode = decode
         self.max_payload = max_payload
         self.decoding = decoding
@@ -68,15 +74,19 @@ class Frames:
         head, first, holds = peeked
         try:
             if holds == "fatbin":
-                raise fatbin.FatbinError("it holds a fatbin container, which check does not read inside a zstd "
-                                         "frame", code=Code.E011)
+                raise fatbin.FatbinError(
+                    "it holds a fatbin container, which check does not read inside a zstd frame", code=Code.E011
+                )
             total = self._frame_extent(src, at, head)
             declared = head.content
             if declared is not None and declared > self.frame_left:
-                raise fatbin.FatbinError(f"it declares {declared} bytes, past the library's bound of "
-                                         f"{self.frame_bound} bytes decoded from zstd frames", code=Code.E012)
+                raise fatbin.FatbinError(
+                    f"it declares {declared} bytes, past the library's bound of "
+                    f"{self.frame_bound} bytes decoded from zstd frames",
+                    code=Code.E012,
+                )
             with memoryview(src.buf) as window:
-                raw = bytes(window[at - src.base:at - src.base + total])
+                raw = bytes(window[at - src.base : at - src.base + total])
             entry: Entry | Future[Entry]
             if not self.decode:
                 entry = framed_cubin_head(first, total, declared, at)
@@ -99,20 +109,26 @@ class Frames:
         decodes to counts against the library's frame bound (one decodes to up to 128 KiB, from
         4 stored bytes): past it, E012 and nothing more is decoded."""
         src.ensure(at + zstdframe.MAX_HEADER)
-        head = zstdframe.parse_header(bytes(src.buf[at - src.base:at - src.base + zstdframe.MAX_HEADER]))
+        head = zstdframe.parse_header(bytes(src.buf[at - src.base : at - src.base + zstdframe.MAX_HEADER]))
         if head is None or head.dictionary:
             return None
         block_at = at + head.size
         src.ensure(block_at + zstdframe.BLOCK_HEADER)
-        first_block = zstdframe.block(bytes(src.buf[block_at - src.base:block_at + zstdframe.BLOCK_HEADER - src.base]))
+        first_block = zstdframe.block(
+            bytes(src.buf[block_at - src.base : block_at + zstdframe.BLOCK_HEADER - src.base])
+        )
         block_end = block_at + zstdframe.BLOCK_HEADER + (first_block[1] if first_block else 0)
         if first_block is None or not src.ensure(block_end):
             return None
         if self.frame_left <= 0:
-            self.problem(Code.E012, f"zstd frame at 0x{at:x} not read: the library's zstd frames decode past its "
-                                    f"bound of {self.frame_bound} bytes", at)
+            self.problem(
+                Code.E012,
+                f"zstd frame at 0x{at:x} not read: the library's zstd frames decode past its "
+                f"bound of {self.frame_bound} bytes",
+                at,
+            )
             return None
-        first = zstdframe.first_bytes(bytes(src.buf[block_at - src.base:block_end - src.base]))
+        first = zstdframe.first_bytes(bytes(src.buf[block_at - src.base : block_end - src.base]))
         holds = zstdframe.holds(first) if first is not None else None
         if first is None or holds is None:
             self.frame_left -= len(first or b"")
@@ -131,9 +147,11 @@ class Frames:
         try:
             while True:
                 if pos - at > bound:
-                    raise fatbin.FatbinError(f"it stores more than the {self.max_payload}-byte verification "
-                                             f"bound or the library's frame walk bound of {self.frame_walk} bytes",
-                                             code=Code.E012)
+                    raise fatbin.FatbinError(
+                        f"it stores more than the {self.max_payload}-byte verification "
+                        f"bound or the library's frame walk bound of {self.frame_walk} bytes",
+                        code=Code.E012,
+                    )
                 i = pos - src.base
                 if i + zstdframe.BLOCK_HEADER > len(buf):
                     if not src.ensure(pos + zstdframe.BLOCK_HEADER):
@@ -148,8 +166,10 @@ class Frames:
                     break
             pos += zstdframe.CHECKSUM if head.checksum else 0
             if pos - at > bound or not src.ensure(pos):
-                raise fatbin.FatbinError("the file ends inside it" if pos - at <= bound else
-                                         f"it stores more than the {bound}-byte bound", code=Code.E012)
+                raise fatbin.FatbinError(
+                    "the file ends inside it" if pos - at <= bound else f"it stores more than the {bound}-byte bound",
+                    code=Code.E012,
+                )
         finally:
             self.frame_walk_left -= min(pos - at, self.frame_walk_left)
         return pos - at
@@ -163,8 +183,9 @@ class Frames:
                 out.append((f.offset, f.size, result(f.entry)))
             except (fatbin.FatbinError, elf.ElfError) as err:
                 code = err.code if err.code in (Code.E012, Code.E014) else Code.E014
-                self.problem(code, f"zstd frame at 0x{f.offset:x} outside any fatbin container: {err.message}",
-                             f.offset)
+                self.problem(
+                    code, f"zstd frame at 0x{f.offset:x} outside any fatbin container: {err.message}", f.offset
+                )
         self.walked.clear()
         return out
 

@@ -89,8 +89,7 @@ DEVICE_KINDS = ("hip", "hipv4", "hcc", "openmp")
 #   openmp-amdgcn-amd-amdhsa--gfx90a         OpenMP offloading (never selected by HIP)
 # Which release selects which spelling is the judge's (archaudit.gpus.rocm); the reader only reads
 # the kind, the triple and the target, and refuses any other triple (E030).
-_DEVICE_ID = re.compile(r"(?P<kind>[a-z0-9]+)-amdgcn-(?:amd)?-amdhsa-(?:-)?(?P<target>[^-].*)",
-                        re.IGNORECASE)
+_DEVICE_ID = re.compile(r"(?P<kind>[a-z0-9]+)-amdgcn-(?:amd)?-amdhsa-(?:-)?(?P<target>[^-].*)", re.IGNORECASE)
 
 
 class Malformed(ArchauditError):
@@ -326,8 +325,9 @@ def parse(blob: bytes, offset: int, section: str, max_decoded: int = STANDALONE_
         assert fields is not None  # extent() above read them
         version, method, total, usize, digest, hsize = fields
         if usize > max_decoded:
-            raise Malformed(f"compressed bundle declares {usize} bytes, above the {max_decoded}-byte limit",
-                            code=TOO_LARGE)
+            raise Malformed(
+                f"compressed bundle declares {usize} bytes, above the {max_decoded}-byte limit", code=TOO_LARGE
+            )
         inner = _decompress(mv[hsize:size], method, usize)
         import hashlib  # OpenSSL, loaded for a compressed bundle's digest only
 
@@ -346,8 +346,9 @@ def parse(blob: bytes, offset: int, section: str, max_decoded: int = STANDALONE_
     )
 
 
-def _entries(b: Buffer, base: int | None, bundle_offset: int, compression: str,
-             stored: int | None) -> list[model.Entry]:
+def _entries(
+    b: Buffer, base: int | None, bundle_offset: int, compression: str, stored: int | None
+) -> list[model.Entry]:
     header = _read_header(b)
     if header is None:
         raise Malformed("offload bundle header is truncated", code=MALFORMED)
@@ -409,8 +410,9 @@ def _split_id(ident: str) -> tuple[str, str]:
         raise Malformed(f"bundle id {ident!r} has an unknown offload kind {kind!r}", code=MALFORMED)
     m = _DEVICE_ID.fullmatch(ident)
     if m is None:
-        raise Malformed(f"bundle id {ident!r} is not an amdgcn-amd-amdhsa device entry that names a gfx target",
-                        code=MALFORMED)
+        raise Malformed(
+            f"bundle id {ident!r} is not an amdgcn-amd-amdhsa device entry that names a gfx target", code=MALFORMED
+        )
     try:
         return kind, gfx.normalise(m["target"])
     except ValueError as e:
@@ -529,7 +531,7 @@ def _symbol_table(co: memoryview) -> tuple[int, int, bytes] | None:
     """The code object's symbol table (.symtab, else .dynsym) as its offset, its size and its
     string table's bytes; None where it has none. Raises Malformed."""
     n = len(co)
-    e_shoff, = struct.unpack_from("<Q", co, 40)
+    (e_shoff,) = struct.unpack_from("<Q", co, 40)
     e_shentsize, e_shnum = struct.unpack_from("<HH", co, 58)
     if e_shnum == 0:
         return None
@@ -548,7 +550,23 @@ def _symbol_table(co: memoryview) -> tuple[int, int, bytes] | None:
     return off, size, bytes(co[str_off : str_off + str_size])
 
 
-__all__ = ["CO_VERSION", "COMPRESSED_MAGIC", "EF_AMDGPU_FEATURE_SRAMECC_V3", "EF_AMDGPU_FEATURE_XNACK_V3",
-           "EF_AMDGPU_MACH", "EM_AMDGPU", "extent", "has_load_segment",
-           "MAGICS", "Malformed", "MAX_BUNDLE", "MAX_ENTRIES", "MAX_HEADER",
-           "MAX_ID_LEN", "parse", "read_code_object", "target_from_elf", "UNCOMPRESSED_MAGIC"]
+__all__ = [
+    "CO_VERSION",
+    "COMPRESSED_MAGIC",
+    "EF_AMDGPU_FEATURE_SRAMECC_V3",
+    "EF_AMDGPU_FEATURE_XNACK_V3",
+    "EF_AMDGPU_MACH",
+    "EM_AMDGPU",
+    "extent",
+    "has_load_segment",
+    "MAGICS",
+    "Malformed",
+    "MAX_BUNDLE",
+    "MAX_ENTRIES",
+    "MAX_HEADER",
+    "MAX_ID_LEN",
+    "parse",
+    "read_code_object",
+    "target_from_elf",
+    "UNCOMPRESSED_MAGIC",
+]

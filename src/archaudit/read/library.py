@@ -16,8 +16,15 @@ from . import devicefiles, elf, elflib, fatbin, hip, macho, pe, records, scan, s
 from .decode import DecodePool
 
 
-def scan_stream(path: str, size: int, chunks: stream.Chunks, *, decode: bool = True,
-                max_payload: int = fatbin.DEFAULT_MAX_PAYLOAD, pool: DecodePool | None = None) -> Library:
+def scan_stream(
+    path: str,
+    size: int,
+    chunks: stream.Chunks,
+    *,
+    decode: bool = True,
+    max_payload: int = fatbin.DEFAULT_MAX_PAYLOAD,
+    pool: DecodePool | None = None,
+) -> Library:
     """Inventory one file from a factory of its byte chunks (called again only if needed).
     Every payload is decoded unless `decode` is False (headers only); `pool` decodes beside
     the reader (without one, decoding happens in this thread)."""
@@ -29,21 +36,29 @@ def scan_stream(path: str, size: int, chunks: stream.Chunks, *, decode: bool = T
     except MemoryError:
         return Library(path, size, "other", problems=(Problem(Code.E012, "ran out of memory while verifying"),))
     except Exception as e:  # noqa: BLE001 - fail closed: an input we could not handle is unverified
-        return Library(path, size, "other", problems=(Problem(
-            Code.E099, f"could not be verified: internal error {type(e).__name__}: {e}"),))
+        return Library(
+            path,
+            size,
+            "other",
+            problems=(Problem(Code.E099, f"could not be verified: internal error {type(e).__name__}: {e}"),),
+        )
 
 
-def library_from_bytes(path: str, data: bytes, *, decode: bool = True,
-                       max_payload: int = fatbin.DEFAULT_MAX_PAYLOAD) -> Library:
+def library_from_bytes(
+    path: str, data: bytes, *, decode: bool = True, max_payload: int = fatbin.DEFAULT_MAX_PAYLOAD
+) -> Library:
     """Inventory a file already in memory (tests, small members)."""
+
     def chunks() -> Iterator[bytes]:
         for i in range(0, len(data), 1 << 20):
-            yield data[i:i + (1 << 20)]
+            yield data[i : i + (1 << 20)]
+
     return scan_stream(path, len(data), chunks, decode=decode, max_payload=max_payload)
 
 
-def scan_file(path: str, display: str | None = None, *, decode: bool = True,
-              max_payload: int = fatbin.DEFAULT_MAX_PAYLOAD) -> Library:
+def scan_file(
+    path: str, display: str | None = None, *, decode: bool = True, max_payload: int = fatbin.DEFAULT_MAX_PAYLOAD
+) -> Library:
     """Inventory a file on disk, read in chunks."""
     import os
 
@@ -54,6 +69,7 @@ def scan_file(path: str, display: str | None = None, *, decode: bool = True,
                 if not block:
                     return
                 yield block
+
     try:
         size = os.path.getsize(path)
     except OSError as e:

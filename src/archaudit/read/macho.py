@@ -44,8 +44,19 @@ def read(path: str, size: int, src: stream.Source, settings: records.ScanSetting
     # LLVM build carries that magic as a string (llvmlite, jaxlib), and ROCm never came to macOS.
     problems = found.problems + found.soft.counted(lambda code, offset: code == Code.E011)
     notes = () if containers or problems else (NO_CUDA,)
-    return Library(path, size, "macho", tuple(containers), (), (), tuple(found.claims), tuple(problems), notes,
-                   tuple(found.linkers), tuple(found.statements))
+    return Library(
+        path,
+        size,
+        "macho",
+        tuple(containers),
+        (),
+        (),
+        tuple(found.claims),
+        tuple(problems),
+        notes,
+        tuple(found.linkers),
+        tuple(found.statements),
+    )
 
 
 __all__ = ["Chunks", "is_macho", "MAGICS", "NO_CUDA", "read"]

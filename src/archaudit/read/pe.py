@@ -49,6 +49,7 @@ def msvc_slack(size: int) -> int:
     slot = (size * 6 + 4) // 5
     return (slot + 15) // 16 * 16 - size
 
+
 _COFF = struct.Struct("<HHIIIHH")
 _SECTION = struct.Struct("<8sIIIIIIHHI")
 _IMPORT = struct.Struct("<IIIII")  # OriginalFirstThunk, TimeDateStamp, ForwarderChain, Name, FirstThunk
@@ -136,8 +137,8 @@ def headers_extent(head: bytes) -> int:
     need = lfanew + 4 + _COFF.size
     if len(head) < need:
         return need
-    nsections = int.from_bytes(head[lfanew + 6:lfanew + 8], "little")
-    opt_size = int.from_bytes(head[lfanew + 20:lfanew + 22], "little")
+    nsections = int.from_bytes(head[lfanew + 6 : lfanew + 8], "little")
+    opt_size = int.from_bytes(head[lfanew + 20 : lfanew + 22], "little")
     return need + opt_size + nsections * _SECTION.size
 
 
@@ -150,7 +151,7 @@ def parse_headers(data: bytes, file_size: int) -> Headers:
         raise PeError(f"PE header offset 0x{lfanew:x} lies outside the file's headers")
     if len(data) < lfanew + 4 + _COFF.size:
         raise PeError("PE header is truncated")
-    if data[lfanew:lfanew + 4] != PE_SIGNATURE:
+    if data[lfanew : lfanew + 4] != PE_SIGNATURE:
         raise PeError("no PE signature: an MS-DOS program, not a Windows library")
     machine, nsections, _, symtab, nsymbols, opt_size, _ = _COFF.unpack_from(data, lfanew + 4)
     opt = lfanew + 4 + _COFF.size
@@ -161,13 +162,13 @@ def parse_headers(data: bytes, file_size: int) -> Headers:
         raise PeError("section table is truncated")
     if opt_size < 2:
         raise PeError("no optional header: an object file, not an image")
-    magic = int.from_bytes(data[opt:opt + 2], "little")
+    magic = int.from_bytes(data[opt : opt + 2], "little")
     base_at, count_at, dirs_at, base_size = _optional_layout(magic)
     if opt_size < dirs_at:
         raise PeError(f"optional header of {opt_size} bytes is too short for its magic")
-    image_base = int.from_bytes(data[opt + base_at:opt + base_at + base_size], "little")
-    size_of_headers = int.from_bytes(data[opt + 60:opt + 64], "little")
-    declared = int.from_bytes(data[opt + count_at:opt + count_at + 4], "little")
+    image_base = int.from_bytes(data[opt + base_at : opt + base_at + base_size], "little")
+    size_of_headers = int.from_bytes(data[opt + 60 : opt + 64], "little")
+    declared = int.from_bytes(data[opt + count_at : opt + count_at + 4], "little")
     # The loader reads at most 16 directories, and only those the optional header holds.
     count = min(declared, 16, (opt_size - dirs_at) // 8)
     directories = tuple(struct.unpack_from("<II", data, opt + dirs_at + 8 * i) for i in range(count))
@@ -175,8 +176,7 @@ def parse_headers(data: bytes, file_size: int) -> Headers:
     strings = symtab + nsymbols * SYMBOL_SIZE if symtab else 0
     if any(s.name.startswith("/") for s in sections) and (not strings or strings + 4 > file_size):
         raise PeError("a long section name points into a string table the file does not have")
-    return Headers(machine, magic, image_base, min(size_of_headers, file_size), directories,
-                   tuple(sections), strings)
+    return Headers(machine, magic, image_base, min(size_of_headers, file_size), directories, tuple(sections), strings)
 
 
 def _optional_layout(magic: int) -> tuple[int, int, int, int]:
@@ -194,11 +194,11 @@ def _section_table(data: bytes, table: int, nsections: int, file_size: int) -> l
     sections = []
     for i in range(nsections):
         raw_name, vsize, rva, raw_size, raw_offset, _, _, _, _, chars = _SECTION.unpack_from(
-            data, table + i * _SECTION.size)
+            data, table + i * _SECTION.size
+        )
         if raw_size and raw_offset + raw_size > file_size:
             raise PeError(f"section {i} ({_short_name(raw_name)}) lies outside the file")
-        sections.append(Section(_short_name(raw_name), vsize, rva, raw_size if raw_offset else 0,
-                                raw_offset, chars))
+        sections.append(Section(_short_name(raw_name), vsize, rva, raw_size if raw_offset else 0, raw_offset, chars))
     return sections
 
 
@@ -280,10 +280,16 @@ def read(path: str, size: int, src: stream.Source, chunks: Chunks, settings: rec
     if isinstance(tables, Problem):
         return Library(path, size, "pe", problems=(tables,))
 
-    segments = tuple(elf.Segment(elf.PT_LOAD, s.raw_offset, h.image_base + s.rva, s.loaded_size, s.elf_flags)
-                     for s in h.sections if s.loaded_size)
-    wrapper_bytes = {s.raw_offset: src.capture(s.raw_offset, s.raw_offset + s.loaded_size) for s in h.sections
-                     if s.name in WRAPPER_SECTIONS_PE and 0 < s.loaded_size <= WRAPPER_BYTES_MAX}
+    segments = tuple(
+        elf.Segment(elf.PT_LOAD, s.raw_offset, h.image_base + s.rva, s.loaded_size, s.elf_flags)
+        for s in h.sections
+        if s.loaded_size
+    )
+    wrapper_bytes = {
+        s.raw_offset: src.capture(s.raw_offset, s.raw_offset + s.loaded_size)
+        for s in h.sections
+        if s.name in WRAPPER_SECTIONS_PE and 0 < s.loaded_size <= WRAPPER_BYTES_MAX
+    }
     settings = replace(settings, container_slack=msvc_slack)
     state = scan.LibraryScan(path, size, settings).run(src, _zones(h, size))
     problems = state.problems
@@ -295,17 +301,38 @@ def read(path: str, size: int, src: stream.Source, chunks: Chunks, settings: rec
         problems.append(Problem(MALFORMED, f"malformed PE: {e}"))
         h = replace(h, sections=())
         needed = ()
-    sections = [elf.Section(0, 1 if s.loaded_size else elf.SHT_NOBITS, 0, h.image_base + s.rva, s.raw_offset,
-                            s.loaded_size, 0, CANONICAL.get(s.name, s.name)) for s in h.sections]
-    containers, placed = attribution.attribute(state, sections, segments, alignment=CONTAINER_ALIGN,
-                                               slack=msvc_slack)
+    sections = [
+        elf.Section(
+            0,
+            1 if s.loaded_size else elf.SHT_NOBITS,
+            0,
+            h.image_base + s.rva,
+            s.raw_offset,
+            s.loaded_size,
+            0,
+            CANONICAL.get(s.name, s.name),
+        )
+        for s in h.sections
+    ]
+    containers, placed = attribution.attribute(state, sections, segments, alignment=CONTAINER_ALIGN, slack=msvc_slack)
     problems += placed
     problems += _unread_wrappers(h, state, {at: bytes(b) for at, b in wrapper_bytes.items()})
     pe_name = {c: p for p, c in CANONICAL.items()}
     containers = [_in_section(c, h) for c in containers]
     problems = [_pe_names(p, pe_name, h) for p in problems]
-    return Library(path, size, "pe", tuple(containers), needed, (), tuple(state.claims), tuple(problems),
-                   tuple(notes), tuple(state.linkers), tuple(state.statements))
+    return Library(
+        path,
+        size,
+        "pe",
+        tuple(containers),
+        needed,
+        (),
+        tuple(state.claims),
+        tuple(problems),
+        tuple(notes),
+        tuple(state.linkers),
+        tuple(state.statements),
+    )
 
 
 def _read_headers(src: stream.Source, size: int) -> Headers:
@@ -314,11 +341,11 @@ def _read_headers(src: stream.Source, size: int) -> Headers:
     need = 64
     while True:
         src.ensure(min(size, need))
-        grown = headers_extent(bytes(src.buf[:min(size, need, HEADERS_MAX)]))
+        grown = headers_extent(bytes(src.buf[: min(size, need, HEADERS_MAX)]))
         if grown <= need or grown > HEADERS_MAX or need >= size:
             break
         need = grown
-    return parse_headers(bytes(src.buf[:min(size, need, HEADERS_MAX)]), size)
+    return parse_headers(bytes(src.buf[: min(size, need, HEADERS_MAX)]), size)
 
 
 def _import_tables(h: Headers, src: stream.Source) -> list[tuple[bool, int, int, bytearray]] | Problem:
@@ -331,8 +358,9 @@ def _import_tables(h: Headers, src: stream.Source) -> list[tuple[bool, int, int,
             continue
         at = h.rva_to_offset(rva)
         if at is None:
-            return Problem(MALFORMED, f"malformed PE: {'delay-' * delay}import directory at RVA 0x{rva:x} is in "
-                                      f"no section")
+            return Problem(
+                MALFORMED, f"malformed PE: {'delay-' * delay}import directory at RVA 0x{rva:x} is in no section"
+            )
         # the descriptors up to the most a table may list, then the names that usually follow
         room = min(dir_size, (MAX_IMPORTS + 1) * (_DELAY if delay else _IMPORT).size)
         tables.append((delay, at, dir_size, src.capture(at, at + room + NAMES_WINDOW)))
@@ -355,9 +383,15 @@ def _zones(h: Headers, size: int) -> list[search.Zone]:
     code = scan.LibraryScan.patterns(code=True)
     constant = scan.LibraryScan.patterns(code=True, data=True)
     writable = scan.LibraryScan.patterns(code=True, data=True, strings=False)  # string literals are in .rdata
-    spans = sorted((s.raw_offset, s.raw_offset + s.loaded_size,
-                    code if s.characteristics & SCN_EXECUTE else writable if s.characteristics & SCN_WRITE
-                    else constant) for s in h.sections if s.loaded_size)
+    spans = sorted(
+        (
+            s.raw_offset,
+            s.raw_offset + s.loaded_size,
+            code if s.characteristics & SCN_EXECUTE else writable if s.characteristics & SCN_WRITE else constant,
+        )
+        for s in h.sections
+        if s.loaded_size
+    )
     zones: list[search.Zone] = []
     pos = 0
     for start, stop, patterns in spans:
@@ -393,7 +427,7 @@ def _records_and_padding(start: int, mapped: list[int], size: int, blob: bytes |
         if blob is not None and len(blob) >= size:
             rest = bytearray(blob[:size])
             for at in mapped:
-                rest[at - start:at - start + WRAPPER_SIZE] = bytes(WRAPPER_SIZE)
+                rest[at - start : at - start + WRAPPER_SIZE] = bytes(WRAPPER_SIZE)
             if not any(rest):
                 return True
     return False
@@ -426,8 +460,7 @@ def _unread_wrappers(h: Headers, found: records.ScanResult, blobs: dict[int, byt
         elif len(in_file) > len(mapped):
             why = f"{len(in_file) - len(mapped)} {what} wrapper records lie past its virtual size"
         if why:
-            out.append(Problem(code, f"section {s.name}: {why}, so what it registers cannot be checked",
-                               s.raw_offset))
+            out.append(Problem(code, f"section {s.name}: {why}, so what it registers cannot be checked", s.raw_offset))
     return out
 
 
@@ -453,8 +486,9 @@ def _pe_names(p: Problem, pe_name: dict[str, str], h: Headers) -> Problem:
     return p if message == p.message else replace(p, message=message)
 
 
-def _imports(h: Headers, tables: list[tuple[bool, int, int, bytearray]], chunks: Chunks, size: int,
-             notes: list[str]) -> tuple[str, ...]:
+def _imports(
+    h: Headers, tables: list[tuple[bool, int, int, bytearray]], chunks: Chunks, size: int, notes: list[str]
+) -> tuple[str, ...]:
     needed: list[str] = []
     for delay, at, declared, blob in tables:
         rvas = import_name_rvas(bytes(blob), delay, h.image_base, declared)
@@ -482,6 +516,21 @@ def _imports(h: Headers, tables: list[tuple[bool, int, int, bytearray]], chunks:
     return tuple(needed)
 
 
-__all__ = ["Chunks", "Headers", "headers_extent", "HEADERS_MAX", "import_name_rvas", "is_pe", "LONG_NAME",
-           "long_name_offsets", "MALFORMED", "MAX_IMPORTS", "name_sections", "NAMES_WINDOW", "parse_headers",
-           "PeError", "read", "SYMBOL_SIZE"]
+__all__ = [
+    "Chunks",
+    "Headers",
+    "headers_extent",
+    "HEADERS_MAX",
+    "import_name_rvas",
+    "is_pe",
+    "LONG_NAME",
+    "long_name_offsets",
+    "MALFORMED",
+    "MAX_IMPORTS",
+    "name_sections",
+    "NAMES_WINDOW",
+    "parse_headers",
+    "PeError",
+    "read",
+    "SYMBOL_SIZE",
+]

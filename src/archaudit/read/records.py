@@ -43,6 +43,7 @@ ZSTD_MAGIC = zstdframe.MAGIC
 
 # ---- what the record parsers found ----
 
+
 @dataclass(frozen=True, slots=True)
 class FatbinWrapper:
     """A .nvFatBinSegment record: the CUDA runtime registers the container at `address`."""
@@ -84,7 +85,7 @@ class WalkedContainer:
         zeros, and up to PAD_WINDOW of them with the first byte that is not (never a window per
         container: an empty container is 16 bytes)."""
         self.zeros = len(after) - len(after.lstrip(b"\0"))
-        self.trailing = bytes(after[:min(self.zeros, PAD_WINDOW) + 1])
+        self.trailing = bytes(after[: min(self.zeros, PAD_WINDOW) + 1])
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +188,7 @@ class ScanSettings:
 
 # ---- the record parsers ----
 
+
 class Records:
     """The record parsers, one per magic: each validates the record at an offset, notes what it
     found, and returns the offset to continue from. Owns the lists of walked containers,
@@ -228,18 +230,18 @@ class Records:
         """cudaRuntimeGetVersion of a statically linked CUDA runtime, x86-64 (RUNTIME_MARKER): the
         version it returns, the runtime's own (13000 for CUDA 13.0), kept once as "13.0"."""
         src.ensure(at + RUNTIME_RECORD)
-        body = bytes(src.buf[at - src.base:at - src.base + RUNTIME_RECORD])
+        body = bytes(src.buf[at - src.base : at - src.base + RUNTIME_RECORD])
         if len(body) == RUNTIME_RECORD and body.endswith(RUNTIME_TAIL):
-            self._keep_runtime(int.from_bytes(body[len(RUNTIME_MARKER):len(RUNTIME_MARKER) + 4], "little"))
+            self._keep_runtime(int.from_bytes(body[len(RUNTIME_MARKER) : len(RUNTIME_MARKER) + 4], "little"))
         return at + len(RUNTIME_MARKER)
 
     def runtime_a64(self, src: Source, at: int) -> int:
         """The same function on aarch64 (RUNTIME_MARKER_A64): its version is the immediate of the
         `movz w2, #imm16` between the marker and RUNTIME_TAIL_A64."""
         src.ensure(at + RUNTIME_RECORD_A64)
-        body = bytes(src.buf[at - src.base:at - src.base + RUNTIME_RECORD_A64])
+        body = bytes(src.buf[at - src.base : at - src.base + RUNTIME_RECORD_A64])
         if len(body) == RUNTIME_RECORD_A64 and body.endswith(RUNTIME_TAIL_A64):
-            word = int.from_bytes(body[len(RUNTIME_MARKER_A64):len(RUNTIME_MARKER_A64) + 4], "little")
+            word = int.from_bytes(body[len(RUNTIME_MARKER_A64) : len(RUNTIME_MARKER_A64) + 4], "little")
             if word & 0xFFE0001F == 0x52800002:  # movz w2, #imm16
                 self._keep_runtime((word >> 5) & 0xFFFF)
         return at + len(RUNTIME_MARKER_A64)
@@ -255,13 +257,14 @@ class Records:
             """A vendor's version string (data/vendor.json 'version'): the marker and the printable
             bytes after it, up to VERSION_WINDOW; the first VERSIONS_KEPT distinct ones of a marker."""
             src.ensure(at + VERSION_WINDOW)
-            window = bytes(src.buf[at - src.base:at - src.base + VERSION_WINDOW])
+            window = bytes(src.buf[at - src.base : at - src.base + VERSION_WINDOW])
             end = next((i for i, c in enumerate(window) if not 32 <= c < 127), len(window))
             text = window[:end].decode("ascii")
             said = self.found.statements
             if text not in said and sum(1 for t in said if t.startswith(marker.decode("ascii"))) < VERSIONS_KEPT:
                 said.append(text)
             return at + len(marker)
+
         return found
 
     def _statement_handler(self, text: bytes) -> Handler:
@@ -271,6 +274,7 @@ class Records:
             if text.decode("utf-8") not in said:
                 said.append(text.decode("utf-8"))
             return at + len(text)
+
         return found
 
     def problem(self, code: Code, message: str, offset: int | None = None) -> None:
@@ -287,9 +291,9 @@ class Records:
     def hip_wrapper(self, src: Source, at: int) -> int:
         # __hip_fatbin_wrapper {u32 magic "HIPF", u32 version 1, void *bundle, void *unused}
         if at % 8 == 0 and src.ensure(at + 24):
-            version = int.from_bytes(src.buf[at - src.base + 4:at - src.base + 8], "little")
+            version = int.from_bytes(src.buf[at - src.base + 4 : at - src.base + 8], "little")
             if version == 1:
-                addr = int.from_bytes(src.buf[at - src.base + 8:at - src.base + 16], "little")
+                addr = int.from_bytes(src.buf[at - src.base + 8 : at - src.base + 16], "little")
                 self.found.hip_wrappers.append(HipWrapper(at, addr))
                 return at + 24
         return at + 1
@@ -300,7 +304,7 @@ class Records:
         if (src.buf[at - 1 - src.base] if at > src.base else src.before) != 0:
             return at + 1
         src.ensure(at + CLAIM_WINDOW)
-        window = b"\0" + bytes(src.buf[at - src.base:at - src.base + CLAIM_WINDOW - 1])
+        window = b"\0" + bytes(src.buf[at - src.base : at - src.base + CLAIM_WINDOW - 1])
         claims = self.found.claims
         claims.extend(c for c in parse_embedded(window) if c not in claims)
         return at + 1
@@ -310,8 +314,8 @@ class Records:
         around the hit holds it: the first few distinct names only."""
         src.ensure(at + LINKER_WINDOW)
         lo = max(src.base, at - LINKER_WINDOW)
-        before = bytes(src.buf[lo - src.base:at - src.base])
-        after = bytes(src.buf[at - src.base:at - src.base + LINKER_WINDOW])
+        before = bytes(src.buf[lo - src.base : at - src.base])
+        after = bytes(src.buf[at - src.base : at - src.base + LINKER_WINDOW])
         start = len(before)
         while start and before[start - 1] in _NAME_BYTES:
             start -= 1
@@ -328,7 +332,7 @@ class Records:
         other ELF (the library's own header, a host object) is passed over."""
         if not src.ensure(at + 64):
             return at + 1
-        head = bytes(src.buf[at - src.base:at - src.base + 64])
+        head = bytes(src.buf[at - src.base : at - src.base + 64])
         if int.from_bytes(head[18:20], "little") != elf.EM_CUDA:
             return at + 1
         try:
@@ -336,7 +340,7 @@ class Records:
             if not src.ensure(at + total):
                 raise fatbin.FatbinError("the file ends inside it", code=Code.E014)
             with memoryview(src.buf) as window:
-                data = bytes(window[at - src.base:at - src.base + total])
+                data = bytes(window[at - src.base : at - src.base + total])
             entry = whole_cubin(data, at)
         except (fatbin.FatbinError, elf.ElfError) as e:
             code = e.code if e.code in (Code.E012, Code.E014) else Code.E014
@@ -354,21 +358,22 @@ class Records:
             raise fatbin.FatbinError("it has no section table", code=Code.E014)
         table_end = h.shoff + h.shnum * 64
         if table_end > self.settings.max_payload:
-            raise fatbin.FatbinError(f"its section table ends past the {self.settings.max_payload}-byte bound",
-                                     code=Code.E012)
+            raise fatbin.FatbinError(
+                f"its section table ends past the {self.settings.max_payload}-byte bound", code=Code.E012
+            )
         if not src.ensure(at + table_end):
             raise fatbin.FatbinError("the file ends inside its section table", code=Code.E014)
         names = at + h.shoff + 64 * h.shstrndx - src.base  # the section name table's own header, first
-        if int.from_bytes(src.buf[names + 4:names + 8], "little") != elf.SHT_STRTAB:
+        if int.from_bytes(src.buf[names + 4 : names + 8], "little") != elf.SHT_STRTAB:
             raise fatbin.FatbinError("its section name table is not a string table", code=Code.E014)
         self._look_ahead(table_end)
-        sections = elf.parse_sections(bytes(src.buf[at + h.shoff - src.base:at + table_end - src.base]),
-                                      h.shnum, room)
+        sections = elf.parse_sections(
+            bytes(src.buf[at + h.shoff - src.base : at + table_end - src.base]), h.shnum, room
+        )
         ends = [s.file_end for s in sections if s.type not in (0, elf.SHT_NOBITS)]
         total = max([table_end, h.phoff + h.phnum * 56, *ends])
         if total > self.settings.max_payload:
-            raise fatbin.FatbinError(f"{total} bytes exceed the {self.settings.max_payload}-byte bound",
-                                     code=Code.E012)
+            raise fatbin.FatbinError(f"{total} bytes exceed the {self.settings.max_payload}-byte bound", code=Code.E012)
         self._look_ahead(total - table_end)
         return total
 
@@ -377,8 +382,9 @@ class Records:
         real cubins never overlap, so they spend less than the library's size; hostile headers
         (one every 64 bytes, each claiming a far section table) are cut off as E012 once it is spent."""
         if n > self.lookahead_left:
-            raise fatbin.FatbinError(f"its extent is past the library's look-ahead bound of {self.lookahead} bytes",
-                                     code=Code.E012)
+            raise fatbin.FatbinError(
+                f"its extent is past the library's look-ahead bound of {self.lookahead} bytes", code=Code.E012
+            )
         self.lookahead_left -= n
 
     def bundle(self, src: Source, at: int) -> int:
@@ -390,7 +396,7 @@ class Records:
                 raise hip.Malformed(f"bundle of {total} bytes is too large to verify", code=Code.E032)
             if not src.ensure(at + total):
                 raise hip.Malformed("bundle is truncated", code=Code.E030)
-            blob = bytes(src.buf[at - src.base:at - src.base + total])
+            blob = bytes(src.buf[at - src.base : at - src.base + total])
             self.found.bundles.append(hip.parse(blob, at, "", max_decoded=self.settings.max_payload))
             return at + total
         except hip.Malformed as e:
@@ -409,10 +415,12 @@ class Records:
                 have = min(src.end, self.size) - at
                 look = min(need, have)
                 if look > self.lookahead_left:
-                    raise hip.Malformed(f"bundle extent is not known within the library's look-ahead bound of "
-                                        f"{self.lookahead} bytes", code=Code.E032)
+                    raise hip.Malformed(
+                        f"bundle extent is not known within the library's look-ahead bound of {self.lookahead} bytes",
+                        code=Code.E032,
+                    )
                 self.lookahead_left -= look
-                total = hip.extent(bytes(src.buf[at - src.base:at - src.base + look]))
+                total = hip.extent(bytes(src.buf[at - src.base : at - src.base + look]))
                 if total is not None:
                     break
                 if have < need:
@@ -435,8 +443,13 @@ class Records:
             return at + 1
         end = at + head.total
         if end > self.size:  # a coincidental magic unless it lies in a fatbin section
-            self.found.soft.append(Problem(Code.E011, f"fatbin container at 0x{at:x} declares {head.fat_size} "
-                                                   f"bytes, past the end of the file", at))
+            self.found.soft.append(
+                Problem(
+                    Code.E011,
+                    f"fatbin container at 0x{at:x} declares {head.fat_size} bytes, past the end of the file",
+                    at,
+                )
+            )
             return at + 1
         entries: list[Entry | Future[Entry]] = []
         pos = at + head.header_size
@@ -447,7 +460,7 @@ class Records:
                 eh = fatbin.parse_entry_header(src.buf, pos - src.base, end - pos, pos)
                 if not src.ensure(pos + eh.header_size):
                     raise fatbin.FatbinError("file ends inside an entry header", code=Code.E011, offset=pos)
-                head_bytes = src.buf[pos - src.base:pos - src.base + eh.header_size]
+                head_bytes = src.buf[pos - src.base : pos - src.base + eh.header_size]
                 fatbin.check_options(head_bytes, eh, pos)
                 ident = fatbin.identifier(head_bytes, eh)
                 entries.append(self._entry(src, pos, eh, ident))
@@ -458,8 +471,11 @@ class Records:
             self.walked.append(WalkedContainer(at, head.total, []))
             return end
         if self._entry_at(src, end):  # outside a fatbin section no accounting would notice
-            self.problem(Code.E011, f"fatbin container at 0x{at:x}: an entry follows its declared end, "
-                                 f"so its size hides entries", end)
+            self.problem(
+                Code.E011,
+                f"fatbin container at 0x{at:x}: an entry follows its declared end, so its size hides entries",
+                end,
+            )
         walked = WalkedContainer(at, head.total, entries)
         self.walked.append(walked)
         slack = self.settings.container_slack
@@ -481,8 +497,18 @@ class Records:
         kind = eh.kind
         assert kind is not None  # parse_entry_header rejects unknown kinds
         payload_at = pos + eh.header_size
-        entry = Entry("nvidia", kind, eh.target, eh.version, eh.compression, eh.stored_size, eh.size,
-                      pos, ident, bool(eh.flags & fatbin.FLAG_DEBUG))
+        entry = Entry(
+            "nvidia",
+            kind,
+            eh.target,
+            eh.version,
+            eh.compression,
+            eh.stored_size,
+            eh.size,
+            pos,
+            ident,
+            bool(eh.flags & fatbin.FLAG_DEBUG),
+        )
         if not self.settings.decode or kind == LTO:
             if kind != LTO:
                 self._frame_check(src, pos, payload_at, eh)
@@ -490,12 +516,15 @@ class Records:
             return entry
         max_payload = self.settings.max_payload
         if eh.payload_size > max_payload or eh.size > max_payload:
-            raise fatbin.FatbinError(f"{eh.target} entry of {max(eh.payload_size, eh.size)} "
-                                     f"bytes exceeds the {max_payload}-byte bound", code=Code.E012, offset=pos)
+            raise fatbin.FatbinError(
+                f"{eh.target} entry of {max(eh.payload_size, eh.size)} bytes exceeds the {max_payload}-byte bound",
+                code=Code.E012,
+                offset=pos,
+            )
         if not src.ensure(payload_at + eh.payload_size):
             raise fatbin.FatbinError("file ends inside an entry payload", code=Code.E011, offset=pos)
         with memoryview(src.buf) as window:  # one copy (a bytearray slice is a copy of its own)
-            raw = bytes(window[payload_at - src.base:payload_at - src.base + eh.payload_size])
+            raw = bytes(window[payload_at - src.base : payload_at - src.base + eh.payload_size])
         return self.decoding.entry(eh, raw, pos, entry)
 
     def _frame_check(self, src: Source, pos: int, payload_at: int, eh: fatbin.EntryHeader) -> None:
@@ -504,7 +533,7 @@ class Records:
         head = min(eh.payload_size, 64)
         if not src.ensure(payload_at + head):
             raise fatbin.FatbinError("file ends inside an entry payload", code=Code.E011, offset=pos)
-        first = bytes(src.buf[payload_at - src.base:payload_at - src.base + head])
+        first = bytes(src.buf[payload_at - src.base : payload_at - src.base + head])
         fatbin.check_payload_start(eh, first, pos)
 
     def resolve(self) -> ScanResult:
@@ -538,8 +567,7 @@ LINKER_MARKER = b"nvJitLinkCreate"
 # "cublasGetCudartVersion"), which identify it with its file name: kept once each, like the
 # statements; and the first bytes of each vendor version string ("NCCL version "), whose string
 # is kept (VERSION_WINDOW bytes, VERSIONS_KEPT distinct ones a marker): one needle each.
-STATEMENTS: tuple[bytes, ...] = tuple(dict.fromkeys([*(s.text for s in arch.statements()),
-                                                     *vendor.identity_strings()]))
+STATEMENTS: tuple[bytes, ...] = tuple(dict.fromkeys([*(s.text for s in arch.statements()), *vendor.identity_strings()]))
 VERSION_MARKERS: tuple[bytes, ...] = vendor.version_markers()
 VERSION_WINDOW = 96
 VERSIONS_KEPT = 4
@@ -571,8 +599,29 @@ LINKERS_KEPT = 4
 _NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.")
 
 
-__all__ = ["CUBIN_MAGIC", "FatbinWrapper", "FoundContainer", "FoundCubin", "HIP_WRAPPER_MAGIC", "HipWrapper",
-           "LINKER_MARKER", "LOOKAHEAD_FACTOR", "RUNTIME_BY_MACHINE", "RUNTIME_MARKER", "RUNTIME_MARKERS",
-           "LOOKAHEAD_SLACK", "MARKERS", "PAD_WINDOW", "Records", "ScanResult", "ScanSettings",
-           "SOFT_KEPT", "SoftProblems", "STATEMENTS", "VERSION_MARKERS", "VERSION_WINDOW", "VERSIONS_KEPT",
-           "ZSTD_MAGIC"]
+__all__ = [
+    "CUBIN_MAGIC",
+    "FatbinWrapper",
+    "FoundContainer",
+    "FoundCubin",
+    "HIP_WRAPPER_MAGIC",
+    "HipWrapper",
+    "LINKER_MARKER",
+    "LOOKAHEAD_FACTOR",
+    "RUNTIME_BY_MACHINE",
+    "RUNTIME_MARKER",
+    "RUNTIME_MARKERS",
+    "LOOKAHEAD_SLACK",
+    "MARKERS",
+    "PAD_WINDOW",
+    "Records",
+    "ScanResult",
+    "ScanSettings",
+    "SOFT_KEPT",
+    "SoftProblems",
+    "STATEMENTS",
+    "VERSION_MARKERS",
+    "VERSION_WINDOW",
+    "VERSIONS_KEPT",
+    "ZSTD_MAGIC",
+]

@@ -47,9 +47,22 @@ from .search import Pattern, Search, Zone
 from .stream import Chunks, Source
 
 DEVICE_SUFFIXES = (".cubin", ".fatbin", ".ptx", ".hsaco")
-_PATTERNS = {m: Pattern.of(m) for m in (fatbin.MAGIC, fatbin.WRAPPER_MAGIC, HIP_WRAPPER_MAGIC,
-                                        *hip.MAGICS, CUBIN_MAGIC, ZSTD_MAGIC, *MARKERS, LINKER_MARKER, *STATEMENTS,
-                                        *VERSION_MARKERS, *RUNTIME_MARKERS)}
+_PATTERNS = {
+    m: Pattern.of(m)
+    for m in (
+        fatbin.MAGIC,
+        fatbin.WRAPPER_MAGIC,
+        HIP_WRAPPER_MAGIC,
+        *hip.MAGICS,
+        CUBIN_MAGIC,
+        ZSTD_MAGIC,
+        *MARKERS,
+        LINKER_MARKER,
+        *STATEMENTS,
+        *VERSION_MARKERS,
+        *RUNTIME_MARKERS,
+    )
+}
 
 
 class LibraryScan:
@@ -63,8 +76,15 @@ class LibraryScan:
         self.records = Records(size, settings)
 
     @staticmethod
-    def patterns(*, code: bool = True, data: bool = False, strings: bool = True,
-                 cubins: bool = True, machine: bool = False, isa: int | None = None) -> tuple[Pattern, ...]:
+    def patterns(
+        *,
+        code: bool = True,
+        data: bool = False,
+        strings: bool = True,
+        cubins: bool = True,
+        machine: bool = False,
+        isa: int | None = None,
+    ) -> tuple[Pattern, ...]:
         """Containers (fatbin, offload bundles) can start anywhere; with `cubins` (with `code`),
         whole cubins outside any container, bare or as zstd frames, which a library loads itself
         (a container file's loader reads its containers only); with `data`, the wrapper records the runtimes

@@ -27,6 +27,7 @@ class ReadFailed(ArchauditError):
 
 # ---- the window over the stream ----
 
+
 @dataclass(slots=True)
 class _Capture:
     want: int  # next file offset to fill
@@ -61,12 +62,12 @@ class Source:
         if start >= stop or start < self.base:
             return out
         if start < self.end:
-            out += self.buf[start - self.base:min(stop, self.end) - self.base]
+            out += self.buf[start - self.base : min(stop, self.end) - self.base]
         if self._feeding is not None:  # asked by a `done` callback: that chunk is not fed again
             chunk, lo, hi = self._feeding
             at = start + len(out)
             if lo <= at < hi and at < stop:
-                out += chunk[at - lo:min(stop, hi) - lo]
+                out += chunk[at - lo : min(stop, hi) - lo]
         if start + len(out) < stop:
             self._captures.append(_Capture(start + len(out), stop, out, done))
         elif done is not None:
@@ -122,7 +123,7 @@ class Source:
         finished = []
         for cap in self._captures:
             if lo <= cap.want < hi:
-                take = chunk[cap.want - lo:min(cap.stop, hi) - lo]
+                take = chunk[cap.want - lo : min(cap.stop, hi) - lo]
                 cap.out += take
                 cap.want += len(take)
                 if cap.want >= cap.stop and cap.done is not None:
@@ -184,7 +185,7 @@ def fetch(chunks: Chunks, start: int, stop: int, size: int) -> bytes:
     src = Source(_guard(chunks()), size)
     if not src.skip_to(start) or not src.ensure(stop):
         raise elf.ElfError("range lies past the end of the file")
-    return bytes(src.buf[:stop - start])
+    return bytes(src.buf[: stop - start])
 
 
 __all__ = ["CHUNK_GUESS", "Chunks", "fetch", "HEAD", "ReadFailed", "SEAM", "SHSTR_WINDOW", "Source"]

@@ -116,7 +116,7 @@ def read_directory(path: str, select: Select | None = None) -> tuple[list[Member
 def read_directory_bytes(data: bytes, select: Select | None = None) -> tuple[list[Member], list[Hazard]]:
     """The same for an archive held in memory (a zip inside a wheel)."""
     view = memoryview(data)
-    return _read_directory(lambda at, n: bytes(view[at:at + n]), len(data), select)
+    return _read_directory(lambda at, n: bytes(view[at : at + n]), len(data), select)
 
 
 def _read_directory(read_at: ReadAt, size: int, select: Select | None) -> tuple[list[Member], list[Hazard]]:
@@ -166,7 +166,7 @@ class Window(io.RawIOBase):
 
     def readinto(self, b: Any) -> int:
         data = self.pread(self._pos, len(b))
-        b[:len(data)] = data
+        b[: len(data)] = data
         self._pos += len(data)
         return len(data)
 
@@ -188,11 +188,12 @@ def _find_end_record(read_at: ReadAt, size: int) -> tuple[int, bytes]:
     at = tail.rfind(b"PK\x05\x06")
     if at < 0 or at + _EOCD.size > len(tail):
         raise ZipError("end of central directory not found (truncated or not a zip)")
-    return start + at, tail[at:at + _EOCD.size]
+    return start + at, tail[at : at + _EOCD.size]
 
 
-def _zip64_directory(read_at: ReadAt, locator: bytes, loc_pos: int,
-                     end_record: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
+def _zip64_directory(
+    read_at: ReadAt, locator: bytes, loc_pos: int, end_record: tuple[int, int, int, int]
+) -> tuple[int, int, int, int]:
     """(member count, directory size, directory offset, directory end) from the zip64 record the
     locator at `loc_pos` names; `end_record` is the end record's (count, disk count, size, offset),
     each of which must agree with it or be saturated."""
@@ -202,24 +203,25 @@ def _zip64_directory(read_at: ReadAt, locator: bytes, loc_pos: int,
     if loc_disk != 0 or disks > 1:
         raise ZipError("multi-disk archives are not wheels")
     if rec_pos < 0 or rec_offset != rec_pos:
-        raise ZipError("the zip64 locator points elsewhere than the zip64 record before it "
-                       "(zipfile reads the one before it)")
+        raise ZipError(
+            "the zip64 locator points elsewhere than the zip64 record before it (zipfile reads the one before it)"
+        )
     rec64 = read_at(rec_pos, _EOCD64.size)
     if len(rec64) < _EOCD64.size or rec64[:4] != b"PK\x06\x06":
         raise ZipError("zip64 end of central directory is corrupt")
-    (_, rec_size, _, _, disk64, cd_disk64, disk_count64, count64, cd_size64,
-     cd_offset64) = _EOCD64.unpack(rec64)
+    (_, rec_size, _, _, disk64, cd_disk64, disk_count64, count64, cd_size64, cd_offset64) = _EOCD64.unpack(rec64)
     if rec_size != _EOCD64.size - 12:
         raise ZipError("zip64 end record has extensible data (zipfile would misread it)")
     if disk64 != 0 or cd_disk64 != 0 or disk_count64 != count64:
         raise ZipError("multi-disk archives are not wheels")
-    for name, small, big, full in (("member count", count, count64, 0xFFFF),
-                                   ("member count", disk_count, count64, 0xFFFF),
-                                   ("directory size", cd_size, cd_size64, 0xFFFFFFFF),
-                                   ("directory offset", cd_offset, cd_offset64, 0xFFFFFFFF)):
+    for name, small, big, full in (
+        ("member count", count, count64, 0xFFFF),
+        ("member count", disk_count, count64, 0xFFFF),
+        ("directory size", cd_size, cd_size64, 0xFFFFFFFF),
+        ("directory offset", cd_offset, cd_offset64, 0xFFFFFFFF),
+    ):
         if small != full and small != big:
-            raise ZipError(f"the end record and the zip64 record disagree on the {name} "
-                           f"({small} and {big})")
+            raise ZipError(f"the end record and the zip64 record disagree on the {name} ({small} and {big})")
     return count64, cd_size64, cd_offset64, rec_pos
 
 
@@ -230,52 +232,62 @@ def _end_records(read_at: ReadAt, size: int) -> tuple[int, int, int, int]:
     eocd_pos, rec = _find_end_record(read_at, size)
     (_, disk, cd_disk, disk_count, count, cd_size, cd_offset, comment_len) = _EOCD.unpack(rec)
     if eocd_pos + _EOCD.size + comment_len != size:
-        raise ZipError("the end record's comment length does not reach the end of the file "
-                       "(bytes after the archive, or a second end record)")
+        raise ZipError(
+            "the end record's comment length does not reach the end of the file "
+            "(bytes after the archive, or a second end record)"
+        )
     if disk != 0 or cd_disk != 0:
         raise ZipError("multi-disk archives are not wheels")
     dir_end = eocd_pos
     loc_pos = eocd_pos - _EOCD64_LOCATOR.size
     locator = read_at(loc_pos, _EOCD64_LOCATOR.size) if loc_pos >= 0 else b""
     if locator[:4] == b"PK\x06\x07":  # zipfile honours a locator whatever the end record says
-        count, cd_size, cd_offset, dir_end = _zip64_directory(read_at, locator, loc_pos,
-                                                              (count, disk_count, cd_size, cd_offset))
+        count, cd_size, cd_offset, dir_end = _zip64_directory(
+            read_at, locator, loc_pos, (count, disk_count, cd_size, cd_offset)
+        )
     elif disk_count != count:
         raise ZipError("multi-disk archives are not wheels")
     if cd_offset + cd_size != dir_end:
-        raise ZipError("the central directory does not end where the end record begins "
-                       "(a second directory, or bytes before the archive): zipfile would read "
-                       "another one")
+        raise ZipError(
+            "the central directory does not end where the end record begins "
+            "(a second directory, or bytes before the archive): zipfile would read "
+            "another one"
+        )
     return eocd_pos, count, cd_size, cd_offset
 
 
-def _parse_directory(data: bytes, count: int, cd_offset: int,
-                     archive_size: int) -> tuple[list[Member], list[Hazard]]:
+def _parse_directory(data: bytes, count: int, cd_offset: int, archive_size: int) -> tuple[list[Member], list[Hazard]]:
     members: list[Member] = []
     hazards: list[Hazard] = []
     seen: set[str] = set()
     pos = 0
     unpack = _CENTRAL.unpack_from
     for _ in range(count):
-        if pos + _CENTRAL.size > len(data) or data[pos:pos + 4] != b"PK\x01\x02":
+        if pos + _CENTRAL.size > len(data) or data[pos : pos + 4] != b"PK\x01\x02":
             raise ZipError(f"central directory entry {len(members) + len(hazards)} is corrupt")
-        (_, made_by, _, flags, method, _, _, crc, csize, usize, nlen, xlen, clen, _, _, ext_attr,
-         offset) = unpack(data, pos)
+        (_, made_by, _, flags, method, _, _, crc, csize, usize, nlen, xlen, clen, _, _, ext_attr, offset) = unpack(
+            data, pos
+        )
         name_at = pos + _CENTRAL.size
         end = name_at + nlen + xlen + clen
         if end > len(data):
             raise ZipError("central directory entry overruns the directory")
-        raw_name = data[name_at:name_at + nlen]
+        raw_name = data[name_at : name_at + nlen]
         pos = end
         try:
             name = raw_name.decode("ascii" if raw_name.isascii() else "utf-8" if flags & 0x800 else "cp437")
         except UnicodeDecodeError:
-            hazards.append((Code.E002, raw_name.decode("utf-8", "replace"),
-                            "name is flagged UTF-8 but is not (zipfile cannot read it)"))
+            hazards.append(
+                (
+                    Code.E002,
+                    raw_name.decode("utf-8", "replace"),
+                    "name is flagged UTF-8 but is not (zipfile cannot read it)",
+                )
+            )
             continue
         problem = None
         if xlen:
-            extra = data[name_at + nlen:name_at + nlen + xlen]
+            extra = data[name_at + nlen : name_at + nlen + xlen]
             usize, csize, offset, problem = _extra_fields(extra, raw_name, name, usize, csize, offset)
             if problem:
                 hazards.append((Code.E002, name, problem))
@@ -295,8 +307,9 @@ def _parse_directory(data: bytes, count: int, cd_offset: int,
     return members, hazards
 
 
-def _extra_fields(extra: bytes, raw_name: bytes, name: str, usize: int, csize: int,
-                  offset: int) -> tuple[int, int, int, str | None]:
+def _extra_fields(
+    extra: bytes, raw_name: bytes, name: str, usize: int, csize: int, offset: int
+) -> tuple[int, int, int, str | None]:
     """Sizes and offset with the zip64 extra field applied as zipfile applies it, or a problem:
     a malformed extra field, a second zip64 field, or a Unicode Path field naming the member
     otherwise (newer zipfile installs it under that name)."""
@@ -304,7 +317,7 @@ def _extra_fields(extra: bytes, raw_name: bytes, name: str, usize: int, csize: i
     zip64_seen = False
     while pos + 4 <= len(extra):
         tag, length = struct.unpack_from("<HH", extra, pos)
-        body = extra[pos + 4:pos + 4 + length]
+        body = extra[pos + 4 : pos + 4 + length]
         if len(body) != length:
             return usize, csize, offset, f"extra field {tag:#06x} overruns its entry"
         if tag == 1:
@@ -322,8 +335,12 @@ def _extra_fields(extra: bytes, raw_name: bytes, name: str, usize: int, csize: i
                     offset = next(it)
             except StopIteration:
                 return usize, csize, offset, "zip64 extra field is too short"
-        elif tag == _UNICODE_PATH and len(body) >= 5 and body[0] == 1 \
-                and struct.unpack_from("<L", body, 1)[0] == zlib.crc32(raw_name):
+        elif (
+            tag == _UNICODE_PATH
+            and len(body) >= 5
+            and body[0] == 1
+            and struct.unpack_from("<L", body, 1)[0] == zlib.crc32(raw_name)
+        ):
             alt = body[5:].decode("utf-8", "replace")
             if alt and alt != name:
                 return usize, csize, offset, f"its Unicode Path extra field names it {alt!r}"
@@ -354,8 +371,9 @@ def _hazard(m: Member, archive_size: int, cd_offset: int) -> str | None:
     return None
 
 
-def _check_local_headers(read_at: ReadAt, members: list[Member], hazards: list[Hazard],
-                         select: Select | None) -> list[Member]:
+def _check_local_headers(
+    read_at: ReadAt, members: list[Member], hazards: list[Hazard], select: Select | None
+) -> list[Member]:
     """Each member's local header must repeat its central-directory name, as zipfile (and so
     pip) requires: otherwise the name that decided whether it is audited is not the name it is
     installed under. Its method, CRC and sizes must agree too. Returns the members that pass,
@@ -381,14 +399,15 @@ def _check_local_headers(read_at: ReadAt, members: list[Member], hazards: list[H
         overlapped = m.header_offset < data_end
         data_end = max(data_end, data_offset + m.compressed_size)
         if select is not None and name[-1:] != "/" and not overlapped:
-            first = head[_LOCAL.size + nlen + xlen:] if nlen == raw_len else b""
+            first = head[_LOCAL.size + nlen + xlen :] if nlen == raw_len else b""
             try:
-                tag, whole = _selected(read_at, m, select, first[:m.compressed_size], data_offset)
+                tag, whole = _selected(read_at, m, select, first[: m.compressed_size], data_offset)
             except MemberError as e:
                 hazards.append((e.code, name, str(e)))
                 continue
-        kept[index] = Member(name, m.method, m.flags, m.crc, m.compressed_size, m.size, m.header_offset, m.mode,
-                             data_offset, tag, whole)
+        kept[index] = Member(
+            name, m.method, m.flags, m.crc, m.compressed_size, m.size, m.header_offset, m.mode, data_offset, tag, whole
+        )
     return [kept[i] for i in sorted(kept)]
 
 
@@ -400,14 +419,15 @@ def _local_header(read_at: ReadAt, m: Member, head: bytes, raw_len: int) -> tupl
         return "local header missing (archive truncated or corrupt)"
     (_, _, flags, method, _, _, crc, csize, usize, nlen, xlen) = _LOCAL.unpack_from(head)
     fixed = _LOCAL.size + raw_len
-    local_raw = head[_LOCAL.size:fixed] if nlen == raw_len else read_at(m.header_offset + _LOCAL.size, nlen)
+    local_raw = head[_LOCAL.size : fixed] if nlen == raw_len else read_at(m.header_offset + _LOCAL.size, nlen)
     local = _decoded_name(local_raw, flags)
     if local != m.name:
         return f"local header names it {local!r}"
     if method != m.method or (flags ^ m.flags) & 0x1:
         return "local header and central directory disagree on its compression or encryption"
-    if not flags & 0x8 and (crc != m.crc or csize not in (m.compressed_size, 0xFFFFFFFF)
-                            or usize not in (m.size, 0xFFFFFFFF)):
+    if not flags & 0x8 and (
+        crc != m.crc or csize not in (m.compressed_size, 0xFFFFFFFF) or usize not in (m.size, 0xFFFFFFFF)
+    ):
         return "local header and central directory disagree on its CRC or sizes"
     return nlen, xlen
 
@@ -420,8 +440,9 @@ def _decoded_name(raw: bytes, flags: int) -> str:
         return raw.decode("utf-8", "replace")
 
 
-def _selected(read_at: ReadAt, m: Member, select: Select, first: bytes,
-              data_offset: int) -> tuple[object, bytes | None]:
+def _selected(
+    read_at: ReadAt, m: Member, select: Select, first: bytes, data_offset: int
+) -> tuple[object, bytes | None]:
     """What ``select`` tags the member by its first bytes (64 say what a file is; an MS-DOS stub
     points further, to its PE header), and, for a tagged member of at most WHOLE bytes, the
     whole member, verified. Raises MemberError."""
@@ -454,8 +475,9 @@ def _check_overlaps(members: list[Member], hazards: list[Hazard], cd_offset: int
     return [m for m in members if id(m) not in bad] if bad else members
 
 
-def member_head(read_at: ReadAt, m: Member, n: int = HEAD, first: bytes = b"", data_offset: int = -1,
-                whole: bool = True) -> tuple[bytes, bytes | None]:
+def member_head(
+    read_at: ReadAt, m: Member, n: int = HEAD, first: bytes = b"", data_offset: int = -1, whole: bool = True
+) -> tuple[bytes, bytes | None]:
     """The member's first n bytes (fewer if it is shorter), without inflating the rest; and (if
     `whole`) the whole member, verified, when it is at most WHOLE bytes. `first`: the start of
     its data, when the caller has it already. Raises MemberError."""
@@ -476,20 +498,20 @@ def member_head(read_at: ReadAt, m: Member, n: int = HEAD, first: bytes = b"", d
     return out[:n], out
 
 
-def _stored_head(read_at: ReadAt, m: Member, n: int, first: bytes, at: int,
-                 whole: bool) -> tuple[bytes, bytes | None]:
+def _stored_head(read_at: ReadAt, m: Member, n: int, first: bytes, at: int, whole: bool) -> tuple[bytes, bytes | None]:
     """member_head of a stored member: its bytes as they are."""
     if m.compressed_size != m.size:
         raise MemberError("stored member's sizes disagree", code=Code.E002)
     if whole and m.size <= WHOLE:
         data = first if len(first) >= m.size else read_at(at, m.size)
-        _verify(m, data[:m.size])
-        return data[:n], data[:m.size]
+        _verify(m, data[: m.size])
+        return data[:n], data[: m.size]
     return (first if len(first) >= n else read_at(at, min(n, m.size)))[:n], None
 
 
-def _inflate(read_at: ReadAt, m: Member, first: bytes, at: int, want: int,
-             whole: bool) -> tuple[bytes, bool, int, bool]:
+def _inflate(
+    read_at: ReadAt, m: Member, first: bytes, at: int, want: int, whole: bool
+) -> tuple[bytes, bool, int, bool]:
     """Inflate a deflated member until ``want`` bytes (``whole``: to its end), reading its input
     in growing steps and never more than HEAD_INPUT bytes of it for a head. Returns what it
     inflated, whether the stream ended, the input bytes taken, and whether input followed the
@@ -500,8 +522,11 @@ def _inflate(read_at: ReadAt, m: Member, first: bytes, at: int, want: int,
     step = min(m.compressed_size, 1024)
     while (len(out) < want or (whole and not inflater.eof)) and taken < m.compressed_size:
         if taken >= HEAD_INPUT:
-            raise MemberError(f"no {want} bytes of content in its first {HEAD_INPUT} "
-                              f"compressed bytes (corrupt or hostile deflate data)", code=Code.E002)
+            raise MemberError(
+                f"no {want} bytes of content in its first {HEAD_INPUT} "
+                f"compressed bytes (corrupt or hostile deflate data)",
+                code=Code.E002,
+            )
         if first and not taken:
             block = first
         else:
@@ -616,6 +641,25 @@ def iter_member(f: IO[bytes], m: Member, chunk: int = CHUNK) -> Iterator[bytes]:
         raise MemberError("CRC mismatch (corrupt or changed while read)", code=Code.E002)
 
 
-__all__ = ["CHUNK", "crc32", "Hazard", "HEAD", "HEAD_INPUT", "INFLATER", "iter_member", "MAX_MEMBER", "MAX_RATIO",
-           "Member", "member_head", "MemberError", "read_directory", "read_directory_at", "read_directory_bytes",
-           "ReadAt", "Select", "WHOLE", "Window", "ZipError"]
+__all__ = [
+    "CHUNK",
+    "crc32",
+    "Hazard",
+    "HEAD",
+    "HEAD_INPUT",
+    "INFLATER",
+    "iter_member",
+    "MAX_MEMBER",
+    "MAX_RATIO",
+    "Member",
+    "member_head",
+    "MemberError",
+    "read_directory",
+    "read_directory_at",
+    "read_directory_bytes",
+    "ReadAt",
+    "Select",
+    "WHOLE",
+    "Window",
+    "ZipError",
+]

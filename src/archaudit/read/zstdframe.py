@@ -52,10 +52,10 @@ def parse_header(head: bytes) -> FrameHeader | None:
     size = pos + dict_len + fcs_len
     if len(head) < size:
         return None
-    dictionary = int.from_bytes(head[pos:pos + dict_len], "little")
+    dictionary = int.from_bytes(head[pos : pos + dict_len], "little")
     content: int | None = None
     if fcs_len:
-        content = int.from_bytes(head[pos + dict_len:size], "little") + (256 if fcs_len == 2 else 0)
+        content = int.from_bytes(head[pos + dict_len : size], "little") + (256 if fcs_len == 2 else 0)
     return FrameHeader(size, content, dictionary, bool(fhd & 0x04))
 
 
@@ -102,5 +102,16 @@ def holds(first: bytes) -> Holds | None:
     return None
 
 
-__all__ = ["BLOCK_HEADER", "CHECKSUM", "FrameHeader", "Holds", "MAGIC", "MAX_BLOCK", "MAX_HEADER", "block",
-           "first_bytes", "holds", "parse_header"]
+__all__ = [
+    "BLOCK_HEADER",
+    "CHECKSUM",
+    "FrameHeader",
+    "Holds",
+    "MAGIC",
+    "MAX_BLOCK",
+    "MAX_HEADER",
+    "block",
+    "first_bytes",
+    "holds",
+    "parse_header",
+]

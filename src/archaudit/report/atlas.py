@@ -20,9 +20,13 @@ from ..gpus.drivers import driver_key
 
 NATIVE, JIT, NO, UNVERIFIED, HOST = "native", "jit", "no", "unverified", "host"
 CELL_TEXT = {NATIVE: "native", JIT: "PTX only", NO: "no", UNVERIFIED: "?", HOST: "·"}
-CELL_TITLE = {NATIVE: "runs natively (SASS or a code object for it)", JIT: "runs only by JIT-compiling PTX",
-              NO: "some library with device code does not run there", UNVERIFIED: "could not be verified",
-              HOST: "no device code"}
+CELL_TITLE = {
+    NATIVE: "runs natively (SASS or a code object for it)",
+    JIT: "runs only by JIT-compiling PTX",
+    NO: "some library with device code does not run there",
+    UNVERIFIED: "could not be verified",
+    HOST: "no device code",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,8 +59,9 @@ def gpu_rows() -> tuple[GpuRow, ...]:
     for g in arch.gpu_catalog():
         names.setdefault(g.cc, []).append(g.name)
     gens = arch.generations()
-    rows = [GpuRow(f"sm_{cc[0]}{cc[1]}", "nvidia", gens.get(cc, ""), tuple(names[cc]))
-            for cc in sorted(names, reverse=True)]
+    rows = [
+        GpuRow(f"sm_{cc[0]}{cc[1]}", "nvidia", gens.get(cc, ""), tuple(names[cc])) for cc in sorted(names, reverse=True)
+    ]
     # AMD: one row per processor and the xnack/sramecc settings its GPUs ship with (what decides
     # which code object loads), asked about by the first GPU's catalog name
     amd: dict[tuple[str, str], list[str]] = {}
@@ -64,8 +69,9 @@ def gpu_rows() -> tuple[GpuRow, ...]:
         amd.setdefault((a.target, a.shipped or ""), []).append(a.name)
     targets = [t for t, _ in amd]
     for (target, ships), gpus in sorted(amd.items(), key=lambda kv: (kv[0][0], kv[0][1]), reverse=True):
-        rows.append(GpuRow(ships if ships and targets.count(target) > 1 else target, "amd", ships or target,
-                           tuple(gpus)))
+        rows.append(
+            GpuRow(ships if ships and targets.count(target) > 1 else target, "amd", ships or target, tuple(gpus))
+        )
     return tuple(rows)
 
 
@@ -122,17 +128,21 @@ def _e(text: object) -> str:
 
 def _header_cell(c: WheelColumn) -> str:
     py, os_name, cpu = c.line
-    return (f'<th data-project="{_e(c.project)}" title="{_e(c.file)}">{_e(c.release)}'
-            f'<small>{_e(py)} {_e(os_name)} {_e(cpu)}</small></th>')
+    return (
+        f'<th data-project="{_e(c.project)}" title="{_e(c.file)}">{_e(c.release)}'
+        f"<small>{_e(py)} {_e(os_name)} {_e(cpu)}</small></th>"
+    )
 
 
 def _grid(by_project: Mapping[str, Sequence[WheelColumn]], rows: Sequence[GpuRow]) -> str:
     """One grid for the whole database: a row per GPU, a column per wheel, grouped by project
     (each header and cell carries its project, which the project filter hides by)."""
     cols = [c for cs in by_project.values() for c in cs]
-    out = ['<div class=scroll><table class=grid id=atlas><thead><tr><th rowspan=2>GPU</th>']
-    out += [f'<th colspan={len(cs)} class=project data-project="{_e(p)}"><a href="#p-{_e(p)}">{_e(p)}</a></th>'
-            for p, cs in by_project.items()]
+    out = ["<div class=scroll><table class=grid id=atlas><thead><tr><th rowspan=2>GPU</th>"]
+    out += [
+        f'<th colspan={len(cs)} class=project data-project="{_e(p)}"><a href="#p-{_e(p)}">{_e(p)}</a></th>'
+        for p, cs in by_project.items()
+    ]
     out.append("</tr><tr>")
     out += [_header_cell(c) for c in cols]
     out.append("</tr></thead><tbody>")
@@ -141,13 +151,17 @@ def _grid(by_project: Mapping[str, Sequence[WheelColumn]], rows: Sequence[GpuRow
             continue  # no wheel carries code of this vendor: nothing to say
         names = ", ".join(r.gpus[:3]) + (" ..." if len(r.gpus) > 3 else "")
         label = r.generation if r.vendor == "nvidia" else ""
-        out.append(f'<tr data-gpu="{_e(r.key)}"><th class=gpu title="{_e(", ".join(r.gpus))}">{_e(r.key)} '
-                   f'{_e(label)}<br><small>{_e(names)}</small></th>')
+        out.append(
+            f'<tr data-gpu="{_e(r.key)}"><th class=gpu title="{_e(", ".join(r.gpus))}">{_e(r.key)} '
+            f"{_e(label)}<br><small>{_e(names)}</small></th>"
+        )
         for c in cols:
             state = c.cells[r.key]
-            out.append(f'<td class="cell {state}" data-project="{_e(c.project)}" title="{_e(c.project)} '
-                       f'{_e(c.release)} on {_e(r.gpus[0])}: {CELL_TITLE[state]}">'
-                       f'<a href="#w{c.wheel_id}">{CELL_TEXT[state]}</a></td>')
+            out.append(
+                f'<td class="cell {state}" data-project="{_e(c.project)}" title="{_e(c.project)} '
+                f'{_e(c.release)} on {_e(r.gpus[0])}: {CELL_TITLE[state]}">'
+                f'<a href="#w{c.wheel_id}">{CELL_TEXT[state]}</a></td>'
+            )
         out.append("</tr>")
     out.append("</tbody></table></div>")
     return "".join(out)
@@ -171,34 +185,51 @@ def floor_svg(cols: Sequence[WheelColumn]) -> str:
         if hi == lo:  # one floor throughout: a level line mid-height
             return 12 + (height - bottom - 12) / 2
         return 12 + (height - bottom - 12) * (1 - (v - lo) / span)
+
     d = f"M{x(points[0][0]):.1f} {y(values[0]):.1f}" + "".join(
-        f" H{x(i):.1f} V{y(v):.1f}" for (i, _), v in zip(points[1:], values[1:]))
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role=img '
-             f'aria-label="driver floor by release">',
-             f'<line x1="{left}" y1="{height - bottom}" x2="{width - 10}" y2="{height - bottom}" stroke="#999"/>',
-             f'<path d="{d}" fill="none" stroke="#14213d" stroke-width="2"/>']
+        f" H{x(i):.1f} V{y(v):.1f}" for (i, _), v in zip(points[1:], values[1:])
+    )
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role=img '
+        f'aria-label="driver floor by release">',
+        f'<line x1="{left}" y1="{height - bottom}" x2="{width - 10}" y2="{height - bottom}" stroke="#999"/>',
+        f'<path d="{d}" fill="none" stroke="#14213d" stroke-width="2"/>',
+    ]
     for (i, c), v in zip(points, values):
         assert c.floor is not None
         when = f", uploaded {c.uploaded}" if c.uploaded else ""
-        parts.append(f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="4" fill="#14213d"><title>{_e(c.release)}: '
-                     f'driver &gt;= {_e(c.floor[1])} (CUDA {_e(c.floor[0])}{_e(when)})</title></circle>')
-        parts.append(f'<text x="{x(i):.1f}" y="{y(v) - 8:.1f}" font-size="10" text-anchor="middle">'
-                     f'{_e(c.floor[1])}</text>')
+        parts.append(
+            f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="4" fill="#14213d"><title>{_e(c.release)}: '
+            f"driver &gt;= {_e(c.floor[1])} (CUDA {_e(c.floor[0])}{_e(when)})</title></circle>"
+        )
+        parts.append(
+            f'<text x="{x(i):.1f}" y="{y(v) - 8:.1f}" font-size="10" text-anchor="middle">{_e(c.floor[1])}</text>'
+        )
     for i, c in enumerate(cols):
-        parts.append(f'<text x="{x(i):.1f}" y="{height - bottom + 14}" font-size="10" text-anchor="middle">'
-                     f'{_e(c.release)}</text>')
+        parts.append(
+            f'<text x="{x(i):.1f}" y="{height - bottom + 14}" font-size="10" text-anchor="middle">'
+            f"{_e(c.release)}</text>"
+        )
     parts.append('<text x="4" y="14" font-size="10">driver</text></svg>')
     return "".join(parts)
 
 
 def _findings(c: WheelColumn) -> str:
     shown = [f for f in c.findings if f[1] != "info"] or list(c.findings)
-    body = "".join(f"<tr><td>{_e(code)}</td><td class=sev-{_e(sev)}>{_e(sev)}</td><td>{_e(subject)}</td>"
-                   f"<td>{_e(message)}</td></tr>" for code, sev, subject, message in shown)
-    rows = f"<table class=findings><tr><th>code</th><th>severity</th><th>subject</th><th>message</th></tr>{body}" \
-           f"</table>" if shown else "<p>No findings.</p>"
-    return (f'<details id="w{c.wheel_id}"><summary>{_e(c.file)}: {_e(c.verdict)}, {len(c.findings)} finding'
-            f'{"s" * (len(c.findings) != 1)}</summary>{rows}</details>')
+    body = "".join(
+        f"<tr><td>{_e(code)}</td><td class=sev-{_e(sev)}>{_e(sev)}</td><td>{_e(subject)}</td>"
+        f"<td>{_e(message)}</td></tr>"
+        for code, sev, subject, message in shown
+    )
+    rows = (
+        f"<table class=findings><tr><th>code</th><th>severity</th><th>subject</th><th>message</th></tr>{body}</table>"
+        if shown
+        else "<p>No findings.</p>"
+    )
+    return (
+        f'<details id="w{c.wheel_id}"><summary>{_e(c.file)}: {_e(c.verdict)}, {len(c.findings)} finding'
+        f"{'s' * (len(c.findings) != 1)}</summary>{rows}</details>"
+    )
 
 
 def page(by_project: Mapping[str, Sequence[WheelColumn]], rows: Sequence[GpuRow], title: str = "GPU atlas") -> str:
@@ -207,37 +238,64 @@ def page(by_project: Mapping[str, Sequence[WheelColumn]], rows: Sequence[GpuRow]
         raise UsageError("query html: the database holds no wheels")
     wheels = sum(len(v) for v in by_project.values())
     options = "".join(f'<option value="{_e(p)}">{_e(p)}</option>' for p in by_project)
-    gpu_options = "".join(f'<option value="{_e(r.key)}">{_e(r.key)} {_e(r.generation if r.vendor == "nvidia" else "")}'
-                          f' ({_e(", ".join(r.gpus[:2]))})</option>' for r in rows)
-    legend = "".join(f'<span class={state}>{CELL_TEXT[state]}</span>{_e(CELL_TITLE[state])} '
-                     for state in (NATIVE, JIT, NO, UNVERIFIED, HOST))
-    parts = ["<!doctype html><html lang=en><head><meta charset=utf-8>",
-             '<meta name=viewport content="width=device-width, initial-scale=1">',
-             f"<title>archaudit: {_e(title)}</title><style>{_STYLE}</style></head><body>",
-             f"<header><h1>{_e(title)}: which GPU wheels run where</h1><p>{len(by_project)} project"
-             f"{'s' * (len(by_project) != 1)}, {wheels} wheel{'s' * (wheels != 1)}, judged by archaudit's rules "
-             f"against every GPU of its catalog.</p></header><main>",
-             f'<div class=filters><label for=project>Project</label><select id=project><option value="">all</option>'
-             f'{options}</select><label for=gpu>GPU</label><select id=gpu><option value="">all</option>{gpu_options}'
-             f'</select></div><p class=legend>{legend}</p>', _grid(by_project, rows),
-             "<h2>By project: the driver floor over time, and each wheel's findings</h2>"]
+    gpu_options = "".join(
+        f'<option value="{_e(r.key)}">{_e(r.key)} {_e(r.generation if r.vendor == "nvidia" else "")}'
+        f" ({_e(', '.join(r.gpus[:2]))})</option>"
+        for r in rows
+    )
+    legend = "".join(
+        f"<span class={state}>{CELL_TEXT[state]}</span>{_e(CELL_TITLE[state])} "
+        for state in (NATIVE, JIT, NO, UNVERIFIED, HOST)
+    )
+    parts = [
+        "<!doctype html><html lang=en><head><meta charset=utf-8>",
+        '<meta name=viewport content="width=device-width, initial-scale=1">',
+        f"<title>archaudit: {_e(title)}</title><style>{_STYLE}</style></head><body>",
+        f"<header><h1>{_e(title)}: which GPU wheels run where</h1><p>{len(by_project)} project"
+        f"{'s' * (len(by_project) != 1)}, {wheels} wheel{'s' * (wheels != 1)}, judged by archaudit's rules "
+        f"against every GPU of its catalog.</p></header><main>",
+        f'<div class=filters><label for=project>Project</label><select id=project><option value="">all</option>'
+        f'{options}</select><label for=gpu>GPU</label><select id=gpu><option value="">all</option>{gpu_options}'
+        f"</select></div><p class=legend>{legend}</p>",
+        _grid(by_project, rows),
+        "<h2>By project: the driver floor over time, and each wheel's findings</h2>",
+    ]
     for project, cols in by_project.items():
-        parts.append(f'<section class=project data-project="{_e(project)}" id="p-{_e(project)}">'
-                     f"<h2>{_e(project)}</h2>"
-                     f"<h3>Driver floor over time</h3><div class=floor>{floor_svg(cols)}</div>"
-                     f"<h3>Findings by wheel</h3>{''.join(_findings(c) for c in cols)}</section>")
-    parts.append(f"</main><footer>Rows: each compute capability of archaudit's NVIDIA catalog with its "
-                 f"architecture and GPUs, each AMD processor of its AMD catalog; a row is shown where some wheel "
-                 f"of the database carries code of that vendor. Generated by archaudit.</footer>"
-                 f"<script>{_SCRIPT}</script></body></html>")
+        parts.append(
+            f'<section class=project data-project="{_e(project)}" id="p-{_e(project)}">'
+            f"<h2>{_e(project)}</h2>"
+            f"<h3>Driver floor over time</h3><div class=floor>{floor_svg(cols)}</div>"
+            f"<h3>Findings by wheel</h3>{''.join(_findings(c) for c in cols)}</section>"
+        )
+    parts.append(
+        f"</main><footer>Rows: each compute capability of archaudit's NVIDIA catalog with its "
+        f"architecture and GPUs, each AMD processor of its AMD catalog; a row is shown where some wheel "
+        f"of the database carries code of that vendor. Generated by archaudit.</footer>"
+        f"<script>{_SCRIPT}</script></body></html>"
+    )
     return "\n".join(parts) + "\n"
 
 
 def data(by_project: Mapping[str, Sequence[WheelColumn]]) -> str:
     """The atlas's cells as JSON, for a test or a script (what the page draws)."""
-    return json.dumps({p: [{"release": c.release, "tags": c.tags, "cells": c.cells} for c in cols]
-                       for p, cols in by_project.items()}, indent=2)
+    return json.dumps(
+        {p: [{"release": c.release, "tags": c.tags, "cells": c.cells} for c in cols] for p, cols in by_project.items()},
+        indent=2,
+    )
 
 
-__all__ = ["CELL_TEXT", "CELL_TITLE", "HOST", "JIT", "NATIVE", "NO", "UNVERIFIED", "GpuRow", "WheelColumn", "data",
-           "floor_svg", "gpu_rows", "page"]
+__all__ = [
+    "CELL_TEXT",
+    "CELL_TITLE",
+    "HOST",
+    "JIT",
+    "NATIVE",
+    "NO",
+    "UNVERIFIED",
+    "GpuRow",
+    "WheelColumn",
+    "data",
+    "floor_svg",
+    "gpu_rows",
+    "page",
+]

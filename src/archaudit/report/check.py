@@ -17,8 +17,15 @@ if TYPE_CHECKING:
 def _text(report: Report, o: RenderOptions) -> str:
     from .render import render_text
 
-    return render_text(report, detail=o.detail, verbose=o.verbose, ascii_only=not o.unicode, costs=o.costs,
-                       timings=o.timings, width=o.width)
+    return render_text(
+        report,
+        detail=o.detail,
+        verbose=o.verbose,
+        ascii_only=not o.unicode,
+        costs=o.costs,
+        timings=o.timings,
+        width=o.width,
+    )
 
 
 def _json(report: Report, o: RenderOptions) -> str:
@@ -52,7 +59,12 @@ def _sarif(report: Report, o: RenderOptions) -> str:
 
 
 RENDERERS: dict[Format, Callable[[Report, RenderOptions], str]] = {
-    "text": _text, "json": _json, "markdown": _markdown, "github": _github, "junit": _junit, "sarif": _sarif,
+    "text": _text,
+    "json": _json,
+    "markdown": _markdown,
+    "github": _github,
+    "junit": _junit,
+    "sarif": _sarif,
 }
 """The check report's renderer per output format."""
 

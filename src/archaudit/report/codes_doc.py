@@ -25,8 +25,9 @@ def _cell(text: str) -> str:
 def codes_table() -> str:
     """The README's table: one row per code, its severity and title, linked to its docs/codes.md entry."""
     rows = ["| Code | Severity | Meaning |", "|---|---|---|"]
-    rows += [f"| [{c.code}](docs/codes.md#{c.code.lower()}) | {c.severity} | {_cell(c.title)} |"
-             for c in CODES.values()]
+    rows += [
+        f"| [{c.code}](docs/codes.md#{c.code.lower()}) | {c.severity} | {_cell(c.title)} |" for c in CODES.values()
+    ]
     return "\n".join(rows) + "\n"
 
 
@@ -46,9 +47,6 @@ def splice(document: str) -> str:
 
 
 # What tools/gen_docs.py writes: a path relative to the repository root -> its text from the old text.
-GENERATED: dict[str, Callable[[str], str]] = {
-    "docs/codes.md": lambda _old: codes_markdown(),
-    "README.md": splice,
-}
+GENERATED: dict[str, Callable[[str], str]] = {"docs/codes.md": lambda _old: codes_markdown(), "README.md": splice}
 
 __all__ = ["END", "GENERATED", "START", "codes_markdown", "codes_table", "splice"]

@@ -46,13 +46,15 @@ def _verdict(r: DiffReport) -> str:
         return f"! {what} (allowed)" if r.allow_loss else f"✗ {what} (--allow-loss to accept)"
     free = len(r.free_losses)
     if free:
-        return (f"✓ no GPU runs worse ({free} librar{'y' if free == 1 else 'ies'} lost targets whose GPUs "
-                f"still run as well)")
+        return (
+            f"✓ no GPU runs worse ({free} librar{'y' if free == 1 else 'ies'} lost targets whose GPUs "
+            f"still run as well)"
+        )
     return "✓ no GPU architecture lost"
 
 
 def driver_change(r: DiffReport) -> str:
-    """"driver floor: >= A on Linux (CUDA x) -> >= B ..." when the floor moved, else ""."""
+    """ "driver floor: >= A on Linux (CUDA x) -> >= B ..." when the floor moved, else ""."""
     if r.old.driver == r.new.driver or not (r.old.driver or r.new.driver):
         return ""
     return f"driver floor: {r.old.driver_words or 'none'} -> {r.new.driver_words or 'none'}"
@@ -62,8 +64,9 @@ KERNELS_SHOWN = 3
 
 
 def _worse_words(d: LibraryDiff) -> str:
-    return ", ".join(f"{w.cc} ({', '.join(w.gpus) or 'no catalog GPU'}) {w.was} -> {w.now}{_kernel_words(w)}"
-                     for w in d.worse)
+    return ", ".join(
+        f"{w.cc} ({', '.join(w.gpus) or 'no catalog GPU'}) {w.was} -> {w.now}{_kernel_words(w)}" for w in d.worse
+    )
 
 
 def _kernel_words(w: Worse) -> str:
@@ -123,8 +126,15 @@ def _change_parts(d: LibraryDiff) -> list[str]:
 
 def to_dict(r: DiffReport) -> dict[str, Any]:
     def side(s: Side) -> dict[str, Any]:
-        return {"target": s.target, "kind": s.kind, "distribution": s.distribution, "carries": list(s.carries),
-                "unusable": s.unusable, "problems": list(s.problems), "driver_floor": s.driver or None}
+        return {
+            "target": s.target,
+            "kind": s.kind,
+            "distribution": s.distribution,
+            "carries": list(s.carries),
+            "unusable": s.unusable,
+            "problems": list(s.problems),
+            "driver_floor": s.driver or None,
+        }
 
     return {
         "schema": "archaudit-diff",
@@ -137,15 +147,28 @@ def to_dict(r: DiffReport) -> dict[str, Any]:
         "new": side(r.new),
         "gained": list(r.gained),
         "lost": list(r.lost),
-        "libraries": [{
-            "path": d.path, "old_path": d.old_path, "new_path": d.new_path, "matched_by": d.matched_by,
-            "change": d.change, "old": list(d.old), "new": list(d.new), "gained": list(d.gained),
-            "lost": [{"target": x.target, "now": x.now or None, "gpus": list(x.gpus)} for x in d.lost],
-            "old_bytes": d.old_bytes, "new_bytes": d.new_bytes, "problems": list(d.problems),
-            "worse": [{"gpu": w.cc, "was": w.was, "now": w.now, "gpus": list(w.gpus), "kernels": list(w.kernels)}
-                      for w in d.worse],
-            "fails": d.costly,
-        } for d in r.libraries],
+        "libraries": [
+            {
+                "path": d.path,
+                "old_path": d.old_path,
+                "new_path": d.new_path,
+                "matched_by": d.matched_by,
+                "change": d.change,
+                "old": list(d.old),
+                "new": list(d.new),
+                "gained": list(d.gained),
+                "lost": [{"target": x.target, "now": x.now or None, "gpus": list(x.gpus)} for x in d.lost],
+                "old_bytes": d.old_bytes,
+                "new_bytes": d.new_bytes,
+                "problems": list(d.problems),
+                "worse": [
+                    {"gpu": w.cc, "was": w.was, "now": w.now, "gpus": list(w.gpus), "kernels": list(w.kernels)}
+                    for w in d.worse
+                ],
+                "fails": d.costly,
+            }
+            for d in r.libraries
+        ],
     }
 
 
@@ -155,20 +178,21 @@ def render_json(r: DiffReport) -> str:
 
 def _library_row_md(d: LibraryDiff) -> str:
     """One library's row of the Markdown table: where, how it changed, what it lost (problems too), gained."""
-    where = (_code(d.path) if d.matched_by != "name"
-             else f"{_code(d.old_path or '')} → {_code(d.new_path or '')}")
+    where = _code(d.path) if d.matched_by != "name" else f"{_code(d.old_path or '')} → {_code(d.new_path or '')}"
     lost = "<br>".join(_md(part) for part in _lost_list(d, "\n").split("\n") if part)
     if d.problems:
         lost += ("<br>" if lost else "") + "<br>".join(f"❌ {_md(p)}" for p in d.problems)
-    return (f"| {where} | {d.change} | {lost} | {_md(' '.join(d.gained))} | "
-            f"{_bytes(d.old_bytes)} → {_bytes(d.new_bytes)} |")
+    return (
+        f"| {where} | {d.change} | {lost} | {_md(' '.join(d.gained))} | {_bytes(d.old_bytes)} → {_bytes(d.new_bytes)} |"
+    )
 
 
 def render_markdown(r: DiffReport, *, verbose: bool = False) -> str:
     icon = "❌" if r.exit_code else "✅"
     out = [f"## {icon} archaudit diff: {_md(_name(r.old))} → {_md(_name(r.new))}", ""]
-    out.append(f"**Wheel-wide:** gained {_md(' '.join(r.gained) or 'nothing')}; "
-               f"lost {_md(' '.join(r.lost) or 'nothing')}")
+    out.append(
+        f"**Wheel-wide:** gained {_md(' '.join(r.gained) or 'nothing')}; lost {_md(' '.join(r.lost) or 'nothing')}"
+    )
     out.append("")
     for p in r.old.problems + r.new.problems:
         out.append(f"- ❌ {_md(p)}")
@@ -193,8 +217,11 @@ def render_github(r: DiffReport) -> str:
     for p in r.problems:
         out.append(formats.annotation("error", p, title="archaudit diff: could not be verified"))
     for d in r.losses:
-        out.append(formats.annotation(level, f"{d.path}: lost {_lost_list(d, ', ')}",
-                                      title="archaudit diff: GPU architectures lost"))
+        out.append(
+            formats.annotation(
+                level, f"{d.path}: lost {_lost_list(d, ', ')}", title="archaudit diff: GPU architectures lost"
+            )
+        )
     out.append(f"archaudit diff: {_verdict(r).lstrip('✓✗! ')}")
     return "\n".join(out) + "\n"
 
@@ -209,9 +236,11 @@ def render_junit(r: DiffReport, options: RenderOptions = DEFAULTS) -> str:
     for name, problems, lost in rows:
         failure = None
         if problems or lost:
-            failure = junit.Failure(problems[0] if problems else f"lost {lost}",
-                                    "\n".join(problems + ((f"lost {lost}",) if lost else ())) + "\n",
-                                    "unverified" if problems else "lost")
+            failure = junit.Failure(
+                problems[0] if problems else f"lost {lost}",
+                "\n".join(problems + ((f"lost {lost}",) if lost else ())) + "\n",
+                "unverified" if problems else "lost",
+            )
         cases.append(junit.Case("archaudit-diff", name, failure))
     return junit.write("archaudit-diff", [junit.Suite(f"{_name(r.old)} -> {_name(r.new)}", tuple(cases))])
 
@@ -238,5 +267,13 @@ def render(r: DiffReport, fmt: str, options: RenderOptions = DEFAULTS) -> str:
     return RENDERERS[fmt](r, options)
 
 
-__all__ = ["RENDERERS", "render", "render_github", "render_json", "render_junit", "render_markdown",
-           "render_text", "to_dict"]
+__all__ = [
+    "RENDERERS",
+    "render",
+    "render_github",
+    "render_json",
+    "render_junit",
+    "render_markdown",
+    "render_text",
+    "to_dict",
+]

@@ -50,6 +50,7 @@ def _driver_floor(t: TargetReport) -> Finding | None:
 
 # ---- Markdown ----
 
+
 def md_text(text: object) -> str:
     """Text safe inside a Markdown table cell (printable.markdown)."""
     return markdown(str(text))
@@ -60,8 +61,7 @@ def code_span(text: str) -> str:
     return "`" + text.replace("`", "'").replace("|", "\\|").replace("\n", " ") + "`"
 
 
-def render_markdown(report: Report, *, detail: str = "libraries", costs: bool = False,
-                    verbose: bool = False) -> str:
+def render_markdown(report: Report, *, detail: str = "libraries", costs: bool = False, verbose: bool = False) -> str:
     """A report for a pull-request comment or $GITHUB_STEP_SUMMARY (GitHub-flavoured Markdown)."""
     bad = sum(1 for t in report.targets if _failed(t))
     n = len(report.targets)
@@ -74,14 +74,16 @@ def render_markdown(report: Report, *, detail: str = "libraries", costs: bool = 
         out.extend(_target_md(t, costs, verbose, suppressed_in(report, t)))
     if report.suppressed:
         groups = suppression_groups(report.suppressed)
-        out.append("<sub>Suppressed: " + "; ".join(f"{code} ×{n} by {md_text(rule)}" for rule, code, n, _ in groups)
-                   + "</sub>")
+        out.append(
+            "<sub>Suppressed: " + "; ".join(f"{code} ×{n} by {md_text(rule)}" for rule, code, n, _ in groups) + "</sub>"
+        )
         out.append("")
     if report.policy.config is not None:
         out.append(f"<sub>Configuration: {code_span(report.policy.config)} [tool.archaudit]</sub>")
         out.append("")
-    out.append(f"<sub>archaudit {report.tool_version} · `archaudit explain CODE` gives the cause and "
-               f"fix of each finding</sub>")
+    out.append(
+        f"<sub>archaudit {report.tool_version} · `archaudit explain CODE` gives the cause and fix of each finding</sub>"
+    )
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -90,8 +92,10 @@ def _target_md(t: TargetReport, costs: bool, verbose: bool, hidden: tuple[Suppre
     icon = "❌" if _failed(t) else "✅"
     device = [v for v in t.libraries if v.carried or v.relocatable or v.status == "unverified"]
     out = [f"### {icon} {md_text(name)} ({t.kind})", ""]
-    out.append(f"**Claim:** {md_text(_claim_words(t))} · **Libraries:** {len(t.libraries)}, "
-               f"{sum(1 for v in t.libraries if v.carried)} with device code · **Read:** {size_text(t.bytes_read)}")
+    out.append(
+        f"**Claim:** {md_text(_claim_words(t))} · **Libraries:** {len(t.libraries)}, "
+        f"{sum(1 for v in t.libraries if v.carried)} with device code · **Read:** {size_text(t.bytes_read)}"
+    )
     out.append("")
     if device:
         out.extend(_libraries_md(device, hidden))
@@ -116,8 +120,9 @@ def _libraries_md(device: list[LibraryVerdict], hidden: tuple[Suppression, ...])
         carried = " ".join(v.carried) or ("(relocatable only)" if v.relocatable else "(none read)")
         verdict = verdict_text(v, hidden)
         icon = "❓" if verdict.startswith("?") else STATUS_ICON.get(v.status, "")
-        out.append(f"| {code_span(v.path)} | {md_text(carried)} | {icon} "
-                   f"{md_text(verdict.lstrip('✓✗? ') or v.status)} |")
+        out.append(
+            f"| {code_span(v.path)} | {md_text(carried)} | {icon} {md_text(verdict.lstrip('✓✗? ') or v.status)} |"
+        )
     out.append("")
     return out
 
@@ -135,8 +140,10 @@ def _findings_md(shown: list[Finding]) -> list[str]:
 def _floor_md(floor: Finding) -> str:
     if floor.get("driver") == "unknown":
         return f"Driver floor: **unknown** (archaudit cannot name it, from {code_span(floor.subject)})."
-    return (f"Driver floor: NVIDIA driver >= **{md_text(floor.get('driver'))}** "
-            f"(CUDA {md_text(floor.get('cuda'))}, from {code_span(floor.subject)}).")
+    return (
+        f"Driver floor: NVIDIA driver >= **{md_text(floor.get('driver'))}** "
+        f"(CUDA {md_text(floor.get('cuda'))}, from {code_span(floor.subject)})."
+    )
 
 
 def _summary_md(t: TargetReport, hidden: tuple[Suppression, ...] = ()) -> str:
@@ -148,8 +155,7 @@ def _summary_md(t: TargetReport, hidden: tuple[Suppression, ...] = ()) -> str:
     if errors:
         by = code_counts(errors)
         n = sum(by.values())
-        return (f"{n} error{'s' * (n != 1)} "
-                f"({', '.join(f'{c} ×{n}' for c, n in sorted(by.items()))})")
+        return f"{n} error{'s' * (n != 1)} ({', '.join(f'{c} ×{n}' for c, n in sorted(by.items()))})"
     if not t.gpu_wheel:
         return "CPU wheel: no device code to verify"
     if t.claim is not None:
@@ -161,8 +167,12 @@ def _costs_md(t: TargetReport) -> list[str]:
     c = cost_table(t)
     if not c.rows:
         return []
-    out = ["<details><summary>Device code by target (what dropping each one saves)</summary>", "",
-           "| Target | Stored | Decoded | Share | Libraries |", "|---|---:|---:|---:|---:|"]
+    out = [
+        "<details><summary>Device code by target (what dropping each one saves)</summary>",
+        "",
+        "| Target | Stored | Decoded | Share | Libraries |",
+        "|---|---:|---:|---:|---:|",
+    ]
     out += [f"| {r.target} | {r.stored} | {r.decoded} | {r.share} | {r.libraries} |" for r in c.rows]
     out.append(f"| **total** | {c.stored} | {c.decoded} | | |")
     if c.per_library:
@@ -175,6 +185,7 @@ def _costs_md(t: TargetReport) -> list[str]:
 
 
 # ---- GitHub workflow commands ----
+
 
 def escape_data(text: str) -> str:
     """A workflow-command message: %, CR and LF are percent-encoded (actions/toolkit escapeData)."""
@@ -225,18 +236,26 @@ def render_github(report: Report, **_: object) -> str:
             out.append(annotation(COMMAND[f.severity], finding_text(f), file=file, title=title))
         floor = _driver_floor(t)
         if floor is not None:
-            out.append(annotation("notice", f"{t.distribution or t.target} needs NVIDIA driver "
-                                            f"{floor_words(floor)}, from {floor.subject})",
-                                  file=file, title="archaudit D002: driver floor"))
+            out.append(
+                annotation(
+                    "notice",
+                    f"{t.distribution or t.target} needs NVIDIA driver {floor_words(floor)}, from {floor.subject})",
+                    file=file,
+                    title="archaudit D002: driver floor",
+                )
+            )
     bad = sum(1 for t in report.targets if _failed(t))
     errors = sum(f.count for f in report.findings if f.severity == ERROR)
     config = f"; config {report.policy.config}" if report.policy.config is not None else ""
-    out.append(f"archaudit: {len(report.targets) - bad} of {len(report.targets)} target"
-               f"{'s' * (len(report.targets) != 1)} pass; {errors} error{'s' * (errors != 1)}{config}")
+    out.append(
+        f"archaudit: {len(report.targets) - bad} of {len(report.targets)} target"
+        f"{'s' * (len(report.targets) != 1)} pass; {errors} error{'s' * (errors != 1)}{config}"
+    )
     return "\n".join(out) + "\n"
 
 
 # ---- JUnit XML ----
+
 
 def _line(f: Finding) -> str:
     return xml_text(f"{f.severity} {f.code} {finding_text(f)}")
@@ -249,8 +268,12 @@ def _junit_rows(t: TargetReport) -> list[tuple[str, list[Finding], str]]:
         by_subject.setdefault(f.subject, []).append(f)
     paths = {v.path for v in t.libraries}
     rows: list[tuple[str, list[Finding], str]] = [
-        (f"({t.kind})", [f for s, fs in by_subject.items() if s not in paths for f in fs],
-         "unusable input" if t.unusable else "")]
+        (
+            f"({t.kind})",
+            [f for s, fs in by_subject.items() if s not in paths for f in fs],
+            "unusable input" if t.unusable else "",
+        )
+    ]
     for v in t.libraries:
         carried = " ".join(v.carried)
         rows.append((v.path, by_subject.get(v.path, []), f"{v.status}: {carried}" if carried else v.status))
@@ -264,9 +287,11 @@ def _junit_case(t: TargetReport, suite_name: str, name: str, findings: list[Find
     failure = None
     if errors or (t.unusable and name == whole):
         first = errors[0] if errors else None
-        failure = junit.Failure(finding_text(first) if first else f"{t.target}: unusable input",
-                                "\n".join(_line(f) for f in errors) + "\n" if errors else note + "\n",
-                                ",".join(sorted({f.code for f in errors})) or Code.E001)
+        failure = junit.Failure(
+            finding_text(first) if first else f"{t.target}: unusable input",
+            "\n".join(_line(f) for f in errors) + "\n" if errors else note + "\n",
+            ",".join(sorted({f.code for f in errors})) or Code.E001,
+        )
     others = [f for f in findings if f.severity != ERROR]
     text = "\n".join(([note] if note and name != whole else []) + [_line(f) for f in others])
     return junit.Case(suite_name, name, failure, out=text + "\n" if text else None)
@@ -286,5 +311,14 @@ def render_junit(report: Report, **_: object) -> str:
     return junit.write("archaudit", suites)
 
 
-__all__ = ["render_markdown", "render_github", "render_junit", "annotation", "escape_data", "escape_property",
-           "md_text", "code_span", "xml_text"]
+__all__ = [
+    "render_markdown",
+    "render_github",
+    "render_junit",
+    "annotation",
+    "escape_data",
+    "escape_property",
+    "md_text",
+    "code_span",
+    "xml_text",
+]

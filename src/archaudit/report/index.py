@@ -41,8 +41,13 @@ def render_text(t: Table) -> str:
 def render_markdown(t: Table) -> str:
     def esc(c: Cell) -> str:
         return "" if c is None else markdown(str(c))
-    lines = [f"### {markdown(t.title)}", "", "| " + " | ".join(esc(c) for c in t.columns) + " |",
-             "|" + "---|" * len(t.columns)]
+
+    lines = [
+        f"### {markdown(t.title)}",
+        "",
+        "| " + " | ".join(esc(c) for c in t.columns) + " |",
+        "|" + "---|" * len(t.columns),
+    ]
     lines += ["| " + " | ".join(esc(c) for c in r) + " |" for r in t.rows]
     lines.append("")
     lines += [f"_{markdown(n)}_" for n in t.notes]
@@ -50,8 +55,19 @@ def render_markdown(t: Table) -> str:
 
 
 def render_json(t: Table) -> str:
-    return json.dumps({"report": t.name, "title": t.title, "columns": list(t.columns),
-                       "rows": [dict(zip(t.columns, r)) for r in t.rows], "notes": list(t.notes)}, indent=2) + "\n"
+    return (
+        json.dumps(
+            {
+                "report": t.name,
+                "title": t.title,
+                "columns": list(t.columns),
+                "rows": [dict(zip(t.columns, r)) for r in t.rows],
+                "notes": list(t.notes),
+            },
+            indent=2,
+        )
+        + "\n"
+    )
 
 
 RENDERERS: dict[str, Callable[[Table], str]] = {"text": render_text, "json": render_json, "markdown": render_markdown}

@@ -32,7 +32,7 @@ def _svg(fig: Any) -> str:
     out = io.StringIO()
     fig.savefig(out, format="svg", bbox_inches="tight")
     text = out.getvalue()
-    return text[text.index("<svg"):]
+    return text[text.index("<svg") :]
 
 
 def heat_map(table: Table) -> str:
@@ -90,11 +90,14 @@ def floor_plot(table: Table) -> str:
 
 def _table(t: Table) -> str:
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in t.columns)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape('' if c is None else str(c))}</td>" for c in r) + "</tr>"
-                   for r in t.rows)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape('' if c is None else str(c))}</td>" for c in r) + "</tr>" for r in t.rows
+    )
     notes = "".join(f"<p class=note>{html.escape(n)}</p>" for n in t.notes)
-    return (f"<h2>{html.escape(t.title)}</h2><table id={html.escape(t.name)}><thead><tr>{head}</tr></thead>"
-            f"<tbody>{body}</tbody></table>{notes}")
+    return (
+        f"<h2>{html.escape(t.title)}</h2><table id={html.escape(t.name)}><thead><tr>{head}</tr></thead>"
+        f"<tbody>{body}</tbody></table>{notes}"
+    )
 
 
 def page(project: str, cov: Table, floor: Table, lost: Table) -> str:
@@ -109,9 +112,15 @@ def page(project: str, cov: Table, floor: Table, lost: Table) -> str:
         "</head><body>",
         f"<h1>{html.escape(project)}: GPU coverage and driver floor by release</h1>",
         f"<p>{len(cov.rows)} wheel(s).</p>",
-        "<figure id=heatmap>", heat_map(cov), "<figcaption>coverage: architecture x release</figcaption></figure>",
-        "<figure id=driver-floor>", floor_plot(floor), "<figcaption>driver floor over time</figcaption></figure>",
-        _table(lost), _table(floor), _table(cov),
+        "<figure id=heatmap>",
+        heat_map(cov),
+        "<figcaption>coverage: architecture x release</figcaption></figure>",
+        "<figure id=driver-floor>",
+        floor_plot(floor),
+        "<figcaption>driver floor over time</figcaption></figure>",
+        _table(lost),
+        _table(floor),
+        _table(cov),
         "</body></html>",
     ]
     return "\n".join(parts) + "\n"

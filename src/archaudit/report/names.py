@@ -58,10 +58,10 @@ def _pure(name: str) -> str:
     """The prefix reading of judge.rules.demangle, `<…>` added where template arguments follow."""
     base = demangle(name)
     if base == name:
-        return name if len(name) <= FALLBACK_CHARS else name[:FALLBACK_CHARS - 1] + "…"
+        return name if len(name) <= FALLBACK_CHARS else name[: FALLBACK_CHARS - 1] + "…"
     encoded = "".join(f"{len(part)}{part}" for part in base.split("::"))
     at = name.find(encoded)
-    return base + "<…>" if at >= 0 and name[at + len(encoded):at + len(encoded) + 1] == "I" else base
+    return base + "<…>" if at >= 0 and name[at + len(encoded) : at + len(encoded) + 1] == "I" else base
 
 
 def _cxxfilt(names: list[str]) -> list[str] | None:
@@ -95,8 +95,8 @@ def _shown(short: str, name: str) -> str:
     """A short form as shown: cut at MAX_SHOWN characters, with the start of its mangled form."""
     if len(short) <= MAX_SHOWN:
         return short
-    mangled = name if len(name) <= MANGLED_SHOWN else name[:MANGLED_SHOWN - 1] + "…"
-    return f"{short[:MAX_SHOWN - 1]}… [mangled {mangled}, {len(name)} chars]"
+    mangled = name if len(name) <= MANGLED_SHOWN else name[: MANGLED_SHOWN - 1] + "…"
+    return f"{short[: MAX_SHOWN - 1]}… [mangled {mangled}, {len(name)} chars]"
 
 
 def _for_cxxfilt(unique: list[str]) -> list[str]:
@@ -123,7 +123,7 @@ def short_names(names: Iterable[str], *, use_cxxfilt: bool = True) -> dict[str, 
     for name in unique:
         whole = demangled.get(name, name)
         if len(name) > MAX_MANGLED:
-            short = name[:FALLBACK_CHARS - 1] + "…"
+            short = name[: FALLBACK_CHARS - 1] + "…"
         else:
             short = _elide(whole) if whole != name else _pure(name)
         out[name] = _shown(short, name)

@@ -58,17 +58,35 @@ def _wrap(words: list[str], width: int) -> list[str]:
     return lines
 
 
-def render_text(report: Report, *, detail: str = "libraries", verbose: bool = False, ascii_only: bool = False,
-                costs: bool = False, timings: bool = True, width: int = 240) -> str:
+def render_text(
+    report: Report,
+    *,
+    detail: str = "libraries",
+    verbose: bool = False,
+    ascii_only: bool = False,
+    costs: bool = False,
+    timings: bool = True,
+    width: int = 240,
+) -> str:
     """The report for people. By default it fits a screen: one line per library (its targets
     wrapped) and per error or warning finding (at most FLOOD_LINES of one code on one library, the
     rest counted), mangled kernel names shortened, each line cut to `width` characters,
     information findings counted; -v (verbose) lists everything whole."""
     lines: list[str] = []
     for t in report.targets:
-        lines.extend(_target_text(t, detail, verbose, costs=costs, timings=timings, amd=report.policy.amd_claim,
-                                  amd_source=report.policy.amd_claim_source, hidden=suppressed_in(report, t),
-                                  line_width=width))
+        lines.extend(
+            _target_text(
+                t,
+                detail,
+                verbose,
+                costs=costs,
+                timings=timings,
+                amd=report.policy.amd_claim,
+                amd_source=report.policy.amd_claim_source,
+                hidden=suppressed_in(report, t),
+                line_width=width,
+            )
+        )
         lines.append("")
     if not verbose:  # every target's names in one demangler run, not one per target
         lines = [_cut(line, width) for line in readable(lines)]
@@ -76,8 +94,7 @@ def render_text(report: Report, *, detail: str = "libraries", verbose: bool = Fa
         lines.append(f"config: {report.policy.config} [tool.archaudit]")
     if len(report.targets) > 1:
         bad = sum(1 for t in report.targets if any(f.severity == ERROR for f in t.findings) or t.unusable)
-        lines.append(f"{MARK[ERROR] if bad else '✓'} {len(report.targets) - bad} of {len(report.targets)} "
-                     f"targets pass")
+        lines.append(f"{MARK[ERROR] if bad else '✓'} {len(report.targets) - bad} of {len(report.targets)} targets pass")
     text = "\n".join(lines).rstrip() + "\n"
     if ascii_only:
         text = text.replace("✓", "OK").replace("✗", "X").replace("·", "-").replace("…", "...")
@@ -94,8 +111,10 @@ def _suppressed_text(hidden: tuple[Suppression, ...], bounded: bool = False) -> 
         out.append(f"- suppressed by {rule}: {code} x{n} ({shown})")
     if cut < len(groups):
         rest = groups[cut:]
-        out.append(f"- suppressed: {sum(g.hits for g in rest)} more findings by {len(rest)} more rules and codes "
-                   f"(-v lists them)")
+        out.append(
+            f"- suppressed: {sum(g.hits for g in rest)} more findings by {len(rest)} more rules and codes "
+            f"(-v lists them)"
+        )
     return out
 
 
@@ -108,7 +127,7 @@ def _group_limit(code: Code) -> int:
 
 def _cut(line: str, width: int) -> str:
     """A line shortened to `width` characters with an ellipsis (-v and JSON keep it whole)."""
-    return line if len(line) <= width else line[:width - 1] + "…"
+    return line if len(line) <= width else line[: width - 1] + "…"
 
 
 # The default text fits a screen by construction, whatever the input (issue 27 item 8): at most
@@ -120,15 +139,26 @@ TARGET_LINES = SCREEN_LINES - 3  # one target's block: less its blank line, the 
 SUPPRESSED_LINES = 4
 
 
-def _target_text(t: TargetReport, detail: str, verbose: bool, *, costs: bool = False,
-                 timings: bool = True, amd: tuple[str, ...] = (), amd_source: str = "",
-                 hidden: tuple[Suppression, ...] = (), line_width: int = 240) -> list[str]:
+def _target_text(
+    t: TargetReport,
+    detail: str,
+    verbose: bool,
+    *,
+    costs: bool = False,
+    timings: bool = True,
+    amd: tuple[str, ...] = (),
+    amd_source: str = "",
+    hidden: tuple[Suppression, ...] = (),
+    line_width: int = 240,
+) -> list[str]:
     """One target in text: its head line, the library table, the passing libraries, the
     findings, the driver floor, notes, suppressions, costs and the summary line."""
     name = t.distribution or t.target
-    head = (f"{name} ({t.kind}): {len(t.libraries)} librar{'y' if len(t.libraries) == 1 else 'ies'}, "
-            f"{sum(1 for v in t.libraries if v.carried)} with device code; {_claim_text(t, amd, amd_source)}; "
-            f"{size_text(t.bytes_read)}" + (f" in {t.seconds:.2f} s" if timings else ""))
+    head = (
+        f"{name} ({t.kind}): {len(t.libraries)} librar{'y' if len(t.libraries) == 1 else 'ies'}, "
+        f"{sum(1 for v in t.libraries if v.carried)} with device code; {_claim_text(t, amd, amd_source)}; "
+        f"{size_text(t.bytes_read)}" + (f" in {t.seconds:.2f} s" if timings else "")
+    )
     bounded = not verbose and detail == "libraries"
     tail = _floor_line(t, verbose)
     if t.inventory is not None and verbose:
@@ -139,8 +169,15 @@ def _target_text(t: TargetReport, detail: str, verbose: bool, *, costs: bool = F
     listed, counted = _finding_lines(t, verbose)
     if bounded:
         rows, passing, listed = _fit(t, rows, passing, listed, TARGET_LINES - 2 - len(tail) - len(counted))
-    out = [head, *_origin_text(t), *(line for row in rows for line in row), *passing, *(item[0] for item in listed),
-           *counted, *tail]
+    out = [
+        head,
+        *_origin_text(t),
+        *(line for row in rows for line in row),
+        *passing,
+        *(item[0] for item in listed),
+        *counted,
+        *tail,
+    ]
     if costs:
         out.extend(_costs_text(t))
     out.append(_summary(t, amd, hidden))
@@ -154,15 +191,18 @@ def _origin_text(t: TargetReport) -> list[str]:
         return []
     asked = f" for {o.requirement} on {o.platform or 'this platform'}" if o.requirement else ""
     sha = f"sha256 {o.sha256} (as the index lists it)" if o.sha256 else "sha256 not listed by the index"
-    return [f"  judged {o.file}{asked}, {sha}",
-            f"  from {o.url} ({size_text(o.fetched)} of {size_text(o.size)} fetched by range requests)"]
+    return [
+        f"  judged {o.file}{asked}, {sha}",
+        f"  from {o.url} ({size_text(o.fetched)} of {size_text(o.size)} fetched by range requests)",
+    ]
 
 
 Listed = tuple[str, Code, int]  # a finding line, its code, how many findings it stands for
 
 
-def _fit(t: TargetReport, rows: list[list[str]], passing: list[str], listed: list[Listed],
-         room: int) -> tuple[list[list[str]], list[str], list[Listed]]:
+def _fit(
+    t: TargetReport, rows: list[list[str]], passing: list[str], listed: list[Listed], room: int
+) -> tuple[list[list[str]], list[str], list[Listed]]:
     """The table's rows, the passing lines and the finding lines cut to `room` lines: passing
     libraries are counted first, then the table and the findings share what is left (the
     findings at least half), each cut ending in a line that counts what it left out."""
@@ -190,9 +230,10 @@ def _cut_rows(t: TargetReport, rows: list[list[str]], room: int) -> list[list[st
     if len(kept) == len(rows):
         return kept
     left = len(rows) - len(kept)
-    failing = sum(1 for v in _table_libraries(t)[max(len(kept) - 1, 0):] if v.status in ("fail", "unverified"))
-    return kept + [[f"  … {left} more librar{'y' if left == 1 else 'ies'} ({failing} failing or "
-                    f"unverified; -v lists them)"]]
+    failing = sum(1 for v in _table_libraries(t)[max(len(kept) - 1, 0) :] if v.status in ("fail", "unverified"))
+    return kept + [
+        [f"  … {left} more librar{'y' if left == 1 else 'ies'} ({failing} failing or unverified; -v lists them)"]
+    ]
 
 
 def _cut_listed(listed: list[Listed], room: int) -> list[Listed]:
@@ -224,8 +265,9 @@ def _table_libraries(t: TargetReport) -> list[LibraryVerdict]:
     return [v for v in t.libraries if v.carried or v.relocatable or v.status in ("unverified",)]
 
 
-def _library_table(t: TargetReport, detail: str, hidden: tuple[Suppression, ...],
-                   line_width: int = 240) -> list[list[str]]:
+def _library_table(
+    t: TargetReport, detail: str, hidden: tuple[Suppression, ...], line_width: int = 240
+) -> list[list[str]]:
     """LIBRARY / CARRIES / VERDICT for each library with device code (or unverified), a row
     of lines each, the header first. CARRIES lists every target, wrapped onto further lines to
     fit `line_width`."""
@@ -255,8 +297,9 @@ def _passing_lines(t: TargetReport, verbose: bool, amd: tuple[str, ...]) -> list
         return []
     if len(passing) > PASS_LINES and not verbose:
         return [f"✓ {len(passing)} libraries cover every claimed GPU architecture"]
-    return [f"✓ {v.path} covers every claimed GPU architecture ({', '.join(lbl for lbl, _ in v.coverage)})"
-            for v in passing]
+    return [
+        f"✓ {v.path} covers every claimed GPU architecture ({', '.join(lbl for lbl, _ in v.coverage)})" for v in passing
+    ]
 
 
 def _finding_lines(t: TargetReport, verbose: bool) -> tuple[list[Listed], list[str]]:
@@ -280,16 +323,22 @@ def _finding_lines(t: TargetReport, verbose: bool) -> tuple[list[Listed], list[s
         out.append((f"{MARK[f.severity]} {f.code} {finding_text(f)}", f.code, f.count))
         if verbose:
             out += [(f"    e.g. {example}", f.code, 0) for example in f.examples]
-    for (code, subject) in [key for key in per_group if key in more]:
+    for code, subject in [key for key in per_group if key in more]:
         n = more[(code, subject)]
         what = "groups" if code in GROUPED else f"{code} findings"
-        out.append((f"{MARK[CODES[code].severity]} {code} {subject}: {n} more {what} "
-                    f"(-v or --format json lists them)", code, n))
+        out.append(
+            (
+                f"{MARK[CODES[code].severity]} {code} {subject}: {n} more {what} (-v or --format json lists them)",
+                code,
+                n,
+            )
+        )
     counted = []
     if infos:
         listed = ", ".join(f"{c} x{n}" for c, n in sorted(infos.items()))
-        counted.append(f"· {sum(infos.values())} information finding{'s' * (sum(infos.values()) != 1)} "
-                       f"({listed}; -v lists them)")
+        counted.append(
+            f"· {sum(infos.values())} information finding{'s' * (sum(infos.values()) != 1)} ({listed}; -v lists them)"
+        )
     return out, counted
 
 
@@ -317,8 +366,9 @@ def _costs_text(t: TargetReport) -> list[str]:
     out += [f"  {r.target:<{width}}  {r.stored:>10}  {r.decoded:>10}  {r.share:>5}  {r.libraries}" for r in c.rows]
     out.append(f"  {'total':<{width}}  {c.stored:>10}  {c.decoded:>10}")
     for path, by_target in c.per_library:
-        parts = ", ".join(f"{k} {size_text(s)}" + (f" ({size_text(d)} decoded)" if d != s else "")
-                          for k, s, d in by_target)
+        parts = ", ".join(
+            f"{k} {size_text(s)}" + (f" ({size_text(d)} decoded)" if d != s else "") for k, s, d in by_target
+        )
         out.append(f"    {path}: {parts}")
     return out
 
@@ -329,8 +379,10 @@ def _summary(t: TargetReport, amd: tuple[str, ...] = (), hidden: tuple[Suppressi
         return f"✗ {t.target}: unusable input"
     if not errors and suppressed_errors(hidden):
         n = sum(1 for s in hidden if s.finding.severity == ERROR)
-        return f"✓ passes only because {n} error finding{'s' * (n != 1)} {'are' if n != 1 else 'is'} " \
-               f"suppressed ({suppressed_errors(hidden)})"
+        return (
+            f"✓ passes only because {n} error finding{'s' * (n != 1)} {'are' if n != 1 else 'is'} "
+            f"suppressed ({suppressed_errors(hidden)})"
+        )
     if not t.gpu_wheel and not errors:
         return "✓ CPU wheel: no device code to verify"
     if errors:
@@ -348,13 +400,15 @@ def _passed_summary(t: TargetReport, amd: tuple[str, ...]) -> str:
     if t.claim is None and not amd and answered:
         return f"✓ every library with device code runs on {', '.join(answered)}"
     if t.claim is not None or amd:
-        return (f"✓ device code covers every claimed GPU architecture ({', '.join(_claimed(t, amd))}) "
-                f"in {len(libs)} librar{'y' if len(libs) == 1 else 'ies'}")
+        return (
+            f"✓ device code covers every claimed GPU architecture ({', '.join(_claimed(t, amd))}) "
+            f"in {len(libs)} librar{'y' if len(libs) == 1 else 'ies'}"
+        )
     return f"✓ device code verified in {len(libs)} librar{'y' if len(libs) == 1 else 'ies'}"
 
 
 def _entry_order(kind_target: str) -> tuple[int, int, str]:
-    """"kind:target" keys: SASS before PTX before the rest, then by number (sm_75 before sm_100)."""
+    """ "kind:target" keys: SASS before PTX before the rest, then by number (sm_75 before sm_100)."""
     kind, _, target = kind_target.partition(":")
     digits = "".join(ch for ch in target if ch.isdigit())
     return ({"sass": 0, "ptx": 1}.get(kind, 2), int(digits or 0), target)
@@ -387,8 +441,10 @@ def _container_groups(lib: Library, v: LibraryVerdict) -> dict[tuple[str, tuple[
     groups: dict[tuple[str, tuple[str, ...]], list[Container]] = {}
     for ci, c in enumerate(lib.containers):
         framed = c.role == CUBIN and any(e.compression == "zstd" for e in c.entries)  # a bare zstd frame
-        labels = {f"{e.kind}:{_amd_label(e, amd.get((ci, ei))) if e.vendor == 'amd' else e.target}"
-                  for ei, e in enumerate(c.entries)}
+        labels = {
+            f"{e.kind}:{_amd_label(e, amd.get((ci, ei))) if e.vendor == 'amd' else e.target}"
+            for ei, e in enumerate(c.entries)
+        }
         key = (c.role + " zstd" * framed, tuple(sorted(labels, key=_entry_order)))
         groups.setdefault(key, []).append(c)
     return groups
@@ -400,8 +456,10 @@ def _kernels_text(cs: list[Container]) -> str:
 
     names = sorted({k for c in cs for e in c.entries for k in (e.kernels or ())})
     shown = ", ".join(sorted({demangle(n) for n in names})[:5])
-    return (f"  [{len(names)} kernel{'s' * (len(names) != 1)}{': ' + shown if shown else ''}"
-            f"{', ...' if len(names) > 5 else ''}]")
+    return (
+        f"  [{len(names)} kernel{'s' * (len(names) != 1)}{': ' + shown if shown else ''}"
+        f"{', ...' if len(names) > 5 else ''}]"
+    )
 
 
 def _containers_text(t: TargetReport, v: LibraryVerdict, detail: str) -> list[str]:
@@ -410,11 +468,24 @@ def _containers_text(t: TargetReport, v: LibraryVerdict, detail: str) -> list[st
         return []
     out = []
     for (role, targets), cs in sorted(_container_groups(lib, v).items(), key=lambda kv: (-len(kv[1]), kv[0])):
-        label = " ".join(t.replace("sass:", "").replace("ptx:sm_", "compute_").replace("code-object:", "")
-                         .replace("lto:sm_", "lto_") for t in targets) or "(empty)"
+        label = (
+            " ".join(
+                t.replace("sass:", "")
+                .replace("ptx:sm_", "compute_")
+                .replace("code-object:", "")
+                .replace("lto:sm_", "lto_")
+                for t in targets
+            )
+            or "(empty)"
+        )
         if role.startswith(CUBIN):
-            how = ("" if not role.endswith("zstd") else
-                   " stored as zstd frames" if len(cs) != 1 else " stored as a zstd frame")
+            how = (
+                ""
+                if not role.endswith("zstd")
+                else " stored as zstd frames"
+                if len(cs) != 1
+                else " stored as a zstd frame"
+            )
             what = f"whole cubin{'s' * (len(cs) != 1)}{how} outside any container, loaded by the library itself,"
         else:
             what = f"{role} container{'s' * (len(cs) != 1)}"
@@ -427,9 +498,17 @@ def _containers_text(t: TargetReport, v: LibraryVerdict, detail: str) -> list[st
 
 # ---- JSON ----
 
+
 def _finding_json(f: Finding) -> dict[str, object]:
-    return {"code": f.code, "severity": f.severity, "subject": f.subject, "message": f.message,
-            "data": {k: v for k, v in f.data}, "count": f.count, "examples": list(f.examples)}
+    return {
+        "code": f.code,
+        "severity": f.severity,
+        "subject": f.subject,
+        "message": f.message,
+        "data": {k: v for k, v in f.data},
+        "count": f.count,
+        "examples": list(f.examples),
+    }
 
 
 def _suppressed_json(s: Suppression) -> dict[str, object]:
@@ -449,19 +528,27 @@ def to_dict(report: Report, *, detail: str = "libraries", timings: bool = True) 
     }
 
 
-def _entry_json(e: Entry, amd: dict[tuple[int, int], AmdEntryVerdict], at: tuple[int, int],
-                detail: str) -> dict[str, Any]:
+def _entry_json(
+    e: Entry, amd: dict[tuple[int, int], AmdEntryVerdict], at: tuple[int, int], detail: str
+) -> dict[str, Any]:
     d: dict[str, Any] = {
-        "vendor": e.vendor, "kind": e.kind, "target": e.target,
-        "code_version": list(e.code_version), "compression": e.compression,
-        "stored_size": e.stored_size, "size": e.size, "offset": e.offset,
-        "identifier": e.identifier, "debug": e.debug,
+        "vendor": e.vendor,
+        "kind": e.kind,
+        "target": e.target,
+        "code_version": list(e.code_version),
+        "compression": e.compression,
+        "stored_size": e.stored_size,
+        "size": e.size,
+        "offset": e.offset,
+        "identifier": e.identifier,
+        "debug": e.debug,
     }
     if e.ptx_target:
         d["ptx_target"] = e.ptx_target
     if e.own_target is not None:
-        d.update({"own_target": e.own_target, "judged_target": amd[at].judged_target,
-                  "hip_selects": amd[at].hip_selects})
+        d.update(
+            {"own_target": e.own_target, "judged_target": amd[at].judged_target, "hip_selects": amd[at].hip_selects}
+        )
     if detail == "kernels":
         d["kernels"] = list(e.kernels) if e.kernels is not None else None
     return d
@@ -469,18 +556,27 @@ def _entry_json(e: Entry, amd: dict[tuple[int, int], AmdEntryVerdict], at: tuple
 
 def _container_list_json(lib: Library, v: LibraryVerdict, detail: str) -> list[dict[str, Any]]:
     amd = _amd_of(v)
-    return [{
-        "role": c.role, "section": c.section, "offset": c.offset, "size": c.size,
-        "entries": [_entry_json(e, amd, (ci, ei), detail) for ei, e in enumerate(c.entries)],
-    } for ci, c in enumerate(lib.containers)]
+    return [
+        {
+            "role": c.role,
+            "section": c.section,
+            "offset": c.offset,
+            "size": c.size,
+            "entries": [_entry_json(e, amd, (ci, ei), detail) for ei, e in enumerate(c.entries)],
+        }
+        for ci, c in enumerate(lib.containers)
+    ]
 
 
 def _library_json(v: LibraryVerdict, lib: Library | None, detail: str) -> dict[str, Any]:
     d: dict[str, Any] = {
-        "path": v.path, "status": v.status, "carries": list(v.carried),
+        "path": v.path,
+        "status": v.status,
+        "carries": list(v.carried),
         "relocatable": list(v.relocatable),
         "coverage": {lbl: how for lbl, how in v.coverage},
-        "containers": v.containers, "kernels": v.kernels,
+        "containers": v.containers,
+        "kernels": v.kernels,
         "driver_floor": {"cuda": v.driver_floor[0], "driver": v.driver_floor[1]} if v.driver_floor else None,
         "bytes_by_target": [{"target": k, "stored": s, "decoded": d_} for k, s, d_ in v.bytes_by_target],
     }
@@ -498,27 +594,43 @@ def _origin_json(t: TargetReport) -> dict[str, Any]:
     o = t.inventory.origin if t.inventory is not None else None
     if o is None:
         return {}
-    return {"origin": {"file": o.file, "url": o.url, "sha256": o.sha256 or None, "size": o.size,
-                       "fetched": o.fetched, "requirement": o.requirement or None, "platform": o.platform or None}}
+    return {
+        "origin": {
+            "file": o.file,
+            "url": o.url,
+            "sha256": o.sha256 or None,
+            "size": o.size,
+            "fetched": o.fetched,
+            "requirement": o.requirement or None,
+            "platform": o.platform or None,
+        }
+    }
 
 
 def _claim_json(t: TargetReport) -> dict[str, Any] | None:
     if t.claim is None:
         return None
-    return {"source": t.claim.source, "raw": t.claim.raw,
-            "archs": [{"target": a.target.label, "sass": a.sass, "ptx": a.ptx} for a in t.claim.archs],
-            "gpus": [label(c) for c in t.claim.gpus]}
+    return {
+        "source": t.claim.source,
+        "raw": t.claim.raw,
+        "archs": [{"target": a.target.label, "sass": a.sass, "ptx": a.ptx} for a in t.claim.archs],
+        "gpus": [label(c) for c in t.claim.gpus],
+    }
 
 
 def _target_json(t: TargetReport, detail: str, timings: bool = True) -> dict[str, Any]:
     inv = {lib.path: lib for lib in t.inventory.libraries} if t.inventory else {}
     libs = [_library_json(v, inv.get(v.path), detail) for v in t.libraries]
     out = {
-        "target": t.target, "kind": t.kind, "distribution": t.distribution, "gpu_wheel": t.gpu_wheel,
+        "target": t.target,
+        "kind": t.kind,
+        "distribution": t.distribution,
+        "gpu_wheel": t.gpu_wheel,
         "unusable": t.unusable,
         **_origin_json(t),
         "claim": _claim_json(t),
-        "bytes_read": t.bytes_read, "seconds": round(t.seconds, 3),
+        "bytes_read": t.bytes_read,
+        "seconds": round(t.seconds, 3),
         "libraries": libs,
         "findings": [_finding_json(f) for f in t.findings],
         "device_code_bytes": device_code_bytes(t),

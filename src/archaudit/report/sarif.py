@@ -52,8 +52,10 @@ class Rule:
     @property
     def help_text(self) -> str:
         """What `archaudit explain` prints for a finding code (and docs/codes.md holds)."""
-        return f"{self.id} ({self.severity}): {self.title}\n\nCause: {self.cause}\n\nExample: {self.example}" \
-               f"\n\nFix: {self.fix}"
+        return (
+            f"{self.id} ({self.severity}): {self.title}\n\nCause: {self.cause}\n\nExample: {self.example}"
+            f"\n\nFix: {self.fix}"
+        )
 
 
 def _code_rule(code: Code) -> Rule:
@@ -62,41 +64,62 @@ def _code_rule(code: Code) -> Rule:
 
 
 # The rules of the reports that have no finding codes.
-DIFF_LOST = Rule("diff-lost", "GPU architectures lost",
-                 "A library carries code for fewer GPU architectures than it did in the previous release, and "
-                 "some GPU the old release ran on now runs it worse: through PTX JIT, or not at all (a lost "
-                 "target whose GPUs still run natively is reported by the text, not failed).",
-                 "Restore the architectures in the build's arch list, or pass --allow-loss (allow-loss = true) "
-                 "when the loss is intended.", ERROR, "libtorch_cuda.so: lost sm_61 (no longer runs)")
-DIFF_DROPPED = Rule("diff-dropped", "GPU architectures dropped at no cost",
-                    "A library no longer carries a target it carried in the previous release, yet every GPU the "
-                    "old release ran on runs the new one as well (its GPUs run other code of the library "
-                    "natively): reported, never failed.",
-                    "Nothing, if the drop was meant (it makes the wheel smaller); else restore the target.", INFO,
-                    "libcurand.so: lost sm_86 (still runs natively on A10, A40)")
-DIFF_UNVERIFIED = Rule("diff-unverified", "could not be verified",
-                       "A release or a library could not be read, so what it gained or lost is unknown.",
-                       "Run `archaudit check` on the release: its finding says what could not be read.", ERROR,
-                       "new/x.whl: cannot read: no such file")
+DIFF_LOST = Rule(
+    "diff-lost",
+    "GPU architectures lost",
+    "A library carries code for fewer GPU architectures than it did in the previous release, and "
+    "some GPU the old release ran on now runs it worse: through PTX JIT, or not at all (a lost "
+    "target whose GPUs still run natively is reported by the text, not failed).",
+    "Restore the architectures in the build's arch list, or pass --allow-loss (allow-loss = true) "
+    "when the loss is intended.",
+    ERROR,
+    "libtorch_cuda.so: lost sm_61 (no longer runs)",
+)
+DIFF_DROPPED = Rule(
+    "diff-dropped",
+    "GPU architectures dropped at no cost",
+    "A library no longer carries a target it carried in the previous release, yet every GPU the "
+    "old release ran on runs the new one as well (its GPUs run other code of the library "
+    "natively): reported, never failed.",
+    "Nothing, if the drop was meant (it makes the wheel smaller); else restore the target.",
+    INFO,
+    "libcurand.so: lost sm_86 (still runs natively on A10, A40)",
+)
+DIFF_UNVERIFIED = Rule(
+    "diff-unverified",
+    "could not be verified",
+    "A release or a library could not be read, so what it gained or lost is unknown.",
+    "Run `archaudit check` on the release: its finding says what could not be read.",
+    ERROR,
+    "new/x.whl: cannot read: no such file",
+)
 SMOKE_PROBES = ("load", "device-load", "model-torch", "model-torch-aoti", "model-executorch")
 LIBRARY_PROBES = ("load", "device-load")  # their rows' subjects are libraries, as installed from the wheel
 
 
 def smoke_rule(probe: str) -> Rule:
-    return Rule(f"smoke-{probe}", f"smoke probe {probe} failed",
-                f"The {probe} probe of `archaudit smoke` failed (or was skipped) on this machine's GPU: "
-                f"its reason says what the child process saw.",
-                "Reproduce with `archaudit smoke WHEEL --probe " + probe + "`; `docs/smoke.md` explains "
-                "each probe and its reasons.", ERROR, f"{probe}: FAIL (see the row's reason)")
+    return Rule(
+        f"smoke-{probe}",
+        f"smoke probe {probe} failed",
+        f"The {probe} probe of `archaudit smoke` failed (or was skipped) on this machine's GPU: "
+        f"its reason says what the child process saw.",
+        "Reproduce with `archaudit smoke WHEEL --probe " + probe + "`; `docs/smoke.md` explains "
+        "each probe and its reasons.",
+        ERROR,
+        f"{probe}: FAIL (see the row's reason)",
+    )
 
 
 def rules_markdown() -> str:
     """docs/codes.md: explain's text for every rule a SARIF log can name, one anchor per rule."""
-    out = ["# Finding codes and SARIF rules", "",
-           "What `archaudit explain CODE` prints for every finding code, and the rules of `diff` and",
-           "`smoke` results. A SARIF rule's `helpUri` points here (`--docs-url`). Generated from the",
-           "code table in `src/archaudit/findings.py` by `python tools/gen_docs.py`; do not edit.",
-           ""]
+    out = [
+        "# Finding codes and SARIF rules",
+        "",
+        "What `archaudit explain CODE` prints for every finding code, and the rules of `diff` and",
+        "`smoke` results. A SARIF rule's `helpUri` points here (`--docs-url`). Generated from the",
+        "code table in `src/archaudit/findings.py` by `python tools/gen_docs.py`; do not edit.",
+        "",
+    ]
     rules = [_code_rule(c) for c in CODES] + [DIFF_LOST, DIFF_DROPPED, DIFF_UNVERIFIED]
     rules += [smoke_rule(p) for p in SMOKE_PROBES]
     for r in rules:
@@ -106,6 +129,7 @@ def rules_markdown() -> str:
 
 
 # ---- the log ----
+
 
 @dataclass(frozen=True, slots=True)
 class Result:
@@ -160,8 +184,14 @@ def render_failure(message: str, exit_code: int = 2) -> str:
     return _log((), exit_code=exit_code, docs_url=None, notification=message)
 
 
-def _log(results: Iterable[Result], *, exit_code: int, docs_url: str | None, notification: str | None = None,
-         config: str | None = None) -> str:
+def _log(
+    results: Iterable[Result],
+    *,
+    exit_code: int,
+    docs_url: str | None,
+    notification: str | None = None,
+    config: str | None = None,
+) -> str:
     results = list(results)
     rules: list[Rule] = []
     seen: dict[str, int] = {}
@@ -172,33 +202,48 @@ def _log(results: Iterable[Result], *, exit_code: int, docs_url: str | None, not
     artifacts = _Artifacts()
     rows = []
     for r in results:
-        row: dict[str, Any] = {"ruleId": r.rule.id, "ruleIndex": seen[r.rule.id], "level": r.level,
-                               "message": {"text": r.message},
-                               "locations": [artifacts.location(r.container, r.member)]}
+        row: dict[str, Any] = {
+            "ruleId": r.rule.id,
+            "ruleIndex": seen[r.rule.id],
+            "level": r.level,
+            "message": {"text": r.message},
+            "locations": [artifacts.location(r.container, r.member)],
+        }
         if r.count > 1:
             row["occurrenceCount"] = r.count
             row["properties"] = {"examples": list(r.examples)}
         rows.append(row)
-    driver: dict[str, Any] = {"name": "archaudit", "version": __version__, "semanticVersion": __version__,
-                              "rules": [_rule_json(rule, docs_url) for rule in rules]}
+    driver: dict[str, Any] = {
+        "name": "archaudit",
+        "version": __version__,
+        "semanticVersion": __version__,
+        "rules": [_rule_json(rule, docs_url) for rule in rules],
+    }
     if docs_url:
         driver["informationUri"] = docs_url.rstrip("/") + "/codes.md"
-    invocation: dict[str, Any] = {"executionSuccessful": exit_code != 2 and notification is None,
-                                  "exitCode": exit_code}
+    invocation: dict[str, Any] = {"executionSuccessful": exit_code != 2 and notification is None, "exitCode": exit_code}
     if notification is not None:
         invocation["toolExecutionNotifications"] = [{"level": "error", "message": {"text": notification}}]
     if config is not None:  # the pyproject.toml whose [tool.archaudit] the check read
         invocation["properties"] = {"config": config}
-    run: dict[str, Any] = {"tool": {"driver": driver}, "invocations": [invocation],
-                           "artifacts": artifacts.rows, "results": rows, "columnKind": "unicodeCodePoints"}
+    run: dict[str, Any] = {
+        "tool": {"driver": driver},
+        "invocations": [invocation],
+        "artifacts": artifacts.rows,
+        "results": rows,
+        "columnKind": "unicodeCodePoints",
+    }
     return json.dumps({"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}, indent=2, ensure_ascii=False) + "\n"
 
 
 def _rule_json(rule: Rule, docs_url: str | None) -> dict[str, Any]:
-    out: dict[str, Any] = {"id": rule.id, "shortDescription": {"text": rule.title},
-                           "fullDescription": {"text": rule.cause},
-                           "help": {"text": rule.help_text},
-                           "defaultConfiguration": {"level": rule.level}}
+    out: dict[str, Any] = {
+        "id": rule.id,
+        "shortDescription": {"text": rule.title},
+        "fullDescription": {"text": rule.cause},
+        "help": {"text": rule.help_text},
+        "defaultConfiguration": {"level": rule.level},
+    }
     if docs_url:
         out["helpUri"] = f"{docs_url.rstrip('/')}/codes.md#{rule.id.lower()}"
     return out
@@ -206,14 +251,18 @@ def _rule_json(rule: Rule, docs_url: str | None) -> dict[str, Any]:
 
 # ---- the three reports ----
 
+
 def render_check(report: Report, *, docs_url: str | None = None) -> str:
     """One result per finding, suppressed ones left out (as every other format leaves them)."""
     results = []
     for t in report.targets:
         for f in t.findings:
             rule = _code_rule(f.code) if f.code in CODES else Rule(f.code, f.code, "", "", f.severity)
-            results.append(Result(rule, LEVEL[f.severity], finding_text(f), *_where(t.target, t.kind, f.subject),
-                                  f.count, f.examples))
+            results.append(
+                Result(
+                    rule, LEVEL[f.severity], finding_text(f), *_where(t.target, t.kind, f.subject), f.count, f.examples
+                )
+            )
     return _log(results, exit_code=report.exit_code, docs_url=docs_url, config=report.policy.config)
 
 
@@ -241,8 +290,10 @@ def render_diff(r: DiffReport, *, docs_url: str | None = None) -> str:
         if not d.lost:
             continue
         side = r.new if d.new_path is not None else r.old
-        lost = ", ".join(f"{x.target} ({NOW_WORDS.get(x.now, x.now)} on {', '.join(x.gpus) or 'its GPUs'})"
-                         if x.now else x.target for x in d.lost)
+        lost = ", ".join(
+            f"{x.target} ({NOW_WORDS.get(x.now, x.now)} on {', '.join(x.gpus) or 'its GPUs'})" if x.now else x.target
+            for x in d.lost
+        )
         level: Level = ("warning" if r.allow_loss else "error") if d in costly else "note"
         rule = DIFF_LOST if d in costly else DIFF_DROPPED
         results.append(Result(rule, level, f"{d.path}: lost {lost}", *_where(side.target, side.kind, d.path)))
@@ -255,10 +306,17 @@ def render_smoke(report: SmokeReport, *, docs_url: str | None = None) -> str:
     from ..smoke.report import FAIL, SKIP, is_dispatch
 
     container = report.target if report.target.endswith(".whl") else None
-    results = [Result(smoke_rule(row.probe), "error" if row.status == FAIL else "note",
-                      f"{row.subject}: {row.reason}", container,
-                      row.subject if row.probe in LIBRARY_PROBES else None)
-               for row in report.rows if row.status in (FAIL, SKIP) or is_dispatch(row)]
+    results = [
+        Result(
+            smoke_rule(row.probe),
+            "error" if row.status == FAIL else "note",
+            f"{row.subject}: {row.reason}",
+            container,
+            row.subject if row.probe in LIBRARY_PROBES else None,
+        )
+        for row in report.rows
+        if row.status in (FAIL, SKIP) or is_dispatch(row)
+    ]
     return _log(results, exit_code=report.exit_code, docs_url=docs_url)
 
 

@@ -16,14 +16,18 @@ SCHEMA = "archaudit-smoke/1"
 
 
 def render_text(report: SmokeReport) -> str:
-    lines = [f"archaudit smoke: {report.distribution} {report.version}  ({report.target})",
-             f"  environment: {report.environment}, Python {report.python}"]
+    lines = [
+        f"archaudit smoke: {report.distribution} {report.version}  ({report.target})",
+        f"  environment: {report.environment}, Python {report.python}",
+    ]
     if report.gpus:
         lines.append(f"  GPUs: {', '.join(report.gpus)}; driver {report.driver}")
     else:
         lines.append(f"  GPUs: none ({report.gpu_error})")
-    lines.append(f"  require-gpu: {'yes' if report.require_gpu else 'no'}; "
-                 f"timeout {report.timeout:g} s without progress per child")
+    lines.append(
+        f"  require-gpu: {'yes' if report.require_gpu else 'no'}; "
+        f"timeout {report.timeout:g} s without progress per child"
+    )
     if report.install_policy:
         lines.append(f"  installed {len(report.installed)} distribution(s), {report.install_policy}:")
         lines += [f"    {name} {version} from {source}" for name, version, source in report.installed]
@@ -42,8 +46,10 @@ def render_text(report: SmokeReport) -> str:
     lines.append(f"{report.count(PASS)} passed, {report.count(FAIL)} failed, {report.count(SKIP)} skipped")
     res = dict(report.resources)
     if res:
-        lines.append(f"{res.get('seconds')} s; peak memory: archaudit {res.get('archaudit_max_rss_mb')} MB, "
-                     f"its largest child {res.get('children_max_rss_mb')} MB")
+        lines.append(
+            f"{res.get('seconds')} s; peak memory: archaudit {res.get('archaudit_max_rss_mb')} MB, "
+            f"its largest child {res.get('children_max_rss_mb')} MB"
+        )
     return "\n".join(lines)
 
 
@@ -55,10 +61,12 @@ def to_dict(report: SmokeReport) -> dict[str, object]:
         row = asdict(r)
         row["details"] = {k: v for k, v in r.details}
         d["rows"].append(row)
-    return {"schema": SCHEMA, **d,
-            "summary": {"passed": report.count(PASS), "failed": report.count(FAIL),
-                        "skipped": report.count(SKIP)},
-            "exit_code": report.exit_code}
+    return {
+        "schema": SCHEMA,
+        **d,
+        "summary": {"passed": report.count(PASS), "failed": report.count(FAIL), "skipped": report.count(SKIP)},
+        "exit_code": report.exit_code,
+    }
 
 
 def to_json(report: SmokeReport) -> str:
@@ -68,10 +76,15 @@ def to_json(report: SmokeReport) -> str:
 def render_markdown(report: SmokeReport) -> str:
     cell = markdown
     gpus = ", ".join(report.gpus) if report.gpus else f"none ({report.gpu_error})"
-    lines = [f"### archaudit smoke: {cell(report.distribution)} {cell(report.version)}", "",
-             f"{cell(report.environment)}, Python {cell(report.python)}; GPUs: {cell(gpus)}; "
-             f"driver {cell(str(report.driver))}", "",
-             "| status | probe | subject | result |", "|---|---|---|---|"]
+    lines = [
+        f"### archaudit smoke: {cell(report.distribution)} {cell(report.version)}",
+        "",
+        f"{cell(report.environment)}, Python {cell(report.python)}; GPUs: {cell(gpus)}; "
+        f"driver {cell(str(report.driver))}",
+        "",
+        "| status | probe | subject | result |",
+        "|---|---|---|---|",
+    ]
     mark = {PASS: "✓ PASS", FAIL: "✗ FAIL", SKIP: "· SKIP"}
     for r in report.rows:
         lines.append(f"| {mark[r.status]} | {cell(r.probe)} | {cell(r.subject)} | {cell(r.reason)} |")
@@ -90,8 +103,10 @@ def render_github(report: SmokeReport) -> str:
         elif r.status == SKIP or is_dispatch(r):
             lines.append(f"::notice title={title}::{escape_data(r.reason)}")
     # a fixed start: a line of the log that begins with a name could be read as a workflow command
-    lines.append(f"archaudit smoke: {report.distribution} {report.version}: {report.count(PASS)} passed, "
-                 f"{report.count(FAIL)} failed, {report.count(SKIP)} skipped")
+    lines.append(
+        f"archaudit smoke: {report.distribution} {report.version}: {report.count(PASS)} passed, "
+        f"{report.count(FAIL)} failed, {report.count(SKIP)} skipped"
+    )
     return "\n".join(lines)
 
 

@@ -78,12 +78,14 @@ def suppression_groups(hidden: tuple[Suppression, ...]) -> list[SuppressionGroup
     for s in hidden:
         groups.setdefault((s.rule, s.finding.code), []).append(s.finding.subject)
         hits[(s.rule, s.finding.code)] += s.finding.count
-    return [SuppressionGroup(rule, code, hits[(rule, code)], sorted(set(subjects)))
-            for (rule, code), subjects in groups.items()]
+    return [
+        SuppressionGroup(rule, code, hits[(rule, code)], sorted(set(subjects)))
+        for (rule, code), subjects in groups.items()
+    ]
 
 
 def suppressed_errors(hidden: tuple[Suppression, ...]) -> str:
-    """"G001 x1 by ignore G001" for the error findings a filter hid; "" when none."""
+    """ "G001 x1 by ignore G001" for the error findings a filter hid; "" when none."""
     errors: Counter[tuple[str, str]] = Counter()
     for s in hidden:
         if s.finding.severity == ERROR:
@@ -92,6 +94,7 @@ def suppressed_errors(hidden: tuple[Suppression, ...]) -> str:
 
 
 # ---- device-code bytes per target (--costs) ----
+
 
 def device_code_bytes(t: TargetReport) -> list[dict[str, Any]]:
     """The target's loadable device-code bytes per code target (sm_90, compute_90, gfx90a),
@@ -103,8 +106,10 @@ def device_code_bytes(t: TargetReport) -> list[dict[str, Any]]:
             row[0] += stored
             row[1] += decoded
             row[2] += 1
-    return [{"target": k, "stored": v[0], "decoded": v[1], "libraries": v[2]}
-            for k, v in sorted(acc.items(), key=lambda kv: target_order(kv[0]))]
+    return [
+        {"target": k, "stored": v[0], "decoded": v[1], "libraries": v[2]}
+        for k, v in sorted(acc.items(), key=lambda kv: target_order(kv[0]))
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,12 +144,22 @@ def cost_table(t: TargetReport) -> Costs:
     total_d = sum(r["decoded"] for r in rows)
     libs = [v for v in t.libraries if v.bytes_by_target]
     return Costs(
-        tuple(CostRow(r["target"], size_text(r["stored"]), size_text(r["decoded"]),
-                      f"{100 * r['stored'] / total_s:.0f}%" if total_s else "-", r["libraries"]) for r in rows),
-        size_text(total_s), size_text(total_d),
-        tuple(LibraryCosts(v.path, tuple(sorted(v.bytes_by_target, key=lambda r: target_order(r[0]))))
-              for v in libs)
-        if len(libs) > 1 else ())
+        tuple(
+            CostRow(
+                r["target"],
+                size_text(r["stored"]),
+                size_text(r["decoded"]),
+                f"{100 * r['stored'] / total_s:.0f}%" if total_s else "-",
+                r["libraries"],
+            )
+            for r in rows
+        ),
+        size_text(total_s),
+        size_text(total_d),
+        tuple(LibraryCosts(v.path, tuple(sorted(v.bytes_by_target, key=lambda r: target_order(r[0])))) for v in libs)
+        if len(libs) > 1
+        else (),
+    )
 
 
 def verdict_text(v: LibraryVerdict, hidden: tuple[Suppression, ...] = ()) -> str:
@@ -174,6 +189,17 @@ def verdict_words(v: LibraryVerdict) -> str:
     return v.status
 
 
-__all__ = ["code_counts", "cost_table", "DEFAULTS", "device_code_bytes", "finding_text",
-           "QUIET_INFO", "RenderOptions", "size_text", "suppressed_errors", "suppressed_in", "suppression_groups",
-           "verdict_text"]
+__all__ = [
+    "code_counts",
+    "cost_table",
+    "DEFAULTS",
+    "device_code_bytes",
+    "finding_text",
+    "QUIET_INFO",
+    "RenderOptions",
+    "size_text",
+    "suppressed_errors",
+    "suppressed_in",
+    "suppression_groups",
+    "verdict_text",
+]

@@ -72,15 +72,16 @@ def sm_number(sm: str) -> int:
 
 
 def no_gpu_here(ctx: ProbeContext) -> str:
-    return (f"archaudit's own driver query found no GPU ({ctx.gpu_error or 'none'}), so nothing can have run on "
-            f"one here")
+    return f"archaudit's own driver query found no GPU ({ctx.gpu_error or 'none'}), so nothing can have run on one here"
 
 
 def ran_on_gpu(out: child.Outcome, d: dict[str, Any]) -> str:
     """'' when archaudit saw the child hold a GPU open and the output lived on one; else why not."""
     if not holds_gpu(out):
-        return ("the child held no GPU device file open when it reported (archaudit read its /proc/PID/fd): "
-                "it did not run on a GPU")
+        return (
+            "the child held no GPU device file open when it reported (archaudit read its /proc/PID/fd): "
+            "it did not run on a GPU"
+        )
     device = str(d.get("device", ""))
     if not device.startswith(("cuda", "gpu", "rocm")):
         return f"its output lived on {device or 'no device'}, not on the GPU"

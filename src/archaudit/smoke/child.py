@@ -59,8 +59,12 @@ def _held(path: str) -> bytes:
 # What a child runs, read once as this module loads (before any child starts): each child gets a
 # fresh copy written into a directory of its own, so code of the wheel that rewrites archaudit's
 # files, or a copy a previous child was given, never runs as the next trusted child's worker.
-CHILD_SOURCES = {"worker.py": _held(WORKER), "cuda_driver.py": _held(DRIVER), "cupti.py": _held(CUPTI),
-                 "worker_steps.py": _held(STEPS)}
+CHILD_SOURCES = {
+    "worker.py": _held(WORKER),
+    "cuda_driver.py": _held(DRIVER),
+    "cupti.py": _held(CUPTI),
+    "worker_steps.py": _held(STEPS),
+}
 TAIL_CHARS = 2000
 LOG_SCAN_BYTES = 64 << 20  # how much of a child's stdout+stderr the watch patterns are searched in
 # Tasks whose children run no code of the wheel under test: only their reports carry a status.
@@ -92,7 +96,9 @@ if os.getppid() != int(sys.argv[PARENT]):
 # Run by `python -I -S -c BOOT task spec fd keyfd worker parent`: die with archaudit, take the
 # key from its pipe before anything else runs, then put the environment's paths on sys.path
 # (without processing any .pth file) and run the worker.
-BOOT = _DIE_WITH_PARENT.replace("PARENT", "6") + r"""
+BOOT = (
+    _DIE_WITH_PARENT.replace("PARENT", "6")
+    + r"""
 sys.dont_write_bytecode = True  # -I ignores PYTHONDONTWRITEBYTECODE: no .pyc into archaudit (plugins import it)
 key, kfd = b"", int(sys.argv[4])
 while len(key) < 64:
@@ -116,11 +122,15 @@ if sys.argv[1] != "plugin":  # a probe plugin is built on archaudit; no other ch
 main = runpy.run_path(sys.argv[5], run_name="archaudit_smoke_worker")["main"]
 sys.exit(main(sys.argv[1:4], bytes.fromhex(key.decode()), kfd))
 """
+)
 
 # Run by `python -I -S -c EXEC parent cmd...`: die with archaudit, then become cmd.
-EXEC = _DIE_WITH_PARENT.replace("PARENT", "1") + r"""
+EXEC = (
+    _DIE_WITH_PARENT.replace("PARENT", "1")
+    + r"""
 os.execvp(sys.argv[2], sys.argv[2:])
 """
+)
 
 
 def become_subreaper() -> bool:
@@ -151,7 +161,7 @@ def _adopted() -> list[int]:
                 stat = f.read()
         except OSError:
             continue
-        fields = stat[stat.rfind(b")") + 2:].split()
+        fields = stat[stat.rfind(b")") + 2 :].split()
         if len(fields) > 1 and int(fields[1]) == me:
             out.append(int(name))
     return out
@@ -311,9 +321,16 @@ def _how(returncode: int | None, timed_out: bool, timeout: float) -> tuple[str, 
     return f"the child interpreter exited with status {returncode}", None
 
 
-def _spawn_once(python: str, task: str, spec: dict[str, Any], env: dict[str, str], cwd: str, timeout: float,
-                on_event: Callable[[dict[str, Any]], None], watch: tuple[str, ...] = (),
-                ) -> tuple[int, bool, str, bool, list[str], dict[str, str]]:
+def _spawn_once(
+    python: str,
+    task: str,
+    spec: dict[str, Any],
+    env: dict[str, str],
+    cwd: str,
+    timeout: float,
+    on_event: Callable[[dict[str, Any]], None],
+    watch: tuple[str, ...] = (),
+) -> tuple[int, bool, str, bool, list[str], dict[str, str]]:
     """Run one child; call on_event(event) for each authenticated event (a result event carries
     "_devices": the GPU device files archaudit saw the child hold open as it arrived).
 
@@ -330,8 +347,19 @@ def _spawn_once(python: str, task: str, spec: dict[str, Any], env: dict[str, str
     stage = _stage(cwd)
     r, w = os.pipe()
     key_r, key_w = os.pipe()
-    cmd = [python, "-I", "-S", "-c", BOOT, task, spec_path, str(w), str(key_r), os.path.join(stage, "worker.py"),
-           str(os.getpid())]
+    cmd = [
+        python,
+        "-I",
+        "-S",
+        "-c",
+        BOOT,
+        task,
+        spec_path,
+        str(w),
+        str(key_r),
+        os.path.join(stage, "worker.py"),
+        str(os.getpid()),
+    ]
     try:
         proc = _launch(cmd, log_fd, (w, key_r), cwd, env, close_on_error=(r, w, key_r, key_w, log_fd))
     except OSError:
@@ -374,13 +402,27 @@ def _stage(cwd: str) -> str:
     return stage
 
 
-def _launch(cmd: list[str], log_fd: int, pass_fds: tuple[int, ...], cwd: str, env: dict[str, str],
-            close_on_error: tuple[int, ...]) -> subprocess.Popen[bytes]:
+def _launch(
+    cmd: list[str],
+    log_fd: int,
+    pass_fds: tuple[int, ...],
+    cwd: str,
+    env: dict[str, str],
+    close_on_error: tuple[int, ...],
+) -> subprocess.Popen[bytes]:
     """Start the child in its own session, registered as live; on failure close every fd given."""
     try:
         with _SPAWN_LOCK:
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log_fd, stderr=log_fd,
-                                    pass_fds=pass_fds, cwd=cwd, env=env, start_new_session=True)
+            proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=log_fd,
+                stderr=log_fd,
+                pass_fds=pass_fds,
+                cwd=cwd,
+                env=env,
+                start_new_session=True,
+            )
             with _LIVE_LOCK:
                 _LIVE.add(proc)
     except OSError:
@@ -398,8 +440,14 @@ def _write_quietly(fd: int, data: bytes) -> None:
         pass
 
 
-def _read_events(r: int, proc: subprocess.Popen[bytes], key: bytes, ack_fd: int | None, timeout: float,
-                 on_event: Callable[[dict[str, Any]], None]) -> tuple[bool, bool, list[str]]:
+def _read_events(
+    r: int,
+    proc: subprocess.Popen[bytes],
+    key: bytes,
+    ack_fd: int | None,
+    timeout: float,
+    on_event: Callable[[dict[str, Any]], None],
+) -> tuple[bool, bool, list[str]]:
     """Read the child's event pipe until it closes or goes quiet for `timeout` seconds, calling
     on_event for each authenticated event. Returns (timed_out, saw_end, forged)."""
     os.set_blocking(r, False)
@@ -488,8 +536,9 @@ def _end_group(proc: subprocess.Popen[bytes]) -> None:
     sweep()
 
 
-def run_command(cmd: list[str], what: str, *, env: dict[str, str], timeout: float,
-                cwd: str | None = None) -> tuple[int, str]:
+def run_command(
+    cmd: list[str], what: str, *, env: dict[str, str], timeout: float, cwd: str | None = None
+) -> tuple[int, str]:
     """Run a helper command (an installer) as a killable child: its own process group, dead
     with archaudit, killed with everything it started after `timeout` seconds in all.
 
@@ -499,8 +548,9 @@ def run_command(cmd: list[str], what: str, *, env: dict[str, str], timeout: floa
     log = tempfile.TemporaryFile()
     full = [sys.executable, "-I", "-S", "-c", EXEC, str(os.getpid()), *cmd]
     with _SPAWN_LOCK:
-        proc = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, cwd=cwd,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            full, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, cwd=cwd, start_new_session=True
+        )
         with _LIVE_LOCK:
             _LIVE.add(proc)
     try:
@@ -512,8 +562,9 @@ def run_command(cmd: list[str], what: str, *, env: dict[str, str], timeout: floa
             except ProcessLookupError:
                 pass
             proc.wait()
-            raise TimeoutError(f"{what} did not finish in {timeout:g} s: killed with every process "
-                               f"it started") from None
+            raise TimeoutError(
+                f"{what} did not finish in {timeout:g} s: killed with every process it started"
+            ) from None
     finally:
         _end_group(proc)
     log.seek(0)
@@ -522,10 +573,19 @@ def run_command(cmd: list[str], what: str, *, env: dict[str, str], timeout: floa
     return rc, text[-TAIL_CHARS:]
 
 
-def run_task(python: str, task: str, items: list[Any], params: dict[str, Any] | None = None, *,
-             env: dict[str, str],
-             cwd: str, timeout: float, resume: bool = True, sys_path: tuple[str, ...] | list[str] = (),
-             watch: tuple[str, ...] = ()) -> TaskRun:
+def run_task(
+    python: str,
+    task: str,
+    items: list[Any],
+    params: dict[str, Any] | None = None,
+    *,
+    env: dict[str, str],
+    cwd: str,
+    timeout: float,
+    resume: bool = True,
+    sys_path: tuple[str, ...] | list[str] = (),
+    watch: tuple[str, ...] = (),
+) -> TaskRun:
     """Run task over items in as many children as it takes; every item gets an outcome.
 
     resume=False: after a death, the remaining items are not retried (they depend on state
@@ -560,37 +620,44 @@ def run_task(python: str, task: str, items: list[Any], params: dict[str, Any] | 
                 t = current["t"] if current["i"] == i and current["t"] else time.monotonic()
                 elapsed = event.get("elapsed")
                 details = event.get("details")
-                outcomes[i] = Outcome(str(event.get("status")) if trusted else OBS,
-                                      str(event.get("reason", "")) if trusted else "",
-                                      float(elapsed) if isinstance(elapsed, (int, float)) else time.monotonic() - t,
-                                      gpu=bool(event.get("gpu")) and trusted,
-                                      details=details if isinstance(details, dict) else {},
-                                      devices_open=tuple(event.get("_devices") or ()))
+                outcomes[i] = Outcome(
+                    str(event.get("status")) if trusted else OBS,
+                    str(event.get("reason", "")) if trusted else "",
+                    float(elapsed) if isinstance(elapsed, (int, float)) else time.monotonic() - t,
+                    gpu=bool(event.get("gpu")) and trusted,
+                    details=details if isinstance(details, dict) else {},
+                    devices_open=tuple(event.get("_devices") or ()),
+                )
                 current["i"], current["t"] = None, None
             elif ev == "info":
                 infos.append({k: v for k, v in event.items() if k != "ev"})
 
-        spec = {"items": items, "start": start, "params": params or {}, "sys_path": list(sys_path),
-                "ack": not trusted}
+        spec = {"items": items, "start": start, "params": params or {}, "sys_path": list(sys_path), "ack": not trusted}
         t_child = time.monotonic()
-        rc, timed_out, tail, saw_end, forged, hits = _spawn_once(python, task, spec, env, cwd, timeout, on_event,
-                                                                 watch)
+        rc, timed_out, tail, saw_end, forged, hits = _spawn_once(python, task, spec, env, cwd, timeout, on_event, watch)
         for k, v in hits.items():
             log_hits.setdefault(k, v)
         if forged:
-            deaths.append(Death(f"{len(forged)} line(s) on the child's result channel were not written by "
-                                f"archaudit's probe code (they fail its authentication) and were ignored; "
-                                f"the first: {forged[0]!r}", None, tail, 0.0))
+            deaths.append(
+                Death(
+                    f"{len(forged)} line(s) on the child's result channel were not written by "
+                    f"archaudit's probe code (they fail its authentication) and were ignored; "
+                    f"the first: {forged[0]!r}",
+                    None,
+                    tail,
+                    0.0,
+                )
+            )
         if saw_end and rc == 0 and not timed_out:
             break
         how, sig = _how(rc, timed_out, timeout)
         i = current["i"]
         if i is None:
-            deaths.append(Death(how + (" after its last item" if saw_end else ""), sig, tail,
-                                time.monotonic() - t_child))
+            deaths.append(
+                Death(how + (" after its last item" if saw_end else ""), sig, tail, time.monotonic() - t_child)
+            )
             break
-        outcomes[i] = Outcome("FAIL", how, time.monotonic() - current["t"], signal=sig,
-                              stderr_tail=tail, died=True)
+        outcomes[i] = Outcome("FAIL", how, time.monotonic() - current["t"], signal=sig, stderr_tail=tail, died=True)
         start = i + 1
         if start >= n:
             break
@@ -606,8 +673,13 @@ def private_dirs(workdir: str) -> dict[str, str]:
     run's work directory (removed with it), so what the wheel's code writes to its home or temp
     never lands in archaudit's user's (its caches, configuration, a user site-packages)."""
     out = {}
-    for var, sub in (("HOME", "home"), ("TMPDIR", "tmp"), ("XDG_CACHE_HOME", "home/.cache"),
-                     ("XDG_CONFIG_HOME", "home/.config"), ("XDG_DATA_HOME", "home/.local/share")):
+    for var, sub in (
+        ("HOME", "home"),
+        ("TMPDIR", "tmp"),
+        ("XDG_CACHE_HOME", "home/.cache"),
+        ("XDG_CONFIG_HOME", "home/.config"),
+        ("XDG_DATA_HOME", "home/.local/share"),
+    ):
         path = os.path.join(workdir, sub)
         os.makedirs(path, exist_ok=True)
         out[var] = path
@@ -624,5 +696,21 @@ def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-__all__ = ["become_subreaper", "BOOT", "child_env", "Death", "GPU_DEVICE_PREFIXES", "OBS", "open_devices", "Outcome",
-           "private_dirs", "reset", "run_command", "run_task", "stop_all", "sweep", "TaskRun", "TRUSTED_TASKS"]
+__all__ = [
+    "become_subreaper",
+    "BOOT",
+    "child_env",
+    "Death",
+    "GPU_DEVICE_PREFIXES",
+    "OBS",
+    "open_devices",
+    "Outcome",
+    "private_dirs",
+    "reset",
+    "run_command",
+    "run_task",
+    "stop_all",
+    "sweep",
+    "TaskRun",
+    "TRUSTED_TASKS",
+]

@@ -88,9 +88,12 @@ class ProbeContext:
         return probe in self.selected or self.depends_on(framework)
 
     def not_wanted(self, probe: str, framework: str) -> Row:
-        return Row(probe, self.distribution, SKIP,
-                   f"{self.distribution} neither is nor depends on {framework} "
-                   f"(--probe {probe} runs it anyway)")
+        return Row(
+            probe,
+            self.distribution,
+            SKIP,
+            f"{self.distribution} neither is nor depends on {framework} (--probe {probe} runs it anyway)",
+        )
 
     def scan(self, path: str) -> Library:
         """The inventory of one file (payloads decoded, so kernels are named), computed once."""
@@ -102,12 +105,30 @@ class ProbeContext:
             return self._scans[path]
 
     # -- children ----------------------------------------------------------------------
-    def run_task(self, task: str, items: list[Any], params: dict[str, Any] | None = None, *, resume: bool = True,
-                 extra_env: dict[str, str] | None = None, watch: tuple[str, ...] = ()) -> child.TaskRun:
+    def run_task(
+        self,
+        task: str,
+        items: list[Any],
+        params: dict[str, Any] | None = None,
+        *,
+        resume: bool = True,
+        extra_env: dict[str, str] | None = None,
+        watch: tuple[str, ...] = (),
+    ) -> child.TaskRun:
         env = dict(self.child_env)
         env.update(extra_env or {})
-        return child.run_task(self.python, task, items, params, env=env, cwd=self.workdir,
-                              timeout=self.timeout, resume=resume, sys_path=self.sys_path, watch=watch)
+        return child.run_task(
+            self.python,
+            task,
+            items,
+            params,
+            env=env,
+            cwd=self.workdir,
+            timeout=self.timeout,
+            resume=resume,
+            sys_path=self.sys_path,
+            watch=watch,
+        )
 
     def row(self, probe: str, subject: str, outcome: child.Outcome | None, **details: object) -> Row:
         """A report row from a trusted item's outcome, or from a death archaudit saw; a GPU skip
@@ -115,34 +136,61 @@ class ProbeContext:
         if outcome is None:
             return Row(probe, subject, FAIL, "the child never reported this item", 0.0)
         if outcome.status == child.OBS:
-            return Row(probe, subject, FAIL, "an observation reached the report without a judgement (a bug in the "
-                       "probe)", outcome.duration)
+            return Row(
+                probe,
+                subject,
+                FAIL,
+                "an observation reached the report without a judgement (a bug in the probe)",
+                outcome.duration,
+            )
         status, reason = outcome.status, outcome.reason
         if status == SKIP and outcome.gpu and self.require_gpu:
             status, reason = FAIL, f"--require-gpu: this must run on a GPU, but {reason}"
         merged = {k: v for k, v in {**outcome.details, **details}.items() if k != "traceback"}
-        return Row(probe, subject, status, reason, outcome.duration, outcome.signal,
-                   outcome.stderr_tail or str(outcome.details.get("traceback", "")),
-                   tuple(sorted(merged.items())))
+        return Row(
+            probe,
+            subject,
+            status,
+            reason,
+            outcome.duration,
+            outcome.signal,
+            outcome.stderr_tail or str(outcome.details.get("traceback", "")),
+            tuple(sorted(merged.items())),
+        )
 
-    def verdict(self, probe: str, subject: str, outcome: child.Outcome | None, status: str, reason: str, *,
-                gpu: bool = False, **details: object) -> Row:
+    def verdict(
+        self,
+        probe: str,
+        subject: str,
+        outcome: child.Outcome | None,
+        status: str,
+        reason: str,
+        *,
+        gpu: bool = False,
+        **details: object,
+    ) -> Row:
         """A row decided here about an item an untrusted child observed (its duration, its stderr tail)."""
         if status == SKIP and gpu and self.require_gpu:
             status, reason = FAIL, f"--require-gpu: this must run on a GPU, but {reason}"
         facts = outcome.details if outcome is not None else {}
         tail = (outcome.stderr_tail if outcome is not None else "") or str(facts.get("traceback", ""))
         kept = {k: v for k, v in details.items() if v is not None}
-        return Row(probe, subject, status, reason, outcome.duration if outcome is not None else 0.0,
-                   outcome.signal if outcome is not None else None, tail if status == FAIL else "",
-                   tuple(sorted(kept.items())))
+        return Row(
+            probe,
+            subject,
+            status,
+            reason,
+            outcome.duration if outcome is not None else 0.0,
+            outcome.signal if outcome is not None else None,
+            tail if status == FAIL else "",
+            tuple(sorted(kept.items())),
+        )
 
     def gpu_skip(self, probe: str, subject: str, reason: str) -> Row:
         return self.row(probe, subject, child.Outcome(SKIP, reason, 0.0, gpu=True))
 
     def death_rows(self, probe: str, run: child.TaskRun, subject: str) -> list[Row]:
-        return [Row(probe, subject, FAIL, d.reason, d.duration, d.signal, d.stderr_tail)
-                for d in run.deaths]
+        return [Row(probe, subject, FAIL, d.reason, d.duration, d.signal, d.stderr_tail) for d in run.deaths]
 
 
 def _normalise(name: str) -> str:

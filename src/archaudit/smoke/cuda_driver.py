@@ -55,8 +55,13 @@ class Driver:
             "cuDevicePrimaryCtxRetain": [ctypes.POINTER(vp), ctypes.c_int],
             "cuCtxSetCurrent": [vp],
             "cuModuleLoadData": [ctypes.POINTER(vp), ctypes.c_char_p],
-            "cuModuleLoadDataEx": [ctypes.POINTER(vp), ctypes.c_char_p, ctypes.c_uint,
-                                   ctypes.POINTER(ctypes.c_int), ctypes.POINTER(vp)],
+            "cuModuleLoadDataEx": [
+                ctypes.POINTER(vp),
+                ctypes.c_char_p,
+                ctypes.c_uint,
+                ctypes.POINTER(ctypes.c_int),
+                ctypes.POINTER(vp),
+            ],
             "cuModuleUnload": [vp],
             "cuGetErrorName": [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)],
             "cuGetErrorString": [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)],
@@ -90,8 +95,7 @@ class Driver:
     def init(self) -> None:
         code = self.lib.cuInit(0)
         if code != CUDA_SUCCESS:
-            raise DriverUnavailable(
-                f"cuInit failed: {self.error_name(code)} ({code}): {self.error_text(code)}")
+            raise DriverUnavailable(f"cuInit failed: {self.error_name(code)} ({code}): {self.error_text(code)}")
 
     def version(self) -> str:
         v = ctypes.c_int()
@@ -126,8 +130,7 @@ class Driver:
         for i in range(self.device_count()):
             dev = self.device(i)
             major, minor = self.compute_capability(dev)
-            result.append({"ordinal": i, "name": self.name(dev), "cc": f"{major}.{minor}",
-                           "sm": f"sm_{major}{minor}"})
+            result.append({"ordinal": i, "name": self.name(dev), "cc": f"{major}.{minor}", "sm": f"sm_{major}{minor}"})
         return result
 
     # -- contexts and modules -----------------------------------------------------------

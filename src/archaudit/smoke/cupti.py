@@ -50,16 +50,34 @@ API_ENTER, API_EXIT = 0, 1
 # cupti_callbacks.h: CUpti_CallbackIdResource
 CBID_RESOURCE_MODULE_LOADED = 6
 # cupti_driver_cbid.h: CUpti_driver_api_trace_cbid
-DRIVER_LAUNCHES = {307: "cuLaunchKernel", 442: "cuLaunchKernel_ptsz", 477: "cuLaunchCooperativeKernel",
-                   478: "cuLaunchCooperativeKernel_ptsz", 652: "cuLaunchKernelEx", 653: "cuLaunchKernelEx_ptsz"}
-DRIVER_SYNCS = {17: "cuCtxSynchronize", 126: "cuStreamSynchronize", 440: "cuStreamSynchronize_ptsz",
-                800: "cuCtxSynchronize_v2"}
+DRIVER_LAUNCHES = {
+    307: "cuLaunchKernel",
+    442: "cuLaunchKernel_ptsz",
+    477: "cuLaunchCooperativeKernel",
+    478: "cuLaunchCooperativeKernel_ptsz",
+    652: "cuLaunchKernelEx",
+    653: "cuLaunchKernelEx_ptsz",
+}
+DRIVER_SYNCS = {
+    17: "cuCtxSynchronize",
+    126: "cuStreamSynchronize",
+    440: "cuStreamSynchronize_ptsz",
+    800: "cuCtxSynchronize_v2",
+}
 # cupti_runtime_cbid.h: CUpti_runtime_api_trace_cbid
-RUNTIME_LAUNCHES = {211: "cudaLaunchKernel_v7000", 214: "cudaLaunchKernel_ptsz_v7000",
-                    269: "cudaLaunchCooperativeKernel_v9000", 270: "cudaLaunchCooperativeKernel_ptsz_v9000",
-                    430: "cudaLaunchKernelExC_v11060", 431: "cudaLaunchKernelExC_ptsz_v11060"}
-RUNTIME_SYNCS = {165: "cudaDeviceSynchronize_v3020", 131: "cudaStreamSynchronize_v3020",
-                 239: "cudaStreamSynchronize_ptsz_v7000"}
+RUNTIME_LAUNCHES = {
+    211: "cudaLaunchKernel_v7000",
+    214: "cudaLaunchKernel_ptsz_v7000",
+    269: "cudaLaunchCooperativeKernel_v9000",
+    270: "cudaLaunchCooperativeKernel_ptsz_v9000",
+    430: "cudaLaunchKernelExC_v11060",
+    431: "cudaLaunchKernelExC_ptsz_v11060",
+}
+RUNTIME_SYNCS = {
+    165: "cudaDeviceSynchronize_v3020",
+    131: "cudaStreamSynchronize_v3020",
+    239: "cudaStreamSynchronize_ptsz_v7000",
+}
 # Where a launch's params struct (CUpti_CallbackData.functionParams) holds the kernel: the runtime's
 # host stub `func` (cupti_runtime_cbid.h's *_params: first field, after `config` in cudaLaunchKernelExC),
 # the driver's CUfunction `f` (cuLaunchKernel_params first, cuLaunchKernelEx_params after `config`).
@@ -77,17 +95,27 @@ ENV_CUPTI = "ARCHAUDIT_CUPTI"  # a libcupti to use instead of the one found
 class CallbackData(ctypes.Structure):
     """CUpti_CallbackData (cupti_callbacks.h, CUDA 12.8 and 13.0)."""
 
-    _fields_ = [("callbackSite", ctypes.c_int), ("functionName", ctypes.c_char_p),
-                ("functionParams", ctypes.c_void_p), ("functionReturnValue", ctypes.c_void_p),
-                ("symbolName", ctypes.c_char_p), ("context", ctypes.c_void_p), ("contextUid", ctypes.c_uint32),
-                ("correlationData", ctypes.c_void_p), ("correlationId", ctypes.c_uint32)]
+    _fields_ = [
+        ("callbackSite", ctypes.c_int),
+        ("functionName", ctypes.c_char_p),
+        ("functionParams", ctypes.c_void_p),
+        ("functionReturnValue", ctypes.c_void_p),
+        ("symbolName", ctypes.c_char_p),
+        ("context", ctypes.c_void_p),
+        ("contextUid", ctypes.c_uint32),
+        ("correlationData", ctypes.c_void_p),
+        ("correlationId", ctypes.c_uint32),
+    ]
 
 
 class ResourceData(ctypes.Structure):
     """CUpti_ResourceData (cupti_callbacks.h): context, union { CUstream stream } resourceHandle, descriptor."""
 
-    _fields_ = [("context", ctypes.c_void_p), ("resourceHandle", ctypes.c_void_p),
-                ("resourceDescriptor", ctypes.c_void_p)]
+    _fields_ = [
+        ("context", ctypes.c_void_p),
+        ("resourceHandle", ctypes.c_void_p),
+        ("resourceDescriptor", ctypes.c_void_p),
+    ]
 
 
 class ModuleResourceData(ctypes.Structure):
@@ -118,8 +146,11 @@ def candidates(paths: list[str] | None = None) -> list[str]:
     for base in paths if paths is not None else sys.path:
         if not base or not os.path.isdir(base):
             continue
-        for pattern in ("nvidia/cuda_cupti/lib/libcupti.so*", "nvidia/cu1*/lib/libcupti.so*",
-                        "torch/lib/libcupti*.so*"):
+        for pattern in (
+            "nvidia/cuda_cupti/lib/libcupti.so*",
+            "nvidia/cu1*/lib/libcupti.so*",
+            "torch/lib/libcupti*.so*",
+        ):
             found += sorted(glob.glob(os.path.join(base, pattern)), reverse=True)
     for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
         if home:
@@ -137,17 +168,17 @@ def cubin_functions(image: bytes) -> list[str]:
     """The functions a 64-bit little-endian CUDA ELF defines: its `.text.<name>` sections."""
     if len(image) < 64 or image[:4] != b"\x7fELF" or image[4] != 2 or image[5] != 1:
         return []
-    shoff, = struct.unpack_from("<Q", image, 0x28)
+    (shoff,) = struct.unpack_from("<Q", image, 0x28)
     shentsize, shnum, shstrndx = struct.unpack_from("<HHH", image, 0x3A)
     if shentsize < 64 or shnum == 0 or shstrndx >= shnum or shoff + shnum * shentsize > len(image):
         return []
     str_off, str_size = struct.unpack_from("<QQ", image, shoff + shstrndx * shentsize + 0x18)
-    names = image[str_off:str_off + str_size]
+    names = image[str_off : str_off + str_size]
     out = []
     for k in range(shnum):
-        name_at, = struct.unpack_from("<I", image, shoff + k * shentsize)
+        (name_at,) = struct.unpack_from("<I", image, shoff + k * shentsize)
         end = names.find(b"\0", name_at)
-        name = names[name_at:end if end >= 0 else len(names)]
+        name = names[name_at : end if end >= 0 else len(names)]
         if name.startswith(b".text."):
             out.append(name[6:].decode(errors="replace")[:MAX_NAME])
     return out
@@ -156,8 +187,12 @@ def cubin_functions(image: bytes) -> list[str]:
 class DlInfo(ctypes.Structure):
     """Dl_info (dlfcn.h): the file and the nearest symbol dladdr() finds for an address."""
 
-    _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p),
-                ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
+    _fields_ = [
+        ("dli_fname", ctypes.c_char_p),
+        ("dli_fbase", ctypes.c_void_p),
+        ("dli_sname", ctypes.c_char_p),
+        ("dli_saddr", ctypes.c_void_p),
+    ]
 
 
 class Names:
@@ -210,8 +245,9 @@ class Names:
                     if info.dli_sname and info.dli_saddr == address:
                         got = kernel_of_stub(info.dli_sname.decode(errors="replace"))
                     elif info.dli_fname:  # nvcc's stubs are static: in .symtab, which dladdr does not read
-                        got = self._local_symbol(info.dli_fname.decode(errors="replace"), address,
-                                                 int(info.dli_fbase or 0))
+                        got = self._local_symbol(
+                            info.dli_fname.decode(errors="replace"), address, int(info.dli_fbase or 0)
+                        )
             elif layer == "driver" and self._func_name is not None:
                 p = ctypes.c_char_p()
                 if self._func_name(ctypes.byref(p), address) == 0 and p.value:
@@ -243,8 +279,8 @@ def elf_functions(path: str) -> tuple[bool, dict[int, str]] | None:
             head = f.read(64)
             if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
                 return None
-            e_type, = struct.unpack_from("<H", head, 0x10)
-            shoff, = struct.unpack_from("<Q", head, 0x28)
+            (e_type,) = struct.unpack_from("<H", head, 0x10)
+            (shoff,) = struct.unpack_from("<Q", head, 0x28)
             shentsize, shnum = struct.unpack_from("<HH", head, 0x3A)
             if shentsize != 64 or not 0 < shnum <= 65535:
                 return None
@@ -271,7 +307,7 @@ def elf_functions(path: str) -> tuple[bool, dict[int, str]] | None:
         st_name, st_info, _, _, st_value, _ = struct.unpack_from("<IBBHQQ", syms, k * 24)
         if st_info & 0xF == 2 and st_value and st_value not in out:  # STT_FUNC
             end = names.find(b"\0", st_name)
-            out[st_value] = names[st_name:end if end >= 0 else len(names)].decode(errors="replace")
+            out[st_value] = names[st_name : end if end >= 0 else len(names)].decode(errors="replace")
     return e_type == 3, out
 
 
@@ -283,14 +319,14 @@ def kernel_of_stub(symbol: str) -> str:
     if not symbol.startswith("_Z"):
         return symbol
     i = 2
-    if symbol[i:i + 1] == "L":
-        return symbol[:i] + symbol[i + 1:]
-    if symbol[i:i + 1] != "N":
+    if symbol[i : i + 1] == "L":
+        return symbol[:i] + symbol[i + 1 :]
+    if symbol[i : i + 1] != "N":
         return symbol
     i += 1
     while i < len(symbol):
-        if symbol[i] == "L" and symbol[i + 1:i + 2].isdigit():
-            return symbol[:i] + symbol[i + 1:]
+        if symbol[i] == "L" and symbol[i + 1 : i + 2].isdigit():
+            return symbol[:i] + symbol[i + 1 :]
         j = i
         while j < len(symbol) and symbol[j].isdigit():
             j += 1
@@ -346,8 +382,11 @@ class Recorder:
                 return
             layer = "driver" if domain == DOMAIN_DRIVER_API else "runtime"
             launches = DRIVER_LAUNCHES if domain == DOMAIN_DRIVER_API else RUNTIME_LAUNCHES
-            code = ctypes.cast(cd.functionReturnValue, ctypes.POINTER(ctypes.c_int)).contents.value \
-                if cd.functionReturnValue else -1
+            code = (
+                ctypes.cast(cd.functionReturnValue, ctypes.POINTER(ctypes.c_int)).contents.value
+                if cd.functionReturnValue
+                else -1
+            )
             ctx = cd.context or 0
             if cbid in launches:
                 name = (cd.symbolName or b"").decode(errors="replace")[:MAX_NAME]
@@ -357,8 +396,15 @@ class Recorder:
             elif code != 0 and len(self.async_errors) < MAX_ASYNC:
                 syncs = DRIVER_SYNCS if domain == DOMAIN_DRIVER_API else RUNTIME_SYNCS
                 with self._lock:
-                    self.async_errors.append({"layer": layer, "api": api_name(syncs.get(cbid, str(cbid))), "code": code,
-                                              "context": ctx, "after": self.last.get(ctx, "")})
+                    self.async_errors.append(
+                        {
+                            "layer": layer,
+                            "api": api_name(syncs.get(cbid, str(cbid))),
+                            "code": code,
+                            "context": ctx,
+                            "after": self.last.get(ctx, ""),
+                        }
+                    )
         except Exception as exc:  # never into CUPTI: a Python error here is counted and reported
             if len(self.callback_errors) < 10:
                 self.callback_errors.append(f"{type(exc).__name__}: {exc}")
@@ -372,9 +418,14 @@ class Recorder:
         ctx = rd.context or 0
         key = (ctx, int(md.moduleId))
         with self._lock:
-            self.modules[key] = {"context": ctx, "module": int(md.moduleId), "size": len(image),
-                                 "sha256": hashlib.sha256(image).hexdigest(), "magic": image[:4].hex(),
-                                 "functions": len(functions)}
+            self.modules[key] = {
+                "context": ctx,
+                "module": int(md.moduleId),
+                "size": len(image),
+                "sha256": hashlib.sha256(image).hexdigest(),
+                "magic": image[:4].hex(),
+                "functions": len(functions),
+            }
             for f in functions:
                 self.defines.setdefault((ctx, f), []).append(key)
 
@@ -398,12 +449,28 @@ class Recorder:
             launches = []
             for (layer, ctx, name, code), n in sorted(self.counts.items(), key=lambda kv: kv[0][2:]):
                 mods = [self.modules[m]["sha256"] for m in self.defines.get((ctx, name), ())]
-                launches.append({"layer": layer, "context": ctx, "kernel": name, "code": code, "count": n,
-                                 "apis": sorted(self.apis[(layer, ctx, name, code)]), "modules": sorted(set(mods))})
-            return {"cupti": self.library, "cupti_version": self.version(), "pid": os.getpid(),
-                    "modules": list(self.modules.values()), "launches": launches,
-                    "async_errors": list(self.async_errors), "dropped": self.dropped,
-                    "callback_errors": list(self.callback_errors), "mapped": mapped_files()}
+                launches.append(
+                    {
+                        "layer": layer,
+                        "context": ctx,
+                        "kernel": name,
+                        "code": code,
+                        "count": n,
+                        "apis": sorted(self.apis[(layer, ctx, name, code)]),
+                        "modules": sorted(set(mods)),
+                    }
+                )
+            return {
+                "cupti": self.library,
+                "cupti_version": self.version(),
+                "pid": os.getpid(),
+                "modules": list(self.modules.values()),
+                "launches": launches,
+                "async_errors": list(self.async_errors),
+                "dropped": self.dropped,
+                "callback_errors": list(self.callback_errors),
+                "mapped": mapped_files(),
+            }
 
     def write(self, directory: str) -> str:
         """The records as <directory>/<pid>.json, replaced whole (a reader never sees half a file)."""
@@ -431,12 +498,14 @@ class Tracer(Recorder):
             raise TracerUnavailable("no libcupti could be loaded: " + "; ".join(errors[-4:]))
         lib = self.lib
         vp = ctypes.c_void_p
-        for fn, args in {"cuptiSubscribe": [ctypes.POINTER(vp), CALLBACK, vp],
-                         "cuptiUnsubscribe": [vp],
-                         "cuptiEnableDomain": [ctypes.c_uint32, vp, ctypes.c_int],
-                         "cuptiEnableCallback": [ctypes.c_uint32, vp, ctypes.c_int, ctypes.c_uint32],
-                         "cuptiGetResultString": [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)],
-                         "cuptiGetVersion": [ctypes.POINTER(ctypes.c_uint32)]}.items():
+        for fn, args in {
+            "cuptiSubscribe": [ctypes.POINTER(vp), CALLBACK, vp],
+            "cuptiUnsubscribe": [vp],
+            "cuptiEnableDomain": [ctypes.c_uint32, vp, ctypes.c_int],
+            "cuptiEnableCallback": [ctypes.c_uint32, vp, ctypes.c_int, ctypes.c_uint32],
+            "cuptiGetResultString": [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)],
+            "cuptiGetVersion": [ctypes.POINTER(ctypes.c_uint32)],
+        }.items():
             f = getattr(lib, fn)
             f.argtypes, f.restype = args, ctypes.c_int
         super().__init__()
@@ -456,10 +525,14 @@ class Tracer(Recorder):
     def start(self) -> None:
         self._check("cuptiSubscribe", self.lib.cuptiSubscribe(ctypes.byref(self._subscriber), self.callback, None))
         sub = self._subscriber
-        self._check("cuptiEnableCallback(resource)",
-                    self.lib.cuptiEnableCallback(1, sub, DOMAIN_RESOURCE, CBID_RESOURCE_MODULE_LOADED))
-        for domain, cbids in ((DOMAIN_DRIVER_API, {**DRIVER_LAUNCHES, **DRIVER_SYNCS}),
-                              (DOMAIN_RUNTIME_API, {**RUNTIME_LAUNCHES, **RUNTIME_SYNCS})):
+        self._check(
+            "cuptiEnableCallback(resource)",
+            self.lib.cuptiEnableCallback(1, sub, DOMAIN_RESOURCE, CBID_RESOURCE_MODULE_LOADED),
+        )
+        for domain, cbids in (
+            (DOMAIN_DRIVER_API, {**DRIVER_LAUNCHES, **DRIVER_SYNCS}),
+            (DOMAIN_RUNTIME_API, {**RUNTIME_LAUNCHES, **RUNTIME_SYNCS}),
+        ):
             for cbid in cbids:
                 # A callback id this CUPTI does not know (cuCtxSynchronize_v2: 13.0's, not 12.8's) is skipped.
                 self.lib.cuptiEnableCallback(1, sub, domain, cbid)
@@ -570,6 +643,25 @@ def write_bootstrap(directory: str) -> str:
     return directory
 
 
-__all__ = ["CallbackData", "candidates", "cubin_functions", "DlInfo", "elf_functions", "ENV_CUPTI", "ENV_MODULE",
-           "ENV_OUT", "kernel_of_stub", "launched_function", "mapped_files", "ModuleResourceData", "Names", "Recorder",
-           "ResourceData", "start_from_environment", "start_tracer", "Tracer", "TracerUnavailable", "write_bootstrap"]
+__all__ = [
+    "CallbackData",
+    "candidates",
+    "cubin_functions",
+    "DlInfo",
+    "elf_functions",
+    "ENV_CUPTI",
+    "ENV_MODULE",
+    "ENV_OUT",
+    "kernel_of_stub",
+    "launched_function",
+    "mapped_files",
+    "ModuleResourceData",
+    "Names",
+    "Recorder",
+    "ResourceData",
+    "start_from_environment",
+    "start_tracer",
+    "Tracer",
+    "TracerUnavailable",
+    "write_bootstrap",
+]

@@ -41,9 +41,13 @@ JIT_LEVEL = 0
 SPLIT_BYTES = 4 << 20  # a PTX-only container with this much PTX is JIT-compiled in parts (ptx_split)
 
 ERROR_NAMES = {
-    0: "CUDA_SUCCESS", 200: "CUDA_ERROR_INVALID_IMAGE", 209: "CUDA_ERROR_NO_BINARY_FOR_GPU",
-    218: "CUDA_ERROR_INVALID_PTX", 222: "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
-    223: "CUDA_ERROR_JIT_COMPILATION_DISABLED", 500: "CUDA_ERROR_NOT_FOUND",
+    0: "CUDA_SUCCESS",
+    200: "CUDA_ERROR_INVALID_IMAGE",
+    209: "CUDA_ERROR_NO_BINARY_FOR_GPU",
+    218: "CUDA_ERROR_INVALID_PTX",
+    222: "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
+    223: "CUDA_ERROR_JIT_COMPILATION_DISABLED",
+    500: "CUDA_ERROR_NOT_FOUND",
 }
 
 
@@ -60,8 +64,7 @@ class Item:
     def spec(self) -> dict[str, object]:
         if self.image:
             return {"file": self.image, "offset": 0, "size": self.container.entries[0].size, "text": False}
-        return {"file": self.path, "offset": self.container.offset, "size": self.container.size,
-                "text": self.text}
+        return {"file": self.path, "offset": self.container.offset, "size": self.container.size, "text": self.text}
 
     def cost(self, jit: bool) -> float:
         if not jit:
@@ -104,8 +107,9 @@ def decoded(items: list[Item], workdir: str) -> list[Item]:
             try:
                 with open(it.path, "rb") as f:
                     f.seek(e.offset)
-                    image = bytes(fatbin.decode_frame(f.read(e.stored_size), e.size, e.offset,
-                                                      fatbin.DEFAULT_MAX_PAYLOAD))
+                    image = bytes(
+                        fatbin.decode_frame(f.read(e.stored_size), e.size, e.offset, fatbin.DEFAULT_MAX_PAYLOAD)
+                    )
                 path = os.path.join(workdir, f"frame-{i}.cubin")
                 with open(path, "wb") as f:
                     f.write(image)
@@ -144,16 +148,15 @@ class Answer:
 RunTask = Callable[..., child.TaskRun]
 
 
-def load_specs(run_task: RunTask, specs: list[dict[str, object]], costs: list[float], jit: bool,
-               n: int) -> tuple[dict[int, list[Answer]], list[child.Death], dict[str, Any]]:
+def load_specs(
+    run_task: RunTask, specs: list[dict[str, object]], costs: list[float], jit: bool, n: int
+) -> tuple[dict[int, list[Answer]], list[child.Death], dict[str, Any]]:
     """cuModuleLoadData on every spec in n parallel children; answers per spec, one per GPU."""
-    env = {"CUDA_CACHE_DISABLE": "1", "CUDA_MODULE_LOADING": "EAGER",
-           "CUDA_DISABLE_PTX_JIT": "0" if jit else "1"}
+    env = {"CUDA_CACHE_DISABLE": "1", "CUDA_MODULE_LOADING": "EAGER", "CUDA_DISABLE_PTX_JIT": "0" if jit else "1"}
     lists = shards(costs, n)
 
     def one(indices: list[int]) -> tuple[list[int], child.TaskRun]:
-        return indices, run_task("device-load", [specs[i] for i in indices], {"jit_level": JIT_LEVEL},
-                                 extra_env=env)
+        return indices, run_task("device-load", [specs[i] for i in indices], {"jit_level": JIT_LEVEL}, extra_env=env)
 
     answers: dict[int, list[Answer]] = {}
     deaths: list[child.Death] = []
@@ -175,8 +178,9 @@ def load_specs(run_task: RunTask, specs: list[dict[str, object]], costs: list[fl
     return answers, deaths, info
 
 
-def load_all(run_task: RunTask, items: list[Item], jit: bool,
-             n: int) -> tuple[dict[int, list[Answer]], list[child.Death], dict[str, Any]]:
+def load_all(
+    run_task: RunTask, items: list[Item], jit: bool, n: int
+) -> tuple[dict[int, list[Answer]], list[child.Death], dict[str, Any]]:
     """Every item's container, whole, in n parallel children; answers per item, one per GPU."""
     return load_specs(run_task, [it.spec() for it in items], [it.cost(jit) for it in items], jit, n)
 
@@ -185,8 +189,12 @@ def splittable(item: Item, off: list[Answer] | None) -> bool:
     """A container whose JIT is spread over children: with the JIT off the driver refused it
     for want of the JIT (223) on every GPU, and it carries SPLIT_BYTES of PTX or more."""
     ptx = sum(e.size for e in item.container.entries if e.kind == "ptx")
-    return (not item.text and ptx >= SPLIT_BYTES and bool(off)
-            and all(a.code == P.JIT_COMPILATION_DISABLED for a in off or ()))
+    return (
+        not item.text
+        and ptx >= SPLIT_BYTES
+        and bool(off)
+        and all(a.code == P.JIT_COMPILATION_DISABLED for a in off or ())
+    )
 
 
 def _part_images(item: Item, n: int) -> list[bytes]:
@@ -209,8 +217,9 @@ def _parts_answer(per: list[list[Answer] | None]) -> list[Answer] | None:
     return None
 
 
-def load_jit(run_task: RunTask, items: list[Item], off: dict[int, list[Answer]], n: int,
-             workdir: str) -> tuple[dict[int, list[Answer]], list[child.Death], dict[str, Any], dict[int, int]]:
+def load_jit(
+    run_task: RunTask, items: list[Item], off: dict[int, list[Answer]], n: int, workdir: str
+) -> tuple[dict[int, list[Answer]], list[child.Death], dict[str, Any], dict[int, int]]:
     """The JIT-on pass. A large PTX-only container (splittable) is loaded as parts that share its
     kernels out (ptx_split); it answers 0 when every part does, and is loaded whole, as any other
     container, when a part answers anything else, so a part can only ever confirm a success.
@@ -261,8 +270,9 @@ def _cuda(driver: str | None) -> tuple[int, int] | None:
         return None
 
 
-def _coverage(lib: Library, gpu: dict[str, Any], cuda: tuple[int, int] | None = None,
-              display: str | None = None) -> tuple[bool, str, tuple[str, ...]]:
+def _coverage(
+    lib: Library, gpu: dict[str, Any], cuda: tuple[int, int] | None = None, display: str | None = None
+) -> tuple[bool, str, tuple[str, ...]]:
     """check's own verdict on this library for this GPU and this driver: (runs, message, failing
     finding codes).
 
@@ -290,8 +300,9 @@ def _coverage(lib: Library, gpu: dict[str, Any], cuda: tuple[int, int] | None = 
             driver = min_driver(cuda, "linux")
         except LookupError:  # a release newer than the driver table: newer than any PTX it knows
             driver = None
-    report = judge(TargetInventory(lib.path, "file", (lib,)), claim,
-                   Policy(gpus=(NvidiaGpu(name, (major, minor)),), driver=driver))
+    report = judge(
+        TargetInventory(lib.path, "file", (lib,)), claim, Policy(gpus=(NvidiaGpu(name, (major, minor)),), driver=driver)
+    )
     bad = [f for f in report.findings if f.severity == ERROR]
     bad = [f for f in bad if f.code == Code.G009] or bad  # "not at all" says it; the claim rules repeat it
     if bad:
@@ -303,8 +314,10 @@ class DeviceLoadProbe:
     """The driver answers for every container; archaudit.gpus.predict said what it would answer."""
 
     name = "device-load"
-    description = ("cuModuleLoadData on every fatbin container of every library, on each visible GPU, "
-                   "with the PTX JIT on and off; each answer must be the one archaudit predicted")
+    description = (
+        "cuModuleLoadData on every fatbin container of every library, on each visible GPU, "
+        "with the PTX JIT on and off; each answer must be the one archaudit predicted"
+    )
 
     def _libraries(self, ctx: Any, rows: list[Row]) -> list[tuple[str, Library]]:
         """The libraries with CUDA containers, each read completely; a FAIL row in rows for each
@@ -314,13 +327,25 @@ class DeviceLoadProbe:
             try:
                 lib = ctx.scan(path)
             except Exception as exc:  # the inventory could not read it: fail closed
-                rows.append(Row(self.name, ctx.display(path), FAIL,
-                                f"could not read its device code: {type(exc).__name__}: {exc}"))
+                rows.append(
+                    Row(
+                        self.name,
+                        ctx.display(path),
+                        FAIL,
+                        f"could not read its device code: {type(exc).__name__}: {exc}",
+                    )
+                )
                 continue
             if lib.problems:
                 shown = "; ".join(f"{p.code} {p.message}" for p in lib.problems[:3])
-                rows.append(Row(self.name, ctx.display(path), FAIL,
-                                f"its device code could not be read completely, so it is not verified: {shown}"))
+                rows.append(
+                    Row(
+                        self.name,
+                        ctx.display(path),
+                        FAIL,
+                        f"its device code could not be read completely, so it is not verified: {shown}",
+                    )
+                )
                 continue
             if any(c.vendor == "nvidia" for c in lib.containers):
                 libraries.append((path, lib))
@@ -331,8 +356,9 @@ class DeviceLoadProbe:
         libraries = self._libraries(ctx, rows)
         if not libraries:
             if not rows:
-                rows.append(Row(self.name, ctx.distribution, SKIP,
-                                "no file of the distribution carries CUDA device code"))
+                rows.append(
+                    Row(self.name, ctx.distribution, SKIP, "no file of the distribution carries CUDA device code")
+                )
             return rows
         items = plan(libraries)
         if not ctx.gpus:
@@ -360,21 +386,45 @@ class DeviceLoadProbe:
         rows += self._library_rows(ctx, libraries, items, on, off, cuda, split)
         return rows
 
-    def _library_rows(self, ctx: Any, libraries: list[tuple[str, Library]], items: list[Item],
-                      on: dict[int, list[Answer]], off: dict[int, list[Answer]], cuda: tuple[int, int] | None,
-                      split: dict[int, int]) -> list[Row]:
+    def _library_rows(
+        self,
+        ctx: Any,
+        libraries: list[tuple[str, Library]],
+        items: list[Item],
+        on: dict[int, list[Answer]],
+        off: dict[int, list[Answer]],
+        cuda: tuple[int, int] | None,
+        split: dict[int, int],
+    ) -> list[Row]:
         """A row per library, from the answers to its own containers."""
         by_lib: dict[str, list[int]] = {}
         for i, it in enumerate(items):
             by_lib.setdefault(it.path, []).append(i)
-        return [self._library_row(ctx, path, lib, [items[i] for i in by_lib[path]],
-                                  [on.get(i) for i in by_lib[path]], [off.get(i) for i in by_lib[path]], cuda,
-                                  [split[i] for i in by_lib[path] if i in split])
-                for path, lib in libraries]
+        return [
+            self._library_row(
+                ctx,
+                path,
+                lib,
+                [items[i] for i in by_lib[path]],
+                [on.get(i) for i in by_lib[path]],
+                [off.get(i) for i in by_lib[path]],
+                cuda,
+                [split[i] for i in by_lib[path] if i in split],
+            )
+            for path, lib in libraries
+        ]
 
-    def _library_row(self, ctx: Any, path: str, lib: Library, items: list[Item], on: list[list[Answer] | None],
-                     off: list[list[Answer] | None], cuda: tuple[int, int] | None,
-                     split: list[int] | None = None) -> Row:
+    def _library_row(
+        self,
+        ctx: Any,
+        path: str,
+        lib: Library,
+        items: list[Item],
+        on: list[list[Answer] | None],
+        off: list[list[Answer] | None],
+        cuda: tuple[int, int] | None,
+        split: list[int] | None = None,
+    ) -> Row:
         subject = ctx.display(path)
         if cuda is None:
             return Row(self.name, subject, FAIL, "the driver's CUDA version is unknown, so nothing can be predicted")
@@ -387,9 +437,15 @@ class DeviceLoadProbe:
         gpus = ", ".join(f"GPU{g['ordinal']} {g['name']} ({g['sm']})" for g in ctx.gpus)
         if cmp.disagreements:
             more = f" (and {len(cmp.disagreements) - SHOWN} more)" if len(cmp.disagreements) > SHOWN else ""
-            return Row(self.name, subject, FAIL,
-                       f"{len(cmp.disagreements)} driver answer(s) on {gpus} disagree with archaudit's prediction: "
-                       + "; ".join(cmp.disagreements[:SHOWN]) + more, details=details)
+            return Row(
+                self.name,
+                subject,
+                FAIL,
+                f"{len(cmp.disagreements)} driver answer(s) on {gpus} disagree with archaudit's prediction: "
+                + "; ".join(cmp.disagreements[:SHOWN])
+                + more,
+                details=details,
+            )
         status, message = _coverage_verdict(ctx.gpus, lib, verdicts, cmp, _agreed(len(items), gpus, cmp, split))
         return Row(self.name, subject, status, message, details=details)
 
@@ -409,8 +465,15 @@ class _Comparison:
     # GPU -> kernels only containers without its code carry
     stranded: dict[int, list[str]] = field(default_factory=dict)
 
-    def add(self, it: Item, g: int, gpu: dict[str, Any], cuda: tuple[int, int],
-            got_on: Answer | None, got_off: Answer | None) -> None:
+    def add(
+        self,
+        it: Item,
+        g: int,
+        gpu: dict[str, Any],
+        cuda: tuple[int, int],
+        got_on: Answer | None,
+        got_off: Answer | None,
+    ) -> None:
         """Add one container on one GPU: its predictions with the JIT on and off, and the answers."""
         cc = tuple(int(p) for p in gpu["cc"].split("."))
         target = P.Gpu(cc, cuda, True)  # type: ignore[arg-type]
@@ -443,8 +506,10 @@ def _disagreement(where: str, gpu: dict[str, Any], pred: P.Prediction, got: Answ
     if pred.agrees(got.code):
         return None
     want = " or ".join(code_name(c) for c in sorted(pred.codes))
-    return (f"{where} ({gpu['sm']}) {mode}: predicted {pred.outcome.value} ({want}: {pred.reason}), the driver "
-            f"answered {code_name(got.code)}" + (f" [{got.died}]" if got.died else ""))
+    return (
+        f"{where} ({gpu['sm']}) {mode}: predicted {pred.outcome.value} ({want}: {pred.reason}), the driver "
+        f"answered {code_name(got.code)}" + (f" [{got.died}]" if got.died else "")
+    )
 
 
 _Verdicts = list[tuple[dict[str, Any], tuple[bool, str, tuple[str, ...]]]]  # GPU -> check's _coverage of it
@@ -453,26 +518,29 @@ _Verdicts = list[tuple[dict[str, Any], tuple[bool, str, tuple[str, ...]]]]  # GP
 def _details(containers: int, cmp: _Comparison, verdicts: _Verdicts, split: list[int] | None) -> dict[str, object]:
     """The row's machine-readable details."""
     details: dict[str, object] = {
-        "containers": containers, "predicted": dict(cmp.tally), "answers": dict(cmp.answers),
-        "jit_seconds": round(cmp.jit_seconds, 3), "disagreements": cmp.disagreements[:200],
+        "containers": containers,
+        "predicted": dict(cmp.tally),
+        "answers": dict(cmp.answers),
+        "jit_seconds": round(cmp.jit_seconds, 3),
+        "disagreements": cmp.disagreements[:200],
         "coverage": {f"GPU{g['ordinal']}": v[1] for g, v in verdicts},
     }
     if split:
-        details["jit_split"] = {"containers": len(split), "parts": sum(split),
-                                "reloaded_whole": split.count(0)}
+        details["jit_split"] = {"containers": len(split), "parts": sum(split), "reloaded_whole": split.count(0)}
     return details
 
 
 def _agreed(containers: int, gpus: str, cmp: _Comparison, split: list[int] | None) -> str:
     """The sentence for a library whose every answer was as predicted."""
     summary = ", ".join(f"{cmp.tally[o.value]} {_OUTCOME_WORDS[o]}" for o in P.Outcome if cmp.tally[o.value])
-    agreed = (f"all {containers} container(s) answered on {gpus} as predicted, with the JIT on and off: "
-              f"{summary}")
+    agreed = f"all {containers} container(s) answered on {gpus} as predicted, with the JIT on and off: {summary}"
     if cmp.tally[P.Outcome.JIT.value]:
         agreed += f" (the JIT took {cmp.jit_seconds:.2f} s in all, longest {cmp.jit_max:.2f} s"
         if split and any(split):
-            agreed += (f"; {sum(1 for k in split if k)} container(s) compiled in {sum(split)} parts "
-                       f"that share out their kernels")
+            agreed += (
+                f"; {sum(1 for k in split if k)} container(s) compiled in {sum(split)} parts "
+                f"that share out their kernels"
+            )
         agreed += ")"
     unresolved = cmp.unresolved
     if unresolved:
@@ -483,9 +551,9 @@ def _agreed(containers: int, gpus: str, cmp: _Comparison, split: list[int] | Non
     return agreed
 
 
-def _coverage_verdict(all_gpus: list[dict[str, Any]], lib: Library,
-                      verdicts: _Verdicts,
-                      cmp: _Comparison, agreed: str) -> tuple[str, str]:
+def _coverage_verdict(
+    all_gpus: list[dict[str, Any]], lib: Library, verdicts: _Verdicts, cmp: _Comparison, agreed: str
+) -> tuple[str, str]:
     """(status, message) once the driver agreed: check's own rule decides whether the code runs on every GPU."""
     failing = [(g, v) for g, v in verdicts if not v[0]]
     gpus = ", ".join(f"GPU{g['ordinal']} {g['name']} ({g['sm']})" for g in all_gpus)
@@ -496,20 +564,28 @@ def _coverage_verdict(all_gpus: list[dict[str, Any]], lib: Library,
         # nvcc's device-link stubs and the like: nothing here can be launched, so nothing
         # can fail with "no kernel image is available" (check's G009 says otherwise)
         why = "; ".join(f"GPU{g['ordinal']}: {v[1]}" for g, v in failing)
-        return PASS, (f"{agreed}; its device code holds no kernel, so nothing it "
-                      f"launches can miss a GPU (check's rule says: {why})")
+        return PASS, (
+            f"{agreed}; its device code holds no kernel, so nothing it "
+            f"launches can miss a GPU (check's rule says: {why})"
+        )
     parts = []
     for g, v in failing:
         gi = all_gpus.index(g)
         lost = sorted({k for k in cmp.stranded.get(gi, ()) if k not in cmp.served.get(gi, set())})
         shown = ", ".join(lost[:8]) + (f" and {len(lost) - 8} more" if len(lost) > 8 else "")
-        parts.append(f"GPU{g['ordinal']}: {v[1]}" + (f"; kernels that would fail with 'no kernel image "
-                                                      f"is available': {shown}" if lost else ""))
+        parts.append(
+            f"GPU{g['ordinal']}: {v[1]}"
+            + (f"; kernels that would fail with 'no kernel image is available': {shown}" if lost else "")
+        )
     return FAIL, f"{agreed}; but its code does not run on every GPU here: {'; '.join(parts)}"
 
 
-_OUTCOME_WORDS = {P.Outcome.NATIVE: "native SASS", P.Outcome.JIT: "PTX JIT only",
-                  P.Outcome.NONE: "with no code for this GPU", P.Outcome.NOT_LOADABLE: "not loadable alone"}
+_OUTCOME_WORDS = {
+    P.Outcome.NATIVE: "native SASS",
+    P.Outcome.JIT: "PTX JIT only",
+    P.Outcome.NONE: "with no code for this GPU",
+    P.Outcome.NOT_LOADABLE: "not loadable alone",
+}
 
 
 def _pick(answers: list[Answer] | None, gpu: int) -> Answer | None:

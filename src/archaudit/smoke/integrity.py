@@ -254,12 +254,33 @@ def preload(formats: Iterable[str] = ()) -> None:
     from ..report.view import RenderOptions
     from .report import FAIL, Row, SmokeReport
 
-    sample = SmokeReport(target="t.whl", distribution="d", version="1", environment="e", python="3",
-                         gpus=(), gpu_error="none", driver=None, require_gpu=True, timeout=1.0,
-                         rows=(Row("integrity", "archaudit", FAIL, "x", 0.0),), resources=(("seconds", 0.0),))
+    sample = SmokeReport(
+        target="t.whl",
+        distribution="d",
+        version="1",
+        environment="e",
+        python="3",
+        gpus=(),
+        gpu_error="none",
+        driver=None,
+        require_gpu=True,
+        timeout=1.0,
+        rows=(Row("integrity", "archaudit", FAIL, "x", 0.0),),
+        resources=(("seconds", 0.0),),
+    )
     for fmt in tuple(formats) or FORMATS:
         render(sample, fmt, RenderOptions())
 
 
-__all__ = ["Change", "describe", "Entry", "MAX_HELD", "PACKAGE", "preload", "site_dirs", "snapshot", "Snapshot",
-           "verify"]
+__all__ = [
+    "Change",
+    "describe",
+    "Entry",
+    "MAX_HELD",
+    "PACKAGE",
+    "preload",
+    "site_dirs",
+    "snapshot",
+    "Snapshot",
+    "verify",
+]

@@ -30,9 +30,19 @@ def load_item(path: str) -> dict[str, Any]:
         return {"path": path, "elf": {"unreadable": f"{type(exc).__name__}: {exc}"}}
     except elf.ElfError:  # another class or byte order, or headers the loader will reject itself
         return {"path": path, "elf": {"elf": True, "inspected": False, "type": None, "machine": None}}
-    return {"path": path, "elf": {"elf": True, "inspected": True, "type": d.type,
-                                  "machine": MACHINES.get(d.machine, str(d.machine)), "needed": list(d.needed),
-                                  "runpath": list(d.runpath), "rpath": list(d.rpath), "soname": d.soname}}
+    return {
+        "path": path,
+        "elf": {
+            "elf": True,
+            "inspected": True,
+            "type": d.type,
+            "machine": MACHINES.get(d.machine, str(d.machine)),
+            "needed": list(d.needed),
+            "runpath": list(d.runpath),
+            "rpath": list(d.rpath),
+            "soname": d.soname,
+        },
+    }
 
 
 def judge_load(ctx: ProbeContext, probe: str, item: dict[str, Any], outcome: child.Outcome | None) -> Row:
@@ -60,10 +70,21 @@ def judge_load(ctx: ProbeContext, probe: str, item: dict[str, Any], outcome: chi
             parts.append(f"undefined symbol: {message.split('undefined symbol:', 1)[1].strip().split()[0]}")
         if dangling:
             parts.append("search paths that resolve to nothing: " + "; ".join(dangling))
-        return Row(probe, subject, FAIL, "; ".join(parts), outcome.duration,
-                   details=(("dangling", dangling), ("missing", missing), ("needed", needed)))
-    return Row(probe, subject, FAIL, "the load child's report says neither that dlopen returned nor that it "
-               "failed", outcome.duration)
+        return Row(
+            probe,
+            subject,
+            FAIL,
+            "; ".join(parts),
+            outcome.duration,
+            details=(("dangling", dangling), ("missing", missing), ("needed", needed)),
+        )
+    return Row(
+        probe,
+        subject,
+        FAIL,
+        "the load child's report says neither that dlopen returned nor that it failed",
+        outcome.duration,
+    )
 
 
 def load_precheck(item: dict[str, Any]) -> tuple[str, str] | None:

@@ -31,9 +31,11 @@ ET_WATCH = (WEIGHTS_FOUND, *(p for _, p in MISSING_WEIGHTS))
 
 def executorch_data(rng: Any) -> dict[str, Any]:
     d = reference.draw
-    return {"add": {"inputs": [d(rng, 3, 4), d(rng, 3, 4)]},
-            "linear": {"weights": {"weight": d(rng, 4, 8), "bias": d(rng, 4)}, "inputs": [d(rng, 2, 8)]},
-            "linear_b": {"weights": {"weight": d(rng, 4, 8), "bias": d(rng, 4)}, "inputs": [d(rng, 2, 8)]}}
+    return {
+        "add": {"inputs": [d(rng, 3, 4), d(rng, 3, 4)]},
+        "linear": {"weights": {"weight": d(rng, 4, 8), "bias": d(rng, 4)}, "inputs": [d(rng, 2, 8)]},
+        "linear_b": {"weights": {"weight": d(rng, 4, 8), "bias": d(rng, 4)}, "inputs": [d(rng, 2, 8)]},
+    }
 
 
 def find_cuda_backend(ctx: ProbeContext) -> str | None:
@@ -51,10 +53,12 @@ class ExecuTorchCudaProbe(Probe):
     """The CUDA delegate with and without weights, as pytorch/executorch#22089 checks it."""
 
     name = "model-executorch"
-    description = ("ExecuTorch CUDA delegate: export a weightless and a weighted model through "
-                   "CudaPartitioner, check aoti_cuda_blob.ptd, run each against archaudit's own reference in "
-                   "a fresh child, swap in another model's .ptd, and load the weighted one without its data "
-                   "file (must fail as missing weights fail)")
+    description = (
+        "ExecuTorch CUDA delegate: export a weightless and a weighted model through "
+        "CudaPartitioner, check aoti_cuda_blob.ptd, run each against archaudit's own reference in "
+        "a fresh child, swap in another model's .ptd, and load the weighted one without its data "
+        "file (must fail as missing weights fail)"
+    )
     steps = (
         ("import", "executorch import and registered backends"),
         ("export-add", "executorch export x + y through CudaPartitioner"),
@@ -87,8 +91,11 @@ class ExecuTorchCudaProbe(Probe):
         if rows[0].status != PASS:
             if rows[0].status == SKIP and not target:
                 return rows[:1]  # executorch is absent and nothing asked for it: one row, not ten
-            return rows + ctx.death_rows(self.name, run1, "executorch child") + [
-                Row(self.name, sub[s], SKIP, "not run: executorch did not import") for s, _ in self.steps[1:]]
+            return (
+                rows
+                + ctx.death_rows(self.name, run1, "executorch child")
+                + [Row(self.name, sub[s], SKIP, "not run: executorch did not import") for s, _ in self.steps[1:]]
+            )
         facts = imp.details if imp is not None else {}
         exported = {}
         for key, m, out in zip(("export-add", "export-linear", "export-linear-b"), dirs, run1.outcomes[1:]):
@@ -105,27 +112,33 @@ class ExecuTorchCudaProbe(Probe):
             return rows
         return rows + self._runs(ctx, params, dirs, data)
 
-    def _blocked(self, ctx: ProbeContext, rows: list[Row], exported: dict[str, bool], facts: dict[str, Any],
-                 library: str | None) -> tuple[str, str, bool] | None:
+    def _blocked(
+        self, ctx: ProbeContext, rows: list[Row], exported: dict[str, bool], facts: dict[str, Any], library: str | None
+    ) -> tuple[str, str, bool] | None:
         """(status, why, whether for want of a GPU) when the runs cannot start; None when they can."""
         if not all(exported.values()):
-            return SKIP, "not run: an export did not pass", any(r.details and dict(r.details).get("gpu")
-                                                                for r in rows)
+            return SKIP, "not run: an export did not pass", any(r.details and dict(r.details).get("gpu") for r in rows)
         if "CudaBackend" not in (facts.get("backends") or ()):
             return SKIP, self.no_backend(facts, library), True
         if not ctx.gpus:
             return SKIP, no_gpu_here(ctx), True
         return None
 
-    def _runs(self, ctx: ProbeContext, params: dict[str, Any], dirs: dict[str, str],
-              data: dict[str, Any]) -> list[Row]:
+    def _runs(self, ctx: ProbeContext, params: dict[str, Any], dirs: dict[str, str], data: dict[str, Any]) -> list[Row]:
         """The runs, each in a fresh child: x + y, nn.Linear with its data file, with the other
         model's, the positive twin, then the negative control without a data file."""
         sub = dict(self.steps)
         rows: list[Row] = []
         runs = {
-            "run-add": ({"step": "run", "pte": f"{dirs['add']}/model.pte", "ptd": f"{dirs['add']}/aoti_cuda_blob.ptd",
-                         "inputs": "add"}, reference.add(*data["add"]["inputs"])),
+            "run-add": (
+                {
+                    "step": "run",
+                    "pte": f"{dirs['add']}/model.pte",
+                    "ptd": f"{dirs['add']}/aoti_cuda_blob.ptd",
+                    "inputs": "add",
+                },
+                reference.add(*data["add"]["inputs"]),
+            ),
             "run-linear": (self._run_item(dirs["linear"], dirs["linear"]), self._linear(data, "linear", "linear")),
             "run-swapped": (self._run_item(dirs["linear"], dirs["linear_b"]), None),
             "run-twin": (self._run_item(dirs["linear"], dirs["linear"]), self._linear(data, "linear", "linear")),
@@ -142,8 +155,12 @@ class ExecuTorchCudaProbe(Probe):
             rows += ctx.death_rows(self.name, run, "executorch child")
             if step == "run-twin":
                 twin = row, run
-        neg = ctx.run_task("executorch", [{"step": "run", "pte": f"{dirs['linear']}/model.pte", "ptd": None,
-                                          "inputs": "linear"}], params, watch=ET_WATCH)
+        neg = ctx.run_task(
+            "executorch",
+            [{"step": "run", "pte": f"{dirs['linear']}/model.pte", "ptd": None, "inputs": "linear"}],
+            params,
+            watch=ET_WATCH,
+        )
         assert twin is not None
         rows.append(self.judge_negative(sub["no-data"], neg, twin))
         rows += ctx.death_rows(self.name, neg, "executorch child")
@@ -151,21 +168,30 @@ class ExecuTorchCudaProbe(Probe):
 
     @staticmethod
     def _run_item(pte_dir: str, ptd_dir: str) -> dict[str, Any]:
-        return {"step": "run", "pte": f"{pte_dir}/model.pte", "ptd": f"{ptd_dir}/aoti_cuda_blob.ptd",
-                "inputs": "linear"}
+        return {
+            "step": "run",
+            "pte": f"{pte_dir}/model.pte",
+            "ptd": f"{ptd_dir}/aoti_cuda_blob.ptd",
+            "inputs": "linear",
+        }
 
     @staticmethod
     def _linear(data: dict[str, Any], weight_of: str, bias_of: str) -> reference.Tensor:
-        return reference.linear(data["linear"]["inputs"][0], data[weight_of]["weights"]["weight"],
-                                data[bias_of]["weights"]["bias"])
+        return reference.linear(
+            data["linear"]["inputs"][0], data[weight_of]["weights"]["weight"], data[bias_of]["weights"]["bias"]
+        )
 
     def no_backend(self, facts: dict[str, Any], library: str | None) -> str:
         have = ", ".join(facts.get("backends") or ()) or "none"
         if library:
-            return (f"executorch {facts.get('version')} registers no CudaBackend (registered: {have}), even after "
-                    f"loading {library}: {facts.get('backend_library_error') or 'it registered nothing'}")
-        return (f"executorch {facts.get('version')} registers no CudaBackend (registered: {have}) and ships no "
-                f"lib/libexecutorch_backend_cuda.so: a CPU build, so the delegate cannot run here")
+            return (
+                f"executorch {facts.get('version')} registers no CudaBackend (registered: {have}), even after "
+                f"loading {library}: {facts.get('backend_library_error') or 'it registered nothing'}"
+            )
+        return (
+            f"executorch {facts.get('version')} registers no CudaBackend (registered: {have}) and ships no "
+            f"lib/libexecutorch_backend_cuda.so: a CPU build, so the delegate cannot run here"
+        )
 
     def judge_import(self, ctx: ProbeContext, out: child.Outcome | None, library: str | None, target: bool) -> Row:
         subject = dict(self.steps)["import"]
@@ -175,13 +201,21 @@ class ExecuTorchCudaProbe(Probe):
         if not d.get("importable"):
             reason = f"executorch is not importable here: {d.get('error')}"
             if target:
-                return ctx.verdict(self.name, subject, out, FAIL,
-                                   reason + f" (the target {ctx.distribution} is or needs executorch)")
+                return ctx.verdict(
+                    self.name, subject, out, FAIL, reason + f" (the target {ctx.distribution} is or needs executorch)"
+                )
             return ctx.verdict(self.name, subject, out, SKIP, reason)
         if d.get("pybindings_error"):
-            return ctx.verdict(self.name, subject, out, PASS, f"executorch {d.get('version')} imported "
-                               f"CudaPartitioner and to_edge_transform_and_lower (export can run); its pybindings "
-                               f"did not import, so nothing can run: {d['pybindings_error']}", backends=[])
+            return ctx.verdict(
+                self.name,
+                subject,
+                out,
+                PASS,
+                f"executorch {d.get('version')} imported "
+                f"CudaPartitioner and to_edge_transform_and_lower (export can run); its pybindings "
+                f"did not import, so nothing can run: {d['pybindings_error']}",
+                backends=[],
+            )
         backends = list(d.get("backends") or ())
         before = list(d.get("backends_before") or ())
         if "CudaBackend" in before:
@@ -192,18 +226,31 @@ class ExecuTorchCudaProbe(Probe):
             how = f"loading {ctx.display(library)} registered no CudaBackend ({d.get('backend_library_error')})"
         else:
             how = "no CudaBackend: not linked in, no lib/libexecutorch_backend_cuda.so"
-        return ctx.verdict(self.name, subject, out, PASS, f"executorch {d.get('version')} imported CudaPartitioner, "
-                           f"to_edge_transform_and_lower and the pybindings; registered backends: "
-                           f"{', '.join(backends) or 'none'}; {how}", backends=backends,
-                           backend_library=ctx.display(library) if library else None)
+        return ctx.verdict(
+            self.name,
+            subject,
+            out,
+            PASS,
+            f"executorch {d.get('version')} imported CudaPartitioner, "
+            f"to_edge_transform_and_lower and the pybindings; registered backends: "
+            f"{', '.join(backends) or 'none'}; {how}",
+            backends=backends,
+            backend_library=ctx.display(library) if library else None,
+        )
 
     def judge_export(self, ctx: ProbeContext, subject: str, out: child.Outcome | None, d: str) -> Row:
         if out is None or out.status != child.OBS:
             return ctx.row(self.name, subject, out)
         if "error" in out.details:
             if not ctx.gpus or not out.details.get("cuda_available"):
-                return ctx.verdict(self.name, subject, out, SKIP, f"export through CudaPartitioner needs a CUDA "
-                                   f"device here and failed: {out.details['error']}", gpu=True)
+                return ctx.verdict(
+                    self.name,
+                    subject,
+                    out,
+                    SKIP,
+                    f"export through CudaPartitioner needs a CUDA device here and failed: {out.details['error']}",
+                    gpu=True,
+                )
             return ctx.verdict(self.name, subject, out, FAIL, str(out.details["error"]))
         pte, blob = os.path.join(d, "model.pte"), os.path.join(d, "aoti_cuda_blob.ptd")
         if not os.path.isfile(pte):
@@ -211,16 +258,30 @@ class ExecuTorchCudaProbe(Probe):
         with open(pte, "rb") as f:
             delegated = b"CudaBackend" in f.read()
         if not delegated:
-            return ctx.verdict(self.name, subject, out, FAIL, "the exported program carries no CudaBackend "
-                               "delegate: the partitioner declined the model, so it would run on the portable kernels")
+            return ctx.verdict(
+                self.name,
+                subject,
+                out,
+                FAIL,
+                "the exported program carries no CudaBackend "
+                "delegate: the partitioner declined the model, so it would run on the portable kernels",
+            )
         if not os.path.isfile(blob):
-            return ctx.verdict(self.name, subject, out, FAIL, f"export wrote no aoti_cuda_blob.ptd (files: "
-                               f"{sorted(os.listdir(d))})")
+            return ctx.verdict(
+                self.name, subject, out, FAIL, f"export wrote no aoti_cuda_blob.ptd (files: {sorted(os.listdir(d))})"
+            )
         sm = ctx.gpus[0]["sm"] if ctx.gpus else "this machine"
-        return ctx.verdict(self.name, subject, out, PASS, f"exported through CudaPartitioner on {sm}: model.pte is "
-                           f"{os.path.getsize(pte)} bytes and carries the CudaBackend delegate; aoti_cuda_blob.ptd is "
-                           f"{os.path.getsize(blob)} bytes", pte_bytes=os.path.getsize(pte),
-                           blob_bytes=os.path.getsize(blob))
+        return ctx.verdict(
+            self.name,
+            subject,
+            out,
+            PASS,
+            f"exported through CudaPartitioner on {sm}: model.pte is "
+            f"{os.path.getsize(pte)} bytes and carries the CudaBackend delegate; aoti_cuda_blob.ptd is "
+            f"{os.path.getsize(blob)} bytes",
+            pte_bytes=os.path.getsize(pte),
+            blob_bytes=os.path.getsize(blob),
+        )
 
     def judge_blob(self, subject: str, dirs: dict[str, str], exported: dict[str, bool]) -> Row:
         if not (exported["add"] and exported["linear"]):
@@ -230,11 +291,22 @@ class ExecuTorchCudaProbe(Probe):
         empty = os.path.getsize(os.path.join(dirs["add"], "aoti_cuda_blob.ptd"))
         details = (("blob_bytes", blob), ("weight_bytes", weight_bytes), ("weightless_blob_bytes", empty))
         if blob - empty >= weight_bytes:
-            return Row(self.name, subject, PASS, f"aoti_cuda_blob.ptd is {blob} bytes, {blob - empty} more than the "
-                       f"weightless model's {empty}: at least the {weight_bytes} bytes of the weight matrix",
-                       details=details)
-        return Row(self.name, subject, FAIL, f"aoti_cuda_blob.ptd is {blob} bytes, only {blob - empty} more than the "
-                   f"weightless model's {empty}, less than the {weight_bytes}-byte weight matrix", details=details)
+            return Row(
+                self.name,
+                subject,
+                PASS,
+                f"aoti_cuda_blob.ptd is {blob} bytes, {blob - empty} more than the "
+                f"weightless model's {empty}: at least the {weight_bytes} bytes of the weight matrix",
+                details=details,
+            )
+        return Row(
+            self.name,
+            subject,
+            FAIL,
+            f"aoti_cuda_blob.ptd is {blob} bytes, only {blob - empty} more than the "
+            f"weightless model's {empty}, less than the {weight_bytes}-byte weight matrix",
+            details=details,
+        )
 
     def _ran(self, ctx: ProbeContext, subject: str, out: child.Outcome | None) -> Row | None:
         """A row when the run did not get as far as an output on the GPU."""
@@ -244,8 +316,9 @@ class ExecuTorchCudaProbe(Probe):
             return ctx.verdict(self.name, subject, out, FAIL, str(out.details["error"]))
         return None
 
-    def judge_run(self, ctx: ProbeContext, subject: str, out: child.Outcome | None, want: reference.Tensor,
-                  step: str) -> Row:
+    def judge_run(
+        self, ctx: ProbeContext, subject: str, out: child.Outcome | None, want: reference.Tensor, step: str
+    ) -> Row:
         early = self._ran(ctx, subject, out)
         if early is not None:
             return early
@@ -257,9 +330,15 @@ class ExecuTorchCudaProbe(Probe):
         if not holds_gpu(out):
             return ctx.verdict(self.name, subject, out, FAIL, "the output matched, but " + ran_on_gpu(out, {}))
         what = "x + y" if step == "run-add" else "nn.Linear(8, 4) with its aoti_cuda_blob.ptd"
-        return ctx.verdict(self.name, subject, out, PASS, f"{what} ran through the CUDA delegate on {gpu_name(ctx)} "
-                           f"in a fresh process and matched archaudit's own float64 reference: {match.why}",
-                           max_abs=match.max_abs)
+        return ctx.verdict(
+            self.name,
+            subject,
+            out,
+            PASS,
+            f"{what} ran through the CUDA delegate on {gpu_name(ctx)} "
+            f"in a fresh process and matched archaudit's own float64 reference: {match.why}",
+            max_abs=match.max_abs,
+        )
 
     def judge_swapped(self, ctx: ProbeContext, subject: str, out: child.Outcome | None, data: dict[str, Any]) -> Row:
         early = self._ran(ctx, subject, out)
@@ -267,33 +346,63 @@ class ExecuTorchCudaProbe(Probe):
             return early
         assert out is not None
         d = out.details
-        own = reference.compare(d.get("shape"), d.get("output"), self._linear(data, "linear", "linear"),
-                                ET_RTOL, ET_ATOL)
+        own = reference.compare(
+            d.get("shape"), d.get("output"), self._linear(data, "linear", "linear"), ET_RTOL, ET_ATOL
+        )
         if own.ok:
-            return ctx.verdict(self.name, subject, out, FAIL, "with another model's aoti_cuda_blob.ptd the output "
-                               "is still the program's own: its weights do not come from the data file")
+            return ctx.verdict(
+                self.name,
+                subject,
+                out,
+                FAIL,
+                "with another model's aoti_cuda_blob.ptd the output "
+                "is still the program's own: its weights do not come from the data file",
+            )
         for bias, where in (("linear", "the bias stays in the .pte"), ("linear_b", "the bias comes from it too")):
-            other = reference.compare(d.get("shape"), d.get("output"), self._linear(data, "linear_b", bias),
-                                      ET_RTOL, ET_ATOL)
+            other = reference.compare(
+                d.get("shape"), d.get("output"), self._linear(data, "linear_b", bias), ET_RTOL, ET_ATOL
+            )
             if other.ok and holds_gpu(out):
-                return ctx.verdict(self.name, subject, out, PASS, f"with the other model's aoti_cuda_blob.ptd "
-                                   f"the output follows that file's weights ({where}): {other.why}")
+                return ctx.verdict(
+                    self.name,
+                    subject,
+                    out,
+                    PASS,
+                    f"with the other model's aoti_cuda_blob.ptd "
+                    f"the output follows that file's weights ({where}): {other.why}",
+                )
         gpu = "" if holds_gpu(out) else "; " + ran_on_gpu(out, {})
-        return ctx.verdict(self.name, subject, out, FAIL, f"with another model's aoti_cuda_blob.ptd the output "
-                           f"matches neither model ({own.why}){gpu}")
+        return ctx.verdict(
+            self.name,
+            subject,
+            out,
+            FAIL,
+            f"with another model's aoti_cuda_blob.ptd the output matches neither model ({own.why}){gpu}",
+        )
 
     def judge_negative(self, subject: str, neg: child.TaskRun, twin: tuple[Row, child.TaskRun]) -> Row:
         out = neg.outcomes[0]
         twin_row, twin_run = twin
         if twin_row.status != PASS:
-            return Row(self.name, subject, FAIL, f"the positive twin did not pass ({twin_row.reason}), so a failure "
-                       f"without the data file proves nothing")
+            return Row(
+                self.name,
+                subject,
+                FAIL,
+                f"the positive twin did not pass ({twin_row.reason}), so a failure "
+                f"without the data file proves nothing",
+            )
         if out is None:
             return Row(self.name, subject, FAIL, "the child never reported the run without its data file")
         d = out.details
         if out.status == child.OBS and "error" not in d:
-            return Row(self.name, subject, FAIL, f"the weighted program ran without its data file and returned "
-                       f"{d.get('shape')}: its weights do not come from aoti_cuda_blob.ptd", out.duration)
+            return Row(
+                self.name,
+                subject,
+                FAIL,
+                f"the weighted program ran without its data file and returned "
+                f"{d.get('shape')}: its weights do not come from aoti_cuda_blob.ptd",
+                out.duration,
+            )
         if out.status == child.OBS:
             how = f"the run raised {d.get('error')}"
         else:
@@ -305,19 +414,50 @@ class ExecuTorchCudaProbe(Probe):
             if not m or out.signal == "SIGKILL":
                 continue
             if kind == "named":
-                return Row(self.name, subject, PASS, f"without aoti_cuda_blob.ptd the runtime named the missing "
-                           f"weights ({m.group(0)!r}); {how}", out.duration, out.signal, out.stderr_tail)
+                return Row(
+                    self.name,
+                    subject,
+                    PASS,
+                    f"without aoti_cuda_blob.ptd the runtime named the missing weights ({m.group(0)!r}); {how}",
+                    out.duration,
+                    out.signal,
+                    out.stderr_tail,
+                )
             if seen_weights and WEIGHTS_FOUND not in neg.log_hits:
-                return Row(self.name, subject, PASS, f"without aoti_cuda_blob.ptd the delegate loaded no weights "
-                           f"blob (no {neg_found_text(twin_run)!r}, which its twin logged) and then read the unset "
-                           f"constants: {m.group(0)!r}; {how}", out.duration, out.signal, out.stderr_tail)
-        return Row(self.name, subject, FAIL, f"without aoti_cuda_blob.ptd the run failed, but not as missing weights "
-                   f"make it fail: {how}", out.duration, out.signal, out.stderr_tail)
+                return Row(
+                    self.name,
+                    subject,
+                    PASS,
+                    f"without aoti_cuda_blob.ptd the delegate loaded no weights "
+                    f"blob (no {neg_found_text(twin_run)!r}, which its twin logged) and then read the unset "
+                    f"constants: {m.group(0)!r}; {how}",
+                    out.duration,
+                    out.signal,
+                    out.stderr_tail,
+                )
+        return Row(
+            self.name,
+            subject,
+            FAIL,
+            f"without aoti_cuda_blob.ptd the run failed, but not as missing weights make it fail: {how}",
+            out.duration,
+            out.signal,
+            out.stderr_tail,
+        )
 
 
 def neg_found_text(twin_run: child.TaskRun) -> str:
     return twin_run.log_hits.get(WEIGHTS_FOUND, "Found forward_weights_blob in named data map")
 
 
-__all__ = ["ET_ATOL", "ET_RTOL", "ET_WATCH", "executorch_data", "ExecuTorchCudaProbe", "find_cuda_backend",
-           "MISSING_WEIGHTS", "neg_found_text", "WEIGHTS_FOUND"]
+__all__ = [
+    "ET_ATOL",
+    "ET_RTOL",
+    "ET_WATCH",
+    "executorch_data",
+    "ExecuTorchCudaProbe",
+    "find_cuda_backend",
+    "MISSING_WEIGHTS",
+    "neg_found_text",
+    "WEIGHTS_FOUND",
+]

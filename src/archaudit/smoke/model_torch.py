@@ -20,9 +20,11 @@ TORCH_RTOL, TORCH_ATOL = 1e-4, 1e-4  # float32 on the GPU with TF32 off, against
 
 def torch_data(rng: Any) -> dict[str, Any]:
     d = reference.draw
-    return {"linear": {"weights": {"weight": d(rng, 32, 64), "bias": d(rng, 32)}, "x": d(rng, 16, 64)},
-            "conv": {"weights": {"weight": d(rng, 8, 3, 3, 3), "bias": d(rng, 8)}, "x": d(rng, 2, 3, 16, 16)},
-            "aoti": {"weights": {"weight": d(rng, 32, 64), "bias": d(rng, 32)}, "x": d(rng, 16, 64)}}
+    return {
+        "linear": {"weights": {"weight": d(rng, 32, 64), "bias": d(rng, 32)}, "x": d(rng, 16, 64)},
+        "conv": {"weights": {"weight": d(rng, 8, 3, 3, 3), "bias": d(rng, 8)}, "x": d(rng, 2, 3, 16, 16)},
+        "aoti": {"weights": {"weight": d(rng, 32, 64), "bias": d(rng, 32)}, "x": d(rng, 16, 64)},
+    }
 
 
 def torch_reference(data: dict[str, Any], step: str) -> reference.Tensor:
@@ -38,10 +40,13 @@ class TorchModelProbe(Probe):
     archaudit's own float64 reference over weights and inputs it drew."""
 
     name = "model-torch"
-    description = ("PyTorch nn.Linear and nn.Conv2d with weights from a file, on the GPU, against "
-                   "archaudit's own reference")
-    steps = (("linear", "torch nn.Linear(64, 32), weights from a file"),
-             ("conv", "torch nn.Conv2d(3, 8, 3), weights from a file"))
+    description = (
+        "PyTorch nn.Linear and nn.Conv2d with weights from a file, on the GPU, against archaudit's own reference"
+    )
+    steps = (
+        ("linear", "torch nn.Linear(64, 32), weights from a file"),
+        ("conv", "torch nn.Conv2d(3, 8, 3), weights from a file"),
+    )
     groups: tuple[tuple[str, ...], ...] = (("linear", "conv"),)
     what = {"linear": "nn.Linear(64, 32)", "conv": "nn.Conv2d(3, 8, 3)", "aoti-load": "the AOTInductor package"}
 
@@ -55,8 +60,14 @@ class TorchModelProbe(Probe):
         path = write_data(ctx, "torch", data)
         for group in self.groups:
             if group == ("aoti-load",) and not (rows and rows[-1].status == PASS):
-                rows.append(Row(self.name, subjects["aoti-load"], SKIP,
-                                "not run: there is no compiled package (aoti-compile did not pass)"))
+                rows.append(
+                    Row(
+                        self.name,
+                        subjects["aoti-load"],
+                        SKIP,
+                        "not run: there is no compiled package (aoti-compile did not pass)",
+                    )
+                )
                 continue
             run = ctx.run_task("torch", list(group), {"workdir": work, "data": path}, resume=False)
             for step, out in zip(group, run.outcomes):
@@ -73,21 +84,34 @@ class TorchModelProbe(Probe):
         if not d.get("importable"):
             row = ctx.verdict(self.name, subject, out, SKIP, f"torch is not importable here: {d.get('error')}")
             if ctx.depends_on("torch"):
-                row = Row(row.probe, row.subject, FAIL, f"{row.reason} ({ctx.distribution} is or needs torch)",
-                          row.duration)
+                row = Row(
+                    row.probe, row.subject, FAIL, f"{row.reason} ({ctx.distribution} is or needs torch)", row.duration
+                )
             return row
         if not ctx.gpus:
             return ctx.verdict(self.name, subject, out, SKIP, no_gpu_here(ctx), gpu=True)
         if not d.get("cuda_available"):
-            return ctx.verdict(self.name, subject, out, SKIP, f"torch {d.get('torch')} sees no CUDA device "
-                               f"(torch.version.cuda={d.get('torch_cuda')}), so nothing can run on a GPU here",
-                               gpu=True)
+            return ctx.verdict(
+                self.name,
+                subject,
+                out,
+                SKIP,
+                f"torch {d.get('torch')} sees no CUDA device "
+                f"(torch.version.cuda={d.get('torch_cuda')}), so nothing can run on a GPU here",
+                gpu=True,
+            )
         sm = ctx.gpus[0]["sm"]
         archs = [str(a) for a in d.get("arch_list") or ()]
         ptx = [a for a in archs if a.startswith("compute_") and sm_number(a) <= sm_number(sm)]
         if sm not in archs and not ptx:
-            return ctx.verdict(self.name, subject, out, SKIP, f"torch {d.get('torch')} carries no code for {sm} "
-                               f"({ctx.gpus[0]['name']}); its arch list is {archs}", gpu=True)
+            return ctx.verdict(
+                self.name,
+                subject,
+                out,
+                SKIP,
+                f"torch {d.get('torch')} carries no code for {sm} ({ctx.gpus[0]['name']}); its arch list is {archs}",
+                gpu=True,
+            )
         return None
 
     def _judge_compile(self, ctx: ProbeContext, subject: str, out: child.Outcome, work: str) -> Row:
@@ -96,14 +120,20 @@ class TorchModelProbe(Probe):
         pkg = str(d.get("package", ""))
         inside = os.path.realpath(pkg).startswith(os.path.realpath(work) + os.sep)
         if not (inside and os.path.isfile(pkg)):
-            return ctx.verdict(self.name, subject, out, FAIL, f"no package where the child said it wrote "
-                               f"one ({pkg!r})")
-        return ctx.verdict(self.name, subject, out, PASS, f"AOTInductor compiled nn.Linear(64, 32) for "
-                           f"{gpu_name(ctx)} into a {os.path.getsize(pkg)}-byte package in "
-                           f"{float(d.get('seconds') or 0):.1f} s")
+            return ctx.verdict(self.name, subject, out, FAIL, f"no package where the child said it wrote one ({pkg!r})")
+        return ctx.verdict(
+            self.name,
+            subject,
+            out,
+            PASS,
+            f"AOTInductor compiled nn.Linear(64, 32) for "
+            f"{gpu_name(ctx)} into a {os.path.getsize(pkg)}-byte package in "
+            f"{float(d.get('seconds') or 0):.1f} s",
+        )
 
-    def judge(self, ctx: ProbeContext, step: str, subject: str, out: child.Outcome | None,
-              data: dict[str, Any], work: str) -> Row:
+    def judge(
+        self, ctx: ProbeContext, step: str, subject: str, out: child.Outcome | None, data: dict[str, Any], work: str
+    ) -> Row:
         early = self._gate(ctx, subject, out)
         if early is not None:
             return early
@@ -114,8 +144,7 @@ class TorchModelProbe(Probe):
         where = gpu_name(ctx)
         if step == "aoti-compile":
             return self._judge_compile(ctx, subject, out, work)
-        match = reference.compare(d.get("shape"), d.get("output"), torch_reference(data, step),
-                                  TORCH_RTOL, TORCH_ATOL)
+        match = reference.compare(d.get("shape"), d.get("output"), torch_reference(data, step), TORCH_RTOL, TORCH_ATOL)
         what = self.what.get(step, step)
         if not match.ok:
             return ctx.verdict(self.name, subject, out, FAIL, f"{what} ran, but {match.why}")
@@ -123,22 +152,40 @@ class TorchModelProbe(Probe):
         if ran:
             return ctx.verdict(self.name, subject, out, FAIL, f"{what} matched archaudit's reference, but {ran}")
         if step == "aoti-load":
-            return ctx.verdict(self.name, subject, out, PASS, f"a fresh process loaded the AOTInductor package "
-                               f"with aoti_load_package and ran it on {where}: matched archaudit's own float64 "
-                               f"reference, {match.why}")
-        return ctx.verdict(self.name, subject, out, PASS, f"{what} with weights loaded from a "
-                           f"{d.get('file_bytes')}-byte file ran on {where} and matched archaudit's own float64 "
-                           f"reference: {match.why}", torch=d.get("torch"), max_abs=match.max_abs)
+            return ctx.verdict(
+                self.name,
+                subject,
+                out,
+                PASS,
+                f"a fresh process loaded the AOTInductor package "
+                f"with aoti_load_package and ran it on {where}: matched archaudit's own float64 "
+                f"reference, {match.why}",
+            )
+        return ctx.verdict(
+            self.name,
+            subject,
+            out,
+            PASS,
+            f"{what} with weights loaded from a "
+            f"{d.get('file_bytes')}-byte file ran on {where} and matched archaudit's own float64 "
+            f"reference: {match.why}",
+            torch=d.get("torch"),
+            max_abs=match.max_abs,
+        )
 
 
 class TorchAotiProbe(TorchModelProbe):
     """AOTInductor: compile a model with weights, then load the package in a fresh process."""
 
     name = "model-torch-aoti"
-    description = ("AOTInductor: compile nn.Linear into a package, then aoti_load_package and run "
-                   "it in a fresh process, against archaudit's own reference")
-    steps = (("aoti-compile", "torch AOTInductor compile of nn.Linear(64, 32)"),
-             ("aoti-load", "torch aoti_load_package in a fresh process"))
+    description = (
+        "AOTInductor: compile nn.Linear into a package, then aoti_load_package and run "
+        "it in a fresh process, against archaudit's own reference"
+    )
+    steps = (
+        ("aoti-compile", "torch AOTInductor compile of nn.Linear(64, 32)"),
+        ("aoti-load", "torch aoti_load_package in a fresh process"),
+    )
     groups = (("aoti-compile",), ("aoti-load",))
 
 

@@ -8,7 +8,6 @@ is the registry: the built-ins, the traced context the trace probe runs the mode
 the plugins, each run in a child of its own.
 """
 
-
 from __future__ import annotations
 
 import os
@@ -37,8 +36,16 @@ class TracedContext(ProbeContext):
     trace_out: str = ""
     trace_env: dict[str, str] = field(default_factory=dict)
 
-    def run_task(self, task: str, items: list[Any], params: dict[str, Any] | None = None, *, resume: bool = True,
-                 extra_env: dict[str, str] | None = None, watch: tuple[str, ...] = ()) -> child.TaskRun:
+    def run_task(
+        self,
+        task: str,
+        items: list[Any],
+        params: dict[str, Any] | None = None,
+        *,
+        resume: bool = True,
+        extra_env: dict[str, str] | None = None,
+        watch: tuple[str, ...] = (),
+    ) -> child.TaskRun:
         if task in TRACED_TASKS:
             params = {**(params or {}), "trace_out": self.trace_out}
             extra_env = {**self.trace_env, **(extra_env or {})}
@@ -49,17 +56,38 @@ class TraceProbe(_Trace):
     """The trace probe, with the model probes it traces (trace.py does not import them)."""
 
     def kit(self) -> tuple[Any, Any, dict[str, Any]]:
-        return TracedContext, JAX_FAMILY, {"torch": TorchModelProbe, "torch-aoti": TorchAotiProbe,
-                                           "executorch": ExecuTorchCudaProbe, "jax": JaxModelProbe}
+        return (
+            TracedContext,
+            JAX_FAMILY,
+            {
+                "torch": TorchModelProbe,
+                "torch-aoti": TorchAotiProbe,
+                "executorch": ExecuTorchCudaProbe,
+                "jax": JaxModelProbe,
+            },
+        )
 
 
-BUILTIN: tuple[type[ProbeLike], ...] = (LoadProbe, DeviceLoadProbe, TorchModelProbe, TorchAotiProbe,
-                                        ExecuTorchCudaProbe, JaxModelProbe, TraceProbe)
+BUILTIN: tuple[type[ProbeLike], ...] = (
+    LoadProbe,
+    DeviceLoadProbe,
+    TorchModelProbe,
+    TorchAotiProbe,
+    ExecuTorchCudaProbe,
+    JaxModelProbe,
+    TraceProbe,
+)
 
 
-BUILTIN_MODULES = ("archaudit.smoke.probes:", "archaudit.smoke.load:", "archaudit.smoke.device_load:",
-                   "archaudit.smoke.model_torch:", "archaudit.smoke.model_executorch:", "archaudit.smoke.model_jax:",
-                   "archaudit.smoke.trace:")
+BUILTIN_MODULES = (
+    "archaudit.smoke.probes:",
+    "archaudit.smoke.load:",
+    "archaudit.smoke.device_load:",
+    "archaudit.smoke.model_torch:",
+    "archaudit.smoke.model_executorch:",
+    "archaudit.smoke.model_jax:",
+    "archaudit.smoke.trace:",
+)
 
 
 class PluginProbe:
@@ -78,17 +106,27 @@ class PluginProbe:
         params: dict[str, Any] = {"name": self.name, "value": self.value}
         if ctx is not None:
             params["ctx"] = {k: v for k, v in vars(ctx).items() if not k.startswith("_")}
-        run = child.run_task(sys.executable, "plugin", [self.name], params, env=child.child_env(),
-                             cwd=workdir, timeout=timeout,
-                             sys_path=tuple(p for p in sys.path if p and os.path.isdir(p)))
+        run = child.run_task(
+            sys.executable,
+            "plugin",
+            [self.name],
+            params,
+            env=child.child_env(),
+            cwd=workdir,
+            timeout=timeout,
+            sys_path=tuple(p for p in sys.path if p and os.path.isdir(p)),
+        )
         out = run.outcomes[0]
         if out is not None and out.status == child.OBS:
             if out.details.get("ok") is True:
-                out = child.Outcome(PASS, str(out.details.get("description", "")), out.duration,
-                                    details=out.details)
+                out = child.Outcome(PASS, str(out.details.get("description", "")), out.duration, details=out.details)
             else:
-                out = child.Outcome(FAIL, str(out.details.get("error", "the plugin reported no result")),
-                                    out.duration, stderr_tail=str(out.details.get("traceback", "")))
+                out = child.Outcome(
+                    FAIL,
+                    str(out.details.get("error", "the plugin reported no result")),
+                    out.duration,
+                    stderr_tail=str(out.details.get("traceback", "")),
+                )
         if run.deaths and (out is None or out.status == PASS):
             d = run.deaths[0]
             return child.Outcome(FAIL, d.reason, d.duration, signal=d.signal, stderr_tail=d.stderr_tail)
@@ -105,19 +143,41 @@ class PluginProbe:
         out = self._host(ctx, ctx.timeout, ctx.workdir)
         if out is None or out.status != PASS:
             why = out.reason if out else "the plugin's child never answered"
-            return [Row(self.name, ctx.distribution, FAIL,
-                        f"probe plugin {self.value} (from {self.distribution}) did not run: {why}",
-                        out.duration if out else 0.0, out.signal if out else None,
-                        out.stderr_tail if out else "")]
+            return [
+                Row(
+                    self.name,
+                    ctx.distribution,
+                    FAIL,
+                    f"probe plugin {self.value} (from {self.distribution}) did not run: {why}",
+                    out.duration if out else 0.0,
+                    out.signal if out else None,
+                    out.stderr_tail if out else "",
+                )
+            ]
         rows = []
         for r in out.details.get("rows", []):
             try:
-                rows.append(Row(str(r["probe"]), str(r["subject"]), r["status"] if r["status"] in (PASS, FAIL, SKIP)
-                                else FAIL, str(r["reason"]), float(r.get("duration") or 0.0), r.get("signal"),
-                                str(r.get("stderr_tail") or ""), tuple((str(k), v) for k, v in r.get("details") or ())))
+                rows.append(
+                    Row(
+                        str(r["probe"]),
+                        str(r["subject"]),
+                        r["status"] if r["status"] in (PASS, FAIL, SKIP) else FAIL,
+                        str(r["reason"]),
+                        float(r.get("duration") or 0.0),
+                        r.get("signal"),
+                        str(r.get("stderr_tail") or ""),
+                        tuple((str(k), v) for k, v in r.get("details") or ()),
+                    )
+                )
             except (KeyError, TypeError, ValueError) as exc:
-                rows.append(Row(self.name, ctx.distribution, FAIL, f"probe plugin {self.value} returned a row "
-                                f"archaudit cannot read: {type(exc).__name__}: {exc}"))
+                rows.append(
+                    Row(
+                        self.name,
+                        ctx.distribution,
+                        FAIL,
+                        f"probe plugin {self.value} returned a row archaudit cannot read: {type(exc).__name__}: {exc}",
+                    )
+                )
         return rows or [Row(self.name, ctx.distribution, FAIL, f"probe plugin {self.value} returned no row")]
 
 
@@ -129,8 +189,12 @@ def discover() -> dict[str, ProbeLike]:
     try:
         from importlib.metadata import distributions
 
-        eps = [(ep, d.metadata["Name"] or "?") for d in distributions() for ep in d.entry_points
-               if ep.group == "archaudit.probes"]
+        eps = [
+            (ep, d.metadata["Name"] or "?")
+            for d in distributions()
+            for ep in d.entry_points
+            if ep.group == "archaudit.probes"
+        ]
     except Exception:  # unreadable metadata: no plugins, and the built-ins still run
         eps = []
     for ep, dist in sorted(eps, key=lambda e: e[0].name):
@@ -140,7 +204,27 @@ def discover() -> dict[str, ProbeLike]:
     return found
 
 
-__all__ = ["BUILTIN", "DeviceLoadProbe", "discover", "executorch_data", "ExecuTorchCudaProbe", "find_cuda_backend",
-           "JAX_FAMILY", "JaxModelProbe", "judge_load", "load_item", "LoadProbe", "MISSING_WEIGHTS", "PluginProbe",
-           "Probe", "ProbeContext", "ProbeLike", "TorchAotiProbe", "TorchModelProbe", "TraceProbe", "TracedContext",
-           "TRACED_TASKS", "WEIGHTS_FOUND"]
+__all__ = [
+    "BUILTIN",
+    "DeviceLoadProbe",
+    "discover",
+    "executorch_data",
+    "ExecuTorchCudaProbe",
+    "find_cuda_backend",
+    "JAX_FAMILY",
+    "JaxModelProbe",
+    "judge_load",
+    "load_item",
+    "LoadProbe",
+    "MISSING_WEIGHTS",
+    "PluginProbe",
+    "Probe",
+    "ProbeContext",
+    "ProbeLike",
+    "TorchAotiProbe",
+    "TorchModelProbe",
+    "TraceProbe",
+    "TracedContext",
+    "TRACED_TASKS",
+    "WEIGHTS_FOUND",
+]

@@ -45,7 +45,7 @@ def entry_spans(text: bytes) -> list[tuple[int, int]]:
             if depth < 0:
                 raise NotSplittable("a closing brace without an opening one")
             if depth == 0:
-                end = m.end() + (1 if text[m.end():m.end() + 1] == b"\n" else 0)
+                end = m.end() + (1 if text[m.end() : m.end() + 1] == b"\n" else 0)
                 if pending is not None:
                     spans.append((pending, end))
                     pending = None
@@ -120,8 +120,11 @@ def part_containers(image: bytes, parts: int) -> list[bytes]:
     place, so the driver chooses among the same entries as for the original. PTX payloads are
     stored uncompressed (as nvcc --no-compress writes them: NUL-terminated, padded to 8 bytes)."""
     entries = _entries(image)
-    texts = {at: fatbin.decode_payload(h, image[at + h.header_size:at + h.total], at).rstrip(b"\0")
-             for at, h in entries if h.kind == "ptx"}
+    texts = {
+        at: fatbin.decode_payload(h, image[at + h.header_size : at + h.total], at).rstrip(b"\0")
+        for at, h in entries
+        if h.kind == "ptx"
+    }
     if not texts:
         raise NotSplittable("no PTX entry")
     spans = {at: entry_spans(t) for at, t in texts.items()}
@@ -132,10 +135,10 @@ def part_containers(image: bytes, parts: int) -> list[bytes]:
         pieces = []
         for at, h in entries:
             if at not in shares:
-                pieces.append(image[at:at + h.total])
+                pieces.append(image[at : at + h.total])
                 continue
             body = shares[at][k] + b"\0" * (8 - len(shares[at][k]) % 8)
-            header = bytearray(image[at:at + h.header_size])
+            header = bytearray(image[at : at + h.header_size])
             struct.pack_into("<Q", header, 8, len(body))  # payload size
             struct.pack_into("<I", header, 16, 0)  # compressed size
             struct.pack_into("<Q", header, 40, h.flags & ~_COMPRESSED)

@@ -50,9 +50,9 @@ def linear(x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
     o = w.shape[0]
     out = []
     for r in range(n):
-        xr = x.values[r * i:(r + 1) * i]
+        xr = x.values[r * i : (r + 1) * i]
         for c in range(o):
-            wc = w.values[c * i:(c + 1) * i]
+            wc = w.values[c * i : (c + 1) * i]
             out.append(math.fsum(a * bb for a, bb in zip(xr, wc)) + (b.values[c] if b else 0.0))
     return Tensor((n, o), tuple(out))
 
@@ -81,8 +81,9 @@ def conv2d(x: Tensor, w: Tensor, b: Tensor, padding: int) -> Tensor:
                             for kq in range(k):
                                 iq = q + kq - padding
                                 if 0 <= iq < wd:
-                                    terms.append(xv[((bn * c + ic) * h + ir) * wd + iq]
-                                                 * wv[((oc * c + ic) * k + kr) * k + kq])
+                                    terms.append(
+                                        xv[((bn * c + ic) * h + ir) * wd + iq] * wv[((oc * c + ic) * k + kr) * k + kq]
+                                    )
                     out.append(math.fsum(terms) + b.values[oc])
     return Tensor((n, o, oh, ow), tuple(out))
 
@@ -91,8 +92,12 @@ def matmul(x: Tensor, w: Tensor) -> Tensor:
     """x (n, i) @ w (i, o), as jnp.dot."""
     n, i = x.shape
     o = w.shape[1]
-    return Tensor((n, o), tuple(math.fsum(x.values[r * i + j] * w.values[j * o + c] for j in range(i))
-                                for r in range(n) for c in range(o)))
+    return Tensor(
+        (n, o),
+        tuple(
+            math.fsum(x.values[r * i + j] * w.values[j * o + c] for j in range(i)) for r in range(n) for c in range(o)
+        ),
+    )
 
 
 def mlp(x: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b2: Tensor) -> Tensor:
@@ -112,8 +117,9 @@ class Match:
     why: str  # "max |got-ref| 1.2e-07 within rtol=..., atol=..." or what is wrong
 
 
-def compare(got_shape: Sequence[int] | None, got: Sequence[object] | None, want: Tensor,
-            rtol: float, atol: float) -> Match:
+def compare(
+    got_shape: Sequence[int] | None, got: Sequence[object] | None, want: Tensor, rtol: float, atol: float
+) -> Match:
     """The child's raw output against the reference: shape, count, finiteness, then closeness."""
     if got_shape is None or got is None:
         return Match(False, math.inf, "the child reported no output")
@@ -128,9 +134,13 @@ def compare(got_shape: Sequence[int] | None, got: Sequence[object] | None, want:
     bad = [k for k, (a, b) in enumerate(zip(vals, want.values)) if abs(a - b) > atol + rtol * abs(b)]
     if bad:
         k = bad[0]
-        return Match(False, worst, f"{len(bad)} of {len(vals)} values differ from archaudit's reference beyond "
-                                   f"rtol={rtol:g}, atol={atol:g} (first at {k}: {vals[k]!r} against "
-                                   f"{want.values[k]!r}; max |got-ref| {worst:.2e})")
+        return Match(
+            False,
+            worst,
+            f"{len(bad)} of {len(vals)} values differ from archaudit's reference beyond "
+            f"rtol={rtol:g}, atol={atol:g} (first at {k}: {vals[k]!r} against "
+            f"{want.values[k]!r}; max |got-ref| {worst:.2e})",
+        )
     return Match(True, worst, f"max |got-ref| {worst:.2e} within rtol={rtol:g}, atol={atol:g}")
 
 

@@ -37,9 +37,11 @@ def linux_only(platform: str | None = None) -> None:
     """smoke's probes run on Linux only (dlopen of ELF libraries, libcuda.so.1)."""
     platform = platform or sys.platform
     if not platform.startswith("linux"):
-        raise SmokeInputError(f"archaudit smoke runs on Linux only: its probes dlopen ELF libraries and load "
-                              f"device code through libcuda.so.1, and this is {platform}; `archaudit check` "
-                              f"audits wheels of every platform from any platform")
+        raise SmokeInputError(
+            f"archaudit smoke runs on Linux only: its probes dlopen ELF libraries and load "
+            f"device code through libcuda.so.1, and this is {platform}; `archaudit check` "
+            f"audits wheels of every platform from any platform"
+        )
 
 
 def exists(path: str) -> None:
@@ -58,8 +60,10 @@ def wheel_platform(path: str) -> None:
 
     tags = os.path.basename(path)[:-4].split("-")[-1].split(".") if path.endswith(".whl") else []
     if tags and not any(t == "any" or t.startswith(("linux", "manylinux", "musllinux")) for t in tags):
-        raise SmokeInputError(f"{os.path.basename(path)} is a wheel for {'.'.join(tags)}: archaudit smoke runs "
-                              f"Linux wheels on Linux only (`archaudit check` audits it statically)")
+        raise SmokeInputError(
+            f"{os.path.basename(path)} is a wheel for {'.'.join(tags)}: archaudit smoke runs "
+            f"Linux wheels on Linux only (`archaudit check` audits it statically)"
+        )
 
 
 def _resources(started: float) -> tuple[tuple[str, object], ...]:
@@ -67,18 +71,28 @@ def _resources(started: float) -> tuple[tuple[str, object], ...]:
 
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
     kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024
-    return (("seconds", round(time.monotonic() - started, 2)), ("archaudit_max_rss_mb", own),
-            ("children_max_rss_mb", kids))
+    return (
+        ("seconds", round(time.monotonic() - started, 2)),
+        ("archaudit_max_rss_mb", own),
+        ("children_max_rss_mb", kids),
+    )
 
 
 def _first_info(run: child.TaskRun) -> dict[str, Any]:
     return run.infos[0] if run.infos else {}
 
 
-def run_smoke(target: str | None, *, installed: str | None = None, require_gpu: bool = False,
-              timeout: float = DEFAULT_TIMEOUT, system_site_packages: bool = False,
-              probes: list[str] | None = None, allow_source_dependencies: bool = False,
-              run_command: str | None = None) -> SmokeReport:
+def run_smoke(
+    target: str | None,
+    *,
+    installed: str | None = None,
+    require_gpu: bool = False,
+    timeout: float = DEFAULT_TIMEOUT,
+    system_site_packages: bool = False,
+    probes: list[str] | None = None,
+    allow_source_dependencies: bool = False,
+    run_command: str | None = None,
+) -> SmokeReport:
     if (target is None) == (installed is None):
         raise SmokeInputError("give either a wheel or --installed NAME")
     linux_only()
@@ -103,10 +117,17 @@ def run_smoke(target: str | None, *, installed: str | None = None, require_gpu: 
     held = integrity.snapshot()
     report: SmokeReport | None = None
     try:
-        report = _run(target, installed, name_probes=(probes, selected), require_gpu=require_gpu, timeout=timeout,
-                      system_site_packages=system_site_packages,
-                      allow_source_dependencies=allow_source_dependencies, started=started,
-                      run_command=run_command)
+        report = _run(
+            target,
+            installed,
+            name_probes=(probes, selected),
+            require_gpu=require_gpu,
+            timeout=timeout,
+            system_site_packages=system_site_packages,
+            allow_source_dependencies=allow_source_dependencies,
+            started=started,
+            run_command=run_command,
+        )
     finally:
         changes = integrity.verify(held)
         if changes and report is None:  # the run ended in an error: the change is said all the same
@@ -117,12 +138,21 @@ def run_smoke(target: str | None, *, installed: str | None = None, require_gpu: 
 
 
 def _changed_text(changes: tuple[integrity.Change, ...]) -> str:
-    return ("archaudit's own installation changed while the wheel's code ran, so no verdict of this run stands: "
-            + integrity.describe(changes))
+    return (
+        "archaudit's own installation changed while the wheel's code ran, so no verdict of this run stands: "
+        + integrity.describe(changes)
+    )
 
 
-def _environment(target: str | None, installed: str | None, workdir: str, *, system_site_packages: bool,
-                 timeout: float, allow_source_dependencies: bool) -> tuple[venv.Environment, str, dict[str, str]]:
+def _environment(
+    target: str | None,
+    installed: str | None,
+    workdir: str,
+    *,
+    system_site_packages: bool,
+    timeout: float,
+    allow_source_dependencies: bool,
+) -> tuple[venv.Environment, str, dict[str, str]]:
     """The environment to smoke (this one, or a fresh one with the wheel installed), the
     distribution's name, and the environment its children run with."""
     if installed is not None:
@@ -132,26 +162,42 @@ def _environment(target: str | None, installed: str | None, workdir: str, *, sys
     child_env = child.child_env(child.private_dirs(workdir))
     child_env.pop("PYTHONPATH", None)  # the fresh environment, not this process's path
     try:  # the last step: an environment made is returned, so that the caller closes it
-        env = venv.create(target, system_site_packages=system_site_packages, timeout=timeout,
-                          allow_source_dependencies=allow_source_dependencies)
+        env = venv.create(
+            target,
+            system_site_packages=system_site_packages,
+            timeout=timeout,
+            allow_source_dependencies=allow_source_dependencies,
+        )
     except venv.InstallError as exc:
         raise SmokeInputError(str(exc)) from None
     return env, name, child_env
 
 
-def _describe(env: venv.Environment, name: str, child_env: dict[str, str], workdir: str,
-              info_timeout: float) -> tuple[dict[str, Any], child.TaskRun]:
+def _describe(
+    env: venv.Environment, name: str, child_env: dict[str, str], workdir: str, info_timeout: float
+) -> tuple[dict[str, Any], child.TaskRun]:
     """The installed distribution's metadata and files, as the environment's interpreter reads them."""
-    inspect = child.run_task(env.python, "inspect", [], {"distribution": name}, env=child_env,
-                             cwd=workdir, timeout=info_timeout, sys_path=env.sys_path)
+    inspect = child.run_task(
+        env.python,
+        "inspect",
+        [],
+        {"distribution": name},
+        env=child_env,
+        cwd=workdir,
+        timeout=info_timeout,
+        sys_path=env.sys_path,
+    )
     info = _first_info(inspect)
     if not info:
         d = inspect.deaths[0] if inspect.deaths else None
-        raise SmokeInputError(f"the interpreter {env.python} could not describe its packages: "
-                              f"{d.reason if d else 'no answer'}\n{d.stderr_tail if d else ''}")
+        raise SmokeInputError(
+            f"the interpreter {env.python} could not describe its packages: "
+            f"{d.reason if d else 'no answer'}\n{d.stderr_tail if d else ''}"
+        )
     if not info.get("found"):
-        raise SmokeInputError(f"{name} is not installed in {env.description} (the interpreter "
-                              f"{info.get('executable') or env.python})")
+        raise SmokeInputError(
+            f"{name} is not installed in {env.description} (the interpreter {info.get('executable') or env.python})"
+        )
     return info, inspect
 
 
@@ -172,45 +218,85 @@ def _probe_rows(selected: list[Any], ctx: Any, subject: str) -> list[Row]:
         try:
             rows += list(probe.run(ctx))
         except Exception as exc:  # a bug in a probe is a failed row, not a crashed run
-            rows.append(Row(name_, subject, FAIL, f"the probe itself raised {type(exc).__name__}: {exc}",
-                            time.monotonic() - t0))
+            rows.append(
+                Row(name_, subject, FAIL, f"the probe itself raised {type(exc).__name__}: {exc}", time.monotonic() - t0)
+            )
     return rows
 
 
-def _run(target: str | None, installed: str | None, *, name_probes: tuple[list[str] | None, list[Any]],
-         require_gpu: bool, timeout: float, system_site_packages: bool, allow_source_dependencies: bool,
-         started: float, run_command: str | None = None) -> SmokeReport:
+def _run(
+    target: str | None,
+    installed: str | None,
+    *,
+    name_probes: tuple[list[str] | None, list[Any]],
+    require_gpu: bool,
+    timeout: float,
+    system_site_packages: bool,
+    allow_source_dependencies: bool,
+    started: float,
+    run_command: str | None = None,
+) -> SmokeReport:
     probes, selected = name_probes
     child.become_subreaper()  # what a child detaches (double fork, setsid) is ours to end
     workdir = tempfile.mkdtemp(prefix="archaudit-smoke-")
     env = None
     try:
-        env, name, child_env = _environment(target, installed, workdir, system_site_packages=system_site_packages,
-                                            timeout=timeout, allow_source_dependencies=allow_source_dependencies)
+        env, name, child_env = _environment(
+            target,
+            installed,
+            workdir,
+            system_site_packages=system_site_packages,
+            timeout=timeout,
+            allow_source_dependencies=allow_source_dependencies,
+        )
         info_timeout = max(timeout, INFO_TIMEOUT)
         info, inspect = _describe(env, name, child_env, workdir, info_timeout)
-        gpu_run = child.run_task(env.python, "gpu-info", [], env=child_env, cwd=workdir,
-                                 timeout=info_timeout, sys_path=env.sys_path)
+        gpu_run = child.run_task(
+            env.python, "gpu-info", [], env=child_env, cwd=workdir, timeout=info_timeout, sys_path=env.sys_path
+        )
         gpu = _first_info(gpu_run)
         devices = tuple(gpu.get("devices") or ())
         gpu_error = _gpu_error(gpu, devices)
         ctx = probes_mod.ProbeContext(
-            python=env.python, distribution=info["name"], version=info["version"],
-            requires=tuple(info.get("requires") or ()), location=info["location"],
-            files=tuple(info.get("files") or ()), gpus=devices, gpu_error=gpu_error,
-            require_gpu=require_gpu, timeout=timeout, workdir=workdir, child_env=child_env,
-            selected=tuple(probes or ()), driver=gpu.get("driver"), sys_path=env.sys_path, run_command=run_command)
+            python=env.python,
+            distribution=info["name"],
+            version=info["version"],
+            requires=tuple(info.get("requires") or ()),
+            location=info["location"],
+            files=tuple(info.get("files") or ()),
+            gpus=devices,
+            gpu_error=gpu_error,
+            require_gpu=require_gpu,
+            timeout=timeout,
+            workdir=workdir,
+            child_env=child_env,
+            selected=tuple(probes or ()),
+            driver=gpu.get("driver"),
+            sys_path=env.sys_path,
+            run_command=run_command,
+        )
         # A death or a forged line in the setup children is reported, never silently dropped.
-        rows: list[Row] = [Row("setup", info["name"], FAIL, d.reason, d.duration, d.signal, d.stderr_tail)
-                           for d in inspect.deaths + gpu_run.deaths]
+        rows: list[Row] = [
+            Row("setup", info["name"], FAIL, d.reason, d.duration, d.signal, d.stderr_tail)
+            for d in inspect.deaths + gpu_run.deaths
+        ]
         rows += _probe_rows(selected, ctx, info["name"])
         return SmokeReport(
-            target=target or installed or "", distribution=info["name"],
-            version=info["version"], environment=env.description, python=info.get("python", "?"),
+            target=target or installed or "",
+            distribution=info["name"],
+            version=info["version"],
+            environment=env.description,
+            python=info.get("python", "?"),
             gpus=tuple(f"GPU{d['ordinal']} {d['name']} ({d['sm']})" for d in devices),
-            gpu_error=None if devices else gpu_error, driver=gpu.get("driver"),
-            require_gpu=require_gpu, timeout=timeout, rows=tuple(rows), resources=_resources(started),
-            installed=tuple((d.name, d.version, d.source) for d in env.installed), install_policy=env.install_policy)
+            gpu_error=None if devices else gpu_error,
+            driver=gpu.get("driver"),
+            require_gpu=require_gpu,
+            timeout=timeout,
+            rows=tuple(rows),
+            resources=_resources(started),
+            installed=tuple((d.name, d.version, d.source) for d in env.installed),
+            install_policy=env.install_policy,
+        )
     finally:
         child.sweep()
         if env is not None:

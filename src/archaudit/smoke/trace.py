@@ -44,12 +44,27 @@ SHOWN = 5
 # Launch results that are a code-selection answer (CUresult, and cudaError_t where they differ):
 # no image for this GPU, an invalid device function, a symbol not found, PTX the JIT refuses.
 SELECTION_ERRORS = {
-    98: "cudaErrorInvalidDeviceFunction", 200: "CUDA_ERROR_INVALID_IMAGE", 209: "no kernel image for this GPU (209)",
-    218: "invalid PTX (218)", 222: "unsupported PTX version (222)", 223: "PTX JIT disabled (223)",
-    300: "CUDA_ERROR_INVALID_SOURCE", 500: "not found (500)",
+    98: "cudaErrorInvalidDeviceFunction",
+    200: "CUDA_ERROR_INVALID_IMAGE",
+    209: "no kernel image for this GPU (209)",
+    218: "invalid PTX (218)",
+    222: "unsupported PTX version (222)",
+    223: "PTX JIT disabled (223)",
+    300: "CUDA_ERROR_INVALID_SOURCE",
+    500: "not found (500)",
 }
-SWEEP = ("matmul-fp32", "matmul-tf32", "matmul-fp16", "matmul-bf16", "matmul-fp8", "conv", "sdpa", "fft",
-         "sparse", "sparse-24")
+SWEEP = (
+    "matmul-fp32",
+    "matmul-tf32",
+    "matmul-fp16",
+    "matmul-bf16",
+    "matmul-fp8",
+    "conv",
+    "sdpa",
+    "fft",
+    "sparse",
+    "sparse-24",
+)
 
 
 # ---------------------------------------------------------------------------------------
@@ -99,8 +114,15 @@ def _launches(raw: Any) -> list[Launch]:
         if not isinstance(r, dict):
             raise ValueError("a launch record is not an object")
         mods = r.get("modules") or []
-        out.append(Launch(str(r["kernel"]), int(r["code"]), int(r["count"]), str(r.get("layer", "driver")),
-                          tuple(str(m) for m in mods)))
+        out.append(
+            Launch(
+                str(r["kernel"]),
+                int(r["code"]),
+                int(r["count"]),
+                str(r.get("layer", "driver")),
+                tuple(str(m) for m in mods),
+            )
+        )
     return out
 
 
@@ -151,8 +173,16 @@ def read_trace(directory: str) -> Trace:
             modules[m.sha256] = m
         errors += es
         mapped += [p for p in mp if p not in mapped]
-    return Trace(tuple(Launch(k, c, n, layer, mods) for (k, c, layer, mods), n in sorted(launches.items())),
-                 tuple(modules.values()), tuple(errors), tuple(mapped), processes, tuple(problems), dropped, cupti)
+    return Trace(
+        tuple(Launch(k, c, n, layer, mods) for (k, c, layer, mods), n in sorted(launches.items())),
+        tuple(modules.values()),
+        tuple(errors),
+        tuple(mapped),
+        processes,
+        tuple(problems),
+        dropped,
+        cupti,
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -192,7 +222,7 @@ def loose_cubins(path: str, sizes: set[int], budget: int) -> list[tuple[int, str
             at = chunk.find(ZSTD_MAGIC)
             while 0 <= at < CHUNK and budget > 0:
                 try:
-                    size = zstandard.get_frame_parameters(chunk[at:at + 18]).content_size
+                    size = zstandard.get_frame_parameters(chunk[at : at + 18]).content_size
                 except zstandard.ZstdError:
                     size = -1
                 if size in sizes:
@@ -254,8 +284,13 @@ class Inventory:
 
         problems = []
         for li, (_, lib) in enumerate(self.libraries):
-            wanted = [(ci, ei, e, c.offset + c.size - e.offset, c.role == CUBIN) for ci, c in enumerate(lib.containers)
-                      if c.vendor == "nvidia" for ei, e in enumerate(c.entries) if e.kind == SASS and e.size in sizes]
+            wanted = [
+                (ci, ei, e, c.offset + c.size - e.offset, c.role == CUBIN)
+                for ci, c in enumerate(lib.containers)
+                if c.vendor == "nvidia"
+                for ei, e in enumerate(c.entries)
+                if e.kind == SASS and e.size in sizes
+            ]
             if not wanted:
                 continue
             try:
@@ -263,8 +298,9 @@ class Inventory:
                     for ci, ei, e, room, whole in wanted:
                         f.seek(e.offset)
                         if whole and e.compression == "zstd":  # a whole cubin as a bare zstd frame: decoded
-                            data = bytes(fatbin.decode_frame(f.read(e.stored_size), e.size, e.offset,
-                                                             fatbin.DEFAULT_MAX_PAYLOAD))
+                            data = bytes(
+                                fatbin.decode_frame(f.read(e.stored_size), e.size, e.offset, fatbin.DEFAULT_MAX_PAYLOAD)
+                            )
                             self.by_hash.setdefault(hashlib.sha256(data).hexdigest(), []).append(Source(li, ci, ei))
                             continue
                         if whole:  # a whole cubin outside any container: its bytes are the image loaded
@@ -309,10 +345,15 @@ def _predict(c: Container, gpu: P.Gpu, kernel: str = "") -> P.Prediction:
     e = pred.entry
     if kernel and _runs(pred) and e is not None and e.kernels is not None and kernel not in e.kernels:
         kind = "SASS" if e.kind == SASS else "PTX"
-        return P.Prediction(P.Outcome.NONE, e, f"the driver picks its {e.target} {kind} on GPU "
-                            f"{gpu.cc[0]}.{gpu.cc[1]}, which does not define {kernel} (defined in "
-                            f"{', '.join(sorted({x.target for x in c.entries if kernel in (x.kernels or ())}))} "
-                            f"only): its launch finds no symbol", frozenset({P.NOT_FOUND, 98}))
+        return P.Prediction(
+            P.Outcome.NONE,
+            e,
+            f"the driver picks its {e.target} {kind} on GPU "
+            f"{gpu.cc[0]}.{gpu.cc[1]}, which does not define {kernel} (defined in "
+            f"{', '.join(sorted({x.target for x in c.entries if kernel in (x.kernels or ())}))} "
+            f"only): its launch finds no symbol",
+            frozenset({P.NOT_FOUND, 98}),
+        )
     return pred
 
 
@@ -358,17 +399,24 @@ class Judge:
             else:
                 self.outside[launch.kernel] += launch.count
             return
-        preds = [(s, _predict(self.inv.libraries[s.library][1].containers[s.container], self.target,
-                              launch.kernel)) for s in found]
+        preds = [
+            (s, _predict(self.inv.libraries[s.library][1].containers[s.container], self.target, launch.kernel))
+            for s in found
+        ]
         running = [(s, p) for s, p in preds if _runs(p)]
         if not running:
             s, p = preds[0]
             name, lib = self.inv.libraries[s.library]
-            self.rows.append(Row(NAME, f"{name} {_label(lib, s.container)}", FAIL,
-                                 f"{launch.kernel} ran {launch.count} time(s) on {self.where} from code check "
-                                 f"predicts cannot run there ({p.reason}; found by its {how})",
-                                 details=(("code", launch.code), ("kernel", launch.kernel),
-                                          ("launches", launch.count))))
+            self.rows.append(
+                Row(
+                    NAME,
+                    f"{name} {_label(lib, s.container)}",
+                    FAIL,
+                    f"{launch.kernel} ran {launch.count} time(s) on {self.where} from code check "
+                    f"predicts cannot run there ({p.reason}; found by its {how})",
+                    details=(("code", launch.code), ("kernel", launch.kernel), ("launches", launch.count)),
+                )
+            )
             return
         # Several sources: the kernel's name in several containers, or the loaded bytes in several. One
         # is credited: one whose predicted entry is the one loaded, else the first (a FAIL says so).
@@ -377,10 +425,16 @@ class Judge:
         name, lib = self.inv.libraries[s.library]
         loaded = self._entry(s)
         if loaded is not None and loaded is not p.entry:
-            self.rows.append(Row(NAME, f"{name} {_label(lib, s.container)}", FAIL,
-                                 f"{launch.kernel}: the driver loaded its {loaded.target} cubin on {self.where}, "
-                                 f"check predicted {_how(p)}", details=(("kernel", launch.kernel),
-                                                                         ("launches", launch.count))))
+            self.rows.append(
+                Row(
+                    NAME,
+                    f"{name} {_label(lib, s.container)}",
+                    FAIL,
+                    f"{launch.kernel}: the driver loaded its {loaded.target} cubin on {self.where}, "
+                    f"check predicted {_how(p)}",
+                    details=(("kernel", launch.kernel), ("launches", launch.count)),
+                )
+            )
         use = self.uses.setdefault(s.library, _Use())
         use.launches += launch.count
         use.kernels.add(launch.kernel)
@@ -399,37 +453,80 @@ class Judge:
         """A failed launch: agreeing with check only where check predicted that its code cannot run here."""
         found, _ = self.sources(launch)
         what = SELECTION_ERRORS.get(launch.code, f"error {launch.code}")
-        facts = (("code", launch.code), ("kernel", launch.kernel), ("launches", launch.count),
-                 ("layer", launch.layer))
+        facts = (("code", launch.code), ("kernel", launch.kernel), ("launches", launch.count), ("layer", launch.layer))
         if launch.code not in SELECTION_ERRORS:
-            self.rows.append(Row(NAME, launch.kernel, FAIL, f"{launch.count} launch(es) of {launch.kernel} on "
-                                 f"{self.where} failed with {what}: not a code-selection error, so check does not "
-                                 f"speak to it, but a failed launch is never passed", details=facts))
+            self.rows.append(
+                Row(
+                    NAME,
+                    launch.kernel,
+                    FAIL,
+                    f"{launch.count} launch(es) of {launch.kernel} on "
+                    f"{self.where} failed with {what}: not a code-selection error, so check does not "
+                    f"speak to it, but a failed launch is never passed",
+                    details=facts,
+                )
+            )
             return
         if not found:
-            self.rows.append(Row(NAME, launch.kernel, FAIL, f"{launch.count} launch(es) of {launch.kernel} on "
-                                 f"{self.where} failed with {what}, and no container of the mapped files defines "
-                                 f"that kernel: check could not have predicted it", details=facts))
+            self.rows.append(
+                Row(
+                    NAME,
+                    launch.kernel,
+                    FAIL,
+                    f"{launch.count} launch(es) of {launch.kernel} on "
+                    f"{self.where} failed with {what}, and no container of the mapped files defines "
+                    f"that kernel: check could not have predicted it",
+                    details=facts,
+                )
+            )
             return
-        preds = [(s, _predict(self.inv.libraries[s.library][1].containers[s.container], self.target,
-                              launch.kernel)) for s in found]
-        where = "; ".join(f"{self.inv.libraries[s.library][0]} {_label(self.inv.libraries[s.library][1], s.container)}"
-                          f" predicted {p.outcome.value} ({p.reason})" for s, p in preds[:SHOWN])
+        preds = [
+            (s, _predict(self.inv.libraries[s.library][1].containers[s.container], self.target, launch.kernel))
+            for s in found
+        ]
+        where = "; ".join(
+            f"{self.inv.libraries[s.library][0]} {_label(self.inv.libraries[s.library][1], s.container)}"
+            f" predicted {p.outcome.value} ({p.reason})"
+            for s, p in preds[:SHOWN]
+        )
         wrong = [(s, p) for s, p in preds if _runs(p)]
         subject = f"{self.inv.libraries[preds[0][0].library][0]}: {launch.kernel}"
         if wrong:
-            self.rows.append(Row(NAME, subject, FAIL, f"a false pass of check: {launch.count} launch(es) of "
-                                 f"{launch.kernel} on {self.where} failed with {what}, but check predicted it runs "
-                                 f"there: {where}", details=facts))
+            self.rows.append(
+                Row(
+                    NAME,
+                    subject,
+                    FAIL,
+                    f"a false pass of check: {launch.count} launch(es) of "
+                    f"{launch.kernel} on {self.where} failed with {what}, but check predicted it runs "
+                    f"there: {where}",
+                    details=facts,
+                )
+            )
         else:
-            self.rows.append(Row(NAME, subject, PASS, f"{launch.count} launch(es) of {launch.kernel} on {self.where} "
-                                 f"failed with {what}, as check predicted: {where}", details=facts))
+            self.rows.append(
+                Row(
+                    NAME,
+                    subject,
+                    PASS,
+                    f"{launch.count} launch(es) of {launch.kernel} on {self.where} "
+                    f"failed with {what}, as check predicted: {where}",
+                    details=facts,
+                )
+            )
 
     def async_error(self, e: AsyncError) -> None:
-        self.rows.append(Row(NAME, e.after or "a kernel", FAIL, f"{e.api} returned error {e.code} on {self.where}: a "
-                             f"kernel that had launched failed while it ran (the last launch in its context was "
-                             f"{e.after or 'not seen'}); check does not speak to it, but a failed run is never passed",
-                             details=(("api", e.api), ("code", e.code), ("kernel", e.after))))
+        self.rows.append(
+            Row(
+                NAME,
+                e.after or "a kernel",
+                FAIL,
+                f"{e.api} returned error {e.code} on {self.where}: a "
+                f"kernel that had launched failed while it ran (the last launch in its context was "
+                f"{e.after or 'not seen'}); check does not speak to it, but a failed run is never passed",
+                details=(("api", e.api), ("code", e.code), ("kernel", e.after)),
+            )
+        )
 
     def library_rows(self) -> list[Row]:
         rows = []
@@ -443,19 +540,42 @@ class Judge:
             kinds = ", ".join(f"{n} {h}" for h, n in sorted(served.items()))
             by_name = f" ({use.by_name} tied to their container by the kernel's name)" if use.by_name else ""
             if use.shared:
-                by_name += (f" ({use.shared} of a kernel several containers define or hold the same bytes of; "
-                            f"the first that runs here credited)")
-            rows.append(Row(NAME, name, PASS,
-                            f"{use.launches} launch(es) of {len(use.kernels)} kernel(s) on {self.where} from "
-                            f"{len(use.containers)} of its {len(preds)} container(s): {kinds}{by_name}; none of its "
-                            f"{without} container(s) without code for {self.gpu['sm']} was used",
-                            details=(("containers", [{"container": ci, "offset": lib.containers[ci].offset,
-                                                       "served": h, "launches": use.per_container[ci]}
-                                                      for ci, h in sorted(use.containers.items())]),
-                                     ("gpu", self.gpu["name"]), ("sm", self.gpu["sm"]),
-                                     ("containers_total", len(preds)), ("containers_without_code", without),
-                                     ("kernels", sorted(use.kernels)[:200]), ("launches", use.launches),
-                                     ("launches_by_name", use.by_name), ("launches_shared", use.shared))))
+                by_name += (
+                    f" ({use.shared} of a kernel several containers define or hold the same bytes of; "
+                    f"the first that runs here credited)"
+                )
+            rows.append(
+                Row(
+                    NAME,
+                    name,
+                    PASS,
+                    f"{use.launches} launch(es) of {len(use.kernels)} kernel(s) on {self.where} from "
+                    f"{len(use.containers)} of its {len(preds)} container(s): {kinds}{by_name}; none of its "
+                    f"{without} container(s) without code for {self.gpu['sm']} was used",
+                    details=(
+                        (
+                            "containers",
+                            [
+                                {
+                                    "container": ci,
+                                    "offset": lib.containers[ci].offset,
+                                    "served": h,
+                                    "launches": use.per_container[ci],
+                                }
+                                for ci, h in sorted(use.containers.items())
+                            ],
+                        ),
+                        ("gpu", self.gpu["name"]),
+                        ("sm", self.gpu["sm"]),
+                        ("containers_total", len(preds)),
+                        ("containers_without_code", without),
+                        ("kernels", sorted(use.kernels)[:200]),
+                        ("launches", use.launches),
+                        ("launches_by_name", use.by_name),
+                        ("launches_shared", use.shared),
+                    ),
+                )
+            )
         return rows
 
 
@@ -464,8 +584,9 @@ def _judge_launches(j: Judge, trace: Trace) -> None:
     where the driver was traced a launch counts at the driver, and a runtime failure only where
     the driver did not fail the same kernel with the same code."""
     driver_seen = any(launch.layer == "driver" for launch in trace.launches)
-    driver_failures = {(launch.kernel, launch.code) for launch in trace.launches
-                       if launch.layer == "driver" and launch.code}
+    driver_failures = {
+        (launch.kernel, launch.code) for launch in trace.launches if launch.layer == "driver" and launch.code
+    }
     for launch in trace.launches:
         if launch.code == 0:
             # A runtime launch is also a driver launch underneath: counted once, at the driver.
@@ -482,12 +603,18 @@ def _unread_rows(j: Judge) -> list[Row]:
         n = sum(got.values())
         kernels = sorted({k for k, _ in got})
         frames = sorted({o for _, o in got})
-        rows.append(Row(NAME, name, FAIL,
-                        f"{n} launch(es) of {len(kernels)} kernel(s) on {j.where} came from {len(frames)} cubin(s) "
-                        f"this file stores outside any fatbin container (bare zstd frames at "
-                        f"{', '.join(f'0x{o:x}' for o in frames[:SHOWN])}): check does not read them, so it "
-                        f"predicted nothing for them; e.g. {', '.join(kernels[:SHOWN])}",
-                        details=(("frames", frames[:200]), ("kernels", kernels[:200]), ("launches", n))))
+        rows.append(
+            Row(
+                NAME,
+                name,
+                FAIL,
+                f"{n} launch(es) of {len(kernels)} kernel(s) on {j.where} came from {len(frames)} cubin(s) "
+                f"this file stores outside any fatbin container (bare zstd frames at "
+                f"{', '.join(f'0x{o:x}' for o in frames[:SHOWN])}): check does not read them, so it "
+                f"predicted nothing for them; e.g. {', '.join(kernels[:SHOWN])}",
+                details=(("frames", frames[:200]), ("kernels", kernels[:200]), ("launches", n)),
+            )
+        )
     return rows
 
 
@@ -495,16 +622,21 @@ def _outside_row(j: Judge) -> Row:
     """The SKIP row of the launches from images no container of the mapped files holds."""
     n = sum(j.outside.values())
     shown = ", ".join(k for k, _ in j.outside.most_common(SHOWN))
-    return Row(NAME, "code no file holds", SKIP,
-               f"{n} launch(es) of {len(j.outside)} kernel(s) came from images no container of the mapped "
-               f"files holds, and no container check reads defines their names (code compiled at run time: "
-               f"NVRTC, Triton, a JIT cache; or device code a mapped file stores outside a fatbin "
-               f"container, which check does not read): check has nothing to predict for them; e.g. {shown}",
-               details=(("kernels", dict(j.outside.most_common(200))),))
+    return Row(
+        NAME,
+        "code no file holds",
+        SKIP,
+        f"{n} launch(es) of {len(j.outside)} kernel(s) came from images no container of the mapped "
+        f"files holds, and no container check reads defines their names (code compiled at run time: "
+        f"NVRTC, Triton, a JIT cache; or device code a mapped file stores outside a fatbin "
+        f"container, which check does not read): check has nothing to predict for them; e.g. {shown}",
+        details=(("kernels", dict(j.outside.most_common(200))),),
+    )
 
 
-def judge_trace(trace: Trace, inv: Inventory, gpu: dict[str, Any], cuda: tuple[int, int],
-                jit: bool = True) -> list[Row]:
+def judge_trace(
+    trace: Trace, inv: Inventory, gpu: dict[str, Any], cuda: tuple[int, int], jit: bool = True
+) -> list[Row]:
     """The rows of a trace: failures and disagreements first, then one per library that served."""
     j = Judge(inv, gpu, cuda, jit)
     _judge_launches(j, trace)
@@ -519,8 +651,14 @@ def judge_trace(trace: Trace, inv: Inventory, gpu: dict[str, Any], cuda: tuple[i
     for p in trace.problems:
         rows.append(Row(NAME, "tracer", FAIL, p))
     if trace.dropped:
-        rows.append(Row(NAME, "tracer", FAIL, f"{trace.dropped} launch(es) went uncounted: more distinct kernels "
-                        f"than the tracer's bound"))
+        rows.append(
+            Row(
+                NAME,
+                "tracer",
+                FAIL,
+                f"{trace.dropped} launch(es) went uncounted: more distinct kernels than the tracer's bound",
+            )
+        )
     return rows
 
 
@@ -553,8 +691,9 @@ def inventory(ctx: Any, trace: Trace) -> tuple[Inventory, list[Row]]:
         try:
             lib = ctx.scan(real)
         except Exception as exc:  # fail closed: a mapped file check cannot read
-            rows.append(Row(NAME, ctx.display(real), FAIL, f"could not read its device code: "
-                            f"{type(exc).__name__}: {exc}"))
+            rows.append(
+                Row(NAME, ctx.display(real), FAIL, f"could not read its device code: {type(exc).__name__}: {exc}")
+            )
             continue
         if any(c.vendor == "nvidia" for c in lib.containers):
             paths.append(real)
@@ -595,24 +734,36 @@ class TraceProbe:
     """Workloads under CUPTI's launch tracer; each launch judged against check in this process."""
 
     name = NAME
-    description = ("CUPTI launch tracing of a workload (a torch sweep of the vendor libraries, the model "
-                   "steps, or --run COMMAND): each kernel launched must come from a container check "
-                   "predicts runs on this GPU, each failed launch must be one check predicted")
+    description = (
+        "CUPTI launch tracing of a workload (a torch sweep of the vendor libraries, the model "
+        "steps, or --run COMMAND): each kernel launched must come from a container check "
+        "predicts runs on this GPU, each failed launch must be one check predicted"
+    )
 
     def run(self, ctx: Any) -> list[Row]:
         command = getattr(ctx, "run_command", None)
-        if not command and NAME not in ctx.selected and not ctx.depends_on("torch") \
-                and not ctx.depends_on("jax"):
-            return [Row(NAME, ctx.distribution, SKIP, f"{ctx.distribution} neither is nor depends on torch or "
-                        f"jax, and no --run COMMAND was given: no workload to trace (--probe trace runs the torch "
-                        f"sweep anyway)")]
+        if not command and NAME not in ctx.selected and not ctx.depends_on("torch") and not ctx.depends_on("jax"):
+            return [
+                Row(
+                    NAME,
+                    ctx.distribution,
+                    SKIP,
+                    f"{ctx.distribution} neither is nor depends on torch or "
+                    f"jax, and no --run COMMAND was given: no workload to trace (--probe trace runs the torch "
+                    f"sweep anyway)",
+                )
+            ]
         if not ctx.gpus:
-            return [ctx.gpu_skip(NAME, ctx.distribution, f"no launch to trace: "
-                                 f"{ctx.gpu_error or 'no CUDA device is visible'}")]
+            return [
+                ctx.gpu_skip(
+                    NAME, ctx.distribution, f"no launch to trace: {ctx.gpu_error or 'no CUDA device is visible'}"
+                )
+            ]
         cuda = _cuda(ctx.driver)
         if cuda is None:
-            return [Row(NAME, ctx.distribution, FAIL, "the driver's CUDA version is unknown, so nothing can be "
-                        "predicted")]
+            return [
+                Row(NAME, ctx.distribution, FAIL, "the driver's CUDA version is unknown, so nothing can be predicted")
+            ]
         out = tempfile.mkdtemp(prefix="trace-", dir=ctx.workdir)
         rows = self.run_command(ctx, command, out) if command else self.run_workloads(ctx, out)
         trace = read_trace(out)
@@ -623,11 +774,25 @@ class TraceProbe:
         rows += inv_rows
         if not trace.launches and not trace.problems:
             if rows and all(r.status == SKIP for r in rows):
-                rows.append(ctx.verdict(NAME, ctx.distribution, None, SKIP, "no workload ran on the GPU, so the "
-                                        "tracer saw no launch", gpu=True))
+                rows.append(
+                    ctx.verdict(
+                        NAME,
+                        ctx.distribution,
+                        None,
+                        SKIP,
+                        "no workload ran on the GPU, so the tracer saw no launch",
+                        gpu=True,
+                    )
+                )
             else:
-                rows.append(Row(NAME, ctx.distribution, FAIL, f"the tracer ({trace.cupti}) saw no kernel launch in "
-                                f"{trace.processes} process(es)"))
+                rows.append(
+                    Row(
+                        NAME,
+                        ctx.distribution,
+                        FAIL,
+                        f"the tracer ({trace.cupti}) saw no kernel launch in {trace.processes} process(es)",
+                    )
+                )
         rows += judge_trace(trace, inv, ctx.gpus[0], cuda, os.environ.get("CUDA_DISABLE_PTX_JIT") != "1")
         return rows
 
@@ -646,15 +811,19 @@ class TraceProbe:
 
         traced_context, jax_family, model = self.kit()
         env = {"CUDA_VISIBLE_DEVICES": visible_first(ctx.child_env)}
-        jax = bool(jax_family.match(_normalise(ctx.distribution)) or any(
-            jax_family.match(_normalise(re.split(r"[\s;<>=!~\[(]", r, maxsplit=1)[0])) for r in ctx.requires))
+        jax = bool(
+            jax_family.match(_normalise(ctx.distribution))
+            or any(jax_family.match(_normalise(re.split(r"[\s;<>=!~\[(]", r, maxsplit=1)[0])) for r in ctx.requires)
+        )
         if jax:
             # XLA replays kernels inside CUDA graphs (command buffers), which launch no kernel one by one:
             # off here, so that each kernel's launch reaches the tracer.
-            env["XLA_FLAGS"] = " ".join(f for f in (ctx.child_env.get("XLA_FLAGS", ""),
-                                                    "--xla_gpu_enable_command_buffer=") if f)
-        traced = traced_context(**{f.name: getattr(ctx, f.name) for f in dataclasses.fields(ctx)},
-                                trace_out=out, trace_env=env)
+            env["XLA_FLAGS"] = " ".join(
+                f for f in (ctx.child_env.get("XLA_FLAGS", ""), "--xla_gpu_enable_command_buffer=") if f
+            )
+        traced = traced_context(
+            **{f.name: getattr(ctx, f.name) for f in dataclasses.fields(ctx)}, trace_out=out, trace_env=env
+        )
         rows: list[Row] = []
         models: list[Any] = []
         if ctx.depends_on("torch") or NAME in ctx.selected:
@@ -678,13 +847,19 @@ class TraceProbe:
 
         boot = cupti.write_bootstrap(tempfile.mkdtemp(prefix="trace-boot-", dir=ctx.workdir))
         env = dict(ctx.child_env)
-        env.update({cupti.ENV_OUT: out, cupti.ENV_MODULE: os.path.abspath(cupti.__file__),
-                    "PYTHONPATH": os.pathsep.join(p for p in (boot, env.get("PYTHONPATH", "")) if p),
-                    "PATH": os.pathsep.join((os.path.dirname(ctx.python), env.get("PATH", ""))),
-                    "CUDA_VISIBLE_DEVICES": visible_first(ctx.child_env)})
+        env.update(
+            {
+                cupti.ENV_OUT: out,
+                cupti.ENV_MODULE: os.path.abspath(cupti.__file__),
+                "PYTHONPATH": os.pathsep.join(p for p in (boot, env.get("PYTHONPATH", "")) if p),
+                "PATH": os.pathsep.join((os.path.dirname(ctx.python), env.get("PATH", ""))),
+                "CUDA_VISIBLE_DEVICES": visible_first(ctx.child_env),
+            }
+        )
         try:
-            rc, tail = child.run_command(["sh", "-c", command], f"the traced command {command!r}", env=env,
-                                         timeout=ctx.timeout, cwd=os.getcwd())
+            rc, tail = child.run_command(
+                ["sh", "-c", command], f"the traced command {command!r}", env=env, timeout=ctx.timeout, cwd=os.getcwd()
+            )
         except TimeoutError as exc:
             return [Row(NAME, command, FAIL, str(exc))]
         if rc != 0:
@@ -692,5 +867,16 @@ class TraceProbe:
         return [Row(NAME, command, PASS, "the traced command exited with status 0")]
 
 
-__all__ = ["AsyncError", "Inventory", "judge_trace", "Launch", "Module", "parse_records", "read_trace",
-           "SELECTION_ERRORS", "SWEEP", "Trace", "TraceProbe"]
+__all__ = [
+    "AsyncError",
+    "Inventory",
+    "judge_trace",
+    "Launch",
+    "Module",
+    "parse_records",
+    "read_trace",
+    "SELECTION_ERRORS",
+    "SWEEP",
+    "Trace",
+    "TraceProbe",
+]

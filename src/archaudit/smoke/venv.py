@@ -27,8 +27,9 @@ class InstallError(ArchauditError):
 
 
 BINARY_ONLY = "binary wheels only (--only-binary :all:): no build backend ran"
-SOURCE_ALLOWED = ("sdists allowed (--allow-source-dependencies): a dependency's build backend may have run, "
-                  "outside the probes")
+SOURCE_ALLOWED = (
+    "sdists allowed (--allow-source-dependencies): a dependency's build backend may have run, outside the probes"
+)
 
 
 @dataclass(frozen=True)
@@ -54,8 +55,9 @@ def wheel_distribution(path: str) -> tuple[str, str]:
     """(distribution name, version) from a wheel's file name (PEP 427)."""
     m = WHEEL_NAME.match(os.path.basename(path))
     if not m:
-        raise InstallError(f"{os.path.basename(path)} is not a wheel file name "
-                           "(name-version[-build]-python-abi-platform.whl)")
+        raise InstallError(
+            f"{os.path.basename(path)} is not a wheel file name (name-version[-build]-python-abi-platform.whl)"
+        )
     return m["name"], m["version"]
 
 
@@ -78,8 +80,14 @@ def _run(cmd: list[str], what: str, env: dict[str, str], timeout: float) -> None
 def _pip_can_target(python: str, env: dict[str, str]) -> bool:
     """True when python's pip has --python (pip 22.3 and later)."""
     try:
-        out = subprocess.run([python, "-m", "pip", "--version"], capture_output=True, text=True,
-                             timeout=120, env=env, stdin=subprocess.DEVNULL)
+        out = subprocess.run(
+            [python, "-m", "pip", "--version"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return False
     m = re.match(r"pip (\d+)\.(\d+)", out.stdout)
@@ -92,8 +100,14 @@ def install_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("PYTHON") and k != "VIRTUAL_ENV"}
 
 
-def create(wheel: str, *, system_site_packages: bool, base_python: str | None = None,
-           timeout: float = INSTALL_TIMEOUT, allow_source_dependencies: bool = False) -> Environment:
+def create(
+    wheel: str,
+    *,
+    system_site_packages: bool,
+    base_python: str | None = None,
+    timeout: float = INSTALL_TIMEOUT,
+    allow_source_dependencies: bool = False,
+) -> Environment:
     """A fresh environment with wheel installed; the caller must close() it.
 
     Both install steps run as children under the probes' isolation (child.run_command: a
@@ -127,12 +141,20 @@ def create(wheel: str, *, system_site_packages: bool, base_python: str | None = 
                 # no ensurepip (slow, and missing from some system Pythons): this
                 # interpreter's own pip installs into the new environment
                 _run(cmd + ["--without-pip", envdir], "python -m venv", env, timeout)
-                pip = [base_python, "-m", "pip", "--python", python, "install", "--quiet",
-                       "--disable-pip-version-check", "--no-input"]
+                pip = [
+                    base_python,
+                    "-m",
+                    "pip",
+                    "--python",
+                    python,
+                    "install",
+                    "--quiet",
+                    "--disable-pip-version-check",
+                    "--no-input",
+                ]
             else:
                 _run(cmd + [envdir], "python -m venv", env, timeout)
-                pip = [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                       "--no-input"]
+                pip = [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-input"]
             tool = "venv + pip"
         # The wheel itself always goes into the new environment, even where the system
         # site-packages already hold the same version; then its dependencies, which a
@@ -145,9 +167,14 @@ def create(wheel: str, *, system_site_packages: bool, base_python: str | None = 
         _run(pip + deps + [wheel], f"installing the dependencies of {os.path.basename(wheel)}", env, timeout)
         desc = f"fresh venv ({tool}{', system site-packages' if system_site_packages else ''})"
         paths = _venv_paths(envdir, base_python, system_site_packages)
-        return Environment(python=python, description=desc, root=root, sys_path=paths,
-                           installed=_installed(envdir, wheel, report, tool),
-                           install_policy=SOURCE_ALLOWED if allow_source_dependencies else BINARY_ONLY)
+        return Environment(
+            python=python,
+            description=desc,
+            root=root,
+            sys_path=paths,
+            installed=_installed(envdir, wheel, report, tool),
+            install_policy=SOURCE_ALLOWED if allow_source_dependencies else BINARY_ONLY,
+        )
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)
         raise
@@ -206,8 +233,12 @@ def _venv_paths(envdir: str, base_python: str, system_site_packages: bool) -> tu
 
 def current() -> Environment:
     """This interpreter's environment: its children see this process's sys.path as it is."""
-    return Environment(python=sys.executable, description="the current environment", root=None,
-                       sys_path=tuple(p for p in sys.path if p and os.path.isdir(p)))
+    return Environment(
+        python=sys.executable,
+        description="the current environment",
+        root=None,
+        sys_path=tuple(p for p in sys.path if p and os.path.isdir(p)),
+    )
 
 
 def close(env: Environment) -> None:
@@ -215,5 +246,13 @@ def close(env: Environment) -> None:
         shutil.rmtree(env.root, ignore_errors=True)
 
 
-__all__ = ["BINARY_ONLY", "close", "create", "current", "INSTALL_TIMEOUT", "InstallError", "SOURCE_ALLOWED",
-           "wheel_distribution"]
+__all__ = [
+    "BINARY_ONLY",
+    "close",
+    "create",
+    "current",
+    "INSTALL_TIMEOUT",
+    "InstallError",
+    "SOURCE_ALLOWED",
+    "wheel_distribution",
+]

@@ -58,14 +58,20 @@ def emit(**event: Any) -> None:
 
 
 def result(i: int, status: str, reason: str, gpu: bool = False, **details: Any) -> None:
-    emit(ev="result", i=i, status=status, reason=reason, gpu=gpu,
-         elapsed=time.perf_counter() - _BEGUN[0], details=details)
+    emit(
+        ev="result",
+        i=i,
+        status=status,
+        reason=reason,
+        gpu=gpu,
+        elapsed=time.perf_counter() - _BEGUN[0],
+        details=details,
+    )
 
 
 def observe(i: int, **obs: Any) -> None:
     """One item's observation (the parent replaces any status an untrusted child writes)."""
-    emit(ev="result", i=i, status="OBS", reason="", gpu=False,
-         elapsed=time.perf_counter() - _BEGUN[0], details=obs)
+    emit(ev="result", i=i, status="OBS", reason="", gpu=False, elapsed=time.perf_counter() - _BEGUN[0], details=obs)
 
 
 def _load_sibling(name: str) -> Any:
@@ -125,13 +131,13 @@ def _stop_trace() -> None:
 # inspect: the distribution's metadata and files, as this interpreter sees them
 # ---------------------------------------------------------------------------------------
 
+
 def task_inspect(spec: dict[str, Any]) -> None:
     import importlib.metadata as md
     import platform
 
     name = spec["params"]["distribution"]
-    info = {"python": platform.python_version(), "executable": sys.executable,
-            "machine": platform.machine()}
+    info = {"python": platform.python_version(), "executable": sys.executable, "machine": platform.machine()}
     # The environment's paths come as params (a trusted child has none of them on sys.path):
     # metadata is read from them, no module of the environment is imported.
     paths = spec["params"].get("paths") or sys.path
@@ -145,14 +151,22 @@ def task_inspect(spec: dict[str, Any]) -> None:
             files.append(os.path.realpath(str(f.locate())))
         except Exception:  # a RECORD line this interpreter cannot place
             continue
-    emit(ev="info", found=True, name=dist.metadata["Name"], version=dist.version,
-         requires=list(dist.requires or ()), files=files,
-         location=os.path.realpath(str(dist.locate_file(""))), **info)
+    emit(
+        ev="info",
+        found=True,
+        name=dist.metadata["Name"],
+        version=dist.version,
+        requires=list(dist.requires or ()),
+        files=files,
+        location=os.path.realpath(str(dist.locate_file(""))),
+        **info,
+    )
 
 
 # ---------------------------------------------------------------------------------------
 # gpu-info: the driver and the visible devices
 # ---------------------------------------------------------------------------------------
+
 
 def task_gpu_info(spec: dict[str, Any]) -> None:
     cd = _load_sibling("cuda_driver")
@@ -238,6 +252,7 @@ def task_load(spec: dict[str, Any]) -> None:
 # device-load: hand each fatbin container to the driver on every visible GPU
 # ---------------------------------------------------------------------------------------
 
+
 def task_device_load(spec: dict[str, Any]) -> None:
     cd = _load_sibling("cuda_driver")
     try:
@@ -247,8 +262,13 @@ def task_device_load(spec: dict[str, Any]) -> None:
     except cd.DriverUnavailable as exc:
         emit(ev="info", devices=[], error=str(exc))
         return
-    emit(ev="info", devices=devices, error=None, driver=drv.version(),
-         jit_disabled=os.environ.get("CUDA_DISABLE_PTX_JIT") == "1")
+    emit(
+        ev="info",
+        devices=devices,
+        error=None,
+        driver=drv.version(),
+        jit_disabled=os.environ.get("CUDA_DISABLE_PTX_JIT") == "1",
+    )
     level = spec["params"].get("jit_level")  # None: the driver's default optimisation level
     contexts = []
     for d in devices:
@@ -272,10 +292,16 @@ def task_device_load(spec: dict[str, Any]) -> None:
             code, seconds, module = drv.load_data(image, level)
             if module is not None:
                 drv.unload(module)
-            per_device.append({"gpu": d["ordinal"], "sm": d["sm"], "code": code,
-                               "error": None if code == 0 else drv.error_name(code),
-                               "text": None if code == 0 else drv.error_text(code),
-                               "seconds": seconds})
+            per_device.append(
+                {
+                    "gpu": d["ordinal"],
+                    "sm": d["sm"],
+                    "code": code,
+                    "error": None if code == 0 else drv.error_name(code),
+                    "text": None if code == 0 else drv.error_text(code),
+                    "seconds": seconds,
+                }
+            )
         ok = all(p["code"] == 0 for p in per_device)
         result(i, "PASS" if ok else "FAIL", "loaded" if ok else "rejected", per_device=per_device)
 
@@ -286,6 +312,7 @@ def task_device_load(spec: dict[str, Any]) -> None:
 # Each item's report is an observation: what was imported, what ran where, the output's
 # numbers, an error's type and text. The inputs and weights come from archaudit's process
 # (params["data"]); the child never learns what the answer should be.
+
 
 def _data(spec: dict[str, Any]) -> dict[str, Any]:
     with open(spec["params"]["data"]) as f:
@@ -298,8 +325,12 @@ def _error(exc: BaseException) -> dict[str, Any]:
 
 
 def _torch_facts(torch: Any) -> dict[str, Any]:
-    facts: dict[str, Any] = {"importable": True, "torch": str(torch.__version__),
-                             "torch_cuda": str(torch.version.cuda), "cuda_available": bool(torch.cuda.is_available())}
+    facts: dict[str, Any] = {
+        "importable": True,
+        "torch": str(torch.__version__),
+        "torch_cuda": str(torch.version.cuda),
+        "cuda_available": bool(torch.cuda.is_available()),
+    }
     if facts["cuda_available"]:
         facts["arch_list"] = list(torch.cuda.get_arch_list())
         facts["capability"] = list(torch.cuda.get_device_capability(0))
@@ -344,6 +375,7 @@ def task_torch(spec: dict[str, Any]) -> None:
 # executorch: the CUDA delegate with and without weights (pytorch/executorch#22089)
 # ---------------------------------------------------------------------------------------
 
+
 def task_executorch(spec: dict[str, Any]) -> None:
     p = spec["params"]
     data = _data(spec)
@@ -371,6 +403,7 @@ def task_executorch(spec: dict[str, Any]) -> None:
 # jax: a small MLP with real weights, jitted on the GPU; a jax.export artifact through bytes
 # ---------------------------------------------------------------------------------------
 
+
 def task_jax(spec: dict[str, Any]) -> None:
     p = spec["params"]
     data = _data(spec)
@@ -388,9 +421,12 @@ def task_jax(spec: dict[str, Any]) -> None:
         except Exception as exc:
             observe(i, importable=False, error=_exc(exc))
             continue
-        facts: dict[str, Any] = {"importable": True, "jax": str(jax.__version__),
-                                 "backend": str(jax.default_backend()),
-                                 "devices": [f"{d.platform}:{getattr(d, 'device_kind', '?')}" for d in devices]}
+        facts: dict[str, Any] = {
+            "importable": True,
+            "jax": str(jax.__version__),
+            "backend": str(jax.default_backend()),
+            "devices": [f"{d.platform}:{getattr(d, 'device_kind', '?')}" for d in devices],
+        }
         if facts["backend"] not in ("gpu", "cuda", "rocm"):
             observe(i, **facts)
             continue
@@ -416,8 +452,9 @@ def task_plugin(spec: dict[str, Any]) -> None:
             return
         from archaudit.smoke.context import ProbeContext
 
-        fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) and k != "child_env" else v
-                                  for k, v in p["ctx"].items()}
+        fields: dict[str, Any] = {
+            k: tuple(v) if isinstance(v, list) and k != "child_env" else v for k, v in p["ctx"].items()
+        }
         ctx = ProbeContext(**fields)
         rows = [dataclasses.asdict(r) for r in probe.run(ctx)]
         observe(0, ok=True, rows=rows)
@@ -430,6 +467,7 @@ def task_plugin(spec: dict[str, Any]) -> None:
 # ---------------------------------------------------------------------------------------
 # Each step reports what it ran (or why it did not: a GPU without fp8, without 2:4 sparsity);
 # the launches themselves are what the tracer counted (params["trace_out"]), judged by the parent.
+
 
 def task_trace_sweep(spec: dict[str, Any]) -> None:
     n = int(spec["params"].get("size", 512))
@@ -451,9 +489,17 @@ def task_trace_sweep(spec: dict[str, Any]) -> None:
             observe(i, **facts, **_error(exc))
 
 
-TASKS = {"plugin": task_plugin, "inspect": task_inspect, "gpu-info": task_gpu_info, "load": task_load,
-         "device-load": task_device_load, "torch": task_torch, "executorch": task_executorch, "jax": task_jax,
-         "trace-sweep": task_trace_sweep}
+TASKS = {
+    "plugin": task_plugin,
+    "inspect": task_inspect,
+    "gpu-info": task_gpu_info,
+    "load": task_load,
+    "device-load": task_device_load,
+    "torch": task_torch,
+    "executorch": task_executorch,
+    "jax": task_jax,
+    "trace-sweep": task_trace_sweep,
+}
 
 
 def main(argv: list[str], key: bytes, ack_fd: int | None = None) -> int:

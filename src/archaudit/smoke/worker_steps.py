@@ -25,14 +25,18 @@ def exc_text(exc: BaseException) -> str:
 # torch: nn.Linear and nn.Conv2d with weights from a file; an AOTInductor package
 # ---------------------------------------------------------------------------------------
 
+
 def _tensor(torch: Any, t: dict[str, Any]) -> Any:
     return torch.tensor(t["values"], dtype=torch.float32).reshape(t["shape"])
 
 
 def _numbers(out: Any) -> dict[str, Any]:
     """An output tensor as raw numbers, with where it lived."""
-    return {"device": str(out.device), "shape": list(out.shape),
-            "output": [float(v) for v in out.detach().to("cpu").reshape(-1).tolist()]}
+    return {
+        "device": str(out.device),
+        "shape": list(out.shape),
+        "output": [float(v) for v in out.detach().to("cpu").reshape(-1).tolist()],
+    }
 
 
 def _with_weights(torch: Any, module: Any, tensors: dict[str, Any]) -> Any:
@@ -69,8 +73,9 @@ def torch_step(torch: Any, step: str, work: str, data: dict[str, Any]) -> dict[s
         x = _tensor(torch, d["x"]).to("cuda")
         with torch.no_grad():
             t0 = time.perf_counter()
-            pkg = inductor.aoti_compile_and_package(torch.export.export(model, (x,)),
-                                                           package_path=os.path.join(work, "linear_aoti.pt2"))
+            pkg = inductor.aoti_compile_and_package(
+                torch.export.export(model, (x,)), package_path=os.path.join(work, "linear_aoti.pt2")
+            )
         return {"package": str(pkg), "seconds": time.perf_counter() - t0}
     if step == "aoti-load":
         import importlib
@@ -87,6 +92,7 @@ def torch_step(torch: Any, step: str, work: str, data: dict[str, Any]) -> dict[s
 # ---------------------------------------------------------------------------------------
 # executorch: the CUDA delegate with and without weights (pytorch/executorch#22089)
 # ---------------------------------------------------------------------------------------
+
 
 class HeldProgram:
     """A loaded ExecuTorch module with the bytes it reads. ExecuTorch 1.2's pybindings read the
@@ -124,8 +130,7 @@ def executorch_setup(backend_library: str | None) -> dict[str, Any]:
         version = md.version("executorch")
     except md.PackageNotFoundError:
         version = str(getattr(executorch, "__version__", "?"))
-    facts: dict[str, Any] = {"importable": True, "version": version,
-                             "cuda_available": bool(torch.cuda.is_available())}
+    facts: dict[str, Any] = {"importable": True, "version": version, "cuda_available": bool(torch.cuda.is_available())}
     try:
         from executorch.extension.pybindings import portable_lib
 
@@ -159,6 +164,7 @@ def executorch_step(item: dict[str, Any], data: dict[str, Any]) -> dict[str, Any
 
         d = data[item["model"]]
         if item["model"] == "add":
+
             class Add(torch.nn.Module):  # type: ignore[misc]  # torch is untyped here
                 def forward(self, x: Any, y: Any) -> Any:
                     return x + y
@@ -172,8 +178,9 @@ def executorch_step(item: dict[str, Any], data: dict[str, Any]) -> dict[str, Any
         # lowering: "Could not find method name in compile specs: []"), as its own
         # backends/cuda/tests/test_cuda_export.py passes it.
         specs = [CudaBackend.generate_method_name_compile_spec("forward")]
-        prog = to_edge_transform_and_lower(torch.export.export(model, ex),
-                                           partitioner=[CudaPartitioner(specs)]).to_executorch()
+        prog = to_edge_transform_and_lower(
+            torch.export.export(model, ex), partitioner=[CudaPartitioner(specs)]
+        ).to_executorch()
         os.makedirs(item["dir"], exist_ok=True)
         with open(os.path.join(item["dir"], "model.pte"), "wb") as f:
             prog.write_to_file(f)
@@ -211,6 +218,7 @@ def flatc() -> None:
 # ---------------------------------------------------------------------------------------
 # jax: a small MLP with real weights, jitted on the GPU; a jax.export artifact through bytes
 # ---------------------------------------------------------------------------------------
+
 
 def _jax_params(np: Any, d: dict[str, Any], wrong: bool = False) -> Any:
     def arr(t: dict[str, Any]) -> Any:
@@ -264,8 +272,12 @@ def jax_step(jax: Any, np: Any, step: str, work: str, data: dict[str, Any]) -> d
             out = rehydrated.call(bad, x)
             out.block_until_ready()
         except Exception as exc:
-            return {"refused": True, "error": exc_text(exc), "error_type": type(exc).__name__,
-                    "wrong_shape": list(bad[0].shape)}
+            return {
+                "refused": True,
+                "error": exc_text(exc),
+                "error_type": type(exc).__name__,
+                "wrong_shape": list(bad[0].shape),
+            }
         return {"refused": False, "wrong_shape": list(bad[0].shape), **_jax_out(out, np)}
     raise ValueError(f"unknown jax step {step!r}")
 
@@ -275,6 +287,7 @@ def jax_step(jax: Any, np: Any, step: str, work: str, data: dict[str, Any]) -> d
 # ---------------------------------------------------------------------------------------
 # Each step reports what it ran (or why it did not: a GPU without fp8, without 2:4 sparsity);
 # the launches themselves are what the tracer counted (params["trace_out"]), judged by the parent.
+
 
 def _sweep_matmul(torch: Any, dtype: str, n: int) -> dict[str, Any]:
     torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
@@ -334,5 +347,14 @@ def sweep_step(torch: Any, step: str, n: int) -> dict[str, Any]:
     raise ValueError(f"unknown sweep step {step!r}")
 
 
-__all__ = ["executorch_setup", "executorch_step", "exc_text", "flatc", "HeldProgram", "jax_step", "load_held",
-           "sweep_step", "torch_step"]
+__all__ = [
+    "executorch_setup",
+    "executorch_step",
+    "exc_text",
+    "flatc",
+    "HeldProgram",
+    "jax_step",
+    "load_held",
+    "sweep_step",
+    "torch_step",
+]

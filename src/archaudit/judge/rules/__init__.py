@@ -56,19 +56,35 @@ from .vendor import rule_g016, rule_g020, rule_k005
 
 LIBRARY_ORDER: tuple[Code | Readers, ...] = (
     READERS,
-    Code.G010, Code.G007, Code.G017, Code.G001, Code.G012, Code.G013, Code.G016, Code.G020,
-    Code.G005, Code.G002, Code.G003, Code.G004,
-    Code.K001, Code.K002, Code.K003, Code.K004, Code.K005,
-    Code.D002, Code.D001,
-    Code.G008, Code.G009,
-    Code.G014, Code.G015, Code.G018,
+    Code.G010,
+    Code.G007,
+    Code.G017,
+    Code.G001,
+    Code.G012,
+    Code.G013,
+    Code.G016,
+    Code.G020,
+    Code.G005,
+    Code.G002,
+    Code.G003,
+    Code.G004,
+    Code.K001,
+    Code.K002,
+    Code.K003,
+    Code.K004,
+    Code.K005,
+    Code.D002,
+    Code.D001,
+    Code.G008,
+    Code.G009,
+    Code.G014,
+    Code.G015,
+    Code.G018,
 )
 """The order in which the library rules run and their findings are reported: the reader's
 problems first, then coverage, kernels, drivers, the --gpu answers and AMD's bundle entries."""
 
-TARGET_ORDER: tuple[Code | Readers, ...] = (
-    READERS, Code.C002, Code.C003, Code.C001, Code.G006, Code.G011, Code.G019,
-)
+TARGET_ORDER: tuple[Code | Readers, ...] = (READERS, Code.C002, Code.C003, Code.C001, Code.G006, Code.G011, Code.G019)
 """The order in which the target rules run and their findings are reported."""
 
 READER_CODES = tuple(c for c in CODES if c.startswith("E"))
@@ -79,11 +95,13 @@ OTHER_CODES = (Code.X001, Code.X002)
 (archaudit.judge.audit.apply_filters) and the data members left out (archaudit.judge.audit.judge)."""
 
 LIBRARY_RULES: tuple[tuple[Code | Readers, LibraryRule], ...] = tuple(
-    (code, LIBRARY_REGISTERED[code]) for code in LIBRARY_ORDER)
+    (code, LIBRARY_REGISTERED[code]) for code in LIBRARY_ORDER
+)
 """Library rules, in the order their findings are reported (LIBRARY_ORDER)."""
 
 TARGET_RULES: tuple[tuple[Code | Readers, TargetRule], ...] = tuple(
-    (code, TARGET_REGISTERED[code]) for code in TARGET_ORDER)
+    (code, TARGET_REGISTERED[code]) for code in TARGET_ORDER
+)
 """Target rules, in the order their findings are reported (TARGET_ORDER)."""
 
 REGISTRY: dict[Code, LibraryRule | TargetRule] = {

@@ -28,10 +28,19 @@ def amd_g001(f: LibraryFacts) -> list[Finding]:
     entries = [e for e in f.amd if rocm.hip_reads(e)]
     names = [k for e in entries for k in (e.kernels or ())]
     read = all(e.kernels is not None for e in entries)
-    return [g001_finding(f.path, list(f.policy.amd_claim), f.policy.amd_claim_source or "--amd-arch",
-                         amd_carried(f), missing, sorted(set(names)) if read else None, why,
-                         nothing="carries no AMD code HIP selects",
-                         fix=f"Fix: build for {', '.join(missing)} (--offload-arch={missing[0]})")]
+    return [
+        g001_finding(
+            f.path,
+            list(f.policy.amd_claim),
+            f.policy.amd_claim_source or "--amd-arch",
+            amd_carried(f),
+            missing,
+            sorted(set(names)) if read else None,
+            why,
+            nothing="carries no AMD code HIP selects",
+            fix=f"Fix: build for {', '.join(missing)} (--offload-arch={missing[0]})",
+        )
+    ]
 
 
 def amd_carried(f: LibraryFacts) -> list[str]:
@@ -49,8 +58,13 @@ def amd_why(f: LibraryFacts, settings: Sequence[str]) -> str:
     """Why ROCm runs nothing there, where the binary shows more than missing code: an entry it
     selects whose code object the loader refuses, or entries it never reads."""
     refused = [e for m in settings for e in f.amd_path(m).refused]
-    return (_too_old_why(refused) + _unloadable_why(refused) + _refused_why(refused, settings)
-            + _unread_why(f) + _generic_why(f, settings))
+    return (
+        _too_old_why(refused)
+        + _unloadable_why(refused)
+        + _refused_why(refused, settings)
+        + _unread_why(f)
+        + _generic_why(f, settings)
+    )
 
 
 def _too_old_why(refused: list[Entry]) -> str:
@@ -58,8 +72,10 @@ def _too_old_why(refused: list[Entry]) -> str:
     old = sorted({e.code_version[0] for e in refused if rocm.too_old_alone(e)})
     if not old:
         return ""
-    return (f"; it is a bare code object of version {', '.join(map(str, old))}, and ROCm's comgr looks up "
-            f"bare code objects of versions 4 to 6 only (getElfIsaName)")
+    return (
+        f"; it is a bare code object of version {', '.join(map(str, old))}, and ROCm's comgr looks up "
+        f"bare code objects of versions 4 to 6 only (getElfIsaName)"
+    )
 
 
 def _unloadable_why(refused: list[Entry]) -> str:
@@ -67,19 +83,26 @@ def _unloadable_why(refused: list[Entry]) -> str:
     unloadable = sorted({e.identifier or e.target for e in refused if e.unloadable and not rocm.too_old_alone(e)})
     if not unloadable:
         return ""
-    return (f"; ROCm selects {', '.join(unloadable[:3])}, a code object without a loadable segment (a "
-            f"relocatable object never linked), which ROCr's loader refuses on every GPU")
+    return (
+        f"; ROCm selects {', '.join(unloadable[:3])}, a code object without a loadable segment (a "
+        f"relocatable object never linked), which ROCr's loader refuses on every GPU"
+    )
 
 
 def _refused_why(refused: list[Entry], settings: Sequence[str]) -> str:
     """Selected entries whose code object is built for another setting than their id says."""
-    built = {e.identifier or e.target: rocm.judged_target(e) for e in refused
-             if not rocm.too_old_alone(e) and not e.unloadable}
+    built = {
+        e.identifier or e.target: rocm.judged_target(e)
+        for e in refused
+        if not rocm.too_old_alone(e) and not e.unloadable
+    }
     if not built:
         return ""
     shown = "; ".join(f"{i} holds a code object built for {t}" for i, t in sorted(built.items())[:3])
-    return (f"; on {', '.join(settings[:4])} ROCm selects the first bundle entry whose id fits and the "
-            f"loader refuses its code object ({shown}), with no fallback to a later entry")
+    return (
+        f"; on {', '.join(settings[:4])} ROCm selects the first bundle entry whose id fits and the "
+        f"loader refuses its code object ({shown}), with no fallback to a later entry"
+    )
 
 
 def _unread_why(f: LibraryFacts) -> str:
@@ -93,14 +116,20 @@ def _unread_why(f: LibraryFacts) -> str:
 def _generic_why(f: LibraryFacts, settings: Sequence[str]) -> str:
     """Generic entries (gfx9-generic) of the GPUs' family, which comgr selects for no GPU."""
     procs = {m.split(":")[0] for m in settings}
-    generic = sorted({e.target for e in f.amd if rocm.hip_reads(e) and gfx.is_generic(e.target)
-                      and procs & set(gfx.family(e.target))})
+    generic = sorted(
+        {
+            e.target
+            for e in f.amd
+            if rocm.hip_reads(e) and gfx.is_generic(e.target) and procs & set(gfx.family(e.target))
+        }
+    )
     if not generic:
         return ""
-    return (f"; {', '.join(generic)} code is not selected for {', '.join(sorted(procs))}: ROCm's comgr "
-            f"(lookUpCodeObject) compares a bundle entry's processor with the GPU's own, so a generic "
-            f"entry fits no GPU; only a run on the GPU (archaudit smoke) can show a ROCm that selects it")
-
+    return (
+        f"; {', '.join(generic)} code is not selected for {', '.join(sorted(procs))}: ROCm's comgr "
+        f"(lookUpCodeObject) compares a bundle entry's processor with the GPU's own, so a generic "
+        f"entry fits no GPU; only a run on the GPU (archaudit smoke) can show a ROCm that selects it"
+    )
 
 
 def amd_kernel_gaps(f: LibraryFacts, gpus: Sequence[str] | None = None) -> tuple[rocm.AmdKernelGap, ...]:
@@ -113,24 +142,31 @@ def amd_kernel_gaps(f: LibraryFacts, gpus: Sequence[str] | None = None) -> tuple
     return rocm.kernel_gaps(f.amd_modules, [f.amd_path(m) for m in dict.fromkeys(gpus)])
 
 
-
 @library_rule(Code.G014)
 def rule_g014(f: LibraryFacts) -> list[Finding]:
     """G014: a code object whose own xnack/sramecc setting (ELF e_flags) is more specific than
     its bundle id. ROCm selects the entry by its id and the loader then refuses the code object
     on a GPU of the other setting, so it is judged by its e_flags; the id misdescribes it."""
-    bad = sorted({(e.identifier or e.target, e.own_target or "") for e in f.amd
-                  if rocm.hip_reads(e) and rocm.disagrees(e)})
+    bad = sorted(
+        {(e.identifier or e.target, e.own_target or "") for e in f.amd if rocm.hip_reads(e) and rocm.disagrees(e)}
+    )
     if not bad:
         return []
     shown = "; ".join(f"{i} holds a code object built for {t}" for i, t in bad[:3])
-    return [finding(Code.G014, f.path, f"{f.path}: {len(bad)} bundle entr{'y' if len(bad) == 1 else 'ies'} "
-                                    f"say{'s' * (len(bad) == 1)} less than {'its' if len(bad) == 1 else 'their'} "
-                                    f"code object, judged as built. Fix: bundle "
-                                    f"{'it' if len(bad) == 1 else 'each'} under the id it was built for "
-                                    f"(--offload-arch={bad[0][1]}). Its id: {shown}"
-                                    f"{' ...' if len(bad) > 3 else ''}",
-                    entries=[i for i, _ in bad], built=[t for _, t in bad])]
+    return [
+        finding(
+            Code.G014,
+            f.path,
+            f"{f.path}: {len(bad)} bundle entr{'y' if len(bad) == 1 else 'ies'} "
+            f"say{'s' * (len(bad) == 1)} less than {'its' if len(bad) == 1 else 'their'} "
+            f"code object, judged as built. Fix: bundle "
+            f"{'it' if len(bad) == 1 else 'each'} under the id it was built for "
+            f"(--offload-arch={bad[0][1]}). Its id: {shown}"
+            f"{' ...' if len(bad) > 3 else ''}",
+            entries=[i for i, _ in bad],
+            built=[t for _, t in bad],
+        )
+    ]
 
 
 @library_rule(Code.G015)
@@ -141,12 +177,19 @@ def rule_g015(f: LibraryFacts) -> list[Finding]:
     unread = sorted({e.identifier for e in f.amd if not rocm.hip_reads(e)})
     if not unread:
         return []
-    return [finding(Code.G015, f.path, f"{f.path}: HIP never selects {len(unread)} bundle entr"
-                                    f"{'y' if len(unread) == 1 else 'ies'}, which count for no GPU. Fix: bundle HIP "
-                                    f"code as hipv4-amdgcn-amd-amdhsa--<target> (a current clang). "
-                                    f"{', '.join(unread[:3])}{' ...' if len(unread) > 3 else ''}: comgr reads only "
-                                    f"hip, hipv4 and hcc entries whose triple is amdgcn-amd-amdhsa-- (five fields), "
-                                    f"spelt in lower case", entries=unread)]
+    return [
+        finding(
+            Code.G015,
+            f.path,
+            f"{f.path}: HIP never selects {len(unread)} bundle entr"
+            f"{'y' if len(unread) == 1 else 'ies'}, which count for no GPU. Fix: bundle HIP "
+            f"code as hipv4-amdgcn-amd-amdhsa--<target> (a current clang). "
+            f"{', '.join(unread[:3])}{' ...' if len(unread) > 3 else ''}: comgr reads only "
+            f"hip, hipv4 and hcc entries whose triple is amdgcn-amd-amdhsa-- (five fields), "
+            f"spelt in lower case",
+            entries=unread,
+        )
+    ]
 
 
 @library_rule(Code.G018)
@@ -156,19 +199,26 @@ def rule_g018(f: LibraryFacts) -> list[Finding]:
     refused = sorted({e.identifier or e.target for e in f.amd if e.unloadable})
     if not refused:
         return []
-    return [finding(Code.G018, f.path, f"{f.path}: {len(refused)} AMD code object{'s' * (len(refused) != 1)} "
-                                    f"without a loadable segment, which ROCr's loader refuses on every GPU: "
-                                    f"{'it counts' if len(refused) == 1 else 'they count'} for no GPU. Fix: link "
-                                    f"the device code (lld -shared, as clang's HIP driver does) before bundling. "
-                                    f"{', '.join(refused[:3])}{' ...' if len(refused) > 3 else ''}, as a "
-                                    f"relocatable object never linked is",
-                    entries=refused)]
+    return [
+        finding(
+            Code.G018,
+            f.path,
+            f"{f.path}: {len(refused)} AMD code object{'s' * (len(refused) != 1)} "
+            f"without a loadable segment, which ROCr's loader refuses on every GPU: "
+            f"{'it counts' if len(refused) == 1 else 'they count'} for no GPU. Fix: link "
+            f"the device code (lld -shared, as clang's HIP driver does) before bundling. "
+            f"{', '.join(refused[:3])}{' ...' if len(refused) > 3 else ''}, as a "
+            f"relocatable object never linked is",
+            entries=refused,
+        )
+    ]
 
 
 def modes_matter(target: str) -> bool:
     t = gfx.parse_target(target)
-    return any(gfx.processors()[p].supports(n) and t.feature(n) is None
-               for p in gfx.family(target) for n in gfx.FEATURES)
+    return any(
+        gfx.processors()[p].supports(n) and t.feature(n) is None for p in gfx.family(target) for n in gfx.FEATURES
+    )
 
 
 __all__ = [

@@ -54,8 +54,8 @@ class TargetFacts:
     @property
     def gpu_wheel(self) -> bool:
         """Whether the target is judged as GPU software at all."""
-        return (self.has_device_code or self.links_runtime or self.claim is not None
-                or bool(self.policy.amd_claim))
+        return self.has_device_code or self.links_runtime or self.claim is not None or bool(self.policy.amd_claim)
+
 
 # ---- registration: each rule is registered where it is defined; archaudit.judge.rules states
 # the order in which they run and report, once ----
@@ -75,21 +75,25 @@ TARGET_REGISTERED: dict[Code | Readers, TargetRule] = {}
 
 def library_rule(code: Code | Readers) -> Callable[[LibraryRule], LibraryRule]:
     """Register a library rule for `code` (one rule per code)."""
+
     def register(rule: LibraryRule) -> LibraryRule:
         if code in LIBRARY_REGISTERED:
             raise ValueError(f"two library rules for {code}")
         LIBRARY_REGISTERED[code] = rule
         return rule
+
     return register
 
 
 def target_rule(code: Code | Readers) -> Callable[[TargetRule], TargetRule]:
     """Register a target rule for `code` (one rule per code)."""
+
     def register(rule: TargetRule) -> TargetRule:
         if code in TARGET_REGISTERED:
             raise ValueError(f"two target rules for {code}")
         TARGET_REGISTERED[code] = rule
         return rule
+
     return register
 
 
@@ -110,7 +114,7 @@ def demangle(name: str) -> str:
         if j - i > 9:  # no identifier is a gigabyte long: not a name this reading knows
             break
         n = int(name[i:j])
-        parts.append(name[j:j + n])
+        parts.append(name[j : j + n])
         i = j + n
         if not nested or (i < len(name) and name[i] == "I"):
             break
@@ -177,10 +181,17 @@ def kept(f: LibraryFacts, fails: Iterable[str]) -> list[str]:
     return keep or (own or [x.removeprefix("compute_") for x in present_codes(f.codes)])[:1]
 
 
-def g001_finding(subject: str, claimed: Sequence[str], source: str, carried: Sequence[str], missing: Sequence[str],
-          kernels: Sequence[str] | None, why: str = "",
-          nothing: str = "carries only relocatable device code, which never loads on its own",
-          fix: str = "Fix: link its device code (nvcc -dlink, or build without -rdc)") -> Finding:
+def g001_finding(
+    subject: str,
+    claimed: Sequence[str],
+    source: str,
+    carried: Sequence[str],
+    missing: Sequence[str],
+    kernels: Sequence[str] | None,
+    why: str = "",
+    nothing: str = "carries only relocatable device code, which never loads on its own",
+    fix: str = "Fix: link its device code (nvcc -dlink, or build without -rdc)",
+) -> Finding:
     """The one G001 message, for NVIDIA, AMD and relocatable-only code alike: what is missing and
     its fix first (within the 240 characters a text line shows), then the claim and where it came
     from, what the library carries, and the kernels that would fail (``kernels`` None: its code
@@ -192,11 +203,17 @@ def g001_finding(subject: str, claimed: Sequence[str], source: str, carried: Seq
         fail = "its code defines no kernel by name"
     else:
         fail = f"{kernels_phrase(kernels, 0)} would fail there with 'no kernel image is available'"
-    return finding(Code.G001, subject,
-                   f"{subject} has no code for {dotted(missing)} (claimed). {fix}. It {has}{why} (claimed: "
-                   f"{', '.join(claimed)}, from {source}); {fail}",
-                   claimed=list(claimed), claim_source=source, carried=list(carried), missing=list(missing),
-                   kernels=sorted(kernels) if kernels is not None else None)
+    return finding(
+        Code.G001,
+        subject,
+        f"{subject} has no code for {dotted(missing)} (claimed). {fix}. It {has}{why} (claimed: "
+        f"{', '.join(claimed)}, from {source}); {fail}",
+        claimed=list(claimed),
+        claim_source=source,
+        carried=list(carried),
+        missing=list(missing),
+        kernels=sorted(kernels) if kernels is not None else None,
+    )
 
 
 def library_kernels(f: LibraryFacts) -> list[str] | None:
@@ -227,9 +244,12 @@ def groups(items: Iterable[tuple[tuple[str, ...], tuple[str, ...], str | None, f
         if name is not None:
             names[key].add(name)
         homes[key] |= units
-    out = [Group(c, f, None if unnamed else tuple(sorted(names[(c, f, unnamed)])), len(homes[(c, f, unnamed)]))
-           for (c, f, unnamed) in homes]
+    out = [
+        Group(c, f, None if unnamed else tuple(sorted(names[(c, f, unnamed)])), len(homes[(c, f, unnamed)]))
+        for (c, f, unnamed) in homes
+    ]
     return sorted(out, key=lambda g: (-(len(g.names) if g.names is not None else g.containers), g.carried, g.fails))
+
 
 def as_folded(found: Finding, p: Problem, subject: str) -> Finding:
     """The finding of a problem the reader folded (model.Problem.count): as many, the same examples."""

@@ -34,9 +34,15 @@ def rule_g010(f: LibraryFacts) -> list[Finding]:
     else that holds code, kernels identified or not, is judged."""
     if not f.stubs_only or f.relocatable:
         return []
-    return [finding(Code.G010, f.path, f"{f.path} carries device code without kernels "
-                                    f"(its containers define no kernel: "
-                                    f"{' '.join(sorted({e.target for e in f.library.entries}))})")]
+    return [
+        finding(
+            Code.G010,
+            f.path,
+            f"{f.path} carries device code without kernels "
+            f"(its containers define no kernel: "
+            f"{' '.join(sorted({e.target for e in f.library.entries}))})",
+        )
+    ]
 
 
 @library_rule(Code.G007)
@@ -44,8 +50,13 @@ def rule_g007(f: LibraryFacts) -> list[Finding]:
     """G007: relocatable (-rdc) entries are listed but never count as coverage."""
     if not f.relocatable:
         return []
-    return [finding(Code.G007, f.path, f"{f.path}: {len(f.relocatable)} relocatable entries "
-                                    f"(-rdc objects) are not loadable coverage")]
+    return [
+        finding(
+            Code.G007,
+            f.path,
+            f"{f.path}: {len(f.relocatable)} relocatable entries (-rdc objects) are not loadable coverage",
+        )
+    ]
 
 
 @library_rule(Code.G017)
@@ -61,10 +72,18 @@ def rule_g017(f: LibraryFacts) -> list[Finding]:
         what = f"{count_phrase(u.kernels, 0)} {'is' if len(u.kernels) == 1 else 'are'} defined only in {where}"
     else:
         what = f"the kernels of {where}, were not read (--fast), so some may be defined only there"
-    return [finding(Code.G017, f.path, f"{f.path}: {what}: reachable from no module. Fix: write one container "
-                                    f"per file (nvcc -fatbin of all the sources at once)"
-                                    + (f". Unreached: {kernels_phrase(u.kernels, 0)}" if u.kernels else ""),
-                    kernels=list(u.kernels), containers=u.containers, loader=loader)]
+    return [
+        finding(
+            Code.G017,
+            f.path,
+            f"{f.path}: {what}: reachable from no module. Fix: write one container "
+            f"per file (nvcc -fatbin of all the sources at once)"
+            + (f". Unreached: {kernels_phrase(u.kernels, 0)}" if u.kernels else ""),
+            kernels=list(u.kernels),
+            containers=u.containers,
+            loader=loader,
+        )
+    ]
 
 
 @library_rule(Code.G001)
@@ -84,14 +103,29 @@ def _g001_nvidia(f: LibraryFacts) -> list[Finding]:
         return [g001_finding(f.path, labels, f.claim.source, [], labels, None)]
     if not f.codes:
         return []
-    absent = [label(cc) for cc in f.missing if not f.paths[cc].dead  # G012's
-              and not all(c.unlinked for c in f.paths[cc].choices)]  # G013's
+    absent = [
+        label(cc)
+        for cc in f.missing
+        if not f.paths[cc].dead  # G012's
+        and not all(c.unlinked for c in f.paths[cc].choices)
+    ]  # G013's
     if not absent:
         return []
-    fix = (f"Fix: build for {', '.join('sm_' + x for x in absent)}, or record its gate: "
-           f"{library_entry(f.path, kept(f, absent))}")
-    return [g001_finding(f.path, [label(c) for c in f.claimed], f.claim.source, present_codes(f.codes), absent,
-                         library_kernels(f), fix=fix)]
+    fix = (
+        f"Fix: build for {', '.join('sm_' + x for x in absent)}, or record its gate: "
+        f"{library_entry(f.path, kept(f, absent))}"
+    )
+    return [
+        g001_finding(
+            f.path,
+            [label(c) for c in f.claimed],
+            f.claim.source,
+            present_codes(f.codes),
+            absent,
+            library_kernels(f),
+            fix=fix,
+        )
+    ]
 
 
 @library_rule(Code.G012)
@@ -108,11 +142,19 @@ def rule_g012(f: LibraryFacts) -> list[Finding]:
             continue
         last = arch.last_cuda(cc) or (0, 0)
         what = ", ".join(sorted({_dead_phrase(c) for c in dead}))
-        out.append(finding(Code.G012, f.path, f"{f.path} on {cc[0]}.{cc[1]} (claimed) has only code no driver can run "
-                                           f"there: the last driver for {cc[0]}.{cc[1]} GPUs supports CUDA "
-                                           f"{last[0]}.{last[1]}. Fix: build {cc[0]}.{cc[1]}'s code with CUDA "
-                                           f"{last[0]}.{last[1]} or older, or stop claiming it. It has only {what}",
-                           gpu=label(cc), dead=sorted({c.label for c in dead}), last_cuda=f"{last[0]}.{last[1]}"))
+        out.append(
+            finding(
+                Code.G012,
+                f.path,
+                f"{f.path} on {cc[0]}.{cc[1]} (claimed) has only code no driver can run "
+                f"there: the last driver for {cc[0]}.{cc[1]} GPUs supports CUDA "
+                f"{last[0]}.{last[1]}. Fix: build {cc[0]}.{cc[1]}'s code with CUDA "
+                f"{last[0]}.{last[1]} or older, or stop claiming it. It has only {what}",
+                gpu=label(cc),
+                dead=sorted({c.label for c in dead}),
+                last_cuda=f"{last[0]}.{last[1]}",
+            )
+        )
     return out
 
 
@@ -128,17 +170,27 @@ def rule_g013(f: LibraryFacts) -> list[Finding]:
         return []
     chosen = {id(c): c for cc in gpus for c in f.paths[cc].unlinked}.values()
     calls = sorted({s for c in chosen for s in c.entry.unresolved})
-    shown = ", ".join(calls[:KERNELS_SHOWN]) + (f" and {len(calls) - KERNELS_SHOWN} more" if len(calls) > KERNELS_SHOWN
-                                                 else "")
+    shown = ", ".join(calls[:KERNELS_SHOWN]) + (
+        f" and {len(calls) - KERNELS_SHOWN} more" if len(calls) > KERNELS_SHOWN else ""
+    )
     units = {i for cc in gpus for i, c in enumerate(f.paths[cc].choices) if c.unlinked}
     kernels = sorted({k for c in chosen for k in c.entry.kernels or ()})
-    return [finding(Code.G013, f.path, f"{f.path}: on {', '.join(f'{a}.{b}' for a, b in gpus)} (claimed) the driver "
-                                    f"picks relocatable cubins (-rdc) that do not load alone, and nothing links them "
-                                    f"at run time. Fix: link the device code at build time (nvcc -dlink, or without "
-                                    f"-rdc). In {len(units)} container{'s' * (len(units) != 1)} they call {shown} "
-                                    f"without carrying it, and the library has no nvJitLink (CUDA_ERROR_NOT_FOUND)"
-                                    + (f"; {kernels_phrase(kernels, 0)} cannot run there" if kernels else ""),
-                    gpus=[label(cc) for cc in gpus], unresolved=calls, containers=len(units), kernels=kernels)]
+    return [
+        finding(
+            Code.G013,
+            f.path,
+            f"{f.path}: on {', '.join(f'{a}.{b}' for a, b in gpus)} (claimed) the driver "
+            f"picks relocatable cubins (-rdc) that do not load alone, and nothing links them "
+            f"at run time. Fix: link the device code at build time (nvcc -dlink, or without "
+            f"-rdc). In {len(units)} container{'s' * (len(units) != 1)} they call {shown} "
+            f"without carrying it, and the library has no nvJitLink (CUDA_ERROR_NOT_FOUND)"
+            + (f"; {kernels_phrase(kernels, 0)} cannot run there" if kernels else ""),
+            gpus=[label(cc) for cc in gpus],
+            unresolved=calls,
+            containers=len(units),
+            kernels=kernels,
+        )
+    ]
 
 
 def _dead_phrase(c: NvCode) -> str:
@@ -150,7 +202,6 @@ def _dead_phrase(c: NvCode) -> str:
     return f"{c.label} (linked CUDA runtime)"
 
 
-
 @library_rule(Code.G005)
 def rule_g005(f: LibraryFacts) -> list[Finding]:
     """G005: all the library's code is arch-specific or family code, so it serves only those
@@ -159,9 +210,14 @@ def rule_g005(f: LibraryFacts) -> list[Finding]:
     if not f.specialised:
         return []
     served = sorted({cc for cc in arch.KNOWN_CCS if any(runs(c, cc) != "none" for c in f.codes)})
-    return [finding(Code.G005, f.path, f"{f.path} is specialised: serves only "
-                                    f"{', '.join(f'{a}.{b}' for a, b in served)} ({' '.join(f.carried)})",
-                    serves=[f"{a}.{b}" for a, b in served])]
+    return [
+        finding(
+            Code.G005,
+            f.path,
+            f"{f.path} is specialised: serves only {', '.join(f'{a}.{b}' for a, b in served)} ({' '.join(f.carried)})",
+            serves=[f"{a}.{b}" for a, b in served],
+        )
+    ]
 
 
 @library_rule(Code.G002)
@@ -173,8 +229,9 @@ def rule_g002(f: LibraryFacts) -> list[Finding]:
     if not jit:
         return []
     ptx = sorted({c.label for c in f.codes if c.kind == PTX})
-    return [finding(Code.G002, f.path, f"{f.path} runs on {dotted(jit)} only through PTX JIT ({', '.join(ptx)})",
-                    jit=jit)]
+    return [
+        finding(Code.G002, f.path, f"{f.path} runs on {dotted(jit)} only through PTX JIT ({', '.join(ptx)})", jit=jit)
+    ]
 
 
 @library_rule(Code.G003)
@@ -183,14 +240,22 @@ def rule_g003(f: LibraryFacts) -> list[Finding]:
     if not f.policy.exact or f.claim is None:
         return []
     claimed = set(f.claimed)
-    extra = sorted({c.target.label for c in f.codes if c.kind == SASS
-                    and arch.canonical_cc(c.target.cc) not in claimed}, key=label_key)
+    extra = sorted(
+        {c.target.label for c in f.codes if c.kind == SASS and arch.canonical_cc(c.target.cc) not in claimed},
+        key=label_key,
+    )
     if not extra:
         return []
-    return [finding(Code.G003, f.path, f"{f.path} carries {dotted(extra)}, which the claim does not list (--exact). "
-                                    f"Fix: build with the release's list, or claim "
-                                    f"{'it' if len(extra) == 1 else 'them'}",
-                    extra=extra)]
+    return [
+        finding(
+            Code.G003,
+            f.path,
+            f"{f.path} carries {dotted(extra)}, which the claim does not list (--exact). "
+            f"Fix: build with the release's list, or claim "
+            f"{'it' if len(extra) == 1 else 'them'}",
+            extra=extra,
+        )
+    ]
 
 
 @library_rule(Code.G004)
@@ -200,12 +265,26 @@ def rule_g004(f: LibraryFacts) -> list[Finding]:
     if f.policy.require_ptx != "newest" or f.claim is None or not f.claimed or not f.codes:
         return []
     newest = max(f.claimed)
-    if any(c.kind == PTX and c.target.cc == newest and c.jit_target is not None
-           and c.jit_target.cc == newest and not c.target.suffix and not c.jit_target.suffix for c in f.codes):
+    if any(
+        c.kind == PTX
+        and c.target.cc == newest
+        and c.jit_target is not None
+        and c.jit_target.cc == newest
+        and not c.target.suffix
+        and not c.jit_target.suffix
+        for c in f.codes
+    ):
         return []
-    return [finding(Code.G004, f.path, f"{f.path} carries no PTX for compute_{label(newest)}, the newest claimed "
-                                    f"(--require-ptx newest). Fix: add it ('{label(newest)}' or "
-                                    f"'{dotted([label(newest)])}+PTX')", newest=label(newest))]
+    return [
+        finding(
+            Code.G004,
+            f.path,
+            f"{f.path} carries no PTX for compute_{label(newest)}, the newest claimed "
+            f"(--require-ptx newest). Fix: add it ('{label(newest)}' or "
+            f"'{dotted([label(newest)])}+PTX')",
+            newest=label(newest),
+        )
+    ]
 
 
 __all__ = [

@@ -20,15 +20,31 @@ def rule_d002(f: LibraryFacts) -> list[Finding]:
     floor = f.floor
     if not f.codes or floor is None:
         return []
-    per_gpu = {label(cc): (p.floor.driver or "unknown") for cc in f.floor_gpus
-               if (p := f.paths[cc]).floor is not None}
+    per_gpu = {label(cc): (p.floor.driver or "unknown") for cc in f.floor_gpus if (p := f.paths[cc]).floor is not None}
     if floor.driver is None:
-        return [finding(Code.D002, f.path, f"{f.path} needs a driver archaudit cannot name ({floor.evidence})",
-                        cuda=floor.cuda_text, driver="unknown", gpus=per_gpu)]
+        return [
+            finding(
+                Code.D002,
+                f.path,
+                f"{f.path} needs a driver archaudit cannot name ({floor.evidence})",
+                cuda=floor.cuda_text,
+                driver="unknown",
+                gpus=per_gpu,
+            )
+        ]
     whose, also, more = _floor_scope(f, floor)
-    return [finding(Code.D002, f.path, f"{f.path} needs driver >= {floor.driver} ({f.policy.driver_os}, "
-                                    f"CUDA {floor.cuda_text}){whose}{also}", cuda=floor.cuda_text,
-                    driver=floor.driver, gpus=per_gpu, os=f.policy.driver_os, **more)]
+    return [
+        finding(
+            Code.D002,
+            f.path,
+            f"{f.path} needs driver >= {floor.driver} ({f.policy.driver_os}, CUDA {floor.cuda_text}){whose}{also}",
+            cuda=floor.cuda_text,
+            driver=floor.driver,
+            gpus=per_gpu,
+            os=f.policy.driver_os,
+            **more,
+        )
+    ]
 
 
 def _floor_scope(f: LibraryFacts, floor: Floor) -> tuple[str, str, dict[str, object]]:
@@ -37,16 +53,26 @@ def _floor_scope(f: LibraryFacts, floor: Floor) -> tuple[str, str, dict[str, obj
     code, which only a GPU outside the claim needs (one that JIT-compiles newer PTX)."""
     every = f.code_floor
     if not f.floor_gpus:
-        return (" for all its code, with no claim (a release publishes the floor of its claimed GPUs, which "
-                "may be lower: give the claim)", "", {"scope": "all-code"})
+        return (
+            " for all its code, with no claim (a release publishes the floor of its claimed GPUs, which "
+            "may be lower: give the claim)",
+            "",
+            {"scope": "all-code"},
+        )
     whose = " on its claimed GPUs" if f.claimed else " on the GPUs asked about"
     whose += ", the floor a release publishes" if f.claimed else ""
     if every is None or every.driver is None or every.key <= floor.key:
         return whose, "", {"scope": "claimed" if f.claimed else "asked"}
-    return (whose, f"; all its code needs >= {every.driver} (CUDA {every.cuda_text}, {every.evidence}), which "
-                   f"no claimed GPU needs",
-            {"scope": "claimed" if f.claimed else "asked", "all_code_driver": every.driver,
-             "all_code_cuda": every.cuda_text})
+    return (
+        whose,
+        f"; all its code needs >= {every.driver} (CUDA {every.cuda_text}, {every.evidence}), which "
+        f"no claimed GPU needs",
+        {
+            "scope": "claimed" if f.claimed else "asked",
+            "all_code_driver": every.driver,
+            "all_code_cuda": every.cuda_text,
+        },
+    )
 
 
 @library_rule(Code.D001)
@@ -74,13 +100,19 @@ def _d001_low(f: LibraryFacts, low: list[tuple[str, Floor]], driver: str) -> Fin
     scope = None
     if ptx and gpus and all("PTX ISA" in fl.evidence for _, fl in low):
         scope = _ptx_scope(f, [cc for cc in f.floor_gpus if label(cc) in gpus], driver)
-    return finding(Code.D001, f.path, f"{f.path} needs driver >= {top.driver} (CUDA {top.cuda_text})"
-                                   f"{' on ' + dotted(gpus) if gpus else ''}; {driver} given. Fix: require driver "
-                                   f">= {top.driver}, or build with an older toolkit. '{_driver_error(ptx, top)}' "
-                                   f"from {', '.join(evidence[:4])}{' ...' if len(evidence) > 4 else ''}"
-                                   f"{scope.text(driver) if scope else ''}",
-                   driver=top.driver, cuda=top.cuda_text, gpus=gpus,
-                   **(scope.data() if scope else {}))
+    return finding(
+        Code.D001,
+        f.path,
+        f"{f.path} needs driver >= {top.driver} (CUDA {top.cuda_text})"
+        f"{' on ' + dotted(gpus) if gpus else ''}; {driver} given. Fix: require driver "
+        f">= {top.driver}, or build with an older toolkit. '{_driver_error(ptx, top)}' "
+        f"from {', '.join(evidence[:4])}{' ...' if len(evidence) > 4 else ''}"
+        f"{scope.text(driver) if scope else ''}",
+        driver=top.driver,
+        cuda=top.cuda_text,
+        gpus=gpus,
+        **(scope.data() if scope else {}),
+    )
 
 
 def _judged_floors(f: LibraryFacts) -> list[tuple[str, Floor]]:
@@ -94,10 +126,16 @@ def _d001_unknown(f: LibraryFacts, unknown: list[tuple[str, Floor]], driver: str
     """D001 where a floor is unknown: the driver given cannot be verified (fail closed)."""
     gpus = [g for g, _ in unknown if g]
     why = sorted({fl.evidence for _, fl in unknown})
-    return finding(Code.D001, f.path, f"{f.path} needs a driver archaudit cannot name"
-                                   f"{' on ' + dotted(gpus) if gpus else ''}: {driver} cannot be verified. Fix: "
-                                   f"find the CUDA release that built it and require its driver. "
-                                   f"{'; '.join(why[:3])}", driver="unknown", gpus=gpus)
+    return finding(
+        Code.D001,
+        f.path,
+        f"{f.path} needs a driver archaudit cannot name"
+        f"{' on ' + dotted(gpus) if gpus else ''}: {driver} cannot be verified. Fix: "
+        f"find the CUDA release that built it and require its driver. "
+        f"{'; '.join(why[:3])}",
+        driver="unknown",
+        gpus=gpus,
+    )
 
 
 def _driver_error(ptx: bool, top: Floor) -> str:
@@ -124,20 +162,33 @@ class _PtxScope:
 
     def text(self, driver: str) -> str:
         each = ", ".join(f"{n} on {g[:-1]}.{g[-1]}" for g, n in self.per_gpu)
-        out = (f"; it is the floor of {kernels_phrase(list(self.kernels), 0)} ({each}) that have no native code "
-               f"there in any container, only that PTX, and no evidence that they are not launched there (not "
-               f"K003): they fail there on {driver}. It is not the floor of the whole library: its other kernels run "
-               f"natively there")
+        out = (
+            f"; it is the floor of {kernels_phrase(list(self.kernels), 0)} ({each}) that have no native code "
+            f"there in any container, only that PTX, and no evidence that they are not launched there (not "
+            f"K003): they fail there on {driver}. It is not the floor of the whole library: its other kernels run "
+            f"natively there"
+        )
         if self.native_elsewhere or self.excused:
-            parts = [f"{self.native_elsewhere} more of those containers' kernels have native code there in another "
-                     f"container (K004 unless a dispatch is recorded)"] if self.native_elsewhere else []
+            parts = (
+                [
+                    f"{self.native_elsewhere} more of those containers' kernels have native code there in another "
+                    f"container (K004 unless a dispatch is recorded)"
+                ]
+                if self.native_elsewhere
+                else []
+            )
             parts += [f"{self.excused} are excused there by evidence (K003) and set no floor"] if self.excused else []
             out += f" ({'; '.join(parts)})"
         return out
 
     def data(self) -> dict[str, object]:
-        return {"kernels": list(self.kernels[:100]), "kernel_count": len(self.kernels),
-                "per_gpu": dict(self.per_gpu), "native_elsewhere": self.native_elsewhere, "excused": self.excused}
+        return {
+            "kernels": list(self.kernels[:100]),
+            "kernel_count": len(self.kernels),
+            "per_gpu": dict(self.per_gpu),
+            "native_elsewhere": self.native_elsewhere,
+            "excused": self.excused,
+        }
 
 
 def _ptx_scope(f: LibraryFacts, gpus: list[CC], driver: str) -> _PtxScope | None:
@@ -185,8 +236,4 @@ def ptx_floor(code: NvCode | None, f: LibraryFacts) -> str | None:
         return None
 
 
-__all__ = [
-    "ptx_floor",
-    "rule_d001",
-    "rule_d002",
-]
+__all__ = ["ptx_floor", "rule_d001", "rule_d002"]

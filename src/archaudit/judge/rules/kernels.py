@@ -35,27 +35,43 @@ def rule_k001(f: LibraryFacts) -> list[Finding]:
     For AMD code the object is the kernel's own bundle (or bare code object): ROCm looks a
     kernel up in its own module only."""
     gaps = [(g.carried, g.fails, g.name, g.units) for g in f.kernel_gaps if g.verdict == "fails"]
-    out = [finding(Code.K001, f.path, f"{f.path}: {count_phrase(g.names, g.containers)} {fail_verb(g.names)} on "
-                                   f"{dotted(g.fails)}. Fix: build for {', '.join('sm_' + x for x in g.fails)} or "
-                                   f"record: {library_entry(f.path, kept(f, g.fails))}. "
-                                   f"{possessive(g.names).capitalize()} own container lacks the claimed "
-                                   f"{dotted(g.fails)}, carrying only {', '.join(g.carried)}: "
-                                   f"{kernels_phrase(g.names, g.containers)}",
-                   kernels=list(g.names or ()), containers=g.containers, carried=list(g.carried),
-                   fails=list(g.fails))
-           for g in groups(gaps)]
+    out = [
+        finding(
+            Code.K001,
+            f.path,
+            f"{f.path}: {count_phrase(g.names, g.containers)} {fail_verb(g.names)} on "
+            f"{dotted(g.fails)}. Fix: build for {', '.join('sm_' + x for x in g.fails)} or "
+            f"record: {library_entry(f.path, kept(f, g.fails))}. "
+            f"{possessive(g.names).capitalize()} own container lacks the claimed "
+            f"{dotted(g.fails)}, carrying only {', '.join(g.carried)}: "
+            f"{kernels_phrase(g.names, g.containers)}",
+            kernels=list(g.names or ()),
+            containers=g.containers,
+            carried=list(g.carried),
+            fails=list(g.fails),
+        )
+        for g in groups(gaps)
+    ]
     amd = [(g.carried, g.fails, g.name, frozenset({g.module})) for g in amd_kernel_gaps(f)]
-    out += [finding(Code.K001, f.path, f"{f.path}: {count_phrase(g.names, g.containers)} {fail_verb(g.names)} on "
-                                    f"{', '.join(g.fails)} (claimed), where the library's other bundles run: "
-                                    f"{possessive(g.names)} own bundle lacks it. Fix: build every bundle for "
-                                    f"{', '.join(sorted({x.split(':')[0] for x in g.fails}))}. They carry only "
-                                    f"{', '.join(g.carried)} (ROCm looks a kernel up in its own module only): "
-                                    f"{kernels_phrase(g.names, g.containers)}",
-                    kernels=list(g.names or ()), containers=g.containers, carried=list(g.carried),
-                    fails=list(g.fails), vendor="amd")
-            for g in groups(amd)]
+    out += [
+        finding(
+            Code.K001,
+            f.path,
+            f"{f.path}: {count_phrase(g.names, g.containers)} {fail_verb(g.names)} on "
+            f"{', '.join(g.fails)} (claimed), where the library's other bundles run: "
+            f"{possessive(g.names)} own bundle lacks it. Fix: build every bundle for "
+            f"{', '.join(sorted({x.split(':')[0] for x in g.fails}))}. They carry only "
+            f"{', '.join(g.carried)} (ROCm looks a kernel up in its own module only): "
+            f"{kernels_phrase(g.names, g.containers)}",
+            kernels=list(g.names or ()),
+            containers=g.containers,
+            carried=list(g.carried),
+            fails=list(g.fails),
+            vendor="amd",
+        )
+        for g in groups(amd)
+    ]
     return out
-
 
 
 @library_rule(Code.K002)
@@ -63,13 +79,21 @@ def rule_k002(f: LibraryFacts) -> list[Finding]:
     """K002: kernels whose code is all arch-specific or family code: they serve only those
     GPUs by design."""
     gaps = [(g.carried, g.fails, g.name, g.units) for g in f.kernel_gaps if g.verdict == "specialised"]
-    return [finding(Code.K002, f.path, f"{f.path}: {count_phrase(g.names, g.containers)} not meant for "
-                                    f"{dotted(g.fails)} (claimed), as designed: all their code is arch-specific or "
-                                    f"family code "
-                                    f"({', '.join(g.carried)}), and their names say so or no generic code of the "
-                                    f"library runs there: {kernels_phrase(g.names, g.containers)}",
-                    kernels=list(g.names or ()), carried=list(g.carried), fails=list(g.fails))
-            for g in groups(gaps)]
+    return [
+        finding(
+            Code.K002,
+            f.path,
+            f"{f.path}: {count_phrase(g.names, g.containers)} not meant for "
+            f"{dotted(g.fails)} (claimed), as designed: all their code is arch-specific or "
+            f"family code "
+            f"({', '.join(g.carried)}), and their names say so or no generic code of the "
+            f"library runs there: {kernels_phrase(g.names, g.containers)}",
+            kernels=list(g.names or ()),
+            carried=list(g.carried),
+            fails=list(g.fails),
+        )
+        for g in groups(gaps)
+    ]
 
 
 @library_rule(Code.K003)
@@ -83,27 +107,45 @@ def rule_k003(f: LibraryFacts) -> list[Finding]:
         gaps = [(g.carried, g.fails, g.name, g.units) for g in f.kernel_gaps if g.verdict == why]
         for g in groups(gaps):
             if why == "chosen":
-                out.append(finding(Code.K003, f.path,
-                                   f"{f.path}: {count_phrase(g.names, g.containers)} not meant for "
-                                   f"{dotted(g.fails)} (claimed) from their own cubin, as designed: on "
-                                   f"{dotted(g.fails)} another of the whole cubins the library loads itself carries "
-                                   f"them, and it loads the image it picks (cuModuleLoadData); they carry code only "
-                                   f"for {', '.join(g.carried)}: {kernels_phrase(g.names, g.containers)}",
-                                   kernels=list(g.names or ()), carried=list(g.carried), fails=list(g.fails),
-                                   reason=why))
+                out.append(
+                    finding(
+                        Code.K003,
+                        f.path,
+                        f"{f.path}: {count_phrase(g.names, g.containers)} not meant for "
+                        f"{dotted(g.fails)} (claimed) from their own cubin, as designed: on "
+                        f"{dotted(g.fails)} another of the whole cubins the library loads itself carries "
+                        f"them, and it loads the image it picks (cuModuleLoadData); they carry code only "
+                        f"for {', '.join(g.carried)}: {kernels_phrase(g.names, g.containers)}",
+                        kernels=list(g.names or ()),
+                        carried=list(g.carried),
+                        fails=list(g.fails),
+                        reason=why,
+                    )
+                )
                 continue
             if why == "named":
-                said = (f"their names mean {_name_floor_text(g.names)} or newer ({_conventions(g.names)}), and "
-                        f"their code is for no older GPU (only {', '.join(g.carried)})")
+                said = (
+                    f"their names mean {_name_floor_text(g.names)} or newer ({_conventions(g.names)}), and "
+                    f"their code is for no older GPU (only {', '.join(g.carried)})"
+                )
             else:  # the code their containers do give these GPUs, which leaves them out
-                said = (f"{dotted(g.fails)} runs {', '.join(_given_labels(f, g))} of their own container, built "
-                        f"for it (or newer than all code that carries them), and the source left them out there; "
-                        f"they have code only for {', '.join(g.carried)}")
-            out.append(finding(Code.K003, f.path,
-                               f"{f.path}: {count_phrase(g.names, g.containers)} not meant for {dotted(g.fails)} "
-                               f"(claimed), as designed: {said}: {kernels_phrase(g.names, g.containers)}",
-                               kernels=list(g.names or ()), carried=list(g.carried), fails=list(g.fails),
-                               reason=why))
+                said = (
+                    f"{dotted(g.fails)} runs {', '.join(_given_labels(f, g))} of their own container, built "
+                    f"for it (or newer than all code that carries them), and the source left them out there; "
+                    f"they have code only for {', '.join(g.carried)}"
+                )
+            out.append(
+                finding(
+                    Code.K003,
+                    f.path,
+                    f"{f.path}: {count_phrase(g.names, g.containers)} not meant for {dotted(g.fails)} "
+                    f"(claimed), as designed: {said}: {kernels_phrase(g.names, g.containers)}",
+                    kernels=list(g.names or ()),
+                    carried=list(g.carried),
+                    fails=list(g.fails),
+                    reason=why,
+                )
+            )
     return out
 
 
@@ -128,18 +170,30 @@ def _k003_stated(f: LibraryFacts) -> list[Finding]:
     per statement and (carried, fails): the string, what it speaks for, and its source."""
     out = []
     for said in f.statements:
-        gaps = [(g.carried, g.fails, g.name, g.units) for g in f.kernel_gaps if g.verdict == "stated"
-                and g.name is not None and said.kernels.search(g.name)]
+        gaps = [
+            (g.carried, g.fails, g.name, g.units)
+            for g in f.kernel_gaps
+            if g.verdict == "stated" and g.name is not None and said.kernels.search(g.name)
+        ]
         for g in groups(gaps):
             text = said.text.decode("utf-8")
-            out.append(finding(
-                Code.K003, f.path,
-                f"{f.path}: {count_phrase(g.names, g.containers)} not meant for {dotted(g.fails)} (claimed), as "
-                f"designed: the library carries \"{text}\", so its host code launches {said.speaks_for} only from "
-                f"{said.first[0]}.{said.first[1]} on ({said.name}, data/vendor.json); they carry code only for "
-                f"{', '.join(g.carried)}: {kernels_phrase(g.names, g.containers)}",
-                kernels=list(g.names or ()), carried=list(g.carried), fails=list(g.fails), reason="stated",
-                statement=text, statement_kernels=said.kernels.pattern, statement_source=said.source))
+            out.append(
+                finding(
+                    Code.K003,
+                    f.path,
+                    f"{f.path}: {count_phrase(g.names, g.containers)} not meant for {dotted(g.fails)} (claimed), as "
+                    f'designed: the library carries "{text}", so its host code launches {said.speaks_for} only from '
+                    f"{said.first[0]}.{said.first[1]} on ({said.name}, data/vendor.json); they carry code only for "
+                    f"{', '.join(g.carried)}: {kernels_phrase(g.names, g.containers)}",
+                    kernels=list(g.names or ()),
+                    carried=list(g.carried),
+                    fails=list(g.fails),
+                    reason="stated",
+                    statement=text,
+                    statement_kernels=said.kernels.pattern,
+                    statement_source=said.source,
+                )
+            )
     return out
 
 
@@ -189,21 +243,29 @@ def rule_k004(f: LibraryFacts) -> list[Finding]:
     for key in sorted(names, key=lambda k: (-len(names[k]), k)):
         carried, fails = key
         mine = [container_name(f, i) for i in sorted(units[key])]
-        theirs = [container_name(f, j) for j in sorted(others[key] - units[key])] or \
-            [container_name(f, j) for j in sorted(others[key])]
+        theirs = [container_name(f, j) for j in sorted(others[key] - units[key])] or [
+            container_name(f, j) for j in sorted(others[key])
+        ]
         base = f.path.rsplit("!", 1)[-1].rsplit("/", 1)[-1]
         listed = sorted(names[key])
-        out.append(finding(
-            Code.K004, f.path,
-            f"{f.path}: {count_phrase(listed, 0)} {fail_verb(listed)} on {dotted(fails)} unless the host picks another "
-            f"container. Fix: build for {', '.join('sm_' + x for x in fails)} or record: "
-            f"[[tool.archaudit.ignore-library]] code = \"K004\" library = \"{base}\" reason = \"{ENTRY_REASON}\". "
-            f"{_first(mine)} (claimed {', '.join(fails)}) carr{'ies' if len(mine) == 1 else 'y'} only "
-            f"{', '.join(carried)}; only {_first(theirs)} carr{'ies' if len(theirs) == 1 else 'y'} the same names; "
-            f"the runtime launches each container's kernels from its own module: {kernels_phrase(listed, 0)}",
-            kernels=sorted(names[key]), containers=mine, carried=list(carried), fails=list(fails), elsewhere=theirs))
+        out.append(
+            finding(
+                Code.K004,
+                f.path,
+                f"{f.path}: {count_phrase(listed, 0)} {fail_verb(listed)} on {dotted(fails)} unless the host picks "
+                f"another container. Fix: build for {', '.join('sm_' + x for x in fails)} or record: "
+                f'[[tool.archaudit.ignore-library]] code = "K004" library = "{base}" reason = "{ENTRY_REASON}". '
+                f"{_first(mine)} (claimed {', '.join(fails)}) carr{'ies' if len(mine) == 1 else 'y'} only "
+                f"{', '.join(carried)}; only {_first(theirs)} carr{'ies' if len(theirs) == 1 else 'y'} the same names; "
+                f"the runtime launches each container's kernels from its own module: {kernels_phrase(listed, 0)}",
+                kernels=sorted(names[key]),
+                containers=mine,
+                carried=list(carried),
+                fails=list(fails),
+                elsewhere=theirs,
+            )
+        )
     return out
-
 
 
 def _first(items: list[str]) -> str:
@@ -212,10 +274,4 @@ def _first(items: list[str]) -> str:
     return ", ".join(items[:KERNELS_SHOWN]) + (f" and {more} more" if more > 0 else "")
 
 
-__all__ = [
-    "container_name",
-    "rule_k001",
-    "rule_k002",
-    "rule_k003",
-    "rule_k004",
-]
+__all__ = ["container_name", "rule_k001", "rule_k002", "rule_k003", "rule_k004"]

@@ -42,22 +42,41 @@ def _on_nvidia_gpu(f: LibraryFacts, name: str, cc: CC) -> Finding:
     away by the project's host code, or what the GPU runs of the library."""
     if arch.is_tegra(cc) and f.policy.platforms and not arm_linux(f.policy.platforms):
         # a Jetson runs Linux on aarch64: a wheel for another platform is never installed there
-        return finding(Code.G009, f.path, f"{f.path} on {name} ({cc[0]}.{cc[1]}): not at all (the wheel "
-                       f"is for {', '.join(f.policy.platforms)}; a {name} runs Linux on aarch64, so "
-                       f"it cannot be installed there)", gpu=name, runs="none",
-                       platforms=list(f.policy.platforms))
+        return finding(
+            Code.G009,
+            f.path,
+            f"{f.path} on {name} ({cc[0]}.{cc[1]}): not at all (the wheel "
+            f"is for {', '.join(f.policy.platforms)}; a {name} runs Linux on aarch64, so "
+            f"it cannot be installed there)",
+            gpu=name,
+            runs="none",
+            platforms=list(f.policy.platforms),
+        )
     if f.vendor is not None and not f.vendor.covers(cc):
         # the same rule as for a claimed GPU: a vendor library is not held against a GPU
         # outside the range its vendor documents (its callers use it only there)
-        return finding(Code.G016, f.path, f"{f.path} on {name} ({cc[0]}.{cc[1]}): not supported by its "
-                       f"vendor, so not held against the wheel: it is {f.vendor.library}, which its "
-                       f"vendor documents for {f.vendor.text} ({f.vendor.source})", gpu=name,
-                       library=f.vendor.library, range=f.vendor.text, gpus=[label(cc)])
+        return finding(
+            Code.G016,
+            f.path,
+            f"{f.path} on {name} ({cc[0]}.{cc[1]}): not supported by its "
+            f"vendor, so not held against the wheel: it is {f.vendor.library}, which its "
+            f"vendor documents for {f.vendor.text} ({f.vendor.source})",
+            gpu=name,
+            library=f.vendor.library,
+            range=f.vendor.text,
+            gpus=[label(cc)],
+        )
     own = library_claim(f.policy, f.path)
     if own is not None and cc not in own.claim.gpus:  # the project records its host gates it away
-        return finding(Code.G008, f.path, f"{f.path} on {name} ({cc[0]}.{cc[1]}): not launched there: "
-                       f"its host code gates it to {own.claim.raw} ({own.reason}; [tool.archaudit] "
-                       f"library {own.path})", gpu=name, runs="gated")
+        return finding(
+            Code.G008,
+            f.path,
+            f"{f.path} on {name} ({cc[0]}.{cc[1]}): not launched there: "
+            f"its host code gates it to {own.claim.raw} ({own.reason}; [tool.archaudit] "
+            f"library {own.path})",
+            gpu=name,
+            runs="gated",
+        )
     p = f.paths[cc]
     failing = [g for g in f.kernel_gaps_on(cc) if g.verdict in ("fails", "elsewhere")]
     word = _runs_word(f, cc)
@@ -67,8 +86,13 @@ def _on_nvidia_gpu(f: LibraryFacts, name: str, cc: CC) -> Finding:
         word += _none_fix(f, cc)
     if p.runs == "native":
         word += _jit_part(f, cc)
-    return finding(Code.G009 if p.runs == "none" or failing else Code.G008, f.path,
-                   f"{f.path} on {name} ({cc[0]}.{cc[1]}): {word}", gpu=name, runs=p.runs)
+    return finding(
+        Code.G009 if p.runs == "none" or failing else Code.G008,
+        f.path,
+        f"{f.path} on {name} ({cc[0]}.{cc[1]}): {word}",
+        gpu=name,
+        runs=p.runs,
+    )
 
 
 def _runs_word(f: LibraryFacts, cc: CC) -> str:
@@ -85,13 +109,16 @@ def _runs_word(f: LibraryFacts, cc: CC) -> str:
 def _failing_word(f: LibraryFacts, cc: CC, failing: list[KernelGap], word: str) -> str:
     """The kernels the GPU cannot run, the fix, and how it runs the rest (``word``)."""
     names = sorted({g.name for g in failing if g.name is not None})
-    keep = [label(c) for c in f.claimed if c != cc] or \
-        [x.removeprefix("sm_") for x in present_codes(f.codes) if x.startswith("sm_") and x != f"sm_{label(cc)}"]
-    return (f"{_failing_count(failing)} cannot run there ({word} for the rest). "
-            f"Fix: build for sm_{label(cc)}, or record its gate: "
-            f"{library_entry(f.path, keep)}. They carry only "
-            f"{', '.join(sorted({t for g in failing for t in g.carried})[:6])}: "
-            f"{kernels_phrase(names, 0)}")
+    keep = [label(c) for c in f.claimed if c != cc] or [
+        x.removeprefix("sm_") for x in present_codes(f.codes) if x.startswith("sm_") and x != f"sm_{label(cc)}"
+    ]
+    return (
+        f"{_failing_count(failing)} cannot run there ({word} for the rest). "
+        f"Fix: build for sm_{label(cc)}, or record its gate: "
+        f"{library_entry(f.path, keep)}. They carry only "
+        f"{', '.join(sorted({t for g in failing for t in g.carried})[:6])}: "
+        f"{kernels_phrase(names, 0)}"
+    )
 
 
 def _none_fix(f: LibraryFacts, cc: CC) -> str:
@@ -100,9 +127,11 @@ def _none_fix(f: LibraryFacts, cc: CC) -> str:
     p = f.paths[cc]
     if p.dead or p.unlinked:
         return f". Fix: build for sm_{label(cc)}"
-    return (f". Fix: build for sm_{label(cc)}, or record its gate: "
-            f"{library_entry(f.path, _present_sass(f, cc))}. It carries only "
-            f"{', '.join(present_codes(f.codes)[:6])}")
+    return (
+        f". Fix: build for sm_{label(cc)}, or record its gate: "
+        f"{library_entry(f.path, _present_sass(f, cc))}. It carries only "
+        f"{', '.join(present_codes(f.codes)[:6])}"
+    )
 
 
 def _present_sass(f: LibraryFacts, cc: CC) -> list[str]:
@@ -133,12 +162,15 @@ def _jit_part(f: LibraryFacts, cc: CC) -> str:
         return ""
     names = sorted(frozenset().union(*(r for _, r in jit)))
     codes = [f.paths[cc].choices[i].code for i, _ in jit]
-    ptx = sorted({f"{c.label}, PTX ISA {c.entry.code_version[0]}.{c.entry.code_version[1]}" for c in codes
-                  if c is not None})
+    ptx = sorted(
+        {f"{c.label}, PTX ISA {c.entry.code_version[0]}.{c.entry.code_version[1]}" for c in codes if c is not None}
+    )
     floors = sorted({d for c in codes if (d := ptx_floor(c, f)) is not None}, key=lambda d: Floor(None, d, "").key)
     need = f": driver >= {floors[-1]}" if floors else ""
-    return (f"; {kernels_phrase(names, 0)} in {len(jit)} container{'s' * (len(jit) != 1)} reach it only through "
-            f"PTX JIT ({'; '.join(ptx)}{need})")
+    return (
+        f"; {kernels_phrase(names, 0)} in {len(jit)} container{'s' * (len(jit) != 1)} reach it only through "
+        f"PTX JIT ({'; '.join(ptx)}{need})"
+    )
 
 
 def _on_amd_gpu(f: LibraryFacts, g: AmdGpu) -> Finding:
@@ -149,20 +181,34 @@ def _on_amd_gpu(f: LibraryFacts, g: AmdGpu) -> Finding:
     gaps = amd_kernel_gaps(f, ok)
     where = f"{g.ships}, as it ships" if g.ships else g.target
     if len(ok) == len(asked) and not gaps:
-        return finding(Code.G008, f.path, f"{f.path} on {g.name} ({where}): native", gpu=g.name, runs="native",
-                       setting=g.ships or None)
+        return finding(
+            Code.G008,
+            f.path,
+            f"{f.path} on {g.name} ({where}): native",
+            gpu=g.name,
+            runs="native",
+            setting=g.ships or None,
+        )
     word = _amd_runs_word(f, asked, ok, gaps) + _amd_setting_note(f, g, asked, ok)
     fix = f"Fix: build for {g.target.split(':')[0]} (--offload-arch={g.ships or g.target})"
-    return finding(Code.G009, f.path, f"{f.path} on {g.name} ({where}): {_fix_second(word, fix)}", gpu=g.name,
-                   runs="native" if ok else "none", setting=g.ships or None)
+    return finding(
+        Code.G009,
+        f.path,
+        f"{f.path} on {g.name} ({where}): {_fix_second(word, fix)}",
+        gpu=g.name,
+        runs="native" if ok else "none",
+        setting=g.ships or None,
+    )
 
 
 def _amd_runs_word(f: LibraryFacts, asked: list[str], ok: list[str], gaps: tuple[rocm.AmdKernelGap, ...]) -> str:
     """How an AMD GPU that does not run all of the library in every asked setting runs it."""
     if gaps:
         names = sorted({x.name for x in gaps if x.name is not None})
-        return (f"native for part of it; {kernels_phrase(names, sum(1 for x in gaps if x.name is None))} cannot "
-                f"run there (their own bundles carry only {', '.join(sorted({t for x in gaps for t in x.carried}))})")
+        return (
+            f"native for part of it; {kernels_phrase(names, sum(1 for x in gaps if x.name is None))} cannot "
+            f"run there (their own bundles carry only {', '.join(sorted({t for x in gaps for t in x.carried}))})"
+        )
     if not ok:
         return "not at all" + amd_why(f, asked)
     return f"only as {', '.join(ok)}, not as {', '.join(m for m in asked if m not in ok)}"
@@ -172,14 +218,14 @@ def _amd_setting_note(f: LibraryFacts, g: AmdGpu, asked: list[str], ok: list[str
     """What the GPU's setting adds: it is not recorded (every setting must run), or the library
     runs only in a setting the GPU does not ship with, and what changing it takes."""
     if not g.ships and ok != asked:
-        return (f"; how {g.name} is set up is not recorded, so every setting must run (name one: "
-                f"--gpu {asked[0]})")
+        return f"; how {g.name} is set up is not recorded, so every setting must run (name one: --gpu {asked[0]})"
     others = [m for m in rocm.settings(g.target.split(":")[0]) if m not in asked and f.amd_path(m).runs]
     if not others or ok:
         return ""
     changes = [f"{n} ({how})" for n, how in g.switch]
-    return (f"; it runs only as {', '.join(others)}, which is not how {g.name} ships"
-            + (f": that takes {', '.join(changes)}" if changes else ""))
+    return f"; it runs only as {', '.join(others)}, which is not how {g.name} ships" + (
+        f": that takes {', '.join(changes)}" if changes else ""
+    )
 
 
 def _fix_second(word: str, fix: str) -> str:
@@ -198,9 +244,4 @@ def on_gpu(lib: Library, name: str, cc: CC, policy: Policy | None = None) -> Fin
     return next(iter(named_gpus(f)), None)
 
 
-__all__ = [
-    "named_gpus",
-    "on_gpu",
-    "rule_g008",
-    "rule_g009",
-]
+__all__ = ["named_gpus", "on_gpu", "rule_g008", "rule_g009"]

@@ -17,8 +17,9 @@ def rule_reader_problems(f: LibraryFacts) -> list[Finding]:
     for p in f.library.problems:
         where = f" (at 0x{p.offset:x})" if p.offset is not None and "0x" not in p.message else ""
         where += _problem_container(f, p)
-        out.append(as_folded(finding(p.code, f.path, f"{f.path}: {p.message}{where}. Fix: {problem_fix(p.code)}"),
-                             p, f.path))
+        out.append(
+            as_folded(finding(p.code, f.path, f"{f.path}: {p.message}{where}. Fix: {problem_fix(p.code)}"), p, f.path)
+        )
     return out
 
 
@@ -42,20 +43,21 @@ def problem_fix(code: Code) -> str:
 def _problem_container(f: LibraryFacts, p: Problem) -> str:
     """The container a problem's offset starts, named as a person finds it (.nv_fatbin[2]), where
     the library's reader placed a container there in a section."""
-    units = [i for i, u in enumerate(f.units) if p.offset is not None and u.container.offset == p.offset
-             and u.container.section]
+    units = [
+        i
+        for i, u in enumerate(f.units)
+        if p.offset is not None and u.container.offset == p.offset and u.container.section
+    ]
     return f" ({container_name(f, units[0])})" if units else ""
-
 
 
 @target_rule(READERS)
 def rule_target_problems(t: TargetFacts) -> list[Finding]:
     """E0xx of the target itself (an unreadable wheel, a malformed archive)."""
-    return [as_folded(finding(p.code, t.target, f"{t.target}: {p.message}. Fix: {problem_fix(p.code)}"), p, t.target)
-            for p in t.inventory.problems]
+    return [
+        as_folded(finding(p.code, t.target, f"{t.target}: {p.message}. Fix: {problem_fix(p.code)}"), p, t.target)
+        for p in t.inventory.problems
+    ]
 
 
-__all__ = [
-    "rule_reader_problems",
-    "rule_target_problems",
-]
+__all__ = ["rule_reader_problems", "rule_target_problems"]

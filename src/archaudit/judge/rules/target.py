@@ -22,9 +22,15 @@ def rule_c003(t: TargetFacts) -> list[Finding]:
     e, c = t.embedded, t.claim
     if e is None or c is None or e is c or e.gpus == c.gpus:
         return []
-    return [finding(Code.C003, t.target, f"{e.source[12:]} embeds {dotted(label(x) for x in e.gpus)} but "
-                                      f"{c.source} says {dotted(label(x) for x in c.gpus)}. Fix: make the build's "
-                                      f"arch list and the release's claim the same list")]
+    return [
+        finding(
+            Code.C003,
+            t.target,
+            f"{e.source[12:]} embeds {dotted(label(x) for x in e.gpus)} but "
+            f"{c.source} says {dotted(label(x) for x in c.gpus)}. Fix: make the build's "
+            f"arch list and the release's claim the same list",
+        )
+    ]
 
 
 @target_rule(Code.C001)
@@ -37,14 +43,30 @@ def rule_c001(t: TargetFacts) -> list[Finding]:
         # a question about NVIDIA GPUs alone is not failed by the AMD libraries: they never load there
         if f.amd and not t.policy.amd_claim and not t.policy.amd_gpus and not t.policy.gpus:
             targets = sorted({e.target for e in f.amd})
-            out.append(finding(Code.C001, f.path, f"{f.path}: no claimed gfx target reached the check. Fix: give "
-                                               f"its targets (--amd-arch 'gfx90a;gfx942') or ask about a GPU "
-                                               f"(--gpu MI300X). It carries AMD device code ({', '.join(targets)})"))
-    if t.gpu_wheel and not t.inventory.unusable and t.claim is None and not asked and (
-            t.has_nvidia or (t.links_runtime and not t.policy.amd_claim)):
-        out.append(finding(Code.C001, t.target,
-                           f"{t.target}: GPU wheel, no claimed architectures. Fix: give them (--arch '80;90', "
-                           f"cuda-archs in [tool.archaudit]) or ask about GPUs (--gpu T4 --gpu H100)"))
+            out.append(
+                finding(
+                    Code.C001,
+                    f.path,
+                    f"{f.path}: no claimed gfx target reached the check. Fix: give "
+                    f"its targets (--amd-arch 'gfx90a;gfx942') or ask about a GPU "
+                    f"(--gpu MI300X). It carries AMD device code ({', '.join(targets)})",
+                )
+            )
+    if (
+        t.gpu_wheel
+        and not t.inventory.unusable
+        and t.claim is None
+        and not asked
+        and (t.has_nvidia or (t.links_runtime and not t.policy.amd_claim))
+    ):
+        out.append(
+            finding(
+                Code.C001,
+                t.target,
+                f"{t.target}: GPU wheel, no claimed architectures. Fix: give them (--arch '80;90', "
+                f"cuda-archs in [tool.archaudit]) or ask about GPUs (--gpu T4 --gpu H100)",
+            )
+        )
     return out
 
 
@@ -58,16 +80,31 @@ def rule_g006(t: TargetFacts) -> list[Finding]:
         loadable = any(c.entries for lib in libs for c in lib.containers if c.loadable)
         if not loadable:
             why = "links a GPU runtime" if t.links_runtime else "a claim was given"
-            out.append(finding(Code.G006, t.target, f"{t.target}: GPU wheel ({why}) but no library "
-                                                 f"carries loadable device code. Fix: check the build compiled "
-                                                 f"device code (CUDA or HIP enabled) and the wheel ships it"))
+            out.append(
+                finding(
+                    Code.G006,
+                    t.target,
+                    f"{t.target}: GPU wheel ({why}) but no library "
+                    f"carries loadable device code. Fix: check the build compiled "
+                    f"device code (CUDA or HIP enabled) and the wheel ships it",
+                )
+            )
     for pattern in t.policy.require_device_code:
-        hits = [lib for lib in libs if fnmatch.fnmatch(lib.path, pattern)
-                or fnmatch.fnmatch(lib.path.rsplit("/", 1)[-1], pattern)]
+        hits = [
+            lib
+            for lib in libs
+            if fnmatch.fnmatch(lib.path, pattern) or fnmatch.fnmatch(lib.path.rsplit("/", 1)[-1], pattern)
+        ]
         if not any(lib.has_device_code for lib in hits):
-            out.append(finding(Code.G006, t.target, f"{t.target}: required library {pattern!r} "
-                                                 f"{'carries no device code' if hits else 'is not shipped'}. Fix: "
-                                                 f"check the build compiled it and the wheel ships it"))
+            out.append(
+                finding(
+                    Code.G006,
+                    t.target,
+                    f"{t.target}: required library {pattern!r} "
+                    f"{'carries no device code' if hits else 'is not shipped'}. Fix: "
+                    f"check the build compiled it and the wheel ships it",
+                )
+            )
     return out
 
 
@@ -89,18 +126,33 @@ def _no_nvidia_code(t: TargetFacts) -> list[Finding]:
     runs there: no, never a pass), on a target without NVIDIA code."""
     out = []
     if t.claim is not None:
-        out.append(finding(Code.G011, t.target, f"{t.target}: claims CUDA architectures "
-                                             f"{dotted(label(c) for c in t.claim.gpus)} ({t.claim.source}) but no "
-                                             f"library carries NVIDIA device code. Fix: ship the CUDA build, or stop "
-                                             f"claiming CUDA architectures", vendor="nvidia",
-                           missing=[label(c) for c in t.claim.gpus]))
+        out.append(
+            finding(
+                Code.G011,
+                t.target,
+                f"{t.target}: claims CUDA architectures "
+                f"{dotted(label(c) for c in t.claim.gpus)} ({t.claim.source}) but no "
+                f"library carries NVIDIA device code. Fix: ship the CUDA build, or stop "
+                f"claiming CUDA architectures",
+                vendor="nvidia",
+                missing=[label(c) for c in t.claim.gpus],
+            )
+        )
     if t.policy.gpus:
         names = [g.name for g in t.policy.gpus]
         shown = ", ".join(f"{g.name} ({g.cc[0]}.{g.cc[1]})" for g in t.policy.gpus)
-        out.append(finding(Code.G011, t.target, f"{t.target}: asked about {shown} (NVIDIA) but no "
-                                             f"library carries NVIDIA device code: it does not run there. Fix: ship "
-                                             f"the CUDA build for those GPUs",
-                           vendor="nvidia", gpus=names, missing=[label(g.cc) for g in t.policy.gpus]))
+        out.append(
+            finding(
+                Code.G011,
+                t.target,
+                f"{t.target}: asked about {shown} (NVIDIA) but no "
+                f"library carries NVIDIA device code: it does not run there. Fix: ship "
+                f"the CUDA build for those GPUs",
+                vendor="nvidia",
+                gpus=names,
+                missing=[label(g.cc) for g in t.policy.gpus],
+            )
+        )
     return out
 
 
@@ -110,16 +162,31 @@ def _no_amd_code(t: TargetFacts) -> list[Finding]:
     if t.policy.amd_gpus:
         names = [g.name for g in t.policy.amd_gpus]
         shown = ", ".join(f"{g.name} ({g.target})" for g in t.policy.amd_gpus)
-        out.append(finding(Code.G011, t.target, f"{t.target}: asked about {shown} (AMD) but no "
-                                             f"library carries AMD device code: it does not run there. Fix: ship "
-                                             f"the ROCm build for those GPUs",
-                           vendor="amd", gpus=names, missing=[g.target for g in t.policy.amd_gpus]))
+        out.append(
+            finding(
+                Code.G011,
+                t.target,
+                f"{t.target}: asked about {shown} (AMD) but no "
+                f"library carries AMD device code: it does not run there. Fix: ship "
+                f"the ROCm build for those GPUs",
+                vendor="amd",
+                gpus=names,
+                missing=[g.target for g in t.policy.amd_gpus],
+            )
+        )
     if t.policy.amd_claim:
-        out.append(finding(Code.G011, t.target, f"{t.target}: claims AMD targets {', '.join(t.policy.amd_claim)} "
-                                             f"({t.policy.amd_claim_source or '--amd-arch'}) but no library "
-                                             f"carries AMD device code. Fix: ship the ROCm build, or stop claiming "
-                                             f"AMD targets", vendor="amd",
-                           missing=list(t.policy.amd_claim)))
+        out.append(
+            finding(
+                Code.G011,
+                t.target,
+                f"{t.target}: claims AMD targets {', '.join(t.policy.amd_claim)} "
+                f"({t.policy.amd_claim_source or '--amd-arch'}) but no library "
+                f"carries AMD device code. Fix: ship the ROCm build, or stop claiming "
+                f"AMD targets",
+                vendor="amd",
+                missing=list(t.policy.amd_claim),
+            )
+        )
     return out
 
 
@@ -143,19 +210,20 @@ def rule_g019(t: TargetFacts) -> list[Finding]:
         if len(outside) != len(nvidia):
             continue
         rows = sorted({f"{f.vendor.library}: {f.vendor.text}" for f in outside if f.vendor is not None})
-        out.append(finding(Code.G019, t.target, f"{t.target} does not run on {what}, outside its vendor libraries' "
-                                             f"range. Fix: ship their release that supports it, or stop "
-                                             f"{'claiming' if how == 'claimed' else 'promising'} it. They are its only "
-                                             f"device code: {'; '.join(rows)}",
-                           gpu=label(cc), rows=rows, asked=how))
+        out.append(
+            finding(
+                Code.G019,
+                t.target,
+                f"{t.target} does not run on {what}, outside its vendor libraries' "
+                f"range. Fix: ship their release that supports it, or stop "
+                f"{'claiming' if how == 'claimed' else 'promising'} it. They are its only "
+                f"device code: {'; '.join(rows)}",
+                gpu=label(cc),
+                rows=rows,
+                asked=how,
+            )
+        )
     return out
 
 
-__all__ = [
-    "rule_c001",
-    "rule_c002",
-    "rule_c003",
-    "rule_g006",
-    "rule_g011",
-    "rule_g019",
-]
+__all__ = ["rule_c001", "rule_c002", "rule_c003", "rule_g006", "rule_g011", "rule_g019"]

@@ -26,13 +26,21 @@ def rule_g016(f: LibraryFacts) -> list[Finding]:
     if not f.outside_vendor_range:
         return out
     gpus = [f"{a}.{b}" for a, b in f.outside_vendor_range]
-    return [finding(Code.G016, f.path, f"{f.path}: the claimed {', '.join(gpus)} {'is' if len(gpus) == 1 else 'are'} "
-                                       f"not supported by its vendor, so not held against it: it is "
-                                       f"{f.vendor.library}, which its vendor documents for {f.vendor.text} "
-                                       f"({f.vendor.evidence}; "
-                                       f"{f.vendor.source})",
-                    library=f.vendor.library, range=f.vendor.text, gpus=[label(cc) for cc in f.outside_vendor_range]),
-            *out]
+    return [
+        finding(
+            Code.G016,
+            f.path,
+            f"{f.path}: the claimed {', '.join(gpus)} {'is' if len(gpus) == 1 else 'are'} "
+            f"not supported by its vendor, so not held against it: it is "
+            f"{f.vendor.library}, which its vendor documents for {f.vendor.text} "
+            f"({f.vendor.evidence}; "
+            f"{f.vendor.source})",
+            library=f.vendor.library,
+            range=f.vendor.text,
+            gpus=[label(cc) for cc in f.outside_vendor_range],
+        ),
+        *out,
+    ]
 
 
 @library_rule(Code.G020)
@@ -41,11 +49,18 @@ def rule_g020(f: LibraryFacts) -> list[Finding]:
     line's newest row: the row to add."""
     if f.vendor is None or not f.vendor.newer:
         return []
-    return [finding(Code.G020, f.path, f"{f.path} is {f.vendor.newer}, newer than data/vendor.json knows. Fix: add "
-                                       f"its row to data/vendor.json from its vendor's documentation. It is judged by "
-                                       f"its line's newest row, {f.vendor.library} ({f.vendor.text})",
-                    library=f.vendor.library, release=f.vendor.newer, range=f.vendor.text)]
-
+    return [
+        finding(
+            Code.G020,
+            f.path,
+            f"{f.path} is {f.vendor.newer}, newer than data/vendor.json knows. Fix: add "
+            f"its row to data/vendor.json from its vendor's documentation. It is judged by "
+            f"its line's newest row, {f.vendor.library} ({f.vendor.text})",
+            library=f.vendor.library,
+            release=f.vendor.newer,
+            range=f.vendor.text,
+        )
+    ]
 
 
 @library_rule(Code.K005)
@@ -65,14 +80,24 @@ def rule_k005(f: LibraryFacts) -> list[Finding]:
     what = kernels_phrase(names, 0) if names else kernels_phrase(None, unnamed)
     count = count_phrase(names, 0) if names else count_phrase(None, unnamed)
     have = "has" if len(names) == 1 or (not names and unnamed == 1) else "have"
-    return [finding(Code.K005, f.path, f"{f.path}: {count} in {len(units)} container{'s' * (len(units) != 1)} {have} "
-                                    f"no code for {dotted(gpus)} (claimed) in their own container, as its vendor "
-                                    f"dispatches them: it is {f.vendor.library}, which its vendor documents for "
-                                    f"{f.vendor.text}, and its host code picks the container for each GPU. "
-                                    f"{what[:1].upper() + what[1:]}; {f.vendor.evidence} (data/vendor.json, "
-                                    f"{f.vendor.source})",
-                    kernels=names[:100], kernel_count=len(names), containers=len(units), fails=gpus,
-                    library=f.vendor.library, range=f.vendor.text)]
+    return [
+        finding(
+            Code.K005,
+            f.path,
+            f"{f.path}: {count} in {len(units)} container{'s' * (len(units) != 1)} {have} "
+            f"no code for {dotted(gpus)} (claimed) in their own container, as its vendor "
+            f"dispatches them: it is {f.vendor.library}, which its vendor documents for "
+            f"{f.vendor.text}, and its host code picks the container for each GPU. "
+            f"{what[:1].upper() + what[1:]}; {f.vendor.evidence} (data/vendor.json, "
+            f"{f.vendor.source})",
+            kernels=names[:100],
+            kernel_count=len(names),
+            containers=len(units),
+            fails=gpus,
+            library=f.vendor.library,
+            range=f.vendor.text,
+        )
+    ]
 
 
 def _k005_static(f: LibraryFacts) -> list[Finding]:
@@ -94,21 +119,28 @@ def _k005_static(f: LibraryFacts) -> list[Finding]:
         gpus = sorted({x for g in gaps for x in g.fails}, key=label_key)
         what = kernels_phrase(names, 0)
         have = "has" if len(names) == 1 else "have"
-        out.append(finding(Code.K005, f.path, f"{f.path}: {count_phrase(names, 0)} in {len(units)} "
-                                           f"container{'s' * (len(units) != 1)} {have} no code for {dotted(gpus)} "
-                                           f"(claimed) in their own container, as its vendor dispatches them: they "
-                                           f"are {own.library} linked statically into {base}, which its vendor "
-                                           f"documents for {own.text}, and its host code picks the container for "
-                                           f"each GPU. {what[:1].upper() + what[1:]}; {own.evidence}, and "
-                                           f"{own.row.library}'s kernel-name convention names every kernel of those "
-                                           f"containers (data/vendor.json, {own.source})",
-                           kernels=names[:100], kernel_count=len(names), containers=len(units), fails=gpus,
-                           library=own.library, range=own.text, linked_into=base))
+        out.append(
+            finding(
+                Code.K005,
+                f.path,
+                f"{f.path}: {count_phrase(names, 0)} in {len(units)} "
+                f"container{'s' * (len(units) != 1)} {have} no code for {dotted(gpus)} "
+                f"(claimed) in their own container, as its vendor dispatches them: they "
+                f"are {own.library} linked statically into {base}, which its vendor "
+                f"documents for {own.text}, and its host code picks the container for "
+                f"each GPU. {what[:1].upper() + what[1:]}; {own.evidence}, and "
+                f"{own.row.library}'s kernel-name convention names every kernel of those "
+                f"containers (data/vendor.json, {own.source})",
+                kernels=names[:100],
+                kernel_count=len(names),
+                containers=len(units),
+                fails=gpus,
+                library=own.library,
+                range=own.text,
+                linked_into=base,
+            )
+        )
     return out
 
 
-__all__ = [
-    "rule_g016",
-    "rule_g020",
-    "rule_k005",
-]
+__all__ = ["rule_g016", "rule_g020", "rule_k005"]
