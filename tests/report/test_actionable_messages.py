@@ -429,32 +429,40 @@ def test_explain_gives_one_cause_and_one_fix(capsys, code):
         assert "vendor library" in fix and "nothing to rebuild" in fix and "project's own" in fix, fix
 
 
-# ---- the largest real wheels (the real-wheel tier): long library paths, floods of findings ----
+# ---- real wheels (the real-wheel tier; the largest in the census tier): long paths, floods of findings ----
 
+_LARGE = pytest.mark.census  # over the real-wheel tier's 100 MiB (tests/wheels.py TIER_BYTES)
 REAL = [  # (project, version, file, arguments): vendor libraries, a project's own code, long paths
-    (
+    pytest.param(
         "nvidia-cudnn-cu12",
         "9.28.0.42",
         "nvidia_cudnn_cu12-9.28.0.42-py3-none-manylinux_2_27_x86_64.whl",
         ("--arch", "70;75;80;90;100;120"),
+        id="nvidia-cudnn-cu12",
+        marks=_LARGE,
     ),
-    (
+    pytest.param(
         "onnxruntime-gpu",
         "1.16.3",
         "onnxruntime_gpu-1.16.3-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
         ("--arch", "60;70;75;80;90"),
+        id="onnxruntime-gpu",
+        marks=_LARGE,
     ),
-    (
+    pytest.param(
         "bitsandbytes",
         "0.50.2",
         "bitsandbytes-0.50.2-py3-none-manylinux_2_24_x86_64.whl",
         ("--gpu", "H100", "--gpu", "V100"),
+        id="bitsandbytes",
     ),
-    (
+    pytest.param(
         "nvidia-cufft",
         "12.5.0.14",
         "nvidia_cufft-12.5.0.14-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
         ("--gpu", "V100", "--gpu", "H100"),
+        id="nvidia-cufft",
+        marks=_LARGE,
     ),
 ]
 LISTED = re.compile(r"^[✗!] ([A-Z]\d{3}) ")
@@ -477,7 +485,7 @@ def _line_problems(rep: dict, text: str) -> list[tuple[str, str]]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("project", "version", "filename", "args"), REAL, ids=[r[0] for r in REAL])
+@pytest.mark.parametrize(("project", "version", "filename", "args"), REAL)
 def test_real_wheels_say_their_verdict_and_fix_first(project, version, filename, args, tmp_path, monkeypatch):
     from wheels import fetch
 
