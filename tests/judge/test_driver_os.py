@@ -3,7 +3,9 @@ else the wheel's own platform tag (a win_* wheel runs on Windows drivers), else 
 
 Wheels are built here from the nvcc-built fixtures: lib_sm80.so (links libcudart.so.13) and
 its Windows counterpart sm80.dll (imports cudart64_13.dll). NVIDIA lists a Linux floor for
-CUDA 13 (580.65.06) and none for Windows yet, so the two tables give different, checkable answers.
+CUDA 13.0's SASS (580.65.06, the toolkit's driver) and only the branch for Windows (>= 580, the
+Compatibility guide's one minimum for 13.x; the release notes list no Windows toolkit driver from
+13.0 on), so the two tables give different, checkable answers on driver 580.10.
 """
 
 from __future__ import annotations
@@ -77,22 +79,20 @@ def _check(capsys, *argv: str) -> tuple[int, list[tuple[str, str, object]]]:
 
 def test_a_windows_wheel_is_judged_by_windows_drivers(tmp_path, capsys):
     win, linux = _wheel(tmp_path, "win_amd64", DLL), _wheel(tmp_path, "manylinux_2_28_x86_64", SO)
-    # Linux: CUDA 13 needs 580.65.06, which 600 meets. Windows: no floor is known, 600 cannot be verified.
-    assert _check(capsys, str(linux), "--arch", "80", "--driver", "600") == (
-        0,
-        [("D002", "manylinux_2_28_x86_64.whl", "580.65.06")],
-    )
-    inferred = _check(capsys, str(win), "--arch", "80", "--driver", "600")
-    assert inferred == (1, [("D001", "win_amd64.whl", "unknown"), ("D002", "win_amd64.whl", "unknown")])
-    assert _check(capsys, str(win), "--arch", "80", "--driver", "600", "--driver-os", "windows") == inferred
+    # Linux: CUDA 13.0 needs 580.65.06, which 580.10 does not meet. Windows: the R580 branch, which it does.
+    linux_rc, linux_found = _check(capsys, str(linux), "--arch", "80", "--driver", "580.10")
+    assert linux_rc == 1 and ("D002", "manylinux_2_28_x86_64.whl", "580.65.06") in linux_found
+    inferred = _check(capsys, str(win), "--arch", "80", "--driver", "580.10")
+    assert inferred == (0, [("D002", "win_amd64.whl", "580")])
+    assert _check(capsys, str(win), "--arch", "80", "--driver", "580.10", "--driver-os", "windows") == inferred
     # The option wins: the same Windows wheel judged against the Linux table.
-    assert _check(capsys, str(win), "--arch", "80", "--driver", "600", "--driver-os", "linux") == (
-        0,
-        [("D002", "win_amd64.whl", "580.65.06")],
+    assert _check(capsys, str(win), "--arch", "80", "--driver", "580.10", "--driver-os", "linux") == (
+        linux_rc,
+        [(code, "win_amd64.whl", driver) for code, _, driver in linux_found],
     )
     # One run, two wheels: each by its own tag.
     rc, found = _check(capsys, str(linux), str(win), "--arch", "80")
-    assert found == [("D002", "manylinux_2_28_x86_64.whl", "580.65.06"), ("D002", "win_amd64.whl", "unknown")]
+    assert found == [("D002", "manylinux_2_28_x86_64.whl", "580.65.06"), ("D002", "win_amd64.whl", "580")]
 
 
 def test_the_config_driver_os_wins_over_the_tag(tmp_path, capsys):
