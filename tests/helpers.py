@@ -361,6 +361,18 @@ def make_wheel(dest: Path, project: str, version: str, libs: dict[str, Path], pa
 DEMO_LIB = "demo/lib/libkern.so"  # where make_wheel puts a library in the index tests
 
 
+def lossy_release(path: Path) -> Path:
+    """The example wheel whose libkernels.so is rebuilt from libshim.so's bytes (sm_80 only): the
+    next release of gpu_example that lost sm_90 and compute_90 (the diff tests' pair)."""
+    from archaudit.core import example_wheel
+
+    with zipfile.ZipFile(example_wheel()) as src, zipfile.ZipFile(path, "w") as out:
+        shim = src.read("gpu_example/libshim.so")
+        for info in src.infolist():
+            out.writestr(info.filename, shim if info.filename == "gpu_example/libkernels.so" else src.read(info))
+    return path
+
+
 # ---- smoke without a GPU ----
 
 # Why there is no GPU, in the driver's words: no driver at all, or a driver that sees no device.

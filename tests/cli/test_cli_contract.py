@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-import archaudit
 from archaudit import core
 from archaudit.cli import main
 from archaudit.cli.settings import Output
@@ -286,25 +285,6 @@ def test_gfx_targets_given_to_arch(scratch, capsys):
 def test_kernel_counts_are_grammatical(scratch):
     _, out = text("--arch", "80", "--detail", "kernels", EXAMPLE)
     assert "[1 kernel: axpy]" in out and "[1 kernels" not in out
-
-
-def test_carries_lists_every_target_wrapped_to_the_width():
-    """curand 10.4.5.25 carries 19 targets: the CARRIES column shows each (none cut to "+8 sm"),
-    wrapped onto further lines that still fit the width."""
-    from archaudit.report.render import render_text
-    from wheels import fetch
-
-    wheel = fetch("nvidia-curand", "10.4.5.25", filename="nvidia_curand-10.4.5.25-py3-none-manylinux_2_27_x86_64.whl")
-    report = archaudit.check(wheel, arch="75;80;90;100;120")
-    carried = report.targets[0].libraries[0].carried
-    assert len(carried) > 12
-    for width in (240, 100, 80):
-        lines = render_text(report, width=width).splitlines()
-        table = lines[lines.index(next(x for x in lines if x.lstrip().startswith("LIBRARY"))) + 1 :]
-        rows = [line for line in table if line.startswith("  ")]
-        assert [w for line in rows for w in line.split() if w in carried] == list(carried), width
-        assert "+" not in " ".join(rows) and all(len(line) <= width for line in lines), width
-    assert len(rows) > 1  # wrapped at 80
 
 
 # ---- diff through the shared output options ----
