@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -164,56 +162,6 @@ def test_server_without_ranges_is_an_unreadable_row_not_a_download(corpus: Path,
     assert code == "E001" and "ignores Range" in message
 
 
-def test_cli_simple_index_json_summary_and_missing_paths(
-    corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    db = tmp_path / "i.db"
-    with serving(str(corpus)) as srv:
-        assert (
-            main(["index", f"{srv.url}/simple/", "--project", "demo<2", "--db", str(db), "-q", "--format", "json"]) == 1
-        )
-    out = json.loads(capsys.readouterr().out)
-    assert (out["listed"], out["judged"], out["verdicts"]) == (1, 1, {"fail": 1})
-    assert 0 < out["fetched_bytes"] < out["wheel_bytes"]
-    # a list naming a file that is not there: a row with E001, not a crash and not a gap
-    listing = tmp_path / "list.txt"
-    listing.write_text("# wheels\n\nmissing-1.0-py3-none-any.whl\n")
-    assert main(["index", str(listing), "--db", str(db), "-q", "-o", os.devnull]) == 1
-    [(verdict, code)] = db_rows(
-        db, "SELECT verdict, code FROM wheels JOIN findings ON wheel_id = wheels.id WHERE project = 'missing'"
-    )
-    assert (verdict, code) == ("unusable", "E001")
-    # usage errors: an index without --project, a bad claim, a bad byte count
-    assert main(["index", "http://127.0.0.1:9/simple/", "--db", str(db)]) == 2
-    assert main(["index", str(corpus), "--db", str(db), "--arch", "banana"]) == 2
-    with pytest.raises(SystemExit):
-        main(["index", str(corpus), "--db", str(db), "--max-bytes", "lots"])
-
-
-def test_a_file_that_is_neither_a_wheel_nor_a_list_is_a_usage_error(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    # a plain zip (binary, not UTF-8) given where a wheel or a list of wheel URLs is expected
-    plain = tmp_path / "plain.zip"
-    with zipfile.ZipFile(plain, "w") as z:
-        z.writestr("a.py", "x = 1\n")
-    db = tmp_path / "i.db"
-    assert main(["index", str(plain), "--db", str(db)]) == 2
-    err = capsys.readouterr().err
-    assert "not a list of wheel URLs" in err and "internal error" not in err
-    assert not db.exists()
-
-
-def test_ray_missing_is_refused_before_the_database_is_made(
-    corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setitem(sys.modules, "ray", None)  # Ray not installed, whether or not it is here
-    db = tmp_path / "i.db"
-    assert main(["index", str(corpus), "--db", str(db), "--ray", "auto"]) == 2
-    assert "--ray needs Ray" in capsys.readouterr().err
-    assert not db.exists()
-
-
 def test_runs_on_an_amd_gpu_agrees_with_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A HIP library built for gfx942 and gfx9/10-3/11/12 generic targets (clang-built fixture): runs
     on gfx942, not on gfx1100 (ROCm's comgr does not select a generic entry for it: docs/amd.md)
@@ -231,15 +179,3 @@ def test_runs_on_an_amd_gpu_agrees_with_check(tmp_path: Path, capsys: pytest.Cap
         r = main(["check", str(whl), "--gpu", gpu, "--no-config", "-q", "-o", os.devnull])
         assert (row["runs"] == "yes") == (r == 0)
         assert row["runs"] == ("yes" if gpu == "gfx942" else "no")
-
-
-def test_html_without_matplotlib_is_a_usage_error(
-    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    db = tmp_path / "i.db"
-    index_db(db, str(corpus), "-j", "1")
-    monkeypatch.setitem(__import__("sys").modules, "matplotlib", None)  # as if not installed
-    out = tmp_path / "page.html"
-    assert main(["query", "html", "--db", str(db), "--project", "demo", "-o", str(out)]) == 2
-    assert not out.exists()
-    assert main(["query", "changed", "--db", str(db)]) == 0
