@@ -361,6 +361,46 @@ def make_wheel(dest: Path, project: str, version: str, libs: dict[str, Path], pa
 DEMO_LIB = "demo/lib/libkern.so"  # where make_wheel puts a library in the index tests
 
 
+def demo_corpus(d: Path) -> Path:
+    """The index tests' wheels in d: demo 1.0 (sm_75..sm_120 + PTX), 2.0 (sm_80 only: Turing lost),
+    3.0 (truncated: unreadable), and the example wheel."""
+    from archaudit.core import example_wheel
+
+    make_wheel(d, "demo", "1.0", {DEMO_LIB: CUDA_BIN / "lib_multi.so"}, padding=2_000_000)
+    make_wheel(d, "demo", "2.0", {DEMO_LIB: CUDA_BIN / "lib_sm80.so"}, padding=2_000_000)
+    good = make_wheel(d, "demo", "3.0", {DEMO_LIB: CUDA_BIN / "lib_sm80.so"})
+    data = good.read_bytes()
+    good.write_bytes(data[: len(data) // 2])
+    ex = Path(example_wheel())
+    (d / ex.name).write_bytes(ex.read_bytes())
+    return d
+
+
+def index_db(db: Path, *args: str) -> int:
+    """`archaudit index ARGS --db db`, quiet, its summary discarded: the exit code."""
+    return main(["index", *args, "--db", str(db), "-q", "-o", os.devnull])
+
+
+def db_rows(db: Path, sql: str, params: tuple[object, ...] = ()) -> list[tuple]:
+    """The rows a query of an index database answers."""
+    import sqlite3
+
+    with sqlite3.connect(db) as c:
+        return list(c.execute(sql, params))
+
+
+def lossy_release(path: Path) -> Path:
+    """The example wheel whose libkernels.so is rebuilt from libshim.so's bytes (sm_80 only): the
+    next release of gpu_example that lost sm_90 and compute_90 (the diff tests' pair)."""
+    from archaudit.core import example_wheel
+
+    with zipfile.ZipFile(example_wheel()) as src, zipfile.ZipFile(path, "w") as out:
+        shim = src.read("gpu_example/libshim.so")
+        for info in src.infolist():
+            out.writestr(info.filename, shim if info.filename == "gpu_example/libkernels.so" else src.read(info))
+    return path
+
+
 # ---- smoke without a GPU ----
 
 # Why there is no GPU, in the driver's words: no driver at all, or a driver that sees no device.

@@ -159,6 +159,15 @@ class HostileServer:
         return False
 
 
+def settled(srv: HostileServer, path: str) -> None:
+    """Wait (at most 50 polls) until the server's answer on path has ended, then stop it."""
+    for _ in range(50):
+        if path in srv.stopped_early:
+            break
+        time.sleep(TRICKLE_GAP / 2)
+    srv.stop()
+
+
 @contextmanager
 def hostile() -> Iterator[HostileServer]:
     srv = HostileServer()

@@ -139,17 +139,3 @@ def test_importing_archaudit_loads_no_reader() -> None:
         env={**os.environ, "PYTHONPATH": str(REPO / "src")},
     ).stdout
     assert json.loads(out.replace("'", '"')) == ["archaudit"]
-
-
-def test_the_api_starts_from_the_flags_the_command_starts_from() -> None:
-    """check() fills the same namespace the command's parser gives with no flag at all, without
-    building that parser; a flag added to `check` and not here fails this test."""
-    from archaudit.cli import build_parser
-    from archaudit.cli.settings import check_args
-
-    parsed = vars(build_parser().parse_args(["check"]))
-    parsed.pop("command"), parsed.pop("execute")
-    assert vars(check_args()) == parsed
-    assert check_args(arch="80").arch == "80"
-    with pytest.raises(TypeError, match="no flag 'no_such_flag'"):
-        check_args(no_such_flag=1)

@@ -12,12 +12,9 @@ from pathlib import Path
 
 import pytest
 
-import archaudit
 from archaudit import core
 from archaudit.cli import main
-from archaudit.cli.settings import Output
 from archaudit.judge.filters import never_hidden
-from archaudit.report.render import render_json
 
 HERE = Path(__file__).resolve().parents[1]
 BIN = HERE / "fixtures" / "cuda" / "bin"
@@ -171,19 +168,6 @@ def test_non_ascii_digit_claim_exits_2(scratch, capsys):
 # ---- one pipeline ----
 
 
-def test_core_check_is_what_the_cli_renders(scratch):
-    """check() from Python and `archaudit check` give the same report, kernel names included."""
-    rc = main(
-        ["check", "--no-config", "-q", "--no-timings", "--arch", "80,90", "--format", "json", "-o", "cli.json", EXAMPLE]
-    )
-    from archaudit.claims import parse_claim
-
-    report = core.check([EXAMPLE], parse_claim("80,90", "--arch"))
-    assert rc == report.exit_code == 1
-    assert render_json(report, timings=False) == Path("cli.json").read_text(encoding="utf-8")
-    assert Output().format == "text"
-
-
 def test_core_check_pauses_the_cyclic_collector_and_restores_it(scratch):
     """The collector is off while the readers run (as each library is read, seen through the
     progress counters the readers update), and afterwards as the caller had it."""
@@ -286,59 +270,6 @@ def test_gfx_targets_given_to_arch(scratch, capsys):
 def test_kernel_counts_are_grammatical(scratch):
     _, out = text("--arch", "80", "--detail", "kernels", EXAMPLE)
     assert "[1 kernel: axpy]" in out and "[1 kernels" not in out
-
-
-def test_carries_lists_every_target_wrapped_to_the_width():
-    """curand 10.4.5.25 carries 19 targets: the CARRIES column shows each (none cut to "+8 sm"),
-    wrapped onto further lines that still fit the width."""
-    from archaudit.report.render import render_text
-    from wheels import fetch
-
-    wheel = fetch("nvidia-curand", "10.4.5.25", filename="nvidia_curand-10.4.5.25-py3-none-manylinux_2_27_x86_64.whl")
-    report = archaudit.check(wheel, arch="75;80;90;100;120")
-    carried = report.targets[0].libraries[0].carried
-    assert len(carried) > 12
-    for width in (240, 100, 80):
-        lines = render_text(report, width=width).splitlines()
-        table = lines[lines.index(next(x for x in lines if x.lstrip().startswith("LIBRARY"))) + 1 :]
-        rows = [line for line in table if line.startswith("  ")]
-        assert [w for line in rows for w in line.split() if w in carried] == list(carried), width
-        assert "+" not in " ".join(rows) and all(len(line) <= width for line in lines), width
-    assert len(rows) > 1  # wrapped at 80
-
-
-# ---- diff through the shared output options ----
-
-
-def _lossy_release(path: Path) -> Path:
-    """The example wheel whose libkernels.so is rebuilt from libshim.so's bytes (sm_80 only)."""
-    with zipfile.ZipFile(core.example_wheel()) as src, zipfile.ZipFile(path, "w") as out:
-        shim = src.read("gpu_example/libshim.so")
-        for info in src.infolist():
-            data = shim if info.filename == "gpu_example/libkernels.so" else src.read(info)
-            out.writestr(info.filename, data)
-    return path
-
-
-def test_diff_writes_every_shared_format(scratch):
-    new = _lossy_release(scratch / "gpu_example-1.1-py3-none-linux_x86_64.whl").name
-    for fmt in ("text", "json", "markdown", "github", "junit"):
-        rc = main(["diff", "--no-config", "--format", fmt, "-o", f"d.{fmt}", EXAMPLE, new])
-        assert rc == 1, fmt
-    github = Path("d.github").read_text(encoding="utf-8")
-    assert github.startswith("::error title=archaudit diff%3A GPU architectures lost::gpu_example/libkernels.so: lost")
-    junit = Path("d.junit").read_text(encoding="utf-8")
-    assert 'failures="1"' in junit and 'type="lost"' in junit and "sm_90" in junit
-    assert json.loads(Path("d.json").read_text(encoding="utf-8"))["lost"] == ["sm_90", "compute_90"]
-    assert "lost sm_90 (no longer runs" in Path("d.text").read_text(encoding="utf-8")
-    rc = main(["diff", "--no-config", "--allow-loss", "--format", "github", "-o", "d2", EXAMPLE, new])
-    assert rc == 0 and Path("d2").read_text(encoding="utf-8").startswith("::warning ")
-
-
-def test_diff_unwritable_output_is_exit_2(scratch, capsys):
-    rc = main(["diff", "--no-config", "-o", "/nonexistent/dir/d.txt", EXAMPLE, EXAMPLE])
-    err = capsys.readouterr().err
-    assert rc == 2 and "cannot write the report" in err and "Traceback" not in err
 
 
 def test_nothing_judged_is_not_shown_as_a_pass(scratch):
