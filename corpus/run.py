@@ -241,14 +241,14 @@ def _extra(wheel: Wheel, path: Path, extra: ExtraCheck) -> tuple[list[str], floa
 
 def check(wheel: Wheel, dest: Path, detail_check: bool = False, index: Path | None = None) -> WheelResult:
     """One wheel: the default check (by ``archaudit index`` into ``index`` when given, the claim is
-    NVIDIA's alone and no ignore-library entry applies), its extra checks, and optionally the same
+    NVIDIA's alone and no ignore-library or gate entry applies: the index takes no configuration), its extra checks, and optionally the same
     under --detail kernels."""
     res = WheelResult(wheel)
     path = dest / wheel.filename
     if not path.exists():
         res.problems.append(f"not in the cache: {wheel.filename}")
         return res
-    if index is not None and not wheel.amd_claim and not wheel.ignores:
+    if index is not None and not wheel.amd_claim and not wheel.ignores and not wheel.gates:
         rc, report, err, res.seconds = _indexed(path, wheel.claim, index)
     else:
         rc, report, err, res.seconds = _archaudit([str(path), *wheel.claim_args()], wheel.config())
