@@ -34,7 +34,7 @@ import archaudit
 from archaudit.judge import audit as audit_module
 from archaudit.judge.audit import Policy
 from archaudit.model import CUBIN
-from archaudit.read import decode, fatbin, library, zipread
+from archaudit.read import codefacts, decode, fatbin, library, zipread
 from archaudit.read.artifacts import inventories, select_member
 from archaudit.report import render
 
@@ -288,7 +288,7 @@ def main() -> int:
     ap.add_argument("--stages", action="store_true", help="CPU time per stage, in process")
     ap.add_argument("--scaling", action="store_true", help="one check per wheel, then all at once")
     args = ap.parse_args()
-    reader = "compiled" if fatbin._compiled is not None else "Python (ARCHAUDIT_PURE_PYTHON or not built)"
+    reader = "compiled" if codefacts._compiled is not None else "Python (ARCHAUDIT_PURE_PYTHON or not built)"
     print(
         f"python {sys.version.split()[0]}, inflater {zipread.INFLATER}, cubin reader {reader}, jobs {args.jobs}, "
         f"cpus {os.cpu_count()}, rounds {args.rounds}",

@@ -49,11 +49,11 @@ def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture(params=["compiled", "python"])
 def each_cubin_reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Run a test once with each cubin reader: the compiled one (archaudit._speedups, where the
-    install built it) and the Python reference (fatbin._tables)."""
-    from archaudit.read import fatbin
+    install built it) and the Python reference (codefacts._tables)."""
+    from archaudit.read import codefacts
 
     if request.param == "compiled":
-        monkeypatch.setattr(fatbin, "_compiled", speedups())
+        monkeypatch.setattr(codefacts, "_compiled", speedups())
     else:
-        monkeypatch.setattr(fatbin, "_compiled", None)
+        monkeypatch.setattr(codefacts, "_compiled", None)
     return str(request.param)

@@ -52,7 +52,7 @@ def test_no_bare_code_literal_in_the_package():
     codes = {c.value for c in Code}
     hits = []
     for p in SRC.rglob("*.py"):
-        if p.name == "findings.py":
+        if p == SRC / "codes" / "__init__.py":  # where the Code members are defined
             continue
         with p.open("rb") as f:
             for t in tokenize.tokenize(f.readline):

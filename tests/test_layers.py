@@ -36,7 +36,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 # package, its own name's; __main__ modules and the package root are entry points.
 ENTRY = 9
 RANK = {"cli": 8, "smoke": 7, "index": 7, "report": 6, "core": 5, "judge": 4, "read": 3, "claims": 2, "gpus": 1}
-VOCABULARY = {"model", "findings", "errors", "config", "printable", "suggest", "_speedups"}  # rank 0
+VOCABULARY = {"model", "findings", "codes", "errors", "config", "printable", "suggest", "_speedups"}  # rank 0
 ROOT_CONSTANTS = {"__version__"}  # names a lower module may take from archaudit/__init__.py
 # smoke's records (Row, SmokeReport, PASS/FAIL/SKIP) are vocabulary where they stand: plain frozen
 # data that imports nothing, rendered by report/ and imported by probe plugins by this path.

@@ -1,7 +1,7 @@
 /* archaudit's compiled speedups, each the C twin of a Python reference that stays in the
  * package and gives the same answers (tests/read/test_speedups.py):
  *
- * - cubin_tables: fatbin._tables, the kernels, .nv.compat section and toolkit note of a cubin;
+ * - cubin_tables: codefacts._tables, the kernels, .nv.compat section and toolkit note of a cubin;
  * - find: bytes.find, the container search, without the GIL.
  *
  * Why cubin_tables: a wheel holds tens of thousands of cubins (torch's libtorch_cuda.so alone 700,000
@@ -366,13 +366,13 @@ static PyMethodDef methods[] = {
      "data.find(needle, start, stop) for 0 <= start, stop <= len(data), without the GIL."},
     {"cubin_tables", cubin_tables, METH_VARARGS,
      "cubin_tables(data, shoff, shnum, shstrndx) -> (kernels, compat, note) | None\n\n"
-     "fatbin._tables in C: the cubin's kernel names (as found, unsorted), its .nv.compat and\n"
+     "codefacts._tables in C: the cubin's kernel names (as found, unsorted), its .nv.compat and\n"
      ".note.nv.tkinfo sections (None when absent), or None where the Python reader must judge."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "archaudit._speedups", "Compiled twins of fatbin._tables and bytes.find.", -1, methods,
+    PyModuleDef_HEAD_INIT, "archaudit._speedups", "Compiled twins of codefacts._tables and bytes.find.", -1, methods,
     NULL, NULL, NULL, NULL,
 };
 

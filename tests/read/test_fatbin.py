@@ -17,7 +17,7 @@ import zstandard
 
 import oracle
 from archaudit.model import Entry
-from archaudit.read import decode, fatbin
+from archaudit.read import codefacts, decode, fatbin
 from archaudit.read.decode import DecodePool
 from archaudit.read.fatbin import FatbinError
 from archaudit.read.library import scan_file, scan_stream
@@ -470,7 +470,7 @@ def test_entry_header_findings_carry_the_entrys_offset(at, data, room):
 
 
 # ---- what an entry's payload says, with each cubin reader -----------------------------------------
-# What a fatbin entry's payload says (fatbin.cubin_facts, _toolkit, _compat_arch_specific,
+# What a fatbin entry's payload says (codefacts.cubin_facts, _toolkit, _compat_arch_specific,
 # ptx_facts, parse_container_header, decode_payload_into), pinned where mutation testing found
 # fatbin.py loose (docs/mutation.md). The tests above hold the checks between an entry's header
 # and its payload. Each test below runs with each cubin reader (conftest.each_cubin_reader).
@@ -481,7 +481,7 @@ def test_entry_header_findings_carry_the_entrys_offset(at, data, room):
 BIN = Path(__file__).resolve().parents[1] / "fixtures" / "cuda" / "bin"
 SM90A = (BIN / "kern_sm90a.cubin").read_bytes()
 SM90 = (BIN / "kern_sm90.cubin").read_bytes()
-SHDR = fatbin._SHDR  # name, type, flags, addr, offset, size, link, info, align, entsize
+SHDR = codefacts._SHDR  # name, type, flags, addr, offset, size, link, info, align, entsize
 
 
 def sections(data: bytes) -> dict[bytes, tuple[int, tuple[int, ...]]]:
@@ -506,7 +506,7 @@ def with_field(data: bytes, section: bytes, field: int, value: int) -> bytes:
 
 def cubin_refused(words: str, data: bytes) -> None:
     with pytest.raises(FatbinError) as e:
-        fatbin.cubin_facts(data)
+        codefacts.cubin_facts(data)
     assert e.value.code == "E014" and words in e.value.message, (e.value.code, e.value.message)
 
 
@@ -524,7 +524,7 @@ def cubin_refused(words: str, data: bytes) -> None:
 )
 def test_every_cubin_names_the_toolkit_that_built_it(name):
     """The .note.nv.tkinfo note says "release 13.0": the driver floor (D001/D002) starts there."""
-    assert fatbin.cubin_facts((BIN / name).read_bytes())[2] == (13, 0)
+    assert codefacts.cubin_facts((BIN / name).read_bytes())[2] == (13, 0)
 
 
 @pytest.mark.usefixtures("each_cubin_reader")
@@ -540,23 +540,23 @@ def test_every_cubin_names_the_toolkit_that_built_it(name):
     ],
 )
 def test_the_toolkit_release_as_the_note_writes_it(note, toolkit):
-    assert fatbin._toolkit(b"\0\0\0\0" + note + b"\0") == toolkit
+    assert codefacts._toolkit(b"\0\0\0\0" + note + b"\0") == toolkit
 
 
 @pytest.mark.usefixtures("each_cubin_reader")
 def test_the_arch_specific_mark_is_found_wherever_its_attribute_lies():
     """CUDA 13 marks an sm_90a cubin in .nv.compat (attribute 0x09 = 1). nvcc writes it first;
     the same attribute last (after a record with a payload) marks the cubin all the same."""
-    assert fatbin.cubin_facts(SM90A)[0] == "sm_90a" and fatbin.cubin_facts(SM90)[0] == "sm_90"
+    assert codefacts.cubin_facts(SM90A)[0] == "sm_90a" and codefacts.cubin_facts(SM90)[0] == "sm_90"
     _, head = sections(SM90A)[b".nv.compat"]
     raw = SM90A[head[4] : head[4] + head[5]]
     assert raw[:4] == b"\x02\x09\x01\x00" and len(raw) == 36
     moved = raw[4:] + raw[:4]  # 0x09 last: the seven other records, then it
-    assert fatbin._compat_arch_specific(moved) is True
-    assert fatbin._compat_arch_specific(moved[:-4] + b"\x02\x09\x00\x00") is False
-    assert fatbin._compat_arch_specific(raw[4:]) is False
+    assert codefacts._compat_arch_specific(moved) is True
+    assert codefacts._compat_arch_specific(moved[:-4] + b"\x02\x09\x00\x00") is False
+    assert codefacts._compat_arch_specific(raw[4:]) is False
     data = SM90A[: head[4]] + moved + SM90A[head[4] + head[5] :]
-    assert fatbin.cubin_facts(data)[0] == "sm_90a"
+    assert codefacts.cubin_facts(data)[0] == "sm_90a"
 
 
 @pytest.mark.usefixtures("each_cubin_reader")
@@ -607,7 +607,7 @@ def test_a_symbol_table_linking_a_missing_string_table_is_e014(link):
 @pytest.mark.usefixtures("each_cubin_reader")
 def test_a_symbol_table_with_a_partial_last_record_reads_its_whole_records():
     _, head = sections(SM90)[b".symtab"]
-    assert fatbin.cubin_facts(with_field(SM90, b".symtab", 5, head[5] + 5)) == fatbin.cubin_facts(SM90)
+    assert codefacts.cubin_facts(with_field(SM90, b".symtab", 5, head[5] + 5)) == codefacts.cubin_facts(SM90)
 
 
 @pytest.mark.usefixtures("each_cubin_reader")
@@ -653,7 +653,7 @@ def test_a_device_function_of_relocatable_code_is_no_kernel():
     ],
 )
 def test_ptx_kernels_outside_comments(text, kernels):
-    assert fatbin.ptx_facts(text)[2] == kernels
+    assert codefacts.ptx_facts(text)[2] == kernels
 
 
 @pytest.mark.usefixtures("each_cubin_reader")
@@ -784,14 +784,14 @@ def relocatable_cubin() -> bytes:
 
 def symbols(cubin: bytes) -> tuple[int, list[tuple[int, ...]]]:
     _, head = sections(cubin)[b".symtab"]
-    return head[4], list(fatbin._SYM.iter_unpack(cubin[head[4] : head[4] + head[5]]))
+    return head[4], list(codefacts._SYM.iter_unpack(cubin[head[4] : head[4] + head[5]]))
 
 
 def with_symbols(cubin: bytes, syms: list[tuple[int, ...]]) -> bytes:
     at, _ = symbols(cubin)
     out = bytearray(cubin)
     for k, sym in enumerate(syms):
-        fatbin._SYM.pack_into(out, at + k * fatbin._SYM.size, *sym)
+        codefacts._SYM.pack_into(out, at + k * codefacts._SYM.size, *sym)
     return bytes(out)
 
 
@@ -807,8 +807,8 @@ def test_a_called_function_listed_before_the_kernel_does_not_hide_it():
     assert kernel < undefined
     syms[kernel], syms[undefined] = syms[undefined], syms[kernel]
     moved = with_symbols(cubin, syms)
-    assert fatbin.cubin_facts(moved)[1] == fatbin.cubin_facts(cubin)[1] == ("_Z5applyPfi",)
-    assert fatbin.cubin_unresolved(moved) == fatbin.cubin_unresolved(cubin) == ("_Z5scalef",)
+    assert codefacts.cubin_facts(moved)[1] == codefacts.cubin_facts(cubin)[1] == ("_Z5applyPfi",)
+    assert codefacts.cubin_unresolved(moved) == codefacts.cubin_unresolved(cubin) == ("_Z5scalef",)
 
 
 @pytest.mark.usefixtures("each_cubin_reader")
@@ -817,16 +817,16 @@ def test_a_weak_undefined_function_is_unresolved_too():
     _, syms = symbols(cubin)
     k = next(k for k, s in enumerate(syms) if s[3] == 0 and s[1] & 0xF == 2)
     syms[k] = (syms[k][0], 0x22) + syms[k][2:]  # STB_WEAK, STT_FUNC
-    assert fatbin.cubin_unresolved(with_symbols(cubin, syms)) == ("_Z5scalef",)
+    assert codefacts.cubin_unresolved(with_symbols(cubin, syms)) == ("_Z5scalef",)
     syms[k] = (syms[k][0], 0x02) + syms[k][2:]  # STB_LOCAL: not a reference to another object
-    assert fatbin.cubin_unresolved(with_symbols(cubin, syms)) == ()
+    assert codefacts.cubin_unresolved(with_symbols(cubin, syms)) == ()
 
 
 @pytest.mark.usefixtures("each_cubin_reader")
 def test_a_relocatable_symbol_table_with_a_partial_last_record_reads_its_whole_records():
     cubin = relocatable_cubin()
     _, head = sections(cubin)[b".symtab"]
-    assert fatbin.cubin_unresolved(with_field(cubin, b".symtab", 5, head[5] + 5)) == ("_Z5scalef",)
+    assert codefacts.cubin_unresolved(with_field(cubin, b".symtab", 5, head[5] + 5)) == ("_Z5scalef",)
 
 
 @pytest.mark.usefixtures("each_cubin_reader")
@@ -846,7 +846,7 @@ def test_the_first_name_of_the_section_name_table_is_found():
         if i == table_at:
             f[4], f[5] = len(SM90A), len(new_names)
         SHDR.pack_into(out, shoff + i * SHDR.size, *f)
-    assert fatbin.cubin_facts(bytes(out)) == fatbin.cubin_facts(SM90A) == ("sm_90a", ("_Z4axpyfPKfPfi",), (13, 0))
+    assert codefacts.cubin_facts(bytes(out)) == codefacts.cubin_facts(SM90A) == ("sm_90a", ("_Z4axpyfPKfPfi",), (13, 0))
 
 
 @pytest.mark.usefixtures("each_cubin_reader")
@@ -932,7 +932,7 @@ def test_a_kernels_own_constant_bank_and_shared_memory_relocation_are_not_unreso
     _, syms = symbols(cubin)
     k = next(k for k, s in enumerate(syms) if s[3] == 0 and s[1] & 0xF == 2)  # the undefined scale()
     syms[k] = (bank,) + syms[k][1:]
-    assert fatbin.cubin_unresolved(with_symbols(cubin, syms)) == ()
+    assert codefacts.cubin_unresolved(with_symbols(cubin, syms)) == ()
     kernel = next(k for k, s in enumerate(syms) if s[2] & 0x10)
     syms[kernel] = (scale,) + syms[kernel][1:]  # the object now defines scale(), not apply()
-    assert fatbin.cubin_unresolved(with_symbols(cubin, syms)) == (".nv.constant0._Z5applyPfi",)
+    assert codefacts.cubin_unresolved(with_symbols(cubin, syms)) == (".nv.constant0._Z5applyPfi",)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from archaudit.read import artifacts, library, zipread
+from archaudit.read import library, plan, zipread
 from helpers import WHEEL_NAME, assert_finding, check, findings, wheel
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -141,7 +141,7 @@ def test_wheel_changed_while_read(tmp_path):
     """The wheel is rewritten between reading its directory and reading a member: the CRC
     catches it (E002), deterministically, through the real reader in its real order."""
     p = wheel(tmp_path / WHEEL_NAME, [("demo/libk.so", LIB)])
-    jobs, problems = artifacts._wheel_jobs(str(p))
+    jobs, problems = plan._wheel_jobs(str(p))
     assert not problems and len(jobs) == 1
     data = bytearray(p.read_bytes())
     members, _ = zipread.read_directory(str(p))
@@ -242,7 +242,7 @@ def test_file_truncated_between_listing_and_reading(tmp_path):
     d = tmp_path / "target"
     d.mkdir()
     (d / "libk.so").write_bytes(LIB)
-    jobs, problems = artifacts._directory_jobs(str(d))
+    jobs, problems = plan._directory_jobs(str(d))
     assert not problems and len(jobs) == 1
     with open(d / "libk.so", "r+b") as f:
         f.truncate(len(LIB) // 2)

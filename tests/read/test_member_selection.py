@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from archaudit.model import TargetInventory
-from archaudit.read import artifacts, zipread
+from archaudit.read import artifacts, plan, zipread
 from helpers import WHEEL_NAME, assert_finding, check, findings, inner_zip, raw_zip, wheel, zero_bomb
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,7 +44,7 @@ def test_library_named_like_data_is_read(tmp_path, name):
     code, rep, _ = check(tmp_path, p)
     assert code == 1, findings(rep)
     assert any(c == "G001" and name in m for c, m in findings(rep)), findings(rep)
-    jobs, _ = artifacts._wheel_jobs(str(p))
+    jobs, _ = plan._wheel_jobs(str(p))
     note = {j.display: j.note for j in jobs}[name]
     assert "no search by file name picks" in note and "its content is an ELF file" in note
 
@@ -71,7 +71,7 @@ def test_data_members_are_not_read(tmp_path):
         tmp_path / WHEEL_NAME,
         [("demo/libgood.so", GOOD), ("demo/__init__.py", b"x = 1\n"), ("demo/weights.bin", weights)],
     )
-    jobs, problems = artifacts._wheel_jobs(str(p))
+    jobs, problems = plan._wheel_jobs(str(p))
     assert [j.display for j in jobs] == ["demo/libgood.so"] and not problems
     members, _ = zipread.read_directory(str(p))
     m = next(m for m in members if m.name == "demo/weights.bin")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from archaudit.model import EMBEDDED, PTX, SASS
-from archaudit.read import elf, fatbin
+from archaudit.read import codefacts, elf
 from archaudit.read.library import scan_file
 
 # Every test here runs with each cubin reader (conftest.each_cubin_reader).
@@ -29,12 +29,12 @@ def test_cuda12_cubins_mark_the_a_target_in_e_flags(name, abi, bit):
     h = elf.parse_header(data, len(data))
     assert h.abiversion == abi
     assert bool(h.flags & bit) == name.endswith("a")  # the fact, as ptxas 12.8 writes it
-    target, kernels, _ = fatbin.cubin_facts(data)
+    target, kernels, _ = codefacts.cubin_facts(data)
     assert target == name.split("_")[1].replace("sm", "sm_")
     assert kernels == AXPY
     cleared = bytearray(data)  # the bit is the only marker: without it the cubin is plain
     struct.pack_into("<I", cleared, 48, h.flags & ~bit)
-    assert fatbin.cubin_facts(bytes(cleared))[0] == target.rstrip("a")
+    assert codefacts.cubin_facts(bytes(cleared))[0] == target.rstrip("a")
 
 
 def test_cuda12_a_cubins_in_a_fatbin_agree_with_their_headers():
@@ -55,20 +55,20 @@ def test_kernel_without_the_entry_flag_is_still_a_kernel():
     small = elf.parse_small(data)
     funcs = [(n, other) for n, info, other, _ in small.symbols() if info & 0xF == 2]
     assert funcs and all(not other & 0x10 for _, other in funcs)  # STO_CUDA_ENTRY cleared
-    assert fatbin.cubin_facts(data)[1] == AXPY
+    assert codefacts.cubin_facts(data)[1] == AXPY
 
 
 def test_device_function_is_not_a_kernel():
     # an -rdc cubin's __noinline__ device function has .text.<name> but no constant bank
     data = (BIN / "cuda12_sm90.cubin").read_bytes()
-    assert fatbin.cubin_facts(data)[1] == AXPY
+    assert codefacts.cubin_facts(data)[1] == AXPY
 
 
 def test_ptx_read_as_ptxas_reads_it():
     text = (BIN / "entry_comment.ptx").read_bytes()
     assert b".entry /*x*/ _Z4axpyfPKfPfi" in text and b"/* .target sm_50 */" in text
     assert b"// .entry decoy_in_a_comment" in text
-    assert fatbin.ptx_facts(text) == ("sm_80", (9, 0), AXPY)
+    assert codefacts.ptx_facts(text) == ("sm_80", (9, 0), AXPY)
 
 
 @pytest.mark.parametrize(
@@ -82,7 +82,7 @@ def test_ptx_read_as_ptxas_reads_it():
     ],
 )
 def test_ptx_facts_on_comment_placements(text, target, entries):
-    got = fatbin.ptx_facts(text)
+    got = codefacts.ptx_facts(text)
     assert (got[0], got[2]) == (target, entries)
 
 

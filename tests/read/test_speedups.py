@@ -1,6 +1,6 @@
 """The compiled speedups (archaudit._speedups) against the Python references they replace.
 
-- `cubin_tables` against fatbin._tables: the same answer on every cubin the fixtures hold, on
+- `cubin_tables` against codefacts._tables: the same answer on every cubin the fixtures hold, on
   real cubins with fields and bytes changed at random, and none at all where the Python reader
   refuses the input.
 - `find` against bytes.find: the same offset for needles of every length in the fixtures'
@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from archaudit.read import elf, fatbin, library, search
+from archaudit.read import codefacts, elf, fatbin, library, search
 from archaudit.read.elf import ElfError
 from archaudit.read.fatbin import FatbinError
 from reference_tools import missing_tool, speedups
@@ -86,7 +86,7 @@ def both(data: bytes | memoryview, reader=None) -> tuple[object, object] | None:
         return None
     fast = (reader or compiled()).cubin_tables(data, h.shoff, h.shnum, h.shstrndx)
     try:
-        slow: object = fatbin._tables(data, h)
+        slow: object = codefacts._tables(data, h)
     except FatbinError:
         slow = None
     return fast, slow
@@ -97,7 +97,7 @@ def test_the_fixtures_hold_cubins_of_every_kind_read_here():
     (the constant-bank path), and cubins with no kernel at all."""
     cubins = fixture_cubins()
     heads = [elf.parse_header(c, len(c)) for c in cubins]
-    tables = [fatbin._tables(c, h) for c, h in zip(cubins, heads)]
+    tables = [codefacts._tables(c, h) for c, h in zip(cubins, heads)]
     unflagged = (FIXTURES / "readers" / "bin" / "noentry_sm80.cubin").read_bytes()
     assert len(cubins) >= 60 and {h.abiversion for h in heads} >= {7, 8}
     assert any(compat is not None for _, compat, _ in tables) and any(not k for k, _, _ in tables)
@@ -116,9 +116,9 @@ def test_every_fixture_cubin_reads_alike():
 
 def test_cubin_facts_is_the_same_with_either_reader(monkeypatch):
     compiled()
-    answers = [fatbin.cubin_facts(c) for c in fixture_cubins()]
-    monkeypatch.setattr(fatbin, "_compiled", None)
-    assert [fatbin.cubin_facts(c) for c in fixture_cubins()] == answers
+    answers = [codefacts.cubin_facts(c) for c in fixture_cubins()]
+    monkeypatch.setattr(codefacts, "_compiled", None)
+    assert [codefacts.cubin_facts(c) for c in fixture_cubins()] == answers
 
 
 def test_the_reference_runs_where_the_compiled_reader_refuses(monkeypatch):
@@ -138,9 +138,9 @@ def test_the_reference_runs_where_the_compiled_reader_refuses(monkeypatch):
     assert fast is None and slow is None
     messages = []
     for reader in (speedups(), None):
-        monkeypatch.setattr(fatbin, "_compiled", reader)
+        monkeypatch.setattr(codefacts, "_compiled", reader)
         with pytest.raises(FatbinError) as e:
-            fatbin.cubin_facts(bytes(out))
+            codefacts.cubin_facts(bytes(out))
         messages.append((e.value.code, e.value.message))
     assert messages[0] == messages[1] == ("E014", "cubin symbol table links a missing string table")
 

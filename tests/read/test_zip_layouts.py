@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from archaudit.read import artifacts, zipread
+from archaudit.read import artifacts, plan, zipread
 from helpers import WHEEL_NAME, assert_finding, check, findings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -258,7 +258,7 @@ def test_member_list_agrees_with_zipfile_on_real_wheels(name, version):
     members, hazards = zipread.read_directory(str(path))
     assert not hazards
     assert [m.name for m in members] == zipfile.ZipFile(path).namelist()
-    jobs, problems = artifacts._wheel_jobs(str(path))  # within the bounds on work, with room to spare
+    jobs, problems = plan._wheel_jobs(str(path))  # within the bounds on work, with room to spare
     assert not problems
     assert sum(j.size for j in jobs) * 4 < artifacts.BUDGET_RATIO * path.stat().st_size
 

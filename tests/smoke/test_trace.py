@@ -22,7 +22,7 @@ import pytest
 
 from archaudit.read.library import scan_file
 from archaudit.report import smoke as render
-from archaudit.smoke import cupti, probes, trace
+from archaudit.smoke import cupti, probes, trace, trace_inventory
 from archaudit.smoke.report import FAIL, PASS, SKIP, Row, SmokeReport
 
 HERE = Path(__file__).parents[1]
@@ -569,7 +569,8 @@ def test_loose_frames_are_found_across_read_boundaries(tmp_path, monkeypatch, ch
         blob += zstandard.ZstdCompressor().compress(image) + b"\x28\xb5\x2f\xfd" + b"y" * 5  # a stray magic too
     path = tmp_path / "blob"
     path.write_bytes(bytes(blob))
-    monkeypatch.setattr(trace, "CHUNK", chunk)
-    got = trace.loose_cubins(str(path), {len(i) for i in images[:2]}, 100)
+    monkeypatch.setattr(trace_inventory, "CHUNK", chunk)
+    got = trace_inventory.loose_cubins(str(path), {len(i) for i in images[:2]}, 100)
     assert got == [(o, hashlib.sha256(i).hexdigest()) for o, i in zip(offsets[:2], images[:2])]
-    assert trace.loose_cubins(str(path), {len(i) for i in images}, 1) == got[:1]  # the budget bounds the decoding
+    # the budget bounds the decoding
+    assert trace_inventory.loose_cubins(str(path), {len(i) for i in images}, 1) == got[:1]

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from ..findings import Code
 from ..gpus.cuda import CudaTarget
 from ..model import SASS, Entry
-from . import elf, fatbin, libc
+from . import codefacts, elf, fatbin, libc
 
 MAX_IN_FLIGHT = 16 << 20  # compressed bytes queued for the pool, all libraries together
 BIG = 48 << 20  # payloads that decode to more than this take turns (transformer-engine: 66 MB LZ4)
@@ -153,8 +153,8 @@ def decode_entry(
     if eh.kind == SASS:
         data = fatbin.decode_payload_into(eh, raw, pos, max_payload, out)
         try:
-            target, kernels, toolkit = fatbin.cubin_facts(data)
-            unresolved = fatbin.cubin_unresolved(data)
+            target, kernels, toolkit = codefacts.cubin_facts(data)
+            unresolved = codefacts.cubin_unresolved(data)
         except (elf.ElfError, struct.error, IndexError) as e:
             raise fatbin.FatbinError(f"{eh.target} cubin: {e}", code=Code.E014, offset=pos) from None
         if target.rstrip("a") != f"sm_{eh.arch}":
@@ -162,7 +162,7 @@ def decode_entry(
         # From sm_90 on a cubin marks the arch-specific 'a' (e_flags or .nv.compat): it must agree.
         if eh.arch >= 90 and target.endswith("a") != (eh.suffix == "a"):
             raise fatbin.FatbinError(f"cubin says {target}, entry header says {eh.target}", code=Code.E014, offset=pos)
-        empty = not kernels and fatbin.cubin_defines_nothing(data)
+        empty = not kernels and codefacts.cubin_defines_nothing(data)
         return replace(
             base,
             kernels=_interned(kernels),
@@ -171,7 +171,7 @@ def decode_entry(
             unresolved=unresolved,
             defines_nothing=empty,
         )
-    written, _, kernels = fatbin.ptx_facts(bytes(fatbin.decode_payload_into(eh, raw, pos, max_payload, out)))
+    written, _, kernels = codefacts.ptx_facts(bytes(fatbin.decode_payload_into(eh, raw, pos, max_payload, out)))
     if written is None:
         raise fatbin.FatbinError(f"{eh.target} PTX has no .target directive", code=Code.E014, offset=pos)
     target = written.replace("compute_", "sm_")
@@ -192,13 +192,13 @@ def whole_cubin(data: bytes | memoryview, offset: int) -> Entry:
     CUDA ELF that names no CUDA architecture or whose tables do not parse."""
     try:
         h = elf.parse_header(data, len(data))
-        target, kernels, toolkit = fatbin.cubin_facts(data)
-        unresolved = fatbin.cubin_unresolved(data) if h.type == elf.ET_REL else ()
+        target, kernels, toolkit = codefacts.cubin_facts(data)
+        unresolved = codefacts.cubin_unresolved(data) if h.type == elf.ET_REL else ()
     except (elf.ElfError, struct.error, IndexError) as e:
         raise fatbin.FatbinError(str(e), code=Code.E014, offset=offset) from None
     if not is_cuda_target(target):
         raise fatbin.FatbinError(f"its e_flags name no CUDA architecture ({target})", code=Code.E014, offset=offset)
-    empty = not kernels and fatbin.cubin_defines_nothing(data)
+    empty = not kernels and codefacts.cubin_defines_nothing(data)
     return Entry(
         "nvidia",
         SASS,
@@ -233,7 +233,9 @@ def framed_cubin_head(first: bytes, raw: int, declared: int | None, offset: int)
     --fast: the architecture e_flags name, nothing decoded (so E015 says what was not read)."""
     h = elf.parse_header(first, max(len(first), declared or 0))
     arch = (h.flags >> 8) & 0xFF if h.abiversion >= 8 else h.flags & 0xFF
-    accelerated = h.flags & (fatbin.EF_CUDA_ACCELERATORS_V8 if h.abiversion >= 8 else fatbin.EF_CUDA_ACCELERATORS_V7)
+    accelerated = h.flags & (
+        codefacts.EF_CUDA_ACCELERATORS_V8 if h.abiversion >= 8 else codefacts.EF_CUDA_ACCELERATORS_V7
+    )
     target = f"sm_{arch}{'a' if accelerated else ''}"
     if not is_cuda_target(target):
         raise fatbin.FatbinError(f"its e_flags name no CUDA architecture ({target})", code=Code.E014, offset=offset)

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from ..findings import Code
 from ..model import PTX, STANDALONE, Container, Entry, Library, Problem
-from . import fatbin
+from . import codefacts
 from .decode import is_cuda_target
 from .scan import LibraryScan, OpenFile
 from .search import Zone
@@ -56,7 +56,7 @@ def container_file(f: OpenFile) -> Library:
 def ptx_file(f: OpenFile) -> Library:
     path, size = f.path, f.size
     data = read_all(f.src, size, f.settings.max_payload)
-    target, version, kernels = fatbin.ptx_facts(data)
+    target, version, kernels = codefacts.ptx_facts(data)
     if not target or not target.startswith("sm_") and not target.startswith("compute_"):
         return Library(path, size, "ptx", problems=(Problem(Code.E014, "PTX has no .target sm_XX directive"),))
     target = target.replace("compute_", "sm_")

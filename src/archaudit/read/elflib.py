@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 from ..findings import Code
 from ..model import CODE_OBJECT, SASS, STANDALONE, Container, Entry, Library, Problem
-from . import elf, fatbin, hip
+from . import codefacts, elf, fatbin, hip
 from .attribution import attribute
 from .decode import is_cuda_target
 from .devicefiles import read_all
@@ -36,7 +36,7 @@ def _device_elf(f: OpenFile, h: elf.Header) -> Library:
     data = read_all(f.src, size, f.settings.max_payload)
     try:
         if h.machine == elf.EM_CUDA:
-            target, kernels, toolkit = fatbin.cubin_facts(data)
+            target, kernels, toolkit = codefacts.cubin_facts(data)
             if not is_cuda_target(target):
                 raise fatbin.FatbinError(f"cubin e_flags name no CUDA architecture ({target})", code=Code.E014)
             entry = Entry(
@@ -51,7 +51,7 @@ def _device_elf(f: OpenFile, h: elf.Header) -> Library:
                 kernels=kernels,
                 toolkit=toolkit,
                 decoded=True,
-                defines_nothing=not kernels and fatbin.cubin_defines_nothing(data),
+                defines_nothing=not kernels and codefacts.cubin_defines_nothing(data),
             )
             fmt = "cubin"
         else:

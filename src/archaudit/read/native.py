@@ -2,7 +2,7 @@
 (setup.py: optional, so a platform without a C compiler installs and runs without them).
 
 Each gives its Python reference's answers (tests/read/test_speedups.py): `cubin_tables` those of
-fatbin._tables, `find` those of bytes.find. ARCHAUDIT_PURE_PYTHON=1 runs the references."""
+codefacts._tables, `find` those of bytes.find. ARCHAUDIT_PURE_PYTHON=1 runs the references."""
 
 from __future__ import annotations
 

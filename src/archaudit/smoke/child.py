@@ -24,7 +24,8 @@ does not verify (for an untrusted task this keeps a library's blind writes off t
 is not what a verdict rests on). Every process archaudit starts dies with it
 (PR_SET_PDEATHSIG), and archaudit is the subreaper of whatever they leave behind: a process a
 child detached (double fork, setsid) is killed as
-soon as the child that started it ends, and on SIGTERM.
+soon as the child that started it ends, and on SIGTERM (lifetime.py). What became of each
+item and child, and what archaudit reads of a child from outside it, is outcomes.py.
 """
 
 from __future__ import annotations
@@ -39,11 +40,25 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
+
+from .lifetime import (
+    _DIE_WITH_PARENT,
+    _LIVE,
+    _LIVE_LOCK,
+    _SPAWN_LOCK,
+    _STOPPING,
+    Stopped,
+    _end_group,
+    _reap,
+    become_subreaper,
+    reset,
+    stop_all,
+    sweep,
+)
+from .outcomes import GPU_DEVICE_PREFIXES, TAIL_CHARS, Death, Outcome, TaskRun, _how, _scan_log, _tail, open_devices
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
 DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cuda_driver.py")
@@ -65,33 +80,12 @@ CHILD_SOURCES = {
     "cupti.py": _held(CUPTI),
     "worker_steps.py": _held(STEPS),
 }
-TAIL_CHARS = 2000
-LOG_SCAN_BYTES = 64 << 20  # how much of a child's stdout+stderr the watch patterns are searched in
+
+
 # Tasks whose children run no code of the wheel under test: only their reports carry a status.
 TRUSTED_TASKS = frozenset({"inspect", "gpu-info", "device-load"})
 OBS = "OBS"  # the status of every item an untrusted child reports: an observation, not a verdict
-# Device files that show a process opened a GPU (NVIDIA's, AMD's kfd and render nodes).
-GPU_DEVICE_PREFIXES = ("/dev/nvidia", "/dev/kfd", "/dev/dri/renderD")
-_LIVE: set[subprocess.Popen[bytes]] = set()  # running children, for stop_all()
-_LIVE_LOCK = threading.Lock()
-# Held while a child is started and registered, and while orphans are swept: a child that is
-# forked but not yet in _LIVE must never look like an orphan to another thread's sweep.
-_SPAWN_LOCK = threading.RLock()
-_STOPPING = threading.Event()
-PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
 
-# Both die with archaudit: PR_SET_PDEATHSIG(SIGKILL), then a check that the parent is still the
-# one that started them (it may have died before the call). PARENT is the argv index of its pid.
-_DIE_WITH_PARENT = r"""
-import os, sys
-try:
-    import ctypes
-    ctypes.CDLL(None).prctl(1, 9)
-except Exception:
-    pass
-if os.getppid() != int(sys.argv[PARENT]):
-    os._exit(113)
-"""
 
 # Run by `python -I -S -c BOOT task spec fd keyfd worker parent`: die with archaudit, take the
 # key from its pipe before anything else runs, then put the environment's paths on sys.path
@@ -131,194 +125,6 @@ EXEC = (
 os.execvp(sys.argv[2], sys.argv[2:])
 """
 )
-
-
-def become_subreaper() -> bool:
-    """Make this process the parent of every orphan its children leave (Linux); True if it is."""
-    try:
-        import ctypes
-
-        return bool(ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1) == 0)
-    except (OSError, AttributeError):
-        return False
-
-
-def _adopted() -> list[int]:
-    """Processes whose parent is this one but which no live child of ours is: orphans we reap."""
-    me = os.getpid()
-    with _LIVE_LOCK:
-        live = {p.pid for p in _LIVE}
-    out: list[int] = []
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return out
-    for name in names:
-        if not name.isdigit() or int(name) in live:
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 1 and int(fields[1]) == me:
-            out.append(int(name))
-    return out
-
-
-def sweep() -> int:
-    """Kill (and reap) every orphan adopted from our children's descendants; how many."""
-    with _SPAWN_LOCK:
-        return _sweep_locked()
-
-
-def _sweep_locked() -> int:
-    killed = 0
-    for _ in range(100):
-        found = _adopted()
-        if not found:
-            break
-        for pid in found:
-            try:
-                group = os.getpgid(pid)
-                if group != os.getpgrp():
-                    os.killpg(group, signal.SIGKILL)
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            try:
-                os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass
-            killed += 1
-    return killed
-
-
-class Stopped(BaseException):
-    """stop_all() was called: no new child is started."""
-
-
-def stop_all() -> None:
-    """Kill every running child (and its process group) and start no more.
-
-    Called from archaudit's SIGTERM/SIGINT handler: the children run in sessions of their
-    own, so a signal to archaudit's process group does not reach them.
-    """
-    _STOPPING.set()
-    with _LIVE_LOCK:
-        procs = list(_LIVE)
-    for proc in procs:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-    sweep()
-
-
-def reset() -> None:
-    _STOPPING.clear()
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What became of one item."""
-
-    status: str  # "PASS" | "FAIL" | "SKIP"
-    reason: str
-    duration: float
-    gpu: bool = False  # a SKIP for want of a GPU (or of code for it): FAIL under --require-gpu
-    signal: str | None = None
-    stderr_tail: str = ""
-    details: dict[str, Any] = field(default_factory=dict)
-    died: bool = False  # the child died in this item (signal, exit or timeout)
-    # GPU device files archaudit saw the child hold open (/proc/PID/fd) when its report arrived
-    devices_open: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Death:
-    """A child that died outside any item (before the first, or between two)."""
-
-    reason: str
-    signal: str | None
-    stderr_tail: str
-    duration: float
-
-
-@dataclass
-class TaskRun:
-    outcomes: list[Outcome | None]
-    infos: list[dict[str, Any]]
-    deaths: list[Death]
-    duration: float
-    # watch pattern -> the first text it matched in a child's stdout+stderr (read by archaudit)
-    log_hits: dict[str, str] = field(default_factory=dict)
-
-
-def signal_name(returncode: int) -> str | None:
-    if returncode >= 0:
-        return None
-    try:
-        return signal.Signals(-returncode).name
-    except ValueError:
-        return f"signal {-returncode}"
-
-
-def _tail(path: str) -> str:
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
-            f.seek(max(0, size - TAIL_CHARS))
-            text = f.read().decode(errors="replace")
-    except OSError:
-        return ""
-    return text.strip()
-
-
-def open_devices(pid: int) -> tuple[str, ...]:
-    """The GPU device files process pid holds open, read from outside it (/proc/PID/fd)."""
-    found: set[str] = set()
-    try:
-        fds = os.listdir(f"/proc/{pid}/fd")
-    except OSError:
-        return ()
-    for fd in fds:
-        try:
-            target = os.readlink(f"/proc/{pid}/fd/{fd}")
-        except OSError:
-            continue
-        if target.startswith(GPU_DEVICE_PREFIXES):
-            found.add(target)
-    return tuple(sorted(found))
-
-
-def _scan_log(path: str, patterns: tuple[str, ...]) -> dict[str, str]:
-    import re
-
-    if not patterns:
-        return {}
-    try:
-        with open(path, "rb") as f:
-            text = f.read(LOG_SCAN_BYTES).decode(errors="replace")
-    except OSError:
-        return {}
-    hits = {}
-    for pattern in patterns:
-        m = re.search(pattern, text)
-        if m:
-            hits[pattern] = m.group(0)[:500]
-    return hits
-
-
-def _how(returncode: int | None, timed_out: bool, timeout: float) -> tuple[str, str | None]:
-    if timed_out:
-        return f"no progress for {timeout:g} s: hung, killed with its process group", "SIGKILL"
-    sig = signal_name(returncode or 0)
-    if sig:
-        return f"the child interpreter was killed by {sig}", sig
-    return f"the child interpreter exited with status {returncode}", None
 
 
 def _spawn_once(
@@ -499,41 +305,6 @@ def _authentic_event(line: bytes, key: bytes, seq: int) -> dict[str, Any] | None
     if not isinstance(event, dict) or event.get("seq") != seq + 1:
         return None
     return event
-
-
-def _reap(proc: subprocess.Popen[bytes], timeout: float, timed_out: bool) -> tuple[int, bool]:
-    """Wait for the child (killing its group first when it timed out, or when it lingers after
-    closing its pipe) and end what it left. Returns (rc, timed_out)."""
-    if timed_out:
-        _kill_group(proc.pid)
-    try:
-        rc = proc.wait(timeout=max(timeout, 5.0))
-    except subprocess.TimeoutExpired:  # the pipe closed but the process lingers
-        timed_out = True
-        _kill_group(proc.pid)
-        rc = proc.wait()
-    _end_group(proc)
-    return rc, timed_out
-
-
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-
-
-def _end_group(proc: subprocess.Popen[bytes]) -> None:
-    """Forget a finished child and end what it left: grandchildren that outlive it (a compiler it
-    started) go with its process group, and anything that left the group (setsid) was adopted by
-    us: the sweep ends it too."""
-    with _LIVE_LOCK:
-        _LIVE.discard(proc)
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    sweep()
 
 
 def run_command(
