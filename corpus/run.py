@@ -241,8 +241,8 @@ def _extra(wheel: Wheel, path: Path, extra: ExtraCheck) -> tuple[list[str], floa
 
 def check(wheel: Wheel, dest: Path, detail_check: bool = False, index: Path | None = None) -> WheelResult:
     """One wheel: the default check (by ``archaudit index`` into ``index`` when given, the claim is
-    NVIDIA's alone and no ignore-library or gate entry applies: the index takes no configuration), its extra checks, and optionally the same
-    under --detail kernels."""
+    NVIDIA's alone and no ignore-library or gate entry applies: the index takes no configuration),
+    its extra checks, and optionally the same under --detail kernels."""
     res = WheelResult(wheel)
     path = dest / wheel.filename
     if not path.exists():
