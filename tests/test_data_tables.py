@@ -62,6 +62,8 @@ def rows(doc: dict[str, Any]) -> Iterator[tuple[str, Any]]:
             "generic_families": AMD["generic_families"],
             "gpus": dict(enumerate(AMD["gpus"])),
             "rocm_rules": AMD["rocm_rules"],
+            "hip_lookups": AMD["hip_lookups"],
+            "hip_runtimes": AMD["hip_runtimes"],
         }
     elif doc is NAMES:
         tables = {"conventions": NAMES["conventions"]}

@@ -431,3 +431,76 @@ def test_an_id_no_rocm_release_reads_is_still_e030(tmp_path, ident):
     mod.main(str(LOADING / "id_hcc.hipfb"), str(out), [ident])
     rc, doc, _ = check(tmp_path, str(out), "--amd-arch", "gfx90a")
     assert rc == 1 and "E030" in {f["code"] for t in doc["targets"] for f in t["findings"]}
+
+
+# ---- 9. the HIP release a library links picks the lookup -------------------------------------------
+
+RUNTIME = BIN / "runtime"  # tests/fixtures/amd/build_runtime.sh: a bundle of LOADING in .hip_fatbin
+
+# (library, claim, selected): whether the HIP the library links selects its entry for the claim
+RELEASES = [
+    ("clang11_v4_hip4.so", "gfx90a", True),  # ROCm 4.5 reads a hip entry by its code object (v4)
+    ("hipv4_hip4.so", "gfx90a", True),  # and a hipv4 entry by its id
+    ("clang11_v4_hip3.so", "gfx90a", True),  # ROCm 3.10: the processor after hip-amdgcn-amd-amdhsa-
+    ("clang11_v4_hip5.so", "gfx90a", False),  # ROCm 5.7 (comgr): four fields never
+    ("clang11_v4_none.so", "gfx90a", False),  # links no HIP: today's rule
+    ("clang11_v5_hip4.so", "gfx90a", False),  # ROCm 4.5 reads code object v3 and v4 only
+    ("features_xnack_first_hip4.so", "gfx942", False),  # ROCm 4.5 parses sramecc before xnack
+]
+
+
+def _needed(path: Path) -> list[str]:
+    """DT_NEEDED as binutils' readelf lists it (the reference, not archaudit's reader)."""
+    out = subprocess.run(["readelf", "-d", str(path)], capture_output=True, text=True, check=True).stdout
+    return [line.split("[", 1)[1].rstrip("]") for line in out.splitlines() if "(NEEDED)" in line]
+
+
+@pytest.mark.parametrize("name, claim, selected", RELEASES)
+def test_the_hip_a_library_links_picks_which_bundle_ids_are_selected(tmp_path, name, claim, selected):
+    """A four-field id (clang 11) is selected where the library links the HIP of ROCm 3 or 4
+    (libamdhip64.so.3, .so.4), never where it links ROCm 5 or later's or none (today's comgr)."""
+    path = RUNTIME / name
+    from archaudit.read.library import scan_file
+
+    lib = scan_file(str(path))
+    assert list(lib.needed) == _needed(path)
+    rc, doc, _ = check(tmp_path, str(path), "--amd-arch", claim)
+    codes = {f["code"] for t in doc["targets"] for f in t["findings"]}
+    if selected:
+        assert rc == 0 and not codes & {"G001", "G015"}
+        return
+    assert rc == 1 and {"G001", "G015"} <= codes
+    message = findings(doc, "G015")[0]["message"]
+    runtime = rocm.lookup_for(lib.needed)
+    assert ("comgr reads only" in message) == runtime.today
+    if not runtime.today:  # says which HIP judged it, and what that HIP reads
+        assert f"the HIP of ROCm {runtime.judged_as} ({runtime.runtime}" in message
+        assert runtime.runtime in findings(doc, "G001")[0]["message"]
+
+
+def test_rocm_3_selects_nothing_where_two_entries_fit():
+    """ROCm 3.5 to 4.0 count every fitting entry (hip-amdgcn-amd-amdhsa-gfx90a and
+    hcc-amdgcn-amd-amdhsa--gfx90a both name gfx90a there): more than one is hipErrorNoBinaryForGpu.
+    Today's comgr reads the hcc entry only, and selects it."""
+    from archaudit.read.library import scan_file
+
+    lib = scan_file(str(RUNTIME / "clang11_and_hcc_hip3.so"))
+    (bundle,) = lib.containers
+    assert [rocm.read_target(e, rocm.lookup_for(lib.needed)) for e in bundle.entries[-2:]] == ["gfx90a", "gfx90a"]
+    for gpu in rocm.settings("gfx90a"):
+        assert rocm.select(bundle, gpu, rocm.lookup_for(lib.needed)) == rocm.NOTHING
+        assert rocm.select(bundle, gpu).entry is bundle.entries[-1]
+
+
+def test_each_hip_soname_names_a_lookup_with_a_source():
+    """Every libamdhip64 SONAME row names a lookup; ROCm 5 and later are judged by today's rule,
+    so a library linking them never passes more than comgr selects."""
+    from archaudit.gpus import amd as gfx
+
+    rows = gfx.hip_runtimes()
+    assert sorted(rows) == [f"libamdhip64.so.{n}" for n in range(3, 8)]
+    for soname in rows:
+        lookup = rocm.lookup_for([soname])
+        assert lookup.runtime == soname and gfx.hip_lookup(lookup.name)["source"]
+        assert lookup.today == (int(soname.rsplit(".", 1)[1]) >= 5)
+    assert rocm.lookup_for(["libamdhip64.so", "libc.so.6"]) == rocm.TODAY

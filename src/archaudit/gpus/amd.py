@@ -92,6 +92,20 @@ def rocm_rule(name: str) -> Any:
     return _data()["rocm_rules"][name]["value"]
 
 
+def hip_lookup(name: str) -> dict[str, Any]:
+    """How one HIP runtime picks a bundle entry (data/amd.json "hip_lookups", each row with its
+    source: the HIP code of those releases that compares the bundle id)."""
+    row: dict[str, Any] = _data()["hip_lookups"][name]
+    return row
+
+
+def hip_runtimes() -> dict[str, dict[str, Any]]:
+    """The HIP runtime each libamdhip64 SONAME is (data/amd.json "hip_runtimes"): the ROCm
+    releases that shipped it and the lookup it is judged by."""
+    rows: dict[str, dict[str, Any]] = _data()["hip_runtimes"]
+    return rows
+
+
 @lru_cache(maxsize=1)
 def processors() -> dict[str, Processor]:
     d = _data()
@@ -351,6 +365,8 @@ __all__ = [
     "FEATURES",
     "GPU",
     "gpus",
+    "hip_lookup",
+    "hip_runtimes",
     "is_generic",
     "lookup_gpu",
     "normalise",

@@ -112,8 +112,9 @@ def _bytes_by_target(lib: Library) -> tuple[tuple[str, int, int], ...]:
 
 def _amd_entries(lib: Library) -> tuple[AmdEntryVerdict, ...]:
     """Every AMD entry of the library as ROCm judges it, so that a report carries what it shows."""
+    lookup = rocm.lookup_for(lib.needed)
     return tuple(
-        AmdEntryVerdict(ci, ei, rocm.judged_target(e), rocm.disagrees(e), rocm.hip_reads(e))
+        AmdEntryVerdict(ci, ei, rocm.judged_target(e), rocm.disagrees(e), rocm.hip_reads(e, lookup))
         for ci, c in enumerate(lib.containers)
         for ei, e in enumerate(c.entries)
         if e.vendor == "amd" or e.own_target is not None

@@ -283,6 +283,12 @@ class LibraryFacts:
         return rocm.modules(self.library)
 
     @cached_property
+    def amd_lookup(self) -> rocm.Lookup:
+        """How the HIP runtime the library links (NEEDED libamdhip64.so.N) selects bundle entries;
+        today's rule where it links none."""
+        return rocm.lookup_for(self.library.needed)
+
+    @cached_property
     def _amd_paths(self) -> dict[str, rocm.AmdPath]:
         return {}
 
@@ -290,7 +296,7 @@ class LibraryFacts:
         """What a concrete AMD GPU setting (gfx90a:sramecc+:xnack-) runs of the library."""
         known = self._amd_paths.get(gpu)
         if known is None:
-            known = self._amd_paths[gpu] = rocm.path(self.amd_modules, gpu)
+            known = self._amd_paths[gpu] = rocm.path(self.amd_modules, gpu, self.amd_lookup)
         return known
 
     @cached_property
