@@ -504,3 +504,101 @@ def test_each_hip_soname_names_a_lookup_with_a_source():
         assert lookup.runtime == soname and gfx.hip_lookup(lookup.name)["source"]
         assert lookup.today == (int(soname.rsplit(".", 1)[1]) >= 5)
     assert rocm.lookup_for(["libamdhip64.so", "libc.so.6"]) == rocm.TODAY
+
+
+# ---- 10. the ROCm release a package is named for -------------------------------------------------
+
+CUPY_ROCM_4_0 = "cupy_rocm_4_0-10.6.0-cp39-cp39-manylinux1_x86_64.whl"
+CUPY_CLAIM = "gfx801,gfx802,gfx803,gfx900,gfx906,gfx908,gfx1010,gfx1011,gfx1012"  # census cupy-rocm-4-0
+
+
+def test_a_package_names_its_rocm_release_as_cupy_documents():
+    """CuPy's cupy-rocm-X-Y is the wheel for ROCm X.Y (data/amd.json package_names, with its source)."""
+    from archaudit.gpus import amd as gfx
+
+    assert [gfx.package_rocm(n) for n in ("cupy-rocm-4-0", "cupy_rocm_4_2", "CuPy-ROCm-5-0")] == ["4.0", "4.2", "5.0"]
+    assert [gfx.package_rocm(n) for n in ("cupy", "cupy-cuda12x", "cupy-rocm", "")] == [None] * 4
+    for row in gfx.hip_releases().values():
+        assert row["runtime"] in gfx.hip_runtimes() and gfx.hip_loading(row["loading"])["source"]
+
+
+def _as_wheel(tmp_path: Path, library: Path, wheel: str) -> Path:
+    """``library`` as the one member of a wheel of that file name (the name says the package)."""
+    import zipfile
+
+    out = tmp_path / wheel
+    name, version = wheel.split("-")[:2]
+    info = f"{name}-{version}.dist-info"
+    with zipfile.ZipFile(out, "w") as z:
+        z.write(library, f"pkg/{library.name}")
+        z.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        z.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: py3-none-manylinux1_x86_64\n")
+        z.writestr(f"{info}/RECORD", "")
+    return out
+
+
+def test_rocm_4_0_selects_by_processor_and_its_loader_refuses_what_it_does_not_know(tmp_path):
+    """A package named for ROCm 4.0 whose library links libamdhip64.so.4 is judged as ROCm 4.0:
+    the processor after hip-amdgcn-amd-amdhsa- selects the gfx90a entry, and ROCr 4.0's loader
+    refuses it (code object v4, and gfx90a is no ISA it lists): fail closed. The same library in a
+    package that names no release is judged as ROCm 4.5 (.so.4's newest), which runs it."""
+    lib = RUNTIME / "clang11_v4_hip4.so"
+    named = _as_wheel(tmp_path, lib, "cupy_rocm_4_0-1.0-py3-none-manylinux1_x86_64.whl")
+    rc, doc, _ = check(tmp_path, str(named), "--amd-arch", "gfx90a")
+    assert rc == 1 and not findings(doc, "G015")
+    (g001,) = findings(doc, "G001")
+    assert (
+        "the loader refuses its code object" in g001["message"]
+        and "ROCm 4.0, the release its package" in g001["message"]
+    )
+    unnamed = _as_wheel(tmp_path, lib, "other-1.0-py3-none-manylinux1_x86_64.whl")
+    rc, doc, _ = check(tmp_path, str(unnamed), "--amd-arch", "gfx90a")
+    assert rc == 0 and not findings(doc, "G001")
+
+
+def test_a_release_of_another_hip_major_keeps_the_sonames_rule(tmp_path):
+    """A package naming ROCm 4.0 whose library links libamdhip64.so.5 contradicts itself: the
+    SONAME's rule (comgr) stays and the four-field id is G015, saying what the package named."""
+    lib = RUNTIME / "clang11_v4_hip5.so"
+    named = _as_wheel(tmp_path, lib, "cupy_rocm_4_0-1.0-py3-none-manylinux1_x86_64.whl")
+    rc, doc, _ = check(tmp_path, str(named), "--amd-arch", "gfx90a")
+    assert rc == 1 and findings(doc, "G015")
+    assert rocm.lookup_for(["libamdhip64.so.5"], "4.0").name == "comgr"
+    assert (
+        "libamdhip64.so.5; its package names ROCm 4.0, which ships another HIP" in findings(doc, "G001")[0]["message"]
+    )
+
+
+@pytest.fixture(scope="module")
+def cupy_rocm_4_0() -> Path:
+    from wheels import fetch
+
+    return fetch("cupy-rocm-4-0", "10.6.0", "manylinux1_x86_64", filename=CUPY_ROCM_4_0)
+
+
+def _missing(doc: dict) -> dict[str, set[str]]:
+    """Per library with a G001: the claimed processors it names as missing."""
+    out: dict[str, set[str]] = {}
+    for f in findings(doc, "G001"):
+        head = f["message"].split(" has no code for ", 1)[1].split(" (claimed)", 1)[0]
+        out[f["subject"].rsplit("/", 1)[-1]] = set(head.split(", "))
+    return out
+
+
+def test_cupy_rocm_4_0_is_judged_as_rocm_4_0_where_its_name_says_so(tmp_path, cupy_rocm_4_0):
+    """The real wheel: its v3 code objects state one xnack/sramecc setting each (gfx906 e_flags
+    0x2F: no sram-ecc). ROCm 4.0 selects by processor and its loader never compares xnack, so every
+    claimed processor runs but gfx906 with SRAM ECC on (an MI50), where ROCr 4.0 refuses code
+    built without sram-ecc. Named for no release, .so.4's newest (4.5) misses seven processors."""
+    rc, doc, _ = check(tmp_path, str(cupy_rocm_4_0), "--amd-arch", CUPY_CLAIM)
+    assert rc == 1 and list(_missing(doc).values()) == [{"gfx906"}, {"gfx906"}]
+    assert not findings(doc, "G015")
+    for f in findings(doc, "G001"):
+        assert "on gfx906:sramecc+:xnack+, gfx906:sramecc+:xnack- ROCm selects" in f["message"]
+    rc, doc, _ = check(tmp_path, str(cupy_rocm_4_0), "--amd-arch", CUPY_CLAIM.replace("gfx906", "gfx906:sramecc-"))
+    assert rc == 0 and not findings(doc, "G001")
+    other = tmp_path / CUPY_ROCM_4_0.replace("cupy_rocm_4_0", "unnamed")
+    other.symlink_to(cupy_rocm_4_0)
+    rc, doc, _ = check(tmp_path, str(other), "--amd-arch", CUPY_CLAIM)
+    want = {"gfx801", "gfx900", "gfx906", "gfx908", "gfx1010", "gfx1011", "gfx1012"}
+    assert rc == 1 and all(m == want for m in _missing(doc).values()) and len(_missing(doc)) == 2

@@ -106,6 +106,31 @@ def hip_runtimes() -> dict[str, dict[str, Any]]:
     return rows
 
 
+def hip_releases() -> dict[str, dict[str, Any]]:
+    """ROCm releases judged by rules of their own rather than their SONAME's newest release
+    (data/amd.json "hip_releases"): the HIP runtime they ship, its lookup and its loading rule."""
+    rows: dict[str, dict[str, Any]] = _data()["hip_releases"]
+    return rows
+
+
+def hip_loading(name: str) -> dict[str, Any]:
+    """How one release's loader accepts a selected code object (data/amd.json "hip_loadings")."""
+    row: dict[str, Any] = _data()["hip_loadings"][name]
+    return row
+
+
+def package_rocm(name: str) -> str | None:
+    """The ROCm release a package is named for (``cupy-rocm-4-0`` -> "4.0"; ``package_names`` in
+    data/amd.json), or None for a name that says none. ``name`` is a distribution name, any
+    spelling (normalised as PEP 503 does)."""
+    key = re.sub(r"[-_.]+", "-", name).lower()
+    for row in _data()["package_names"]["patterns"].values():
+        m = re.match(row["pattern"], key)
+        if m:
+            return f"{int(m.group('major'))}.{int(m.group('minor'))}"
+    return None
+
+
 @lru_cache(maxsize=1)
 def processors() -> dict[str, Processor]:
     d = _data()
@@ -365,11 +390,14 @@ __all__ = [
     "FEATURES",
     "GPU",
     "gpus",
+    "hip_loading",
     "hip_lookup",
+    "hip_releases",
     "hip_runtimes",
     "is_generic",
     "lookup_gpu",
     "normalise",
+    "package_rocm",
     "parse_amd_claim",
     "parse_target",
     "processor_by_mach",

@@ -59,12 +59,15 @@ def kind(e: Entry) -> str:
 @dataclass(frozen=True, slots=True)
 class Lookup:
     """How the HIP runtime a library links picks a bundle entry (data/amd.json ``hip_lookups``),
-    and that runtime (``hip_runtimes``; empty for today's rule, the comgr lookup)."""
+    how its loader accepts the code object selected (``hip_loadings``; empty: today's rule), and
+    that runtime (``hip_runtimes``, ``hip_releases``; empty for today's rule, the comgr lookup)."""
 
     name: str  # "comgr", "runtime-unbundler" (ROCm 4.1 to 5.4), "prefix" (ROCm 3.5 to 4.0)
     runtime: str = ""  # the NEEDED SONAME it was chosen by: "libamdhip64.so.4"
     releases: str = ""  # "ROCm 4.0 to 4.5"
     judged_as: str = ""  # the release whose code is applied: "4.5"
+    loading: str = ""  # a hip_loadings row ("rocm-4.0"); "": ROCr's e_flags match (rocm_rules)
+    named: str = ""  # a release the package names that ships another HIP (not applied): "4.0"
 
     @property
     def rule(self) -> dict[str, Any]:
@@ -83,14 +86,23 @@ class Lookup:
 TODAY = Lookup("comgr")
 
 
-def lookup_for(needed: Iterable[str]) -> Lookup:
+def lookup_for(needed: Iterable[str], release: str | None = None) -> Lookup:
     """The lookup of the HIP runtime a library links (its NEEDED ``libamdhip64.so.N``), judged as
-    the newest release of that SONAME selects; today's rule where it links none or one not listed."""
+    the newest release of that SONAME selects; today's rule where it links none or one not listed.
+    ``release``: the ROCm release the library's package is named for (``package_rocm``); where
+    that release ships the SONAME linked and has rules of its own (``hip_releases``), they judge
+    it. A release of another HIP major contradicts the SONAME: the SONAME's rule stays."""
     rows = gfx.hip_runtimes()
     for name in needed:
         row = rows.get(name)
-        if row is not None:
-            return Lookup(row["lookup"], name, row["releases"], row["judged_as"])
+        if row is None:
+            continue
+        own = gfx.hip_releases().get(release or "")
+        if own is not None and own["runtime"] == name:
+            named = f"ROCm {release}, the release its package is named for"
+            return Lookup(own["lookup"], name, named, str(release), own["loading"])
+        other = release is not None and release.split(".")[0] != name.rsplit(".", 1)[1]
+        return Lookup(row["lookup"], name, row["releases"], row["judged_as"], named=str(release) if other else "")
     return TODAY
 
 
@@ -222,7 +234,24 @@ def select(container: Container, gpu: str, lookup: Lookup = TODAY) -> Selection:
         return NOTHING
     if too_old_alone(chosen) or chosen.unloadable:
         return Selection("refused", chosen)
-    return Selection("native" if compatible(judged_target(chosen), gpu) else "refused", chosen)
+    return Selection("native" if loads(chosen, gpu, lookup) else "refused", chosen)
+
+
+def loads(e: Entry, gpu: str, lookup: Lookup = TODAY) -> bool:
+    """Whether the loader of the lookup's release accepts the selected code object on ``gpu``:
+    today ROCr's ``Isa::IsCompatible`` (each setting the code object names equals the GPU's);
+    ROCm 4.0 (``hip_loadings`` "rocm-4.0") compares the processor, and sram-ecc only where the
+    GPU has it on (code without it is refused there), never xnack."""
+    if not lookup.loading:
+        return compatible(judged_target(e), gpu)
+    rule = gfx.hip_loading(lookup.loading)
+    if e.own_target is None or e.code_version[0] not in rule["code_object_versions"]:
+        return False
+    c, g = gfx.parse_target(e.own_target), gfx.parse_target(gpu)
+    isa = ("+xnack" if c.feature("xnack") else "") + ("+sram-ecc" if c.feature("sramecc") else "")
+    if c.processor != g.processor or isa not in rule["isas"].get(c.processor, ()):
+        return False
+    return not (g.feature("sramecc") and not c.feature("sramecc"))
 
 
 # A bare code object (hipModuleLoad of an .hsaco) is matched by comgr's getElfIsaName, which names
@@ -383,6 +412,7 @@ __all__ = [
     "judged_target",
     "kernel_gaps",
     "kind",
+    "loads",
     "Lookup",
     "lookup_for",
     "modules",

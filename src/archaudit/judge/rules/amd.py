@@ -112,16 +112,17 @@ def _unread_why(f: LibraryFacts) -> str:
     if not unread:
         return why
     if f.amd_lookup.today:
-        return f"; HIP never selects {', '.join(unread[:3])} (not a hip/hipv4/hcc entry as comgr spells it)"
+        return f"{why}; HIP never selects {', '.join(unread[:3])} (not a hip/hipv4/hcc entry as comgr spells it)"
     return f"{why}; it never selects {', '.join(unread[:3])}"
 
 
 def _runtime_why(lookup: rocm.Lookup) -> str:
     """The HIP release a library's bundles are judged by, where it is not today's."""
+    named = f"; its package names ROCm {lookup.named}, which ships another HIP" if lookup.named else ""
     if lookup.today:
-        return ""
+        return f"; it links {lookup.runtime}{named}, judged as today's comgr selects" if named else ""
     return (
-        f"; it links {lookup.runtime} ({lookup.releases}), judged as the HIP of ROCm {lookup.judged_as} "
+        f"; it links {lookup.runtime} ({lookup.releases}){named}, judged as the HIP of ROCm {lookup.judged_as} "
         f"selects: {lookup.reads}"
     )
 
@@ -155,16 +156,26 @@ def amd_kernel_gaps(f: LibraryFacts, gpus: Sequence[str] | None = None) -> tuple
     return rocm.kernel_gaps(f.amd_modules, [f.amd_path(m) for m in dict.fromkeys(gpus)], f.amd_lookup)
 
 
+def _refused_somewhere(e: Entry, lookup: rocm.Lookup) -> bool:
+    """Whether a setting of the entry's processor has its loader refuse it: under today's rule
+    every setting its e_flags leave out; ROCm 4.0's loader compares sram-ecc only where the GPU
+    has it on, and never xnack (data/amd.json "hip_loadings")."""
+    if not lookup.loading:
+        return True
+    return any(not rocm.loads(e, gpu, lookup) for gpu in rocm.settings(e.target))
+
+
 @library_rule(Code.G014)
 def rule_g014(f: LibraryFacts) -> list[Finding]:
     """G014: a code object whose own xnack/sramecc setting (ELF e_flags) is more specific than
     its bundle id. ROCm selects the entry by its id and the loader then refuses the code object
     on a GPU of the other setting, so it is judged by its e_flags; the id misdescribes it."""
+    lk = f.amd_lookup
     bad = sorted(  # only where the id is what selects (the HIP of ROCm 4 reads a hip entry's e_flags)
         {
             (e.identifier or e.target, e.own_target or "")
             for e in f.amd
-            if rocm.disagrees(e) and rocm.read_target(e, f.amd_lookup) == e.target
+            if rocm.disagrees(e) and rocm.read_target(e, lk) == e.target and _refused_somewhere(e, lk)
         }
     )
     if not bad:
