@@ -32,9 +32,9 @@ WHEELS = manifest.load()
 # Wheels that still disagree on main, with the issue-11 point whose fix makes them agree. Strict:
 # once a fix lands, the wheel agrees, its test "unexpectedly passes" and fails until the entry goes.
 KNOWN: dict[str, str] = {  # id -> the issue point it still disagrees on
-    # ROCm 4.0's bundle ids (hip-amdgcn-amd-amdhsa-gfxNNN) are judged by today's comgr, which never
-    # selects them; the wheel links libamdhip64.so.4, whose HIP does (records/census.md)
-    "cupy-rocm-4-0": "35: ROCm 4.0 bundle ids judged by today's ROCm"
+    # judged as ROCm 4.0, the release its package names: its loader refuses the gfx906 code object
+    # (built without sram-ecc) on a gfx906 with SRAM ECC on (records/census.md)
+    "cupy-rocm-4-0": "35: ROCm 4.0 refuses gfx906 code without sram-ecc on an ECC GPU"
 }
 
 

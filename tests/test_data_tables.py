@@ -62,6 +62,11 @@ def rows(doc: dict[str, Any]) -> Iterator[tuple[str, Any]]:
             "generic_families": AMD["generic_families"],
             "gpus": dict(enumerate(AMD["gpus"])),
             "rocm_rules": AMD["rocm_rules"],
+            "hip_lookups": AMD["hip_lookups"],
+            "hip_runtimes": AMD["hip_runtimes"],
+            "hip_releases": AMD["hip_releases"],
+            "hip_loadings": AMD["hip_loadings"],
+            "package_names.patterns": AMD["package_names"]["patterns"],
         }
     elif doc is NAMES:
         tables = {"conventions": NAMES["conventions"]}

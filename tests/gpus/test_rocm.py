@@ -431,3 +431,174 @@ def test_an_id_no_rocm_release_reads_is_still_e030(tmp_path, ident):
     mod.main(str(LOADING / "id_hcc.hipfb"), str(out), [ident])
     rc, doc, _ = check(tmp_path, str(out), "--amd-arch", "gfx90a")
     assert rc == 1 and "E030" in {f["code"] for t in doc["targets"] for f in t["findings"]}
+
+
+# ---- 9. the HIP release a library links picks the lookup -------------------------------------------
+
+RUNTIME = BIN / "runtime"  # tests/fixtures/amd/build_runtime.sh: a bundle of LOADING in .hip_fatbin
+
+# (library, claim, selected): whether the HIP the library links selects its entry for the claim
+RELEASES = [
+    ("clang11_v4_hip4.so", "gfx90a", True),  # ROCm 4.5 reads a hip entry by its code object (v4)
+    ("hipv4_hip4.so", "gfx90a", True),  # and a hipv4 entry by its id
+    ("clang11_v4_hip3.so", "gfx90a", True),  # ROCm 3.10: the processor after hip-amdgcn-amd-amdhsa-
+    ("clang11_v4_hip5.so", "gfx90a", False),  # ROCm 5.7 (comgr): four fields never
+    ("clang11_v4_none.so", "gfx90a", False),  # links no HIP: today's rule
+    ("clang11_v5_hip4.so", "gfx90a", False),  # ROCm 4.5 reads code object v3 and v4 only
+    ("features_xnack_first_hip4.so", "gfx942", False),  # ROCm 4.5 parses sramecc before xnack
+]
+
+
+def _needed(path: Path) -> list[str]:
+    """DT_NEEDED as binutils' readelf lists it (the reference, not archaudit's reader)."""
+    out = subprocess.run(["readelf", "-d", str(path)], capture_output=True, text=True, check=True).stdout
+    return [line.split("[", 1)[1].rstrip("]") for line in out.splitlines() if "(NEEDED)" in line]
+
+
+@pytest.mark.parametrize("name, claim, selected", RELEASES)
+def test_the_hip_a_library_links_picks_which_bundle_ids_are_selected(tmp_path, name, claim, selected):
+    """A four-field id (clang 11) is selected where the library links the HIP of ROCm 3 or 4
+    (libamdhip64.so.3, .so.4), never where it links ROCm 5 or later's or none (today's comgr)."""
+    path = RUNTIME / name
+    from archaudit.read.library import scan_file
+
+    lib = scan_file(str(path))
+    assert list(lib.needed) == _needed(path)
+    rc, doc, _ = check(tmp_path, str(path), "--amd-arch", claim)
+    codes = {f["code"] for t in doc["targets"] for f in t["findings"]}
+    if selected:
+        assert rc == 0 and not codes & {"G001", "G015"}
+        return
+    assert rc == 1 and {"G001", "G015"} <= codes
+    message = findings(doc, "G015")[0]["message"]
+    runtime = rocm.lookup_for(lib.needed)
+    assert ("comgr reads only" in message) == runtime.today
+    if not runtime.today:  # says which HIP judged it, and what that HIP reads
+        assert f"the HIP of ROCm {runtime.judged_as} ({runtime.runtime}" in message
+        assert runtime.runtime in findings(doc, "G001")[0]["message"]
+
+
+def test_rocm_3_selects_nothing_where_two_entries_fit():
+    """ROCm 3.5 to 4.0 count every fitting entry (hip-amdgcn-amd-amdhsa-gfx90a and
+    hcc-amdgcn-amd-amdhsa--gfx90a both name gfx90a there): more than one is hipErrorNoBinaryForGpu.
+    Today's comgr reads the hcc entry only, and selects it."""
+    from archaudit.read.library import scan_file
+
+    lib = scan_file(str(RUNTIME / "clang11_and_hcc_hip3.so"))
+    (bundle,) = lib.containers
+    assert [rocm.read_target(e, rocm.lookup_for(lib.needed)) for e in bundle.entries[-2:]] == ["gfx90a", "gfx90a"]
+    for gpu in rocm.settings("gfx90a"):
+        assert rocm.select(bundle, gpu, rocm.lookup_for(lib.needed)) == rocm.NOTHING
+        assert rocm.select(bundle, gpu).entry is bundle.entries[-1]
+
+
+def test_each_hip_soname_names_a_lookup_with_a_source():
+    """Every libamdhip64 SONAME row names a lookup; ROCm 5 and later are judged by today's rule,
+    so a library linking them never passes more than comgr selects."""
+    from archaudit.gpus import amd as gfx
+
+    rows = gfx.hip_runtimes()
+    assert sorted(rows) == [f"libamdhip64.so.{n}" for n in range(3, 8)]
+    for soname in rows:
+        lookup = rocm.lookup_for([soname])
+        assert lookup.runtime == soname and gfx.hip_lookup(lookup.name)["source"]
+        assert lookup.today == (int(soname.rsplit(".", 1)[1]) >= 5)
+    assert rocm.lookup_for(["libamdhip64.so", "libc.so.6"]) == rocm.TODAY
+
+
+# ---- 10. the ROCm release a package is named for -------------------------------------------------
+
+CUPY_ROCM_4_0 = "cupy_rocm_4_0-10.6.0-cp39-cp39-manylinux1_x86_64.whl"
+CUPY_CLAIM = "gfx801,gfx802,gfx803,gfx900,gfx906,gfx908,gfx1010,gfx1011,gfx1012"  # census cupy-rocm-4-0
+
+
+def test_a_package_names_its_rocm_release_as_cupy_documents():
+    """CuPy's cupy-rocm-X-Y is the wheel for ROCm X.Y (data/amd.json package_names, with its source)."""
+    from archaudit.gpus import amd as gfx
+
+    assert [gfx.package_rocm(n) for n in ("cupy-rocm-4-0", "cupy_rocm_4_2", "CuPy-ROCm-5-0")] == ["4.0", "4.2", "5.0"]
+    assert [gfx.package_rocm(n) for n in ("cupy", "cupy-cuda12x", "cupy-rocm", "")] == [None] * 4
+    for row in gfx.hip_releases().values():
+        assert row["runtime"] in gfx.hip_runtimes() and gfx.hip_loading(row["loading"])["source"]
+
+
+def _as_wheel(tmp_path: Path, library: Path, wheel: str) -> Path:
+    """``library`` as the one member of a wheel of that file name (the name says the package)."""
+    import zipfile
+
+    out = tmp_path / wheel
+    name, version = wheel.split("-")[:2]
+    info = f"{name}-{version}.dist-info"
+    with zipfile.ZipFile(out, "w") as z:
+        z.write(library, f"pkg/{library.name}")
+        z.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        z.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: py3-none-manylinux1_x86_64\n")
+        z.writestr(f"{info}/RECORD", "")
+    return out
+
+
+def test_rocm_4_0_selects_by_processor_and_its_loader_refuses_what_it_does_not_know(tmp_path):
+    """A package named for ROCm 4.0 whose library links libamdhip64.so.4 is judged as ROCm 4.0:
+    the processor after hip-amdgcn-amd-amdhsa- selects the gfx90a entry, and ROCr 4.0's loader
+    refuses it (code object v4, and gfx90a is no ISA it lists): fail closed. The same library in a
+    package that names no release is judged as ROCm 4.5 (.so.4's newest), which runs it."""
+    lib = RUNTIME / "clang11_v4_hip4.so"
+    named = _as_wheel(tmp_path, lib, "cupy_rocm_4_0-1.0-py3-none-manylinux1_x86_64.whl")
+    rc, doc, _ = check(tmp_path, str(named), "--amd-arch", "gfx90a")
+    assert rc == 1 and not findings(doc, "G015")
+    (g001,) = findings(doc, "G001")
+    assert (
+        "the loader refuses its code object" in g001["message"]
+        and "ROCm 4.0, the release its package" in g001["message"]
+    )
+    unnamed = _as_wheel(tmp_path, lib, "other-1.0-py3-none-manylinux1_x86_64.whl")
+    rc, doc, _ = check(tmp_path, str(unnamed), "--amd-arch", "gfx90a")
+    assert rc == 0 and not findings(doc, "G001")
+
+
+def test_a_release_of_another_hip_major_keeps_the_sonames_rule(tmp_path):
+    """A package naming ROCm 4.0 whose library links libamdhip64.so.5 contradicts itself: the
+    SONAME's rule (comgr) stays and the four-field id is G015, saying what the package named."""
+    lib = RUNTIME / "clang11_v4_hip5.so"
+    named = _as_wheel(tmp_path, lib, "cupy_rocm_4_0-1.0-py3-none-manylinux1_x86_64.whl")
+    rc, doc, _ = check(tmp_path, str(named), "--amd-arch", "gfx90a")
+    assert rc == 1 and findings(doc, "G015")
+    assert rocm.lookup_for(["libamdhip64.so.5"], "4.0").name == "comgr"
+    assert (
+        "libamdhip64.so.5; its package names ROCm 4.0, which ships another HIP" in findings(doc, "G001")[0]["message"]
+    )
+
+
+@pytest.fixture(scope="module")
+def cupy_rocm_4_0() -> Path:
+    from wheels import fetch
+
+    return fetch("cupy-rocm-4-0", "10.6.0", "manylinux1_x86_64", filename=CUPY_ROCM_4_0)
+
+
+def _missing(doc: dict) -> dict[str, set[str]]:
+    """Per library with a G001: the claimed processors it names as missing."""
+    out: dict[str, set[str]] = {}
+    for f in findings(doc, "G001"):
+        head = f["message"].split(" has no code for ", 1)[1].split(" (claimed)", 1)[0]
+        out[f["subject"].rsplit("/", 1)[-1]] = set(head.split(", "))
+    return out
+
+
+def test_cupy_rocm_4_0_is_judged_as_rocm_4_0_where_its_name_says_so(tmp_path, cupy_rocm_4_0):
+    """The real wheel: its v3 code objects state one xnack/sramecc setting each (gfx906 e_flags
+    0x2F: no sram-ecc). ROCm 4.0 selects by processor and its loader never compares xnack, so every
+    claimed processor runs but gfx906 with SRAM ECC on (an MI50), where ROCr 4.0 refuses code
+    built without sram-ecc. Named for no release, .so.4's newest (4.5) misses seven processors."""
+    rc, doc, _ = check(tmp_path, str(cupy_rocm_4_0), "--amd-arch", CUPY_CLAIM)
+    assert rc == 1 and list(_missing(doc).values()) == [{"gfx906"}, {"gfx906"}]
+    assert not findings(doc, "G015")
+    for f in findings(doc, "G001"):
+        assert "on gfx906:sramecc+:xnack+, gfx906:sramecc+:xnack- ROCm selects" in f["message"]
+    rc, doc, _ = check(tmp_path, str(cupy_rocm_4_0), "--amd-arch", CUPY_CLAIM.replace("gfx906", "gfx906:sramecc-"))
+    assert rc == 0 and not findings(doc, "G001")
+    other = tmp_path / CUPY_ROCM_4_0.replace("cupy_rocm_4_0", "unnamed")
+    other.symlink_to(cupy_rocm_4_0)
+    rc, doc, _ = check(tmp_path, str(other), "--amd-arch", CUPY_CLAIM)
+    want = {"gfx801", "gfx900", "gfx906", "gfx908", "gfx1010", "gfx1011", "gfx1012"}
+    assert rc == 1 and all(m == want for m in _missing(doc).values()) and len(_missing(doc)) == 2

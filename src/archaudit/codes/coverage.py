@@ -206,9 +206,9 @@ COVERAGE: list[CodeInfo] = [
         "AMD bundle entries HIP never selects",
         "A bundle entry whose offload kind is not hip, hipv4 or hcc (an OpenMP entry), or whose id is not "
         "spelt as comgr compares it (the triple amdgcn-amd-amdhsa-- in lower case: clang 11 and older "
-        "wrote hip-amdgcn-amd-amdhsa-gfx906, which the HIP runtime of ROCm 3.5 to 5.4 selects and "
-        "today's does not), is "
-        "never selected by HIP's code object lookup; it counts for no GPU.",
+        "wrote hip-amdgcn-amd-amdhsa-gfx906, which the HIP runtime of ROCm 3.5 to 5.4 selects and today's does "
+        "not), is never selected by HIP's code object lookup; it counts for no GPU. A library that links the HIP "
+        "of ROCm 3 or 4 (NEEDED libamdhip64.so.3, .so.4) is judged by that release's lookup instead.",
         "The project's own library: bundle HIP code as hipv4-amdgcn-amd-amdhsa--<target> (what clang's HIP "
         "driver writes; rebuild with a current clang). A vendor library: nothing to rebuild; use a release "
         "built by a current ROCm.",

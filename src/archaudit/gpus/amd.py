@@ -92,6 +92,45 @@ def rocm_rule(name: str) -> Any:
     return _data()["rocm_rules"][name]["value"]
 
 
+def hip_lookup(name: str) -> dict[str, Any]:
+    """How one HIP runtime picks a bundle entry (data/amd.json "hip_lookups", each row with its
+    source: the HIP code of those releases that compares the bundle id)."""
+    row: dict[str, Any] = _data()["hip_lookups"][name]
+    return row
+
+
+def hip_runtimes() -> dict[str, dict[str, Any]]:
+    """The HIP runtime each libamdhip64 SONAME is (data/amd.json "hip_runtimes"): the ROCm
+    releases that shipped it and the lookup it is judged by."""
+    rows: dict[str, dict[str, Any]] = _data()["hip_runtimes"]
+    return rows
+
+
+def hip_releases() -> dict[str, dict[str, Any]]:
+    """ROCm releases judged by rules of their own rather than their SONAME's newest release
+    (data/amd.json "hip_releases"): the HIP runtime they ship, its lookup and its loading rule."""
+    rows: dict[str, dict[str, Any]] = _data()["hip_releases"]
+    return rows
+
+
+def hip_loading(name: str) -> dict[str, Any]:
+    """How one release's loader accepts a selected code object (data/amd.json "hip_loadings")."""
+    row: dict[str, Any] = _data()["hip_loadings"][name]
+    return row
+
+
+def package_rocm(name: str) -> str | None:
+    """The ROCm release a package is named for (``cupy-rocm-4-0`` -> "4.0"; ``package_names`` in
+    data/amd.json), or None for a name that says none. ``name`` is a distribution name, any
+    spelling (normalised as PEP 503 does)."""
+    key = re.sub(r"[-_.]+", "-", name).lower()
+    for row in _data()["package_names"]["patterns"].values():
+        m = re.match(row["pattern"], key)
+        if m:
+            return f"{int(m.group('major'))}.{int(m.group('minor'))}"
+    return None
+
+
 @lru_cache(maxsize=1)
 def processors() -> dict[str, Processor]:
     d = _data()
@@ -351,9 +390,14 @@ __all__ = [
     "FEATURES",
     "GPU",
     "gpus",
+    "hip_loading",
+    "hip_lookup",
+    "hip_releases",
+    "hip_runtimes",
     "is_generic",
     "lookup_gpu",
     "normalise",
+    "package_rocm",
     "parse_amd_claim",
     "parse_target",
     "processor_by_mach",

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from .. import __version__
 from ..claims import Claim, parse_claim
 from ..findings import ERROR, INFO, WARNING, Code, Finding, fold_findings, means_unverified
-from ..gpus import cuda as arch, rocm
+from ..gpus import amd as gfx, cuda as arch, rocm
 from ..gpus.cuda import label
 from ..gpus.selection import parse_target
 from ..model import DEVICE_LINK, PTX, RELOCATABLE, SASS, Coverage, Library, Status, TargetInventory
@@ -110,10 +110,11 @@ def _bytes_by_target(lib: Library) -> tuple[tuple[str, int, int], ...]:
     return tuple((k, v[0], v[1]) for k, v in sorted(totals.items()))
 
 
-def _amd_entries(lib: Library) -> tuple[AmdEntryVerdict, ...]:
+def _amd_entries(lib: Library, release: str | None = None) -> tuple[AmdEntryVerdict, ...]:
     """Every AMD entry of the library as ROCm judges it, so that a report carries what it shows."""
+    lookup = rocm.lookup_for(lib.needed, release)
     return tuple(
-        AmdEntryVerdict(ci, ei, rocm.judged_target(e), rocm.disagrees(e), rocm.hip_reads(e))
+        AmdEntryVerdict(ci, ei, rocm.judged_target(e), rocm.disagrees(e), rocm.hip_reads(e, lookup))
         for ci, c in enumerate(lib.containers)
         for ei, e in enumerate(c.entries)
         if e.vendor == "amd" or e.own_target is not None
@@ -123,7 +124,7 @@ def _amd_entries(lib: Library) -> tuple[AmdEntryVerdict, ...]:
 def _verdict(f: LibraryFacts, findings: list[Finding]) -> LibraryVerdict:
     """A library's verdict: host code, kernel-less stubs, or its status, coverage and floor."""
     lib = f.library
-    amd = _amd_entries(lib)
+    amd = _amd_entries(lib, f.rocm_release)
     if not lib.has_device_code:
         bare: Status = "unverified" if lib.problems else "host"
         return LibraryVerdict(lib.path, bare, (), (), (), 0, None, None, tuple(findings), amd_entries=amd)
@@ -208,8 +209,11 @@ def judge(inv: TargetInventory, claim: Claim | None, policy: Policy) -> TargetRe
     inv, data = _without_data(inv, policy)
     embedded, bad = _embedded_claim(inv)
     judged_by = claim if claim is not None else embedded
-    package = arch.package_cuda(package_name(inv.target, inv.distribution))
-    facts = tuple(library_facts(lib, _claim_of(lib.path, judged_by, policy), policy, package) for lib in inv.libraries)
+    name = package_name(inv.target, inv.distribution)
+    package, release = arch.package_cuda(name), gfx.package_rocm(name)
+    facts = tuple(
+        library_facts(lib, _claim_of(lib.path, judged_by, policy), policy, package, release) for lib in inv.libraries
+    )
     per_library = [judge_library_rules(f) for f in facts]
     per_library, grouped = _set_aside_by_groups(facts, per_library, policy, inv.target)
     target = TargetFacts(inv, judged_by, embedded, bad, policy, facts)

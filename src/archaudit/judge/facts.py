@@ -267,6 +267,7 @@ class LibraryFacts:
     # aligned with ``units`` (empty where none is): the vendor whose code a unit is, linked
     # statically into this library (``_static_units``), judged by that vendor's row in its range
     static: tuple[vendors.Identified | None, ...] = ()
+    rocm_release: str | None = None  # the ROCm release its package is named for (package_rocm)
 
     @property
     def path(self) -> str:
@@ -283,6 +284,12 @@ class LibraryFacts:
         return rocm.modules(self.library)
 
     @cached_property
+    def amd_lookup(self) -> rocm.Lookup:
+        """How the HIP runtime the library links (NEEDED libamdhip64.so.N) selects bundle entries;
+        today's rule where it links none; a release of its own where its package names one."""
+        return rocm.lookup_for(self.library.needed, self.rocm_release)
+
+    @cached_property
     def _amd_paths(self) -> dict[str, rocm.AmdPath]:
         return {}
 
@@ -290,7 +297,7 @@ class LibraryFacts:
         """What a concrete AMD GPU setting (gfx90a:sramecc+:xnack-) runs of the library."""
         known = self._amd_paths.get(gpu)
         if known is None:
-            known = self._amd_paths[gpu] = rocm.path(self.amd_modules, gpu)
+            known = self._amd_paths[gpu] = rocm.path(self.amd_modules, gpu, self.amd_lookup)
         return known
 
     @cached_property
@@ -459,9 +466,13 @@ class LibraryFacts:
         return highest(floors)
 
 
-def library_facts(lib: Library, claim: Claim | None, policy: Policy, package: int | None = None) -> LibraryFacts:
+def library_facts(
+    lib: Library, claim: Claim | None, policy: Policy, package: int | None = None, rocm_release: str | None = None
+) -> LibraryFacts:
     """Compute the facts of one library once, for every rule. ``package``: the CUDA major the
-    library's package is named for (arch.package_cuda), which dates cubins nothing else dates."""
+    library's package is named for (arch.package_cuda), which dates cubins nothing else dates;
+    ``rocm_release``: the ROCm release it is named for (gfx.package_rocm), whose HIP may judge
+    its AMD bundles (rocm.lookup_for)."""
     judged = judged_containers(lib)
     units = _units(judged)
     loadable = [e for c in lib.reachable if c.role != RELOCATABLE for e in c.entries]
@@ -480,7 +491,20 @@ def library_facts(lib: Library, claim: Claim | None, policy: Policy, package: in
     if contract is not None:
         paths = _vendor_floored(paths, contract, policy.driver_os)
     return LibraryFacts(
-        lib, claim, policy, tuple(units), codes, reloc, amd, stubs_only, runtime, paths, contract, undated, static
+        lib,
+        claim,
+        policy,
+        tuple(units),
+        codes,
+        reloc,
+        amd,
+        stubs_only,
+        runtime,
+        paths,
+        contract,
+        undated,
+        static,
+        rocm_release,
     )
 
 

@@ -25,7 +25,7 @@ def amd_g001(f: LibraryFacts) -> list[Finding]:
     if any(modes_matter(t) for t in missing):
         why = " (a target without xnack/sramecc runs in either mode: it needs code for both)"
     why += amd_why(f, settings)
-    entries = [e for e in f.amd if rocm.hip_reads(e)]
+    entries = [e for e in f.amd if rocm.hip_reads(e, f.amd_lookup)]
     names = [k for e in entries for k in (e.kernels or ())]
     read = all(e.kernels is not None for e in entries)
     return [
@@ -46,7 +46,7 @@ def amd_g001(f: LibraryFacts) -> list[Finding]:
 def amd_carried(f: LibraryFacts) -> list[str]:
     """The AMD targets HIP can select in the library, each as its code object runs (the more
     specific of bundle id and e_flags)."""
-    return sorted({rocm.judged_target(e) for e in f.amd if rocm.hip_reads(e) and not e.unloadable})
+    return sorted({rocm.judged_target(e) for e in f.amd if rocm.hip_reads(e, f.amd_lookup) and not e.unloadable})
 
 
 def amd_missing(f: LibraryFacts, want: str) -> list[str]:
@@ -106,11 +106,25 @@ def _refused_why(refused: list[Entry], settings: Sequence[str]) -> str:
 
 
 def _unread_why(f: LibraryFacts) -> str:
-    """Bundle entries HIP never selects (G015's)."""
-    unread = sorted({e.identifier for e in f.amd if not rocm.hip_reads(e)})
+    """Bundle entries HIP never selects (G015's), and which HIP judges them."""
+    unread = sorted({e.identifier for e in f.amd if not rocm.hip_reads(e, f.amd_lookup)})
+    why = _runtime_why(f.amd_lookup)
     if not unread:
-        return ""
-    return f"; HIP never selects {', '.join(unread[:3])} (not a hip/hipv4/hcc entry as comgr spells it)"
+        return why
+    if f.amd_lookup.today:
+        return f"{why}; HIP never selects {', '.join(unread[:3])} (not a hip/hipv4/hcc entry as comgr spells it)"
+    return f"{why}; it never selects {', '.join(unread[:3])}"
+
+
+def _runtime_why(lookup: rocm.Lookup) -> str:
+    """The HIP release a library's bundles are judged by, where it is not today's."""
+    named = f"; its package names ROCm {lookup.named}, which ships another HIP" if lookup.named else ""
+    if lookup.today:
+        return f"; it links {lookup.runtime}{named}, judged as today's comgr selects" if named else ""
+    return (
+        f"; it links {lookup.runtime} ({lookup.releases}){named}, judged as the HIP of ROCm {lookup.judged_as} "
+        f"selects: {lookup.reads}"
+    )
 
 
 def _generic_why(f: LibraryFacts, settings: Sequence[str]) -> str:
@@ -120,7 +134,7 @@ def _generic_why(f: LibraryFacts, settings: Sequence[str]) -> str:
         {
             e.target
             for e in f.amd
-            if rocm.hip_reads(e) and gfx.is_generic(e.target) and procs & set(gfx.family(e.target))
+            if rocm.hip_reads(e, f.amd_lookup) and gfx.is_generic(e.target) and procs & set(gfx.family(e.target))
         }
     )
     if not generic:
@@ -139,7 +153,16 @@ def amd_kernel_gaps(f: LibraryFacts, gpus: Sequence[str] | None = None) -> tuple
         return ()
     if gpus is None:
         gpus = [m for want in f.policy.amd_claim for m in rocm.settings(want)]
-    return rocm.kernel_gaps(f.amd_modules, [f.amd_path(m) for m in dict.fromkeys(gpus)])
+    return rocm.kernel_gaps(f.amd_modules, [f.amd_path(m) for m in dict.fromkeys(gpus)], f.amd_lookup)
+
+
+def _refused_somewhere(e: Entry, lookup: rocm.Lookup) -> bool:
+    """Whether a setting of the entry's processor has its loader refuse it: under today's rule
+    every setting its e_flags leave out; ROCm 4.0's loader compares sram-ecc only where the GPU
+    has it on, and never xnack (data/amd.json "hip_loadings")."""
+    if not lookup.loading:
+        return True
+    return any(not rocm.loads(e, gpu, lookup) for gpu in rocm.settings(e.target))
 
 
 @library_rule(Code.G014)
@@ -147,8 +170,13 @@ def rule_g014(f: LibraryFacts) -> list[Finding]:
     """G014: a code object whose own xnack/sramecc setting (ELF e_flags) is more specific than
     its bundle id. ROCm selects the entry by its id and the loader then refuses the code object
     on a GPU of the other setting, so it is judged by its e_flags; the id misdescribes it."""
-    bad = sorted(
-        {(e.identifier or e.target, e.own_target or "") for e in f.amd if rocm.hip_reads(e) and rocm.disagrees(e)}
+    lk = f.amd_lookup
+    bad = sorted(  # only where the id is what selects (the HIP of ROCm 4 reads a hip entry's e_flags)
+        {
+            (e.identifier or e.target, e.own_target or "")
+            for e in f.amd
+            if rocm.disagrees(e) and rocm.read_target(e, lk) == e.target and _refused_somewhere(e, lk)
+        }
     )
     if not bad:
         return []
@@ -173,10 +201,13 @@ def rule_g014(f: LibraryFacts) -> list[Finding]:
 def rule_g015(f: LibraryFacts) -> list[Finding]:
     """G015: AMD bundle entries HIP never selects: an offload kind other than hip/hipv4/hcc (an
     OpenMP entry), or an id comgr does not match as written (upper case; the four-field triple of
-    clang 11 and older; HCC's amdgcn--amdhsa). They count for no GPU."""
-    unread = sorted({e.identifier for e in f.amd if not rocm.hip_reads(e)})
+    clang 11 and older; HCC's amdgcn--amdhsa). A library linking an older HIP (libamdhip64.so.3,
+    .so.4) is judged by that release's lookup instead. They count for no GPU."""
+    unread = sorted({e.identifier for e in f.amd if not rocm.hip_reads(e, f.amd_lookup)})
     if not unread:
         return []
+    lk = f.amd_lookup
+    who = "comgr" if lk.today else f"the HIP of ROCm {lk.judged_as} ({lk.runtime}, which it links)"
     return [
         finding(
             Code.G015,
@@ -184,9 +215,7 @@ def rule_g015(f: LibraryFacts) -> list[Finding]:
             f"{f.path}: HIP never selects {len(unread)} bundle entr"
             f"{'y' if len(unread) == 1 else 'ies'}, which count for no GPU. Fix: bundle HIP "
             f"code as hipv4-amdgcn-amd-amdhsa--<target> (a current clang). "
-            f"{', '.join(unread[:3])}{' ...' if len(unread) > 3 else ''}: comgr reads only "
-            f"hip, hipv4 and hcc entries whose triple is amdgcn-amd-amdhsa-- (five fields), "
-            f"spelt in lower case",
+            f"{', '.join(unread[:3])}{' ...' if len(unread) > 3 else ''}: {who} reads only {lk.reads}",
             entries=unread,
         )
     ]
