@@ -31,11 +31,7 @@ WHEELS = manifest.load()
 
 # Wheels that still disagree on main, with the issue-11 point whose fix makes them agree. Strict:
 # once a fix lands, the wheel agrees, its test "unexpectedly passes" and fails until the entry goes.
-KNOWN: dict[str, str] = {  # id -> the issue point it still disagrees on
-    # judged as ROCm 4.0, the release its package names: its loader refuses the gfx906 code object
-    # (built without sram-ecc) on a gfx906 with SRAM ECC on (records/census.md)
-    "cupy-rocm-4-0": "35: ROCm 4.0 refuses gfx906 code without sram-ecc on an ECC GPU"
-}
+KNOWN: dict[str, str] = {}  # id -> the issue point it still disagrees on
 
 
 # The fast tier (README "Tests") reads the corpus wheels up to FAST_MB; the real-wheel tier (`-m slow`)
