@@ -18,6 +18,7 @@ import warnings
 import zipfile
 import zlib
 from collections.abc import Callable
+from importlib import resources
 from pathlib import Path
 
 import zstandard
@@ -27,6 +28,7 @@ from archaudit import model
 from archaudit.claims import parse_claim
 from archaudit.cli import main
 from archaudit.findings import Finding
+from archaudit.gpus.cuda import canonical_cc
 from archaudit.judge.audit import Report, judge
 from archaudit.judge.policy import Policy
 from archaudit.model import CODE_OBJECT, EXECUTABLE, PTX, SASS, Container, Entry, Library, Problem, TargetInventory
@@ -250,6 +252,45 @@ CLEAN = lib(box(sass("sm_80"), sass("sm_90"), ptx("compute_90")))
 
 
 KERN = box(sass("sm_80", "_Z4axpyv"), sass("sm_90", "_Z4axpyv"), ptx("compute_90", "_Z4axpyv"))
+
+# A relocatable sm_90 cubin calling a function it does not carry: cuModuleLoadData refuses it
+# alone (predict: not-loadable-alone), so it covers its GPU only where its library links device code.
+UNLINKED = Entry(
+    "nvidia", SASS, "sm_90", (1, 8), kernels=("_Z2opv",), toolkit=(13, 0), decoded=True, unresolved=("user_op",)
+)
+
+KEPLER_RUNTIME = ("libcudart.so.11.0",)  # Kepler (3.5): its last driver, R470, supports CUDA 11.4
+
+
+def unread_sass(target: str) -> Entry:
+    """A cubin whose kernels could not be read (its symbol table is damaged or stripped)."""
+    return Entry("nvidia", SASS, target, (1, 8), kernels=None, toolkit=(13, 0))
+
+
+def whole(f: Finding) -> tuple[str, str, str, str, dict[str, object]]:
+    """A finding as a tuple of everything it says, to compare findings whole."""
+    return f.code, f.severity, f.subject, f.message, dict(f.data)
+
+
+# ---- kernel names: data/names.json read directly (judge/test_names.py, judge/test_facts_sets.py) ----
+
+NAME_TABLE = json.loads(resources.files("archaudit").joinpath("data", "names.json").read_text("utf-8"))
+
+
+def reference_named(kernel: str) -> tuple[tuple[int, int], ...]:
+    """named_architectures without its substring shortcut: every row of data/names.json, in order,
+    case-insensitive, on every name."""
+    kernel = re.sub(NAME_TABLE["cccl_namespace"], "_", kernel, flags=re.I)  # the TU's list
+    out: list[tuple[int, int]] = []
+    for row in NAME_TABLE["conventions"].values():
+        for m in re.finditer(row["pattern"], kernel, re.I):
+            if "ccs" in row:
+                out.extend(tuple(int(p) for p in c.split(".")) for c in row["ccs"])  # type: ignore[misc]
+                continue
+            n = int(m.group(1))
+            if n >= 20:
+                out.append(canonical_cc((n // 10, n % 10)))
+    return tuple(dict.fromkeys(out))
 
 
 # ---- fatbin entries: kern.fatbin's sm_80 header carrying another cubin ----

@@ -1,9 +1,9 @@
 """No finding code fires on a clean input, in every reader's format, in header and --decode mode.
 
 Each code's positive side (an input that must produce it) is in the tests of its layer:
-test_rules_units.py for the rule codes, test_hazards.py / test_zip_layouts.py / test_payloads.py /
+tests/judge/rules/ for the rule codes, test_hazards.py / test_zip_layouts.py / test_payloads.py /
 test_hip.py / test_pe.py / tests/fuzz/test_regressions.py for the reader codes (docs/mutation.md
-lists which test pins which code). The negative side of the rule codes is in test_rules_units.py
+lists which test pins which code). The negative side of the rule codes is in tests/judge/rules/
 on hand-built libraries; this file gives every code its negative side on real nvcc-, clang- and
 MSVC-built fixtures read end to end: a reader or rule that starts producing an error or warning
 for well-formed device code that matches its claim fails here.

@@ -22,8 +22,6 @@ from archaudit.gpus.cuda import (
     sass_runs_on,
 )
 from archaudit.gpus.drivers import UNKNOWN, driver_at_least, driver_key
-from archaudit.gpus.selection import best, nv_codes
-from archaudit.model import Entry
 
 T = CudaTarget.parse
 CUDA_DRIVERS = json.loads(resources.files("archaudit").joinpath("data", "cuda.json").read_text())["drivers"]
@@ -187,41 +185,6 @@ def test_known_ccs():
         assert cc in KNOWN_CCS
     assert (10, 1) not in KNOWN_CCS  # an alias, not a separate GPU
     assert list(KNOWN_CCS) == sorted(KNOWN_CCS)
-
-
-def served_ccs(pairs):
-    """The known GPUs some of the entries run on (the library-wide union of archaudit.gpus.selection)."""
-    codes = nv_codes(Entry("nvidia", kind, t.sm if kind == "sass" else t.compute) for kind, t in pairs)
-    return [cc for cc in KNOWN_CCS if best(codes, cc) != "none"]
-
-
-def test_served_ccs_from_pairs():
-    served = served_ccs([("sass", T("sm_80")), ("ptx", T("compute_90"))])
-    assert (8, 0) in served and (8, 6) in served and (8, 9) in served
-    assert (8, 7) not in served  # Tegra, and compute_90 is newer than 8.7
-    assert (7, 5) not in served
-    assert (9, 0) in served and (12, 0) in served and (11, 0) in served
-
-
-def test_coverage_prefers_native_and_reads_entries():
-    entries = [
-        Entry(vendor="nvidia", kind="ptx", target="compute_80"),
-        Entry(vendor="nvidia", kind="sass", target="sm_90a"),
-        Entry(vendor="amd", kind="code-object", target="gfx90a"),
-        Entry(vendor="nvidia", kind="lto", target="sm_75"),
-    ]
-    codes = nv_codes(entries)
-    assert best(codes, (9, 0)) == "native"
-    assert best(codes, (8, 0)) == "jit"
-    assert best(codes, (10, 0)) == "jit"
-    assert best(codes, (7, 5)) == "none"
-
-
-def test_specialised_library_serves_only_its_family():
-    family = served_ccs([("sass", T("sm_100f")), ("ptx", T("compute_100f"))])
-    assert {(10, 0), (10, 3)} <= set(family)
-    assert all(cc[0] == 10 for cc in family)
-    assert served_ccs([("sass", T("sm_90a"))]) == [(9, 0)]
 
 
 # ---- driver floor ----------------------------------------------------------------------------

@@ -15,7 +15,6 @@ import pytest
 import amd_reference as ref
 from archaudit.cli import main
 from archaudit.gpus import rocm
-from archaudit.gpus.catalog import resolve as gpus
 from archaudit.model import CODE_OBJECT, HIP, Container, Entry
 from reference_tools import needs_tool
 
@@ -219,18 +218,6 @@ def test_an_id_comgr_would_not_match_fails_closed(tmp_path):
 
 
 # ---- 4. --gpu as the GPU ships ---------------------------------------------------------------------------
-
-
-def test_gpu_catalog_settings_as_shipped():
-    _, amd = gpus(["MI250X", "MI300X", "gfx942", "gfx90a:sramecc+:xnack-", "RX 7900 XTX"])
-    assert [g.ships for g in amd] == [
-        "gfx90a:sramecc+:xnack-",
-        "gfx942:sramecc+:xnack-",
-        "",
-        "gfx90a:sramecc+:xnack-",
-        "gfx1100",
-    ]
-    assert amd[0].switch == (("xnack", "HSA_XNACK=1"),)
 
 
 def test_mi250x_with_only_xnack_on_code_fails_and_says_what_would_run_it(tmp_path):

@@ -1,6 +1,6 @@
 """How audit.judge assembles a target's report and apply_filters hides findings, pinned where
 mutation testing found them loose (docs/mutation.md). Hand-built libraries as in
-test_rules_units.py; each case names the situation it stands for."""
+tests/judge/rules/; each case names the situation it stands for."""
 
 from __future__ import annotations
 

@@ -6,6 +6,7 @@ its Windows counterpart sm80.dll (imports cudart64_13.dll). NVIDIA lists a Linux
 CUDA 13.0's SASS (580.65.06, the toolkit's driver) and only the branch for Windows (>= 580, the
 Compatibility guide's one minimum for 13.x; the release notes list no Windows toolkit driver from
 13.0 on), so the two tables give different, checkable answers on driver 580.10.
+How a wheel's name gives its driver OS (judge.policy) is in test_policy.py.
 """
 
 from __future__ import annotations
@@ -14,48 +15,11 @@ import json
 import zipfile
 from pathlib import Path
 
-import pytest
-
 from archaudit.cli import main
-from archaudit.judge.policy import Policy, for_target, wheel_driver_os
 
 ROOT = Path(__file__).resolve().parents[1]
 DLL = ROOT / "fixtures" / "pe" / "bin" / "sm80.dll"
 SO = ROOT / "fixtures" / "cuda" / "bin" / "lib_sm80.so"
-
-
-@pytest.mark.parametrize(
-    "name,os_name",
-    [
-        ("k-1.0-cp312-cp312-win_amd64.whl", "windows"),
-        ("k-1.0-cp312-cp312-win_arm64.whl", "windows"),
-        ("dist/k-1.0-1-py3-none-win32.whl", "windows"),
-        ("C:\\wheels\\k-1.0-cp312-cp312-WIN_AMD64.whl", "windows"),
-        ("k-1.0-cp312-cp312-manylinux_2_17_x86_64.manylinux2014_x86_64.whl", "linux"),
-        ("k-1.0-cp312-cp312-musllinux_1_2_aarch64.whl", "linux"),
-        ("k-1.0-cp312-cp312-linux_x86_64.whl", "linux"),
-        ("k-1.0-cp312-cp312-macosx_11_0_arm64.whl", None),
-        ("k-1.0-py3-none-any.whl", None),
-        ("k-1.0-cp312-cp312-win_amd64.manylinux_2_28_x86_64.whl", None),  # a mix: no guess
-        ("win_amd64.whl", None),  # not a wheel name
-        ("k-1.0-cp312-cp312-win_amd64.zip", None),
-    ],
-)
-def test_wheel_driver_os_from_the_platform_tag(name, os_name):
-    assert wheel_driver_os(name) == os_name
-
-
-def test_an_explicit_driver_os_wins_over_the_tag():
-    win = "k-1.0-cp312-cp312-win_amd64.whl"
-    assert for_target(Policy(), win, "wheel").driver_os == "windows"
-    assert for_target(Policy(driver_os="linux", driver_os_given=True), win, "wheel").driver_os == "linux"
-    assert (
-        for_target(
-            Policy(driver_os="windows", driver_os_given=True), "k-1.0-cp312-cp312-manylinux_2_28_x86_64.whl", "wheel"
-        ).driver_os
-        == "windows"
-    )
-    assert for_target(Policy(), "kernels-win_amd64", "directory").driver_os == "linux"  # only wheels have tags
 
 
 def _wheel(tmp_path: Path, platform: str, library: Path) -> Path:

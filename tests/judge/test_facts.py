@@ -2,7 +2,7 @@
 
 A floor comes from the code (a PTX text's ISA, a cubin's toolkit note) or, for code that
 records neither, from the CUDA runtime the library links. Each case is a library built as the
-rule tests build them (test_rules_units.py) and the exact D001/D002 it gets.
+rule tests build them (tests/judge/rules/) and the exact D001/D002 it gets.
 """
 
 from __future__ import annotations

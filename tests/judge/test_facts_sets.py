@@ -9,11 +9,8 @@ kernel gaps and the driver floors must be the same.
 
 from __future__ import annotations
 
-import json
-import re
 from collections import defaultdict
 from collections.abc import Callable
-from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -24,11 +21,12 @@ from archaudit.gpus import cuda as arch
 from archaudit.gpus.cuda import label
 from archaudit.gpus.selection import NOTHING, Choice, choose
 from archaudit.judge import facts, paths, rules
-from archaudit.judge.facts import KernelGap, LibraryFacts, labels_of, library_facts, named_architectures
+from archaudit.judge.facts import KernelGap, LibraryFacts, labels_of, library_facts
 from archaudit.judge.floors import entry_floor, unit_release
 from archaudit.judge.policy import NvidiaGpu, Policy
 from archaudit.model import CODE_OBJECT, DEVICE_LINK, EXECUTABLE, HIP, LTO, PTX, SASS, Container, Entry, Library, Role
 from archaudit.read.library import scan_file
+from helpers import reference_named
 
 CC = tuple[int, int]
 BIN = Path(__file__).parents[1] / "fixtures" / "cuda" / "bin"
@@ -72,25 +70,6 @@ def reference_excused(f: LibraryFacts, gpu: CC) -> Callable[[facts.Unit, str], b
         return bool(named) and gpu < min(named) and all(a >= min(named) for a in archs)
 
     return excused
-
-
-NAMES = json.loads(resources.files("archaudit").joinpath("data", "names.json").read_text("utf-8"))
-
-
-def reference_named(kernel: str) -> tuple[CC, ...]:
-    """named_architectures without its substring shortcut: every row of data/names.json, in order,
-    case-insensitive, on every name."""
-    kernel = re.sub(NAMES["cccl_namespace"], "_", kernel, flags=re.I)  # the TU's list
-    out: list[CC] = []
-    for row in NAMES["conventions"].values():
-        for m in re.finditer(row["pattern"], kernel, re.I):
-            if "ccs" in row:
-                out.extend(tuple(int(p) for p in c.split(".")) for c in row["ccs"])  # type: ignore[misc]
-                continue
-            n = int(m.group(1))
-            if n >= 20:
-                out.append(arch.canonical_cc((n // 10, n % 10)))
-    return tuple(dict.fromkeys(out))
 
 
 def reference_homes(f: LibraryFacts) -> dict[str, tuple[int, ...]]:
@@ -307,72 +286,6 @@ def test_a_kernel_run_natively_elsewhere_keeps_a_jit_only_unit_unused():
     assert paths._needed(units, list(on80.choices), list(on80.given)) == [True, False]
     assert [c.runs for c in on86.choices] == ["native", "jit"]  # sm_80 runs on 8.6 too
     assert on80.floor is not None and "PTX" not in on80.floor.evidence
-
-
-NAME_PIECES = (
-    "sm",
-    "SM",
-    "Sm_",
-    "_",
-    "8",
-    "0",
-    "9",
-    "1",
-    "a",
-    "f",
-    "cutlass",
-    "Cutlass3x_sm",
-    "volta",
-    "4arch",
-    "arch::",
-    "Ampere",
-    "xturing",
-    "hopperx",
-    "blackwell",
-    "kepler",
-    "\u017fm",
-    "\u212aepler",
-    "x",
-    "N5",
-    "::",
-    "CUB_",
-    "thrust_",
-    "300001",
-    "_SM_",
-    "_NS",
-    "cub_2_",
-)
-
-
-@settings(max_examples=1500, deadline=None)
-@given(st.lists(st.sampled_from(NAME_PIECES), max_size=8).map("".join))
-def test_named_architectures_is_the_patterns_on_every_name(name):
-    """The substring shortcut (and the patterns compiled on first use) never changes an answer:
-    not for upper case, not for non-ASCII letters that fold onto s and k (\u017f, \u212a)."""
-    assert named_architectures(name) == reference_named(name)
-
-
-@pytest.mark.parametrize(
-    "name, expected",
-    [
-        ("sm80_xmma_gemm", ((8, 0),)),
-        ("volta_sgemm", ((7, 0), (7, 2))),
-        ("_Z4axpyfPKfPfi", ()),
-        ("cutlass_80_tensorop", ((8, 0),)),
-        ("xsm80", ()),
-        ("sm_90a_kernel", ((9, 0),)),
-        ("sm_1000", ()),
-        ("_Z10GemmKernelIN7cutlass4arch4Sm80EEvPfi", ((8, 0),)),
-        ("_ZN4cute30SM80_16x8x16_F32F16F16F32_TN3fmaEv", ((8, 0),)),
-        ("ampere_sgemm_128x64_nn", ((8, 0), (8, 6), (8, 7))),
-        ("_ZN3cub20CUB_300001_SM_800_900E11EmptyKernelIvEEvv", ()),
-        ("_ZN3cub21CUB_200800_SM_500_5206kernelEv", ()),
-        ("_ZN6thrust20THRUST_200302_800_NS8cuda_cub4core8_kernelEv", ()),
-        ("_ZN3cub20CUB_300001_SM_800_900E13sm90_xmma_gemmEv", ((9, 0),)),
-    ],
-)
-def test_named_architectures_reads_names(name, expected):
-    assert named_architectures(name) == expected == reference_named(name)
 
 
 def sass_box(target: str, *names: str, toolkit: tuple[int, int] | None = (12, 0)) -> Container:

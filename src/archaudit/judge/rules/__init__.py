@@ -14,7 +14,7 @@ and the whole target's G codes); ``common`` holds what they share.
 Adding a code: its row in archaudit.findings, its rule in its family's module (with a docstring
 saying why it exists) decorated ``@library_rule(Code.X)`` or ``@target_rule(Code.X)``, its code
 in LIBRARY_ORDER or TARGET_ORDER (its place there is its place in the report), and its tests in
-tests/judge/.
+its family's module of tests/judge/rules/.
 """
 
 from __future__ import annotations
