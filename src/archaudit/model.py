@@ -130,7 +130,8 @@ class Library:
     # their marker ("NCCL version 2.21.5+cuda11.0").
     statements: tuple[str, ...] = ()
     # CUDA runtime versions linked in statically ("13.0"), as the runtime's cudaRuntimeGetVersion
-    # returns them in the library's own machine code (x86-64 ELF; read/records.py RUNTIME_MARKER)
+    # returns them in the library's own machine code (x86-64 and aarch64 ELF, x86-64 PE;
+    # read/records.py RUNTIME_BY_MACHINE)
     runtimes: tuple[str, ...] = ()
 
     @property

@@ -290,3 +290,35 @@ def test_a_32_bit_dll_beside_the_64_bit_one_is_host_code():
     libs = {lib.path.rsplit("/", 1)[-1]: lib for lib in inv.libraries}
     assert {"cudart32_110.dll", "cudart64_110.dll"} <= set(libs)
     assert not libs["cudart32_110.dll"].problems and not libs["cudart32_110.dll"].containers
+
+
+@pytest.mark.parametrize(
+    "name, version, member, runtimes",
+    [
+        ("nvidia-cuda-runtime-cu12", "12.4.127", "cudart64_12.dll", ("12.4",)),  # the runtime itself
+        ("nvidia-cuda-runtime-cu11", "11.8.89", "cudart64_110.dll", ("11.8",)),
+        ("nvidia-cuda-runtime-cu11", "11.8.89", "cudart32_110.dll", ()),  # x86 code: no needle
+        # CUDA 13.5's runtime DLL holds no version record: it forwards to the driver's
+        # nvcudart_hybrid64.dll
+        ("nvidia-cuda-runtime", "13.5.37", "cudart64_13.dll", ()),
+        ("xformers", "0.0.35", "_C.pyd", ()),  # imports cudart64_12.dll, links no runtime
+    ],
+)
+def test_the_cuda_runtime_version_is_read_from_msvc_code(name, version, member, runtimes):
+    """The version a CUDA runtime returns, read from the MSVC x64 code of a Windows library
+    (records.RUNTIME_MARKER_PE): the runtime DLL's own release, and nothing where no runtime's
+    code is (a DLL that imports cudart, a forwarding DLL, 32-bit code)."""
+    inv = inventory(str(fetch(name, version, WINDOWS)), decode=False)
+    (library,) = [lib for lib in inv.libraries if lib.path.endswith("/" + member)]
+    assert library.format == "pe" and library.runtimes == runtimes
+
+
+def test_a_static_runtime_in_a_dll_reads_as_in_the_linux_library():
+    """nvjpeg64_12.dll of nvidia-nvjpeg-cu12 12.4.0.76 (CUDA 12.9's nvJPEG) imports no cudart:
+    it carries the CUDA 12.9 runtime, as libnvjpeg.so.12 of the same release does."""
+    win = inventory(str(fetch("nvidia-nvjpeg-cu12", "12.4.0.76", WINDOWS)), decode=False).libraries
+    lin = inventory(str(fetch("nvidia-nvjpeg-cu12", "12.4.0.76")), decode=False).libraries
+    (dll,) = [lib for lib in win if lib.path.endswith("/nvjpeg64_12.dll")]
+    (so,) = [lib for lib in lin if lib.path.endswith("/libnvjpeg.so.12")]
+    assert not any("cudart" in name.lower() for name in dll.needed)
+    assert dll.runtimes == so.runtimes == ("12.9",)

@@ -332,6 +332,7 @@ def read(path: str, size: int, src: stream.Source, chunks: Chunks, settings: rec
         tuple(notes),
         tuple(state.linkers),
         tuple(state.statements),
+        tuple(state.runtimes),
     )
 
 
@@ -375,12 +376,13 @@ def _zones(h: Headers, size: int) -> list[search.Zone]:
     searched too, and a container found there is judged and lies in no section (E011; an
     offload bundle E033);
     wrapper records there count only against a wrapper section whose raw data they are in.
-    Code sections are searched for containers and embedded arch lists (string literals: a
-    linker may merge .rdata into .text); every other section also for wrapper records, which
+    Code sections are searched for containers, embedded arch lists (string literals: a
+    linker may merge .rdata into .text) and the version a statically linked CUDA runtime returns
+    (records.RUNTIME_BY_MACHINE, x86-64 images); every other section also for wrapper records, which
     the loader relocates in read-only sections too (MSVC's .nvFatBi is read-only), and
     read-only ones for embedded arch lists."""
     unmapped = scan.LibraryScan.patterns(code=True, data=True, strings=False)  # wrappers: _unread_wrappers
-    code = scan.LibraryScan.patterns(code=True)
+    code = scan.LibraryScan.patterns(code=True, machine=h.machine in records.RUNTIME_BY_MACHINE, isa=h.machine)
     constant = scan.LibraryScan.patterns(code=True, data=True)
     writable = scan.LibraryScan.patterns(code=True, data=True, strings=False)  # string literals are in .rdata
     spans = sorted(

@@ -224,16 +224,26 @@ class Records:
             table[marker] = self._version_handler(marker)
         table[RUNTIME_MARKER] = self.runtime
         table[RUNTIME_MARKER_A64] = self.runtime_a64
+        table[RUNTIME_MARKER_PE] = self.runtime_pe
         return table
 
     def runtime(self, src: Source, at: int) -> int:
         """cudaRuntimeGetVersion of a statically linked CUDA runtime, x86-64 (RUNTIME_MARKER): the
         version it returns, the runtime's own (13000 for CUDA 13.0), kept once as "13.0"."""
-        src.ensure(at + RUNTIME_RECORD)
-        body = bytes(src.buf[at - src.base : at - src.base + RUNTIME_RECORD])
-        if len(body) == RUNTIME_RECORD and body.endswith(RUNTIME_TAIL):
-            self._keep_runtime(int.from_bytes(body[len(RUNTIME_MARKER) : len(RUNTIME_MARKER) + 4], "little"))
-        return at + len(RUNTIME_MARKER)
+        return self._runtime_imm32(src, at, RUNTIME_MARKER, RUNTIME_TAIL)
+
+    def runtime_pe(self, src: Source, at: int) -> int:
+        """The same record in MSVC's x64 code of a Windows library (RUNTIME_MARKER_PE)."""
+        return self._runtime_imm32(src, at, RUNTIME_MARKER_PE, RUNTIME_TAIL_PE)
+
+    def _runtime_imm32(self, src: Source, at: int, marker: bytes, tail: bytes) -> int:
+        """The marker, the 32-bit immediate the function stores (its version) and the tail."""
+        record = len(marker) + 4 + len(tail)
+        src.ensure(at + record)
+        body = bytes(src.buf[at - src.base : at - src.base + record])
+        if len(body) == record and body.endswith(tail):
+            self._keep_runtime(int.from_bytes(body[len(marker) : len(marker) + 4], "little"))
+        return at + len(marker)
 
     def runtime_a64(self, src: Source, at: int) -> int:
         """The same function on aarch64 (RUNTIME_MARKER_A64): its version is the immediate of the
@@ -580,7 +590,6 @@ VERSIONS_KEPT = 4
 # its kernels need: one more needle over machine code.
 RUNTIME_MARKER = b"\x48\x85\xff\x74\x0b\xc7\x07"
 RUNTIME_TAIL = b"\x31\xc0\xc3"
-RUNTIME_RECORD = len(RUNTIME_MARKER) + 4 + len(RUNTIME_TAIL)
 # On aarch64: mov x1, x0; cbz x0, +0x14; movz w2, #CUDART_VERSION; mov w0, #0; str w2, [x1]; ret.
 # Measured in libcudart.so.12 of nvidia-cuda-runtime-cu12 12.4.127 (12040), libcudart.so.13 of
 # nvidia-cuda-runtime 13.5.37 (13050) and libnccl.so.2 of nvidia-nccl-cu13 2.32.3, which links
@@ -588,11 +597,27 @@ RUNTIME_RECORD = len(RUNTIME_MARKER) + 4 + len(RUNTIME_TAIL)
 RUNTIME_MARKER_A64 = bytes.fromhex("e10300aaa00000b4")
 RUNTIME_TAIL_A64 = bytes.fromhex("00008052220000b9c0035fd6")
 RUNTIME_RECORD_A64 = len(RUNTIME_MARKER_A64) + 4 + len(RUNTIME_TAIL_A64)
-RUNTIME_MARKERS = (RUNTIME_MARKER, RUNTIME_MARKER_A64)
-RUNTIME_BY_MACHINE = {62: (RUNTIME_MARKER,), 183: (RUNTIME_MARKER_A64,)}  # ELF e_machine: x86-64, aarch64
+# On Windows x64 (MSVC, the pointer in rcx): test rcx,rcx; jne +6; mov eax,1; ret; mov dword
+# [rcx],CUDART_VERSION; xor eax,eax; ret. The exported cudaRuntimeGetVersion is a tracing wrapper
+# around a body that also records the error (cudart64_12.dll: RVA 0x47ed0 calls 0xfba0), a body
+# the linker leaves out of a library that never calls it (ctranslate2.dll has none); these 20
+# bytes are its twin, a function the runtime's own table in .rdata points at (cudart64_12.dll:
+# RVA 0x52e00, from 0x6a258), kept wherever the runtime is. Measured, all win_amd64 (docs/rules.md):
+# cudart64_110.dll of nvidia-cuda-runtime-cu11 11.8.89 (11080), cudart64_12.dll of
+# nvidia-cuda-runtime-cu12 12.4.127 (12040), ctranslate2.dll of ctranslate2 4.8.5 (12080), the
+# modules of cupy-cuda13x 14.2.0 that link the runtime (13020). cudart64_13.dll of
+# nvidia-cuda-runtime 13.5.37 holds none: it forwards to the driver's nvcudart_hybrid64.dll.
+RUNTIME_MARKER_PE = bytes.fromhex("4885c97506b801000000c3c701")
+RUNTIME_TAIL_PE = bytes.fromhex("33c0c3")
+RUNTIME_MARKERS = (RUNTIME_MARKER, RUNTIME_MARKER_A64)  # an ELF of another machine: both searched
+# ELF e_machine x86-64 and aarch64; PE machine x86-64 (IMAGE_FILE_MACHINE_AMD64; no e_machine is
+# that large)
+RUNTIME_BY_MACHINE = {62: (RUNTIME_MARKER,), 183: (RUNTIME_MARKER_A64,), 0x8664: (RUNTIME_MARKER_PE,)}
 # CUDA 9.0 to 19.x, as CUDART_VERSION spells them (major*1000 + minor*10). Other getters share
 # the function's shape: NCCL's ncclGetVersion returns 23203 for 2.32.3 (measured on aarch64),
-# which a bound at CUDA 20 keeps out whatever NCCL's patch number.
+# which a bound at CUDA 20 keeps out whatever NCCL's patch number; on Windows CUPTI's
+# cuptiGetVersion returns its API version (18 in cupti64_2022.3.0.dll, 28 in cupti64_2025.2.1.dll),
+# under the bound at CUDA 9.
 RUNTIME_VERSIONS = (9000, 20000)
 LINKER_WINDOW = 64
 LINKERS_KEPT = 4
@@ -610,6 +635,7 @@ __all__ = [
     "LOOKAHEAD_FACTOR",
     "RUNTIME_BY_MACHINE",
     "RUNTIME_MARKER",
+    "RUNTIME_MARKER_PE",
     "RUNTIME_MARKERS",
     "LOOKAHEAD_SLACK",
     "MARKERS",

@@ -61,6 +61,7 @@ _PATTERNS = {
         *STATEMENTS,
         *VERSION_MARKERS,
         *RUNTIME_MARKERS,
+        *(m for markers in RUNTIME_BY_MACHINE.values() for m in markers),
     )
 }
 
@@ -91,8 +92,9 @@ class LibraryScan:
         register (writable data); with `strings`, embedded claims, names of a run-time
         device-code linker, the sourced statements and vendor identity strings
         (records.STATEMENTS) and the vendor version markers (records.VERSION_MARKERS); with
-        `machine`, the version a statically linked CUDA runtime returns (records.RUNTIME_MARKERS: the
-        one for the ELF machine `isa` where it is one of theirs, else both)."""
+        `machine`, the version a statically linked CUDA runtime returns (records.RUNTIME_BY_MACHINE:
+        the one for the machine `isa`, an ELF e_machine or a PE machine, where it is one of theirs,
+        else the ELF ones, records.RUNTIME_MARKERS)."""
         out = [fatbin.MAGIC]
         if machine:
             out += RUNTIME_BY_MACHINE.get(isa, RUNTIME_MARKERS) if isa is not None else RUNTIME_MARKERS
