@@ -4,6 +4,7 @@ package say of its CUDA release, statically linked runtimes, and answers per ven
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -11,6 +12,7 @@ from archaudit.claims import parse_claim
 from archaudit.cli import main
 from archaudit.findings import Finding
 from archaudit.judge.audit import Report, audit
+from archaudit.judge.floors import runtime_floor
 from archaudit.judge.policy import Policy
 from archaudit.read.artifacts import inventory
 from wheels import fetch
@@ -125,6 +127,44 @@ def test_ctranslate2_static_cuda_12_8_runtime_is_no_driver_of_its_claimed_5_3():
     rep = check(wheel, "6.0;6.1;7.0;7.5;8.0;8.6+PTX", driver="520.61.05")
     (d,) = found(rep, "D001")
     assert d.get("driver") == "525.60.13"
+
+
+@pytest.mark.parametrize(
+    "name, version, filename",
+    [
+        ("ctranslate2", "4.8.5", "ctranslate2-4.8.5-cp311-cp311-win_amd64.whl"),
+        ("cupy-cuda13x", "14.2.0", "cupy_cuda13x-14.2.0-cp312-cp312-win_amd64.whl"),
+    ],
+)
+def test_a_windows_static_runtime_reads_as_the_linux_wheel_of_the_release(name, version, filename):
+    """A Windows library that links cudart_static carries the same CUDA runtime as the Linux
+    wheel of the same release: ctranslate2 4.8.5's DLL its CUDA 12.8 (where the linker dropped
+    cudaRuntimeGetVersion itself, nothing calling it), cupy-cuda13x 14.2.0's modules CUDA 13.2."""
+    win = _static(fetch(name, version, filename=filename))
+    assert win and win == _static(fetch(name, version))
+
+
+def _static(wheel) -> dict[str, tuple[str, ...]]:
+    """The runtimes each library carries statically, by its name without "lib", suffixes and
+    auditwheel's hash (libctranslate2-a7a60d30.so.4 ~ ctranslate2.dll)."""
+    libs = inventory(str(wheel), decode=False).libraries
+    names = {lib.path: lib.path.rsplit("/", 1)[-1].split(".")[0].removeprefix("lib") for lib in libs}
+    return {re.sub(r"-[0-9a-f]{8}$", "", names[lib.path]): lib.runtimes for lib in libs if lib.runtimes}
+
+
+def test_the_windows_floor_of_a_static_runtime_is_its_family_windows_driver(capsys):
+    """ctranslate2 4.8.5 win_amd64 links the CUDA 12.8 runtime statically (it imports no
+    cudart64): CUDA 12's Windows floor (527.41, not Linux's 525.60.13), the driver OS taken from
+    the wheel's platform, and D001 below it (where its CUDA 12.8 cubins set the same floor)."""
+    wheel = str(fetch("ctranslate2", "4.8.5", filename="ctranslate2-4.8.5-cp311-cp311-win_amd64.whl"))
+    (library,) = [lib for lib in inventory(wheel, decode=False).libraries if lib.runtimes]
+    floor = runtime_floor(library, "windows")
+    assert floor is not None and (floor.cuda, floor.driver, floor.kind) == ((12, 8), "527.41", "runtime")
+    claim = "6.0;6.1;7.0;7.5;8.0;8.6+PTX"
+    for driver, floors in (("520.06", ["527.41"]), ("527.41", [])):
+        rc, rep = run(capsys, "check", wheel, "--arch", claim, "--driver", driver)
+        d001 = [f for t in rep["targets"] for f in t["findings"] if f["code"] == "D001"]
+        assert [f["data"]["driver"] for f in d001] == floors and rc == (1 if floors else 0)
 
 
 # ---- answers --------------------------------------------------------------------------------------
