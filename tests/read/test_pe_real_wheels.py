@@ -313,11 +313,15 @@ def test_the_cuda_runtime_version_is_read_from_msvc_code(name, version, member, 
     assert library.format == "pe" and library.runtimes == runtimes
 
 
+NVJPEG_AARCH64 = "nvidia_nvjpeg_cu12-12.4.0.76-py3-none-manylinux2014_aarch64.manylinux_2_17_aarch64.whl"
+
+
 def test_a_static_runtime_in_a_dll_reads_as_in_the_linux_library():
     """nvjpeg64_12.dll of nvidia-nvjpeg-cu12 12.4.0.76 (CUDA 12.9's nvJPEG) imports no cudart:
-    it carries the CUDA 12.9 runtime, as libnvjpeg.so.12 of the same release does."""
+    it carries the CUDA 12.9 runtime, as libnvjpeg.so.12 of the same release does (its aarch64
+    wheel, a census wheel of the fast tier)."""
     win = inventory(str(fetch("nvidia-nvjpeg-cu12", "12.4.0.76", WINDOWS)), decode=False).libraries
-    lin = inventory(str(fetch("nvidia-nvjpeg-cu12", "12.4.0.76")), decode=False).libraries
+    lin = inventory(str(fetch("nvidia-nvjpeg-cu12", "12.4.0.76", filename=NVJPEG_AARCH64)), decode=False).libraries
     (dll,) = [lib for lib in win if lib.path.endswith("/nvjpeg64_12.dll")]
     (so,) = [lib for lib in lin if lib.path.endswith("/libnvjpeg.so.12")]
     assert not any("cudart" in name.lower() for name in dll.needed)
