@@ -4,6 +4,7 @@ the census tier runs only when asked for by name; the wheel cache knows which ti
 from __future__ import annotations
 
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -44,6 +45,16 @@ def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     shutil.copy(core.example_wheel(), tmp_path / "gpu_example-1.0-py3-none-linux_x86_64.whl")
     monkeypatch.chdir(tmp_path)
     return tmp_path
+
+
+@pytest.fixture
+def empty_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty temp directory for the tool (`tempfile` caches its directory: set it directly),
+    which a test asserts is still empty after a run that must write nothing."""
+    where = tmp_path / "tmp"
+    where.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(where))
+    return where
 
 
 @pytest.fixture(params=["compiled", "python"])

@@ -32,7 +32,8 @@ from archaudit.gpus.cuda import canonical_cc
 from archaudit.judge.audit import Report, judge
 from archaudit.judge.policy import Policy
 from archaudit.model import CODE_OBJECT, EXECUTABLE, PTX, SASS, Container, Entry, Library, Problem, TargetInventory
-from archaudit.read import fatbin, hip, library
+from archaudit.read import elf, fatbin, hip, library
+from archaudit.read.plan import BYTES_PER_LIBRARY, MAX_LIBRARIES
 from archaudit.read.stream import Chunks
 
 TESTS = Path(__file__).resolve().parent
@@ -190,6 +191,75 @@ def raw_zip(members: list[tuple[str, bytes, int, int]], *, dist_info: bool = Tru
         out += raw + stream
     n = len(members)
     return bytes(out + central + struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, n, n, len(central), len(out), 0))
+
+
+# ---- targets read in process (read/test_plan.py, read/test_artifacts.py) ----
+
+
+def target_problems(inv: TargetInventory) -> list[tuple[str, str]]:
+    return [(p.code, p.message) for p in inv.problems]
+
+
+def target_paths(inv: TargetInventory) -> list[str]:
+    return [lib.path for lib in inv.libraries]
+
+
+def read_whole(inv: TargetInventory) -> list[str]:
+    """The paths of the target's libraries, each asserted read to its end: its device code
+    found (the fixtures carry some) and no problem of its own."""
+    for lib in inv.libraries:
+        assert lib.containers and not lib.problems, (lib.path, lib.problems)
+        assert all(e.decoded for c in lib.containers for e in c.entries), lib.path
+    return sorted(target_paths(inv))
+
+
+def too_many_libraries(path: Path) -> tuple[str, str]:
+    """The problem of a wheel at `path` with more libraries than its bytes bring (read/plan.py's
+    bound, written out here as the user reads it)."""
+    size = os.path.getsize(path)
+    return (
+        "E003",
+        f"more than {MAX_LIBRARIES} members are libraries or device code: a wheel may hold "
+        f"{MAX_LIBRARIES}, and beyond that one per {BYTES_PER_LIBRARY} bytes of its own size ({size}): "
+        f"none is read",
+    )
+
+
+def tree(root: Path) -> list[tuple[str, bool, int]]:
+    """Every name under root with whether it is a link and its size (links not followed)."""
+    return sorted((str(p.relative_to(root)), p.is_symlink(), p.lstat().st_size) for p in root.rglob("*"))
+
+
+# ---- bare zstd frames, found and decoded by zstandard (the tests' own reference) ----
+
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+def zstd_frames(data: bytes) -> list[tuple[int, bytes]]:
+    """(offset, decoded bytes) of every zstd frame that decodes whole, found by bytes.find and
+    decoded by zstandard: the tests' own reference, independent of archaudit's reader."""
+    out = []
+    at = data.find(ZSTD_MAGIC)
+    while at >= 0:
+        decoded = decode_zstd_frame(data, at)
+        if decoded is not None:
+            out.append((at, decoded))
+        at = data.find(ZSTD_MAGIC, at + 1)
+    return out
+
+
+def decode_zstd_frame(data: bytes, at: int) -> bytes | None:
+    """The one frame starting at `at`, decoded to its end by zstandard; None where it does not decode."""
+    d = zstandard.ZstdDecompressor().decompressobj()
+    try:
+        out = d.decompress(memoryview(data)[at : at + (64 << 20)])
+    except zstandard.ZstdError:
+        return None
+    return out if d.eof else None
+
+
+def is_cuda_elf(decoded: bytes) -> bool:
+    return decoded[:4] == b"\x7fELF" and struct.unpack_from("<H", decoded, 18)[0] == elf.EM_CUDA
 
 
 # ---- model records built by hand, and a Report over them (the rule tests) ----

@@ -8,7 +8,6 @@ checked by counting bytes rather than by timing.
 
 from __future__ import annotations
 
-import os
 import random
 import struct
 import zipfile
@@ -148,23 +147,6 @@ def test_zip_in_a_directory_target_is_read(tmp_path):
     assert code == 1
     assert set(libraries(rep)) == {"libgood.so", "bundle.dat!lib/libhide.so"}
     assert any(c == "G001" and "bundle.dat!lib/libhide.so" in m for c, m in findings(rep)), findings(rep)
-
-
-def test_one_rule_for_files_on_disk(tmp_path):
-    """`is_audited_file` is the rule smoke uses for installed files: the same as for members."""
-    cases = {
-        "libk.so.bak": BAD,
-        "kernels.bin": FATBIN,
-        "libtext.so": b"INPUT(-lfoo)\n",
-        "notes.txt": b"hi\n",
-        "bundle.zip": inner_zip([("a.so", BAD)]),
-    }
-    for name, data in cases.items():
-        (tmp_path / name).write_bytes(data)
-    os.mkfifo(tmp_path / "libfifo.so")  # never opened: opening it would block
-    os.symlink("missing.so", tmp_path / "libbroken.so")
-    chosen = {n for n in [*cases, "libfifo.so", "libbroken.so"] if artifacts.is_audited_file(str(tmp_path / n))}
-    assert chosen == {"libk.so.bak", "kernels.bin", "libtext.so", "bundle.zip"}
 
 
 # ---- bounded work --------------------------------------------------------------------------------
