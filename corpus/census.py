@@ -5,7 +5,8 @@
 The engine is ``archaudit index``: every census wheel (``--all``: the corpus's too) that the
 cache holds is audited once into an SQLite database (``--db``, default in the cache: a rerun skips what this archaudit
 judged already), then ``archaudit query runs-on --gpu NAME --all`` answers each GPU of ``GPUS`` for
-every wheel (the same rule as ``archaudit check --gpu NAME``: G009 says no). The verdict against
+every wheel (the same rule as ``archaudit check --gpu NAME``: G009 says no; a wheel whose census entry
+records its host gates is judged with them, as ``check`` with that pyproject.toml). The verdict against
 each project's documented claim comes from ``python -m corpus.run --json results.json``, which
 checks each wheel with its claim and compares every library with the evidence.
 """
@@ -75,15 +76,45 @@ def runs_on_query(db: Path, gpus: tuple[tuple[str, str], ...] = GPUS) -> Answers
     return out
 
 
-def runs_on(db: Path, gpus: tuple[tuple[str, str], ...] = GPUS) -> Answers:
+def _recorded(wheel: Wheel | None, policy: Any) -> Any:
+    """``policy`` with the wheel's recorded [tool.archaudit] table (its host gates and
+    ignore-library entries, corpus/census.toml), as ``check`` reads them from pyproject.toml:
+    the index stores no configuration, so a gated wheel's answer is judged here with it."""
+    import dataclasses
+    import tempfile
+
+    from archaudit import config
+    from archaudit.cli.settings import library_claims, parse_patterns
+    from archaudit.judge.filters import IgnoreRule
+    from archaudit.judge.policy import LibraryGroup
+
+    text = wheel.config() if wheel is not None else ""
+    if not text:
+        return policy
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "pyproject.toml"
+        path.write_text(text, encoding="utf-8")
+        cfg = config.load(str(path), discover=False)
+    rules = tuple(
+        IgnoreRule(code, r["library"], r.get("reason", ""))
+        for r in cfg.get("ignore-library", [])
+        for code in parse_patterns([r["code"]], "[tool.archaudit] ignore-library")
+    )
+    groups = tuple(LibraryGroup(tuple(g["paths"]), g["reason"]) for g in cfg.get("library-group", []))
+    return dataclasses.replace(policy, ignore_rules=rules, library_claims=library_claims(cfg), library_groups=groups)
+
+
+def runs_on(db: Path, gpus: tuple[tuple[str, str], ...] = GPUS, wheels: list[Wheel] | None = None) -> Answers:
     """The same answers as runs_on_query, in one process: each stored inventory is rebuilt once and
-    judged for every GPU by the rule ``query runs-on`` applies (tests/test_census.py compares them)."""
+    judged for every GPU by the rule ``query runs-on`` applies (tests/test_census.py compares them),
+    with the wheel's recorded gates where ``wheels`` (the manifest entries) holds them."""
     from archaudit.gpus.catalog import resolve
     from archaudit.index import reports, schema
     from archaudit.index.store import inventory_of
     from archaudit.judge.audit import judge
     from archaudit.judge.policy import Policy
 
+    by_key = {key(w.filename): w for w in wheels or ()}
     policies = []
     for column, name in gpus:
         nvidia, amd = resolve([name])
@@ -93,8 +124,10 @@ def runs_on(db: Path, gpus: tuple[tuple[str, str], ...] = GPUS) -> Answers:
     try:
         for w in reports.wheels(con):
             inv = inventory_of(con, w.id)
+            k = (w.project, w.release, w.tags)
             for column, policy in policies:
-                out[column][(w.project, w.release, w.tags)] = reports.answer_of(judge(inv, None, policy), inv.unusable)
+                judged = judge(inv, None, _recorded(by_key.get(k), policy))
+                out[column][k] = reports.answer_of(judged, inv.unusable)
     finally:
         con.close()
     return out
@@ -143,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_index:
         index(wheels, db, args.jobs)
     results = {r["id"]: r for r in json.loads(args.results.read_text())} if args.results else {}
-    text = table(wheels, runs_on(db), results)
+    text = table(wheels, runs_on(db, wheels=wheels), results)
     if args.markdown:
         args.markdown.write_text(text)
     else:
