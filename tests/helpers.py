@@ -525,6 +525,24 @@ def no_gpu_reason(text: str) -> bool:
     return any(r in text for r in NO_GPU_REASONS)
 
 
+SMOKE_WHEELS = TESTS / "fixtures" / "smoke" / "wheels"  # gcc-built (tests/fixtures/smoke/build.sh)
+SRC = str(TESTS.parent / "src")
+
+
+def smoke_wheel(name: str) -> str:
+    path = SMOKE_WHEELS / f"{name}-1.0-py3-none-linux_x86_64.whl"
+    assert path.exists(), f"missing fixture {path}; run tests/fixtures/smoke/build.sh"
+    return str(path)
+
+
+def smoke_cli(*args: str, tmpdir: Path, timeout: float = 240) -> subprocess.CompletedProcess:
+    """`python -m archaudit.smoke ARGS` with its scratch directories under tmpdir."""
+    env = dict(os.environ, TMPDIR=str(tmpdir), PYTHONPATH=SRC)
+    return subprocess.run(
+        [sys.executable, "-m", "archaudit.smoke", *args], capture_output=True, text=True, env=env, timeout=timeout
+    )
+
+
 # ---- device code with one fact changed, for the reader tests (tests/read/) -----------------------
 
 PLAIN_TWO = first_bundle(AMD_BIN / "hip_two_plain.so")  # gfx1102 and gfx1200, uncompressed

@@ -11,30 +11,21 @@ import os
 import shutil
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
-
-import pytest
 
 import archaudit
 from archaudit.cli import main_smoke
 from archaudit.report import smoke as render
-from archaudit.smoke import child, probes, runner
+from archaudit.smoke import runner
 from archaudit.smoke.report import FAIL, PASS, SKIP
-from helpers import no_gpu_reason
+from helpers import no_gpu_reason, smoke_cli as cli, smoke_wheel as wheel
 from reference_tools import needs_tool
 
 HERE = Path(__file__).parents[1]
 FIXTURES = HERE / "fixtures" / "smoke"
 WHEELS = FIXTURES / "wheels"
 SRC = str(Path(archaudit.__file__).resolve().parent.parent)
-
-
-def wheel(name: str) -> str:
-    path = WHEELS / f"{name}-1.0-py3-none-linux_x86_64.whl"
-    assert path.exists(), f"missing fixture {path}; run tests/fixtures/smoke/build.sh"
-    return str(path)
 
 
 def have_cuda_driver() -> bool:
@@ -52,13 +43,6 @@ def smoke(target=None, **kw):
     kw.setdefault("system_site_packages", False)
     kw.setdefault("probes", ["load"])
     return runner.run_smoke(target, **kw)
-
-
-def cli(*args, tmpdir: Path, timeout: float = 240) -> subprocess.CompletedProcess:
-    env = dict(os.environ, TMPDIR=str(tmpdir), PYTHONPATH=SRC)
-    return subprocess.run(
-        [sys.executable, "-m", "archaudit.smoke", *args], capture_output=True, text=True, env=env, timeout=timeout
-    )
 
 
 def by_subject(report, probe="load"):
@@ -119,34 +103,6 @@ def test_a_hanging_constructor_is_killed_at_the_timeout():
     assert row.status == FAIL and row.signal == "SIGKILL"
     assert "no progress for 10 s" in row.reason
     assert row.duration >= 10.0
-
-
-def test_resume_after_a_death_inside_one_child(tmp_path):
-    # The worker protocol directly: one child handles several items; after the crash in the
-    # second, a fresh child goes on with the third.
-    libs = []
-    for name in ("liba_ok.so", "libb_segv.so", "libc_ok.so"):
-        import zipfile
-
-        with zipfile.ZipFile(wheel("smoke_crash")) as z:
-            p = tmp_path / name
-            p.write_bytes(z.read(f"smoke_crash/{name}"))
-            libs.append(str(p))
-    run = child.run_task(
-        sys.executable,
-        "load",
-        [probes.load_item(p) for p in libs],
-        env=child.child_env(),
-        cwd=str(tmp_path),
-        timeout=30,
-    )
-    # load runs the wheel's code (constructors): its items are observations, judged by the probe
-    outcomes = [o for o in run.outcomes if o is not None]
-    assert len(outcomes) == len(run.outcomes)
-    assert [o.status for o in outcomes] == [child.OBS, FAIL, child.OBS]
-    assert outcomes[0].details == {"loaded": True} and outcomes[2].details == {"loaded": True}
-    assert outcomes[1].died and outcomes[1].signal == "SIGSEGV"
-    assert not run.deaths
 
 
 # -- device-load and the model probes without a GPU -------------------------------------------
@@ -291,94 +247,6 @@ def test_json_and_text_renderings():
     assert text.splitlines()[-1].endswith(" MB") and "peak memory: archaudit " in text.splitlines()[-1]
 
 
-def test_builtin_probes_in_order_and_a_plugin_from_an_entry_point(tmp_path):
-    assert list(probes.discover())[:5] == ["load", "device-load", "model-torch", "model-torch-aoti", "model-executorch"]
-    # a package that ships its own probe: a real distribution on sys.path with an entry point
-    site = tmp_path / "site"
-    (site / "smoke_plugin_demo-1.0.dist-info").mkdir(parents=True)
-    (site / "smoke_plugin_demo-1.0.dist-info" / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: smoke-plugin-demo\nVersion: 1.0\n"
-    )
-    (site / "smoke_plugin_demo-1.0.dist-info" / "entry_points.txt").write_text(
-        "[archaudit.probes]\ncount-files = smoke_plugin_demo:CountFiles\n"
-    )
-    (site / "smoke_plugin_demo.py").write_text(
-        textwrap.dedent("""
-        from archaudit.smoke.report import Row
-        class CountFiles:
-            name = "count-files"
-            description = "a demo plugin"
-            def run(self, ctx):
-                import sys
-                # archaudit's own process has its runner loaded; the child that hosts a plugin does not
-                where = "in archaudit's process" if "archaudit.smoke.runner" in sys.modules else "in a child process"
-                return [Row(self.name, ctx.distribution, "PASS", f"{where}: {len(ctx.files)} files")]
-    """)
-    )
-    out = tmp_path / "out"
-    out.mkdir()
-    env = dict(os.environ, TMPDIR=str(out), PYTHONPATH=os.pathsep.join([str(site), SRC]))
-    r = subprocess.run(
-        [sys.executable, "-m", "archaudit.smoke", "--list-probes"], capture_output=True, text=True, env=env, timeout=60
-    )
-    assert r.returncode == 0 and "count-files" in r.stdout
-    r = subprocess.run(
-        [sys.executable, "-m", "archaudit.smoke", wheel("smoke_ok"), "--probe", "count-files", "--format", "json"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=240,
-    )
-    assert r.returncode == 0, r.stderr
-    (row,) = json.loads(r.stdout)["rows"]
-    assert row["probe"] == "count-files" and row["status"] == "PASS" and row["reason"].endswith(" files")
-    assert "in a child process" in row["reason"]  # the plugin's code never ran in archaudit's process
-
-
-def test_a_plugin_child_writes_no_bytecode_into_archaudits_installation(tmp_path):
-    """A stale .pyc of archaudit (its source edited since; the parent runs with
-    PYTHONDONTWRITEBYTECODE, so it never rewrote it) stays as it was: the plugin child imports
-    archaudit under -I, which ignores that variable, and used to rewrite it, a change of
-    archaudit's own installation that failed the run (integrity)."""
-    site = tmp_path / "site"
-    shutil.copytree(Path(SRC) / "archaudit", site / "archaudit", ignore=shutil.ignore_patterns("__pycache__"))
-    import compileall
-
-    assert compileall.compile_dir(str(site / "archaudit"), quiet=1)
-    later = time.time() + 5
-    os.utime(site / "archaudit" / "smoke" / "report.py", (later, later))  # its .pyc is now stale
-    (site / "smoke_plugin_demo-1.0.dist-info").mkdir()
-    (site / "smoke_plugin_demo-1.0.dist-info" / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: smoke-plugin-demo\nVersion: 1.0\n"
-    )
-    (site / "smoke_plugin_demo-1.0.dist-info" / "entry_points.txt").write_text(
-        "[archaudit.probes]\ncount-files = smoke_plugin_demo:CountFiles\n"
-    )
-    (site / "smoke_plugin_demo.py").write_text(
-        textwrap.dedent("""
-        from archaudit.smoke.report import Row
-        class CountFiles:
-            name = "count-files"
-            description = "a demo plugin"
-            def run(self, ctx):
-                return [Row(self.name, ctx.distribution, "PASS", f"{len(ctx.files)} files")]
-    """)
-    )
-    out = tmp_path / "out"
-    out.mkdir()
-    env = dict(os.environ, TMPDIR=str(out), PYTHONPATH=str(site), PYTHONDONTWRITEBYTECODE="1")
-    r = subprocess.run(
-        [sys.executable, "-m", "archaudit.smoke", wheel("smoke_ok"), "--probe", "count-files", "--format", "json"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=240,
-    )
-    rows = json.loads(r.stdout)["rows"]
-    assert [(row["probe"], row["status"]) for row in rows] == [("count-files", "PASS")], rows
-    assert r.returncode == 0
-
-
 # -- the fixtures themselves -------------------------------------------------------------------
 
 
@@ -463,20 +331,6 @@ def test_example_runs_on_the_bundled_wheel(tmp_path, no_gpu):
     assert {x["probe"] for x in doc["rows"]} >= {"load", "device-load"}
     strict = cli("--example", "--require-gpu", "--probe", "device-load", tmpdir=tmp_path)
     assert strict.returncode == 1 and "FAIL  device-load  gpu_example/" in strict.stdout
-
-
-def test_smoke_says_it_runs_on_linux_only(tmp_path):
-    with pytest.raises(runner.SmokeInputError, match=r"archaudit smoke runs on Linux only: .* this is win32"):
-        runner.linux_only("win32")
-    runner.linux_only("linux")
-    win = tmp_path / "gpu_example-1.0-py3-none-win_amd64.whl"
-    shutil.copy(wheel("smoke_ok"), win)
-    r = cli(str(win), tmpdir=tmp_path / "t")
-    assert r.returncode == 2
-    assert (
-        "gpu_example-1.0-py3-none-win_amd64.whl is a wheel for win_amd64: archaudit smoke runs Linux wheels "
-        "on Linux only"
-    ) in r.stderr
 
 
 def test_exit_codes_are_documented_beside_checks():

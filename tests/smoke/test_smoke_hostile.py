@@ -218,68 +218,6 @@ def test_a_library_constructor_cannot_forge_the_load_result(tmp_path):
     assert report.exit_code == 1
 
 
-# -- probe plugins -------------------------------------------------------------------------------
-
-
-def plugin_site(tmp: Path, entry: str, module: str | None = None) -> Path:
-    site = tmp / "site"
-    info = site / "smoke_plugin_bad-1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: smoke-plugin-bad\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text(f"[archaudit.probes]\n{entry}\n")
-    if module:
-        (site / "smoke_plugin_bad.py").write_text(module)
-    return site
-
-
-def run_cli(tmp: Path, site: Path, *args: str) -> subprocess.CompletedProcess:
-    out = tmp / "out"
-    out.mkdir(exist_ok=True)
-    env = dict(os.environ, TMPDIR=str(out), PYTHONPATH=os.pathsep.join([str(site), SRC]))
-    return subprocess.run(
-        [sys.executable, "-m", "archaudit.smoke", *args], capture_output=True, text=True, env=env, timeout=240
-    )
-
-
-SMOKE_OK = str(HERE / "fixtures" / "smoke" / "wheels" / "smoke_ok-1.0-py3-none-linux_x86_64.whl")
-
-
-def test_a_broken_plugin_is_a_row_not_a_crash(tmp_path):
-    site = plugin_site(tmp_path, "broken = smoke_plugin_missing_module:Probe")
-    r = run_cli(tmp_path, site, "--list-probes")
-    assert r.returncode == 1, r.stderr
-    assert "load " in r.stdout and "device-load " in r.stdout  # the built-ins are still listed
-    line = next(x for x in r.stdout.splitlines() if x.startswith("broken"))
-    assert "BROKEN: plugin smoke_plugin_missing_module:Probe (from smoke-plugin-bad) does not load" in line
-    assert "ModuleNotFoundError" in line
-    r = run_cli(tmp_path, site, SMOKE_OK, "--format", "json")
-    assert r.returncode == 1, r.stderr
-    rows = json.loads(r.stdout)["rows"]
-    assert [x["status"] for x in rows if x["probe"] == "load"] == [PASS, PASS]
-    (bad,) = [x for x in rows if x["probe"] == "broken"]
-    assert bad["status"] == FAIL and bad["reason"].startswith(
-        "probe plugin smoke_plugin_missing_module:Probe (from smoke-plugin-bad) did not run: ModuleNotFoundError"
-    )
-
-
-def test_a_plugin_that_kills_its_process_is_a_row(tmp_path):
-    site = plugin_site(
-        tmp_path,
-        "suicidal = smoke_plugin_bad:Probe",
-        textwrap.dedent("""
-        import os
-        class Probe:
-            name = "suicidal"
-            def run(self, ctx):
-                os.kill(os.getpid(), 9)
-    """),
-    )
-    r = run_cli(tmp_path, site, SMOKE_OK, "--probe", "suicidal", "--format", "json")
-    assert r.returncode == 1, r.stderr
-    (row,) = json.loads(r.stdout)["rows"]
-    assert row["status"] == FAIL and "killed by SIGKILL" in row["reason"]
-
-
 # -- a wheel that ships its own torch -----------------------------------------------------------
 
 # The forger: a `torch` package that, once imported by the model-torch child, finds the worker's

@@ -27,7 +27,7 @@ Launches are counted per (layer, context, kernel, result): memory grows with the
 kernels, never with the number of launches. Enum values and struct layouts are those of CUPTI's
 headers, identical in CUDA 12.8 (nvidia-cuda-cupti-cu12 12.8.90) and CUDA 13.0 (the toolkit's
 extras/CUPTI include): cupti_callbacks.h, cupti_driver_cbid.h, cupti_runtime_cbid.h,
-cupti_result.h; cuCtxSynchronize_v2 (800) is 13.0's alone. tests/smoke/test_trace.py compiles the
+cupti_result.h; cuCtxSynchronize_v2 (800) is 13.0's alone. tests/smoke/test_cupti.py compiles the
 headers to check the layouts and values against a C compiler's reading.
 """
 

@@ -1,4 +1,6 @@
-"""smoke installs a wheel's dependencies as binary wheels only, in a child under the probes'
+"""The throwaway environment (smoke/venv.py): the wheel goes in alone, then its dependencies.
+
+smoke installs a wheel's dependencies as binary wheels only, in a child under the probes'
 isolation, and says what it installed and from where; --allow-source-dependencies lets a sdist
 in (its build backend runs) and the report says so. Everything comes from a local directory
 (PIP_NO_INDEX, PIP_FIND_LINKS): no index is asked."""
@@ -9,12 +11,14 @@ import json
 import subprocess
 import sys
 import tarfile
+import tempfile
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from archaudit.smoke import runner, venv
+from helpers import smoke_wheel as wheel
 
 HERE = Path(__file__).parents[1]
 MAKE_WHEEL = HERE / "fixtures" / "smoke" / "make_wheel.py"
@@ -110,3 +114,43 @@ def test_a_sdist_only_dependency_is_refused_and_its_build_backend_never_runs(lin
     assert (tmp_path / "backend-ran").read_text() == "the build backend ran"
     assert report.install_policy == venv.SOURCE_ALLOWED
     assert "smokesdistdep" in {name for name, _, _ in report.installed}
+
+
+def test_the_distribution_and_version_come_from_the_wheel_file_name():
+    assert venv.wheel_distribution("/x/smoke_ok-1.0-py3-none-linux_x86_64.whl") == ("smoke_ok", "1.0")
+    build_tagged = "nvidia_curand-10.4.0.35-1-py3-none-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl"
+    assert venv.wheel_distribution(build_tagged) == ("nvidia_curand", "10.4.0.35")
+    for name in ("smoke_ok-1.0.tar.gz", "smoke_ok-1.0-py3-none.whl", "smoke_ok.whl"):
+        with pytest.raises(venv.InstallError, match="is not a wheel file name"):
+            venv.wheel_distribution(name)
+
+
+def test_the_installers_get_no_variable_that_steers_a_python(monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    monkeypatch.setenv("PYTHONHOME", "/elsewhere")
+    monkeypatch.setenv("VIRTUAL_ENV", "/elsewhere/venv")
+    monkeypatch.setenv("PIP_INDEX_URL", "https://index.example/simple")
+    env = venv.install_env()
+    assert not [k for k in env if k.startswith("PYTHON") or k == "VIRTUAL_ENV"]
+    assert env["PIP_INDEX_URL"] == "https://index.example/simple"  # the index settings stay
+
+
+def test_a_fresh_environment_holds_the_wheel_and_goes_with_close(tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # mkdtemp reads TMPDIR again
+    env = venv.create(wheel("smoke_ok"), system_site_packages=False, timeout=120.0)
+    try:
+        assert env.root is not None and Path(env.root).parent == tmp_path
+        assert Path(env.python).is_file() and env.description.startswith("fresh venv (")
+        (site,) = env.sys_path  # its own site-packages alone: the base's are not seen
+        assert (Path(site) / "smoke_ok" / "libsmoke_ok.so").is_file()
+        assert [(d.name, d.version, d.source) for d in env.installed] == [
+            ("smoke_ok", "1.0", "smoke_ok-1.0-py3-none-linux_x86_64.whl")
+        ]
+        assert env.install_policy == venv.BINARY_ONLY
+    finally:
+        venv.close(env)
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(venv.InstallError, match="no such file"):
+        venv.create(str(tmp_path / "absent-1.0-py3-none-any.whl"), system_site_packages=False)
+    assert venv.current().root is None and venv.current().python == sys.executable
