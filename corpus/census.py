@@ -84,8 +84,8 @@ def _recorded(wheel: Wheel | None, policy: Any) -> Any:
     import tempfile
 
     from archaudit import config
-    from archaudit.cli.settings import library_claims, parse_patterns
-    from archaudit.judge.filters import IgnoreRule
+    from archaudit.cli.settings import library_claims
+    from archaudit.judge.filters import IgnoreRule, parse_patterns
     from archaudit.judge.policy import LibraryGroup
 
     text = wheel.config() if wheel is not None else ""
