@@ -76,38 +76,30 @@ def runs_on_query(db: Path, gpus: tuple[tuple[str, str], ...] = GPUS) -> Answers
     return out
 
 
-def _recorded(wheel: Wheel | None, policy: Any) -> Any:
-    """``policy`` with the wheel's recorded [tool.archaudit] table (its host gates and
-    ignore-library entries, corpus/census.toml), as ``check`` reads them from pyproject.toml:
-    the index stores no configuration, so a gated wheel's answer is judged here with it."""
-    import dataclasses
+def _recorded(wheel: Wheel | None) -> dict[str, Any]:
+    """The Policy fields of the wheel's recorded [tool.archaudit] table (its host gates and
+    ignore-library entries, corpus/census.toml), read as ``check`` reads pyproject.toml: the index
+    stores no configuration, so a gated wheel's answer is judged here with it. Empty: none."""
     import tempfile
 
     from archaudit import config
-    from archaudit.cli.settings import library_claims
-    from archaudit.judge.filters import IgnoreRule, parse_patterns
-    from archaudit.judge.policy import LibraryGroup
+    from archaudit.cli.settings import recorded
 
     text = wheel.config() if wheel is not None else ""
     if not text:
-        return policy
+        return {}
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "pyproject.toml"
         path.write_text(text, encoding="utf-8")
-        cfg = config.load(str(path), discover=False)
-    rules = tuple(
-        IgnoreRule(code, r["library"], r.get("reason", ""))
-        for r in cfg.get("ignore-library", [])
-        for code in parse_patterns([r["code"]], "[tool.archaudit] ignore-library")
-    )
-    groups = tuple(LibraryGroup(tuple(g["paths"]), g["reason"]) for g in cfg.get("library-group", []))
-    return dataclasses.replace(policy, ignore_rules=rules, library_claims=library_claims(cfg), library_groups=groups)
+        return dict(recorded(config.load(str(path), discover=False)))
 
 
 def runs_on(db: Path, gpus: tuple[tuple[str, str], ...] = GPUS, wheels: list[Wheel] | None = None) -> Answers:
     """The same answers as runs_on_query, in one process: each stored inventory is rebuilt once and
     judged for every GPU by the rule ``query runs-on`` applies (tests/test_census.py compares them),
     with the wheel's recorded gates where ``wheels`` (the manifest entries) holds them."""
+    import dataclasses
+
     from archaudit.gpus.catalog import resolve
     from archaudit.index import reports, schema
     from archaudit.index.store import inventory_of
@@ -125,8 +117,9 @@ def runs_on(db: Path, gpus: tuple[tuple[str, str], ...] = GPUS, wheels: list[Whe
         for w in reports.wheels(con):
             inv = inventory_of(con, w.id)
             k = (w.project, w.release, w.tags)
+            fields = _recorded(by_key.get(k))  # once per wheel, for every GPU
             for column, policy in policies:
-                judged = judge(inv, None, _recorded(by_key.get(k), policy))
+                judged = judge(inv, None, dataclasses.replace(policy, **fields))
                 out[column][k] = reports.answer_of(judged, inv.unusable)
     finally:
         con.close()

@@ -12,7 +12,7 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
 from ..claims import Claim, merge_claims, parse_claim
 from ..config import DETAILS, FORMATS, Config, Detail, Format
@@ -193,10 +193,6 @@ def claim(args: argparse.Namespace, cfg: Config) -> tuple[Claim | None, tuple[st
 
 def policy(args: argparse.Namespace, cfg: Config, amd_claim: tuple[str, ...], amd_source: str) -> Policy:
     nvidia, amd = resolve(list(args.gpu or cfg.get("gpus", [])), _given_cuda_version(args, cfg))
-    rules: list[IgnoreRule] = []
-    for r in cfg.get("ignore-library", []):
-        code = parse_patterns([r["code"]], "[tool.archaudit] ignore-library")
-        rules.extend(IgnoreRule(c, r["library"], r.get("reason", "")) for c in code)
     driver = _flag_or(cfg, args.driver, "driver", None)
     if driver is not None:
         try:
@@ -225,15 +221,33 @@ def policy(args: argparse.Namespace, cfg: Config, amd_claim: tuple[str, ...], am
         amd_gpus=amd,
         select=select,
         ignore=ignore,
-        ignore_rules=tuple(rules),
         require_device_code=tuple(cfg.get("require-device-code", [])),
         data=tuple(DataMember(d["member"], d["reason"]) for d in cfg.get("data", [])),
-        library_claims=library_claims(cfg),
-        library_groups=tuple(LibraryGroup(tuple(g["paths"]), g["reason"]) for g in cfg.get("library-group", [])),
+        **recorded(cfg),
         amd_claim=amd_claim,
         amd_claim_source=amd_source,
         config=cfg.path,
     )
+
+
+class Recorded(TypedDict):
+    """What a project records of its own code in [tool.archaudit], as Policy fields."""
+
+    ignore_rules: tuple[IgnoreRule, ...]
+    library_claims: tuple[LibraryClaim, ...]
+    library_groups: tuple[LibraryGroup, ...]
+
+
+def recorded(cfg: Config) -> Recorded:
+    """The [[tool.archaudit.ignore-library]], [[tool.archaudit.library]] and
+    [[tool.archaudit.library-group]] entries of ``cfg``, as the Policy fields they set."""
+    rules = tuple(
+        IgnoreRule(code, r["library"], r.get("reason", ""))
+        for r in cfg.get("ignore-library", [])
+        for code in parse_patterns([r["code"]], "[tool.archaudit] ignore-library")
+    )
+    groups = tuple(LibraryGroup(tuple(g["paths"]), g["reason"]) for g in cfg.get("library-group", []))
+    return Recorded(ignore_rules=rules, library_claims=library_claims(cfg), library_groups=groups)
 
 
 def library_claims(cfg: Config) -> tuple[LibraryClaim, ...]:
@@ -355,6 +369,7 @@ __all__ = [
     "FORMATS",
     "DETAILS",
     "check_args",
+    "recorded",
     "check_settings",
     "diff_settings",
     "nonempty_targets",
