@@ -512,12 +512,11 @@ def _vendor_code(
     lib: Library, units: list[Unit], codes: tuple[NvCode, ...], runtime: Floor | None, package: int | None = None
 ) -> tuple[vendors.Identified | None, tuple[vendors.Identified | None, ...]]:
     """The vendor library it is (its contract), else which of its units are a vendor's code
-    linked in statically (``_static_units``); neither without NVIDIA code. Where its code dates
-    no release (CUPTI's and Compute Sanitizer's tool cubins record no toolkit, and they link no
-    runtime), the CUDA major its package is named for picks the row."""
+    linked in statically (``_static_units``); neither without NVIDIA code. The row is chosen by
+    the release that built its code (``built_by``, the package's CUDA major last)."""
     if not codes:
         return None, ()
-    built = built_by(codes, runtime) or ((package, 0) if package is not None else None)
+    built = built_by(codes, runtime, package)
     contract = vendors.identify(lib.path.rsplit("/", 1)[-1], lib.statements, built)
     if contract is not None:
         return contract, ()

@@ -218,13 +218,16 @@ def own_floor(gpu: CC, os_name: str) -> list[Floor]:
     return [own] if own is not None else []
 
 
-def built_by(codes: tuple[NvCode, ...], runtime: Floor | None) -> CC | None:
+def built_by(codes: tuple[NvCode, ...], runtime: Floor | None, package: int | None = None) -> CC | None:
     """The CUDA release that built a library's code: the newest toolkit its cubins record,
-    else the release its PTX shows, else the CUDA major of the runtime it links."""
+    else the release its PTX shows, else the CUDA major of the runtime it links, else the CUDA
+    major its package is named for (CUPTI's and Compute Sanitizer's tool cubins record no
+    toolkit, and they link no runtime)."""
     noted = [c.entry.toolkit for c in codes if c.entry.toolkit]
     if noted:
         return max(noted)
-    return unit_release(codes) or (runtime.cuda if runtime is not None else None)
+    found = unit_release(codes) or (runtime.cuda if runtime is not None else None)
+    return found or ((package, 0) if package is not None else None)
 
 
 def vendor_floor(identified: vendors.Identified, os_name: str) -> Floor | None:
