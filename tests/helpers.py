@@ -156,6 +156,37 @@ def zero_bomb(mib: int, head: bytes = _ELF_HEAD) -> tuple[bytes, int, int]:
 DIST_INFO = ("demo-1.0.dist-info/WHEEL", b"\x03\x00", 0, 0)  # an empty member: what makes a zip a wheel
 
 
+def local_header(name: bytes, crc: int, packed: int, size: int, extra: int = 0) -> bytes:
+    """A zip local file header of a deflated member, its name after it (an extra field of
+    ``extra`` bytes follows the name, unwritten)."""
+    return struct.pack("<4s5H3L2H", b"PK\x03\x04", 20, 0, 8, 0, 0x21, crc, packed, size, len(name), extra) + name
+
+
+def central_record(name: bytes, crc: int, packed: int, size: int, offset: int) -> bytes:
+    """The central-directory record of a deflated member whose local header is at ``offset``."""
+    head = struct.pack(
+        "<4s6H3L5H2L",
+        b"PK\x01\x02",
+        0x031E,
+        20,
+        0,
+        8,
+        0,
+        0x21,
+        crc,
+        packed,
+        size,
+        len(name),
+        0,
+        0,
+        0,
+        0,
+        0o100644 << 16,
+        offset,
+    )
+    return head + name
+
+
 def raw_zip(members: list[tuple[str, bytes, int, int]], *, dist_info: bool = True) -> bytes:
     """A zip of already-deflated members: (name, deflate stream, CRC, size), and a .dist-info
     member after them (pip installs no wheel without one, and check reads none)."""
@@ -164,31 +195,8 @@ def raw_zip(members: list[tuple[str, bytes, int, int]], *, dist_info: bool = Tru
     central = bytearray()
     for name, stream, crc, size in members:
         raw = name.encode()
-        central += (
-            struct.pack(
-                "<4s6H3L5H2L",
-                b"PK\x01\x02",
-                0x031E,
-                20,
-                0,
-                8,
-                0,
-                0x21,
-                crc,
-                len(stream),
-                size,
-                len(raw),
-                0,
-                0,
-                0,
-                0,
-                0o100644 << 16,
-                len(out),
-            )
-            + raw
-        )
-        out += struct.pack("<4s5H3L2H", b"PK\x03\x04", 20, 0, 8, 0, 0x21, crc, len(stream), size, len(raw), 0)
-        out += raw + stream
+        central += central_record(raw, crc, len(stream), size, len(out))
+        out += local_header(raw, crc, len(stream), size) + stream
     n = len(members)
     return bytes(out + central + struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, n, n, len(central), len(out), 0))
 

@@ -17,7 +17,18 @@ import pytest
 
 from archaudit.model import TargetInventory
 from archaudit.read import artifacts, plan, zipread
-from helpers import WHEEL_NAME, assert_finding, check, findings, inner_zip, raw_zip, wheel, zero_bomb
+from helpers import (
+    WHEEL_NAME,
+    assert_finding,
+    central_record,
+    check,
+    findings,
+    inner_zip,
+    local_header,
+    raw_zip,
+    wheel,
+    zero_bomb,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 CUDA = ROOT / "tests" / "fixtures" / "cuda" / "bin"
@@ -197,32 +208,8 @@ def test_members_sharing_one_deflate_stream(tmp_path):
     for name in names:
         at = len(out)
         xlen = headers_len - at - 30 - len(name)  # this header's extra field reaches the stream
-        central += (
-            struct.pack(
-                "<4s6H3L5H2L",
-                b"PK\x01\x02",
-                0x031E,
-                20,
-                0,
-                8,
-                0,
-                0x21,
-                crc,
-                len(stream),
-                size,
-                len(name),
-                0,
-                0,
-                0,
-                0,
-                0o100644 << 16,
-                at,
-            )
-            + name
-        )
-        out += (
-            struct.pack("<4s5H3L2H", b"PK\x03\x04", 20, 0, 8, 0, 0x21, crc, len(stream), size, len(name), xlen) + name
-        )
+        central += central_record(name, crc, len(stream), size, at)
+        out += local_header(name, crc, len(stream), size, xlen)
     out += stream
     data = bytes(out + central + struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, 20, 20, len(central), len(out), 0))
     p = tmp_path / WHEEL_NAME
