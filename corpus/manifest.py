@@ -70,6 +70,7 @@ class Gate:
     path: str = ""  # a library glob judged by its own architectures
     arch: str = ""
     paths: tuple[str, ...] = ()  # alternative libraries of which the host loads one
+    kernels: tuple[str, ...] = ()  # kernel-name globs: only these kernels of ``path`` are gated
 
 
 @dataclass(frozen=True)
@@ -114,12 +115,10 @@ class Wheel:
                     f"reason = {_toml(g.reason)}",
                 ]
             else:
-                rows += [
-                    "[[tool.archaudit.library]]",
-                    f"path = {_toml(g.path)}",
-                    f"arch = {_toml(g.arch)}",
-                    f"reason = {_toml(g.reason)}",
-                ]
+                rows += ["[[tool.archaudit.library]]", f"path = {_toml(g.path)}"]
+                if g.kernels:
+                    rows.append(f"kernels = [{', '.join(_toml(k) for k in g.kernels)}]")
+                rows += [f"arch = {_toml(g.arch)}", f"reason = {_toml(g.reason)}"]
         return "\n".join(rows) + "\n"
 
     @property
@@ -221,7 +220,13 @@ def _load_one(path: Path) -> list[Wheel]:
                 ci=bool(raw.get("ci", not census)),
                 ignores=tuple(Ignore(x["code"], x["library"], x["reason"]) for x in raw.get("ignore", ())),
                 gates=tuple(
-                    Gate(x["reason"], x.get("path", ""), x.get("arch", ""), tuple(x.get("paths", ())))
+                    Gate(
+                        x["reason"],
+                        x.get("path", ""),
+                        x.get("arch", ""),
+                        tuple(x.get("paths", ())),
+                        tuple(x.get("kernels", ())),
+                    )
                     for x in raw.get("gate", ())
                 ),
             )

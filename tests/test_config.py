@@ -231,6 +231,22 @@ def test_policy_keys(project):
         ('[[tool.archaudit.library]]\npath = "libx.so"\narch = ""\nreason = "r"\n', "each library entry needs path"),
         ('[[tool.archaudit.library]]\npath = "*"\narch = "80"\nreason = "r"\n', "names no library"),
         ('[[tool.archaudit.library]]\npath = "libx.so"\narch = "sm_8x"\nreason = "r"\n', "library 'libx.so'"),
+        (
+            '[[tool.archaudit.library]]\npath = "libx.so"\nkernels = []\narch = "80"\nreason = "r"\n',
+            "kernel-name globs",
+        ),
+        (
+            '[[tool.archaudit.library]]\npath = "libx.so"\nkernels = "mul"\narch = "80"\nreason = "r"\n',
+            "kernel-name globs",
+        ),
+        (
+            '[[tool.archaudit.library]]\npath = "libx.so"\nkernels = ["**"]\narch = "80"\nreason = "r"\n',
+            "names every kernel",
+        ),
+        (
+            '[[tool.archaudit.library]]\npath = "libx.so"\nkernel = ["mul"]\narch = "80"\nreason = "r"\n',
+            "each library entry needs path",
+        ),
         ('[[tool.archaudit.library-group]]\npaths = ["a*.so"]\n', "each library-group entry needs paths"),
         ('[[tool.archaudit.library-group]]\npaths = []\nreason = "r"\n', "each library-group entry needs paths"),
         ('[[tool.archaudit.library-group]]\npaths = ["**"]\nreason = "r"\n', "glob names no library"),

@@ -257,7 +257,7 @@ def _check_libraries(path: str, entries: object) -> None:
     for entry in entries:
         if (
             not isinstance(entry, dict)
-            or set(entry) != {"path", "arch", "reason"}
+            or not {"path", "arch", "reason"} <= set(entry) <= {"path", "arch", "reason", "kernels"}
             or not all(isinstance(entry[k], str) and entry[k].strip() for k in ("path", "reason"))
             or not (
                 isinstance(entry["arch"], str)
@@ -275,6 +275,26 @@ def _check_libraries(path: str, entries: object) -> None:
             raise ConfigError(
                 f"{path}: library entry path = {entry['path']!r} names no library: give the "
                 f"wheel's claim instead (cuda-archs)"
+            )
+        _check_kernel_globs(path, entry)
+
+
+def _check_kernel_globs(path: str, entry: dict[str, Any]) -> None:
+    """A library entry's optional kernels: a non-empty list of globs over kernel names, none of
+    which names every kernel (that is the entry without kernels)."""
+    if "kernels" not in entry:
+        return
+    globs = entry["kernels"]
+    if not (isinstance(globs, list) and globs and all(isinstance(g, str) and g.strip() for g in globs)):
+        raise ConfigError(
+            f"{path}: library entry {entry['path']!r}: kernels must be a list of kernel-name globs "
+            f'(kernels = ["fused_a_gemm_kernel", "*kda_decode*"])'
+        )
+    for g in globs:
+        if set(g.strip()) <= {"*"}:
+            raise ConfigError(
+                f"{path}: library entry {entry['path']!r}: kernels glob {g!r} names every kernel: "
+                f"leave kernels out to gate the whole library"
             )
 
 

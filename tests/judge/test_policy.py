@@ -18,6 +18,7 @@ from archaudit.judge.policy import (
     Policy,
     arm_linux,
     for_target,
+    kernel_claim,
     library_claim,
     package_name,
     wheel_driver_os,
@@ -127,3 +128,19 @@ def test_a_library_group_holds_every_library_one_of_its_globs_matches():
     assert group.describe() == (
         "library-group libbitsandbytes_cuda1*.so, bitsandbytes/libbitsandbytes_cpu.so (cuda_setup/main.py)"
     )
+
+
+def test_a_kernel_entry_names_kernels_by_short_or_mangled_name_and_never_claims_the_library():
+    """[[tool.archaudit.library]] with kernels: its globs match a kernel's qualified name without
+    parameters or its mangled name; it is never the library's own claim (library_claim), only
+    that of the kernels it names (kernel_claim)."""
+    gate = LibraryClaim("lib_multiobj.so", parse_claim("80", "library"), "ops.py:7", ("mul",))
+    mangled = LibraryClaim("lib_multiobj.so", parse_claim("80", "library"), "ops.py:7", ("_Z3mul*",))
+    policy = Policy(library_claims=(gate,))
+    assert gate.names_kernel("_Z3mulPfPKfS1_i") and not gate.names_kernel("_Z4axpyfPKfPfi")
+    assert mangled.names_kernel("_Z3mulPfPKfS1_i") and not mangled.names_kernel("_Z4axpyfPKfPfi")
+    assert library_claim(policy, "lib_multiobj.so") is None
+    assert kernel_claim(policy, "lib_multiobj.so", "_Z3mulPfPKfS1_i") is gate
+    assert kernel_claim(policy, "lib_multiobj.so", "_Z4axpyfPKfPfi") is None
+    assert kernel_claim(policy, "libother.so", "_Z3mulPfPKfS1_i") is None
+    assert gate.describe() == "library lib_multiobj.so kernels mul arch 80 (ops.py:7)"

@@ -14,7 +14,7 @@ from archaudit.claims import parse_claim
 from archaudit.findings import CODES, ERROR, Code
 from archaudit.judge import rules
 from archaudit.judge.facts import library_facts
-from archaudit.judge.policy import AmdGpu, Policy
+from archaudit.judge.policy import AmdGpu, LibraryClaim, Policy
 from archaudit.judge.rules import LIBRARY_RULES
 from archaudit.model import CODE_OBJECT, DEVICE_LINK, HIP, RELOCATABLE, SASS, Entry, Problem
 from helpers import CLEAN, KEPLER_RUNTIME, KERN, amd, box, codes, found, lib, ptx, report, sass, whole
@@ -113,6 +113,12 @@ def test_every_finding_names_the_library_or_target_it_is_about():
                 statements=("NCCL version 2.99.1+cuda13.0",),
             ),
             arch="80;90",
+        ),
+        # a kernel the project's host code gates to 8.0 (K006)
+        report(
+            lib(KERN, box(sass("sm_80", "_Z3mulv")), path=nested),
+            arch="80;90",
+            library_claims=(LibraryClaim("*.so", parse_claim("80", "library"), "ops.py:7", ("mul",)),),
         ),
         # a bare .fatbin whose second container alone defines a kernel (G017); an AMD code object
         # without a loadable segment (G018)

@@ -42,6 +42,12 @@ SMOKE = FIXTURES / "smoke" / "bin"
 LOADING = AMD / "loading"
 CURAND = ("nvidia-curand", "10.4.5.25", "nvidia_curand-10.4.5.25-py3-none-manylinux_2_27_x86_64.whl")
 
+# A project's record that its host launches lib_multiobj.so's `mul` only on 8.0 (K006 on 9.0).
+GATE_MUL = (
+    '[tool.archaudit]\n[[tool.archaudit.library]]\npath = "lib_multiobj.so"\nkernels = ["mul"]\narch = "80"\n'
+    'reason = "ops.py:7"\n'
+)
+
 # Codes no input of the fast tier produces, and why.
 NO_INPUT = {
     Code.E032: "a HIP payload declaring more than --max-payload bytes: the smallest is the bound itself (GiBs), "
@@ -56,6 +62,7 @@ VERDICT = {
     Code.K002: "as designed",
     Code.K003: "as designed",
     Code.K005: "its vendor",
+    Code.K006: "not launched",
     Code.G016: "not supported",
     Code.G002: "only through PTX JIT",
     Code.G005: "specialised",
@@ -131,6 +138,7 @@ def _inputs(work: Path) -> dict[str, list[str]]:
         "K003 compiled out": [fixture(CUDA / "lib_guard_75ptx_80.so"), "--arch", "75;80;86"],
         "K003 stated": [fixture(CUDA / "fp8_stated" / "libnccl.so.2", "fp8/libnccl.so.2"), "--arch", "80;90"],
         "K004": [fixture(CUDA / "lib_axpy_narrow_first.so"), "--arch", "80;90"],
+        "K006": [fixture(CUDA / "lib_multiobj.so"), "--arch", "80;90", "--config", put("gate.toml", GATE_MUL.encode())],
         "K005 G020": [fixture(CUDA / "vendor" / "nccl_newer" / "libnccl.so.2"), "--arch", "80;90"],
         "G016 G019 claimed": [fixture(CUDA / "vendor" / "cusparselt" / "libcusparseLt.so.0"), "--arch", "75;80;90"],
         "G016 G019 asked": [fixture(CUDA / "vendor" / "cublas" / "libcublasLt.so.13"), "--gpu", "V100"],

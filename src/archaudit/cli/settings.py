@@ -257,7 +257,8 @@ def library_claims(cfg: Config) -> tuple[LibraryClaim, ...]:
         raw = entry["arch"] if isinstance(entry["arch"], str) else ";".join(entry["arch"])
         source = f"[tool.archaudit] library {entry['path']}"
         try:
-            out.append(LibraryClaim(entry["path"], parse_claim(raw, source), entry["reason"]))
+            claim = parse_claim(raw, source)
+            out.append(LibraryClaim(entry["path"], claim, entry["reason"], tuple(entry.get("kernels", ()))))
         except ValueError as e:
             raise UsageError(f"{cfg.path}: library {entry['path']!r}: {e}") from None
     return tuple(out)

@@ -294,7 +294,8 @@ COVERAGE: list[CodeInfo] = [
         "with 'no kernel image' (209). A library-wide union hides this.",
         "The project's own code: build every object of the library with the claim's architectures, or, "
         "where the host code never launches these kernels there, record that gate with the "
-        "[[tool.archaudit.library]] entry the message ends with. A vendor library: nothing to rebuild.",
+        "[[tool.archaudit.library]] entry the message ends with (with kernels = [globs] where only "
+        "these kernels are gated, not the whole library: K006). A vendor library: nothing to rebuild.",
         "libfoo.so: 1 kernel fails on 9.0. Fix: build for sm_90 or record: [[tool.archaudit.library]] path = "
         '"libfoo.so" arch = "80" reason = "<file:line>". Its own container lacks the claimed 9.0, '
         "carrying only sm_80: 1 kernel (mul)",
@@ -366,6 +367,21 @@ COVERAGE: list[CodeInfo] = [
         "nvidia/cu13/lib/libcublasLt.so.13: 1380 kernels in 760 containers have no code for 7.5 (claimed) in "
         "their own container, as its vendor dispatches them: it is cuBLAS for CUDA 13, which its vendor "
         "documents for 7.5 and newer, and its host code picks the container for each GPU. 1380 kernels (...)",
+    ),
+    CodeInfo(
+        Code.K006,
+        INFO,
+        "kernels gated by the project's host code",
+        "Kernels of the project's own library have no code for a claimed GPU in their own "
+        "container, and the project records where its host code launches them only on other GPUs: "
+        "a [[tool.archaudit.library]] entry with kernels (globs over the kernels' names), arch and "
+        "reason (the line of its public source that does the gating). On the GPUs of the entry's "
+        "arch the kernels are judged as any other (K001); the library's other kernels keep its claim.",
+        "Nothing, while the reason holds; keep it pointing at the line that gates, and remove the "
+        "entry when the host code changes.",
+        "vllm/_C_stable_libtorch.abi3.so: 24 kernels are not launched on 8.0 (claimed): the project's host "
+        "code gates them to 90;100 (vllm/model_executor/layers/fused_moe/router/gate_linear.py:40; "
+        "[tool.archaudit] library _C_stable_libtorch* kernels fused_a_gemm_kernel). 24 kernels (...)",
     ),
 ]
 

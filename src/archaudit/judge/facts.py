@@ -36,9 +36,11 @@ from .floors import (
 )
 from .names import excludes, named_architectures
 from .paths import GpuPath, Unit, excused_on, gpu_path, judged_containers, named_for, shape_of, specialised_only
-from .policy import Policy
+from .policy import Policy, kernel_claim
 
-Verdict = Literal["fails", "specialised", "stated", "named", "compiled-out", "elsewhere", "chosen", "dispatched"]
+Verdict = Literal[
+    "fails", "specialised", "stated", "named", "compiled-out", "elsewhere", "chosen", "dispatched", "gated"
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,14 +129,23 @@ def _whole_unit_gaps(f: LibraryFacts, judged: list[CC], strict: bool) -> tuple[K
             for cc in judged  # code the driver refuses alone is G013's
             if f.paths[cc].choices[i].runs == "none" and not f.paths[cc].choices[i].unlinked
         ]
-        by: dict[Verdict, list[str]] = defaultdict(list)
-        for cc in missed:  # arch-specific code excuses a GPU only where no generic code runs beside it
-            by[_whole_unit_verdict(f, u, cc, strict)].append(label(cc))
+        by: dict[tuple[str | None, Verdict], list[str]] = defaultdict(list)
         names = tuple(sorted(u.kernels)) if u.identified else None
-        for verdict, fails in by.items():
+        for cc in missed:  # arch-specific code excuses a GPU only where no generic code runs beside it
+            verdict = _whole_unit_verdict(f, u, cc, strict)
             for name in names or (None,):
-                gaps.append(KernelGap(verdict, labels_of(u.codes), tuple(fails), name, frozenset([i])))
+                gate = name is not None and gated(f.policy, f.path, name, cc)
+                by[(name, "gated" if gate else verdict)].append(label(cc))
+        for (name, verdict), fails in by.items():
+            gaps.append(KernelGap(verdict, labels_of(u.codes), tuple(fails), name, frozenset([i])))
     return tuple(gaps)
+
+
+def gated(policy: Policy, library_path: str, kernel: str, gpu: CC) -> bool:
+    """Whether the project records ([[tool.archaudit.library]] with ``kernels``) that its host
+    code launches this kernel of this library only on other GPUs than ``gpu``."""
+    own = kernel_claim(policy, library_path, kernel) if policy.library_claims else None
+    return own is not None and gpu not in own.claim.gpus
 
 
 def _whole_unit_verdict(f: LibraryFacts, u: Unit, cc: CC, strict: bool) -> Verdict:
@@ -208,6 +219,8 @@ def _own_verdict(
         return "stated" if any(s.excuses(name, cc) for s in f.statements) else "dispatched"
     if f.static and (own := f.static[i]) is not None and own.covers(cc):
         return "dispatched"  # a vendor's code linked statically, in its documented range: its host picks
+    if gated(f.policy, f.path, name, cc):
+        return "gated"  # the project records that its host code never launches it on this GPU
     if choice.runs == "none" and choice.code is not None:
         return "fails"  # the driver picks its PTX and cannot compile it
     if any(s.excuses(name, cc) for s in f.statements):

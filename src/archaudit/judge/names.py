@@ -128,4 +128,37 @@ def conventions_of(kernel: str) -> tuple[str, ...]:
     return tuple(conv.name for conv, _ in readings(kernel))
 
 
-__all__ = ["Convention", "conventions", "conventions_of", "excludes", "name_floor", "named_architectures", "readings"]
+def demangle(name: str) -> str:
+    """A short readable name for an Itanium-mangled kernel: its qualified name without
+    parameters (`_Z4axpyfPKfPfi` -> `axpy`, `_ZN2ns5scaleIfEEvPT_S1_i` -> `ns::scale`)."""
+    if not name.startswith("_Z"):
+        return name
+    nested = name.startswith("_ZN")
+    i = 3 if nested else 2
+    while nested and i < len(name) and name[i] in "rVK":
+        i += 1
+    parts: list[str] = []
+    while i < len(name) and name[i].isdigit():
+        j = i
+        while j < len(name) and name[j].isdigit():
+            j += 1
+        if j - i > 9:  # no identifier is a gigabyte long: not a name this reading knows
+            break
+        n = int(name[i:j])
+        parts.append(name[j : j + n])
+        i = j + n
+        if not nested or (i < len(name) and name[i] == "I"):
+            break
+    return "::".join(p for p in parts if p) or name
+
+
+__all__ = [
+    "Convention",
+    "conventions",
+    "conventions_of",
+    "demangle",
+    "excludes",
+    "name_floor",
+    "named_architectures",
+    "readings",
+]

@@ -12,6 +12,7 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from ..claims import Claim
 from ..gpus.catalog import AmdGpu, NvidiaGpu
 from .filters import IgnoreRule
+from .names import demangle
 
 
 class DataMember(NamedTuple):
@@ -37,17 +38,26 @@ def _glob_matches(library_path: str, glob: str) -> bool:
 class LibraryClaim(NamedTuple):
     """A [[tool.archaudit.library]] entry: the project's host code gates a library to its own
     architectures, recorded where it does so (``reason``); the library is judged by this claim
-    instead of the wheel's."""
+    instead of the wheel's. With ``kernels``, only the kernels of the library those globs name are
+    gated (the host launches them only on ``claim``); the rest keep the library's claim."""
 
     path: str  # a glob over library paths (or their file names)
     claim: Claim
     reason: str
+    kernels: tuple[str, ...] = ()  # globs over kernel names; empty: the whole library
 
     def matches(self, library_path: str) -> bool:
         return _glob_matches(library_path, self.path)
 
+    def names_kernel(self, kernel: str) -> bool:
+        """Whether a kernel glob matches the kernel: its qualified name without parameters
+        (``vllm::fused_a_gemm_kernel``) or its mangled name."""
+        short = demangle(kernel)
+        return any(fnmatch.fnmatchcase(short, g) or fnmatch.fnmatchcase(kernel, g) for g in self.kernels)
+
     def describe(self) -> str:
-        return f"library {self.path} arch {self.claim.raw} ({self.reason})"
+        scope = f" kernels {', '.join(self.kernels)}" if self.kernels else ""
+        return f"library {self.path}{scope} arch {self.claim.raw} ({self.reason})"
 
 
 class LibraryGroup(NamedTuple):
@@ -160,8 +170,16 @@ def for_target(policy: Policy, target: str, kind: str) -> Policy:
 
 
 def library_claim(policy: Policy, library_path: str) -> LibraryClaim | None:
-    """The first [[tool.archaudit.library]] entry whose glob matches the library, if any."""
-    return next((c for c in policy.library_claims if c.matches(library_path)), None)
+    """The first [[tool.archaudit.library]] entry for a whole library whose glob matches it, if any."""
+    return next((c for c in policy.library_claims if not c.kernels and c.matches(library_path)), None)
+
+
+def kernel_claim(policy: Policy, library_path: str, kernel: str) -> LibraryClaim | None:
+    """The first [[tool.archaudit.library]] entry with ``kernels`` that names this kernel of this
+    library, if any: the architectures the project's host code launches it on."""
+    return next(
+        (c for c in policy.library_claims if c.kernels and c.matches(library_path) and c.names_kernel(kernel)), None
+    )
 
 
 __all__ = [
@@ -169,6 +187,7 @@ __all__ = [
     "arm_linux",
     "DataMember",
     "for_target",
+    "kernel_claim",
     "library_claim",
     "LibraryClaim",
     "LibraryGroup",

@@ -5,13 +5,15 @@ involved. The end-to-end cases on nvcc-built fixtures are in tests/judge/test_ch
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pytest
 
+from archaudit.cli import main
 from archaudit.findings import ERROR, INFO
 from archaudit.model import PTX, SASS, Container, Entry, Library
-from helpers import KERN, box, codes, found, lib, ptx, report, sass, unread_sass, whole
+from helpers import CUDA_BIN, KERN, box, codes, found, lib, ptx, report, sass, unread_sass, whole
 
 
 def test_k001_a_kernel_whose_object_lacks_a_claimed_architecture():
@@ -308,3 +310,41 @@ def test_k002_k003_name_what_the_kernels_carry():
             {"kernels": ["sm80_gemm"], "carried": ["sm_80"], "fails": ["75"], "reason": "named"},
         ),
     ]
+
+
+@pytest.mark.parametrize("glob", ["mul", "m?l", "_Z3mul*"])
+def test_k006_a_kernel_the_project_gates_away_from_a_gpu_is_information(tmp_path, capsys, glob):
+    """The host launches `mul` only on 8.x (recorded with kernels): its gap on 9.0 is K006, not
+    K001, and --gpu H100 answers G008; axpy keeps the claim "80;90". By its short or mangled name."""
+    entry = f'path = "lib_multiobj.so"\nkernels = ["{glob}"]\narch = "80"\nreason = "ops.py:7 calls mul only on 8.x"'
+    toml = tmp_path / "pyproject.toml"
+    toml.write_text(f"[tool.archaudit]\n[[tool.archaudit.library]]\n{entry}\n", encoding="utf-8")
+    rep, rc = _run(capsys, toml, "--arch", "80;90", "--gpu", "H100")
+    (k,) = [f for f in rep if f["code"] == "K006"]
+    assert rc == 0 and not [f for f in rep if f["code"] in ("K001", "G009")]
+    assert k["severity"] == INFO and k["data"]["fails"] == ["90"] and k["data"]["gate"] == "80"
+    assert [n[:6] for n in k["data"]["kernels"]] == ["_Z3mul"]
+    assert k["message"].startswith(
+        "lib_multiobj.so: 1 kernel not launched on 9.0 (claimed): the project's host code gates them to 80 "
+        "(ops.py:7 calls mul only on 8.x;"
+    )
+
+
+def test_k006_counter_examples_a_gate_that_admits_the_gpu_or_names_another_kernel_still_fails(tmp_path, capsys):
+    """Counter-examples: the gate admits 9.0 (the host launches mul there, where it has no code:
+    the H100's 209) or names another kernel: K001 stays, and --gpu H100 is G009."""
+    for kernels, arch in (('["mul"]', "80;90"), ('["axpy"]', "80")):
+        toml = tmp_path / "pyproject.toml"
+        toml.write_text(
+            f'[tool.archaudit]\n[[tool.archaudit.library]]\npath = "lib_multiobj.so"\nkernels = {kernels}\n'
+            f'arch = "{arch}"\nreason = "ops.py:7"\n',
+            encoding="utf-8",
+        )
+        rep, rc = _run(capsys, toml, "--arch", "80;90", "--gpu", "H100")
+        assert rc == 1 and {"K001", "G009"} <= {f["code"] for f in rep} and "K006" not in {f["code"] for f in rep}
+
+
+def _run(capsys, toml, *args: str) -> tuple[list[dict], int]:
+    rc = main(["check", "-q", "--format", "json", "--config", str(toml), str(CUDA_BIN / "lib_multiobj.so"), *args])
+    rep = json.loads(capsys.readouterr().out)
+    return [f for t in rep["targets"] for f in t["findings"]], rc

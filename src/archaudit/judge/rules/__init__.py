@@ -73,6 +73,7 @@ LIBRARY_ORDER: tuple[Code | Readers, ...] = (
     Code.K003,
     Code.K004,
     Code.K005,
+    Code.K006,
     Code.D002,
     Code.D001,
     Code.G008,

@@ -15,6 +15,7 @@ from ...gpus.cuda import label
 from ...gpus.selection import NvCode
 from ...model import PTX, SASS, Problem, TargetInventory
 from ..facts import LibraryFacts
+from ..names import demangle
 from ..policy import Policy
 
 KERNELS_SHOWN = 3
@@ -95,30 +96,6 @@ def target_rule(code: Code | Readers) -> Callable[[TargetRule], TargetRule]:
         return rule
 
     return register
-
-
-def demangle(name: str) -> str:
-    """A short readable name for an Itanium-mangled kernel: its qualified name without
-    parameters (`_Z4axpyfPKfPfi` -> `axpy`, `_ZN2ns5scaleIfEEvPT_S1_i` -> `ns::scale`)."""
-    if not name.startswith("_Z"):
-        return name
-    nested = name.startswith("_ZN")
-    i = 3 if nested else 2
-    while nested and i < len(name) and name[i] in "rVK":
-        i += 1
-    parts: list[str] = []
-    while i < len(name) and name[i].isdigit():
-        j = i
-        while j < len(name) and name[j].isdigit():
-            j += 1
-        if j - i > 9:  # no identifier is a gigabyte long: not a name this reading knows
-            break
-        n = int(name[i:j])
-        parts.append(name[j : j + n])
-        i = j + n
-        if not nested or (i < len(name) and name[i] == "I"):
-            break
-    return "::".join(p for p in parts if p) or name
 
 
 def kernels_phrase(names: Sequence[str] | None, containers: int) -> str:

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from ...findings import Code, Finding
 from ...gpus.cuda import label
 from ..facts import LibraryFacts
+from ..policy import LibraryClaim, kernel_claim
 from .amd import amd_kernel_gaps
 from .common import (
     ENTRY_REASON,
@@ -268,10 +269,45 @@ def rule_k004(f: LibraryFacts) -> list[Finding]:
     return out
 
 
+@library_rule(Code.K006)
+def rule_k006(f: LibraryFacts) -> list[Finding]:
+    """K006: kernels of the project's own library without code for a claimed GPU in their own
+    container, which the project records its host code launches only on other GPUs (a
+    [[tool.archaudit.library]] entry with kernels). One finding per entry and failing GPUs."""
+    by: dict[tuple[LibraryClaim, tuple[str, ...]], set[str]] = defaultdict(set)
+    for g in f.kernel_gaps:
+        if g.verdict == "gated" and g.name is not None:
+            own = kernel_claim(f.policy, f.path, g.name)
+            if own is not None:
+                by[(own, g.fails)].add(g.name)
+    out = []
+    for (own, fails), names in sorted(by.items(), key=lambda item: (-len(item[1]), item[0][0].path, item[0][1])):
+        listed = sorted(names)
+        out.append(
+            finding(
+                Code.K006,
+                f.path,
+                f"{f.path}: {count_phrase(listed, 0)} not launched on {dotted(fails)} (claimed): the "
+                f"project's host code gates them to {own.claim.raw} ({own.reason}; [tool.archaudit] "
+                f"library {own.path} kernels {', '.join(own.kernels)}). {_capital(kernels_phrase(listed, 0))}",
+                kernels=listed[:100],
+                kernel_count=len(listed),
+                fails=list(fails),
+                gate=own.claim.raw,
+                reason=own.reason,
+            )
+        )
+    return out
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
 def _first(items: list[str]) -> str:
     """The first few of a list, and how many more."""
     more = len(items) - KERNELS_SHOWN
     return ", ".join(items[:KERNELS_SHOWN]) + (f" and {more} more" if more > 0 else "")
 
 
-__all__ = ["container_name", "rule_k001", "rule_k002", "rule_k003", "rule_k004"]
+__all__ = ["container_name", "rule_k001", "rule_k002", "rule_k003", "rule_k004", "rule_k006"]
