@@ -98,3 +98,19 @@ def test_jax_is_traced():
     assert not [r for r in report.rows if "a false pass of check" in r.reason]
     jit = [r for r in report.rows if r.subject.startswith("model-jax: jax MLP")]
     assert [r.status for r in jit] == [PASS], report.rows
+
+
+def test_executorch_is_traced():
+    """ExecuTorch's CUDA delegate under the tracer (executorch with a CUDA backend library in its
+    lib/, as tools/gpu_records.sh executorch installs it): its model probe runs, and every launch
+    is judged against check's inventory of the module it came from."""
+    spec = importlib.util.find_spec("executorch")
+    where = list(spec.submodule_search_locations or ()) if spec is not None else []
+    if not where or not (Path(where[0]) / "lib" / "libexecutorch_backend_cuda.so").is_file():
+        pytest.skip("no executorch with a CUDA backend here (PyPI's wheel is a CPU build)")
+    report = traced("executorch")
+    record("trace-executorch", report, json=True)
+    assert not [r for r in report.rows if "a false pass of check" in r.reason], report.rows
+    model = [r for r in report.rows if r.subject.startswith("model-executorch: ")]
+    assert model and [r.status for r in model] == [PASS] * len(model), [(r.subject, r.reason) for r in model]
+    assert dispatch(report) or [r for r in report.rows if r.subject == "code no file holds"], report.rows
