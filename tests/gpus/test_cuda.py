@@ -17,6 +17,7 @@ from archaudit.gpus.cuda import (
     is_tegra,
     lookup_gpu,
     min_driver,
+    package_match,
     ptx_runs_on,
     runs_on,
     sass_runs_on,
@@ -369,3 +370,13 @@ def test_catalog_lookup_nvml_names_and_misses():
     assert lookup_gpu("") == []
     assert [g.name for g in lookup_gpu("sm_101")] == ["Jetson Thor", "Jetson T4000"]
     assert lookup_gpu("sm_88") == []
+
+
+def test_package_match_normalises_the_name_as_pep_503_does():
+    """One name match for the CUDA and ROCm package tables: `cupy_cuda12x`, `CuPy-CUDA12x` and
+    `cupy.cuda12x` are `cupy-cuda12x`; the first matching row wins; no row, no match."""
+    rows = [{"pattern": r"^cupy-cuda(?P<major>\d+)x$"}, {"pattern": r"^cupy-(?P<major>\d+)"}]
+    for name in ("cupy_cuda12x", "CuPy-CUDA12x", "cupy.cuda12x"):
+        m = package_match(name, rows)
+        assert m is not None and m.re.pattern == rows[0]["pattern"] and m.group("major") == "12"
+    assert package_match("cupy", rows) is None

@@ -21,6 +21,8 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from .cuda import package_match
+
 FEATURES = ("sramecc", "xnack")  # alphabetical: the canonical order
 
 
@@ -123,12 +125,8 @@ def package_rocm(name: str) -> str | None:
     """The ROCm release a package is named for (``cupy-rocm-4-0`` -> "4.0"; ``package_names`` in
     data/amd.json), or None for a name that says none. ``name`` is a distribution name, any
     spelling (normalised as PEP 503 does)."""
-    key = re.sub(r"[-_.]+", "-", name).lower()
-    for row in _data()["package_names"]["patterns"].values():
-        m = re.match(row["pattern"], key)
-        if m:
-            return f"{int(m.group('major'))}.{int(m.group('minor'))}"
-    return None
+    m = package_match(name, _data()["package_names"]["patterns"].values())
+    return f"{int(m.group('major'))}.{int(m.group('minor'))}" if m else None
 
 
 @lru_cache(maxsize=1)

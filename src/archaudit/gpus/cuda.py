@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Any, Literal
+
+from packaging.utils import canonicalize_name
 
 CC = tuple[int, int]
 """A compute capability, (major, minor): (9, 0) is 9.0. The one definition."""
@@ -494,12 +497,15 @@ def package_cuda(name: str) -> int | None:
     """The CUDA major a package is named for (``nvidia-cuda-cupti-cu12`` -> 12, ``cupy-cuda12x``
     -> 12; ``package_names`` in data/cuda.json), or None for a name that says none. ``name`` is
     a distribution name, any spelling (normalised as PEP 503 does)."""
-    key = re.sub(r"[-_.]+", "-", name).lower()
-    for row in _data("cuda.json")["package_names"]["patterns"].values():
-        m = re.match(row["pattern"], key)
-        if m:
-            return int(m.group("major"))
-    return None
+    m = package_match(name, _data("cuda.json")["package_names"]["patterns"].values())
+    return int(m.group("major")) if m else None
+
+
+def package_match(name: str, rows: Iterable[dict[str, Any]]) -> re.Match[str] | None:
+    """The match of the first row whose ``pattern`` matches a distribution name, normalised as
+    PEP 503 does (``cupy_cuda12x`` and ``CuPy-CUDA12x`` are ``cupy-cuda12x``), or None."""
+    key = canonicalize_name(name)
+    return next((m for row in rows if (m := re.match(row["pattern"], key))), None)
 
 
 def runtime_major(soname: str) -> int | None:
@@ -606,6 +612,7 @@ __all__ = [
     "nvcc_accepts",
     "nvcc_refusal",
     "package_cuda",
+    "package_match",
     "ptx_runs_on",
     "renamed",
     "runs_on",

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from ..findings import Code, Finding, means_unverified
@@ -71,7 +72,7 @@ def wheels(db: sqlite3.Connection, project: str | None = None) -> list[WheelRow]
     params: tuple[Any, ...] = ()
     if project:
         sql += " WHERE project = ?"
-        params = (re.sub(r"[-_.]+", "-", project).lower(),)
+        params = (canonicalize_name(project),)
     rows = [WheelRow(*r) for r in db.execute(sql, params)]
     return sorted(rows, key=lambda w: (w.project, _version_key(w.version), w.build, w.tags, w.file))
 
@@ -398,7 +399,7 @@ def changed(db: sqlite3.Connection, project: str | None = None) -> Table:
     params: tuple[Any, ...] = ()
     if project:
         sql += " AND project = ?"
-        params = (re.sub(r"[-_.]+", "-", project).lower(),)
+        params = (canonicalize_name(project),)
     rows = sorted(db.execute(sql, params), key=lambda r: (r[0], _version_key(r[1]), r[2], r[3]))
     out = tuple(
         (p, f"{v}-{b}" if b else v, t, f"{pv} ({pver})", f"{nv} ({nver})") for p, v, b, t, pv, pver, nv, nver in rows

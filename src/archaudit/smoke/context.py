@@ -12,6 +12,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from packaging.utils import canonicalize_name
+
 from ..model import Library
 from ..read.artifacts import is_audited_file
 from . import child
@@ -194,7 +196,7 @@ class ProbeContext:
 
 
 def _normalise(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower().strip()
+    return canonicalize_name(name).strip()
 
 
 __all__ = ["ProbeContext"]

@@ -16,6 +16,8 @@ import sys
 import tempfile
 from dataclasses import dataclass
 
+from packaging.utils import canonicalize_name
+
 from ..errors import ArchauditError
 
 INSTALL_TIMEOUT = 1800.0
@@ -181,7 +183,7 @@ def create(
 
 
 def _normal(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+    return canonicalize_name(name)
 
 
 def _installed(envdir: str, wheel: str, report: str, tool: str) -> tuple[Installed, ...]:
