@@ -324,6 +324,13 @@ def _describe(group: LibraryGroup) -> str:
     return group.describe()
 
 
+def _honoured(findings: tuple[Finding, ...], rules: tuple[IgnoreRule, ...]) -> set[IgnoreRule]:
+    """The ignore-library entries an answer to --gpu honoured (its ``recorded`` data): in use,
+    though the findings they name were not produced (no claim asked for them)."""
+    named = {r for x in findings for r in x.get("recorded") or ()}  # type: ignore[attr-defined]
+    return {r for r in rules if r.describe() in named}
+
+
 def apply_filters(report: Report) -> Report:
     """Apply --select/--ignore and [tool.archaudit] ignore rules; stale rules become X001."""
     policy = report.policy
@@ -332,7 +339,7 @@ def apply_filters(report: Report) -> Report:
     targets = []
     for t in report.targets:
         result = apply(t.findings, policy.select, policy.ignore, policy.ignore_rules, t.target)
-        used |= result.used
+        used |= result.used | _honoured(t.findings, policy.ignore_rules)
         suppressed += t.grouped
         suppressed += result.suppressed
         targets.append(replace(t, findings=result.kept))

@@ -68,16 +68,22 @@ def _matches(code: str, patterns: Iterable[str]) -> bool:
     return any(code.startswith(p) for p in patterns)
 
 
-def _rule_for(f: Finding, rules: Iterable[IgnoreRule]) -> IgnoreRule | None:
-    base = f.subject.rsplit("/", 1)[-1]
+def recorded_for(code: str, subject: str, rules: Iterable[IgnoreRule]) -> IgnoreRule | None:
+    """The first ignore-library entry for this code (or a prefix of it) whose glob matches the
+    subject (a library's path or its file name), if any."""
+    base = subject.rsplit("/", 1)[-1]
     return next(
         (
             r
             for r in rules
-            if f.code.startswith(r.code) and (fnmatch.fnmatch(f.subject, r.library) or fnmatch.fnmatch(base, r.library))
+            if code.startswith(r.code) and (fnmatch.fnmatch(subject, r.library) or fnmatch.fnmatch(base, r.library))
         ),
         None,
     )
+
+
+def _rule_for(f: Finding, rules: Iterable[IgnoreRule]) -> IgnoreRule | None:
+    return recorded_for(f.code, f.subject, rules)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,4 +139,13 @@ def stale_rules(rules: tuple[IgnoreRule, ...], used: frozenset[IgnoreRule], subj
     )
 
 
-__all__ = ["IgnoreRule", "Suppression", "Filtered", "apply", "parse_patterns", "never_hidden", "stale_rules"]
+__all__ = [
+    "IgnoreRule",
+    "Suppression",
+    "Filtered",
+    "apply",
+    "parse_patterns",
+    "never_hidden",
+    "recorded_for",
+    "stale_rules",
+]

@@ -4,13 +4,32 @@ smoke's question for one GPU, on libraries built by hand (builders in helpers.py
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
+from archaudit.cli import main
 from archaudit.findings import ERROR, INFO
 from archaudit.gpus.catalog import resolve as gpus
 from archaudit.judge import rules
 from archaudit.judge.policy import AmdGpu, Policy
 from archaudit.judge.rules import on_gpu
 from archaudit.model import HIP
-from helpers import KEPLER_RUNTIME, KERN, UNLINKED, amd, box, found, lib, ptx, report, sass, unread_sass, whole
+from helpers import (
+    CUDA_BIN,
+    KEPLER_RUNTIME,
+    KERN,
+    UNLINKED,
+    amd,
+    box,
+    found,
+    lib,
+    ptx,
+    report,
+    sass,
+    unread_sass,
+    whole,
+)
 
 
 def test_g008_g009_named_gpus():
@@ -172,3 +191,28 @@ def test_g009_counts_containers_whose_kernels_were_not_read_as_what_they_are():
     rep = report(lib(KERN, box(unread_sass("sm_80")), box(sass("sm_80", "_Z1av"))), arch=None, gpus=(("H100", (9, 0)),))
     (g,) = found(rep, "G009")
     assert ": 1 kernel in 1 container and 1 container whose kernels were not read cannot run there" in g.message
+
+
+def _gpu_answer(tmp_path, capsys, library: str, entry: str) -> tuple[int, list[dict]]:
+    """check --gpu H100 of an nvcc-built fixture under one [tool.archaudit] entry (or none)."""
+    toml = tmp_path / "pyproject.toml"
+    toml.write_text(f"[tool.archaudit]\n{entry}\n", encoding="utf-8")
+    rc = main(["check", "-q", "--format", "json", "--config", str(toml), str(CUDA_BIN / library), "--gpu", "H100"])
+    rep = json.loads(capsys.readouterr().out)
+    return rc, [f for t in rep["targets"] for f in t["findings"]]
+
+
+@pytest.mark.parametrize(("library", "code"), [("lib_axpy_narrow_first.so", "K004"), ("lib_multiobj.so", "K001")])
+def test_g008_the_answer_to_gpu_honours_a_recorded_ignore_library_entry(tmp_path, capsys, library, code):
+    """An ignore-library K004 (K001) entry answers the claim's finding; the answer to --gpu
+    honours it too (G008, naming it), and it is not stale (no X001) though no claim produced the
+    finding. Counter-example: the same entry for another library leaves G009."""
+    entry = f'[[tool.archaudit.ignore-library]]\ncode = "{code}"\nlibrary = "{library}"\nreason = "ops.cu:12 picks"'
+    rc, got = _gpu_answer(tmp_path, capsys, library, entry)
+    (answer,) = [f for f in got if f["code"] in ("G008", "G009")]
+    assert rc == 0 and answer["code"] == "G008" and "X001" not in {f["code"] for f in got}
+    assert f"1 kernel set aside by ignore-library {code} for {library} (ops.cu:12 picks)" in answer["message"]
+    assert answer["data"]["recorded"] == [f"ignore-library {code} for {library} (ops.cu:12 picks)"]
+    rc, got = _gpu_answer(tmp_path, capsys, library, entry.replace(library, "libother.so"))
+    assert rc == 1 and [f["code"] for f in got if f["code"] in ("G008", "G009")] == ["G009"]
+    assert "X001" in {f["code"] for f in got}

@@ -10,6 +10,7 @@ from ...gpus import cuda as arch, rocm
 from ...gpus.cuda import CC, label
 from ...model import Library
 from ..facts import Floor, KernelGap, LibraryFacts, library_facts
+from ..filters import IgnoreRule, recorded_for
 from ..policy import AmdGpu, NvidiaGpu, Policy, arm_linux, library_claim
 from .amd import amd_kernel_gaps, amd_why
 from .common import finding, kept, kernels_phrase, library_entry, library_rule, present_codes
@@ -78,7 +79,7 @@ def _on_nvidia_gpu(f: LibraryFacts, name: str, cc: CC) -> Finding:
             runs="gated",
         )
     p = f.paths[cc]
-    failing = [g for g in f.kernel_gaps_on(cc) if g.verdict in ("fails", "elsewhere")]
+    failing, aside = _recorded_aside(f, [g for g in f.kernel_gaps_on(cc) if g.verdict in ("fails", "elsewhere")])
     word = _runs_word(f, cc)
     if failing:
         word = _failing_word(f, cc, failing, word)
@@ -86,13 +87,36 @@ def _on_nvidia_gpu(f: LibraryFacts, name: str, cc: CC) -> Finding:
         word += _none_fix(f, cc)
     if p.runs == "native":
         word += _jit_part(f, cc)
+    if aside:
+        word += "; " + "; ".join(
+            f"{_failing_count(gaps)} set aside by {rule.describe()}" for rule, gaps in aside.items()
+        )
+    data: dict[str, object] = {"recorded": [rule.describe() for rule in aside]} if aside else {}
     return finding(
         Code.G009 if p.runs == "none" or failing else Code.G008,
         f.path,
         f"{f.path} on {name} ({cc[0]}.{cc[1]}): {word}",
         gpu=name,
         runs=p.runs,
+        **data,
     )
+
+
+def _recorded_aside(
+    f: LibraryFacts, gaps: list[KernelGap]
+) -> tuple[list[KernelGap], dict[IgnoreRule, list[KernelGap]]]:
+    """The kernel gaps a GPU keeps, and those an ignore-library entry of the project records for
+    this library (K001 for a gap of its own container, K004 for one another container fills): the
+    answer to --gpu honours the same record the claim's answer does."""
+    kept_gaps: list[KernelGap] = []
+    aside: dict[IgnoreRule, list[KernelGap]] = {}
+    for g in gaps:
+        rule = recorded_for(Code.K001 if g.verdict == "fails" else Code.K004, f.path, f.policy.ignore_rules)
+        if rule is None:
+            kept_gaps.append(g)
+        else:
+            aside.setdefault(rule, []).append(g)
+    return kept_gaps, aside
 
 
 def _runs_word(f: LibraryFacts, cc: CC) -> str:
