@@ -343,7 +343,10 @@ def apply_filters(report: Report) -> Report:
         suppressed += t.grouped
         suppressed += result.suppressed
         targets.append(replace(t, findings=result.kept))
-    stale = stale_rules(policy.ignore_rules, frozenset(used), targets[0].target) if targets else ()
+    # stale only where a claim was judged: a run that only answers --gpu produces no claim's
+    # findings (K001, K004, G001), so the entries recorded for them cannot be shown unused
+    claimed = any(t.claim is not None for t in targets) or bool(policy.amd_claim)
+    stale = stale_rules(policy.ignore_rules, frozenset(used), targets[0].target) if targets and claimed else ()
     if stale:
         targets[0] = replace(targets[0], findings=targets[0].findings + stale)
     return replace(report, targets=tuple(targets), suppressed=tuple(suppressed))

@@ -193,11 +193,13 @@ def test_g009_counts_containers_whose_kernels_were_not_read_as_what_they_are():
     assert ": 1 kernel in 1 container and 1 container whose kernels were not read cannot run there" in g.message
 
 
-def _gpu_answer(tmp_path, capsys, library: str, entry: str) -> tuple[int, list[dict]]:
+def _gpu_answer(tmp_path, capsys, library: str, entry: str, *args: str) -> tuple[int, list[dict]]:
     """check --gpu H100 of an nvcc-built fixture under one [tool.archaudit] entry (or none)."""
     toml = tmp_path / "pyproject.toml"
     toml.write_text(f"[tool.archaudit]\n{entry}\n", encoding="utf-8")
-    rc = main(["check", "-q", "--format", "json", "--config", str(toml), str(CUDA_BIN / library), "--gpu", "H100"])
+    rc = main(
+        ["check", "-q", "--format", "json", "--config", str(toml), str(CUDA_BIN / library), "--gpu", "H100", *args]
+    )
     rep = json.loads(capsys.readouterr().out)
     return rc, [f for t in rep["targets"] for f in t["findings"]]
 
@@ -215,4 +217,6 @@ def test_g008_the_answer_to_gpu_honours_a_recorded_ignore_library_entry(tmp_path
     assert answer["data"]["recorded"] == [f"ignore-library {code} for {library} (ops.cu:12 picks)"]
     rc, got = _gpu_answer(tmp_path, capsys, library, entry.replace(library, "libother.so"))
     assert rc == 1 and [f["code"] for f in got if f["code"] in ("G008", "G009")] == ["G009"]
-    assert "X001" in {f["code"] for f in got}
+    assert "X001" not in {f["code"] for f in got}  # no claim judged: nothing says it is unused
+    rc, got = _gpu_answer(tmp_path, capsys, library, entry.replace(library, "libother.so"), "--arch", "80;90")
+    assert rc == 1 and {code, "X001"} <= {f["code"] for f in got}
