@@ -212,20 +212,23 @@ def _own_verdict(
     f: LibraryFacts, i: int, choice: Choice, name: str, codes: tuple[NvCode, ...], specialised: bool, cc: CC
 ) -> Verdict | None:
     """What the kernel's own container, name and library say of its gap on ``cc``, before any
-    other container is looked at; None where they say nothing."""
-    if specialised and (excludes(name, cc) or not f.generic_runs(cc)):
+    other container is looked at; None where they say nothing. A project's record of the GPUs
+    its host launches the kernel on ([[tool.archaudit.library]] with kernels) outweighs what the
+    kernel's name suggests: a name never excuses a GPU the project says it is launched on."""
+    gate = kernel_claim(f.policy, f.path, name) if f.policy.library_claims else None
+    if specialised and ((gate is None and excludes(name, cc)) or not f.generic_runs(cc)):
         return "specialised"
     if f.vendor is not None and f.vendor.dispatches:  # in its documented range: its host picks the container
         return "stated" if any(s.excuses(name, cc) for s in f.statements) else "dispatched"
-    if f.static and (own := f.static[i]) is not None and own.covers(cc):
+    if f.static and (static := f.static[i]) is not None and static.covers(cc):
         return "dispatched"  # a vendor's code linked statically, in its documented range: its host picks
-    if gated(f.policy, f.path, name, cc):
+    if gate is not None and cc not in gate.claim.gpus:
         return "gated"  # the project records that its host code never launches it on this GPU
     if choice.runs == "none" and choice.code is not None:
         return "fails"  # the driver picks its PTX and cannot compile it
     if any(s.excuses(name, cc) for s in f.statements):
         return "stated"
-    if named_for(name, codes, cc):
+    if gate is None and named_for(name, codes, cc):
         return "named"
     if compiled_out(choice, codes, cc):
         return "compiled-out"

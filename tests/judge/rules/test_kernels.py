@@ -344,7 +344,33 @@ def test_k006_counter_examples_a_gate_that_admits_the_gpu_or_names_another_kerne
         assert rc == 1 and {"K001", "G009"} <= {f["code"] for f in rep} and "K006" not in {f["code"] for f in rep}
 
 
-def _run(capsys, toml, *args: str) -> tuple[list[dict], int]:
-    rc = main(["check", "-q", "--format", "json", "--config", str(toml), str(CUDA_BIN / "lib_multiobj.so"), *args])
+@pytest.mark.parametrize(
+    ("library", "kernel", "claim", "excuse"),
+    [
+        ("lib_archtag_sm80.so", "*GemmKernel*", "75;80", "K003"),  # cutlass::arch::Sm80: named for 8.0+
+        ("lib_sm100_zero_fill_100a.so", "sm100_zero_fill", "90;100", "K002"),  # sm_100a code, named sm100
+    ],
+)
+def test_a_name_never_excuses_a_gpu_the_project_records_the_kernel_is_launched_on(
+    tmp_path, capsys, library, kernel, claim, excuse
+):
+    """A kernel's name excuses the GPUs its author's convention excludes (K003 named, K002), until
+    the project records that its host launches the kernel there too: then the gap is K001, as the
+    H100 answers (209 for sm100_zero_fill's sm_100a-only code, records/h100)."""
+    toml = tmp_path / "none.toml"
+    toml.write_text("[tool.archaudit]\n", encoding="utf-8")
+    got, rc = _run(capsys, toml, "--arch", claim, library=library)
+    assert rc == 0 and excuse in {f["code"] for f in got} and "K001" not in {f["code"] for f in got}
+    toml.write_text(
+        f'[tool.archaudit]\n[[tool.archaudit.library]]\npath = "{library}"\nkernels = ["{kernel}"]\n'
+        f'arch = "{claim}"\nreason = "ops.cu:40 launches it on each"\n',
+        encoding="utf-8",
+    )
+    got, rc = _run(capsys, toml, "--arch", claim, library=library)
+    assert rc == 1 and "K001" in {f["code"] for f in got} and excuse not in {f["code"] for f in got}
+
+
+def _run(capsys, toml, *args: str, library: str = "lib_multiobj.so") -> tuple[list[dict], int]:
+    rc = main(["check", "-q", "--format", "json", "--config", str(toml), str(CUDA_BIN / library), *args])
     rep = json.loads(capsys.readouterr().out)
     return [f for t in rep["targets"] for f in t["findings"]], rc
