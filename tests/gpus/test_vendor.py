@@ -207,6 +207,42 @@ def test_a_statically_linked_vendor_outside_its_range_is_judged_per_kernel(capsy
     assert rc == 1 and findings(rep, "G001") and [f["data"]["fails"] for f in findings(rep, "K005")] == [["90"]]
 
 
+# libproject_linalg.so: cuBLAS-named (sm_80), cuSOLVER-named (sm_90), a project's CUTLASS (sm_80)
+STATIC12 = VENDOR / "static12"
+
+
+def test_cuda12_cublas_and_cusolver_linked_statically_are_judged_by_their_rows(capsys):
+    """As in open3d's libOpen3D.so: a container named as cuBLASLt names its own kernels
+    (cutlass::Kernel2 over cutlass_80_tensorop_*, an xmma kernel with cuBLAS's suffix, a
+    cask__5x_cublas kernel; sm_80 only) and one named as cuSOLVER's (cusolverDnXfill_kernel,
+    kernel::batched_geqrf_warp_based; sm_90 only), in a library holding both vendors' strings: each
+    gap is its vendor's dispatch (K005, one per row). A project's own cutlass::Kernel2 over a
+    cutlass::gemm::kernel type (sm_80 only) is no vendor's: K001 on 9.0."""
+    rc, rep = run(capsys, str(STATIC12 / "libproject_linalg.so"), "--arch", "80;90")
+    rows = {f["data"]["library"]: f["data"] for f in findings(rep, "K005")}
+    assert sorted(rows) == ["cuBLAS for CUDA 13", "cuSOLVER for CUDA 13"]
+    blas, solver = rows["cuBLAS for CUDA 13"], rows["cuSOLVER for CUDA 13"]
+    assert blas["fails"] == ["90"] and len(blas["kernels"]) == 3 and blas["linked_into"] == "libproject_linalg.so"
+    assert any(k.startswith("_ZN7cutlass7Kernel2I50cutlass_80_tensorop_") for k in blas["kernels"])
+    assert solver["fails"] == ["80"] and solver["kernel_count"] == 2
+    (k,) = findings(rep, "K001")
+    assert rc == 1 and k["data"]["kernels"] == ["_ZN7cutlass7Kernel2INS_4gemm6kernel11ProjectGemmEEEvNT_6ParamsE"]
+    assert k["data"]["fails"] == ["90"]
+
+
+def test_a_statically_linked_vendor_needs_its_own_string(capsys):
+    """The same objects with only cuBLAS's string: cuBLAS's container is still K005, but nothing in
+    the bytes says cuSOLVER is linked in, so its container is the project's (K001 on 8.0)."""
+    rc, rep = run(capsys, str(VENDOR / "static12_blas_only/libproject_linalg.so"), "--arch", "80;90")
+    assert [f["data"]["library"] for f in findings(rep, "K005")] == ["cuBLAS for CUDA 13"]
+    failed = {f["data"]["fails"][0]: f["data"]["kernels"] for f in findings(rep, "K001")}
+    assert rc == 1 and sorted(failed) == ["80", "90"]
+    assert failed["80"] == [
+        "_Z22cusolverDnXfill_kernelILi256EfEvPT0_l",
+        "_ZN6kernel24batched_geqrf_warp_basedILi256EfEEvPT0_l",
+    ]
+
+
 def test_identify_static_rows():
     """The row of a vendor's code linked statically: the CUDA major that built the library, else
     one a vendor's version string in the same bytes names (NCCL's +cuda10.2 in torch 1.10.2's
@@ -372,6 +408,26 @@ def test_torch_1_10_2_links_cublas_cufft_and_cudnn_statically(capsys):
     (k,) = findings(rep, "K001")
     assert rc == 1 and len(k["data"]["kernels"]) == 4 and all("cutlass" in n for n in k["data"]["kernels"])
     assert not findings(rep, "K004")
+
+
+@CENSUS  # open3d 0.20.0: 401 MB
+def test_open3d_0_20_0_links_cublas_and_cusolver_12_statically(capsys):
+    """open3d 0.20.0 (CUDA 12.6) links cuBLAS, cuBLASLt and cuSOLVER statically into libOpen3D.so
+    (Open3D 3rdparty/find_dependencies.cmake): their containers' gaps (xmma, ampere_*gemm*, cuBLASLt's
+    cutlass::Kernel2<cutlass_80_*>, getrf_*, cusolverDnXfill_kernel) were K001/K004 as Open3D's own
+    and are each vendor's dispatch (K005, CUDA 12's 5.0 to 12.1). Open3D's own kernels, built for
+    7.5 (PTX) and newer, stay K001 on a V100, and nothing vendor-named is among them."""
+    whl = fetch("open3d", "0.20.0", filename="open3d-0.20.0-cp311-cp311-manylinux_2_35_x86_64.whl")
+    rc, rep = run(capsys, str(whl), "--arch", "70;75;80;90;100")
+    rows = {f["data"]["library"]: f["data"] for f in findings(rep, "K005")}
+    assert sorted(rows) == ["cuBLAS for CUDA 12", "cuSOLVER for CUDA 12"]
+    assert rows["cuBLAS for CUDA 12"]["kernel_count"] > 4000 and rows["cuSOLVER for CUDA 12"]["kernel_count"] > 200
+    (k,) = findings(rep, "K001")
+    assert rc == 1 and k["data"]["fails"] == ["70"] and not findings(rep, "K004")
+    conventions = [lib.static_kernels for lib in vendor.libraries() if lib.static_kernels is not None]
+    assert not [n for n in k["data"]["kernels"] if any(p.match(n) for p in conventions)]
+    rc, rep = run(capsys, str(whl), "--gpu", "T4", "--gpu", "A100", "--gpu", "H100", "--gpu", "B200")
+    assert rc == 0 and not findings(rep, "G009")
 
 
 @pytest.mark.slow
