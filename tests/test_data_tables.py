@@ -86,6 +86,11 @@ def rows(doc: dict[str, Any]) -> Iterator[tuple[str, Any]]:
                 f"{name}.static_kernels": lib["static_kernels"]
                 for name, lib in VENDOR["libraries"].items()
                 if "static_kernels" in lib
+            }
+            | {
+                f"{name}.toolkit_component": lib["toolkit_component"]
+                for name, lib in VENDOR["libraries"].items()
+                if "toolkit_component" in lib
             },
             "cuda": VENDOR["cuda"],
             "statements": VENDOR["statements"],

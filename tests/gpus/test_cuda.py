@@ -380,3 +380,19 @@ def test_package_match_normalises_the_name_as_pep_503_does():
         m = package_match(name, rows)
         assert m is not None and m.re.pattern == rows[0]["pattern"] and m.group("major") == "12"
     assert package_match("cupy", rows) is None
+
+
+def test_newest_known_is_the_newest_architecture_a_release_builds_for():
+    """From data/cuda.json's recorded releases of the same major, the newest not newer than the one
+    asked: 12.6 builds up to 9.0, 12.8 up to 12.0, 12.9 up to 12.1; 11.4 is read from 11.1 (8.6);
+    a major with no recorded release gives None."""
+    from archaudit.gpus.cuda import newest_known
+
+    assert [newest_known(r) for r in ((12, 6), (12, 8), (12, 9), (11, 4), (11, 8))] == [
+        (9, 0),
+        (12, 0),
+        (12, 1),
+        (8, 6),
+        (9, 0),
+    ]
+    assert newest_known((9, 2)) is None

@@ -442,3 +442,20 @@ def test_faiss_gpu_1_7_2_links_cublas_statically(capsys):
     (k5,) = findings(rep, "K005")
     assert k5["data"]["library"] == "cuBLAS for CUDA 10" and k5["data"]["kernel_count"] > 1000
     assert rc == 1 and all("cutlass" in n for f in findings(rep, "K001") for n in f["data"]["kernels"])
+
+
+def test_a_toolkit_component_is_supported_only_on_the_gpus_its_building_release_knows():
+    """cuBLAS ships with each toolkit release (ctk-components): one whose cubins record CUDA 12.6
+    stops at 9.0 (Blackwell came with 12.8), one of 12.9 reaches 12.1, and without a recorded
+    release the line's range stands. NCCL, released on its own for the whole CUDA 11 line and
+    built by 11.0, keeps that line's range: a Hopper GPU is in it (nvidia-nccl-cu11 on 9.0)."""
+    strings = ("CUBLAS_NVTX_LEVEL",)
+    old = vendor.identify("libcublas.so.12", strings, (12, 6), noted=(12, 6))
+    new = vendor.identify("libcublas.so.12", strings, (12, 9), noted=(12, 9))
+    unnoted = vendor.identify("libcublas.so.12", strings, (12, 6))
+    assert old is not None and new is not None and unnoted is not None
+    assert old.text == "5.0 to 9.0" and not old.covers((10, 0)) and old.covers((9, 0))
+    assert "this build is CUDA 12.6's" in old.source
+    assert new.text == "5.0 to 12.1" and unnoted.text == "5.0 to 12.1"
+    nccl = vendor.identify("libnccl.so.2", ("NCCL version 2.21.5+cuda11.0",), (11, 0), noted=(11, 0))
+    assert nccl is not None and nccl.covers((9, 0))

@@ -540,6 +540,19 @@ def nvcc_releases() -> tuple[CC, ...]:
     return tuple(sorted(_cc(r) for r in _nvcc_rows()))
 
 
+def newest_known(release: CC) -> CC | None:
+    """The newest architecture nvcc of ``release`` builds for (its 'all'), read from the newest
+    recorded release of the same major not newer than it; None where none is recorded. A
+    library a toolkit built supports no GPU newer than that toolkit knows (CUDA 12.6: 9.0;
+    Blackwell from 12.8)."""
+    rows = _nvcc_rows()
+    known = [r for r in nvcc_releases() if r[0] == release[0] and r <= release]
+    if not known:
+        return None
+    newest = max(rows[_release_key(known[-1])]["all"])
+    return newest // 10, newest % 10
+
+
 def nvcc_accepts(target: CudaTarget, release: CC | None) -> bool:
     """Whether nvcc of `release` accepts `target` as -arch/-code (sm_XX and compute_XX alike):
     a real architecture of that release's 'all', with an 'a' or 'f' suffix only where the
@@ -609,6 +622,7 @@ __all__ = [
     "lookup_gpu",
     "min_driver",
     "newest_ptx_isa",
+    "newest_known",
     "nvcc_accepts",
     "nvcc_refusal",
     "package_cuda",

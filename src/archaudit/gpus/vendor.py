@@ -45,6 +45,7 @@ class Row:
     last: CC | None
     drivers: tuple[tuple[str, str], ...]  # (os, minimum driver) the vendor documents
     source: str  # the document, in words with its address
+    toolkit: bool = False  # its GPUs are those of the toolkit that built it ('range_of', no 'to')
 
     @property
     def name(self) -> str:
@@ -164,6 +165,7 @@ def libraries() -> tuple[Library, ...]:
                     last,
                     drivers,
                     table["sources"][r["source"]],
+                    bool(lib.get("toolkit_component")) and "range_of" in r and "to" not in r,
                 )
             )
         version, *also = lib["version"] if isinstance(lib.get("version"), list) else [lib.get("version")]
@@ -208,7 +210,7 @@ def _read_version(lib: Library, carried: tuple[str, ...]) -> tuple[Version | Non
     return None, None
 
 
-def identify(file_name: str, carried: tuple[str, ...], built: CC | None) -> Identified | None:
+def identify(file_name: str, carried: tuple[str, ...], built: CC | None, noted: CC | None = None) -> Identified | None:
     """The vendor library a file is, by its name AND its own bytes (``carried``: the identity
     strings and version strings the reader found in it), with the row its contract comes from;
     None where nothing identifies it (then it is judged as a project's own code)."""
@@ -223,11 +225,15 @@ def identify(file_name: str, carried: tuple[str, ...], built: CC | None) -> Iden
             return None
         shown = ".".join(map(str, version or ()))
         evidence = f'its bytes hold "{said}"' if said else f"its bytes carry its version {shown}"
-        return _choose(lib, version, cuda if cuda is not None else (built[0] if built else None), built, evidence)
+        return _choose(
+            lib, version, cuda if cuda is not None else (built[0] if built else None), built, evidence, noted
+        )
     return None
 
 
-def identify_static(carried: tuple[str, ...], built: CC | None) -> tuple[tuple[Library, Identified], ...]:
+def identify_static(
+    carried: tuple[str, ...], built: CC | None, noted: CC | None = None
+) -> tuple[tuple[Library, Identified], ...]:
     """The vendor libraries whose code a library that is not one of them may carry linked in
     statically (libtorch_cuda.so of torch 1.10.2 links cuBLAS and cuFFT): its own bytes
     (``carried``) hold the vendor's identity or version string, and the table gives the vendor's
@@ -248,14 +254,14 @@ def identify_static(carried: tuple[str, ...], built: CC | None) -> tuple[tuple[L
         shown = ".".join(map(str, version or ()))
         evidence = f'its bytes hold "{said}"' if said else f"its bytes carry its version {shown}"
         major = cuda if cuda is not None else (built[0] if built else named)
-        got = _choose(lib, version, major, built, evidence)
+        got = _choose(lib, version, major, built, evidence, noted)
         if got is not None:
             out.append((lib, replace(got, static=True)))
     return tuple(out)
 
 
 def _choose(
-    lib: Library, version: Version | None, cuda: int | None, built: CC | None, evidence: str
+    lib: Library, version: Version | None, cuda: int | None, built: CC | None, evidence: str, noted: CC | None = None
 ) -> Identified | None:
     """The row of a library's release: the last of its CUDA major whose 'since' and build
     bounds allow it. A CUDA major or version newer than the table knows takes the newest row,
@@ -274,7 +280,26 @@ def _choose(
         fits = [r for r in fits if r.since is None or r.since <= version]  # none: older than every row
     if not fits:
         return None
-    return Identified(fits[-1], evidence, version, built, newer)
+    return Identified(_as_built(fits[-1], noted, newer), evidence, version, built, newer)
+
+
+def _as_built(row: Row, built: CC | None, newer: str) -> Row:
+    """A toolkit component's row as the release that built it supports: no GPU newer than that
+    release knows (cuBLAS built by CUDA 12.6 stops at 9.0; Blackwell came with 12.8), where its
+    cubins record that release (``built``: their toolkit notes, never a release guessed from PTX
+    or a package name), the line's range is closed and the release's architectures are recorded
+    (data/cuda.json)."""
+    if not row.toolkit or row.last is None or built is None or newer:
+        return row
+    newest = arch.newest_known(built)
+    if newest is None or newest >= row.last:
+        return row
+    return replace(
+        row,
+        last=newest,
+        source=f"{row.source}; this build is CUDA {built[0]}.{built[1]}'s, whose nvcc knows GPUs through "
+        f"{newest[0]}.{newest[1]} (data/cuda.json cmake_all)",
+    )
 
 
 def _line(lib: Library, cuda: int | None) -> tuple[int | None, str] | None:

@@ -218,10 +218,9 @@ def _own_verdict(
     gate = kernel_claim(f.policy, f.path, name) if f.policy.library_claims else None
     if specialised and ((gate is None and excludes(name, cc)) or not f.generic_runs(cc)):
         return "specialised"
-    if f.vendor is not None and f.vendor.dispatches:  # in its documented range: its host picks the container
-        return "stated" if any(s.excuses(name, cc) for s in f.statements) else "dispatched"
-    if f.static and (static := f.static[i]) is not None and static.covers(cc):
-        return "dispatched"  # a vendor's code linked statically, in its documented range: its host picks
+    vendor = _vendor_verdict(f, i, name, cc)
+    if vendor is not None:
+        return vendor
     if gate is not None and cc not in gate.claim.gpus:
         return "gated"  # the project records that its host code never launches it on this GPU
     if choice.runs == "none" and choice.code is not None:
@@ -230,8 +229,16 @@ def _own_verdict(
         return "stated"
     if gate is None and named_for(name, codes, cc):
         return "named"
-    if compiled_out(choice, codes, cc):
-        return "compiled-out"
+    return "compiled-out" if compiled_out(choice, codes, cc) else None
+
+
+def _vendor_verdict(f: LibraryFacts, i: int, name: str, cc: CC) -> Verdict | None:
+    """A vendor library in its documented range, or a vendor's code linked statically in its
+    range: its host picks the container ("dispatched", or "stated" where its own string says so)."""
+    if f.vendor is not None and f.vendor.dispatches:
+        return "stated" if any(s.excuses(name, cc) for s in f.statements) else "dispatched"
+    if f.static and (static := f.static[i]) is not None and static.covers(cc):
+        return "dispatched"
     return None
 
 
@@ -533,14 +540,15 @@ def _vendor_code(
     if not codes:
         return None, ()
     built = built_by(codes, runtime, package)
-    contract = vendors.identify(lib.path.rsplit("/", 1)[-1], lib.statements, built)
+    noted = max((c.entry.toolkit for c in codes if c.entry.toolkit), default=None)  # what its cubins record
+    contract = vendors.identify(lib.path.rsplit("/", 1)[-1], lib.statements, built, noted)
     if contract is not None:
         return contract, ()
-    return None, _static_units(units, lib.statements, built)
+    return None, _static_units(units, lib.statements, built, noted)
 
 
 def _static_units(
-    units: list[Unit], carried: tuple[str, ...], built: CC | None
+    units: list[Unit], carried: tuple[str, ...], built: CC | None, noted: CC | None = None
 ) -> tuple[vendors.Identified | None, ...]:
     """Which units of a library that is no vendor library are a vendor's code linked in
     statically (vendors.identify_static): the library's own bytes hold the vendor's identity or
@@ -548,7 +556,7 @@ def _static_units(
     (data/vendor.json 'static_kernels'). A unit whose kernels were not read, that defines none,
     or that holds one kernel the convention does not name stays the project's own (fail closed).
     Empty where no unit is."""
-    found = vendors.identify_static(carried, built)
+    found = vendors.identify_static(carried, built, noted)
     if not found:
         return ()
     out: list[vendors.Identified | None] = []
