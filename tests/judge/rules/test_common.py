@@ -98,3 +98,12 @@ def test_kernels_failing_the_same_way_are_one_group_largest_first():
         Group(("sm_80",), ("90",), None, 2),
         Group(("sm_80", "sm_90"), ("100",), (many[3],), 1),
     ]
+
+
+def test_capitalised_upper_cases_the_first_letter_and_keeps_the_rest():
+    """Unlike str.capitalize, a kernel's name in the phrase keeps its case."""
+    from archaudit.judge.rules.common import capitalised
+
+    assert capitalised("3 kernels (_GLOBAL__N_::Fwd)") == "3 kernels (_GLOBAL__N_::Fwd)"
+    assert capitalised("kernels (mulKernel)") == "Kernels (mulKernel)"
+    assert capitalised("") == ""

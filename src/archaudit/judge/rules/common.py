@@ -98,6 +98,12 @@ def target_rule(code: Code | Readers) -> Callable[[TargetRule], TargetRule]:
     return register
 
 
+def capitalised(text: str) -> str:
+    """A phrase as a sentence starts it: its first letter upper-case, the rest as it is (a
+    kernel's name keeps its case, which str.capitalize would lower)."""
+    return text[:1].upper() + text[1:]
+
+
 def kernels_phrase(names: Sequence[str] | None, containers: int) -> str:
     if names is None:
         return f"{containers} container{'s' * (containers != 1)} without identifiable kernels"
@@ -248,6 +254,7 @@ __all__ = [
     "TargetRule",
     "as_folded",
     "count_phrase",
+    "capitalised",
     "demangle",
     "dotted",
     "fail_verb",

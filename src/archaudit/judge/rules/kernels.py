@@ -15,6 +15,7 @@ from .common import (
     ENTRY_REASON,
     KERNELS_SHOWN,
     Group,
+    capitalised,
     count_phrase,
     dotted,
     fail_verb,
@@ -289,7 +290,7 @@ def rule_k006(f: LibraryFacts) -> list[Finding]:
                 f.path,
                 f"{f.path}: {count_phrase(listed, 0)} not launched on {dotted(fails)} (claimed): the "
                 f"project's host code gates them to {own.claim.raw} ({own.reason}; [tool.archaudit] "
-                f"library {own.path} kernels {', '.join(own.kernels)}). {_capital(kernels_phrase(listed, 0))}",
+                f"library {own.path} kernels {', '.join(own.kernels)}). {capitalised(kernels_phrase(listed, 0))}",
                 kernels=listed[:100],
                 kernel_count=len(listed),
                 fails=list(fails),
@@ -298,10 +299,6 @@ def rule_k006(f: LibraryFacts) -> list[Finding]:
             )
         )
     return out
-
-
-def _capital(text: str) -> str:
-    return text[:1].upper() + text[1:]
 
 
 def _first(items: list[str]) -> str:

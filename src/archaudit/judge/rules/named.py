@@ -13,7 +13,7 @@ from ..facts import Floor, KernelGap, LibraryFacts, library_facts
 from ..filters import IgnoreRule, recorded_for
 from ..policy import AmdGpu, NvidiaGpu, Policy, arm_linux, library_claim
 from .amd import amd_kernel_gaps, amd_why
-from .common import finding, kept, kernels_phrase, library_entry, library_rule, present_codes
+from .common import capitalised, finding, kept, kernels_phrase, library_entry, library_rule, present_codes
 from .drivers import ptx_floor
 
 
@@ -256,7 +256,7 @@ def _fix_second(word: str, fix: str) -> str:
     """An answer's verdict (up to its first '; ' or ' (' of detail), the fix, then the detail."""
     cut = min((i for i in (word.find("; "), word.find(" (")) if i >= 0), default=len(word))
     rest = word[cut:].removeprefix("; ").strip()
-    return f"{word[:cut]}. {fix}" + (f". {rest[:1].upper() + rest[1:]}" if rest else "")
+    return f"{word[:cut]}. {fix}" + (f". {capitalised(rest)}" if rest else "")
 
 
 def on_gpu(lib: Library, name: str, cc: CC, policy: Policy | None = None) -> Finding | None:

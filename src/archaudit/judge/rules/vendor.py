@@ -11,7 +11,7 @@ from ...findings import Code, Finding
 from ...gpus import vendor as vendors
 from ...gpus.cuda import label
 from ..facts import KernelGap, LibraryFacts
-from .common import count_phrase, dotted, finding, kernels_phrase, label_key, library_rule
+from .common import capitalised, count_phrase, dotted, finding, kernels_phrase, label_key, library_rule
 from .named import named_gpus
 
 
@@ -88,7 +88,7 @@ def rule_k005(f: LibraryFacts) -> list[Finding]:
             f"no code for {dotted(gpus)} (claimed) in their own container, as its vendor "
             f"dispatches them: it is {f.vendor.library}, which its vendor documents for "
             f"{f.vendor.text}, and its host code picks the container for each GPU. "
-            f"{what[:1].upper() + what[1:]}; {f.vendor.evidence} (data/vendor.json, "
+            f"{capitalised(what)}; {f.vendor.evidence} (data/vendor.json, "
             f"{f.vendor.source})",
             kernels=names[:100],
             kernel_count=len(names),
@@ -128,7 +128,7 @@ def _k005_static(f: LibraryFacts) -> list[Finding]:
                 f"(claimed) in their own container, as its vendor dispatches them: they "
                 f"are {own.library} linked statically into {base}, which its vendor "
                 f"documents for {own.text}, and its host code picks the container for "
-                f"each GPU. {what[:1].upper() + what[1:]}; {own.evidence}, and "
+                f"each GPU. {capitalised(what)}; {own.evidence}, and "
                 f"{own.row.library}'s kernel-name convention names every kernel of those "
                 f"containers (data/vendor.json, {own.source})",
                 kernels=names[:100],
