@@ -27,6 +27,13 @@ CASES = {
     "lib_guard_75ptx_80.so": [("launch_f32_scale", "p"), ("launch_bf16_scale", "p")],
     "lib_zero_fill_100a.so": [("launch_axpy", "axpy"), ("launch_zero_fill", "p")],
     "lib_sm100_zero_fill_100a.so": [("launch_axpy", "axpy"), ("launch_zero_fill", "p")],
+    # axpy<float> in a TU for sm_80 and one for 80;90 (K004): static template stubs (nvcc 13's
+    # default), each TU launching its own module; then weak stubs (CUDA 12's default), of which
+    # the linker keeps one for both launchers
+    "lib_axpy_narrow_first.so": [("launch_axpy_narrow", "axpy"), ("launch_axpy_wide", "axpy")],
+    "lib_axpy_wide_first.so": [("launch_axpy_narrow", "axpy"), ("launch_axpy_wide", "axpy")],
+    "lib_axpy_weak_narrow_first.so": [("launch_axpy_narrow", "axpy"), ("launch_axpy_wide", "axpy")],
+    "lib_axpy_weak_wide_first.so": [("launch_axpy_narrow", "axpy"), ("launch_axpy_wide", "axpy")],
 }
 
 
