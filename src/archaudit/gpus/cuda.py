@@ -541,15 +541,15 @@ def nvcc_releases() -> tuple[CC, ...]:
 
 
 def newest_known(release: CC) -> CC | None:
-    """The newest architecture nvcc of ``release`` builds for (its 'all'), read from the newest
-    recorded release of the same major not newer than it; None where none is recorded. A
-    library a toolkit built supports no GPU newer than that toolkit knows (CUDA 12.6: 9.0;
+    """The newest architecture nvcc of ``release`` builds for (its 'all'), where that release's
+    row is recorded; None otherwise (a release between recorded ones, or one never published,
+    as the 12.7 that CUPTI 12.9's Perfworks cubins record, may know more than its neighbours).
+    A library a toolkit built supports no GPU newer than that toolkit knows (CUDA 12.6: 9.0;
     Blackwell from 12.8)."""
-    rows = _nvcc_rows()
-    known = [r for r in nvcc_releases() if r[0] == release[0] and r <= release]
-    if not known:
+    row = _nvcc_rows().get(_release_key(release))
+    if row is None:
         return None
-    newest = max(rows[_release_key(known[-1])]["all"])
+    newest = max(row["all"])
     return newest // 10, newest % 10
 
 
