@@ -26,15 +26,9 @@ SMOKE_OK = wheel("smoke_ok")
 def test_builtin_probes_in_order_and_a_plugin_from_an_entry_point(tmp_path):
     assert list(probes.discover())[:5] == ["load", "device-load", "model-torch", "model-torch-aoti", "model-executorch"]
     # a package that ships its own probe: a real distribution on sys.path with an entry point
-    site = tmp_path / "site"
-    (site / "smoke_plugin_demo-1.0.dist-info").mkdir(parents=True)
-    (site / "smoke_plugin_demo-1.0.dist-info" / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: smoke-plugin-demo\nVersion: 1.0\n"
-    )
-    (site / "smoke_plugin_demo-1.0.dist-info" / "entry_points.txt").write_text(
-        "[archaudit.probes]\ncount-files = smoke_plugin_demo:CountFiles\n"
-    )
-    (site / "smoke_plugin_demo.py").write_text(
+    site = plugin_site(
+        tmp_path,
+        "count-files = smoke_plugin_demo:CountFiles",
         textwrap.dedent("""
         from archaudit.smoke.report import Row
         class CountFiles:
@@ -45,7 +39,8 @@ def test_builtin_probes_in_order_and_a_plugin_from_an_entry_point(tmp_path):
                 # archaudit's own process has its runner loaded; the child that hosts a plugin does not
                 where = "in archaudit's process" if "archaudit.smoke.runner" in sys.modules else "in a child process"
                 return [Row(self.name, ctx.distribution, "PASS", f"{where}: {len(ctx.files)} files")]
-    """)
+    """),
+        name="smoke_plugin_demo",
     )
     out = tmp_path / "out"
     out.mkdir()
@@ -77,14 +72,9 @@ def test_a_plugin_child_writes_no_bytecode_into_archaudits_installation(tmp_path
     assert compileall.compile_dir(str(site / "archaudit"), quiet=1)
     later = time.time() + 5
     os.utime(site / "archaudit" / "smoke" / "report.py", (later, later))  # its .pyc is now stale
-    (site / "smoke_plugin_demo-1.0.dist-info").mkdir()
-    (site / "smoke_plugin_demo-1.0.dist-info" / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: smoke-plugin-demo\nVersion: 1.0\n"
-    )
-    (site / "smoke_plugin_demo-1.0.dist-info" / "entry_points.txt").write_text(
-        "[archaudit.probes]\ncount-files = smoke_plugin_demo:CountFiles\n"
-    )
-    (site / "smoke_plugin_demo.py").write_text(
+    plugin_site(
+        tmp_path,
+        "count-files = smoke_plugin_demo:CountFiles",
         textwrap.dedent("""
         from archaudit.smoke.report import Row
         class CountFiles:
@@ -92,7 +82,8 @@ def test_a_plugin_child_writes_no_bytecode_into_archaudits_installation(tmp_path
             description = "a demo plugin"
             def run(self, ctx):
                 return [Row(self.name, ctx.distribution, "PASS", f"{len(ctx.files)} files")]
-    """)
+    """),
+        name="smoke_plugin_demo",
     )
     out = tmp_path / "out"
     out.mkdir()
@@ -109,14 +100,16 @@ def test_a_plugin_child_writes_no_bytecode_into_archaudits_installation(tmp_path
     assert r.returncode == 0
 
 
-def plugin_site(tmp: Path, entry: str, module: str | None = None) -> Path:
+def plugin_site(tmp: Path, entry: str, module: str | None = None, name: str = "smoke_plugin_bad") -> Path:
+    """A distribution `name` 1.0 in tmp/site with one archaudit.probes entry point, and its module
+    `name`.py where given: a real package that ships a probe, found on sys.path."""
     site = tmp / "site"
-    info = site / "smoke_plugin_bad-1.0.dist-info"
+    info = site / f"{name}-1.0.dist-info"
     info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: smoke-plugin-bad\nVersion: 1.0\n")
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name.replace('_', '-')}\nVersion: 1.0\n")
     (info / "entry_points.txt").write_text(f"[archaudit.probes]\n{entry}\n")
     if module:
-        (site / "smoke_plugin_bad.py").write_text(module)
+        (site / f"{name}.py").write_text(module)
     return site
 
 
