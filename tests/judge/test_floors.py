@@ -149,3 +149,20 @@ def test_a_library_whose_object_lost_sm_90_runs_worse_though_its_union_is_the_sa
     ]
     rc = main(["diff", "--no-config", str(tmp_path / "new"), str(tmp_path / "old")])  # the way back gains it
     assert rc == 0 and "no GPU architecture lost" in capsys.readouterr().out
+
+
+def test_noted_release_is_what_the_cubins_record_and_built_by_starts_there():
+    """nvcc 13.0's cubins note toolkit 13.0 (lib_multiobj.so): noted_release reads it and built_by
+    answers it; a library whose code carries no note (PTX alone) has no noted release, and
+    built_by falls back to what its PTX shows."""
+    from archaudit.gpus.selection import nv_codes
+    from archaudit.judge.floors import built_by, noted_release
+
+    lib = inventory(str(oracle.FIXTURES / "lib_multiobj.so")).libraries[0]
+    codes = nv_codes(e for c in lib.containers for e in c.entries)
+    assert noted_release(codes) == (13, 0) and built_by(codes, None) == (13, 0)
+    ptx = nv_codes(
+        e for c in inventory(str(oracle.FIXTURES / "lib_ptx90.so")).libraries[0].containers for e in c.entries
+    )
+    ptx_only = tuple(x for x in ptx if x.kind == "ptx")
+    assert ptx_only and noted_release(ptx_only) is None and built_by(ptx_only, None) is not None

@@ -283,21 +283,21 @@ def _choose(
     return Identified(_as_built(fits[-1], noted, newer), evidence, version, built, newer)
 
 
-def _as_built(row: Row, built: CC | None, newer: str) -> Row:
-    """A toolkit component's row as the release that built it supports: no GPU newer than that
+def _as_built(row: Row, noted: CC | None, newer: str) -> Row:
+    """A toolkit math library's row as the release that built it supports: no GPU newer than that
     release knows (cuBLAS built by CUDA 12.6 stops at 9.0; Blackwell came with 12.8), where its
-    cubins record that release (``built``: their toolkit notes, never a release guessed from PTX
+    cubins record that release (``noted``: their toolkit notes, never a release guessed from PTX
     or a package name), the line's range is closed and the release's architectures are recorded
     (data/cuda.json)."""
-    if not row.toolkit or row.last is None or built is None or newer:
+    if not row.toolkit or row.last is None or noted is None or newer:
         return row
-    newest = arch.newest_known(built)
+    newest = arch.newest_known(noted)
     if newest is None or newest >= row.last:
         return row
     return replace(
         row,
         last=newest,
-        source=f"{row.source}; this build is CUDA {built[0]}.{built[1]}'s, whose nvcc knows GPUs through "
+        source=f"{row.source}; this build is CUDA {noted[0]}.{noted[1]}'s, whose nvcc knows GPUs through "
         f"{newest[0]}.{newest[1]} (data/cuda.json cmake_all)",
     )
 

@@ -28,6 +28,7 @@ from .floors import (
     built_by,
     entry_floor,
     highest,
+    noted_release,
     own_floor,
     runtime_floor,
     undated_floor,
@@ -540,7 +541,7 @@ def _vendor_code(
     if not codes:
         return None, ()
     built = built_by(codes, runtime, package)
-    noted = max((c.entry.toolkit for c in codes if c.entry.toolkit), default=None)  # what its cubins record
+    noted = noted_release(codes)
     contract = vendors.identify(lib.path.rsplit("/", 1)[-1], lib.statements, built, noted)
     if contract is not None:
         return contract, ()

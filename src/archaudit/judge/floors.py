@@ -218,15 +218,18 @@ def own_floor(gpu: CC, os_name: str) -> list[Floor]:
     return [own] if own is not None else []
 
 
+def noted_release(codes: tuple[NvCode, ...]) -> CC | None:
+    """The newest toolkit release a library's cubins record (their notes), or None: the one
+    answer about what built it that is read, not inferred."""
+    return max((c.entry.toolkit for c in codes if c.entry.toolkit), default=None)
+
+
 def built_by(codes: tuple[NvCode, ...], runtime: Floor | None, package: int | None = None) -> CC | None:
     """The CUDA release that built a library's code: the newest toolkit its cubins record,
     else the release its PTX shows, else the CUDA major of the runtime it links, else the CUDA
     major its package is named for (CUPTI's and Compute Sanitizer's tool cubins record no
     toolkit, and they link no runtime)."""
-    noted = [c.entry.toolkit for c in codes if c.entry.toolkit]
-    if noted:
-        return max(noted)
-    found = unit_release(codes) or (runtime.cuda if runtime is not None else None)
+    found = noted_release(codes) or unit_release(codes) or (runtime.cuda if runtime is not None else None)
     return found or ((package, 0) if package is not None else None)
 
 
@@ -247,6 +250,7 @@ __all__ = [
     "entry_floor",
     "gpu_floor",
     "highest",
+    "noted_release",
     "is_dead",
     "own_floor",
     "runtime_floor",
