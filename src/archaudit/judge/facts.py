@@ -132,21 +132,16 @@ def _whole_unit_gaps(f: LibraryFacts, judged: list[CC], strict: bool) -> tuple[K
         ]
         by: dict[tuple[str | None, Verdict], list[str]] = defaultdict(list)
         names = tuple(sorted(u.kernels)) if u.identified else None
+        # the project's record of where its host launches each kernel ([[tool.archaudit.library]] kernels)
+        gates = {n: kernel_claim(f.policy, f.path, n) for n in names or ()}
         for cc in missed:  # arch-specific code excuses a GPU only where no generic code runs beside it
             verdict = _whole_unit_verdict(f, u, cc, strict)
             for name in names or (None,):
-                gate = name is not None and gated(f.policy, f.path, name, cc)
-                by[(name, "gated" if gate else verdict)].append(label(cc))
+                gate = gates.get(name) if name is not None else None
+                by[(name, "gated" if gate is not None and cc not in gate.claim.gpus else verdict)].append(label(cc))
         for (name, verdict), fails in by.items():
             gaps.append(KernelGap(verdict, labels_of(u.codes), tuple(fails), name, frozenset([i])))
     return tuple(gaps)
-
-
-def gated(policy: Policy, library_path: str, kernel: str, gpu: CC) -> bool:
-    """Whether the project records ([[tool.archaudit.library]] with ``kernels``) that its host
-    code launches this kernel of this library only on other GPUs than ``gpu``."""
-    own = kernel_claim(policy, library_path, kernel) if policy.library_claims else None
-    return own is not None and gpu not in own.claim.gpus
 
 
 def _whole_unit_verdict(f: LibraryFacts, u: Unit, cc: CC, strict: bool) -> Verdict:
@@ -216,7 +211,7 @@ def _own_verdict(
     other container is looked at; None where they say nothing. A project's record of the GPUs
     its host launches the kernel on ([[tool.archaudit.library]] with kernels) outweighs what the
     kernel's name suggests: a name never excuses a GPU the project says it is launched on."""
-    gate = kernel_claim(f.policy, f.path, name) if f.policy.library_claims else None
+    gate = kernel_claim(f.policy, f.path, name)
     if specialised and ((gate is None and excludes(name, cc)) or not f.generic_runs(cc)):
         return "specialised"
     vendor = _vendor_verdict(f, i, name, cc)

@@ -312,14 +312,17 @@ def test_k002_k003_name_what_the_kernels_carry():
     ]
 
 
-@pytest.mark.parametrize("glob", ["mul", "m?l", "_Z3mul*"])
-def test_k006_a_kernel_the_project_gates_away_from_a_gpu_is_information(tmp_path, capsys, glob):
+@pytest.mark.parametrize(
+    ("glob", "strict"), [("mul", ()), ("m?l", ()), ("_Z3mul*", ()), ("mul", ("--strict-kernels",))]
+)
+def test_k006_a_kernel_the_project_gates_away_from_a_gpu_is_information(tmp_path, capsys, glob, strict):
     """The host launches `mul` only on 8.x (recorded with kernels): its gap on 9.0 is K006, not
-    K001, and --gpu H100 answers G008; axpy keeps the claim "80;90". By its short or mangled name."""
+    K001, and --gpu H100 answers G008; axpy keeps the claim "80;90". By its short or mangled name,
+    and with every container judged whole (--strict-kernels) too."""
     entry = f'path = "lib_multiobj.so"\nkernels = ["{glob}"]\narch = "80"\nreason = "ops.py:7 calls mul only on 8.x"'
     toml = tmp_path / "pyproject.toml"
     toml.write_text(f"[tool.archaudit]\n[[tool.archaudit.library]]\n{entry}\n", encoding="utf-8")
-    rep, rc = _run(capsys, toml, "--arch", "80;90", "--gpu", "H100")
+    rep, rc = _run(capsys, toml, "--arch", "80;90", "--gpu", "H100", *strict)
     (k,) = [f for f in rep if f["code"] == "K006"]
     assert rc == 0 and not [f for f in rep if f["code"] in ("K001", "G009")]
     assert k["severity"] == INFO and k["data"]["fails"] == ["90"] and k["data"]["gate"] == "80"
