@@ -164,35 +164,29 @@ class Judge:
 
     def failed(self, launch: Launch) -> None:
         """A failed launch: agreeing with check only where check predicted that its code cannot run here."""
+        facts = (("code", launch.code), ("kernel", launch.kernel), ("launches", launch.count), ("layer", launch.layer))
+        subject, status, reason = self._failed_verdict(launch)
+        self.rows.append(Row(NAME, subject, status, reason, details=facts))
+
+    def _failed_verdict(self, launch: Launch) -> tuple[str, str, str]:
+        """The subject, status and reason of a failed launch's row."""
         found, _ = self.sources(launch)
         what = SELECTION_ERRORS.get(launch.code, f"error {launch.code}")
-        facts = (("code", launch.code), ("kernel", launch.kernel), ("launches", launch.count), ("layer", launch.layer))
+        failed = f"{launch.count} launch(es) of {launch.kernel} on {self.where} failed with {what}"
         if launch.code not in SELECTION_ERRORS:
-            self.rows.append(
-                Row(
-                    NAME,
-                    launch.kernel,
-                    FAIL,
-                    f"{launch.count} launch(es) of {launch.kernel} on "
-                    f"{self.where} failed with {what}: not a code-selection error, so check does not "
-                    f"speak to it, but a failed launch is never passed",
-                    details=facts,
-                )
+            return (
+                launch.kernel,
+                FAIL,
+                f"{failed}: not a code-selection error, so check does not speak to it, but a failed launch is "
+                f"never passed",
             )
-            return
         if not found:
-            self.rows.append(
-                Row(
-                    NAME,
-                    launch.kernel,
-                    FAIL,
-                    f"{launch.count} launch(es) of {launch.kernel} on "
-                    f"{self.where} failed with {what}, and no container of the mapped files defines "
-                    f"that kernel: check could not have predicted it",
-                    details=facts,
-                )
+            return (
+                launch.kernel,
+                FAIL,
+                f"{failed}, and no container of the mapped files defines that kernel: check could not have "
+                f"predicted it",
             )
-            return
         preds = [
             (s, _predict(self.inv.libraries[s.library][1].containers[s.container], self.target, launch.kernel))
             for s in found
@@ -202,31 +196,10 @@ class Judge:
             f" predicted {p.outcome.value} ({p.reason})"
             for s, p in preds[:SHOWN]
         )
-        wrong = [(s, p) for s, p in preds if _runs(p)]
         subject = f"{self.inv.libraries[preds[0][0].library][0]}: {launch.kernel}"
-        if wrong:
-            self.rows.append(
-                Row(
-                    NAME,
-                    subject,
-                    FAIL,
-                    f"a false pass of check: {launch.count} launch(es) of "
-                    f"{launch.kernel} on {self.where} failed with {what}, but check predicted it runs "
-                    f"there: {where}",
-                    details=facts,
-                )
-            )
-        else:
-            self.rows.append(
-                Row(
-                    NAME,
-                    subject,
-                    PASS,
-                    f"{launch.count} launch(es) of {launch.kernel} on {self.where} "
-                    f"failed with {what}, as check predicted: {where}",
-                    details=facts,
-                )
-            )
+        if any(_runs(p) for _, p in preds):
+            return subject, FAIL, f"a false pass of check: {failed}, but check predicted it runs there: {where}"
+        return subject, PASS, f"{failed}, as check predicted: {where}"
 
     def async_error(self, e: AsyncError) -> None:
         self.rows.append(
