@@ -84,6 +84,16 @@ def cupti_include() -> Path | None:
     return None
 
 
+def c_printout(exe: Path, cc: str, include: Path, lines: list[str]) -> dict[str, str]:
+    """Compile a C program of ``lines`` against the CUPTI headers and run it: each line it prints,
+    "NAME VALUE", as NAME -> VALUE."""
+    src = exe.with_suffix(".c")
+    src.write_text("\n".join(lines) + "\n")
+    subprocess.run([cc, f"-I{include}", "-o", str(exe), str(src)], check=True, capture_output=True)
+    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    return dict(line.rsplit(" ", 1) for line in out.splitlines())
+
+
 def test_the_ctypes_layouts_are_the_cupti_headers(tmp_path):
     """sizeof and offsetof of the three structs and the enum values, as a C compiler reads CUPTI's
     headers, against the ctypes layouts and constants of cupti.py."""
@@ -115,14 +125,7 @@ def test_the_ctypes_layouts_are_the_cupti_headers(tmp_path):
     enums |= {f"CUPTI_RUNTIME_TRACE_CBID_{n}": k for k, n in {**cupti.RUNTIME_LAUNCHES, **cupti.RUNTIME_SYNCS}.items()}
     lines += [f'printf("enum {e} %d\\n", (int){e});' for e in enums]
     lines += ["return 0; }"]
-    src = tmp_path / "layout.c"
-    src.write_text("\n".join(lines) + "\n")
-    exe = tmp_path / "layout"
-    subprocess.run([cc, f"-I{inc}", "-o", str(exe), str(src)], check=True, capture_output=True)
-    got = dict(
-        line.rsplit(" ", 1)
-        for line in subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()
-    )
+    got = c_printout(tmp_path / "layout", cc, inc, lines)
     for cname, struct in fields.items():
         assert int(got[f"{cname} size"]) == ctypes.sizeof(struct), cname
         for f, *_ in struct._fields_:
@@ -198,14 +201,7 @@ def test_the_launched_function_fields_are_the_params_structs_of_the_headers(tmp_
     ]
     lines += [f'printf("{s} %zu\\n", offsetof({s}, {f}));' for s, (f, _) in structs.items()]
     lines += ["return 0; }"]
-    src = tmp_path / "params.c"
-    src.write_text("\n".join(lines) + "\n")
-    exe = tmp_path / "params"
-    subprocess.run([cc, f"-I{inc}", "-o", str(exe), str(src)], check=True, capture_output=True)
-    got = dict(
-        line.rsplit(" ", 1)
-        for line in subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()
-    )
+    got = c_printout(tmp_path / "params", cc, inc, lines)
     assert {s: int(v) for s, v in got.items()} == {s: 8 * at for s, (_, at) in structs.items()}
 
 
